@@ -16,6 +16,7 @@ export default defineConfig({
   plugins: [liquidAsText()],
   test: {
     include: ["test/**/*.test.ts"],
+    globalSetup: ["test/support/globalSetup.ts"],
     testTimeout: 30_000,
     hookTimeout: 120_000,
   },

@@ -1,0 +1,48 @@
+// The Hono app: routes and the middleware that Hono already ships.
+import { Hono } from "hono";
+import { etag, RETAINED_304_HEADERS } from "hono/etag";
+import { secureHeaders } from "hono/secure-headers";
+import { timing } from "hono/timing";
+import { ConfigError, type Env } from "./config";
+import { errorPage } from "./http/errorPage";
+import { homePage } from "./http/homePage";
+import { productPage } from "./http/productPage";
+import { tierFor, type Tier } from "./tier";
+
+type AppEnv = { Bindings: Env; Variables: { tier: Tier } };
+
+export function createApp(): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  app.get("/healthz", (c) => {
+    const tier = tierFor(c.env);
+    if (tier instanceof ConfigError) return c.json({ ok: false, error: `configuration: ${tier.message}` }, 500);
+    return c.json({ ok: true, l2: tier.cache.l2 ? tier.cache.l2.breaker.state() : "off" });
+  });
+
+  // Bad configuration: one clear answer naming the setting, on every route.
+  app.use("*", async (c, next) => {
+    const tier = tierFor(c.env);
+    if (tier instanceof ConfigError) {
+      return c.text(`Configuration error: ${tier.message}. See the README's configuration reference.`, 500);
+    }
+    c.set("tier", tier);
+    await next();
+  });
+
+  app.use("*", secureHeaders());
+  app.use("/products/*", timing({ total: true, crossOrigin: false }));
+  // The page sets a version-derived ETag; hono/etag answers 304 to a matching If-None-Match.
+  app.use("/products/*", etag({ retainedHeaders: [...RETAINED_304_HEADERS, "cache-status", "server-timing"] }));
+
+  app.get("/", (c) => homePage(c, c.get("tier")));
+  app.get("/products/:id", (c) => productPage(c, c.get("tier")));
+
+  app.notFound((c) => errorPage(c, 404, "There is no page at this address.", "public, max-age=60"));
+  app.onError((error, c) => {
+    // Last resort: log the detail, show the visitor a page, never the stack.
+    console.error(JSON.stringify({ event: "unhandled_error", path: new URL(c.req.url).pathname, message: String(error) }));
+    return errorPage(c, 500, "Something went wrong on our side.", "no-store");
+  });
+  return app;
+}

@@ -1,0 +1,81 @@
+// How an entry travels to and from Redis:
+//
+//   <version>|<freshUntil>|<j or z>|<payload>
+//
+// The version and freshness come first, in clear, so that the Lua scripts can
+// guard writes (never replace a newer version) and judge freshness without
+// decoding. The payload is JSON (`j`) or, above the size threshold, gzip
+// bytes as base64 text (`z`): @upstash/redis carries strings, not bytes.
+import type { Entry } from "./entry";
+
+interface Payload {
+  d: unknown;
+  f: number;
+  s: number;
+  e: number;
+}
+
+/** Bytes L1 charges for an entry: its JSON (UTF-16 in memory, so twice) plus object overhead. */
+export function sizeOfJson(jsonLength: number): number {
+  return jsonLength * 2 + 256;
+}
+
+export async function encodeEntry(entry: Entry, compressAboveBytes: number): Promise<string> {
+  const payload: Payload = { d: entry.data, f: entry.fetchedAt, s: entry.staleUntil, e: entry.errorUntil };
+  const json = JSON.stringify(payload);
+  const head = `${entry.version}|${entry.freshUntil}|`;
+  if (json.length <= compressAboveBytes) return `${head}j|${json}`;
+  return `${head}z|${bytesToBase64(await gzip(new TextEncoder().encode(json)))}`;
+}
+
+/** The entry, or undefined when the value is not one of ours (treated as a miss, never deleted). */
+export async function decodeEntry<T>(value: string): Promise<Entry<T> | undefined> {
+  const match = /^(\d+)\|(\d+)\|([jz])\|/.exec(value);
+  if (!match) return undefined;
+  const body = value.slice(match[0].length);
+  try {
+    const json = match[3] === "j" ? body : new TextDecoder().decode(await gunzip(base64ToBytes(body)));
+    const payload = JSON.parse(json) as Payload;
+    if (typeof payload.f !== "number" || typeof payload.s !== "number" || typeof payload.e !== "number") return undefined;
+    return {
+      data: payload.d as T | null,
+      version: Number(match[1]),
+      freshUntil: Number(match[2]),
+      fetchedAt: payload.f,
+      staleUntil: payload.s,
+      errorUntil: payload.e,
+      size: sizeOfJson(json.length),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+async function gzip(bytes: Uint8Array): Promise<Uint8Array> {
+  return pipeThrough(bytes, new CompressionStream("gzip"));
+}
+
+async function gunzip(bytes: Uint8Array): Promise<Uint8Array> {
+  return pipeThrough(bytes, new DecompressionStream("gzip"));
+}
+
+async function pipeThrough(bytes: Uint8Array, transform: { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> }): Promise<Uint8Array> {
+  const output = new Response(new Blob([bytes]).stream().pipeThrough(transform));
+  return new Uint8Array(await output.arrayBuffer());
+}
+
+function bytesToBase64(bytes: Uint8Array): string {
+  let binary = "";
+  const chunk = 0x8000;
+  for (let i = 0; i < bytes.length; i += chunk) {
+    binary += String.fromCharCode(...bytes.subarray(i, i + chunk));
+  }
+  return btoa(binary);
+}
+
+function base64ToBytes(text: string): Uint8Array {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}

@@ -1,0 +1,63 @@
+// One cached resource and its life cycle (design.md, "Entry life cycle").
+// Every entry carries its own deadlines, fixed (with jitter) when it was
+// fetched, so that every isolate and Redis agree on what it is at any time.
+import type { ResourcePolicy } from "../config";
+
+export interface Entry<T = unknown> {
+  /** `null` means "the origin says this does not exist" (negative caching). */
+  data: T | null;
+  /** The origin's `version` (0 for absent entries): writes never go backwards. */
+  version: number;
+  fetchedAt: number;
+  freshUntil: number;
+  /** End of stale-while-revalidate: served at once while one refresh runs. */
+  staleUntil: number;
+  /** End of stale-if-error: served only when the origin fails. */
+  errorUntil: number;
+  /** Approximate bytes held in L1, for its byte bound. */
+  size: number;
+}
+
+export type EntryState = "fresh" | "stale" | "usable-on-error" | "expired";
+
+export function entryState(entry: Entry | undefined, now: number): EntryState {
+  if (!entry) return "expired";
+  if (now < entry.freshUntil) return "fresh";
+  if (now < entry.staleUntil) return "stale";
+  if (now < entry.errorUntil) return "usable-on-error";
+  return "expired";
+}
+
+/** `seconds` moved by a uniform random share of ±`jitter`. */
+export function jittered(seconds: number, jitter: number, random: () => number = Math.random): number {
+  return seconds * (1 + jitter * (2 * random() - 1));
+}
+
+/** The deadlines of an entry fetched `now` under `policy`. Absent entries get `negativeTtl` and no grace. */
+export function deadlinesFor(
+  found: boolean,
+  policy: ResourcePolicy,
+  now: number,
+  jitter: number,
+  random: () => number = Math.random,
+): Pick<Entry, "fetchedAt" | "freshUntil" | "staleUntil" | "errorUntil"> {
+  if (!found) {
+    const freshUntil = now + Math.round(jittered(policy.negativeTtl, jitter, random) * 1000);
+    return { fetchedAt: now, freshUntil, staleUntil: freshUntil, errorUntil: freshUntil };
+  }
+  const freshUntil = now + Math.round(jittered(policy.ttl, jitter, random) * 1000);
+  return {
+    fetchedAt: now,
+    freshUntil,
+    staleUntil: freshUntil + policy.swr * 1000,
+    errorUntil: freshUntil + policy.staleIfError * 1000,
+  };
+}
+
+/** Of two copies of one resource, the one to keep: newer origin data first, then the later fetch. */
+export function newerOf<T>(a: Entry<T> | undefined, b: Entry<T> | undefined): Entry<T> | undefined {
+  if (!a) return b;
+  if (!b) return a;
+  if (a.version !== b.version) return a.version > b.version ? a : b;
+  return a.fetchedAt >= b.fetchedAt ? a : b;
+}

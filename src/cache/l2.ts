@@ -1,0 +1,129 @@
+// L2: Redis through @upstash/redis. Every call has a time budget and goes
+// through the isolate's circuit breaker; a failed or skipped call answers
+// `undefined` ("L2 unavailable"), never throws, and never deletes anything:
+// a Redis outage must not turn into errors or an origin stampede.
+import { Redis } from "@upstash/redis/cloudflare";
+import type { Breaker } from "./breaker";
+
+export type FillClaim =
+  /** This isolate holds the lock: fetch from the origin, then `writeFill`. */
+  | { kind: "won" }
+  /** Another isolate is filling: wait for its result in L2 (bounded). */
+  | { kind: "lost" }
+  /** Someone filled it meanwhile: here is the fresh value. */
+  | { kind: "fresh"; value: string };
+
+export interface L2Stats {
+  /** Calls not made because the breaker was open. */
+  skipped: number;
+  /** Calls that failed or ran out of time. */
+  failures: number;
+  /** Writes lost to failures or an open breaker (never queued). */
+  droppedWrites: number;
+}
+
+export interface L2 {
+  /** All keys in one round trip; `null` for a missing key. */
+  readMany(keys: string[]): Promise<(string | null)[] | undefined>;
+  /** Claims the fill of `key`: SET lock NX PX, unless a fresh value is already there. */
+  claimFill(key: string, lock: string, token: string, lockTtlMs: number, now: number): Promise<FillClaim | undefined>;
+  /** Stores `value` unless L2 holds a newer version, and releases `lock` if `token` still holds it. */
+  writeFill(key: string, lock: string, value: string, version: number, ttlMs: number, token: string): Promise<boolean | undefined>;
+  readonly breaker: Breaker;
+  readonly stats: L2Stats;
+}
+
+export interface L2Options {
+  url: string;
+  token: string;
+  /** Budget per call, ms. */
+  timeoutMs: number;
+  breaker: Breaker;
+}
+
+// Returns the value when it is fresh (its freshUntil, second field, is after
+// ARGV[3]); else 1 when the lock was taken, 0 when somebody else holds it.
+const CLAIM_FILL = `
+local value = redis.call('GET', KEYS[1])
+if value then
+  local freshUntil = tonumber(string.match(value, '^%d+|(%d+)|'))
+  if freshUntil and freshUntil > tonumber(ARGV[3]) then return value end
+end
+if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
+return 0
+`;
+
+// Writes ARGV[1] unless the stored version (first field) is newer than
+// ARGV[2]; releases the lock only for its holder's token. An absent entry
+// (version 0: the origin answered 404) is the origin's latest word and is
+// always written, so a deleted product does not linger as a stale page.
+const WRITE_FILL = `
+local current = redis.call('GET', KEYS[1])
+local written = 0
+local currentVersion = current and tonumber(string.match(current, '^(%d+)|'))
+if ARGV[2] == '0' or not currentVersion or currentVersion <= tonumber(ARGV[2]) then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+  written = 1
+end
+if ARGV[4] ~= '' and redis.call('GET', KEYS[2]) == ARGV[4] then redis.call('DEL', KEYS[2]) end
+return written
+`;
+
+export function createL2({ url, token, timeoutMs, breaker }: L2Options): L2 {
+  const redis = new Redis({
+    url,
+    token,
+    // Values are our own strings (see codec.ts): no JSON guessing.
+    automaticDeserialization: false,
+    // The breaker decides about retrying; the client must not retry behind its back.
+    retry: false,
+    enableTelemetry: false,
+    // One call, one round trip: the page path batches its reads itself (MGET).
+    enableAutoPipelining: false,
+    // A fresh deadline per request: a hung Redis costs at most `timeoutMs`.
+    signal: () => AbortSignal.timeout(timeoutMs),
+  });
+  const claimScript = redis.createScript<string | number>(CLAIM_FILL);
+  const writeScript = redis.createScript<number>(WRITE_FILL);
+  const stats: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0 };
+
+  async function guarded<T>(call: () => Promise<T>, isWrite = false): Promise<T | undefined> {
+    if (!breaker.allow()) {
+      stats.skipped++;
+      if (isWrite) stats.droppedWrites++;
+      return undefined;
+    }
+    try {
+      const result = await call();
+      breaker.success();
+      return result;
+    } catch {
+      breaker.failure();
+      stats.failures++;
+      if (isWrite) stats.droppedWrites++;
+      return undefined;
+    }
+  }
+
+  return {
+    breaker,
+    stats,
+    readMany(keys) {
+      if (keys.length === 0) return Promise.resolve([]);
+      return guarded(() => redis.mget<(string | null)[]>(...keys));
+    },
+    claimFill(key, lock, lockToken, lockTtlMs, now) {
+      return guarded(async () => {
+        const answer = await claimScript.exec([key, lock], [lockToken, String(lockTtlMs), String(now)]);
+        if (typeof answer === "string") return { kind: "fresh", value: answer } as const;
+        return answer === 1 ? ({ kind: "won" } as const) : ({ kind: "lost" } as const);
+      });
+    },
+    writeFill(key, lock, value, version, ttlMs, lockToken) {
+      return guarded(
+        async () => (await writeScript.exec([key, lock], [value, String(version), String(Math.max(1, Math.round(ttlMs))), lockToken])) === 1,
+        true,
+      );
+    },
+  };
+}

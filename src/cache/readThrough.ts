@@ -1,0 +1,198 @@
+// The request path of the cache, in one read (design.md, "The picture"):
+//
+//   for each resource the page needs:  L1 ──▶ L2 (one round trip for all) ──▶ origin (coalesced fill)
+//
+// fresh ⇒ serve; stale ⇒ serve now and refresh in the background, once;
+// missing or expired ⇒ fill; the fill failed ⇒ serve what is usable on error.
+import { LRUCache } from "lru-cache";
+import type { Config } from "../config";
+import { OriginError, type OriginClient, type OriginFailure } from "../origin/client";
+import type { ResourceName, ResourceTypes } from "../origin/types";
+import type { Clock } from "./clock";
+import { decodeEntry } from "./codec";
+import { entryState, newerOf, type Entry } from "./entry";
+import { createFill, type FillContext } from "./fill";
+import { entryKey } from "./keys";
+import type { L2 } from "./l2";
+
+export type Tier = "l1" | "l2" | "origin";
+
+export interface Served<T> {
+  resource: ResourceName;
+  /** `found`: data to show; `absent`: the origin says there is none; `failed`: nothing usable. */
+  outcome: "found" | "absent" | "failed";
+  data: T | null;
+  entry?: Entry<T>;
+  /** Where the answer came from; `undefined` when nothing was usable. */
+  tier?: Tier;
+  /** How the entry stood: fresh, within stale-while-revalidate, or only within stale-if-error. */
+  freshness?: "fresh" | "stale" | "stale-if-error";
+  /** This request waited for a fill that another request or isolate ran. */
+  collapsed: boolean;
+  /** Why the origin was asked (for Cache-Status `fwd=`). */
+  forward?: "miss" | "stale";
+  /** Why the origin could not answer, when it could not. */
+  failure?: OriginFailure;
+}
+
+export type PageData = { [R in ResourceName]?: Served<ResourceTypes[R]> };
+
+export interface Timings {
+  l1: number;
+  l2: number;
+  origin: number;
+}
+
+export interface ReadThroughDeps {
+  config: Config;
+  origin: OriginClient;
+  l2: L2 | null;
+  clock: Clock;
+  random?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export interface ReadThrough {
+  /** Reads the resources of one product. `background` receives work that must outlive the response. */
+  read(id: string, resources: readonly ResourceName[], background: (work: Promise<unknown>) => void): Promise<{ data: PageData; timings: Timings }>;
+  readonly l1: LRUCache<string, Entry, FillContext>;
+  readonly l2: L2 | null;
+}
+
+interface Pending {
+  resource: ResourceName;
+  key: string;
+  /** Best copy at hand that is still usable if the origin fails, and where it came from. */
+  fallback?: Entry;
+  fallbackTier?: Tier;
+}
+
+export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
+  const { config, l2, clock } = deps;
+  const fill = createFill({
+    ...deps,
+    random: deps.random ?? Math.random,
+    sleep: deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+  });
+
+  const l1 = new LRUCache<string, Entry, FillContext>({
+    // The byte bound is the only bound that protects a 128 MB isolate (lru-cache #227).
+    maxSize: config.l1MaxBytes,
+    sizeCalculation: (entry) => entry.size,
+    // lru-cache drops an entry once it is no longer usable even on error;
+    // the entry's own deadlines decide between fresh and stale before that.
+    ttlAutopurge: false,
+    perf: { now: () => clock.now() },
+    // A failed refresh keeps the old entry: it may still serve on error.
+    noDeleteOnFetchRejection: true,
+    fetchMethod: async (key, _stale, { options, context }) => {
+      const entry = await fill(key, context);
+      options.ttl = Math.max(1, entry.errorUntil - clock.now());
+      return entry;
+    },
+  });
+
+  function keep(key: string, entry: Entry): void {
+    l1.set(key, entry, { ttl: Math.max(1, entry.errorUntil - clock.now()) });
+  }
+
+  function refreshInBackground(key: string, resource: ResourceName, id: string, background: FillContext["background"]): void {
+    // lru-cache runs at most one fill per key: a refresh already under way is joined, not repeated.
+    const refresh = l1.fetch(key, { forceRefresh: true, context: { resource, id, background } });
+    background(refresh.catch(() => undefined));
+  }
+
+  function served(resource: ResourceName, entry: Entry, tier: Tier, freshness: Served<unknown>["freshness"], extra: Partial<Served<unknown>> = {}): Served<unknown> {
+    return {
+      resource,
+      outcome: entry.data === null ? "absent" : "found",
+      data: entry.data,
+      entry,
+      tier,
+      freshness,
+      collapsed: false,
+      ...extra,
+    };
+  }
+
+  async function fillOne(id: string, item: Pending, background: FillContext["background"]): Promise<Served<unknown>> {
+    const context: FillContext = { resource: item.resource, id, background };
+    const status: LRUCache.Status<string, Entry, FillContext> = {};
+    const forward = item.fallback ? "stale" : "miss";
+    try {
+      const entry = await l1.fetch(item.key, { forceRefresh: true, context, status });
+      if (!entry) throw new OriginError(item.resource, "unreachable", "fill aborted");
+      const joined = status.fetch === "inflight";
+      return served(item.resource, entry, joined ? "origin" : context.via === "l2" ? "l2" : "origin", "fresh", {
+        collapsed: joined || context.via === "l2",
+        forward,
+      });
+    } catch (error) {
+      const failure: OriginFailure = error instanceof OriginError ? error.failure : "unreachable";
+      if (item.fallback && entryState(item.fallback, clock.now()) !== "expired") {
+        return served(item.resource, item.fallback, item.fallbackTier ?? "l1", "stale-if-error", { forward, failure });
+      }
+      return { resource: item.resource, outcome: "failed", data: null, collapsed: false, forward, failure };
+    }
+  }
+
+  return {
+    l1,
+    l2,
+    async read(id, resources, background) {
+      const data: Record<string, Served<unknown>> = {};
+      const timings: Timings = { l1: 0, l2: 0, origin: 0 };
+
+      // 1. L1
+      let started = clock.now();
+      let pending: Pending[] = [];
+      for (const resource of resources) {
+        const key = entryKey(config.keyPrefix, resource, id);
+        const entry = l1.peek(key);
+        const state = entryState(entry, clock.now());
+        if (entry && state === "fresh") {
+          data[resource] = served(resource, entry, "l1", "fresh");
+        } else if (entry && state === "stale") {
+          data[resource] = served(resource, entry, "l1", "stale");
+          refreshInBackground(key, resource, id, background);
+        } else {
+          pending.push({ resource, key, fallback: state === "usable-on-error" ? entry : undefined, fallbackTier: "l1" });
+        }
+      }
+      timings.l1 = clock.now() - started;
+
+      // 2. L2: one round trip for everything L1 could not serve.
+      if (l2 && pending.length > 0) {
+        started = clock.now();
+        const values = await l2.readMany(pending.map((item) => item.key));
+        const stillPending: Pending[] = [];
+        for (const [index, item] of pending.entries()) {
+          const value = values?.[index];
+          const fromL2 = value ? await decodeEntry(value) : undefined;
+          const best = newerOf(item.fallback, fromL2);
+          const state = entryState(best, clock.now());
+          if (best && best === fromL2 && (state === "fresh" || state === "stale")) {
+            keep(item.key, best);
+            data[item.resource] = served(item.resource, best, "l2", state);
+            if (state === "stale") refreshInBackground(item.key, item.resource, id, background);
+          } else {
+            const usable = state === "usable-on-error" ? best : undefined;
+            stillPending.push({ ...item, fallback: usable, fallbackTier: usable === fromL2 ? "l2" : "l1" });
+          }
+        }
+        pending = stillPending;
+        timings.l2 = clock.now() - started;
+      }
+
+      // 3. Origin, through the coalescing fill.
+      if (pending.length > 0) {
+        started = clock.now();
+        const filled = await Promise.all(pending.map((item) => fillOne(id, item, background)));
+        for (const result of filled) data[result.resource] = result;
+        timings.origin = clock.now() - started;
+      }
+
+      return { data: data as PageData, timings };
+    },
+  };
+}

@@ -1,0 +1,48 @@
+// Every policy number of the tier lives here, with the reason for it.
+// Each one can be overridden through a wrangler var (see ./index.ts and README).
+import type { ResourceName } from "../origin/types";
+
+/** How long an entry of one resource may be used, in seconds. */
+export interface ResourcePolicy {
+  /** Fresh for this long: served without asking anybody. */
+  ttl: number;
+  /** Then stale for this long: served at once while one background refresh runs. */
+  swr: number;
+  /** Counted from the end of `ttl`: still served when the origin fails or is too slow. */
+  staleIfError: number;
+  /** How long "the origin says this does not exist" is remembered. */
+  negativeTtl: number;
+  /** Core data makes the page; without it the page is a 503. Non-core data gets a default. */
+  core: boolean;
+  /** Per-service origin timeout, ms: a slow service costs a visitor at most this. */
+  originTimeoutMs: number;
+}
+
+export const DEFAULT_POLICIES: Record<ResourceName, ResourcePolicy> = {
+  // Titles and descriptions change a few times a day and purges announce
+  // price changes, so minutes of freshness cost nothing in correctness.
+  product: { ttl: 300, swr: 3600, staleIfError: 86_400, negativeTtl: 60, core: true, originTimeoutMs: 1500 },
+  // Stock moves in seconds: short freshness, short grace, and a stale-if-error
+  // window after which the page says "availability unknown" rather than promise stock.
+  inventory: { ttl: 10, swr: 30, staleIfError: 600, negativeTtl: 30, core: true, originTimeoutMs: 1000 },
+  // Decoration: long windows, and a default when nothing is usable.
+  reviews: { ttl: 600, swr: 3600, staleIfError: 86_400, negativeTtl: 300, core: false, originTimeoutMs: 800 },
+  recommendations: { ttl: 900, swr: 3600, staleIfError: 86_400, negativeTtl: 300, core: false, originTimeoutMs: 800 },
+};
+
+export const DEFAULTS = {
+  /** ±10% so that entries written together do not expire together. */
+  ttlJitter: 0.1,
+  /** 32 MiB of a Worker isolate's 128 MB: room for tens of thousands of entries and the runtime. */
+  l1MaxBytes: 32 * 1024 * 1024,
+  /** A Redis round trip at the edge takes a few ms; past this a visitor should not wait for it. */
+  l2TimeoutMs: 50,
+  /** A filler holds the cross-isolate lock at most this long, so a crashed holder blocks nobody for long. */
+  lockTtlMs: 3000,
+  /** How long a loser of the lock waits for the winner's result in L2 before fetching itself. */
+  lockWaitMs: 1000,
+  /** Values over this many bytes are compressed before they go to L2. */
+  compressAboveBytes: 1024,
+  /** Key prefix in Redis: `pp:v1:prod:p-000123`. Bump the version to orphan every old entry. */
+  keyPrefix: "pp:v1",
+} as const;

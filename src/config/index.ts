@@ -1,0 +1,150 @@
+// The worker's configuration: wrangler vars and secrets, validated once per
+// isolate. A bad setting yields one message naming it (see `describeConfigError`),
+// never a stack trace per request.
+import * as v from "valibot";
+import type { ResourceName } from "../origin/types";
+import { DEFAULTS, DEFAULT_POLICIES, type ResourcePolicy } from "./defaults";
+
+export type { ResourcePolicy } from "./defaults";
+
+/** The bindings as wrangler hands them over: vars are strings (or JSON values), secrets are strings. */
+export interface Env {
+  ORIGIN_URL?: string;
+  UPSTASH_REDIS_REST_URL?: string;
+  UPSTASH_REDIS_REST_TOKEN?: string;
+  PURGE_TOKEN?: string;
+  PUBLIC_URL?: string;
+  L1_MAX_BYTES?: string | number;
+  L2_TIMEOUT_MS?: string | number;
+  TTL_JITTER?: string | number;
+  LOCK_TTL_MS?: string | number;
+  LOCK_WAIT_MS?: string | number;
+  /** JSON object of per-resource overrides, e.g. `{"inventory":{"ttl":5}}`. */
+  CACHE_POLICIES?: string | Record<string, unknown>;
+}
+
+export interface Config {
+  originUrl: string;
+  /** Absent when no Redis is configured: the tier then runs on L1 and the origin only. */
+  l2: { url: string; token: string } | null;
+  /** Absent: the purge endpoint is closed. */
+  purgeToken: string | null;
+  /** Base of the canonical URLs in pages; the request's own URL when unset. Never taken from request headers. */
+  publicUrl: string | null;
+  l1MaxBytes: number;
+  l2TimeoutMs: number;
+  ttlJitter: number;
+  lockTtlMs: number;
+  lockWaitMs: number;
+  compressAboveBytes: number;
+  keyPrefix: string;
+  policies: Record<ResourceName, ResourcePolicy>;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly setting: string, detail: string) {
+    super(`${setting} ${detail}`);
+    this.name = "ConfigError";
+  }
+}
+
+const httpUrl = v.pipe(
+  v.string(),
+  v.trim(),
+  v.url("must be an absolute URL"),
+  v.check((s) => /^https?:\/\//.test(s), "must start with http:// or https://"),
+  v.transform((s) => s.replace(/\/+$/, "")),
+);
+
+/** A number given as a var (string) or as a TOML number. */
+function numberSetting(min: number, max: number, integer = true) {
+  return v.pipe(
+    v.union([v.string(), v.number()], "must be a number"),
+    v.transform((x) => (typeof x === "string" && x.trim() === "" ? NaN : Number(x))),
+    v.check((n) => Number.isFinite(n), "must be a number"),
+    v.check((n) => !integer || Number.isInteger(n), "must be a whole number"),
+    v.minValue(min, `must be at least ${min}`),
+    v.maxValue(max, `must be at most ${max}`),
+  );
+}
+
+const seconds = numberSetting(0, 30 * 86_400);
+const policyOverride = v.strictObject({
+  ttl: v.optional(numberSetting(1, 30 * 86_400)),
+  swr: v.optional(seconds),
+  staleIfError: v.optional(seconds),
+  negativeTtl: v.optional(numberSetting(1, 86_400)),
+  core: v.optional(v.boolean()),
+  originTimeoutMs: v.optional(numberSetting(10, 30_000)),
+});
+const policyOverrides = v.strictObject({
+  product: v.optional(policyOverride),
+  inventory: v.optional(policyOverride),
+  reviews: v.optional(policyOverride),
+  recommendations: v.optional(policyOverride),
+});
+
+function read<T>(setting: string, schema: v.GenericSchema<unknown, T>, value: unknown): T {
+  const result = v.safeParse(schema, value);
+  if (result.success) return result.output;
+  const issue = result.issues[0];
+  const path = issue.path?.map((p) => String(p.key)).join(".");
+  throw new ConfigError(path ? `${setting}.${path}` : setting, issue.message);
+}
+
+function optional<T>(setting: string, schema: v.GenericSchema<unknown, T>, value: unknown, fallback: T): T {
+  return value === undefined || value === "" ? fallback : read(setting, schema, value);
+}
+
+function parsePolicies(raw: Env["CACHE_POLICIES"]): Record<ResourceName, ResourcePolicy> {
+  if (raw === undefined || raw === "") return DEFAULT_POLICIES;
+  let json: unknown = raw;
+  if (typeof raw === "string") {
+    try {
+      json = JSON.parse(raw);
+    } catch {
+      throw new ConfigError("CACHE_POLICIES", "must be a JSON object such as {\"inventory\":{\"ttl\":5}}");
+    }
+  }
+  const overrides = read("CACHE_POLICIES", policyOverrides, json);
+  const merged = { ...DEFAULT_POLICIES };
+  for (const name of Object.keys(overrides) as ResourceName[]) {
+    merged[name] = { ...DEFAULT_POLICIES[name], ...overrides[name] };
+  }
+  return merged;
+}
+
+/** Validates the bindings. Throws a ConfigError naming the first bad setting. */
+export function parseConfig(env: Env): Config {
+  if (env.ORIGIN_URL === undefined || env.ORIGIN_URL === "") {
+    throw new ConfigError("ORIGIN_URL", "is not set: give the base URL of the product services");
+  }
+  const originUrl = read("ORIGIN_URL", httpUrl, env.ORIGIN_URL);
+
+  let l2: Config["l2"] = null;
+  if (env.UPSTASH_REDIS_REST_URL) {
+    const url = read("UPSTASH_REDIS_REST_URL", httpUrl, env.UPSTASH_REDIS_REST_URL);
+    if (!env.UPSTASH_REDIS_REST_TOKEN) {
+      throw new ConfigError(
+        "UPSTASH_REDIS_REST_TOKEN",
+        "is not set while UPSTASH_REDIS_REST_URL is: add it with `wrangler secret put UPSTASH_REDIS_REST_TOKEN` (or .dev.vars locally)",
+      );
+    }
+    l2 = { url, token: env.UPSTASH_REDIS_REST_TOKEN };
+  }
+
+  return {
+    originUrl,
+    l2,
+    purgeToken: env.PURGE_TOKEN ? env.PURGE_TOKEN : null,
+    publicUrl: optional<string | null>("PUBLIC_URL", httpUrl, env.PUBLIC_URL, null),
+    l1MaxBytes: optional("L1_MAX_BYTES", numberSetting(1024 * 1024, 96 * 1024 * 1024), env.L1_MAX_BYTES, DEFAULTS.l1MaxBytes),
+    l2TimeoutMs: optional("L2_TIMEOUT_MS", numberSetting(5, 5000), env.L2_TIMEOUT_MS, DEFAULTS.l2TimeoutMs),
+    ttlJitter: optional("TTL_JITTER", numberSetting(0, 0.5, false), env.TTL_JITTER, DEFAULTS.ttlJitter),
+    lockTtlMs: optional("LOCK_TTL_MS", numberSetting(100, 30_000), env.LOCK_TTL_MS, DEFAULTS.lockTtlMs),
+    lockWaitMs: optional("LOCK_WAIT_MS", numberSetting(0, 10_000), env.LOCK_WAIT_MS, DEFAULTS.lockWaitMs),
+    compressAboveBytes: DEFAULTS.compressAboveBytes,
+    keyPrefix: DEFAULTS.keyPrefix,
+    policies: parsePolicies(env.CACHE_POLICIES),
+  };
+}

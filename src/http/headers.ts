@@ -1,0 +1,72 @@
+// The headers that say what happened (design.md, "Saying what happened").
+//
+// Cache-Status (RFC 9211) has one member per resource of the page, named by
+// the tier that answered it:
+//   pp-l1; hit; ttl=283; detail="product"                      fresh from this isolate
+//   pp-l2; hit; ttl=-4; detail="inventory stale"               stale, refreshing in the background
+//   pp-origin; fwd=uri-miss; fwd-status=200; stored; ttl=300; detail="reviews"
+//   pp-origin; fwd=uri-miss; collapsed; ...                    waited for another fill
+//   pp-l1; fwd=stale; fwd-status=504; ttl=-700; detail="product stale-if-error"
+//   pp-origin; fwd=uri-miss; fwd-status=502; detail="recommendations failed"
+// `ttl` is the seconds of freshness left (negative: stale for that long).
+import type { Served } from "../cache/readThrough";
+import type { ResourcePolicy } from "../config";
+import type { OriginFailure } from "../origin/client";
+
+const FAILURE_STATUS: Record<OriginFailure, number> = { timeout: 504, unreachable: 502, status: 502, invalid: 502 };
+
+function ttlSeconds(served: Served<unknown>, now: number): number | undefined {
+  return served.entry ? Math.round((served.entry.freshUntil - now) / 1000) : undefined;
+}
+
+function member(served: Served<unknown>, now: number, l2Stored: boolean): string {
+  const params: string[] = [`pp-${served.tier ?? "origin"}`];
+  const ttl = ttlSeconds(served, now);
+  let detail: string = served.resource;
+  if (served.outcome === "failed") {
+    params.push(`fwd=${served.forward === "stale" ? "stale" : "uri-miss"}`, `fwd-status=${FAILURE_STATUS[served.failure ?? "unreachable"]}`);
+    detail += " failed";
+  } else if (served.freshness === "stale-if-error") {
+    params.push("fwd=stale", `fwd-status=${FAILURE_STATUS[served.failure ?? "unreachable"]}`);
+    detail += " stale-if-error";
+  } else if (served.forward) {
+    params.push(`fwd=${served.forward === "stale" ? "stale" : "uri-miss"}`, "fwd-status=200");
+    if (served.tier === "origin" && l2Stored) params.push("stored");
+    if (served.collapsed) params.push("collapsed");
+  } else {
+    params.push("hit");
+    if (served.freshness === "stale") detail += " stale";
+  }
+  if (served.outcome === "absent") detail += " absent";
+  if (ttl !== undefined && served.outcome !== "failed") params.push(`ttl=${ttl}`);
+  params.push(`detail="${detail}"`);
+  return params.join("; ");
+}
+
+export function cacheStatus(page: Served<unknown>[], now: number, l2Stored: boolean): string {
+  return page.map((served) => member(served, now, l2Stored)).join(", ");
+}
+
+/**
+ * Cache-Control for browsers and CDNs, derived from the entries that made
+ * the page: nobody downstream may keep it fresh longer than its
+ * shortest-lived part, nor serve it stale longer than its shortest grace.
+ */
+export function pageCacheControl(page: Served<unknown>[], policies: Record<string, ResourcePolicy>, now: number): string {
+  if (page.some((served) => served.outcome === "failed" || served.freshness === "stale-if-error")) {
+    // A degraded page must not be kept downstream once the origin is back.
+    return "no-cache";
+  }
+  const entries = page.filter((served) => served.entry);
+  const fresh = Math.max(0, Math.min(...entries.map((served) => Math.floor((served.entry!.freshUntil - now) / 1000))));
+  const grace = Math.min(...entries.map((served) => policies[served.resource]!.swr));
+  return `public, max-age=${fresh}, s-maxage=${fresh}, stale-while-revalidate=${grace}`;
+}
+
+/** A strong validator from what the page is made of: same versions and states, same HTML. */
+export async function pageEtag(page: Served<unknown>[], renderVersion: string): Promise<string> {
+  const parts = page.map((served) => `${served.resource}:${served.outcome}:${served.entry?.version ?? "-"}:${served.freshness === "stale-if-error" ? "e" : ""}`);
+  const digest = await crypto.subtle.digest("SHA-1", new TextEncoder().encode(`${renderVersion}|${parts.join("|")}`));
+  const hex = [...new Uint8Array(digest)].slice(0, 12).map((b) => b.toString(16).padStart(2, "0")).join("");
+  return `"${hex}"`;
+}

@@ -1,0 +1,75 @@
+// GET /products/:id — validate, read the page's resources through the cache
+// tiers, decide what the visitor gets, render, and say what happened.
+import type { Context } from "hono";
+import { setMetric, startTime, endTime } from "hono/timing";
+import type { Served } from "../cache/readThrough";
+import { isValidProductId, type ResourceName } from "../origin/types";
+import { renderProductPage } from "../render";
+import type { Section } from "../render/model";
+import type { Tier } from "../tier";
+import { cacheStatus, pageCacheControl, pageEtag } from "./headers";
+import { errorPage } from "./errorPage";
+
+export const PAGE_RESOURCES: readonly ResourceName[] = ["product", "inventory", "reviews", "recommendations"];
+
+/** Bumped when templates change the HTML for the same data, so that ETags change too. */
+export const RENDER_VERSION = "1";
+
+/** Seconds a visitor is asked to wait before retrying a 503. */
+const RETRY_AFTER_SECONDS = 10;
+
+function section<T>(served: Served<T> | undefined): Section<T> {
+  if (!served || served.outcome === "failed") return { state: "unavailable" };
+  if (served.outcome === "absent" || served.data === null) return { state: "none" };
+  return { state: "ok", data: served.data };
+}
+
+export async function productPage(c: Context, tier: Tier): Promise<Response> {
+  const id = c.req.param("id") ?? "";
+  if (!isValidProductId(id)) {
+    // Never reaches Redis or the origin: nothing is read, nothing is cached.
+    return errorPage(c, 400, "That is not a valid product id.", "public, max-age=300");
+  }
+
+  const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, (work) => c.executionCtx.waitUntil(work));
+  setMetric(c, "l1", timings.l1);
+  setMetric(c, "l2", timings.l2);
+  setMetric(c, "origin", timings.origin);
+
+  const all = PAGE_RESOURCES.map((resource) => data[resource]).filter((served): served is Served<any> => served !== undefined);
+  const now = tier.clock.now();
+  c.header("Cache-Status", cacheStatus(all, now, tier.cache.l2 !== null));
+
+  const product = data.product!;
+  const inventory = data.inventory!;
+  if (product.outcome === "absent") {
+    const remaining = Math.max(0, Math.floor((product.entry!.freshUntil - now) / 1000));
+    return errorPage(c, 404, "We could not find that product.", `public, max-age=${remaining}`);
+  }
+  if (product.outcome === "failed" || inventory.outcome === "failed") {
+    c.header("Retry-After", String(RETRY_AFTER_SECONDS));
+    return errorPage(c, 503, "The product service is not answering.", "no-store", RETRY_AFTER_SECONDS);
+  }
+
+  const reviews = section(data.reviews);
+  const recommendations = section(data.recommendations);
+  const defaulted: string[] = (["reviews", "recommendations"] as const).filter((name) => data[name]?.outcome === "failed");
+  // Inventory only usable on error is too old to promise stock: say "unknown" instead.
+  const inventoryKnown = inventory.outcome === "found" && inventory.freshness !== "stale-if-error";
+  if (!inventoryKnown) defaulted.push("inventory");
+  if (defaulted.length > 0) c.header("Cache-Degraded", defaulted.join(", "));
+
+  startTime(c, "render");
+  const html = renderProductPage({
+    product: product.data!,
+    inventory: inventoryKnown ? inventory.data : null,
+    reviews,
+    recommendations,
+    pageUrl: new URL(`/products/${id}`, tier.config.publicUrl ?? c.req.url).href,
+  });
+  endTime(c, "render");
+
+  c.header("Cache-Control", pageCacheControl(all, tier.config.policies, now));
+  c.header("ETag", await pageEtag(all, RENDER_VERSION));
+  return c.html(html, 200);
+}

@@ -1,0 +1,152 @@
+// Text the page shows for numbers and states. Pure functions, no template
+// knowledge, so they are easy to test and reuse (JSON-LD needs the same
+// minor-unit arithmetic as the visible price).
+import type { Inventory, Money, StockStatus } from "../origin/types";
+
+/** The page is English (`<html lang="en">`); numbers follow it. */
+export const LOCALE = "en-US";
+
+/** Minor digits assumed when the currency is unknown: most currencies use 2. */
+const FALLBACK_MINOR_DIGITS = 2;
+
+const CURRENCY_CODE = /^[A-Z]{3}$/;
+
+// Intl accepts any well-formed three-letter code (it would print "XYZ 12.34"
+// for a made-up one); the supported list lets us treat unknown codes as
+// unknown and fall back to a plain "12.34 XYZ" instead.
+const supportedCurrencies: ReadonlySet<string> | null = (() => {
+  const intl = Intl as { supportedValuesOf?: (key: string) => string[] };
+  try {
+    return typeof intl.supportedValuesOf === "function" ? new Set(intl.supportedValuesOf("currency")) : null;
+  } catch {
+    return null;
+  }
+})();
+
+// Building an Intl.NumberFormat is far slower than using one; the cache is
+// bounded by the set of known currencies (a few hundred at most).
+const formatters = new Map<string, Intl.NumberFormat>();
+
+function currencyFormatter(currency: string): Intl.NumberFormat | null {
+  if (!CURRENCY_CODE.test(currency)) return null;
+  if (supportedCurrencies && !supportedCurrencies.has(currency)) return null;
+  let formatter = formatters.get(currency);
+  if (!formatter) {
+    try {
+      formatter = new Intl.NumberFormat(LOCALE, { style: "currency", currency });
+    } catch {
+      return null;
+    }
+    formatters.set(currency, formatter);
+  }
+  return formatter;
+}
+
+/** How many minor digits the currency has: 2 for USD, 0 for JPY, 3 for KWD. */
+export function minorDigits(currency: string): number {
+  return currencyFormatter(currency)?.resolvedOptions().maximumFractionDigits ?? FALLBACK_MINOR_DIGITS;
+}
+
+// Validation upstream guarantees integers; rounding keeps a bad value from
+// printing "NaN" or a long binary fraction.
+function minorUnits(money: Money): number {
+  return Number.isFinite(money.amount) ? Math.round(money.amount) : 0;
+}
+
+/**
+ * The amount as a plain decimal string ("129.99", "1500", "12.345"), built
+ * with integer arithmetic so that no binary floating point rounding shows.
+ */
+export function decimalAmount(money: Money): string {
+  const digits = minorDigits(money.currency);
+  const minor = minorUnits(money);
+  const sign = minor < 0 ? "-" : "";
+  const abs = Math.abs(minor);
+  if (digits === 0) return `${sign}${abs}`;
+  const scale = 10 ** digits;
+  const whole = Math.floor(abs / scale);
+  const fraction = String(abs % scale).padStart(digits, "0");
+  return `${sign}${whole}.${fraction}`;
+}
+
+/** "$129.99", "€129.99", "¥1,500", "KWD 12.345"; unknown currency: "12.34 XYZ". Never throws. */
+export function formatMoney(money: Money): string {
+  const formatter = currencyFormatter(money.currency);
+  if (!formatter) return `${decimalAmount(money)} ${money.currency}`.trim();
+  const digits = formatter.resolvedOptions().maximumFractionDigits ?? FALLBACK_MINOR_DIGITS;
+  return formatter.format(minorUnits(money) / 10 ** digits);
+}
+
+/**
+ * Whole-percent discount of `price` against `compareAt`, or null when there is
+ * no real discount to show (absent, not higher, or another currency).
+ */
+export function discountPercent(price: Money, compareAt: Money | undefined): number | null {
+  if (!compareAt || compareAt.currency !== price.currency) return null;
+  if (!(compareAt.amount > price.amount) || !(price.amount >= 0)) return null;
+  const percent = Math.round(((compareAt.amount - price.amount) / compareAt.amount) * 100);
+  return percent > 0 ? percent : null;
+}
+
+function clampRating(rating: number): number {
+  if (!Number.isFinite(rating)) return 0;
+  return Math.min(5, Math.max(0, rating));
+}
+
+/** "4.6 out of 5 stars": what a screen reader should hear. */
+export function ratingText(rating: number): string {
+  const value = Math.round(clampRating(rating) * 10) / 10;
+  return `${value} out of 5 stars`;
+}
+
+/** "★★★★☆": the visual form of the rating, rounded to whole stars (aria-hidden in the page). */
+export function ratingStars(rating: number): string {
+  const full = Math.round(clampRating(rating));
+  return "★".repeat(full) + "☆".repeat(5 - full);
+}
+
+/** "1 review", "213 reviews". */
+export function reviewCountText(count: number): string {
+  const n = Number.isFinite(count) && count > 0 ? Math.floor(count) : 0;
+  return `${n.toLocaleString(LOCALE)} ${n === 1 ? "review" : "reviews"}`;
+}
+
+export type AvailabilityState = StockStatus | "unknown";
+
+export interface Availability {
+  state: AvailabilityState;
+  text: string;
+}
+
+export const AVAILABILITY_UNKNOWN_TEXT = "Availability unknown — check again shortly";
+
+/**
+ * What to promise about stock. Unknown inventory is never shown as in stock,
+ * and a count of zero wins over a status that says otherwise.
+ */
+export function availability(inventory: Inventory | null): Availability {
+  if (inventory === null) return { state: "unknown", text: AVAILABILITY_UNKNOWN_TEXT };
+  const available = Number.isFinite(inventory.available) ? Math.floor(inventory.available) : 0;
+  if (inventory.status === "out_of_stock" || available <= 0) {
+    return { state: "out_of_stock", text: "Out of stock" };
+  }
+  if (inventory.status === "low_stock") {
+    return { state: "low_stock", text: `Only ${available.toLocaleString(LOCALE)} left` };
+  }
+  return { state: "in_stock", text: "In stock" };
+}
+
+/**
+ * Collapses whitespace and cuts at a word boundary, adding "…", so that the
+ * result (with the ellipsis) is at most `max` characters.
+ */
+export function truncateText(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  if (flat.length <= max) return flat;
+  // Leave room for the ellipsis; avoid cutting a surrogate pair in half.
+  let cut = flat.slice(0, max - 1);
+  if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1);
+  const space = cut.lastIndexOf(" ");
+  if (space > max * 0.6) cut = cut.slice(0, space);
+  return `${cut.replace(/[\s.,;:!?-]+$/, "")}…`;
+}

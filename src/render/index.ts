@@ -1,0 +1,37 @@
+// The render module: models in, HTML out. Rendering is synchronous (templates
+// are parsed once per isolate, see ./engine), so callers can time it and no
+// request waits on anything but CPU.
+import type { ErrorPageModel, HomePageModel, ProductPageModel } from "./model";
+import { renderTemplate, type PageTemplate } from "./engine";
+import { errorView, homeView, productView } from "./view";
+
+export function renderProductPage(model: ProductPageModel): string {
+  return renderTemplate("product.liquid", productView(model));
+}
+
+export function renderHomePage(model: HomePageModel): string {
+  return renderTemplate("home.liquid", homeView(model));
+}
+
+/** 404 and 503 have their own pages; any other status gets the generic one. */
+export function renderErrorPage(model: ErrorPageModel): string {
+  const template: PageTemplate =
+    model.status === 404 ? "404.liquid" : model.status === 503 ? "503.liquid" : "error.liquid";
+  return renderTemplate(template, errorView(model));
+}
+
+export { templatesParsedCount, templateCount } from "./engine";
+export { jsonLdFor, jsonForScript, structuredDataFor } from "./jsonld";
+export {
+  formatMoney,
+  decimalAmount,
+  minorDigits,
+  discountPercent,
+  ratingText,
+  ratingStars,
+  reviewCountText,
+  availability,
+  truncateText,
+  AVAILABILITY_UNKNOWN_TEXT,
+} from "./format";
+export type { Availability, AvailabilityState } from "./format";

@@ -1,0 +1,47 @@
+// The per-isolate state of the tier: configuration, L1, the L2 client with
+// its breaker, the origin client. Built once per isolate on the first request
+// (Workers hand bindings to `fetch`, not to module scope) and kept for the
+// isolate's life, which is what makes L1 an L1.
+import { createBreaker } from "./cache/breaker";
+import { systemClock, type Clock } from "./cache/clock";
+import { createL2 } from "./cache/l2";
+import { createReadThrough, type ReadThrough } from "./cache/readThrough";
+import { ConfigError, parseConfig, type Config, type Env } from "./config";
+import { createOriginClient, type OriginClient } from "./origin/client";
+
+export interface Tier {
+  config: Config;
+  cache: ReadThrough;
+  origin: OriginClient;
+  clock: Clock;
+}
+
+/** Failures in a row that open the L2 breaker, and how long it stays open before a probe. */
+const BREAKER = { failureThreshold: 5, coolDownMs: 5000 };
+
+const tiers = new WeakMap<object, Tier | ConfigError>();
+
+export function createTier(config: Config, clock: Clock = systemClock): Tier {
+  const origin = createOriginClient({ baseUrl: config.originUrl, policies: config.policies });
+  const l2 = config.l2
+    ? createL2({ ...config.l2, timeoutMs: config.l2TimeoutMs, breaker: createBreaker({ ...BREAKER, clock }) })
+    : null;
+  return { config, origin, clock, cache: createReadThrough({ config, origin, l2, clock }) };
+}
+
+/** The isolate's tier for these bindings, or the configuration error that prevents it (reported once, not per request). */
+export function tierFor(env: Env): Tier | ConfigError {
+  let tier = tiers.get(env);
+  if (!tier) {
+    try {
+      tier = createTier(parseConfig(env));
+      if (!tier.config.l2) console.warn(JSON.stringify({ event: "l2_off", message: "UPSTASH_REDIS_REST_URL is not set: serving from L1 and the origin only" }));
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      tier = error;
+      console.error(JSON.stringify({ event: "config_error", setting: error.setting, message: error.message }));
+    }
+    tiers.set(env, tier);
+  }
+  return tier;
+}

@@ -1,0 +1,30 @@
+// One runtime instance of the worker: its own workerd process, so its own
+// isolate with its own L1. Several of them stand for several isolates or
+// locations sharing one L2.
+import { Miniflare } from "miniflare";
+import { join } from "node:path";
+import type { Env } from "../../src/config";
+import { BUNDLE_DIR } from "./build";
+
+export interface WorkerInstance {
+  fetch(path: string, init?: RequestInit): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export async function startWorker(bindings: Env): Promise<WorkerInstance> {
+  const mf = new Miniflare({
+    modules: true,
+    scriptPath: join(BUNDLE_DIR, "index.js"),
+    modulesRules: [{ type: "Text", include: ["**/*.liquid"] }],
+    compatibilityDate: "2026-04-20",
+    bindings: Object.fromEntries(Object.entries(bindings).filter(([, value]) => value !== undefined)) as Record<string, string>,
+  });
+  await mf.ready;
+  return {
+    async fetch(path, init) {
+      const response = await mf.dispatchFetch(`http://tier.test${path}`, init as never);
+      return response as unknown as Response;
+    },
+    close: () => mf.dispose(),
+  };
+}
