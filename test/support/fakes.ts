@@ -1,0 +1,88 @@
+// In-process stand-ins for unit tests of the cache engine: a clock moved by
+// hand and an origin whose answers and failures the test decides.
+import type { Clock } from "../../src/cache/clock";
+import { OriginError, type OriginAnswer, type OriginClient } from "../../src/origin/client";
+import type { Product, ResourceName, ResourceTypes } from "../../src/origin/types";
+
+export interface FakeClock extends Clock {
+  advance(ms: number): void;
+  set(ms: number): void;
+}
+
+export function fakeClock(start = Date.UTC(2026, 10, 22)): FakeClock {
+  let now = start;
+  return {
+    now: () => now,
+    advance: (ms) => void (now += ms),
+    set: (ms) => void (now = ms),
+  };
+}
+
+export type FakeBehaviour = "ok" | "absent" | "fail" | "hang";
+
+export interface FakeOrigin extends OriginClient {
+  calls: Record<ResourceName, number>;
+  /** How each resource answers from now on. */
+  behaviour: Record<ResourceName, FakeBehaviour>;
+  /** The version the next answers carry. */
+  version: number;
+  /** Resolves pending "hang" calls (as failures). */
+  releaseHung(): void;
+  /** A promise that each call awaits before answering; lets tests hold calls open. */
+  gate: Promise<void> | null;
+}
+
+export function sampleProduct(id: string, version = 1): Product {
+  return {
+    id,
+    title: `Product ${id}`,
+    description: "A product.",
+    brand: "Acme",
+    category: ["Shoes"],
+    price: { amount: 1299, currency: "USD" },
+    images: [],
+    attributes: {},
+    tags: ["brand:acme"],
+    version,
+    updatedAt: "2026-11-20T10:00:00Z",
+  };
+}
+
+function sample<R extends ResourceName>(resource: R, id: string, version: number): ResourceTypes[R] {
+  const data: { [K in ResourceName]: ResourceTypes[K] } = {
+    product: sampleProduct(id, version),
+    inventory: { id, available: 7, status: "in_stock", version, updatedAt: "2026-11-20T10:00:00Z" },
+    reviews: { id, rating: 4.5, count: 2, top: [], version },
+    recommendations: { id, items: [], version },
+  };
+  return data[resource];
+}
+
+export function fakeOrigin(): FakeOrigin {
+  const hung: (() => void)[] = [];
+  const origin: FakeOrigin = {
+    calls: { product: 0, inventory: 0, reviews: 0, recommendations: 0 },
+    behaviour: { product: "ok", inventory: "ok", reviews: "ok", recommendations: "ok" },
+    version: 1,
+    gate: null,
+    releaseHung: () => hung.splice(0).forEach((release) => release()),
+    async fetchResource<R extends ResourceName>(resource: R, id: string): Promise<OriginAnswer<ResourceTypes[R]>> {
+      origin.calls[resource]++;
+      const version = origin.version;
+      const behaviour = origin.behaviour[resource];
+      if (origin.gate) await origin.gate;
+      else await Promise.resolve();
+      if (behaviour === "hang") {
+        await new Promise<void>((resolve) => hung.push(resolve));
+        throw new OriginError(resource, "timeout", "hung");
+      }
+      if (behaviour === "fail") throw new OriginError(resource, "status", "HTTP 500");
+      if (behaviour === "absent") return { found: false };
+      return { found: true, data: sample(resource, id, version) };
+    },
+    async listProductIds() {
+      return { ids: [], next: null };
+    },
+  };
+  return origin;
+}

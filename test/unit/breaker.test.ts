@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import { createBreaker } from "../../src/cache/breaker";
+import { fakeClock } from "../support/fakes";
+
+describe("circuit breaker", () => {
+  it("opens after repeated failures, probes once after the cool-down, closes on success", () => {
+    const clock = fakeClock();
+    const breaker = createBreaker({ failureThreshold: 3, coolDownMs: 5000, clock });
+    for (let i = 0; i < 2; i++) {
+      expect(breaker.allow()).toBe(true);
+      breaker.failure();
+    }
+    expect(breaker.state()).toBe("closed");
+    breaker.failure();
+    expect(breaker.state()).toBe("open");
+    expect(breaker.allow()).toBe(false);
+    clock.advance(5000);
+    expect(breaker.allow()).toBe(true); // the probe
+    expect(breaker.allow()).toBe(false); // only one at a time
+    breaker.success();
+    expect(breaker.state()).toBe("closed");
+    expect(breaker.allow()).toBe(true);
+  });
+
+  it("re-opens when the probe fails", () => {
+    const clock = fakeClock();
+    const breaker = createBreaker({ failureThreshold: 1, coolDownMs: 1000, clock });
+    breaker.failure();
+    clock.advance(1000);
+    expect(breaker.allow()).toBe(true);
+    breaker.failure();
+    expect(breaker.state()).toBe("open");
+    expect(breaker.allow()).toBe(false);
+  });
+
+  it("counts only consecutive failures", () => {
+    const breaker = createBreaker({ failureThreshold: 2, coolDownMs: 1000, clock: fakeClock() });
+    breaker.failure();
+    breaker.success();
+    breaker.failure();
+    expect(breaker.state()).toBe("closed");
+  });
+});

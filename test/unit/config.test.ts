@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, parseConfig } from "../../src/config";
+import { DEFAULT_POLICIES } from "../../src/config/defaults";
+
+const base = { ORIGIN_URL: "https://products.internal.example/" };
+
+function errorOf(env: Record<string, unknown>): string {
+  try {
+    parseConfig(env as never);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("configuration", () => {
+  it("has sane defaults and trims the origin URL", () => {
+    const config = parseConfig(base);
+    expect(config.originUrl).toBe("https://products.internal.example");
+    expect(config.l2).toBeNull();
+    expect(config.purgeToken).toBeNull();
+    expect(config.policies).toEqual(DEFAULT_POLICIES);
+  });
+
+  it("names the missing or malformed setting", () => {
+    expect(errorOf({})).toMatch(/^ORIGIN_URL is not set/);
+    expect(errorOf({ ORIGIN_URL: "ftp://x" })).toMatch(/^ORIGIN_URL must start with http/);
+    expect(errorOf({ ...base, UPSTASH_REDIS_REST_URL: "https://r.example" })).toMatch(/^UPSTASH_REDIS_REST_TOKEN is not set/);
+    expect(errorOf({ ...base, L1_MAX_BYTES: "lots" })).toMatch(/^L1_MAX_BYTES must be a number/);
+    expect(errorOf({ ...base, L1_MAX_BYTES: "1000" })).toMatch(/^L1_MAX_BYTES must be at least/);
+    expect(errorOf({ ...base, TTL_JITTER: "0.9" })).toMatch(/^TTL_JITTER must be at most 0.5/);
+  });
+
+  it("merges per-resource policy overrides and rejects unknown ones", () => {
+    const config = parseConfig({ ...base, CACHE_POLICIES: '{"inventory":{"ttl":5}}' });
+    expect(config.policies.inventory).toEqual({ ...DEFAULT_POLICIES.inventory, ttl: 5 });
+    expect(config.policies.product).toEqual(DEFAULT_POLICIES.product);
+    expect(errorOf({ ...base, CACHE_POLICIES: "{" })).toMatch(/^CACHE_POLICIES must be a JSON object/);
+    expect(errorOf({ ...base, CACHE_POLICIES: '{"invntory":{"ttl":5}}' })).toMatch(/^CACHE_POLICIES/);
+    expect(errorOf({ ...base, CACHE_POLICIES: '{"inventory":{"ttl":-1}}' })).toMatch(/^CACHE_POLICIES\.inventory\.ttl must be at least 1/);
+  });
+});

@@ -1,0 +1,146 @@
+// The L2 client against a real redis-server behind the Upstash REST gateway:
+// version-guarded writes, the fill lock, compression, time budget and breaker.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Redis } from "@upstash/redis";
+import { startGateway, type Gateway } from "../../dev/gateway";
+import { createBreaker } from "../../src/cache/breaker";
+import { systemClock } from "../../src/cache/clock";
+import { decodeEntry, encodeEntry, sizeOfJson } from "../../src/cache/codec";
+import type { Entry } from "../../src/cache/entry";
+import { entryKey, lockKey, MAX_KEY_LENGTH } from "../../src/cache/keys";
+import { createL2, type L2 } from "../../src/cache/l2";
+import { startRedis, type RedisServer } from "../support/redis";
+
+const TOKEN = "l2-test-token";
+let redisServer: RedisServer;
+let gateway: Gateway;
+let redis: Redis;
+
+beforeAll(async () => {
+  redisServer = await startRedis();
+  gateway = await startGateway({ redisPort: redisServer.port, token: TOKEN, log: () => {} });
+  redis = new Redis({ url: gateway.url, token: TOKEN, automaticDeserialization: false, enableTelemetry: false });
+});
+
+afterAll(async () => {
+  await gateway?.close();
+  await redisServer?.stop();
+});
+
+function l2(timeoutMs = 200): L2 {
+  return createL2({ url: gateway.url, token: TOKEN, timeoutMs, breaker: createBreaker({ failureThreshold: 3, coolDownMs: 60_000, clock: systemClock }) });
+}
+
+function entry(version: number, data: unknown = { v: version }, now = Date.now()): Entry {
+  return { data, version, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 90_000, errorUntil: now + 600_000, size: 0 };
+}
+
+describe("keys", () => {
+  it("stay within 50 characters for the longest valid id, lock keys included", () => {
+    const key = entryKey("pp:v1", "recommendations", "a".repeat(40));
+    expect(key.length).toBeLessThanOrEqual(MAX_KEY_LENGTH);
+    expect(lockKey("pp:v1", key).length).toBeLessThanOrEqual(MAX_KEY_LENGTH);
+    expect(key).toBe(`pp:v1:c:${"a".repeat(40)}`);
+  });
+
+  it("are never built from an invalid id", () => {
+    expect(() => entryKey("pp:v1", "product", "../x")).toThrow();
+    expect(() => entryKey("pp:v1", "product", "a".repeat(41))).toThrow();
+  });
+});
+
+describe("codec", () => {
+  it("round-trips small entries as JSON and large ones compressed", async () => {
+    const small = entry(3, { title: "Café <b>" });
+    const smallValue = await encodeEntry(small, 1024);
+    expect(smallValue).toMatch(/^3\|\d+\|j\|/);
+    expect(await decodeEntry(smallValue)).toMatchObject({ data: small.data, version: 3, freshUntil: small.freshUntil });
+
+    const large = entry(4, { description: "Lorem ipsum — 日本語 ".repeat(500) });
+    const largeValue = await encodeEntry(large, 1024);
+    expect(largeValue).toMatch(/^4\|\d+\|z\|/);
+    expect(largeValue.length).toBeLessThan(JSON.stringify(large.data).length / 4);
+    const decoded = await decodeEntry(largeValue);
+    expect(decoded?.data).toEqual(large.data);
+    expect(decoded?.size).toBe(sizeOfJson(JSON.stringify({ d: large.data, f: large.fetchedAt, s: large.staleUntil, e: large.errorUntil }).length));
+  });
+
+  it("treats a foreign or corrupt value as a miss", async () => {
+    expect(await decodeEntry("hello")).toBeUndefined();
+    expect(await decodeEntry("1|2|j|{not json")).toBeUndefined();
+    expect(await decodeEntry("1|2|z|!!!")).toBeUndefined();
+  });
+});
+
+describe("L2 writes and locks", () => {
+  it("reads many keys in one call, null for missing ones", async () => {
+    const client = l2();
+    await redis.set("t:a", "1|2|j|{}", { px: 60_000 });
+    expect(await client.readMany(["t:a", "t:missing"])).toEqual(["1|2|j|{}", null]);
+  });
+
+  it("never replaces a newer version, and always sets a TTL", async () => {
+    const client = l2();
+    const key = "pp:v1:p:version-guard";
+    expect(await client.writeFill(key, lockKey("pp:v1", key), await encodeEntry(entry(5), 1024), 5, 60_000, "")).toBe(true);
+    expect(await client.writeFill(key, lockKey("pp:v1", key), await encodeEntry(entry(3), 1024), 3, 60_000, "")).toBe(false);
+    expect((await decodeEntry((await redis.get<string>(key))!))?.version).toBe(5);
+    expect(await client.writeFill(key, lockKey("pp:v1", key), await encodeEntry(entry(6), 1024), 6, 60_000, "")).toBe(true);
+    expect((await decodeEntry((await redis.get<string>(key))!))?.version).toBe(6);
+    const ttl = await redis.pttl(key);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(60_000);
+  });
+
+  it("elects one filler; others lose until it writes; the write releases only its own lock", async () => {
+    const client = l2();
+    const key = "pp:v1:p:lock-test";
+    const lock = lockKey("pp:v1", key);
+    const now = Date.now();
+    expect(await client.claimFill(key, lock, "token-a", 3000, now)).toEqual({ kind: "won" });
+    expect(await client.claimFill(key, lock, "token-b", 3000, now)).toEqual({ kind: "lost" });
+    const lockTtl = await redis.pttl(lock);
+    expect(lockTtl).toBeGreaterThan(0);
+    // A write by a non-holder leaves the lock in place.
+    await client.writeFill(key, lock, await encodeEntry(entry(1), 1024), 1, 60_000, "token-b");
+    expect(await redis.get(lock)).toBe("token-a");
+    await client.writeFill(key, lock, await encodeEntry(entry(1), 1024), 1, 60_000, "token-a");
+    expect(await redis.get(lock)).toBeNull();
+    // Fresh data there now: a claim hands it back instead of locking.
+    const claim = await client.claimFill(key, lock, "token-c", 3000, Date.now());
+    expect(claim?.kind).toBe("fresh");
+    expect(await redis.get(lock)).toBeNull();
+  });
+
+  it("a lock always expires, so a crashed holder blocks nobody for long", async () => {
+    const client = l2();
+    const key = "pp:v1:p:crashed-holder";
+    const lock = lockKey("pp:v1", key);
+    expect(await client.claimFill(key, lock, "crashed", 150, Date.now())).toEqual({ kind: "won" });
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(await client.claimFill(key, lock, "next", 150, Date.now())).toEqual({ kind: "won" });
+  });
+});
+
+describe("L2 time budget and breaker", () => {
+  it("answers undefined within its budget when Redis hangs, then opens the breaker", async () => {
+    const client = l2(100);
+    redisServer.pause();
+    try {
+      for (let i = 0; i < 3; i++) {
+        const started = Date.now();
+        expect(await client.readMany(["t:a"])).toBeUndefined();
+        expect(Date.now() - started).toBeLessThan(1000);
+      }
+      expect(client.breaker.state()).toBe("open");
+      const started = Date.now();
+      expect(await client.readMany(["t:a"])).toBeUndefined();
+      expect(Date.now() - started).toBeLessThan(20); // not even attempted
+      expect(client.stats.skipped).toBe(1);
+      expect(await client.writeFill("t:w", "t:l", "1|1|j|{}", 1, 1000, "")).toBeUndefined();
+      expect(client.stats.droppedWrites).toBe(1);
+    } finally {
+      redisServer.resume();
+    }
+  });
+});

@@ -1,0 +1,135 @@
+// The entry life cycle and in-isolate coalescing of the read-through path
+// (design.md, "Entry life cycle"), with a fake clock and a fake origin.
+import { describe, expect, it } from "vitest";
+import { createReadThrough } from "../../src/cache/readThrough";
+import { parseConfig } from "../../src/config";
+import type { ResourceName } from "../../src/origin/types";
+import { fakeClock, fakeOrigin } from "../support/fakes";
+
+const PRODUCT: ResourceName[] = ["product"];
+
+function setup(overrides: Record<string, unknown> = {}) {
+  const clock = fakeClock();
+  const origin = fakeOrigin();
+  const config = parseConfig({
+    ORIGIN_URL: "http://origin.test",
+    TTL_JITTER: "0",
+    CACHE_POLICIES: JSON.stringify({ product: { ttl: 60, swr: 30, staleIfError: 600, negativeTtl: 20 } }),
+    ...overrides,
+  });
+  const cache = createReadThrough({ config, origin, l2: null, clock });
+  const background: Promise<unknown>[] = [];
+  const read = (id = "p-1", resources = PRODUCT) => cache.read(id, resources, (work) => void background.push(work));
+  const settle = async () => {
+    await Promise.all(background.splice(0));
+  };
+  return { clock, origin, cache, read, settle, config };
+}
+
+describe("entry life cycle", () => {
+  it("fetches a missing entry once, then serves it fresh from L1", async () => {
+    const { origin, read } = setup();
+    const first = await read();
+    expect(first.data.product).toMatchObject({ outcome: "found", tier: "origin", freshness: "fresh" });
+    const second = await read();
+    expect(second.data.product).toMatchObject({ tier: "l1", freshness: "fresh" });
+    expect(origin.calls.product).toBe(1);
+  });
+
+  it("serves stale at once while exactly one background refresh runs", async () => {
+    const { clock, origin, read, settle } = setup();
+    await read();
+    clock.advance(61_000); // past ttl, within swr
+    let releaseGate!: () => void;
+    origin.gate = new Promise((resolve) => (releaseGate = resolve));
+    origin.version = 2;
+    const answers = await Promise.all(Array.from({ length: 50 }, () => read()));
+    for (const answer of answers) {
+      expect(answer.data.product).toMatchObject({ tier: "l1", freshness: "stale" });
+      expect(answer.data.product?.entry?.version).toBe(1);
+    }
+    expect(origin.calls.product).toBe(2); // the first fill and one refresh for 50 stale reads
+    releaseGate();
+    origin.gate = null;
+    await settle();
+    const after = await read();
+    expect(after.data.product).toMatchObject({ tier: "l1", freshness: "fresh" });
+    expect(after.data.product?.entry?.version).toBe(2);
+    expect(origin.calls.product).toBe(2);
+  });
+
+  it("past the grace window, asks the origin before answering", async () => {
+    const { clock, origin, read } = setup();
+    await read();
+    clock.advance(95_000); // past ttl + swr
+    const answer = await read();
+    expect(answer.data.product).toMatchObject({ tier: "origin", freshness: "fresh", forward: "stale" });
+    expect(origin.calls.product).toBe(2);
+  });
+
+  it("serves an entry usable on error when the origin fails, and nothing beyond that window", async () => {
+    const { clock, origin, read } = setup();
+    await read();
+    origin.behaviour.product = "fail";
+    clock.advance(300_000); // within ttl + staleIfError
+    const degraded = await read();
+    expect(degraded.data.product).toMatchObject({ outcome: "found", freshness: "stale-if-error", failure: "status" });
+    clock.advance(400_000); // past ttl + staleIfError
+    const gone = await read();
+    expect(gone.data.product).toMatchObject({ outcome: "failed", failure: "status" });
+  });
+
+  it("never caches a failure: the next read asks again", async () => {
+    const { origin, read } = setup();
+    origin.behaviour.product = "fail";
+    expect((await read()).data.product?.outcome).toBe("failed");
+    origin.behaviour.product = "ok";
+    expect((await read()).data.product?.outcome).toBe("found");
+    expect(origin.calls.product).toBe(2);
+  });
+
+  it("remembers an absent product for negativeTtl: one origin fetch per window", async () => {
+    const { clock, origin, read } = setup();
+    origin.behaviour.product = "absent";
+    for (let i = 0; i < 1000; i++) expect((await read("p-missing")).data.product?.outcome).toBe("absent");
+    expect(origin.calls.product).toBe(1);
+    clock.advance(21_000);
+    await read("p-missing");
+    expect(origin.calls.product).toBe(2);
+  });
+
+  it("shares one origin fetch among concurrent misses of a key", async () => {
+    const { origin, read } = setup();
+    const answers = await Promise.all(Array.from({ length: 100 }, () => read("p-9", ["product", "inventory"])));
+    expect(origin.calls).toMatchObject({ product: 1, inventory: 1 });
+    expect(answers.filter((a) => a.data.product?.collapsed)).toHaveLength(99);
+  });
+
+  it("spreads expiry with jitter: deadlines within ±10% of ttl, not all equal", async () => {
+    const { clock, read } = setup({ TTL_JITTER: "0.1" });
+    const ttls = new Set<number>();
+    for (let i = 0; i < 200; i++) {
+      const answer = await read(`p-${i}`);
+      const ttl = answer.data.product!.entry!.freshUntil - clock.now();
+      expect(ttl).toBeGreaterThanOrEqual(54_000);
+      expect(ttl).toBeLessThanOrEqual(66_000);
+      ttls.add(ttl);
+    }
+    expect(ttls.size).toBeGreaterThan(100);
+  });
+});
+
+describe("L1 byte bound", () => {
+  it("never holds more than its configured bytes, with 1,000,000 distinct ids requested", async () => {
+    const { cache, read, config } = setup({ L1_MAX_BYTES: String(1024 * 1024) });
+    let peak = 0;
+    for (let i = 0; i < 1_000_000; i++) {
+      await read(`p-${i}`);
+      if (i % 1000 === 0) peak = Math.max(peak, cache.l1.calculatedSize);
+    }
+    peak = Math.max(peak, cache.l1.calculatedSize);
+    expect(peak).toBeLessThanOrEqual(config.l1MaxBytes);
+    // The bound is used, not dodged by holding nothing.
+    expect(cache.l1.calculatedSize).toBeGreaterThan(config.l1MaxBytes * 0.9);
+  }, 120_000);
+});
