@@ -23,7 +23,11 @@ export interface L2Stats {
 }
 
 export interface L2 {
-  /** All keys in one round trip; `null` for a missing key. */
+  /**
+   * All keys in one round trip; `null` for a missing key. Keys that another
+   * request of this isolate is already reading join that read: a burst of
+   * visitors for one cold product costs one Redis read, not one per visitor.
+   */
   readMany(keys: string[]): Promise<(string | null)[] | undefined>;
   /** Claims the fill of `key`: SET lock NX PX, unless a fresh value is already there. */
   claimFill(key: string, lock: string, token: string, lockTtlMs: number, now: number): Promise<FillClaim | undefined>;
@@ -86,6 +90,7 @@ export function createL2({ url, token, timeoutMs, breaker }: L2Options): L2 {
   const claimScript = redis.createScript<string | number>(CLAIM_FILL);
   const writeScript = redis.createScript<number>(WRITE_FILL);
   const stats: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0 };
+  const readsInFlight = new Map<string, Promise<string | null | undefined>>();
 
   async function guarded<T>(call: () => Promise<T>, isWrite = false): Promise<T | undefined> {
     if (!breaker.allow()) {
@@ -108,9 +113,19 @@ export function createL2({ url, token, timeoutMs, breaker }: L2Options): L2 {
   return {
     breaker,
     stats,
-    readMany(keys) {
-      if (keys.length === 0) return Promise.resolve([]);
-      return guarded(() => redis.mget<(string | null)[]>(...keys));
+    async readMany(keys) {
+      const toRead = [...new Set(keys.filter((key) => !readsInFlight.has(key)))];
+      if (toRead.length > 0) {
+        const batch = guarded(() => redis.mget<(string | null)[]>(...toRead));
+        toRead.forEach((key, index) => {
+          const read = batch.then((values) => (values === undefined ? undefined : (values[index] ?? null)));
+          readsInFlight.set(key, read);
+          void read.finally(() => readsInFlight.delete(key));
+        });
+      }
+      const values = await Promise.all(keys.map((key) => readsInFlight.get(key)!));
+      // One unavailable read makes the whole answer unavailable, as a failed MGET would.
+      return values.some((value) => value === undefined) ? undefined : (values as (string | null)[]);
     },
     claimFill(key, lock, lockToken, lockTtlMs, now) {
       return guarded(async () => {

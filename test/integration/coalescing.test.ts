@@ -1,0 +1,103 @@
+// One origin fetch per key however many visitors and isolates ask
+// (design.md, "Coalescing"), in the Workers runtime against real Redis.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { startStack, type Stack } from "../support/stack";
+import { startWorker, type WorkerInstance } from "../support/worker";
+
+let stack: Stack;
+const instances: WorkerInstance[] = [];
+
+// Short windows so that expiry happens within a test.
+const POLICIES = JSON.stringify({
+  product: { ttl: 2, swr: 30 },
+  inventory: { ttl: 2, swr: 30 },
+  reviews: { ttl: 2, swr: 30 },
+  recommendations: { ttl: 2, swr: 30 },
+});
+
+beforeAll(async () => {
+  stack = await startStack({ latencyMs: 150, jitterMs: 0 });
+  for (let i = 0; i < 4; i++) {
+    // The gateway shares this test process's event loop with 400 concurrent
+    // requests on a 2-core machine: give L2 calls room, since what is tested
+    // here is coalescing, not the time budget (see faults tests for that).
+    instances.push(await startWorker({ ...stack.bindings, CACHE_POLICIES: POLICIES, TTL_JITTER: "0", L2_TIMEOUT_MS: "500" }));
+  }
+});
+
+afterAll(async () => {
+  await Promise.all(instances.map((instance) => instance.close()));
+  await stack?.close();
+});
+
+beforeEach(async () => {
+  await stack.admin("/__admin/counters/reset", { method: "POST" });
+});
+
+describe("coalescing", () => {
+  it("4 isolates × 100 concurrent requests for one cold product ⇒ 1 product and 1 inventory fetch", async () => {
+    const responses = await Promise.all(
+      instances.flatMap((instance) => Array.from({ length: 100 }, () => instance.fetch("/products/p-000101"))),
+    );
+    const statuses = responses.map((response) => response.status);
+    expect(statuses.every((status) => status === 200)).toBe(true);
+    await Promise.all(responses.map((response) => response.text()));
+    const counters = await stack.counters();
+    expect(counters.ids["product:p-000101"]).toBe(1);
+    expect(counters.ids["inventory:p-000101"]).toBe(1);
+    // Waiters say that they waited for another fill.
+    expect(responses.filter((response) => /collapsed/.test(response.headers.get("cache-status") ?? "")).length).toBeGreaterThan(390);
+  });
+
+  it("a hot product going stale under steady load: nobody waits for the origin, one fetch per refresh", async () => {
+    const [a, b] = instances as [WorkerInstance, WorkerInstance];
+    // Warm both isolates.
+    await a.fetch("/products/p-000102").then((r) => r.text());
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await b.fetch("/products/p-000102").then((r) => r.text());
+    await stack.admin("/__admin/counters/reset", { method: "POST" });
+
+    // ~200 requests/s for 5 s across two isolates: the 2 s entries go stale twice or so.
+    const forwarded: string[] = [];
+    const started = Date.now();
+    const inFlight: Promise<void>[] = [];
+    for (let i = 0; Date.now() - started < 5000; i++) {
+      const instance = i % 2 === 0 ? a : b;
+      inFlight.push(
+        instance.fetch("/products/p-000102").then(async (response) => {
+          expect(response.status).toBe(200);
+          const status = response.headers.get("cache-status") ?? "";
+          if (/fwd=/.test(status)) forwarded.push(status);
+          await response.text();
+        }),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await Promise.all(inFlight);
+    await new Promise((resolve) => setTimeout(resolve, 500)); // let the last refresh land
+
+    expect(inFlight.length).toBeGreaterThan(500);
+    // No visitor's request was forwarded to the origin: all served fresh or stale.
+    expect(forwarded).toEqual([]);
+    const counters = await stack.counters();
+    // 5 s of a 2 s ttl: at most 3 refreshes; shared between the isolates through L2.
+    const productFetches = counters.ids["product:p-000102"] ?? 0;
+    expect(productFetches).toBeGreaterThanOrEqual(1);
+    expect(productFetches).toBeLessThanOrEqual(3);
+  });
+
+  it("1,000 requests for one missing id ⇒ 1 origin fetch", async () => {
+    const [a] = instances as [WorkerInstance];
+    const first = await a.fetch("/products/p-900001");
+    expect(first.status).toBe(404);
+    await first.text();
+    for (let batch = 0; batch < 10; batch++) {
+      const responses = await Promise.all(Array.from({ length: 100 }, () => a.fetch("/products/p-900001")));
+      for (const response of responses) {
+        expect(response.status).toBe(404);
+        await response.text();
+      }
+    }
+    expect((await stack.counters()).ids["product:p-900001"]).toBe(1);
+  });
+});
