@@ -7,7 +7,9 @@ import { systemClock, type Clock } from "./cache/clock";
 import { createL2 } from "./cache/l2";
 import { createReadThrough, type ReadThrough } from "./cache/readThrough";
 import { ConfigError, parseConfig, type Config, type Env } from "./config";
+import { DEFAULTS } from "./config/defaults";
 import { createOriginClient, type OriginClient } from "./origin/client";
+import { createLimiter } from "./origin/limiter";
 
 export interface Tier {
   config: Config;
@@ -16,16 +18,17 @@ export interface Tier {
   clock: Clock;
 }
 
-/** Failures in a row that open the L2 breaker, and how long it stays open before a probe. */
-const BREAKER = { failureThreshold: 5, coolDownMs: 5000 };
-
 const tiers = new WeakMap<object, Tier | ConfigError>();
 
 export function createTier(config: Config, clock: Clock = systemClock): Tier {
-  const origin = createOriginClient({ baseUrl: config.originUrl, policies: config.policies });
-  const l2 = config.l2
-    ? createL2({ ...config.l2, timeoutMs: config.l2TimeoutMs, breaker: createBreaker({ ...BREAKER, clock }) })
-    : null;
+  const origin = createOriginClient({
+    baseUrl: config.originUrl,
+    policies: config.policies,
+    limiter: createLimiter({ maxConcurrent: DEFAULTS.originMaxConcurrent, maxQueued: DEFAULTS.originMaxQueued, maxWaitMs: DEFAULTS.originQueueWaitMs }),
+    breakerFor: () => createBreaker({ failureThreshold: DEFAULTS.originBreakerFailures, coolDownMs: DEFAULTS.originBreakerCoolDownMs, clock }),
+  });
+  const l2Breaker = createBreaker({ failureThreshold: DEFAULTS.l2BreakerFailures, coolDownMs: DEFAULTS.l2BreakerCoolDownMs, clock });
+  const l2 = config.l2 ? createL2({ ...config.l2, timeoutMs: config.l2TimeoutMs, breaker: l2Breaker }) : null;
   return { config, origin, clock, cache: createReadThrough({ config, origin, l2, clock }) };
 }
 

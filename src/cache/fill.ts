@@ -6,7 +6,12 @@
 //   claim lock ──won──────────────▶ origin ─▶ write to L2 (version-guarded) + release lock
 //        ├─fresh value in L2 ─────▶ use it
 //        ├─lost ─▶ poll L2 (backoff, ≤ lockWaitMs) ─▶ use it, or fetch yourself
+//        │                                            (at once if the winner gave up its lock)
 //        └─L2 unavailable ────────▶ origin (writes dropped)
+//
+// However long the wait, the fill as a whole stays within the service's
+// origin timeout (plus one short last attempt): a failing origin turns into a
+// 503 or a default in bounded time, never into a queue of waiters.
 import type { Config } from "../config";
 import type { OriginClient } from "../origin/client";
 import type { ResourceName } from "../origin/types";
@@ -37,12 +42,14 @@ export interface FillDeps {
 
 /** First poll after losing the lock, doubled each time: the winner usually needs one origin round trip. */
 const FIRST_POLL_MS = 10;
+/** The shortest origin attempt a fill makes after waiting in vain for another isolate. */
+const LAST_ATTEMPT_MS = 100;
 
 export function createFill(deps: FillDeps) {
   const { config, origin, l2, clock } = deps;
 
-  async function fetchFromOrigin(context: FillContext): Promise<Entry> {
-    const answer = await origin.fetchResource(context.resource, context.id);
+  async function fetchFromOrigin(context: FillContext, timeoutMs?: number): Promise<Entry> {
+    const answer = await origin.fetchResource(context.resource, context.id, timeoutMs);
     const data = answer.found ? answer.data : null;
     const deadlines = deadlinesFor(answer.found, config.policies[context.resource], clock.now(), config.ttlJitter, deps.random);
     return {
@@ -53,16 +60,21 @@ export function createFill(deps: FillDeps) {
     };
   }
 
-  /** Polls L2 until a fresh entry appears or `lockWaitMs` is spent. A timeout is a reason to fetch, not an error. */
-  async function waitForWinner(key: string): Promise<Entry | undefined> {
+  /**
+   * Polls L2 until a fresh entry appears, the winner lets go of its lock
+   * without one (its origin fetch failed), or `lockWaitMs` is spent.
+   * Giving up is a reason to fetch, not an error.
+   */
+  async function waitForWinner(key: string, lock: string): Promise<Entry | undefined> {
     const giveUpAt = clock.now() + config.lockWaitMs;
     for (let delay = FIRST_POLL_MS; clock.now() + delay <= giveUpAt; delay *= 2) {
       await deps.sleep(delay);
-      const [value] = (await l2!.readMany([key])) ?? [undefined];
-      if (value === undefined) return undefined; // L2 went away: stop waiting
-      if (value === null) continue;
-      const entry = await decodeEntry(value);
+      const values = await l2!.readMany([key, lock]);
+      if (values === undefined) return undefined; // L2 went away: stop waiting
+      const [value, holder] = values;
+      const entry = value ? await decodeEntry(value) : undefined;
       if (entry && entry.freshUntil > clock.now()) return entry;
+      if (holder === null) return undefined;
     }
     return undefined;
   }
@@ -80,8 +92,10 @@ export function createFill(deps: FillDeps) {
       context.via = "origin";
       return fetchFromOrigin(context);
     }
+    const started = clock.now();
+    const lock = lockKey(config.keyPrefix, key);
     const lockToken = crypto.randomUUID();
-    const claim = await l2.claimFill(key, lockKey(config.keyPrefix, key), lockToken, config.lockTtlMs, clock.now());
+    const claim = await l2.claimFill(key, lock, lockToken, config.lockTtlMs, started);
     if (claim?.kind === "fresh") {
       const entry = await decodeEntry(claim.value);
       if (entry) {
@@ -90,16 +104,25 @@ export function createFill(deps: FillDeps) {
       }
     }
     if (claim?.kind === "lost") {
-      const entry = await waitForWinner(key);
+      const entry = await waitForWinner(key, lock);
       if (entry) {
         context.via = "l2";
         return entry;
       }
     }
-    const entry = await fetchFromOrigin(context);
+    const won = claim?.kind === "won";
+    const budget = config.policies[context.resource].originTimeoutMs - (clock.now() - started);
+    let entry: Entry;
+    try {
+      entry = await fetchFromOrigin(context, Math.max(budget, LAST_ATTEMPT_MS));
+    } catch (error) {
+      // Let the waiters know at once, rather than at the lock's expiry.
+      if (won) context.background(l2.releaseLock(lock, lockToken));
+      throw error;
+    }
     context.via = "origin";
-    // The lock is released with the write; on an origin failure it simply expires.
-    storeInL2(key, entry, claim?.kind === "won" ? lockToken : "", context);
+    // The lock is released with the write.
+    storeInL2(key, entry, won ? lockToken : "", context);
     return entry;
   };
 }

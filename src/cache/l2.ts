@@ -33,6 +33,8 @@ export interface L2 {
   claimFill(key: string, lock: string, token: string, lockTtlMs: number, now: number): Promise<FillClaim | undefined>;
   /** Stores `value` unless L2 holds a newer version, and releases `lock` if `token` still holds it. */
   writeFill(key: string, lock: string, value: string, version: number, ttlMs: number, token: string): Promise<boolean | undefined>;
+  /** Releases `lock` if `token` still holds it (a filler that failed, so that waiters stop waiting). */
+  releaseLock(lock: string, token: string): Promise<void>;
   readonly breaker: Breaker;
   readonly stats: L2Stats;
 }
@@ -73,6 +75,11 @@ if ARGV[4] ~= '' and redis.call('GET', KEYS[2]) == ARGV[4] then redis.call('DEL'
 return written
 `;
 
+const RELEASE_LOCK = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`;
+
 export function createL2({ url, token, timeoutMs, breaker }: L2Options): L2 {
   const redis = new Redis({
     url,
@@ -89,6 +96,7 @@ export function createL2({ url, token, timeoutMs, breaker }: L2Options): L2 {
   });
   const claimScript = redis.createScript<string | number>(CLAIM_FILL);
   const writeScript = redis.createScript<number>(WRITE_FILL);
+  const releaseScript = redis.createScript<number>(RELEASE_LOCK);
   const stats: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0 };
   const readsInFlight = new Map<string, Promise<string | null | undefined>>();
 
@@ -139,6 +147,9 @@ export function createL2({ url, token, timeoutMs, breaker }: L2Options): L2 {
         async () => (await writeScript.exec([key, lock], [value, String(version), String(Math.max(1, Math.round(ttlMs))), lockToken])) === 1,
         true,
       );
+    },
+    async releaseLock(lock, lockToken) {
+      await guarded(() => releaseScript.exec([lock], [lockToken]));
     },
   };
 }

@@ -41,6 +41,19 @@ export const DEFAULTS = {
   lockTtlMs: 3000,
   /** How long a loser of the lock waits for the winner's result in L2 before fetching itself. */
   lockWaitMs: 1000,
+  /** Origin fetches in flight per isolate; more wait in a queue (below). Tens, not thousands: the origin is what we protect. */
+  originMaxConcurrent: 32,
+  /** Callers that may queue for an origin slot; more get stale data, a default or a 503 at once. */
+  originMaxQueued: 256,
+  /** How long a caller queues for an origin slot. */
+  originQueueWaitMs: 500,
+  /** Failures in a row that open one origin service's breaker: a failing service is then not called for a while. */
+  originBreakerFailures: 5,
+  /** How long that breaker stays open before one probe. */
+  originBreakerCoolDownMs: 2000,
+  /** Failures in a row that open the L2 breaker, and how long it stays open before a probe. */
+  l2BreakerFailures: 5,
+  l2BreakerCoolDownMs: 5000,
   /** Values over this many bytes are compressed before they go to L2. */
   compressAboveBytes: 1024,
   /** Key prefix in Redis: `pp:v1:prod:p-000123`. Bump the version to orphan every old entry. */

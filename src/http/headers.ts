@@ -13,7 +13,7 @@ import type { Served } from "../cache/readThrough";
 import type { ResourcePolicy } from "../config";
 import type { OriginFailure } from "../origin/client";
 
-const FAILURE_STATUS: Record<OriginFailure, number> = { timeout: 504, unreachable: 502, status: 502, invalid: 502 };
+const FAILURE_STATUS: Record<OriginFailure, number> = { timeout: 504, unreachable: 502, status: 502, invalid: 502, overloaded: 503, "circuit-open": 503 };
 
 function ttlSeconds(served: Served<unknown>, now: number): number | undefined {
   return served.entry ? Math.round((served.entry.freshUntil - now) / 1000) : undefined;

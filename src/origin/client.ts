@@ -5,10 +5,20 @@ import type { ResourcePolicy } from "../config";
 import type { ProductIdPage, ResourceName, ResourceTypes } from "./types";
 import { productIdPage, validateResource } from "./validate";
 import * as v from "valibot";
+import type { Breaker } from "../cache/breaker";
+import { LimiterFull, type Limiter } from "./limiter";
 
 export type OriginAnswer<T> = { found: true; data: T } | { found: false };
 
-export type OriginFailure = "timeout" | "unreachable" | "status" | "invalid";
+export type OriginFailure =
+  | "timeout"
+  | "unreachable"
+  | "status"
+  | "invalid"
+  /** Not attempted: this isolate's origin fetch slots and queue were full. */
+  | "overloaded"
+  /** Not attempted: the service failed repeatedly and its breaker is open. */
+  | "circuit-open";
 
 export class OriginError extends Error {
   constructor(
@@ -22,13 +32,18 @@ export class OriginError extends Error {
 }
 
 export interface OriginClient {
-  fetchResource<R extends ResourceName>(resource: R, id: string): Promise<OriginAnswer<ResourceTypes[R]>>;
+  /** `timeoutMs` shortens the service's timeout, for a caller that already spent part of its budget. */
+  fetchResource<R extends ResourceName>(resource: R, id: string, timeoutMs?: number): Promise<OriginAnswer<ResourceTypes[R]>>;
   listProductIds(cursor: string | null, limit: number): Promise<ProductIdPage>;
 }
 
 export interface OriginClientOptions {
   baseUrl: string;
   policies: Record<ResourceName, Pick<ResourcePolicy, "originTimeoutMs">>;
+  /** Caps concurrent fetches per isolate; none in unit tests. */
+  limiter?: Limiter;
+  /** One breaker per service, made on first use; none in unit tests. */
+  breakerFor?: (service: ResourceName) => Breaker;
   /** Injected in tests; the global fetch otherwise. */
   fetch?: typeof fetch;
 }
@@ -83,20 +98,51 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
     }
   }
 
+  const breakers = new Map<ResourceName, Breaker>();
+
+  /** Runs one service call inside the isolate's slot limit, then the service's breaker. */
+  async function guarded<T>(resource: ResourceName, call: () => Promise<T>): Promise<T> {
+    let breaker = breakers.get(resource);
+    if (!breaker && options.breakerFor) breakers.set(resource, (breaker = options.breakerFor(resource)));
+    const attempt = async () => {
+      if (breaker && !breaker.allow()) throw new OriginError(resource, "circuit-open", "service failing, not called for now");
+      try {
+        const result = await call();
+        breaker?.success();
+        return result;
+      } catch (error) {
+        breaker?.failure();
+        throw error;
+      }
+    };
+    try {
+      return await (options.limiter ? options.limiter.run(attempt) : attempt());
+    } catch (error) {
+      // A full queue is this isolate's load, not the service's fault: the breaker never sees it.
+      if (error instanceof LimiterFull) throw new OriginError(resource, "overloaded", error.message);
+      throw error;
+    }
+  }
+
+  async function fetchOnce<R extends ResourceName>(resource: R, id: string, timeoutMs: number): Promise<OriginAnswer<ResourceTypes[R]>> {
+    const response = await get(resource, options.baseUrl + pathFor(resource, id), timeoutMs);
+    if (response.status === 404) {
+      await response.body?.cancel();
+      return { found: false };
+    }
+    if (response.status !== 200) {
+      await response.body?.cancel();
+      throw new OriginError(resource, "status", `HTTP ${response.status}`);
+    }
+    const data = validateResource(resource, id, await readJson(resource, response));
+    if (!data) throw new OriginError(resource, "invalid", "body does not follow the origin contract");
+    return { found: true, data };
+  }
+
   return {
-    async fetchResource(resource, id) {
-      const response = await get(resource, options.baseUrl + pathFor(resource, id), options.policies[resource].originTimeoutMs);
-      if (response.status === 404) {
-        await response.body?.cancel();
-        return { found: false };
-      }
-      if (response.status !== 200) {
-        await response.body?.cancel();
-        throw new OriginError(resource, "status", `HTTP ${response.status}`);
-      }
-      const data = validateResource(resource, id, await readJson(resource, response));
-      if (!data) throw new OriginError(resource, "invalid", "body does not follow the origin contract");
-      return { found: true, data };
+    fetchResource(resource, id, timeoutMs) {
+      const limit = Math.min(timeoutMs ?? Infinity, options.policies[resource].originTimeoutMs);
+      return guarded(resource, () => fetchOnce(resource, id, limit));
     },
 
     async listProductIds(cursor, limit) {
