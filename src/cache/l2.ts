@@ -33,6 +33,11 @@ export interface L2 {
   claimFill(key: string, lock: string, token: string, lockTtlMs: number, now: number): Promise<FillClaim | undefined>;
   /** Stores `value` unless L2 holds a newer version, and releases `lock` if `token` still holds it. */
   writeFill(key: string, lock: string, value: string, version: number, ttlMs: number, token: string): Promise<boolean | undefined>;
+  /**
+   * Any other Redis work (purge log, known-ids filter), under the same time
+   * budget and breaker: `undefined` when L2 is unavailable.
+   */
+  run<T>(call: (redis: Redis) => Promise<T>, options?: { isWrite?: boolean }): Promise<T | undefined>;
   /** Releases `lock` if `token` still holds it (a filler that failed, so that waiters stop waiting). */
   releaseLock(lock: string, token: string): Promise<void>;
   readonly breaker: Breaker;
@@ -147,6 +152,9 @@ export function createL2({ url, token, timeoutMs, breaker }: L2Options): L2 {
         async () => (await writeScript.exec([key, lock], [value, String(version), String(Math.max(1, Math.round(ttlMs))), lockToken])) === 1,
         true,
       );
+    },
+    run(call, options) {
+      return guarded(() => call(redis), options?.isWrite ?? false);
     },
     async releaseLock(lock, lockToken) {
       await guarded(() => releaseScript.exec([lock], [lockToken]));
