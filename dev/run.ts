@@ -1,0 +1,278 @@
+/**
+ * `npm run dev`: the whole tier on this machine with one command.
+ *
+ *   redis-server (own port, no persistence)  ← Upstash REST gateway :8789  ← L2
+ *   demo origin :8788 (catalog + /__admin)    ← the worker's ORIGIN_URL
+ *   wrangler dev :8787 (the worker itself)
+ *
+ * Without redis-server on PATH (or with DEV_NO_REDIS=1) the worker runs with
+ * L2 off. Ctrl-C stops everything in reverse order and leaves no process
+ * behind; a second Ctrl-C kills what is left at once.
+ *
+ * Environment: DEV_PORT (8787), ORIGIN_PORT (8788), GATEWAY_PORT (8789),
+ * DEV_REDIS_PORT (6390), CATALOG_SIZE (10000), ORIGIN_LATENCY_MS (30),
+ * PURGE_TOKEN, UPSTASH_REDIS_REST_TOKEN, DEV_NO_REDIS.
+ */
+import { fileURLToPath } from "node:url";
+import { startGateway } from "./gateway";
+import { DEFAULT_CATALOG_SIZE, startDemoOrigin } from "./origin";
+import { killEverything } from "./run/children";
+import { waitForHealthz } from "./run/health";
+import { portFromEnv, requireFreePorts } from "./run/ports";
+import { findOnPath, startDevRedis } from "./run/redis";
+import { startWrangler } from "./run/wrangler";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const HEALTH_TIMEOUT_MS = 60_000;
+/**
+ * Bound on each step of the shutdown. Past it we move on: in-process servers
+ * die with process.exit, children get SIGKILL from killEverything on exit.
+ */
+const CLOSE_TIMEOUT_MS = 10_000;
+/**
+ * Under `npm run dev` one Ctrl-C can reach us twice: from the terminal, and
+ * relayed by npm → tsx (tsx relays unless we report the signal within 30 ms).
+ * A repeat this soon is that same keypress, not a request to force.
+ */
+const SAME_KEYPRESS_MS = 500;
+
+interface Settings {
+  devPort: number;
+  originPort: number;
+  gatewayPort: number;
+  redisPort: number;
+  catalogSize: number;
+  originLatencyMs: number;
+  purgeToken: string;
+  gatewayToken: string;
+  /** The redis-server binary, or why L2 is off. */
+  redis: { bin: string } | { off: string };
+}
+
+function readSettings(): Settings {
+  const env = process.env;
+  return {
+    devPort: portFromEnv("DEV_PORT", 8787),
+    originPort: portFromEnv("ORIGIN_PORT", 8788),
+    gatewayPort: portFromEnv("GATEWAY_PORT", 8789),
+    redisPort: portFromEnv("DEV_REDIS_PORT", 6390),
+    catalogSize: numberFromEnv("CATALOG_SIZE", DEFAULT_CATALOG_SIZE),
+    originLatencyMs: numberFromEnv("ORIGIN_LATENCY_MS", 30),
+    purgeToken: env.PURGE_TOKEN || "dev-purge-token",
+    gatewayToken: env.UPSTASH_REDIS_REST_TOKEN || "dev-gateway-token",
+    redis: whichRedis(),
+  };
+}
+
+function numberFromEnv(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value)) throw new Error(`${name} must be a number, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
+function whichRedis(): Settings["redis"] {
+  if (process.env.DEV_NO_REDIS === "1") return { off: "DEV_NO_REDIS=1" };
+  const bin = findOnPath("redis-server");
+  return bin ? { bin } : { off: "redis-server not found on PATH" };
+}
+
+// ---------------------------------------------------------------- output
+
+const log = (line: string) => console.log(`[dev] ${line}`);
+const warn = (line: string) => console.error(`[dev] ${line}`);
+
+// ---------------------------------------------------------------- teardown
+
+interface Step {
+  name: string;
+  /** Graceful stop. */
+  stop: () => Promise<void>;
+}
+
+/** What to undo on the way out; registered as things start, undone newest first. */
+const steps: Step[] = [];
+let stopping = false;
+
+/** Stops everything that started, in reverse order, then exits with `code`. Runs once. */
+async function shutdown(code: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    for (const step of [...steps].reverse()) {
+      try {
+        await withTimeout(step.stop(), CLOSE_TIMEOUT_MS, `${step.name} did not stop`);
+      } catch (err) {
+        warn(`${step.name}: ${(err as Error).message}`);
+      }
+    }
+    if (steps.length > 0) log(code === 0 ? "stopped" : "stopped after an error");
+    process.exit(code);
+  }
+  return new Promise<never>(() => {}); // the first call exits
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${message} within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function handleSignals(): void {
+  let firstAt = 0;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (!stopping) {
+      firstAt = Date.now();
+      console.log(""); // the terminal echoed ^C without a newline
+      log(`${signal}: stopping (press Ctrl-C again to force)`);
+      void shutdown(0);
+      return;
+    }
+    if (Date.now() - firstAt < SAME_KEYPRESS_MS) return;
+    warn(`${signal} again: killing what is left`);
+    killEverything();
+    process.exit(130);
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  process.on("SIGHUP", onSignal); // terminal closed
+  // Whatever way we exit (a crash included), no child may outlive us.
+  process.on("exit", killEverything);
+}
+
+// ---------------------------------------------------------------- the stack
+
+/** redis-server and the gateway in front of it; null when L2 is off. */
+async function startL2(settings: Settings): Promise<{ redisPort: number; url: string } | null> {
+  if ("off" in settings.redis) {
+    warn(
+      settings.redis.off === "DEV_NO_REDIS=1"
+        ? "DEV_NO_REDIS=1: L2 is OFF, pages come from L1 and the origin only"
+        : "redis-server not found on PATH: L2 is OFF, pages come from L1 and the origin only (install redis-server to enable L2)",
+    );
+    return null;
+  }
+  const redis = await startDevRedis(settings.redis.bin, settings.redisPort, log, (how) => {
+    if (!stopping) warn(`redis-server died (${how}): L2 is unavailable, the worker falls back to the origin`);
+  });
+  steps.push({ name: "redis-server", stop: redis.stop });
+  log(`redis-server on 127.0.0.1:${redis.port}`);
+
+  const gateway = await startGateway({
+    port: settings.gatewayPort,
+    redisPort: redis.port,
+    token: settings.gatewayToken,
+    log: (line) => console.error(`[gateway] ${line.replace(/^gateway: /, "")}`),
+  });
+  steps.push({ name: "gateway", stop: gateway.close });
+  log(`Upstash REST gateway on ${gateway.url}`);
+  return { redisPort: redis.port, url: gateway.url };
+}
+
+async function startOrigin(settings: Settings): Promise<string> {
+  const tier = `http://127.0.0.1:${settings.devPort}`;
+  const origin = await startDemoOrigin({
+    port: settings.originPort,
+    catalogSize: settings.catalogSize,
+    latencyMs: settings.originLatencyMs,
+    // After an admin change the origin tells the tier, as a real shop would.
+    purgeUrl: `${tier}/__purge`,
+    purgeToken: settings.purgeToken,
+    knownIdsUrl: `${tier}/__known-ids`,
+  });
+  steps.push({ name: "demo origin", stop: origin.close });
+  log(`demo origin on ${origin.url} (${settings.catalogSize} products, ~${settings.originLatencyMs} ms per call)`);
+  return origin.url;
+}
+
+function startWorker(settings: Settings, originUrl: string, l2: { url: string } | null) {
+  const wrangler = startWrangler({
+    root: ROOT,
+    port: settings.devPort,
+    vars: {
+      ORIGIN_URL: originUrl,
+      // "" is "unset" for the worker's config: L2 off. It must be given, or
+      // wrangler.toml's default URL would switch L2 on against nothing.
+      UPSTASH_REDIS_REST_URL: l2 ? l2.url : "",
+      UPSTASH_REDIS_REST_TOKEN: l2 ? settings.gatewayToken : "",
+      PURGE_TOKEN: settings.purgeToken,
+    },
+    print: (line) => console.log(line),
+  });
+  steps.push({ name: "wrangler", stop: wrangler.stop });
+  log(`wrangler dev starting on http://127.0.0.1:${settings.devPort} (pid ${wrangler.pid})`);
+  return wrangler;
+}
+
+function printBanner(settings: Settings, originUrl: string, l2: { redisPort: number; url: string } | null, health: string) {
+  const site = `http://localhost:${settings.devPort}`;
+  const l2Line = l2
+    ? `ON: redis-server :${l2.redisPort} via gateway ${l2.url} (worker: ${health})`
+    : "OFF: pages come from L1 and the origin only";
+  console.log(
+    [
+      "",
+      "──────────────────────────────────────────────────────────────────────",
+      " The product-page tier is up",
+      `   shop home         ${site}/`,
+      `   a product         ${site}/products/p-000001`,
+      `   hostile title     ${site}/products/p-000003   (markup in the title, must show as text)`,
+      `   origin counters   ${originUrl}/__admin/counters`,
+      `   L2                ${l2Line}`,
+      "",
+      " Change a price at the origin (it then asks the tier to purge the page):",
+      `   curl -X POST ${originUrl}/__admin/products/p-000001 -H 'content-type: application/json' -d '{"price": 999}'`,
+      "",
+      " Ctrl-C stops everything.",
+      "──────────────────────────────────────────────────────────────────────",
+      "",
+    ].join("\n"),
+  );
+}
+
+async function main(): Promise<void> {
+  handleSignals();
+  const settings = readSettings();
+  await requireFreePorts([
+    { port: settings.devPort, what: "the worker, wrangler dev", env: "DEV_PORT" },
+    { port: settings.originPort, what: "the demo origin", env: "ORIGIN_PORT" },
+    ...("bin" in settings.redis
+      ? [{ port: settings.gatewayPort, what: "the Upstash REST gateway", env: "GATEWAY_PORT" }]
+      : []),
+  ]);
+
+  // A Ctrl-C during start-up is already stopping what started: start nothing more.
+  const l2 = await startL2(settings);
+  if (stopping) return;
+  const originUrl = await startOrigin(settings);
+  if (stopping) return;
+  const wrangler = startWorker(settings, originUrl, l2);
+
+  // Wrangler dying on its own takes the whole stack down: a tier without its worker is no use.
+  void wrangler.exited.then((how) => {
+    if (stopping) return;
+    warn(`wrangler dev stopped by itself (${how}): shutting everything down`);
+    void shutdown(1);
+  });
+
+  const health = await waitForHealthz(`http://127.0.0.1:${settings.devPort}/healthz`, HEALTH_TIMEOUT_MS, wrangler.exited);
+  if (!health.ok) throw new Error(`the worker is up but unhealthy: ${health.body}`);
+  printBanner(settings, originUrl, l2, l2State(health.body));
+}
+
+/** The L2 circuit breaker's state from /healthz's `{"ok":true,"l2":"closed"}` ("closed" = healthy). */
+function l2State(body: string): string {
+  try {
+    return `breaker ${String((JSON.parse(body) as { l2?: unknown }).l2)}`;
+  } catch {
+    return body;
+  }
+}
+
+main().catch((err: unknown) => {
+  if (stopping) return; // a signal or wrangler's exit is already taking us down
+  warn(`cannot run the dev stack: ${err instanceof Error ? err.message : String(err)}`);
+  void shutdown(1);
+});

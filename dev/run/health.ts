@@ -1,0 +1,33 @@
+// Waiting for the worker to come up under `wrangler dev`.
+
+export interface Health {
+  ok: boolean;
+  /** What /healthz said: `{"ok":true,"l2":"closed"}` or a configuration error. */
+  body: string;
+}
+
+/**
+ * Polls `url` until it answers at all (any HTTP status), for at most
+ * `timeoutMs`. Rejects early when `gaveUp` settles first (wrangler died).
+ */
+export async function waitForHealthz(url: string, timeoutMs: number, gaveUp: Promise<string>): Promise<Health> {
+  let failure: string | undefined;
+  void gaveUp.then((how) => (failure = `wrangler exited before the worker answered (${how})`));
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (failure) throw new Error(failure);
+    const health = await probe(url);
+    if (health) return health;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`${url} did not answer within ${Math.round(timeoutMs / 1000)} s`);
+}
+
+async function probe(url: string): Promise<Health | null> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(2_000) });
+    return { ok: res.ok, body: (await res.text()).trim() };
+  } catch {
+    return null; // not listening yet
+  }
+}
