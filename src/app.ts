@@ -7,6 +7,8 @@ import { ConfigError, type Env } from "./config";
 import { errorPage } from "./http/errorPage";
 import { homePage } from "./http/homePage";
 import { productPage } from "./http/productPage";
+import { purgeRoute } from "./http/purgeRoute";
+import { HTTPException } from "hono/http-exception";
 import { tierFor, type Tier } from "./tier";
 
 type AppEnv = { Bindings: Env; Variables: { tier: Tier } };
@@ -35,11 +37,24 @@ export function createApp(): Hono<AppEnv> {
   // The page sets a version-derived ETag; hono/etag answers 304 to a matching If-None-Match.
   app.use("/products/*", etag({ retainedHeaders: [...RETAINED_304_HEADERS, "cache-status", "server-timing"] }));
 
+  // Purges recorded elsewhere reach this isolate's L1 within PURGE_POLL_MS.
+  app.use("/products/*", async (c, next) => {
+    await c.get("tier").purges.sync((work) => c.executionCtx.waitUntil(work));
+    await next();
+  });
+
+  app.route("/", purgeRoute);
   app.get("/", (c) => homePage(c, c.get("tier")));
   app.get("/products/:id", (c) => productPage(c, c.get("tier")));
 
   app.notFound((c) => errorPage(c, 404, "There is no page at this address.", "public, max-age=60"));
   app.onError((error, c) => {
+    if (error instanceof HTTPException && error.status < 500) {
+      // Malformed requests (bad JSON and the like): a readable answer in the endpoint's own language.
+      const path = new URL(c.req.url).pathname;
+      if (path.startsWith("/__")) return c.json({ error: "bad_request", message: error.message }, error.status);
+      return errorPage(c, 400, "That request could not be understood.", "no-store");
+    }
     // Last resort: log the detail, show the visitor a page, never the stack.
     console.error(JSON.stringify({ event: "unhandled_error", path: new URL(c.req.url).pathname, message: String(error) }));
     return errorPage(c, 500, "Something went wrong on our side.", "no-store");

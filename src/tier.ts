@@ -10,10 +10,15 @@ import { ConfigError, parseConfig, type Config, type Env } from "./config";
 import { DEFAULTS } from "./config/defaults";
 import { createOriginClient, type OriginClient } from "./origin/client";
 import { createLimiter } from "./origin/limiter";
+import { createPurgeLog, type PurgeLog } from "./invalidation/log";
+import { createPurgeWatcher, type PurgeWatcher } from "./invalidation/watcher";
 
 export interface Tier {
   config: Config;
   cache: ReadThrough;
+  purges: PurgeWatcher;
+  /** The purge log in Redis; null without L2 (purges cannot be recorded then). */
+  purgeLog: PurgeLog | null;
   origin: OriginClient;
   clock: Clock;
 }
@@ -29,7 +34,33 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
   });
   const l2Breaker = createBreaker({ failureThreshold: DEFAULTS.l2BreakerFailures, coolDownMs: DEFAULTS.l2BreakerCoolDownMs, clock });
   const l2 = config.l2 ? createL2({ ...config.l2, timeoutMs: config.l2TimeoutMs, breaker: l2Breaker }) : null;
-  return { config, origin, clock, cache: createReadThrough({ config, origin, l2, clock }) };
+  const wideRetentionMs = longestEntryLifeMs(config);
+  const purgeLog = l2 ? createPurgeLog({ l2, keyPrefix: config.keyPrefix, wideRetentionMs }) : null;
+  // The watcher judges what the cache serves, and the cache's L1 is what the watcher purges.
+  let purges: PurgeWatcher | undefined;
+  const cache = createReadThrough({
+    config,
+    origin,
+    l2,
+    clock,
+    purges: { judge: (...args) => purges!.judge(...args), hardPurgedAt: (...args) => purges!.hardPurgedAt(...args) },
+  });
+  purges = createPurgeWatcher({
+    log: purgeLog,
+    l1: cache.l1,
+    clock,
+    keyPrefix: config.keyPrefix,
+    pollMs: config.purgePollMs,
+    wideRetentionMs,
+    blindAfterMs: DEFAULTS.purgeBlindAfterMs,
+    blindMaxAgeMs: DEFAULTS.purgeBlindMaxAgeMs,
+  });
+  return { config, origin, clock, cache, purges, purgeLog };
+}
+
+/** The longest any entry can live (ttl with jitter, then stale-if-error): how long a tag purge must be remembered. */
+function longestEntryLifeMs(config: Config): number {
+  return Math.max(...Object.values(config.policies).map((p) => (p.ttl * (1 + config.ttlJitter) + Math.max(p.swr, p.staleIfError)) * 1000));
 }
 
 /** The isolate's tier for these bindings, or the configuration error that prevents it (reported once, not per request). */

@@ -1,17 +1,15 @@
 // How an entry travels to and from Redis:
 //
-//   <version>|<freshUntil>|<j or z>|<payload>
+//   <version>|<fetchedAt>|<freshUntil>|<staleUntil>|<j or z>|<payload>
 //
-// The version and freshness come first, in clear, so that the Lua scripts can
-// guard writes (never replace a newer version) and judge freshness without
-// decoding. The payload is JSON (`j`) or, above the size threshold, gzip
+// The version and deadlines come first, in clear, so that the Lua scripts can
+// guard writes (never replace a newer version), judge freshness and mark an
+// entry stale (soft purge) without decoding. The payload is JSON (`j`) or, above the size threshold, gzip
 // bytes as base64 text (`z`): @upstash/redis carries strings, not bytes.
 import type { Entry } from "./entry";
 
 interface Payload {
   d: unknown;
-  f: number;
-  s: number;
   e: number;
 }
 
@@ -21,28 +19,28 @@ export function sizeOfJson(jsonLength: number): number {
 }
 
 export async function encodeEntry(entry: Entry, compressAboveBytes: number): Promise<string> {
-  const payload: Payload = { d: entry.data, f: entry.fetchedAt, s: entry.staleUntil, e: entry.errorUntil };
+  const payload: Payload = { d: entry.data, e: entry.errorUntil };
   const json = JSON.stringify(payload);
-  const head = `${entry.version}|${entry.freshUntil}|`;
+  const head = `${entry.version}|${entry.fetchedAt}|${entry.freshUntil}|${entry.staleUntil}|`;
   if (json.length <= compressAboveBytes) return `${head}j|${json}`;
   return `${head}z|${bytesToBase64(await gzip(new TextEncoder().encode(json)))}`;
 }
 
 /** The entry, or undefined when the value is not one of ours (treated as a miss, never deleted). */
 export async function decodeEntry<T>(value: string): Promise<Entry<T> | undefined> {
-  const match = /^(\d+)\|(\d+)\|([jz])\|/.exec(value);
+  const match = /^(\d+)\|(\d+)\|(\d+)\|(\d+)\|([jz])\|/.exec(value);
   if (!match) return undefined;
   const body = value.slice(match[0].length);
   try {
-    const json = match[3] === "j" ? body : new TextDecoder().decode(await gunzip(base64ToBytes(body)));
+    const json = match[5] === "j" ? body : new TextDecoder().decode(await gunzip(base64ToBytes(body)));
     const payload = JSON.parse(json) as Payload;
-    if (typeof payload.f !== "number" || typeof payload.s !== "number" || typeof payload.e !== "number") return undefined;
+    if (typeof payload.e !== "number") return undefined;
     return {
       data: payload.d as T | null,
       version: Number(match[1]),
-      freshUntil: Number(match[2]),
-      fetchedAt: payload.f,
-      staleUntil: payload.s,
+      fetchedAt: Number(match[2]),
+      freshUntil: Number(match[3]),
+      staleUntil: Number(match[4]),
       errorUntil: payload.e,
       size: sizeOfJson(json.length),
     };

@@ -18,7 +18,7 @@ import type { ResourceName } from "../origin/types";
 import type { Clock } from "./clock";
 import { decodeEntry, encodeEntry, sizeOfJson } from "./codec";
 import { deadlinesFor, type Entry } from "./entry";
-import { lockKey } from "./keys";
+import { lockKey, purgeMarkerKey } from "./keys";
 import type { L2 } from "./l2";
 
 /** What one fill was about, and what it did (read by the caller that started it). */
@@ -27,6 +27,8 @@ export interface FillContext {
   id: string;
   /** Hands background work (the L2 write) to `ctx.waitUntil`. */
   background: (work: Promise<unknown>) => void;
+  /** Copies fetched before this (a purge this isolate knows of) are not taken from L2. */
+  notBefore: number;
   /** Set by the fill: `origin` when this isolate fetched, `l2` when another isolate's result was used. */
   via?: "origin" | "l2";
 }
@@ -49,9 +51,12 @@ export function createFill(deps: FillDeps) {
   const { config, origin, l2, clock } = deps;
 
   async function fetchFromOrigin(context: FillContext, timeoutMs?: number): Promise<Entry> {
+    // Data is as old as the request that fetched it: a purge during the
+    // request must win over it (see writeFill and the purge watcher).
+    const requestedAt = clock.now();
     const answer = await origin.fetchResource(context.resource, context.id, timeoutMs);
     const data = answer.found ? answer.data : null;
-    const deadlines = deadlinesFor(answer.found, config.policies[context.resource], clock.now(), config.ttlJitter, deps.random);
+    const deadlines = deadlinesFor(answer.found, config.policies[context.resource], requestedAt, config.ttlJitter, deps.random);
     return {
       data,
       version: answer.found ? answer.data.version : 0,
@@ -65,7 +70,7 @@ export function createFill(deps: FillDeps) {
    * without one (its origin fetch failed), or `lockWaitMs` is spent.
    * Giving up is a reason to fetch, not an error.
    */
-  async function waitForWinner(key: string, lock: string): Promise<Entry | undefined> {
+  async function waitForWinner(key: string, lock: string, notBefore: number): Promise<Entry | undefined> {
     const giveUpAt = clock.now() + config.lockWaitMs;
     for (let delay = FIRST_POLL_MS; clock.now() + delay <= giveUpAt; delay *= 2) {
       await deps.sleep(delay);
@@ -73,7 +78,7 @@ export function createFill(deps: FillDeps) {
       if (values === undefined) return undefined; // L2 went away: stop waiting
       const [value, holder] = values;
       const entry = value ? await decodeEntry(value) : undefined;
-      if (entry && entry.freshUntil > clock.now()) return entry;
+      if (entry && entry.freshUntil > clock.now() && entry.fetchedAt >= notBefore) return entry;
       if (holder === null) return undefined;
     }
     return undefined;
@@ -81,7 +86,16 @@ export function createFill(deps: FillDeps) {
 
   function storeInL2(key: string, entry: Entry, lockToken: string, context: FillContext): void {
     const write = encodeEntry(entry, config.compressAboveBytes).then((value) =>
-      l2!.writeFill(key, lockKey(config.keyPrefix, key), value, entry.version, entry.errorUntil - clock.now(), lockToken),
+      l2!.writeFill({
+        key,
+        lock: lockKey(config.keyPrefix, key),
+        purgeMarker: purgeMarkerKey(config.keyPrefix, key),
+        value,
+        version: entry.version,
+        fetchedAt: entry.fetchedAt,
+        ttlMs: entry.errorUntil - clock.now(),
+        lockToken,
+      }),
     );
     context.background(write);
   }
@@ -95,7 +109,7 @@ export function createFill(deps: FillDeps) {
     const started = clock.now();
     const lock = lockKey(config.keyPrefix, key);
     const lockToken = crypto.randomUUID();
-    const claim = await l2.claimFill(key, lock, lockToken, config.lockTtlMs, started);
+    const claim = await l2.claimFill(key, lock, lockToken, config.lockTtlMs, started, context.notBefore);
     if (claim?.kind === "fresh") {
       const entry = await decodeEntry(claim.value);
       if (entry) {
@@ -104,7 +118,7 @@ export function createFill(deps: FillDeps) {
       }
     }
     if (claim?.kind === "lost") {
-      const entry = await waitForWinner(key, lock);
+      const entry = await waitForWinner(key, lock, context.notBefore);
       if (entry) {
         context.via = "l2";
         return entry;

@@ -23,3 +23,13 @@ export function entryKey(prefix: string, resource: ResourceName, id: string): st
 export function lockKey(prefix: string, entry: string): string {
   return `${prefix}:l:${entry.slice(prefix.length + 1)}`;
 }
+
+/** `pp:v1:x:p:p-000123`: when that entry was last purged; fills that began earlier may not write. */
+export function purgeMarkerKey(prefix: string, entry: string): string {
+  return `${prefix}:x:${entry.slice(prefix.length + 1)}`;
+}
+
+/** The purge log: a sequence number, recent purges by sequence, and tag/all purges by time. */
+export function purgeLogKeys(prefix: string): { seq: string; log: string; wide: string } {
+  return { seq: `${prefix}:purge:seq`, log: `${prefix}:purge:log`, wide: `${prefix}:purge:wide` };
+}

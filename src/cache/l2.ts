@@ -13,6 +13,19 @@ export type FillClaim =
   /** Someone filled it meanwhile: here is the fresh value. */
   | { kind: "fresh"; value: string };
 
+export interface FillWrite {
+  key: string;
+  lock: string;
+  purgeMarker: string;
+  value: string;
+  version: number;
+  /** When the origin request began: data older than a purge never lands after it. */
+  fetchedAt: number;
+  ttlMs: number;
+  /** The lock token, or "" when this fill does not hold the lock. */
+  lockToken: string;
+}
+
 export interface L2Stats {
   /** Calls not made because the breaker was open. */
   skipped: number;
@@ -29,10 +42,17 @@ export interface L2 {
    * visitors for one cold product costs one Redis read, not one per visitor.
    */
   readMany(keys: string[]): Promise<(string | null)[] | undefined>;
-  /** Claims the fill of `key`: SET lock NX PX, unless a fresh value is already there. */
-  claimFill(key: string, lock: string, token: string, lockTtlMs: number, now: number): Promise<FillClaim | undefined>;
-  /** Stores `value` unless L2 holds a newer version, and releases `lock` if `token` still holds it. */
-  writeFill(key: string, lock: string, value: string, version: number, ttlMs: number, token: string): Promise<boolean | undefined>;
+  /**
+   * Claims the fill of `key`: SET lock NX PX, unless a fresh value fetched
+   * at or after `notBefore` (the last purge this isolate knows for it) is already there.
+   */
+  claimFill(key: string, lock: string, token: string, lockTtlMs: number, now: number, notBefore: number): Promise<FillClaim | undefined>;
+  /**
+   * Stores `value` unless L2 holds a newer version or the entry was purged
+   * after `fetchedAt` (its fill began before the purge), and releases `lock`
+   * if `token` still holds it.
+   */
+  writeFill(write: FillWrite): Promise<boolean | undefined>;
   /**
    * Any other Redis work (purge log, known-ids filter), under the same time
    * budget and breaker: `undefined` when L2 is unavailable.
@@ -52,29 +72,34 @@ export interface L2Options {
   breaker: Breaker;
 }
 
-// Returns the value when it is fresh (its freshUntil, second field, is after
-// ARGV[3]); else 1 when the lock was taken, 0 when somebody else holds it.
+// Returns the value when it is fresh (freshUntil, third field, after ARGV[3])
+// and not purged (fetchedAt, second field, at or after ARGV[4]); else 1 when
+// the lock was taken, 0 when somebody else holds it.
 const CLAIM_FILL = `
 local value = redis.call('GET', KEYS[1])
 if value then
-  local freshUntil = tonumber(string.match(value, '^%d+|(%d+)|'))
-  if freshUntil and freshUntil > tonumber(ARGV[3]) then return value end
+  local fetchedAt, freshUntil = string.match(value, '^%d+|(%d+)|(%d+)|')
+  if freshUntil and tonumber(freshUntil) > tonumber(ARGV[3]) and tonumber(fetchedAt) >= tonumber(ARGV[4]) then return value end
 end
 if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
 return 0
 `;
 
 // Writes ARGV[1] unless the stored version (first field) is newer than
-// ARGV[2]; releases the lock only for its holder's token. An absent entry
+// ARGV[2], or a purge (KEYS[3] holds its time) came after the fill began
+// (ARGV[5]); releases the lock only for its holder's token. An absent entry
 // (version 0: the origin answered 404) is the origin's latest word and is
 // always written, so a deleted product does not linger as a stale page.
 const WRITE_FILL = `
-local current = redis.call('GET', KEYS[1])
 local written = 0
-local currentVersion = current and tonumber(string.match(current, '^(%d+)|'))
-if ARGV[2] == '0' or not currentVersion or currentVersion <= tonumber(ARGV[2]) then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
-  written = 1
+local purgedAt = tonumber(redis.call('GET', KEYS[3]) or '-1')
+if purgedAt < tonumber(ARGV[5]) then
+  local current = redis.call('GET', KEYS[1])
+  local currentVersion = current and tonumber(string.match(current, '^(%d+)|'))
+  if ARGV[2] == '0' or not currentVersion or currentVersion <= tonumber(ARGV[2]) then
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+    written = 1
+  end
 end
 if ARGV[4] ~= '' and redis.call('GET', KEYS[2]) == ARGV[4] then redis.call('DEL', KEYS[2]) end
 return written
@@ -140,18 +165,17 @@ export function createL2({ url, token, timeoutMs, breaker }: L2Options): L2 {
       // One unavailable read makes the whole answer unavailable, as a failed MGET would.
       return values.some((value) => value === undefined) ? undefined : (values as (string | null)[]);
     },
-    claimFill(key, lock, lockToken, lockTtlMs, now) {
+    claimFill(key, lock, lockToken, lockTtlMs, now, notBefore) {
       return guarded(async () => {
-        const answer = await claimScript.exec([key, lock], [lockToken, String(lockTtlMs), String(now)]);
+        const answer = await claimScript.exec([key, lock], [lockToken, String(lockTtlMs), String(now), String(notBefore)]);
         if (typeof answer === "string") return { kind: "fresh", value: answer } as const;
         return answer === 1 ? ({ kind: "won" } as const) : ({ kind: "lost" } as const);
       });
     },
-    writeFill(key, lock, value, version, ttlMs, lockToken) {
-      return guarded(
-        async () => (await writeScript.exec([key, lock], [value, String(version), String(Math.max(1, Math.round(ttlMs))), lockToken])) === 1,
-        true,
-      );
+    writeFill(write) {
+      const keys = [write.key, write.lock, write.purgeMarker];
+      const args = [write.value, String(write.version), String(Math.max(1, Math.round(write.ttlMs))), write.lockToken, String(write.fetchedAt)];
+      return guarded(async () => (await writeScript.exec(keys, args)) === 1, true);
     },
     run(call, options) {
       return guarded(() => call(redis), options?.isWrite ?? false);

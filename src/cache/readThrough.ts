@@ -11,6 +11,7 @@ import type { ResourceName, ResourceTypes } from "../origin/types";
 import type { Clock } from "./clock";
 import { decodeEntry } from "./codec";
 import { entryState, newerOf, type Entry } from "./entry";
+import { markedStale } from "../invalidation/watcher";
 import { createFill, type FillContext } from "./fill";
 import { entryKey } from "./keys";
 import type { L2 } from "./l2";
@@ -43,8 +44,18 @@ export interface Timings {
   origin: number;
 }
 
+/** The purges this isolate knows of (see invalidation/watcher.ts). */
+export interface PurgeKnowledge {
+  /** What they make of an entry: still good, stale (soft purge), or gone (hard purge). */
+  judge(entry: Entry, id: string, resource: ResourceName, tags: readonly string[]): "ok" | "stale" | "gone";
+  /** When the resource was last hard-purged (0 if never): older copies are not to be used. */
+  hardPurgedAt(id: string, resource: ResourceName, tags: readonly string[]): number;
+}
+
 export interface ReadThroughDeps {
   config: Config;
+  /** None in unit tests of the life cycle. */
+  purges?: PurgeKnowledge;
   origin: OriginClient;
   l2: L2 | null;
   clock: Clock;
@@ -92,13 +103,31 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     },
   });
 
+  /** The entry as known purges leave it: unchanged, marked stale, or gone. */
+  function judged(entry: Entry | undefined, id: string, resource: ResourceName, tags: readonly string[]): Entry | undefined {
+    if (!entry || !deps.purges) return entry;
+    const verdict = deps.purges.judge(entry, id, resource, tags);
+    if (verdict === "gone") return undefined;
+    return verdict === "stale" ? markedStale(entry, clock.now()) : entry;
+  }
+
+  /** The product's tags, which tag purges match, from the best copy this isolate has. */
+  function tagsOf(id: string): readonly string[] {
+    const product = l1.peek(entryKey(config.keyPrefix, "product", id))?.data as { tags?: string[] } | null | undefined;
+    return product?.tags ?? [];
+  }
+
+  function fillContext(resource: ResourceName, id: string, background: FillContext["background"]): FillContext {
+    return { resource, id, background, notBefore: deps.purges?.hardPurgedAt(id, resource, tagsOf(id)) ?? 0 };
+  }
+
   function keep(key: string, entry: Entry): void {
     l1.set(key, entry, { ttl: Math.max(1, entry.errorUntil - clock.now()) });
   }
 
   function refreshInBackground(key: string, resource: ResourceName, id: string, background: FillContext["background"]): void {
     // lru-cache runs at most one fill per key: a refresh already under way is joined, not repeated.
-    const refresh = l1.fetch(key, { forceRefresh: true, context: { resource, id, background } });
+    const refresh = l1.fetch(key, { forceRefresh: true, context: fillContext(resource, id, background) });
     background(refresh.catch(() => undefined));
   }
 
@@ -116,7 +145,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   }
 
   async function fillOne(id: string, item: Pending, background: FillContext["background"]): Promise<Served<unknown>> {
-    const context: FillContext = { resource: item.resource, id, background };
+    const context = fillContext(item.resource, id, background);
     const status: LRUCache.Status<string, Entry, FillContext> = {};
     const forward = item.fallback ? "stale" : "miss";
     try {
@@ -146,9 +175,10 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       // 1. L1
       let started = clock.now();
       let pending: Pending[] = [];
+      const tags = tagsOf(id);
       for (const resource of resources) {
         const key = entryKey(config.keyPrefix, resource, id);
-        const entry = l1.peek(key);
+        const entry = judged(l1.peek(key), id, resource, tags);
         const state = entryState(entry, clock.now());
         if (entry && state === "fresh") {
           data[resource] = served(resource, entry, "l1", "fresh");
@@ -168,7 +198,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         const stillPending: Pending[] = [];
         for (const [index, item] of pending.entries()) {
           const value = values?.[index];
-          const fromL2 = value ? await decodeEntry(value) : undefined;
+          const fromL2 = judged(value ? await decodeEntry(value) : undefined, id, item.resource, tagsOf(id));
           const best = newerOf(item.fallback, fromL2);
           const state = entryState(best, clock.now());
           if (best && best === fromL2 && (state === "fresh" || state === "stale")) {

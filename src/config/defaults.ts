@@ -54,6 +54,12 @@ export const DEFAULTS = {
   /** Failures in a row that open the L2 breaker, and how long it stays open before a probe. */
   l2BreakerFailures: 5,
   l2BreakerCoolDownMs: 5000,
+  /** Each isolate reads the purge log at most this often: the bound on how long a purged page can still be served. */
+  purgePollMs: 1000,
+  /** Without news of purges for this long (L2 out), an isolate counts itself blind... */
+  purgeBlindAfterMs: 5000,
+  /** ...and then refreshes entries older than this, so staleness stays bounded while Redis is out. */
+  purgeBlindMaxAgeMs: 60_000,
   /** Values over this many bytes are compressed before they go to L2. */
   compressAboveBytes: 1024,
   /** Key prefix in Redis: `pp:v1:prod:p-000123`. Bump the version to orphan every old entry. */

@@ -19,6 +19,7 @@ export interface Env {
   TTL_JITTER?: string | number;
   LOCK_TTL_MS?: string | number;
   LOCK_WAIT_MS?: string | number;
+  PURGE_POLL_MS?: string | number;
   /** JSON object of per-resource overrides, e.g. `{"inventory":{"ttl":5}}`. */
   CACHE_POLICIES?: string | Record<string, unknown>;
 }
@@ -36,6 +37,7 @@ export interface Config {
   ttlJitter: number;
   lockTtlMs: number;
   lockWaitMs: number;
+  purgePollMs: number;
   compressAboveBytes: number;
   keyPrefix: string;
   policies: Record<ResourceName, ResourcePolicy>;
@@ -143,6 +145,7 @@ export function parseConfig(env: Env): Config {
     ttlJitter: optional("TTL_JITTER", numberSetting(0, 0.5, false), env.TTL_JITTER, DEFAULTS.ttlJitter),
     lockTtlMs: optional("LOCK_TTL_MS", numberSetting(100, 30_000), env.LOCK_TTL_MS, DEFAULTS.lockTtlMs),
     lockWaitMs: optional("LOCK_WAIT_MS", numberSetting(0, 10_000), env.LOCK_WAIT_MS, DEFAULTS.lockWaitMs),
+    purgePollMs: optional("PURGE_POLL_MS", numberSetting(100, 60_000), env.PURGE_POLL_MS, DEFAULTS.purgePollMs),
     compressAboveBytes: DEFAULTS.compressAboveBytes,
     keyPrefix: DEFAULTS.keyPrefix,
     policies: parsePolicies(env.CACHE_POLICIES),

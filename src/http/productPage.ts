@@ -38,7 +38,8 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
 
   const all = PAGE_RESOURCES.map((resource) => data[resource]).filter((served): served is Served<any> => served !== undefined);
   const now = tier.clock.now();
-  c.header("Cache-Status", cacheStatus(all, now, tier.cache.l2 !== null));
+  // "stored": written to L2 as well as L1, which an open breaker prevents.
+  c.header("Cache-Status", cacheStatus(all, now, tier.cache.l2?.breaker.state() === "closed"));
 
   const product = data.product!;
   const inventory = data.inventory!;

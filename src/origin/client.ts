@@ -101,7 +101,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
   const breakers = new Map<ResourceName, Breaker>();
 
   /** Runs one service call inside the isolate's slot limit, then the service's breaker. */
-  async function guarded<T>(resource: ResourceName, call: () => Promise<T>): Promise<T> {
+  async function guarded<T>(resource: ResourceName, deadline: number, call: () => Promise<T>): Promise<T> {
     let breaker = breakers.get(resource);
     if (!breaker && options.breakerFor) breakers.set(resource, (breaker = options.breakerFor(resource)));
     const attempt = async () => {
@@ -116,7 +116,8 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
       }
     };
     try {
-      return await (options.limiter ? options.limiter.run(attempt) : attempt());
+      // The wait for a slot counts against the same deadline as the fetch.
+      return await (options.limiter ? options.limiter.run(attempt, deadline - Date.now()) : attempt());
     } catch (error) {
       // A full queue is this isolate's load, not the service's fault: the breaker never sees it.
       if (error instanceof LimiterFull) throw new OriginError(resource, "overloaded", error.message);
@@ -124,8 +125,8 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
     }
   }
 
-  async function fetchOnce<R extends ResourceName>(resource: R, id: string, timeoutMs: number): Promise<OriginAnswer<ResourceTypes[R]>> {
-    const response = await get(resource, options.baseUrl + pathFor(resource, id), timeoutMs);
+  async function fetchOnce<R extends ResourceName>(resource: R, id: string, deadline: number): Promise<OriginAnswer<ResourceTypes[R]>> {
+    const response = await get(resource, options.baseUrl + pathFor(resource, id), Math.max(1, deadline - Date.now()));
     if (response.status === 404) {
       await response.body?.cancel();
       return { found: false };
@@ -141,8 +142,8 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
 
   return {
     fetchResource(resource, id, timeoutMs) {
-      const limit = Math.min(timeoutMs ?? Infinity, options.policies[resource].originTimeoutMs);
-      return guarded(resource, () => fetchOnce(resource, id, limit));
+      const deadline = Date.now() + Math.min(timeoutMs ?? Infinity, options.policies[resource].originTimeoutMs);
+      return guarded(resource, deadline, () => fetchOnce(resource, id, deadline));
     },
 
     async listProductIds(cursor, limit) {

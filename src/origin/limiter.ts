@@ -14,8 +14,8 @@ export interface LimiterOptions {
 }
 
 export interface Limiter {
-  /** Runs `task` in a slot, or rejects with LimiterFull without running it. */
-  run<T>(task: () => Promise<T>): Promise<T>;
+  /** Runs `task` in a slot, or rejects with LimiterFull without running it. `waitMs` shortens the wait for a slot. */
+  run<T>(task: () => Promise<T>, waitMs?: number): Promise<T>;
   readonly inFlight: number;
   readonly queued: number;
 }
@@ -41,7 +41,7 @@ export function createLimiter({ maxConcurrent, maxQueued, maxWaitMs }: LimiterOp
     }
   }
 
-  function acquire(): Promise<void> {
+  function acquire(waitMs: number): Promise<void> {
     if (inFlight < maxConcurrent) {
       inFlight++;
       return Promise.resolve();
@@ -52,16 +52,16 @@ export function createLimiter({ maxConcurrent, maxQueued, maxWaitMs }: LimiterOp
         grant: resolve,
         timer: setTimeout(() => {
           waiting.splice(waiting.indexOf(waiter), 1);
-          reject(new LimiterFull(`no origin slot within ${maxWaitMs} ms`));
-        }, maxWaitMs),
+          reject(new LimiterFull(`no origin slot within ${waitMs} ms`));
+        }, waitMs),
       };
       waiting.push(waiter);
     });
   }
 
   return {
-    async run(task) {
-      await acquire();
+    async run(task, waitMs = maxWaitMs) {
+      await acquire(Math.min(waitMs, maxWaitMs));
       try {
         return await task();
       } finally {

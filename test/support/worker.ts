@@ -7,20 +7,25 @@ import type { Env } from "../../src/config";
 import { BUNDLE_DIR } from "./build";
 
 export interface WorkerInstance {
+  /** The instance's HTTP address, when started with `port`. */
+  url: string | null;
   fetch(path: string, init?: RequestInit): Promise<Response>;
   close(): Promise<void>;
 }
 
-export async function startWorker(bindings: Env): Promise<WorkerInstance> {
+/** `port`: also serve real HTTP there (for callers such as the demo origin's purge notifications). */
+export async function startWorker(bindings: Env, options: { port?: number } = {}): Promise<WorkerInstance> {
   const mf = new Miniflare({
+    ...(options.port ? { host: "127.0.0.1", port: options.port } : {}),
     modules: true,
     scriptPath: join(BUNDLE_DIR, "index.js"),
     modulesRules: [{ type: "Text", include: ["**/*.liquid"] }],
     compatibilityDate: "2026-04-20",
     bindings: Object.fromEntries(Object.entries(bindings).filter(([, value]) => value !== undefined)) as Record<string, string>,
   });
-  await mf.ready;
+  const url = await mf.ready;
   return {
+    url: options.port ? url.origin : null,
     async fetch(path, init) {
       const response = await mf.dispatchFetch(`http://tier.test${path}`, init as never);
       // Read the body at once, so that no connection to workerd stays half-read

@@ -7,7 +7,7 @@ import { createBreaker } from "../../src/cache/breaker";
 import { systemClock } from "../../src/cache/clock";
 import { decodeEntry, encodeEntry, sizeOfJson } from "../../src/cache/codec";
 import type { Entry } from "../../src/cache/entry";
-import { entryKey, lockKey, MAX_KEY_LENGTH } from "../../src/cache/keys";
+import { entryKey, lockKey, MAX_KEY_LENGTH, purgeMarkerKey } from "../../src/cache/keys";
 import { createL2, type L2 } from "../../src/cache/l2";
 import { startRedis, type RedisServer } from "../support/redis";
 
@@ -29,6 +29,10 @@ afterAll(async () => {
 
 function l2(timeoutMs = 200): L2 {
   return createL2({ url: gateway.url, token: TOKEN, timeoutMs, breaker: createBreaker({ failureThreshold: 3, coolDownMs: 60_000, clock: systemClock }) });
+}
+
+function fillWrite(key: string, value: string, version: number, lockToken = "", ttlMs = 60_000, fetchedAt = Date.now()) {
+  return { key, lock: lockKey("pp:v1", key), purgeMarker: purgeMarkerKey("pp:v1", key), value, version, fetchedAt, ttlMs, lockToken };
 }
 
 function entry(version: number, data: unknown = { v: version }, now = Date.now()): Entry {
@@ -53,43 +57,54 @@ describe("codec", () => {
   it("round-trips small entries as JSON and large ones compressed", async () => {
     const small = entry(3, { title: "Café <b>" });
     const smallValue = await encodeEntry(small, 1024);
-    expect(smallValue).toMatch(/^3\|\d+\|j\|/);
+    expect(smallValue).toMatch(/^3\|\d+\|\d+\|\d+\|j\|/);
     expect(await decodeEntry(smallValue)).toMatchObject({ data: small.data, version: 3, freshUntil: small.freshUntil });
 
     const large = entry(4, { description: "Lorem ipsum — 日本語 ".repeat(500) });
     const largeValue = await encodeEntry(large, 1024);
-    expect(largeValue).toMatch(/^4\|\d+\|z\|/);
+    expect(largeValue).toMatch(/^4\|\d+\|\d+\|\d+\|z\|/);
     expect(largeValue.length).toBeLessThan(JSON.stringify(large.data).length / 4);
     const decoded = await decodeEntry(largeValue);
     expect(decoded?.data).toEqual(large.data);
-    expect(decoded?.size).toBe(sizeOfJson(JSON.stringify({ d: large.data, f: large.fetchedAt, s: large.staleUntil, e: large.errorUntil }).length));
+    expect(decoded?.size).toBe(sizeOfJson(JSON.stringify({ d: large.data, e: large.errorUntil }).length));
   });
 
   it("treats a foreign or corrupt value as a miss", async () => {
     expect(await decodeEntry("hello")).toBeUndefined();
-    expect(await decodeEntry("1|2|j|{not json")).toBeUndefined();
-    expect(await decodeEntry("1|2|z|!!!")).toBeUndefined();
+    expect(await decodeEntry("1|2|3|4|j|{not json")).toBeUndefined();
+    expect(await decodeEntry("1|2|3|4|z|!!!")).toBeUndefined();
   });
 });
 
 describe("L2 writes and locks", () => {
   it("reads many keys in one call, null for missing ones", async () => {
     const client = l2();
-    await redis.set("t:a", "1|2|j|{}", { px: 60_000 });
-    expect(await client.readMany(["t:a", "t:missing"])).toEqual(["1|2|j|{}", null]);
+    await redis.set("t:a", "1|2|3|4|j|{}", { px: 60_000 });
+    expect(await client.readMany(["t:a", "t:missing"])).toEqual(["1|2|3|4|j|{}", null]);
   });
 
   it("never replaces a newer version, and always sets a TTL", async () => {
     const client = l2();
     const key = "pp:v1:p:version-guard";
-    expect(await client.writeFill(key, lockKey("pp:v1", key), await encodeEntry(entry(5), 1024), 5, 60_000, "")).toBe(true);
-    expect(await client.writeFill(key, lockKey("pp:v1", key), await encodeEntry(entry(3), 1024), 3, 60_000, "")).toBe(false);
+    expect(await client.writeFill(fillWrite(key, await encodeEntry(entry(5), 1024), 5, "", 60_000))).toBe(true);
+    expect(await client.writeFill(fillWrite(key, await encodeEntry(entry(3), 1024), 3, "", 60_000))).toBe(false);
     expect((await decodeEntry((await redis.get<string>(key))!))?.version).toBe(5);
-    expect(await client.writeFill(key, lockKey("pp:v1", key), await encodeEntry(entry(6), 1024), 6, 60_000, "")).toBe(true);
+    expect(await client.writeFill(fillWrite(key, await encodeEntry(entry(6), 1024), 6, "", 60_000))).toBe(true);
     expect((await decodeEntry((await redis.get<string>(key))!))?.version).toBe(6);
     const ttl = await redis.pttl(key);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(60_000);
+  });
+
+  it("refuses a fill that began before the entry was purged (the cache-aside race)", async () => {
+    const client = l2();
+    const key = "pp:v1:p:purge-race";
+    const purgedAt = Date.now();
+    await redis.set(purgeMarkerKey("pp:v1", key), String(purgedAt), { px: 60_000 });
+    const stale = entry(7);
+    expect(await client.writeFill(fillWrite(key, await encodeEntry(stale, 1024), 7, "", 60_000, purgedAt - 1))).toBe(false);
+    expect(await redis.get(key)).toBeNull();
+    expect(await client.writeFill(fillWrite(key, await encodeEntry(stale, 1024), 7, "", 60_000, purgedAt + 1))).toBe(true);
   });
 
   it("elects one filler; others lose until it writes; the write releases only its own lock", async () => {
@@ -97,17 +112,17 @@ describe("L2 writes and locks", () => {
     const key = "pp:v1:p:lock-test";
     const lock = lockKey("pp:v1", key);
     const now = Date.now();
-    expect(await client.claimFill(key, lock, "token-a", 3000, now)).toEqual({ kind: "won" });
-    expect(await client.claimFill(key, lock, "token-b", 3000, now)).toEqual({ kind: "lost" });
+    expect(await client.claimFill(key, lock, "token-a", 3000, now, 0)).toEqual({ kind: "won" });
+    expect(await client.claimFill(key, lock, "token-b", 3000, now, 0)).toEqual({ kind: "lost" });
     const lockTtl = await redis.pttl(lock);
     expect(lockTtl).toBeGreaterThan(0);
     // A write by a non-holder leaves the lock in place.
-    await client.writeFill(key, lock, await encodeEntry(entry(1), 1024), 1, 60_000, "token-b");
+    await client.writeFill(fillWrite(key, await encodeEntry(entry(1), 1024), 1, "token-b", 60_000));
     expect(await redis.get(lock)).toBe("token-a");
-    await client.writeFill(key, lock, await encodeEntry(entry(1), 1024), 1, 60_000, "token-a");
+    await client.writeFill(fillWrite(key, await encodeEntry(entry(1), 1024), 1, "token-a", 60_000));
     expect(await redis.get(lock)).toBeNull();
     // Fresh data there now: a claim hands it back instead of locking.
-    const claim = await client.claimFill(key, lock, "token-c", 3000, Date.now());
+    const claim = await client.claimFill(key, lock, "token-c", 3000, Date.now(), 0);
     expect(claim?.kind).toBe("fresh");
     expect(await redis.get(lock)).toBeNull();
   });
@@ -116,9 +131,9 @@ describe("L2 writes and locks", () => {
     const client = l2();
     const key = "pp:v1:p:crashed-holder";
     const lock = lockKey("pp:v1", key);
-    expect(await client.claimFill(key, lock, "crashed", 150, Date.now())).toEqual({ kind: "won" });
+    expect(await client.claimFill(key, lock, "crashed", 150, Date.now(), 0)).toEqual({ kind: "won" });
     await new Promise((resolve) => setTimeout(resolve, 250));
-    expect(await client.claimFill(key, lock, "next", 150, Date.now())).toEqual({ kind: "won" });
+    expect(await client.claimFill(key, lock, "next", 150, Date.now(), 0)).toEqual({ kind: "won" });
   });
 });
 
@@ -137,7 +152,7 @@ describe("L2 time budget and breaker", () => {
       expect(await client.readMany(["t:a"])).toBeUndefined();
       expect(Date.now() - started).toBeLessThan(20); // not even attempted
       expect(client.stats.skipped).toBe(1);
-      expect(await client.writeFill("t:w", "t:l", "1|1|j|{}", 1, 1000, "")).toBeUndefined();
+      expect(await client.writeFill(fillWrite("t:w", "1|1|1|1|j|{}", 1, "", 1000))).toBeUndefined();
       expect(client.stats.droppedWrites).toBe(1);
     } finally {
       redisServer.resume();

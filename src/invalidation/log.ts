@@ -1,0 +1,134 @@
+// The purge log in Redis (design.md, "Invalidation"):
+//
+//   pp:v1:purge:seq    a counter: each purge takes the next number
+//   pp:v1:purge:log    recent purges by number (the last LOG_MAX), for isolates catching up
+//   pp:v1:purge:wide   tag and all purges by time, for as long as an entry they purge can live
+//   pp:v1:x:<r>:<id>   per purged entry: when, so that an older fill cannot write it back
+//
+// Recording is one script: O(ids) for id purges (each key deleted or marked
+// stale), O(1) for tag and all purges whatever the number of products they
+// touch (isolates judge entries against them by fetch time). No KEYS, no
+// SCAN, no FLUSHALL.
+import type { L2 } from "../cache/l2";
+import { entryKey, purgeLogKeys, purgeMarkerKey } from "../cache/keys";
+import { isWide, type PurgeRecord } from "./record";
+
+/** Purges an isolate can catch up on; further behind, it drops its whole L1. */
+const LOG_MAX = 1000;
+/** Tag/all purges kept at most; beyond, the oldest is folded into a floor (see watcher). */
+export const WIDE_MAX = 5000;
+/** A soft-purged entry is served stale at least this long while it refreshes. */
+export const SOFT_PURGE_GRACE_MS = 60_000;
+/** How long a purge marker blocks older fills: longer than any fill can take. */
+const MARKER_TTL_MS = 60_000;
+/** The counter and log outlive quiet periods; they are rewritten with every purge. */
+const SEQ_TTL_MS = 30 * 86_400_000;
+const LOG_TTL_MS = 2 * 86_400_000;
+
+const RECORD_PURGE = `
+local seq = redis.call('INCR', KEYS[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[10])
+local now = ARGV[2]
+local record = '{"seq":' .. seq .. ',' .. string.sub(ARGV[1], 2)
+redis.call('ZADD', KEYS[2], seq, record)
+redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[8]) + 1))
+redis.call('PEXPIRE', KEYS[2], ARGV[11])
+if ARGV[4] == '1' then
+  redis.call('ZADD', KEYS[3], now, record)
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', tonumber(now) - tonumber(ARGV[5]))
+  redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -(tonumber(ARGV[9]) + 1))
+  redis.call('PEXPIRE', KEYS[3], ARGV[5])
+end
+for i = 4, #KEYS, 2 do
+  if ARGV[3] == 'hard' then
+    redis.call('DEL', KEYS[i])
+  else
+    local value = redis.call('GET', KEYS[i])
+    local version, fetched, fresh, stale, rest
+    if value then version, fetched, fresh, stale, rest = string.match(value, '^(%d+)|(%d+)|(%d+)|(%d+)|(.*)$') end
+    if version and tonumber(fresh) > tonumber(now) then
+      local grace = string.format('%.0f', math.max(tonumber(stale), tonumber(now) + tonumber(ARGV[6])))
+      redis.call('SET', KEYS[i], version .. '|' .. fetched .. '|' .. now .. '|' .. grace .. '|' .. rest, 'KEEPTTL')
+    end
+  end
+  redis.call('SET', KEYS[i + 1], now, 'PX', ARGV[7])
+end
+return seq
+`;
+
+// Answers {seq, caughtUp, records, wideRecords}: `caughtUp` 0 means the
+// reader is too far behind (or new, or the counter was reset) and gets the
+// whole wide set instead of its missing log records.
+const READ_PURGES = `
+local seq = tonumber(redis.call('GET', KEYS[1]) or '0')
+local seen = tonumber(ARGV[1])
+if seq == seen then return {seq, 1, {}, {}} end
+local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+local caughtUp = seen > 0 and seq > seen and (oldest[2] == nil or tonumber(oldest[2]) <= seen + 1)
+if caughtUp then
+  return {seq, 1, redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. seen, '+inf', 'LIMIT', 0, ARGV[2]), {}}
+end
+return {seq, 0, {}, redis.call('ZRANGE', KEYS[3], 0, -1)}
+`;
+
+export interface PurgeLogDeps {
+  l2: L2;
+  keyPrefix: string;
+  /** How long a tag/all purge must be remembered: the longest an entry can live. */
+  wideRetentionMs: number;
+}
+
+export interface PurgesSince {
+  seq: number;
+  /** False: the reader missed purges it cannot get back one by one and must start over. */
+  caughtUp: boolean;
+  records: PurgeRecord[];
+  /** Every tag/all purge still relevant, when not caught up. */
+  wideRecords: PurgeRecord[];
+}
+
+export function createPurgeLog({ l2, keyPrefix, wideRetentionMs }: PurgeLogDeps) {
+  const keys = purgeLogKeys(keyPrefix);
+  return {
+    /** Records the purge and applies its id part in Redis; the sequence number, or undefined when L2 is unavailable. */
+    record(purge: Omit<PurgeRecord, "seq">): Promise<number | undefined> {
+      const entryKeys: string[] = [];
+      for (const id of purge.ids) {
+        for (const resource of purge.resources) {
+          const key = entryKey(keyPrefix, resource, id);
+          entryKeys.push(key, purgeMarkerKey(keyPrefix, key));
+        }
+      }
+      const args = [
+        JSON.stringify(purge),
+        String(purge.at),
+        purge.mode,
+        isWide(purge) ? "1" : "0",
+        String(wideRetentionMs),
+        String(SOFT_PURGE_GRACE_MS),
+        String(MARKER_TTL_MS),
+        String(LOG_MAX),
+        String(WIDE_MAX),
+        String(SEQ_TTL_MS),
+        String(LOG_TTL_MS),
+      ];
+      return l2.run((redis) => redis.eval<string[], number>(RECORD_PURGE, [keys.seq, keys.log, keys.wide, ...entryKeys], args), { isWrite: true });
+    },
+
+    /** Purges after `seen`, in one round trip. */
+    async readSince(seen: number): Promise<PurgesSince | undefined> {
+      const answer = await l2.run((redis) =>
+        redis.eval<string[], [number, number, string[], string[]]>(READ_PURGES, [keys.seq, keys.log, keys.wide], [String(seen), String(LOG_MAX)]),
+      );
+      if (!answer) return undefined;
+      const [seq, caughtUp, records, wideRecords] = answer;
+      return { seq, caughtUp: caughtUp === 1, records: records.map(parseRecord), wideRecords: wideRecords.map(parseRecord) };
+    },
+  };
+}
+
+export type PurgeLog = ReturnType<typeof createPurgeLog>;
+
+function parseRecord(text: string): PurgeRecord {
+  return JSON.parse(text) as PurgeRecord;
+}

@@ -1,0 +1,71 @@
+// What a purge says, as the purge endpoint accepts it and the log keeps it.
+import * as v from "valibot";
+import { PRODUCT_ID_PATTERN, type ResourceName } from "../origin/types";
+
+export const RESOURCE_NAMES = ["product", "inventory", "reviews", "recommendations"] as const satisfies readonly ResourceName[];
+
+export const PURGE_LIMITS = {
+  ids: 1000,
+  tags: 100,
+  /** Bytes of a purge request body: 1,000 ids of 40 characters fit with room to spare. */
+  bodyBytes: 64 * 1024,
+} as const;
+
+/** Tags as the origin writes them (`brand:acme`, `cat:running`): short, no spaces, no quotes. */
+const TAG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9:._/-]{0,63}$/;
+
+export const purgeRequestSchema = v.pipe(
+  v.strictObject({
+    ids: v.optional(
+      v.pipe(
+        v.array(v.pipe(v.string(), v.regex(PRODUCT_ID_PATTERN, "each id must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$"))),
+        v.maxLength(PURGE_LIMITS.ids, `at most ${PURGE_LIMITS.ids} ids`),
+      ),
+    ),
+    tags: v.optional(
+      v.pipe(
+        v.array(v.pipe(v.string(), v.regex(TAG_PATTERN, "each tag must be 1-64 letters, digits or :._/-"))),
+        v.maxLength(PURGE_LIMITS.tags, `at most ${PURGE_LIMITS.tags} tags`),
+      ),
+    ),
+    all: v.optional(v.boolean()),
+    mode: v.optional(v.picklist(["hard", "soft"], 'mode must be "hard" or "soft"'), "hard"),
+    resources: v.optional(
+      v.pipe(v.array(v.picklist(RESOURCE_NAMES, `resources must be among ${RESOURCE_NAMES.join(", ")}`)), v.minLength(1), v.maxLength(4)),
+    ),
+  }),
+  v.check(
+    (body) => (body.ids?.length ?? 0) > 0 || (body.tags?.length ?? 0) > 0 || body.all === true,
+    "say what to purge: non-empty ids, non-empty tags, or all: true",
+  ),
+);
+
+export type PurgeRequest = v.InferOutput<typeof purgeRequestSchema>;
+
+export interface PurgeRecord {
+  /** Position in the purge log, given by Redis. */
+  seq: number;
+  /** When it was recorded (ms): entries fetched before this are what it purges. */
+  at: number;
+  ids: string[];
+  tags: string[];
+  all: boolean;
+  mode: "hard" | "soft";
+  resources: ResourceName[];
+}
+
+export function recordFrom(request: PurgeRequest, at: number): Omit<PurgeRecord, "seq"> {
+  return {
+    at,
+    ids: [...new Set(request.ids ?? [])],
+    tags: [...new Set(request.tags ?? [])],
+    all: request.all === true,
+    mode: request.mode,
+    resources: request.resources ? [...new Set(request.resources)] : [...RESOURCE_NAMES],
+  };
+}
+
+/** Tag and all purges cannot be applied key by key: isolates judge entries against them. */
+export function isWide(record: Pick<PurgeRecord, "tags" | "all">): boolean {
+  return record.all || record.tags.length > 0;
+}

@@ -1,0 +1,182 @@
+// How each isolate learns of purges (design.md, "Invalidation"): it reads
+// the purge log at most every `pollMs`, drops or marks its L1 entries for id
+// purges, and keeps tag and all purges to judge every entry it is about to
+// serve, from L1 or L2, by the time the entry was fetched.
+//
+// The bound: knowledge older than `pollMs` is refreshed before the request
+// is served (one L2 round trip, within its budget); older than half of it,
+// in the background. So after a purge's 202, no isolate serves the old data
+// more than `pollMs` (plus the L2 round trip) later.
+//
+// Blind (L2 unreachable for longer than `blindAfterMs`): purges may be
+// missed, so entries older than `blindMaxAgeMs` are treated as stale and
+// refreshed from the origin, once each, in the background.
+import type { LRUCache } from "lru-cache";
+import type { Clock } from "../cache/clock";
+import type { Entry } from "../cache/entry";
+import { entryKey } from "../cache/keys";
+import type { FillContext } from "../cache/fill";
+import type { ResourceName } from "../origin/types";
+import { SOFT_PURGE_GRACE_MS, WIDE_MAX, type PurgeLog } from "./log";
+import { isWide, type PurgeRecord } from "./record";
+
+export type Verdict = "ok" | "stale" | "gone";
+
+export interface PurgeWatcherOptions {
+  log: PurgeLog | null;
+  l1: LRUCache<string, Entry, FillContext>;
+  clock: Clock;
+  keyPrefix: string;
+  pollMs: number;
+  /** How long a tag/all purge matters: the longest an entry can live. */
+  wideRetentionMs: number;
+  blindAfterMs: number;
+  blindMaxAgeMs: number;
+}
+
+export interface PurgeWatcher {
+  /** Brings this isolate's knowledge of purges up to date when it is getting old (see the bound above). */
+  sync(background: (work: Promise<unknown>) => void): Promise<void>;
+  /** What the purges known here make of an entry: still good, stale (soft purge), or gone (hard purge). */
+  judge(entry: Entry, id: string, resource: ResourceName, tags: readonly string[]): Verdict;
+  /** When the resource was last hard-purged as far as this isolate knows (0: never). */
+  hardPurgedAt(id: string, resource: ResourceName, tags: readonly string[]): number;
+  /** Applies a purge this isolate just recorded, without waiting for the next poll. */
+  apply(record: PurgeRecord): void;
+  status(): { seq: number; lastSyncAt: number; blind: boolean; widePurges: number };
+}
+
+interface IdPurge {
+  at: number;
+  mode: PurgeRecord["mode"];
+  resources: readonly ResourceName[];
+}
+
+/** Recent id purges remembered for judging (races with fills in flight); older ones were applied to L1 and Redis. */
+const RECENT_ID_PURGES = 10_000;
+
+export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
+  const { log, l1, clock, keyPrefix } = options;
+  let seq = 0;
+  // Never synced: the first request syncs before it is served.
+  let lastSyncAt = -Infinity;
+  let syncing: Promise<void> | null = null;
+  /** Tag and all purges, oldest first. */
+  let wide: PurgeRecord[] = [];
+  /** Everything fetched before this was purged (hard): where dropped wide purges fold into. */
+  let floor = 0;
+  const recentIds = new Map<string, IdPurge>();
+
+  function rememberWide(record: PurgeRecord): void {
+    wide.push(record);
+    wide.sort((a, b) => a.at - b.at);
+    const horizon = clock.now() - options.wideRetentionMs;
+    wide = wide.filter((purge) => purge.at >= horizon);
+    while (wide.length > WIDE_MAX) floor = Math.max(floor, wide.shift()!.at);
+  }
+
+  function rememberIds(record: PurgeRecord): void {
+    for (const id of record.ids) {
+      recentIds.delete(id); // re-insert: the Map's order is the eviction order
+      recentIds.set(id, { at: record.at, mode: record.mode, resources: record.resources });
+    }
+    while (recentIds.size > RECENT_ID_PURGES) recentIds.delete(recentIds.keys().next().value!);
+  }
+
+  function applyToL1(record: PurgeRecord): void {
+    for (const id of record.ids) {
+      for (const resource of record.resources) {
+        const key = entryKey(keyPrefix, resource, id);
+        if (record.mode === "hard") {
+          // Deleting also aborts a fill in flight for the key: its older data never lands.
+          l1.delete(key);
+        } else {
+          const entry = l1.peek(key);
+          if (entry) l1.set(key, markedStale(entry, record.at), { ttl: Math.max(1, entry.errorUntil - clock.now()) });
+        }
+      }
+    }
+  }
+
+  function apply(record: PurgeRecord): void {
+    if (isWide(record)) rememberWide(record);
+    rememberIds(record);
+    applyToL1(record);
+  }
+
+  async function syncNow(): Promise<void> {
+    if (!log) return;
+    const answer = await log.readSince(seq);
+    if (!answer) return; // L2 unavailable: stay as we are; `blind` tells how long
+    if (!answer.caughtUp) {
+      // New isolate, too far behind, or the log was reset: start over from the wide set.
+      l1.clear();
+      wide = [];
+      recentIds.clear();
+      for (const record of answer.wideRecords) rememberWide(record);
+    } else {
+      for (const record of answer.records) apply(record);
+    }
+    seq = answer.seq;
+    lastSyncAt = clock.now();
+  }
+
+  function startSync(): Promise<void> {
+    syncing ??= syncNow().finally(() => (syncing = null));
+    return syncing;
+  }
+
+  const blind = () => log !== null && clock.now() - lastSyncAt > options.blindAfterMs;
+
+  return {
+    async sync(background) {
+      if (!log) return;
+      const age = clock.now() - lastSyncAt;
+      if (age >= options.pollMs) {
+        await startSync();
+      } else if (age >= options.pollMs / 2 && !syncing) {
+        background(startSync());
+      }
+    },
+
+    judge(entry, id, resource, tags) {
+      if (entry.fetchedAt < floor) return "gone";
+      let verdict: Verdict = "ok";
+      const idPurge = recentIds.get(id);
+      if (idPurge && entry.fetchedAt < idPurge.at && idPurge.resources.includes(resource)) {
+        if (idPurge.mode === "hard") return "gone";
+        verdict = "stale";
+      }
+      for (let i = wide.length - 1; i >= 0 && wide[i]!.at > entry.fetchedAt; i--) {
+        const purge = wide[i]!;
+        if (!purge.resources.includes(resource)) continue;
+        if (!purge.all && !purge.tags.some((tag) => tags.includes(tag))) continue;
+        if (purge.mode === "hard") return "gone";
+        verdict = "stale";
+      }
+      if (verdict === "ok" && blind() && clock.now() - entry.fetchedAt > options.blindMaxAgeMs) verdict = "stale";
+      return verdict;
+    },
+
+    hardPurgedAt(id, resource, tags) {
+      let at = floor;
+      const idPurge = recentIds.get(id);
+      if (idPurge && idPurge.mode === "hard" && idPurge.resources.includes(resource)) at = Math.max(at, idPurge.at);
+      for (const purge of wide) {
+        if (purge.mode !== "hard" || !purge.resources.includes(resource)) continue;
+        if (purge.all || purge.tags.some((tag) => tags.includes(tag))) at = Math.max(at, purge.at);
+      }
+      return at;
+    },
+
+    apply,
+
+    status: () => ({ seq, lastSyncAt, blind: blind(), widePurges: wide.length }),
+  };
+}
+
+/** The entry as a soft purge leaves it: no longer fresh, and servable while it refreshes. */
+export function markedStale(entry: Entry, at: number): Entry {
+  if (entry.freshUntil <= at) return entry;
+  return { ...entry, freshUntil: at, staleUntil: Math.max(entry.staleUntil, at + SOFT_PURGE_GRACE_MS) };
+}

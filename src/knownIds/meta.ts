@@ -1,0 +1,103 @@
+// The filter's meta key (`pp:v1:kid:meta`), one JSON object:
+//
+//   { version, capacity, fpRate, m, k, segmentCount, count, builtAt, changedAt,   ← the current filter
+//     next?: { version, startedAt, overflow? },                                    ← a rebuild in progress
+//     damaged?: true }                                                             ← a segment vanished
+//
+// It is the one place that says which version is current: a rebuild writes a
+// new version's segments, then replaces this key in one command, so readers
+// see the old filter or the new one, never half of one. Lua scripts edit it
+// with cjson (changedAt, next), so it stays flat JSON of numbers and strings.
+import * as v from "valibot";
+import { segmentCountFor } from "./bloom";
+import { KNOWN_IDS_LIMITS } from "./defaults";
+import { VERSION_PATTERN } from "./keys";
+
+export interface FilterMeta {
+  version: string;
+  /** Ids the filter was sized for. */
+  capacity: number;
+  fpRate: number;
+  m: number;
+  k: number;
+  segmentCount: number;
+  /** Ids listed by the build (and merged from adds during it). */
+  count: number;
+  /** When the build finished (ms since the epoch). */
+  builtAt: number;
+  /** Ids added to this version since; bumped by every add, so isolates notice. */
+  changedAt: number;
+}
+
+export interface NextMeta {
+  version: string;
+  startedAt: number;
+  /** More ids were added during the build than its log holds: the build cannot switch. */
+  overflow?: boolean;
+}
+
+export interface Meta {
+  /** null: no usable filter (never built, or damaged). */
+  current: FilterMeta | null;
+  next: NextMeta | null;
+  damaged: boolean;
+}
+
+const version = v.pipe(v.string(), v.regex(VERSION_PATTERN));
+const count = v.pipe(v.number(), v.integer(), v.minValue(0));
+
+const filterFields = v.object({
+  version,
+  capacity: v.pipe(count, v.minValue(1), v.maxValue(KNOWN_IDS_LIMITS.maxCapacity)),
+  fpRate: v.pipe(v.number(), v.minValue(KNOWN_IDS_LIMITS.minFpRate), v.maxValue(KNOWN_IDS_LIMITS.maxFpRate)),
+  m: v.pipe(
+    count,
+    v.minValue(8),
+    v.maxValue(KNOWN_IDS_LIMITS.maxFilterBytes * 8),
+    v.check((m) => m % 8 === 0),
+  ),
+  k: v.pipe(count, v.minValue(1), v.maxValue(32)),
+  segmentCount: count,
+  count,
+  builtAt: count,
+  changedAt: count,
+});
+
+const nextFields = v.object({ version, startedAt: count, overflow: v.optional(v.boolean()) });
+
+const rawMeta = v.object({
+  version: v.optional(v.unknown()),
+  next: v.optional(v.unknown()),
+  damaged: v.optional(v.boolean()),
+});
+
+/** The meta as stored, or null when it is not ours or not sane (the caller then fails open). */
+export function parseMeta(text: string): Meta | null {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  const outer = v.safeParse(rawMeta, json);
+  if (!outer.success) return null;
+  let current: FilterMeta | null = null;
+  if (outer.output.version !== undefined) {
+    const filter = v.safeParse(filterFields, json);
+    if (!filter.success || filter.output.segmentCount !== segmentCountFor(filter.output.m)) return null;
+    current = filter.output;
+  }
+  let next: NextMeta | null = null;
+  if (outer.output.next !== undefined) {
+    const parsed = v.safeParse(nextFields, outer.output.next);
+    if (!parsed.success) return null;
+    next = parsed.output;
+  }
+  const damaged = outer.output.damaged === true;
+  return { current: damaged ? null : current, next, damaged };
+}
+
+/** The JSON a rebuild stores when it switches to its version (no `next`: the build is over). */
+export function metaJson(filter: FilterMeta): string {
+  return JSON.stringify(filter);
+}

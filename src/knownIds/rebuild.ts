@@ -1,0 +1,215 @@
+// Building a new version of the filter from the origin's listing, and
+// switching to it without a window in which a reader sees half a filter or
+// an id created meanwhile goes missing:
+//
+//   1. announce the new version in meta.next: from now on add() also logs
+//      new ids for it;
+//   2. list every id (pages of 1000) into an in-memory filter; if the catalog
+//      outgrew the capacity, start again once, sized count × 1.25;
+//   3. merge the ids logged meanwhile, write the segments (fresh TTLs);
+//   4. switch meta in one script, which refuses while more ids were logged
+//      than merged (merge those, retry) or when a newer build replaced ours;
+//   5. let the previous version's keys expire after a short grace.
+import type { L2 } from "../cache/l2";
+import type { Clock } from "../cache/clock";
+import type { OriginClient } from "../origin/client";
+import { Bloom, positionsOf, segmentCountFor } from "./bloom";
+import { KNOWN_IDS_LIMITS } from "./defaults";
+import { newVersion, type KnownIdsKeys } from "./keys";
+import { metaJson, parseMeta, type FilterMeta } from "./meta";
+import { expireVersion, readLog, writeFilter } from "./redisFilter";
+import { scriptsFor } from "./scripts";
+
+/** One page of the origin's listing (`GET /products?cursor=&limit=`). */
+export type ListIds = (cursor: string | null) => Promise<{ ids: string[]; next: string | null }>;
+
+export interface RebuildProgress {
+  /** 1, or 2 when the first pass found the catalog larger than the capacity. */
+  pass: number;
+  ids: number;
+  pages: number;
+  ms: number;
+}
+
+export interface RebuildResult {
+  version: string;
+  /** Ids in the filter: listed, plus those added during the build. */
+  count: number;
+  pages: number;
+  passes: number;
+  capacity: number;
+  fpRate: number;
+  m: number;
+  k: number;
+  segments: number;
+  bytes: number;
+  /** Ids added (by product creations) while the build ran, merged into it. */
+  mergedAdds: number;
+  /** The catalog is larger than the largest allowed filter: its false-positive rate is above fpRate (never a false negative). */
+  overCapacity: boolean;
+  builtAt: number;
+  ms: number;
+}
+
+export type RebuildFailure = "l2-unavailable" | "superseded" | "log-overflow" | "busy" | "listing";
+
+export class KnownIdsRebuildError extends Error {
+  constructor(
+    readonly failure: RebuildFailure,
+    message: string,
+  ) {
+    super(`known-ids rebuild: ${message}`);
+    this.name = "KnownIdsRebuildError";
+  }
+}
+
+export interface RebuildContext {
+  l2: L2;
+  keys: KnownIdsKeys;
+  clock: Clock;
+  capacity: number;
+  fpRate: number;
+}
+
+/** The origin client's listing, in the contract's largest pages. */
+export function listingOf(origin: Pick<OriginClient, "listProductIds">): ListIds {
+  return (cursor) => origin.listProductIds(cursor, KNOWN_IDS_LIMITS.listPageLimit);
+}
+
+function must<T>(value: T | undefined, step: string): T {
+  if (value === undefined) throw new KnownIdsRebuildError("l2-unavailable", `L2 unavailable (${step})`);
+  return value;
+}
+
+/** The configured capacity, or the last build's count with room to grow if that is more; never above the cap. */
+function initialCapacity(configured: number, lastCount: number | undefined): number {
+  const grown = lastCount === undefined ? 0 : Math.ceil(lastCount * KNOWN_IDS_LIMITS.growthFactor);
+  return Math.min(KNOWN_IDS_LIMITS.maxCapacity, Math.max(configured, grown));
+}
+
+export async function rebuildFilter(
+  ctx: RebuildContext,
+  listIds: ListIds,
+  onProgress?: (progress: RebuildProgress) => void,
+): Promise<{ result: RebuildResult; bloom: Bloom; filter: FilterMeta }> {
+  const { l2, keys, clock, fpRate } = ctx;
+  const started = performance.now();
+  const previous = must(await l2.run((redis) => redis.get<string>(keys.meta)), "reading meta");
+  let capacity = initialCapacity(ctx.capacity, (previous === null ? null : parseMeta(previous))?.current?.count);
+
+  for (let pass = 1; ; pass++) {
+    const version = newVersion(clock.now());
+    must(await l2.run((redis) => scriptsFor(redis).announce(keys.meta, version, clock.now(), KNOWN_IDS_LIMITS.keyTtlMs), { isWrite: true }), "announce");
+    try {
+      const bloom = Bloom.withCapacity(capacity, fpRate);
+      const listed = await listAll(listIds, bloom, (ids, pages) => onProgress?.({ pass, ids, pages, ms: performance.now() - started }));
+      if (listed.count > capacity && capacity < KNOWN_IDS_LIMITS.maxCapacity && pass === 1) {
+        // Over capacity the false-positive rate climbs: list again into a larger filter.
+        // The next announce replaces this version, which is then never switched to.
+        capacity = Math.min(KNOWN_IDS_LIMITS.maxCapacity, Math.ceil(listed.count * KNOWN_IDS_LIMITS.growthFactor));
+        continue;
+      }
+      const { filter, mergedAdds } = await publish(ctx, version, bloom, capacity, listed.count);
+      const result: RebuildResult = {
+        version,
+        count: filter.count,
+        pages: listed.pages,
+        passes: pass,
+        capacity,
+        fpRate,
+        m: bloom.m,
+        k: bloom.k,
+        segments: filter.segmentCount,
+        bytes: bloom.bytes,
+        mergedAdds,
+        overCapacity: listed.count > capacity,
+        builtAt: filter.builtAt,
+        ms: Math.round(performance.now() - started),
+      };
+      return { result, bloom, filter };
+    } catch (error) {
+      // Best effort: stop add() logging for a build that will never switch.
+      await l2.run((redis) => scriptsFor(redis).abandon(keys.meta, version), { isWrite: true });
+      throw error;
+    }
+  }
+}
+
+/** Pages through the whole listing into `bloom`. Bounded: a listing that does not end is an error. */
+async function listAll(listIds: ListIds, bloom: Bloom, progress: (ids: number, pages: number) => void): Promise<{ count: number; pages: number }> {
+  let cursor: string | null = null;
+  let count = 0;
+  let pages = 0;
+  let emptyInARow = 0;
+  do {
+    let page: { ids: string[]; next: string | null };
+    try {
+      page = await listIds(cursor);
+    } catch (error) {
+      throw new KnownIdsRebuildError("listing", `listing page ${pages + 1} failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    pages++;
+    for (const id of page.ids) bloom.add(id);
+    count += page.ids.length;
+    emptyInARow = page.ids.length === 0 ? emptyInARow + 1 : 0;
+    if (count > KNOWN_IDS_LIMITS.maxListedIds || emptyInARow > 10 || (page.next !== null && page.next === cursor)) {
+      throw new KnownIdsRebuildError("listing", `the listing does not end (${count} ids in ${pages} pages)`);
+    }
+    cursor = page.next;
+    progress(count, pages);
+  } while (cursor !== null);
+  return { count, pages };
+}
+
+/** Steps 3 to 5: merge the ids logged during the build, write the segments, switch, retire the old version. */
+async function publish(ctx: RebuildContext, version: string, bloom: Bloom, capacity: number, listed: number): Promise<{ filter: FilterMeta; mergedAdds: number }> {
+  const { l2, keys, clock } = ctx;
+  const ttlMs = KNOWN_IDS_LIMITS.keyTtlMs;
+  const logged = must(await readLog(l2, keys, version, 0), "reading the build's log");
+  logged.forEach((id) => bloom.add(id));
+  let merged = logged.length;
+  const all = Array.from({ length: segmentCountFor(bloom.m) }, (_, i) => i);
+  if (!(await writeFilter(l2, keys, version, bloom, all, ttlMs))) must(undefined, "writing segments");
+
+  for (let attempt = 0; attempt < KNOWN_IDS_LIMITS.switchAttempts; attempt++) {
+    const filter: FilterMeta = {
+      version,
+      capacity,
+      fpRate: ctx.fpRate,
+      m: bloom.m,
+      k: bloom.k,
+      segmentCount: all.length,
+      count: listed + merged,
+      builtAt: clock.now(),
+      changedAt: merged,
+    };
+    const reply = must(
+      await l2.run((redis) => scriptsFor(redis).switchTo(keys.meta, keys.log(version), version, metaJson(filter), merged, ttlMs), { isWrite: true }),
+      "switching",
+    );
+    switch (reply[0]) {
+      case 0:
+        throw new KnownIdsRebuildError("superseded", "another rebuild started meanwhile; its version wins");
+      case 1:
+        throw new KnownIdsRebuildError("log-overflow", `more than ${KNOWN_IDS_LIMITS.logCap} ids were added during the build; run it again`);
+      case 2: {
+        // Products were created between our merge and the switch: merge them too, then retry.
+        const more = must(await readLog(l2, keys, version, merged), "reading the build's log");
+        const touched = new Set<number>();
+        for (const id of more) {
+          bloom.add(id);
+          for (const bit of positionsOf(id, bloom)) touched.add(bit >>> 16);
+        }
+        if (!(await writeFilter(l2, keys, version, bloom, [...touched], ttlMs))) must(undefined, "writing segments");
+        merged += more.length;
+        continue;
+      }
+      default: {
+        const old = typeof reply[1] === "string" && reply[1] !== "" ? parseMeta(reply[1])?.current : null;
+        if (old && old.version !== version) await expireVersion(l2, keys, old, KNOWN_IDS_LIMITS.previousVersionGraceMs);
+        return { filter, mergedAdds: merged };
+      }
+    }
+  }
+  throw new KnownIdsRebuildError("busy", "ids kept arriving while switching; run it again");
+}

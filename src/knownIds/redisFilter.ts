@@ -1,0 +1,93 @@
+// Moving a filter's segments and logs between Redis and memory. Every call
+// goes through the L2 client's `run` (time budget, breaker): `undefined`
+// means "L2 unavailable", and the callers fail open.
+import type { L2 } from "../cache/l2";
+import { Bloom, segmentLengthFor, base64ToBytes } from "./bloom";
+import { KNOWN_IDS_LIMITS } from "./defaults";
+import type { KnownIdsKeys } from "./keys";
+import type { FilterMeta } from "./meta";
+import { scriptsFor } from "./scripts";
+
+export type LoadResult = { kind: "loaded"; bloom: Bloom } | { kind: "unavailable" } | { kind: "damaged"; reason: string };
+
+/** Splits 0..count-1 into runs of at most `size`. */
+export function batches(count: number, size: number): number[][] {
+  const out: number[][] = [];
+  for (let start = 0; start < count; start += size) {
+    out.push(Array.from({ length: Math.min(size, count - start) }, (_, i) => start + i));
+  }
+  return out;
+}
+
+/** Runs `task` over `items` with at most `limit` in flight; stops starting new ones once one answers false. */
+async function eachLimited<T>(items: T[], limit: number, task: (item: T) => Promise<boolean>): Promise<boolean> {
+  let next = 0;
+  let ok = true;
+  const worker = async () => {
+    while (ok && next < items.length) {
+      const item = items[next++]!;
+      if (!(await task(item))) ok = false;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return ok;
+}
+
+/**
+ * Reads every segment of `filter` into a new Bloom. A missing or short
+ * segment means the filter is damaged (evicted, or a SETBIT recreated it
+ * empty): using it would refuse real products, so the caller fails open.
+ */
+export async function loadFilter(l2: L2, keys: KnownIdsKeys, filter: FilterMeta): Promise<LoadResult> {
+  const segments: Uint8Array[] = new Array(filter.segmentCount);
+  // An object, not a `let`: the batches below write it from callbacks.
+  const found: { damage: string | null } = { damage: null };
+  const ok = await eachLimited(batches(filter.segmentCount, KNOWN_IDS_LIMITS.segmentsPerCall), KNOWN_IDS_LIMITS.loadConcurrency, async (indexes) => {
+    const texts = await l2.run((redis) => scriptsFor(redis).readSegments(indexes.map((i) => keys.segment(filter.version, i))));
+    if (texts === undefined) return false;
+    indexes.forEach((segment, j) => {
+      const text = texts[j];
+      const bytes = typeof text === "string" ? base64ToBytes(text) : null;
+      if (!bytes) found.damage ??= `segment ${segment} is missing`;
+      else if (bytes.length !== segmentLengthFor(filter.m, segment)) found.damage ??= `segment ${segment} has ${bytes.length} bytes`;
+      else segments[segment] = bytes;
+    });
+    return found.damage === null;
+  });
+  if (found.damage !== null) return { kind: "damaged", reason: found.damage };
+  if (!ok) return { kind: "unavailable" };
+  return { kind: "loaded", bloom: new Bloom(filter, segments) };
+}
+
+/** Writes the given segments of `bloom` as `version`, each with a fresh TTL. False when L2 failed. */
+export async function writeFilter(l2: L2, keys: KnownIdsKeys, version: string, bloom: Bloom, indexes: number[], ttlMs: number): Promise<boolean> {
+  for (const batch of batches(indexes.length, KNOWN_IDS_LIMITS.segmentsPerCall)) {
+    const chosen = batch.map((i) => indexes[i]!);
+    const written = await l2.run(
+      (redis) => scriptsFor(redis).writeSegments(chosen.map((i) => keys.segment(version, i)), chosen.map((i) => bloom.segmentBase64(i)), ttlMs),
+      { isWrite: true },
+    );
+    if (written === undefined) return false;
+  }
+  return true;
+}
+
+/** Ids logged for `version` from position `from` (at most `logCap` of them). */
+export function readLog(l2: L2, keys: KnownIdsKeys, version: string, from: number): Promise<string[] | undefined> {
+  return l2.run((redis) => redis.lrange<string>(keys.log(version), from, KNOWN_IDS_LIMITS.logCap - 1));
+}
+
+/** Shortens the life of a replaced version's keys: isolates still loading it have `graceMs` to finish. */
+export async function expireVersion(l2: L2, keys: KnownIdsKeys, filter: FilterMeta, graceMs: number): Promise<void> {
+  const all = [...Array.from({ length: filter.segmentCount }, (_, i) => keys.segment(filter.version, i)), keys.log(filter.version)];
+  for (const batch of batches(all.length, 100)) {
+    await l2.run(
+      (redis) => {
+        const pipe = redis.pipeline();
+        for (const i of batch) pipe.pexpire(all[i]!, graceMs);
+        return pipe.exec();
+      },
+      { isWrite: true },
+    );
+  }
+}

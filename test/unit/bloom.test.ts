@@ -1,0 +1,118 @@
+// The Bloom filter alone: sizing, no false negatives, the measured
+// false-positive rate, Redis bit order, segments and their base64 form.
+import { describe, expect, it } from "vitest";
+import { Bloom, base64ToBytes, bloomShape, bytesToBase64, positionsOf, SEGMENT_BITS, SEGMENT_BYTES, segmentCountFor, segmentOf } from "../../src/knownIds/bloom";
+
+/** Deterministic pseudo-random ids (mulberry32), so that a failure can be replayed. */
+function randomIds(count: number, seed: number, prefix: string): string[] {
+  let state = seed >>> 0;
+  const next = () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  return Array.from({ length: count }, () => `${prefix}${Math.floor(next() * 1e12).toString(36)}`);
+}
+
+describe("sizing", () => {
+  it("follows m = -n ln p / (ln 2)^2 and k = round(m/n ln 2)", () => {
+    const { m, k } = bloomShape(100_000, 0.01);
+    expect(m).toBe(Math.ceil(Math.ceil((-100_000 * Math.log(0.01)) / Math.LN2 ** 2) / 8) * 8);
+    expect(m).toBeGreaterThan(958_000);
+    expect(m).toBeLessThan(959_000);
+    expect(k).toBe(7);
+    expect(m % 8).toBe(0);
+  });
+
+  it("refuses nonsense", () => {
+    expect(() => bloomShape(0, 0.01)).toThrow(RangeError);
+    expect(() => bloomShape(10, 0)).toThrow(RangeError);
+    expect(() => bloomShape(10, 1)).toThrow(RangeError);
+  });
+});
+
+describe("membership", () => {
+  const n = 100_000;
+  const bloom = Bloom.withCapacity(n, 0.01);
+  const members = Array.from({ length: n }, (_, i) => `p-${String(i + 1).padStart(6, "0")}`);
+  members.forEach((id) => bloom.add(id));
+
+  it("never forgets a member", () => {
+    expect(members.filter((id) => !bloom.has(id))).toEqual([]);
+  });
+
+  it("keeps its false-positive rate near p: ≤ 1.5% over 100,000 random non-members at n = 100k, p = 1%", () => {
+    const others = randomIds(100_000, 42, "q-");
+    const falsePositives = others.filter((id) => bloom.has(id)).length;
+    const rate = falsePositives / others.length;
+    console.log(`bloom n=100k p=1%: measured false-positive rate ${(rate * 100).toFixed(3)}% (${falsePositives}/100000)`);
+    expect(rate).toBeLessThanOrEqual(0.015);
+  });
+
+  it("has its false positives among look-alike ids too (sequential non-members)", () => {
+    const lookAlikes = Array.from({ length: 100_000 }, (_, i) => `p-${String(n + 1 + i).padStart(6, "0")}`);
+    const rate = lookAlikes.filter((id) => bloom.has(id)).length / lookAlikes.length;
+    console.log(`bloom n=100k p=1%: false-positive rate on p-100001..p-200000 ${(rate * 100).toFixed(3)}%`);
+    expect(rate).toBeLessThanOrEqual(0.015);
+  });
+
+  it("answers the same for the same id in every filter of the same shape (deterministic)", () => {
+    const again = Bloom.withCapacity(n, 0.01);
+    members.slice(0, 1000).forEach((id) => again.add(id));
+    expect(Array.from(positionsOf("p-000001", again))).toEqual(Array.from(positionsOf("p-000001", bloom)));
+    // Pinned: a change of hash would silently split Workers and the rebuild CLI across versions.
+    expect(Array.from(positionsOf("p-000001", { m: 1_000_000, k: 3 }))).toMatchInlineSnapshot(`
+      [
+        172881,
+        56622,
+        940364,
+      ]
+    `);
+  });
+
+  it("is fast enough for the page path", () => {
+    const started = performance.now();
+    for (let i = 0; i < 200_000; i++) bloom.has(members[i % n]!);
+    const perCallUs = ((performance.now() - started) * 1000) / 200_000;
+    expect(perCallUs).toBeLessThan(5);
+  });
+});
+
+describe("segments and bit order", () => {
+  it("cuts the bits into segments of at most 8192 bytes", () => {
+    const bloom = Bloom.withCapacity(100_000, 0.01);
+    expect(bloom.segments.length).toBe(segmentCountFor(bloom.m));
+    expect(bloom.segments.every((segment) => segment.length <= SEGMENT_BYTES)).toBe(true);
+    expect(bloom.segments.reduce((sum, segment) => sum + segment.length, 0)).toBe(bloom.m / 8);
+    expect(bloom.segments.slice(0, -1).every((segment) => segment.length === SEGMENT_BYTES)).toBe(true);
+  });
+
+  it("stores bit i as Redis does: byte i >> 3, most significant bit first, segment i / 2^16", () => {
+    const bloom = new Bloom({ m: 3 * SEGMENT_BITS, k: 1 });
+    bloom.setBit(0);
+    bloom.setBit(9);
+    bloom.setBit(SEGMENT_BITS + 7);
+    expect(bloom.segments[0]![0]).toBe(0b1000_0000);
+    expect(bloom.segments[0]![1]).toBe(0b0100_0000);
+    expect(bloom.segments[1]![0]).toBe(0b0000_0001);
+    expect(segmentOf(SEGMENT_BITS + 7)).toEqual({ segment: 1, offset: 7 });
+  });
+
+  it("exports and imports segments as base64", () => {
+    const bloom = Bloom.withCapacity(20_000, 0.01);
+    randomIds(20_000, 7, "p-").forEach((id) => bloom.add(id));
+    const texts = bloom.segments.map((_, i) => bloom.segmentBase64(i));
+    const copy = Bloom.fromBase64(bloom, texts);
+    expect(copy.segments).toEqual(bloom.segments);
+    expect(randomIds(20_000, 7, "p-").every((id) => copy.has(id))).toBe(true);
+    expect(base64ToBytes(bytesToBase64(new Uint8Array([0, 255, 128, 1])))).toEqual(new Uint8Array([0, 255, 128, 1]));
+  });
+
+  it("refuses segments of the wrong count or length", () => {
+    const shape = { m: 2 * SEGMENT_BITS, k: 3 };
+    expect(() => new Bloom(shape, [new Uint8Array(SEGMENT_BYTES)])).toThrow(RangeError);
+    expect(() => new Bloom(shape, [new Uint8Array(SEGMENT_BYTES), new Uint8Array(10)])).toThrow(RangeError);
+  });
+});

@@ -1,0 +1,254 @@
+// The per-isolate cap on origin fetches (src/origin/limiter.ts): a fixed
+// number of slots, a bounded FIFO queue with a bounded wait, and an
+// immediate LimiterFull past either bound.
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { createLimiter, LimiterFull, type Limiter } from "../../src/origin/limiter";
+
+/** A task the test finishes by hand, recording when it started. */
+interface HeldTask {
+  started: boolean;
+  finish(value?: string): void;
+  fail(error: Error): void;
+  run: () => Promise<string>;
+}
+
+function heldTask(name: string, log: string[] = []): HeldTask {
+  let resolve!: (value: string) => void;
+  let reject!: (error: Error) => void;
+  const done = new Promise<string>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  const task: HeldTask = {
+    started: false,
+    finish: (value = name) => resolve(value),
+    fail: (error) => reject(error),
+    run: () => {
+      task.started = true;
+      log.push(name);
+      return done;
+    },
+  };
+  return task;
+}
+
+/** Lets every pending promise callback run (slot hand-overs take a few microtasks). */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+}
+
+function limiter(maxConcurrent: number, maxQueued: number, maxWaitMs = 60_000): Limiter {
+  return createLimiter({ maxConcurrent, maxQueued, maxWaitMs });
+}
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("origin fetch limiter", () => {
+  it("runs at most maxConcurrent tasks at once and queues the rest", async () => {
+    const limit = limiter(2, 10);
+    const tasks = ["a", "b", "c", "d", "e"].map((name) => heldTask(name));
+    const results = tasks.map((task) => limit.run(task.run));
+    await settle();
+    expect(tasks.map((task) => task.started)).toEqual([true, true, false, false, false]);
+    expect(limit.inFlight).toBe(2);
+    expect(limit.queued).toBe(3);
+    for (const task of tasks) task.finish();
+    expect(await Promise.all(results)).toEqual(["a", "b", "c", "d", "e"]);
+    expect(limit.inFlight).toBe(0);
+    expect(limit.queued).toBe(0);
+  });
+
+  it("hands a freed slot to the longest waiting caller (FIFO), keeping inFlight at the cap", async () => {
+    const limit = limiter(1, 10);
+    const order: string[] = [];
+    const tasks = ["first", "second", "third", "fourth"].map((name) => heldTask(name, order));
+    const results = tasks.map((task) => limit.run(task.run));
+    await settle();
+    expect(order).toEqual(["first"]);
+
+    tasks[0]!.finish();
+    await settle();
+    expect(order).toEqual(["first", "second"]);
+    expect(limit.inFlight).toBe(1);
+    expect(limit.queued).toBe(2);
+
+    // Finishing out of order changes nothing: the queue is served oldest first.
+    tasks[1]!.finish();
+    await settle();
+    expect(order).toEqual(["first", "second", "third"]);
+    expect(limit.inFlight).toBe(1);
+    expect(limit.queued).toBe(1);
+
+    tasks[2]!.finish();
+    tasks[3]!.finish();
+    await Promise.all(results);
+    expect(order).toEqual(["first", "second", "third", "fourth"]);
+    expect(limit.inFlight).toBe(0);
+    expect(limit.queued).toBe(0);
+  });
+
+  it("refuses a caller at once with LimiterFull when the queue is full, without running its task", async () => {
+    const limit = limiter(1, 2);
+    const held = [heldTask("a"), heldTask("b"), heldTask("c")];
+    const accepted = held.map((task) => limit.run(task.run));
+    await settle();
+    expect(limit.inFlight).toBe(1);
+    expect(limit.queued).toBe(2);
+
+    const refusedTask = vi.fn(async () => "never");
+    const refused = limit.run(refusedTask);
+    // Rejected before any time passes: no timer involved.
+    await expect(Promise.race([refused, settle().then(() => "still pending")])).rejects.toBeInstanceOf(LimiterFull);
+    await expect(refused).rejects.toThrow(/queue full/);
+    expect(refusedTask).not.toHaveBeenCalled();
+    // The refusal took no slot and no place in the queue.
+    expect(limit.inFlight).toBe(1);
+    expect(limit.queued).toBe(2);
+
+    for (const task of held) task.finish();
+    await Promise.all(accepted);
+    expect(limit.inFlight).toBe(0);
+  });
+
+  it("with maxQueued 0, refuses every caller beyond the slots", async () => {
+    const limit = limiter(2, 0);
+    const held = [heldTask("a"), heldTask("b")];
+    const accepted = held.map((task) => limit.run(task.run));
+    await expect(limit.run(async () => "x")).rejects.toBeInstanceOf(LimiterFull);
+    for (const task of held) task.finish();
+    await Promise.all(accepted);
+    // A free slot again: accepted at once.
+    await expect(limit.run(async () => "later")).resolves.toBe("later");
+  });
+
+  it("gives up on a waiter after maxWaitMs with LimiterFull, and its task never runs", async () => {
+    vi.useFakeTimers();
+    const limit = limiter(1, 5, 500);
+    const holder = heldTask("holder");
+    const holding = limit.run(holder.run);
+    const waiterTask = vi.fn(async () => "late");
+    const waiting = limit.run(waiterTask);
+    const outcome = waiting.then(
+      () => "resolved",
+      (error: unknown) => error,
+    );
+    await settle();
+    expect(limit.queued).toBe(1);
+
+    await vi.advanceTimersByTimeAsync(499);
+    expect(limit.queued).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    const error = await outcome;
+    expect(error).toBeInstanceOf(LimiterFull);
+    expect((error as Error).message).toMatch(/500 ms/);
+    expect(limit.queued).toBe(0);
+
+    // The slot, when freed, goes back to the pool, not to the departed waiter.
+    holder.finish();
+    await holding;
+    expect(waiterTask).not.toHaveBeenCalled();
+    expect(limit.inFlight).toBe(0);
+  });
+
+  it("times out only the waiter whose time is up; the others keep their place", async () => {
+    vi.useFakeTimers();
+    const limit = limiter(1, 5, 500);
+    const order: string[] = [];
+    const holder = heldTask("holder", order);
+    const holding = limit.run(holder.run);
+    const early = limit.run(heldTask("early", order).run).catch((error: unknown) => error);
+    await vi.advanceTimersByTimeAsync(300);
+    const lateTask = heldTask("late", order);
+    const late = limit.run(lateTask.run);
+    await settle();
+    expect(limit.queued).toBe(2);
+
+    await vi.advanceTimersByTimeAsync(200); // "early" has waited 500 ms, "late" 200 ms
+    expect(await early).toBeInstanceOf(LimiterFull);
+    expect(limit.queued).toBe(1);
+
+    holder.finish();
+    await holding;
+    await settle();
+    expect(order).toEqual(["holder", "late"]);
+    lateTask.finish();
+    await expect(late).resolves.toBe("late");
+    expect(limit.inFlight).toBe(0);
+  });
+
+  it("a waiter served before its deadline is not rejected later", async () => {
+    vi.useFakeTimers();
+    const limit = limiter(1, 5, 500);
+    const holder = heldTask("holder");
+    const holding = limit.run(holder.run);
+    const waiter = heldTask("waiter");
+    const waiting = limit.run(waiter.run);
+    await vi.advanceTimersByTimeAsync(100);
+    holder.finish();
+    await holding;
+    await settle();
+    expect(waiter.started).toBe(true);
+    await vi.advanceTimersByTimeAsync(1000); // well past the wait bound
+    waiter.finish();
+    await expect(waiting).resolves.toBe("waiter");
+    expect(limit.inFlight).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("a failing task releases its slot, and its error reaches the caller unchanged", async () => {
+    const limit = limiter(1, 5);
+    const failing = heldTask("failing");
+    const next = heldTask("next");
+    const failed = limit.run(failing.run);
+    const following = limit.run(next.run);
+    await settle();
+    expect(next.started).toBe(false);
+
+    const boom = new Error("boom");
+    failing.fail(boom);
+    await expect(failed).rejects.toBe(boom);
+    await settle();
+    expect(next.started).toBe(true);
+    expect(limit.inFlight).toBe(1);
+    next.finish();
+    await following;
+    expect(limit.inFlight).toBe(0);
+  });
+
+  it("a task that throws synchronously also releases its slot", async () => {
+    const limit = limiter(1, 0);
+    await expect(
+      limit.run(() => {
+        throw new Error("sync");
+      }),
+    ).rejects.toThrow("sync");
+    expect(limit.inFlight).toBe(0);
+    await expect(limit.run(async () => "ok")).resolves.toBe("ok");
+  });
+
+  it("counts inFlight and queued through a burst of many callers", async () => {
+    const limit = limiter(3, 4);
+    const tasks = Array.from({ length: 10 }, (_, i) => heldTask(`t${i}`));
+    const outcomes = tasks.map((task) =>
+      limit.run(task.run).then(
+        () => "ran",
+        (error: unknown) => (error instanceof LimiterFull ? "refused" : "other"),
+      ),
+    );
+    await settle();
+    expect(limit.inFlight).toBe(3);
+    expect(limit.queued).toBe(4);
+    // Seven accepted (3 running + 4 queued), three refused; finish them in the order they started.
+    for (let finished = 1; finished <= 7; finished++) {
+      tasks[finished - 1]!.finish();
+      await settle();
+      expect(limit.inFlight).toBe(Math.min(3, 7 - finished));
+      expect(limit.queued).toBe(Math.max(0, 4 - finished));
+    }
+    expect(await Promise.all(outcomes)).toEqual([...Array(7).fill("ran"), ...Array(3).fill("refused")]);
+    expect(limit.inFlight).toBe(0);
+    expect(limit.queued).toBe(0);
+  });
+});
