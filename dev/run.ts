@@ -21,6 +21,12 @@ import { waitForHealthz } from "./run/health";
 import { portFromEnv, requireFreePorts } from "./run/ports";
 import { findOnPath, startDevRedis } from "./run/redis";
 import { startWrangler } from "./run/wrangler";
+import { createBreaker } from "../src/cache/breaker";
+import { systemClock } from "../src/cache/clock";
+import { createL2 } from "../src/cache/l2";
+import { DEFAULTS, DEFAULT_POLICIES } from "../src/config/defaults";
+import { createKnownIds, listingOf } from "../src/knownIds";
+import { createOriginClient } from "../src/origin/client";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const HEALTH_TIMEOUT_MS = 60_000;
@@ -187,6 +193,23 @@ async function startOrigin(settings: Settings): Promise<string> {
   return origin.url;
 }
 
+/** The known-ids filter from the demo catalog, as `npm run filter:rebuild` (and the daily cron) builds it. */
+async function buildKnownIdsFilter(settings: Settings, originUrl: string, l2: { url: string }): Promise<void> {
+  const breaker = createBreaker({ failureThreshold: 3, coolDownMs: 1000, clock: systemClock });
+  const knownIds = createKnownIds({
+    l2: createL2({ url: l2.url, token: settings.gatewayToken, timeoutMs: 5000, breaker }),
+    keyPrefix: DEFAULTS.keyPrefix,
+    clock: systemClock,
+    log: () => {},
+  });
+  try {
+    const result = await knownIds.rebuild(listingOf(createOriginClient({ baseUrl: originUrl, policies: DEFAULT_POLICIES })));
+    log(`known-ids filter built: ${result.count} ids, ${result.segments} segments`);
+  } catch (error) {
+    warn(`known-ids filter not built (requests fail open to negative caching): ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
 function startWorker(settings: Settings, originUrl: string, l2: { url: string } | null) {
   const wrangler = startWrangler({
     root: ROOT,
@@ -247,6 +270,8 @@ async function main(): Promise<void> {
   const l2 = await startL2(settings);
   if (stopping) return;
   const originUrl = await startOrigin(settings);
+  if (stopping) return;
+  if (l2) await buildKnownIdsFilter(settings, originUrl, l2);
   if (stopping) return;
   const wrangler = startWorker(settings, originUrl, l2);
 

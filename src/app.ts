@@ -3,15 +3,16 @@ import { Hono } from "hono";
 import { etag, RETAINED_304_HEADERS } from "hono/etag";
 import { secureHeaders } from "hono/secure-headers";
 import { timing } from "hono/timing";
-import { ConfigError, type Env } from "./config";
+import { ConfigError } from "./config";
 import { errorPage } from "./http/errorPage";
 import { homePage } from "./http/homePage";
 import { productPage } from "./http/productPage";
 import { purgeRoute } from "./http/purgeRoute";
+import { knownIdsRoute } from "./http/knownIdsRoute";
 import { HTTPException } from "hono/http-exception";
-import { tierFor, type Tier } from "./tier";
+import { tierFor } from "./tier";
+import type { AppEnv } from "./http/appEnv";
 
-type AppEnv = { Bindings: Env; Variables: { tier: Tier } };
 
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -19,7 +20,11 @@ export function createApp(): Hono<AppEnv> {
   app.get("/healthz", (c) => {
     const tier = tierFor(c.env);
     if (tier instanceof ConfigError) return c.json({ ok: false, error: `configuration: ${tier.message}` }, 500);
-    return c.json({ ok: true, l2: tier.cache.l2 ? tier.cache.l2.breaker.state() : "off" });
+    return c.json({
+      ok: true,
+      l2: tier.cache.l2 ? tier.cache.l2.breaker.state() : "off",
+      knownIds: tier.knownIds ? tier.knownIds.status().state : "off",
+    });
   });
 
   // Bad configuration: one clear answer naming the setting, on every route.
@@ -44,6 +49,7 @@ export function createApp(): Hono<AppEnv> {
   });
 
   app.route("/", purgeRoute);
+  app.route("/", knownIdsRoute);
   app.get("/", (c) => homePage(c, c.get("tier")));
   app.get("/products/:id", (c) => productPage(c, c.get("tier")));
 

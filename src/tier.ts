@@ -11,6 +11,7 @@ import { DEFAULTS } from "./config/defaults";
 import { createOriginClient, type OriginClient } from "./origin/client";
 import { createLimiter } from "./origin/limiter";
 import { createPurgeLog, type PurgeLog } from "./invalidation/log";
+import { createKnownIds, type KnownIds } from "./knownIds";
 import { createPurgeWatcher, type PurgeWatcher } from "./invalidation/watcher";
 
 export interface Tier {
@@ -19,6 +20,8 @@ export interface Tier {
   purges: PurgeWatcher;
   /** The purge log in Redis; null without L2 (purges cannot be recorded then). */
   purgeLog: PurgeLog | null;
+  /** The known-ids filter; null without L2 or when disabled. */
+  knownIds: KnownIds | null;
   origin: OriginClient;
   clock: Clock;
 }
@@ -55,7 +58,19 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
     blindAfterMs: DEFAULTS.purgeBlindAfterMs,
     blindMaxAgeMs: DEFAULTS.purgeBlindMaxAgeMs,
   });
-  return { config, origin, clock, cache, purges, purgeLog };
+  return { config, origin, clock, cache, purges, purgeLog, knownIds: createKnownIdsFor(config, clock) };
+}
+
+/**
+ * The filter has an L2 client and breaker of its own: loading its segments
+ * takes longer than the page path's budget, and a slow load must not open
+ * the breaker that pages depend on.
+ */
+function createKnownIdsFor(config: Config, clock: Clock): KnownIds | null {
+  if (!config.l2 || !config.knownIds) return null;
+  const breaker = createBreaker({ failureThreshold: DEFAULTS.l2BreakerFailures, coolDownMs: DEFAULTS.l2BreakerCoolDownMs, clock });
+  const l2 = createL2({ ...config.l2, timeoutMs: DEFAULTS.knownIdsL2TimeoutMs, breaker });
+  return createKnownIds({ l2, keyPrefix: config.keyPrefix, clock, ...config.knownIds });
 }
 
 /** The longest any entry can live (ttl with jitter, then stale-if-error): how long a tag purge must be remembered. */

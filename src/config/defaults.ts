@@ -60,6 +60,8 @@ export const DEFAULTS = {
   purgeBlindAfterMs: 5000,
   /** ...and then refreshes entries older than this, so staleness stays bounded while Redis is out. */
   purgeBlindMaxAgeMs: 60_000,
+  /** Budget of the known-ids filter's own L2 calls: its segments (8 KB each) are larger than entries. */
+  knownIdsL2TimeoutMs: 1000,
   /** Values over this many bytes are compressed before they go to L2. */
   compressAboveBytes: 1024,
   /** Key prefix in Redis: `pp:v1:prod:p-000123`. Bump the version to orphan every old entry. */

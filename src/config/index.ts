@@ -4,6 +4,7 @@
 import * as v from "valibot";
 import type { ResourceName } from "../origin/types";
 import { DEFAULTS, DEFAULT_POLICIES, type ResourcePolicy } from "./defaults";
+import { KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "../knownIds/defaults";
 
 export type { ResourcePolicy } from "./defaults";
 
@@ -20,6 +21,10 @@ export interface Env {
   LOCK_TTL_MS?: string | number;
   LOCK_WAIT_MS?: string | number;
   PURGE_POLL_MS?: string | number;
+  /** "off" disables the known-ids filter. */
+  KNOWN_IDS?: string;
+  KNOWN_IDS_CAPACITY?: string | number;
+  KNOWN_IDS_FP_RATE?: string | number;
   /** JSON object of per-resource overrides, e.g. `{"inventory":{"ttl":5}}`. */
   CACHE_POLICIES?: string | Record<string, unknown>;
 }
@@ -38,6 +43,8 @@ export interface Config {
   lockTtlMs: number;
   lockWaitMs: number;
   purgePollMs: number;
+  /** The known-ids filter's sizing; null when disabled (KNOWN_IDS=off). */
+  knownIds: { capacity: number; fpRate: number } | null;
   compressAboveBytes: number;
   keyPrefix: string;
   policies: Record<ResourceName, ResourcePolicy>;
@@ -116,6 +123,18 @@ function parsePolicies(raw: Env["CACHE_POLICIES"]): Record<ResourceName, Resourc
   return merged;
 }
 
+function parseKnownIds(env: Env): Config["knownIds"] {
+  if (env.KNOWN_IDS !== undefined && env.KNOWN_IDS !== "" && env.KNOWN_IDS !== "on") {
+    if (env.KNOWN_IDS === "off") return null;
+    throw new ConfigError("KNOWN_IDS", 'must be "on" or "off"');
+  }
+  const { capacity, fpRate } = KNOWN_IDS_DEFAULTS;
+  return {
+    capacity: optional("KNOWN_IDS_CAPACITY", numberSetting(1, KNOWN_IDS_LIMITS.maxCapacity), env.KNOWN_IDS_CAPACITY, capacity),
+    fpRate: optional("KNOWN_IDS_FP_RATE", numberSetting(KNOWN_IDS_LIMITS.minFpRate, KNOWN_IDS_LIMITS.maxFpRate, false), env.KNOWN_IDS_FP_RATE, fpRate),
+  };
+}
+
 /** Validates the bindings. Throws a ConfigError naming the first bad setting. */
 export function parseConfig(env: Env): Config {
   if (env.ORIGIN_URL === undefined || env.ORIGIN_URL === "") {
@@ -146,6 +165,7 @@ export function parseConfig(env: Env): Config {
     lockTtlMs: optional("LOCK_TTL_MS", numberSetting(100, 30_000), env.LOCK_TTL_MS, DEFAULTS.lockTtlMs),
     lockWaitMs: optional("LOCK_WAIT_MS", numberSetting(0, 10_000), env.LOCK_WAIT_MS, DEFAULTS.lockWaitMs),
     purgePollMs: optional("PURGE_POLL_MS", numberSetting(100, 60_000), env.PURGE_POLL_MS, DEFAULTS.purgePollMs),
+    knownIds: parseKnownIds(env),
     compressAboveBytes: DEFAULTS.compressAboveBytes,
     keyPrefix: DEFAULTS.keyPrefix,
     policies: parsePolicies(env.CACHE_POLICIES),

@@ -4,11 +4,12 @@
 import type { Context, MiddlewareHandler, Next } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
 import type { Tier } from "../tier";
+import type { AppEnv } from "./appEnv";
 
 const guards = new WeakMap<Tier, MiddlewareHandler>();
 
-export function requirePurgeToken(): MiddlewareHandler<{ Variables: { tier: Tier } }> {
-  return async (c: Context<{ Variables: { tier: Tier } }>, next: Next) => {
+export function requirePurgeToken(): MiddlewareHandler<AppEnv> {
+  return async (c: Context<AppEnv>, next: Next) => {
     const tier = c.get("tier");
     const token = tier.config.purgeToken;
     if (!token) return c.json({ error: "not_found", message: "this endpoint is closed: no PURGE_TOKEN is configured" }, 404);

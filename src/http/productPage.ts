@@ -31,6 +31,13 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
     return errorPage(c, 400, "That is not a valid product id.", "public, max-age=300");
   }
 
+  if (tier.knownIds && !tier.knownIds.mightExist(id, (work) => c.executionCtx.waitUntil(work))) {
+    // Not in the filter of existing ids: no L2 read, no origin fetch. Kept short
+    // downstream, since another isolate learns of a new product within its refresh.
+    c.header("Cache-Status", 'pp-known-ids; hit; detail="product absent"');
+    return errorPage(c, 404, "We could not find that product.", "public, max-age=10");
+  }
+
   const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, (work) => c.executionCtx.waitUntil(work));
   setMetric(c, "l1", timings.l1);
   setMetric(c, "l2", timings.l2);

@@ -1,36 +1,19 @@
 // POST /__purge — record a purge in Redis, then answer 202 (see README,
 // "Purging"). A purge is acknowledged only once it is recorded: with Redis
 // unavailable the answer is 503 and the caller retries, so nothing is lost.
-import { sValidator } from "@hono/standard-validator";
 import { Hono } from "hono";
-import { bodyLimit } from "hono/body-limit";
-import type { Env } from "../config";
 import { PURGE_LIMITS, purgeRequestSchema, recordFrom } from "../invalidation/record";
-import type { Tier } from "../tier";
+import type { AppEnv } from "./appEnv";
 import { requirePurgeToken } from "./adminAuth";
+import { limitedJsonBody, validJson } from "./jsonBody";
 
 const RETRY_AFTER_SECONDS = 5;
 
-export const purgeRoute = new Hono<{ Bindings: Env; Variables: { tier: Tier } }>().post(
+export const purgeRoute = new Hono<AppEnv>().post(
   "/__purge",
   requirePurgeToken(),
-  bodyLimit({
-    maxSize: PURGE_LIMITS.bodyBytes,
-    onError: (c) => c.json({ error: "body_too_large", message: `the body must be at most ${PURGE_LIMITS.bodyBytes} bytes` }, 413),
-  }),
-  async (c, next) => {
-    if (!/^application\/json\b/i.test(c.req.header("content-type") ?? "")) {
-      return c.json({ error: "bad_request", message: "send a JSON body with content-type: application/json" }, 400);
-    }
-    await next();
-  },
-  sValidator("json", purgeRequestSchema, (result, c) => {
-    if (!result.success) {
-      const issue = result.error[0];
-      const where = issue?.path?.map((part) => (typeof part === "object" ? String(part.key) : String(part))).join(".");
-      return c.json({ error: "bad_request", message: where ? `${where}: ${issue?.message}` : issue?.message }, 400);
-    }
-  }),
+  limitedJsonBody(PURGE_LIMITS.bodyBytes),
+  validJson(purgeRequestSchema),
   async (c) => {
     const tier = c.get("tier");
     if (!tier.purgeLog) {

@@ -5,7 +5,7 @@
 export const KNOWN_IDS_DEFAULTS = {
   /**
    * Ids the filter is sized for. The demo catalog has 10,000 products (up to
-   * 1,000,000 when asked); 200,000 leaves room for growth and costs ~240 KB
+   * 1,000,000 when asked); 200,000 leaves room for growth and costs ~270 KB
    * per isolate at 1%. A rebuild sizes up by itself (count × 1.25) when the
    * catalog outgrows this, up to `maxCapacity`.
    */
@@ -32,14 +32,14 @@ export const KNOWN_IDS_DEFAULTS = {
 } as const;
 
 export const KNOWN_IDS_LIMITS = {
-  /** Caps each isolate's copy: 2,000,000 ids at 1% ≈ 2.3 MB of a Worker's 128 MB. */
+  /** Caps each isolate's copy: 2,000,000 ids at 1% ≈ 2.7 MB (7 bits per byte, see bloom.ts) of a Worker's 128 MB. */
   maxCapacity: 2_000_000,
-  /** 0.01% is 19.2 bits per id: at maxCapacity ≈ 4.6 MB, still bounded. */
+  /** 0.01% is 19.2 bits per id: at maxCapacity ≈ 5.5 MB, still bounded. */
   minFpRate: 0.0001,
   /** Above this the filter stops anything worth its memory. */
   maxFpRate: 0.5,
   /** A meta that asks for more bits than this is refused (a corrupt or hostile meta must not make isolates allocate GBs). */
-  maxFilterBytes: 5 * 1024 * 1024,
+  maxFilterBytes: 6 * 1024 * 1024,
   /** Every key of the filter lives this long; each rebuild writes a new version with a fresh TTL. */
   keyTtlMs: 7 * 86_400_000,
   /** After a switch, the previous version's keys live this much longer: isolates that were loading it can finish. */
@@ -51,7 +51,7 @@ export const KNOWN_IDS_LIMITS = {
    * it make that rebuild fail (it cannot prove it holds them).
    */
   logCap: 10_000,
-  /** Segments per Redis call: 4 × 8 KB (≈ 58 KB on the wire as base64 inside base64) keeps each call well inside the L2 time budget. */
+  /** Segments per Redis call: 4 × 8 KB (≈ 44 KB on the wire, base64 in JSON) keeps each call well inside the L2 time budget. */
   segmentsPerCall: 4,
   /** Segment calls in flight at once while loading: a Worker request may hold 6 connections. */
   loadConcurrency: 2,

@@ -5,5 +5,4 @@ export { Bloom, bloomShape, SEGMENT_BYTES } from "./bloom";
 export { KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "./defaults";
 export { knownIdsKeys } from "./keys";
 export { KnownIdsRebuildError, listingOf, type ListIds, type RebuildProgress, type RebuildResult } from "./rebuild";
-export { knownIdsRoute } from "./route";
 export { createKnownIds, type KnownIds, type KnownIdsOptions, type KnownIdsState, type KnownIdsStatus } from "./store";

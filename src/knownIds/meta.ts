@@ -9,7 +9,7 @@
 // see the old filter or the new one, never half of one. Lua scripts edit it
 // with cjson (changedAt, next), so it stays flat JSON of numbers and strings.
 import * as v from "valibot";
-import { segmentCountFor } from "./bloom";
+import { BITS_PER_BYTE, segmentCountFor } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "./defaults";
 import { VERSION_PATTERN } from "./keys";
 
@@ -52,9 +52,9 @@ const filterFields = v.object({
   fpRate: v.pipe(v.number(), v.minValue(KNOWN_IDS_LIMITS.minFpRate), v.maxValue(KNOWN_IDS_LIMITS.maxFpRate)),
   m: v.pipe(
     count,
-    v.minValue(8),
-    v.maxValue(KNOWN_IDS_LIMITS.maxFilterBytes * 8),
-    v.check((m) => m % 8 === 0),
+    v.minValue(BITS_PER_BYTE),
+    v.maxValue(KNOWN_IDS_LIMITS.maxFilterBytes * BITS_PER_BYTE),
+    v.check((m) => m % BITS_PER_BYTE === 0),
   ),
   k: v.pipe(count, v.minValue(1), v.maxValue(32)),
   segmentCount: count,

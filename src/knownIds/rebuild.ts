@@ -13,7 +13,7 @@
 import type { L2 } from "../cache/l2";
 import type { Clock } from "../cache/clock";
 import type { OriginClient } from "../origin/client";
-import { Bloom, positionsOf, segmentCountFor } from "./bloom";
+import { Bloom, bloomShape, positionsOf, redisBitOf, segmentCountFor } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "./defaults";
 import { newVersion, type KnownIdsKeys } from "./keys";
 import { metaJson, parseMeta, type FilterMeta } from "./meta";
@@ -50,6 +50,9 @@ export interface RebuildResult {
   builtAt: number;
   ms: number;
 }
+
+/** Keys of a build that failed or lost: nobody reads them, they go at once. */
+const ABANDONED_KEYS_TTL_MS = 1000;
 
 export type RebuildFailure = "l2-unavailable" | "superseded" | "log-overflow" | "busy" | "listing";
 
@@ -128,8 +131,9 @@ export async function rebuildFilter(
       };
       return { result, bloom, filter };
     } catch (error) {
-      // Best effort: stop add() logging for a build that will never switch.
+      // Best effort: stop add() logging for a build that will never switch, and drop what it wrote.
       await l2.run((redis) => scriptsFor(redis).abandon(keys.meta, version), { isWrite: true });
+      await expireVersion(l2, keys, version, segmentCountFor(bloomShape(capacity, fpRate).m), ABANDONED_KEYS_TTL_MS);
       throw error;
     }
   }
@@ -198,7 +202,7 @@ async function publish(ctx: RebuildContext, version: string, bloom: Bloom, capac
         const touched = new Set<number>();
         for (const id of more) {
           bloom.add(id);
-          for (const bit of positionsOf(id, bloom)) touched.add(bit >>> 16);
+          for (const bit of positionsOf(id, bloom)) touched.add(redisBitOf(bit).segment);
         }
         if (!(await writeFilter(l2, keys, version, bloom, [...touched], ttlMs))) must(undefined, "writing segments");
         merged += more.length;
@@ -206,7 +210,7 @@ async function publish(ctx: RebuildContext, version: string, bloom: Bloom, capac
       }
       default: {
         const old = typeof reply[1] === "string" && reply[1] !== "" ? parseMeta(reply[1])?.current : null;
-        if (old && old.version !== version) await expireVersion(l2, keys, old, KNOWN_IDS_LIMITS.previousVersionGraceMs);
+        if (old && old.version !== version) await expireVersion(l2, keys, old.version, old.segmentCount, KNOWN_IDS_LIMITS.previousVersionGraceMs);
         return { filter, mergedAdds: merged };
       }
     }

@@ -2,11 +2,10 @@
 // goes through the L2 client's `run` (time budget, breaker): `undefined`
 // means "L2 unavailable", and the callers fail open.
 import type { L2 } from "../cache/l2";
-import { Bloom, segmentLengthFor, base64ToBytes } from "./bloom";
+import { Bloom, segmentLengthFor, textToBytes } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "./defaults";
 import type { KnownIdsKeys } from "./keys";
 import type { FilterMeta } from "./meta";
-import { scriptsFor } from "./scripts";
 
 export type LoadResult = { kind: "loaded"; bloom: Bloom } | { kind: "unavailable" } | { kind: "damaged"; reason: string };
 
@@ -34,21 +33,23 @@ async function eachLimited<T>(items: T[], limit: number, task: (item: T) => Prom
 }
 
 /**
- * Reads every segment of `filter` into a new Bloom. A missing or short
- * segment means the filter is damaged (evicted, or a SETBIT recreated it
- * empty): using it would refuse real products, so the caller fails open.
+ * Reads every segment of `filter` into a new Bloom (MGET, a few segments per
+ * call). A missing, short or non-ASCII segment means the filter is damaged
+ * (evicted, recreated by a SETBIT, overwritten): using it would refuse real
+ * products, so the caller fails open.
  */
 export async function loadFilter(l2: L2, keys: KnownIdsKeys, filter: FilterMeta): Promise<LoadResult> {
   const segments: Uint8Array[] = new Array(filter.segmentCount);
   // An object, not a `let`: the batches below write it from callbacks.
   const found: { damage: string | null } = { damage: null };
   const ok = await eachLimited(batches(filter.segmentCount, KNOWN_IDS_LIMITS.segmentsPerCall), KNOWN_IDS_LIMITS.loadConcurrency, async (indexes) => {
-    const texts = await l2.run((redis) => scriptsFor(redis).readSegments(indexes.map((i) => keys.segment(filter.version, i))));
+    const texts = await l2.run((redis) => redis.mget<(string | null)[]>(...indexes.map((i) => keys.segment(filter.version, i))));
     if (texts === undefined) return false;
     indexes.forEach((segment, j) => {
       const text = texts[j];
-      const bytes = typeof text === "string" ? base64ToBytes(text) : null;
-      if (!bytes) found.damage ??= `segment ${segment} is missing`;
+      const bytes = typeof text === "string" ? textToBytes(text) : null;
+      if (typeof text !== "string") found.damage ??= `segment ${segment} is missing`;
+      else if (!bytes) found.damage ??= `segment ${segment} is not ASCII`;
       else if (bytes.length !== segmentLengthFor(filter.m, segment)) found.damage ??= `segment ${segment} has ${bytes.length} bytes`;
       else segments[segment] = bytes;
     });
@@ -64,7 +65,11 @@ export async function writeFilter(l2: L2, keys: KnownIdsKeys, version: string, b
   for (const batch of batches(indexes.length, KNOWN_IDS_LIMITS.segmentsPerCall)) {
     const chosen = batch.map((i) => indexes[i]!);
     const written = await l2.run(
-      (redis) => scriptsFor(redis).writeSegments(chosen.map((i) => keys.segment(version, i)), chosen.map((i) => bloom.segmentBase64(i)), ttlMs),
+      (redis) => {
+        const pipe = redis.pipeline();
+        for (const i of chosen) pipe.set(keys.segment(version, i), bloom.segmentText(i), { px: ttlMs });
+        return pipe.exec();
+      },
       { isWrite: true },
     );
     if (written === undefined) return false;
@@ -77,14 +82,18 @@ export function readLog(l2: L2, keys: KnownIdsKeys, version: string, from: numbe
   return l2.run((redis) => redis.lrange<string>(keys.log(version), from, KNOWN_IDS_LIMITS.logCap - 1));
 }
 
-/** Shortens the life of a replaced version's keys: isolates still loading it have `graceMs` to finish. */
-export async function expireVersion(l2: L2, keys: KnownIdsKeys, filter: FilterMeta, graceMs: number): Promise<void> {
-  const all = [...Array.from({ length: filter.segmentCount }, (_, i) => keys.segment(filter.version, i)), keys.log(filter.version)];
+/**
+ * Shortens the life of a version's keys (segments and log): a replaced
+ * version gets a grace for isolates still loading it; a build that never
+ * switched, almost none (nobody reads it).
+ */
+export async function expireVersion(l2: L2, keys: KnownIdsKeys, version: string, segmentCount: number, ms: number): Promise<void> {
+  const all = [...Array.from({ length: segmentCount }, (_, i) => keys.segment(version, i)), keys.log(version)];
   for (const batch of batches(all.length, 100)) {
     await l2.run(
       (redis) => {
         const pipe = redis.pipeline();
-        for (const i of batch) pipe.pexpire(all[i]!, graceMs);
+        for (const i of batch) pipe.pexpire(all[i]!, ms);
         return pipe.exec();
       },
       { isWrite: true },

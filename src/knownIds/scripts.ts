@@ -1,73 +1,8 @@
-// The filter's Lua scripts. Segments are raw bits in Redis (so that SETBIT
-// adds ids atomically), but Upstash's REST API carries JSON text and
-// @upstash/redis decodes every reply as UTF-8, which mangles binary: so
-// segments cross the wire as base64, encoded and decoded inside Redis.
-// The base64 code uses plain arithmetic (no `bit` library) to run on any
-// Redis-compatible Lua.
+// The filter's Lua scripts: the steps that must be atomic (record an add,
+// announce a build, switch versions). Segments themselves move with plain
+// MGET and SET (see bloom.ts for why their bytes are ASCII). The meta is
+// edited with cjson, which Redis and Upstash both provide.
 import type { Redis } from "@upstash/redis/cloudflare";
-
-const BASE64 = `
-local alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'
-local chars, values = {}, {}
-for i = 1, 64 do
-  chars[i - 1] = string.sub(alphabet, i, i)
-  values[string.byte(alphabet, i)] = i - 1
-end
-local floor = math.floor
-local function quad(v, n)
-  local a, b = chars[floor(v / 262144)], chars[floor(v / 4096) % 64]
-  if n == 1 then return a .. b .. '==' end
-  if n == 2 then return a .. b .. chars[floor(v / 64) % 64] .. '=' end
-  return a .. b .. chars[floor(v / 64) % 64] .. chars[v % 64]
-end
-local function encode(s)
-  local out, n = {}, #s
-  for i = 1, n - 2, 3 do
-    local a, b, c = string.byte(s, i, i + 2)
-    out[#out + 1] = quad(a * 65536 + b * 256 + c, 3)
-  end
-  local rest = n % 3
-  if rest == 1 then out[#out + 1] = quad(string.byte(s, n) * 65536, 1) end
-  if rest == 2 then
-    local a, b = string.byte(s, n - 1, n)
-    out[#out + 1] = quad(a * 65536 + b * 256, 2)
-  end
-  return table.concat(out)
-end
-local function decode(s)
-  local out = {}
-  for i = 1, #s, 4 do
-    local a, b, c, d = string.byte(s, i, i + 3)
-    local v = values[a] * 262144 + values[b] * 4096 + (values[c] or 0) * 64 + (values[d] or 0)
-    if c == 61 then
-      out[#out + 1] = string.char(floor(v / 65536))
-    elseif d == 61 then
-      out[#out + 1] = string.char(floor(v / 65536), floor(v / 256) % 256)
-    else
-      out[#out + 1] = string.char(floor(v / 65536), floor(v / 256) % 256, v % 256)
-    end
-  end
-  return table.concat(out)
-end
-`;
-
-/** KEYS: segment keys. Returns each segment as base64, or false (null) for a missing key. */
-const READ_SEGMENTS = `${BASE64}
-local result = {}
-for i = 1, #KEYS do
-  local bytes = redis.call('GET', KEYS[i])
-  if bytes then result[i] = encode(bytes) else result[i] = false end
-end
-return result
-`;
-
-/** KEYS: segment keys; ARGV[1]: TTL ms; ARGV[2..]: each segment as base64. */
-const WRITE_SEGMENTS = `${BASE64}
-for i = 1, #KEYS do
-  redis.call('SET', KEYS[i], decode(ARGV[i + 1]), 'PX', ARGV[1])
-end
-return #KEYS
-`;
 
 // Reads the meta as a table; nil when missing or not JSON.
 const META = `
@@ -185,8 +120,6 @@ return 1
 type Reply = (string | number | null)[];
 
 export interface Scripts {
-  readSegments(keys: string[]): Promise<(string | null)[]>;
-  writeSegments(keys: string[], segments: string[], ttlMs: number): Promise<number>;
   add(keys: string[], args: (string | number)[]): Promise<Reply>;
   announce(metaKey: string, version: string, startedAt: number, ttlMs: number): Promise<number>;
   switchTo(metaKey: string, logKey: string, version: string, metaJson: string, merged: number, ttlMs: number): Promise<Reply>;
@@ -199,15 +132,11 @@ const cache = new WeakMap<Redis, Scripts>();
 export function scriptsFor(redis: Redis): Scripts {
   let scripts = cache.get(redis);
   if (!scripts) {
-    const read = redis.createScript<(string | null)[]>(READ_SEGMENTS);
-    const write = redis.createScript<number>(WRITE_SEGMENTS);
     const add = redis.createScript<Reply>(ADD);
     const announce = redis.createScript<number>(ANNOUNCE);
     const switchTo = redis.createScript<Reply>(SWITCH);
     const abandon = redis.createScript<number>(ABANDON);
     scripts = {
-      readSegments: (keys) => read.exec(keys, []),
-      writeSegments: (keys, segments, ttlMs) => write.exec(keys, [String(ttlMs), ...segments]),
       add: (keys, args) => add.exec(keys, args.map(String)),
       announce: (metaKey, version, startedAt, ttlMs) => announce.exec([metaKey], [version, String(startedAt), String(ttlMs)]),
       switchTo: (metaKey, logKey, version, json, merged, ttlMs) => switchTo.exec([metaKey, logKey], [version, json, String(merged), String(ttlMs)]),

@@ -13,7 +13,7 @@
 import type { Clock } from "../cache/clock";
 import type { L2 } from "../cache/l2";
 import { isValidProductId } from "../origin/types";
-import { Bloom, positionsOf } from "./bloom";
+import { Bloom, byteLengthFor, positionsOf, redisBitOf } from "./bloom";
 import { KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "./defaults";
 import { knownIdsKeys, type KnownIdsKeys } from "./keys";
 import { parseMeta, type FilterMeta, type Meta } from "./meta";
@@ -187,6 +187,8 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
       const loaded = await loadFilter(l2, keys, filter);
       if (loaded.kind === "unavailable") return unavailable();
       if (loaded.kind === "damaged") return unusable("damaged", loaded.reason);
+      // A rebuild in this isolate may have installed a newer version meanwhile: keep that one.
+      if (view && view.filter.version !== filter.version && view.filter.builtAt > filter.builtAt) return setHealth("ok");
       view = { bloom: loaded.bloom, filter, synced: filter.changedAt };
       setHealth("ok");
     } finally {
@@ -219,13 +221,13 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
       const bits = new Uint32Array(current.k);
       for (const id of ids) {
         for (const bit of positionsOf(id, current, bits)) {
-          const segment = bit >>> 16;
+          const { segment, offset } = redisBitOf(bit);
           let index = keyIndex.get(segment);
           if (index === undefined) {
             callKeys.push(keys.segment(current.version, segment));
             keyIndex.set(segment, (index = callKeys.length - 3));
           }
-          pairs.push(index, bit & 0xffff);
+          pairs.push(index, offset);
         }
       }
     }
@@ -313,7 +315,7 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
         m: filter?.m ?? null,
         k: filter?.k ?? null,
         segments: filter?.segmentCount ?? null,
-        bytes: filter ? filter.m / 8 : null,
+        bytes: filter ? byteLengthFor(filter.m) : null,
         builtAt: filter?.builtAt ?? null,
         ageMs: filter ? now - filter.builtAt : null,
         changedAt: view?.synced ?? null,

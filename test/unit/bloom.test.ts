@@ -1,7 +1,18 @@
 // The Bloom filter alone: sizing, no false negatives, the measured
 // false-positive rate, Redis bit order, segments and their base64 form.
 import { describe, expect, it } from "vitest";
-import { Bloom, base64ToBytes, bloomShape, bytesToBase64, positionsOf, SEGMENT_BITS, SEGMENT_BYTES, segmentCountFor, segmentOf } from "../../src/knownIds/bloom";
+import {
+  Bloom,
+  base64ToBytes,
+  bloomShape,
+  bytesToBase64,
+  positionsOf,
+  redisBitOf,
+  SEGMENT_BITS,
+  SEGMENT_BYTES,
+  segmentCountFor,
+  textToBytes,
+} from "../../src/knownIds/bloom";
 
 /** Deterministic pseudo-random ids (mulberry32), so that a failure can be replayed. */
 function randomIds(count: number, seed: number, prefix: string): string[] {
@@ -19,11 +30,11 @@ function randomIds(count: number, seed: number, prefix: string): string[] {
 describe("sizing", () => {
   it("follows m = -n ln p / (ln 2)^2 and k = round(m/n ln 2)", () => {
     const { m, k } = bloomShape(100_000, 0.01);
-    expect(m).toBe(Math.ceil(Math.ceil((-100_000 * Math.log(0.01)) / Math.LN2 ** 2) / 8) * 8);
+    expect(m).toBe(Math.ceil(Math.ceil((-100_000 * Math.log(0.01)) / Math.LN2 ** 2) / 7) * 7);
     expect(m).toBeGreaterThan(958_000);
     expect(m).toBeLessThan(959_000);
     expect(k).toBe(7);
-    expect(m % 8).toBe(0);
+    expect(m % 7).toBe(0);
   });
 
   it("refuses nonsense", () => {
@@ -85,19 +96,33 @@ describe("segments and bit order", () => {
     const bloom = Bloom.withCapacity(100_000, 0.01);
     expect(bloom.segments.length).toBe(segmentCountFor(bloom.m));
     expect(bloom.segments.every((segment) => segment.length <= SEGMENT_BYTES)).toBe(true);
-    expect(bloom.segments.reduce((sum, segment) => sum + segment.length, 0)).toBe(bloom.m / 8);
+    expect(bloom.segments.reduce((sum, segment) => sum + segment.length, 0)).toBe(bloom.m / 7);
     expect(bloom.segments.slice(0, -1).every((segment) => segment.length === SEGMENT_BYTES)).toBe(true);
   });
 
-  it("stores bit i as Redis does: byte i >> 3, most significant bit first, segment i / 2^16", () => {
+  it("stores 7 bits per byte, top bit clear, in Redis' bit order (SETBIT offset 8 × ⌊j/7⌋ + 1 + j mod 7)", () => {
     const bloom = new Bloom({ m: 3 * SEGMENT_BITS, k: 1 });
     bloom.setBit(0);
-    bloom.setBit(9);
-    bloom.setBit(SEGMENT_BITS + 7);
-    expect(bloom.segments[0]![0]).toBe(0b1000_0000);
+    bloom.setBit(6);
+    bloom.setBit(7);
+    bloom.setBit(SEGMENT_BITS + 13);
+    expect(bloom.segments[0]![0]).toBe(0b0100_0001);
     expect(bloom.segments[0]![1]).toBe(0b0100_0000);
-    expect(bloom.segments[1]![0]).toBe(0b0000_0001);
-    expect(segmentOf(SEGMENT_BITS + 7)).toEqual({ segment: 1, offset: 7 });
+    expect(bloom.segments[1]![1]).toBe(0b0000_0001);
+    expect(redisBitOf(0)).toEqual({ segment: 0, offset: 1 });
+    expect(redisBitOf(6)).toEqual({ segment: 0, offset: 7 });
+    expect(redisBitOf(7)).toEqual({ segment: 0, offset: 9 });
+    expect(redisBitOf(SEGMENT_BITS + 13)).toEqual({ segment: 1, offset: 15 });
+  });
+
+  it("keeps every byte ASCII, whatever is added", () => {
+    const bloom = Bloom.withCapacity(1000, 0.5);
+    randomIds(100_000, 3, "x-").forEach((id) => bloom.add(id));
+    expect(bloom.segments.every((segment) => segment.every((byte) => byte <= 0x7f))).toBe(true);
+    expect(bloom.segments[0]!.some((byte) => byte === 0x7f)).toBe(true);
+    const copy = new Bloom(bloom, bloom.segments.map((_, i) => textToBytes(bloom.segmentText(i))!));
+    expect(copy.segments).toEqual(bloom.segments);
+    expect(textToBytes("ok\u00e9")).toBeNull();
   });
 
   it("exports and imports segments as base64", () => {
@@ -114,5 +139,6 @@ describe("segments and bit order", () => {
     const shape = { m: 2 * SEGMENT_BITS, k: 3 };
     expect(() => new Bloom(shape, [new Uint8Array(SEGMENT_BYTES)])).toThrow(RangeError);
     expect(() => new Bloom(shape, [new Uint8Array(SEGMENT_BYTES), new Uint8Array(10)])).toThrow(RangeError);
+    expect(() => new Bloom(shape, [new Uint8Array(SEGMENT_BYTES), new Uint8Array(SEGMENT_BYTES).fill(0x80)])).toThrow(RangeError);
   });
 });

@@ -13,7 +13,7 @@ import { MAX_KEY_LENGTH } from "../../src/cache/keys";
 import { createL2, type L2 } from "../../src/cache/l2";
 import { createOriginClient, type OriginClient } from "../../src/origin/client";
 import { DEFAULT_POLICIES } from "../../src/config/defaults";
-import { Bloom, SEGMENT_BYTES } from "../../src/knownIds/bloom";
+import { Bloom, positionsOf, redisBitOf, SEGMENT_BYTES } from "../../src/knownIds/bloom";
 import { KNOWN_IDS_LIMITS } from "../../src/knownIds/defaults";
 import { knownIdsKeys } from "../../src/knownIds/keys";
 import { parseMeta } from "../../src/knownIds/meta";
@@ -153,17 +153,21 @@ describe("a filter built from the origin's listing", () => {
   });
 
   it("keeps segments small, keys short, and the bytes exactly as Redis holds them (SETBIT bit order)", async () => {
-    const copy = Bloom.fromBase64(built.result, await Promise.all(Array.from({ length: built.result.segments }, async (_, i) => {
-      const bytes = await direct.getBuffer(keys.segment(built.result.version, i));
-      expect(bytes).not.toBeNull();
-      expect(bytes!.length).toBeLessThanOrEqual(SEGMENT_BYTES);
-      return bytes!.toString("base64");
-    })));
+    const stored = await Promise.all(
+      Array.from({ length: built.result.segments }, async (_, i) => {
+        const bytes = await direct.getBuffer(keys.segment(built.result.version, i));
+        expect(bytes).not.toBeNull();
+        expect(bytes!.length).toBeLessThanOrEqual(SEGMENT_BYTES);
+        return new Uint8Array(bytes!);
+      }),
+    );
+    // Byte for byte what the building isolate holds, and a filter that knows the catalog.
+    const copy = new Bloom(built.result, stored);
     expect(catalog.every((id) => copy.has(id))).toBe(true);
     // GETBIT at each of an id's positions, straight from Redis.
-    const { positionsOf } = await import("../../src/knownIds/bloom");
     for (const bit of positionsOf("p-000123", built.result)) {
-      expect(await direct.getbit(keys.segment(built.result.version, Math.floor(bit / 65536)), bit % 65536)).toBe(1);
+      const { segment, offset } = redisBitOf(bit);
+      expect(await direct.getbit(keys.segment(built.result.version, segment), offset)).toBe(1);
     }
     for (const key of await filterKeys()) expect(key.length).toBeLessThanOrEqual(MAX_KEY_LENGTH);
   });
@@ -227,10 +231,9 @@ describe("adding ids", () => {
   });
 
   it("marks the filter damaged, never half-writes, when a segment key has vanished", async () => {
-    const version = parseMeta((await direct.get(keys.meta))!)!.current!.version;
-    const { positionsOf } = await import("../../src/knownIds/bloom");
     const filter = parseMeta((await direct.get(keys.meta))!)!.current!;
-    const segment = Math.floor(positionsOf("n-after-eviction", filter)[0]! / 65536);
+    const version = filter.version;
+    const { segment } = redisBitOf(positionsOf("n-after-eviction", filter)[0]!);
     await direct.del(keys.segment(version, segment));
     // Recorded as far as safety goes: every isolate now fails open until a rebuild.
     expect(await builder.add(["n-after-eviction"])).toBe(true);
@@ -470,10 +473,14 @@ describe("rebuilding", () => {
     const held = heldListing(2);
     const slow = isolate(clock).rebuild(held.list);
     await held.atGate;
+    const slowVersion = parseMeta((await direct.get(keys.meta))!)!.next!.version;
     const { result: fast } = await buildFresh(clock);
     held.release();
     await expect(slow).rejects.toMatchObject({ failure: "superseded" });
     expect(parseMeta((await direct.get(keys.meta))!)).toMatchObject({ current: { version: fast.version }, next: null });
+    // What the loser wrote goes at once (-2: already gone).
+    const leftover = await direct.pttl(keys.segment(slowVersion, 0));
+    expect(leftover === -2 || (leftover > 0 && leftover <= 1000)).toBe(true);
   });
 
   it("grows the filter when the catalog outgrew its capacity", async () => {

@@ -1,0 +1,33 @@
+// The tier's JSON endpoints (purge, known ids) read their bodies the same
+// way: bounded in bytes (413), JSON only, checked against a schema, and
+// every refusal a readable JSON `{error, message}` with a 4xx status.
+import { sValidator } from "@hono/standard-validator";
+import type { MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import type { GenericSchema } from "valibot";
+import type { AppEnv } from "./appEnv";
+
+/** JSON bodies only, of at most `maxBytes` (hono/body-limit counts them as they stream in). */
+export function limitedJsonBody(maxBytes: number): MiddlewareHandler<AppEnv> {
+  const limit = bodyLimit({
+    maxSize: maxBytes,
+    onError: (c) => c.json({ error: "body_too_large", message: `the body must be at most ${maxBytes} bytes` }, 413),
+  });
+  return async (c, next) => {
+    if (!/^application\/json\b/i.test(c.req.header("content-type") ?? "")) {
+      return c.json({ error: "bad_request", message: "send a JSON body with content-type: application/json" }, 400);
+    }
+    return limit(c, next);
+  };
+}
+
+/** hono's standard validator, answering a failed check with the first issue and where it is. */
+export function validJson<S extends GenericSchema>(schema: S) {
+  return sValidator("json", schema, (result, c) => {
+    if (!result.success) {
+      const issue = result.error[0];
+      const where = issue?.path?.map((part) => (typeof part === "object" ? String(part.key) : String(part))).join(".");
+      return c.json({ error: "bad_request", message: where ? `${where}: ${issue?.message}` : issue?.message }, 400);
+    }
+  });
+}

@@ -1,0 +1,42 @@
+// POST /__known-ids {ids: [...]} — the origin says these products were just
+// created (dev/origin calls it with the PURGE_TOKEN). Acknowledged only once
+// Redis recorded them: with Redis unavailable the answer is 503 and the
+// origin retries, since an unrecorded id could be refused by other isolates
+// until the next rebuild.
+import { Hono } from "hono";
+import * as v from "valibot";
+import { KNOWN_IDS_LIMITS } from "../knownIds/defaults";
+import { PRODUCT_ID_PATTERN } from "../origin/types";
+import type { AppEnv } from "./appEnv";
+import { requirePurgeToken } from "./adminAuth";
+import { limitedJsonBody, validJson } from "./jsonBody";
+
+const RETRY_AFTER_SECONDS = 5;
+/** 1,000 ids of 40 characters fit with room to spare. */
+const BODY_BYTES = 64 * 1024;
+
+export const knownIdsRequestSchema = v.strictObject({
+  ids: v.pipe(
+    v.array(v.pipe(v.string(), v.regex(PRODUCT_ID_PATTERN, "each id must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$"))),
+    v.minLength(1, "ids must not be empty"),
+    v.maxLength(KNOWN_IDS_LIMITS.maxIdsPerAdd, `at most ${KNOWN_IDS_LIMITS.maxIdsPerAdd} ids`),
+  ),
+});
+
+export const knownIdsRoute = new Hono<AppEnv>().post(
+  "/__known-ids",
+  requirePurgeToken(),
+  limitedJsonBody(BODY_BYTES),
+  validJson(knownIdsRequestSchema),
+  async (c) => {
+    const knownIds = c.get("tier").knownIds;
+    const { ids } = c.req.valid("json");
+    // No L2, no filter: every id already "might exist".
+    if (!knownIds) return c.json({ recorded: ids.length, filter: "off" }, 200);
+    if (!(await knownIds.add(ids))) {
+      c.header("Retry-After", String(RETRY_AFTER_SECONDS));
+      return c.json({ error: "l2_unavailable", message: "Redis did not record the ids; retry" }, 503);
+    }
+    return c.json({ recorded: ids.length, status: knownIds.status().state }, 200);
+  },
+);

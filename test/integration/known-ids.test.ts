@@ -1,0 +1,104 @@
+// The known-ids filter in the Workers runtime: ids that cannot exist never
+// reach the origin, new products are never refused, and it fails open.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createBreaker } from "../../src/cache/breaker";
+import { systemClock } from "../../src/cache/clock";
+import { createL2 } from "../../src/cache/l2";
+import { DEFAULT_POLICIES } from "../../src/config/defaults";
+import { createKnownIds, listingOf } from "../../src/knownIds";
+import { createOriginClient } from "../../src/origin/client";
+import { freePort } from "../support/ports";
+import { GATEWAY_TOKEN, PURGE_TOKEN, startStack, type Stack } from "../support/stack";
+import { startWorker, type WorkerInstance } from "../support/worker";
+
+let stack: Stack;
+let worker: WorkerInstance;
+
+async function buildFilter(): Promise<void> {
+  const l2 = createL2({ url: stack.gateway.url, token: GATEWAY_TOKEN, timeoutMs: 5000, breaker: createBreaker({ failureThreshold: 3, coolDownMs: 1000, clock: systemClock }) });
+  const knownIds = createKnownIds({ l2, keyPrefix: "pp:v1", clock: systemClock, capacity: 20_000, log: () => {} });
+  await knownIds.rebuild(listingOf(createOriginClient({ baseUrl: stack.origin.url, policies: DEFAULT_POLICIES })));
+}
+
+async function filterState(instance: WorkerInstance): Promise<string> {
+  return ((await (await instance.fetch("/healthz")).json()) as { knownIds: string }).knownIds;
+}
+
+async function waitUntilReady(instance: WorkerInstance): Promise<void> {
+  await instance.fetch("/products/p-000001"); // the first look-up starts the load
+  const deadline = Date.now() + 5000;
+  while ((await filterState(instance)) !== "ready") {
+    if (Date.now() > deadline) throw new Error(`filter not ready: ${await filterState(instance)}`);
+    await instance.fetch("/products/p-000001");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+beforeAll(async () => {
+  const port = await freePort();
+  stack = await startStack({ catalogSize: 10_000, knownIdsUrl: `http://127.0.0.1:${port}/__known-ids`, purgeToken: PURGE_TOKEN });
+  await buildFilter();
+  worker = await startWorker(stack.bindings, { port });
+  await waitUntilReady(worker);
+});
+
+afterAll(async () => {
+  await worker?.close();
+  await stack?.close();
+});
+
+describe("the known-ids filter", () => {
+  it("keeps 10,000 requests for distinct random ids away from the origin (≤ 2% get through)", async () => {
+    await stack.admin("/__admin/counters/reset", { method: "POST" });
+    const ids = Array.from({ length: 10_000 }, (_, i) => `p-${String(20_000 + i * 7 + Math.floor(Math.random() * 7)).padStart(6, "0")}`);
+    const statuses = new Map<number, number>();
+    for (let start = 0; start < ids.length; start += 100) {
+      const responses = await Promise.all(ids.slice(start, start + 100).map((id) => worker.fetch(`/products/${id}`)));
+      for (const response of responses) statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+    }
+    expect([...statuses.keys()]).toEqual([404]);
+    const productFetches = (await stack.counters()).services.product ?? 0;
+    console.log(`known-ids: ${productFetches} of 10,000 random ids reached the origin (${(productFetches / 100).toFixed(2)}%, configured false-positive rate 1%)`);
+    expect(productFetches).toBeLessThanOrEqual(200);
+  }, 120_000);
+
+  it("answers a filtered id with the 404 page and says so", async () => {
+    const response = await worker.fetch("/products/zz-not-a-product");
+    expect(response.status).toBe(404);
+    expect(response.headers.get("cache-status")).toBe('pp-known-ids; hit; detail="product absent"');
+    expect(await response.text()).toContain("Product not found");
+  });
+
+  it("never refuses every real product", async () => {
+    await stack.admin("/__admin/counters/reset", { method: "POST" });
+    for (let index = 1; index <= 10_000; index += 97) {
+      const response = await worker.fetch(`/products/p-${String(index).padStart(6, "0")}`);
+      expect(response.status).toBe(200);
+    }
+  });
+
+  it("lets a product created at the origin through at once (origin → /__known-ids)", async () => {
+    const created = await stack.admin("/__admin/products", { body: { id: "new-arrival-1", title: "Brand new", price: 4200 } });
+    expect(created.knownIds.status).toBe(200);
+    const response = await worker.fetch("/products/new-arrival-1");
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain("Brand new");
+  });
+
+  it("fails open when no filter was ever built", async () => {
+    const bare = await startStack({ catalogSize: 100 });
+    const instance = await startWorker(bare.bindings);
+    try {
+      await instance.fetch("/products/p-000001");
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await filterState(instance)).toBe("missing");
+      expect((await instance.fetch("/products/p-000050")).status).toBe(200);
+      const unknown = await instance.fetch("/products/p-009999");
+      expect(unknown.status).toBe(404);
+      expect(unknown.headers.get("cache-status")).toContain('pp-origin');
+    } finally {
+      await instance.close();
+      await bare.close();
+    }
+  });
+});
