@@ -6,6 +6,7 @@
 // guard writes (never replace a newer version), judge freshness and mark an
 // entry stale (soft purge) without decoding. The payload is JSON (`j`) or, above the size threshold, gzip
 // bytes as base64 text (`z`): @upstash/redis carries strings, not bytes.
+import { base64ToBytes, bytesToBase64 } from "../shared/base64";
 import type { Entry } from "./entry";
 
 interface Payload {
@@ -60,20 +61,4 @@ async function gunzip(bytes: Uint8Array): Promise<Uint8Array> {
 async function pipeThrough(bytes: Uint8Array, transform: { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> }): Promise<Uint8Array> {
   const output = new Response(new Blob([bytes]).stream().pipeThrough(transform));
   return new Uint8Array(await output.arrayBuffer());
-}
-
-function bytesToBase64(bytes: Uint8Array): string {
-  let binary = "";
-  const chunk = 0x8000;
-  for (let i = 0; i < bytes.length; i += chunk) {
-    binary += String.fromCharCode(...bytes.subarray(i, i + chunk));
-  }
-  return btoa(binary);
-}
-
-function base64ToBytes(text: string): Uint8Array {
-  const binary = atob(text);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  return bytes;
 }

@@ -13,7 +13,7 @@ import { errorPage } from "./errorPage";
 export const PAGE_RESOURCES: readonly ResourceName[] = ["product", "inventory", "reviews", "recommendations"];
 
 /** Bumped when templates change the HTML for the same data, so that ETags change too. */
-export const RENDER_VERSION = "1";
+export const RENDER_VERSION = "2";
 
 /** Seconds a visitor is asked to wait before retrying a 503. */
 const RETRY_AFTER_SECONDS = 10;

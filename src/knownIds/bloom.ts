@@ -16,6 +16,9 @@
 // with GET is byte for byte the segment held here. Segments are at most
 // SEGMENT_BYTES, one Redis key each.
 
+import { base64ToBytes, bytesToBase64 } from "../shared/base64";
+import { hashPair } from "../shared/hash";
+
 /** 8 KB per segment: small Redis values (no big keys), a few per REST round trip. */
 export const SEGMENT_BYTES = 8192;
 /** Filter bits per stored byte: the top bit stays 0 (see above). */
@@ -62,30 +65,6 @@ export function redisBitOf(bit: number): { segment: number; offset: number } {
   return { segment, offset: Math.floor(within / BITS_PER_BYTE) * 8 + 1 + (within % BITS_PER_BYTE) };
 }
 
-/** Scratch space for one id's hashes: JS runs one call at a time, so one buffer serves all filters. */
-const hashes = new Uint32Array(2);
-
-/**
- * Two 32-bit hashes of one string in one pass (cyrb53's mixing: two
- * multiply-xor lanes, cross-mixed at the end). Math.imul keeps it exact
- * 32-bit integer arithmetic, identical in every JS engine.
- */
-function hashPair(text: string): void {
-  let h1 = 0xdeadbeef;
-  let h2 = 0x41c6ce57;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    h1 = Math.imul(h1 ^ c, 2654435761);
-    h2 = Math.imul(h2 ^ c, 1597334677);
-  }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507);
-  h1 ^= Math.imul(h2 ^ (h2 >>> 13), 3266489909);
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507);
-  h2 ^= Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-  hashes[0] = h1 >>> 0;
-  hashes[1] = h2 >>> 0;
-}
-
 /**
  * Writes the k bit positions of `id` in a filter of shape {m, k} into `out`
  * (enhanced double hashing, Dillinger & Manolios: the stride changes at each
@@ -94,7 +73,7 @@ function hashPair(text: string): void {
  * the positions without holding the filter.
  */
 export function positionsOf(id: string, { m, k }: BloomShape, out: Uint32Array = new Uint32Array(k)): Uint32Array {
-  hashPair(id);
+  const hashes = hashPair(id);
   let x = hashes[0]! % m;
   let y = hashes[1]! % m;
   out[0] = x;
@@ -200,16 +179,5 @@ export function textToBytes(text: string): Uint8Array | null {
     if (code > 0x7f) return null;
     bytes[i] = code;
   }
-  return bytes;
-}
-
-export function bytesToBase64(bytes: Uint8Array): string {
-  return btoa(bytesToText(bytes));
-}
-
-export function base64ToBytes(text: string): Uint8Array {
-  const binary = atob(text);
-  const bytes = new Uint8Array(binary.length);
-  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
   return bytes;
 }

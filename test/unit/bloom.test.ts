@@ -1,11 +1,10 @@
 // The Bloom filter alone: sizing, no false negatives, the measured
 // false-positive rate, Redis bit order, segments and their base64 form.
 import { describe, expect, it } from "vitest";
+import { base64ToBytes, bytesToBase64 } from "../../src/shared/base64";
 import {
   Bloom,
-  base64ToBytes,
   bloomShape,
-  bytesToBase64,
   positionsOf,
   redisBitOf,
   SEGMENT_BITS,
