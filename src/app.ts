@@ -9,6 +9,8 @@ import { homePage } from "./http/homePage";
 import { productPage } from "./http/productPage";
 import { purgeRoute } from "./http/purgeRoute";
 import { knownIdsRoute } from "./http/knownIdsRoute";
+import { statusRoute } from "./http/statusPage";
+import { logEvent } from "./observability/log";
 import { HTTPException } from "hono/http-exception";
 import { tierFor } from "./tier";
 import type { AppEnv } from "./http/appEnv";
@@ -20,9 +22,13 @@ export function createApp(): Hono<AppEnv> {
   app.get("/healthz", (c) => {
     const tier = tierFor(c.env);
     if (tier instanceof ConfigError) return c.json({ ok: false, error: `configuration: ${tier.message}` }, 500);
+    const shards = tier.cache.l2?.shards.map((shard) => ({ name: shard.name, state: shard.breaker.state() })) ?? [];
+    const states = new Set(shards.map((shard) => shard.state));
     return c.json({
       ok: true,
-      l2: tier.cache.l2 ? tier.cache.l2.breaker.state() : "off",
+      // One word for L2 as a whole: its breaker state when all shards agree, "partial" when they do not.
+      l2: shards.length === 0 ? "off" : states.size === 1 ? shards[0]!.state : "partial",
+      ...(shards.length > 1 ? { l2Shards: shards } : {}),
       knownIds: tier.knownIds ? tier.knownIds.status().state : "off",
     });
   });
@@ -50,6 +56,7 @@ export function createApp(): Hono<AppEnv> {
 
   app.route("/", purgeRoute);
   app.route("/", knownIdsRoute);
+  app.route("/", statusRoute);
   app.get("/", (c) => homePage(c, c.get("tier")));
   app.get("/products/:id", (c) => productPage(c, c.get("tier")));
 
@@ -62,7 +69,7 @@ export function createApp(): Hono<AppEnv> {
       return errorPage(c, 400, "That request could not be understood.", "no-store");
     }
     // Last resort: log the detail, show the visitor a page, never the stack.
-    console.error(JSON.stringify({ event: "unhandled_error", path: new URL(c.req.url).pathname, message: String(error) }));
+    logEvent("unhandled_error", { path: new URL(c.req.url).pathname, message: String(error) }, "error");
     return errorPage(c, 500, "Something went wrong on our side.", "no-store");
   });
   return app;

@@ -4,15 +4,20 @@
 // isolate's life, which is what makes L1 an L1.
 import { createBreaker } from "./cache/breaker";
 import { systemClock, type Clock } from "./cache/clock";
-import { createL2 } from "./cache/l2";
+import { createL2, type L2 } from "./cache/l2";
+import { createRing } from "./cache/ring";
+import { createShardedL2 } from "./cache/shardedL2";
 import { createReadThrough, type ReadThrough } from "./cache/readThrough";
-import { ConfigError, parseConfig, type Config, type Env } from "./config";
+import { ConfigError, parseConfig, type Config, type Env, type L2Endpoint } from "./config";
 import { DEFAULTS } from "./config/defaults";
 import { createOriginClient, type OriginClient } from "./origin/client";
 import { createLimiter } from "./origin/limiter";
 import { createPurgeLog, type PurgeLog } from "./invalidation/log";
 import { createKnownIds, type KnownIds } from "./knownIds";
 import { createPurgeWatcher, type PurgeWatcher } from "./invalidation/watcher";
+import { logEvent } from "./observability/log";
+import { createMetrics, type Metrics } from "./observability/metrics";
+import { watchBreaker, watchOrigin } from "./observability/wiring";
 
 export interface Tier {
   config: Config;
@@ -24,19 +29,22 @@ export interface Tier {
   knownIds: KnownIds | null;
   origin: OriginClient;
   clock: Clock;
+  /** What this isolate has been doing, for the status page (observability/metrics.ts). */
+  metrics: Metrics;
 }
 
 const tiers = new WeakMap<object, Tier | ConfigError>();
 
 export function createTier(config: Config, clock: Clock = systemClock): Tier {
+  const metrics = createMetrics({ clock });
   const origin = createOriginClient({
     baseUrl: config.originUrl,
     policies: config.policies,
     limiter: createLimiter({ maxConcurrent: DEFAULTS.originMaxConcurrent, maxQueued: DEFAULTS.originMaxQueued, maxWaitMs: DEFAULTS.originQueueWaitMs }),
-    breakerFor: () => createBreaker({ failureThreshold: DEFAULTS.originBreakerFailures, coolDownMs: DEFAULTS.originBreakerCoolDownMs, clock }),
+    breakerFor: (service) => createBreaker({ failureThreshold: DEFAULTS.originBreakerFailures, coolDownMs: DEFAULTS.originBreakerCoolDownMs, clock, onChange: watchBreaker(`origin:${service}`, metrics) }),
+    onFetch: watchOrigin(metrics, clock),
   });
-  const l2Breaker = createBreaker({ failureThreshold: DEFAULTS.l2BreakerFailures, coolDownMs: DEFAULTS.l2BreakerCoolDownMs, clock });
-  const l2 = config.l2 ? createL2({ ...config.l2, timeoutMs: config.l2TimeoutMs, breaker: l2Breaker }) : null;
+  const l2 = config.l2 ? createTierL2(config.l2.shards, config.l2TimeoutMs, clock, metrics) : null;
   const wideRetentionMs = longestEntryLifeMs(config);
   const purgeLog = l2 ? createPurgeLog({ l2, keyPrefix: config.keyPrefix, wideRetentionMs }) : null;
   // The watcher judges what the cache serves, and the cache's L1 is what the watcher purges.
@@ -58,7 +66,21 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
     blindAfterMs: DEFAULTS.purgeBlindAfterMs,
     blindMaxAgeMs: DEFAULTS.purgeBlindMaxAgeMs,
   });
-  return { config, origin, clock, cache, purges, purgeLog, knownIds: createKnownIdsFor(config, clock) };
+  return { config, origin, clock, cache, purges, purgeLog, knownIds: createKnownIdsFor(config, clock, metrics), metrics };
+}
+
+/** One L2 client and breaker per shard; several shards go on a consistent-hash ring. */
+function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: Clock, metrics?: Metrics): L2 {
+  const clients = shards.map((shard) =>
+    createL2({
+      name: shard.name,
+      url: shard.url,
+      token: shard.token,
+      timeoutMs,
+      breaker: createBreaker({ failureThreshold: DEFAULTS.l2BreakerFailures, coolDownMs: DEFAULTS.l2BreakerCoolDownMs, clock, onChange: watchBreaker(`l2:${shard.name}`, metrics) }),
+    }),
+  );
+  return clients.length === 1 ? clients[0]! : createShardedL2(clients, createRing(shards));
 }
 
 /**
@@ -66,11 +88,12 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
  * takes longer than the page path's budget, and a slow load must not open
  * the breaker that pages depend on.
  */
-function createKnownIdsFor(config: Config, clock: Clock): KnownIds | null {
+function createKnownIdsFor(config: Config, clock: Clock, metrics?: Metrics): KnownIds | null {
   if (!config.l2 || !config.knownIds) return null;
-  const breaker = createBreaker({ failureThreshold: DEFAULTS.l2BreakerFailures, coolDownMs: DEFAULTS.l2BreakerCoolDownMs, clock });
-  const l2 = createL2({ ...config.l2, timeoutMs: DEFAULTS.knownIdsL2TimeoutMs, breaker });
-  return createKnownIds({ l2, keyPrefix: config.keyPrefix, clock, ...config.knownIds });
+  const home = config.l2.shards[0]!;
+  const breaker = createBreaker({ failureThreshold: DEFAULTS.l2BreakerFailures, coolDownMs: DEFAULTS.l2BreakerCoolDownMs, clock, onChange: watchBreaker(`known-ids:${home.name}`, metrics) });
+  const l2 = createL2({ name: home.name, url: home.url, token: home.token, timeoutMs: DEFAULTS.knownIdsL2TimeoutMs, breaker });
+  return createKnownIds({ l2, keyPrefix: config.keyPrefix, clock, ...config.knownIds, log: ({ event, ...fields }) => logEvent(String(event), fields, fields.state === "ok" ? "info" : "warn") });
 }
 
 /** The longest any entry can live (ttl with jitter, then stale-if-error): how long a tag purge must be remembered. */
@@ -84,11 +107,11 @@ export function tierFor(env: Env): Tier | ConfigError {
   if (!tier) {
     try {
       tier = createTier(parseConfig(env));
-      if (!tier.config.l2) console.warn(JSON.stringify({ event: "l2_off", message: "UPSTASH_REDIS_REST_URL is not set: serving from L1 and the origin only" }));
+      if (!tier.config.l2) logEvent("l2_off", { message: "UPSTASH_REDIS_REST_URL is not set: serving from L1 and the origin only" }, "warn");
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
       tier = error;
-      console.error(JSON.stringify({ event: "config_error", setting: error.setting, message: error.message }));
+      logEvent("config_error", { setting: error.setting, message: error.message }, "error");
     }
     tiers.set(env, tier);
   }

@@ -12,6 +12,8 @@ export interface BreakerOptions {
   /** How long the breaker stays open before one probe. */
   coolDownMs: number;
   clock: Clock;
+  /** Told of every state change (for logs and the status page); must not throw. */
+  onChange?: (from: BreakerState, to: BreakerState) => void;
 }
 
 export interface Breaker {
@@ -22,8 +24,13 @@ export interface Breaker {
   state(): BreakerState;
 }
 
-export function createBreaker({ failureThreshold, coolDownMs, clock }: BreakerOptions): Breaker {
+export function createBreaker({ failureThreshold, coolDownMs, clock, onChange }: BreakerOptions): Breaker {
   let state: BreakerState = "closed";
+  const become = (next: BreakerState) => {
+    const from = state;
+    state = next;
+    if (from !== next) onChange?.(from, next);
+  };
   let failures = 0;
   let openedAt = 0;
   let probeInFlight = false;
@@ -31,7 +38,7 @@ export function createBreaker({ failureThreshold, coolDownMs, clock }: BreakerOp
   return {
     allow() {
       if (state === "closed") return true;
-      if (state === "open" && clock.now() - openedAt >= coolDownMs) state = "half-open";
+      if (state === "open" && clock.now() - openedAt >= coolDownMs) become("half-open");
       if (state === "half-open" && !probeInFlight) {
         probeInFlight = true;
         return true;
@@ -39,7 +46,7 @@ export function createBreaker({ failureThreshold, coolDownMs, clock }: BreakerOp
       return false;
     },
     success() {
-      state = "closed";
+      become("closed");
       failures = 0;
       probeInFlight = false;
     },
@@ -47,8 +54,8 @@ export function createBreaker({ failureThreshold, coolDownMs, clock }: BreakerOp
       probeInFlight = false;
       failures++;
       if (state === "half-open" || failures >= failureThreshold) {
-        state = "open";
         openedAt = clock.now();
+        become("open");
       }
     },
     state: () => state,

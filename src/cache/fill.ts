@@ -74,9 +74,8 @@ export function createFill(deps: FillDeps) {
     const giveUpAt = clock.now() + config.lockWaitMs;
     for (let delay = FIRST_POLL_MS; clock.now() + delay <= giveUpAt; delay *= 2) {
       await deps.sleep(delay);
-      const values = await l2!.readMany([key, lock]);
-      if (values === undefined) return undefined; // L2 went away: stop waiting
-      const [value, holder] = values;
+      const [value, holder] = await l2!.readMany([key, lock]);
+      if (value === undefined || holder === undefined) return undefined; // L2 went away: stop waiting
       const entry = value ? await decodeEntry(value) : undefined;
       if (entry && entry.freshUntil > clock.now() && entry.fetchedAt >= notBefore) return entry;
       if (holder === null) return undefined;

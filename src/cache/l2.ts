@@ -37,11 +37,12 @@ export interface L2Stats {
 
 export interface L2 {
   /**
-   * All keys in one round trip; `null` for a missing key. Keys that another
-   * request of this isolate is already reading join that read: a burst of
-   * visitors for one cold product costs one Redis read, not one per visitor.
+   * All keys in one round trip (one per shard): `null` for a missing key,
+   * `undefined` where L2 is unavailable. Keys that another request of this
+   * isolate is already reading join that read: a burst of visitors for one
+   * cold product costs one Redis read, not one per visitor.
    */
-  readMany(keys: string[]): Promise<(string | null)[] | undefined>;
+  readMany(keys: string[]): Promise<(string | null | undefined)[]>;
   /**
    * Claims the fill of `key`: SET lock NX PX, unless a fresh value fetched
    * at or after `notBefore` (the last purge this isolate knows for it) is already there.
@@ -58,6 +59,14 @@ export interface L2 {
    * budget and breaker: `undefined` when L2 is unavailable.
    */
   run<T>(call: (redis: Redis) => Promise<T>, options?: { isWrite?: boolean }): Promise<T | undefined>;
+  /**
+   * Work on keys that live with entries (purge markers and the like): `call`
+   * runs once per shard holding some of `keys`, with those keys; `undefined`
+   * unless every shard did its part.
+   */
+  runOnKeys<T>(keys: string[], call: (redis: Redis, keys: string[]) => Promise<T>, options?: { isWrite?: boolean }): Promise<T[] | undefined>;
+  /** Each shard's name and breaker (one, for a single Redis). */
+  readonly shards: readonly { name: string; breaker: Breaker }[];
   /** Releases `lock` if `token` still holds it (a filler that failed, so that waiters stop waiting). */
   releaseLock(lock: string, token: string): Promise<void>;
   readonly breaker: Breaker;
@@ -65,6 +74,8 @@ export interface L2 {
 }
 
 export interface L2Options {
+  /** For logs and the status page; the ring places keys by it. */
+  name?: string;
   url: string;
   token: string;
   /** Budget per call, ms. */
@@ -110,7 +121,7 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `;
 
-export function createL2({ url, token, timeoutMs, breaker }: L2Options): L2 {
+export function createL2({ name = "l2", url, token, timeoutMs, breaker }: L2Options): L2 {
   const redis = new Redis({
     url,
     token,
@@ -161,9 +172,7 @@ export function createL2({ url, token, timeoutMs, breaker }: L2Options): L2 {
           void read.finally(() => readsInFlight.delete(key));
         });
       }
-      const values = await Promise.all(keys.map((key) => readsInFlight.get(key)!));
-      // One unavailable read makes the whole answer unavailable, as a failed MGET would.
-      return values.some((value) => value === undefined) ? undefined : (values as (string | null)[]);
+      return Promise.all(keys.map((key) => readsInFlight.get(key)!));
     },
     claimFill(key, lock, lockToken, lockTtlMs, now, notBefore) {
       return guarded(async () => {
@@ -180,6 +189,11 @@ export function createL2({ url, token, timeoutMs, breaker }: L2Options): L2 {
     run(call, options) {
       return guarded(() => call(redis), options?.isWrite ?? false);
     },
+    async runOnKeys(keys, call, options) {
+      const result = await guarded(() => call(redis, keys), options?.isWrite ?? false);
+      return result === undefined ? undefined : [result];
+    },
+    shards: [{ name, breaker }],
     async releaseLock(lock, lockToken) {
       await guarded(() => releaseScript.exec([lock], [lockToken]));
     },

@@ -13,6 +13,8 @@ export interface Env {
   ORIGIN_URL?: string;
   UPSTASH_REDIS_REST_URL?: string;
   UPSTASH_REDIS_REST_TOKEN?: string;
+  /** Several Redis databases on a consistent-hash ring: JSON `[{"name","url","token","weight"}]` (a secret: it holds tokens). */
+  UPSTASH_REDIS_SHARDS?: string;
   PURGE_TOKEN?: string;
   PUBLIC_URL?: string;
   L1_MAX_BYTES?: string | number;
@@ -31,8 +33,11 @@ export interface Env {
 
 export interface Config {
   originUrl: string;
-  /** Absent when no Redis is configured: the tier then runs on L1 and the origin only. */
-  l2: { url: string; token: string } | null;
+  /**
+   * Absent when no Redis is configured: the tier then runs on L1 and the
+   * origin only. One shard is the simple case; the first is the home shard.
+   */
+  l2: { shards: L2Endpoint[] } | null;
   /** Absent: the purge endpoint is closed. */
   purgeToken: string | null;
   /** Base of the canonical URLs in pages; the request's own URL when unset. Never taken from request headers. */
@@ -48,6 +53,15 @@ export interface Config {
   compressAboveBytes: number;
   keyPrefix: string;
   policies: Record<ResourceName, ResourcePolicy>;
+}
+
+export interface L2Endpoint {
+  /** Places keys on the ring: renaming a shard moves its keys. */
+  name: string;
+  url: string;
+  token: string;
+  /** Share of the keys, relative to the other shards. */
+  weight: number;
 }
 
 export class ConfigError extends Error {
@@ -105,6 +119,44 @@ function optional<T>(setting: string, schema: v.GenericSchema<unknown, T>, value
   return value === undefined || value === "" ? fallback : read(setting, schema, value);
 }
 
+const shardList = v.pipe(
+  v.array(
+    v.strictObject({
+      name: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,32}$/, "must be 1-32 letters, digits, _ or -"))),
+      url: httpUrl,
+      token: v.pipe(v.string(), v.minLength(1, "must not be empty")),
+      weight: v.optional(v.pipe(v.number(), v.minValue(0.1), v.maxValue(10)), 1),
+    }),
+  ),
+  v.minLength(1, "must list at least one shard"),
+  v.maxLength(16, "must list at most 16 shards"),
+);
+
+function parseL2(env: Env): Config["l2"] {
+  if (env.UPSTASH_REDIS_SHARDS) {
+    let json: unknown;
+    try {
+      json = JSON.parse(env.UPSTASH_REDIS_SHARDS);
+    } catch {
+      throw new ConfigError("UPSTASH_REDIS_SHARDS", 'must be a JSON array such as [{"name":"a","url":"https://…","token":"…"}]');
+    }
+    const shards = read("UPSTASH_REDIS_SHARDS", shardList, json).map((shard, i) => ({ ...shard, name: shard.name ?? `shard-${i + 1}` }));
+    if (new Set(shards.map((shard) => shard.name)).size !== shards.length) {
+      throw new ConfigError("UPSTASH_REDIS_SHARDS", "must give each shard a different name");
+    }
+    return { shards };
+  }
+  if (!env.UPSTASH_REDIS_REST_URL) return null;
+  const url = read("UPSTASH_REDIS_REST_URL", httpUrl, env.UPSTASH_REDIS_REST_URL);
+  if (!env.UPSTASH_REDIS_REST_TOKEN) {
+    throw new ConfigError(
+      "UPSTASH_REDIS_REST_TOKEN",
+      "is not set while UPSTASH_REDIS_REST_URL is: add it with `wrangler secret put UPSTASH_REDIS_REST_TOKEN` (or .dev.vars locally)",
+    );
+  }
+  return { shards: [{ name: "l2", url, token: env.UPSTASH_REDIS_REST_TOKEN, weight: 1 }] };
+}
+
 function parsePolicies(raw: Env["CACHE_POLICIES"]): Record<ResourceName, ResourcePolicy> {
   if (raw === undefined || raw === "") return DEFAULT_POLICIES;
   let json: unknown = raw;
@@ -142,17 +194,7 @@ export function parseConfig(env: Env): Config {
   }
   const originUrl = read("ORIGIN_URL", httpUrl, env.ORIGIN_URL);
 
-  let l2: Config["l2"] = null;
-  if (env.UPSTASH_REDIS_REST_URL) {
-    const url = read("UPSTASH_REDIS_REST_URL", httpUrl, env.UPSTASH_REDIS_REST_URL);
-    if (!env.UPSTASH_REDIS_REST_TOKEN) {
-      throw new ConfigError(
-        "UPSTASH_REDIS_REST_TOKEN",
-        "is not set while UPSTASH_REDIS_REST_URL is: add it with `wrangler secret put UPSTASH_REDIS_REST_TOKEN` (or .dev.vars locally)",
-      );
-    }
-    l2 = { url, token: env.UPSTASH_REDIS_REST_TOKEN };
-  }
+  const l2 = parseL2(env);
 
   return {
     originUrl,

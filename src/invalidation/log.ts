@@ -5,10 +5,10 @@
 //   pp:v1:purge:wide   tag and all purges by time, for as long as an entry they purge can live
 //   pp:v1:x:<r>:<id>   per purged entry: when, so that an older fill cannot write it back
 //
-// Recording is one script: O(ids) for id purges (each key deleted or marked
-// stale), O(1) for tag and all purges whatever the number of products they
-// touch (isolates judge entries against them by fetch time). No KEYS, no
-// SCAN, no FLUSHALL.
+// Recording costs O(ids) for id purges (each key deleted or marked stale, on
+// the shard holding it), O(1) for tag and all purges whatever the number of
+// products they touch (isolates judge entries against them by fetch time).
+// No KEYS, no SCAN, no FLUSHALL.
 import type { L2 } from "../cache/l2";
 import { entryKey, purgeLogKeys, purgeMarkerKey } from "../cache/keys";
 import { isWide, type PurgeRecord } from "./record";
@@ -25,35 +25,44 @@ const MARKER_TTL_MS = 60_000;
 const SEQ_TTL_MS = 30 * 86_400_000;
 const LOG_TTL_MS = 2 * 86_400_000;
 
-const RECORD_PURGE = `
+// Appends a purge to the log (on the home shard) and returns its number.
+const APPEND_LOG = `
 local seq = redis.call('INCR', KEYS[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[10])
-local now = ARGV[2]
+redis.call('PEXPIRE', KEYS[1], ARGV[7])
 local record = '{"seq":' .. seq .. ',' .. string.sub(ARGV[1], 2)
 redis.call('ZADD', KEYS[2], seq, record)
-redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[8]) + 1))
-redis.call('PEXPIRE', KEYS[2], ARGV[11])
-if ARGV[4] == '1' then
-  redis.call('ZADD', KEYS[3], now, record)
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', tonumber(now) - tonumber(ARGV[5]))
-  redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -(tonumber(ARGV[9]) + 1))
-  redis.call('PEXPIRE', KEYS[3], ARGV[5])
+redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[5]) + 1))
+redis.call('PEXPIRE', KEYS[2], ARGV[8])
+if ARGV[3] == '1' then
+  redis.call('ZADD', KEYS[3], ARGV[2], record)
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', tonumber(ARGV[2]) - tonumber(ARGV[4]))
+  redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -(tonumber(ARGV[6]) + 1))
+  redis.call('PEXPIRE', KEYS[3], ARGV[4])
 end
-for i = 4, #KEYS, 2 do
-  if ARGV[3] == 'hard' then
+return seq
+`;
+
+// Purges entries by id (on the shard holding them): KEYS are pairs of
+// (entry, purge marker). Hard: delete. Soft: rewrite the entry's freshUntil
+// to now and give it a grace period to be served while it refreshes. Either
+// way the marker refuses later writes from fills that began before now.
+const PURGE_KEYS = `
+local now = ARGV[2]
+for i = 1, #KEYS, 2 do
+  if ARGV[1] == 'hard' then
     redis.call('DEL', KEYS[i])
   else
     local value = redis.call('GET', KEYS[i])
     local version, fetched, fresh, stale, rest
     if value then version, fetched, fresh, stale, rest = string.match(value, '^(%d+)|(%d+)|(%d+)|(%d+)|(.*)$') end
     if version and tonumber(fresh) > tonumber(now) then
-      local grace = string.format('%.0f', math.max(tonumber(stale), tonumber(now) + tonumber(ARGV[6])))
+      local grace = string.format('%.0f', math.max(tonumber(stale), tonumber(now) + tonumber(ARGV[3])))
       redis.call('SET', KEYS[i], version .. '|' .. fetched .. '|' .. now .. '|' .. grace .. '|' .. rest, 'KEEPTTL')
     end
   end
-  redis.call('SET', KEYS[i + 1], now, 'PX', ARGV[7])
+  redis.call('SET', KEYS[i + 1], now, 'PX', ARGV[4])
 end
-return seq
+return #KEYS / 2
 `;
 
 // Answers {seq, caughtUp, records, wideRecords}: `caughtUp` 0 means the
@@ -90,8 +99,12 @@ export interface PurgesSince {
 export function createPurgeLog({ l2, keyPrefix, wideRetentionMs }: PurgeLogDeps) {
   const keys = purgeLogKeys(keyPrefix);
   return {
-    /** Records the purge and applies its id part in Redis; the sequence number, or undefined when L2 is unavailable. */
-    record(purge: Omit<PurgeRecord, "seq">): Promise<number | undefined> {
+    /**
+     * Applies the purge's id part where the entries live, then appends it
+     * to the log: its sequence number, or undefined when any shard could not
+     * do its part (the caller answers 503 and the purge is retried whole).
+     */
+    async record(purge: Omit<PurgeRecord, "seq">): Promise<number | undefined> {
       const entryKeys: string[] = [];
       for (const id of purge.ids) {
         for (const resource of purge.resources) {
@@ -99,20 +112,25 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs }: PurgeLogDeps)
           entryKeys.push(key, purgeMarkerKey(keyPrefix, key));
         }
       }
+      if (entryKeys.length > 0) {
+        const applied = await l2.runOnKeys(
+          entryKeys,
+          (redis, keys) => redis.eval<string[], number>(PURGE_KEYS, keys, [purge.mode, String(purge.at), String(SOFT_PURGE_GRACE_MS), String(MARKER_TTL_MS)]),
+          { isWrite: true },
+        );
+        if (applied === undefined) return undefined;
+      }
       const args = [
         JSON.stringify(purge),
         String(purge.at),
-        purge.mode,
         isWide(purge) ? "1" : "0",
         String(wideRetentionMs),
-        String(SOFT_PURGE_GRACE_MS),
-        String(MARKER_TTL_MS),
         String(LOG_MAX),
         String(WIDE_MAX),
         String(SEQ_TTL_MS),
         String(LOG_TTL_MS),
       ];
-      return l2.run((redis) => redis.eval<string[], number>(RECORD_PURGE, [keys.seq, keys.log, keys.wide, ...entryKeys], args), { isWrite: true });
+      return l2.run((redis) => redis.eval<string[], number>(APPEND_LOG, [keys.seq, keys.log, keys.wide], args), { isWrite: true });
     },
 
     /** Purges after `seen`, in one round trip. */
