@@ -29,6 +29,8 @@ export interface FillContext {
   background: (work: Promise<unknown>) => void;
   /** Copies fetched before this (a purge this isolate knows of) are not taken from L2. */
   notBefore: number;
+  /** Copies in L2 fresh only until this are not worth taking (refresh-ahead wants fresher); 0: fresh now. */
+  freshBeyond: number;
   /** Set by the fill: `origin` when this isolate fetched, `l2` when another isolate's result was used. */
   via?: "origin" | "l2";
 }
@@ -70,14 +72,14 @@ export function createFill(deps: FillDeps) {
    * without one (its origin fetch failed), or `lockWaitMs` is spent.
    * Giving up is a reason to fetch, not an error.
    */
-  async function waitForWinner(key: string, lock: string, notBefore: number): Promise<Entry | undefined> {
+  async function waitForWinner(key: string, lock: string, context: FillContext): Promise<Entry | undefined> {
     const giveUpAt = clock.now() + config.lockWaitMs;
     for (let delay = FIRST_POLL_MS; clock.now() + delay <= giveUpAt; delay *= 2) {
       await deps.sleep(delay);
       const [value, holder] = await l2!.readMany([key, lock]);
       if (value === undefined || holder === undefined) return undefined; // L2 went away: stop waiting
       const entry = value ? await decodeEntry(value) : undefined;
-      if (entry && entry.freshUntil > clock.now() && entry.fetchedAt >= notBefore) return entry;
+      if (entry && entry.freshUntil > Math.max(clock.now(), context.freshBeyond) && entry.fetchedAt >= context.notBefore) return entry;
       if (holder === null) return undefined;
     }
     return undefined;
@@ -108,7 +110,7 @@ export function createFill(deps: FillDeps) {
     const started = clock.now();
     const lock = lockKey(config.keyPrefix, key);
     const lockToken = crypto.randomUUID();
-    const claim = await l2.claimFill(key, lock, lockToken, config.lockTtlMs, started, context.notBefore);
+    const claim = await l2.claimFill(key, lock, lockToken, config.lockTtlMs, Math.max(started, context.freshBeyond), context.notBefore);
     if (claim?.kind === "fresh") {
       const entry = await decodeEntry(claim.value);
       if (entry) {
@@ -117,7 +119,7 @@ export function createFill(deps: FillDeps) {
       }
     }
     if (claim?.kind === "lost") {
-      const entry = await waitForWinner(key, lock, context.notBefore);
+      const entry = await waitForWinner(key, lock, context);
       if (entry) {
         context.via = "l2";
         return entry;

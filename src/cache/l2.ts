@@ -44,10 +44,11 @@ export interface L2 {
    */
   readMany(keys: string[]): Promise<(string | null | undefined)[]>;
   /**
-   * Claims the fill of `key`: SET lock NX PX, unless a fresh value fetched
-   * at or after `notBefore` (the last purge this isolate knows for it) is already there.
+   * Claims the fill of `key`: SET lock NX PX, unless a value fresh beyond
+   * `freshBeyond` and fetched at or after `notBefore` (the last purge this
+   * isolate knows for it) is already there.
    */
-  claimFill(key: string, lock: string, token: string, lockTtlMs: number, now: number, notBefore: number): Promise<FillClaim | undefined>;
+  claimFill(key: string, lock: string, token: string, lockTtlMs: number, freshBeyond: number, notBefore: number): Promise<FillClaim | undefined>;
   /**
    * Stores `value` unless L2 holds a newer version or the entry was purged
    * after `fetchedAt` (its fill began before the purge), and releases `lock`
@@ -174,9 +175,9 @@ export function createL2({ name = "l2", url, token, timeoutMs, breaker }: L2Opti
       }
       return Promise.all(keys.map((key) => readsInFlight.get(key)!));
     },
-    claimFill(key, lock, lockToken, lockTtlMs, now, notBefore) {
+    claimFill(key, lock, lockToken, lockTtlMs, freshBeyond, notBefore) {
       return guarded(async () => {
-        const answer = await claimScript.exec([key, lock], [lockToken, String(lockTtlMs), String(now), String(notBefore)]);
+        const answer = await claimScript.exec([key, lock], [lockToken, String(lockTtlMs), String(freshBeyond), String(notBefore)]);
         if (typeof answer === "string") return { kind: "fresh", value: answer } as const;
         return answer === 1 ? ({ kind: "won" } as const) : ({ kind: "lost" } as const);
       });

@@ -14,6 +14,8 @@ import { entryState, newerOf, type Entry } from "./entry";
 import { markedStale } from "../invalidation/watcher";
 import { createFill, type FillContext } from "./fill";
 import { entryKey } from "./keys";
+import { createHotness, type Heat } from "./hotness";
+import { DEFAULTS } from "../config/defaults";
 import type { L2 } from "./l2";
 
 export type Tier = "l1" | "l2" | "origin";
@@ -103,6 +105,14 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     },
   });
 
+  const hotness = createHotness({ warmPerMinute: config.warmPerMinute, hotPerMinute: config.hotPerMinute, clock });
+
+  /** A warm or hot product's fresh entry near its end: refreshed now, so that it is never served stale. */
+  function dueForRefreshAhead(entry: Entry, heat: Exclude<Heat, "cold">): boolean {
+    const margin = (entry.freshUntil - entry.fetchedAt) * DEFAULTS.refreshAheadShare[heat];
+    return entry.freshUntil - clock.now() <= margin;
+  }
+
   /** The entry as known purges leave it: unchanged, marked stale, or gone. */
   function judged(entry: Entry | undefined, id: string, resource: ResourceName, tags: readonly string[]): Entry | undefined {
     if (!entry || !deps.purges) return entry;
@@ -118,16 +128,16 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   }
 
   function fillContext(resource: ResourceName, id: string, background: FillContext["background"]): FillContext {
-    return { resource, id, background, notBefore: deps.purges?.hardPurgedAt(id, resource, tagsOf(id)) ?? 0 };
+    return { resource, id, background, notBefore: deps.purges?.hardPurgedAt(id, resource, tagsOf(id)) ?? 0, freshBeyond: 0 };
   }
 
   function keep(key: string, entry: Entry): void {
     l1.set(key, entry, { ttl: Math.max(1, entry.errorUntil - clock.now()) });
   }
 
-  function refreshInBackground(key: string, resource: ResourceName, id: string, background: FillContext["background"]): void {
+  function refreshInBackground(key: string, resource: ResourceName, id: string, background: FillContext["background"], freshBeyond = 0): void {
     // lru-cache runs at most one fill per key: a refresh already under way is joined, not repeated.
-    const refresh = l1.fetch(key, { forceRefresh: true, context: fillContext(resource, id, background) });
+    const refresh = l1.fetch(key, { forceRefresh: true, context: { ...fillContext(resource, id, background), freshBeyond } });
     background(refresh.catch(() => undefined));
   }
 
@@ -176,12 +186,14 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       let started = clock.now();
       let pending: Pending[] = [];
       const tags = tagsOf(id);
+      const heat = hotness.offer(id);
       for (const resource of resources) {
         const key = entryKey(config.keyPrefix, resource, id);
         const entry = judged(l1.peek(key), id, resource, tags);
         const state = entryState(entry, clock.now());
         if (entry && state === "fresh") {
           data[resource] = served(resource, entry, "l1", "fresh");
+          if (heat !== "cold" && dueForRefreshAhead(entry, heat)) refreshInBackground(key, resource, id, background, entry.freshUntil);
         } else if (entry && state === "stale") {
           data[resource] = served(resource, entry, "l1", "stale");
           refreshInBackground(key, resource, id, background);

@@ -60,6 +60,15 @@ export const DEFAULTS = {
   purgeBlindAfterMs: 5000,
   /** ...and then refreshes entries older than this, so staleness stays bounded while Redis is out. */
   purgeBlindMaxAgeMs: 60_000,
+  /** Requests a minute (in one isolate) from which a product is warm, and hot (see cache/hotness.ts). */
+  warmPerMinute: 6,
+  hotPerMinute: 60,
+  /**
+   * Share of its ttl before expiry at which a fresh entry of a warm / hot
+   * product is refreshed in the background: a product asked for once a
+   * second is never served stale, and no visitor waits for its refresh.
+   */
+  refreshAheadShare: { warm: 0.1, hot: 0.25 },
   /** Budget of the known-ids filter's own L2 calls: its segments (8 KB each) are larger than entries. */
   knownIdsL2TimeoutMs: 1000,
   /** Values over this many bytes are compressed before they go to L2. */

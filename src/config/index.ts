@@ -23,6 +23,8 @@ export interface Env {
   LOCK_TTL_MS?: string | number;
   LOCK_WAIT_MS?: string | number;
   PURGE_POLL_MS?: string | number;
+  WARM_REQUESTS_PER_MINUTE?: string | number;
+  HOT_REQUESTS_PER_MINUTE?: string | number;
   /** "off" disables the known-ids filter. */
   KNOWN_IDS?: string;
   KNOWN_IDS_CAPACITY?: string | number;
@@ -48,6 +50,9 @@ export interface Config {
   lockTtlMs: number;
   lockWaitMs: number;
   purgePollMs: number;
+  /** Requests a minute per isolate from which a product is warm / hot (refreshed ahead of expiry). */
+  warmPerMinute: number;
+  hotPerMinute: number;
   /** The known-ids filter's sizing; null when disabled (KNOWN_IDS=off). */
   knownIds: { capacity: number; fpRate: number } | null;
   compressAboveBytes: number;
@@ -208,6 +213,8 @@ export function parseConfig(env: Env): Config {
     lockWaitMs: optional("LOCK_WAIT_MS", numberSetting(0, 10_000), env.LOCK_WAIT_MS, DEFAULTS.lockWaitMs),
     purgePollMs: optional("PURGE_POLL_MS", numberSetting(100, 60_000), env.PURGE_POLL_MS, DEFAULTS.purgePollMs),
     knownIds: parseKnownIds(env),
+    warmPerMinute: optional("WARM_REQUESTS_PER_MINUTE", numberSetting(1, 1_000_000), env.WARM_REQUESTS_PER_MINUTE, DEFAULTS.warmPerMinute),
+    hotPerMinute: optional("HOT_REQUESTS_PER_MINUTE", numberSetting(1, 1_000_000), env.HOT_REQUESTS_PER_MINUTE, DEFAULTS.hotPerMinute),
     compressAboveBytes: DEFAULTS.compressAboveBytes,
     keyPrefix: DEFAULTS.keyPrefix,
     policies: parsePolicies(env.CACHE_POLICIES),

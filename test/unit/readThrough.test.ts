@@ -133,3 +133,31 @@ describe("L1 byte bound", () => {
     expect(cache.l1.calculatedSize).toBeGreaterThan(config.l1MaxBytes * 0.9);
   }, 120_000);
 });
+
+describe("hot products (refresh-ahead)", () => {
+  it("a product asked for once a second is never served stale and never waits for the origin", async () => {
+    const { clock, origin, read, settle } = setup({ CACHE_POLICIES: JSON.stringify({ product: { ttl: 60, swr: 30 } }) });
+    await read();
+    const answers: string[] = [];
+    for (let second = 1; second <= 600; second++) {
+      clock.advance(1000);
+      const answer = await read();
+      answers.push(`${answer.data.product!.tier}/${answer.data.product!.freshness}`);
+      await settle();
+    }
+    expect(answers.filter((answer) => answer !== "l1/fresh")).toEqual([]);
+    // Refreshed once per ttl or so (ahead of expiry), not once per request.
+    expect(origin.calls.product).toBeGreaterThanOrEqual(10);
+    expect(origin.calls.product).toBeLessThanOrEqual(15);
+  });
+
+  it("a product asked for rarely follows the normal life cycle (served stale after ttl)", async () => {
+    const { clock, origin, read } = setup({ CACHE_POLICIES: JSON.stringify({ product: { ttl: 60, swr: 600 } }) });
+    await read();
+    clock.advance(59_000);
+    expect((await read()).data.product?.freshness).toBe("fresh");
+    expect(origin.calls.product).toBe(1); // cold: no refresh ahead of expiry
+    clock.advance(2_000);
+    expect((await read()).data.product?.freshness).toBe("stale");
+  });
+});
