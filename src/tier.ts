@@ -58,7 +58,7 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
   });
   purges = createPurgeWatcher({
     log: purgeLog,
-    l1: cache.l1,
+    l1: cache,
     clock,
     keyPrefix: config.keyPrefix,
     pollMs: config.purgePollMs,

@@ -65,7 +65,21 @@ export interface ReadThroughDeps {
   sleep?: (ms: number) => Promise<void>;
 }
 
-export interface ReadThrough {
+/**
+ * Purges reach L1 through these, never through lru-cache directly: in
+ * Workers an lru-cache `set`/`delete` on a key whose fill is in flight would
+ * abort that fill from another request's context, which the runtime refuses
+ * ("Cannot perform I/O on behalf of a different request"). A key being
+ * filled is left alone; its result carries its fetch time, and the purge
+ * judges it when it is read.
+ */
+export interface L1Purging {
+  forget(key: string): void;
+  markStale(key: string, at: number): void;
+  forgetAll(): void;
+}
+
+export interface ReadThrough extends L1Purging {
   /** Reads the resources of one product. `background` receives work that must outlive the response. */
   read(id: string, resources: readonly ResourceName[], background: (work: Promise<unknown>) => void): Promise<{ data: PageData; timings: Timings }>;
   readonly l1: LRUCache<string, Entry, FillContext>;
@@ -88,6 +102,9 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     sleep: deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
   });
 
+  /** Keys whose fill is in flight in this isolate (see L1Purging). */
+  const filling = new Set<string>();
+
   const l1 = new LRUCache<string, Entry, FillContext>({
     // The byte bound is the only bound that protects a 128 MB isolate (lru-cache #227).
     maxSize: config.l1MaxBytes,
@@ -99,9 +116,18 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     // A failed refresh keeps the old entry: it may still serve on error.
     noDeleteOnFetchRejection: true,
     fetchMethod: async (key, _stale, { options, context }) => {
-      const entry = await fill(key, context);
-      options.ttl = Math.max(1, entry.errorUntil - clock.now());
-      return entry;
+      filling.add(key);
+      try {
+        const work = fill(key, context);
+        // Other requests may be waiting on this fill: it must outlive its
+        // own request, even if that visitor goes away.
+        context.background(work.catch(() => undefined));
+        const entry = await work;
+        options.ttl = Math.max(1, entry.errorUntil - clock.now());
+        return entry;
+      } finally {
+        filling.delete(key);
+      }
     },
   });
 
@@ -132,7 +158,13 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   }
 
   function keep(key: string, entry: Entry): void {
+    // A fill under way will store its own, newer, result (see L1Purging).
+    if (filling.has(key)) return;
     l1.set(key, entry, { ttl: Math.max(1, entry.errorUntil - clock.now()) });
+  }
+
+  function forget(key: string): void {
+    if (!filling.has(key)) l1.delete(key);
   }
 
   function refreshInBackground(key: string, resource: ResourceName, id: string, background: FillContext["background"], freshBeyond = 0): void {
@@ -178,6 +210,14 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   return {
     l1,
     l2,
+    forget,
+    markStale(key, at) {
+      const entry = l1.peek(key);
+      if (entry) keep(key, markedStale(entry, at));
+    },
+    forgetAll() {
+      for (const key of [...l1.keys()]) forget(key);
+    },
     async read(id, resources, background) {
       const data: Record<string, Served<unknown>> = {};
       const timings: Timings = { l1: 0, l2: 0, origin: 0 };

@@ -11,11 +11,10 @@
 // Blind (L2 unreachable for longer than `blindAfterMs`): purges may be
 // missed, so entries older than `blindMaxAgeMs` are treated as stale and
 // refreshed from the origin, once each, in the background.
-import type { LRUCache } from "lru-cache";
 import type { Clock } from "../cache/clock";
 import type { Entry } from "../cache/entry";
 import { entryKey } from "../cache/keys";
-import type { FillContext } from "../cache/fill";
+import type { L1Purging } from "../cache/readThrough";
 import type { ResourceName } from "../origin/types";
 import { SOFT_PURGE_GRACE_MS, WIDE_MAX, type PurgeLog } from "./log";
 import { isWide, type PurgeRecord } from "./record";
@@ -24,7 +23,7 @@ export type Verdict = "ok" | "stale" | "gone";
 
 export interface PurgeWatcherOptions {
   log: PurgeLog | null;
-  l1: LRUCache<string, Entry, FillContext>;
+  l1: L1Purging;
   clock: Clock;
   keyPrefix: string;
   pollMs: number;
@@ -87,13 +86,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     for (const id of record.ids) {
       for (const resource of record.resources) {
         const key = entryKey(keyPrefix, resource, id);
-        if (record.mode === "hard") {
-          // Deleting also aborts a fill in flight for the key: its older data never lands.
-          l1.delete(key);
-        } else {
-          const entry = l1.peek(key);
-          if (entry) l1.set(key, markedStale(entry, record.at), { ttl: Math.max(1, entry.errorUntil - clock.now()) });
-        }
+        if (record.mode === "hard") l1.forget(key);
+        else l1.markStale(key, record.at);
       }
     }
   }
@@ -110,7 +104,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     if (!answer) return; // L2 unavailable: stay as we are; `blind` tells how long
     if (!answer.caughtUp) {
       // New isolate, too far behind, or the log was reset: start over from the wide set.
-      l1.clear();
+      l1.forgetAll();
       wide = [];
       recentIds.clear();
       for (const record of answer.wideRecords) rememberWide(record);
