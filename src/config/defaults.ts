@@ -42,13 +42,18 @@ export const DEFAULTS = {
   /** How long a loser of the lock waits for the winner's result in L2 before fetching itself. */
   lockWaitMs: 1000,
   /** Origin fetches in flight per isolate; more wait in a queue (below). Tens, not thousands: the origin is what we protect. */
-  originMaxConcurrent: 32,
+  originMaxConcurrent: 64,
   /** Callers that may queue for an origin slot; more get stale data, a default or a 503 at once. */
   originMaxQueued: 256,
-  /** How long a caller queues for an origin slot. */
-  originQueueWaitMs: 500,
-  /** Failures in a row that open one origin service's breaker: a failing service is then not called for a while. */
-  originBreakerFailures: 5,
+  /** How long a caller queues for an origin slot, at most: the wait also counts against the service's timeout. */
+  originQueueWaitMs: 1000,
+  /**
+   * Failures in a row that open one origin service's breaker: a failing
+   * service is then not called for a while. Ten, not a handful: under a
+   * burst an overloaded origin times out a few calls, and opening on those
+   * would turn a slow origin into 503s for everybody.
+   */
+  originBreakerFailures: 10,
   /** How long that breaker stays open before one probe. */
   originBreakerCoolDownMs: 2000,
   /** Failures in a row that open the L2 breaker, and how long it stays open before a probe. */
