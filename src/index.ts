@@ -1,23 +1,18 @@
-// The Worker entry point: pages through the Hono app, and a daily cron that
-// rebuilds the known-ids filter from the origin's listing.
+// The Worker entry point: pages through the Hono app; cron triggers rebuild
+// the known-ids filter and warm L2 (see warming/scheduled.ts).
 import { createApp } from "./app";
 import { ConfigError, type Env } from "./config";
-import { listingOf } from "./knownIds";
 import { tierFor } from "./tier";
+import { runScheduled } from "./warming/scheduled";
 
 const app = createApp();
 
 export default {
   fetch: app.fetch,
 
-  scheduled(_event, env, ctx) {
+  scheduled(event, env, ctx) {
     const tier = tierFor(env);
-    if (tier instanceof ConfigError || !tier.knownIds) return;
-    ctx.waitUntil(
-      tier.knownIds.rebuild(listingOf(tier.origin)).then(
-        (result) => console.log(JSON.stringify({ event: "known_ids_rebuilt", ...result })),
-        (error) => console.error(JSON.stringify({ event: "known_ids_rebuild_failed", message: String(error) })),
-      ),
-    );
+    if (tier instanceof ConfigError) return;
+    ctx.waitUntil(runScheduled(event.cron, tier, (work) => ctx.waitUntil(work)));
   },
 } satisfies ExportedHandler<Env>;

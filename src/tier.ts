@@ -14,6 +14,7 @@ import { createOriginClient, type OriginClient } from "./origin/client";
 import { createLimiter } from "./origin/limiter";
 import { createPurgeLog, type PurgeLog } from "./invalidation/log";
 import { createKnownIds, type KnownIds } from "./knownIds";
+import { createHotReport, type HotReport } from "./warming/hotReport";
 import { createPurgeWatcher, type PurgeWatcher } from "./invalidation/watcher";
 import { logEvent } from "./observability/log";
 import { createMetrics, type Metrics } from "./observability/metrics";
@@ -27,6 +28,8 @@ export interface Tier {
   purgeLog: PurgeLog | null;
   /** The known-ids filter; null without L2 or when disabled. */
   knownIds: KnownIds | null;
+  /** This isolate's share of the fleet's hot products, reported to L2 for warming; null without L2. */
+  hotReport: HotReport | null;
   origin: OriginClient;
   clock: Clock;
   /** What this isolate has been doing, for the status page (observability/metrics.ts). */
@@ -66,7 +69,17 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
     blindAfterMs: DEFAULTS.purgeBlindAfterMs,
     blindMaxAgeMs: DEFAULTS.purgeBlindMaxAgeMs,
   });
-  return { config, origin, clock, cache, purges, purgeLog, knownIds: createKnownIdsFor(config, clock, metrics), metrics };
+  return {
+    config,
+    origin,
+    clock,
+    cache,
+    purges,
+    purgeLog,
+    knownIds: createKnownIdsFor(config, clock, metrics),
+    metrics,
+    hotReport: l2 ? createHotReport({ l2, keyPrefix: config.keyPrefix, clock }) : null,
+  };
 }
 
 /** One L2 client and breaker per shard; several shards go on a consistent-hash ring. */

@@ -3,14 +3,13 @@
 import type { Context } from "hono";
 import { setMetric, startTime, endTime } from "hono/timing";
 import type { Served } from "../cache/readThrough";
-import { isValidProductId, type ResourceName } from "../origin/types";
+import { isValidProductId, RESOURCE_NAMES } from "../origin/types";
 import { renderProductPage } from "../render";
 import type { Section } from "../render/model";
 import type { Tier } from "../tier";
 import { cacheStatus, pageCacheControl, pageEtag } from "./headers";
 import { errorPage } from "./errorPage";
 
-export const PAGE_RESOURCES: readonly ResourceName[] = ["product", "inventory", "reviews", "recommendations"];
 
 /** Bumped when templates change the HTML for the same data, so that ETags change too. */
 export const RENDER_VERSION = "2";
@@ -35,15 +34,16 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
     // Not in the filter of existing ids: no L2 read, no origin fetch. Kept short
     // downstream, since another isolate learns of a new product within its refresh.
     c.header("Cache-Status", 'pp-known-ids; hit; detail="product absent"');
+    tier.metrics.recordPage({ id, outcome: "filtered" });
     return errorPage(c, 404, "We could not find that product.", "public, max-age=10");
   }
 
-  const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, (work) => c.executionCtx.waitUntil(work));
+  const { data, timings } = await tier.cache.read(id, RESOURCE_NAMES, (work) => c.executionCtx.waitUntil(work));
   setMetric(c, "l1", timings.l1);
   setMetric(c, "l2", timings.l2);
   setMetric(c, "origin", timings.origin);
 
-  const all = PAGE_RESOURCES.map((resource) => data[resource]).filter((served): served is Served<any> => served !== undefined);
+  const all = RESOURCE_NAMES.map((resource) => data[resource]).filter((served): served is Served<any> => served !== undefined);
   const now = tier.clock.now();
   // "stored": written to L2 as well as L1, which an open breaker prevents.
   c.header("Cache-Status", cacheStatus(all, now, tier.cache.l2?.breaker.state() === "closed"));
@@ -52,10 +52,12 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
   const inventory = data.inventory!;
   if (product.outcome === "absent") {
     const remaining = Math.max(0, Math.floor((product.entry!.freshUntil - now) / 1000));
+    tier.metrics.recordPage({ id, outcome: "absent", served: all });
     return errorPage(c, 404, "We could not find that product.", `public, max-age=${remaining}`);
   }
   if (product.outcome === "failed" || inventory.outcome === "failed") {
     c.header("Retry-After", String(RETRY_AFTER_SECONDS));
+    tier.metrics.recordPage({ id, outcome: "unavailable", served: all });
     return errorPage(c, 503, "The product service is not answering.", "no-store", RETRY_AFTER_SECONDS);
   }
 
@@ -66,6 +68,8 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
   const inventoryKnown = inventory.outcome === "found" && inventory.freshness !== "stale-if-error";
   if (!inventoryKnown) defaulted.push("inventory");
   if (defaulted.length > 0) c.header("Cache-Degraded", defaulted.join(", "));
+  tier.metrics.recordPage({ id, outcome: "ok", served: all, defaulted });
+  tier.hotReport?.offer(id, (work) => c.executionCtx.waitUntil(work));
 
   startTime(c, "render");
   const html = renderProductPage({

@@ -6,6 +6,7 @@ import { PURGE_LIMITS, purgeRequestSchema, recordFrom } from "../invalidation/re
 import type { AppEnv } from "./appEnv";
 import { requirePurgeToken } from "./adminAuth";
 import { limitedJsonBody, validJson } from "./jsonBody";
+import { logEvent } from "../observability/log";
 
 const RETRY_AFTER_SECONDS = 5;
 
@@ -27,6 +28,7 @@ export const purgeRoute = new Hono<AppEnv>().post(
       return c.json({ error: "l2_unavailable", message: "Redis did not record the purge; retry" }, 503);
     }
     tier.purges.apply({ ...record, seq });
+    logEvent("purge_recorded", { seq, ids: record.ids.length, tags: record.tags.length, all: record.all, mode: record.mode, resources: record.resources });
     return c.json(
       {
         seq,

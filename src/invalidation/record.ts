@@ -1,8 +1,7 @@
 // What a purge says, as the purge endpoint accepts it and the log keeps it.
 import * as v from "valibot";
-import { PRODUCT_ID_PATTERN, type ResourceName } from "../origin/types";
+import { PRODUCT_ID_PATTERN, RESOURCE_NAMES, type ResourceName } from "../origin/types";
 
-export const RESOURCE_NAMES = ["product", "inventory", "reviews", "recommendations"] as const satisfies readonly ResourceName[];
 
 export const PURGE_LIMITS = {
   ids: 1000,

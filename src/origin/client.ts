@@ -46,6 +46,8 @@ export interface OriginClientOptions {
   breakerFor?: (service: ResourceName) => Breaker;
   /** Injected in tests; the global fetch otherwise. */
   fetch?: typeof fetch;
+  /** Told of every service call's outcome, once (metrics, rate-limited logs); must not throw. */
+  onFetch?: (service: ResourceName, outcome: "found" | "absent" | OriginFailure) => void;
 }
 
 const RETRY_DELAY_MS = { min: 20, max: 60 };
@@ -143,7 +145,16 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
   return {
     fetchResource(resource, id, timeoutMs) {
       const deadline = Date.now() + Math.min(timeoutMs ?? Infinity, options.policies[resource].originTimeoutMs);
-      return guarded(resource, deadline, () => fetchOnce(resource, id, deadline));
+      const answer = guarded(resource, deadline, () => fetchOnce(resource, id, deadline));
+      const onFetch = options.onFetch;
+      if (!onFetch) return answer;
+      return answer.then(
+        (result) => (onFetch(resource, result.found ? "found" : "absent"), result),
+        (error) => {
+          onFetch(resource, error instanceof OriginError ? error.failure : "unreachable");
+          throw error;
+        },
+      );
     },
 
     async listProductIds(cursor, limit) {

@@ -75,8 +75,9 @@ export interface ProductIdPage {
   next: string | null;
 }
 
-/** The four per-product resources a page is made of. */
-export type ResourceName = "product" | "inventory" | "reviews" | "recommendations";
+/** The four per-product resources a page is made of, in the order a page reads them (product first: its tags matter to the others). */
+export const RESOURCE_NAMES = ["product", "inventory", "reviews", "recommendations"] as const;
+export type ResourceName = (typeof RESOURCE_NAMES)[number];
 
 export interface ResourceTypes {
   product: Product;

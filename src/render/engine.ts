@@ -10,6 +10,7 @@ import homeSource from "../../templates/home.liquid";
 import notFoundSource from "../../templates/404.liquid";
 import unavailableSource from "../../templates/503.liquid";
 import errorSource from "../../templates/error.liquid";
+import statusSource from "../../templates/status.liquid";
 import breadcrumbSource from "../../templates/partials/breadcrumb.liquid";
 import gallerySource from "../../templates/partials/gallery.liquid";
 import priceSource from "../../templates/partials/price.liquid";
@@ -18,7 +19,7 @@ import reviewsSource from "../../templates/partials/reviews.liquid";
 import recommendationsSource from "../../templates/partials/recommendations.liquid";
 
 /** Templates rendered directly (the others are reached through `layout` and `render` tags). */
-export type PageTemplate = "product.liquid" | "home.liquid" | "404.liquid" | "503.liquid" | "error.liquid";
+export type PageTemplate = "product.liquid" | "home.liquid" | "404.liquid" | "503.liquid" | "error.liquid" | "status.liquid";
 
 const PAGES: Record<PageTemplate, string> = {
   "product.liquid": productSource,
@@ -26,6 +27,7 @@ const PAGES: Record<PageTemplate, string> = {
   "404.liquid": notFoundSource,
   "503.liquid": unavailableSource,
   "error.liquid": errorSource,
+  "status.liquid": statusSource,
 };
 
 const LAYOUTS: Record<string, string> = {

@@ -4,6 +4,8 @@
 import type { ErrorPageModel, HomePageModel, ProductPageModel } from "./model";
 import { renderTemplate, type PageTemplate } from "./engine";
 import { errorView, homeView, productView } from "./view";
+import type { StatusModel } from "../observability/status";
+import { statusView } from "../observability/statusView";
 
 export function renderProductPage(model: ProductPageModel): string {
   return renderTemplate("product.liquid", productView(model));
@@ -18,6 +20,11 @@ export function renderErrorPage(model: ErrorPageModel): string {
   const template: PageTemplate =
     model.status === 404 ? "404.liquid" : model.status === 503 ? "503.liquid" : "error.liquid";
   return renderTemplate(template, errorView(model));
+}
+
+/** The operators' status page of one isolate (GET /__status). */
+export function renderStatusPage(model: StatusModel): string {
+  return renderTemplate("status.liquid", statusView(model));
 }
 
 export { templatesParsedCount, templateCount } from "./engine";

@@ -1,0 +1,50 @@
+// GET /__status (HTML) and GET /__status.json (the same data): what this
+// isolate has been doing, for operators. Behind the purge token, like every
+// endpoint of the tier's own (404 for everyone when none is configured), and
+// never stored by anybody.
+import { Hono, type Context } from "hono";
+import { buildStatus, type StatusSources } from "../observability/status";
+import { renderStatusPage } from "../render";
+import type { Tier } from "../tier";
+import type { AppEnv } from "./appEnv";
+import { requirePurgeToken } from "./adminAuth";
+
+/** Nothing from outside the page: inline styles and inline SVG only, no scripts, no framing. */
+const CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/** The gauges, read now from the tier; the counters come with `metrics`. */
+export function statusSourcesOf(tier: Tier): StatusSources {
+  const { cache, metrics, config } = tier;
+  const l2 = cache.l2;
+  const knownIds = tier.knownIds?.status() ?? null;
+  return {
+    now: tier.clock.now(),
+    metrics,
+    config,
+    l2: l2 ? { shards: l2.shards.map((shard) => ({ name: shard.name, state: shard.breaker.state() })), stats: l2.stats } : null,
+    l1: { bytes: cache.l1.calculatedSize, entries: cache.l1.size },
+    purges: tier.purges.status(),
+    knownIds: knownIds && {
+      state: knownIds.state,
+      serving: knownIds.serving,
+      version: knownIds.version,
+      count: knownIds.count,
+      ageMs: knownIds.ageMs,
+      lastCheckAt: knownIds.lastCheckAt,
+      pendingAdds: knownIds.pendingAdds,
+    },
+  };
+}
+
+/** Whatever the answer (401 and 404 included): never cached, by browsers or anybody in between. */
+async function noStore(c: Context<AppEnv>, next: () => Promise<void>): Promise<void> {
+  await next();
+  c.res.headers.set("Cache-Control", "no-store");
+}
+
+export const statusRoute = new Hono<AppEnv>()
+  .get("/__status.json", noStore, requirePurgeToken(), (c) => c.json(buildStatus(statusSourcesOf(c.get("tier")))))
+  .get("/__status", noStore, requirePurgeToken(), (c) => {
+    c.header("Content-Security-Policy", CONTENT_SECURITY_POLICY);
+    return c.html(renderStatusPage(buildStatus(statusSourcesOf(c.get("tier")))));
+  });

@@ -1,0 +1,116 @@
+// The status page's chart, computed here as plain numbers and path strings:
+// the template only places elements and escapes attribute values, and never
+// needs `raw`. Bars: origin fetches per minute (errors in red over them,
+// right axis); line: hit ratio per minute (left axis, 0–100 %), broken where
+// a minute had no answers.
+import type { MinutePoint } from "./metrics";
+
+export interface ChartView {
+  width: number;
+  height: number;
+  plot: { left: number; top: number; right: number; bottom: number; width: number; height: number };
+  /** SVG path data of the hit-ratio line ("" when no minute had answers). */
+  ratioPath: string;
+  ratioDots: { cx: number; cy: number; title: string }[];
+  bars: { x: number; y: number; width: number; height: number; errorY: number; errorHeight: number; title: string }[];
+  /** Axis labels, positioned for <text> (x, baseline y). */
+  leftTicks: { x: number; y: number; label: string }[];
+  rightTicks: { x: number; y: number; label: string }[];
+  xTicks: { x: number; y: number; label: string }[];
+  gridLines: { y: number }[];
+  /** One sentence for screen readers. */
+  description: string;
+  maxFetches: number;
+}
+
+const WIDTH = 720;
+const HEIGHT = 240;
+const MARGIN = { left: 48, right: 48, top: 14, bottom: 30 };
+
+const round = (n: number) => Math.round(n * 10) / 10;
+
+/** 1, 2, 5, 10, 20, 50…: a round axis maximum at or above `n`. */
+export function niceMax(n: number): number {
+  if (n <= 1) return 1;
+  const power = 10 ** Math.floor(Math.log10(n));
+  for (const step of [1, 2, 5, 10]) if (step * power >= n) return step * power;
+  return 10 * power;
+}
+
+function minuteLabel(start: number): string {
+  const d = new Date(start);
+  return `${String(d.getUTCHours()).padStart(2, "0")}:${String(d.getUTCMinutes()).padStart(2, "0")}`;
+}
+
+export function buildChart(points: readonly MinutePoint[]): ChartView {
+  const plot = {
+    left: MARGIN.left,
+    top: MARGIN.top,
+    right: WIDTH - MARGIN.right,
+    bottom: HEIGHT - MARGIN.bottom,
+    width: WIDTH - MARGIN.left - MARGIN.right,
+    height: HEIGHT - MARGIN.top - MARGIN.bottom,
+  };
+  const slot = plot.width / Math.max(1, points.length);
+  const maxFetches = niceMax(Math.max(0, ...points.map((p) => p.originFetches)));
+  const yRatio = (r: number) => round(plot.bottom - r * plot.height);
+  const yCount = (n: number) => round(plot.bottom - (n / maxFetches) * plot.height);
+  const centre = (i: number) => round(plot.left + slot * (i + 0.5));
+
+  let ratioPath = "";
+  let drawing = false;
+  const ratioDots: ChartView["ratioDots"] = [];
+  const bars: ChartView["bars"] = [];
+  points.forEach((point, i) => {
+    const label = i === points.length - 1 ? `${minuteLabel(point.start)} UTC (this minute, so far)` : `${minuteLabel(point.start)} UTC`;
+    if (point.hitRatio === null) {
+      drawing = false;
+    } else {
+      const x = centre(i);
+      const y = yRatio(point.hitRatio);
+      ratioPath += `${drawing ? "L" : "M"}${x} ${y} `;
+      drawing = true;
+      ratioDots.push({ cx: x, cy: y, title: `${label}: hit ratio ${(point.hitRatio * 100).toFixed(1)} % of ${point.answers} answers` });
+    }
+    const barWidth = round(slot * 0.56);
+    const y = yCount(point.originFetches);
+    const errorY = yCount(Math.min(point.originErrors, point.originFetches));
+    bars.push({
+      x: round(centre(i) - barWidth / 2),
+      y,
+      width: barWidth,
+      height: round(plot.bottom - y),
+      errorY,
+      errorHeight: round(plot.bottom - errorY),
+      title: `${label}: ${point.originFetches} origin fetches, ${point.originErrors} errors, ${point.pages} pages`,
+    });
+  });
+
+  const xTicks: ChartView["xTicks"] = [];
+  points.forEach((point, i) => {
+    const fromEnd = points.length - 1 - i;
+    if (fromEnd % 5 === 0) xTicks.push({ x: centre(i), y: plot.bottom + 18, label: fromEnd === 0 ? "now" : `−${fromEnd} min` });
+  });
+
+  const withRatio = points.filter((p) => p.hitRatio !== null);
+  const totalFetches = points.reduce((n, p) => n + p.originFetches, 0);
+  const description =
+    withRatio.length === 0
+      ? `No page answers in the last ${points.length} minutes; ${totalFetches} origin fetches.`
+      : `Hit ratio per minute from ${(Math.min(...withRatio.map((p) => p.hitRatio!)) * 100).toFixed(0)} % to ${(Math.max(...withRatio.map((p) => p.hitRatio!)) * 100).toFixed(0)} %; ${totalFetches} origin fetches in the last ${points.length} minutes, at most ${Math.max(...points.map((p) => p.originFetches))} in one minute.`;
+
+  return {
+    width: WIDTH,
+    height: HEIGHT,
+    plot,
+    ratioPath: ratioPath.trim(),
+    ratioDots,
+    bars,
+    leftTicks: [0, 0.5, 1].map((r) => ({ x: plot.left - 6, y: round(yRatio(r) + 4), label: `${r * 100} %` })),
+    rightTicks: [0, maxFetches / 2, maxFetches].map((n) => ({ x: plot.right + 6, y: round(yCount(n) + 4), label: Number.isInteger(n) ? String(n) : n.toFixed(1) })),
+    xTicks,
+    gridLines: [0.25, 0.5, 0.75, 1].map((r) => ({ y: yRatio(r) })),
+    description,
+    maxFetches,
+  };
+}

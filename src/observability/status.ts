@@ -1,0 +1,118 @@
+// The status of one isolate, as data: the counters of the last 5 and 15
+// minutes, one point per minute, hot products, and the gauges read at the
+// time of asking (breakers, L2 stats, L1 size, purge watcher, known-ids
+// filter, configuration). GET /__status.json answers exactly this;
+// GET /__status renders it (see ./statusView.ts and templates/status.liquid).
+import type { BreakerState } from "../cache/breaker";
+import type { L2Stats } from "../cache/l2";
+import type { Config } from "../config";
+import type { KnownIdsState } from "../knownIds";
+import type { ResourceName } from "../origin/types";
+import { HOT_PRODUCTS, RESOURCES, type BreakerNote, type Metrics, type MinutePoint, type WindowSummary } from "./metrics";
+
+/** One L2 shard as the status sees it: its name and its breaker's state. */
+export interface L2ShardStatus {
+  name: string;
+  state: BreakerState;
+}
+
+/** Everything the status is made from, read from the tier at the time of asking. */
+export interface StatusSources {
+  now: number;
+  metrics: Metrics;
+  config: Config;
+  /** Null when no L2 is configured; one shard or several. */
+  l2: { shards: readonly L2ShardStatus[]; stats: L2Stats } | null;
+  l1: { bytes: number; entries: number };
+  purges: { seq: number; lastSyncAt: number; blind: boolean; widePurges: number };
+  knownIds: {
+    state: KnownIdsState;
+    serving: boolean;
+    version: string | null;
+    count: number | null;
+    ageMs: number | null;
+    lastCheckAt: number | null;
+    pendingAdds: number;
+  } | null;
+}
+
+export interface StatusModel {
+  generatedAt: string;
+  isolate: { id: string; startedAt: string; uptimeMs: number };
+  last5m: WindowSummary;
+  last15m: WindowSummary;
+  /** 15 points, oldest first; the last one is the current (partial) minute. */
+  perMinute: MinutePoint[];
+  hotProducts: { id: string; count: number; error: number }[];
+  hotTracking: { capacity: number; offered: number };
+  /** `since`: when the shard's breaker entered its state (null: closed since the isolate started). */
+  l2: { configured: boolean; shards: (L2ShardStatus & { since: number | null })[]; stats: L2Stats | null };
+  /** Per origin service: the state of its breaker ("closed" until it first changed). */
+  originBreakers: Record<ResourceName, { state: BreakerState; since: number | null }>;
+  /** Every breaker that changed state in this isolate, by name (l2:<shard>, origin:<service>, known-ids:<shard>). */
+  breakerChanges: BreakerNote[];
+  l1: { bytes: number; maxBytes: number; entries: number; usedRatio: number };
+  purges: { enabled: boolean; seq: number; lastSyncAt: string | null; syncAgeMs: number | null; blind: boolean; widePurges: number };
+  knownIds: (NonNullable<StatusSources["knownIds"]> & { enabled: true }) | { enabled: false };
+  config: {
+    l2: boolean;
+    purgeEndpoint: boolean;
+    l1MaxBytes: number;
+    l2TimeoutMs: number;
+    ttlJitter: number;
+    lockTtlMs: number;
+    lockWaitMs: number;
+    purgePollMs: number;
+    knownIds: Config["knownIds"];
+    policies: Config["policies"];
+  };
+}
+
+export function buildStatus(sources: StatusSources): StatusModel {
+  const { now, metrics, config } = sources;
+  const notes = new Map(metrics.breakers().map((note) => [note.name, note]));
+  const lastSyncAt = Number.isFinite(sources.purges.lastSyncAt) ? sources.purges.lastSyncAt : null;
+  return {
+    generatedAt: new Date(now).toISOString(),
+    isolate: { id: metrics.isolateId, startedAt: new Date(metrics.startedAt).toISOString(), uptimeMs: now - metrics.startedAt },
+    last5m: metrics.window(5),
+    last15m: metrics.window(15),
+    perMinute: metrics.perMinute(),
+    hotProducts: metrics.hot.top(HOT_PRODUCTS).map(({ key, count, error }) => ({ id: key, count, error })),
+    hotTracking: { capacity: metrics.hot.capacity, offered: metrics.hot.total },
+    l2: {
+      configured: sources.l2 !== null,
+      shards: (sources.l2?.shards ?? []).map(({ name, state }) => ({ name, state, since: notes.get(`l2:${name}`)?.since ?? null })),
+      stats: sources.l2 ? { ...sources.l2.stats } : null,
+    },
+    originBreakers: Object.fromEntries(
+      RESOURCES.map((service) => {
+        const note = notes.get(`origin:${service}`);
+        return [service, { state: note?.state ?? "closed", since: note?.since ?? null }];
+      }),
+    ) as StatusModel["originBreakers"],
+    breakerChanges: [...notes.values()],
+    l1: { bytes: sources.l1.bytes, maxBytes: config.l1MaxBytes, entries: sources.l1.entries, usedRatio: config.l1MaxBytes > 0 ? sources.l1.bytes / config.l1MaxBytes : 0 },
+    purges: {
+      enabled: config.l2 !== null,
+      seq: sources.purges.seq,
+      lastSyncAt: lastSyncAt === null ? null : new Date(lastSyncAt).toISOString(),
+      syncAgeMs: lastSyncAt === null ? null : Math.max(0, now - lastSyncAt),
+      blind: sources.purges.blind,
+      widePurges: sources.purges.widePurges,
+    },
+    knownIds: sources.knownIds ? { enabled: true, ...sources.knownIds } : { enabled: false },
+    config: {
+      l2: config.l2 !== null,
+      purgeEndpoint: config.purgeToken !== null,
+      l1MaxBytes: config.l1MaxBytes,
+      l2TimeoutMs: config.l2TimeoutMs,
+      ttlJitter: config.ttlJitter,
+      lockTtlMs: config.lockTtlMs,
+      lockWaitMs: config.lockWaitMs,
+      purgePollMs: config.purgePollMs,
+      knownIds: config.knownIds,
+      policies: config.policies,
+    },
+  };
+}

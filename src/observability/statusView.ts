@@ -1,0 +1,195 @@
+// The status page's view: the status model (./status.ts) with every number
+// formatted for reading and the chart laid out, so that templates/status.liquid
+// only prints escaped strings and numbers.
+import type { BreakerState } from "../cache/breaker";
+import { buildChart, type ChartView } from "./chart";
+import { RESOURCES, type ResourceSummary, type WindowSummary } from "./metrics";
+import type { StatusModel } from "./status";
+
+const DASH = "—";
+
+export function percent(value: number | null, digits = 1): string {
+  return value === null ? DASH : `${(value * 100).toFixed(digits)} %`;
+}
+
+export function bytes(n: number): string {
+  if (n >= 1024 * 1024) return `${(n / (1024 * 1024)).toFixed(1)} MiB`;
+  if (n >= 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${n} B`;
+}
+
+export function duration(ms: number | null): string {
+  if (ms === null) return "never";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  if (ms < 3_600_000) return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+  return `${Math.floor(ms / 3_600_000)} h ${Math.floor((ms % 3_600_000) / 60_000)} min`;
+}
+
+const count = (n: number) => n.toLocaleString("en-US");
+const plural = (n: number, one: string, many: string) => `${count(n)} ${n === 1 ? one : many}`;
+
+/** closed: fine; half-open: probing; open: not called. */
+function breakerClass(state: BreakerState): string {
+  return state === "closed" ? "ok" : state === "half-open" ? "warn" : "bad";
+}
+
+interface TierRow {
+  name: string;
+  answers: string;
+  l1: string;
+  l2: string;
+  origin: string;
+  hit: string;
+  stale: string;
+  staleIfError: string;
+  failed: string;
+  collapsed: string;
+  defaulted: string;
+  cls: string;
+}
+
+function tierRow(name: string, s: ResourceSummary, total = false): TierRow {
+  return {
+    name,
+    answers: count(s.answers),
+    l1: `${percent(s.l1Ratio)} (${count(s.l1)})`,
+    l2: `${percent(s.l2Ratio)} (${count(s.l2)})`,
+    origin: `${percent(s.originRatio)} (${count(s.origin)})`,
+    hit: percent(s.hitRatio),
+    stale: count(s.stale),
+    staleIfError: count(s.staleIfError),
+    failed: count(s.failed),
+    collapsed: count(s.collapsed),
+    defaulted: count(s.defaulted),
+    cls: total ? "total" : "",
+  };
+}
+
+function windowView(label: string, w: WindowSummary) {
+  return {
+    label,
+    rows: [...RESOURCES.map((resource) => tierRow(resource, w.resources[resource])), tierRow("all", w.total, true)],
+  };
+}
+
+export function statusView(model: StatusModel) {
+  const w5 = model.last5m;
+  const w15 = model.last15m;
+  const chart: ChartView = buildChart(model.perMinute);
+  const l1Percent = Math.min(100, Math.max(0, model.l1.usedRatio * 100));
+  const policies = Object.entries(model.config.policies).map(([name, p]) => ({
+    name,
+    core: p.core ? "yes" : "no",
+    ttl: `${p.ttl} s`,
+    swr: `${p.swr} s`,
+    staleIfError: `${p.staleIfError} s`,
+    negativeTtl: `${p.negativeTtl} s`,
+    originTimeout: `${p.originTimeoutMs} ms`,
+  }));
+
+  return {
+    meta: { title: `Status · isolate ${model.isolate.id}`, robots: "noindex, nofollow" },
+    isolate: {
+      id: model.isolate.id,
+      generatedAt: model.generatedAt.replace("T", " ").replace(/\.\d+Z$/, " UTC"),
+      uptime: duration(model.isolate.uptimeMs),
+    },
+    cards: [
+      { label: "Page views", value: count(w5.pages), detail: `${count(w15.pages)} in 15 min` },
+      { label: "Hit ratio, L1 + L2", value: percent(w5.total.hitRatio), detail: `${percent(w15.total.hitRatio)} over 15 min` },
+      { label: "Origin fetches", value: count(w5.originTotal.fetches), detail: `${plural(w5.originTotal.errors, "error", "errors")} · ${count(w15.originTotal.fetches)} in 15 min`, bad: w5.originTotal.errors > 0 },
+      { label: "503 pages", value: count(w5.outcomes.unavailable), detail: `${count(w15.outcomes.unavailable)} in 15 min`, bad: w5.outcomes.unavailable > 0 },
+      { label: "Degraded pages", value: count(w5.degradedPages), detail: `${count(w15.degradedPages)} in 15 min`, bad: w5.degradedPages > 0 },
+      { label: "Known-ids 404s", value: count(w5.outcomes.filtered), detail: `${plural(w5.outcomes.absent, "origin 404", "origin 404s")}` },
+    ].map(({ bad, ...card }) => ({ ...card, cls: bad ? "card bad" : "card" })),
+    windows: [windowView("Last 5 minutes", w5), windowView("Last 15 minutes", w15)],
+    pages: [
+      { label: "Last 5 minutes", views: count(w5.pages), ok: count(w5.outcomes.ok), degraded: count(w5.degradedPages), absent: count(w5.outcomes.absent), filtered: count(w5.outcomes.filtered), unavailable: count(w5.outcomes.unavailable) },
+      { label: "Last 15 minutes", views: count(w15.pages), ok: count(w15.outcomes.ok), degraded: count(w15.degradedPages), absent: count(w15.outcomes.absent), filtered: count(w15.outcomes.filtered), unavailable: count(w15.outcomes.unavailable) },
+    ],
+    origin: RESOURCES.map((service) => {
+      const breaker = model.originBreakers[service];
+      const a = w5.origin[service];
+      const b = w15.origin[service];
+      return {
+        service,
+        fetches5: count(a.fetches),
+        errors5: count(a.errors),
+        fetches15: count(b.fetches),
+        errors15: count(b.errors),
+        errorRate15: percent(b.errorRatio),
+        shed15: count(b.shed),
+        breaker: breaker.state,
+        breakerClass: breakerClass(breaker.state),
+        errorsClass: a.errors > 0 ? "bad" : "",
+      };
+    }),
+    l2: {
+      configured: model.l2.configured,
+      shards: model.l2.shards.map((shard) => ({
+        name: shard.name,
+        state: shard.state,
+        stateClass: breakerClass(shard.state),
+        since: shard.since === null ? "since start" : `since ${new Date(shard.since).toISOString().slice(11, 19)} UTC`,
+      })),
+      skipped: model.l2.stats ? count(model.l2.stats.skipped) : DASH,
+      failures: model.l2.stats ? count(model.l2.stats.failures) : DASH,
+      droppedWrites: model.l2.stats ? count(model.l2.stats.droppedWrites) : DASH,
+    },
+    l1: {
+      used: bytes(model.l1.bytes),
+      bound: bytes(model.l1.maxBytes),
+      percent: percent(model.l1.usedRatio),
+      // The bar's width, in % of its track; at least a sliver so that "almost empty" still shows.
+      barWidth: model.l1.bytes > 0 ? Math.max(0.5, Math.round(l1Percent * 10) / 10) : 0,
+      barColor: l1Percent >= 95 ? "#8a4500" : "#0b4fa8",
+      entries: count(model.l1.entries),
+    },
+    purges: {
+      enabled: model.purges.enabled,
+      seq: String(model.purges.seq),
+      syncAge: model.purges.syncAgeMs === null ? "never synced" : `${duration(model.purges.syncAgeMs)} ago`,
+      blind: model.purges.blind ? "yes: Redis unreachable, old entries are refreshed" : "no",
+      blindClass: model.purges.blind ? "bad" : "ok",
+      widePurges: count(model.purges.widePurges),
+      pollMs: `${model.config.purgePollMs} ms`,
+    },
+    knownIds: model.knownIds.enabled
+      ? {
+          enabled: true,
+          state: model.knownIds.state,
+          stateClass: model.knownIds.state === "ready" ? "ok" : model.knownIds.state === "cold" || model.knownIds.state === "loading" ? "warn" : "bad",
+          serving: model.knownIds.serving ? "yes" : "no (failing open: every id may exist)",
+          version: model.knownIds.version ?? DASH,
+          count: model.knownIds.count === null ? DASH : count(model.knownIds.count),
+          age: model.knownIds.ageMs === null ? DASH : duration(model.knownIds.ageMs),
+          pendingAdds: count(model.knownIds.pendingAdds),
+        }
+      : { enabled: false },
+    hot: model.hotProducts.map((item, index) => ({
+      rank: index + 1,
+      id: item.id,
+      href: `/products/${encodeURIComponent(item.id)}`,
+      count: count(item.count),
+      // Space-saving estimates: the true count is within [count − error, count].
+      error: item.error > 0 ? `± ${count(item.error)}` : "exact",
+    })),
+    hotNote: `Top ${model.hotProducts.length} of ${count(model.hotTracking.offered)} page views since the isolate started, from ${model.hotTracking.capacity} space-saving counters`,
+    chart,
+    config: {
+      rows: [
+        { name: "L2 (Redis)", value: model.config.l2 ? "configured" : "off" },
+        { name: "L1 bound", value: bytes(model.config.l1MaxBytes) },
+        { name: "L2 timeout", value: `${model.config.l2TimeoutMs} ms` },
+        { name: "TTL jitter", value: `± ${Math.round(model.config.ttlJitter * 100)} %` },
+        { name: "Fill lock TTL / wait", value: `${model.config.lockTtlMs} ms / ${model.config.lockWaitMs} ms` },
+        { name: "Purge poll", value: `${model.config.purgePollMs} ms` },
+        { name: "Known-ids filter", value: model.config.knownIds ? `${count(model.config.knownIds.capacity)} ids, fp ${model.config.knownIds.fpRate}` : "off" },
+      ],
+      policies,
+    },
+  };
+}
+
+export type StatusView = ReturnType<typeof statusView>;

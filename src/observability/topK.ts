@@ -1,0 +1,88 @@
+// The heavy hitters of a stream in bounded memory: the space-saving algorithm
+// (Metwally, Agrawal, El Abbadi, "Efficient computation of frequent and top-k
+// elements in data streams", 2005). At most `capacity` counters; a key not
+// being counted takes over the smallest counter and inherits its count as
+// its possible overestimate (`error`).
+//
+// Guarantees, for a stream of N offers:
+// - a key's estimated `count` is never below its true count, and at most
+//   `error` above it (so `count - error` is a guaranteed lower bound);
+// - every `error` is at most N / capacity;
+// - every key whose true count exceeds N / capacity is being counted.
+//
+// Offering a counted key is O(1); a new key costs a scan of the counters
+// (O(capacity)), which for the page path's capacity of 20 is a few dozen
+// comparisons.
+
+export interface TopKItem<K> {
+  key: K;
+  /** Estimated count: an upper bound of the true count. */
+  count: number;
+  /** How much of `count` may be overestimate: the true count is within [count - error, count]. */
+  error: number;
+}
+
+export interface TopK<K> {
+  /** Counts one occurrence (or `weight` occurrences) of `key`. */
+  offer(key: K, weight?: number): void;
+  /** The `n` (default: all counted) keys with the highest estimated counts, highest first. */
+  top(n?: number): TopKItem<K>[];
+  /** Sum of all weights offered so far. */
+  readonly total: number;
+  readonly capacity: number;
+  /** Keys being counted (≤ capacity). */
+  readonly size: number;
+  clear(): void;
+}
+
+export function createTopK<K = string>(capacity: number): TopK<K> {
+  if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError("top-K capacity must be a positive whole number");
+  const counters = new Map<K, { count: number; error: number }>();
+  let total = 0;
+
+  return {
+    offer(key, weight = 1) {
+      if (!(weight > 0)) return;
+      total += weight;
+      const counter = counters.get(key);
+      if (counter) {
+        counter.count += weight;
+        return;
+      }
+      if (counters.size < capacity) {
+        counters.set(key, { count: weight, error: 0 });
+        return;
+      }
+      // Replace the smallest counter; the newcomer may have been seen up to that many times before.
+      let minKey: K | undefined;
+      let min = Infinity;
+      for (const [candidate, { count }] of counters) {
+        if (count < min) {
+          min = count;
+          minKey = candidate;
+        }
+      }
+      counters.delete(minKey as K);
+      counters.set(key, { count: min + weight, error: min });
+    },
+
+    top(n = capacity) {
+      return [...counters]
+        .map(([key, { count, error }]) => ({ key, count, error }))
+        .sort((a, b) => b.count - a.count || a.error - b.error)
+        .slice(0, Math.max(0, n));
+    },
+
+    get total() {
+      return total;
+    },
+    capacity,
+    get size() {
+      return counters.size;
+    },
+    clear() {
+      counters.clear();
+      total = 0;
+    },
+  };
+}

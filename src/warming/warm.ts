@@ -1,0 +1,48 @@
+// Warming: read a list of products through the tier's own read path, so that
+// their entries are in L2 (and fresh) before visitors ask. Rate-limited, so
+// that warming never floods the origin: at most `perSecond` products started
+// a second, at most `concurrency` at once (each costs up to four origin
+// fetches, and only for what is missing or stale).
+
+export interface WarmOptions {
+  ids: readonly string[];
+  /** Reads one product through the tier; true when its page could be built. */
+  warmOne: (id: string) => Promise<boolean>;
+  perSecond: number;
+  concurrency: number;
+  onProgress?: (done: number, total: number, failed: number) => void;
+  sleep?: (ms: number) => Promise<void>;
+  now?: () => number;
+}
+
+export interface WarmResult {
+  warmed: number;
+  failed: number;
+  ms: number;
+}
+
+export async function warmProducts(options: WarmOptions): Promise<WarmResult> {
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const now = options.now ?? (() => Date.now());
+  const started = now();
+  const interval = 1000 / options.perSecond;
+  let next = 0;
+  let done = 0;
+  let failed = 0;
+
+  async function worker(): Promise<void> {
+    while (next < options.ids.length) {
+      const index = next++;
+      // Start times are spaced `interval` apart, whatever the number of workers.
+      const startAt = started + index * interval;
+      if (startAt > now()) await sleep(startAt - now());
+      const ok = await options.warmOne(options.ids[index]!).catch(() => false);
+      done++;
+      if (!ok) failed++;
+      options.onProgress?.(done, options.ids.length, failed);
+    }
+  }
+
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(options.concurrency, options.ids.length)) }, worker));
+  return { warmed: done - failed, failed, ms: now() - started };
+}

@@ -1,0 +1,392 @@
+// The status page's counters (src/observability/): 1-minute buckets over the
+// last 15 minutes on the tier's clock, the ratios computed from them, the
+// space-saving top-K of hot products, the rate-limited log, breaker change
+// notices, the origin client's onFetch, and the page rendered from it all.
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { createBreaker, type BreakerState } from "../../src/cache/breaker";
+import { parseConfig } from "../../src/config";
+import { createOriginClient, type OriginFailure } from "../../src/origin/client";
+import type { ResourceName } from "../../src/origin/types";
+import { buildChart } from "../../src/observability/chart";
+import { createRateLimitedLog, logEvent } from "../../src/observability/log";
+import { BUCKET_MS, createMetrics, HOT_COUNTERS, HOT_PRODUCTS, MAX_BUCKETS, type PageRecord } from "../../src/observability/metrics";
+import { buildStatus, type StatusSources } from "../../src/observability/status";
+import { createTopK } from "../../src/observability/topK";
+import { renderStatusPage } from "../../src/render";
+import { fakeClock, sampleProduct } from "../support/fakes";
+
+const MINUTE = BUCKET_MS;
+type Served = NonNullable<PageRecord["served"]>[number];
+
+/** A page whose four resources were served as given (`l1`, `l2`, `origin`, or `failed`). */
+function pageOf(id: string, tiers: Record<ResourceName, "l1" | "l2" | "origin" | "failed">, extra: Partial<Record<ResourceName, Partial<Served>>> = {}): PageRecord {
+  const served = (Object.keys(tiers) as ResourceName[]).map((resource): Served => {
+    const tier = tiers[resource];
+    return tier === "failed"
+      ? { resource, outcome: "failed", collapsed: false, ...extra[resource] }
+      : { resource, outcome: "found", tier, freshness: "fresh", collapsed: false, ...extra[resource] };
+  });
+  return { id, outcome: "ok", served };
+}
+
+const ALL_L1 = { product: "l1", inventory: "l1", reviews: "l1", recommendations: "l1" } as const;
+const ALL_ORIGIN = { product: "origin", inventory: "origin", reviews: "origin", recommendations: "origin" } as const;
+
+describe("metrics buckets", () => {
+  it("rolls over to a new bucket at each minute boundary of the tier's clock", () => {
+    const clock = fakeClock(Date.UTC(2026, 10, 22, 12, 0, 30));
+    const metrics = createMetrics({ clock });
+    metrics.recordPage(pageOf("p-1", ALL_ORIGIN));
+    metrics.recordPage(pageOf("p-1", ALL_L1));
+    clock.advance(29_999); // 12:00:59.999: same minute
+    metrics.recordPage(pageOf("p-1", ALL_L1));
+    expect(metrics.buckets()).toHaveLength(1);
+    expect(metrics.buckets()[0]!.start).toBe(Date.UTC(2026, 10, 22, 12, 0, 0));
+
+    clock.advance(1); // 12:01:00.000: a new minute
+    metrics.recordPage(pageOf("p-2", ALL_ORIGIN));
+    expect(metrics.buckets()).toHaveLength(2);
+    expect(metrics.buckets()[1]!.start).toBe(Date.UTC(2026, 10, 22, 12, 1, 0));
+
+    // The current minute alone, then the last 5 minutes.
+    expect(metrics.window(1).pages).toBe(1);
+    expect(metrics.window(1).resources.product.origin).toBe(1);
+    const five = metrics.window(5);
+    expect(five.pages).toBe(4);
+    expect(five.resources.product).toMatchObject({ l1: 2, origin: 2, l2: 0, failed: 0 });
+
+    // Four minutes later the first minute has left the 5-minute window, but not the 15-minute one.
+    clock.advance(4 * MINUTE);
+    expect(metrics.window(5).pages).toBe(1);
+    expect(metrics.window(15).pages).toBe(4);
+  });
+
+  it("keeps at most 15 buckets, whatever the time the isolate lives", () => {
+    const clock = fakeClock();
+    const metrics = createMetrics({ clock });
+    for (let minute = 0; minute < 120; minute++) {
+      for (let i = 0; i < 3; i++) metrics.recordPage(pageOf(`p-${i}`, ALL_L1));
+      metrics.recordOriginFetch("product", "found");
+      expect(metrics.buckets().length).toBeLessThanOrEqual(MAX_BUCKETS);
+      clock.advance(MINUTE);
+    }
+    clock.advance(-MINUTE); // back into the last minute recorded
+    expect(metrics.buckets()).toHaveLength(MAX_BUCKETS);
+    expect(metrics.window(15).pages).toBe(45);
+    expect(metrics.window(15).origin.product.fetches).toBe(15);
+    // Asking for more than 15 minutes gives 15.
+    expect(metrics.window(60).minutes).toBe(15);
+    expect(metrics.window(60).pages).toBe(45);
+  });
+
+  it("drops buckets older than 15 minutes after a quiet spell, and shows quiet minutes as zeros", () => {
+    const clock = fakeClock(Date.UTC(2026, 10, 22, 12, 0, 0));
+    const metrics = createMetrics({ clock });
+    metrics.recordPage(pageOf("p-1", ALL_ORIGIN));
+    clock.advance(10 * MINUTE);
+    metrics.recordPage(pageOf("p-1", ALL_L1));
+    clock.advance(10 * MINUTE);
+    metrics.recordPage(pageOf("p-1", ALL_L1));
+    // 12:00 is 20 minutes old: gone; 12:10 and 12:20 remain.
+    expect(metrics.buckets().map((b) => b.start)).toEqual([Date.UTC(2026, 10, 22, 12, 10), Date.UTC(2026, 10, 22, 12, 20)]);
+
+    const points = metrics.perMinute();
+    expect(points).toHaveLength(MAX_BUCKETS);
+    expect(points[MAX_BUCKETS - 1]!.start).toBe(Date.UTC(2026, 10, 22, 12, 20));
+    expect(points[0]!.start).toBe(Date.UTC(2026, 10, 22, 12, 6));
+    expect(points.filter((p) => p.pages > 0).map((p) => p.start)).toEqual([Date.UTC(2026, 10, 22, 12, 10), Date.UTC(2026, 10, 22, 12, 20)]);
+    expect(points.filter((p) => p.pages === 0).every((p) => p.hitRatio === null && p.originFetches === 0)).toBe(true);
+  });
+
+  it("computes hit ratios per tier and per resource", () => {
+    const metrics = createMetrics({ clock: fakeClock() });
+    // product: l1, l1, l2, origin → hit 3/4, L1 2/4, L2 1/2 of L1's misses, origin 1/4.
+    metrics.recordPage(pageOf("p-1", { product: "l1", inventory: "l1", reviews: "l1", recommendations: "failed" }));
+    metrics.recordPage(pageOf("p-1", { product: "l1", inventory: "l2", reviews: "l1", recommendations: "failed" }));
+    metrics.recordPage(pageOf("p-2", { product: "l2", inventory: "origin", reviews: "origin", recommendations: "l1" }, { inventory: { collapsed: true } }));
+    metrics.recordPage(
+      pageOf("p-3", { product: "origin", inventory: "l1", reviews: "l1", recommendations: "l1" }, { inventory: { freshness: "stale" }, reviews: { freshness: "stale-if-error" } }),
+    );
+    const w = metrics.window(5);
+    expect(w.resources.product).toMatchObject({ answers: 4, l1: 2, l2: 1, origin: 1, hitRatio: 0.75, l1Ratio: 0.5, l2Ratio: 0.5, originRatio: 0.25 });
+    expect(w.resources.inventory).toMatchObject({ answers: 4, l1: 2, l2: 1, origin: 1, stale: 1, collapsed: 1 });
+    expect(w.resources.reviews).toMatchObject({ staleIfError: 1, hitRatio: 0.75 });
+    // Failed answers are misses: recommendations 2 of 4 answered from L1, none from L2.
+    expect(w.resources.recommendations).toMatchObject({ answers: 4, failed: 2, hitRatio: 0.5, l1Ratio: 0.5, l2Ratio: 0 });
+    // All resources together: 16 answers, 9 from L1, 2 from L2, 3 from the origin, 2 failed.
+    expect(w.total).toMatchObject({ answers: 16, l1: 9, l2: 2, origin: 3, failed: 2 });
+    expect(w.total.hitRatio).toBeCloseTo(11 / 16);
+    expect(w.total.l2Ratio).toBeCloseTo(2 / 7);
+    // No answers: no ratio, rather than 0 % or NaN.
+    expect(createMetrics({ clock: fakeClock() }).window(5).total.hitRatio).toBeNull();
+  });
+
+  it("counts page outcomes, defaulted sections, origin fetches, errors and shed calls", () => {
+    const metrics = createMetrics({ clock: fakeClock() });
+    metrics.recordPage({ id: "p-9", outcome: "filtered" });
+    metrics.recordPage({ ...pageOf("p-8", ALL_ORIGIN), outcome: "absent" });
+    metrics.recordPage({ ...pageOf("p-7", { product: "failed", inventory: "failed", reviews: "l1", recommendations: "l1" }), outcome: "unavailable" });
+    metrics.recordPage({ ...pageOf("p-6", { product: "l1", inventory: "l1", reviews: "failed", recommendations: "failed" }), defaulted: ["reviews", "recommendations"] });
+    const outcomes: ("found" | "absent" | OriginFailure)[] = ["found", "found", "absent", "timeout", "status", "circuit-open", "overloaded"];
+    for (const outcome of outcomes) metrics.recordOriginFetch("reviews", outcome);
+
+    const w = metrics.window(15);
+    expect(w.pages).toBe(4);
+    expect(w.outcomes).toEqual({ ok: 1, absent: 1, filtered: 1, unavailable: 1 });
+    expect(w.degradedPages).toBe(1);
+    expect(w.resources.reviews.defaulted).toBe(1);
+    expect(w.resources.recommendations.defaulted).toBe(1);
+    expect(w.resources.product.failed).toBe(1);
+    expect(w.origin.reviews).toEqual({ fetches: 5, errors: 2, shed: 2, errorRatio: 0.4 });
+    expect(w.originTotal.fetches).toBe(5);
+    // Only pages of products that exist (or may: a 503) are hot.
+    expect(metrics.hot.top().map((item) => item.key).sort()).toEqual(["p-6", "p-7"]);
+  });
+});
+
+// ------------------------------------------------------------------ top-K
+
+/** A small seeded PRNG (mulberry32): the same stream on every run. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** `length` draws from a Zipf distribution over `items` keys with exponent `s`. */
+function zipfStream(items: number, s: number, length: number, random: () => number): string[] {
+  const cumulative: number[] = [];
+  let sum = 0;
+  for (let rank = 1; rank <= items; rank++) cumulative.push((sum += 1 / rank ** s));
+  // Ranks are shuffled onto ids so that the hot keys are not simply the first ones offered.
+  const ids = Array.from({ length: items }, (_, i) => `p-${String(i).padStart(6, "0")}`).sort(() => random() - 0.5);
+  return Array.from({ length }, () => {
+    const target = random() * sum;
+    let lo = 0;
+    let hi = items - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cumulative[mid]! < target) lo = mid + 1;
+      else hi = mid;
+    }
+    return ids[lo]!;
+  });
+}
+
+describe("top-K (space-saving)", () => {
+  it("finds the true top 5, in order, of Zipf streams of page views (exponent 1, 10,000 products)", () => {
+    for (const seed of [1, 2, 3]) {
+      const stream = zipfStream(10_000, 1.0, 50_000, seeded(seed));
+      const truth = new Map<string, number>();
+      const metrics = createMetrics({ clock: fakeClock() });
+      for (const id of stream) {
+        truth.set(id, (truth.get(id) ?? 0) + 1);
+        metrics.recordPage(pageOf(id, ALL_L1));
+      }
+      const trueTop5 = [...truth].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([id]) => id);
+      expect(metrics.hot.top(5).map((item) => item.key), `seed ${seed}`).toEqual(trueTop5);
+
+      const hot = metrics.hot;
+      expect(hot.total).toBe(stream.length);
+      expect(hot.size).toBe(HOT_COUNTERS);
+      expect(hot.top(HOT_PRODUCTS)).toHaveLength(HOT_PRODUCTS);
+      for (const item of hot.top()) {
+        const real = truth.get(item.key)!;
+        expect(item.count).toBeGreaterThanOrEqual(real);
+        expect(item.count - item.error).toBeLessThanOrEqual(real);
+        expect(item.error).toBeLessThanOrEqual(stream.length / HOT_COUNTERS);
+      }
+    }
+  });
+
+  it("finds the top 5 of a steeper stream with only 20 counters", () => {
+    const stream = zipfStream(10_000, 1.3, 50_000, seeded(7));
+    const truth = new Map<string, number>();
+    const topK = createTopK<string>(20);
+    for (const id of stream) {
+      truth.set(id, (truth.get(id) ?? 0) + 1);
+      topK.offer(id);
+    }
+    const trueTop5 = [...truth].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([id]) => id);
+    expect(topK.top(5).map((item) => item.key)).toEqual(trueTop5);
+    expect(topK.size).toBe(20);
+  });
+
+  it("counts exactly while there are no more keys than counters", () => {
+    const topK = createTopK<string>(3);
+    for (const key of ["a", "b", "a", "c", "a", "b"]) topK.offer(key);
+    expect(topK.top()).toEqual([
+      { key: "a", count: 3, error: 0 },
+      { key: "b", count: 2, error: 0 },
+      { key: "c", count: 1, error: 0 },
+    ]);
+    expect(topK.top(1)).toHaveLength(1);
+    // A newcomer takes over the smallest counter and carries its count as possible error.
+    topK.offer("d");
+    expect(topK.top().find((item) => item.key === "d")).toEqual({ key: "d", count: 2, error: 1 });
+    expect(topK.size).toBe(3);
+  });
+
+  it("keeps memory bounded by its capacity on a stream of distinct keys", () => {
+    const topK = createTopK<number>(20);
+    for (let i = 0; i < 100_000; i++) topK.offer(i);
+    expect(topK.size).toBe(20);
+    expect(() => createTopK(0)).toThrow(RangeError);
+  });
+});
+
+// ------------------------------------------------------------------ logs, breakers, origin client
+
+describe("structured logs", () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it("writes one JSON line per event, errors to console.error", () => {
+    const info = vi.spyOn(console, "log").mockImplementation(() => {});
+    const error = vi.spyOn(console, "error").mockImplementation(() => {});
+    logEvent("purge_recorded", { seq: 7, ids: 2 });
+    logEvent("config_error", { setting: "ORIGIN_URL" }, "error");
+    const line = JSON.parse(info.mock.calls[0]![0] as string);
+    expect(line).toMatchObject({ event: "purge_recorded", seq: 7, ids: 2 });
+    expect(new Date(line.ts).toISOString()).toBe(line.ts);
+    expect(JSON.parse(error.mock.calls[0]![0] as string)).toMatchObject({ event: "config_error", setting: "ORIGIN_URL" });
+  });
+
+  it("rate-limits per key to one line per interval, and says how many it held back", () => {
+    const clock = fakeClock();
+    const lines: Record<string, unknown>[] = [];
+    const log = createRateLimitedLog({ intervalMs: 10_000, clock, log: (event, fields) => lines.push({ event, ...fields }) });
+    for (let i = 0; i < 50; i++) log("reviews", "origin_failure", { service: "reviews" });
+    log("inventory", "origin_failure", { service: "inventory" });
+    expect(lines).toEqual([
+      { event: "origin_failure", service: "reviews", suppressed: 0 },
+      { event: "origin_failure", service: "inventory", suppressed: 0 },
+    ]);
+    clock.advance(9_999);
+    log("reviews", "origin_failure", { service: "reviews" });
+    expect(lines).toHaveLength(2);
+    clock.advance(1);
+    log("reviews", "origin_failure", { service: "reviews" });
+    expect(lines[2]).toEqual({ event: "origin_failure", service: "reviews", suppressed: 50 });
+  });
+});
+
+describe("breaker onChange", () => {
+  it("is told of every change of state, and of nothing else", () => {
+    const clock = fakeClock();
+    const changes: [BreakerState, BreakerState][] = [];
+    const breaker = createBreaker({ failureThreshold: 2, coolDownMs: 1000, clock, onChange: (from, to) => changes.push([from, to]) });
+    breaker.success();
+    breaker.failure();
+    expect(changes).toEqual([]);
+    breaker.failure();
+    expect(breaker.allow()).toBe(false);
+    clock.advance(1000);
+    expect(breaker.allow()).toBe(true);
+    breaker.failure();
+    clock.advance(1000);
+    breaker.allow();
+    breaker.success();
+    breaker.success();
+    expect(changes).toEqual([
+      ["closed", "open"],
+      ["open", "half-open"],
+      ["half-open", "open"],
+      ["open", "half-open"],
+      ["half-open", "closed"],
+    ]);
+  });
+});
+
+describe("origin client onFetch", () => {
+  it("reports each call's outcome once: found, absent, or the failure", async () => {
+    const outcomes: string[] = [];
+    const answers: Record<string, () => Response> = {
+      "p-1": () => new Response(JSON.stringify(sampleProduct("p-1")), { status: 200 }),
+      "p-2": () => new Response("", { status: 404 }),
+      "p-3": () => new Response("oops", { status: 500 }),
+    };
+    const client = createOriginClient({
+      baseUrl: "http://origin.test",
+      policies: { product: { originTimeoutMs: 500 }, inventory: { originTimeoutMs: 500 }, reviews: { originTimeoutMs: 500 }, recommendations: { originTimeoutMs: 500 } },
+      fetch: (async (input: RequestInfo | URL) => answers[String(input).split("/").pop()!]!()) as typeof fetch,
+      onFetch: (service, outcome) => outcomes.push(`${service}:${outcome}`),
+    });
+    await client.fetchResource("product", "p-1");
+    await client.fetchResource("product", "p-2");
+    await expect(client.fetchResource("product", "p-3")).rejects.toThrow();
+    expect(outcomes).toEqual(["product:found", "product:absent", "product:status"]);
+  });
+});
+
+// ------------------------------------------------------------------ the page
+
+function sources(overrides: Partial<StatusSources> = {}): StatusSources {
+  const clock = fakeClock();
+  const metrics = createMetrics({ clock });
+  const config = parseConfig({ ORIGIN_URL: "http://origin.test", PURGE_TOKEN: "t" });
+  return {
+    now: clock.now(),
+    metrics,
+    config,
+    l2: { shards: [{ name: "eu", state: "closed" }, { name: "us", state: "open" }], stats: { skipped: 3, failures: 5, droppedWrites: 1 } },
+    l1: { bytes: 12 * 1024 * 1024, entries: 3456 },
+    purges: { seq: 42, lastSyncAt: clock.now() - 400, blind: false, widePurges: 1 },
+    knownIds: { state: "ready", serving: true, version: "v7", count: 10_000, ageMs: 3_600_000, lastCheckAt: clock.now(), pendingAdds: 0 },
+    ...overrides,
+  };
+}
+
+describe("status page", () => {
+  it("renders every section, the chart as inline SVG, and no script", () => {
+    const s = sources();
+    const clock = fakeClock();
+    const metrics = createMetrics({ clock });
+    for (let minute = 0; minute < 15; minute++) {
+      metrics.recordPage(pageOf("p-000001", minute % 3 ? ALL_L1 : ALL_ORIGIN));
+      for (let i = 0; i < minute; i++) metrics.recordOriginFetch("product", i % 4 ? "found" : "timeout");
+      clock.advance(MINUTE);
+    }
+    metrics.noteBreaker("l2:us", "open");
+    const model = buildStatus({ ...s, now: clock.now(), metrics });
+    const html = renderStatusPage(model);
+    expect(html).toContain("<svg");
+    expect(html).toMatch(/<path d="M[\d.]+ [\d.]+ L/);
+    expect(html).not.toMatch(/<script/i);
+    expect(html).toContain('href="/products/p-000001"');
+    expect(html).toContain("12.0 MiB of 32.0 MiB");
+    expect(html).toMatch(/<td>us<\/td><td><span class="pill bad">open<\/span>/);
+    expect(html).toContain("v7");
+    expect(html).toContain("42");
+    // The JSON twin carries the same numbers.
+    expect(model.last15m.pages).toBe(14); // the current minute is empty; the first one has left the window
+    expect(model.l2.shards.find((shard) => shard.name === "us")?.since).toBe(clock.now());
+    expect(JSON.parse(JSON.stringify(model))).toEqual(model);
+  });
+
+  it("escapes what it prints, and renders with no L2, no filter and no traffic", () => {
+    const s = sources({ l2: null, knownIds: null, purges: { seq: 0, lastSyncAt: -Infinity, blind: false, widePurges: 0 } });
+    const model = buildStatus({ ...s, l2: { shards: [{ name: '<img src=x onerror="alert(1)">', state: "half-open" }], stats: { skipped: 0, failures: 0, droppedWrites: 0 } } });
+    const html = renderStatusPage(model);
+    expect(html).not.toContain("<img src=x");
+    expect(html).toContain("&lt;img src=x onerror=&#34;alert(1)&#34;&gt;");
+    const quiet = buildStatus(s);
+    expect(quiet.purges.syncAgeMs).toBeNull();
+    expect(renderStatusPage(quiet)).toContain("No product pages served yet");
+  });
+
+  it("breaks the hit-ratio line over minutes without answers", () => {
+    const points = Array.from({ length: 15 }, (_, i) => ({ start: i * MINUTE, pages: 1, answers: i === 7 ? 0 : 4, hitRatio: i === 7 ? null : 0.5, originFetches: i, originErrors: 0 }));
+    const chart = buildChart(points);
+    expect(chart.ratioPath.match(/M/g)).toHaveLength(2);
+    expect(chart.ratioDots).toHaveLength(14);
+    expect(chart.bars).toHaveLength(15);
+    expect(chart.maxFetches).toBe(20);
+    // Bars stay inside the plot.
+    for (const bar of chart.bars) expect(bar.y + bar.height).toBeCloseTo(chart.plot.bottom, 0);
+  });
+});

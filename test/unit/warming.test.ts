@@ -1,0 +1,88 @@
+// Warming: the fleet's hot products reported to Redis, and rate-limited
+// warming through the tier's own read path.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startGateway, type Gateway } from "../../dev/gateway";
+import { startDemoOrigin, type DemoOrigin } from "../../dev/origin";
+import { createBreaker } from "../../src/cache/breaker";
+import { createL2 } from "../../src/cache/l2";
+import { parseConfig } from "../../src/config";
+import { createTier } from "../../src/tier";
+import { createHotReport, hottestIds } from "../../src/warming/hotReport";
+import { warmOne } from "../../src/warming/scheduled";
+import { warmProducts } from "../../src/warming/warm";
+import { fakeClock } from "../support/fakes";
+import { startRedis, type RedisServer } from "../support/redis";
+
+const TOKEN = "warm-token";
+let redis: RedisServer;
+let gateway: Gateway;
+let origin: DemoOrigin;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  gateway = await startGateway({ redisPort: redis.port, token: TOKEN, log: () => {} });
+  origin = await startDemoOrigin({ latencyMs: 1, jitterMs: 0 });
+});
+
+afterAll(async () => {
+  await origin?.close();
+  await gateway?.close();
+  await redis?.stop();
+});
+
+describe("warming", () => {
+  it("starts at most `perSecond` products a second, `concurrency` at a time", async () => {
+    let now = 0;
+    const started: number[] = [];
+    let running = 0;
+    let peak = 0;
+    const result = await warmProducts({
+      ids: Array.from({ length: 50 }, (_, i) => `p-${i}`),
+      perSecond: 10,
+      concurrency: 3,
+      now: () => now,
+      sleep: async (ms) => void (now += ms),
+      warmOne: async () => {
+        started.push(now);
+        peak = Math.max(peak, ++running);
+        await Promise.resolve();
+        running--;
+        return true;
+      },
+    });
+    expect(result).toMatchObject({ warmed: 50, failed: 0 });
+    expect(peak).toBeLessThanOrEqual(3);
+    // 50 products at 10 a second: the last starts 4.9 s after the first, not earlier.
+    expect(Math.max(...started) - Math.min(...started)).toBeGreaterThanOrEqual(4900);
+  });
+
+  it("isolates report their hottest products once a minute; the fleet's top comes back hottest first", async () => {
+    const clock = fakeClock();
+    const l2 = createL2({ url: gateway.url, token: TOKEN, timeoutMs: 1000, breaker: createBreaker({ failureThreshold: 3, coolDownMs: 1000, clock }) });
+    const reports = [createHotReport({ l2, keyPrefix: "pp:v1", clock }), createHotReport({ l2, keyPrefix: "pp:v1", clock })];
+    const writes: Promise<unknown>[] = [];
+    const background = (work: Promise<unknown>) => void writes.push(work);
+    for (const [i, report] of reports.entries()) {
+      for (let n = 0; n < 30; n++) report.offer("p-000001", background);
+      for (let n = 0; n < 10 + i * 15; n++) report.offer("p-000002", background);
+      report.offer("p-000003", background);
+    }
+    expect(writes).toHaveLength(0); // nothing before the minute is over
+    clock.advance(60_000);
+    for (const report of reports) report.offer("p-000003", background);
+    await Promise.all(writes);
+    expect(await hottestIds(l2, "pp:v1", 3)).toEqual(["p-000001", "p-000002", "p-000003"]);
+  });
+
+  it("fills L2 through the tier's read path, so that the next isolate finds the product there", async () => {
+    const config = parseConfig({ ORIGIN_URL: origin.url, UPSTASH_REDIS_REST_URL: gateway.url, UPSTASH_REDIS_REST_TOKEN: TOKEN, KNOWN_IDS: "off" });
+    const warmer = createTier(config);
+    const writes: Promise<unknown>[] = [];
+    expect(await warmOne(warmer, "p-000777", (work) => void writes.push(work))).toBe(true);
+    await Promise.all(writes);
+    const visitor = createTier(config);
+    const { data } = await visitor.cache.read("p-000777", ["product", "inventory"], () => {});
+    expect(data.product?.tier).toBe("l2");
+    expect(data.inventory?.tier).toBe("l2");
+  });
+});
