@@ -100,7 +100,8 @@ async function launch(bin: string, port: number, onUnexpectedExit: (how: string)
   return { port, stop };
 }
 
-async function waitForPong(child: ChildProcess, port: number, timeoutMs: number): Promise<void> {
+/** Resolves once redis-server on `port` answers PING; rejects if `child` dies or `timeoutMs` passes. Shared with the tests. */
+export async function waitForPong(child: ChildProcess, port: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let spawnError: Error | undefined;
   child.once("error", (err) => (spawnError = err));

@@ -7,8 +7,8 @@
  * The binary is `redis-server` from PATH, or $REDIS_SERVER_BIN.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
+import { waitForPong } from "../../dev/run/redis";
 import { freePort } from "./ports";
 
 export interface RedisServer {
@@ -86,7 +86,7 @@ async function launch(port: number): Promise<ChildProcess> {
   child.once("exit", () => live.delete(child));
   const output = captureOutput(child);
   try {
-    await waitForPing(port, child, READY_TIMEOUT_MS);
+    await waitForPong(child, port, READY_TIMEOUT_MS);
     return child;
   } catch (err) {
     child.kill("SIGKILL");
@@ -104,38 +104,6 @@ function captureOutput(child: ChildProcess): () => string {
   child.stdout?.on("data", keep);
   child.stderr?.on("data", keep);
   return () => text;
-}
-
-async function waitForPing(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let spawnError: Error | undefined;
-  child.once("error", (err) => (spawnError = err));
-  while (Date.now() < deadline) {
-    if (spawnError) throw spawnError;
-    if (!isRunning(child)) throw new Error(`exited with code ${child.exitCode ?? child.signalCode}`);
-    if (await pingOnce(port, 500)) return;
-    await sleep(50);
-  }
-  throw new Error(`no PONG within ${timeoutMs} ms`);
-}
-
-/** One raw RESP PING; true on +PONG. */
-function pingOnce(port: number, timeoutMs: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ port, host: "127.0.0.1" });
-    let reply = "";
-    const finish = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(timeoutMs, () => finish(false));
-    socket.once("error", () => finish(false));
-    socket.once("connect", () => socket.write("PING\r\n"));
-    socket.on("data", (chunk) => {
-      reply += chunk.toString("latin1");
-      if (reply.includes("\r\n")) finish(reply.startsWith("+PONG"));
-    });
-  });
 }
 
 function isRunning(child: ChildProcess): boolean {
