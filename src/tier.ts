@@ -90,6 +90,7 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
       url: shard.url,
       token: shard.token,
       timeoutMs,
+      writeTimeoutMs: DEFAULTS.l2WriteTimeoutMs,
       breaker: createBreaker({ failureThreshold: DEFAULTS.l2BreakerFailures, coolDownMs: DEFAULTS.l2BreakerCoolDownMs, clock, onChange: watchBreaker(`l2:${shard.name}`, metrics) }),
     }),
   );

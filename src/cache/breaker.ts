@@ -46,11 +46,15 @@ export function createBreaker({ failureThreshold, coolDownMs, clock, onChange }:
       return false;
     },
     success() {
+      // A call that began before the breaker opened says nothing about now:
+      // only the half-open probe may close it (else the breaker flaps).
+      if (state === "open") return;
       become("closed");
       failures = 0;
       probeInFlight = false;
     },
     failure() {
+      if (state === "open") return;
       probeInFlight = false;
       failures++;
       if (state === "half-open" || failures >= failureThreshold) {

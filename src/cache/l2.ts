@@ -38,9 +38,9 @@ export interface L2Stats {
 export interface L2 {
   /**
    * All keys in one round trip (one per shard): `null` for a missing key,
-   * `undefined` where L2 is unavailable. Keys that another request of this
-   * isolate is already reading join that read: a burst of visitors for one
-   * cold product costs one Redis read, not one per visitor.
+   * `undefined` where L2 is unavailable. Each call is its own read: in
+   * Workers, awaiting another request's I/O is unsafe (the runtime may cancel
+   * it with that request); bursts are coalesced one level up, by the fill.
    */
   readMany(keys: string[]): Promise<(string | null | undefined)[]>;
   /**
@@ -79,8 +79,10 @@ export interface L2Options {
   name?: string;
   url: string;
   token: string;
-  /** Budget per call, ms. */
+  /** Budget per call on the visitor's path (reads, fill claims), ms. */
   timeoutMs: number;
+  /** Budget per background write (fills, purges, reports), ms: off the visitor's path, so longer, and dropped less under load. */
+  writeTimeoutMs?: number;
   breaker: Breaker;
 }
 
@@ -122,8 +124,8 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `;
 
-export function createL2({ name = "l2", url, token, timeoutMs, breaker }: L2Options): L2 {
-  const redis = new Redis({
+function client(url: string, token: string, timeoutMs: number): Redis {
+  return new Redis({
     url,
     token,
     // Values are our own strings (see codec.ts): no JSON guessing.
@@ -136,11 +138,15 @@ export function createL2({ name = "l2", url, token, timeoutMs, breaker }: L2Opti
     // A fresh deadline per request: a hung Redis costs at most `timeoutMs`.
     signal: () => AbortSignal.timeout(timeoutMs),
   });
-  const claimScript = redis.createScript<string | number>(CLAIM_FILL);
-  const writeScript = redis.createScript<number>(WRITE_FILL);
-  const releaseScript = redis.createScript<number>(RELEASE_LOCK);
+}
+
+export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = timeoutMs, breaker }: L2Options): L2 {
+  const reader = client(url, token, timeoutMs);
+  const writer = client(url, token, writeTimeoutMs);
+  const claimScript = reader.createScript<string | number>(CLAIM_FILL);
+  const writeScript = writer.createScript<number>(WRITE_FILL);
+  const releaseScript = writer.createScript<number>(RELEASE_LOCK);
   const stats: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0 };
-  const readsInFlight = new Map<string, Promise<string | null | undefined>>();
 
   async function guarded<T>(call: () => Promise<T>, isWrite = false): Promise<T | undefined> {
     if (!breaker.allow()) {
@@ -164,16 +170,9 @@ export function createL2({ name = "l2", url, token, timeoutMs, breaker }: L2Opti
     breaker,
     stats,
     async readMany(keys) {
-      const toRead = [...new Set(keys.filter((key) => !readsInFlight.has(key)))];
-      if (toRead.length > 0) {
-        const batch = guarded(() => redis.mget<(string | null)[]>(...toRead));
-        toRead.forEach((key, index) => {
-          const read = batch.then((values) => (values === undefined ? undefined : (values[index] ?? null)));
-          readsInFlight.set(key, read);
-          void read.finally(() => readsInFlight.delete(key));
-        });
-      }
-      return Promise.all(keys.map((key) => readsInFlight.get(key)!));
+      if (keys.length === 0) return [];
+      const values = await guarded(() => reader.mget<(string | null)[]>(...keys));
+      return keys.map((_, index) => (values === undefined ? undefined : (values[index] ?? null)));
     },
     claimFill(key, lock, lockToken, lockTtlMs, freshBeyond, notBefore) {
       return guarded(async () => {
@@ -188,10 +187,10 @@ export function createL2({ name = "l2", url, token, timeoutMs, breaker }: L2Opti
       return guarded(async () => (await writeScript.exec(keys, args)) === 1, true);
     },
     run(call, options) {
-      return guarded(() => call(redis), options?.isWrite ?? false);
+      return guarded(() => call(options?.isWrite ? writer : reader), options?.isWrite ?? false);
     },
     async runOnKeys(keys, call, options) {
-      const result = await guarded(() => call(redis, keys), options?.isWrite ?? false);
+      const result = await guarded(() => call(options?.isWrite ? writer : reader, keys), options?.isWrite ?? false);
       return result === undefined ? undefined : [result];
     },
     shards: [{ name, breaker }],

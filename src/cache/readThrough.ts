@@ -243,12 +243,15 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       }
       timings.l1 = clock.now() - started;
 
-      // 2. L2: one round trip for everything L1 could not serve.
-      if (l2 && pending.length > 0) {
+      // 2. L2: one round trip for everything L1 could not serve, except keys
+      // this isolate is filling already: those join the fill (step 3).
+      const joining = pending.filter((item) => filling.has(item.key));
+      const toRead = pending.filter((item) => !filling.has(item.key));
+      if (l2 && toRead.length > 0) {
         started = clock.now();
-        const values = await l2.readMany(pending.map((item) => item.key));
-        const stillPending: Pending[] = [];
-        for (const [index, item] of pending.entries()) {
+        const values = await l2.readMany(toRead.map((item) => item.key));
+        const stillPending: Pending[] = joining;
+        for (const [index, item] of toRead.entries()) {
           const value = values?.[index];
           const fromL2 = judged(value ? await decodeEntry(value) : undefined, id, item.resource, tagsOf(id));
           const best = newerOf(item.fallback, fromL2);

@@ -35,8 +35,15 @@ export const DEFAULTS = {
   ttlJitter: 0.1,
   /** 32 MiB of a Worker isolate's 128 MB: room for tens of thousands of entries and the runtime. */
   l1MaxBytes: 32 * 1024 * 1024,
-  /** A Redis round trip at the edge takes a few ms; past this a visitor should not wait for it. */
-  l2TimeoutMs: 50,
+  /**
+   * A Redis round trip at the edge takes a few ms; past this a visitor should
+   * not wait for it. Not less: an isolate busy rendering dozens of pages
+   * handles a reply some ms after it arrived, and a budget spent on that
+   * sends pages to the origin although their entries were in L2.
+   */
+  l2TimeoutMs: 75,
+  /** Background writes (fills, purges, reports) are off the visitor's path: a longer budget, so that load does not drop them. */
+  l2WriteTimeoutMs: 1000,
   /** A filler holds the cross-isolate lock at most this long, so a crashed holder blocks nobody for long. */
   lockTtlMs: 3000,
   /** How long a loser of the lock waits for the winner's result in L2 before fetching itself. */

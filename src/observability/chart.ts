@@ -70,7 +70,7 @@ export function buildChart(points: readonly MinutePoint[]): ChartView {
       const y = yRatio(point.hitRatio);
       ratioPath += `${drawing ? "L" : "M"}${x} ${y} `;
       drawing = true;
-      ratioDots.push({ cx: x, cy: y, title: `${label}: hit ratio ${(point.hitRatio * 100).toFixed(1)} % of ${point.answers} answers` });
+      ratioDots.push({ cx: x, cy: y, title: `${label}: hit ratio ${(point.hitRatio * 100).toFixed(1)}% of ${point.answers} answers` });
     }
     const barWidth = round(slot * 0.56);
     const y = yCount(point.originFetches);
@@ -97,7 +97,7 @@ export function buildChart(points: readonly MinutePoint[]): ChartView {
   const description =
     withRatio.length === 0
       ? `No page answers in the last ${points.length} minutes; ${totalFetches} origin fetches.`
-      : `Hit ratio per minute from ${(Math.min(...withRatio.map((p) => p.hitRatio!)) * 100).toFixed(0)} % to ${(Math.max(...withRatio.map((p) => p.hitRatio!)) * 100).toFixed(0)} %; ${totalFetches} origin fetches in the last ${points.length} minutes, at most ${Math.max(...points.map((p) => p.originFetches))} in one minute.`;
+      : `Hit ratio per minute from ${(Math.min(...withRatio.map((p) => p.hitRatio!)) * 100).toFixed(0)}% to ${(Math.max(...withRatio.map((p) => p.hitRatio!)) * 100).toFixed(0)}%; ${totalFetches} origin fetches in the last ${points.length} minutes, at most ${Math.max(...points.map((p) => p.originFetches))} in one minute.`;
 
   return {
     width: WIDTH,
@@ -106,7 +106,7 @@ export function buildChart(points: readonly MinutePoint[]): ChartView {
     ratioPath: ratioPath.trim(),
     ratioDots,
     bars,
-    leftTicks: [0, 0.5, 1].map((r) => ({ x: plot.left - 6, y: round(yRatio(r) + 4), label: `${r * 100} %` })),
+    leftTicks: [0, 0.5, 1].map((r) => ({ x: plot.left - 6, y: round(yRatio(r) + 4), label: `${r * 100}%` })),
     rightTicks: [0, maxFetches / 2, maxFetches].map((n) => ({ x: plot.right + 6, y: round(yCount(n) + 4), label: Number.isInteger(n) ? String(n) : n.toFixed(1) })),
     xTicks,
     gridLines: [0.25, 0.5, 0.75, 1].map((r) => ({ y: yRatio(r) })),

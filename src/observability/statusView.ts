@@ -9,7 +9,7 @@ import type { StatusModel } from "./status";
 const DASH = "—";
 
 export function percent(value: number | null, digits = 1): string {
-  return value === null ? DASH : `${(value * 100).toFixed(digits)} %`;
+  return value === null ? DASH : `${(value * 100).toFixed(digits)}%`;
 }
 
 export function bytes(n: number): string {
@@ -38,8 +38,11 @@ interface TierRow {
   name: string;
   answers: string;
   l1: string;
+  l1Count: string;
   l2: string;
+  l2Count: string;
   origin: string;
+  originCount: string;
   hit: string;
   stale: string;
   staleIfError: string;
@@ -53,9 +56,12 @@ function tierRow(name: string, s: ResourceSummary, total = false): TierRow {
   return {
     name,
     answers: count(s.answers),
-    l1: `${percent(s.l1Ratio)} (${count(s.l1)})`,
-    l2: `${percent(s.l2Ratio)} (${count(s.l2)})`,
-    origin: `${percent(s.originRatio)} (${count(s.origin)})`,
+    l1: percent(s.l1Ratio),
+    l1Count: count(s.l1),
+    l2: percent(s.l2Ratio),
+    l2Count: count(s.l2),
+    origin: percent(s.originRatio),
+    originCount: count(s.origin),
     hit: percent(s.hitRatio),
     stale: count(s.stale),
     staleIfError: count(s.staleIfError),
@@ -185,7 +191,7 @@ export function statusView(model: StatusModel) {
         { name: "TTL jitter", value: `± ${Math.round(model.config.ttlJitter * 100)} %` },
         { name: "Fill lock TTL / wait", value: `${model.config.lockTtlMs} ms / ${model.config.lockWaitMs} ms` },
         { name: "Purge poll", value: `${model.config.purgePollMs} ms` },
-        { name: "Known-ids filter", value: model.config.knownIds ? `${count(model.config.knownIds.capacity)} ids, fp ${model.config.knownIds.fpRate}` : "off" },
+        { name: "Known-ids filter", value: model.config.knownIds ? `capacity ${count(model.config.knownIds.capacity)} ids, false positives ${percent(model.config.knownIds.fpRate, 2)}` : "off" },
       ],
       policies,
     },

@@ -33,6 +33,22 @@ describe("circuit breaker", () => {
     expect(breaker.allow()).toBe(false);
   });
 
+  it("is not closed again by a call that began before it opened", () => {
+    const clock = fakeClock();
+    const breaker = createBreaker({ failureThreshold: 2, coolDownMs: 1000, clock });
+    expect(breaker.allow()).toBe(true); // a slow call starts
+    breaker.failure();
+    breaker.failure();
+    expect(breaker.state()).toBe("open");
+    breaker.success(); // the slow call ends well, after the breaker opened
+    expect(breaker.state()).toBe("open");
+    expect(breaker.allow()).toBe(false);
+    clock.advance(1000);
+    expect(breaker.allow()).toBe(true);
+    breaker.success();
+    expect(breaker.state()).toBe("closed");
+  });
+
   it("counts only consecutive failures", () => {
     const breaker = createBreaker({ failureThreshold: 2, coolDownMs: 1000, clock: fakeClock() });
     breaker.failure();
