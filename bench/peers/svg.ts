@@ -1,0 +1,113 @@
+// Hand-written SVG: a grouped bar chart on a logarithmic axis, no library.
+// Groups are scenarios, bars within a group are systems; a missing value
+// (a scenario a system does not run) leaves an "n/a" mark instead of a bar.
+
+export interface BarSeries {
+  name: string;
+  color: string;
+}
+
+export interface BarChart {
+  title: string;
+  subtitle: string;
+  yLabel: string;
+  groups: string[];
+  series: BarSeries[];
+  /** values[group][series]: null = not run. */
+  values: Array<Array<number | null>>;
+  /** "log": log10 axis (values > 0); "symlog": log10(1 + v), so 0 has a place. */
+  scale: "log" | "symlog";
+  /** Text over each bar. */
+  label(value: number): string;
+  /** Optional second line under a bar's label (e.g. a marker for errors). */
+  note?(group: number, series: number): string | null;
+}
+
+const WIDTH = 980;
+const HEIGHT = 520;
+const MARGIN = { top: 74, right: 24, bottom: 96, left: 78 };
+
+function esc(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
+
+function tickLabel(value: number): string {
+  if (value >= 1_000_000) return `${value / 1_000_000}M`;
+  if (value >= 1000) return `${value / 1000}k`;
+  return String(value);
+}
+
+export function barChartSvg(chart: BarChart): string {
+  const plotW = WIDTH - MARGIN.left - MARGIN.right;
+  const plotH = HEIGHT - MARGIN.top - MARGIN.bottom;
+  const all = chart.values.flat().filter((v): v is number => v !== null && Number.isFinite(v));
+  const f = chart.scale === "log" ? (v: number) => Math.log10(Math.max(v, 1e-9)) : (v: number) => Math.log10(1 + Math.max(0, v));
+  const positive = all.filter((v) => v > 0);
+  const lowDecade = chart.scale === "log" ? Math.floor(Math.log10(Math.min(...(positive.length ? positive : [1])))) : 0;
+  const highDecade = Math.max(lowDecade + 1, Math.ceil(Math.log10(Math.max(...(positive.length ? positive : [1])) * 1.0001 + (chart.scale === "symlog" ? 1 : 0))));
+  const y0 = chart.scale === "log" ? lowDecade : 0;
+  const y1 = highDecade;
+  const y = (v: number) => MARGIN.top + plotH - ((f(v) - y0) / (y1 - y0)) * plotH;
+  const out: string[] = [];
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-label="${esc(chart.title)}">`,
+    `<style>text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;fill:#1a1a1a}.t{font-size:17px;font-weight:600}.s{font-size:12px;fill:#555}.ax{font-size:11px;fill:#444}.g{font-size:12.5px;font-weight:600}.v{font-size:10px}.na{font-size:10px;fill:#888}.lg{font-size:12px}</style>`,
+    `<rect width="${WIDTH}" height="${HEIGHT}" fill="#fff"/>`,
+    `<text class="t" x="${MARGIN.left}" y="26">${esc(chart.title)}</text>`,
+    `<text class="s" x="${MARGIN.left}" y="45">${esc(chart.subtitle)}</text>`,
+  );
+  // Grid lines and ticks: decades, plus 0 for symlog.
+  const ticks: number[] = [];
+  if (chart.scale === "symlog") ticks.push(0);
+  for (let dec = chart.scale === "log" ? lowDecade : 0; dec <= highDecade; dec++) ticks.push(10 ** dec);
+  for (const tick of ticks) {
+    const ty = y(tick);
+    out.push(`<line x1="${MARGIN.left}" x2="${WIDTH - MARGIN.right}" y1="${ty.toFixed(1)}" y2="${ty.toFixed(1)}" stroke="${tick === ticks[0] ? "#888" : "#e3e3e3"}" stroke-width="1"/>`);
+    out.push(`<text class="ax" x="${MARGIN.left - 8}" y="${(ty + 4).toFixed(1)}" text-anchor="end">${tickLabel(tick)}</text>`);
+  }
+  out.push(
+    `<text class="ax" transform="translate(18 ${MARGIN.top + plotH / 2}) rotate(-90)" text-anchor="middle">${esc(chart.yLabel)}</text>`,
+  );
+  // Bars.
+  const groupW = plotW / chart.groups.length;
+  const barGap = 4;
+  const barW = Math.min(44, (groupW - 24) / chart.series.length - barGap);
+  const base = y(chart.scale === "log" ? 10 ** lowDecade : 0);
+  chart.groups.forEach((group, gi) => {
+    const gx = MARGIN.left + gi * groupW;
+    const used = chart.series.length * (barW + barGap) - barGap;
+    const startX = gx + (groupW - used) / 2;
+    chart.series.forEach((series, si) => {
+      const value = chart.values[gi]?.[si] ?? null;
+      const bx = startX + si * (barW + barGap);
+      const cx = bx + barW / 2;
+      if (value === null) {
+        out.push(`<text class="na" x="${cx.toFixed(1)}" y="${(base - 6).toFixed(1)}" text-anchor="middle">n/a</text>`);
+        return;
+      }
+      const top = Math.min(base, y(Math.max(value, chart.scale === "log" ? 10 ** lowDecade : 0)));
+      const h = Math.max(0, base - top);
+      out.push(
+        `<rect x="${bx.toFixed(1)}" y="${top.toFixed(1)}" width="${barW.toFixed(1)}" height="${Math.max(h, 0.8).toFixed(1)}" fill="${series.color}"><title>${esc(`${series.name} · ${group}: ${chart.label(value)}`)}</title></rect>`,
+      );
+      out.push(`<text class="v" x="${cx.toFixed(1)}" y="${(top - 4).toFixed(1)}" text-anchor="middle">${esc(chart.label(value))}</text>`);
+      const note = chart.note?.(gi, si);
+      if (note) out.push(`<text class="na" x="${cx.toFixed(1)}" y="${(top - 15).toFixed(1)}" text-anchor="middle">${esc(note)}</text>`);
+    });
+    // Group name, possibly on two lines.
+    const words = group.split(" ");
+    const half = Math.ceil(words.length / 2);
+    const lines = group.length > 16 ? [words.slice(0, half).join(" "), words.slice(half).join(" ")] : [group];
+    lines.forEach((line, li) => out.push(`<text class="g" x="${(gx + groupW / 2).toFixed(1)}" y="${MARGIN.top + plotH + 20 + li * 15}" text-anchor="middle">${esc(line)}</text>`));
+  });
+  // Legend.
+  let lx = MARGIN.left;
+  const ly = HEIGHT - 26;
+  for (const series of chart.series) {
+    out.push(`<rect x="${lx}" y="${ly - 10}" width="12" height="12" fill="${series.color}"/>`);
+    out.push(`<text class="lg" x="${lx + 17}" y="${ly}">${esc(series.name)}</text>`);
+    lx += 17 + series.name.length * 7 + 26;
+  }
+  out.push("</svg>");
+  return out.join("\n");
+}

@@ -1,0 +1,226 @@
+// The three systems under test, each with its own demo origin so that origin
+// counters belong to one system:
+//
+//   nginx    Nginx proxy_cache  → 2 render-only workers → its demo origin
+//   varnish  Varnish            → 2 render-only workers → its demo origin
+//   tier     2 Miniflare instances of the tier (L1 + L2: redis-server behind
+//            the Upstash REST gateway, as `npm run bench` starts them) → its demo origin
+//
+// A render-only worker is the tier's own bundle with its caches effectively
+// off (no L2, L1 at its 1 MiB minimum, every entry fresh for 1 s and never
+// served stale), so that a peer caches the very HTML the tier renders and
+// each peer miss costs the origin calls a real render does.
+import { productId } from "../../dev/origin/catalog";
+import { buildKnownIdsFilter, startServers, startWorker, type FilterBuild, type Servers, type WorkerInstance, type WorkerLogs } from "../stack";
+import { OriginAdmin, startNginx, startPeerOrigin, startVarnish, type CachePolicy, type CacheServer, type PeerOrigin } from "./procs";
+
+export type SystemName = "nginx" | "varnish" | "tier";
+
+export interface Settings {
+  quick: boolean;
+  connections: number;
+  catalogSize: number;
+  originLatencyMs: number;
+  originJitterMs: number;
+}
+
+/** The tier's product policy (src/config/defaults.ts), which the peers are configured with. */
+export const PRODUCT_POLICY: CachePolicy = { ttlS: 300, graceS: 3600, notFoundTtlS: 60 };
+
+/** Caches effectively off: 1 s fresh (the minimum the config accepts), nothing stale, no jitter. */
+const OFF = { ttl: 1, swr: 0, staleIfError: 0, negativeTtl: 1 };
+export const RENDER_ONLY_VARS: Record<string, string> = {
+  L1_MAX_BYTES: "1048576",
+  TTL_JITTER: "0",
+  KNOWN_IDS: "off",
+  CACHE_POLICIES: JSON.stringify({ product: OFF, inventory: OFF, reviews: OFF, recommendations: OFF }),
+};
+
+export const RENDER_ONLY_INSTANCES = 2;
+export const TIER_INSTANCES = 2;
+const PURGE_TOKEN = "bench-purge-token";
+
+export interface System {
+  name: SystemName;
+  /** One line for the report: what serves the requests. */
+  description: string;
+  /** Base URLs; the load generator's connection i talks to targets[i % n]. */
+  targets: string[];
+  /** The system's demo origin. */
+  origin: OriginAdmin;
+  /** Process trees whose CPU is this system's (besides workerd, counted by name). */
+  cpuRoots: Record<string, number[]>;
+  /** What a shop does right after a price change: returns what was done. */
+  purge(id: string): Promise<string>;
+  /** Configuration to show in the report. */
+  config: string;
+  /** The check of the render-only upstream (peers), or of the tier's page. */
+  check: string;
+  close(): Promise<void>;
+}
+
+/** Stops registered by the caller (run.ts) so that everything stops on error or signal. */
+export type OnCleanup = (name: string, stop: () => Promise<void>) => () => Promise<void>;
+
+// ---------------------------------------------------------------- peers
+
+export async function startPeer(name: "nginx" | "varnish", settings: Settings, dir: string, logs: WorkerLogs, onCleanup: OnCleanup): Promise<System> {
+  const stops: Array<() => Promise<void>> = [];
+  const origin: PeerOrigin = await startPeerOrigin({ catalogSize: settings.catalogSize, latencyMs: settings.originLatencyMs, jitterMs: settings.originJitterMs });
+  stops.push(onCleanup(`${name}: demo origin`, () => origin.close()));
+  try {
+    const bindings = { ORIGIN_URL: origin.url, ...RENDER_ONLY_VARS };
+    const workers: WorkerInstance[] = [];
+    for (let i = 0; i < RENDER_ONLY_INSTANCES; i++) {
+      const worker = await startWorker(bindings, logs);
+      workers.push(worker);
+      stops.push(onCleanup(`${name}: render-only worker ${worker.url}`, () => worker.close()));
+    }
+    const check = await checkRenderOnly(workers[0]!.url, origin.admin);
+    const server: CacheServer =
+      name === "nginx" ? await startNginx(dir, workers.map((w) => w.url), PRODUCT_POLICY) : await startVarnish(dir, workers.map((w) => w.url), PRODUCT_POLICY);
+    stops.push(onCleanup(`${name}: ${name === "nginx" ? "nginx" : "varnishd"} pid ${server.pid}`, () => server.close()));
+    const same = await samePage(server.url, workers[1]!.url);
+    return {
+      name,
+      description:
+        name === "nginx"
+          ? `Nginx proxy_cache (worker_processes auto) → ${RENDER_ONLY_INSTANCES} render-only workers (round robin, keepalive) → demo origin`
+          : `Varnish (malloc 256 MB, default thread pools) → ${RENDER_ONLY_INSTANCES} render-only workers (directors.round_robin) → demo origin`,
+      targets: [server.url],
+      origin: origin.admin,
+      cpuRoots: { [name]: [server.pid], origin: [origin.pid] },
+      purge: async (id) => {
+        if (name === "nginx") return "none (open-source Nginx has no purge: expiry only)";
+        const response = await fetch(`${server.url}/products/${id}`, { method: "PURGE", signal: AbortSignal.timeout(5000) });
+        await response.body?.cancel();
+        return `PURGE /products/${id} → HTTP ${response.status}`;
+      },
+      config: server.config,
+      check: `${check}; ${same}`,
+      close: async () => {
+        for (const stop of stops.reverse()) await stop().catch(() => undefined);
+      },
+    };
+  } catch (err) {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
+ * The render-only worker must answer the tier's HTML, and fetch from the
+ * origin again once its 1-s entries are over: two requests 1.2 s apart must
+ * both show `pp-origin` for the product.
+ */
+async function checkRenderOnly(url: string, origin: OriginAdmin): Promise<string> {
+  const id = productId(1);
+  const product = (await (await fetch(`${origin.url}/products/${id}`)).json()) as { title: string };
+  const first = await getPage(`${url}/products/${id}`);
+  const problems: string[] = [];
+  if (first.status !== 200) problems.push(`HTTP ${first.status}`);
+  if (!/^text\/html/.test(first.contentType)) problems.push(`content-type ${first.contentType}`);
+  if (!/^<!doctype html>/i.test(first.body.trimStart())) problems.push("no doctype");
+  if (!first.body.includes(product.title)) problems.push("title missing");
+  if (priceNow(first.body) === null) problems.push("price missing");
+  await new Promise((r) => setTimeout(r, 1200));
+  const second = await getPage(`${url}/products/${id}`);
+  const fromOrigin = [first, second].every((page) => /pp-origin[^,]*detail="product"/.test(page.cacheStatus));
+  if (!fromOrigin) problems.push(`not refetched after 1.2 s (Cache-Status: ${second.cacheStatus})`);
+  if (problems.length) throw new Error(`the render-only worker's page for ${id} is wrong: ${problems.join(", ")}`);
+  return `render-only check: ${id} → 200 text/html, ${first.body.length.toLocaleString("en-US")} bytes, title and price (${priceNow(first.body)}) present, product fetched from the origin again after 1.2 s`;
+}
+
+/** The page through the cache server is the page the render-only worker renders. */
+async function samePage(cacheUrl: string, renderUrl: string): Promise<string> {
+  const id = productId(2);
+  const [cached, rendered] = [await getPage(`${cacheUrl}/products/${id}`), await getPage(`${renderUrl}/products/${id}`)];
+  // Only the inline time-dependent parts could differ; strip nothing, compare the visible essentials.
+  const same = cached.status === 200 && priceNow(cached.body) === priceNow(rendered.body) && title(cached.body) === title(rendered.body);
+  if (!same) throw new Error(`the page through the cache differs from the render-only worker's (${cached.status}, ${priceNow(cached.body)} vs ${priceNow(rendered.body)})`);
+  return `through the cache: ${id} → 200, same title and price as rendered (${cached.body.length === rendered.body.length ? "same length" : `${cached.body.length} vs ${rendered.body.length} bytes`})`;
+}
+
+// ---------------------------------------------------------------- the tier
+
+export interface Tier extends System {
+  servers: Servers;
+  filter: FilterBuild;
+  /** The redis-server's pid (a child of the servers process), for the Redis-down scenario. */
+  serversPid: number;
+}
+
+export async function startTier(settings: Settings, logs: WorkerLogs, onCleanup: OnCleanup): Promise<Tier> {
+  const stops: Array<() => Promise<void>> = [];
+  const servers = await startServers({ catalogSize: settings.catalogSize, latencyMs: settings.originLatencyMs, jitterMs: settings.originJitterMs });
+  stops.push(onCleanup("tier: redis-server, gateway, demo origin", () => servers.close()));
+  try {
+    const filter = await buildKnownIdsFilter(servers);
+    const workers: WorkerInstance[] = [];
+    for (let i = 0; i < TIER_INSTANCES; i++) {
+      const worker = await startWorker(servers.bindings, logs);
+      workers.push(worker);
+      stops.push(onCleanup(`tier: worker ${worker.url}`, () => worker.close()));
+    }
+    const id = productId(1);
+    const page = await getPage(`${workers[0]!.url}/products/${id}`);
+    if (page.status !== 200 || priceNow(page.body) === null) throw new Error(`the tier's page for ${id} is wrong: HTTP ${page.status}`);
+    const origin = new OriginAdmin(servers.originUrl);
+    return {
+      name: "tier",
+      description: `this tier: ${TIER_INSTANCES} Miniflare (workerd) instances, L1 lru-cache + L2 redis-server via the Upstash REST gateway, load split across them → demo origin`,
+      targets: workers.map((w) => w.url),
+      origin,
+      cpuRoots: { "origin+gateway+redis": [servers.pid] },
+      purge: async (productIdToPurge) => {
+        const response = await fetch(`${workers[0]!.url}/__purge`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${PURGE_TOKEN}`, "content-type": "application/json" },
+          body: JSON.stringify({ ids: [productIdToPurge] }),
+          signal: AbortSignal.timeout(5000),
+        });
+        const text = await response.text();
+        return `POST /__purge {"ids":["${productIdToPurge}"]} → HTTP ${response.status} ${text.slice(0, 120)}`;
+      },
+      config: `worker settings: the tier's defaults; bindings ORIGIN_URL, UPSTASH_REDIS_REST_URL/TOKEN (gateway), PURGE_TOKEN`,
+      check: `tier check: ${id} → 200, ${page.body.length.toLocaleString("en-US")} bytes, price ${priceNow(page.body)}; known-ids filter ${filter.built ? `built in ${filter.seconds} s` : `NOT built (${filter.detail})`}`,
+      servers,
+      filter,
+      serversPid: servers.pid,
+      close: async () => {
+        for (const stop of stops.reverse()) await stop().catch(() => undefined);
+      },
+    };
+  } catch (err) {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    throw err;
+  }
+}
+
+// ---------------------------------------------------------------- pages
+
+export interface Page {
+  status: number;
+  contentType: string;
+  cacheStatus: string;
+  body: string;
+}
+
+export async function getPage(url: string, timeoutMs = 5000): Promise<Page> {
+  const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: "text/html" } });
+  return {
+    status: response.status,
+    contentType: response.headers.get("content-type") ?? "",
+    cacheStatus: response.headers.get("cache-status") ?? "",
+    body: await response.text(),
+  };
+}
+
+/** The visible price of a product page (templates/partials/price.liquid), e.g. "$123.45". */
+export function priceNow(body: string): string | null {
+  return /class="price-now[^"]*">([^<]+)</.exec(body)?.[1]?.trim() ?? null;
+}
+
+function title(body: string): string | null {
+  return /<h1[^>]*>([\s\S]*?)<\/h1>/.exec(body)?.[1]?.trim() ?? null;
+}

@@ -1,0 +1,378 @@
+// What the benchmark runs against: the worker bundle, the servers process
+// (redis-server + Upstash REST gateway + demo origin, see servers.ts) and
+// Miniflare instances serving the bundle over real HTTP on loopback.
+import { execFile, fork, type ChildProcess } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { performance } from "node:perf_hooks";
+import type { Readable } from "node:stream";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { Redis } from "ioredis";
+import { Log, LogLevel, Miniflare } from "miniflare";
+import type { ServersMessage, ServersOptions } from "./servers";
+
+/**
+ * The bench bundles into a folder of its own, not the tests' `.wrangler/test-bundle`:
+ * a test run started meanwhile would otherwise rebuild the file under a running
+ * benchmark (and the other way round).
+ */
+export const BUNDLE_DIR = resolve(".wrangler/bench-bundle");
+
+/** As wrangler.toml says, so that the runtime behaves as it does when deployed. */
+const COMPATIBILITY_DATE = "2026-04-20";
+const COMPATIBILITY_FLAGS = ["nodejs_compat"];
+
+const execFileAsync = promisify(execFile);
+
+const GATEWAY_TOKEN = "bench-gateway-token";
+const SERVERS_START_TIMEOUT_MS = 30_000;
+const SERVERS_STOP_TIMEOUT_MS = 10_000;
+
+/** Bundles the worker exactly as `wrangler deploy` would (the same call as test/support/build.ts). */
+export async function buildBundle(): Promise<void> {
+  await execFileAsync("npx", ["wrangler", "deploy", "--dry-run", "--outdir", BUNDLE_DIR], {
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
+    maxBuffer: 16 * 1024 * 1024,
+  });
+}
+
+// ---------------------------------------------------------------- servers
+
+export interface OriginCounters {
+  total: number;
+  services: Record<string, number>;
+}
+
+export interface Servers {
+  originUrl: string;
+  gatewayUrl: string;
+  redisPort: number;
+  /** The servers process (origin + gateway; redis-server is its child). */
+  pid: number;
+  /** The worker's bindings pointing at these servers. */
+  bindings: Record<string, string>;
+  /** Requests each origin service received since the last reset. */
+  counters(): Promise<OriginCounters>;
+  resetCounters(): Promise<void>;
+  /**
+   * Empties L2 but for the known-ids filter (`pp:v1:kid:*`, built once per
+   * run by buildKnownIdsFilter), so that a scenario starts from the state it
+   * describes, whatever ran before.
+   */
+  resetL2(): Promise<void>;
+  /** Redis command calls since the last reset (INFO commandstats), by command name. */
+  redisCalls(): Promise<Record<string, number>>;
+  resetRedisStats(): Promise<void>;
+  /** How many of `keys` exist in L2 (to check that fills were really written). */
+  countKeys(keys: string[]): Promise<number>;
+  /** Gateway notes (connection state changes) received so far. */
+  readonly logs: string[];
+  close(): Promise<void>;
+}
+
+export interface ServersSettings {
+  catalogSize: number;
+  latencyMs: number;
+  jitterMs: number;
+}
+
+export async function startServers(settings: ServersSettings): Promise<Servers> {
+  const options: ServersOptions = { ...settings, gatewayToken: GATEWAY_TOKEN };
+  const child = fork(fileURLToPath(new URL("./servers.ts", import.meta.url)), [], {
+    // Run the TypeScript child with tsx's loader, as `npm run bench` runs this file.
+    execArgv: ["--import", "tsx"],
+    env: { ...process.env, BENCH_SERVERS_OPTIONS: JSON.stringify(options) },
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  // Killed at exit whatever happens (the child also stops by itself when the IPC channel closes).
+  const killAtExit = () => void child.kill("SIGTERM");
+  process.once("exit", killAtExit);
+
+  const logs: string[] = [];
+  let ready: Extract<ServersMessage, { type: "ready" }>;
+  try {
+    ready = await new Promise((resolveReady, reject) => {
+      const timer = setTimeout(() => reject(new Error("the servers did not start in time")), SERVERS_START_TIMEOUT_MS);
+      child.on("message", (message: ServersMessage) => {
+        if (message.type === "log") logs.length < 200 && logs.push(message.line);
+        if (message.type === "failed") reject(new Error(`the servers did not start: ${message.message}`));
+        if (message.type === "ready") {
+          clearTimeout(timer);
+          resolveReady(message);
+        }
+      });
+      child.once("exit", (code) => reject(new Error(`the servers process exited (code ${code})`)));
+    });
+  } catch (err) {
+    await stopChild(child);
+    throw err;
+  }
+
+  const redis = new Redis({ port: ready.redisPort, host: "127.0.0.1", maxRetriesPerRequest: 1, lazyConnect: true });
+  redis.on("error", () => undefined); // failures surface through the commands' rejections
+  await redis.connect();
+
+  const admin = async (path: string, method = "GET"): Promise<any> => {
+    const response = await fetch(ready.originUrl + path, { method });
+    if (!response.ok) throw new Error(`origin admin ${method} ${path}: HTTP ${response.status}`);
+    return response.json();
+  };
+
+  return {
+    originUrl: ready.originUrl,
+    gatewayUrl: ready.gatewayUrl,
+    redisPort: ready.redisPort,
+    pid: child.pid!,
+    bindings: {
+      ORIGIN_URL: ready.originUrl,
+      UPSTASH_REDIS_REST_URL: ready.gatewayUrl,
+      UPSTASH_REDIS_REST_TOKEN: GATEWAY_TOKEN,
+      PURGE_TOKEN: "bench-purge-token",
+    },
+    logs,
+    counters: async () => {
+      const body = await admin("/__admin/counters");
+      return { total: body.total, services: body.services };
+    },
+    resetCounters: async () => void (await admin("/__admin/counters/reset", "POST")),
+    // A throw-away redis of our own: a full SCAN here is the harness resetting, not a code path of the tier.
+    resetL2: async () => {
+      let cursor = "0";
+      do {
+        const [next, keys] = await redis.scan(cursor, "COUNT", 1000);
+        const doomed = keys.filter((key) => !key.startsWith(KNOWN_IDS_PREFIX));
+        if (doomed.length) await redis.unlink(...doomed);
+        cursor = next;
+      } while (cursor !== "0");
+    },
+    redisCalls: async () => parseCommandStats(await redis.info("commandstats")),
+    resetRedisStats: async () => void (await redis.config("RESETSTAT")),
+    countKeys: async (keys) => (keys.length ? redis.exists(...keys) : 0),
+    close: async () => {
+      redis.disconnect();
+      await stopChild(child);
+      process.off("exit", killAtExit);
+    },
+  };
+}
+
+/** Where the known-ids filter lives in Redis (src/knownIds/keys.ts). */
+const KNOWN_IDS_PREFIX = "pp:v1:kid:";
+
+export interface FilterBuild {
+  built: boolean;
+  /** The rebuild tool's summary, or why it failed. */
+  detail: string;
+  seconds: number;
+}
+
+/**
+ * Builds the known-ids filter in L2 with the project's own tool
+ * (dev/filter-rebuild.ts), as an operator would after a deploy, so that the
+ * worker checks ids against it as in production. A failure is reported, not
+ * fatal: the worker then lets every id through, and the run says so.
+ */
+export async function buildKnownIdsFilter(servers: Servers): Promise<FilterBuild> {
+  const started = performance.now();
+  const args = ["--import", "tsx", "dev/filter-rebuild.ts", "--origin", servers.originUrl, "--redis-url", servers.gatewayUrl, "--token", GATEWAY_TOKEN];
+  const seconds = () => Math.round((performance.now() - started) / 100) / 10;
+  try {
+    const { stdout } = await execFileAsync(process.execPath, args, { timeout: 120_000, maxBuffer: 4 * 1024 * 1024 });
+    return { built: true, detail: stdout.trim().split("\n").map((line) => line.replace(/\s+/g, " ").trim()).join("; "), seconds: seconds() };
+  } catch (err) {
+    const { stderr, message } = err as { stderr?: string; message: string };
+    return { built: false, detail: (stderr?.trim().split("\n").pop() ?? message).slice(0, 300), seconds: seconds() };
+  }
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((done) => child.once("exit", () => done()));
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), SERVERS_STOP_TIMEOUT_MS);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** The harness's own commands inside a measured window (INFO to read these stats), left out of the figures. */
+const HARNESS_COMMANDS = new Set(["info", "config", "config|resetstat"]);
+
+/** `cmdstat_mget:calls=12,usec=...` lines → {mget: 12}. */
+function parseCommandStats(info: string): Record<string, number> {
+  const calls: Record<string, number> = {};
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (!HARNESS_COMMANDS.has(match[1]!)) calls[match[1]!] = Number(match[2]);
+  }
+  return calls;
+}
+
+// ---------------------------------------------------------------- workers
+
+export interface WorkerInstance {
+  /** Base URL, e.g. http://127.0.0.1:41234 */
+  url: string;
+  close(): Promise<void>;
+}
+
+/** What the instances logged: a total, and each distinct line (per scenario) with how often it came. */
+export interface WorkerLogs {
+  count: number;
+  /** `scenario: line` → times seen; at most MAX_DISTINCT_LOG_LINES entries. */
+  distinct: Map<string, number>;
+  /** The scenario running now, to label the lines. */
+  scenario: string;
+}
+
+const MAX_DISTINCT_LOG_LINES = 50;
+
+/**
+ * One Miniflare instance: its own workerd process, so its own isolate and
+ * L1, serving HTTP on a loopback port the OS picks. Its console output is
+ * kept (bounded) instead of printed, so that it cannot garble the progress
+ * line, and so that the report can say whether the worker logged errors.
+ */
+export async function startWorker(bindings: Record<string, string>, logs: WorkerLogs): Promise<WorkerInstance> {
+  const keep = (line: string) => {
+    logs.count++;
+    // Timestamps and counters would make every line distinct: without them, repeats collapse into a count.
+    const text = line
+      .replace(/"(ts|time|at)":"[^"]*",?/g, "")
+      .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, "<time>")
+      .replace(/":\d+(\.\d+)?/g, '":<n>');
+    const key = `${logs.scenario}: ${text.slice(0, 500)}`;
+    const seen = logs.distinct.get(key);
+    // Errors and warnings keep a room of their own, so routine lines cannot crowd them out.
+    const room = /error|warn|uncaught|exception/i.test(text) ? MAX_DISTINCT_LOG_LINES * 2 : MAX_DISTINCT_LOG_LINES;
+    if (seen !== undefined) logs.distinct.set(key, seen + 1);
+    else if (logs.distinct.size < room) logs.distinct.set(key, 1);
+  };
+  const mf = new Miniflare({
+    // Miniflare's own log carries what the worker's code never sees: an
+    // exception that escaped the fetch handler becomes a 500 here, reported
+    // only through this log (silent by default).
+    log: new CapturingLog(keep),
+    modules: true,
+    scriptPath: join(BUNDLE_DIR, "index.js"),
+    modulesRules: [{ type: "Text", include: ["**/*.liquid"] }],
+    compatibilityDate: COMPATIBILITY_DATE,
+    compatibilityFlags: COMPATIBILITY_FLAGS,
+    bindings,
+    host: "127.0.0.1",
+    port: 0,
+    // No `Request.cf` download from workers.cloudflare.com: the benchmark
+    // talks to loopback only (Miniflare's placeholder object is used instead).
+    cf: false,
+    handleRuntimeStdio(stdout: Readable, stderr: Readable) {
+      for (const stream of [stdout, stderr]) {
+        let rest = "";
+        stream.on("data", (chunk: Buffer) => {
+          const lines = (rest + chunk.toString("utf8")).split("\n");
+          rest = lines.pop() ?? "";
+          for (const line of lines) if (line.trim()) keep(line);
+        });
+      }
+    },
+  });
+  try {
+    const url = await mf.ready;
+    return { url: url.origin, close: () => mf.dispose() };
+  } catch (err) {
+    await mf.dispose().catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Miniflare's warnings and errors, kept with the worker's own output. */
+class CapturingLog extends Log {
+  constructor(private readonly keep: (line: string) => void) {
+    super(LogLevel.WARN);
+  }
+
+  protected override log(message: string): void {
+    // Strip colours: the lines end up in Markdown.
+    this.keep(`[miniflare] ${message.replace(/\x1b\[[0-9;]*m/g, "")}`);
+  }
+}
+
+// ---------------------------------------------------------------- versions
+
+/** Versions of the tools under test, read from their installed package.json. */
+export function toolVersions(): Record<string, string> {
+  const version = (name: string): string => {
+    try {
+      return JSON.parse(readFileSync(resolve("node_modules", name, "package.json"), "utf8")).version;
+    } catch {
+      return "unknown";
+    }
+  };
+  return { workerd: version("workerd"), wrangler: version("wrangler"), miniflare: version("miniflare") };
+}
+
+// ---------------------------------------------------------------- CPU
+
+/**
+ * CPU seconds used so far, by role: workerd (every instance), the load
+ * generator (this process), the origin + gateway process, redis-server, and
+ * everything else on the machine. On a shared 2-core machine this says whether
+ * a figure was limited by the worker, by the harness or by a neighbour.
+ * Linux only (/proc); elsewhere every figure is 0.
+ */
+export type CpuRole = "workerd" | "load generator" | "origin + gateway" | "redis" | "other processes";
+
+export interface CpuSnapshot {
+  at: number;
+  seconds: Record<CpuRole, number>;
+}
+
+const TICKS_PER_SECOND = 100; // USER_HZ: 100 on every Linux this runs on
+
+export function cpuSnapshot(serversPid: number): CpuSnapshot {
+  const seconds: Record<CpuRole, number> = { workerd: 0, "load generator": 0, "origin + gateway": 0, redis: 0, "other processes": 0 };
+  const at = performance.now();
+  try {
+    const procs = readProcesses();
+    const ours = (pid: number): CpuRole | null => {
+      // Walk up to one of our two roots: this process or the servers process.
+      for (let p: number | undefined = pid, depth = 0; p && depth < 10; p = procs.get(p)?.ppid, depth++) {
+        if (p === process.pid) return procs.get(pid)?.comm === "workerd" ? "workerd" : pid === process.pid ? "load generator" : null;
+        if (p === serversPid) return procs.get(pid)?.comm === "redis-server" ? "redis" : pid === serversPid ? "origin + gateway" : null;
+      }
+      return null;
+    };
+    let counted = 0;
+    for (const [pid, info] of procs) {
+      const role = ours(pid);
+      if (role) {
+        seconds[role] += info.ticks / TICKS_PER_SECOND;
+        counted += info.ticks;
+      }
+    }
+    // Machine-wide busy time (all CPUs) minus ours: what neighbours used.
+    const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+    const busy = fields.reduce((a, b) => a + b, 0) - (fields[3] ?? 0) - (fields[4] ?? 0);
+    seconds["other processes"] = (busy - counted) / TICKS_PER_SECOND;
+  } catch {
+    // not Linux, or /proc unreadable: no CPU figures
+  }
+  return { at, seconds };
+}
+
+function readProcesses(): Map<number, { ppid: number; comm: string; ticks: number }> {
+  const procs = new Map<number, { ppid: number; comm: string; ticks: number }>();
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      // comm is in parentheses and may hold spaces: split after the last ')'.
+      const close = stat.lastIndexOf(")");
+      const comm = stat.slice(stat.indexOf("(") + 1, close);
+      const rest = stat.slice(close + 2).split(" ");
+      // rest[0] is field 3 (state): ppid is field 4, utime 14, stime 15.
+      procs.set(Number(name), { ppid: Number(rest[1]), comm, ticks: Number(rest[11]) + Number(rest[12]) });
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return procs;
+}
