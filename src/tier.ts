@@ -15,10 +15,17 @@ import { createLimiter } from "./origin/limiter";
 import { createPurgeLog, type PurgeLog } from "./invalidation/log";
 import { createKnownIds, type KnownIds } from "./knownIds";
 import { createHotReport, type HotReport } from "./warming/hotReport";
+import { LRUCache } from "lru-cache";
 import { createPurgeWatcher, type PurgeWatcher } from "./invalidation/watcher";
 import { logEvent } from "./observability/log";
 import { createMetrics, type Metrics } from "./observability/metrics";
 import { watchBreaker, watchOrigin } from "./observability/wiring";
+
+/** A product page as rendered once: its HTML and its validator. */
+export interface RenderedPage {
+  html: string;
+  etag: string;
+}
 
 export interface Tier {
   config: Config;
@@ -28,6 +35,8 @@ export interface Tier {
   purgeLog: PurgeLog | null;
   /** The known-ids filter; null without L2 or when disabled. */
   knownIds: KnownIds | null;
+  /** Pages rendered in this isolate, by URL and the versions they were made from (bounded in bytes). */
+  renderedPages: LRUCache<string, RenderedPage>;
   /** This isolate's share of the fleet's hot products, reported to L2 for warming; null without L2. */
   hotReport: HotReport | null;
   origin: OriginClient;
@@ -79,6 +88,10 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
     knownIds: createKnownIdsFor(config, clock, metrics),
     metrics,
     hotReport: l2 ? createHotReport({ l2, keyPrefix: config.keyPrefix, clock }) : null,
+    renderedPages: new LRUCache<string, RenderedPage>({
+      maxSize: DEFAULTS.renderedPagesMaxBytes,
+      sizeCalculation: (page) => page.html.length * 2 + 256,
+    }),
   };
 }
 

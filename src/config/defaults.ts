@@ -36,6 +36,12 @@ export const DEFAULTS = {
   /** 32 MiB of a Worker isolate's 128 MB: room for tens of thousands of entries and the runtime. */
   l1MaxBytes: 32 * 1024 * 1024,
   /**
+   * Rendered pages kept per isolate, keyed by the versions they were made
+   * from (8 MiB ≈ 1,000 product pages): an L1-hit page then costs about what
+   * a static string does. Counted apart from L1's own bound.
+   */
+  renderedPagesMaxBytes: 8 * 1024 * 1024,
+  /**
    * A Redis round trip at the edge takes a few ms; past this a visitor should
    * not wait for it. Not less: an isolate busy rendering dozens of pages
    * handles a reply some ms after it arrived, and a budget spent on that

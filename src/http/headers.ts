@@ -63,10 +63,15 @@ export function pageCacheControl(page: Served<unknown>[], policies: Record<strin
   return `public, max-age=${fresh}, s-maxage=${fresh}, stale-while-revalidate=${grace}`;
 }
 
-/** A strong validator from what the page is made of: same versions and states, same HTML. */
-export async function pageEtag(page: Served<unknown>[], renderVersion: string): Promise<string> {
+/** What a page's HTML depends on besides its URL: the template version and each part's version and state. */
+export function pageIdentity(page: Served<unknown>[], renderVersion: string): string {
   const parts = page.map((served) => `${served.resource}:${served.outcome}:${served.entry?.version ?? "-"}:${served.freshness === "stale-if-error" ? "e" : ""}`);
-  const digest = await crypto.subtle.digest("SHA-1", new TextEncoder().encode(`${renderVersion}|${parts.join("|")}`));
+  return `${renderVersion}|${parts.join("|")}`;
+}
+
+/** A strong validator from the page's identity: same versions and states, same HTML. */
+export async function pageEtag(identity: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-1", new TextEncoder().encode(identity));
   const hex = [...new Uint8Array(digest)].slice(0, 12).map((b) => b.toString(16).padStart(2, "0")).join("");
   return `"${hex}"`;
 }

@@ -7,7 +7,7 @@ import { isValidProductId, RESOURCE_NAMES } from "../origin/types";
 import { renderProductPage } from "../render";
 import type { Section } from "../render/model";
 import type { Tier } from "../tier";
-import { cacheStatus, pageCacheControl, pageEtag } from "./headers";
+import { cacheStatus, pageCacheControl, pageEtag, pageIdentity } from "./headers";
 import { errorPage } from "./errorPage";
 
 
@@ -71,17 +71,27 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
   tier.metrics.recordPage({ id, outcome: "ok", served: all, defaulted });
   tier.hotReport?.offer(id, (work) => c.executionCtx.waitUntil(work));
 
+  // The same parts in the same states render the same HTML: rendered once per
+  // isolate and kept (bounded in bytes) until one of them changes.
+  const pageUrl = new URL(`/products/${id}`, tier.config.publicUrl ?? c.req.url).href;
+  const identity = pageIdentity(all, RENDER_VERSION);
+  const renderKey = `${pageUrl}|${identity}`;
   startTime(c, "render");
-  const html = renderProductPage({
-    product: product.data!,
-    inventory: inventoryKnown ? inventory.data : null,
-    reviews,
-    recommendations,
-    pageUrl: new URL(`/products/${id}`, tier.config.publicUrl ?? c.req.url).href,
-  });
+  let page = tier.renderedPages.get(renderKey);
+  if (!page) {
+    const html = renderProductPage({
+      product: product.data!,
+      inventory: inventoryKnown ? inventory.data : null,
+      reviews,
+      recommendations,
+      pageUrl,
+    });
+    page = { html, etag: await pageEtag(identity) };
+    tier.renderedPages.set(renderKey, page);
+  }
   endTime(c, "render");
 
   c.header("Cache-Control", pageCacheControl(all, tier.config.policies, now));
-  c.header("ETag", await pageEtag(all, RENDER_VERSION));
-  return c.html(html, 200);
+  c.header("ETag", page.etag);
+  return c.html(page.html, 200);
 }

@@ -104,7 +104,7 @@ export function statusView(model: StatusModel) {
     cards: [
       { label: "Page views", value: count(w5.pages), detail: `${count(w15.pages)} in 15 min` },
       { label: "Hit ratio, L1 + L2", value: percent(w5.total.hitRatio), detail: `${percent(w15.total.hitRatio)} over 15 min` },
-      { label: "Origin fetches", value: count(w5.originTotal.fetches), detail: `${plural(w5.originTotal.errors, "error", "errors")} · ${count(w15.originTotal.fetches)} in 15 min`, bad: w5.originTotal.errors > 0 },
+      { label: "Origin fetches", value: count(w5.originTotal.fetches), detail: `${plural(w5.originTotal.errors, "error", "errors")} · ${count(w15.originTotal.fetches)} in 15 min` },
       { label: "503 pages", value: count(w5.outcomes.unavailable), detail: `${count(w15.outcomes.unavailable)} in 15 min`, bad: w5.outcomes.unavailable > 0 },
       { label: "Degraded pages", value: count(w5.degradedPages), detail: `${count(w15.degradedPages)} in 15 min`, bad: w5.degradedPages > 0 },
       { label: "Known-ids 404s", value: count(w5.outcomes.filtered), detail: `${plural(w5.outcomes.absent, "origin 404", "origin 404s")}` },

@@ -21,7 +21,7 @@ beforeAll(async () => {
     // The gateway shares this test process's event loop with 400 concurrent
     // requests on a 2-core machine: give L2 calls room, since what is tested
     // here is coalescing, not the time budget (see faults tests for that).
-    instances.push(await startWorker({ ...stack.bindings, CACHE_POLICIES: POLICIES, TTL_JITTER: "0", L2_TIMEOUT_MS: "500" }));
+    instances.push(await startWorker({ ...stack.bindings, CACHE_POLICIES: POLICIES, TTL_JITTER: "0", L2_TIMEOUT_MS: "2000" }));
   }
 });
 

@@ -43,6 +43,11 @@ export async function startStack(origin: DemoOriginOptions = {}): Promise<Stack>
       UPSTASH_REDIS_REST_URL: gateway.url,
       UPSTASH_REDIS_REST_TOKEN: GATEWAY_TOKEN,
       PURGE_TOKEN,
+      // The gateway runs in the test process, whose event loop also drives
+      // hundreds of test requests on a shared 2-core machine: a generous L2
+      // budget keeps tests about behaviour from failing on load. The budget
+      // itself is tested where it is the subject (faults.test.ts, l2.test.ts).
+      L2_TIMEOUT_MS: "1000",
     },
     admin,
     counters: () => admin("/__admin/counters"),
