@@ -1,8 +1,7 @@
 // GET / — a short list of products, from the origin's id listing. The listing
-// is asked at most once a minute per isolate; titles come from L1 when known.
+// is asked at most once a minute per isolate; titles are read through the
+// cache tiers like any page's product (so, after the first view, from L1).
 import type { Context } from "hono";
-import { entryKey } from "../cache/keys";
-import type { Product } from "../origin/types";
 import { renderHomePage } from "../render";
 import type { Tier } from "../tier";
 import { errorPage } from "./errorPage";
@@ -23,10 +22,13 @@ export async function homePage(c: Context, tier: Tier): Promise<Response> {
       if (!listing) return errorPage(c, 503, "The product list is not available right now.", "no-store", 10);
     }
   }
-  const products = listing.ids.map((id) => {
-    const entry = tier.cache.l1.peek(entryKey(tier.config.keyPrefix, "product", id));
-    return { id, title: (entry?.data as Product | null | undefined)?.title ?? null };
-  });
+  const background = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
+  const products = await Promise.all(
+    listing.ids.map(async (id) => {
+      const { data } = await tier.cache.read(id, ["product"], background);
+      return { id, title: data.product?.outcome === "found" ? data.product.data!.title : null };
+    }),
+  );
   c.header("Cache-Control", "public, max-age=60");
   return c.html(renderHomePage({ products }));
 }

@@ -31,8 +31,7 @@ describe("product pages", () => {
     expect(html).toContain("<h1");
     expect(html).toContain('application/ld+json');
     // The title is there, HTML-escaped as the template engine does it.
-    const escapedTitle = product.title.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&#34;").replace(/'/g, "&#39;");
-    expect(html).toContain(escapedTitle);
+    expect(html).toContain(escapeHtml(product.title));
   });
 
   it("shows a hostile title as text, never as markup", async () => {
@@ -124,7 +123,10 @@ describe("product pages", () => {
   it("lists products on the home page and answers /healthz", async () => {
     const home = await worker.fetch("/");
     expect(home.status).toBe(200);
-    expect(await home.text()).toContain('href="/products/p-000001"');
+    const html = await home.text();
+    expect(html).toContain('href="/products/p-000001"');
+    const second = (await (await fetch(`${stack.origin.url}/products/p-000002`)).json()) as { title: string };
+    expect(html).toContain(escapeHtml(second.title));
     const health = await worker.fetch("/healthz");
     expect(await health.json()).toMatchObject({ ok: true, l2: "closed" });
   });
@@ -165,6 +167,11 @@ describe("configuration", () => {
     }
   });
 });
+
+/** HTML-escaped as liquidjs's `escape` does it. */
+function escapeHtml(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&#34;").replace(/'/g, "&#39;");
+}
 
 async function waitFor(condition: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
