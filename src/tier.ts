@@ -104,6 +104,7 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
       token: shard.token,
       timeoutMs,
       writeTimeoutMs: DEFAULTS.l2WriteTimeoutMs,
+      claimTimeoutMs: Math.max(timeoutMs, DEFAULTS.l2ClaimTimeoutMs),
       breaker: createBreaker({ failureThreshold: DEFAULTS.l2BreakerFailures, coolDownMs: DEFAULTS.l2BreakerCoolDownMs, clock, onChange: watchBreaker(`l2:${shard.name}`, metrics) }),
     }),
   );

@@ -26,6 +26,13 @@ export interface FillWrite {
   lockToken: string;
 }
 
+export interface L2CallOptions {
+  /** A write: the longer background budget, and counted as dropped when it fails. */
+  isWrite?: boolean;
+  /** Tried even while the breaker is open (operator calls such as purges). */
+  force?: boolean;
+}
+
 export interface L2Stats {
   /** Calls not made because the breaker was open. */
   skipped: number;
@@ -59,13 +66,13 @@ export interface L2 {
    * Any other Redis work (purge log, known-ids filter), under the same time
    * budget and breaker: `undefined` when L2 is unavailable.
    */
-  run<T>(call: (redis: Redis) => Promise<T>, options?: { isWrite?: boolean }): Promise<T | undefined>;
+  run<T>(call: (redis: Redis) => Promise<T>, options?: L2CallOptions): Promise<T | undefined>;
   /**
    * Work on keys that live with entries (purge markers and the like): `call`
    * runs once per shard holding some of `keys`, with those keys; `undefined`
    * unless every shard did its part.
    */
-  runOnKeys<T>(keys: string[], call: (redis: Redis, keys: string[]) => Promise<T>, options?: { isWrite?: boolean }): Promise<T[] | undefined>;
+  runOnKeys<T>(keys: string[], call: (redis: Redis, keys: string[]) => Promise<T>, options?: L2CallOptions): Promise<T[] | undefined>;
   /** Each shard's name and breaker (one, for a single Redis). */
   readonly shards: readonly { name: string; breaker: Breaker }[];
   /** Releases `lock` if `token` still holds it (a filler that failed, so that waiters stop waiting). */
@@ -83,6 +90,12 @@ export interface L2Options {
   timeoutMs: number;
   /** Budget per background write (fills, purges, reports), ms: off the visitor's path, so longer, and dropped less under load. */
   writeTimeoutMs?: number;
+  /**
+   * Budget of a fill's lock claim, ms: only misses claim, and they go on to
+   * the origin anyway, so a claim may take longer than a read; a claim that
+   * times out makes this isolate fetch on its own, duplicating the fill.
+   */
+  claimTimeoutMs?: number;
   breaker: Breaker;
 }
 
@@ -140,16 +153,22 @@ function client(url: string, token: string, timeoutMs: number): Redis {
   });
 }
 
-export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = timeoutMs, breaker }: L2Options): L2 {
+export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = timeoutMs, claimTimeoutMs = timeoutMs, breaker }: L2Options): L2 {
   const reader = client(url, token, timeoutMs);
   const writer = client(url, token, writeTimeoutMs);
-  const claimScript = reader.createScript<string | number>(CLAIM_FILL);
+  const claimer = client(url, token, claimTimeoutMs);
+  const claimScript = claimer.createScript<string | number>(CLAIM_FILL);
   const writeScript = writer.createScript<number>(WRITE_FILL);
   const releaseScript = writer.createScript<number>(RELEASE_LOCK);
   const stats: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0 };
 
-  async function guarded<T>(call: () => Promise<T>, isWrite = false): Promise<T | undefined> {
-    if (!breaker.allow()) {
+  /**
+   * `force`: try even while the breaker is open (an operator's purge must be
+   * recorded if Redis can take it: the breaker protects visitors from a slow
+   * Redis, not Redis from an occasional admin call).
+   */
+  async function guarded<T>(call: () => Promise<T>, isWrite = false, force = false): Promise<T | undefined> {
+    if (!force && !breaker.allow()) {
       stats.skipped++;
       if (isWrite) stats.droppedWrites++;
       return undefined;
@@ -187,10 +206,10 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       return guarded(async () => (await writeScript.exec(keys, args)) === 1, true);
     },
     run(call, options) {
-      return guarded(() => call(options?.isWrite ? writer : reader), options?.isWrite ?? false);
+      return guarded(() => call(options?.isWrite ? writer : reader), options?.isWrite ?? false, options?.force ?? false);
     },
     async runOnKeys(keys, call, options) {
-      const result = await guarded(() => call(options?.isWrite ? writer : reader, keys), options?.isWrite ?? false);
+      const result = await guarded(() => call(options?.isWrite ? writer : reader, keys), options?.isWrite ?? false, options?.force ?? false);
       return result === undefined ? undefined : [result];
     },
     shards: [{ name, breaker }],

@@ -10,7 +10,7 @@
 // L2, never a page. A page's reads cost one round trip per shard involved,
 // all in parallel.
 import type { Redis } from "@upstash/redis/cloudflare";
-import type { L2 } from "./l2";
+import type { L2, L2CallOptions } from "./l2";
 import type { Ring } from "./ring";
 
 /** The part of a key the ring places by: the product id (keys end with it, and ids hold no ':'). */
@@ -64,7 +64,7 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
     writeFill: (write) => shardOf(write.key).writeFill(write),
     releaseLock: (lock, token) => shardOf(lock).releaseLock(lock, token),
     run: (call, options) => home.run(call, options),
-    async runOnKeys<T>(keys: string[], call: (redis: Redis, keys: string[]) => Promise<T>, options?: { isWrite?: boolean }) {
+    async runOnKeys<T>(keys: string[], call: (redis: Redis, keys: string[]) => Promise<T>, options?: L2CallOptions) {
       const results = await Promise.all([...byShard(keys)].map(([shard, group]) => shard.runOnKeys(group.keys, call, options)));
       return results.some((result) => result === undefined) ? undefined : results.flatMap((result) => result!);
     },

@@ -47,7 +47,9 @@ export const DEFAULTS = {
    * handles a reply some ms after it arrived, and a budget spent on that
    * sends pages to the origin although their entries were in L2.
    */
-  l2TimeoutMs: 75,
+  l2TimeoutMs: 100,
+  /** A fill's lock claim (misses only, on their way to the origin anyway): longer, so that a loaded isolate does not duplicate fills. */
+  l2ClaimTimeoutMs: 250,
   /** Background writes (fills, purges, reports) are off the visitor's path: a longer budget, so that load does not drop them. */
   l2WriteTimeoutMs: 1000,
   /** A filler holds the cross-isolate lock at most this long, so a crashed holder blocks nobody for long. */

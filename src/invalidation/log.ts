@@ -116,7 +116,7 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs }: PurgeLogDeps)
         const applied = await l2.runOnKeys(
           entryKeys,
           (redis, keys) => redis.eval<string[], number>(PURGE_KEYS, keys, [purge.mode, String(purge.at), String(SOFT_PURGE_GRACE_MS), String(MARKER_TTL_MS)]),
-          { isWrite: true },
+          { isWrite: true, force: true },
         );
         if (applied === undefined) return undefined;
       }
@@ -130,7 +130,7 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs }: PurgeLogDeps)
         String(SEQ_TTL_MS),
         String(LOG_TTL_MS),
       ];
-      return l2.run((redis) => redis.eval<string[], number>(APPEND_LOG, [keys.seq, keys.log, keys.wide], args), { isWrite: true });
+      return l2.run((redis) => redis.eval<string[], number>(APPEND_LOG, [keys.seq, keys.log, keys.wide], args), { isWrite: true, force: true });
     },
 
     /** Purges after `seen`, in one round trip. */
