@@ -77,6 +77,7 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
     wideRetentionMs,
     blindAfterMs: DEFAULTS.purgeBlindAfterMs,
     blindMaxAgeMs: DEFAULTS.purgeBlindMaxAgeMs,
+    syncWaitMs: config.l2TimeoutMs * 2,
   });
   return {
     config,

@@ -64,7 +64,7 @@ export function makeTempDir(): string {
 
 export function removeTempDir(dir: string): void {
   try {
-    rmSync(dir, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
   } catch {
     // best effort: a folder under /tmp
   }
@@ -81,15 +81,40 @@ export function removeTempDir(dir: string): void {
  */
 const running = new Map<ChildProcess, boolean>();
 process.once("exit", () => {
+  const groups: number[] = [];
   for (const [child, group] of running) {
     try {
-      if (group && child.pid) process.kill(-child.pid, "SIGKILL");
-      else child.kill("SIGKILL");
+      if (group && child.pid) {
+        process.kill(-child.pid, "SIGKILL");
+        groups.push(child.pid);
+      } else child.kill("SIGKILL");
     } catch {
       // already gone
     }
   }
+  // Exit handlers cannot await: wait here (at most 1 s) until the killed
+  // groups are gone, so that they stop writing into the temp folder before
+  // it is removed (run.ts's exit handler, registered after this one).
+  const nap = new Int32Array(new SharedArrayBuffer(4));
+  const deadline = Date.now() + 1000;
+  while (groups.length && livingInGroups(groups) && Date.now() < deadline) Atomics.wait(nap, 0, 0, 20);
 });
+
+/** Whether any process of these process groups is still running (zombies do not count). */
+function livingInGroups(groups: number[]): boolean {
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      // fields[0] = state, fields[2] = process group
+      if (fields[0] !== "Z" && groups.includes(Number(fields[2]))) return true;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return false;
+}
 
 function track(child: ChildProcess, group = false): void {
   running.set(child, group);

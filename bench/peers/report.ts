@@ -105,14 +105,15 @@ function charts(report: PeersReport): { latency: string; origin: string } {
   const groups = scenarios.map((sc) => SCENARIO_LABELS[sc]);
   const when = `${report.startedAt.slice(0, 16).replace("T", " ")} UTC${report.settings.quick ? " · quick run" : ""}`;
   const latency = barChartSvg({
-    title: "p99 latency per scenario (lower is better)",
+    title: "p99 latency per scenario, with p50 marked (lower is better)",
     subtitle: `${report.settings.connections} connections, Zipf(1.0) over ${num(report.settings.catalogSize)} products; herd: 1,000 requests at once · ${when} · log scale`,
-    yLabel: "p99 latency, ms (log scale)",
+    yLabel: "latency, ms (log scale)",
     groups,
     series: systems,
     values: scenarios.map((sc) => systems.map((s) => find(report.rows, s.key, sc)?.load.latencyMs.p99 ?? null)),
     scale: "log",
     label: compactMs,
+    marker: { values: scenarios.map((sc) => systems.map((s) => find(report.rows, s.key, sc)?.load.latencyMs.p50 ?? null)), legend: "p50" },
     note: (gi, si) => {
       const r = find(report.rows, systems[si]!.key, scenarios[gi]!);
       return r && r.load.errorRate >= 0.001 ? `${(r.load.errorRate * 100).toFixed(r.load.errorRate < 0.1 ? 1 : 0)}% err` : null;
@@ -120,7 +121,7 @@ function charts(report: PeersReport): { latency: string; origin: string } {
   });
   const origin = barChartSvg({
     title: "Requests reaching the origin per scenario (lower is better)",
-    subtitle: `all four services (product, inventory, reviews, recommendations), counted by each system's demo origin · ${when} · log(1+n) scale`,
+    subtitle: `product + inventory + reviews + recommendations, counted by each system's own demo origin · ${when} · log(1 + n) scale`,
     yLabel: "origin requests (log scale)",
     groups,
     series: systems,
@@ -151,7 +152,7 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
     "",
     `Load: the benchmark's own generator (\`bench/load.ts\` \`runLoad\`: closed-loop HTTP/1.1 keep-alive clients in Node, ${s.connections} connections; the tier's ${report.systems.find((x) => x.name === "tier") ? "two instances each get half of them" : "instances split them"}), the same for every system; ` +
       `Zipf(s = 1.0) over ${num(s.catalogSize)} products with the seeds of \`npm run bench\`, the same sequence for every system. Demo origin ${s.originLatencyMs} ± ${s.originJitterMs} ms per service request, one per system. ` +
-      `Phases: warm-up ${d.warmUp / 1000} s, steady ${d.steady / 1000} s, herd 1,000 at once, origin +500 ms ${d.slow / 1000} s, origin down ${d.down / 1000} s, price change under ${d.priceLoad / 1000} s of load (poll every 50 ms, capped at ${d.priceCap / 1000} s), Redis down ${d.redisDown / 1000} s` +
+      `Phases, in Zipf requests (the same draws for every system; each phase capped at ${d.capMs / 1000} s): warm-up ${num(d.warmUp)} (not measured), steady ${num(d.steady)}, herd 1,000 at once, origin +500 ms ${num(d.slow)}, ${num(d.recover)} unmeasured, origin down ${num(d.down)} (after ${d.pauseMs / 1000} s idle and ${num(d.recover)} unmeasured), price change under ${d.priceLoadMs / 1000} s of load (by time; after ${d.pauseMs / 1000} s idle and ${num(d.recover)} unmeasured; poll every 50 ms, capped at ${d.priceCapMs / 1000} s), Redis down ${num(d.redisDown)} (tier only, after ${num(d.recover)} unmeasured)` +
       (s.quick ? ". **Quick mode: short phases, rough figures.**" : "."),
     "",
   );

@@ -138,15 +138,33 @@ async function main(): Promise<void> {
   const progress = new Progress(live);
   const workerLogs: WorkerLogs = { count: 0, distinct: new Map(), scenario: "" };
 
+  let firstSignalAt = 0;
   const onSignal = (signal: NodeJS.Signals) => {
-    if (interrupted) process.exit(130);
+    if (interrupted) {
+      // tsx and npm relay the same Ctrl-C again within milliseconds: only a
+      // later one is a second Ctrl-C, which exits at once (the exit hooks
+      // still kill every child and remove the temp folder).
+      if (Date.now() - firstSignalAt > 1500) process.exit(130);
+      return;
+    }
     interrupted = true;
+    firstSignalAt = Date.now();
     abort.abort();
     progress.note(`\n${signal}: stopping…`);
     void cleanUp().finally(() => process.exit(130));
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  // Miniflare registers its own SIGINT/SIGTERM hook with its first instance,
+  // which exits at once (its exit hook still kills workerd). Taken off after
+  // each system starts, so that a Ctrl-C stops everything in order (Nginx and
+  // Varnish gracefully, then the temp folder). Listeners must go beforehand:
+  // a signal's listeners are those present when it arrives.
+  const keepSignalsOurs = () => {
+    for (const name of ["SIGINT", "SIGTERM"] as const) {
+      for (const listener of process.listeners(name)) if (listener !== onSignal) process.off(name, listener as (...args: unknown[]) => void);
+    }
+  };
 
   const tools: ToolVersions = await checkTools();
   const dir = makeTempDir();
@@ -158,8 +176,8 @@ async function main(): Promise<void> {
   console.log(`bench:peers${settings.quick ? " (quick)" : ""}: ${systems.join(", ")} · Zipf(1.0) over ${settings.catalogSize.toLocaleString("en-US")} products, ${settings.connections} connections · origin ${settings.originLatencyMs} ± ${settings.originJitterMs} ms`);
   console.log(`nginx ${tools.nginx}, ${tools.varnish}, wrk ${tools.wrk ?? "not installed"}; temp folder ${dir}`);
   console.log(
-    `phases: warm-up ${d.warmUp / 1000} s, steady ${d.steady / 1000} s, herd 1,000, origin +500 ms ${d.slow / 1000} s, origin down ${d.down / 1000} s, ` +
-      `price change ${d.priceLoad / 1000} s of load (poll capped at ${d.priceCap / 1000} s), Redis down ${d.redisDown / 1000} s`,
+    `phases (Zipf requests): warm-up ${d.warmUp}, steady ${d.steady}, herd 1,000 at once, origin +500 ms ${d.slow}, origin down ${d.down}, ` +
+      `price change ${d.priceLoadMs / 1000} s of load (poll capped at ${d.priceCapMs / 1000} s), Redis down ${d.redisDown}; each load phase capped at ${d.capMs / 1000} s`,
   );
 
   const rows: Row[] = [];
@@ -182,6 +200,7 @@ async function main(): Promise<void> {
         mkdirSync(peerDir);
         system = await startPeer(name, settings, peerDir, workerLogs, onCleanup);
       }
+      keepSignalsOurs();
       const stop = onCleanup(`${name} system`, () => system.close());
       progress.note(`${name}: ${system.description}`);
       progress.note(`  ${system.check}`);

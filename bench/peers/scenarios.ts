@@ -14,7 +14,7 @@
 // of products. Origin counters are reset before each scenario and read after.
 import { performance } from "node:perf_hooks";
 import { productId } from "../../dev/origin/catalog";
-import { burst, runLoad, Tally, type Live, type TallySummary } from "../load";
+import { burst, runLoad, type Live, type Tally, type TallySummary } from "../load";
 import { shuffledIndexes, ZipfSampler } from "../zipf";
 import { coresBetween, cpuSample, findChildPid, type CpuSample } from "./procs";
 import { getPage, PRODUCT_POLICY, priceNow, type Settings, type System, type SystemName, type Tier } from "./systems";
@@ -78,23 +78,34 @@ export interface Context {
   note(text: string): void;
 }
 
-/** Durations (ms) of the phases, full and --quick. */
+/**
+ * The phases, full and --quick. Load phases are bounded by a number of
+ * requests, not by time, so that every system gets exactly the same Zipf
+ * draws in every scenario (a slower system would otherwise see fewer
+ * products and have a colder cache in the next scenario); each also has a
+ * time cap, so that nothing runs unbounded (a capped phase is noted).
+ */
 export function durations(quick: boolean) {
-  const s = (full: number, q: number) => (quick ? q : full) * 1000;
+  const q = <T>(full: T, quickValue: T) => (quick ? quickValue : full);
   return {
-    warmUp: s(10, 3),
-    steady: s(20, 5),
-    slow: s(15, 4),
-    down: s(15, 4),
-    /** Unmeasured Zipf between fault scenarios: queues drain, caches refill. */
-    recover: s(3, 1),
-    /** The Zipf load around the price change (the poll goes on after it if needed). */
-    priceLoad: s(10, 5),
-    /** Load before the change, within priceLoad. */
-    priceLead: s(1, 1),
-    /** Cap on the poll: the product ttl + 30 s (full); quick runs stop after 20 s. */
-    priceCap: quick ? 20_000 : (PRODUCT_POLICY.ttlS + 30) * 1000,
-    redisDown: s(15, 4),
+    /** Requests per phase. */
+    warmUp: q(3000, 500),
+    steady: q(6000, 800),
+    slow: q(1500, 300),
+    down: q(3000, 600),
+    /** Unmeasured Zipf between fault scenarios, after an idle pause: queues drain, breakers close, caches refill. */
+    recover: q(500, 150),
+    redisDown: q(3000, 600),
+    /** Idle after a fault is cleared: longer than the origin breaker's 2-s cool-down (src/config/defaults.ts). */
+    pauseMs: 3000,
+    /** The Zipf load around the price change, ms: by time, so that the change happens under load whatever the speed (the poll goes on after it if needed). */
+    priceLoadMs: q(10_000, 5000),
+    /** Time cap of any load phase, ms. */
+    capMs: q(60_000, 15_000),
+    /** Load before the change, ms. */
+    priceLeadMs: 1000,
+    /** Cap on the price poll: the product ttl + 30 s (full); quick runs stop after 20 s. */
+    priceCapMs: quick ? 20_000 : (PRODUCT_POLICY.ttlS + 30) * 1000,
   };
 }
 
@@ -154,10 +165,6 @@ export class ZipfPaths {
 
 // ---------------------------------------------------------------- measuring
 
-function roots(system: System): Record<string, number[]> {
-  return system.cpuRoots;
-}
-
 interface Measured {
   origin: Record<string, number>;
   originTotal: number;
@@ -167,9 +174,9 @@ interface Measured {
 /** Resets the origin's counters, runs `work`, waits `settleMs` (background fills), reads the counters. */
 async function measure<T>(system: System, work: () => Promise<T>, settleMs = 0): Promise<{ value: T } & Measured> {
   await system.origin.resetCounters();
-  const cpu0: CpuSample = cpuSample(roots(system));
+  const cpu0: CpuSample = cpuSample(system.cpuRoots);
   const value = await work();
-  const cpu1 = cpuSample(roots(system));
+  const cpu1 = cpuSample(system.cpuRoots);
   if (settleMs) await sleep(settleMs);
   const counters = await system.origin.counters();
   const services = ["product", "inventory", "reviews", "recommendations"];
@@ -177,11 +184,18 @@ async function measure<T>(system: System, work: () => Promise<T>, settleMs = 0):
   return { value, origin, originTotal: services.reduce((sum, s) => sum + (counters.services[s] ?? 0), 0), cores: coresBetween(cpu0, cpu1) };
 }
 
-function zipfLoad(ctx: Context, system: System, paths: ZipfPaths, durationMs: number, signal = ctx.signal): Promise<Tally> {
-  return runLoad({ targets: system.targets, connections: ctx.settings.connections, next: paths.next, durationMs, signal, live: ctx.live });
+/** `count` Zipf requests (at most `capMs`); `capped` tells whether the cap cut it short. */
+async function zipfLoad(ctx: Context, system: System, paths: ZipfPaths, count: number, capMs: number): Promise<Tally & { capped?: boolean }> {
+  let left = count;
+  const next = () => (left-- > 0 ? paths.next() : null);
+  const tally: Tally & { capped?: boolean } = await runLoad({ targets: system.targets, connections: ctx.settings.connections, next, durationMs: capMs, signal: ctx.signal, live: ctx.live });
+  tally.capped = left > 0 && !ctx.signal.aborted;
+  return tally;
 }
 
-function row(system: System, scenario: ScenarioName, concurrency: string, load: TallySummary, m: Measured, extra: Record<string, unknown> = {}, notes: string[] = []): Row {
+function row(system: System, scenario: ScenarioName, concurrency: string, tally: Tally & { capped?: boolean }, m: Measured, extra: Record<string, unknown> = {}, notes: string[] = []): Row {
+  const load = tally.summary();
+  if (tally.capped) notes = [...notes, `cut short by the time cap: ${load.requests} requests instead of the planned number (the Zipf draws then differ from the other systems')`];
   return { system: system.name, scenario, concurrency, load, origin: m.origin, originTotal: m.originTotal, cores: m.cores, extra, notes };
 }
 
@@ -211,13 +225,13 @@ export async function runScenarios(ctx: Context, system: System, onRow: (row: Ro
   const tag = (label: string) => `${system.name} · ${label}`;
 
   // 1. steady Zipf
-  ctx.phase(tag("steady: warm-up"), d.warmUp);
-  await zipfLoad(ctx, system, paths, d.warmUp);
+  ctx.phase(tag(`steady: warm-up, ${d.warmUp} requests`));
+  await zipfLoad(ctx, system, paths, d.warmUp, d.capMs);
   if (stopped()) return { rows, pending };
-  ctx.phase(tag("steady: measure"), d.steady);
+  ctx.phase(tag(`steady: measure ${d.steady} requests`));
   {
-    const m = await measure(system, () => zipfLoad(ctx, system, paths, d.steady));
-    add(row(system, "steady", conns, m.value.summary(), m, { distinctProductsSoFar: paths.distinct }));
+    const m = await measure(system, () => zipfLoad(ctx, system, paths, d.steady, d.capMs));
+    add(row(system, "steady", conns, m.value, m, { distinctProductsSoFar: paths.distinct }));
   }
   if (stopped()) return { rows, pending };
 
@@ -228,35 +242,37 @@ export async function runScenarios(ctx: Context, system: System, onRow: (row: Ro
     ctx.phase(tag(`herd: ${perTarget * system.targets.length} requests at once for ${id}`));
     const m = await measure(system, () => burst({ targets: system.targets, perTarget, path: `/products/${id}`, live: ctx.live }), SETTLE_MS);
     const concurrency = system.targets.length > 1 ? `${system.targets.length} × ${perTarget} at once` : `${perTarget} at once`;
-    add(row(system, "herd", concurrency, m.value.summary(), m, { id }, ["origin counted until 1 s after the burst"]));
+    add(row(system, "herd", concurrency, m.value, m, { id }, ["origin counted until 1 s after the burst"]));
   }
   if (stopped()) return { rows, pending };
 
   // 3. origin slow
   await system.origin.setFaults({ latencyMs: 500 });
-  ctx.phase(tag("origin +500 ms: measure"), d.slow);
+  ctx.phase(tag(`origin +500 ms: measure ${d.slow} requests`));
   try {
-    const m = await measure(system, () => zipfLoad(ctx, system, paths, d.slow));
-    add(row(system, "origin-slow", conns, m.value.summary(), m));
+    const m = await measure(system, () => zipfLoad(ctx, system, paths, d.slow, d.capMs));
+    add(row(system, "origin-slow", conns, m.value, m));
   } finally {
     await system.origin.clearFaults();
   }
   if (stopped()) return { rows, pending };
-  ctx.phase(tag("recover"), d.recover);
-  await zipfLoad(ctx, system, paths, d.recover);
+  ctx.phase(tag(`pause ${d.pauseMs / 1000} s, then recover: ${d.recover} requests`));
+  await sleep(d.pauseMs);
+  await zipfLoad(ctx, system, paths, d.recover, d.capMs);
 
   // 4. origin down (refuse), caches warm
   await system.origin.setFaults({ down: "refuse" });
-  ctx.phase(tag("origin down: measure"), d.down);
+  ctx.phase(tag(`origin down: measure ${d.down} requests`));
   try {
-    const m = await measure(system, () => zipfLoad(ctx, system, paths, d.down));
-    add(row(system, "origin-down", conns, m.value.summary(), m, {}, ["origin counts include refused connections (counted before the fault is applied)"]));
+    const m = await measure(system, () => zipfLoad(ctx, system, paths, d.down, d.capMs));
+    add(row(system, "origin-down", conns, m.value, m, {}, ["origin counts include refused connections (counted before the fault is applied)"]));
   } finally {
     await system.origin.clearFaults();
   }
   if (stopped()) return { rows, pending };
-  ctx.phase(tag("recover"), d.recover);
-  await zipfLoad(ctx, system, paths, d.recover);
+  ctx.phase(tag(`pause ${d.pauseMs / 1000} s, then recover: ${d.recover} requests`));
+  await sleep(d.pauseMs);
+  await zipfLoad(ctx, system, paths, d.recover, d.capMs);
   if (stopped()) return { rows, pending };
 
   // 5. price change under load
@@ -270,9 +286,9 @@ export async function runScenarios(ctx: Context, system: System, onRow: (row: Ro
   // 6. Redis down (the tier only)
   if (system.name === "tier") {
     const tier = system as Tier;
-    ctx.phase(tag("recover"), d.recover);
-    await zipfLoad(ctx, system, paths, d.recover);
-    ctx.phase(tag("Redis down: measure"), d.redisDown);
+    ctx.phase(tag(`recover: ${d.recover} requests`));
+    await zipfLoad(ctx, system, paths, d.recover, d.capMs);
+    ctx.phase(tag(`Redis down: measure ${d.redisDown} requests`));
     let killed = "";
     const m = await measure(system, async () => {
       const pid = findChildPid(tier.serversPid, "redis-server");
@@ -281,7 +297,7 @@ export async function runScenarios(ctx: Context, system: System, onRow: (row: Ro
         process.kill(pid, "SIGKILL");
         killed = `redis-server (pid ${pid}) killed with SIGKILL at the start of the measured phase`;
       }
-      return zipfLoad(ctx, system, paths, d.redisDown);
+      return zipfLoad(ctx, system, paths, d.redisDown, d.capMs);
     });
     const health = await Promise.all(
       system.targets.map(async (t) => {
@@ -292,7 +308,7 @@ export async function runScenarios(ctx: Context, system: System, onRow: (row: Ro
         }
       }),
     );
-    add(row(system, "redis-down", conns, m.value.summary(), m, { killed, l2BreakerAfter: health }, [killed]));
+    add(row(system, "redis-down", conns, m.value, m, { killed, l2BreakerAfter: health }, [killed]));
   }
   return { rows, pending };
 }
@@ -305,7 +321,7 @@ async function priceChange(ctx: Context, system: System, paths: ZipfPaths, d: Re
   const oldPrice = priceNow(before.body);
   const newMinor = oldPrice === "$123.45" ? NEW_PRICE_MINOR + 1 : NEW_PRICE_MINOR;
   const newPrice = `$${Math.floor(newMinor / 100)}.${String(newMinor % 100).padStart(2, "0")}`;
-  ctx.phase(`${system.name} · price change: ${id} ${oldPrice} → ${newPrice} under load`, d.priceLoad);
+  ctx.phase(`${system.name} · price change: ${id} ${oldPrice} → ${newPrice} under load`, d.priceLoadMs);
 
   const stale: Staleness = {
     id,
@@ -314,7 +330,7 @@ async function priceChange(ctx: Context, system: System, paths: ZipfPaths, d: Re
     purge: "",
     purgeMs: null,
     seconds: null,
-    capS: d.priceCap / 1000,
+    capS: d.priceCapMs / 1000,
     oldAnswers: 0,
     polls: 0,
     pollErrors: 0,
@@ -323,19 +339,19 @@ async function priceChange(ctx: Context, system: System, paths: ZipfPaths, d: Re
   };
   let poll: Promise<void> | undefined;
   const m = await measure(system, async () => {
-    const load = zipfLoad(ctx, system, paths, d.priceLoad);
-    await sleep(d.priceLead);
+    const load = runLoad({ targets: system.targets, connections: ctx.settings.connections, next: paths.next, durationMs: d.priceLoadMs, signal: ctx.signal, live: ctx.live });
+    await sleep(d.priceLeadMs);
     await system.origin.changePrice(id, newMinor);
     const changedAt = performance.now();
     stale.entryAgeS = paths.hotFirstAt === null ? 0 : Math.round((changedAt - paths.hotFirstAt) / 100) / 10;
     const purgeStarted = performance.now();
-    poll = pollUntilNew(ctx, system, stale, changedAt, d.priceCap);
+    poll = pollUntilNew(ctx, system, stale, changedAt, d.priceCapMs);
     stale.purge = await system.purge(id);
     stale.purgeMs = system.name === "nginx" ? null : Math.round(performance.now() - purgeStarted);
     return load;
   });
   const notes = [`${id}: ${oldPrice} → ${newPrice}; after the change: ${stale.purge}`];
-  const r = row(system, "price-change", `${ctx.settings.connections} conn + poll`, m.value.summary(), m, { price: stale }, notes);
+  const r = row(system, "price-change", `${ctx.settings.connections} conn + poll`, m.value, m, { price: stale }, notes);
   r.staleness = stale;
   if (stale.seconds === null && !ctx.signal.aborted) {
     // Not yet seen: the poll goes on (without the load) up to the cap, while the next system runs.

@@ -21,6 +21,8 @@ export interface BarChart {
   label(value: number): string;
   /** Optional second line under a bar's label (e.g. a marker for errors). */
   note?(group: number, series: number): string | null;
+  /** Optional second value per bar drawn as a dark tick across it (e.g. p50 on a p99 bar), and its legend text. */
+  marker?: { values: Array<Array<number | null>>; legend: string };
 }
 
 const WIDTH = 980;
@@ -40,7 +42,7 @@ function tickLabel(value: number): string {
 export function barChartSvg(chart: BarChart): string {
   const plotW = WIDTH - MARGIN.left - MARGIN.right;
   const plotH = HEIGHT - MARGIN.top - MARGIN.bottom;
-  const all = chart.values.flat().filter((v): v is number => v !== null && Number.isFinite(v));
+  const all = [...chart.values.flat(), ...(chart.marker?.values.flat() ?? [])].filter((v): v is number => v !== null && Number.isFinite(v));
   const f = chart.scale === "log" ? (v: number) => Math.log10(Math.max(v, 1e-9)) : (v: number) => Math.log10(1 + Math.max(0, v));
   const positive = all.filter((v) => v > 0);
   const lowDecade = chart.scale === "log" ? Math.floor(Math.log10(Math.min(...(positive.length ? positive : [1])))) : 0;
@@ -51,7 +53,7 @@ export function barChartSvg(chart: BarChart): string {
   const out: string[] = [];
   out.push(
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${HEIGHT}" viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-label="${esc(chart.title)}">`,
-    `<style>text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;fill:#1a1a1a}.t{font-size:17px;font-weight:600}.s{font-size:12px;fill:#555}.ax{font-size:11px;fill:#444}.g{font-size:12.5px;font-weight:600}.v{font-size:10px}.na{font-size:10px;fill:#888}.lg{font-size:12px}</style>`,
+    `<style>text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;fill:#1a1a1a}.t{font-size:17px;font-weight:600}.s{font-size:12px;fill:#555}.ax{font-size:11px;fill:#444}.g{font-size:12.5px;font-weight:600}.v{font-size:10px}.na{font-size:10px;fill:#888}.lg{font-size:12px}.mk{font-size:9px;fill:#fff;font-weight:600}</style>`,
     `<rect width="${WIDTH}" height="${HEIGHT}" fill="#fff"/>`,
     `<text class="t" x="${MARGIN.left}" y="26">${esc(chart.title)}</text>`,
     `<text class="s" x="${MARGIN.left}" y="45">${esc(chart.subtitle)}</text>`,
@@ -64,6 +66,14 @@ export function barChartSvg(chart: BarChart): string {
     const ty = y(tick);
     out.push(`<line x1="${MARGIN.left}" x2="${WIDTH - MARGIN.right}" y1="${ty.toFixed(1)}" y2="${ty.toFixed(1)}" stroke="${tick === ticks[0] ? "#888" : "#e3e3e3"}" stroke-width="1"/>`);
     out.push(`<text class="ax" x="${MARGIN.left - 8}" y="${(ty + 4).toFixed(1)}" text-anchor="end">${tickLabel(tick)}</text>`);
+    // 2× and 5× within the decade, lighter, when the axis spans few decades.
+    if (tick > 0 && tick < 10 ** highDecade && highDecade - (chart.scale === "log" ? lowDecade : 0) <= 3) {
+      for (const k of [2, 5]) {
+        const my = y(tick * k);
+        out.push(`<line x1="${MARGIN.left}" x2="${WIDTH - MARGIN.right}" y1="${my.toFixed(1)}" y2="${my.toFixed(1)}" stroke="#f1f1f1" stroke-width="1"/>`);
+        out.push(`<text class="ax" x="${MARGIN.left - 8}" y="${(my + 4).toFixed(1)}" text-anchor="end" fill-opacity="0.6">${tickLabel(tick * k)}</text>`);
+      }
+    }
   }
   out.push(
     `<text class="ax" transform="translate(18 ${MARGIN.top + plotH / 2}) rotate(-90)" text-anchor="middle">${esc(chart.yLabel)}</text>`,
@@ -91,6 +101,12 @@ export function barChartSvg(chart: BarChart): string {
         `<rect x="${bx.toFixed(1)}" y="${top.toFixed(1)}" width="${barW.toFixed(1)}" height="${Math.max(h, 0.8).toFixed(1)}" fill="${series.color}"><title>${esc(`${series.name} · ${group}: ${chart.label(value)}`)}</title></rect>`,
       );
       out.push(`<text class="v" x="${cx.toFixed(1)}" y="${(top - 4).toFixed(1)}" text-anchor="middle">${esc(chart.label(value))}</text>`);
+      const mark = chart.marker?.values[gi]?.[si] ?? null;
+      if (mark !== null && mark > 0) {
+        const my = Math.min(base, y(mark));
+        out.push(`<line x1="${(bx + 3).toFixed(1)}" x2="${(bx + barW - 3).toFixed(1)}" y1="${my.toFixed(1)}" y2="${my.toFixed(1)}" stroke="#111" stroke-width="2.5"><title>${esc(`${series.name} · ${group}: ${chart.marker!.legend} ${chart.label(mark)}`)}</title></line>`);
+        out.push(`<text class="mk" x="${(bx + barW / 2).toFixed(1)}" y="${(my - 3).toFixed(1)}" text-anchor="middle">${esc(chart.label(mark))}</text>`);
+      }
       const note = chart.note?.(gi, si);
       if (note) out.push(`<text class="na" x="${cx.toFixed(1)}" y="${(top - 15).toFixed(1)}" text-anchor="middle">${esc(note)}</text>`);
     });
@@ -107,6 +123,10 @@ export function barChartSvg(chart: BarChart): string {
     out.push(`<rect x="${lx}" y="${ly - 10}" width="12" height="12" fill="${series.color}"/>`);
     out.push(`<text class="lg" x="${lx + 17}" y="${ly}">${esc(series.name)}</text>`);
     lx += 17 + series.name.length * 7 + 26;
+  }
+  if (chart.marker) {
+    out.push(`<line x1="${lx}" x2="${lx + 14}" y1="${ly - 4}" y2="${ly - 4}" stroke="#111" stroke-width="2.5"/>`);
+    out.push(`<text class="lg" x="${lx + 20}" y="${ly}">${esc(chart.marker.legend)}</text>`);
   }
   out.push("</svg>");
   return out.join("\n");

@@ -92,9 +92,7 @@ export async function startPeer(name: "nginx" | "varnish", settings: Settings, d
       cpuRoots: { [name]: [server.pid], origin: [origin.pid] },
       purge: async (id) => {
         if (name === "nginx") return "none (open-source Nginx has no purge: expiry only)";
-        const response = await fetch(`${server.url}/products/${id}`, { method: "PURGE", signal: AbortSignal.timeout(5000) });
-        await response.body?.cancel();
-        return `PURGE /products/${id} → HTTP ${response.status}`;
+        return retried(`PURGE /products/${id}`, () => fetch(`${server.url}/products/${id}`, { method: "PURGE", signal: AbortSignal.timeout(5000) }));
       },
       config: server.config,
       check: `${check}; ${same}`,
@@ -164,7 +162,10 @@ export async function startTier(settings: Settings, logs: WorkerLogs, onCleanup:
     }
     const id = productId(1);
     const page = await getPage(`${workers[0]!.url}/products/${id}`);
-    if (page.status !== 200 || priceNow(page.body) === null) throw new Error(`the tier's page for ${id} is wrong: HTTP ${page.status}`);
+    if (page.status !== 200 || priceNow(page.body) === null) {
+      const text = page.body.replace(/<(script|style)[\s\S]*?<\/\1>/gi, " ").replace(/<[^>]+>/g, " ").replace(/\s+/g, " ").trim();
+      throw new Error(`the tier's page for ${id} is wrong: HTTP ${page.status}: ${text.slice(0, 300)}`);
+    }
     const origin = new OriginAdmin(servers.originUrl);
     return {
       name: "tier",
@@ -172,16 +173,15 @@ export async function startTier(settings: Settings, logs: WorkerLogs, onCleanup:
       targets: workers.map((w) => w.url),
       origin,
       cpuRoots: { "origin+gateway+redis": [servers.pid] },
-      purge: async (productIdToPurge) => {
-        const response = await fetch(`${workers[0]!.url}/__purge`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${PURGE_TOKEN}`, "content-type": "application/json" },
-          body: JSON.stringify({ ids: [productIdToPurge] }),
-          signal: AbortSignal.timeout(5000),
-        });
-        const text = await response.text();
-        return `POST /__purge {"ids":["${productIdToPurge}"]} → HTTP ${response.status} ${text.slice(0, 120)}`;
-      },
+      purge: (productIdToPurge) =>
+        retried(`POST /__purge {"ids":["${productIdToPurge}"]} to one instance`, () =>
+          fetch(`${workers[0]!.url}/__purge`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${PURGE_TOKEN}`, "content-type": "application/json" },
+            body: JSON.stringify({ ids: [productIdToPurge] }),
+            signal: AbortSignal.timeout(5000),
+          }),
+        ),
       config: `worker settings: the tier's defaults; bindings ORIGIN_URL, UPSTASH_REDIS_REST_URL/TOKEN (gateway), PURGE_TOKEN`,
       check: `tier check: ${id} → 200, ${page.body.length.toLocaleString("en-US")} bytes, price ${priceNow(page.body)}; known-ids filter ${filter.built ? `built in ${filter.seconds} s` : `NOT built (${filter.detail})`}`,
       servers,
@@ -195,6 +195,50 @@ export async function startTier(settings: Settings, logs: WorkerLogs, onCleanup:
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
     throw err;
   }
+}
+
+// ---------------------------------------------------------------- purge calls
+
+/** The demo origin's own notify policy (dev/origin/index.ts): 1 + 3 retries, 100 ms backoff doubling. */
+const ORIGIN_NOTIFY_ATTEMPTS = 4;
+/** We retry longer, as a shop backend with a queue would: backoff 100 ms doubling up to 1 s, for at most this long. */
+const PURGE_RETRY_FOR_MS = 15_000;
+
+/**
+ * Sends a purge, retrying 5xx, 429 and network errors, and says how it went:
+ * "→ HTTP 202 {...}" or "→ HTTP 503 ×3, then HTTP 202 after 1.2 s (…)".
+ */
+async function retried(what: string, send: () => Promise<Response>): Promise<string> {
+  const started = Date.now();
+  const failures: string[] = [];
+  let delay = 100;
+  for (;;) {
+    let outcome: string;
+    let done = false;
+    try {
+      const response = await send();
+      const text = (await response.text()).replace(/\s+/g, " ").trim().slice(0, 100);
+      outcome = `HTTP ${response.status}${text && !response.ok ? ` ${text}` : ""}`;
+      done = response.ok || (response.status < 500 && response.status !== 429);
+    } catch (err) {
+      outcome = (err as Error).message.slice(0, 60);
+    }
+    if (done) {
+      if (!failures.length) return `${what} → ${outcome}`;
+      const gaveUp = failures.length >= ORIGIN_NOTIFY_ATTEMPTS ? "; the demo origin's own notify (4 attempts in 0.7 s) would have given up" : "";
+      return `${what} → ${summarise(failures)}, then ${outcome} after ${((Date.now() - started) / 1000).toFixed(1)} s (${failures.length + 1} attempts${gaveUp})`;
+    }
+    failures.push(outcome);
+    if (Date.now() - started + delay > PURGE_RETRY_FOR_MS) return `${what} → ${summarise(failures)}: given up after ${((Date.now() - started) / 1000).toFixed(1)} s`;
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(1000, delay * 2);
+  }
+}
+
+function summarise(failures: string[]): string {
+  const counts = new Map<string, number>();
+  for (const f of failures) counts.set(f, (counts.get(f) ?? 0) + 1);
+  return [...counts].map(([f, n]) => (n > 1 ? `${f} ×${n}` : f)).join(", ");
 }
 
 // ---------------------------------------------------------------- pages

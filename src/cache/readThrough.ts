@@ -168,9 +168,22 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   }
 
   function refreshInBackground(key: string, resource: ResourceName, id: string, background: FillContext["background"], freshBeyond = 0): void {
-    // lru-cache runs at most one fill per key: a refresh already under way is joined, not repeated.
-    const refresh = l1.fetch(key, { forceRefresh: true, context: { ...fillContext(resource, id, background), freshBeyond } });
-    background(refresh.catch(() => undefined));
+    // lru-cache runs at most one fill per key: a refresh already under way is
+    // left alone, not repeated (and not waited for: the fill keeps its own
+    // request alive, see fetchMethod).
+    if (filling.has(key)) return;
+    void l1.fetch(key, { forceRefresh: true, context: { ...fillContext(resource, id, background), freshBeyond } }).catch(() => undefined);
+  }
+
+  /**
+   * The longest a fill can take: its lock claim, then at most the wait for
+   * another isolate and the service's origin timeout. A request waiting on a
+   * fill waits on its own timer too: in Workers a request whose only pending
+   * work is another request's I/O is taken for hung and cancelled, and this
+   * bound is also what it costs if that other request goes away.
+   */
+  function fillBoundMs(resource: ResourceName): number {
+    return DEFAULTS.l2ClaimTimeoutMs + config.lockWaitMs + config.policies[resource].originTimeoutMs + 100;
   }
 
   function served(resource: ResourceName, entry: Entry, tier: Tier, freshness: Served<unknown>["freshness"], extra: Partial<Served<unknown>> = {}): Served<unknown> {
@@ -190,8 +203,12 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     const context = fillContext(item.resource, id, background);
     const status: LRUCache.Status<string, Entry, FillContext> = {};
     const forward = item.fallback ? "stale" : "miss";
+    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      const entry = await l1.fetch(item.key, { forceRefresh: true, context, status });
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new OriginError(item.resource, "timeout", "the fill took longer than its bound")), fillBoundMs(item.resource));
+      });
+      const entry = await Promise.race([l1.fetch(item.key, { forceRefresh: true, context, status }), deadline]);
       if (!entry) throw new OriginError(item.resource, "unreachable", "fill aborted");
       const joined = status.fetch === "inflight";
       return served(item.resource, entry, joined ? "origin" : context.via === "l2" ? "l2" : "origin", "fresh", {
@@ -204,6 +221,8 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         return served(item.resource, item.fallback, item.fallbackTier ?? "l1", "stale-if-error", { forward, failure });
       }
       return { resource: item.resource, outcome: "failed", data: null, collapsed: false, forward, failure };
+    } finally {
+      clearTimeout(timer);
     }
   }
 

@@ -31,6 +31,8 @@ export interface PurgeWatcherOptions {
   wideRetentionMs: number;
   blindAfterMs: number;
   blindMaxAgeMs: number;
+  /** Longest a request waits for a sync another request started (its L2 read's budget, and some). */
+  syncWaitMs: number;
 }
 
 export interface PurgeWatcher {
@@ -127,7 +129,12 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       if (!log) return;
       const age = clock.now() - lastSyncAt;
       if (age >= options.pollMs) {
-        await startSync();
+        // On a timer of its own: in Workers, a request waiting only on another
+        // request's I/O is taken for hung (see readThrough's fillBoundMs).
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        const giveUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, options.syncWaitMs)));
+        await Promise.race([startSync(), giveUp]);
+        clearTimeout(timer);
       } else if (age >= options.pollMs / 2 && !syncing) {
         background(startSync());
       }
