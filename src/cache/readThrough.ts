@@ -104,6 +104,8 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
 
   /** Keys whose fill is in flight in this isolate (see L1Purging). */
   const filling = new Set<string>();
+  /** Keys a request of this isolate is reading from L2 right now. */
+  const reading = new Set<string>();
 
   const l1 = new LRUCache<string, Entry, FillContext>({
     // The byte bound is the only bound that protects a 128 MB isolate (lru-cache #227).
@@ -262,13 +264,20 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       }
       timings.l1 = clock.now() - started;
 
-      // 2. L2: one round trip for everything L1 could not serve, except keys
-      // this isolate is filling already: those join the fill (step 3).
-      const joining = pending.filter((item) => filling.has(item.key));
-      const toRead = pending.filter((item) => !filling.has(item.key));
+      // 2. L2: one round trip for everything L1 could not serve.
+      // A burst of visitors for one cold product costs one L2 read and one
+      // fill per isolate: while a key is being read or filled here, the
+      // others go straight to the fill (whose lock claim also returns a
+      // fresh L2 copy).
+      const busy = (item: Pending) => filling.has(item.key) || reading.has(item.key);
+      const joining = pending.filter(busy);
+      const toRead = pending.filter((item) => !busy(item));
       if (l2 && toRead.length > 0) {
         started = clock.now();
-        const values = await l2.readMany(toRead.map((item) => item.key));
+        for (const item of toRead) reading.add(item.key);
+        const values = await l2.readMany(toRead.map((item) => item.key)).finally(() => {
+          for (const item of toRead) reading.delete(item.key);
+        });
         const stillPending: Pending[] = joining;
         for (const [index, item] of toRead.entries()) {
           const value = values?.[index];
