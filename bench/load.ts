@@ -13,6 +13,20 @@ import { createHistogram, performance, type RecordableHistogram } from "node:per
 /** Where each product page's `product` resource came from, per its Cache-Status member. */
 export type ProductTier = "l1" | "l2" | "origin" | "none";
 
+/**
+ * Where one resource of the pages came from (Cache-Status members whose
+ * detail names it): the tier, and how many of those were served stale (within
+ * stale-while-revalidate, or stale-if-error) and how many waited for the origin (`fwd=`).
+ */
+export interface ResourceTiers {
+  l1: number;
+  l2: number;
+  origin: number;
+  none: number;
+  stale: number;
+  forwarded: number;
+}
+
 /** Counters a progress line can read while a run goes on. */
 export interface Live {
   requests: number;
@@ -34,6 +48,8 @@ export class Tally {
   readonly productTier: Record<ProductTier, number> = { l1: 0, l2: 0, origin: 0, none: 0 };
   /** Pages whose product member says `collapsed`: they waited for another request's fill. */
   collapsed = 0;
+  /** Per resource (product, inventory, reviews, recommendations): which tier answered, stale and forwarded members. */
+  readonly resourceTiers: Record<string, ResourceTiers> = {};
   /** Cache-Status members that report a failed or stale-if-error origin fetch, as "resource fwd-status". */
   readonly originFailures: Record<string, number> = {};
   /** Server-Timing durations summed by metric (l1, l2, origin, render, total), and the pages that sent them. */
@@ -86,6 +102,10 @@ export class Tally {
     this.productTier[product?.tier ?? "none"]++;
     if (product?.params.includes("collapsed")) this.collapsed++;
     for (const member of members) {
+      const tiers = (this.resourceTiers[member.resource] ??= noTiers());
+      tiers[member.tier]++;
+      if (isStale(member)) tiers.stale++;
+      if (member.params.some((param) => param.startsWith("fwd="))) tiers.forwarded++;
       const failed = member.params.find((param) => param.startsWith("fwd-status=") && param !== "fwd-status=200");
       if (failed) {
         const key = `${member.resource} ${failed.slice("fwd-status=".length)}`;
@@ -108,6 +128,10 @@ export class Tally {
     addCounts(this.errorKinds, other.errorKinds);
     addCounts(this.productTier, other.productTier);
     addCounts(this.originFailures, other.originFailures);
+    for (const [resource, tiers] of Object.entries(other.resourceTiers)) {
+      const mine = (this.resourceTiers[resource] ??= noTiers());
+      for (const key of Object.keys(tiers) as Array<keyof ResourceTiers>) mine[key] += tiers[key];
+    }
     for (const body of other.errorBodies) if (this.errorBodies.length < 3 && !this.errorBodies.includes(body)) this.errorBodies.push(body);
     addCounts(this.serverTiming, other.serverTiming);
     this.timedPages += other.timedPages;
@@ -137,6 +161,7 @@ export class Tally {
       collapsed: this.collapsed,
       noOriginShare: this.pages ? this.pagesWithoutOrigin / this.pages : null,
       originFailures: { ...this.originFailures },
+      resourceTiers: Object.fromEntries(Object.entries(this.resourceTiers).map(([resource, tiers]) => [resource, { ...tiers }])),
       errorBodies: [...this.errorBodies],
       serverTimingMeanMs: Object.fromEntries(
         Object.entries(this.serverTiming).map(([name, sum]) => [name, Math.round((sum / this.timedPages) * 10) / 10]),
@@ -144,6 +169,10 @@ export class Tally {
       meanBytes: this.requests - this.errors > 0 ? Math.round(this.bytes / (this.requests - this.errors)) : 0,
     };
   }
+}
+
+function noTiers(): ResourceTiers {
+  return { l1: 0, l2: 0, origin: 0, none: 0, stale: 0, forwarded: 0 };
 }
 
 function addCounts(target: Record<string, number>, source: Record<string, number>): void {
@@ -166,6 +195,8 @@ export interface TallySummary {
   noOriginShare: number | null;
   /** Failed or stale-if-error origin fetches named in Cache-Status, as "resource fwd-status". */
   originFailures: Record<string, number>;
+  /** Per resource: which tier answered its Cache-Status members, and how many were stale or forwarded to the origin. */
+  resourceTiers: Record<string, ResourceTiers>;
   /** Up to 3 distinct bodies of 5xx answers other than 503, as text (tags stripped), 300 characters at most. */
   errorBodies: string[];
   /** Mean Server-Timing per metric over the pages (the worker's own view, ms resolution in workerd). */
@@ -196,9 +227,20 @@ export function parseCacheStatus(header: string): CacheStatusMember[] {
     });
 }
 
+/**
+ * A member that says it was served stale: `detail="inventory stale"` (within
+ * stale-while-revalidate, refreshing in the background), `detail="product
+ * stale-if-error"`, or `fwd=stale` (the origin was asked because the copy at
+ * hand was stale).
+ */
+export function isStale(member: CacheStatusMember): boolean {
+  return member.params.some((param) => param === "fwd=stale" || (param.startsWith("detail=") && /\bstale\b/.test(param)));
+}
+
 // ---------------------------------------------------------------- one request
 
-interface Outcome {
+/** What came back for one request (handed to `LoadSpec.onResponse`). */
+export interface Outcome {
   status?: number;
   cacheStatus?: string;
   serverTiming?: string;
@@ -285,6 +327,19 @@ export interface LoadSpec {
   signal?: AbortSignal;
   /** Live counters for the progress line. */
   live?: Live;
+  /**
+   * Called with every answer counted (path, outcome, latency in µs), after it
+   * is added to the tally: for figures a Tally does not keep (per product,
+   * per phase of a fault, per shard).
+   */
+  onResponse?: (path: string, outcome: Outcome, micros: number) => void;
+  /**
+   * Paces each connection: its requests start at most every `intervalMs`
+   * (open loop while the server keeps up), e.g. 2 connections × 100 ms = 20
+   * requests a second. Without it, each connection sends its next request
+   * as soon as it has read the previous answer.
+   */
+  intervalMs?: number;
 }
 
 /**
@@ -302,13 +357,22 @@ export async function runLoad(spec: LoadSpec, into = new Tally()): Promise<Tally
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     agents.push(agent);
     const base = new URL(spec.targets[index % spec.targets.length]!);
+    let nextStart = performance.now();
     while (performance.now() < deadline && !spec.signal?.aborted) {
+      if (spec.intervalMs !== undefined) {
+        const wait = nextStart - performance.now();
+        if (wait > 0) await pause(Math.min(wait, deadline - performance.now()), spec.signal);
+        if (performance.now() >= deadline || spec.signal?.aborted) return;
+        nextStart = Math.max(nextStart + spec.intervalMs, performance.now());
+      }
       const path = spec.next();
       if (path === null) return;
       const t0 = performance.now();
       const outcome = await get(base, path, agent, timeoutMs);
       if (spec.signal?.aborted) return;
-      into.record(outcome, (performance.now() - t0) * 1000, spec.live);
+      const micros = (performance.now() - t0) * 1000;
+      into.record(outcome, micros, spec.live);
+      spec.onResponse?.(path, outcome, micros);
     }
   }
 
@@ -323,6 +387,20 @@ export async function runLoad(spec: LoadSpec, into = new Tally()): Promise<Tally
     destroyAll();
   }
   return into;
+}
+
+/** Sleeps `ms`, or less if `signal` aborts. */
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((done) => {
+    if (ms <= 0 || signal?.aborted) return done();
+    const timer = setTimeout(finish, ms);
+    function finish() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", finish);
+      done();
+    }
+    signal?.addEventListener("abort", finish, { once: true });
+  });
 }
 
 export interface BurstSpec {

@@ -6,7 +6,7 @@
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { Live } from "./load";
-import { describeMachine, keyFigures, Progress, ratios, textCostTable, textTable, writeReport, type Report } from "./report";
+import { describeMachine, keyFigures, Progress, ratios, textCostTable, textPhaseTable, textTable, writeReport, type Report } from "./report";
 import { SCENARIOS, type Context, type ScenarioResult, type Settings } from "./scenarios";
 import { buildBundle, buildKnownIdsFilter, startServers, startWorker, toolVersions, type FilterBuild, type Servers, type WorkerInstance, type WorkerLogs } from "./stack";
 
@@ -15,7 +15,7 @@ const CLEANUP_STEP_TIMEOUT_MS = 10_000;
 
 const USAGE = `usage: npm run bench -- [--quick] [--scenario NAME]... [--connections N] [--var NAME=VALUE]...
 
-  --quick            short phases (about 45 s in all): a smoke run, rough figures
+  --quick            short phases (about 1½ minutes in all): a smoke run, rough figures
   --scenario NAME    run only this scenario (repeatable, or comma-separated)
   --connections N    connections of the throughput scenarios (default 32)
   --var NAME=VALUE   a worker setting (src/config), e.g. --var L2_TIMEOUT_MS=200;
@@ -176,9 +176,9 @@ async function main(): Promise<void> {
         signal: abort.signal,
         live,
         phase: (label, ms) => progress.set(`${tag} · ${label}`, ms),
-        startWorkers: async (count) => {
+        startWorkers: async (count, extraBindings) => {
           progress.set(`${tag} · start ${count} Miniflare instance${count > 1 ? "s" : ""}`);
-          const started = await Promise.allSettled(Array.from({ length: count }, () => startWorker(bindings, workerLogs)));
+          const started = await Promise.allSettled(Array.from({ length: count }, () => startWorker({ ...bindings, ...extraBindings }, workerLogs)));
           const ok = started.filter((s): s is PromiseFulfilledResult<WorkerInstance> => s.status === "fulfilled").map((s) => s.value);
           for (const worker of ok) workers.push(onCleanup(`worker ${worker.url}`, () => worker.close()));
           const failed = started.find((s): s is PromiseRejectedResult => s.status === "rejected");
@@ -229,6 +229,8 @@ async function main(): Promise<void> {
   console.log("");
   console.log(textCostTable(results));
   console.log("");
+  const phaseTable = textPhaseTable(results);
+  if (phaseTable) console.log(`${phaseTable}\n`);
   for (const line of keyFigures(results, figures)) console.log(line);
   // Every instance says once that its known-ids filter is ready: only the other lines are news.
   const news = [...workerLogs.distinct].filter(([line]) => !/"event":"known_ids","state":"(ok|ready|loading)"/.test(line));

@@ -3,9 +3,13 @@
 // scenario run alone with `--scenario NAME` measures what it does in a full run.
 // Only the measured phases feed the figures: warm-ups, and the warming of L2
 // in `l2-hit`, are left out of the latency, the tiers and the origin counts.
+// The first six are here; the steady-state, fault, shard and hot-product
+// scenarios are in steady.ts, the measuring helpers in measure.ts.
 import { productId } from "../dev/origin/catalog";
 import { burst, runLoad, Tally, type Live, type TallySummary } from "./load";
-import { cpuSnapshot, type CpuRole, type CpuSnapshot, type OriginCounters, type Servers, type WorkerInstance } from "./stack";
+import { Meter, result, round, seconds, setUp, SETTLE_MS, SHUFFLE_SEED, sleep, ZIPF_SEED } from "./measure";
+import type { OriginCounters, Servers, WorkerInstance } from "./stack";
+import { STEADY_SCENARIOS } from "./steady";
 import { shuffledIndexes, ZipfSampler } from "./zipf";
 
 export interface Settings {
@@ -26,8 +30,12 @@ export interface Context {
   live: Live;
   /** Tells the progress line what is happening; `ms` is the phase's expected length, when known. */
   phase(label: string, ms?: number): void;
-  /** Fresh Miniflare instances, closed when the scenario ends. */
-  startWorkers(count: number): Promise<WorkerInstance[]>;
+  /**
+   * Fresh Miniflare instances, closed when the scenario ends. `bindings` are
+   * added to (and override) the run's own: the `shards` scenario's
+   * UPSTASH_REDIS_SHARDS.
+   */
+  startWorkers(count: number, bindings?: Record<string, string>): Promise<WorkerInstance[]>;
 }
 
 export interface ScenarioResult {
@@ -63,148 +71,6 @@ export interface Scenario {
   run(ctx: Context): Promise<ScenarioResult>;
 }
 
-// ---------------------------------------------------------------- measuring
-
-/**
- * What happens around the measured phases, summed over them: origin requests
- * per service, Redis commands, CPU by role, and the L2 circuit breaker of
- * each instance, polled on /healthz (it can open and close again within a
- * phase, which its state at the end would not show).
- */
-class Meter {
-  readonly origin: Record<string, number> = {};
-  readonly redis: Record<string, number> = {};
-  readonly cpuSeconds: Record<string, number> = {};
-  readonly breaker: Record<string, number> = {};
-  private measuredMs = 0;
-
-  constructor(
-    private readonly servers: Servers,
-    private readonly workers: WorkerInstance[],
-  ) {}
-
-  async around<T>(work: () => Promise<T>): Promise<T> {
-    const [origin0, redis0] = await Promise.all([this.servers.counters(), this.servers.redisCalls()]);
-    const cpu0 = cpuSnapshot(this.servers.pid);
-    const stopPolling = this.pollBreakers();
-    let result: T;
-    let cpu1: CpuSnapshot;
-    try {
-      result = await work();
-    } finally {
-      // Before waiting for the poller: its last sleep is not part of the measurement.
-      cpu1 = cpuSnapshot(this.servers.pid);
-      await stopPolling();
-    }
-    const [origin1, redis1] = await Promise.all([this.servers.counters(), this.servers.redisCalls()]);
-    addDelta(this.origin, origin0.services, origin1.services);
-    addDelta(this.redis, redis0, redis1);
-    for (const role of Object.keys(cpu1.seconds) as CpuRole[]) {
-      this.cpuSeconds[role] = (this.cpuSeconds[role] ?? 0) + cpu1.seconds[role] - cpu0.seconds[role];
-    }
-    this.measuredMs += cpu1.at - cpu0.at;
-    return result;
-  }
-
-  /** Cores busy per role over the measured phases. */
-  cores(): Record<string, number> {
-    const seconds = this.measuredMs / 1000;
-    return Object.fromEntries(Object.entries(this.cpuSeconds).map(([role, cpu]) => [role, seconds > 0 ? round(Math.max(0, cpu) / seconds, 2) : 0]));
-  }
-
-  private pollBreakers(): () => Promise<void> {
-    let stopped = false;
-    const loop = (async () => {
-      while (!stopped) {
-        for (const state of await breakerStates(this.workers)) this.breaker[state] = (this.breaker[state] ?? 0) + 1;
-        await sleep(BREAKER_POLL_MS);
-      }
-    })();
-    return async () => {
-      stopped = true;
-      await loop;
-    };
-  }
-}
-
-const BREAKER_POLL_MS = 250;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function addDelta(sum: Record<string, number>, before: Record<string, number>, after: Record<string, number>): void {
-  for (const [key, value] of Object.entries(after)) {
-    const delta = value - (before[key] ?? 0);
-    if (delta !== 0 || key in sum) sum[key] = (sum[key] ?? 0) + delta;
-  }
-}
-
-/** Every scenario starts from an empty L2 (but for the known-ids filter) and zeroed counters. */
-async function reset(ctx: Context): Promise<void> {
-  ctx.phase("reset");
-  await ctx.servers.resetL2();
-  await ctx.servers.resetCounters();
-  await ctx.servers.resetRedisStats();
-}
-
-async function breakerStates(workers: WorkerInstance[]): Promise<string[]> {
-  return Promise.all(
-    workers.map(async (worker) => {
-      try {
-        const response = await fetch(`${worker.url}/healthz`, { signal: AbortSignal.timeout(2000) });
-        const body = (await response.json()) as { l2?: string };
-        return body.l2 ?? "?";
-      } catch {
-        return "unreachable";
-      }
-    }),
-  );
-}
-
-const L2_COMMANDS = ["mget", "evalsha", "eval"];
-
-interface Outcome {
-  concurrency: string;
-  tally: Tally;
-  meter: Meter;
-  workers: WorkerInstance[];
-  unloaded?: Tally;
-  extra?: Record<string, unknown>;
-  notes?: string[];
-}
-
-async function result(scenario: Pick<Scenario, "name" | "description">, outcome: Outcome): Promise<ScenarioResult> {
-  const { tally, meter } = outcome;
-  const load = tally.summary();
-  const l2Calls = L2_COMMANDS.reduce((sum, name) => sum + (meter.redis[name] ?? 0), 0);
-  const unloaded = outcome.unloaded?.summary();
-  return {
-    name: scenario.name,
-    description: scenario.description,
-    concurrency: outcome.concurrency,
-    load,
-    unloaded: unloaded ? { requests: unloaded.requests, rps: unloaded.rps, p50: unloaded.latencyMs.p50, p99: unloaded.latencyMs.p99, productTier: unloaded.productTier } : null,
-    origin: pick(meter.origin, ["product", "inventory", "reviews", "recommendations"]),
-    redis: meter.redis,
-    l2CallsPerRequest: load.requests ? round(l2Calls / load.requests, 3) : null,
-    l2Breaker: await breakerStates(outcome.workers),
-    l2BreakerPolls: { ...meter.breaker },
-    cores: meter.cores(),
-    extra: outcome.extra ?? {},
-    notes: outcome.notes ?? [],
-  };
-}
-
-function pick(source: Record<string, number>, keys: string[]): Record<string, number> {
-  return Object.fromEntries(keys.map((key) => [key, source[key] ?? 0]));
-}
-
-function round(value: number, digits: number): number {
-  const factor = 10 ** digits;
-  return Math.round(value * factor) / factor;
-}
-
 /** Sequential catalog ids from `first`; null once the range is used up. */
 function sequentialIds(first: number, last: number): () => string | null {
   let next = first;
@@ -230,14 +96,7 @@ async function l2Kept(servers: Servers, first: number, last: number): Promise<nu
   return round(present / keys.length, 4);
 }
 
-/** Background writes (ctx.waitUntil) finish shortly after the last answer: give them this long. */
-const SETTLE_MS = 1000;
-
 // ---------------------------------------------------------------- durations
-
-function seconds(ctx: Context, full: number, quick: number): number {
-  return (ctx.settings.quick ? quick : full) * 1000;
-}
 
 /** A warm-up (discarded: the isolate's JIT and connections settle) then the measured run. */
 async function warmThenMeasure(ctx: Context, meter: Meter, targets: string[], next: () => string | null, warmMs: number, measureMs: number): Promise<Tally> {
@@ -260,13 +119,6 @@ function measureUnloaded(ctx: Context, targets: string[], next: () => string | n
 }
 
 // ---------------------------------------------------------------- scenarios
-
-/** Resets, starts `count` fresh instances and a Meter watching them. */
-async function setUp(ctx: Context, count: number): Promise<{ workers: WorkerInstance[]; meter: Meter }> {
-  await reset(ctx);
-  const workers = await ctx.startWorkers(count);
-  return { workers, meter: new Meter(ctx.servers, workers) };
-}
 
 const staticScenario: Scenario = {
   name: "static",
@@ -388,9 +240,6 @@ const missScenario: Scenario = {
   },
 };
 
-const ZIPF_SEED = 20_260_426;
-const SHUFFLE_SEED = 42;
-
 const zipfScenario: Scenario = {
   name: "zipf",
   description: "Zipf(s=1.0) over the whole catalog, hot ids spread by a seeded shuffle; cold start, warm-up, then measured",
@@ -498,4 +347,4 @@ function delta(before: OriginCounters, after: OriginCounters, service: string): 
   return (after.services[service] ?? 0) - (before.services[service] ?? 0);
 }
 
-export const SCENARIOS: readonly Scenario[] = [staticScenario, l1HitScenario, l2HitScenario, missScenario, zipfScenario, herdScenario];
+export const SCENARIOS: readonly Scenario[] = [staticScenario, l1HitScenario, l2HitScenario, missScenario, zipfScenario, herdScenario, ...STEADY_SCENARIOS];

@@ -10,7 +10,9 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import { Log, LogLevel, Miniflare } from "miniflare";
-import type { ServersMessage, ServersOptions } from "./servers";
+import type { RedisAction, ServersCommand, ServersMessage, ServersOptions, ShardEndpoints } from "./servers";
+
+export type { RedisAction } from "./servers";
 
 /**
  * The bench bundles into a folder of its own, not the tests' `.wrangler/test-bundle`:
@@ -55,6 +57,13 @@ export interface Servers {
   /** Requests each origin service received since the last reset. */
   counters(): Promise<OriginCounters>;
   resetCounters(): Promise<void>;
+  /** Requests each service received for one product since the last reset, by service ("product", "inventory"...). */
+  originCountsOf(id: string): Promise<Record<string, number>>;
+  /**
+   * Breaks origin services (`PUT /__admin/faults`: down "refuse", "500" or
+   * "hang", added latency, error rate), or heals them all with null.
+   */
+  setOriginFault(fault: OriginFault | null): Promise<void>;
   /**
    * Empties L2 but for the known-ids filter (`pp:v1:kid:*`, built once per
    * run by buildKnownIdsFilter), so that a scenario starts from the state it
@@ -68,7 +77,23 @@ export interface Servers {
   countKeys(keys: string[]): Promise<number>;
   /** Gateway notes (connection state changes) received so far. */
   readonly logs: string[];
+  /**
+   * Does this to redis-server (faults): `pause` (SIGSTOP: connections stay
+   * open, nothing answers), `resume` (SIGCONT), `kill` (SIGKILL), `restart`
+   * (a fresh, empty server on the same port; resolves once this process's
+   * own connection to it works again). The harness's calls (redisCalls,
+   * resetL2...) must not be made while it is paused or down.
+   */
+  redisControl(action: RedisAction): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface OriginFault {
+  /** A service name, or "all". */
+  service: string;
+  down?: false | "refuse" | "500" | "hang";
+  latencyMs?: number;
+  errorRate?: number;
 }
 
 export interface ServersSettings {
@@ -78,43 +103,13 @@ export interface ServersSettings {
 }
 
 export async function startServers(settings: ServersSettings): Promise<Servers> {
-  const options: ServersOptions = { ...settings, gatewayToken: GATEWAY_TOKEN };
-  const child = fork(fileURLToPath(new URL("./servers.ts", import.meta.url)), [], {
-    // Run the TypeScript child with tsx's loader, as `npm run bench` runs this file.
-    execArgv: ["--import", "tsx"],
-    env: { ...process.env, BENCH_SERVERS_OPTIONS: JSON.stringify(options) },
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  // Killed at exit whatever happens (the child also stops by itself when the IPC channel closes).
-  const killAtExit = () => void child.kill("SIGTERM");
-  process.once("exit", killAtExit);
+  const started = await forkServers({ ...settings, gatewayToken: GATEWAY_TOKEN });
+  const { child, ready, logs } = started;
+  const redis = await connectStats(ready.redisPort);
 
-  const logs: string[] = [];
-  let ready: Extract<ServersMessage, { type: "ready" }>;
-  try {
-    ready = await new Promise((resolveReady, reject) => {
-      const timer = setTimeout(() => reject(new Error("the servers did not start in time")), SERVERS_START_TIMEOUT_MS);
-      child.on("message", (message: ServersMessage) => {
-        if (message.type === "log") logs.length < 200 && logs.push(message.line);
-        if (message.type === "failed") reject(new Error(`the servers did not start: ${message.message}`));
-        if (message.type === "ready") {
-          clearTimeout(timer);
-          resolveReady(message);
-        }
-      });
-      child.once("exit", (code) => reject(new Error(`the servers process exited (code ${code})`)));
-    });
-  } catch (err) {
-    await stopChild(child);
-    throw err;
-  }
-
-  const redis = new Redis({ port: ready.redisPort, host: "127.0.0.1", maxRetriesPerRequest: 1, lazyConnect: true });
-  redis.on("error", () => undefined); // failures surface through the commands' rejections
-  await redis.connect();
-
-  const admin = async (path: string, method = "GET"): Promise<any> => {
-    const response = await fetch(ready.originUrl + path, { method });
+  const admin = async (path: string, method = "GET", body?: unknown): Promise<any> => {
+    const init = body === undefined ? { method } : { method, body: JSON.stringify(body), headers: { "content-type": "application/json" } };
+    const response = await fetch(ready.originUrl + path, init);
     if (!response.ok) throw new Error(`origin admin ${method} ${path}: HTTP ${response.status}`);
     return response.json();
   };
@@ -136,6 +131,16 @@ export async function startServers(settings: ServersSettings): Promise<Servers> 
       return { total: body.total, services: body.services };
     },
     resetCounters: async () => void (await admin("/__admin/counters/reset", "POST")),
+    originCountsOf: async (id) => {
+      const body = (await admin("/__admin/counters")) as { ids: Record<string, number> };
+      const counts: Record<string, number> = {};
+      for (const [key, count] of Object.entries(body.ids)) {
+        const [service, of] = key.split(":");
+        if (of === id) counts[service!] = count;
+      }
+      return counts;
+    },
+    setOriginFault: async (fault) => void (await (fault ? admin("/__admin/faults", "PUT", fault) : admin("/__admin/faults", "DELETE"))),
     // A throw-away redis of our own: a full SCAN here is the harness resetting, not a code path of the tier.
     resetL2: async () => {
       let cursor = "0";
@@ -149,12 +154,165 @@ export async function startServers(settings: ServersSettings): Promise<Servers> 
     redisCalls: async () => parseCommandStats(await redis.info("commandstats")),
     resetRedisStats: async () => void (await redis.config("RESETSTAT")),
     countKeys: async (keys) => (keys.length ? redis.exists(...keys) : 0),
+    redisControl: async (action) => {
+      await started.control(0, action);
+      if (action === "restart") await untilPong(redis);
+    },
     close: async () => {
       redis.disconnect();
+      await started.close();
+    },
+  };
+}
+
+/**
+ * Several L2 shards for the `shards` scenario: `count` redis-server +
+ * gateway pairs in a servers process of their own (no demo origin: the main
+ * one serves), to be named in the worker's UPSTASH_REDIS_SHARDS.
+ */
+export interface ShardSet {
+  shards: Array<ShardEndpoints & { name: string }>;
+  /** The shards' servers process (its redis-servers are its children). */
+  pid: number;
+  /** UPSTASH_REDIS_SHARDS (JSON), the ring's members in order. */
+  bindings: Record<string, string>;
+  /** As Servers.redisControl, for shard `index`. */
+  control(index: number, action: RedisAction): Promise<void>;
+  /** Redis command calls of shard `index` since its last reset (INFO commandstats). */
+  redisCalls(index: number): Promise<Record<string, number>>;
+  resetRedisStats(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startShards(count: number, settings: ServersSettings): Promise<ShardSet> {
+  const started = await forkServers({ ...settings, gatewayToken: GATEWAY_TOKEN, shards: count, origin: false });
+  const endpoints = (started.ready.shards ?? []).map((shard, i) => ({ ...shard, name: `shard-${i + 1}` }));
+  const links: Redis[] = [];
+  try {
+    for (const shard of endpoints) links.push(await connectStats(shard.redisPort));
+  } catch (err) {
+    for (const link of links) link.disconnect();
+    await started.close();
+    throw err;
+  }
+  return {
+    shards: endpoints,
+    pid: started.child.pid!,
+    bindings: { UPSTASH_REDIS_SHARDS: JSON.stringify(endpoints.map((shard) => ({ name: shard.name, url: shard.gatewayUrl, token: GATEWAY_TOKEN }))) },
+    control: async (index, action) => {
+      await started.control(index, action);
+      if (action === "restart") await untilPong(links[index]!);
+    },
+    redisCalls: async (index) => parseCommandStats(await links[index]!.info("commandstats")),
+    resetRedisStats: async () => void (await Promise.all(links.map((link) => link.config("RESETSTAT")))),
+    close: async () => {
+      for (const link of links) link.disconnect();
+      await started.close();
+    },
+  };
+}
+
+interface ForkedServers {
+  child: ChildProcess;
+  ready: Extract<ServersMessage, { type: "ready" }>;
+  logs: string[];
+  control(shard: number, action: RedisAction): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Forks servers.ts with these options and waits for it to listen. */
+async function forkServers(options: ServersOptions): Promise<ForkedServers> {
+  const child = fork(fileURLToPath(new URL("./servers.ts", import.meta.url)), [], {
+    // Run the TypeScript child with tsx's loader, as `npm run bench` runs this file.
+    execArgv: ["--import", "tsx"],
+    env: { ...process.env, BENCH_SERVERS_OPTIONS: JSON.stringify(options) },
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  // Killed at exit whatever happens (the child also stops by itself when the IPC channel closes).
+  const killAtExit = () => void child.kill("SIGTERM");
+  process.once("exit", killAtExit);
+
+  const logs: string[] = [];
+  const pending = new Map<number, { done: () => void; fail: (err: Error) => void }>();
+  let nextId = 1;
+  child.on("message", (message: ServersMessage) => {
+    if (message.type === "log") logs.length < 200 && logs.push(message.line);
+    if (message.type === "redis-done") {
+      const waiter = pending.get(message.id);
+      pending.delete(message.id);
+      if (message.ok) waiter?.done();
+      else waiter?.fail(new Error(`redis-server: ${message.message}`));
+    }
+  });
+  child.once("exit", (code) => {
+    for (const waiter of pending.values()) waiter.fail(new Error(`the servers process exited (code ${code})`));
+    pending.clear();
+  });
+  let ready: Extract<ServersMessage, { type: "ready" }>;
+  try {
+    ready = await new Promise((resolveReady, reject) => {
+      const timer = setTimeout(() => reject(new Error("the servers did not start in time")), SERVERS_START_TIMEOUT_MS);
+      child.on("message", (message: ServersMessage) => {
+        if (message.type === "failed") reject(new Error(`the servers did not start: ${message.message}`));
+        if (message.type === "ready") {
+          clearTimeout(timer);
+          resolveReady(message);
+        }
+      });
+      child.once("exit", (code) => reject(new Error(`the servers process exited (code ${code})`)));
+    });
+  } catch (err) {
+    await stopChild(child);
+    process.off("exit", killAtExit);
+    throw err;
+  }
+  return {
+    child,
+    ready,
+    logs,
+    control: (shard, action) =>
+      new Promise<void>((done, fail) => {
+        const id = nextId++;
+        const timer = setTimeout(() => {
+          pending.delete(id);
+          fail(new Error(`redis-server ${action}: no answer in time`));
+        }, REDIS_CONTROL_TIMEOUT_MS);
+        pending.set(id, {
+          done: () => (clearTimeout(timer), done()),
+          fail: (err) => (clearTimeout(timer), fail(err)),
+        });
+        const command: ServersCommand = { type: "redis", id, shard, action };
+        child.send(command);
+      }),
+    close: async () => {
       await stopChild(child);
       process.off("exit", killAtExit);
     },
   };
+}
+
+const REDIS_CONTROL_TIMEOUT_MS = 20_000;
+
+/** The harness's own connection to a redis-server, for its statistics and resets. */
+async function connectStats(port: number): Promise<Redis> {
+  const redis = new Redis({ port, host: "127.0.0.1", maxRetriesPerRequest: 1, lazyConnect: true });
+  redis.on("error", () => undefined); // failures surface through the commands' rejections
+  await redis.connect();
+  return redis;
+}
+
+/** Waits (bounded) until `redis` answers again, after its server was restarted. */
+async function untilPong(redis: Redis): Promise<void> {
+  const giveUpAt = Date.now() + 10_000;
+  for (;;) {
+    try {
+      await redis.ping();
+      return;
+    } catch (err) {
+      if (Date.now() > giveUpAt) throw err;
+      await new Promise((done) => setTimeout(done, 100));
+    }
+  }
 }
 
 /** Where the known-ids filter lives in Redis (src/knownIds/keys.ts). */
@@ -327,7 +485,8 @@ export interface CpuSnapshot {
 
 const TICKS_PER_SECOND = 100; // USER_HZ: 100 on every Linux this runs on
 
-export function cpuSnapshot(serversPid: number): CpuSnapshot {
+/** `moreServerPids`: other servers processes (the shards'), counted like `serversPid`. */
+export function cpuSnapshot(serversPid: number, moreServerPids: readonly number[] = []): CpuSnapshot {
   const seconds: Record<CpuRole, number> = { workerd: 0, "load generator": 0, "origin + gateway": 0, redis: 0, "other processes": 0 };
   const at = performance.now();
   try {
@@ -336,7 +495,7 @@ export function cpuSnapshot(serversPid: number): CpuSnapshot {
       // Walk up to one of our two roots: this process or the servers process.
       for (let p: number | undefined = pid, depth = 0; p && depth < 10; p = procs.get(p)?.ppid, depth++) {
         if (p === process.pid) return procs.get(pid)?.comm === "workerd" ? "workerd" : pid === process.pid ? "load generator" : null;
-        if (p === serversPid) return procs.get(pid)?.comm === "redis-server" ? "redis" : pid === serversPid ? "origin + gateway" : null;
+        if (p === serversPid || moreServerPids.includes(p)) return procs.get(pid)?.comm === "redis-server" ? "redis" : pid === p ? "origin + gateway" : null;
       }
       return null;
     };

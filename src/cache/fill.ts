@@ -33,6 +33,8 @@ export interface FillContext {
   freshBeyond: number;
   /** Set by the fill: `origin` when this isolate fetched, `l2` when another isolate's result was used. */
   via?: "origin" | "l2";
+  /** Set by the fill: an older copy found in L2 on the way, to serve if the origin fails. */
+  olderCopy?: Entry;
 }
 
 export interface FillDeps {
@@ -118,6 +120,7 @@ export function createFill(deps: FillDeps) {
         return entry;
       }
     }
+    if (claim && claim.kind !== "fresh" && claim.stale) context.olderCopy = await decodeEntry(claim.stale);
     if (claim?.kind === "lost") {
       const entry = await waitForWinner(key, lock, context);
       if (entry) {

@@ -6,10 +6,13 @@ import { Redis } from "@upstash/redis/cloudflare";
 import type { Breaker } from "./breaker";
 
 export type FillClaim =
-  /** This isolate holds the lock: fetch from the origin, then `writeFill`. */
-  | { kind: "won" }
+  /**
+   * This isolate holds the lock: fetch from the origin, then `writeFill`.
+   * `stale`: the older copy L2 holds, to fall back on if the origin fails.
+   */
+  | { kind: "won"; stale?: string }
   /** Another isolate is filling: wait for its result in L2 (bounded). */
-  | { kind: "lost" }
+  | { kind: "lost"; stale?: string }
   /** Someone filled it meanwhile: here is the fresh value. */
   | { kind: "fresh"; value: string };
 
@@ -100,16 +103,21 @@ export interface L2Options {
 }
 
 // Returns the value when it is fresh (freshUntil, third field, after ARGV[3])
-// and not purged (fetchedAt, second field, at or after ARGV[4]); else 1 when
-// the lock was taken, 0 when somebody else holds it.
+// and not purged (fetchedAt, second field, at or after ARGV[4]); else
+// {1 or 0, older copy or ''}: 1 when the lock was taken, 0 when somebody else
+// holds it, with the older copy (not purged) to fall back on if the origin fails.
 const CLAIM_FILL = `
 local value = redis.call('GET', KEYS[1])
+local older = ''
 if value then
   local fetchedAt, freshUntil = string.match(value, '^%d+|(%d+)|(%d+)|')
-  if freshUntil and tonumber(freshUntil) > tonumber(ARGV[3]) and tonumber(fetchedAt) >= tonumber(ARGV[4]) then return value end
+  if fetchedAt and tonumber(fetchedAt) >= tonumber(ARGV[4]) then
+    if tonumber(freshUntil) > tonumber(ARGV[3]) then return value end
+    older = value
+  end
 end
-if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-return 0
+if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, older} end
+return {0, older}
 `;
 
 // Writes ARGV[1] unless the stored version (first field) is newer than
@@ -157,7 +165,7 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
   const reader = client(url, token, timeoutMs);
   const writer = client(url, token, writeTimeoutMs);
   const claimer = client(url, token, claimTimeoutMs);
-  const claimScript = claimer.createScript<string | number>(CLAIM_FILL);
+  const claimScript = claimer.createScript<string | [number, string]>(CLAIM_FILL);
   const writeScript = writer.createScript<number>(WRITE_FILL);
   const releaseScript = writer.createScript<number>(RELEASE_LOCK);
   const stats: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0 };
@@ -197,7 +205,9 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       return guarded(async () => {
         const answer = await claimScript.exec([key, lock], [lockToken, String(lockTtlMs), String(freshBeyond), String(notBefore)]);
         if (typeof answer === "string") return { kind: "fresh", value: answer } as const;
-        return answer === 1 ? ({ kind: "won" } as const) : ({ kind: "lost" } as const);
+        const [won, older] = answer as [number, string];
+        const stale = older ? { stale: older } : {};
+        return won === 1 ? ({ kind: "won", ...stale } as const) : ({ kind: "lost", ...stale } as const);
       });
     },
     writeFill(write) {

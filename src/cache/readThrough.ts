@@ -219,8 +219,15 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       });
     } catch (error) {
       const failure: OriginFailure = error instanceof OriginError ? error.failure : "unreachable";
-      if (item.fallback && entryState(item.fallback, clock.now()) !== "expired") {
-        return served(item.resource, item.fallback, item.fallbackTier ?? "l1", "stale-if-error", { forward, failure });
+      // The best copy at hand: what this request had, what the fill found in
+      // L2 (kept in L1 for the requests that joined it), or what they kept.
+      const fromFill = judged(context.olderCopy, id, item.resource, tagsOf(id));
+      if (fromFill && entryState(fromFill, clock.now()) !== "expired") keep(item.key, fromFill);
+      const inL1 = judged(l1.peek(item.key), id, item.resource, tagsOf(id));
+      const fallback = newerOf(newerOf(item.fallback, fromFill), inL1);
+      if (fallback && entryState(fallback, clock.now()) !== "expired") {
+        const tier = fallback === item.fallback ? (item.fallbackTier ?? "l1") : fallback === fromFill ? "l2" : "l1";
+        return served(item.resource, fallback, tier, "stale-if-error", { forward, failure });
       }
       return { resource: item.resource, outcome: "failed", data: null, collapsed: false, forward, failure };
     } finally {

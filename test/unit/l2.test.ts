@@ -159,3 +159,21 @@ describe("L2 time budget and breaker", () => {
     }
   });
 });
+
+describe("L2 fill claims", () => {
+  it("hand back an older copy with the lock, to fall back on if the origin fails", async () => {
+    const client = l2();
+    const key = "pp:v1:p:older-copy";
+    const lock = lockKey("pp:v1", key);
+    const now = Date.now();
+    const old = { ...entry(3), freshUntil: now - 1000, staleUntil: now - 500, errorUntil: now + 60_000 };
+    await redis.set(key, await encodeEntry(old, 1024), { px: 60_000 });
+    const claim = await client.claimFill(key, lock, "token", 3000, now, 0);
+    expect(claim?.kind).toBe("won");
+    expect(claim && "stale" in claim && (await decodeEntry(claim.stale!))?.version).toBe(3);
+    // A copy older than a purge is not handed back.
+    await redis.del(lock);
+    const afterPurge = await client.claimFill(key, lock, "token", 3000, now, now + 1);
+    expect(afterPurge).toEqual({ kind: "won" });
+  });
+});
