@@ -517,7 +517,8 @@ export function cpuSnapshot(serversPid: number, moreServerPids: readonly number[
   return { at, seconds };
 }
 
-function readProcesses(): Map<number, { ppid: number; comm: string; ticks: number }> {
+/** Every process on the machine: parent, name and CPU ticks so far (from /proc). */
+export function readProcesses(): Map<number, { ppid: number; comm: string; ticks: number }> {
   const procs = new Map<number, { ppid: number; comm: string; ticks: number }>();
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;

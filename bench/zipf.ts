@@ -5,17 +5,9 @@
 // Everything is seeded, so two runs send the same sequence of ids (only the
 // interleaving across connections differs).
 
-/** mulberry32: tiny, fast and plenty for picking ids (the demo origin uses it too). */
-export function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// mulberry32, the demo origin's generator: tiny, fast and plenty for picking ids.
+import { mulberry32 } from "../dev/origin/catalog";
+export { mulberry32 };
 
 export interface ZipfOptions {
   /** Number of distinct items (ranks 1..n). */

@@ -3,6 +3,7 @@
 // and Varnish as foreground children with their own configuration files,
 // pid files, logs and caches in a temporary folder. Nothing here touches
 // /etc, /var or a system service; every server listens on 127.0.0.1 only.
+import { readProcesses } from "../stack";
 import { execFile, fork, spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -476,22 +477,6 @@ interface Proc {
   ticks: number;
 }
 
-export function readProcesses(): Map<number, Proc> {
-  const procs = new Map<number, Proc>();
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      const close = stat.lastIndexOf(")");
-      const comm = stat.slice(stat.indexOf("(") + 1, close);
-      const rest = stat.slice(close + 2).split(" ");
-      procs.set(Number(name), { ppid: Number(rest[1]), comm, ticks: Number(rest[11]) + Number(rest[12]) });
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return procs;
-}
 
 /** CPU seconds so far, by role, and of the whole machine. */
 export interface CpuSample {

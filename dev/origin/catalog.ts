@@ -66,8 +66,8 @@ type Random = () => number;
 // resource does not change the others.
 const STREAM = { product: 0x50524f44, inventory: 0x494e5654, reviews: 0x52455657, recommendations: 0x5245434f };
 
-/** mulberry32: tiny, fast and good enough to vary demo data. */
-function mulberry32(seed: number): Random {
+/** mulberry32: tiny, fast and good enough to vary demo data (the benchmark draws its ids with it too). */
+export function mulberry32(seed: number): Random {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;
