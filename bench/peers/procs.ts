@@ -471,12 +471,6 @@ function tail(file: string): string {
 
 const TICKS_PER_SECOND = 100;
 
-interface Proc {
-  ppid: number;
-  comm: string;
-  ticks: number;
-}
-
 
 /** CPU seconds so far, by role, and of the whole machine. */
 export interface CpuSample {

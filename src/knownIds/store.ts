@@ -15,7 +15,7 @@ import type { L2 } from "../cache/l2";
 import { isValidProductId } from "../origin/types";
 import { Bloom, byteLengthFor, positionsOf, redisBitOf } from "./bloom";
 import { KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "./defaults";
-import { knownIdsKeys, type KnownIdsKeys } from "./keys";
+import { knownIdsKeys } from "./keys";
 import { parseMeta, type FilterMeta, type Meta } from "./meta";
 import { loadFilter, readLog } from "./redisFilter";
 import { rebuildFilter, type ListIds, type RebuildProgress, type RebuildResult } from "./rebuild";

@@ -87,7 +87,7 @@ export function buildChart(points: readonly MinutePoint[]): ChartView {
   });
 
   const xTicks: ChartView["xTicks"] = [];
-  points.forEach((point, i) => {
+  points.forEach((_, i) => {
     const fromEnd = points.length - 1 - i;
     if (fromEnd % 5 === 0) xTicks.push({ x: centre(i), y: plot.bottom + 18, label: fromEnd === 0 ? "now" : `−${fromEnd} min` });
   });

@@ -8,7 +8,7 @@ import { startDemoOrigin, type DemoOrigin } from "../../dev/origin";
 import { createRing } from "../../src/cache/ring";
 import { startRedis, type RedisServer } from "../support/redis";
 import { PURGE_TOKEN } from "../support/stack";
-import { startWorker, type WorkerInstance } from "../support/worker";
+import { startWorker } from "../support/worker";
 
 const TOKEN = "shard-token";
 const NAMES = ["s1", "s2", "s3"];

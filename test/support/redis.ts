@@ -121,7 +121,3 @@ function exited(child: ChildProcess, ms: number): Promise<boolean> {
     });
   });
 }
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
