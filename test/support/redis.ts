@@ -8,6 +8,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { tmpdir } from "node:os";
+import { captureTail, isRunning, waitForExit } from "../../dev/run/children";
 import { waitForPong } from "../../dev/run/redis";
 import { freePort } from "./ports";
 
@@ -54,7 +55,7 @@ async function control(port: number, first: ChildProcess): Promise<RedisServer> 
   const kill = async () => {
     if (!isRunning(child)) return;
     child.kill("SIGKILL");
-    await exited(child, EXIT_TIMEOUT_MS);
+    await waitForExit(child, EXIT_TIMEOUT_MS);
   };
   return {
     port,
@@ -62,7 +63,7 @@ async function control(port: number, first: ChildProcess): Promise<RedisServer> 
       if (!isRunning(child)) return;
       child.kill("SIGCONT"); // a paused server would never handle SIGTERM
       child.kill("SIGTERM");
-      if (!(await exited(child, EXIT_TIMEOUT_MS))) await kill();
+      if (!(await waitForExit(child, EXIT_TIMEOUT_MS))) await kill();
     },
     pause: () => void (isRunning(child) && child.kill("SIGSTOP")),
     resume: () => void (isRunning(child) && child.kill("SIGCONT")),
@@ -84,40 +85,13 @@ async function launch(port: number): Promise<ChildProcess> {
   );
   live.add(child);
   child.once("exit", () => live.delete(child));
-  const output = captureOutput(child);
+  const output = captureTail(child);
   try {
     await waitForPong(child, port, READY_TIMEOUT_MS);
     return child;
   } catch (err) {
     child.kill("SIGKILL");
-    await exited(child, EXIT_TIMEOUT_MS);
+    await waitForExit(child, EXIT_TIMEOUT_MS);
     throw new Error(`redis-server on port ${port} did not start: ${(err as Error).message}\n${output()}`);
   }
-}
-
-/** Keeps the last few KB of output for error messages (and drains the pipes). */
-function captureOutput(child: ChildProcess): () => string {
-  let text = "";
-  const keep = (chunk: Buffer) => {
-    text = (text + chunk.toString("utf8")).slice(-4000);
-  };
-  child.stdout?.on("data", keep);
-  child.stderr?.on("data", keep);
-  return () => text;
-}
-
-function isRunning(child: ChildProcess): boolean {
-  return child.exitCode === null && child.signalCode === null;
-}
-
-/** Resolves true once the child has exited, false if it has not within `ms`. */
-function exited(child: ChildProcess, ms: number): Promise<boolean> {
-  if (!isRunning(child)) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(false), ms);
-    child.once("exit", () => {
-      clearTimeout(timer);
-      resolve(true);
-    });
-  });
 }
