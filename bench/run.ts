@@ -3,6 +3,7 @@
 // instances, runs the scenarios, prints the figures and writes them to
 // bench/results/. Every process it starts is stopped at the end, on error
 // and on Ctrl-C. See bench/README.md.
+import { createCleanups } from "./cleanup";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { Live } from "./load";
@@ -75,37 +76,7 @@ function readArgs(): { settings: Settings; names: string[] } {
 
 // ---------------------------------------------------------------- cleanup
 
-/** Stops for everything started, run last-started first. */
-const cleanups: Array<{ name: string; stop: () => Promise<void> }> = [];
-
-function onCleanup(name: string, stop: () => Promise<void>): () => Promise<void> {
-  const entry = { name, stop };
-  cleanups.push(entry);
-  // Stopping early (end of a scenario) also removes it from the list.
-  return async () => {
-    const index = cleanups.indexOf(entry);
-    if (index >= 0) cleanups.splice(index, 1);
-    await stop();
-  };
-}
-
-let cleaning: Promise<void> | undefined;
-
-/** Stops everything still running; called once, by the end of the run, an error or a signal, whichever comes first. */
-function cleanUp(): Promise<void> {
-  cleaning ??= stopAll();
-  return cleaning;
-}
-
-async function stopAll(): Promise<void> {
-  while (cleanups.length) {
-    const { name, stop } = cleanups.pop()!;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<void>((done) => (timer = setTimeout(() => done(console.error(`cleanup: ${name} did not stop in time`)), CLEANUP_STEP_TIMEOUT_MS)));
-    await Promise.race([stop().catch((err: unknown) => console.error(`cleanup: ${name}: ${String(err)}`)), timeout]);
-    clearTimeout(timer);
-  }
-}
+const { onCleanup, cleanUp } = createCleanups(CLEANUP_STEP_TIMEOUT_MS);
 
 // ---------------------------------------------------------------- main
 

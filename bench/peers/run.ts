@@ -8,6 +8,7 @@
 // while the next systems run. Writes bench/results/peers-<time>.md/.json/.svg
 // and peers-latest.md, peers-latency.svg, peers-origin.svg. Every process it
 // starts is stopped at the end, on error and on Ctrl-C.
+import { createCleanups } from "../cleanup";
 import { execFile } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -67,32 +68,7 @@ function readArgs(): { settings: Settings; systems: SystemName[] } {
 
 // ---------------------------------------------------------------- cleanup
 
-const cleanups: Array<{ name: string; stop: () => Promise<void> }> = [];
-
-function onCleanup(name: string, stop: () => Promise<void>): () => Promise<void> {
-  const entry = { name, stop };
-  cleanups.push(entry);
-  return async () => {
-    const index = cleanups.indexOf(entry);
-    if (index < 0) return;
-    cleanups.splice(index, 1);
-    await stop();
-  };
-}
-
-let cleaning: Promise<void> | undefined;
-function cleanUp(): Promise<void> {
-  cleaning ??= (async () => {
-    while (cleanups.length) {
-      const { name, stop } = cleanups.pop()!;
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<void>((done) => (timer = setTimeout(() => done(console.error(`cleanup: ${name} did not stop in time`)), CLEANUP_STEP_TIMEOUT_MS)));
-      await Promise.race([stop().catch((err: unknown) => console.error(`cleanup: ${name}: ${String(err)}`)), timeout]);
-      clearTimeout(timer);
-    }
-  })();
-  return cleaning;
-}
+const { onCleanup, cleanUp } = createCleanups(CLEANUP_STEP_TIMEOUT_MS);
 
 // ---------------------------------------------------------------- calibration
 
