@@ -13,11 +13,15 @@ import { statusRoute } from "./http/statusPage";
 import { logEvent } from "./observability/log";
 import { HTTPException } from "hono/http-exception";
 import { tierFor } from "./tier";
+import { withSubrequestGate } from "./shared/subrequests";
 import type { AppEnv } from "./http/appEnv";
 
 
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
+
+  // Every request's outgoing connections go through a gate of its own (shared/subrequests.ts).
+  app.use("*", (_c, next) => withSubrequestGate(next));
 
   app.get("/healthz", (c) => {
     const tier = tierFor(c.env);

@@ -3,6 +3,7 @@
 import { createApp } from "./app";
 import { ConfigError, type Env } from "./config";
 import { tierFor } from "./tier";
+import { withSubrequestGate } from "./shared/subrequests";
 import { runScheduled } from "./warming/scheduled";
 
 const app = createApp();
@@ -13,6 +14,6 @@ export default {
   scheduled(event, env, ctx) {
     const tier = tierFor(env);
     if (tier instanceof ConfigError) return;
-    ctx.waitUntil(runScheduled(event.cron, tier, (work) => ctx.waitUntil(work)));
+    ctx.waitUntil(withSubrequestGate(() => runScheduled(event.cron, tier, (work) => ctx.waitUntil(work))));
   },
 } satisfies ExportedHandler<Env>;

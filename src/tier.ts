@@ -11,7 +11,7 @@ import { createReadThrough, type ReadThrough } from "./cache/readThrough";
 import { ConfigError, parseConfig, type Config, type Env, type L2Endpoint } from "./config";
 import { DEFAULTS } from "./config/defaults";
 import { createOriginClient, type OriginClient } from "./origin/client";
-import { createLimiter } from "./origin/limiter";
+import { createLimiter, type Limiter } from "./origin/limiter";
 import { createPurgeLog, type PurgeLog } from "./invalidation/log";
 import { createKnownIds, type KnownIds } from "./knownIds";
 import { createHotReport, type HotReport } from "./warming/hotReport";
@@ -40,6 +40,8 @@ export interface Tier {
   /** This isolate's share of the fleet's hot products, reported to L2 for warming; null without L2. */
   hotReport: HotReport | null;
   origin: OriginClient;
+  /** The isolate's cap on origin fetches in flight (leases, see origin/limiter.ts). */
+  originLimiter: Limiter;
   clock: Clock;
   /** What this isolate has been doing, for the status page (observability/metrics.ts). */
   metrics: Metrics;
@@ -49,10 +51,11 @@ const tiers = new WeakMap<object, Tier | ConfigError>();
 
 export function createTier(config: Config, clock: Clock = systemClock): Tier {
   const metrics = createMetrics({ clock });
+  const originLimiter = createLimiter({ maxConcurrent: DEFAULTS.originMaxConcurrent, maxQueued: DEFAULTS.originMaxQueued, maxWaitMs: DEFAULTS.originQueueWaitMs, clock });
   const origin = createOriginClient({
     baseUrl: config.originUrl,
     policies: config.policies,
-    limiter: createLimiter({ maxConcurrent: DEFAULTS.originMaxConcurrent, maxQueued: DEFAULTS.originMaxQueued, maxWaitMs: DEFAULTS.originQueueWaitMs }),
+    limiter: originLimiter,
     breakerFor: (service) => createBreaker({ failureThreshold: DEFAULTS.originBreakerFailures, coolDownMs: DEFAULTS.originBreakerCoolDownMs, clock, onChange: watchBreaker(`origin:${service}`, metrics) }),
     onFetch: watchOrigin(metrics, clock),
   });
@@ -82,6 +85,7 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
   return {
     config,
     origin,
+    originLimiter,
     clock,
     cache,
     purges,

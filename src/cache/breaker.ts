@@ -2,6 +2,13 @@
 // after `failureThreshold` failures in a row it opens and L2 is not called at
 // all; after `coolDownMs` one probe is let through (half-open); its success
 // closes the breaker, its failure opens it again.
+//
+// Only the service's own failures count (design.md, "Sharing work across
+// requests"): a call that failed while another call to the same service
+// succeeded says that the service answers and that this
+// call was delayed here (a busy isolate handles a reply late; a cancelled
+// request's call never completes), so it is not counted. The half-open probe
+// is a lease: a probe whose request vanished is replaced after `coolDownMs`.
 import type { Clock } from "./clock";
 
 export type BreakerState = "closed" | "open" | "half-open";
@@ -20,7 +27,14 @@ export interface Breaker {
   /** Whether a call may go to L2 now. In half-open state only one probe at a time gets `true`. */
   allow(): boolean;
   success(): void;
-  failure(): void;
+  /**
+   * A failed call. `successesAtStart`: `successes` when it began; it is not
+   * counted when a call to the service succeeded since (the failure was this
+   * isolate's, see above).
+   */
+  failure(successesAtStart?: number): void;
+  /** Successful calls so far: read when a call begins, handed to `failure`. */
+  readonly successes: number;
   state(): BreakerState;
 }
 
@@ -33,29 +47,33 @@ export function createBreaker({ failureThreshold, coolDownMs, clock, onChange }:
   };
   let failures = 0;
   let openedAt = 0;
-  let probeInFlight = false;
+  /** Until when the half-open probe handed out is awaited (0: none out). */
+  let probeUntil = 0;
+  let successes = 0;
 
   return {
     allow() {
       if (state === "closed") return true;
       if (state === "open" && clock.now() - openedAt >= coolDownMs) become("half-open");
-      if (state === "half-open" && !probeInFlight) {
-        probeInFlight = true;
+      if (state === "half-open" && clock.now() >= probeUntil) {
+        probeUntil = clock.now() + coolDownMs;
         return true;
       }
       return false;
     },
     success() {
+      successes++;
       // A call that began before the breaker opened says nothing about now:
       // only the half-open probe may close it (else the breaker flaps).
       if (state === "open") return;
       become("closed");
       failures = 0;
-      probeInFlight = false;
+      probeUntil = 0;
     },
-    failure() {
+    failure(successesAtStart = successes) {
       if (state === "open") return;
-      probeInFlight = false;
+      if (state === "closed" && successes > successesAtStart) return;
+      probeUntil = 0;
       failures++;
       if (state === "half-open" || failures >= failureThreshold) {
         openedAt = clock.now();
@@ -63,5 +81,8 @@ export function createBreaker({ failureThreshold, coolDownMs, clock, onChange }:
       }
     },
     state: () => state,
+    get successes() {
+      return successes;
+    },
   };
 }

@@ -4,6 +4,8 @@
 // a Redis outage must not turn into errors or an origin stampede.
 import { Redis } from "@upstash/redis/cloudflare";
 import type { Breaker } from "./breaker";
+import { isCrossRequestError } from "../shared/leases";
+import { subrequest } from "../shared/subrequests";
 
 export type FillClaim =
   /**
@@ -43,6 +45,8 @@ export interface L2Stats {
   failures: number;
   /** Writes lost to failures or an open breaker (never queued). */
   droppedWrites: number;
+  /** Of the failures, those that were this isolate's own (cross-request I/O), not counted by the breaker. */
+  isolateErrors: number;
 }
 
 export interface L2 {
@@ -168,7 +172,7 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
   const claimScript = claimer.createScript<string | [number, string]>(CLAIM_FILL);
   const writeScript = writer.createScript<number>(WRITE_FILL);
   const releaseScript = writer.createScript<number>(RELEASE_LOCK);
-  const stats: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0 };
+  const stats: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0 };
 
   /**
    * `force`: try even while the breaker is open (an operator's purge must be
@@ -181,12 +185,16 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       if (isWrite) stats.droppedWrites++;
       return undefined;
     }
+    const successesAtStart = breaker.successes;
     try {
-      const result = await call();
+      // The call's time budget starts once this request has a connection free.
+      const result = await subrequest(call);
       breaker.success();
       return result;
-    } catch {
-      breaker.failure();
+    } catch (error) {
+      // Not Redis's failure: this isolate's (see breaker.ts and shared/leases.ts).
+      if (isCrossRequestError(error)) stats.isolateErrors++;
+      else breaker.failure(successesAtStart);
       stats.failures++;
       if (isWrite) stats.droppedWrites++;
       return undefined;

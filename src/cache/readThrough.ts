@@ -4,6 +4,16 @@
 //
 // fresh ⇒ serve; stale ⇒ serve now and refresh in the background, once;
 // missing or expired ⇒ fill; the fill failed ⇒ serve what is usable on error.
+//
+// One fill per key in this isolate, shared by every request that wants it
+// while it runs. The fill belongs to the request that started it (and runs
+// under its `waitUntil`); the others wait on timers of their own, and the
+// fill is a lease (src/shared/leases.ts): once past its bound, whatever
+// became of its request, the next reader starts a new one. lru-cache's own
+// `fetchMethod` coalescing is not used for this: it cannot be taken over, and
+// it aborts an in-flight fetch (an AbortController of the request that
+// started it) from whichever request evicts or overwrites the key, which
+// Workers refuse ("Cannot perform I/O on behalf of a different request").
 import { LRUCache } from "lru-cache";
 import type { Config } from "../config";
 import { OriginError, type OriginClient, type OriginFailure } from "../origin/client";
@@ -13,6 +23,7 @@ import { decodeEntry } from "./codec";
 import { entryState, newerOf, type Entry } from "./entry";
 import { markedStale } from "../invalidation/watcher";
 import { createFill, type FillContext } from "./fill";
+import { createLeaseTable, within } from "../shared/leases";
 import { entryKey } from "./keys";
 import { createHotness, type Heat } from "./hotness";
 import { DEFAULTS } from "../config/defaults";
@@ -66,12 +77,8 @@ export interface ReadThroughDeps {
 }
 
 /**
- * Purges reach L1 through these, never through lru-cache directly: in
- * Workers an lru-cache `set`/`delete` on a key whose fill is in flight would
- * abort that fill from another request's context, which the runtime refuses
- * ("Cannot perform I/O on behalf of a different request"). A key being
- * filled is left alone; its result carries its fetch time, and the purge
- * judges it when it is read.
+ * What purges do to L1. A fill in flight is not touched: its result carries
+ * its fetch time, and the purge judges it when it is read.
  */
 export interface L1Purging {
   forget(key: string): void;
@@ -82,9 +89,20 @@ export interface L1Purging {
 export interface ReadThrough extends L1Purging {
   /** Reads the resources of one product. `background` receives work that must outlive the response. */
   read(id: string, resources: readonly ResourceName[], background: (work: Promise<unknown>) => void): Promise<{ data: PageData; timings: Timings }>;
-  readonly l1: LRUCache<string, Entry, FillContext>;
+  readonly l1: LRUCache<string, Entry>;
   readonly l2: L2 | null;
+  /** Fills in flight in this isolate, and those taken over from a request that vanished or overran its bound. */
+  fillStats(): { inFlight: number; takenOver: number };
 }
+
+/** A fill in flight: its result, and the end of its lease. */
+interface Flight {
+  work: Promise<Entry>;
+  until: number;
+}
+
+/** A key's L2 read counts as under way this long past its budget (a read whose request vanished lapses then). */
+const READ_LEASE_GRACE_MS = 50;
 
 interface Pending {
   resource: ResourceName;
@@ -102,12 +120,13 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     sleep: deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
   });
 
-  /** Keys whose fill is in flight in this isolate (see L1Purging). */
-  const filling = new Set<string>();
-  /** Keys a request of this isolate is reading from L2 right now. */
-  const reading = new Set<string>();
+  /** Fills in flight in this isolate, by key: leases that end at the fill's bound. */
+  const fills = createLeaseTable<string, Flight>({ clock });
+  let takenOver = 0;
+  /** Keys a request of this isolate is reading from L2 right now (leases that end with the read's budget). */
+  const reading = createLeaseTable<string, true>({ clock });
 
-  const l1 = new LRUCache<string, Entry, FillContext>({
+  const l1 = new LRUCache<string, Entry>({
     // The byte bound is the only bound that protects a 128 MB isolate (lru-cache #227).
     maxSize: config.l1MaxBytes,
     sizeCalculation: (entry) => entry.size,
@@ -115,22 +134,6 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     // the entry's own deadlines decide between fresh and stale before that.
     ttlAutopurge: false,
     perf: { now: () => clock.now() },
-    // A failed refresh keeps the old entry: it may still serve on error.
-    noDeleteOnFetchRejection: true,
-    fetchMethod: async (key, _stale, { options, context }) => {
-      filling.add(key);
-      try {
-        const work = fill(key, context);
-        // Other requests may be waiting on this fill: it must outlive its
-        // own request, even if that visitor goes away.
-        context.background(work.catch(() => undefined));
-        const entry = await work;
-        options.ttl = Math.max(1, entry.errorUntil - clock.now());
-        return entry;
-      } finally {
-        filling.delete(key);
-      }
-    },
   });
 
   const hotness = createHotness({ warmPerMinute: config.warmPerMinute, hotPerMinute: config.hotPerMinute, clock });
@@ -160,21 +163,34 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   }
 
   function keep(key: string, entry: Entry): void {
-    // A fill under way will store its own, newer, result (see L1Purging).
-    if (filling.has(key)) return;
     l1.set(key, entry, { ttl: Math.max(1, entry.errorUntil - clock.now()) });
   }
 
-  function forget(key: string): void {
-    if (!filling.has(key)) l1.delete(key);
+  /**
+   * Joins the fill of `key` in flight in this isolate, or starts one in this
+   * request. The fill runs under this request's `waitUntil`, so that the
+   * requests that joined it get their answer even if this visitor leaves.
+   */
+  function fillOrJoin(key: string, context: FillContext): Flight & { joined: boolean } {
+    const running = fills.holder(key);
+    if (running) return { ...running, joined: true };
+    const work = fill(key, context).then((entry) => {
+      keep(key, entry);
+      return entry;
+    });
+    const flight: Flight = { work, until: clock.now() + fillBoundMs(context.resource) };
+    fills.take(key, flight.until, flight);
+    const done = () => fills.release(key, flight);
+    work.then(done, done);
+    context.background(work.catch(() => undefined));
+    return { ...flight, joined: false };
   }
 
   function refreshInBackground(key: string, resource: ResourceName, id: string, background: FillContext["background"], freshBeyond = 0): void {
-    // lru-cache runs at most one fill per key: a refresh already under way is
-    // left alone, not repeated (and not waited for: the fill keeps its own
-    // request alive, see fetchMethod).
-    if (filling.has(key)) return;
-    void l1.fetch(key, { forceRefresh: true, context: { ...fillContext(resource, id, background), freshBeyond } }).catch(() => undefined);
+    // At most one fill per key: a refresh already under way is left alone,
+    // not repeated, and not waited for.
+    if (fills.holder(key)) return;
+    fillOrJoin(key, { ...fillContext(resource, id, background), freshBeyond });
   }
 
   /**
@@ -201,18 +217,30 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     };
   }
 
+  /**
+   * The fill's result, waited for on this request's own timer until the
+   * fill's bound; a joined fill that overran it (its request vanished) is
+   * taken over once.
+   */
+  async function awaitFill(key: string, context: FillContext): Promise<{ entry: Entry; joined: boolean }> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const flight = fillOrJoin(key, context);
+      const entry = await within(flight.work, flight.until - clock.now(), () => undefined);
+      if (entry) return { entry, joined: flight.joined };
+      if (!flight.joined) break;
+      // Another reader may have taken it over and finished meanwhile.
+      const landed = l1.peek(key);
+      if (landed && landed.fetchedAt >= context.notBefore && entryState(landed, clock.now()) === "fresh") return { entry: landed, joined: true };
+      takenOver++;
+    }
+    throw new OriginError(context.resource, "timeout", "the fill took longer than its bound");
+  }
+
   async function fillOne(id: string, item: Pending, background: FillContext["background"]): Promise<Served<unknown>> {
     const context = fillContext(item.resource, id, background);
-    const status: LRUCache.Status<string, Entry, FillContext> = {};
     const forward = item.fallback ? "stale" : "miss";
-    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      const deadline = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new OriginError(item.resource, "timeout", "the fill took longer than its bound")), fillBoundMs(item.resource));
-      });
-      const entry = await Promise.race([l1.fetch(item.key, { forceRefresh: true, context, status }), deadline]);
-      if (!entry) throw new OriginError(item.resource, "unreachable", "fill aborted");
-      const joined = status.fetch === "inflight";
+      const { entry, joined } = await awaitFill(item.key, context);
       return served(item.resource, entry, joined ? "origin" : context.via === "l2" ? "l2" : "origin", "fresh", {
         collapsed: joined || context.via === "l2",
         forward,
@@ -230,21 +258,22 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         return served(item.resource, fallback, tier, "stale-if-error", { forward, failure });
       }
       return { resource: item.resource, outcome: "failed", data: null, collapsed: false, forward, failure };
-    } finally {
-      clearTimeout(timer);
     }
   }
 
   return {
     l1,
     l2,
-    forget,
+    fillStats: () => ({ inFlight: fills.size(), takenOver }),
+    forget(key) {
+      l1.delete(key);
+    },
     markStale(key, at) {
       const entry = l1.peek(key);
       if (entry) keep(key, markedStale(entry, at));
     },
     forgetAll() {
-      for (const key of [...l1.keys()]) forget(key);
+      l1.clear();
     },
     async read(id, resources, background) {
       const data: Record<string, Served<unknown>> = {};
@@ -276,14 +305,15 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       // fill per isolate: while a key is being read or filled here, the
       // others go straight to the fill (whose lock claim also returns a
       // fresh L2 copy).
-      const busy = (item: Pending) => filling.has(item.key) || reading.has(item.key);
+      const busy = (item: Pending) => fills.holder(item.key) !== undefined || reading.holder(item.key) !== undefined;
       const joining = pending.filter(busy);
       const toRead = pending.filter((item) => !busy(item));
       if (l2 && toRead.length > 0) {
         started = clock.now();
-        for (const item of toRead) reading.add(item.key);
+        const readUntil = started + config.l2TimeoutMs + READ_LEASE_GRACE_MS;
+        for (const item of toRead) reading.take(item.key, readUntil, true);
         const values = await l2.readMany(toRead.map((item) => item.key)).finally(() => {
-          for (const item of toRead) reading.delete(item.key);
+          for (const item of toRead) reading.release(item.key, true);
         });
         const stillPending: Pending[] = joining;
         for (const [index, item] of toRead.entries()) {

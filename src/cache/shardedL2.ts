@@ -42,11 +42,12 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
       return home.breaker;
     },
     get stats() {
-      const sum = { skipped: 0, failures: 0, droppedWrites: 0 };
+      const sum = { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0 };
       for (const shard of shards) {
         sum.skipped += shard.stats.skipped;
         sum.failures += shard.stats.failures;
         sum.droppedWrites += shard.stats.droppedWrites;
+        sum.isolateErrors += shard.stats.isolateErrors;
       }
       return sum;
     },

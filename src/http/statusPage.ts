@@ -24,6 +24,8 @@ export function statusSourcesOf(tier: Tier): StatusSources {
     l2: l2 ? { shards: l2.shards.map((shard) => ({ name: shard.name, state: shard.breaker.state() })), stats: l2.stats } : null,
     l1: { bytes: cache.l1.calculatedSize, entries: cache.l1.size },
     purges: tier.purges.status(),
+    originSlots: { inUse: tier.originLimiter.inFlight, queued: tier.originLimiter.queued, reclaimed: tier.originLimiter.reclaimed },
+    fills: cache.fillStats(),
     knownIds: knownIds && {
       state: knownIds.state,
       serving: knownIds.serving,

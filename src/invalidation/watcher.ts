@@ -18,6 +18,7 @@ import type { L1Purging } from "../cache/readThrough";
 import type { ResourceName } from "../origin/types";
 import { SOFT_PURGE_GRACE_MS, WIDE_MAX, type PurgeLog } from "./log";
 import { isWide, type PurgeRecord } from "./record";
+import { within } from "../shared/leases";
 
 export type Verdict = "ok" | "stale" | "gone";
 
@@ -61,7 +62,12 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   let seq = 0;
   // Never synced: the first request syncs before it is served.
   let lastSyncAt = -Infinity;
-  let syncing: Promise<void> | null = null;
+  /**
+   * The sync under way, as a lease (src/shared/leases.ts): it runs under the
+   * `waitUntil` of the request that started it, and if that request vanishes
+   * anyway the next request starts another once `syncWaitMs` has passed.
+   */
+  let syncing: { work: Promise<void>; until: number } | null = null;
   /** Tag and all purges, oldest first. */
   let wide: PurgeRecord[] = [];
   /** Everything fetched before this was purged (hard): where dropped wide purges fold into. */
@@ -117,10 +123,17 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     lastSyncAt = clock.now();
   }
 
-  function startSync(): Promise<void> {
-    syncing ??= syncNow().finally(() => (syncing = null));
-    return syncing;
+  function startSync(background: (work: Promise<unknown>) => void): Promise<void> {
+    if (syncing && syncing.until > clock.now()) return syncing.work;
+    const work = syncNow().finally(() => {
+      if (syncing?.work === work) syncing = null;
+    });
+    syncing = { work, until: clock.now() + options.syncWaitMs };
+    background(work.catch(() => undefined));
+    return work;
   }
+
+  const syncUnderWay = () => syncing !== null && syncing.until > clock.now();
 
   const blind = () => log !== null && clock.now() - lastSyncAt > options.blindAfterMs;
 
@@ -129,14 +142,10 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       if (!log) return;
       const age = clock.now() - lastSyncAt;
       if (age >= options.pollMs) {
-        // On a timer of its own: in Workers, a request waiting only on another
-        // request's I/O is taken for hung (see readThrough's fillBoundMs).
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const giveUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, options.syncWaitMs)));
-        await Promise.race([startSync(), giveUp]);
-        clearTimeout(timer);
-      } else if (age >= options.pollMs / 2 && !syncing) {
-        background(startSync());
+        // On a timer of its own: the sync may be another request's.
+        await within(startSync(background).catch(() => undefined), options.syncWaitMs, () => undefined);
+      } else if (age >= options.pollMs / 2 && !syncUnderWay()) {
+        void startSync(background).catch(() => undefined);
       }
     },
 

@@ -21,6 +21,9 @@ import { loadFilter, readLog } from "./redisFilter";
 import { rebuildFilter, type ListIds, type RebuildProgress, type RebuildResult } from "./rebuild";
 import { scriptsFor } from "./scripts";
 
+/** How long a check may run before another may start: the runtime ends `waitUntil` work 30 s after the response. */
+const CHECK_LEASE_MS = 30_000;
+
 export interface KnownIdsOptions {
   l2: L2;
   /** The tier's key prefix (`pp:v1`). */
@@ -117,7 +120,13 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
   let health: Health = "cold";
   /** A version other than the view's is loading: answers fail open until it is in. */
   let switching = false;
-  let checking: Promise<void> | null = null;
+  /**
+   * The check under way, as a lease: it runs under its request's `waitUntil`,
+   * which the runtime cuts off 30 s after the response; a check whose request
+   * vanished is replaced after that (src/shared/leases.ts).
+   */
+  let checking: { work: Promise<void>; until: number } | null = null;
+  const checkUnderWay = (now: number) => checking !== null && checking.until > now;
   let rebuilding: Promise<RebuildResult> | null = null;
   let nextCheckAt = 0;
   let lastCheckAt: number | null = null;
@@ -205,9 +214,9 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
         unavailable();
       })
       .finally(() => {
-        checking = null;
+        if (checking?.work === run) checking = null;
       });
-    checking = run;
+    checking = { work: run, until: now + CHECK_LEASE_MS };
     return run;
   }
 
@@ -267,7 +276,7 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
   return {
     mightExist(id, background) {
       const now = clock.now();
-      if (checking === null && now >= nextCheckAt) background(startCheck(now));
+      if (!checkUnderWay(now) && now >= nextCheckAt) background(startCheck(now));
       return !serving(now) || view!.bloom.has(id);
     },
 
@@ -328,7 +337,7 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
   };
 
   function stateOf(now: number): KnownIdsState {
-    if (health === "cold") return checking ? "loading" : "cold";
+    if (health === "cold") return checkUnderWay(now) ? "loading" : "cold";
     if (health !== "ok") return health;
     if (switching) return "loading";
     if (l2.breaker.state() === "open") return "unavailable";

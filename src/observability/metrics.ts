@@ -128,6 +128,8 @@ export interface BreakerNote {
   state: BreakerState;
   /** When it entered that state; null when it never changed. */
   since: number | null;
+  /** State changes since the isolate started (a breaker that flaps shows here). */
+  changes: number;
 }
 
 export interface PageRecord {
@@ -267,7 +269,7 @@ export function createMetrics(options: { clock: Clock; hotCounters?: number }): 
     },
 
     noteBreaker(name, state) {
-      breakerNotes.set(name, { name, state, since: clock.now() });
+      breakerNotes.set(name, { name, state, since: clock.now(), changes: (breakerNotes.get(name)?.changes ?? 0) + 1 });
     },
 
     window(minutes) {

@@ -25,6 +25,10 @@ export interface StatusSources {
   l2: { shards: readonly L2ShardStatus[]; stats: L2Stats } | null;
   l1: { bytes: number; entries: number };
   purges: { seq: number; lastSyncAt: number; blind: boolean; widePurges: number };
+  /** The isolate's origin fetch slots (leases): held now, callers queued, and slots taken back from vanished holders. */
+  originSlots: { inUse: number; queued: number; reclaimed: number };
+  /** Fills in flight in this isolate, and fills taken over from a request that vanished. */
+  fills: { inFlight: number; takenOver: number };
   knownIds: {
     state: KnownIdsState;
     serving: boolean;
@@ -51,6 +55,10 @@ export interface StatusModel {
   originBreakers: Record<ResourceName, { state: BreakerState; since: number | null }>;
   /** Every breaker that changed state in this isolate, by name (l2:<shard>, origin:<service>, known-ids:<shard>). */
   breakerChanges: BreakerNote[];
+  /** State changes per breaker since the isolate started. */
+  breakerTransitions: Record<string, number>;
+  originSlots: StatusSources["originSlots"];
+  fills: StatusSources["fills"];
   l1: { bytes: number; maxBytes: number; entries: number; usedRatio: number };
   purges: { enabled: boolean; seq: number; lastSyncAt: string | null; syncAgeMs: number | null; blind: boolean; widePurges: number };
   knownIds: (NonNullable<StatusSources["knownIds"]> & { enabled: true }) | { enabled: false };
@@ -92,6 +100,9 @@ export function buildStatus(sources: StatusSources): StatusModel {
       }),
     ) as StatusModel["originBreakers"],
     breakerChanges: [...notes.values()],
+    breakerTransitions: Object.fromEntries([...notes.values()].map((note) => [note.name, note.changes])),
+    originSlots: { ...sources.originSlots },
+    fills: { ...sources.fills },
     l1: { bytes: sources.l1.bytes, maxBytes: config.l1MaxBytes, entries: sources.l1.entries, usedRatio: config.l1MaxBytes > 0 ? sources.l1.bytes / config.l1MaxBytes : 0 },
     purges: {
       enabled: config.l2 !== null,

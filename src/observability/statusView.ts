@@ -143,6 +143,14 @@ export function statusView(model: StatusModel) {
       failures: model.l2.stats ? count(model.l2.stats.failures) : DASH,
       droppedWrites: model.l2.stats ? count(model.l2.stats.droppedWrites) : DASH,
     },
+    leases: {
+      slotsInUse: count(model.originSlots.inUse),
+      slotsQueued: count(model.originSlots.queued),
+      slotsReclaimed: count(model.originSlots.reclaimed),
+      reclaimedClass: model.originSlots.reclaimed > 0 ? "warn" : "ok",
+      fillsInFlight: count(model.fills.inFlight),
+      fillsTakenOver: count(model.fills.takenOver),
+    },
     l1: {
       used: bytes(model.l1.bytes),
       bound: bytes(model.l1.maxBytes),

@@ -7,6 +7,8 @@ import { productIdPage, validateResource } from "./validate";
 import * as v from "valibot";
 import type { Breaker } from "../cache/breaker";
 import { LimiterFull, type Limiter } from "./limiter";
+import { isCrossRequestError } from "../shared/leases";
+import { subrequest } from "../shared/subrequests";
 
 export type OriginAnswer<T> = { found: true; data: T } | { found: false };
 
@@ -51,6 +53,8 @@ export interface OriginClientOptions {
 }
 
 const RETRY_DELAY_MS = { min: 20, max: 60 };
+/** A slot outlives its fetch's deadline by this much before it is reclaimed (the fetch is aborted at the deadline; this is for its last callbacks). */
+const SLOT_GRACE_MS = 250;
 
 function pathFor(resource: ResourceName, id: string): string {
   // Ids are validated before they get here; encoding is belt and braces.
@@ -74,13 +78,15 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
   async function get(resource: ResourceName | "listing", url: string, timeoutMs: number): Promise<Response> {
     const deadline = Date.now() + timeoutMs;
     for (let attempt = 0; ; attempt++) {
-      const remaining = deadline - Date.now();
       try {
-        return await doFetch(url, {
-          headers: { accept: "application/json" },
-          signal: AbortSignal.timeout(Math.max(1, remaining)),
+        // The timeout starts once this request has a connection free (shared/subrequests.ts).
+        return await subrequest(() => {
+          const remaining = deadline - Date.now();
+          if (remaining <= 0) throw new OriginError(resource, "overloaded", "no connection of this request free in time");
+          return doFetch(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(remaining) });
         });
       } catch (error) {
+        if (error instanceof OriginError) throw error;
         if (isTimeout(error)) throw new OriginError(resource, "timeout", `no answer within ${timeoutMs} ms`);
         const delay = RETRY_DELAY_MS.min + Math.random() * (RETRY_DELAY_MS.max - RETRY_DELAY_MS.min);
         if (attempt >= 1 || Date.now() + delay >= deadline) {
@@ -108,18 +114,23 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
     if (!breaker && options.breakerFor) breakers.set(resource, (breaker = options.breakerFor(resource)));
     const attempt = async () => {
       if (breaker && !breaker.allow()) throw new OriginError(resource, "circuit-open", "service failing, not called for now");
+      const successesAtStart = breaker?.successes;
       try {
         const result = await call();
         breaker?.success();
         return result;
       } catch (error) {
-        breaker?.failure();
+        // Not the service's failure: this isolate's (see cache/breaker.ts).
+        const ours = isCrossRequestError(error) || (error instanceof OriginError && error.failure === "overloaded");
+        if (!ours) breaker?.failure(successesAtStart);
         throw error;
       }
     };
     try {
-      // The wait for a slot counts against the same deadline as the fetch.
-      return await (options.limiter ? options.limiter.run(attempt, deadline - Date.now()) : attempt());
+      // The wait for a slot counts against the same deadline as the fetch,
+      // and the slot is a lease that ends shortly after it (see limiter.ts).
+      const remaining = deadline - Date.now();
+      return await (options.limiter ? options.limiter.run(attempt, remaining, remaining + SLOT_GRACE_MS) : attempt());
     } catch (error) {
       // A full queue is this isolate's load, not the service's fault: the breaker never sees it.
       if (error instanceof LimiterFull) throw new OriginError(resource, "overloaded", error.message);

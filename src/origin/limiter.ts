@@ -1,8 +1,16 @@
-// A cap on concurrent origin fetches per isolate (Workers allow 6 open
-// connections per request, and a stampede must not reach the origin even
-// when every cache misses). Beyond the cap, callers queue for a bounded time
-// in a bounded queue; past either bound they get an `overloaded` answer at
-// once, which the tier turns into stale data, a default or a 503.
+// A cap on concurrent origin fetches per isolate (a stampede must not reach
+// the origin even when every cache misses). Beyond the cap, callers queue for
+// a bounded time in a bounded queue; past either bound they get an
+// `overloaded` answer at once, which the tier turns into stale data, a
+// default or a 503.
+//
+// Slots and places in the queue are leases (src/shared/leases.ts): a caller
+// whose request is cancelled while it holds a slot or waits for one never
+// runs its `finally`, so its slot comes back at the lease's deadline instead,
+// and its place in the queue lapses with its wait. Every waiter wakes on its
+// own timer (a timer belongs to the request that made it: another request
+// cannot clear it), at its deadline or when the first slot lease falls due.
+import { createLeaseTable } from "../shared/leases";
 
 export interface LimiterOptions {
   /** Fetches in flight at once. */
@@ -11,13 +19,28 @@ export interface LimiterOptions {
   maxQueued: number;
   /** How long a caller waits for a slot before giving up. */
   maxWaitMs: number;
+  /**
+   * How long a slot is held at most, from the moment it is granted, unless
+   * the caller says less: past it the slot is reclaimed whatever became of
+   * its holder. Callers pass their own deadline (the fetch's timeout).
+   */
+  maxHoldMs?: number;
+  clock?: { now(): number };
 }
 
 export interface Limiter {
-  /** Runs `task` in a slot, or rejects with LimiterFull without running it. `waitMs` shortens the wait for a slot. */
-  run<T>(task: () => Promise<T>, waitMs?: number): Promise<T>;
+  /**
+   * Runs `task` in a slot, or rejects with LimiterFull without running it.
+   * `waitMs` shortens the wait for a slot; `holdMs` is the most the task
+   * may keep its slot (its own deadline), after which the slot is reclaimed.
+   */
+  run<T>(task: () => Promise<T>, waitMs?: number, holdMs?: number): Promise<T>;
+  /** Slots held by live leases. */
   readonly inFlight: number;
+  /** Callers waiting for a slot (whose wait has not lapsed). */
   readonly queued: number;
+  /** Slots taken back from holders past their deadline: requests that vanished holding one. */
+  readonly reclaimed: number;
 }
 
 export class LimiterFull extends Error {
@@ -27,52 +50,74 @@ export class LimiterFull extends Error {
   }
 }
 
-export function createLimiter({ maxConcurrent, maxQueued, maxWaitMs }: LimiterOptions): Limiter {
-  let inFlight = 0;
-  const waiting: { grant: () => void; timer: ReturnType<typeof setTimeout> }[] = [];
+/** A place in the queue: woken by a releasing request (plain data), or by its own timer. */
+interface Waiter {
+  holdMs: number;
+  /** Set by whoever hands this waiter a slot; its own timer then does nothing. */
+  granted: boolean;
+  wake: () => void;
+}
 
-  function release(): void {
-    const next = waiting.shift();
-    if (next) {
-      clearTimeout(next.timer);
-      next.grant(); // the slot passes straight to the next caller
-    } else {
-      inFlight--;
+const DEFAULT_MAX_HOLD_MS = 10_000;
+
+export function createLimiter({ maxConcurrent, maxQueued, maxWaitMs, maxHoldMs = DEFAULT_MAX_HOLD_MS, clock = { now: () => Date.now() } }: LimiterOptions): Limiter {
+  const slots = createLeaseTable<number, true>({ clock, capacity: maxConcurrent });
+  const waiting = createLeaseTable<number, Waiter>({ clock, capacity: maxQueued });
+  let nextTicket = 0;
+
+  /** Passes a freed slot to the longest-waiting caller whose wait has not lapsed. */
+  function handOver(): void {
+    for (const [ticket, waiter] of waiting.entries()) {
+      if (!slots.take(ticket, clock.now() + waiter.holdMs, true)) return;
+      waiting.release(ticket, waiter);
+      waiter.granted = true;
+      waiter.wake();
+      return;
     }
   }
 
-  function acquire(waitMs: number): Promise<void> {
-    if (inFlight < maxConcurrent) {
-      inFlight++;
-      return Promise.resolve();
+  /** Waits for a slot for `waitedMs` at most, polling at the first slot deadline (a holder that vanished). */
+  async function waitForSlot(ticket: number, holdMs: number, waitedMs: number): Promise<void> {
+    const giveUpAt = clock.now() + waitedMs;
+    const waiter: Waiter = { holdMs, granted: false, wake: () => undefined };
+    if (!waiting.take(ticket, giveUpAt, waiter)) throw new LimiterFull("origin queue full");
+    while (!waiter.granted) {
+      const now = clock.now();
+      if (now >= giveUpAt) break;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await new Promise<void>((resolve) => {
+        waiter.wake = resolve;
+        timer = setTimeout(resolve, Math.max(1, Math.min(giveUpAt, slots.nextDeadline()) - now));
+      });
+      clearTimeout(timer);
+      if (!waiter.granted && slots.take(ticket, clock.now() + holdMs, true)) waiter.granted = true;
     }
-    if (waiting.length >= maxQueued) return Promise.reject(new LimiterFull("origin queue full"));
-    return new Promise((resolve, reject) => {
-      const waiter = {
-        grant: resolve,
-        timer: setTimeout(() => {
-          waiting.splice(waiting.indexOf(waiter), 1);
-          reject(new LimiterFull(`no origin slot within ${waitMs} ms`));
-        }, waitMs),
-      };
-      waiting.push(waiter);
-    });
+    waiting.release(ticket, waiter);
+    if (!waiter.granted) throw new LimiterFull(`no origin slot within ${waitedMs} ms`);
   }
 
   return {
-    async run(task, waitMs = maxWaitMs) {
-      await acquire(Math.min(waitMs, maxWaitMs));
+    async run(task, waitMs = maxWaitMs, holdMs = maxHoldMs) {
+      const ticket = ++nextTicket;
+      const hold = Math.max(1, Math.min(holdMs, maxHoldMs));
+      // Waiters first: a newcomer does not overtake the queue.
+      const free = waiting.size() === 0 && slots.take(ticket, clock.now() + hold, true);
+      if (!free) await waitForSlot(ticket, hold, Math.max(0, Math.min(waitMs, maxWaitMs)));
       try {
         return await task();
       } finally {
-        release();
+        slots.release(ticket, true);
+        handOver();
       }
     },
     get inFlight() {
-      return inFlight;
+      return slots.size();
     },
     get queued() {
-      return waiting.length;
+      return waiting.size();
+    },
+    get reclaimed() {
+      return slots.reclaimed;
     },
   };
 }

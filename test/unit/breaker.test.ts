@@ -56,4 +56,31 @@ describe("circuit breaker", () => {
     breaker.failure();
     expect(breaker.state()).toBe("closed");
   });
+
+  it("does not count a failure when another call succeeded while it was under way (a busy isolate, not a failing service)", () => {
+    const breaker = createBreaker({ failureThreshold: 2, coolDownMs: 1000, clock: fakeClock() });
+    const slowCalls = [breaker.successes, breaker.successes, breaker.successes];
+    breaker.success(); // a call that started later came back
+    for (const successesAtStart of slowCalls) breaker.failure(successesAtStart);
+    expect(breaker.state()).toBe("closed");
+    // With no success in between, the same failures open it.
+    const failing = [breaker.successes, breaker.successes];
+    for (const successesAtStart of failing) breaker.failure(successesAtStart);
+    expect(breaker.state()).toBe("open");
+  });
+
+  it("hands out a new probe when the last one never reported (its request vanished)", () => {
+    const clock = fakeClock();
+    const breaker = createBreaker({ failureThreshold: 1, coolDownMs: 1000, clock });
+    breaker.failure();
+    clock.advance(1000);
+    expect(breaker.allow()).toBe(true); // the probe, never heard of again
+    expect(breaker.allow()).toBe(false);
+    clock.advance(999);
+    expect(breaker.allow()).toBe(false);
+    clock.advance(1);
+    expect(breaker.allow()).toBe(true); // the lease ran out: another probe
+    breaker.success();
+    expect(breaker.state()).toBe("closed");
+  });
 });

@@ -251,4 +251,67 @@ describe("origin fetch limiter", () => {
     expect(limit.inFlight).toBe(0);
     expect(limit.queued).toBe(0);
   });
+
+  // The Workers rules (design.md, "Sharing work across requests"): a request
+  // cancelled while it holds a slot never runs its `finally`. Such a holder
+  // is a task that never settles here.
+  it("takes back a slot whose holder never finishes once its hold deadline passes, and hands it to a waiter", async () => {
+    vi.useFakeTimers();
+    const limit = createLimiter({ maxConcurrent: 1, maxQueued: 5, maxWaitMs: 5_000, maxHoldMs: 1_000 });
+    void limit.run(() => new Promise<string>(() => undefined)); // vanished holder
+    const waiter = heldTask("waiter");
+    const waiting = limit.run(waiter.run);
+    await settle();
+    expect(limit.queued).toBe(1);
+
+    await vi.advanceTimersByTimeAsync(999);
+    expect(waiter.started).toBe(false);
+    await vi.advanceTimersByTimeAsync(2);
+    expect(waiter.started).toBe(true);
+    expect(limit.reclaimed).toBe(1);
+    waiter.finish();
+    await expect(waiting).resolves.toBe("waiter");
+    expect(limit.inFlight).toBe(0);
+  });
+
+  it("a caller's own hold deadline, shorter than maxHoldMs, bounds its slot", async () => {
+    vi.useFakeTimers();
+    const limit = createLimiter({ maxConcurrent: 1, maxQueued: 0, maxWaitMs: 1_000, maxHoldMs: 60_000 });
+    void limit.run(() => new Promise<string>(() => undefined), 1_000, 300);
+    await settle();
+    await expect(limit.run(async () => "refused")).rejects.toBeInstanceOf(LimiterFull);
+    await vi.advanceTimersByTimeAsync(301);
+    expect(limit.inFlight).toBe(0);
+    await expect(limit.run(async () => "served")).resolves.toBe("served");
+  });
+
+  it("64 vanished holders cannot shut the limiter for good: after their deadline every slot is free again", async () => {
+    vi.useFakeTimers();
+    const limit = createLimiter({ maxConcurrent: 64, maxQueued: 256, maxWaitMs: 1_000, maxHoldMs: 1_500 });
+    for (let i = 0; i < 64; i++) void limit.run(() => new Promise<string>(() => undefined));
+    // Queued callers that are cancelled too: their place lapses with their wait.
+    for (let i = 0; i < 256; i++) void limit.run(() => new Promise<string>(() => undefined)).catch(() => undefined);
+    await settle();
+    expect(limit.inFlight).toBe(64);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(limit.inFlight).toBe(0);
+    expect(limit.queued).toBe(0);
+    await expect(limit.run(async () => "served")).resolves.toBe("served");
+  });
+
+  it("a slot handed to a waiter that never runs again comes back at the waiter's hold deadline", async () => {
+    vi.useFakeTimers();
+    const limit = createLimiter({ maxConcurrent: 1, maxQueued: 5, maxWaitMs: 5_000, maxHoldMs: 500 });
+    const holder = heldTask("holder");
+    const holding = limit.run(holder.run);
+    // The waiter's task never settles: as if its request died right after it got the slot.
+    void limit.run(() => new Promise<string>(() => undefined));
+    await settle();
+    holder.finish();
+    await holding;
+    await settle();
+    expect(limit.inFlight).toBe(1);
+    await vi.advanceTimersByTimeAsync(501);
+    await expect(limit.run(async () => "served")).resolves.toBe("served");
+  });
 });

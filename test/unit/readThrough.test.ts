@@ -1,6 +1,6 @@
 // The entry life cycle and in-isolate coalescing of the read-through path
 // (design.md, "Entry life cycle"), with a fake clock and a fake origin.
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createReadThrough } from "../../src/cache/readThrough";
 import { parseConfig } from "../../src/config";
 import type { ResourceName } from "../../src/origin/types";
@@ -159,5 +159,47 @@ describe("hot products (refresh-ahead)", () => {
     expect(origin.calls.product).toBe(1); // cold: no refresh ahead of expiry
     clock.advance(2_000);
     expect((await read()).data.product?.freshness).toBe("stale");
+  });
+});
+
+// The Workers rules (design.md, "Sharing work across requests"): a fill whose
+// request was cancelled may never settle. Such a fill is one whose origin
+// call never returns here.
+describe("fills whose request vanished", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("a reader after the fill's bound starts a fill of its own instead of waiting on the dead one", async () => {
+    const { clock, origin, cache, read } = setup();
+    origin.gate = new Promise(() => undefined); // the owner's origin call never comes back
+    void read();
+    await Promise.resolve();
+    expect(cache.fillStats().inFlight).toBe(1);
+    origin.gate = null;
+    clock.advance(60_000); // far past the fill's bound
+    const answer = await read();
+    expect(answer.data.product).toMatchObject({ outcome: "found", tier: "origin" });
+    expect(origin.calls.product).toBe(2);
+    expect(cache.fillStats().inFlight).toBe(0);
+  });
+
+  it("readers that joined a fill whose owner vanished take it over at its bound, on timers of their own", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const { clock, origin, cache, read } = setup();
+    origin.gate = new Promise(() => undefined);
+    void read(); // the owner
+    await Promise.resolve();
+    origin.gate = null;
+    const joined = Promise.all(Array.from({ length: 5 }, () => read()));
+    await Promise.resolve();
+    expect(origin.calls.product).toBe(1);
+    clock.advance(10_000);
+    await vi.advanceTimersByTimeAsync(10_000);
+    const answers = await joined;
+    for (const answer of answers) expect(answer.data.product).toMatchObject({ outcome: "found" });
+    // One takeover fill for the five of them, not five.
+    expect(origin.calls.product).toBe(2);
+    expect(cache.fillStats().takenOver).toBeGreaterThanOrEqual(1);
   });
 });

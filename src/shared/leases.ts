@@ -1,0 +1,125 @@
+// Leases: the one way this isolate holds anything on behalf of a request
+// (design.md, "Sharing work across requests").
+//
+// In Workers a promise belongs to the request that made it. When that request
+// is cancelled (the visitor closed the tab, the runtime killed it), its
+// promises may never settle, not even with a rejection, and its `finally`
+// blocks never run. So whatever bounds the isolate — an origin slot, a place
+// in a queue, an in-flight fill, a breaker probe, a purge sync — is held as a
+// lease with a deadline: it is given back by its holder, or reclaimed by the
+// next caller once past due, whatever became of the holder. Nothing here keeps
+// or touches a promise, timer or signal: only plain data (a deadline and a
+// value the holder chose) crosses requests.
+
+export interface LeaseTableOptions {
+  /** Milliseconds since the epoch (the tier's clock; a fake one in tests). */
+  clock: { now(): number };
+  /** Live leases at most (`take` fails when they are all live); unbounded when absent. */
+  capacity?: number;
+}
+
+export interface LeaseTable<K, V> {
+  /** The live holder's value for `key`; a lease past its deadline is reclaimed first. */
+  holder(key: K): V | undefined;
+  /**
+   * Takes the lease on `key` until `until` (an absolute time), unless a live
+   * holder has it or every one of `capacity` leases is live. Returns whether
+   * it was taken.
+   */
+  take(key: K, until: number, value: V): boolean;
+  /** Gives the lease back, if `value` still holds it (a reclaimed holder's late release changes nothing). */
+  release(key: K, value: V): void;
+  /** Live leases, past-due ones reclaimed first. */
+  size(): number;
+  /** The earliest deadline among live leases (Infinity when none): when a slot frees up at the latest. */
+  nextDeadline(): number;
+  /** Live leases, oldest taken first. */
+  entries(): IterableIterator<[K, V]>;
+  /** Leases reclaimed past their deadline since the table was made: holders that vanished. */
+  readonly reclaimed: number;
+}
+
+interface Held<V> {
+  until: number;
+  value: V;
+}
+
+export function createLeaseTable<K, V>({ clock, capacity = Infinity }: LeaseTableOptions): LeaseTable<K, V> {
+  // A Map keeps insertion order: oldest lease first.
+  const held = new Map<K, Held<V>>();
+  let reclaimed = 0;
+
+  function live(key: K, lease: Held<V> | undefined, now: number): lease is Held<V> {
+    if (!lease) return false;
+    if (lease.until > now) return true;
+    held.delete(key);
+    reclaimed++;
+    return false;
+  }
+
+  function reclaimPastDue(now: number): void {
+    for (const [key, lease] of held) live(key, lease, now);
+  }
+
+  return {
+    holder(key) {
+      const lease = held.get(key);
+      return live(key, lease, clock.now()) ? lease.value : undefined;
+    },
+    take(key, until, value) {
+      const now = clock.now();
+      if (live(key, held.get(key), now)) return false;
+      if (held.size >= capacity) reclaimPastDue(now);
+      if (held.size >= capacity) return false;
+      held.set(key, { until, value });
+      return true;
+    },
+    release(key, value) {
+      if (held.get(key)?.value === value) held.delete(key);
+    },
+    size() {
+      reclaimPastDue(clock.now());
+      return held.size;
+    },
+    nextDeadline() {
+      let next = Infinity;
+      for (const lease of held.values()) next = Math.min(next, lease.until);
+      return next;
+    },
+    *entries() {
+      const now = clock.now();
+      for (const [key, lease] of held) if (live(key, lease, now)) yield [key, lease.value];
+    },
+    get reclaimed() {
+      return reclaimed;
+    },
+  };
+}
+
+/**
+ * A promise settled by `work`, or by this request's own timer after `ms`
+ * (resolving to `onTimeout()`): a request waiting on work another request
+ * started must bound its own wait, since that work may never settle, and in
+ * Workers a request whose only pending work is another request's is taken
+ * for hung. The timer is created and cleared by the waiting request itself.
+ */
+export async function within<T, F>(work: Promise<T>, ms: number, onTimeout: () => F): Promise<T | F> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<F>((resolve) => {
+    timer = setTimeout(() => resolve(onTimeout()), Math.max(0, ms));
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The runtime refused to let this request touch I/O that another request
+ * created. That is this isolate's bug or load, never the remote service's
+ * failure: breakers must not count it.
+ */
+export function isCrossRequestError(error: unknown): boolean {
+  return error instanceof Error && error.message.includes("on behalf of a different request");
+}
