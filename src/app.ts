@@ -20,9 +20,6 @@ import type { AppEnv } from "./http/appEnv";
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
-  // Every request's outgoing connections go through a gate of its own (shared/subrequests.ts).
-  app.use("*", (_c, next) => withSubrequestGate(next));
-
   app.get("/healthz", (c) => {
     const tier = tierFor(c.env);
     if (tier instanceof ConfigError) return c.json({ ok: false, error: `configuration: ${tier.message}` }, 500);
@@ -44,7 +41,8 @@ export function createApp(): Hono<AppEnv> {
       return c.text(`Configuration error: ${tier.message}. See the README's configuration reference.`, 500);
     }
     c.set("tier", tier);
-    await next();
+    // Every request's outgoing connections go through a gate of its own (shared/subrequests.ts).
+    await withSubrequestGate(tier.config.maxSubrequests, next);
   });
 
   app.use("*", secureHeaders());

@@ -14,6 +14,6 @@ export default {
   scheduled(event, env, ctx) {
     const tier = tierFor(env);
     if (tier instanceof ConfigError) return;
-    ctx.waitUntil(withSubrequestGate(() => runScheduled(event.cron, tier, (work) => ctx.waitUntil(work))));
+    ctx.waitUntil(withSubrequestGate(tier.config.maxSubrequests, () => runScheduled(event.cron, tier, (work) => ctx.waitUntil(work))));
   },
 } satisfies ExportedHandler<Env>;

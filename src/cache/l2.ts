@@ -4,7 +4,7 @@
 // a Redis outage must not turn into errors or an origin stampede.
 import { Redis } from "@upstash/redis/cloudflare";
 import type { Breaker } from "./breaker";
-import { isCrossRequestError } from "../shared/leases";
+import { isIsolateError } from "../shared/leases";
 import { subrequest } from "../shared/subrequests";
 
 export type FillClaim =
@@ -193,7 +193,7 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       return result;
     } catch (error) {
       // Not Redis's failure: this isolate's (see breaker.ts and shared/leases.ts).
-      if (isCrossRequestError(error)) stats.isolateErrors++;
+      if (isIsolateError(error)) stats.isolateErrors++;
       else breaker.failure(successesAtStart);
       stats.failures++;
       if (isWrite) stats.droppedWrites++;

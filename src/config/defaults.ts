@@ -36,6 +36,15 @@ export const DEFAULTS = {
   /** 32 MiB of a Worker isolate's 128 MB: room for tens of thousands of entries and the runtime. */
   l1MaxBytes: 32 * 1024 * 1024,
   /**
+   * The most L1_MAX_BYTES may ask for. An isolate is killed past 128 MB of
+   * heap, and everything this tier keeps must fit with room to spare: L1
+   * (≤ 64 MiB) + rendered pages (8 MiB) + the known-ids filter held twice
+   * while a new version loads (≤ 2 × 6 MiB) = 84 MiB, leaving over 40 MB
+   * for the runtime, the code and the requests in flight. Sizes are counted
+   * as twice the JSON length (codec.ts), close to what V8 holds.
+   */
+  l1MaxBytesLimit: 64 * 1024 * 1024,
+  /**
    * Rendered pages kept per isolate, keyed by the versions they were made
    * from (8 MiB ≈ 1,000 product pages): an L1-hit page then costs about what
    * a static string does. Counted apart from L1's own bound.
@@ -93,6 +102,13 @@ export const DEFAULTS = {
   knownIdsL2TimeoutMs: 1000,
   /** Values over this many bytes are compressed before they go to L2. */
   compressAboveBytes: 1024,
+  /**
+   * Subrequests one invocation (a request or a cron run) may make: the Free
+   * plan allows 50, so 45 leaves a margin. A cold product page makes about
+   * 20. Paid plans allow 1,000 or more: raise it there, so that cron runs
+   * (warming, filter rebuilds) can do their whole job in one invocation.
+   */
+  maxSubrequests: 45,
   /** Key prefix in Redis: `pp:v1:prod:p-000123`. Bump the version to orphan every old entry. */
   keyPrefix: "pp:v1",
 } as const;

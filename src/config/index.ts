@@ -23,6 +23,7 @@ export interface Env {
   LOCK_TTL_MS?: string | number;
   LOCK_WAIT_MS?: string | number;
   PURGE_POLL_MS?: string | number;
+  MAX_SUBREQUESTS?: string | number;
   WARM_REQUESTS_PER_MINUTE?: string | number;
   HOT_REQUESTS_PER_MINUTE?: string | number;
   /** "off" disables the known-ids filter. */
@@ -50,6 +51,8 @@ export interface Config {
   lockTtlMs: number;
   lockWaitMs: number;
   purgePollMs: number;
+  /** Subrequests one invocation may make (the plan's limit, less a margin; see shared/subrequests.ts). */
+  maxSubrequests: number;
   /** Requests a minute per isolate from which a product is warm / hot (refreshed ahead of expiry). */
   warmPerMinute: number;
   hotPerMinute: number;
@@ -206,12 +209,13 @@ export function parseConfig(env: Env): Config {
     l2,
     purgeToken: env.PURGE_TOKEN ? env.PURGE_TOKEN : null,
     publicUrl: optional<string | null>("PUBLIC_URL", httpUrl, env.PUBLIC_URL, null),
-    l1MaxBytes: optional("L1_MAX_BYTES", numberSetting(1024 * 1024, 96 * 1024 * 1024), env.L1_MAX_BYTES, DEFAULTS.l1MaxBytes),
+    l1MaxBytes: optional("L1_MAX_BYTES", numberSetting(1024 * 1024, DEFAULTS.l1MaxBytesLimit), env.L1_MAX_BYTES, DEFAULTS.l1MaxBytes),
     l2TimeoutMs: optional("L2_TIMEOUT_MS", numberSetting(5, 5000), env.L2_TIMEOUT_MS, DEFAULTS.l2TimeoutMs),
     ttlJitter: optional("TTL_JITTER", numberSetting(0, 0.5, false), env.TTL_JITTER, DEFAULTS.ttlJitter),
     lockTtlMs: optional("LOCK_TTL_MS", numberSetting(100, 30_000), env.LOCK_TTL_MS, DEFAULTS.lockTtlMs),
     lockWaitMs: optional("LOCK_WAIT_MS", numberSetting(0, 10_000), env.LOCK_WAIT_MS, DEFAULTS.lockWaitMs),
     purgePollMs: optional("PURGE_POLL_MS", numberSetting(100, 60_000), env.PURGE_POLL_MS, DEFAULTS.purgePollMs),
+    maxSubrequests: optional("MAX_SUBREQUESTS", numberSetting(20, 10_000), env.MAX_SUBREQUESTS, DEFAULTS.maxSubrequests),
     knownIds: parseKnownIds(env),
     warmPerMinute: optional("WARM_REQUESTS_PER_MINUTE", numberSetting(1, 1_000_000), env.WARM_REQUESTS_PER_MINUTE, DEFAULTS.warmPerMinute),
     hotPerMinute: optional("HOT_REQUESTS_PER_MINUTE", numberSetting(1, 1_000_000), env.HOT_REQUESTS_PER_MINUTE, DEFAULTS.hotPerMinute),

@@ -7,8 +7,8 @@ import { productIdPage, validateResource } from "./validate";
 import * as v from "valibot";
 import type { Breaker } from "../cache/breaker";
 import { LimiterFull, type Limiter } from "./limiter";
-import { isCrossRequestError } from "../shared/leases";
-import { subrequest } from "../shared/subrequests";
+import { isIsolateError } from "../shared/leases";
+import { subrequest, SubrequestBudgetSpent } from "../shared/subrequests";
 
 export type OriginAnswer<T> = { found: true; data: T } | { found: false };
 
@@ -87,6 +87,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
         });
       } catch (error) {
         if (error instanceof OriginError) throw error;
+        if (error instanceof SubrequestBudgetSpent) throw new OriginError(resource, "overloaded", error.message);
         if (isTimeout(error)) throw new OriginError(resource, "timeout", `no answer within ${timeoutMs} ms`);
         const delay = RETRY_DELAY_MS.min + Math.random() * (RETRY_DELAY_MS.max - RETRY_DELAY_MS.min);
         if (attempt >= 1 || Date.now() + delay >= deadline) {
@@ -121,7 +122,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
         return result;
       } catch (error) {
         // Not the service's failure: this isolate's (see cache/breaker.ts).
-        const ours = isCrossRequestError(error) || (error instanceof OriginError && error.failure === "overloaded");
+        const ours = isIsolateError(error) || (error instanceof OriginError && error.failure === "overloaded");
         if (!ours) breaker?.failure(successesAtStart);
         throw error;
       }

@@ -123,3 +123,12 @@ export async function within<T, F>(work: Promise<T>, ms: number, onTimeout: () =
 export function isCrossRequestError(error: unknown): boolean {
   return error instanceof Error && error.message.includes("on behalf of a different request");
 }
+
+/**
+ * A failure of this isolate's own making, never the remote service's:
+ * cross-request I/O, or the invocation's subrequest budget spent
+ * (shared/subrequests.ts). Breakers do not count these.
+ */
+export function isIsolateError(error: unknown): boolean {
+  return isCrossRequestError(error) || (error instanceof Error && error.name === "SubrequestBudgetSpent");
+}

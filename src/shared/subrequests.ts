@@ -11,23 +11,38 @@
 // time budget of a call starts when it leaves the gate; the wait in the gate
 // is this isolate's own delay, and counts against nobody's breaker.
 //
-// `wrangler dev` and Miniflare do not enforce the runtime's limit, so this
-// bound is the only thing that keeps tests and production alike.
+// The runtime also caps subrequests per invocation (50 on the Free plan), so
+// the gate counts them: past the invocation's budget (MAX_SUBREQUESTS) a call is refused
+// at once (SubrequestBudgetSpent), which callers treat as "L2 unavailable" or
+// "origin overloaded" for this one request, and no breaker counts.
+//
+// `wrangler dev` and Miniflare enforce neither limit, so these bounds are the
+// only thing that keeps tests and production alike.
 import { AsyncLocalStorage } from "node:async_hooks";
 
 /** Connections one invocation keeps open at once: the runtime's 6, less one left for what the runtime does on its own. */
 export const MAX_OPEN_SUBREQUESTS = 5;
 
+export class SubrequestBudgetSpent extends Error {
+  constructor(budget: number) {
+    super(`this invocation already made its ${budget} subrequests`);
+    this.name = "SubrequestBudgetSpent";
+  }
+}
+
 interface Gate {
   open: number;
   waiting: (() => void)[];
+  /** Subrequests started so far, and how many it may make. */
+  made: number;
+  budget: number;
 }
 
 const invocation = new AsyncLocalStorage<Gate>();
 
-/** Runs `work` (one request's or one cron run's handling) with a gate of its own. */
-export function withSubrequestGate<T>(work: () => T): T {
-  return invocation.run({ open: 0, waiting: [] }, work);
+/** Runs `work` (one request's or one cron run's handling) with a gate of its own, allowing `budget` subrequests. */
+export function withSubrequestGate<T>(budget: number, work: () => T): T {
+  return invocation.run({ open: 0, waiting: [], made: 0, budget }, work);
 }
 
 /**
@@ -38,6 +53,8 @@ export function withSubrequestGate<T>(work: () => T): T {
 export async function subrequest<T>(call: () => Promise<T>): Promise<T> {
   const gate = invocation.getStore();
   if (!gate) return call();
+  if (gate.made >= gate.budget) throw new SubrequestBudgetSpent(gate.budget);
+  gate.made++;
   if (gate.open >= MAX_OPEN_SUBREQUESTS) await new Promise<void>((resolve) => gate.waiting.push(resolve));
   else gate.open++;
   try {
@@ -51,7 +68,7 @@ export async function subrequest<T>(call: () => Promise<T>): Promise<T> {
 }
 
 /** Connections of the current invocation open and waiting (for tests and the status page). */
-export function subrequestsOfThisInvocation(): { open: number; waiting: number } | null {
+export function subrequestsOfThisInvocation(): { open: number; waiting: number; made: number } | null {
   const gate = invocation.getStore();
-  return gate ? { open: gate.open, waiting: gate.waiting.length } : null;
+  return gate ? { open: gate.open, waiting: gate.waiting.length, made: gate.made } : null;
 }

@@ -14,6 +14,18 @@ export const WARM_CRON = "*/15 * * * *";
 /** Products warmed per run, and how fast: 200 at 10 a second is 20 s and at most 80 origin fetches a second. */
 export const WARMING = { top: 200, perSecond: 10, concurrency: 4 } as const;
 
+/**
+ * Subrequests one product can cost when it is cold: a claim, an origin fetch
+ * and a write per resource. A run warms only what fits in the invocation's
+ * budget (MAX_SUBREQUESTS; the Free plan's 50 warms 3 products a run).
+ */
+const SUBREQUESTS_PER_PRODUCT = 12;
+
+/** Products one warm run can afford: the hot list's read and a margin come first. */
+export function productsPerWarmRun(maxSubrequests: number): number {
+  return Math.max(0, Math.min(WARMING.top, Math.floor((maxSubrequests - 5) / SUBREQUESTS_PER_PRODUCT)));
+}
+
 export async function runScheduled(cron: string, tier: Tier, background: (work: Promise<unknown>) => void): Promise<void> {
   if (cron === REBUILD_CRON) {
     if (!tier.knownIds) return;
@@ -25,7 +37,9 @@ export async function runScheduled(cron: string, tier: Tier, background: (work: 
     return;
   }
   if (cron === WARM_CRON && tier.cache.l2) {
-    const ids = await hottestIds(tier.cache.l2, tier.config.keyPrefix, WARMING.top);
+    const top = productsPerWarmRun(tier.config.maxSubrequests);
+    if (top === 0) return;
+    const ids = await hottestIds(tier.cache.l2, tier.config.keyPrefix, top);
     const result = await warmProducts({ ids, ...WARMING, warmOne: (id) => warmOne(tier, id, background) });
     logEvent("warmed", { products: ids.length, ...result });
   }

@@ -2,7 +2,9 @@
 // MAX_OPEN_SUBREQUESTS at once, the rest queued in order, each invocation
 // with a gate of its own.
 import { describe, expect, it } from "vitest";
-import { MAX_OPEN_SUBREQUESTS, subrequest, subrequestsOfThisInvocation, withSubrequestGate } from "../../src/shared/subrequests";
+import { MAX_OPEN_SUBREQUESTS, subrequest, SubrequestBudgetSpent, subrequestsOfThisInvocation, withSubrequestGate } from "../../src/shared/subrequests";
+
+const BUDGET = 45;
 
 /** A call the test finishes by hand. */
 function heldCall() {
@@ -18,34 +20,34 @@ const settle = async () => {
 
 describe("subrequests of one invocation", () => {
   it("keeps at most MAX_OPEN_SUBREQUESTS connections open and starts the rest in order as others finish", async () => {
-    await withSubrequestGate(async () => {
+    await withSubrequestGate(BUDGET, async () => {
       const calls = Array.from({ length: 9 }, () => heldCall());
       const running = calls.map((call) => subrequest(call.run));
       await settle();
       expect(calls.filter((call) => call.started)).toHaveLength(MAX_OPEN_SUBREQUESTS);
-      expect(subrequestsOfThisInvocation()).toEqual({ open: MAX_OPEN_SUBREQUESTS, waiting: 9 - MAX_OPEN_SUBREQUESTS });
+      expect(subrequestsOfThisInvocation()).toMatchObject({ open: MAX_OPEN_SUBREQUESTS, waiting: 9 - MAX_OPEN_SUBREQUESTS });
       calls[0]!.finish();
       await settle();
       expect(calls.map((call) => call.started)).toEqual([...Array(MAX_OPEN_SUBREQUESTS + 1).fill(true), ...Array(9 - MAX_OPEN_SUBREQUESTS - 1).fill(false)]);
       for (const call of calls) call.finish();
       await Promise.all(running);
-      expect(subrequestsOfThisInvocation()).toEqual({ open: 0, waiting: 0 });
+      expect(subrequestsOfThisInvocation()).toMatchObject({ open: 0, waiting: 0 });
     });
   });
 
   it("a failed call frees its connection too", async () => {
-    await withSubrequestGate(async () => {
+    await withSubrequestGate(BUDGET, async () => {
       const failures = Array.from({ length: MAX_OPEN_SUBREQUESTS * 2 }, () => subrequest(() => Promise.reject(new Error("refused"))).catch(() => "failed"));
       expect(await Promise.all(failures)).toEqual(Array(MAX_OPEN_SUBREQUESTS * 2).fill("failed"));
-      expect(subrequestsOfThisInvocation()).toEqual({ open: 0, waiting: 0 });
+      expect(subrequestsOfThisInvocation()).toMatchObject({ open: 0, waiting: 0 });
     });
   });
 
   it("two invocations do not share a gate", async () => {
     const first = heldCall();
-    const holding = withSubrequestGate(() => Promise.all(Array.from({ length: MAX_OPEN_SUBREQUESTS }, () => subrequest(first.run))));
+    const holding = withSubrequestGate(BUDGET, () => Promise.all(Array.from({ length: MAX_OPEN_SUBREQUESTS }, () => subrequest(first.run))));
     await settle();
-    const second = await withSubrequestGate(() => subrequest(async () => "served at once"));
+    const second = await withSubrequestGate(BUDGET, () => subrequest(async () => "served at once"));
     expect(second).toBe("served at once");
     first.finish();
     await holding;
@@ -59,5 +61,18 @@ describe("subrequests of one invocation", () => {
     expect(calls.every((call) => call.started)).toBe(true);
     for (const call of calls) call.finish();
     await Promise.all(running);
+  });
+});
+
+describe("subrequests per invocation", () => {
+  it(`refuses the call past ${BUDGET} with SubrequestBudgetSpent, without making it`, async () => {
+    await withSubrequestGate(BUDGET, async () => {
+      for (let i = 0; i < BUDGET; i++) await subrequest(async () => i);
+      let made = false;
+      await expect(subrequest(async () => (made = true))).rejects.toBeInstanceOf(SubrequestBudgetSpent);
+      expect(made).toBe(false);
+    });
+    // The next invocation starts afresh.
+    await expect(withSubrequestGate(BUDGET, () => subrequest(async () => "ok"))).resolves.toBe("ok");
   });
 });
