@@ -2,7 +2,7 @@
 // (design.md, "Coalescing"), in the Workers runtime against real Redis.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startStack, type Stack } from "../support/stack";
-import { startWorker, type WorkerInstance } from "../support/worker";
+import { logFaults, startWorker, type WorkerInstance } from "../support/worker";
 
 let stack: Stack;
 const instances: WorkerInstance[] = [];
@@ -28,6 +28,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(instances.map((instance) => instance.close()));
   await stack?.close();
+  // Hundreds of requests sharing fills across requests: none of it may fail
+  // inside the worker (design.md, "Sharing work across requests").
+  expect(logFaults(...instances)).toEqual([]);
 });
 
 beforeEach(async () => {

@@ -25,7 +25,7 @@ import {
   type Page,
 } from "../support/faults";
 import { startStack, type Stack } from "../support/stack";
-import { startWorker, type WorkerInstance } from "../support/worker";
+import { logFaults, startedWorkers, startWorker, type WorkerInstance } from "../support/worker";
 
 /** Product and inventory fresh for 1 s, then only usable on error for a minute: expiry within a test. */
 const SHORT_CORE_POLICIES = JSON.stringify({
@@ -40,6 +40,14 @@ const PRODUCT_TIMEOUT_MS = DEFAULT_POLICIES.product.originTimeoutMs; // 1500
 const MARGIN_MS = 1500;
 
 const isServerError = (p: Page) => p.status >= 500;
+
+// Whatever fails around it, the worker itself never fails: no exception
+// reaches the app's error handler, and no request touches another's I/O
+// (design.md, "Sharing work across requests"). Runs after every block below
+// has closed its workers, so their logs are complete.
+afterAll(() => {
+  expect(logFaults(...startedWorkers())).toEqual([]);
+});
 
 function expect503Page(p: Page): void {
   expect(p.status).toBe(503);

@@ -1,31 +1,160 @@
 // One runtime instance of the worker: its own workerd process, so its own
 // isolate with its own L1. Several of them stand for several isolates or
 // locations sharing one L2.
-import { Miniflare } from "miniflare";
+//
+// It runs with the deployed compatibility date and flags (read from
+// wrangler.toml), and its log is kept, not printed: what the worker writes
+// (the structured lines of src/observability/log.ts, and whatever workerd
+// itself says about uncaught exceptions) and Miniflare's own warnings and
+// errors, so that tests can assert on what the worker said. Set
+// TEST_WORKER_LOGS=1 to also see the lines as they come.
+import { Log, LogLevel, Miniflare } from "miniflare";
 import { join } from "node:path";
+import type { Readable } from "node:stream";
+import { compatibilityDate, compatibilityFlags } from "../../dev/compatibility";
 import type { Env } from "../../src/config";
 import { BUNDLE_DIR } from "./build";
 
 export interface WorkerInstance {
   /** The instance's HTTP address, when started with `port`. */
   url: string | null;
+  /**
+   * The worker's log, oldest first, without colours: its stdout and stderr
+   * (`[stdout] {"ts":…,"event":…}`) and Miniflare's warnings and errors
+   * (`[miniflare] …`). The latest MAX_LOG_LINES lines only.
+   */
+  logs: string[];
+  /** Lines of the log that say the worker failed (see FAULT_PATTERN), all of them up to MAX_FAULT_LINES, however long the log. */
+  faults: string[];
   fetch(path: string, init?: RequestInit): Promise<Response>;
+  /** Stops workerd, then waits (briefly) until its last output is read. Idempotent. */
   close(): Promise<void>;
 }
 
+export const MAX_LOG_LINES = 2000;
+export const MAX_FAULT_LINES = 100;
+
+/**
+ * What the worker logs when a request failed in a way the tier never means
+ * to: an exception that reached the app's error handler (`unhandled_error`,
+ * src/app.ts), or the runtime refusing I/O that one request started and
+ * another touched (design.md, "Sharing work across requests"), which
+ * workerd also reports on its own when nobody catches it.
+ */
+export const FAULT_PATTERN = /unhandled_error|Cannot perform I\/O on behalf of a different request/;
+
+/** Every instance started by this test file, closed or not (vitest isolates test files from each other). */
+const started: WorkerInstance[] = [];
+
+export function startedWorkers(): readonly WorkerInstance[] {
+  return started;
+}
+
+/**
+ * The fault lines (FAULT_PATTERN) the given workers logged, each prefixed
+ * with its worker's index; [] when none did. Use as
+ * `expect(logFaults(...workers)).toEqual([])`, after the workers were closed
+ * (or at least some 100 ms after the last request), so that the last lines
+ * have arrived.
+ */
+export function logFaults(...workers: readonly WorkerInstance[]): string[] {
+  return workers.flatMap((worker, index) => worker.faults.map((line) => `worker ${index}: ${line}`));
+}
+
+/** Where a worker's log lines go: a bounded tail of everything, and every fault line. */
+function logSink(logs: string[], faults: string[]) {
+  const echo = process.env.TEST_WORKER_LOGS === "1";
+  return (line: string) => {
+    const text = line.replace(/\x1b\[[0-9;]*m/g, "").trimEnd();
+    if (!text.trim()) return;
+    if (echo) process.stderr.write(`${text}\n`);
+    logs.push(text);
+    if (logs.length > MAX_LOG_LINES) logs.splice(0, logs.length - MAX_LOG_LINES);
+    if (FAULT_PATTERN.test(text) && faults.length < MAX_FAULT_LINES) faults.push(text);
+  };
+}
+
+/** Miniflare's own warnings and errors (an exception that escaped the worker is reported here, not by workerd). */
+class CapturingLog extends Log {
+  constructor(private readonly keep: (line: string) => void) {
+    super(LogLevel.WARN);
+  }
+
+  protected override log(message: string): void {
+    for (const line of message.split("\n")) this.keep(`[miniflare] ${line}`);
+  }
+}
+
+/** Splits a stream into lines for `keep`; resolves when the stream has ended (or closed). */
+function readLines(stream: Readable, prefix: string, keep: (line: string) => void): Promise<void> {
+  let rest = "";
+  stream.setEncoding("utf8");
+  stream.on("data", (chunk: string) => {
+    const lines = (rest + chunk).split("\n");
+    rest = lines.pop() ?? "";
+    for (const line of lines) keep(`${prefix} ${line}`);
+  });
+  return new Promise((resolve) => {
+    const done = () => {
+      if (rest) keep(`${prefix} ${rest}`);
+      rest = "";
+      resolve();
+    };
+    stream.once("end", done);
+    stream.once("close", done);
+    stream.once("error", done);
+  });
+}
+
+/** How long close() waits for workerd's last output once the process is gone. */
+const OUTPUT_DRAIN_MS = 1000;
+
 /** `port`: also serve real HTTP there (for callers such as the demo origin's purge notifications). */
 export async function startWorker(bindings: Env, options: { port?: number } = {}): Promise<WorkerInstance> {
+  const logs: string[] = [];
+  const faults: string[] = [];
+  const keep = logSink(logs, faults);
+  const outputEnded: Promise<void>[] = [];
   const mf = new Miniflare({
     ...(options.port ? { host: "127.0.0.1", port: options.port } : {}),
+    log: new CapturingLog(keep),
     modules: true,
     scriptPath: join(BUNDLE_DIR, "index.js"),
     modulesRules: [{ type: "Text", include: ["**/*.liquid"] }],
-    compatibilityDate: "2026-04-20",
+    compatibilityDate,
+    compatibilityFlags,
     bindings: Object.fromEntries(Object.entries(bindings).filter(([, value]) => value !== undefined)) as Record<string, string>,
+    // workerd reports a rejection nobody handled (in `waitUntil` work, say)
+    // only with --verbose: `info: uncaught exception; … Error: Cannot perform
+    // I/O on behalf of a different request`. Without it that would go unseen.
+    verbose: true,
+    // The worker's console output is workerd's stdout and stderr (one line
+    // per console call, as src/observability/log.ts writes them); kept here
+    // instead of being piped into the test process's output.
+    handleRuntimeStdio(stdout: Readable, stderr: Readable) {
+      outputEnded.push(readLines(stdout, "[stdout]", keep), readLines(stderr, "[stderr]", keep));
+    },
   });
-  const url = await mf.ready;
-  return {
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      await mf.dispose();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const drained = new Promise<void>((resolve) => (timer = setTimeout(resolve, OUTPUT_DRAIN_MS)));
+      await Promise.race([Promise.all(outputEnded), drained]);
+      clearTimeout(timer);
+    })());
+  let url: URL;
+  try {
+    url = await mf.ready;
+  } catch (err) {
+    await close().catch(() => undefined);
+    throw err;
+  }
+  const instance: WorkerInstance = {
     url: options.port ? url.origin : null,
+    logs,
+    faults,
     async fetch(path, init) {
       const response = await mf.dispatchFetch(`http://tier.test${path}`, init as never);
       // Read the body at once, so that no connection to workerd stays half-read
@@ -33,6 +162,8 @@ export async function startWorker(bindings: Env, options: { port?: number } = {}
       const body = response.status === 304 ? null : await response.arrayBuffer();
       return new Response(body, { status: response.status, headers: response.headers as unknown as Headers });
     },
-    close: () => mf.dispose(),
+    close,
   };
+  started.push(instance);
+  return instance;
 }
