@@ -1,7 +1,11 @@
-// A circuit breaker per isolate around L2 (design.md, "When Redis fails"):
-// after `failureThreshold` failures in a row it opens and L2 is not called at
-// all; after `coolDownMs` one probe is let through (half-open); its success
-// closes the breaker, its failure opens it again.
+// A circuit breaker per isolate around L2 or one origin service (design.md,
+// "When Redis fails"): it opens when the service is failing — at least
+// `failureThreshold` failures among its recent calls, and at least half of
+// them — and the service is then not called at all; after `coolDownMs` one
+// probe is let through (half-open); its success closes the breaker, its
+// failure opens it again. A rate, not a run of failures in a row: an isolate
+// busy rendering handles some replies after their budget ran out, and a few
+// such timeouts among many answers are not an outage.
 //
 // Only the service's own failures count (design.md, "Sharing work across
 // requests"): a call that failed while another call to the same service
@@ -14,7 +18,7 @@ import type { Clock } from "./clock";
 export type BreakerState = "closed" | "open" | "half-open";
 
 export interface BreakerOptions {
-  /** Consecutive failures (errors or timeouts) that open the breaker. */
+  /** Failures (errors or timeouts) among the last `4 × failureThreshold` calls that open the breaker, if they are at least half of them. */
   failureThreshold: number;
   /** How long the breaker stays open before one probe. */
   coolDownMs: number;
@@ -45,7 +49,13 @@ export function createBreaker({ failureThreshold, coolDownMs, clock, onChange }:
     state = next;
     if (from !== next) onChange?.(from, next);
   };
-  let failures = 0;
+  /** Outcomes of the recent calls (true: failed), oldest first: the window the rate is taken over. */
+  const recent: boolean[] = [];
+  const windowSize = failureThreshold * 4;
+  const note = (failed: boolean) => {
+    recent.push(failed);
+    if (recent.length > windowSize) recent.shift();
+  };
   let openedAt = 0;
   /** Until when the half-open probe handed out is awaited (0: none out). */
   let probeUntil = 0;
@@ -66,16 +76,18 @@ export function createBreaker({ failureThreshold, coolDownMs, clock, onChange }:
       // A call that began before the breaker opened says nothing about now:
       // only the half-open probe may close it (else the breaker flaps).
       if (state === "open") return;
+      if (state === "half-open") recent.length = 0;
+      note(false);
       become("closed");
-      failures = 0;
       probeUntil = 0;
     },
     failure(successesAtStart = successes) {
       if (state === "open") return;
       if (state === "closed" && successes > successesAtStart) return;
       probeUntil = 0;
-      failures++;
-      if (state === "half-open" || failures >= failureThreshold) {
+      note(true);
+      const failures = recent.filter(Boolean).length;
+      if (state === "half-open" || (failures >= failureThreshold && failures * 2 >= recent.length)) {
         openedAt = clock.now();
         become("open");
       }

@@ -72,7 +72,7 @@ export const DEFAULTS = {
   /** How long a caller queues for an origin slot, at most: the wait also counts against the service's timeout. */
   originQueueWaitMs: 1000,
   /**
-   * Failures in a row that open one origin service's breaker: a failing
+   * Failures (among the last 4× as many calls, and at least half of them) that open one origin service's breaker: a failing
    * service is then not called for a while. Ten, not a handful: under a
    * burst an overloaded origin times out a few calls, and opening on those
    * would turn a slow origin into 503s for everybody.
@@ -80,7 +80,7 @@ export const DEFAULTS = {
   originBreakerFailures: 10,
   /** How long that breaker stays open before one probe. */
   originBreakerCoolDownMs: 2000,
-  /** Failures in a row that open the L2 breaker, and how long it stays open before a probe. */
+  /** Failures (among the last 20 calls, and at least half of them) that open the L2 breaker, and how long it stays open before a probe. */
   l2BreakerFailures: 5,
   l2BreakerCoolDownMs: 5000,
   /** Each isolate reads the purge log at most this often: the bound on how long a purged page can still be served. */

@@ -49,12 +49,23 @@ describe("circuit breaker", () => {
     expect(breaker.state()).toBe("closed");
   });
 
-  it("counts only consecutive failures", () => {
-    const breaker = createBreaker({ failureThreshold: 2, coolDownMs: 1000, clock: fakeClock() });
-    breaker.failure();
-    breaker.success();
-    breaker.failure();
+  it("stays closed while failures are fewer than half of the recent calls, however many there are", () => {
+    const breaker = createBreaker({ failureThreshold: 3, coolDownMs: 1000, clock: fakeClock() });
+    for (let i = 0; i < 100; i++) {
+      breaker.failure();
+      breaker.success();
+      breaker.success();
+    }
     expect(breaker.state()).toBe("closed");
+  });
+
+  it("opens once failures are at least half of the recent calls (an outage after a healthy stretch)", () => {
+    const breaker = createBreaker({ failureThreshold: 5, coolDownMs: 1000, clock: fakeClock() });
+    for (let i = 0; i < 100; i++) breaker.success();
+    for (let i = 0; i < 9; i++) breaker.failure();
+    expect(breaker.state()).toBe("closed"); // 9 of the last 20
+    breaker.failure();
+    expect(breaker.state()).toBe("open"); // 10 of the last 20
   });
 
   it("does not count a failure when another call succeeded while it was under way (a busy isolate, not a failing service)", () => {
