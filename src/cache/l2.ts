@@ -4,7 +4,7 @@
 // a Redis outage must not turn into errors or an origin stampede.
 import { Redis } from "@upstash/redis/cloudflare";
 import type { Breaker } from "./breaker";
-import { isIsolateError } from "../shared/leases";
+import { isIsolateError, noticedLate } from "../shared/leases";
 import { subrequest } from "../shared/subrequests";
 
 export type FillClaim =
@@ -179,21 +179,27 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
    * recorded if Redis can take it: the breaker protects visitors from a slow
    * Redis, not Redis from an occasional admin call).
    */
-  async function guarded<T>(call: () => Promise<T>, isWrite = false, force = false): Promise<T | undefined> {
+  async function guarded<T>(call: () => Promise<T>, isWrite = false, force = false, budgetMs = isWrite ? writeTimeoutMs : timeoutMs): Promise<T | undefined> {
     if (!force && !breaker.allow()) {
       stats.skipped++;
       if (isWrite) stats.droppedWrites++;
       return undefined;
     }
     const successesAtStart = breaker.successes;
+    let startedAt = 0;
     try {
       // The call's time budget starts once this request has a connection free.
-      const result = await subrequest(call);
+      const result = await subrequest(() => {
+        startedAt = Date.now();
+        return call();
+      });
       breaker.success();
       return result;
     } catch (error) {
-      // Not Redis's failure: this isolate's (see breaker.ts and shared/leases.ts).
-      if (isIsolateError(error)) stats.isolateErrors++;
+      // Not Redis's failure but this isolate's (see breaker.ts): its own
+      // errors, and a time-out that this isolate noticed late, because it
+      // was too busy to read the reply (or the abort) when it came.
+      if (isIsolateError(error) || noticedLate(startedAt, budgetMs)) stats.isolateErrors++;
       else breaker.failure(successesAtStart);
       stats.failures++;
       if (isWrite) stats.droppedWrites++;
@@ -216,7 +222,7 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
         const [won, older] = answer as [number, string];
         const stale = older ? { stale: older } : {};
         return won === 1 ? ({ kind: "won", ...stale } as const) : ({ kind: "lost", ...stale } as const);
-      });
+      }, false, false, claimTimeoutMs);
     },
     writeFill(write) {
       const keys = [write.key, write.lock, write.purgeMarker];

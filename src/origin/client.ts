@@ -7,7 +7,7 @@ import { productIdPage, validateResource } from "./validate";
 import * as v from "valibot";
 import type { Breaker } from "../cache/breaker";
 import { LimiterFull, type Limiter } from "./limiter";
-import { isIsolateError } from "../shared/leases";
+import { isIsolateError, noticedLate } from "../shared/leases";
 import { subrequest, SubrequestBudgetSpent } from "../shared/subrequests";
 
 export type OriginAnswer<T> = { found: true; data: T } | { found: false };
@@ -27,6 +27,8 @@ export class OriginError extends Error {
     readonly resource: ResourceName | "listing",
     readonly failure: OriginFailure,
     detail: string,
+    /** A time-out this isolate noticed well past its deadline: its own delay, not the service's (shared/leases.ts). */
+    readonly noticedLate = false,
   ) {
     super(`origin ${resource}: ${failure} (${detail})`);
     this.name = "OriginError";
@@ -88,7 +90,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
       } catch (error) {
         if (error instanceof OriginError) throw error;
         if (error instanceof SubrequestBudgetSpent) throw new OriginError(resource, "overloaded", error.message);
-        if (isTimeout(error)) throw new OriginError(resource, "timeout", `no answer within ${timeoutMs} ms`);
+        if (isTimeout(error)) throw new OriginError(resource, "timeout", `no answer within ${timeoutMs} ms`, noticedLate(deadline - timeoutMs, timeoutMs));
         const delay = RETRY_DELAY_MS.min + Math.random() * (RETRY_DELAY_MS.max - RETRY_DELAY_MS.min);
         if (attempt >= 1 || Date.now() + delay >= deadline) {
           throw new OriginError(resource, "unreachable", errorText(error));
@@ -122,7 +124,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
         return result;
       } catch (error) {
         // Not the service's failure: this isolate's (see cache/breaker.ts).
-        const ours = isIsolateError(error) || (error instanceof OriginError && error.failure === "overloaded");
+        const ours = isIsolateError(error) || (error instanceof OriginError && (error.failure === "overloaded" || error.noticedLate));
         if (!ours) breaker?.failure(successesAtStart);
         throw error;
       }

@@ -132,3 +132,16 @@ export function isCrossRequestError(error: unknown): boolean {
 export function isIsolateError(error: unknown): boolean {
   return isCrossRequestError(error) || (error instanceof Error && error.name === "SubrequestBudgetSpent");
 }
+
+/**
+ * A call with a time budget failed, and this isolate learnt of it well after
+ * the budget ran out: the isolate was too busy to handle the reply or the
+ * abort when it came, so the time-out says nothing about the service. When a
+ * service hangs, an isolate with time to spare notices within a few ms.
+ */
+export function noticedLate(startedAt: number, budgetMs: number, now = Date.now()): boolean {
+  return startedAt > 0 && now - startedAt > budgetMs + Math.max(LATE_NOTICE_MIN_MS, budgetMs / 4);
+}
+
+/** How late past its budget a failure must be noticed to count as the isolate's delay. */
+const LATE_NOTICE_MIN_MS = 50;
