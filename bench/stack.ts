@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import { Log, LogLevel, Miniflare } from "miniflare";
+import { compatibilityDate, compatibilityFlags } from "../dev/compatibility";
 import type { RedisAction, ServersCommand, ServersMessage, ServersOptions, ShardEndpoints } from "./servers";
 
 export type { RedisAction } from "./servers";
@@ -21,9 +22,6 @@ export type { RedisAction } from "./servers";
  */
 export const BUNDLE_DIR = resolve(".wrangler/bench-bundle");
 
-/** As wrangler.toml says, so that the runtime behaves as it does when deployed. */
-const COMPATIBILITY_DATE = "2026-04-20";
-const COMPATIBILITY_FLAGS = ["nodejs_compat"];
 
 const execFileAsync = promisify(execFile);
 
@@ -370,6 +368,8 @@ function parseCommandStats(info: string): Record<string, number> {
 export interface WorkerInstance {
   /** Base URL, e.g. http://127.0.0.1:41234 */
   url: string;
+  /** The worker's V8 inspector (a DevTools websocket URL), when started with `inspectorPort`. */
+  inspector?: string;
   close(): Promise<void>;
 }
 
@@ -380,6 +380,8 @@ export interface WorkerLogs {
   distinct: Map<string, number>;
   /** The scenario running now, to label the lines. */
   scenario: string;
+  /** Called with every line as it comes (the soak counts error lines per window). */
+  onLine?: (line: string) => void;
 }
 
 const MAX_DISTINCT_LOG_LINES = 50;
@@ -390,9 +392,10 @@ const MAX_DISTINCT_LOG_LINES = 50;
  * kept (bounded) instead of printed, so that it cannot garble the progress
  * line, and so that the report can say whether the worker logged errors.
  */
-export async function startWorker(bindings: Record<string, string>, logs: WorkerLogs): Promise<WorkerInstance> {
+export async function startWorker(bindings: Record<string, string>, logs: WorkerLogs, options: { inspectorPort?: number } = {}): Promise<WorkerInstance> {
   const keep = (line: string) => {
     logs.count++;
+    logs.onLine?.(line);
     // Timestamps and counters would make every line distinct: without them, repeats collapse into a count.
     const text = line
       .replace(/"(ts|time|at)":"[^"]*",?/g, "")
@@ -413,14 +416,17 @@ export async function startWorker(bindings: Record<string, string>, logs: Worker
     modules: true,
     scriptPath: join(BUNDLE_DIR, "index.js"),
     modulesRules: [{ type: "Text", include: ["**/*.liquid"] }],
-    compatibilityDate: COMPATIBILITY_DATE,
-    compatibilityFlags: COMPATIBILITY_FLAGS,
+    // As wrangler.toml says, so that the runtime behaves as it does when deployed.
+    compatibilityDate,
+    compatibilityFlags,
     bindings,
     host: "127.0.0.1",
     port: 0,
     // No `Request.cf` download from workers.cloudflare.com: the benchmark
     // talks to loopback only (Miniflare's placeholder object is used instead).
     cf: false,
+    // workerd's own inspector (0: a free port), to read the isolate's heap.
+    ...(options.inspectorPort === undefined ? {} : { inspectorPort: options.inspectorPort }),
     handleRuntimeStdio(stdout: Readable, stderr: Readable) {
       for (const stream of [stdout, stderr]) {
         let rest = "";
@@ -434,7 +440,14 @@ export async function startWorker(bindings: Record<string, string>, logs: Worker
   });
   try {
     const url = await mf.ready;
-    return { url: url.origin, close: () => mf.dispose() };
+    const worker: WorkerInstance = { url: url.origin, close: () => mf.dispose() };
+    if (options.inspectorPort !== undefined) {
+      // workerd lists one target per worker at /json; ours (unnamed) is `core:user:`.
+      const base = String(await mf.getInspectorURL()).replace(/^ws/, "http").replace(/\/$/, "");
+      const targets = (await (await fetch(`${base}/json`)).json()) as { id: string; webSocketDebuggerUrl: string }[];
+      worker.inspector = targets.find((target) => target.id === "core:user:")?.webSocketDebuggerUrl;
+    }
+    return worker;
   } catch (err) {
     await mf.dispose().catch(() => undefined);
     throw err;

@@ -1,0 +1,174 @@
+// What the soak reads besides wrk's figures: single pages on sockets of their
+// own, each instance's /__status.json and its V8 heap (through workerd's
+// inspector), and what changed in them over a window.
+import { once } from "node:events";
+import { request } from "node:http";
+import WebSocket from "ws";
+
+const PURGE_TOKEN = "bench-purge-token"; // bench/stack.ts's bindings
+const MB = 1024 * 1024;
+
+/** `status` 0: no answer (socket error or timeout). */
+export interface Answer {
+  status: number;
+  ms: number;
+}
+
+/** One GET on a socket of its own and without accept-encoding, as wrk sends them. */
+export function get(url: string, timeoutMs = 10_000): Promise<Answer> {
+  const started = performance.now();
+  return new Promise((done) => {
+    const answer = (status: number) => done({ status, ms: Math.round(performance.now() - started) });
+    const req = request(url, { agent: false, timeout: timeoutMs }, (res) => {
+      res.on("end", () => answer(res.statusCode ?? 0)).on("error", () => answer(0)).resume();
+    });
+    req.on("timeout", () => req.destroy()).on("error", () => answer(0)).end();
+  });
+}
+
+/**
+ * The fields of /__status.json the soak reads (src/observability/status.ts).
+ * The last three are being added to the worker: absent, they print "n/a".
+ */
+export interface Status {
+  isolate: { startedAt: string };
+  last15m: { from: number; total: Tiers; originTotal: OriginCalls };
+  l2: { stats: L2Stats | null };
+  breakerChanges: { name: string; since: number | null }[];
+  l1: { bytes: number };
+  breakerTransitions?: Record<string, number>;
+  originSlots?: { inUse: number; queued: number; reclaimed: number };
+  fills?: { inFlight: number; takenOver: number };
+}
+export interface Tiers {
+  l1: number;
+  l2: number;
+  origin: number;
+  failed: number;
+}
+/** Origin calls the worker made (`fetches`, of which `errors` failed) and did not make (`shed`: queue full, breaker open). */
+export interface OriginCalls {
+  fetches: number;
+  errors: number;
+  shed: number;
+}
+export interface L2Stats {
+  skipped: number;
+  failures: number;
+  droppedWrites: number;
+}
+
+export async function statusOf(url: string): Promise<Status | null> {
+  try {
+    const res = await fetch(`${url}/__status.json`, { headers: { authorization: `Bearer ${PURGE_TOKEN}` }, signal: AbortSignal.timeout(5000) });
+    return res.ok ? ((await res.json()) as Status) : null;
+  } catch {
+    return null;
+  }
+}
+
+export interface Heap {
+  /** Runtime.getHeapUsage's usedSize, as found. */
+  usedMB: number;
+  /** The same after a full GC (HeapProfiler.collectGarbage): what is really held. */
+  afterGcMB: number;
+}
+
+/** An instance's heap, read over the DevTools protocol (a second try if the first fails); null when it cannot be read. */
+export async function heapOf(worker: { url: string; inspector?: string }): Promise<Heap | null> {
+  if (!worker.inspector) return null;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await readHeap(worker.inspector, worker.url);
+    } catch (err) {
+      console.error(`heap of ${worker.url}: ${String(err)}${attempt === 1 ? "; trying again" : ""}`);
+      if (attempt === 2) return null;
+    }
+  }
+}
+
+async function readHeap(inspector: string, url: string): Promise<Heap> {
+  const ws = new WebSocket(inspector);
+  const replies = new Map<number, (result: { usedSize: number }) => void>();
+  ws.on("message", (data: Buffer) => {
+    const message = JSON.parse(String(data)) as { id?: number; result: { usedSize: number } };
+    if (message.id !== undefined) replies.get(message.id)?.(message.result);
+  });
+  let nextId = 0;
+  const call = (method: string) =>
+    new Promise<{ usedSize: number }>((done) => {
+      replies.set(++nextId, done);
+      ws.send(JSON.stringify({ id: nextId, method }));
+    });
+  let poke: NodeJS.Timeout | undefined;
+  const read = async (): Promise<Heap> => {
+    await once(ws, "open");
+    const found = await call("Runtime.getHeapUsage");
+    // workerd runs the GC (and answers) when the isolate next takes a request:
+    // an idle one (before or after the load) is given some /healthz to do.
+    poke = setInterval(() => void get(`${url}/healthz`), 200);
+    await call("HeapProfiler.collectGarbage");
+    clearInterval(poke);
+    const kept = await call("Runtime.getHeapUsage");
+    return { usedMB: round1(found.usedSize / MB), afterGcMB: round1(kept.usedSize / MB) };
+  };
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([read(), new Promise<never>((_, fail) => (timer = setTimeout(() => fail(new Error("no answer in 10 s")), 10_000)))]);
+  } finally {
+    clearTimeout(timer);
+    clearInterval(poke);
+    ws.terminate();
+  }
+}
+
+/** One instance, read at the end of a window. */
+export interface Snapshot {
+  at: number;
+  status: Status | null;
+  heap: Heap | null;
+}
+
+/** What changed in one instance between two snapshots; null where the status could not say. */
+export interface Change {
+  /** Resource answers by tier; null once the status' 15 minutes no longer reach back to the isolate's start. */
+  tiers: Tiers | null;
+  workerOrigin: OriginCalls | null;
+  l2: L2Stats | null;
+  /** Breaker state changes: exact with `breakerTransitions`, else breakers whose last change fell in the window (a floor). */
+  breakers: { count: number; exact: boolean; names: string[] } | null;
+  slots: Status["originSlots"] | null;
+  fills: Status["fills"] | null;
+  heap: Heap | null;
+  /** What L1 says it holds (its own byte count, capped by L1_MAX_BYTES): the heap grows with it until it is full. */
+  l1MB: number | null;
+}
+
+export function change(before: Snapshot, after: Snapshot): Change {
+  const [a, b] = [before.status, after.status];
+  const covered = a && b && Date.parse(b.isolate.startedAt) >= b.last15m.from;
+  const minus = <T extends object>(x: T, y: T) => Object.fromEntries(Object.keys(x).map((k) => [k, (x[k as keyof T] as number) - (y[k as keyof T] as number)])) as T;
+  let breakers: Change["breakers"] = null;
+  if (a && b && b.breakerTransitions) {
+    const moved = Object.entries(b.breakerTransitions).map(([name, n]) => [name, n - (a.breakerTransitions?.[name] ?? 0)] as const).filter(([, n]) => n > 0);
+    breakers = { count: moved.reduce((sum, [, n]) => sum + n, 0), exact: true, names: moved.map(([name]) => name) };
+  } else if (b) {
+    const moved = b.breakerChanges.filter((note) => note.since !== null && note.since > before.at && note.since <= after.at);
+    breakers = { count: moved.length, exact: false, names: moved.map((note) => note.name) };
+  }
+  return {
+    tiers: covered ? minus(pickTiers(b.last15m.total), pickTiers(a.last15m.total)) : null,
+    workerOrigin: covered ? minus(pickOrigin(b.last15m.originTotal), pickOrigin(a.last15m.originTotal)) : null,
+    l2: a?.l2.stats && b?.l2.stats ? minus(pickL2(b.l2.stats), pickL2(a.l2.stats)) : null,
+    breakers,
+    slots: b?.originSlots ?? null,
+    fills: b?.fills ?? null,
+    heap: after.heap,
+    l1MB: b ? round1(b.l1.bytes / MB) : null,
+  };
+}
+
+const pickTiers = ({ l1, l2, origin, failed }: Tiers): Tiers => ({ l1, l2, origin, failed });
+const pickOrigin = ({ fetches, errors, shed }: OriginCalls): OriginCalls => ({ fetches, errors, shed });
+const pickL2 = ({ skipped, failures, droppedWrites }: L2Stats): L2Stats => ({ skipped, failures, droppedWrites });
+const round1 = (value: number) => Math.round(value * 10) / 10;

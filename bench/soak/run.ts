@@ -1,0 +1,339 @@
+// `npm run bench:soak [-- --minutes N] [--instances 1|2] [--connections N] [--rounds]`:
+// do one or two isolates hold up under minutes of Zipf traffic, with visitors
+// who close their connection mid-request? wrk makes the load, in windows; this
+// file sets up (bench/stack.ts), sends the herd, the cancellers and the cold
+// products, reads each instance's status and heap after every window, and
+// prints one row per window, then pass/fail checks. See bench/README.md, "Soak".
+import { execFileSync, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { productId } from "../../dev/origin/catalog";
+import { createCleanups } from "../cleanup";
+import { SHUFFLE_SEED, sleep, ZIPF_SEED } from "../measure";
+import { describeMachine } from "../report";
+import { buildBundle, buildKnownIdsFilter, cpuSnapshot, startServers, startWorker, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
+import { shuffledIndexes, ZipfSampler } from "../zipf";
+import { startCancellers } from "./cancel";
+import { change, get, heapOf, statusOf, type Answer, type Snapshot } from "./probe";
+import { chartSvg, tableHead, tableRow, type Window } from "./report";
+
+const CATALOG = 100_000;
+const ORIGIN = { latencyMs: 20, jitterMs: 2 };
+const HERD = { requests: 1000, rank: 1 };
+/** The tail's last ranks: left out of every draw, so they are still cold when the load is over. */
+const COLD_RANKS = [99_996, 99_997, 99_998, 99_999, 100_000];
+/** Cancellers: this share of wrk's last rate, at most CAP a second (START before wrk has a rate). */
+const CANCEL = { share: 0.05, cap: 50, start: 10 };
+const HEAP_LIMIT_MB = 96;
+const LUA = resolve("bench/soak/zipf.lua");
+const RESULTS_DIR = resolve("bench/results");
+
+/**
+ * The two modes: minutes of 30 s windows with cancellers, or the bug report's
+ * four 10 s rounds. `period`: windows per throughput figure of the checks (a minute; a round).
+ */
+const PLANS = {
+  soak: (minutes: number) => ({ windowS: 30, windows: 2 * minutes, period: 2, cancellers: true, label: (i: number) => `${Math.floor((i + 1) / 2)}:${(i + 1) % 2 ? "30" : "00"}` }),
+  rounds: () => ({ windowS: 10, windows: 4, period: 1, cancellers: false, label: (i: number) => `round ${i + 1}` }),
+};
+
+const { values: args } = parseArgs({
+  options: {
+    minutes: { type: "string", default: "10" },
+    instances: { type: "string", default: "1" },
+    connections: { type: "string", default: "64" },
+    rounds: { type: "boolean", default: false },
+  },
+});
+const minutes = Number(args.minutes);
+const instances = Number(args.instances);
+const connections = Number(args.connections);
+if (!Number.isInteger(minutes) || minutes < 1 || ![1, 2].includes(instances) || !Number.isInteger(connections) || connections < 2) {
+  console.error("usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--rounds]");
+  process.exit(2);
+}
+const mode = args.rounds ? "rounds" : "soak";
+const plan = args.rounds ? PLANS.rounds() : PLANS.soak(minutes);
+
+const { onCleanup, cleanUp } = createCleanups(10_000);
+let interrupted = false;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    console.error(`\n${signal}: stopping…`);
+    void cleanUp().finally(() => process.exit(130));
+  });
+}
+
+/** wrk from Debian's packages when it is missing (as .ci/run does for redis-server). */
+function ensureWrk(): void {
+  try {
+    execFileSync("sh", ["-c", "command -v wrk"], { stdio: "ignore" });
+    return;
+  } catch {
+    console.log("wrk is missing: installing it (apt-get install -y wrk)");
+  }
+  const apt = (...a: string[]) => execFileSync("apt-get", a, { stdio: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+  try {
+    apt("install", "-y", "-qq", "wrk");
+  } catch {
+    apt("update", "-qq");
+    apt("install", "-y", "-qq", "wrk");
+  }
+}
+
+interface WrkFigures {
+  requests: number;
+  durationUs: number;
+  p50Us: number;
+  p99Us: number;
+  maxUs: number;
+  statuses: Record<string, number>;
+  errors: { connect: number; read: number; write: number; status: number; timeout: number };
+}
+
+/** One wrk run: `seconds` of Zipf traffic, thread i on instance i; its figures from zipf.lua's done(). */
+async function runWrk(targets: string[], seconds: number, seed: number, pathsFile: string): Promise<WrkFigures> {
+  const env = { ...process.env, SOAK_PATHS: pathsFile, SOAK_TARGETS: targets.map((t) => new URL(t).host).join(","), SOAK_SEED: String(seed) };
+  const wrk = spawn("wrk", ["-t2", `-c${connections}`, `-d${seconds}s`, "--timeout", "2s", "-s", LUA, `${targets[0]}/`], { env });
+  const stop = onCleanup("wrk", async () => void wrk.kill("SIGKILL"));
+  let output = "";
+  wrk.stdout.on("data", (chunk: Buffer) => (output += chunk));
+  wrk.stderr.on("data", (chunk: Buffer) => (output += chunk));
+  const code = await new Promise((done) => wrk.on("close", done));
+  await stop();
+  const line = /^SOAK (\{.*\})$/m.exec(output);
+  if (!line) throw new Error(`wrk gave no figures (exit ${code}): ${output.slice(-600)}`);
+  return JSON.parse(line[1]!) as WrkFigures;
+}
+
+const snapshot = (workers: WorkerInstance[]): Promise<Snapshot[]> =>
+  Promise.all(workers.map(async (w) => ({ at: Date.now(), status: await statusOf(w.url), heap: await heapOf(w) })));
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+const countBy = (answers: Answer[]) => answers.reduce<Record<string, number>>((c, a) => ((c[a.status || "no answer"] = (c[a.status || "no answer"] ?? 0) + 1), c), {});
+
+async function main(): Promise<void> {
+  ensureWrk();
+  const startedAt = new Date();
+  const command = ["npm run bench:soak", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" ");
+  const logCounts = { unhandled: 0, io: 0, crossRequest: 0 };
+  const logs: WorkerLogs = {
+    count: 0,
+    distinct: new Map(),
+    scenario: mode,
+    onLine: (line) => {
+      if (line.includes("unhandled_error")) logCounts.unhandled++;
+      if (line.includes("Cannot perform I/O")) logCounts.io++;
+      // workerd's warning when a promise of a finished or cancelled request is settled from another one.
+      if (line.includes("from a different request context")) logCounts.crossRequest++;
+    },
+  };
+  console.log(`soak (${mode}): ${instances} instance(s), wrk -t2 -c${connections}, ${plan.windows} × ${plan.windowS} s; origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms, ${CATALOG.toLocaleString("en-US")} products`);
+
+  // Set-up: bundle and servers at once, the known-ids filter, the instances with their inspectors.
+  const starting = startServers({ catalogSize: CATALOG, ...ORIGIN }).then((servers) => (onCleanup("servers", () => servers.close()), servers));
+  const [built, started] = await Promise.allSettled([buildBundle(), starting]);
+  if (started.status === "rejected") throw started.reason;
+  if (built.status === "rejected") throw new Error(`wrangler deploy --dry-run failed: ${String(built.reason?.stderr ?? built.reason)}`);
+  const servers = started.value;
+  const filter = await buildKnownIdsFilter(servers);
+  console.log(filter.built ? `known-ids filter built in ${filter.seconds} s` : `known-ids filter NOT built (${filter.detail})`);
+  const workers: WorkerInstance[] = [];
+  for (let i = 0; i < instances; i++) {
+    const worker = await startWorker(servers.bindings, logs, { inspectorPort: 0 });
+    onCleanup(`worker ${worker.url}`, () => worker.close());
+    workers.push(worker);
+  }
+  const targets = workers.map((w) => w.url);
+
+  // Zipf ranks → product paths (the `zipf` scenario's shuffle: the same hot products), cold ranks left out.
+  const indexes = shuffledIndexes(CATALOG, SHUFFLE_SEED);
+  const pathOf = (rank: number) => `/products/${productId(indexes[rank - 1]!)}`;
+  const dir = mkdtempSync(join(tmpdir(), "soak-"));
+  // On exit, whoever exits: Miniflare's own SIGINT hook may end the process before the cleanups do.
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  const pathsFile = join(dir, "paths.txt");
+  const ranks = Array.from({ length: CATALOG }, (_, i) => i + 1).filter((rank) => !COLD_RANKS.includes(rank));
+  writeFileSync(pathsFile, ranks.map((rank) => `${rank} ${pathOf(rank)}\n`).join(""));
+
+  // The herd: 1,000 requests at once for one cold product.
+  const first = await snapshot(workers);
+  await servers.resetCounters();
+  const herdId = productId(indexes[HERD.rank - 1]!);
+  const herdAnswers = await Promise.all(Array.from({ length: HERD.requests }, (_, i) => get(`${targets[i % targets.length]}/products/${herdId}`, 30_000)));
+  await sleep(1000);
+  const herdMs = herdAnswers.map((a) => a.ms).sort((a, b) => a - b);
+  const herd = { id: herdId, statuses: countBy(herdAnswers), p50Ms: percentile(herdMs, 50), maxMs: herdMs.at(-1) ?? 0, originFetches: await servers.originCountsOf(herdId) };
+  const herdLine = `herd: ${HERD.requests} requests for ${herdId} (rank ${HERD.rank}) at once: ${JSON.stringify(herd.statuses)}, p50 ${herd.p50Ms} ms, max ${herd.maxMs} ms; origin fetches ${JSON.stringify(herd.originFetches)}`;
+  console.log(herdLine);
+
+  // The windows.
+  const sampler = new ZipfSampler({ n: CATALOG, s: 1.0, seed: ZIPF_SEED + 1 });
+  const nextPath = () => {
+    for (;;) {
+      const rank = sampler.next();
+      if (!COLD_RANKS.includes(rank)) return pathOf(rank);
+    }
+  };
+  const cancellers = plan.cancellers ? startCancellers(targets, nextPath, CANCEL.start) : null;
+  if (cancellers) onCleanup("cancellers", () => cancellers.stop());
+  await servers.resetCounters();
+  const windows: Window[] = [];
+  let before = await snapshot(workers);
+  let cpuBefore = cpuSnapshot(servers.pid);
+  let logsBefore = { ...logCounts };
+  const loadStart = Date.now();
+  console.log(`\n${tableHead()}`);
+  for (let i = 0; i < plan.windows && !interrupted; i++) {
+    const wrk = await runWrk(targets, plan.windowS, i + 1, pathsFile);
+    const endS = Math.round((Date.now() - loadStart) / 1000);
+    const cancel = cancellers?.take() ?? null;
+    const after = await snapshot(workers);
+    const cpuAfter = cpuSnapshot(servers.pid);
+    const origin = await servers.counters();
+    await servers.resetCounters();
+    const cores = (role: "workerd" | "other processes") => (cpuAfter.seconds[role] - cpuBefore.seconds[role]) / ((cpuAfter.at - cpuBefore.at) / 1000);
+    const e = wrk.errors;
+    const window: Window = {
+      label: plan.label(i),
+      endS,
+      rps: wrk.requests / (wrk.durationUs / 1e6),
+      p50Ms: Math.round(wrk.p50Us / 100) / 10,
+      p99Ms: Math.round(wrk.p99Us / 100) / 10,
+      maxMs: Math.round(wrk.maxUs / 1000),
+      statuses: wrk.statuses,
+      socketErrors: e.connect + e.read + e.write,
+      timeouts: e.timeout,
+      cancel,
+      originRequests: origin.total,
+      instances: workers.map((_, k) => change(before[k]!, after[k]!)),
+      logs: { unhandled: logCounts.unhandled - logsBefore.unhandled, io: logCounts.io - logsBefore.io, crossRequest: logCounts.crossRequest - logsBefore.crossRequest },
+      cpu: { workerd: cores("workerd"), others: cores("other processes") },
+    };
+    windows.push(window);
+    console.log(tableRow(window));
+    cancellers?.setRate(Math.min(CANCEL.cap, CANCEL.share * window.rps));
+    [before, cpuBefore, logsBefore] = [after, cpuAfter, { ...logCounts }];
+  }
+  await cancellers?.stop();
+  if (interrupted) return;
+
+  // After the load: until no origin slot is held (polled every 250 ms, 10 s at most), then cold products.
+  const drainStart = Date.now();
+  let slotsFreeMs: number | null = null;
+  let slotsKnown = true;
+  while (Date.now() - drainStart < 10_000) {
+    const slots = (await Promise.all(targets.map(statusOf))).map((s) => s?.originSlots);
+    if (slots.some((s) => s === undefined)) {
+      slotsKnown = false;
+      break;
+    }
+    if (slots.every((s) => s!.inUse === 0)) {
+      slotsFreeMs = Date.now() - drainStart;
+      break;
+    }
+    await sleep(250);
+  }
+  const slotsText = !slotsKnown ? "n/a (no originSlots in the status)" : slotsFreeMs === null ? "still in use after 10 s" : `${slotsFreeMs} ms`;
+  console.log(`\norigin limiter slots in use → 0 after the load: ${slotsText}`);
+  await servers.resetCounters();
+  const cold = [];
+  for (const [i, rank] of COLD_RANKS.entries()) {
+    const id = productId(indexes[rank - 1]!);
+    cold.push({ id, rank, ...(await get(`${targets[i % targets.length]}/products/${id}`, 30_000)) });
+  }
+  const coldOrigin = await Promise.all(cold.map((c) => servers.originCountsOf(c.id)));
+  const coldRows = cold.map((c, i) => `| ${c.id} | ${c.rank} | ${c.status || "no answer"} | ${c.ms} | ${coldOrigin[i]!.product ?? 0} |`);
+  const coldTable = ["| cold product | rank | status | ms | origin product fetches |", "| --- | ---: | ---: | ---: | ---: |", ...coldRows].join("\n");
+  console.log(`\n${coldTable}`);
+  const last = await snapshot(workers);
+
+  // Checks.
+  const fivexx = windows.reduce((n, w) => n + (w.statuses["5xx"] ?? 0), 0) + herdAnswers.filter((a) => a.status >= 500).length + cold.filter((c) => c.status >= 500).length;
+  const periods: number[] = [];
+  // Pages served well (2xx) per second: fast 503s must not pass for throughput.
+  const okPerS = (w: Window) => (w.rps * (w.statuses["2xx"] ?? 0)) / Math.max(1, Object.values(w.statuses).reduce((n, c) => n + c, 0));
+  for (let i = 0; i < windows.length; i += plan.period) periods.push(windows.slice(i, i + plan.period).reduce((n, w) => n + okPerS(w), 0) / windows.slice(i, i + plan.period).length);
+  const heapVerdicts = workers.map((_, k) => {
+    const changes = windows.map((w) => w.instances[k]!);
+    if (changes.length === 0 || changes.some((c) => c.heap === null || c.l1MB === null)) return { ok: null, text: "n/a" };
+    // L1 grows by design up to its cap: growth is judged on the heap held beyond it.
+    const beyondL1 = changes.map((c) => Math.round((c.heap!.afterGcMB - c.l1MB!) * 10) / 10);
+    // The limit is for what is held (after GC); the heap found before it is shown, not judged (V8 collects lazily).
+    const [peakKept, peakFound] = [Math.max(...changes.map((c) => c.heap!.afterGcMB)), Math.max(...changes.map((c) => c.heap!.usedMB))];
+    const peaks = `peak ${peakKept} MB after GC (${peakFound} MB found)`;
+    // Window 1 is the warm-up; with fewer than 3 windows there is nothing to compare the last one with.
+    if (beyondL1.length < 3) return { ok: peakKept < HEAP_LIMIT_MB ? null : false, text: `too short to judge growth; ${peaks}` };
+    const reference = Math.max(...beyondL1.slice(1, -1));
+    const last = beyondL1.at(-1)!;
+    return { ok: last <= Math.max(reference * 1.1, reference + 2) && peakKept < HEAP_LIMIT_MB, text: `beyond L1: last ${last} MB vs ≤ ${reference} MB in windows 2..n−1; ${peaks}` };
+  });
+  const l2Skipped = workers.map((_, k) => change(first[k]!, last[k]!).l2?.skipped ?? null);
+  const verdict = (ok: boolean | null) => (ok === null ? "n/a" : ok ? "pass" : "FAIL");
+  const checks = [
+    ["no 5xx (herd, wrk, cold)", String(fivexx), verdict(fivexx === 0)],
+    ["no unhandled_error / \"Cannot perform I/O\" log lines", `${logCounts.unhandled} / ${logCounts.io}`, verdict(logCounts.unhandled + logCounts.io === 0)],
+    ["no cross-request promise warnings from workerd", String(logCounts.crossRequest), verdict(logCounts.crossRequest === 0)],
+    [`heap flat after warm-up, below ${HEAP_LIMIT_MB} MB`, heapVerdicts.map((h) => h.text).join(" · "), verdict(heapVerdicts.some((h) => h.ok === null) ? null : heapVerdicts.every((h) => h.ok))],
+    [`last ${plan.period * plan.windowS} s 2xx/s ≥ 0.9 × the best ${plan.period * plan.windowS} s`, `${Math.round(periods.at(-1) ?? 0)} vs ${Math.round(Math.max(...periods))}`, verdict(periods.length > 1 ? periods.at(-1)! >= 0.9 * Math.max(...periods) : null)],
+    ["limiter slots 0 within 2 s after the load", slotsText, verdict(!slotsKnown ? null : slotsFreeMs !== null && slotsFreeMs <= 2000)],
+    ["cold products answer 200", cold.map((c) => c.status || "none").join(", "), verdict(cold.every((c) => c.status === 200))],
+    ["L2 reads skipped by the breaker = 0", l2Skipped.map((n) => n ?? "n/a").join(" · "), verdict(l2Skipped.some((n) => n === null) ? null : l2Skipped.every((n) => n === 0))],
+  ];
+  const checksTable = ["| check | value | verdict |", "| --- | --- | --- |", ...checks.map((c) => `| ${c.join(" | ")} |`)].join("\n");
+  console.log(`\n${checksTable}`);
+  const errorLines = [...logs.distinct].filter(([line]) => /error|warn|uncaught|exception|cannot/i.test(line)).sort((a, b) => b[1] - a[1]).slice(0, 10);
+  for (const [line, count] of errorLines) console.log(`worker log ${count}× ${line.slice(0, 300)}`);
+
+  // Files: Markdown, SVG, JSON.
+  const stamp = startedAt.toISOString().replace(/:/g, "-").replace(/\.\d+Z$/, "Z");
+  const base = join(RESULTS_DIR, `soak-${stamp}${args.rounds ? "-rounds" : ""}`);
+  const machine = describeMachine(toolVersions());
+  const title = `Soak (${mode}): ${instances} instance(s), ${connections} connections, ${plan.windows} × ${plan.windowS} s`;
+  const subtitle = `${machine.cpu}, ${machine.cores} cores · commit ${machine.git?.commit ?? "?"} (${machine.git?.dirtyFiles ?? "?"} uncommitted files in src/, templates/) · ${startedAt.toISOString()}`;
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  writeFileSync(`${base}.svg`, chartSvg(title, subtitle, windows));
+  const markdown = [
+    `# ${title}`,
+    "",
+    `\`${command}\` · ${subtitle} · Node ${machine.node}, workerd ${machine.versions.workerd}, miniflare ${machine.versions.miniflare}`,
+    "",
+    `Origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms, ${CATALOG.toLocaleString("en-US")} products, Zipf(1.0); known-ids filter ${filter.built ? "built" : `NOT built (${filter.detail})`}.` +
+      (plan.cancellers ? ` Cancellers: ${CANCEL.share * 100}% of the last window's wrk rate (at most ${CANCEL.cap}/s), each closed 1–30 ms after it was sent.` : " No cancellers."),
+    "",
+    `${herdLine}.`,
+    "",
+    tableHead(),
+    ...windows.map(tableRow),
+    "",
+    `![req/s and p99 per window](${base.split("/").pop()}.svg)`,
+    "",
+    `Origin limiter slots in use → 0 after the load: ${slotsText}.`,
+    "",
+    coldTable,
+    "",
+    checksTable,
+    "",
+    ...(errorLines.length ? ["Worker log (errors and warnings, distinct lines):", "", ...errorLines.map(([line, count]) => `- ${count}× \`${line.slice(0, 400).replace(/`/g, "'")}\``), ""] : []),
+  ].join("\n");
+  writeFileSync(`${base}.md`, markdown);
+  const raw = { command, startedAt, machine, settings: { mode, instances, connections, plan: { windowS: plan.windowS, windows: plan.windows }, origin: ORIGIN, catalog: CATALOG, cancel: CANCEL }, filter, herd, windows, slotsFreeMs: slotsKnown ? slotsFreeMs : "n/a", cold, checks, workerLog: errorLines };
+  writeFileSync(`${base}.json`, JSON.stringify(raw, null, 2));
+  console.log(`\nresults: ${[".md", ".svg", ".json"].map((ext) => `${base}${ext}`.replace(`${resolve(".")}/`, "")).join(", ")}`);
+}
+
+main().then(
+  async () => {
+    await cleanUp();
+    process.exit(interrupted ? 130 : 0);
+  },
+  async (err: unknown) => {
+    console.error(`\nsoak failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    await cleanUp();
+    process.exit(interrupted ? 130 : 1);
+  },
+);

@@ -1,0 +1,9 @@
+// `ws` (Miniflare's websocket package) ships no types: the little the soak uses of it.
+declare module "ws" {
+  import { EventEmitter } from "node:events";
+  export default class WebSocket extends EventEmitter {
+    constructor(url: string);
+    send(data: string): void;
+    terminate(): void;
+  }
+}
