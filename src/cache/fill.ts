@@ -31,6 +31,8 @@ export interface FillContext {
   notBefore: number;
   /** Copies in L2 fresh only until this are not worth taking (refresh-ahead wants fresher); 0: fresh now. */
   freshBeyond: number;
+  /** A refresh of a copy that is still being served: its origin fetch gives way to visitors under load. */
+  refresh?: boolean;
   /** Set by the fill: `origin` when this isolate fetched, `l2` when another isolate's result was used. */
   via?: "origin" | "l2";
   /** Set by the fill: an older copy found in L2 on the way, to serve if the origin fails. */
@@ -58,7 +60,7 @@ export function createFill(deps: FillDeps) {
     // Data is as old as the request that fetched it: a purge during the
     // request must win over it (see writeFill and the purge watcher).
     const requestedAt = clock.now();
-    const answer = await origin.fetchResource(context.resource, context.id, timeoutMs);
+    const answer = await origin.fetchResource(context.resource, context.id, timeoutMs, context.refresh ? "refresh" : "visitor");
     const data = answer.found ? answer.data : null;
     const deadlines = deadlinesFor(answer.found, config.policies[context.resource], requestedAt, config.ttlJitter, deps.random);
     return {

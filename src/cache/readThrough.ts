@@ -190,7 +190,10 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     // At most one fill per key: a refresh already under way is left alone,
     // not repeated, and not waited for.
     if (fills.holder(key)) return;
-    fillOrJoin(key, { ...fillContext(resource, id, background), freshBeyond });
+    // Under load the origin's slots go to visitors with nothing to show: this
+    // one has a copy, and a later request will refresh it.
+    if (!deps.origin.acceptsRefresh()) return;
+    fillOrJoin(key, { ...fillContext(resource, id, background), freshBeyond, refresh: true });
   }
 
   /**

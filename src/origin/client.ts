@@ -6,7 +6,7 @@ import type { ProductIdPage, ResourceName, ResourceTypes } from "./types";
 import { productIdPage, validateResource } from "./validate";
 import * as v from "valibot";
 import type { Breaker } from "../cache/breaker";
-import { LimiterFull, type Limiter } from "./limiter";
+import { LimiterFull, type Limiter, type Priority } from "./limiter";
 import { isIsolateError, noticedLate } from "../shared/leases";
 import { subrequest, SubrequestBudgetSpent } from "../shared/subrequests";
 
@@ -37,8 +37,11 @@ export class OriginError extends Error {
 
 export interface OriginClient {
   /** `timeoutMs` shortens the service's timeout, for a caller that already spent part of its budget. */
-  fetchResource<R extends ResourceName>(resource: R, id: string, timeoutMs?: number): Promise<OriginAnswer<ResourceTypes[R]>>;
+  /** `priority`: "refresh" when a copy is already served, so that the call gives way to visitors under load (see limiter.ts). */
+  fetchResource<R extends ResourceName>(resource: R, id: string, timeoutMs?: number, priority?: Priority): Promise<OriginAnswer<ResourceTypes[R]>>;
   listProductIds(cursor: string | null, limit: number): Promise<ProductIdPage>;
+  /** Whether a refresh would be let through now; when not, it is better not started (it would only cost a lock claim). */
+  acceptsRefresh(): boolean;
 }
 
 export interface OriginClientOptions {
@@ -55,8 +58,13 @@ export interface OriginClientOptions {
 }
 
 const RETRY_DELAY_MS = { min: 20, max: 60 };
-/** A slot outlives its fetch's deadline by this much before it is reclaimed (the fetch is aborted at the deadline; this is for its last callbacks). */
-const SLOT_GRACE_MS = 250;
+/**
+ * A slot outlives its fetch's deadline by this much before it is reclaimed.
+ * The fetch is aborted at its deadline, but an isolate busy rendering may
+ * get to the abort late: a slot taken back from a holder that is only late
+ * lets more fetches run than the cap allows, which makes it later still.
+ */
+const SLOT_GRACE_MS = 1000;
 
 function pathFor(resource: ResourceName, id: string): string {
   // Ids are validated before they get here; encoding is belt and braces.
@@ -112,7 +120,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
   const breakers = new Map<ResourceName, Breaker>();
 
   /** Runs one service call inside the isolate's slot limit, then the service's breaker. */
-  async function guarded<T>(resource: ResourceName, deadline: number, call: () => Promise<T>): Promise<T> {
+  async function guarded<T>(resource: ResourceName, deadline: number, priority: Priority, call: () => Promise<T>): Promise<T> {
     let breaker = breakers.get(resource);
     if (!breaker && options.breakerFor) breakers.set(resource, (breaker = options.breakerFor(resource)));
     const attempt = async () => {
@@ -133,7 +141,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
       // The wait for a slot counts against the same deadline as the fetch,
       // and the slot is a lease that ends shortly after it (see limiter.ts).
       const remaining = deadline - Date.now();
-      return await (options.limiter ? options.limiter.run(attempt, remaining, remaining + SLOT_GRACE_MS) : attempt());
+      return await (options.limiter ? options.limiter.run(attempt, remaining, remaining + SLOT_GRACE_MS, priority) : attempt());
     } catch (error) {
       // A full queue is this isolate's load, not the service's fault: the breaker never sees it.
       if (error instanceof LimiterFull) throw new OriginError(resource, "overloaded", error.message);
@@ -157,9 +165,9 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
   }
 
   return {
-    fetchResource(resource, id, timeoutMs) {
+    fetchResource(resource, id, timeoutMs, priority = "visitor") {
       const deadline = Date.now() + Math.min(timeoutMs ?? Infinity, options.policies[resource].originTimeoutMs);
-      const answer = guarded(resource, deadline, () => fetchOnce(resource, id, deadline));
+      const answer = guarded(resource, deadline, priority, () => fetchOnce(resource, id, deadline));
       const onFetch = options.onFetch;
       if (!onFetch) return answer;
       return answer.then(
@@ -170,6 +178,8 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
         },
       );
     },
+
+    acceptsRefresh: () => options.limiter?.admits("refresh") ?? true,
 
     async listProductIds(cursor, limit) {
       const query = new URLSearchParams({ limit: String(limit) });

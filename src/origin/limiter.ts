@@ -34,7 +34,9 @@ export interface Limiter {
    * `waitMs` shortens the wait for a slot; `holdMs` is the most the task
    * may keep its slot (its own deadline), after which the slot is reclaimed.
    */
-  run<T>(task: () => Promise<T>, waitMs?: number, holdMs?: number): Promise<T>;
+  run<T>(task: () => Promise<T>, waitMs?: number, holdMs?: number, priority?: Priority): Promise<T>;
+  /** Whether a task of this priority would get a slot now (a refresh is not started when it would not). */
+  admits(priority: Priority): boolean;
   /** Slots held by live leases. */
   readonly inFlight: number;
   /** Callers waiting for a slot (whose wait has not lapsed). */
@@ -42,6 +44,15 @@ export interface Limiter {
   /** Slots taken back from holders past their deadline: requests that vanished holding one. */
   readonly reclaimed: number;
 }
+
+/**
+ * `visitor`: somebody waits for this and has nothing else to show.
+ * `refresh`: a copy is already being served (stale, or about to be): the
+ * task gives way to visitors — it never queues, and never takes the last
+ * quarter of the slots, so that under load the origin's capacity goes to
+ * pages that cannot be served otherwise.
+ */
+export type Priority = "visitor" | "refresh";
 
 export class LimiterFull extends Error {
   constructor(reason: string) {
@@ -62,8 +73,12 @@ const DEFAULT_MAX_HOLD_MS = 10_000;
 
 export function createLimiter({ maxConcurrent, maxQueued, maxWaitMs, maxHoldMs = DEFAULT_MAX_HOLD_MS, clock = { now: () => Date.now() } }: LimiterOptions): Limiter {
   const slots = createLeaseTable<number, true>({ clock, capacity: maxConcurrent });
+  /** Slots a refresh may use: the rest are kept for visitors. */
+  const refreshSlots = Math.max(1, Math.floor((maxConcurrent * 3) / 4));
   const waiting = createLeaseTable<number, Waiter>({ clock, capacity: maxQueued });
   let nextTicket = 0;
+
+  const admitsRefresh = () => waiting.size() === 0 && slots.size() < refreshSlots;
 
   /** Passes a freed slot to the longest-waiting caller whose wait has not lapsed. */
   function handOver(): void {
@@ -97,9 +112,10 @@ export function createLimiter({ maxConcurrent, maxQueued, maxWaitMs, maxHoldMs =
   }
 
   return {
-    async run(task, waitMs = maxWaitMs, holdMs = maxHoldMs) {
+    async run(task, waitMs = maxWaitMs, holdMs = maxHoldMs, priority = "visitor") {
       const ticket = ++nextTicket;
       const hold = Math.max(1, Math.min(holdMs, maxHoldMs));
+      if (priority === "refresh" && !admitsRefresh()) throw new LimiterFull("origin slots kept for visitors");
       // Waiters first: a newcomer does not overtake the queue.
       const free = waiting.size() === 0 && slots.take(ticket, clock.now() + hold, true);
       if (!free) await waitForSlot(ticket, hold, Math.max(0, Math.min(waitMs, maxWaitMs)));
@@ -110,6 +126,7 @@ export function createLimiter({ maxConcurrent, maxQueued, maxWaitMs, maxHoldMs =
         handOver();
       }
     },
+    admits: (priority) => (priority === "refresh" ? admitsRefresh() : waiting.size() < maxQueued || slots.size() < maxConcurrent),
     get inFlight() {
       return slots.size();
     },

@@ -65,6 +65,7 @@ export function fakeOrigin(): FakeOrigin {
     behaviour: { product: "ok", inventory: "ok", reviews: "ok", recommendations: "ok" },
     version: 1,
     gate: null,
+    acceptsRefresh: () => true,
     releaseHung: () => hung.splice(0).forEach((release) => release()),
     async fetchResource<R extends ResourceName>(resource: R, id: string): Promise<OriginAnswer<ResourceTypes[R]>> {
       origin.calls[resource]++;

@@ -314,4 +314,20 @@ describe("origin fetch limiter", () => {
     await vi.advanceTimersByTimeAsync(501);
     await expect(limit.run(async () => "served")).resolves.toBe("served");
   });
+
+  it("a refresh never queues and leaves the last quarter of the slots to visitors", async () => {
+    const limit = createLimiter({ maxConcurrent: 4, maxQueued: 10, maxWaitMs: 1_000 });
+    const held = [heldTask("r1"), heldTask("r2"), heldTask("r3")];
+    const refreshes = held.map((task) => limit.run(task.run, 1_000, 1_000, "refresh"));
+    await settle();
+    expect(limit.inFlight).toBe(3);
+    expect(limit.admits("refresh")).toBe(false);
+    await expect(limit.run(async () => "r4", 1_000, 1_000, "refresh")).rejects.toBeInstanceOf(LimiterFull);
+    expect(limit.queued).toBe(0);
+    // The slot kept back goes to a visitor at once.
+    await expect(limit.run(async () => "visitor")).resolves.toBe("visitor");
+    for (const task of held) task.finish();
+    await Promise.all(refreshes);
+    expect(limit.admits("refresh")).toBe(true);
+  });
 });
