@@ -149,6 +149,9 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `;
 
+/** A place in the request's connection gate outlives its call's budget by this much (shared/subrequests.ts). */
+const LATE_GRACE_MS = 1000;
+
 function client(url: string, token: string, timeoutMs: number): Redis {
   return new Redis({
     url,
@@ -192,7 +195,7 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       const result = await subrequest(() => {
         startedAt = Date.now();
         return call();
-      });
+      }, budgetMs + LATE_GRACE_MS);
       breaker.success();
       return result;
     } catch (error) {

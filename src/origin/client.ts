@@ -94,7 +94,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
           const remaining = deadline - Date.now();
           if (remaining <= 0) throw new OriginError(resource, "overloaded", "no connection of this request free in time");
           return doFetch(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(remaining) });
-        });
+        }, deadline - Date.now() + SLOT_GRACE_MS);
       } catch (error) {
         if (error instanceof OriginError) throw error;
         if (error instanceof SubrequestBudgetSpent) throw new OriginError(resource, "overloaded", error.message);

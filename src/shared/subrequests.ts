@@ -7,21 +7,32 @@
 // a bound here the runtime's queue turns into L2 "timeouts" that open the L2
 // breaker although Redis answered in a few ms. So every L2 call and origin
 // fetch passes through this gate, which belongs to the one invocation (fetch
-// or cron) whose work it is: its counter and queue never cross requests. The
-// time budget of a call starts when it leaves the gate; the wait in the gate
-// is this isolate's own delay, and counts against nobody's breaker.
+// or cron) whose work it is: its state never crosses requests. The time
+// budget of a call starts when it leaves the gate; the wait in the gate is
+// this isolate's own delay, and counts against nobody's breaker.
+//
+// The places in the gate are leases (./leases.ts), although they never leave
+// their invocation: when a visitor goes away the runtime may cancel the
+// response part of the invocation while its `waitUntil` part (fills that
+// others wait on) goes on, and a call of the cancelled part never gives its
+// place back. So each place ends at its call's own deadline.
 //
 // The runtime also caps subrequests per invocation (50 on the Free plan), so
-// the gate counts them: past the invocation's budget (MAX_SUBREQUESTS) a call is refused
-// at once (SubrequestBudgetSpent), which callers treat as "L2 unavailable" or
-// "origin overloaded" for this one request, and no breaker counts.
+// the gate counts them: past the invocation's budget (MAX_SUBREQUESTS) a call
+// is refused at once (SubrequestBudgetSpent), which callers treat as "L2
+// unavailable" or "origin overloaded" for this one request, and no breaker
+// counts.
 //
 // `wrangler dev` and Miniflare enforce neither limit, so these bounds are the
 // only thing that keeps tests and production alike.
 import { AsyncLocalStorage } from "node:async_hooks";
+import { createLeaseTable, type LeaseTable } from "./leases";
 
 /** Connections one invocation keeps open at once: the runtime's 6, less one left for what the runtime does on its own. */
 export const MAX_OPEN_SUBREQUESTS = 5;
+
+/** How long a place in the gate is held at most when the caller does not say (its call's deadline, and some). */
+const DEFAULT_HOLD_MS = 10_000;
 
 export class SubrequestBudgetSpent extends Error {
   constructor(budget: number) {
@@ -31,44 +42,59 @@ export class SubrequestBudgetSpent extends Error {
 }
 
 interface Gate {
-  open: number;
-  waiting: (() => void)[];
+  open: LeaseTable<number, true>;
+  /** Calls waiting for a place: woken, all of them, when one is given back. */
+  waiting: Set<() => void>;
+  tickets: number;
   /** Subrequests started so far, and how many it may make. */
   made: number;
   budget: number;
 }
 
 const invocation = new AsyncLocalStorage<Gate>();
+const clock = { now: () => Date.now() };
 
 /** Runs `work` (one request's or one cron run's handling) with a gate of its own, allowing `budget` subrequests. */
 export function withSubrequestGate<T>(budget: number, work: () => T): T {
-  return invocation.run({ open: 0, waiting: [], made: 0, budget }, work);
+  const gate: Gate = { open: createLeaseTable({ clock, capacity: MAX_OPEN_SUBREQUESTS }), waiting: new Set(), tickets: 0, made: 0, budget };
+  return invocation.run(gate, work);
 }
 
 /**
  * Runs `call` (one outgoing connection: an L2 call, an origin fetch up to its
  * response headers) once fewer than MAX_OPEN_SUBREQUESTS of this invocation's
- * are open. Outside an invocation (tests, tools), it runs at once.
+ * are open. `holdMs`: the most the call can take (its own time-out, and some):
+ * its place is taken back after that, whatever became of it. Outside an
+ * invocation (tests, tools), it runs at once.
  */
-export async function subrequest<T>(call: () => Promise<T>): Promise<T> {
+export async function subrequest<T>(call: () => Promise<T>, holdMs = DEFAULT_HOLD_MS): Promise<T> {
   const gate = invocation.getStore();
   if (!gate) return call();
   if (gate.made >= gate.budget) throw new SubrequestBudgetSpent(gate.budget);
   gate.made++;
-  if (gate.open >= MAX_OPEN_SUBREQUESTS) await new Promise<void>((resolve) => gate.waiting.push(resolve));
-  else gate.open++;
+  const ticket = ++gate.tickets;
+  while (!gate.open.take(ticket, clock.now() + holdMs, true)) {
+    // Woken when a place is given back, or when the first one falls due.
+    let wake!: () => void;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await new Promise<void>((resolve) => {
+      wake = resolve;
+      gate.waiting.add(wake);
+      timer = setTimeout(resolve, Math.max(1, gate.open.nextDeadline() - clock.now()));
+    });
+    gate.waiting.delete(wake);
+    clearTimeout(timer);
+  }
   try {
     return await call();
   } finally {
-    // The slot passes straight to the next call of the same invocation.
-    const next = gate.waiting.shift();
-    if (next) next();
-    else gate.open--;
+    gate.open.release(ticket, true);
+    for (const waiter of gate.waiting) waiter();
   }
 }
 
 /** Connections of the current invocation open and waiting (for tests and the status page). */
 export function subrequestsOfThisInvocation(): { open: number; waiting: number; made: number } | null {
   const gate = invocation.getStore();
-  return gate ? { open: gate.open, waiting: gate.waiting.length, made: gate.made } : null;
+  return gate ? { open: gate.open.size(), waiting: gate.waiting.size, made: gate.made } : null;
 }

@@ -1,7 +1,7 @@
 // One invocation's outgoing connections (src/shared/subrequests.ts): at most
 // MAX_OPEN_SUBREQUESTS at once, the rest queued in order, each invocation
 // with a gate of its own.
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_OPEN_SUBREQUESTS, subrequest, SubrequestBudgetSpent, subrequestsOfThisInvocation, withSubrequestGate } from "../../src/shared/subrequests";
 
 const BUDGET = 45;
@@ -76,3 +76,28 @@ describe("subrequests per invocation", () => {
     await expect(withSubrequestGate(BUDGET, () => subrequest(async () => "ok"))).resolves.toBe("ok");
   });
 });
+
+describe("places whose call never gives them back", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  // The runtime cancels the response part of an invocation when the visitor
+  // resets the connection, while its waitUntil part goes on: a call of the
+  // cancelled part never settles, and never runs its finally.
+  it("are taken back at their deadline, so that the rest of the invocation goes on", async () => {
+    vi.useFakeTimers();
+    await withSubrequestGate(BUDGET, async () => {
+      for (let i = 0; i < MAX_OPEN_SUBREQUESTS; i++) void subrequest(() => new Promise<never>(() => undefined), 1_000);
+      await settle();
+      let served = false;
+      const later = subrequest(async () => (served = true));
+      await vi.advanceTimersByTimeAsync(999);
+      expect(served).toBe(false);
+      await vi.advanceTimersByTimeAsync(2);
+      await later;
+      expect(served).toBe(true);
+    });
+  });
+});
+
