@@ -64,7 +64,7 @@ const RETRY_DELAY_MS = { min: 20, max: 60 };
  * get to the abort late: a slot taken back from a holder that is only late
  * lets more fetches run than the cap allows, which makes it later still.
  */
-const SLOT_GRACE_MS = 1000;
+const SLOT_GRACE_MS = 500;
 
 function pathFor(resource: ResourceName, id: string): string {
   // Ids are validated before they get here; encoding is belt and braces.
