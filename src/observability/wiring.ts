@@ -20,8 +20,8 @@ export function watchBreaker(name: string, metrics?: Metrics): (from: BreakerSta
 /** The origin client's `onFetch`: counts every call, and logs failures rate-limited per service. */
 export function watchOrigin(metrics: Metrics, clock: Clock): NonNullable<OriginClientOptions["onFetch"]> {
   const failureLog = createRateLimitedLog({ intervalMs: ORIGIN_FAILURE_LOG_INTERVAL_MS, clock });
-  return (service, outcome) => {
+  return (service, outcome, detail) => {
     metrics.recordOriginFetch(service, outcome);
-    if (outcome !== "found" && outcome !== "absent") failureLog(service, "origin_failure", { service, failure: outcome });
+    if (outcome !== "found" && outcome !== "absent") failureLog(service, "origin_failure", { service, failure: outcome, detail });
   };
 }

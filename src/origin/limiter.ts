@@ -7,9 +7,8 @@
 // Slots and places in the queue are leases (src/shared/leases.ts): a caller
 // whose request is cancelled while it holds a slot or waits for one never
 // runs its `finally`, so its slot comes back at the lease's deadline instead,
-// and its place in the queue lapses with its wait. Every waiter wakes on its
-// own timer (a timer belongs to the request that made it: another request
-// cannot clear it), at its deadline or when the first slot lease falls due.
+// and its place in the queue lapses with its wait. A waiter looks for a
+// free slot on timers of its own, oldest first: no request ever wakes another.
 import { createLeaseTable } from "../shared/leases";
 
 export interface LimiterOptions {
@@ -61,13 +60,9 @@ export class LimiterFull extends Error {
   }
 }
 
-/** A place in the queue: woken by a releasing request (plain data), or by its own timer. */
-interface Waiter {
-  holdMs: number;
-  /** Set by whoever hands this waiter a slot; its own timer then does nothing. */
-  granted: boolean;
-  wake: () => void;
-}
+/** First wait of a queued caller before it looks for a slot again; doubled up to POLL_MAX_MS. */
+const POLL_FIRST_MS = 2;
+const POLL_MAX_MS = 16;
 
 const DEFAULT_MAX_HOLD_MS = 10_000;
 
@@ -75,40 +70,40 @@ export function createLimiter({ maxConcurrent, maxQueued, maxWaitMs, maxHoldMs =
   const slots = createLeaseTable<number, true>({ clock, capacity: maxConcurrent });
   /** Slots a refresh may use: the rest are kept for visitors. */
   const refreshSlots = Math.max(1, Math.floor((maxConcurrent * 3) / 4));
-  const waiting = createLeaseTable<number, Waiter>({ clock, capacity: maxQueued });
+  /** Callers waiting for a slot, oldest first; each place lapses with its caller's wait. */
+  const waiting = createLeaseTable<number, true>({ clock, capacity: maxQueued });
   let nextTicket = 0;
 
   const admitsRefresh = () => waiting.size() === 0 && slots.size() < refreshSlots;
 
-  /** Passes a freed slot to the longest-waiting caller whose wait has not lapsed. */
-  function handOver(): void {
-    for (const [ticket, waiter] of waiting.entries()) {
-      if (!slots.take(ticket, clock.now() + waiter.holdMs, true)) return;
-      waiting.release(ticket, waiter);
-      waiter.granted = true;
-      waiter.wake();
-      return;
+  /** Live waiters queued before `ticket`: a free slot goes to them first. */
+  function ahead(ticket: number): number {
+    let count = 0;
+    for (const [other] of waiting.entries()) {
+      if (other === ticket) break;
+      count++;
     }
+    return count;
   }
 
-  /** Waits for a slot for `waitedMs` at most, polling at the first slot deadline (a holder that vanished). */
+  /**
+   * Waits for a slot for `waitedMs` at most. The caller looks for one on
+   * timers of its own (never woken by a releasing request: a promise resolved
+   * from another request runs its continuation in a context the runtime may
+   * have cancelled, and I/O started there belongs to the wrong request).
+   */
   async function waitForSlot(ticket: number, holdMs: number, waitedMs: number): Promise<void> {
     const giveUpAt = clock.now() + waitedMs;
-    const waiter: Waiter = { holdMs, granted: false, wake: () => undefined };
-    if (!waiting.take(ticket, giveUpAt, waiter)) throw new LimiterFull("origin queue full");
-    while (!waiter.granted) {
-      const now = clock.now();
-      if (now >= giveUpAt) break;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await new Promise<void>((resolve) => {
-        waiter.wake = resolve;
-        timer = setTimeout(resolve, Math.max(1, Math.min(giveUpAt, slots.nextDeadline()) - now));
-      });
-      clearTimeout(timer);
-      if (!waiter.granted && slots.take(ticket, clock.now() + holdMs, true)) waiter.granted = true;
+    if (!waiting.take(ticket, giveUpAt, true)) throw new LimiterFull("origin queue full");
+    try {
+      for (let pause = POLL_FIRST_MS; clock.now() < giveUpAt; pause = Math.min(pause * 2, POLL_MAX_MS)) {
+        await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(pause, giveUpAt - clock.now()))));
+        if (maxConcurrent - slots.size() > ahead(ticket) && slots.take(ticket, clock.now() + holdMs, true)) return;
+      }
+    } finally {
+      waiting.release(ticket, true);
     }
-    waiting.release(ticket, waiter);
-    if (!waiter.granted) throw new LimiterFull(`no origin slot within ${waitedMs} ms`);
+    throw new LimiterFull(`no origin slot within ${waitedMs} ms`);
   }
 
   return {
@@ -123,7 +118,6 @@ export function createLimiter({ maxConcurrent, maxQueued, maxWaitMs, maxHoldMs =
         return await task();
       } finally {
         slots.release(ticket, true);
-        handOver();
       }
     },
     admits: (priority) => (priority === "refresh" ? admitsRefresh() : waiting.size() < maxQueued || slots.size() < maxConcurrent),

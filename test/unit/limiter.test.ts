@@ -37,6 +37,12 @@ async function settle(): Promise<void> {
   for (let i = 0; i < 10; i++) await Promise.resolve();
 }
 
+/** Lets queued callers look for the freed slot: they do so on timers of their own (at most every 16 ms). */
+async function handedOver(): Promise<void> {
+  if (vi.isFakeTimers()) await vi.advanceTimersByTimeAsync(40);
+  else await new Promise((resolve) => setTimeout(resolve, 40));
+}
+
 function limiter(maxConcurrent: number, maxQueued: number, maxWaitMs = 60_000): Limiter {
   return createLimiter({ maxConcurrent, maxQueued, maxWaitMs });
 }
@@ -69,14 +75,14 @@ describe("origin fetch limiter", () => {
     expect(order).toEqual(["first"]);
 
     tasks[0]!.finish();
-    await settle();
+    await handedOver();
     expect(order).toEqual(["first", "second"]);
     expect(limit.inFlight).toBe(1);
     expect(limit.queued).toBe(2);
 
     // Finishing out of order changes nothing: the queue is served oldest first.
     tasks[1]!.finish();
-    await settle();
+    await handedOver();
     expect(order).toEqual(["first", "second", "third"]);
     expect(limit.inFlight).toBe(1);
     expect(limit.queued).toBe(1);
@@ -171,7 +177,7 @@ describe("origin fetch limiter", () => {
 
     holder.finish();
     await holding;
-    await settle();
+    await handedOver();
     expect(order).toEqual(["holder", "late"]);
     lateTask.finish();
     await expect(late).resolves.toBe("late");
@@ -188,7 +194,7 @@ describe("origin fetch limiter", () => {
     await vi.advanceTimersByTimeAsync(100);
     holder.finish();
     await holding;
-    await settle();
+    await handedOver();
     expect(waiter.started).toBe(true);
     await vi.advanceTimersByTimeAsync(1000); // well past the wait bound
     waiter.finish();
@@ -209,7 +215,7 @@ describe("origin fetch limiter", () => {
     const boom = new Error("boom");
     failing.fail(boom);
     await expect(failed).rejects.toBe(boom);
-    await settle();
+    await handedOver();
     expect(next.started).toBe(true);
     expect(limit.inFlight).toBe(1);
     next.finish();
@@ -243,7 +249,7 @@ describe("origin fetch limiter", () => {
     // Seven accepted (3 running + 4 queued), three refused; finish them in the order they started.
     for (let finished = 1; finished <= 7; finished++) {
       tasks[finished - 1]!.finish();
-      await settle();
+      await handedOver();
       expect(limit.inFlight).toBe(Math.min(3, 7 - finished));
       expect(limit.queued).toBe(Math.max(0, 4 - finished));
     }
@@ -266,7 +272,7 @@ describe("origin fetch limiter", () => {
 
     await vi.advanceTimersByTimeAsync(999);
     expect(waiter.started).toBe(false);
-    await vi.advanceTimersByTimeAsync(2);
+    await vi.advanceTimersByTimeAsync(20); // reclaimed at 1,000 ms, taken at the waiter's next look
     expect(waiter.started).toBe(true);
     expect(limit.reclaimed).toBe(1);
     waiter.finish();
@@ -309,7 +315,7 @@ describe("origin fetch limiter", () => {
     await settle();
     holder.finish();
     await holding;
-    await settle();
+    await handedOver();
     expect(limit.inFlight).toBe(1);
     await vi.advanceTimersByTimeAsync(501);
     await expect(limit.run(async () => "served")).resolves.toBe("served");
