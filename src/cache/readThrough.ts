@@ -7,9 +7,10 @@
 //
 // One fill per key in this isolate, shared by every request that wants it
 // while it runs. The fill belongs to the request that started it (and runs
-// under its `waitUntil`); the others wait on timers of their own, and the
-// fill is a lease (src/shared/leases.ts): once past its bound, whatever
-// became of its request, the next reader starts a new one. lru-cache's own
+// under its `waitUntil`); the others never await its promise: they watch, on
+// timers of their own, for the plain result it leaves (src/shared/leases.ts,
+// pollUntil). The fill is a lease: once past its bound, whatever became of
+// its request, the next reader starts a new one. lru-cache's own
 // `fetchMethod` coalescing is not used for this: it cannot be taken over, and
 // it aborts an in-flight fetch (an AbortController of the request that
 // started it) from whichever request evicts or overwrites the key, which
@@ -23,7 +24,7 @@ import { decodeEntry } from "./codec";
 import { entryState, newerOf, type Entry } from "./entry";
 import { markedStale } from "../invalidation/watcher";
 import { createFill, type FillContext } from "./fill";
-import { createLeaseTable, within } from "../shared/leases";
+import { createLeaseTable, pollUntil, within } from "../shared/leases";
 import { entryKey } from "./keys";
 import { createHotness, type Heat } from "./hotness";
 import { DEFAULTS } from "../config/defaults";
@@ -95,10 +96,10 @@ export interface ReadThrough extends L1Purging {
   fillStats(): { inFlight: number; takenOver: number };
 }
 
-/** A fill in flight: its result, and the end of its lease. */
+/** A fill in flight: the end of its lease, and, once it settled, its outcome (plain data, read by the requests that joined it). */
 interface Flight {
-  work: Promise<Entry>;
   until: number;
+  settled?: { entry: Entry } | { error: unknown };
 }
 
 /** A key's L2 read counts as under way this long past its budget (a read whose request vanished lapses then). */
@@ -171,19 +172,26 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
    * request. The fill runs under this request's `waitUntil`, so that the
    * requests that joined it get their answer even if this visitor leaves.
    */
-  function fillOrJoin(key: string, context: FillContext): Flight & { joined: boolean } {
+  function fillOrJoin(key: string, context: FillContext): { flight: Flight; work?: Promise<Entry> } {
     const running = fills.holder(key);
-    if (running) return { ...running, joined: true };
-    const work = fill(key, context).then((entry) => {
-      keep(key, entry);
-      return entry;
-    });
-    const flight: Flight = { work, until: clock.now() + fillBoundMs(context.resource) };
+    if (running) return { flight: running };
+    const flight: Flight = { until: clock.now() + fillBoundMs(context.resource) };
+    const work = fill(key, context).then(
+      (entry) => {
+        keep(key, entry);
+        flight.settled = { entry };
+        fills.release(key, flight);
+        return entry;
+      },
+      (error: unknown) => {
+        flight.settled = { error };
+        fills.release(key, flight);
+        throw error;
+      },
+    );
     fills.take(key, flight.until, flight);
-    const done = () => fills.release(key, flight);
-    work.then(done, done);
     context.background(work.catch(() => undefined));
-    return { ...flight, joined: false };
+    return { flight, work };
   }
 
   function refreshInBackground(key: string, resource: ResourceName, id: string, background: FillContext["background"], freshBeyond = 0): void {
@@ -227,10 +235,15 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
    */
   async function awaitFill(key: string, context: FillContext): Promise<{ entry: Entry; joined: boolean }> {
     for (let attempt = 0; attempt < 2; attempt++) {
-      const flight = fillOrJoin(key, context);
-      const entry = await within(flight.work, flight.until - clock.now(), () => undefined);
-      if (entry) return { entry, joined: flight.joined };
-      if (!flight.joined) break;
+      const { flight, work } = fillOrJoin(key, context);
+      if (work) {
+        const entry = await within(work, flight.until - clock.now(), () => undefined);
+        if (entry) return { entry, joined: false };
+        break;
+      }
+      const settled = await pollUntil(() => flight.settled, flight.until, clock.now);
+      if (settled && "entry" in settled) return { entry: settled.entry, joined: true };
+      if (settled) throw settled.error;
       // Another reader may have taken it over and finished meanwhile.
       const landed = l1.peek(key);
       if (landed && landed.fetchedAt >= context.notBefore && entryState(landed, clock.now()) === "fresh") return { entry: landed, joined: true };

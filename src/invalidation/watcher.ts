@@ -18,7 +18,7 @@ import type { L1Purging } from "../cache/readThrough";
 import type { ResourceName } from "../origin/types";
 import { SOFT_PURGE_GRACE_MS, WIDE_MAX, type PurgeLog } from "./log";
 import { isWide, type PurgeRecord } from "./record";
-import { within } from "../shared/leases";
+import { pollUntil, within } from "../shared/leases";
 
 export type Verdict = "ok" | "stale" | "gone";
 
@@ -123,8 +123,9 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     lastSyncAt = clock.now();
   }
 
-  function startSync(background: (work: Promise<unknown>) => void): Promise<void> {
-    if (syncing && syncing.until > clock.now()) return syncing.work;
+  /** Starts a sync in this request, unless one is under way: then `undefined` (this request does not await another's). */
+  function startSync(background: (work: Promise<unknown>) => void): Promise<void> | undefined {
+    if (syncing && syncing.until > clock.now()) return undefined;
     const work = syncNow().finally(() => {
       if (syncing?.work === work) syncing = null;
     });
@@ -142,10 +143,13 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       if (!log) return;
       const age = clock.now() - lastSyncAt;
       if (age >= options.pollMs) {
-        // On a timer of its own: the sync may be another request's.
-        await within(startSync(background).catch(() => undefined), options.syncWaitMs, () => undefined);
+        const mine = startSync(background);
+        const until = clock.now() + options.syncWaitMs;
+        // Another request's sync is watched for on this request's own timers (shared/leases.ts, pollUntil).
+        if (mine) await within(mine.catch(() => undefined), options.syncWaitMs, () => undefined);
+        else await pollUntil(() => (syncUnderWay() ? undefined : true), until, clock.now);
       } else if (age >= options.pollMs / 2 && !syncUnderWay()) {
-        void startSync(background).catch(() => undefined);
+        void startSync(background)?.catch(() => undefined);
       }
     },
 

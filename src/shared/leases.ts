@@ -145,3 +145,26 @@ export function noticedLate(startedAt: number, budgetMs: number, now = Date.now(
 
 /** How late past its budget a failure must be noticed to count as the isolate's delay. */
 const LATE_NOTICE_MIN_MS = 50;
+
+/** First pause of a poll, doubled up to POLL_MAX_MS: a shared fill usually ends within one origin round trip. */
+const POLL_FIRST_MS = 1;
+const POLL_MAX_MS = 16;
+
+/**
+ * Waits, on this request's own timers, until `check` returns a value or
+ * `until` passes (then `undefined`). This is how a request waits for work
+ * another request does: it never awaits that request's promise, since a
+ * continuation resumed by another request may run its I/O on behalf of the
+ * wrong request ("Cannot perform I/O on behalf of a different request"),
+ * or never run at all if that request was cancelled. Only the plain data
+ * that `check` reads crosses requests.
+ */
+export async function pollUntil<T>(check: () => T | undefined, until: number, now: () => number = Date.now): Promise<T | undefined> {
+  for (let pause = POLL_FIRST_MS; ; pause = Math.min(pause * 2, POLL_MAX_MS)) {
+    const value = check();
+    if (value !== undefined) return value;
+    const left = until - now();
+    if (left <= 0) return undefined;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(pause, left))));
+  }
+}
