@@ -56,7 +56,7 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
     baseUrl: config.originUrl,
     policies: config.policies,
     limiter: originLimiter,
-    breakerFor: (service) => createBreaker({ failureThreshold: DEFAULTS.originBreakerFailures, coolDownMs: DEFAULTS.originBreakerCoolDownMs, clock, onChange: watchBreaker(`origin:${service}`, metrics) }),
+    breakerFor: (service) => createBreaker({ failureThreshold: DEFAULTS.originBreakerFailures, coolDownMs: DEFAULTS.originBreakerCoolDownMs, minFailureSpanMs: DEFAULTS.breakerMinFailureSpanMs, clock, onChange: watchBreaker(`origin:${service}`, metrics) }),
     onFetch: watchOrigin(metrics, clock),
   });
   const l2 = config.l2 ? createTierL2(config.l2.shards, config.l2TimeoutMs, clock, metrics) : null;
@@ -110,7 +110,7 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
       timeoutMs,
       writeTimeoutMs: DEFAULTS.l2WriteTimeoutMs,
       claimTimeoutMs: Math.max(timeoutMs, DEFAULTS.l2ClaimTimeoutMs),
-      breaker: createBreaker({ failureThreshold: DEFAULTS.l2BreakerFailures, coolDownMs: DEFAULTS.l2BreakerCoolDownMs, clock, onChange: watchBreaker(`l2:${shard.name}`, metrics) }),
+      breaker: createBreaker({ failureThreshold: DEFAULTS.l2BreakerFailures, coolDownMs: DEFAULTS.l2BreakerCoolDownMs, minFailureSpanMs: DEFAULTS.breakerMinFailureSpanMs, clock, onChange: watchBreaker(`l2:${shard.name}`, metrics) }),
     }),
   );
   return clients.length === 1 ? clients[0]! : createShardedL2(clients, createRing(shards));

@@ -5,7 +5,11 @@
 // probe is let through (half-open); its success closes the breaker, its
 // failure opens it again. A rate, not a run of failures in a row: an isolate
 // busy rendering handles some replies after their budget ran out, and a few
-// such timeouts among many answers are not an outage.
+// such timeouts among many answers are not an outage. And a lasting one: the
+// failures counted must span at least `minFailureSpanMs`, since calls that
+// all time out within a few ms of each other were stalled together here (a
+// garbage collection, a burst of rendering), while a failing service keeps
+// failing.
 //
 // Only the service's own failures count (design.md, "Sharing work across
 // requests"): a call that failed while another call to the same service
@@ -22,6 +26,8 @@ export interface BreakerOptions {
   failureThreshold: number;
   /** How long the breaker stays open before one probe. */
   coolDownMs: number;
+  /** The counted failures must span at least this long (default 0). */
+  minFailureSpanMs?: number;
   clock: Clock;
   /** Told of every state change (for logs and the status page); must not throw. */
   onChange?: (from: BreakerState, to: BreakerState) => void;
@@ -42,20 +48,25 @@ export interface Breaker {
   state(): BreakerState;
 }
 
-export function createBreaker({ failureThreshold, coolDownMs, clock, onChange }: BreakerOptions): Breaker {
+export function createBreaker({ failureThreshold, coolDownMs, minFailureSpanMs = 0, clock, onChange }: BreakerOptions): Breaker {
   let state: BreakerState = "closed";
   const become = (next: BreakerState) => {
     const from = state;
     state = next;
     if (from !== next) onChange?.(from, next);
   };
-  /** Outcomes of the recent calls (true: failed), oldest first: the window the rate is taken over. */
-  const recent: boolean[] = [];
+  /** Outcomes of the recent calls (the time of a failure, or null for a success), oldest first: the window the rate is taken over. */
+  const recent: (number | null)[] = [];
   const windowSize = failureThreshold * 4;
-  const note = (failed: boolean) => {
-    recent.push(failed);
+  const note = (failedAt: number | null) => {
+    recent.push(failedAt);
     if (recent.length > windowSize) recent.shift();
   };
+  function failing(): boolean {
+    const failedAt = recent.filter((at): at is number => at !== null);
+    if (failedAt.length < failureThreshold || failedAt.length * 2 < recent.length) return false;
+    return failedAt[failedAt.length - 1]! - failedAt[0]! >= minFailureSpanMs;
+  }
   let openedAt = 0;
   /** Until when the half-open probe handed out is awaited (0: none out). */
   let probeUntil = 0;
@@ -77,7 +88,7 @@ export function createBreaker({ failureThreshold, coolDownMs, clock, onChange }:
       // only the half-open probe may close it (else the breaker flaps).
       if (state === "open") return;
       if (state === "half-open") recent.length = 0;
-      note(false);
+      note(null);
       become("closed");
       probeUntil = 0;
     },
@@ -85,9 +96,8 @@ export function createBreaker({ failureThreshold, coolDownMs, clock, onChange }:
       if (state === "open") return;
       if (state === "closed" && successes > successesAtStart) return;
       probeUntil = 0;
-      note(true);
-      const failures = recent.filter(Boolean).length;
-      if (state === "half-open" || (failures >= failureThreshold && failures * 2 >= recent.length)) {
+      note(clock.now());
+      if (state === "half-open" || failing()) {
         openedAt = clock.now();
         become("open");
       }

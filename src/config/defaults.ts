@@ -83,6 +83,13 @@ export const DEFAULTS = {
   /** Failures (among the last 20 calls, and at least half of them) that open the L2 breaker, and how long it stays open before a probe. */
   l2BreakerFailures: 5,
   l2BreakerCoolDownMs: 5000,
+  /**
+   * The failures that open a breaker must span at least this long: calls
+   * that time out together were stalled together in this isolate (a GC, a
+   * burst of rendering); a hung Redis or origin keeps failing past it. A
+   * visitor pays at most one call budget meanwhile.
+   */
+  breakerMinFailureSpanMs: 500,
   /** Each isolate reads the purge log at most this often: the bound on how long a purged page can still be served. */
   purgePollMs: 1000,
   /** Without news of purges for this long (L2 out), an isolate counts itself blind... */

@@ -94,4 +94,18 @@ describe("circuit breaker", () => {
     breaker.success();
     expect(breaker.state()).toBe("closed");
   });
+
+  it("does not open on failures that all came within minFailureSpanMs (a stall here), and opens once they last", () => {
+    const clock = fakeClock();
+    const breaker = createBreaker({ failureThreshold: 5, coolDownMs: 1000, minFailureSpanMs: 500, clock });
+    for (let i = 0; i < 10; i++) breaker.failure(); // ten time-outs at the same instant
+    expect(breaker.state()).toBe("closed");
+    clock.advance(499);
+    breaker.failure();
+    expect(breaker.state()).toBe("closed");
+    clock.advance(1);
+    breaker.failure();
+    expect(breaker.state()).toBe("open");
+  });
 });
+
