@@ -5,11 +5,12 @@
 // probe is let through (half-open); its success closes the breaker, its
 // failure opens it again. A rate, not a run of failures in a row: an isolate
 // busy rendering handles some replies after their budget ran out, and a few
-// such timeouts among many answers are not an outage. And a lasting one: the
-// failures counted must span at least `minFailureSpanMs`, since calls that
-// all time out within a few ms of each other were stalled together here (a
-// garbage collection, a burst of rendering), while a failing service keeps
-// failing.
+// such timeouts among many answers are not an outage. And when every failure
+// counted is a time-out, a lasting one: they must span at least
+// `minFailureSpanMs`, since calls that all time out within a few ms of each
+// other were stalled together here (a garbage collection, a burst of
+// rendering), while a hung service keeps failing. An error (a refused
+// connection, a 5xx) is the service's own word, and counts at once.
 //
 // Only the service's own failures count (design.md, "Sharing work across
 // requests"): a call that failed while another call to the same service
@@ -26,7 +27,7 @@ export interface BreakerOptions {
   failureThreshold: number;
   /** How long the breaker stays open before one probe. */
   coolDownMs: number;
-  /** The counted failures must span at least this long (default 0). */
+  /** When all counted failures are time-outs, they must span at least this long (default 0). */
   minFailureSpanMs?: number;
   clock: Clock;
   /** Told of every state change (for logs and the status page); must not throw. */
@@ -42,7 +43,7 @@ export interface Breaker {
    * counted when a call to the service succeeded since (the failure was this
    * isolate's, see above).
    */
-  failure(successesAtStart?: number): void;
+  failure(successesAtStart?: number, timedOut?: boolean): void;
   /** Successful calls so far: read when a call begins, handed to `failure`. */
   readonly successes: number;
   state(): BreakerState;
@@ -55,17 +56,18 @@ export function createBreaker({ failureThreshold, coolDownMs, minFailureSpanMs =
     state = next;
     if (from !== next) onChange?.(from, next);
   };
-  /** Outcomes of the recent calls (the time of a failure, or null for a success), oldest first: the window the rate is taken over. */
-  const recent: (number | null)[] = [];
+  /** Outcomes of the recent calls (a failure's time and kind, or null for a success), oldest first: the window the rate is taken over. */
+  const recent: ({ at: number; timedOut: boolean } | null)[] = [];
   const windowSize = failureThreshold * 4;
-  const note = (failedAt: number | null) => {
-    recent.push(failedAt);
+  const note = (outcome: { at: number; timedOut: boolean } | null) => {
+    recent.push(outcome);
     if (recent.length > windowSize) recent.shift();
   };
   function failing(): boolean {
-    const failedAt = recent.filter((at): at is number => at !== null);
-    if (failedAt.length < failureThreshold || failedAt.length * 2 < recent.length) return false;
-    return failedAt[failedAt.length - 1]! - failedAt[0]! >= minFailureSpanMs;
+    const failed = recent.filter((outcome) => outcome !== null);
+    if (failed.length < failureThreshold || failed.length * 2 < recent.length) return false;
+    if (!failed.every((outcome) => outcome.timedOut)) return true;
+    return failed[failed.length - 1]!.at - failed[0]!.at >= minFailureSpanMs;
   }
   let openedAt = 0;
   /** Until when the half-open probe handed out is awaited (0: none out). */
@@ -92,11 +94,11 @@ export function createBreaker({ failureThreshold, coolDownMs, minFailureSpanMs =
       become("closed");
       probeUntil = 0;
     },
-    failure(successesAtStart = successes) {
+    failure(successesAtStart = successes, timedOut = false) {
       if (state === "open") return;
       if (state === "closed" && successes > successesAtStart) return;
       probeUntil = 0;
-      note(clock.now());
+      note({ at: clock.now(), timedOut });
       if (state === "half-open" || failing()) {
         openedAt = clock.now();
         become("open");

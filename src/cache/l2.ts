@@ -149,6 +149,10 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `;
 
+function isTimeoutError(error: unknown): boolean {
+  return error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError");
+}
+
 /** A place in the request's connection gate outlives its call's budget by this much (shared/subrequests.ts). */
 const LATE_GRACE_MS = 1000;
 
@@ -203,7 +207,7 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       // errors, and a time-out that this isolate noticed late, because it
       // was too busy to read the reply (or the abort) when it came.
       if (isIsolateError(error) || noticedLate(startedAt, budgetMs)) stats.isolateErrors++;
-      else breaker.failure(successesAtStart);
+      else breaker.failure(successesAtStart, isTimeoutError(error));
       stats.failures++;
       if (isWrite) stats.droppedWrites++;
       return undefined;

@@ -133,7 +133,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
       } catch (error) {
         // Not the service's failure: this isolate's (see cache/breaker.ts).
         const ours = isIsolateError(error) || (error instanceof OriginError && (error.failure === "overloaded" || error.noticedLate));
-        if (!ours) breaker?.failure(successesAtStart);
+        if (!ours) breaker?.failure(successesAtStart, error instanceof OriginError && error.failure === "timeout");
         throw error;
       }
     };

@@ -98,13 +98,19 @@ describe("circuit breaker", () => {
   it("does not open on failures that all came within minFailureSpanMs (a stall here), and opens once they last", () => {
     const clock = fakeClock();
     const breaker = createBreaker({ failureThreshold: 5, coolDownMs: 1000, minFailureSpanMs: 500, clock });
-    for (let i = 0; i < 10; i++) breaker.failure(); // ten time-outs at the same instant
+    for (let i = 0; i < 10; i++) breaker.failure(undefined, true); // ten time-outs at the same instant
     expect(breaker.state()).toBe("closed");
     clock.advance(499);
-    breaker.failure();
+    breaker.failure(undefined, true);
     expect(breaker.state()).toBe("closed");
     clock.advance(1);
-    breaker.failure();
+    breaker.failure(undefined, true);
+    expect(breaker.state()).toBe("open");
+  });
+
+  it("counts errors (refused, 5xx) at once: the span is for time-outs only", () => {
+    const breaker = createBreaker({ failureThreshold: 5, coolDownMs: 1000, minFailureSpanMs: 500, clock: fakeClock() });
+    for (let i = 0; i < 5; i++) breaker.failure();
     expect(breaker.state()).toBe("open");
   });
 });
