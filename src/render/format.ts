@@ -25,15 +25,17 @@ const supportedCurrencies: ReadonlySet<string> | null = (() => {
 
 // Building an Intl.NumberFormat is far slower than using one; the cache is
 // bounded by the set of known currencies (a few hundred at most).
-const formatters = new Map<string, Intl.NumberFormat>();
+// Each keeps its fraction digits: `resolvedOptions()` allocates on every call.
+const formatters = new Map<string, { format: Intl.NumberFormat; digits: number }>();
 
-function currencyFormatter(currency: string): Intl.NumberFormat | null {
+function currencyFormatter(currency: string): { format: Intl.NumberFormat; digits: number } | null {
   if (!CURRENCY_CODE.test(currency)) return null;
   if (supportedCurrencies && !supportedCurrencies.has(currency)) return null;
   let formatter = formatters.get(currency);
   if (!formatter) {
     try {
-      formatter = new Intl.NumberFormat(LOCALE, { style: "currency", currency });
+      const format = new Intl.NumberFormat(LOCALE, { style: "currency", currency });
+      formatter = { format, digits: format.resolvedOptions().maximumFractionDigits ?? FALLBACK_MINOR_DIGITS };
     } catch {
       return null;
     }
@@ -42,9 +44,12 @@ function currencyFormatter(currency: string): Intl.NumberFormat | null {
   return formatter;
 }
 
+/** Plain counts: one formatter for the isolate (`toLocaleString` builds a new one on every call). */
+const countFormat = new Intl.NumberFormat(LOCALE);
+
 /** How many minor digits the currency has: 2 for USD, 0 for JPY, 3 for KWD. */
 export function minorDigits(currency: string): number {
-  return currencyFormatter(currency)?.resolvedOptions().maximumFractionDigits ?? FALLBACK_MINOR_DIGITS;
+  return currencyFormatter(currency)?.digits ?? FALLBACK_MINOR_DIGITS;
 }
 
 // Validation upstream guarantees integers; rounding keeps a bad value from
@@ -73,8 +78,7 @@ export function decimalAmount(money: Money): string {
 export function formatMoney(money: Money): string {
   const formatter = currencyFormatter(money.currency);
   if (!formatter) return `${decimalAmount(money)} ${money.currency}`.trim();
-  const digits = formatter.resolvedOptions().maximumFractionDigits ?? FALLBACK_MINOR_DIGITS;
-  return formatter.format(minorUnits(money) / 10 ** digits);
+  return formatter.format.format(minorUnits(money) / 10 ** formatter.digits);
 }
 
 /**
@@ -108,7 +112,7 @@ export function ratingStars(rating: number): string {
 /** "1 review", "213 reviews". */
 export function reviewCountText(count: number): string {
   const n = Number.isFinite(count) && count > 0 ? Math.floor(count) : 0;
-  return `${n.toLocaleString(LOCALE)} ${n === 1 ? "review" : "reviews"}`;
+  return `${countFormat.format(n)} ${n === 1 ? "review" : "reviews"}`;
 }
 
 export type AvailabilityState = StockStatus | "unknown";
