@@ -4,7 +4,7 @@
 // a Redis outage must not turn into errors or an origin stampede.
 import { Redis } from "@upstash/redis/cloudflare";
 import type { Breaker } from "./breaker";
-import { isIsolateError, noticedLate } from "../shared/leases";
+import { isIsolateError, isTimeout, noticedLate } from "../shared/leases";
 import { subrequest } from "../shared/subrequests";
 
 export type FillClaim =
@@ -45,7 +45,7 @@ export interface L2Stats {
   failures: number;
   /** Writes lost to failures or an open breaker (never queued). */
   droppedWrites: number;
-  /** Of the failures, those that were this isolate's own (cross-request I/O), not counted by the breaker. */
+  /** Of the failures, those that were this isolate's own (cross-request I/O, the subrequest budget, a time-out noticed late), not counted by the breaker. */
   isolateErrors: number;
 }
 
@@ -149,10 +149,6 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `;
 
-function isTimeoutError(error: unknown): boolean {
-  return error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError");
-}
-
 /** A place in the request's connection gate outlives its call's budget by this much (shared/subrequests.ts). */
 const LATE_GRACE_MS = 1000;
 
@@ -207,7 +203,7 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       // errors, and a time-out that this isolate noticed late, because it
       // was too busy to read the reply (or the abort) when it came.
       if (isIsolateError(error) || noticedLate(startedAt, budgetMs)) stats.isolateErrors++;
-      else breaker.failure(successesAtStart, isTimeoutError(error));
+      else breaker.failure(successesAtStart, isTimeout(error));
       stats.failures++;
       if (isWrite) stats.droppedWrites++;
       return undefined;

@@ -7,7 +7,7 @@ import { productIdPage, validateResource } from "./validate";
 import * as v from "valibot";
 import type { Breaker } from "../cache/breaker";
 import { LimiterFull, type Limiter, type Priority } from "./limiter";
-import { isIsolateError, noticedLate } from "../shared/leases";
+import { isIsolateError, isTimeout, noticedLate } from "../shared/leases";
 import { subrequest, SubrequestBudgetSpent } from "../shared/subrequests";
 
 export type OriginAnswer<T> = { found: true; data: T } | { found: false };
@@ -194,10 +194,6 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
       return parsed.output;
     },
   };
-}
-
-function isTimeout(error: unknown): boolean {
-  return error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError");
 }
 
 function errorText(error: unknown): string {

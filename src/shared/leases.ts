@@ -124,6 +124,11 @@ export function isCrossRequestError(error: unknown): boolean {
   return error instanceof Error && error.message.includes("on behalf of a different request");
 }
 
+/** A call ended by its time budget (`AbortSignal.timeout`, or an abort). */
+export function isTimeout(error: unknown): boolean {
+  return error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError");
+}
+
 /**
  * A failure of this isolate's own making, never the remote service's:
  * cross-request I/O, or the invocation's subrequest budget spent
