@@ -179,7 +179,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
       );
     },
 
-    acceptsRefresh: () => options.limiter?.admits("refresh") ?? true,
+    acceptsRefresh: () => options.limiter?.admitsRefresh() ?? true,
 
     async listProductIds(cursor, limit) {
       const query = new URLSearchParams({ limit: String(limit) });

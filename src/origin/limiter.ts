@@ -9,7 +9,7 @@
 // runs its `finally`, so its slot comes back at the lease's deadline instead,
 // and its place in the queue lapses with its wait. A waiter looks for a
 // free slot on timers of its own, oldest first: no request ever wakes another.
-import { createLeaseTable } from "../shared/leases";
+import { createLeaseTable, pollUntil } from "../shared/leases";
 
 export interface LimiterOptions {
   /** Fetches in flight at once. */
@@ -34,8 +34,8 @@ export interface Limiter {
    * may keep its slot (its own deadline), after which the slot is reclaimed.
    */
   run<T>(task: () => Promise<T>, waitMs?: number, holdMs?: number, priority?: Priority): Promise<T>;
-  /** Whether a task of this priority would get a slot now (a refresh is not started when it would not). */
-  admits(priority: Priority): boolean;
+  /** Whether a refresh would get a slot now (one is not started when it would not). */
+  admitsRefresh(): boolean;
   /** Slots held by live leases. */
   readonly inFlight: number;
   /** Callers waiting for a slot (whose wait has not lapsed). */
@@ -59,10 +59,6 @@ export class LimiterFull extends Error {
     this.name = "LimiterFull";
   }
 }
-
-/** First wait of a queued caller before it looks for a slot again; doubled up to POLL_MAX_MS. */
-const POLL_FIRST_MS = 2;
-const POLL_MAX_MS = 16;
 
 const DEFAULT_MAX_HOLD_MS = 10_000;
 
@@ -95,11 +91,9 @@ export function createLimiter({ maxConcurrent, maxQueued, maxWaitMs, maxHoldMs =
   async function waitForSlot(ticket: number, holdMs: number, waitedMs: number): Promise<void> {
     const giveUpAt = clock.now() + waitedMs;
     if (!waiting.take(ticket, giveUpAt, true)) throw new LimiterFull("origin queue full");
+    const gotSlot = () => (maxConcurrent - slots.size() > ahead(ticket) && slots.take(ticket, clock.now() + holdMs, true)) || undefined;
     try {
-      for (let pause = POLL_FIRST_MS; clock.now() < giveUpAt; pause = Math.min(pause * 2, POLL_MAX_MS)) {
-        await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(pause, giveUpAt - clock.now()))));
-        if (maxConcurrent - slots.size() > ahead(ticket) && slots.take(ticket, clock.now() + holdMs, true)) return;
-      }
+      if (await pollUntil(gotSlot, giveUpAt, clock.now)) return;
     } finally {
       waiting.release(ticket, true);
     }
@@ -120,7 +114,7 @@ export function createLimiter({ maxConcurrent, maxQueued, maxWaitMs, maxHoldMs =
         slots.release(ticket, true);
       }
     },
-    admits: (priority) => (priority === "refresh" ? admitsRefresh() : waiting.size() < maxQueued || slots.size() < maxConcurrent),
+    admitsRefresh,
     get inFlight() {
       return slots.size();
     },
