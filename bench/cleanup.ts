@@ -1,6 +1,6 @@
 // What a benchmark run started, and how to stop it: stops run last-started
 // first, each bounded in time, once, whether the run ends, fails or is
-// interrupted. Shared by `npm run bench` and `npm run bench:peers`.
+// interrupted. Shared by `npm run bench`, `bench:peers` and `bench:soak`.
 
 export interface Cleanups {
   /** Registers a stop; the returned function runs it early (end of a scenario) and removes it from the list. */
@@ -39,4 +39,22 @@ export function createCleanups(stepTimeoutMs: number): Cleanups {
       return cleaning;
     },
   };
+}
+
+/**
+ * Runs a benchmark's `main`, then stops what it started and exits: 130 when
+ * it was interrupted, 1 when it failed (with the error), 0 otherwise.
+ */
+export function runThenExit(name: string, main: () => Promise<void>, cleanUp: () => Promise<void>, interrupted: () => boolean): void {
+  main().then(
+    async () => {
+      await cleanUp();
+      process.exit(interrupted() ? 130 : 0);
+    },
+    async (err: unknown) => {
+      console.error(`\n${name} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      await cleanUp();
+      process.exit(interrupted() ? 130 : 1);
+    },
+  );
 }

@@ -3,7 +3,7 @@
 // instances, runs the scenarios, prints the figures and writes them to
 // bench/results/. Every process it starts is stopped at the end, on error
 // and on Ctrl-C. See bench/README.md.
-import { createCleanups } from "./cleanup";
+import { createCleanups, runThenExit } from "./cleanup";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { Live } from "./load";
@@ -213,14 +213,4 @@ async function main(): Promise<void> {
   console.log(`results: ${files.map((file) => file.replace(`${resolve(".")}/`, "")).join(", ")}`);
 }
 
-main().then(
-  async () => {
-    await cleanUp();
-    process.exit(interrupted ? 130 : 0);
-  },
-  async (err: unknown) => {
-    console.error(`\nbench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-    await cleanUp();
-    process.exit(interrupted ? 130 : 1);
-  },
-);
+runThenExit("bench", main, cleanUp, () => interrupted);

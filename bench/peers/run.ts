@@ -8,7 +8,7 @@
 // while the next systems run. Writes bench/results/peers-<time>.md/.json/.svg
 // and peers-latest.md, peers-latency.svg, peers-origin.svg. Every process it
 // starts is stopped at the end, on error and on Ctrl-C.
-import { createCleanups } from "../cleanup";
+import { createCleanups, runThenExit } from "../cleanup";
 import { execFile } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -239,14 +239,4 @@ async function main(): Promise<void> {
   console.log(`\nresults: ${files.written.map((f) => f.replace(`${resolve(".")}/`, "")).join(", ")}`);
 }
 
-main().then(
-  async () => {
-    await cleanUp();
-    process.exit(interrupted ? 130 : 0);
-  },
-  async (err: unknown) => {
-    console.error(`\nbench:peers failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-    await cleanUp();
-    process.exit(interrupted ? 130 : 1);
-  },
-);
+runThenExit("bench:peers", main, cleanUp, () => interrupted);

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { productId } from "../../dev/origin/catalog";
-import { createCleanups } from "../cleanup";
+import { createCleanups, runThenExit } from "../cleanup";
 import { SHUFFLE_SEED, sleep, ZIPF_SEED } from "../measure";
 import { describeMachine } from "../report";
 import { buildBundle, buildKnownIdsFilter, cpuSnapshot, startServers, startWorker, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
@@ -328,14 +328,4 @@ async function main(): Promise<void> {
   console.log(`\nresults: ${[".md", ".svg", ".json"].map((ext) => `${base}${ext}`.replace(`${resolve(".")}/`, "")).join(", ")}`);
 }
 
-main().then(
-  async () => {
-    await cleanUp();
-    process.exit(interrupted ? 130 : 0);
-  },
-  async (err: unknown) => {
-    console.error(`\nsoak failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-    await cleanUp();
-    process.exit(interrupted ? 130 : 1);
-  },
-);
+runThenExit("soak", main, cleanUp, () => interrupted);
