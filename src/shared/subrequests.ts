@@ -93,7 +93,7 @@ export async function subrequest<T>(call: () => Promise<T>, holdMs = DEFAULT_HOL
   }
 }
 
-/** Connections of the current invocation open and waiting (for tests and the status page). */
+/** Connections of the current invocation open and waiting, and subrequests made (for tests). */
 export function subrequestsOfThisInvocation(): { open: number; waiting: number; made: number } | null {
   const gate = invocation.getStore();
   return gate ? { open: gate.open.size(), waiting: gate.waiting.size, made: gate.made } : null;
