@@ -69,7 +69,7 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
     origin,
     l2,
     clock,
-    purges: { judge: (...args) => purges!.judge(...args), hardPurgedAt: (...args) => purges!.hardPurgedAt(...args) },
+    purges: { judge: (...args) => purges!.judge(...args), purgedAt: (...args) => purges!.purgedAt(...args) },
   });
   purges = createPurgeWatcher({
     log: purgeLog,

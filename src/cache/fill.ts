@@ -27,8 +27,10 @@ export interface FillContext {
   id: string;
   /** Hands background work (the L2 write) to `ctx.waitUntil`. */
   background: (work: Promise<unknown>) => void;
-  /** Copies fetched before this (a purge this isolate knows of) are not taken from L2. */
+  /** Copies fetched before this (a hard purge this isolate knows of) are not taken from L2. */
   notBefore: number;
+  /** Copies fetched before this (any purge, soft included) are not taken as fresh: a soft purge's refresh must reach the origin. */
+  freshAfter: number;
   /** Copies in L2 fresh only until this are not worth taking (refresh-ahead wants fresher); 0: fresh now. */
   freshBeyond: number;
   /** A refresh of a copy that is still being served: its origin fetch gives way to visitors under load. */
@@ -83,7 +85,7 @@ export function createFill(deps: FillDeps) {
       const [value, holder] = await l2!.readMany([key, lock]);
       if (value === undefined || holder === undefined) return undefined; // L2 went away: stop waiting
       const entry = value ? await decodeEntry(value) : undefined;
-      if (entry && entry.freshUntil > Math.max(clock.now(), context.freshBeyond) && entry.fetchedAt >= context.notBefore) return entry;
+      if (entry && entry.freshUntil > Math.max(clock.now(), context.freshBeyond) && entry.fetchedAt >= context.freshAfter) return entry;
       if (holder === null) return undefined;
     }
     return undefined;
@@ -114,7 +116,13 @@ export function createFill(deps: FillDeps) {
     const started = clock.now();
     const lock = lockKey(config.keyPrefix, key);
     const lockToken = crypto.randomUUID();
-    const claim = await l2.claimFill(key, lock, lockToken, config.lockTtlMs, Math.max(started, context.freshBeyond), context.notBefore);
+    const claim = await l2.claimFill(key, lock, {
+      token: lockToken,
+      lockTtlMs: config.lockTtlMs,
+      freshBeyond: Math.max(started, context.freshBeyond),
+      notBefore: context.notBefore,
+      freshAfter: context.freshAfter,
+    });
     if (claim?.kind === "fresh") {
       const entry = await decodeEntry(claim.value);
       if (entry) {

@@ -18,6 +18,15 @@ export type FillClaim =
   /** Someone filled it meanwhile: here is the fresh value. */
   | { kind: "fresh"; value: string };
 
+export interface ClaimOptions {
+  /** The lock's value: only its holder may release it. */
+  token: string;
+  lockTtlMs: number;
+  freshBeyond: number;
+  notBefore: number;
+  freshAfter: number;
+}
+
 export interface FillWrite {
   key: string;
   lock: string;
@@ -59,10 +68,11 @@ export interface L2 {
   readMany(keys: string[]): Promise<(string | null | undefined)[]>;
   /**
    * Claims the fill of `key`: SET lock NX PX, unless a value fresh beyond
-   * `freshBeyond` and fetched at or after `notBefore` (the last purge this
-   * isolate knows for it) is already there.
+   * `freshBeyond` and fetched at or after `freshAfter` (the last purge this
+   * isolate knows for it, soft or hard) is already there. Copies fetched
+   * before `notBefore` (the last hard purge) are not even an older copy.
    */
-  claimFill(key: string, lock: string, token: string, lockTtlMs: number, freshBeyond: number, notBefore: number): Promise<FillClaim | undefined>;
+  claimFill(key: string, lock: string, claim: ClaimOptions): Promise<FillClaim | undefined>;
   /**
    * Stores `value` unless L2 holds a newer version or the entry was purged
    * after `fetchedAt` (its fill began before the purge), and releases `lock`
@@ -107,16 +117,17 @@ export interface L2Options {
 }
 
 // Returns the value when it is fresh (freshUntil, third field, after ARGV[3])
-// and not purged (fetchedAt, second field, at or after ARGV[4]); else
-// {1 or 0, older copy or ''}: 1 when the lock was taken, 0 when somebody else
-// holds it, with the older copy (not purged) to fall back on if the origin fails.
+// and fetched after the last purge, soft or hard (fetchedAt, second field, at
+// or after ARGV[5]); else {1 or 0, older copy or ''}: 1 when the lock was
+// taken, 0 when somebody else holds it, with the older copy (not hard-purged:
+// fetched at or after ARGV[4]) to fall back on if the origin fails.
 const CLAIM_FILL = `
 local value = redis.call('GET', KEYS[1])
 local older = ''
 if value then
   local fetchedAt, freshUntil = string.match(value, '^%d+|(%d+)|(%d+)|')
   if fetchedAt and tonumber(fetchedAt) >= tonumber(ARGV[4]) then
-    if tonumber(freshUntil) > tonumber(ARGV[3]) then return value end
+    if tonumber(freshUntil) > tonumber(ARGV[3]) and tonumber(fetchedAt) >= tonumber(ARGV[5]) then return value end
     older = value
   end
 end
@@ -218,9 +229,9 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       const values = await guarded(() => reader.mget<(string | null)[]>(...keys));
       return keys.map((_, index) => (values === undefined ? undefined : (values[index] ?? null)));
     },
-    claimFill(key, lock, lockToken, lockTtlMs, freshBeyond, notBefore) {
+    claimFill(key, lock, { token, lockTtlMs, freshBeyond, notBefore, freshAfter }) {
       return guarded(async () => {
-        const answer = await claimScript.exec([key, lock], [lockToken, String(lockTtlMs), String(freshBeyond), String(notBefore)]);
+        const answer = await claimScript.exec([key, lock], [token, String(lockTtlMs), String(freshBeyond), String(notBefore), String(freshAfter)]);
         if (typeof answer === "string") return { kind: "fresh", value: answer } as const;
         const [won, older] = answer as [number, string];
         const stale = older ? { stale: older } : {};

@@ -62,8 +62,14 @@ export interface Timings {
 export interface PurgeKnowledge {
   /** What they make of an entry: still good, stale (soft purge), or gone (hard purge). */
   judge(entry: Entry, id: string, resource: ResourceName, tags: readonly string[]): "ok" | "stale" | "gone";
-  /** When the resource was last hard-purged (0 if never): older copies are not to be used. */
-  hardPurgedAt(id: string, resource: ResourceName, tags: readonly string[]): number;
+  /** When the resource was last purged (0 if never): see PurgedAt. */
+  purgedAt(id: string, resource: ResourceName, tags: readonly string[]): PurgedAt;
+}
+
+/** When a resource was last purged: copies fetched before `hard` are not to be used at all, before `any` not as fresh. */
+export interface PurgedAt {
+  hard: number;
+  any: number;
 }
 
 export interface ReadThroughDeps {
@@ -160,7 +166,8 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   }
 
   function fillContext(resource: ResourceName, id: string, background: FillContext["background"]): FillContext {
-    return { resource, id, background, notBefore: deps.purges?.hardPurgedAt(id, resource, tagsOf(id)) ?? 0, freshBeyond: 0 };
+    const purged = deps.purges?.purgedAt(id, resource, tagsOf(id)) ?? { hard: 0, any: 0 };
+    return { resource, id, background, notBefore: purged.hard, freshAfter: purged.any, freshBeyond: 0 };
   }
 
   function keep(key: string, entry: Entry): void {
@@ -246,7 +253,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       if (settled) throw settled.error;
       // Another reader may have taken it over and finished meanwhile.
       const landed = l1.peek(key);
-      if (landed && landed.fetchedAt >= context.notBefore && entryState(landed, clock.now()) === "fresh") return { entry: landed, joined: true };
+      if (landed && landed.fetchedAt >= context.freshAfter && entryState(landed, clock.now()) === "fresh") return { entry: landed, joined: true };
       takenOver++;
     }
     throw new OriginError(context.resource, "timeout", "the fill took longer than its bound");

@@ -14,7 +14,7 @@
 import type { Clock } from "../cache/clock";
 import type { Entry } from "../cache/entry";
 import { entryKey } from "../cache/keys";
-import type { L1Purging } from "../cache/readThrough";
+import type { L1Purging, PurgedAt } from "../cache/readThrough";
 import type { ResourceName } from "../origin/types";
 import { SOFT_PURGE_GRACE_MS, WIDE_MAX, type PurgeLog } from "./log";
 import { isWide, type PurgeRecord } from "./record";
@@ -41,8 +41,12 @@ export interface PurgeWatcher {
   sync(background: (work: Promise<unknown>) => void): Promise<void>;
   /** What the purges known here make of an entry: still good, stale (soft purge), or gone (hard purge). */
   judge(entry: Entry, id: string, resource: ResourceName, tags: readonly string[]): Verdict;
-  /** When the resource was last hard-purged as far as this isolate knows (0: never). */
-  hardPurgedAt(id: string, resource: ResourceName, tags: readonly string[]): number;
+  /**
+   * When the resource was last purged as far as this isolate knows (0: never):
+   * `hard`, by a hard purge (older copies are gone), and `any`, by any purge
+   * (older copies are at best stale: a refresh must not take one back as fresh).
+   */
+  purgedAt(id: string, resource: ResourceName, tags: readonly string[]): PurgedAt;
   /** Applies a purge this isolate just recorded, without waiting for the next poll. */
   apply(record: PurgeRecord): void;
   status(): { seq: number; lastSyncAt: number; blind: boolean; widePurges: number };
@@ -172,13 +176,17 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       return verdict;
     },
 
-    hardPurgedAt(id, resource, tags) {
-      let at = floor;
+    purgedAt(id, resource, tags) {
+      const at: PurgedAt = { hard: floor, any: floor };
+      const note = (purge: { at: number; mode: PurgeRecord["mode"] }) => {
+        at.any = Math.max(at.any, purge.at);
+        if (purge.mode === "hard") at.hard = Math.max(at.hard, purge.at);
+      };
       const idPurge = recentIds.get(id);
-      if (idPurge && idPurge.mode === "hard" && idPurge.resources.includes(resource)) at = Math.max(at, idPurge.at);
+      if (idPurge && idPurge.resources.includes(resource)) note(idPurge);
       for (const purge of wide) {
-        if (purge.mode !== "hard" || !purge.resources.includes(resource)) continue;
-        if (purge.all || purge.tags.some((tag) => tags.includes(tag))) at = Math.max(at, purge.at);
+        if (!purge.resources.includes(resource)) continue;
+        if (purge.all || purge.tags.some((tag) => tags.includes(tag))) note(purge);
       }
       return at;
     },

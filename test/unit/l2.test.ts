@@ -112,8 +112,8 @@ describe("L2 writes and locks", () => {
     const key = "pp:v1:p:lock-test";
     const lock = lockKey("pp:v1", key);
     const now = Date.now();
-    expect(await client.claimFill(key, lock, "token-a", 3000, now, 0)).toEqual({ kind: "won" });
-    expect(await client.claimFill(key, lock, "token-b", 3000, now, 0)).toEqual({ kind: "lost" });
+    expect(await client.claimFill(key, lock, { token: "token-a", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 })).toEqual({ kind: "won" });
+    expect(await client.claimFill(key, lock, { token: "token-b", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 })).toEqual({ kind: "lost" });
     const lockTtl = await redis.pttl(lock);
     expect(lockTtl).toBeGreaterThan(0);
     // A write by a non-holder leaves the lock in place.
@@ -122,7 +122,7 @@ describe("L2 writes and locks", () => {
     await client.writeFill(fillWrite(key, await encodeEntry(entry(1), 1024), 1, "token-a", 60_000));
     expect(await redis.get(lock)).toBeNull();
     // Fresh data there now: a claim hands it back instead of locking.
-    const claim = await client.claimFill(key, lock, "token-c", 3000, Date.now(), 0);
+    const claim = await client.claimFill(key, lock, { token: "token-c", lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 });
     expect(claim?.kind).toBe("fresh");
     expect(await redis.get(lock)).toBeNull();
   });
@@ -131,9 +131,9 @@ describe("L2 writes and locks", () => {
     const client = l2();
     const key = "pp:v1:p:crashed-holder";
     const lock = lockKey("pp:v1", key);
-    expect(await client.claimFill(key, lock, "crashed", 150, Date.now(), 0)).toEqual({ kind: "won" });
+    expect(await client.claimFill(key, lock, { token: "crashed", lockTtlMs: 150, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 })).toEqual({ kind: "won" });
     await new Promise((resolve) => setTimeout(resolve, 250));
-    expect(await client.claimFill(key, lock, "next", 150, Date.now(), 0)).toEqual({ kind: "won" });
+    expect(await client.claimFill(key, lock, { token: "next", lockTtlMs: 150, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 })).toEqual({ kind: "won" });
   });
 });
 
@@ -168,12 +168,27 @@ describe("L2 fill claims", () => {
     const now = Date.now();
     const old = { ...entry(3), freshUntil: now - 1000, staleUntil: now - 500, errorUntil: now + 60_000 };
     await redis.set(key, await encodeEntry(old, 1024), { px: 60_000 });
-    const claim = await client.claimFill(key, lock, "token", 3000, now, 0);
+    const claim = await client.claimFill(key, lock, { token: "token", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 });
     expect(claim?.kind).toBe("won");
     expect(claim && "stale" in claim && (await decodeEntry(claim.stale!))?.version).toBe(3);
     // A copy older than a purge is not handed back.
     await redis.del(lock);
-    const afterPurge = await client.claimFill(key, lock, "token", 3000, now, now + 1);
+    const afterPurge = await client.claimFill(key, lock, { token: "token", lockTtlMs: 3000, freshBeyond: now, notBefore: now + 1, freshAfter: now + 1 });
     expect(afterPurge).toEqual({ kind: "won" });
+  });
+
+  it("never hand back a copy fetched before a soft purge as fresh, but keep it as the older copy", async () => {
+    const client = l2();
+    const key = "pp:v1:p:soft-purged";
+    const lock = lockKey("pp:v1", key);
+    const now = Date.now();
+    const copy = { ...entry(4), fetchedAt: now - 1000, freshUntil: now + 60_000, staleUntil: now + 120_000, errorUntil: now + 180_000 };
+    await redis.set(key, await encodeEntry(copy, 1024), { px: 60_000 });
+    // Without the purge the copy is fresh: the claim returns it.
+    expect((await client.claimFill(key, lock, { token: "t", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 }))?.kind).toBe("fresh");
+    // Soft-purged after it was fetched: the lock goes to this fill, with the copy to fall back on.
+    const claim = await client.claimFill(key, lock, { token: "t", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: now - 500 });
+    expect(claim?.kind).toBe("won");
+    expect(claim && "stale" in claim && (await decodeEntry(claim.stale!))?.version).toBe(4);
   });
 });
