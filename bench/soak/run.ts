@@ -288,7 +288,7 @@ async function main(): Promise<void> {
   ];
   const checksTable = ["| check | value | verdict |", "| --- | --- | --- |", ...checks.map((c) => `| ${c.join(" | ")} |`)].join("\n");
   console.log(`\n${checksTable}`);
-  const errorLines = [...logs.distinct].filter(([line]) => /error|warn|uncaught|exception|cannot/i.test(line)).sort((a, b) => b[1] - a[1]).slice(0, 10);
+  const errorLines = [...logs.distinct].filter(([line]) => /error|warn|uncaught|exception|cannot|origin_failure/i.test(line)).sort((a, b) => b[1] - a[1]).slice(0, 10);
   for (const [line, count] of errorLines) console.log(`worker log ${count}× ${line.slice(0, 300)}`);
 
   // Files: Markdown, SVG, JSON.
