@@ -9,6 +9,7 @@ const RESOURCE_CODES: Record<ResourceName, string> = {
   inventory: "i",
   reviews: "r",
   recommendations: "c",
+  listing: "h",
 };
 
 export const MAX_KEY_LENGTH = 50;

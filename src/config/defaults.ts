@@ -28,6 +28,9 @@ export const DEFAULT_POLICIES: Record<ResourceName, ResourcePolicy> = {
   // Decoration: long windows, and a default when nothing is usable.
   reviews: { ttl: 600, swr: 3600, staleIfError: 86_400, negativeTtl: 300, core: false, originTimeoutMs: 800 },
   recommendations: { ttl: 900, swr: 3600, staleIfError: 86_400, negativeTtl: 300, core: false, originTimeoutMs: 800 },
+  // The home page's list of products: new products may take a minute to show
+  // there; a failing listing service keeps the last list for a day.
+  listing: { ttl: 60, swr: 600, staleIfError: 86_400, negativeTtl: 60, core: true, originTimeoutMs: 1500 },
 };
 
 export const DEFAULTS = {

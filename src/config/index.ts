@@ -113,6 +113,7 @@ const policyOverrides = v.strictObject({
   inventory: v.optional(policyOverride),
   reviews: v.optional(policyOverride),
   recommendations: v.optional(policyOverride),
+  listing: v.optional(policyOverride),
 });
 
 function read<T>(setting: string, schema: v.GenericSchema<unknown, T>, value: unknown): T {

@@ -1,34 +1,40 @@
-// GET / — a short list of products, from the origin's id listing. The listing
-// is asked at most once a minute per isolate; titles are read through the
-// cache tiers like any page's product (so, after the first view, from L1).
+// GET / — the first products of the origin's listing, with their titles.
+//
+// The listing is a cached resource like any product's (src/origin/types.ts,
+// "listing"): read through L1, L2 and one coalesced origin fetch, served stale
+// while it refreshes and when the listing service fails. Titles come only from
+// what the caches hold (L1, then one L2 round trip for all of them), plus a
+// few of the products not cached, filled for this view (each bounded like any
+// fill; one that fails shows its id): the page's cost in subrequests stays
+// bounded (README, "Subrequests per route") and later views show more titles.
 import type { Context } from "hono";
+import { LISTING_ID } from "../origin/types";
 import { renderHomePage } from "../render";
 import type { Tier } from "../tier";
 import { errorPage } from "./errorPage";
 
-const HOME_PRODUCTS = 24;
-const LISTING_TTL_MS = 60_000;
-
-const listings = new WeakMap<Tier, { ids: string[]; fetchedAt: number }>();
+/** Products filled per view: each may cost an L2 read, a lock claim, an origin fetch and an L2 write. */
+const FILLS_PER_VIEW = 4;
 
 export async function homePage(c: Context, tier: Tier): Promise<Response> {
-  let listing = listings.get(tier);
-  if (!listing || tier.clock.now() - listing.fetchedAt > LISTING_TTL_MS) {
-    try {
-      const page = await tier.origin.listProductIds(null, HOME_PRODUCTS);
-      listing = { ids: page.ids, fetchedAt: tier.clock.now() };
-      listings.set(tier, listing);
-    } catch {
-      if (!listing) return errorPage(c, 503, "The product list is not available right now.", "no-store", 10);
-    }
-  }
   const background = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
-  const products = await Promise.all(
-    listing.ids.map(async (id) => {
-      const { data } = await tier.cache.read(id, ["product"], background);
-      return { id, title: data.product?.outcome === "found" ? data.product.data!.title : null };
+  const { data } = await tier.cache.read(LISTING_ID, ["listing"], background);
+  const listing = data.listing;
+  if (!listing || listing.outcome !== "found") {
+    c.header("Retry-After", "10");
+    return errorPage(c, 503, "The product list is not available right now.", "no-store", 10);
+  }
+
+  const ids = listing.data!.ids;
+  const products = await tier.cache.readCached(ids, "product");
+  const toFill = ids.filter((id) => !products.has(id)).slice(0, FILLS_PER_VIEW);
+  await Promise.all(
+    toFill.map(async (id) => {
+      const product = (await tier.cache.read(id, ["product"], background)).data.product;
+      if (product?.outcome === "found") products.set(id, product.data!);
     }),
   );
+
   c.header("Cache-Control", "public, max-age=60");
-  return c.html(renderHomePage({ products }));
+  return c.html(renderHomePage({ products: ids.map((id) => ({ id, title: products.get(id)?.title ?? null })) }));
 }

@@ -3,7 +3,7 @@
 import type { Context } from "hono";
 import { setMetric, startTime, endTime } from "hono/timing";
 import type { Served } from "../cache/readThrough";
-import { isValidProductId, RESOURCE_NAMES } from "../origin/types";
+import { isValidProductId, PAGE_RESOURCES } from "../origin/types";
 import { renderProductPage } from "../render";
 import type { Section } from "../render/model";
 import type { Tier } from "../tier";
@@ -38,12 +38,12 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
     return errorPage(c, 404, "We could not find that product.", "public, max-age=10");
   }
 
-  const { data, timings } = await tier.cache.read(id, RESOURCE_NAMES, (work) => c.executionCtx.waitUntil(work));
+  const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, (work) => c.executionCtx.waitUntil(work));
   setMetric(c, "l1", timings.l1);
   setMetric(c, "l2", timings.l2);
   setMetric(c, "origin", timings.origin);
 
-  const all = RESOURCE_NAMES.map((resource) => data[resource]).filter((served): served is Served<any> => served !== undefined);
+  const all = PAGE_RESOURCES.map((resource) => data[resource]).filter((served): served is Served<any> => served !== undefined);
   const now = tier.clock.now();
   // "stored": written to L2 as well as L1, which an open breaker prevents.
   c.header("Cache-Status", cacheStatus(all, now, tier.cache.l2?.breaker.state() === "closed"));

@@ -30,7 +30,7 @@ export const purgeRequestSchema = v.pipe(
     all: v.optional(v.boolean()),
     mode: v.optional(v.picklist(["hard", "soft"], 'mode must be "hard" or "soft"'), "hard"),
     resources: v.optional(
-      v.pipe(v.array(v.picklist(RESOURCE_NAMES, `resources must be among ${RESOURCE_NAMES.join(", ")}`)), v.minLength(1), v.maxLength(4)),
+      v.pipe(v.array(v.picklist(RESOURCE_NAMES, `resources must be among ${RESOURCE_NAMES.join(", ")}`)), v.minLength(1), v.maxLength(RESOURCE_NAMES.length)),
     ),
   }),
   v.check(

@@ -12,10 +12,10 @@ import type { BreakerState } from "../cache/breaker";
 import type { Clock } from "../cache/clock";
 import type { Served } from "../cache/readThrough";
 import type { OriginFailure } from "../origin/client";
-import type { ResourceName } from "../origin/types";
+import { RESOURCE_NAMES, type ResourceName } from "../origin/types";
 import { createTopK, type TopK } from "./topK";
 
-export const RESOURCES: readonly ResourceName[] = ["product", "inventory", "reviews", "recommendations"];
+export const RESOURCES: readonly ResourceName[] = RESOURCE_NAMES;
 export const BUCKET_MS = 60_000;
 /** Buckets kept: the longest window the status page shows, in minutes. */
 export const MAX_BUCKETS = 15;
@@ -165,7 +165,7 @@ function emptyResource(): ResourceCounts {
 }
 
 function perResource<T>(make: () => T): Record<ResourceName, T> {
-  return { product: make(), inventory: make(), reviews: make(), recommendations: make() };
+  return { product: make(), inventory: make(), reviews: make(), recommendations: make(), listing: make() };
 }
 
 function emptyBucket(start: number): Bucket {

@@ -2,7 +2,7 @@
 // timeout, at most one retry (connection errors only, with jitter), and the
 // answer checked against the contract.
 import type { ResourcePolicy } from "../config";
-import type { ProductIdPage, ResourceName, ResourceTypes } from "./types";
+import { LISTING_SIZE, type ProductIdPage, type ResourceName, type ResourceTypes } from "./types";
 import { productIdPage, validateResource } from "./validate";
 import * as v from "valibot";
 import type { Breaker } from "../cache/breaker";
@@ -78,6 +78,8 @@ function pathFor(resource: ResourceName, id: string): string {
       return `/reviews/${safe}/summary`;
     case "recommendations":
       return `/recommendations/${safe}`;
+    case "listing":
+      return `/products?limit=${LISTING_SIZE}`;
   }
 }
 

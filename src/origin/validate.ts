@@ -3,7 +3,7 @@
 // a body that breaks the contract is an origin failure, never cached data.
 import * as v from "valibot";
 import type { ResourceName, ResourceTypes } from "./types";
-import { PRODUCT_ID_PATTERN } from "./types";
+import { LISTING_ID, PRODUCT_ID_PATTERN } from "./types";
 
 const text = (max: number) => v.pipe(v.string(), v.maxLength(max));
 const id = v.pipe(v.string(), v.regex(PRODUCT_ID_PATTERN));
@@ -54,12 +54,18 @@ const recommendations = v.object({
   version,
 });
 
-const schemas = { product, inventory, reviews, recommendations } as const;
-
 export const productIdPage = v.object({
   ids: v.pipe(v.array(id), v.maxLength(1000)),
   next: v.nullable(v.string()),
 });
+
+/** The home page's listing: the first page of ids, with the version the contract does not give it. */
+const listing = v.pipe(
+  productIdPage,
+  v.transform(({ ids }) => ({ id: LISTING_ID, ids, version: 1 })),
+);
+
+const schemas = { product, inventory, reviews, recommendations, listing } as const;
 
 /** The contract-shaped data, or null when the body breaks the contract. */
 export function validateResource<R extends ResourceName>(resource: R, requestedId: string, body: unknown): ResourceTypes[R] | null {

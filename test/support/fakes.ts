@@ -54,6 +54,7 @@ function sample<R extends ResourceName>(resource: R, id: string, version: number
     inventory: { id, available: 7, status: "in_stock", version, updatedAt: "2026-11-20T10:00:00Z" },
     reviews: { id, rating: 4.5, count: 2, top: [], version },
     recommendations: { id, items: [], version },
+    listing: { id, ids: ["p-000001", "p-000002"], version },
   };
   return data[resource];
 }
@@ -61,8 +62,8 @@ function sample<R extends ResourceName>(resource: R, id: string, version: number
 export function fakeOrigin(): FakeOrigin {
   const hung: (() => void)[] = [];
   const origin: FakeOrigin = {
-    calls: { product: 0, inventory: 0, reviews: 0, recommendations: 0 },
-    behaviour: { product: "ok", inventory: "ok", reviews: "ok", recommendations: "ok" },
+    calls: { product: 0, inventory: 0, reviews: 0, recommendations: 0, listing: 0 },
+    behaviour: { product: "ok", inventory: "ok", reviews: "ok", recommendations: "ok", listing: "ok" },
     version: 1,
     gate: null,
     acceptsRefresh: () => true,

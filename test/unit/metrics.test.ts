@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createBreaker, type BreakerState } from "../../src/cache/breaker";
 import { parseConfig } from "../../src/config";
 import { createOriginClient, type OriginFailure } from "../../src/origin/client";
-import type { ResourceName } from "../../src/origin/types";
+import type { PageResource, ResourceName } from "../../src/origin/types";
 import { buildChart } from "../../src/observability/chart";
 import { createRateLimitedLog, logEvent } from "../../src/observability/log";
 import { BUCKET_MS, createMetrics, HOT_COUNTERS, HOT_PRODUCTS, MAX_BUCKETS, type PageRecord } from "../../src/observability/metrics";
@@ -19,8 +19,8 @@ const MINUTE = BUCKET_MS;
 type Served = NonNullable<PageRecord["served"]>[number];
 
 /** A page whose four resources were served as given (`l1`, `l2`, `origin`, or `failed`). */
-function pageOf(id: string, tiers: Record<ResourceName, "l1" | "l2" | "origin" | "failed">, extra: Partial<Record<ResourceName, Partial<Served>>> = {}): PageRecord {
-  const served = (Object.keys(tiers) as ResourceName[]).map((resource): Served => {
+function pageOf(id: string, tiers: Record<PageResource, "l1" | "l2" | "origin" | "failed">, extra: Partial<Record<ResourceName, Partial<Served>>> = {}): PageRecord {
+  const served = (Object.keys(tiers) as PageResource[]).map((resource): Served => {
     const tier = tiers[resource];
     return tier === "failed"
       ? { resource, outcome: "failed", collapsed: false, ...extra[resource] }
@@ -312,7 +312,7 @@ describe("origin client onFetch", () => {
     };
     const client = createOriginClient({
       baseUrl: "http://origin.test",
-      policies: { product: { originTimeoutMs: 500 }, inventory: { originTimeoutMs: 500 }, reviews: { originTimeoutMs: 500 }, recommendations: { originTimeoutMs: 500 } },
+      policies: { product: { originTimeoutMs: 500 }, inventory: { originTimeoutMs: 500 }, reviews: { originTimeoutMs: 500 }, recommendations: { originTimeoutMs: 500 }, listing: { originTimeoutMs: 500 } },
       fetch: (async (input: RequestInfo | URL) => answers[String(input).split("/").pop()!]!()) as typeof fetch,
       onFetch: (service, outcome) => outcomes.push(`${service}:${outcome}`),
     });

@@ -18,7 +18,7 @@ const BASE = "http://origin.test";
 /** Every service gets `timeoutMs` unless overridden. */
 function policies(timeoutMs: number, overrides: Partial<Record<ResourceName, number>> = {}): OriginClientOptions["policies"] {
   const policy = (resource: ResourceName) => ({ originTimeoutMs: overrides[resource] ?? timeoutMs });
-  return { product: policy("product"), inventory: policy("inventory"), reviews: policy("reviews"), recommendations: policy("recommendations") };
+  return { product: policy("product"), inventory: policy("inventory"), reviews: policy("reviews"), recommendations: policy("recommendations"), listing: policy("listing") };
 }
 
 /** A fetch that records its calls and answers with `respond`. */

@@ -1,0 +1,85 @@
+// GET / goes through the same read path as product pages: the listing is
+// cached, fetched once however many visitors ask, served stale while the
+// listing service is slow or failing, and a cold failure is the documented
+// 503 page; the titles cost a bounded number of subrequests.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { clearFaults, injectFault } from "../support/faults";
+import { startStack, type Stack } from "../support/stack";
+import { logFaults, startWorker, type WorkerInstance } from "../support/worker";
+
+let stack: Stack;
+const workers: WorkerInstance[] = [];
+
+/** A new isolate; `shortListing`: its listing is fresh for 1 s (then stale for 600 s), to see it expire. */
+async function isolate(shortListing = false): Promise<WorkerInstance> {
+  const policies = shortListing ? { CACHE_POLICIES: JSON.stringify({ listing: { ttl: 1 } }) } : {};
+  const worker = await startWorker({ ...stack.bindings, ...policies });
+  workers.push(worker);
+  return worker;
+}
+
+const home = (worker: WorkerInstance) => worker.fetch("/").then(async (response) => ({ status: response.status, html: await response.text(), retryAfter: response.headers.get("retry-after") }));
+const listingCalls = async () => (await stack.counters()).services.listing ?? 0;
+
+beforeAll(async () => {
+  stack = await startStack();
+});
+
+afterEach(async () => {
+  await clearFaults(stack);
+});
+
+afterAll(async () => {
+  expect(logFaults(...workers)).toEqual([]);
+  await Promise.all(workers.map((worker) => worker.close()));
+  await stack?.close();
+});
+
+describe("the home page", () => {
+  it("answers the documented 503 page, not a 500, when the listing service is down and nothing is cached", async () => {
+    const worker = await isolate();
+    await injectFault(stack, { service: "listing", down: "500" });
+    const answer = await home(worker);
+    expect(answer.status).toBe(503);
+    expect(answer.retryAfter).toBe("10");
+    expect(answer.html).toContain("The product list is not available right now.");
+  });
+
+  it("fetches the listing once for 40 concurrent visitors of a slow listing service", async () => {
+    const worker = await isolate();
+    await injectFault(stack, { service: "listing", latencyMs: 300 });
+    await stack.admin("/__admin/counters/reset", { method: "POST" });
+    const answers = await Promise.all(Array.from({ length: 40 }, () => home(worker)));
+    expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 200));
+    expect(await listingCalls()).toBe(1);
+    expect(answers[0]!.html).toContain('href="/products/p-000001"');
+  });
+
+  it("keeps serving the last list while the listing service fails, without asking it for every visitor", async () => {
+    const worker = await isolate(true);
+    expect((await home(worker)).status).toBe(200);
+    await injectFault(stack, { service: "listing", down: "500" });
+    await new Promise((resolve) => setTimeout(resolve, 1300)); // past the listing's freshness
+    await stack.admin("/__admin/counters/reset", { method: "POST" });
+    const answers = await Promise.all(Array.from({ length: 20 }, () => home(worker)));
+    for (const answer of answers) {
+      expect(answer.status).toBe(200);
+      expect(answer.html).toContain('href="/products/p-000001"');
+    }
+    // One refresh (and its one retry of a failed connection at most), not one per visitor.
+    expect(await listingCalls()).toBeLessThanOrEqual(2);
+  });
+
+  it("costs at most a few product fetches per view, and shows more titles on later views", async () => {
+    const worker = await isolate();
+    await stack.admin("/__admin/counters/reset", { method: "POST" });
+    const first = await home(worker);
+    expect(first.status).toBe(200);
+    const productFetches = (await stack.counters()).services.product ?? 0;
+    expect(productFetches).toBeGreaterThan(0);
+    expect(productFetches).toBeLessThanOrEqual(4);
+    const titled = (html: string) => [...html.matchAll(/href="\/products\/([^"]+)">([^<]+)</g)].filter(([, id, title]) => id !== title).length;
+    const second = await home(worker);
+    expect(titled(second.html)).toBeGreaterThan(titled(first.html));
+  });
+});
