@@ -3,6 +3,7 @@
 // `undefined` ("L2 unavailable"), never throws, and never deletes anything:
 // a Redis outage must not turn into errors or an origin stampede.
 import { Redis } from "@upstash/redis/cloudflare";
+import { LRUCache } from "lru-cache";
 import type { Breaker } from "./breaker";
 import { isIsolateError, isTimeout, noticedLate } from "../shared/leases";
 import { subrequest } from "../shared/subrequests";
@@ -40,6 +41,11 @@ export interface FillWrite {
   lockToken: string;
 }
 
+export interface L2ReadOptions {
+  /** Tried even while the breaker is open: the last resort before a 503 (the origin failed too). */
+  force?: boolean;
+}
+
 export interface L2CallOptions {
   /** A write: the longer background budget, and counted as dropped when it fails. */
   isWrite?: boolean;
@@ -52,10 +58,12 @@ export interface L2Stats {
   skipped: number;
   /** Calls that failed or ran out of time. */
   failures: number;
-  /** Writes lost to failures or an open breaker (never queued). */
+  /** Writes L2 did not take when they were made (failures, open breaker): they wait in the backlog, see `replayedWrites`. */
   droppedWrites: number;
   /** Of the failures, those that were this isolate's own (cross-request I/O, the subrequest budget, a time-out noticed late), not counted by the breaker. */
   isolateErrors: number;
+  /** Writes of the backlog that reached L2 once it came back. */
+  replayedWrites: number;
 }
 
 export interface L2 {
@@ -65,7 +73,7 @@ export interface L2 {
    * Workers, awaiting another request's I/O is unsafe (the runtime may cancel
    * it with that request); bursts are coalesced one level up, by the fill.
    */
-  readMany(keys: string[]): Promise<(string | null | undefined)[]>;
+  readMany(keys: string[], options?: L2ReadOptions): Promise<(string | null | undefined)[]>;
   /**
    * Claims the fill of `key`: SET lock NX PX, unless a value fresh beyond
    * `freshBeyond` and fetched at or after `freshAfter` (the last purge this
@@ -76,9 +84,18 @@ export interface L2 {
   /**
    * Stores `value` unless L2 holds a newer version or the entry was purged
    * after `fetchedAt` (its fill began before the purge), and releases `lock`
-   * if `token` still holds it.
+   * if `token` still holds it. A write that L2 cannot take now (breaker open,
+   * failure) waits in a bounded backlog for `flushBacklog`.
    */
   writeFill(write: FillWrite): Promise<boolean | undefined>;
+  /**
+   * Writes what the backlog holds (newest first, a batch per call, each
+   * write guarded as above), if L2 takes calls again; one flush at a time.
+   * Called from request paths, under `waitUntil`.
+   */
+  flushBacklog(): Promise<void>;
+  /** Writes waiting in the backlog. */
+  backlogSize(): number;
   /**
    * Any other Redis work (purge log, known-ids filter), under the same time
    * budget and breaker: `undefined` when L2 is unavailable.
@@ -163,6 +180,25 @@ return 0
 /** A place in the request's connection gate outlives its call's budget by this much (shared/subrequests.ts). */
 const LATE_GRACE_MS = 1000;
 
+/**
+ * The backlog of writes L2 could not take (design: a double fault must not
+ * lose what the fleet fetched): the newest BACKLOG_MAX, at most
+ * BACKLOG_MAX_BYTES of values, replayed BACKLOG_BATCH per pipeline (one
+ * subrequest), a few pipelines per request, once L2 answers again. Replays are version- and purge-guarded
+ * like any fill's write, so a late one never wins over newer data.
+ */
+const BACKLOG_MAX = 256;
+const BACKLOG_MAX_BYTES = 2 * 1024 * 1024;
+const BACKLOG_BATCH = 32;
+/** Pipelines per flush: the rest waits for the next request, which has its own subrequest budget. */
+const BACKLOG_BATCHES_PER_FLUSH = 4;
+
+interface Pending {
+  write: FillWrite;
+  /** When the entry stops being worth storing (its stale-if-error end). */
+  expiresAt: number;
+}
+
 function client(url: string, token: string, timeoutMs: number): Redis {
   return new Redis({
     url,
@@ -186,7 +222,18 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
   const claimScript = claimer.createScript<string | [number, string]>(CLAIM_FILL);
   const writeScript = writer.createScript<number>(WRITE_FILL);
   const releaseScript = writer.createScript<number>(RELEASE_LOCK);
-  const stats: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0 };
+  const stats: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0 };
+  // Newest kept: lru-cache evicts the least recently set first. Plain data only: it is replayed from other requests.
+  const backlog = new LRUCache<string, Pending>({ max: BACKLOG_MAX, maxSize: BACKLOG_MAX_BYTES, sizeCalculation: (pending) => pending.write.value.length + 200 });
+  /** The flush under way, as a lease (shared/leases.ts): a flush whose request vanished lapses at its budget. */
+  let flushingUntil = 0;
+
+  function writeArgs(write: FillWrite, ttlMs: number) {
+    return {
+      keys: [write.key, write.lock, write.purgeMarker],
+      args: [write.value, String(write.version), String(Math.max(1, Math.round(ttlMs))), write.lockToken, String(write.fetchedAt)],
+    };
+  }
 
   /**
    * `force`: try even while the breaker is open (an operator's purge must be
@@ -224,9 +271,9 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
   return {
     breaker,
     stats,
-    async readMany(keys) {
+    async readMany(keys, options) {
       if (keys.length === 0) return [];
-      const values = await guarded(() => reader.mget<(string | null)[]>(...keys));
+      const values = await guarded(() => reader.mget<(string | null)[]>(...keys), false, options?.force ?? false);
       return keys.map((_, index) => (values === undefined ? undefined : (values[index] ?? null)));
     },
     claimFill(key, lock, { token, lockTtlMs, freshBeyond, notBefore, freshAfter }) {
@@ -238,10 +285,42 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
         return won === 1 ? ({ kind: "won", ...stale } as const) : ({ kind: "lost", ...stale } as const);
       }, false, false, claimTimeoutMs);
     },
-    writeFill(write) {
-      const keys = [write.key, write.lock, write.purgeMarker];
-      const args = [write.value, String(write.version), String(Math.max(1, Math.round(write.ttlMs))), write.lockToken, String(write.fetchedAt)];
-      return guarded(async () => (await writeScript.exec(keys, args)) === 1, true);
+    async writeFill(write) {
+      const { keys, args } = writeArgs(write, write.ttlMs);
+      const written = await guarded(async () => (await writeScript.exec(keys, args)) === 1, true);
+      // Its lock has lapsed by the time it is replayed: the replay holds none.
+      if (written === undefined) backlog.set(write.key, { write: { ...write, lockToken: "" }, expiresAt: Date.now() + write.ttlMs });
+      return written;
+    },
+    backlogSize: () => backlog.size,
+    async flushBacklog() {
+      if (backlog.size === 0 || flushingUntil > Date.now() || !breaker.allow()) return;
+      flushingUntil = Date.now() + BACKLOG_BATCHES_PER_FLUSH * (writeTimeoutMs + LATE_GRACE_MS);
+      try {
+        for (let round = 0; round < BACKLOG_BATCHES_PER_FLUSH && backlog.size > 0; round++) {
+          const now = Date.now();
+          // Entries past their end are not worth a write; the rest go newest first (lru-cache's order).
+          for (const [key, pending] of [...backlog.entries()]) if (pending.expiresAt <= now) backlog.delete(key);
+          const batch = [...backlog.entries()].slice(0, BACKLOG_BATCH);
+          if (batch.length === 0) return;
+          const done = await guarded(() => {
+            const pipeline = writer.pipeline();
+            for (const [, pending] of batch) {
+              const { keys, args } = writeArgs(pending.write, pending.expiresAt - now);
+              pipeline.eval(WRITE_FILL, keys, args);
+            }
+            return pipeline.exec();
+          }, true, true);
+          if (done === undefined) return;
+          for (const [key, pending] of batch) {
+            // A newer write for the key may have joined the backlog meanwhile: it stays.
+            if (backlog.peek(key) === pending) backlog.delete(key);
+          }
+          stats.replayedWrites += batch.length;
+        }
+      } finally {
+        flushingUntil = 0;
+      }
     },
     run(call, options) {
       return guarded(() => call(options?.isWrite ? writer : reader), options?.isWrite ?? false, options?.force ?? false);

@@ -282,6 +282,18 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       if (fromFill && entryState(fromFill, clock.now()) !== "expired") keep(item.key, fromFill);
       const inL1 = judged(l1.peek(item.key), id, item.resource, tagsOf(id));
       const fallback = newerOf(newerOf(item.fallback, fromFill), inL1);
+      if ((!fallback || entryState(fallback, clock.now()) === "expired") && l2 && l2.breaker.state() !== "closed") {
+        // A double fault: the origin failed, and L2 was skipped because its
+        // breaker is open (Redis failed a moment ago). Another isolate may
+        // have stored this entry since: one read, as the last resort before a 503.
+        const [value] = await l2.readMany([item.key], { force: true });
+        const lastResort = judged(value ? await decodeEntry(value) : undefined, id, item.resource, tagsOf(id));
+        const state = entryState(lastResort, clock.now());
+        if (lastResort && state !== "expired") {
+          keep(item.key, lastResort);
+          return served(item.resource, lastResort, "l2", state === "fresh" ? "fresh" : "stale-if-error", { forward, failure });
+        }
+      }
       if (fallback && entryState(fallback, clock.now()) !== "expired") {
         const tier = fallback === item.fallback ? (item.fallbackTier ?? "l1") : fallback === fromFill ? "l2" : "l1";
         return served(item.resource, fallback, tier, "stale-if-error", { forward, failure });
@@ -327,6 +339,8 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     },
 
     async read(id, resources, background) {
+      // Writes that L2 could not take while it was failing go out once it answers again.
+      if (l2 && l2.backlogSize() > 0) background(l2.flushBacklog());
       const data: Record<string, Served<unknown>> = {};
       const timings: Timings = { l1: 0, l2: 0, origin: 0 };
 

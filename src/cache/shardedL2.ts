@@ -10,7 +10,7 @@
 // L2, never a page. A page's reads cost one round trip per shard involved,
 // all in parallel.
 import type { Redis } from "@upstash/redis/cloudflare";
-import type { L2, L2CallOptions } from "./l2";
+import type { L2, L2CallOptions, L2Stats } from "./l2";
 import type { Ring } from "./ring";
 
 /** The part of a key the ring places by: the product id (keys end with it, and ids hold no ':'). */
@@ -42,20 +42,17 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
       return home.breaker;
     },
     get stats() {
-      const sum = { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0 };
+      const sum: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0 };
       for (const shard of shards) {
-        sum.skipped += shard.stats.skipped;
-        sum.failures += shard.stats.failures;
-        sum.droppedWrites += shard.stats.droppedWrites;
-        sum.isolateErrors += shard.stats.isolateErrors;
+        for (const name of Object.keys(sum) as (keyof L2Stats)[]) sum[name] += shard.stats[name];
       }
       return sum;
     },
-    async readMany(keys) {
+    async readMany(keys, options) {
       const values: (string | null | undefined)[] = new Array(keys.length);
       await Promise.all(
         [...byShard(keys)].map(async ([shard, group]) => {
-          const found = await shard.readMany(group.keys);
+          const found = await shard.readMany(group.keys, options);
           group.positions.forEach((position, i) => (values[position] = found[i]));
         }),
       );
@@ -63,6 +60,10 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
     },
     claimFill: (key, ...rest) => shardOf(key).claimFill(key, ...rest),
     writeFill: (write) => shardOf(write.key).writeFill(write),
+    async flushBacklog() {
+      await Promise.all(shards.map((shard) => shard.flushBacklog()));
+    },
+    backlogSize: () => shards.reduce((sum, shard) => sum + shard.backlogSize(), 0),
     releaseLock: (lock, token) => shardOf(lock).releaseLock(lock, token),
     run: (call, options) => home.run(call, options),
     async runOnKeys<T>(keys: string[], call: (redis: Redis, keys: string[]) => Promise<T>, options?: L2CallOptions) {

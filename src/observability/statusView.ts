@@ -142,6 +142,7 @@ export function statusView(model: StatusModel) {
       skipped: model.l2.stats ? count(model.l2.stats.skipped) : DASH,
       failures: model.l2.stats ? count(model.l2.stats.failures) : DASH,
       droppedWrites: model.l2.stats ? count(model.l2.stats.droppedWrites) : DASH,
+      replayedWrites: model.l2.stats ? count(model.l2.stats.replayedWrites) : DASH,
     },
     leases: {
       slotsInUse: count(model.originSlots.inUse),

@@ -225,8 +225,9 @@ describe("when Redis fails", () => {
       // The page's entries were written to L2 (in the background, after the answer).
       const key = entryKey(DEFAULTS.keyPrefix, "product", afterOutage!);
       await waitFor(`${key} in L2`, async () => (await gatewayCommand(stack, ["EXISTS", key])) === 1, 3000);
-      // Nothing of the outage's page was queued and replayed.
-      expect(await gatewayCommand(stack, ["EXISTS", entryKey(DEFAULTS.keyPrefix, "product", duringOutage!)])).toBe(0);
+      // The outage's page, fetched while L2 was down, was kept in the backlog and written too.
+      const outageKey = entryKey(DEFAULTS.keyPrefix, "product", duringOutage!);
+      await waitFor(`${outageKey} in L2`, async () => (await gatewayCommand(stack, ["EXISTS", outageKey])) === 1, 3000);
 
       // Another isolate, with an empty L1, is served from L2.
       const other = await startWorker(bindings);
@@ -236,6 +237,84 @@ describe("when Redis fails", () => {
       expect(fromL2.status).toBe(200);
       expect(member(fromL2.cacheStatus, "product")).toMatch(/^pp-l2; hit;/);
       expect(await originFetches(stack, "product", afterOutage!)).toBe(0);
+    });
+  });
+
+  describe("a double fault: Redis hangs, comes back, then the origin goes down", () => {
+    let stack: Stack;
+    const workers: WorkerInstance[] = [];
+    const bindings = () => ({ ...stack.bindings, TTL_JITTER: "0", L2_TIMEOUT_MS: "100" });
+
+    beforeAll(async () => {
+      stack = await startStack();
+    });
+    afterEach(async () => {
+      stack.redis.resume();
+      await clearFaults(stack);
+    });
+    afterAll(async () => {
+      await Promise.all(workers.map((worker) => worker.close()));
+      await stack?.close();
+    });
+
+    async function isolate(): Promise<WorkerInstance> {
+      const worker = await startWorker(bindings());
+      workers.push(worker);
+      expect((await page(worker, "/products/p-000999")).status).toBe(200); // connections warm
+      return worker;
+    }
+
+    /** Freezes Redis until the isolate's L2 breaker opens (pages of `ids` meanwhile), then thaws it; when it opened. */
+    async function openL2Breaker(worker: WorkerInstance, ids: string[]): Promise<number> {
+      stack.redis.pause();
+      try {
+        for (const id of ids) {
+          await page(worker, `/products/${id}`);
+          if ((await health(worker)).l2 === "open") return Date.now();
+        }
+        throw new Error("the L2 breaker never opened");
+      } finally {
+        stack.redis.resume();
+      }
+    }
+
+    it("fills made while L2 was unavailable reach L2 once it is back, and another isolate serves them with the origin down", async () => {
+      const a = await isolate();
+      const openedAt = await openL2Breaker(a, completeProducts(1500, 40));
+      // Within the cool-down: a's breaker is open, so these fills cannot be written now.
+      const filled = completeProducts(700, 20);
+      for (const id of filled) expect((await page(a, `/products/${id}`)).status).toBe(200);
+      expect((await health(a)).l2).toBe("open");
+      const keys = filled.map((id) => entryKey(DEFAULTS.keyPrefix, "product", id));
+      expect(await gatewayCommand(stack, ["EXISTS", ...keys])).toBe(0);
+
+      // After the cool-down, a's next request lets the probe through, and the backlog goes out.
+      await sleep(Math.max(0, openedAt + DEFAULTS.l2BreakerCoolDownMs + 300 - Date.now()));
+      expect((await page(a, `/products/${filled[0]}`)).status).toBe(200);
+      await waitFor("the backlog in L2", async () => (await gatewayCommand(stack, ["EXISTS", ...keys])) === keys.length, 3000);
+
+      await injectFault(stack, { service: "all", down: "refuse" });
+      const b = await startWorker(bindings());
+      workers.push(b);
+      const pages = await Promise.all(filled.map((id) => page(b, `/products/${id}`)));
+      expect(pages.map((p) => p.status)).toEqual(filled.map(() => 200));
+    });
+
+    it("an isolate whose L2 breaker is open tries L2 once before a 503 when the origin fails too", async () => {
+      const [stored] = completeProducts(800, 1);
+      const a = await isolate();
+      expect((await page(a, `/products/${stored}`)).status).toBe(200);
+      const key = entryKey(DEFAULTS.keyPrefix, "product", stored!);
+      await waitFor(`${key} in L2`, async () => (await gatewayCommand(stack, ["EXISTS", key])) === 1, 3000);
+
+      const b = await isolate();
+      await openL2Breaker(b, completeProducts(2000, 40));
+      await injectFault(stack, { service: "all", down: "refuse" });
+      // b has never seen the product, its breaker skips L2, the origin refuses: L2 is the last resort.
+      expect((await health(b)).l2).toBe("open");
+      const p = await page(b, `/products/${stored}`);
+      expect(p.status).toBe(200);
+      expect(member(p.cacheStatus, "product")).toMatch(/^pp-l2;/);
     });
   });
 });
