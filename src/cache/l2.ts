@@ -51,6 +51,12 @@ export interface L2CallOptions {
   isWrite?: boolean;
   /** Tried even while the breaker is open (operator calls such as purges). */
   force?: boolean;
+  /**
+   * Off the breaker: skipped while it is open, and its failures never count
+   * toward opening it (background reads whose size or cost is not the
+   * page path's: a purge-log sync).
+   */
+  passive?: boolean;
 }
 
 export interface L2Stats {
@@ -240,8 +246,8 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
    * recorded if Redis can take it: the breaker protects visitors from a slow
    * Redis, not Redis from an occasional admin call).
    */
-  async function guarded<T>(call: () => Promise<T>, isWrite = false, force = false, budgetMs = isWrite ? writeTimeoutMs : timeoutMs): Promise<T | undefined> {
-    if (!force && !breaker.allow()) {
+  async function guarded<T>(call: () => Promise<T>, isWrite = false, force = false, budgetMs = isWrite ? writeTimeoutMs : timeoutMs, passive = false): Promise<T | undefined> {
+    if (!force && (passive ? breaker.state() === "open" : !breaker.allow())) {
       stats.skipped++;
       if (isWrite) stats.droppedWrites++;
       return undefined;
@@ -261,7 +267,7 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       // errors, and a time-out that this isolate noticed late, because it
       // was too busy to read the reply (or the abort) when it came.
       if (isIsolateError(error) || noticedLate(startedAt, budgetMs)) stats.isolateErrors++;
-      else breaker.failure(successesAtStart, isTimeout(error));
+      else if (!passive) breaker.failure(successesAtStart, isTimeout(error));
       stats.failures++;
       if (isWrite) stats.droppedWrites++;
       return undefined;
@@ -323,7 +329,8 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       }
     },
     run(call, options) {
-      return guarded(() => call(options?.isWrite ? writer : reader), options?.isWrite ?? false, options?.force ?? false);
+      const isWrite = options?.isWrite ?? false;
+      return guarded(() => call(isWrite ? writer : reader), isWrite, options?.force ?? false, isWrite ? writeTimeoutMs : timeoutMs, options?.passive ?? false);
     },
     async runOnKeys(keys, call, options) {
       const result = await guarded(() => call(options?.isWrite ? writer : reader, keys), options?.isWrite ?? false, options?.force ?? false);

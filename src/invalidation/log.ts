@@ -13,8 +13,17 @@ import type { L2 } from "../cache/l2";
 import { entryKey, purgeLogKeys, purgeMarkerKey } from "../cache/keys";
 import { isWide, type PurgeRecord } from "./record";
 
-/** Purges an isolate can catch up on; further behind, it drops its whole L1. */
+/** Purges kept in the log for isolates catching up. */
 const LOG_MAX = 1000;
+/**
+ * What one sync may read of the log: an isolate further behind (a bulk
+ * re-price of hundreds of purges of 1,000 ids each) starts over instead: it
+ * drops its L1 and takes the tag/all purges, since id purges are already
+ * applied in Redis, which is where its next reads go. One read stays small
+ * enough for its L2 budget however many purges were recorded meanwhile.
+ */
+export const SYNC_MAX_RECORDS = 100;
+export const SYNC_MAX_BYTES = 256 * 1024;
 /** Tag/all purges kept at most; beyond, the oldest is folded into a floor (see watcher). */
 export const WIDE_MAX = 5000;
 /** A soft-purged entry is served stale at least this long while it refreshes. */
@@ -66,16 +75,20 @@ return #KEYS / 2
 `;
 
 // Answers {seq, caughtUp, records, wideRecords}: `caughtUp` 0 means the
-// reader is too far behind (or new, or the counter was reset) and gets the
-// whole wide set instead of its missing log records.
+// reader is too far behind (new, the counter was reset, or more than
+// ARGV[2] records or ARGV[3] bytes behind) and gets the wide set instead of
+// its missing log records.
 const READ_PURGES = `
 local seq = tonumber(redis.call('GET', KEYS[1]) or '0')
 local seen = tonumber(ARGV[1])
 if seq == seen then return {seq, 1, {}, {}} end
 local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-local caughtUp = seen > 0 and seq > seen and (oldest[2] == nil or tonumber(oldest[2]) <= seen + 1)
+local caughtUp = seen > 0 and seq > seen and seq - seen <= tonumber(ARGV[2]) and (oldest[2] == nil or tonumber(oldest[2]) <= seen + 1)
 if caughtUp then
-  return {seq, 1, redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. seen, '+inf', 'LIMIT', 0, ARGV[2]), {}}
+  local records = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. seen, '+inf', 'LIMIT', 0, ARGV[2])
+  local bytes = 0
+  for _, record in ipairs(records) do bytes = bytes + string.len(record) end
+  if bytes <= tonumber(ARGV[3]) then return {seq, 1, records, {}} end
 end
 return {seq, 0, {}, redis.call('ZRANGE', KEYS[3], 0, -1)}
 `;
@@ -133,10 +146,19 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs }: PurgeLogDeps)
       return l2.run((redis) => redis.eval<string[], number>(APPEND_LOG, [keys.seq, keys.log, keys.wide], args), { isWrite: true, force: true });
     },
 
-    /** Purges after `seen`, in one round trip. */
+    /**
+     * Purges after `seen`, in one round trip of bounded size. Off the page
+     * path's breaker: a slow sync read must not make every page skip L2.
+     */
     async readSince(seen: number): Promise<PurgesSince | undefined> {
-      const answer = await l2.run((redis) =>
-        redis.eval<string[], [number, number, string[], string[]]>(READ_PURGES, [keys.seq, keys.log, keys.wide], [String(seen), String(LOG_MAX)]),
+      const answer = await l2.run(
+        (redis) =>
+          redis.eval<string[], [number, number, string[], string[]]>(READ_PURGES, [keys.seq, keys.log, keys.wide], [
+            String(seen),
+            String(SYNC_MAX_RECORDS),
+            String(SYNC_MAX_BYTES),
+          ]),
+        { passive: true },
       );
       if (!answer) return undefined;
       const [seq, caughtUp, records, wideRecords] = answer;

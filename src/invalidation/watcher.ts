@@ -108,6 +108,9 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     if (isWide(record)) rememberWide(record);
     rememberIds(record);
     applyToL1(record);
+    // The next purge in sequence (one this isolate recorded itself, or the
+    // next of a sync): nothing before it is missing, so the sync need not read it again.
+    if (record.seq === seq + 1) seq = record.seq;
   }
 
   async function syncNow(): Promise<void> {

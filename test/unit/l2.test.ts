@@ -154,9 +154,47 @@ describe("L2 time budget and breaker", () => {
       expect(client.stats.skipped).toBe(1);
       expect(await client.writeFill(fillWrite("t:w", "1|1|1|1|j|{}", 1, "", 1000))).toBeUndefined();
       expect(client.stats.droppedWrites).toBe(1);
+      // The write was kept: written once Redis answers and the breaker lets calls through.
+      expect(client.backlogSize()).toBe(1);
     } finally {
       redisServer.resume();
     }
+  });
+
+  it("keeps passive calls (purge-log syncs) off the breaker: their failures never open it", async () => {
+    const client = l2(100);
+    redisServer.pause();
+    try {
+      for (let i = 0; i < 4; i++) expect(await client.run((redis) => redis.get("t:p"), { passive: true })).toBeUndefined();
+      expect(client.stats.failures).toBe(4);
+      expect(client.breaker.state()).toBe("closed");
+    } finally {
+      redisServer.resume();
+    }
+  });
+
+  it("replays the backlog once L2 answers again, never over a newer version", async () => {
+    const client = createL2({ url: gateway.url, token: TOKEN, timeoutMs: 100, breaker: createBreaker({ failureThreshold: 3, coolDownMs: 200, clock: systemClock }) });
+    redisServer.pause();
+    try {
+      for (let i = 0; i < 3; i++) await client.readMany(["t:open"]);
+      expect(client.breaker.state()).toBe("open");
+      await client.writeFill(fillWrite("t:old", "3|1|1|1|j|{}", 3));
+      await client.writeFill(fillWrite("t:new", "5|1|1|1|j|{}", 5));
+    } finally {
+      redisServer.resume();
+    }
+    await redis.set("t:old", "4|1|1|1|j|{}"); // another isolate wrote a newer version meanwhile
+    expect(client.backlogSize()).toBe(2);
+    await client.flushBacklog(); // still open: nothing tried
+    expect(client.backlogSize()).toBe(2);
+    await new Promise((resolve) => setTimeout(resolve, 250)); // past the cool-down: the flush is the probe
+    await client.flushBacklog();
+    expect(client.breaker.state()).toBe("closed");
+    expect(client.backlogSize()).toBe(0);
+    expect(client.stats.replayedWrites).toBe(2);
+    expect(await redis.get("t:new")).toBe("5|1|1|1|j|{}");
+    expect(await redis.get("t:old")).toBe("4|1|1|1|j|{}");
   });
 });
 
