@@ -6,6 +6,7 @@ import { Bloom, segmentLengthFor, textToBytes } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "./defaults";
 import type { KnownIdsKeys } from "./keys";
 import type { FilterMeta } from "./meta";
+import { scriptsFor } from "./scripts";
 
 export type LoadResult = { kind: "loaded"; bloom: Bloom } | { kind: "unavailable" } | { kind: "damaged"; reason: string };
 
@@ -77,7 +78,21 @@ export async function writeFilter(l2: L2, keys: KnownIdsKeys, version: string, b
   return true;
 }
 
-/** Ids logged for `version` from position `from` (at most `logCap` of them). */
+/**
+ * The ids added to the current `version` since add number `from`, with the
+ * count they bring it to: "behind" when its log no longer reaches back that
+ * far, "replaced" when `version` is no longer current; undefined when L2 is
+ * unavailable.
+ */
+export async function readTail(l2: L2, keys: KnownIdsKeys, version: string, from: number): Promise<{ changedAt: number; ids: string[] } | "behind" | "replaced" | undefined> {
+  const reply = await l2.run((redis) => scriptsFor(redis).readTail(keys.meta, keys.log(version), version, from));
+  if (reply === undefined) return undefined;
+  if (reply[0] === 0) return "replaced";
+  if (reply[0] === 1) return "behind";
+  return { changedAt: reply[1], ids: reply[2] };
+}
+
+/** Ids logged for the build of `version` from position `from` (at most `logCap` of them). */
 export function readLog(l2: L2, keys: KnownIdsKeys, version: string, from: number): Promise<string[] | undefined> {
   return l2.run((redis) => redis.lrange<string>(keys.log(version), from, KNOWN_IDS_LIMITS.logCap - 1));
 }

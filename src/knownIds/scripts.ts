@@ -26,6 +26,12 @@ end
  * versions the caller computed for, ARGV[2] TTL ms, ARGV[3] log cap, ARGV[4]
  * n, ARGV[5..4+n] the ids, then pairs (1-based segment key index, bit offset).
  *
+ * The current version's log keeps the last `cap` ids added (a window: add
+ * number changedAt − LLEN is its first), so that isolates a few adds behind
+ * catch up from it however many adds the version has had; the next
+ * version's log keeps the first `cap` (a rebuild must hold every one of them,
+ * or it overflows and fails).
+ *
  * Returns {1} recorded; {0, meta} the versions changed (recompute and retry);
  * {2} a segment is gone: the meta is marked damaged, so every isolate fails
  * open until the next rebuild; {3} there is no filter to record into.
@@ -58,7 +64,9 @@ if current ~= '' then
   for j = 5 + n, #ARGV, 2 do
     redis.call('SETBIT', KEYS[3 + tonumber(ARGV[j])], ARGV[j + 1], 1)
   end
-  logIds(KEYS[2])
+  redis.call('RPUSH', KEYS[2], unpack(ARGV, 5, 4 + n))
+  redis.call('LTRIM', KEYS[2], -cap, -1)
+  redis.call('PEXPIRE', KEYS[2], ttl)
   meta.changedAt = (tonumber(meta.changedAt) or 0) + n
 end
 if nextv ~= '' and not logIds(KEYS[3]) then meta.next.overflow = true end
@@ -104,6 +112,22 @@ if logged > 0 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
 return {3, raw}
 `;
 
+/**
+ * The ids added to the current version from add number ARGV[2] on. KEYS[1]
+ * meta, KEYS[2] its log; ARGV[1] the version. Returns {0} when the version
+ * is no longer current, {1} when the log no longer reaches back that far,
+ * {2, changedAt, ids} otherwise (meta and log read together).
+ */
+const READ_TAIL = `${META}
+local meta = readMeta(KEYS[1])
+if not meta or meta.version ~= ARGV[1] then return {0} end
+local changedAt = tonumber(meta.changedAt) or 0
+local first = changedAt - redis.call('LLEN', KEYS[2])
+local from = tonumber(ARGV[2])
+if from < first then return {1} end
+return {2, changedAt, redis.call('LRANGE', KEYS[2], from - first, -1)}
+`;
+
 /** A failed build withdraws its announce (only its own). KEYS[1] meta; ARGV[1] version. */
 const ABANDON = `${META}
 local meta = readMeta(KEYS[1])
@@ -118,12 +142,14 @@ return 1
 `;
 
 type Reply = (string | number | null)[];
+type TailReply = [0] | [1] | [2, number, string[]];
 
 export interface Scripts {
   add(keys: string[], args: (string | number)[]): Promise<Reply>;
   announce(metaKey: string, version: string, startedAt: number, ttlMs: number): Promise<number>;
   switchTo(metaKey: string, logKey: string, version: string, metaJson: string, merged: number, ttlMs: number): Promise<Reply>;
   abandon(metaKey: string, version: string): Promise<number>;
+  readTail(metaKey: string, logKey: string, version: string, from: number): Promise<TailReply>;
 }
 
 /** One set of Script objects per client: each hashes its source once, then runs by EVALSHA. */
@@ -136,11 +162,13 @@ export function scriptsFor(redis: Redis): Scripts {
     const announce = redis.createScript<number>(ANNOUNCE);
     const switchTo = redis.createScript<Reply>(SWITCH);
     const abandon = redis.createScript<number>(ABANDON);
+    const readTail = redis.createScript<TailReply>(READ_TAIL);
     scripts = {
       add: (keys, args) => add.exec(keys, args.map(String)),
       announce: (metaKey, version, startedAt, ttlMs) => announce.exec([metaKey], [version, String(startedAt), String(ttlMs)]),
       switchTo: (metaKey, logKey, version, json, merged, ttlMs) => switchTo.exec([metaKey, logKey], [version, json, String(merged), String(ttlMs)]),
       abandon: (metaKey, version) => abandon.exec([metaKey], [version]),
+      readTail: (metaKey, logKey, version, from) => readTail.exec([metaKey, logKey], [version, String(from)]),
     };
     cache.set(redis, scripts);
   }

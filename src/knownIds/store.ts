@@ -17,7 +17,7 @@ import { Bloom, byteLengthFor, positionsOf, redisBitOf } from "./bloom";
 import { KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "./defaults";
 import { knownIdsKeys } from "./keys";
 import { parseMeta, type FilterMeta, type Meta } from "./meta";
-import { loadFilter, readLog } from "./redisFilter";
+import { loadFilter, readTail } from "./redisFilter";
 import { rebuildFilter, type ListIds, type RebuildProgress, type RebuildResult } from "./rebuild";
 import { scriptsFor } from "./scripts";
 
@@ -69,6 +69,8 @@ export interface KnownIdsStatus {
   ageMs: number | null;
   /** Adds to this version applied here. */
   changedAt: number | null;
+  /** Times this isolate read the filter's segments (its first load, version switches, falling behind the add log). */
+  loads: number;
   lastCheckAt: number | null;
   nextCheckAt: number;
   /** Ids whose add could not be recorded in Redis yet (retried at each check). */
@@ -130,6 +132,7 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
   let rebuilding: Promise<RebuildResult> | null = null;
   let nextCheckAt = 0;
   let lastCheckAt: number | null = null;
+  let loads = 0;
   const pending = new Set<string>();
 
   function setHealth(next: Health, detail?: string): void {
@@ -174,17 +177,21 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
     return load(meta.current);
   }
 
-  /** Same version: apply the ids added since, from the log; reload the segments when the log cannot tell. */
+  /**
+   * Same version: apply the ids added since, from the log's window of the
+   * last `logCap` adds; reload the segments only when this isolate is
+   * further behind than that.
+   */
   async function sync(current: View, filter: FilterMeta): Promise<void> {
     const missed = filter.changedAt - current.synced;
-    if (missed > 0 && filter.changedAt <= KNOWN_IDS_LIMITS.logCap) {
-      const ids = await readLog(l2, keys, filter.version, current.synced);
-      if (ids === undefined) return unavailable();
-      if (ids.length < missed) return load(filter);
-      ids.forEach((id) => current.bloom.add(id));
-      current.synced += ids.length;
-    } else if (missed > 0) {
-      return load(filter);
+    if (missed > KNOWN_IDS_LIMITS.logCap) return load(filter);
+    if (missed > 0) {
+      const tail = await readTail(l2, keys, filter.version, current.synced);
+      if (tail === undefined) return unavailable();
+      if (tail === "behind") return load(filter);
+      if (tail === "replaced") return; // a rebuild switched meanwhile: the next check loads it
+      tail.ids.forEach((id) => current.bloom.add(id));
+      current.synced = tail.changedAt;
     }
     current.filter = filter;
     setHealth("ok");
@@ -199,6 +206,7 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
       // A rebuild in this isolate may have installed a newer version meanwhile: keep that one.
       if (view && view.filter.version !== filter.version && view.filter.builtAt > filter.builtAt) return setHealth("ok");
       view = { bloom: loaded.bloom, filter, synced: filter.changedAt };
+      loads++;
       setHealth("ok");
     } finally {
       switching = false;
@@ -328,6 +336,7 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
         builtAt: filter?.builtAt ?? null,
         ageMs: filter ? now - filter.builtAt : null,
         changedAt: view?.synced ?? null,
+        loads,
         lastCheckAt,
         nextCheckAt,
         pendingAdds: pending.size,

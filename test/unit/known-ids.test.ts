@@ -225,6 +225,27 @@ describe("adding ids", () => {
     expect(await direct.pttl(keys.log(meta!.current!.version))).toBeGreaterThan(0);
   });
 
+  it("past 10,000 adds, lets other isolates catch up from the log's window instead of reloading the filter", async () => {
+    const loadsBefore = other.status().loads;
+    // 11,000 adds to this version, in batches of 1,000; the other isolate keeps up every 2,000.
+    for (let batch = 0; batch < 11; batch++) {
+      expect(await builder.add(Array.from({ length: 1000 }, (_, i) => `n-bulk-${batch}-${i}`))).toBe(true);
+      if (batch % 2 === 1) {
+        clock.advance(REFRESH_MS);
+        await refreshed(other);
+      }
+    }
+    clock.advance(REFRESH_MS);
+    await refreshed(other);
+    expect(ask(other, "n-bulk-10-999")).toBe(true);
+    expect(ask(other, "n-bulk-0-0")).toBe(true);
+    expect(other.status().changedAt).toBe(parseMeta((await direct.get(keys.meta))!)!.current!.changedAt);
+    // Every catch-up came from the log: no segment was read again.
+    expect(other.status().loads).toBe(loadsBefore);
+    // The log keeps the window, not every add.
+    expect(await direct.llen(keys.log(parseMeta((await direct.get(keys.meta))!)!.current!.version))).toBeLessThanOrEqual(10_000);
+  });
+
   it("refuses invalid ids and oversized batches", async () => {
     await expect(builder.add(["../etc"])).rejects.toThrow(RangeError);
     await expect(builder.add(Array.from({ length: 1001 }, (_, i) => `n-${i}`))).rejects.toThrow(RangeError);
