@@ -72,10 +72,13 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
   tier.hotReport?.offer(id, (work) => c.executionCtx.waitUntil(work));
 
   // The same parts in the same states render the same HTML: rendered once per
-  // isolate and kept (bounded in bytes) until one of them changes.
-  const pageUrl = new URL(`/products/${id}`, tier.config.publicUrl ?? c.req.url).href;
+  // isolate and kept (bounded in bytes) until one of them changes. Nothing of
+  // the request but its validated id goes into the page or its key: the
+  // canonical URL comes from configuration, so no Host or X-Forwarded-* header
+  // can poison a page or cost a render and a place in this cache.
+  const pageUrl = `${tier.config.publicUrl}/products/${id}`;
   const identity = pageIdentity(all, RENDER_VERSION);
-  const renderKey = `${pageUrl}|${identity}`;
+  const renderKey = `${id}|${identity}`;
   startTime(c, "render");
   let page = tier.renderedPages.get(renderKey);
   if (!page) {

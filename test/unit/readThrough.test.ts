@@ -13,6 +13,7 @@ function setup(overrides: Record<string, unknown> = {}) {
   const origin = fakeOrigin();
   const config = parseConfig({
     ORIGIN_URL: "http://origin.test",
+    PUBLIC_URL: "https://shop.example",
     TTL_JITTER: "0",
     CACHE_POLICIES: JSON.stringify({ product: { ttl: 60, swr: 30, staleIfError: 600, negativeTtl: 20 } }),
     ...overrides,
