@@ -26,6 +26,8 @@ export const BUNDLE_DIR = resolve(".wrangler/bench-bundle");
 const execFileAsync = promisify(execFile);
 
 const GATEWAY_TOKEN = "bench-gateway-token";
+/** The shop's public address the benchmarked workers put in canonical URLs (PUBLIC_URL is required). */
+export const BENCH_PUBLIC_URL = "https://shop.example";
 const SERVERS_START_TIMEOUT_MS = 30_000;
 const SERVERS_STOP_TIMEOUT_MS = 10_000;
 
@@ -119,6 +121,7 @@ export async function startServers(settings: ServersSettings): Promise<Servers> 
     pid: child.pid!,
     bindings: {
       ORIGIN_URL: ready.originUrl,
+      PUBLIC_URL: BENCH_PUBLIC_URL,
       UPSTASH_REDIS_REST_URL: ready.gatewayUrl,
       UPSTASH_REDIS_REST_TOKEN: GATEWAY_TOKEN,
       PURGE_TOKEN: "bench-purge-token",

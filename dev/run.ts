@@ -3,7 +3,7 @@
  *
  *   redis-server (own port, no persistence)  ← Upstash REST gateway :8789  ← L2
  *   demo origin :8788 (catalog + /__admin)    ← the worker's ORIGIN_URL
- *   wrangler dev :8787 (the worker itself)
+ *   wrangler dev :8787 (the worker itself, PUBLIC_URL http://localhost:8787)
  *
  * Without redis-server on PATH (or with DEV_NO_REDIS=1) the worker runs with
  * L2 off. Ctrl-C stops everything in reverse order and leaves no process
@@ -216,6 +216,8 @@ function startWorker(settings: Settings, originUrl: string, l2: { url: string } 
     port: settings.devPort,
     vars: {
       ORIGIN_URL: originUrl,
+      // Canonical and OpenGraph URLs: required, and never taken from the request.
+      PUBLIC_URL: `http://localhost:${settings.devPort}`,
       // "" is "unset" for the worker's config: L2 off. It must be given, or
       // wrangler.toml's default URL would switch L2 on against nothing.
       UPSTASH_REDIS_REST_URL: l2 ? l2.url : "",

@@ -31,6 +31,8 @@ const { values } = parseArgs({
 async function main(): Promise<number> {
   const config = parseConfig({
     ORIGIN_URL: values.origin ?? process.env.ORIGIN_URL ?? "http://127.0.0.1:8788",
+    // Required by the configuration; warming renders no page, so any address does.
+    PUBLIC_URL: process.env.PUBLIC_URL || "http://localhost:8787",
     UPSTASH_REDIS_REST_URL: values["redis-url"] ?? process.env.UPSTASH_REDIS_REST_URL ?? "http://127.0.0.1:8789",
     UPSTASH_REDIS_REST_TOKEN: values.token ?? process.env.UPSTASH_REDIS_REST_TOKEN ?? "dev-gateway-token",
     KNOWN_IDS: "off",

@@ -311,7 +311,7 @@ ${servers}
       proxy_pass http://render;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
-      # The visitor's Host, as Varnish passes it: the page's absolute URLs are built from it.
+      # The visitor's Host, as Varnish passes it (the page's absolute URLs come from PUBLIC_URL, not from it).
       proxy_set_header Host $http_host;
       proxy_connect_timeout 2s;
       proxy_read_timeout 10s;

@@ -11,7 +11,7 @@
 // served stale), so that a peer caches the very HTML the tier renders and
 // each peer miss costs the origin calls a real render does.
 import { productId } from "../../dev/origin/catalog";
-import { buildKnownIdsFilter, startServers, startWorker, type FilterBuild, type Servers, type WorkerInstance, type WorkerLogs } from "../stack";
+import { BENCH_PUBLIC_URL, buildKnownIdsFilter, startServers, startWorker, type FilterBuild, type Servers, type WorkerInstance, type WorkerLogs } from "../stack";
 import { OriginAdmin, startNginx, startPeerOrigin, startVarnish, type CachePolicy, type CacheServer, type PeerOrigin } from "./procs";
 
 export type SystemName = "nginx" | "varnish" | "tier";
@@ -30,6 +30,7 @@ export const PRODUCT_POLICY: CachePolicy = { ttlS: 300, graceS: 3600, notFoundTt
 /** Caches effectively off: 1 s fresh (the minimum the config accepts), nothing stale, no jitter. */
 const OFF = { ttl: 1, swr: 0, staleIfError: 0, negativeTtl: 1 };
 export const RENDER_ONLY_VARS: Record<string, string> = {
+  PUBLIC_URL: BENCH_PUBLIC_URL,
   L1_MAX_BYTES: "1048576",
   TTL_JITTER: "0",
   KNOWN_IDS: "off",

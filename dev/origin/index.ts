@@ -46,6 +46,18 @@ export interface Fault {
   /** Fraction of requests answered 500. */
   errorRate: number;
   down: DownMode;
+  /**
+   * What ids the service holds nothing for are answered: 404 as the contract
+   * says, or 400 to 499, as an origin that validates ids more strictly than
+   * the contract would (junk ids answered 400 or 422).
+   */
+  unknownIdStatus: number;
+  /**
+   * Ids looked up in lower case and answered with the catalog's spelling: an
+   * origin that canonicalises `P-000001` to `p-000001`, so that the answer
+   * names another id than the one asked for.
+   */
+  canonicalIds: boolean;
 }
 
 /** What came of telling the tier about a change; status null when no HTTP answer came. */
@@ -63,7 +75,7 @@ const NOTIFY_RETRIES = 3;
 const NOTIFY_BACKOFF_MS = 100;
 const NOTIFY_TIMEOUT_MS = 2_000;
 const NOT_FOUND = { error: "not_found" };
-const NO_FAULT: Fault = { latencyMs: 0, errorRate: 0, down: false };
+const NO_FAULT: Fault = { latencyMs: 0, errorRate: 0, down: false, unknownIdStatus: 404, canonicalIds: false };
 const DOWN_MODES: readonly DownMode[] = [false, "500", "refuse", "hang"];
 
 /** Ends a request with a JSON error; thrown by validation, caught in one place. */
@@ -293,18 +305,24 @@ class DemoOriginServer {
   }
 
   private serve(route: ServiceRoute, query: URLSearchParams): [number, unknown] {
-    const found = (value: unknown): [number, unknown] => (value === null ? [404, NOT_FOUND] : [200, value]);
-    switch (route.service) {
+    if (route.service === "listing") return [200, this.listing(query)];
+    const { unknownIdStatus, canonicalIds } = this.faults.get(route.service);
+    const id = canonicalIds ? route.id.toLowerCase() : route.id;
+    const value = this.lookup(route.service, id);
+    if (value !== null) return [200, value];
+    return unknownIdStatus === 404 ? [404, NOT_FOUND] : [unknownIdStatus, { error: "invalid_id" }];
+  }
+
+  private lookup(service: Exclude<ServiceName, "listing">, id: string): unknown {
+    switch (service) {
       case "product":
-        return found(this.store.product(route.id));
+        return this.store.product(id);
       case "inventory":
-        return found(this.store.inventory(route.id));
+        return this.store.inventory(id);
       case "reviews":
-        return found(this.store.reviews(route.id));
+        return this.store.reviews(id);
       case "recommendations":
-        return found(this.store.recommendations(route.id));
-      case "listing":
-        return [200, this.listing(query)];
+        return this.store.recommendations(id);
     }
   }
 
@@ -550,12 +568,16 @@ function parseFault(body: unknown): { services: readonly ServiceName[]; fault: F
   if (!DOWN_MODES.includes(down as DownMode)) {
     throw new HttpError(400, "bad_request", 'down must be false, "500", "refuse" or "hang"');
   }
+  const canonicalIds = fields.canonicalIds ?? false;
+  if (typeof canonicalIds !== "boolean") throw new HttpError(400, "bad_request", "canonicalIds must be true or false");
   return {
     services,
     fault: {
       latencyMs: optionalNumber(fields, "latencyMs", 0, MAX_LATENCY_MS) ?? 0,
       errorRate: optionalNumber(fields, "errorRate", 0, 1) ?? 0,
       down: down as DownMode,
+      unknownIdStatus: optionalNumber(fields, "unknownIdStatus", 400, 499, true) ?? 404,
+      canonicalIds,
     },
   };
 }

@@ -17,11 +17,11 @@
 // Workers refuse ("Cannot perform I/O on behalf of a different request").
 import { LRUCache } from "lru-cache";
 import type { Config } from "../config";
-import { OriginError, type OriginClient, type OriginFailure } from "../origin/client";
+import { isAnswerAboutId, OriginError, type OriginClient, type OriginFailure } from "../origin/client";
 import type { ResourceName, ResourceTypes } from "../origin/types";
 import type { Clock } from "./clock";
-import { decodeEntry } from "./codec";
-import { entryState, newerOf, type Entry } from "./entry";
+import { decodeEntry, sizeOfJson } from "./codec";
+import { deadlinesFor, entryState, newerOf, type Entry } from "./entry";
 import { markedStale } from "../invalidation/watcher";
 import { createFill, type FillContext } from "./fill";
 import { createLeaseTable, pollUntil, within } from "../shared/leases";
@@ -94,7 +94,12 @@ export interface L1Purging {
 }
 
 export interface ReadThrough extends L1Purging {
-  /** Reads the resources of one product. `background` receives work that must outlive the response. */
+  /**
+   * Reads the resources of one product. `background` receives work that must
+   * outlive the response. When the product is among them and turns out absent
+   * or failed, the others are left out unless L1 or L2 had them: there is no
+   * page to show them on, and the origin is not asked for them.
+   */
   read(id: string, resources: readonly ResourceName[], background: (work: Promise<unknown>) => void): Promise<{ data: PageData; timings: Timings }>;
   /**
    * The copies of one resource of many products that this isolate can serve
@@ -117,6 +122,12 @@ interface Flight {
 /** A key's L2 read counts as under way this long past its budget (a read whose request vanished lapses then). */
 const READ_LEASE_GRACE_MS = 50;
 
+/** An origin answer about one id that the tier could not use, and the "no data" entry that stands for it until it lapses. */
+interface Rejection {
+  failure: OriginFailure;
+  noData: Entry;
+}
+
 interface Pending {
   resource: ResourceName;
   key: string;
@@ -127,9 +138,10 @@ interface Pending {
 
 export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const { config, l2, clock } = deps;
+  const random = deps.random ?? Math.random;
   const fill = createFill({
     ...deps,
-    random: deps.random ?? Math.random,
+    random,
     sleep: deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
   });
 
@@ -148,6 +160,33 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     ttlAutopurge: false,
     perf: { now: () => clock.now() },
   });
+
+  /**
+   * Origin answers about one id that the tier could not use (a 400 or 422, a
+   * body that breaks the contract: origin/client.ts, isAnswerAboutId), by
+   * key, until they lapse. Such a key is not asked again meanwhile, by a
+   * fill or a refresh, so junk ids and an origin bug for one product cost one
+   * call per `rejectedAnswerTtl`, where each would otherwise be asked on
+   * every request. A reader with a copy at hand serves it; one without gets
+   * the "no data" entry (a 404 page for a product).
+   */
+  const rejections = new LRUCache<string, Rejection>({ max: DEFAULTS.rejectedAnswersMax });
+
+  function rejectionOf(key: string): Rejection | undefined {
+    const rejection = rejections.get(key);
+    if (rejection && rejection.noData.freshUntil > clock.now()) return rejection;
+    if (rejection) rejections.delete(key);
+    return undefined;
+  }
+
+  function rememberRejection(key: string, resource: ResourceName, failure: OriginFailure): Rejection {
+    const policy = config.policies[resource];
+    const ttl = Math.min(policy.negativeTtl, DEFAULTS.rejectedAnswerTtl);
+    const deadlines = deadlinesFor(false, { ...policy, negativeTtl: ttl }, clock.now(), config.ttlJitter, random);
+    const rejection = { failure, noData: { data: null, version: 0, ...deadlines, size: sizeOfJson("null".length) } };
+    rejections.set(key, rejection);
+    return rejection;
+  }
 
   const hotness = createHotness({ warmPerMinute: config.warmPerMinute, hotPerMinute: config.hotPerMinute, clock });
 
@@ -188,6 +227,11 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   function fillOrJoin(key: string, context: FillContext): { flight: Flight; work?: Promise<Entry> } {
     const running = fills.holder(key);
     if (running) return { flight: running };
+    const rejection = rejectionOf(key);
+    if (rejection) {
+      const error = new OriginError(context.resource, rejection.failure, "the origin's last answer about this id was of no use");
+      return { flight: { until: clock.now(), settled: { error } } };
+    }
     const flight: Flight = { until: clock.now() + fillBoundMs(context.resource) };
     const work = fill(key, context).then(
       (entry) => {
@@ -197,6 +241,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         return entry;
       },
       (error: unknown) => {
+        if (isAnswerAboutId(error)) rememberRejection(key, context.resource, error.failure);
         flight.settled = { error };
         fills.release(key, flight);
         throw error;
@@ -298,6 +343,13 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         const tier = fallback === item.fallback ? (item.fallbackTier ?? "l1") : fallback === fromFill ? "l2" : "l1";
         return served(item.resource, fallback, tier, "stale-if-error", { forward, failure });
       }
+      // Nothing to serve, and the origin's answer was about this id: "no
+      // data" for a short while, kept in L1 as a 404 would be.
+      if (isAnswerAboutId(error)) {
+        const { noData } = rejectionOf(item.key) ?? rememberRejection(item.key, item.resource, error.failure);
+        keep(item.key, noData);
+        return served(item.resource, noData, "origin", "fresh", { forward, failure });
+      }
       return { resource: item.resource, outcome: "failed", data: null, collapsed: false, forward, failure };
     }
   }
@@ -308,13 +360,16 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     fillStats: () => ({ inFlight: fills.size(), takenOver }),
     forget(key) {
       l1.delete(key);
+      rejections.delete(key);
     },
     markStale(key, at) {
       const entry = l1.peek(key);
       if (entry) keep(key, markedStale(entry, at));
+      rejections.delete(key);
     },
     forgetAll() {
       l1.clear();
+      rejections.clear();
     },
     async readCached(ids, resource) {
       const found = new Map<string, any>();
@@ -399,9 +454,28 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         timings.l2 = clock.now() - started;
       }
 
-      // 3. Origin, through the coalescing fill.
+      // 3. Origin, through the coalescing fill. The other resources are about
+      // the product: when the product itself must be filled, it goes first,
+      // and when there is no product to show (absent, or failed with nothing
+      // usable) the others are not fetched at all. An id that names no
+      // product costs one origin fetch, not four; a cold page pays one origin
+      // round trip more.
       if (pending.length > 0) {
         started = clock.now();
+        const product = pending.find((item) => item.resource === "product");
+        if (product && pending.length > 1) {
+          data.product = await fillOne(id, product, background);
+          const rest: Pending[] = [];
+          for (const item of pending) {
+            if (item === product) continue;
+            // Filled by another request while this one waited for the product: no fill of its own.
+            const landed = judged(l1.peek(item.key), id, item.resource, tagsOf(id));
+            if (landed && entryState(landed, clock.now()) === "fresh") data[item.resource] = served(item.resource, landed, "l1", "fresh");
+            else rest.push(item);
+          }
+          pending = rest;
+        }
+        if (data.product && data.product.outcome !== "found") pending = [];
         const filled = await Promise.all(pending.map((item) => fillOne(id, item, background)));
         for (const result of filled) data[result.resource] = result;
         timings.origin = clock.now() - started;

@@ -93,6 +93,22 @@ export const DEFAULTS = {
    * visitor pays at most one call budget meanwhile.
    */
   breakerMinFailureSpanMs: 500,
+  /**
+   * Seconds (at most the resource's negativeTtl) for which an origin answer
+   * about one id that the tier cannot use (a 400 or 422, a body that breaks
+   * the contract or names another id) is remembered: that id is not asked
+   * again meanwhile, so junk ids repeated cost one origin call each, and an
+   * origin fixed by a deploy is heard within seconds. Kept in L1 only: such
+   * an answer must never replace a good copy in L2 for the whole fleet.
+   */
+  rejectedAnswerTtl: 10,
+  /**
+   * Ids whose rejected answer is remembered apart from L1, for ids that still
+   * have a copy to serve (see cache/readThrough.ts): a few hundred bytes each.
+   * Those are rare (an origin bug for some products); a flood of junk ids
+   * only evicts the oldest, and their "no data" answers live in L1 anyway.
+   */
+  rejectedAnswersMax: 1000,
   /** Each isolate reads the purge log at most this often: the bound on how long a purged page can still be served. */
   purgePollMs: 1000,
   /** Without news of purges for this long (L2 out), an isolate counts itself blind... */

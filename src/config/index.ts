@@ -16,6 +16,7 @@ export interface Env {
   /** Several Redis databases on a consistent-hash ring: JSON `[{"name","url","token","weight"}]` (a secret: it holds tokens). */
   UPSTASH_REDIS_SHARDS?: string;
   PURGE_TOKEN?: string;
+  /** The shop's public address, such as `https://shop.example`: required (see Config.publicUrl). */
   PUBLIC_URL?: string;
   L1_MAX_BYTES?: string | number;
   L2_TIMEOUT_MS?: string | number;
@@ -43,8 +44,14 @@ export interface Config {
   l2: { shards: L2Endpoint[] } | null;
   /** Absent: the purge endpoint is closed. */
   purgeToken: string | null;
-  /** Base of the canonical URLs in pages; the request's own URL when unset. Never taken from request headers. */
-  publicUrl: string | null;
+  /**
+   * Base of the canonical and OpenGraph URLs in pages: an origin such as
+   * `https://shop.example`, no trailing slash. Configuration, never the
+   * request: its Host header (and any X-Forwarded-*) is whatever the client
+   * sent, and a page that named it would carry an attacker's address in a
+   * page sent `public, s-maxage`.
+   */
+  publicUrl: string;
   l1MaxBytes: number;
   l2TimeoutMs: number;
   ttlJitter: number;
@@ -115,6 +122,16 @@ const policyOverrides = v.strictObject({
   recommendations: v.optional(policyOverride),
   listing: v.optional(policyOverride),
 });
+
+/** An origin only: canonical URLs are `<origin>/products/<id>`, and a path here would be silently dropped. */
+const publicOrigin = v.pipe(
+  httpUrl,
+  v.check((s) => {
+    const url = new URL(s);
+    return url.pathname === "/" && url.search === "" && url.hash === "" && url.username === "" && url.password === "";
+  }, "must be an origin such as https://shop.example, without a path, query or credentials"),
+  v.transform((s) => new URL(s).origin),
+);
 
 function read<T>(setting: string, schema: v.GenericSchema<unknown, T>, value: unknown): T {
   const result = v.safeParse(schema, value);
@@ -202,6 +219,15 @@ export function parseConfig(env: Env): Config {
     throw new ConfigError("ORIGIN_URL", "is not set: give the base URL of the product services");
   }
   const originUrl = read("ORIGIN_URL", httpUrl, env.ORIGIN_URL);
+  if (env.PUBLIC_URL === undefined || env.PUBLIC_URL === "") {
+    // Required, with no fallback to the request's own URL: a deploy that
+    // forgot it must say so, not build canonical URLs from the Host header.
+    throw new ConfigError(
+      "PUBLIC_URL",
+      "is not set: give the shop's public address, such as https://shop.example (canonical and OpenGraph URLs are built from it, never from the request); `npm run dev` and the tests set it themselves",
+    );
+  }
+  const publicUrl = read("PUBLIC_URL", publicOrigin, env.PUBLIC_URL);
 
   const l2 = parseL2(env);
 
@@ -209,7 +235,7 @@ export function parseConfig(env: Env): Config {
     originUrl,
     l2,
     purgeToken: env.PURGE_TOKEN ? env.PURGE_TOKEN : null,
-    publicUrl: optional<string | null>("PUBLIC_URL", httpUrl, env.PUBLIC_URL, null),
+    publicUrl,
     l1MaxBytes: optional("L1_MAX_BYTES", numberSetting(1024 * 1024, DEFAULTS.l1MaxBytesLimit), env.L1_MAX_BYTES, DEFAULTS.l1MaxBytes),
     l2TimeoutMs: optional("L2_TIMEOUT_MS", numberSetting(5, 5000), env.L2_TIMEOUT_MS, DEFAULTS.l2TimeoutMs),
     ttlJitter: optional("TTL_JITTER", numberSetting(0, 0.5, false), env.TTL_JITTER, DEFAULTS.ttlJitter),

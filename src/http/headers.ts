@@ -8,12 +8,15 @@
 //   pp-origin; fwd=uri-miss; collapsed; ...                    waited for another fill
 //   pp-l1; fwd=stale; fwd-status=504; ttl=-700; detail="product stale-if-error"
 //   pp-origin; fwd=uri-miss; fwd-status=502; detail="recommendations failed"
+//   pp-origin; fwd=uri-miss; fwd-status=502; ttl=10; detail="product rejected"
+//                        the origin's answer about this id was of no use (a 422, a
+//                        body that breaks the contract): "no data" for a short while
 // `ttl` is the seconds of freshness left (negative: stale for that long).
 import type { Served } from "../cache/readThrough";
 import type { ResourcePolicy } from "../config";
 import type { OriginFailure } from "../origin/client";
 
-const FAILURE_STATUS: Record<OriginFailure, number> = { timeout: 504, unreachable: 502, status: 502, invalid: 502, overloaded: 503, "circuit-open": 503 };
+const FAILURE_STATUS: Record<OriginFailure, number> = { timeout: 504, unreachable: 502, status: 502, rejected: 502, invalid: 502, overloaded: 503, "circuit-open": 503 };
 
 function ttlSeconds(served: Served<unknown>, now: number): number | undefined {
   return served.entry ? Math.round((served.entry.freshUntil - now) / 1000) : undefined;
@@ -29,6 +32,10 @@ function member(served: Served<unknown>, now: number, l2Stored: boolean): string
   } else if (served.freshness === "stale-if-error") {
     params.push("fwd=stale", `fwd-status=${FAILURE_STATUS[served.failure ?? "unreachable"]}`);
     detail += " stale-if-error";
+  } else if (served.failure) {
+    // An answer about this id that could not be used, standing as "no data" (never stored in L2).
+    params.push(`fwd=${served.forward === "stale" ? "stale" : "uri-miss"}`, `fwd-status=${FAILURE_STATUS[served.failure]}`);
+    detail += " rejected";
   } else if (served.forward) {
     params.push(`fwd=${served.forward === "stale" ? "stale" : "uri-miss"}`, "fwd-status=200");
     if (served.tier === "origin" && l2Stored) params.push("stored");
@@ -37,7 +44,7 @@ function member(served: Served<unknown>, now: number, l2Stored: boolean): string
     params.push("hit");
     if (served.freshness === "stale") detail += " stale";
   }
-  if (served.outcome === "absent") detail += " absent";
+  if (served.outcome === "absent" && !served.failure) detail += " absent";
   if (ttl !== undefined && served.outcome !== "failed") params.push(`ttl=${ttl}`);
   params.push(`detail="${detail}"`);
   return params.join("; ");

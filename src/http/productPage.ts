@@ -49,13 +49,14 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
   c.header("Cache-Status", cacheStatus(all, now, tier.cache.l2?.breaker.state() === "closed"));
 
   const product = data.product!;
-  const inventory = data.inventory!;
+  // Read whenever the product exists; left out when it does not (cache/readThrough.ts).
+  const inventory = data.inventory;
   if (product.outcome === "absent") {
     const remaining = Math.max(0, Math.floor((product.entry!.freshUntil - now) / 1000));
     tier.metrics.recordPage({ id, outcome: "absent", served: all });
     return errorPage(c, 404, "We could not find that product.", `public, max-age=${remaining}`);
   }
-  if (product.outcome === "failed" || inventory.outcome === "failed") {
+  if (product.outcome === "failed" || !inventory || inventory.outcome === "failed") {
     c.header("Retry-After", String(RETRY_AFTER_SECONDS));
     tier.metrics.recordPage({ id, outcome: "unavailable", served: all });
     return errorPage(c, 503, "The product service is not answering.", "no-store", RETRY_AFTER_SECONDS);
@@ -72,10 +73,13 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
   tier.hotReport?.offer(id, (work) => c.executionCtx.waitUntil(work));
 
   // The same parts in the same states render the same HTML: rendered once per
-  // isolate and kept (bounded in bytes) until one of them changes.
-  const pageUrl = new URL(`/products/${id}`, tier.config.publicUrl ?? c.req.url).href;
+  // isolate and kept (bounded in bytes) until one of them changes. Nothing of
+  // the request but its validated id goes into the page or its key: the
+  // canonical URL comes from configuration, so no Host or X-Forwarded-* header
+  // can poison a page or cost a render and a place in this cache.
+  const pageUrl = `${tier.config.publicUrl}/products/${id}`;
   const identity = pageIdentity(all, RENDER_VERSION);
-  const renderKey = `${pageUrl}|${identity}`;
+  const renderKey = `${id}|${identity}`;
   startTime(c, "render");
   let page = tier.renderedPages.get(renderKey);
   if (!page) {

@@ -15,7 +15,11 @@ export type OriginAnswer<T> = { found: true; data: T } | { found: false };
 export type OriginFailure =
   | "timeout"
   | "unreachable"
+  /** A 5xx or 429: the service is failing or shedding load. */
   | "status"
+  /** Another status about this id, such as 400 or 422 (see isAnswerAboutId). */
+  | "rejected"
+  /** A 200 whose body breaks the contract or names another id (see isAnswerAboutId). */
   | "invalid"
   /** Not attempted: this isolate's origin fetch slots and queue were full. */
   | "overloaded"
@@ -33,6 +37,23 @@ export class OriginError extends Error {
     super(`origin ${resource}: ${failure} (${detail})`);
     this.name = "OriginError";
   }
+}
+
+/**
+ * The service answered about this one id, but with nothing the tier can use:
+ * a status the contract does not give (400, 422, …) or a body that breaks it
+ * (an origin that canonicalises `P-1` to `p-1` names another id). That is the
+ * service working, not failing, and anyone can cause it by asking for junk
+ * ids: its breaker does not count it, and the read path remembers the answer
+ * for that id for a short while instead (cache/readThrough.ts).
+ */
+export function isAnswerAboutId(error: unknown): error is OriginError {
+  return error instanceof OriginError && (error.failure === "rejected" || error.failure === "invalid");
+}
+
+/** Statuses that say the service itself is failing or overloaded, whatever was asked: what its breaker counts. */
+function isServiceFailureStatus(status: number): boolean {
+  return status >= 500 || status === 429;
 }
 
 export interface OriginClient {
@@ -135,7 +156,9 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
       } catch (error) {
         // Not the service's failure: this isolate's (see cache/breaker.ts).
         const ours = isIsolateError(error) || (error instanceof OriginError && (error.failure === "overloaded" || error.noticedLate));
-        if (!ours) breaker?.failure(successesAtStart, error instanceof OriginError && error.failure === "timeout");
+        // An answer about one id: the service answered, as it does with a 404, so it is up.
+        if (isAnswerAboutId(error)) breaker?.success();
+        else if (!ours) breaker?.failure(successesAtStart, error instanceof OriginError && error.failure === "timeout");
         throw error;
       }
     };
@@ -159,7 +182,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
     }
     if (response.status !== 200) {
       await response.body?.cancel();
-      throw new OriginError(resource, "status", `HTTP ${response.status}`);
+      throw new OriginError(resource, isServiceFailureStatus(response.status) ? "status" : "rejected", `HTTP ${response.status}`);
     }
     const data = validateResource(resource, id, await readJson(resource, response));
     if (!data) throw new OriginError(resource, "invalid", "body does not follow the origin contract");

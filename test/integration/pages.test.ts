@@ -157,7 +157,7 @@ describe("configuration", () => {
   });
 
   it("runs without Redis on L1 and the origin", async () => {
-    const noL2 = await startWorker({ ORIGIN_URL: stack.origin.url });
+    const noL2 = await startWorker({ ORIGIN_URL: stack.origin.url, PUBLIC_URL: stack.bindings.PUBLIC_URL });
     try {
       const response = await noL2.fetch("/products/p-000060");
       expect(response.status).toBe(200);

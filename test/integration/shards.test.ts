@@ -25,6 +25,7 @@ beforeAll(async () => {
   origin = await startDemoOrigin({ latencyMs: 2, jitterMs: 0 });
   bindings = {
     ORIGIN_URL: origin.url,
+    PUBLIC_URL: "https://shop.example",
     UPSTASH_REDIS_SHARDS: JSON.stringify(gateways.map((gateway, i) => ({ name: NAMES[i], url: gateway.url, token: TOKEN }))),
     PURGE_TOKEN,
     KNOWN_IDS: "off",

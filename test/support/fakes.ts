@@ -18,7 +18,8 @@ export function fakeClock(start = Date.UTC(2026, 10, 22)): FakeClock {
   };
 }
 
-export type FakeBehaviour = "ok" | "absent" | "fail" | "hang";
+/** `reject`: an answer about the id the tier cannot use (a 422), as opposed to `fail`, a 500. */
+export type FakeBehaviour = "ok" | "absent" | "fail" | "reject" | "hang";
 
 export interface FakeOrigin extends OriginClient {
   calls: Record<ResourceName, number>;
@@ -79,6 +80,7 @@ export function fakeOrigin(): FakeOrigin {
         throw new OriginError(resource, "timeout", "hung");
       }
       if (behaviour === "fail") throw new OriginError(resource, "status", "HTTP 500");
+      if (behaviour === "reject") throw new OriginError(resource, "rejected", "HTTP 422");
       if (behaviour === "absent") return { found: false };
       return { found: true, data: sample(resource, id, version) };
     },

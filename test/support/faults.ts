@@ -50,6 +50,10 @@ export interface OriginFault {
   latencyMs?: number;
   errorRate?: number;
   down?: false | "500" | "refuse" | "hang";
+  /** How ids the service holds nothing for are answered: 404 (the contract, default) or another 4xx such as 400 or 422. */
+  unknownIdStatus?: number;
+  /** Ids looked up in lower case and answered with the catalog's spelling (an origin that canonicalises case). */
+  canonicalIds?: boolean;
 }
 
 export async function injectFault(stack: Stack, fault: OriginFault): Promise<void> {

@@ -8,6 +8,8 @@ import { startRedis, type RedisServer } from "./redis";
 
 export const GATEWAY_TOKEN = "test-gateway-token";
 export const PURGE_TOKEN = "test-purge-token";
+/** The shop's public address in tests (PUBLIC_URL): what every canonical URL must start with, whatever the request says. */
+export const PUBLIC_URL = "https://shop.example";
 
 export interface Stack {
   redis: RedisServer;
@@ -40,6 +42,7 @@ export async function startStack(origin: DemoOriginOptions = {}): Promise<Stack>
     origin: demo,
     bindings: {
       ORIGIN_URL: demo.url,
+      PUBLIC_URL,
       UPSTASH_REDIS_REST_URL: gateway.url,
       UPSTASH_REDIS_REST_TOKEN: GATEWAY_TOKEN,
       PURGE_TOKEN,

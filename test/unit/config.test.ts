@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ConfigError, parseConfig } from "../../src/config";
 import { DEFAULT_POLICIES } from "../../src/config/defaults";
 
-const base = { ORIGIN_URL: "https://products.internal.example/" };
+const base = { ORIGIN_URL: "https://products.internal.example/", PUBLIC_URL: "https://shop.example" };
 
 function errorOf(env: Record<string, unknown>): string {
   try {
@@ -30,6 +30,18 @@ describe("configuration", () => {
     expect(errorOf({ ...base, L1_MAX_BYTES: "lots" })).toMatch(/^L1_MAX_BYTES must be a number/);
     expect(errorOf({ ...base, L1_MAX_BYTES: "1000" })).toMatch(/^L1_MAX_BYTES must be at least/);
     expect(errorOf({ ...base, TTL_JITTER: "0.9" })).toMatch(/^TTL_JITTER must be at most 0.5/);
+  });
+
+  it("wants PUBLIC_URL, an origin, and never falls back to the request's address", () => {
+    expect(parseConfig(base).publicUrl).toBe("https://shop.example");
+    expect(parseConfig({ ...base, PUBLIC_URL: "https://Shop.Example:443/" }).publicUrl).toBe("https://shop.example");
+    expect(parseConfig({ ...base, PUBLIC_URL: "http://localhost:8787" }).publicUrl).toBe("http://localhost:8787");
+    expect(errorOf({ ORIGIN_URL: base.ORIGIN_URL })).toMatch(/^PUBLIC_URL is not set: give the shop's public address/);
+    expect(errorOf({ ...base, PUBLIC_URL: "" })).toMatch(/^PUBLIC_URL is not set/);
+    expect(errorOf({ ...base, PUBLIC_URL: "shop.example" })).toMatch(/^PUBLIC_URL must be an absolute URL/);
+    expect(errorOf({ ...base, PUBLIC_URL: "https://shop.example/store" })).toMatch(/^PUBLIC_URL must be an origin such as https:\/\/shop.example/);
+    expect(errorOf({ ...base, PUBLIC_URL: "https://shop.example/?a=1" })).toMatch(/^PUBLIC_URL must be an origin/);
+    expect(errorOf({ ...base, PUBLIC_URL: "https://user:pw@shop.example" })).toMatch(/^PUBLIC_URL must be an origin/);
   });
 
   it("merges per-resource policy overrides and rejects unknown ones", () => {

@@ -291,7 +291,7 @@ describe("faults", () => {
     await call("PUT", "/__admin/faults", { service: "product", down: "500" });
     expect((await get("/products/p-000001")).status).toBe(500);
     expect((await get("/inventory/p-000001")).status).toBe(200);
-    expect((await get("/__admin/faults")).body.product).toEqual({ latencyMs: 0, errorRate: 0, down: "500" });
+    expect((await get("/__admin/faults")).body.product).toEqual({ latencyMs: 0, errorRate: 0, down: "500", unknownIdStatus: 404, canonicalIds: false });
     // Failures are counted too.
     expect((await get("/__admin/counters")).body.services.product).toBe(1);
   });
@@ -331,11 +331,31 @@ describe("faults", () => {
     expect((await waiting).status).toBe(200);
   });
 
+  it("answers ids it has nothing for with unknownIdStatus instead of 404, and known ids as before", async () => {
+    await call("PUT", "/__admin/faults", { service: "product", unknownIdStatus: 422 });
+    expect(await get("/products/junk-1")).toMatchObject({ status: 422, body: { error: "invalid_id" } });
+    expect((await get("/products/p-000001")).status).toBe(200);
+    // Only the service named: the others still say 404.
+    expect((await get("/inventory/junk-1")).status).toBe(404);
+  });
+
+  it("with canonicalIds, answers an id in another case with the catalog's spelling", async () => {
+    await call("PUT", "/__admin/faults", { service: "product", canonicalIds: true });
+    const answer = await get("/products/P-000001");
+    expect(answer.status).toBe(200);
+    expect(answer.body.id).toBe("p-000001");
+    await call("DELETE", "/__admin/faults");
+    expect((await get("/products/P-000001")).status).toBe(404);
+  });
+
   it("rejects bad fault settings with 400", async () => {
     const bad = [
       { service: "nope" },
       { service: "product", down: "sometimes" },
       { service: "product", errorRate: 2 },
+      { service: "product", unknownIdStatus: 500 },
+      { service: "product", unknownIdStatus: 200 },
+      { service: "product", canonicalIds: "yes" },
       "[]",
     ];
     for (const body of bad) expect((await call("PUT", "/__admin/faults", body)).status).toBe(400);

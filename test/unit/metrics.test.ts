@@ -328,7 +328,7 @@ describe("origin client onFetch", () => {
 function sources(overrides: Partial<StatusSources> = {}): StatusSources {
   const clock = fakeClock();
   const metrics = createMetrics({ clock });
-  const config = parseConfig({ ORIGIN_URL: "http://origin.test", PURGE_TOKEN: "t" });
+  const config = parseConfig({ ORIGIN_URL: "http://origin.test", PUBLIC_URL: "https://shop.example", PURGE_TOKEN: "t" });
   return {
     now: clock.now(),
     metrics,

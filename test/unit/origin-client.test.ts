@@ -5,7 +5,7 @@
 // over HTTP, where faults are injected through its admin API.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createBreaker, type Breaker } from "../../src/cache/breaker";
-import { createOriginClient, OriginError, type OriginClient, type OriginClientOptions, type OriginFailure } from "../../src/origin/client";
+import { createOriginClient, isAnswerAboutId, OriginError, type OriginClient, type OriginClientOptions, type OriginFailure } from "../../src/origin/client";
 import { createLimiter } from "../../src/origin/limiter";
 import type { ResourceName } from "../../src/origin/types";
 import { startDemoOrigin, type DemoOrigin } from "../../dev/origin";
@@ -101,9 +101,17 @@ describe("origin client: answers", () => {
     expect(origin.calls).toHaveLength(1);
   });
 
-  it.each([500, 502, 503, 429, 301])("fails an HTTP %i with 'status', without retrying", async (status) => {
+  it.each([500, 502, 503, 429])("fails an HTTP %i with 'status' (the service is failing), without retrying", async (status) => {
     const origin = recordingFetch(() => json({ error: "x" }, status));
     expect(await failureOf(client({ fetch: origin.fetch }).fetchResource("product", "p-000001"))).toBe("status");
+    expect(origin.calls).toHaveLength(1);
+  });
+
+  it.each([400, 422, 403, 410, 301])("fails an HTTP %i with 'rejected' (an answer about this id), without retrying", async (status) => {
+    const origin = recordingFetch(() => json({ error: "x" }, status));
+    const answer = client({ fetch: origin.fetch }).fetchResource("product", "p-000001");
+    expect(await failureOf(answer)).toBe("rejected");
+    expect(await answer.catch((error: unknown) => isAnswerAboutId(error))).toBe(true);
     expect(origin.calls).toHaveLength(1);
   });
 
@@ -246,18 +254,39 @@ describe("origin client: per-service breaker", () => {
     expect(origin.calls).toHaveLength(THRESHOLD + 1);
   });
 
-  it("counts timeouts, refused connections and invalid bodies as failures", async () => {
-    let mode: "hang" | "refuse" | "invalid" = "hang";
+  it("counts timeouts, refused connections and 5xx as failures", async () => {
+    let mode: "hang" | "refuse" | "500" = "hang";
     const origin = recordingFetch((_url, init) =>
-      mode === "hang" ? hang(init) : mode === "refuse" ? Promise.reject(new TypeError("fetch failed")) : json({ nope: true }),
+      mode === "hang" ? hang(init) : mode === "refuse" ? Promise.reject(new TypeError("fetch failed")) : json({ error: "x" }, 500),
     );
     const { c, breakers } = withBreakers(origin.fetch, { policies: policies(50) });
     expect(await failureOf(c.fetchResource("reviews", "p-000001"))).toBe("timeout");
     mode = "refuse";
     expect(await failureOf(c.fetchResource("reviews", "p-000001"))).toBe("unreachable");
-    mode = "invalid";
-    expect(await failureOf(c.fetchResource("reviews", "p-000001"))).toBe("invalid");
+    mode = "500";
+    expect(await failureOf(c.fetchResource("reviews", "p-000001"))).toBe("status");
     expect(breakers.get("reviews")!.state()).toBe("open");
+  });
+
+  it("never opens on answers about one id (400, 422, a body that breaks the contract, another id's data), however many", async () => {
+    // What anonymous visitors can cause by asking for junk ids, or for `P-1` at an origin that answers with `p-1`.
+    const answers = [
+      () => json({ error: "bad_request" }, 400),
+      () => json({ error: "invalid_id" }, 422),
+      () => json({ nope: true }),
+      () => new Response("<html>oops</html>", { status: 200 }),
+      () => json(sampleProduct("p-000002")),
+    ];
+    let failing = false;
+    const origin = recordingFetch((_url, _init, call) => (failing ? json({ error: "x" }, 503) : answers[call % answers.length]!()));
+    const { c, breakers } = withBreakers(origin.fetch);
+    for (let i = 0; i < THRESHOLD * 10; i++) expect(["rejected", "invalid"]).toContain(await failureOf(c.fetchResource("product", "p-000001")));
+    expect(breakers.get("product")!.state()).toBe("closed");
+    expect(origin.calls).toHaveLength(THRESHOLD * 10);
+    // They are answers, like 404s: a service that then fails still opens its breaker, on the usual rate.
+    failing = true;
+    for (let i = 0; i < THRESHOLD * 4 && breakers.get("product")!.state() === "closed"; i++) await failureOf(c.fetchResource("product", "p-000001"));
+    expect(breakers.get("product")!.state()).toBe("open");
   });
 
   it("keeps one breaker per service: a failing service does not stop the others", async () => {

@@ -5,6 +5,8 @@ import { createReadThrough } from "../../src/cache/readThrough";
 import { parseConfig } from "../../src/config";
 import type { ResourceName } from "../../src/origin/types";
 import { fakeClock, fakeOrigin } from "../support/fakes";
+import { DEFAULTS } from "../../src/config/defaults";
+import { entryKey } from "../../src/cache/keys";
 
 const PRODUCT: ResourceName[] = ["product"];
 
@@ -13,6 +15,7 @@ function setup(overrides: Record<string, unknown> = {}) {
   const origin = fakeOrigin();
   const config = parseConfig({
     ORIGIN_URL: "http://origin.test",
+    PUBLIC_URL: "https://shop.example",
     TTL_JITTER: "0",
     CACHE_POLICIES: JSON.stringify({ product: { ttl: 60, swr: 30, staleIfError: 600, negativeTtl: 20 } }),
     ...overrides,
@@ -116,6 +119,90 @@ describe("entry life cycle", () => {
       ttls.add(ttl);
     }
     expect(ttls.size).toBeGreaterThan(100);
+  });
+});
+
+// An origin answer about one id that the tier cannot use (a 400 or 422, a
+// body that breaks the contract): not a failure of the service, and not to be
+// asked again on every request.
+describe("answers about one id that the tier cannot use", () => {
+  const REJECTED_TTL_MS = DEFAULTS.rejectedAnswerTtl * 1000;
+
+  it("with nothing cached, is 'no data' for a short while: one origin call, then L1, then asked again", async () => {
+    const { clock, origin, read } = setup();
+    origin.behaviour.product = "reject";
+    const first = await read("P-JUNK");
+    expect(first.data.product).toMatchObject({ outcome: "absent", tier: "origin", failure: "rejected" });
+    expect(first.data.product!.entry!.freshUntil - clock.now()).toBe(REJECTED_TTL_MS);
+    for (let i = 0; i < 100; i++) expect((await read("P-JUNK")).data.product).toMatchObject({ outcome: "absent", tier: "l1" });
+    expect(origin.calls.product).toBe(1);
+    clock.advance(REJECTED_TTL_MS);
+    origin.behaviour.product = "ok";
+    expect((await read("P-JUNK")).data.product).toMatchObject({ outcome: "found", tier: "origin" });
+    expect(origin.calls.product).toBe(2);
+  });
+
+  it("with a copy at hand, keeps serving the copy, and asks the origin once per window, not per request", async () => {
+    const { clock, origin, read, settle } = setup();
+    await read();
+    origin.behaviour.product = "reject";
+    clock.advance(61_000); // stale: served while a refresh runs
+    for (let i = 0; i < 20; i++) {
+      expect((await read()).data.product).toMatchObject({ outcome: "found", freshness: "stale", tier: "l1" });
+      await settle();
+    }
+    expect(origin.calls.product).toBe(2); // the first fill, and one refresh for 20 stale reads
+    clock.advance(35_000); // past swr: only usable on error; the copy is never replaced by "no data"
+    for (let i = 0; i < 20; i++) {
+      expect((await read()).data.product).toMatchObject({ outcome: "found", freshness: "stale-if-error", failure: "rejected" });
+    }
+    expect(origin.calls.product).toBe(3);
+    clock.advance(REJECTED_TTL_MS);
+    origin.behaviour.product = "ok";
+    expect((await read()).data.product).toMatchObject({ outcome: "found", freshness: "fresh", tier: "origin" });
+    expect(origin.calls.product).toBe(4);
+  });
+
+  it("is forgotten when the id is purged", async () => {
+    const { origin, cache, read, config } = setup();
+    origin.behaviour.product = "reject";
+    await read("p-fixed");
+    origin.behaviour.product = "ok";
+    cache.forget(entryKey(config.keyPrefix, "product", "p-fixed"));
+    expect((await read("p-fixed")).data.product).toMatchObject({ outcome: "found", tier: "origin" });
+    expect(origin.calls.product).toBe(2);
+  });
+});
+
+describe("the other resources wait for the product", () => {
+  const ALL: ResourceName[] = ["product", "inventory", "reviews", "recommendations"];
+
+  it("an id with no product costs one origin fetch: the others are never asked", async () => {
+    const { clock, origin, read } = setup();
+    origin.behaviour.product = "absent";
+    const first = await read("p-missing", ALL);
+    expect(first.data.product?.outcome).toBe("absent");
+    expect(Object.keys(first.data)).toEqual(["product"]);
+    // Known absent from L1 later on, past the others' own negative ttls too: still nothing else asked.
+    clock.advance(15_000);
+    expect(Object.keys((await read("p-missing", ALL)).data)).toEqual(["product"]);
+    expect(origin.calls).toEqual({ product: 1, inventory: 0, reviews: 0, recommendations: 0, listing: 0 });
+  });
+
+  it("nor when the product failed with nothing usable, or was rejected", async () => {
+    const { origin, read } = setup();
+    origin.behaviour.product = "fail";
+    expect(Object.keys((await read("p-1", ALL)).data)).toEqual(["product"]);
+    origin.behaviour.product = "reject";
+    expect(Object.keys((await read("p-2", ALL)).data)).toEqual(["product"]);
+    expect(origin.calls).toEqual({ product: 2, inventory: 0, reviews: 0, recommendations: 0, listing: 0 });
+  });
+
+  it("a product that exists: the others are filled after it, each once, however many readers", async () => {
+    const { origin, read } = setup();
+    const answers = await Promise.all(Array.from({ length: 50 }, () => read("p-3", ALL)));
+    for (const answer of answers) for (const resource of ALL) expect(answer.data[resource]?.outcome).toBe("found");
+    expect(origin.calls).toEqual({ product: 1, inventory: 1, reviews: 1, recommendations: 1, listing: 0 });
   });
 });
 
