@@ -20,7 +20,6 @@ import type { Config } from "../config";
 import { OriginError, type OriginClient, type OriginFailure } from "../origin/client";
 import type { ResourceName, ResourceTypes } from "../origin/types";
 import type { Clock } from "./clock";
-import { decodeEntry } from "./codec";
 import { entryState, newerOf, type Entry } from "./entry";
 import { markedStale } from "../invalidation/watcher";
 import { createFill, type FillContext } from "./fill";
@@ -29,6 +28,7 @@ import { entryKey } from "./keys";
 import { createHotness, type Heat } from "./hotness";
 import { DEFAULTS } from "../config/defaults";
 import type { L2 } from "./l2";
+import { createL2Entries, type L2ValueStats } from "./l2Entries";
 
 export type Tier = "l1" | "l2" | "origin";
 
@@ -94,6 +94,8 @@ export interface ReadThrough extends L1Purging {
   readonly l2: L2 | null;
   /** Fills in flight in this isolate, and those taken over from a request that vanished or overran its bound. */
   fillStats(): { inFlight: number; takenOver: number };
+  /** Values read from L2 that were not valid entries, and how many of them were deleted. */
+  l2ValueStats(): L2ValueStats;
 }
 
 /** A fill in flight: the end of its lease, and, once it settled, its outcome (plain data, read by the requests that joined it). */
@@ -115,8 +117,10 @@ interface Pending {
 
 export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const { config, l2, clock } = deps;
+  const l2Entries = createL2Entries({ config, l2, clock });
   const fill = createFill({
     ...deps,
+    l2Entries,
     random: deps.random ?? Math.random,
     sleep: deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
   });
@@ -281,6 +285,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     l1,
     l2,
     fillStats: () => ({ inFlight: fills.size(), takenOver }),
+    l2ValueStats: () => ({ ...l2Entries.stats }),
     forget(key) {
       l1.delete(key);
     },
@@ -334,7 +339,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         const stillPending: Pending[] = joining;
         for (const [index, item] of toRead.entries()) {
           const value = values?.[index];
-          const fromL2 = judged(value ? await decodeEntry(value) : undefined, id, item.resource, tagsOf(id));
+          const fromL2 = judged(value ? l2Entries.read(item.key, value, item.resource, id, background) : undefined, id, item.resource, tagsOf(id));
           const best = newerOf(item.fallback, fromL2);
           const state = entryState(best, clock.now());
           if (best && best === fromL2 && (state === "fresh" || state === "stale")) {

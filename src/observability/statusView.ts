@@ -142,6 +142,8 @@ export function statusView(model: StatusModel) {
       skipped: model.l2.stats ? count(model.l2.stats.skipped) : DASH,
       failures: model.l2.stats ? count(model.l2.stats.failures) : DASH,
       droppedWrites: model.l2.stats ? count(model.l2.stats.droppedWrites) : DASH,
+      invalidValues: model.l2.invalidValues ? count(model.l2.invalidValues.rejected) : DASH,
+      invalidDeleted: model.l2.invalidValues ? count(model.l2.invalidValues.deleted) : DASH,
     },
     leases: {
       slotsInUse: count(model.originSlots.inUse),
