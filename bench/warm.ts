@@ -21,6 +21,7 @@ import { CatalogStore } from "../dev/origin/catalog";
 import { decodeEntry } from "../src/cache/codec";
 import { deadlinesFor } from "../src/cache/entry";
 import { entryKey } from "../src/cache/keys";
+import { longestLifeMs } from "../src/cache/l2Entries";
 import { createRing } from "../src/cache/ring";
 import type { Config } from "../src/config";
 import { validateResource } from "../src/origin/validate";
@@ -72,7 +73,7 @@ export async function warmL2(options: WarmL2Options): Promise<WarmL2Result> {
   let entries = 0;
   let bytes = 0;
   /** One key of each encoding written, for checkEntries. */
-  const samples = new Map<string, { key: string; shard: number; id: string }>();
+  const samples = new Map<string, { key: string; shard: number; id: string; resource: ResourceName }>();
   try {
     for (const resources of options.passes) {
       let writing: Promise<unknown> = Promise.resolve();
@@ -85,7 +86,7 @@ export async function warmL2(options: WarmL2Options): Promise<WarmL2Result> {
             const data = validateAll && raw !== null ? validateResource(resource, id, JSON.parse(JSON.stringify(raw))) : raw;
             const { value, errorUntil } = encodedEntry(config, resource, data, now);
             // As the tier's fill writes it: the key lives until the entry is no longer usable even on error.
-            return { id, key: entryKey(config.keyPrefix, resource, id), value, ttlMs: errorUntil - now, shard: ring.ownerOf(id) };
+            return { id, resource, key: entryKey(config.keyPrefix, resource, id), value, ttlMs: errorUntil - now, shard: ring.ownerOf(id) };
           }),
         );
         // One pipeline per shard; the previous batch's replies arrive while this one is built.
@@ -103,7 +104,7 @@ export async function warmL2(options: WarmL2Options): Promise<WarmL2Result> {
       }
       await writing;
     }
-    for (const sample of samples.values()) await checkEntry(links[sample.shard]!, sample.key, sample.id);
+    for (const sample of samples.values()) await checkEntry(links[sample.shard]!, config, sample);
   } finally {
     for (const link of links) link.disconnect();
   }
@@ -153,9 +154,9 @@ function needsValidation(store: CatalogStore, ids: readonly string[]): boolean {
  * (src/cache/entry.ts deadlines, jittered), in codec.ts's format:
  * `<version>|<fetchedAt>|<freshUntil>|<staleUntil>|j|<json>` or, above the
  * compression threshold, `…|z|<base64 gzip of the json>`. Built here rather
- * than with codec.ts's encodeEntry, which serialises twice and gzips through
- * CompressionStream (about half a millisecond a value in Node: a minute for
- * the catalog); checkEntry decodes samples with the tier's own decodeEntry,
+ * than with codec.ts's encodeEntry, which when this was written serialised
+ * twice and gzipped through CompressionStream (about half a millisecond a
+ * value in Node: a minute for the catalog); checkEntry decodes samples with the tier's own decodeEntry,
  * so a change of format stops the run instead of measuring misses.
  */
 function encodedEntry(config: Config, resource: ResourceName, data: unknown, now: number): { value: string; errorUntil: number } {
@@ -170,10 +171,11 @@ function encodedEntry(config: Config, resource: ResourceName, data: unknown, now
 }
 
 /** Decodes a written value with the tier's own decodeEntry: a format the worker cannot read would otherwise pass for L2 misses. */
-async function checkEntry(link: Redis, key: string, id: string): Promise<void> {
-  const value = await link.get(key);
-  const entry = value === null ? undefined : await decodeEntry<{ id?: string }>(value);
-  if (!entry || (entry.data !== null && entry.data.id !== id)) {
-    throw new Error(`warmL2: ${key} does not decode with src/cache/codec.ts: the benchmark's writer (bench/warm.ts) is out of date`);
+async function checkEntry(link: Redis, config: Config, sample: { key: string; resource: ResourceName; id: string }): Promise<void> {
+  const value = await link.get(sample.key);
+  const expected = { resource: sample.resource, id: sample.id, now: Date.now(), maxLifeMs: longestLifeMs(config.policies[sample.resource], config.ttlJitter) };
+  const decoded = value === null ? { invalid: "missing" } : decodeEntry(value, expected);
+  if (!("entry" in decoded)) {
+    throw new Error(`warmL2: ${sample.key} does not decode with src/cache/codec.ts (${decoded.invalid}): the benchmark's writer (bench/warm.ts) is out of date`);
   }
 }

@@ -6,6 +6,22 @@
 // guard writes (never replace a newer version), judge freshness and mark an
 // entry stale (soft purge) without decoding. The payload is JSON (`j`) or, above the size threshold, gzip
 // bytes as base64 text (`z`): @upstash/redis carries strings, not bytes.
+//
+// What comes back from Redis is untrusted: an older release may have written
+// it, or anybody who can reach Redis. A value is an entry only if all of it
+// checks out, cheapest first: its length, the header's numbers, the
+// decompressed size (gunzip stops at the cap), and the data against the
+// origin contract's schema for the resource and id of its key. Anything else
+// is reported as invalid, with the reason, and is never used.
+//
+// gzip goes through node:zlib, not DecompressionStream: workerd's
+// DecompressionStream inflates all of a written chunk before the first read
+// (a 200 MB bomb took workerd from 52 to 362 MB with a reader that cancelled
+// after 1 MiB), where gunzipSync's `maxOutputLength` stops at the cap (+16 MB).
+import { gunzipSync, gzipSync } from "node:zlib";
+import { DEFAULTS } from "../config/defaults";
+import type { ResourceName, ResourceTypes } from "../origin/types";
+import { validateResource } from "../origin/validate";
 import { base64ToBytes, bytesToBase64 } from "../shared/base64";
 import type { Entry } from "./entry";
 
@@ -14,51 +30,125 @@ interface Payload {
   e: number;
 }
 
+/** What a value read from L2 is expected to hold: the resource and id of its key, judged at `now`. */
+export interface EntryExpectation<R extends ResourceName> {
+  resource: R;
+  id: string;
+  now: number;
+  /** The longest any deadline may lie past the fetch, ms: what today's policy can produce (see l2Entries.ts). */
+  maxLifeMs: number;
+}
+
+/** Why a value is not an entry. */
+export type InvalidReason =
+  /** Longer than DEFAULTS.l2ValueMaxChars: not looked at. */
+  | "too-long"
+  /** Not `<4 integers>|<j or z>|`, or an integer past 2^53. */
+  | "header"
+  /** Deadlines out of order, beyond what the policy allows, or fetched in the future. */
+  | "deadlines"
+  /** Not gzip, or cut short. */
+  | "gzip"
+  /** gzip that inflates past DEFAULTS.l2EntryMaxJsonBytes (decompression stopped there). */
+  | "too-large"
+  /** Not `{"d":…,"e":<integer>}`. */
+  | "payload"
+  /** Data that breaks the origin contract, or belongs to another id. */
+  | "schema"
+  /** The header's version is not the data's (0 for an absent entry). */
+  | "version";
+
+export type Decoded<T> = { entry: Entry<T> } | { invalid: InvalidReason };
+
 /** Bytes L1 charges for an entry: its JSON (UTF-16 in memory, so twice) plus object overhead. */
 export function sizeOfJson(jsonLength: number): number {
   return jsonLength * 2 + 256;
 }
 
-export async function encodeEntry(entry: Entry, compressAboveBytes: number): Promise<string> {
+const HEADER = /^(\d{1,16})\|(\d{1,16})\|(\d{1,16})\|(\d{1,16})\|([jz])\|/;
+
+type Header = Pick<Entry, "version" | "fetchedAt" | "freshUntil" | "staleUntil">;
+
+/** Integers that Redis's Lua (doubles) and JavaScript read alike. */
+function areSafe(...numbers: number[]): boolean {
+  return numbers.every((n) => Number.isSafeInteger(n) && n >= 0);
+}
+
+/** The order the life cycle gives deadlines (entry.ts; a soft purge only brings freshUntil forward). */
+function inOrder({ fetchedAt, freshUntil, staleUntil }: Header, errorUntil: number): boolean {
+  return fetchedAt <= freshUntil && freshUntil <= staleUntil && freshUntil <= errorUntil;
+}
+
+/**
+ * The value to store for `entry`, or undefined when it would not be read
+ * back (too large, or numbers that decodeEntry refuses): such an entry is
+ * served from L1 and the origin only, never stored to be refused later.
+ */
+export function encodeEntry(entry: Entry, compressAboveBytes: number): string | undefined {
+  if (!areSafe(entry.version, entry.fetchedAt, entry.freshUntil, entry.staleUntil, entry.errorUntil) || !inOrder(entry, entry.errorUntil)) return undefined;
   const payload: Payload = { d: entry.data, e: entry.errorUntil };
   const json = JSON.stringify(payload);
   const head = `${entry.version}|${entry.fetchedAt}|${entry.freshUntil}|${entry.staleUntil}|`;
   if (json.length <= compressAboveBytes) return `${head}j|${json}`;
-  return `${head}z|${bytesToBase64(await gzip(new TextEncoder().encode(json)))}`;
+  const bytes = new TextEncoder().encode(json);
+  if (bytes.length > DEFAULTS.l2EntryMaxJsonBytes) return undefined;
+  const value = `${head}z|${bytesToBase64(gzipSync(bytes))}`;
+  return value.length <= DEFAULTS.l2ValueMaxChars ? value : undefined;
 }
 
-/** The entry, or undefined when the value is not one of ours (treated as a miss, never deleted). */
-export async function decodeEntry<T>(value: string): Promise<Entry<T> | undefined> {
-  const match = /^(\d+)\|(\d+)\|(\d+)\|(\d+)\|([jz])\|/.exec(value);
-  if (!match) return undefined;
+/** The entry `value` holds, checked against what its key promises; or why it holds none. */
+export function decodeEntry<R extends ResourceName>(value: string, expected: EntryExpectation<R>): Decoded<ResourceTypes[R]> {
+  if (value.length > DEFAULTS.l2ValueMaxChars) return { invalid: "too-long" };
+  const match = HEADER.exec(value);
+  if (!match) return { invalid: "header" };
+  const header: Header = { version: Number(match[1]), fetchedAt: Number(match[2]), freshUntil: Number(match[3]), staleUntil: Number(match[4]) };
+  if (!areSafe(header.version, header.fetchedAt, header.freshUntil, header.staleUntil)) return { invalid: "header" };
+  if (!inOrder(header, header.freshUntil) || header.fetchedAt > expected.now + DEFAULTS.l2MaxClockSkewMs) return { invalid: "deadlines" };
+
   const body = value.slice(match[0].length);
+  const json = match[5] === "j" ? body : gunzipped(body);
+  // A `j` body is within the value's cap, smaller than the JSON's; `gunzipped` stops at the JSON's.
+  if (typeof json !== "string") return json;
+
+  const payload = parsedPayload(json);
+  if (!payload) return { invalid: "payload" };
+  const errorUntil = payload.e;
+  if (!areSafe(errorUntil) || !inOrder(header, errorUntil) || Math.max(header.staleUntil, errorUntil) - header.fetchedAt > expected.maxLifeMs) return { invalid: "deadlines" };
+
+  let data: ResourceTypes[R] | null = null;
+  if (payload.d === null) {
+    if (header.version !== 0) return { invalid: "version" };
+  } else {
+    data = validateResource(expected.resource, expected.id, payload.d);
+    if (data === null) return { invalid: "schema" };
+    if (data.version !== header.version) return { invalid: "version" };
+  }
+  return { entry: { data, ...header, errorUntil, size: sizeOfJson(json.length) } };
+}
+
+/** The JSON a `z` body holds, or why it holds none; inflates at most the cap (plus one of zlib's chunks). */
+function gunzipped(body: string): string | { invalid: InvalidReason } {
+  let bytes: Uint8Array;
   try {
-    const json = match[5] === "j" ? body : new TextDecoder().decode(await gunzip(base64ToBytes(body)));
-    const payload = JSON.parse(json) as Payload;
-    if (typeof payload.e !== "number") return undefined;
-    return {
-      data: payload.d as T | null,
-      version: Number(match[1]),
-      fetchedAt: Number(match[2]),
-      freshUntil: Number(match[3]),
-      staleUntil: Number(match[4]),
-      errorUntil: payload.e,
-      size: sizeOfJson(json.length),
-    };
+    bytes = gunzipSync(base64ToBytes(body), { maxOutputLength: DEFAULTS.l2EntryMaxJsonBytes });
+  } catch (error) {
+    // Over the cap: Node's ERR_BUFFER_TOO_LARGE and workerd's "Memory limit exceeded" are both RangeErrors.
+    return { invalid: error instanceof RangeError ? "too-large" : "gzip" };
+  }
+  try {
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
   } catch {
-    return undefined;
+    return { invalid: "payload" };
   }
 }
 
-async function gzip(bytes: Uint8Array): Promise<Uint8Array> {
-  return pipeThrough(bytes, new CompressionStream("gzip"));
-}
-
-async function gunzip(bytes: Uint8Array): Promise<Uint8Array> {
-  return pipeThrough(bytes, new DecompressionStream("gzip"));
-}
-
-async function pipeThrough(bytes: Uint8Array, transform: { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> }): Promise<Uint8Array> {
-  const output = new Response(new Blob([bytes]).stream().pipeThrough(transform));
-  return new Uint8Array(await output.arrayBuffer());
+function parsedPayload(json: string): Payload | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed) || !("d" in parsed) || !("e" in parsed)) return undefined;
+  return typeof parsed.e === "number" ? (parsed as Payload) : undefined;
 }

@@ -16,10 +16,11 @@ import type { Config } from "../config";
 import type { OriginClient } from "../origin/client";
 import type { ResourceName } from "../origin/types";
 import type { Clock } from "./clock";
-import { decodeEntry, encodeEntry, sizeOfJson } from "./codec";
+import { encodeEntry, sizeOfJson } from "./codec";
 import { deadlinesFor, type Entry } from "./entry";
 import { lockKey, purgeMarkerKey } from "./keys";
 import type { L2 } from "./l2";
+import type { L2Entries } from "./l2Entries";
 
 /** What one fill was about, and what it did (read by the caller that started it). */
 export interface FillContext {
@@ -45,6 +46,8 @@ export interface FillDeps {
   config: Config;
   origin: OriginClient;
   l2: L2 | null;
+  /** Decodes what L2 holds; invalid values are misses (and deleted). */
+  l2Entries: L2Entries;
   clock: Clock;
   random: () => number;
   sleep: (ms: number) => Promise<void>;
@@ -56,7 +59,7 @@ const FIRST_POLL_MS = 10;
 const LAST_ATTEMPT_MS = 100;
 
 export function createFill(deps: FillDeps) {
-  const { config, origin, l2, clock } = deps;
+  const { config, origin, l2, l2Entries, clock } = deps;
 
   async function fetchFromOrigin(context: FillContext, timeoutMs?: number): Promise<Entry> {
     // Data is as old as the request that fetched it: a purge during the
@@ -84,7 +87,7 @@ export function createFill(deps: FillDeps) {
       await deps.sleep(delay);
       const [value, holder] = await l2!.readMany([key, lock]);
       if (value === undefined || holder === undefined) return undefined; // L2 went away: stop waiting
-      const entry = value ? await decodeEntry(value) : undefined;
+      const entry = value ? l2Entries.read(key, value, context.resource, context.id, context.background) : undefined;
       if (entry && entry.freshUntil > Math.max(clock.now(), context.freshBeyond) && entry.fetchedAt >= context.freshAfter) return entry;
       if (holder === null) return undefined;
     }
@@ -92,18 +95,22 @@ export function createFill(deps: FillDeps) {
   }
 
   function storeInL2(key: string, entry: Entry, lockToken: string, context: FillContext): void {
-    const write = encodeEntry(entry, config.compressAboveBytes).then((value) =>
-      l2!.writeFill({
-        key,
-        lock: lockKey(config.keyPrefix, key),
-        purgeMarker: purgeMarkerKey(config.keyPrefix, key),
-        value,
-        version: entry.version,
-        fetchedAt: entry.fetchedAt,
-        ttlMs: entry.errorUntil - clock.now(),
-        lockToken,
-      }),
-    );
+    const value = encodeEntry(entry, config.compressAboveBytes);
+    if (value === undefined) {
+      // Not stored: it would not be read back (over the size cap, or a version past 2^53). Waiters stop waiting.
+      if (lockToken) context.background(l2!.releaseLock(lockKey(config.keyPrefix, key), lockToken));
+      return;
+    }
+    const write = l2!.writeFill({
+      key,
+      lock: lockKey(config.keyPrefix, key),
+      purgeMarker: purgeMarkerKey(config.keyPrefix, key),
+      value,
+      version: entry.version,
+      fetchedAt: entry.fetchedAt,
+      ttlMs: entry.errorUntil - clock.now(),
+      lockToken,
+    });
     context.background(write);
   }
 
@@ -124,13 +131,13 @@ export function createFill(deps: FillDeps) {
       freshAfter: context.freshAfter,
     });
     if (claim?.kind === "fresh") {
-      const entry = await decodeEntry(claim.value);
+      const entry = l2Entries.read(key, claim.value, context.resource, context.id, context.background);
       if (entry) {
         context.via = "l2";
         return entry;
       }
     }
-    if (claim && claim.kind !== "fresh" && claim.stale) context.olderCopy = await decodeEntry(claim.stale);
+    if (claim && claim.kind !== "fresh" && claim.stale) context.olderCopy = l2Entries.read(key, claim.stale, context.resource, context.id, context.background);
     if (claim?.kind === "lost") {
       const entry = await waitForWinner(key, lock, context);
       if (entry) {

@@ -20,7 +20,7 @@ import type { Config } from "../config";
 import { isAnswerAboutId, OriginError, type OriginClient, type OriginFailure } from "../origin/client";
 import type { ResourceName, ResourceTypes } from "../origin/types";
 import type { Clock } from "./clock";
-import { decodeEntry, sizeOfJson } from "./codec";
+import { sizeOfJson } from "./codec";
 import { deadlinesFor, entryState, newerOf, type Entry } from "./entry";
 import { markedStale } from "../invalidation/watcher";
 import { createFill, type FillContext } from "./fill";
@@ -29,6 +29,7 @@ import { entryKey } from "./keys";
 import { createHotness, type Heat } from "./hotness";
 import { DEFAULTS } from "../config/defaults";
 import type { L2 } from "./l2";
+import { createL2Entries, type L2ValueStats } from "./l2Entries";
 
 export type Tier = "l1" | "l2" | "origin";
 
@@ -106,11 +107,13 @@ export interface ReadThrough extends L1Purging {
    * without the origin: from L1, then from L2 in one round trip. For lists
    * (the home page), which must stay cheap however many products they show.
    */
-  readCached<R extends ResourceName>(ids: readonly string[], resource: R): Promise<Map<string, ResourceTypes[R]>>;
+  readCached<R extends ResourceName>(ids: readonly string[], resource: R, background: (work: Promise<unknown>) => void): Promise<Map<string, ResourceTypes[R]>>;
   readonly l1: LRUCache<string, Entry>;
   readonly l2: L2 | null;
   /** Fills in flight in this isolate, and those taken over from a request that vanished or overran its bound. */
   fillStats(): { inFlight: number; takenOver: number };
+  /** Values read from L2 that were not valid entries, and how many of them were deleted. */
+  l2ValueStats(): L2ValueStats;
 }
 
 /** A fill in flight: the end of its lease, and, once it settled, its outcome (plain data, read by the requests that joined it). */
@@ -139,8 +142,10 @@ interface Pending {
 export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const { config, l2, clock } = deps;
   const random = deps.random ?? Math.random;
+  const l2Entries = createL2Entries({ config, l2, clock });
   const fill = createFill({
     ...deps,
+    l2Entries,
     random,
     sleep: deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
   });
@@ -332,7 +337,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         // breaker is open (Redis failed a moment ago). Another isolate may
         // have stored this entry since: one read, as the last resort before a 503.
         const [value] = await l2.readMany([item.key], { force: true });
-        const lastResort = judged(value ? await decodeEntry(value) : undefined, id, item.resource, tagsOf(id));
+        const lastResort = judged(value ? l2Entries.read(item.key, value, item.resource, id, background) : undefined, id, item.resource, tagsOf(id));
         const state = entryState(lastResort, clock.now());
         if (lastResort && state !== "expired") {
           keep(item.key, lastResort);
@@ -358,6 +363,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     l1,
     l2,
     fillStats: () => ({ inFlight: fills.size(), takenOver }),
+    l2ValueStats: () => ({ ...l2Entries.stats }),
     forget(key) {
       l1.delete(key);
       rejections.delete(key);
@@ -371,7 +377,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       l1.clear();
       rejections.clear();
     },
-    async readCached(ids, resource) {
+    async readCached(ids, resource, background) {
       const found = new Map<string, any>();
       const usable = (entry: Entry | undefined) => entry !== undefined && entry.data !== null && entryState(entry, clock.now()) !== "expired";
       const missing: { id: string; key: string }[] = [];
@@ -385,7 +391,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       const values = await l2.readMany(missing.map(({ key }) => key));
       for (const [index, { id, key }] of missing.entries()) {
         const value = values[index];
-        const entry = judged(value ? await decodeEntry(value) : undefined, id, resource, tagsOf(id));
+        const entry = judged(value ? l2Entries.read(key, value, resource, id, background) : undefined, id, resource, tagsOf(id));
         if (!usable(entry)) continue;
         keep(key, entry!);
         found.set(id, entry!.data);
@@ -438,7 +444,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         const stillPending: Pending[] = joining;
         for (const [index, item] of toRead.entries()) {
           const value = values?.[index];
-          const fromL2 = judged(value ? await decodeEntry(value) : undefined, id, item.resource, tagsOf(id));
+          const fromL2 = judged(value ? l2Entries.read(item.key, value, item.resource, id, background) : undefined, id, item.resource, tagsOf(id));
           const best = newerOf(item.fallback, fromL2);
           const state = entryState(best, clock.now());
           if (best && best === fromL2 && (state === "fresh" || state === "stale")) {

@@ -129,6 +129,31 @@ export const DEFAULTS = {
   /** Values over this many bytes are compressed before they go to L2. */
   compressAboveBytes: 1024,
   /**
+   * The largest entry read from L2 (or written to it): its JSON, in bytes
+   * once decompressed. The largest answer the origin contract allows is
+   * about 470 KB of JSON (a product with a 20,000-character description, 20
+   * images and 50 tags, every character escaped; attributes aside, whose
+   * number the contract does not bound), and L1 charges twice the JSON.
+   * Decompression stops here: a 50 KB gzip bomb would inflate to 50 MB, and
+   * a few of those kill a 128 MB isolate.
+   */
+  l2EntryMaxJsonBytes: 1024 * 1024,
+  /**
+   * The longest value read from L2 that is decoded at all, in characters,
+   * checked before anything else; longer entries are not written either.
+   * Every write must fit one request with its script (the dev gateway takes
+   * 1 MiB, Upstash 10 MB), and product JSON compresses several times over,
+   * so the largest entry above stays well within it.
+   */
+  l2ValueMaxChars: 768 * 1024,
+  /**
+   * How far in the future an entry read from L2 may say it was fetched:
+   * isolates' clocks agree to well under a second, and an entry "fetched"
+   * later than this would be served fresh, and escape purges, for as long
+   * as it claims.
+   */
+  l2MaxClockSkewMs: 60_000,
+  /**
    * Subrequests one invocation (a request or a cron run) may make: the Free
    * plan allows 50, so 45 leaves a margin. A cold product page makes about
    * 20. Paid plans allow 1,000 or more: raise it there, so that cron runs

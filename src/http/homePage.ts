@@ -26,7 +26,7 @@ export async function homePage(c: Context, tier: Tier): Promise<Response> {
   }
 
   const ids = listing.data!.ids;
-  const products = await tier.cache.readCached(ids, "product");
+  const products = await tier.cache.readCached(ids, "product", background);
   const toFill = ids.filter((id) => !products.has(id)).slice(0, FILLS_PER_VIEW);
   await Promise.all(
     toFill.map(async (id) => {

@@ -5,6 +5,7 @@
 // GET /__status renders it (see ./statusView.ts and templates/status.liquid).
 import type { BreakerState } from "../cache/breaker";
 import type { L2Stats } from "../cache/l2";
+import type { L2ValueStats } from "../cache/l2Entries";
 import type { Config } from "../config";
 import type { KnownIdsState } from "../knownIds";
 import type { ResourceName } from "../origin/types";
@@ -21,8 +22,8 @@ export interface StatusSources {
   now: number;
   metrics: Metrics;
   config: Config;
-  /** Null when no L2 is configured; one shard or several. */
-  l2: { shards: readonly L2ShardStatus[]; stats: L2Stats } | null;
+  /** Null when no L2 is configured; one shard or several. `invalidValues`: values read that were not valid entries. */
+  l2: { shards: readonly L2ShardStatus[]; stats: L2Stats; invalidValues: L2ValueStats } | null;
   l1: { bytes: number; entries: number };
   purges: { seq: number; lastSyncAt: number; blind: boolean; widePurges: number };
   /** The isolate's origin fetch slots (leases): held now, callers queued, and slots taken back from vanished holders. */
@@ -50,7 +51,7 @@ export interface StatusModel {
   hotProducts: { id: string; count: number; error: number }[];
   hotTracking: { capacity: number; offered: number };
   /** `since`: when the shard's breaker entered its state (null: closed since the isolate started). */
-  l2: { configured: boolean; shards: (L2ShardStatus & { since: number | null })[]; stats: L2Stats | null };
+  l2: { configured: boolean; shards: (L2ShardStatus & { since: number | null })[]; stats: L2Stats | null; invalidValues: L2ValueStats | null };
   /** Per origin service: the state of its breaker ("closed" until it first changed). */
   originBreakers: Record<ResourceName, { state: BreakerState; since: number | null }>;
   /** Every breaker that changed state in this isolate, by name (l2:<shard>, origin:<service>, known-ids:<shard>). */
@@ -92,6 +93,7 @@ export function buildStatus(sources: StatusSources): StatusModel {
       configured: sources.l2 !== null,
       shards: (sources.l2?.shards ?? []).map(({ name, state }) => ({ name, state, since: notes.get(`l2:${name}`)?.since ?? null })),
       stats: sources.l2 ? { ...sources.l2.stats } : null,
+      invalidValues: sources.l2 ? { ...sources.l2.invalidValues } : null,
     },
     originBreakers: Object.fromEntries(
       RESOURCES.map((service) => {

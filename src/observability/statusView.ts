@@ -143,6 +143,8 @@ export function statusView(model: StatusModel) {
       failures: model.l2.stats ? count(model.l2.stats.failures) : DASH,
       droppedWrites: model.l2.stats ? count(model.l2.stats.droppedWrites) : DASH,
       replayedWrites: model.l2.stats ? count(model.l2.stats.replayedWrites) : DASH,
+      invalidValues: model.l2.invalidValues ? count(model.l2.invalidValues.rejected) : DASH,
+      invalidDeleted: model.l2.invalidValues ? count(model.l2.invalidValues.deleted) : DASH,
     },
     leases: {
       slotsInUse: count(model.originSlots.inUse),

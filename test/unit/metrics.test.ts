@@ -333,7 +333,7 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
     now: clock.now(),
     metrics,
     config,
-    l2: { shards: [{ name: "eu", state: "closed" }, { name: "us", state: "open" }], stats: { skipped: 3, failures: 5, droppedWrites: 1, isolateErrors: 0, replayedWrites: 0 } },
+    l2: { shards: [{ name: "eu", state: "closed" }, { name: "us", state: "open" }], stats: { skipped: 3, failures: 5, droppedWrites: 1, isolateErrors: 0, replayedWrites: 0 }, invalidValues: { rejected: 2, deleted: 1 } },
     l1: { bytes: 12 * 1024 * 1024, entries: 3456 },
     purges: { seq: 42, lastSyncAt: clock.now() - 400, blind: false, widePurges: 1 },
     originSlots: { inUse: 7, queued: 2, reclaimed: 1 },
@@ -364,15 +364,17 @@ describe("status page", () => {
     expect(html).toMatch(/<td>us<\/td><td><span class="pill bad">open<\/span>/);
     expect(html).toContain("v7");
     expect(html).toContain("42");
+    expect(html).toMatch(/<dt>invalid values<\/dt><dd>2 <small>\(not valid entries: read as misses; 1 deleted\)/);
     // The JSON twin carries the same numbers.
     expect(model.last15m.pages).toBe(14); // the current minute is empty; the first one has left the window
     expect(model.l2.shards.find((shard) => shard.name === "us")?.since).toBe(clock.now());
+    expect(model.l2.invalidValues).toEqual({ rejected: 2, deleted: 1 });
     expect(JSON.parse(JSON.stringify(model))).toEqual(model);
   });
 
   it("escapes what it prints, and renders with no L2, no filter and no traffic", () => {
     const s = sources({ l2: null, knownIds: null, purges: { seq: 0, lastSyncAt: -Infinity, blind: false, widePurges: 0 } });
-    const model = buildStatus({ ...s, l2: { shards: [{ name: '<img src=x onerror="alert(1)">', state: "half-open" }], stats: { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0 } } });
+    const model = buildStatus({ ...s, l2: { shards: [{ name: '<img src=x onerror="alert(1)">', state: "half-open" }], stats: { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0 }, invalidValues: { rejected: 0, deleted: 0 } } });
     const html = renderStatusPage(model);
     expect(html).not.toContain("<img src=x");
     expect(html).toContain("&lt;img src=x onerror=&#34;alert(1)&#34;&gt;");

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { Inventory, Product, Recommendations, ReviewsSummary } from "../../src/origin/types";
 import type { ProductPageModel } from "../../src/render/model";
+import { validateResource } from "../../src/origin/validate";
 import {
   AVAILABILITY_UNKNOWN_TEXT,
   decimalAmount,
@@ -412,6 +413,35 @@ describe("product page", () => {
     expect(html).toContain('<dl class="attributes">');
     expect(html).toContain("<dt>Color</dt><dd>Red</dd>");
     expect(html).toContain("<dt>Size</dt><dd>42</dd>");
+  });
+
+  it("renders whatever passes validation, however odd (as read back from L2), without throwing", () => {
+    // Everything here passes the origin contract's schema, which is all that
+    // data read from L2 is checked against (src/cache/codec.ts).
+    const valid = <R extends "product" | "inventory" | "reviews" | "recommendations">(resource: R, data: unknown) => {
+      const checked = validateResource(resource, "p-000123", JSON.parse(JSON.stringify(data)));
+      if (checked === null) throw new Error(`${resource} does not pass validation`);
+      return checked;
+    };
+    const odd = [
+      product({ price: { amount: 1e300, currency: "USD" }, compareAtPrice: { amount: Number.MAX_VALUE, currency: "USD" } }),
+      product({ price: { amount: -5, currency: "ZZZ" }, compareAtPrice: { amount: 0, currency: "JPY" } }),
+      product({ title: "\uD800".repeat(500), description: "\u0001\uDFFF".repeat(10_000), brand: "", category: ["", "{{ x }}", "{% raw %}"] }),
+      product({ attributes: JSON.parse('{"__proto__":"x","constructor":"y","toString":"z","":"empty"}'), tags: ["constructor", "__proto__"] }),
+      product({ images: Array.from({ length: 20 }, () => ({ url: "https://" + "<".repeat(1990), alt: '"'.repeat(500) })) }),
+      product({ version: Number.MAX_SAFE_INTEGER, updatedAt: "" }),
+    ];
+    for (const data of odd) {
+      const html = renderProductPage(
+        model({
+          product: valid("product", data),
+          inventory: valid("inventory", inventory({ available: Number.MAX_SAFE_INTEGER, status: "low_stock" })),
+          reviews: { state: "ok", data: valid("reviews", reviews({ rating: 0, count: Number.MAX_SAFE_INTEGER, top: [] })) },
+          recommendations: { state: "ok", data: valid("recommendations", { ...recommendations(8), items: recommendations(8).items.map((item) => ({ ...item, price: { amount: -1e300, currency: "XXX" }, image: "" })) }) },
+        }),
+      );
+      expect(html).toContain("</html>");
+    }
   });
 
   it("keeps a typical product page under 30 KB", () => {

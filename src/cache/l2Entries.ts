@@ -1,0 +1,81 @@
+// Entries read from L2, as the read path and the fill take them: decoded and
+// checked (codec.ts), or a miss. A value that is not a valid entry (corrupt,
+// from an older release, oversized, a gzip bomb) is never used and never
+// reaches L1, so it cannot outlive the read that found it; it is deleted from
+// L2 in the background, but only while Redis still holds that bad value (a
+// fill may have replaced it meanwhile), and counted (status page) and logged
+// (`l2_invalid_value`, at most one line per reason per interval).
+import type { Config, ResourcePolicy } from "../config";
+import { SOFT_PURGE_GRACE_MS } from "../invalidation/log";
+import { createRateLimitedLog, type RateLimitedLog } from "../observability/log";
+import type { ResourceName, ResourceTypes } from "../origin/types";
+import type { Clock } from "./clock";
+import { decodeEntry } from "./codec";
+import type { Entry } from "./entry";
+import type { L2 } from "./l2";
+
+/** Invalid values are logged at most once per reason per this interval; the rest are counted as `suppressed`. */
+export const INVALID_VALUE_LOG_INTERVAL_MS = 10_000;
+
+// Deletes KEYS[1] only while it still starts with ARGV[1], the first
+// characters of the bad value (all of it when ARGV[2] is '1'). They hold a
+// whole header, version and fetch time to the millisecond: a value a fill
+// wrote since differs there. Only those characters travel, whatever the size
+// of the value.
+const DELETE_IF_STILL_BAD = `
+if redis.call('GETRANGE', KEYS[1], 0, #ARGV[1] - 1) ~= ARGV[1] then return 0 end
+if ARGV[2] == '1' and redis.call('STRLEN', KEYS[1]) ~= #ARGV[1] then return 0 end
+return redis.call('DEL', KEYS[1])
+`;
+/** Characters of a bad value that identify it: more than the longest header (5 numbers of 16 digits and their separators). */
+const IDENTIFYING_CHARS = 128;
+
+export interface L2ValueStats {
+  /** Values read from L2 that were not valid entries (each read counts). */
+  rejected: number;
+  /** Of those, the ones deleted from L2. */
+  deleted: number;
+}
+
+export interface L2Entries {
+  /** The entry `value` (read from L2 at `key`) holds for this resource and id, or undefined: a miss. */
+  read<R extends ResourceName>(key: string, value: string, resource: R, id: string, background: (work: Promise<unknown>) => void): Entry<ResourceTypes[R]> | undefined;
+  readonly stats: Readonly<L2ValueStats>;
+}
+
+/**
+ * The longest any deadline of an entry may lie past its fetch under
+ * `policy`: the freshness with the most jitter (entry.ts, deadlinesFor),
+ * then the longer of its grace windows or the one a soft purge gives.
+ * Entries that claim more were written under another policy, or not by a fill.
+ */
+export function longestLifeMs(policy: ResourcePolicy, ttlJitter: number): number {
+  const freshMs = Math.ceil(Math.max(policy.ttl, policy.negativeTtl) * (1 + ttlJitter) * 1000);
+  return freshMs + Math.max(policy.swr * 1000, policy.staleIfError * 1000, SOFT_PURGE_GRACE_MS);
+}
+
+export function createL2Entries(deps: { config: Config; l2: L2 | null; clock: Clock; log?: RateLimitedLog }): L2Entries {
+  const { config, l2, clock } = deps;
+  const log = deps.log ?? createRateLimitedLog({ intervalMs: INVALID_VALUE_LOG_INTERVAL_MS, clock });
+  const stats: L2ValueStats = { rejected: 0, deleted: 0 };
+
+  async function deleteIfStillBad(l2: L2, key: string, value: string): Promise<void> {
+    const whole = value.length <= IDENTIFYING_CHARS;
+    // Not half a surrogate pair: it would not travel as the same bytes.
+    const head = whole ? value : value.slice(0, IDENTIFYING_CHARS).replace(/[\uD800-\uDBFF]$/, "");
+    const deleted = await l2.runOnKeys([key], (redis, keys) => redis.eval<string[], number>(DELETE_IF_STILL_BAD, keys, [head, whole ? "1" : "0"]), { isWrite: true });
+    stats.deleted += deleted?.reduce((sum, n) => sum + n, 0) ?? 0;
+  }
+
+  return {
+    stats,
+    read(key, value, resource, id, background) {
+      const decoded = decodeEntry(value, { resource, id, now: clock.now(), maxLifeMs: longestLifeMs(config.policies[resource], config.ttlJitter) });
+      if ("entry" in decoded) return decoded.entry;
+      stats.rejected++;
+      log(decoded.invalid, "l2_invalid_value", { key, resource, reason: decoded.invalid, chars: value.length }, "warn");
+      if (l2) background(deleteIfStillBad(l2, key, value));
+      return undefined;
+    },
+  };
+}
