@@ -2,7 +2,9 @@
 //
 //   pp:v1:purge:seq    a counter: each purge takes the next number
 //   pp:v1:purge:log    recent purges by number (the last LOG_MAX), for isolates catching up
-//   pp:v1:purge:wide   tag and all purges by time, for as long as an entry they purge can live
+//   pp:v1:purge:marks  per resource and tag (or "all"), the latest hard and soft purge
+//                      times: what a new isolate needs to judge entries, whatever the
+//                      number of purges (a hash of at most WIDE_MAX fields)
 //   pp:v1:x:<r>:<id>   per purged entry: when, so that an older fill cannot write it back
 //
 // Recording costs O(ids) for id purges (each key deleted or marked stale, on
@@ -11,6 +13,7 @@
 // No KEYS, no SCAN, no FLUSHALL.
 import type { L2 } from "../cache/l2";
 import { entryKey, purgeLogKeys, purgeMarkerKey } from "../cache/keys";
+import { RESOURCE_NAMES, type ResourceName } from "../origin/types";
 import { isWide, type PurgeRecord } from "./record";
 
 /** Purges kept in the log for isolates catching up. */
@@ -24,8 +27,15 @@ const LOG_MAX = 1000;
  */
 export const SYNC_MAX_RECORDS = 100;
 export const SYNC_MAX_BYTES = 256 * 1024;
-/** Tag/all purges kept at most; beyond, the oldest is folded into a floor (see watcher). */
-export const WIDE_MAX = 5000;
+/**
+ * Fields of the marks hash at most: (resource, tag) pairs purged within the
+ * retention. Past it, marks older than the retention go first, then the
+ * oldest, folded into the `~floor` field (everything fetched before it is
+ * gone: a new isolate refetches more, never serves a purged entry).
+ */
+export const WIDE_MAX = 20_000;
+/** The marks hash's field for the floor. */
+const FLOOR_FIELD = "~floor";
 /** A soft-purged entry is served stale at least this long while it refreshes. */
 export const SOFT_PURGE_GRACE_MS = 60_000;
 /** How long a purge marker blocks older fills: longer than any fill can take. */
@@ -34,7 +44,9 @@ const MARKER_TTL_MS = 60_000;
 const SEQ_TTL_MS = 30 * 86_400_000;
 const LOG_TTL_MS = 2 * 86_400_000;
 
-// Appends a purge to the log (on the home shard) and returns its number.
+// Appends a purge to the log (on the home shard) and returns its number. A
+// tag or all purge also raises its marks: field "<resource>|<tag>" (or
+// "<resource>" for all) holds "<latest hard>|<latest soft>" purge times.
 const APPEND_LOG = `
 local seq = redis.call('INCR', KEYS[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[7])
@@ -43,10 +55,47 @@ redis.call('ZADD', KEYS[2], seq, record)
 redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[5]) + 1))
 redis.call('PEXPIRE', KEYS[2], ARGV[8])
 if ARGV[3] == '1' then
-  redis.call('ZADD', KEYS[3], ARGV[2], record)
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', tonumber(ARGV[2]) - tonumber(ARGV[4]))
-  redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -(tonumber(ARGV[6]) + 1))
+  local purge = cjson.decode(ARGV[1])
+  local at = tonumber(ARGV[2])
+  local function marks(field)
+    local text = redis.call('HGET', KEYS[3], field)
+    if not text then return 0, 0 end
+    local hard, soft = string.match(text, '^(%d+)|(%d+)$')
+    return tonumber(hard) or 0, tonumber(soft) or 0
+  end
+  local function raise(field)
+    local hard, soft = marks(field)
+    if purge.mode == 'hard' then hard = math.max(hard, at) else soft = math.max(soft, at) end
+    redis.call('HSET', KEYS[3], field, string.format('%.0f|%.0f', hard, soft))
+  end
+  for _, resource in ipairs(purge.resources) do
+    if purge.all then raise(resource) end
+    for _, tag in ipairs(purge.tags) do raise(resource .. '|' .. tag) end
+  end
   redis.call('PEXPIRE', KEYS[3], ARGV[4])
+  local max = tonumber(ARGV[6])
+  if redis.call('HLEN', KEYS[3]) > max then
+    -- Past the bound: drop marks older than the retention, then the oldest into the floor.
+    local horizon = at - tonumber(ARGV[4])
+    local fields = redis.call('HGETALL', KEYS[3])
+    local kept = {}
+    for i = 1, #fields, 2 do
+      if fields[i] ~= '${FLOOR_FIELD}' then
+        local hard, soft = string.match(fields[i + 1], '^(%d+)|(%d+)$')
+        local latest = math.max(tonumber(hard) or 0, tonumber(soft) or 0)
+        if latest < horizon then redis.call('HDEL', KEYS[3], fields[i]) else kept[#kept + 1] = {fields[i], latest} end
+      end
+    end
+    if #kept > max then
+      table.sort(kept, function(a, b) return a[2] < b[2] end)
+      local floor = marks('${FLOOR_FIELD}')
+      for i = 1, #kept - math.floor(max * 0.9) do
+        redis.call('HDEL', KEYS[3], kept[i][1])
+        floor = math.max(floor, kept[i][2])
+      end
+      redis.call('HSET', KEYS[3], '${FLOOR_FIELD}', string.format('%.0f|0', floor))
+    end
+  end
 end
 return seq
 `;
@@ -74,10 +123,10 @@ end
 return #KEYS / 2
 `;
 
-// Answers {seq, caughtUp, records, wideRecords}: `caughtUp` 0 means the
-// reader is too far behind (new, the counter was reset, or more than
-// ARGV[2] records or ARGV[3] bytes behind) and gets the wide set instead of
-// its missing log records.
+// Answers {seq, caughtUp, records, marks}: `caughtUp` 0 means the reader is
+// too far behind (new, the counter was reset, or more than ARGV[2] records
+// or ARGV[3] bytes behind) and gets the tag/all marks (HGETALL: field,
+// value, ...) instead of its missing log records.
 const READ_PURGES = `
 local seq = tonumber(redis.call('GET', KEYS[1]) or '0')
 local seen = tonumber(ARGV[1])
@@ -90,7 +139,7 @@ if caughtUp then
   for _, record in ipairs(records) do bytes = bytes + string.len(record) end
   if bytes <= tonumber(ARGV[3]) then return {seq, 1, records, {}} end
 end
-return {seq, 0, {}, redis.call('ZRANGE', KEYS[3], 0, -1)}
+return {seq, 0, {}, redis.call('HGETALL', KEYS[3])}
 `;
 
 export interface PurgeLogDeps {
@@ -100,13 +149,23 @@ export interface PurgeLogDeps {
   wideRetentionMs: number;
 }
 
+/** The latest tag or all purges of one resource: what judging an entry needs of them. */
+export interface WideMark {
+  resource: ResourceName;
+  /** null: an `all` purge. */
+  tag: string | null;
+  hard: number;
+  soft: number;
+}
+
 export interface PurgesSince {
   seq: number;
   /** False: the reader missed purges it cannot get back one by one and must start over. */
   caughtUp: boolean;
   records: PurgeRecord[];
-  /** Every tag/all purge still relevant, when not caught up. */
-  wideRecords: PurgeRecord[];
+  /** When not caught up: the tag/all marks, and the floor (everything fetched before it is gone). */
+  marks: WideMark[];
+  floor: number;
 }
 
 export function createPurgeLog({ l2, keyPrefix, wideRetentionMs }: PurgeLogDeps) {
@@ -161,8 +220,8 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs }: PurgeLogDeps)
         { passive: true },
       );
       if (!answer) return undefined;
-      const [seq, caughtUp, records, wideRecords] = answer;
-      return { seq, caughtUp: caughtUp === 1, records: records.map(parseRecord), wideRecords: wideRecords.map(parseRecord) };
+      const [seq, caughtUp, records, fields] = answer;
+      return { seq, caughtUp: caughtUp === 1, records: records.map(parseRecord), ...parseMarks(fields) };
     },
   };
 }
@@ -171,4 +230,25 @@ export type PurgeLog = ReturnType<typeof createPurgeLog>;
 
 function parseRecord(text: string): PurgeRecord {
   return JSON.parse(text) as PurgeRecord;
+}
+
+/** HGETALL's field, value, field, value… of the marks hash; fields that are not ours are skipped. */
+function parseMarks(fields: string[]): { marks: WideMark[]; floor: number } {
+  const marks: WideMark[] = [];
+  let floor = 0;
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const [field, value] = [fields[i]!, fields[i + 1]!];
+    const times = /^(\d+)\|(\d+)$/.exec(value);
+    if (!times) continue;
+    const [hard, soft] = [Number(times[1]), Number(times[2])];
+    if (field === FLOOR_FIELD) {
+      floor = hard;
+      continue;
+    }
+    const bar = field.indexOf("|");
+    const resource = (bar < 0 ? field : field.slice(0, bar)) as ResourceName;
+    if (!(RESOURCE_NAMES as readonly string[]).includes(resource)) continue;
+    marks.push({ resource, tag: bar < 0 ? null : field.slice(bar + 1), hard, soft });
+  }
+  return { marks, floor };
 }

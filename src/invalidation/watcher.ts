@@ -16,7 +16,7 @@ import type { Entry } from "../cache/entry";
 import { entryKey } from "../cache/keys";
 import type { L1Purging, PurgedAt } from "../cache/readThrough";
 import type { ResourceName } from "../origin/types";
-import { SOFT_PURGE_GRACE_MS, WIDE_MAX, type PurgeLog } from "./log";
+import { SOFT_PURGE_GRACE_MS, WIDE_MAX, type PurgeLog, type WideMark } from "./log";
 import { isWide, type PurgeRecord } from "./record";
 import { pollUntil, within } from "../shared/leases";
 
@@ -61,6 +61,13 @@ interface IdPurge {
 /** Recent id purges remembered for judging (races with fills in flight); older ones were applied to L1 and Redis. */
 const RECENT_ID_PURGES = 10_000;
 
+const NO_MARKS = { hard: 0, soft: 0 } as const;
+
+/** A marks map key: the resource, and the tag (none for an `all` purge). */
+function markKey(resource: ResourceName, tag: string | null): string {
+  return tag === null ? resource : `${resource}|${tag}`;
+}
+
 export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   const { log, l1, clock, keyPrefix } = options;
   let seq = 0;
@@ -72,18 +79,50 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * anyway the next request starts another once `syncWaitMs` has passed.
    */
   let syncing: { work: Promise<void>; until: number } | null = null;
-  /** Tag and all purges, oldest first. */
-  let wide: PurgeRecord[] = [];
-  /** Everything fetched before this was purged (hard): where dropped wide purges fold into. */
+  /**
+   * The latest hard and soft tag/all purge of each resource and tag
+   * (markKey), as the marks hash in Redis keeps them (invalidation/log.ts):
+   * judging an entry costs one lookup per tag, whatever the number of purges.
+   */
+  let marks = new Map<string, { hard: number; soft: number }>();
+  /** Everything fetched before this was purged (hard): where dropped marks fold into. */
   let floor = 0;
   const recentIds = new Map<string, IdPurge>();
 
-  function rememberWide(record: PurgeRecord): void {
-    wide.push(record);
-    wide.sort((a, b) => a.at - b.at);
+  function raiseMark(mark: WideMark): void {
+    const key = markKey(mark.resource, mark.tag);
+    const known = marks.get(key);
+    marks.delete(key); // re-insert: the Map's order is the eviction order
+    marks.set(key, { hard: Math.max(known?.hard ?? 0, mark.hard), soft: Math.max(known?.soft ?? 0, mark.soft) });
+    if (marks.size <= WIDE_MAX) return;
     const horizon = clock.now() - options.wideRetentionMs;
-    wide = wide.filter((purge) => purge.at >= horizon);
-    while (wide.length > WIDE_MAX) floor = Math.max(floor, wide.shift()!.at);
+    for (const [key, { hard, soft }] of marks) if (Math.max(hard, soft) < horizon) marks.delete(key);
+    while (marks.size > WIDE_MAX) {
+      const [key, oldest] = marks.entries().next().value!;
+      floor = Math.max(floor, oldest.hard, oldest.soft);
+      marks.delete(key);
+    }
+  }
+
+  function rememberWide(record: PurgeRecord): void {
+    const times = record.mode === "hard" ? { hard: record.at, soft: 0 } : { hard: 0, soft: record.at };
+    for (const resource of record.resources) {
+      if (record.all) raiseMark({ resource, tag: null, ...times });
+      for (const tag of record.tags) raiseMark({ resource, tag, ...times });
+    }
+  }
+
+  /** The latest marks that apply to an entry of `resource` carrying `tags` (on every read: nothing to do when there are none). */
+  function marksFor(resource: ResourceName, tags: readonly string[]): { readonly hard: number; readonly soft: number } {
+    if (marks.size === 0) return NO_MARKS;
+    let [hard, soft] = [0, 0];
+    for (let i = -1; i < tags.length; i++) {
+      const mark = marks.get(markKey(resource, i < 0 ? null : tags[i]!));
+      if (!mark) continue;
+      hard = Math.max(hard, mark.hard);
+      soft = Math.max(soft, mark.soft);
+    }
+    return { hard, soft };
   }
 
   function rememberIds(record: PurgeRecord): void {
@@ -118,11 +157,13 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     const answer = await log.readSince(seq);
     if (!answer) return; // L2 unavailable: stay as we are; `blind` tells how long
     if (!answer.caughtUp) {
-      // New isolate, too far behind, or the log was reset: start over from the wide set.
+      // New isolate, too far behind, or the log was reset: start over from
+      // the tag/all marks (id purges are applied in Redis, where reads go next).
       l1.forgetAll();
-      wide = [];
+      marks = new Map();
       recentIds.clear();
-      for (const record of answer.wideRecords) rememberWide(record);
+      floor = Math.max(floor, answer.floor);
+      for (const mark of answer.marks) raiseMark(mark);
     } else {
       for (const record of answer.records) apply(record);
     }
@@ -168,35 +209,27 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
         if (idPurge.mode === "hard") return "gone";
         verdict = "stale";
       }
-      for (let i = wide.length - 1; i >= 0 && wide[i]!.at > entry.fetchedAt; i--) {
-        const purge = wide[i]!;
-        if (!purge.resources.includes(resource)) continue;
-        if (!purge.all && !purge.tags.some((tag) => tags.includes(tag))) continue;
-        if (purge.mode === "hard") return "gone";
-        verdict = "stale";
-      }
+      const wide = marksFor(resource, tags);
+      if (wide.hard > entry.fetchedAt) return "gone";
+      if (wide.soft > entry.fetchedAt) verdict = "stale";
       if (verdict === "ok" && blind() && clock.now() - entry.fetchedAt > options.blindMaxAgeMs) verdict = "stale";
       return verdict;
     },
 
     purgedAt(id, resource, tags) {
-      const at: PurgedAt = { hard: floor, any: floor };
-      const note = (purge: { at: number; mode: PurgeRecord["mode"] }) => {
-        at.any = Math.max(at.any, purge.at);
-        if (purge.mode === "hard") at.hard = Math.max(at.hard, purge.at);
-      };
+      const wide = marksFor(resource, tags);
+      const at: PurgedAt = { hard: Math.max(floor, wide.hard), any: Math.max(floor, wide.hard, wide.soft) };
       const idPurge = recentIds.get(id);
-      if (idPurge && idPurge.resources.includes(resource)) note(idPurge);
-      for (const purge of wide) {
-        if (!purge.resources.includes(resource)) continue;
-        if (purge.all || purge.tags.some((tag) => tags.includes(tag))) note(purge);
+      if (idPurge && idPurge.resources.includes(resource)) {
+        at.any = Math.max(at.any, idPurge.at);
+        if (idPurge.mode === "hard") at.hard = Math.max(at.hard, idPurge.at);
       }
       return at;
     },
 
     apply,
 
-    status: () => ({ seq, lastSyncAt, blind: blind(), widePurges: wide.length }),
+    status: () => ({ seq, lastSyncAt, blind: blind(), widePurges: marks.size }),
   };
 }
 

@@ -46,7 +46,7 @@ describe("the purge log", () => {
     expect(behind).toBeDefined();
     expect(behind!.caughtUp).toBe(false);
     expect(behind!.seq).toBe(152);
-    expect(behind!.wideRecords.map((record) => record.tags)).toEqual([["brand:acme"]]);
+    expect(behind!.marks).toEqual([{ resource: "product", tag: "brand:acme", hard: expect.any(Number), soft: 0 }, ...["inventory", "reviews", "recommendations", "listing"].map((resource) => ({ resource, tag: "brand:acme", hard: expect.any(Number), soft: 0 }))]);
     expect(JSON.stringify(behind).length).toBeLessThan(SYNC_MAX_BYTES);
 
     // A reader a few purges behind still gets them one by one.
@@ -54,6 +54,51 @@ describe("the purge log", () => {
     expect(near!.caughtUp).toBe(true);
     expect(near!.records.map((record) => record.seq)).toEqual([151, 152]);
     expect(SYNC_MAX_RECORDS).toBeGreaterThanOrEqual(2);
+  });
+
+  it("gives a new isolate the latest mark per resource and tag, not every tag purge ever recorded", async () => {
+    const log = createPurgeLog({ l2, keyPrefix: "marks", wideRetentionMs: 3_600_000 });
+    const started = Date.now();
+    // 600 purges of the same three tags, hard and soft, and one purge of everything.
+    for (let n = 0; n < 600; n++) {
+      await log.record(recordFrom({ tags: ["brand:acme", "cat:shoes", "sale"], mode: n % 2 ? "soft" : "hard", resources: ["product"] }, started + n));
+    }
+    await log.record(recordFrom({ all: true, mode: "soft", resources: ["inventory"] }, started + 1000));
+
+    const fresh = await log.readSince(0);
+    expect(fresh!.caughtUp).toBe(false);
+    expect(fresh!.seq).toBe(601);
+    const byKey = Object.fromEntries(fresh!.marks.map((mark) => [`${mark.resource}|${mark.tag}`, [mark.hard, mark.soft]]));
+    expect(byKey).toEqual({
+      "product|brand:acme": [started + 598, started + 599],
+      "product|cat:shoes": [started + 598, started + 599],
+      "product|sale": [started + 598, started + 599],
+      "inventory|null": [0, started + 1000],
+    });
+    expect(fresh!.floor).toBe(0);
+    // What a new isolate reads does not grow with the number of purges.
+    expect(JSON.stringify(fresh).length).toBeLessThan(1000);
+
+    // A watcher starting from them judges as the purges say.
+    const watcher = createPurgeWatcher({
+      log,
+      l1: { forget: () => undefined, markStale: () => undefined, forgetAll: () => undefined },
+      clock: systemClock,
+      keyPrefix: "marks",
+      pollMs: 1000,
+      wideRetentionMs: 3_600_000,
+      blindAfterMs: 5000,
+      blindMaxAgeMs: 60_000,
+      syncWaitMs: 1000,
+    });
+    await watcher.sync(() => undefined);
+    const entry = (fetchedAt: number) => ({ data: {}, version: 1, fetchedAt, freshUntil: Date.now() + 60_000, staleUntil: Date.now() + 60_000, errorUntil: Date.now() + 60_000, size: 1 });
+    expect(watcher.judge(entry(started + 597), "p-1", "product", ["sale"])).toBe("gone");
+    expect(watcher.judge(entry(started + 598), "p-1", "product", ["sale"])).toBe("stale");
+    expect(watcher.judge(entry(started + 599), "p-1", "product", ["sale"])).toBe("ok");
+    expect(watcher.judge(entry(started + 10), "p-1", "product", ["brand:other"])).toBe("ok");
+    expect(watcher.judge(entry(started + 999), "p-1", "inventory", [])).toBe("stale");
+    expect(watcher.purgedAt("p-1", "product", ["cat:shoes"])).toEqual({ hard: started + 598, any: started + 599 });
   });
 
   it("lets the isolate that recorded a purge advance its own sequence", async () => {
