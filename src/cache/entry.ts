@@ -61,3 +61,16 @@ export function newerOf<T>(a: Entry<T> | undefined, b: Entry<T> | undefined): En
   if (a.version !== b.version) return a.version > b.version ? a : b;
   return a.fetchedAt >= b.fetchedAt ? a : b;
 }
+
+/** A soft-purged entry is served stale at least this long while it refreshes. */
+export const SOFT_PURGE_GRACE_MS = 60_000;
+
+/**
+ * The entry as a soft purge at `at` leaves it: no longer fresh, and servable
+ * while it refreshes. The purge watcher decides that an entry is stale; the
+ * mark itself belongs to the entry's life cycle.
+ */
+export function markedStale(entry: Entry, at: number): Entry {
+  if (entry.freshUntil <= at) return entry;
+  return { ...entry, freshUntil: at, staleUntil: Math.max(entry.staleUntil, at + SOFT_PURGE_GRACE_MS) };
+}

@@ -21,8 +21,7 @@ import { isAnswerAboutId, OriginError, type OriginClient, type OriginFailure } f
 import type { ResourceName, ResourceTypes } from "../origin/types";
 import type { Clock } from "./clock";
 import { sizeOfJson } from "./codec";
-import { deadlinesFor, entryState, newerOf, type Entry } from "./entry";
-import { markedStale } from "../invalidation/watcher";
+import { deadlinesFor, entryState, markedStale, newerOf, type Entry } from "./entry";
 import { createFill, type FillContext } from "./fill";
 import { createLeaseTable, pollUntil, within } from "../shared/leases";
 import { entryKey } from "./keys";

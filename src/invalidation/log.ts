@@ -12,6 +12,7 @@
 // products they touch (isolates judge entries against them by fetch time).
 // No KEYS, no SCAN, no FLUSHALL.
 import type { L2 } from "../cache/l2";
+import { SOFT_PURGE_GRACE_MS } from "../cache/entry";
 import { entryKey, purgeLogKeys, purgeMarkerKey } from "../cache/keys";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/types";
 import { isWide, type PurgeRecord } from "./record";
@@ -36,8 +37,6 @@ export const SYNC_MAX_BYTES = 256 * 1024;
 export const WIDE_MAX = 20_000;
 /** The marks hash's field for the floor. */
 const FLOOR_FIELD = "~floor";
-/** A soft-purged entry is served stale at least this long while it refreshes. */
-export const SOFT_PURGE_GRACE_MS = 60_000;
 /** How long a purge marker blocks older fills: longer than any fill can take. */
 const MARKER_TTL_MS = 60_000;
 /** The counter and log outlive quiet periods; they are rewritten with every purge. */

@@ -16,7 +16,7 @@ import type { Entry } from "../cache/entry";
 import { entryKey } from "../cache/keys";
 import type { L1Purging, PurgedAt } from "../cache/readThrough";
 import type { ResourceName } from "../origin/types";
-import { SOFT_PURGE_GRACE_MS, WIDE_MAX, type PurgeLog, type WideMark } from "./log";
+import { WIDE_MAX, type PurgeLog, type WideMark } from "./log";
 import { isWide, type PurgeRecord } from "./record";
 import { pollUntil, within } from "../shared/leases";
 
@@ -231,10 +231,4 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
 
     status: () => ({ seq, lastSyncAt, blind: blind(), widePurges: marks.size }),
   };
-}
-
-/** The entry as a soft purge leaves it: no longer fresh, and servable while it refreshes. */
-export function markedStale(entry: Entry, at: number): Entry {
-  if (entry.freshUntil <= at) return entry;
-  return { ...entry, freshUntil: at, staleUntil: Math.max(entry.staleUntil, at + SOFT_PURGE_GRACE_MS) };
 }
