@@ -11,7 +11,9 @@
 // No KEYS, no SCAN, no FLUSHALL.
 import type { L2 } from "../cache/l2";
 import { entryKey, purgeLogKeys, purgeMarkerKey } from "../cache/keys";
-import { isWide, type PurgeRecord } from "./record";
+import { systemClock, type Clock } from "../cache/clock";
+import { createRateLimitedLog } from "../observability/log";
+import { isWide, storedRecord, type PurgeRecord } from "./record";
 
 /** Purges kept in the log for isolates catching up. */
 const LOG_MAX = 1000;
@@ -34,8 +36,18 @@ const MARKER_TTL_MS = 60_000;
 const SEQ_TTL_MS = 30 * 86_400_000;
 const LOG_TTL_MS = 2 * 86_400_000;
 
-// Appends a purge to the log (on the home shard) and returns its number.
+// Appends a purge to the log (on the home shard) and returns its number. A
+// counter that is not a count, or a log or wide set of another type, was not
+// written by a purge and would refuse every purge from now on: the log
+// starts over (readers take a sequence that went back as a reset).
 const APPEND_LOG = `
+local counter = redis.pcall('GET', KEYS[1])
+local foreign = counter and not (type(counter) == 'string' and string.match(counter, '^%d+$'))
+for i = 2, 3 do
+  local kind = redis.call('TYPE', KEYS[i]).ok
+  if kind ~= 'zset' and kind ~= 'none' then foreign = true end
+end
+if foreign then redis.call('DEL', KEYS[1], KEYS[2], KEYS[3]) end
 local seq = redis.call('INCR', KEYS[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[7])
 local record = '{"seq":' .. seq .. ',' .. string.sub(ARGV[1], 2)
@@ -53,17 +65,19 @@ return seq
 
 // Purges entries by id (on the shard holding them): KEYS are pairs of
 // (entry, purge marker). Hard: delete. Soft: rewrite the entry's freshUntil
-// to now and give it a grace period to be served while it refreshes. Either
-// way the marker refuses later writes from fills that began before now.
+// to now and give it a grace period to be served while it refreshes (a key
+// holding anything but an entry, another type included, is left to the next
+// fill: read with pcall, so that it cannot fail the purge). Either way the
+// marker refuses later writes from fills that began before now.
 const PURGE_KEYS = `
 local now = ARGV[2]
 for i = 1, #KEYS, 2 do
   if ARGV[1] == 'hard' then
     redis.call('DEL', KEYS[i])
   else
-    local value = redis.call('GET', KEYS[i])
+    local value = redis.pcall('GET', KEYS[i])
     local version, fetched, fresh, stale, rest
-    if value then version, fetched, fresh, stale, rest = string.match(value, '^(%d+)|(%d+)|(%d+)|(%d+)|(.*)$') end
+    if type(value) == 'string' then version, fetched, fresh, stale, rest = string.match(value, '^(%d+)|(%d+)|(%d+)|(%d+)|(.*)$') end
     if version and tonumber(fresh) > tonumber(now) then
       local grace = string.format('%.0f', math.max(tonumber(stale), tonumber(now) + tonumber(ARGV[3])))
       redis.call('SET', KEYS[i], version .. '|' .. fetched .. '|' .. now .. '|' .. grace .. '|' .. rest, 'KEEPTTL')
@@ -79,7 +93,7 @@ return #KEYS / 2
 // ARGV[2] records or ARGV[3] bytes behind) and gets the wide set instead of
 // its missing log records.
 const READ_PURGES = `
-local seq = tonumber(redis.call('GET', KEYS[1]) or '0')
+local seq = tonumber(redis.pcall('GET', KEYS[1])) or 0
 local seen = tonumber(ARGV[1])
 if seq == seen then return {seq, 1, {}, {}} end
 local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
@@ -98,7 +112,11 @@ export interface PurgeLogDeps {
   keyPrefix: string;
   /** How long a tag/all purge must be remembered: the longest an entry can live. */
   wideRetentionMs: number;
+  clock?: Clock;
 }
+
+/** Records of the log that are not purges (storedRecord) are logged at most once per this interval. */
+const INVALID_RECORD_LOG_INTERVAL_MS = 10_000;
 
 export interface PurgesSince {
   seq: number;
@@ -109,8 +127,20 @@ export interface PurgesSince {
   wideRecords: PurgeRecord[];
 }
 
-export function createPurgeLog({ l2, keyPrefix, wideRetentionMs }: PurgeLogDeps) {
+export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemClock }: PurgeLogDeps) {
   const keys = purgeLogKeys(keyPrefix);
+  const logInvalid = createRateLimitedLog({ intervalMs: INVALID_RECORD_LOG_INTERVAL_MS, clock });
+  /** The purges `members` (of `key`) hold; members that are not purges are skipped, and logged: an isolate cannot apply what it cannot read. */
+  function readable(members: string[], key: string): PurgeRecord[] {
+    const now = clock.now();
+    const records: PurgeRecord[] = [];
+    for (const member of members) {
+      const record = storedRecord(member, now);
+      if (record) records.push(record);
+      else logInvalid(key, "purge_record_invalid", { key, chars: member.length }, "warn");
+    }
+    return records;
+  }
   return {
     /**
      * Applies the purge's id part where the entries live, then appends it
@@ -162,13 +192,9 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs }: PurgeLogDeps)
       );
       if (!answer) return undefined;
       const [seq, caughtUp, records, wideRecords] = answer;
-      return { seq, caughtUp: caughtUp === 1, records: records.map(parseRecord), wideRecords: wideRecords.map(parseRecord) };
+      return { seq, caughtUp: caughtUp === 1, records: readable(records, keys.log), wideRecords: readable(wideRecords, keys.wide) };
     },
   };
 }
 
 export type PurgeLog = ReturnType<typeof createPurgeLog>;
-
-function parseRecord(text: string): PurgeRecord {
-  return JSON.parse(text) as PurgeRecord;
-}
