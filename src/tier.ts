@@ -61,7 +61,7 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
   });
   const l2 = config.l2 ? createTierL2(config.l2.shards, config.l2TimeoutMs, clock, metrics) : null;
   const wideRetentionMs = longestEntryLifeMs(config);
-  const purgeLog = l2 ? createPurgeLog({ l2, keyPrefix: config.keyPrefix, wideRetentionMs }) : null;
+  const purgeLog = l2 ? createPurgeLog({ l2, keyPrefix: config.keyPrefix, wideRetentionMs, clock }) : null;
   // The watcher judges what the cache serves, and the cache's L1 is what the watcher purges.
   let purges: PurgeWatcher | undefined;
   const cache = createReadThrough({

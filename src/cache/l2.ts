@@ -139,15 +139,23 @@ export interface L2Options {
   breaker: Breaker;
 }
 
+// The scripts read keys that anybody with access to Redis may have written
+// (whatever Redis holds is untrusted): they read with redis.pcall, and a
+// value that is not one of theirs (another type, a marker that is not a
+// time) counts as absent. A script error would fail every fill of that key,
+// and its write, kept in the backlog to be replayed, every replay after it.
+
 // Returns the value when it is fresh (freshUntil, third field, after ARGV[3])
 // and fetched after the last purge, soft or hard (fetchedAt, second field, at
 // or after ARGV[5]); else {1 or 0, older copy or ''}: 1 when the lock was
 // taken, 0 when somebody else holds it, with the older copy (not hard-purged:
-// fetched at or after ARGV[4]) to fall back on if the origin fails.
+// fetched at or after ARGV[4]) to fall back on if the origin fails. Every
+// fill's lock expires: a lock key that does not was never a fill's, and is
+// taken over rather than left to hold this key's fills for ever.
 const CLAIM_FILL = `
-local value = redis.call('GET', KEYS[1])
+local value = redis.pcall('GET', KEYS[1])
 local older = ''
-if value then
+if type(value) == 'string' then
   local fetchedAt, freshUntil = string.match(value, '^%d+|(%d+)|(%d+)|')
   if fetchedAt and tonumber(fetchedAt) >= tonumber(ARGV[4]) then
     if tonumber(freshUntil) > tonumber(ARGV[3]) and tonumber(fetchedAt) >= tonumber(ARGV[5]) then return value end
@@ -155,6 +163,10 @@ if value then
   end
 end
 if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, older} end
+if redis.call('PTTL', KEYS[2]) == -1 then
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+  return {1, older}
+end
 return {0, older}
 `;
 
@@ -165,21 +177,21 @@ return {0, older}
 // always written, so a deleted product does not linger as a stale page.
 const WRITE_FILL = `
 local written = 0
-local purgedAt = tonumber(redis.call('GET', KEYS[3]) or '-1')
+local purgedAt = tonumber(redis.pcall('GET', KEYS[3])) or -1
 if purgedAt < tonumber(ARGV[5]) then
-  local current = redis.call('GET', KEYS[1])
-  local currentVersion = current and tonumber(string.match(current, '^(%d+)|'))
+  local current = redis.pcall('GET', KEYS[1])
+  local currentVersion = type(current) == 'string' and tonumber(string.match(current, '^(%d+)|'))
   if ARGV[2] == '0' or not currentVersion or currentVersion <= tonumber(ARGV[2]) then
     redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
     written = 1
   end
 end
-if ARGV[4] ~= '' and redis.call('GET', KEYS[2]) == ARGV[4] then redis.call('DEL', KEYS[2]) end
+if ARGV[4] ~= '' and redis.pcall('GET', KEYS[2]) == ARGV[4] then redis.call('DEL', KEYS[2]) end
 return written
 `;
 
 const RELEASE_LOCK = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+if redis.pcall('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 `;
 

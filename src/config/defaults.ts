@@ -150,7 +150,8 @@ export const DEFAULTS = {
    * How far in the future an entry read from L2 may say it was fetched:
    * isolates' clocks agree to well under a second, and an entry "fetched"
    * later than this would be served fresh, and escape purges, for as long
-   * as it claims.
+   * as it claims. The same for a purge read from the log: one "recorded"
+   * later would purge everything fetched until then, on every read.
    */
   l2MaxClockSkewMs: 60_000,
   /**

@@ -14,8 +14,11 @@
 import type { L2 } from "../cache/l2";
 import { SOFT_PURGE_GRACE_MS } from "../cache/entry";
 import { entryKey, purgeLogKeys, purgeMarkerKey } from "../cache/keys";
+import { systemClock, type Clock } from "../cache/clock";
+import { DEFAULTS } from "../config/defaults";
+import { createRateLimitedLog } from "../observability/log";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/types";
-import { isWide, type PurgeRecord } from "./record";
+import { isWide, storedRecord, type PurgeRecord } from "./record";
 
 /** Purges kept in the log for isolates catching up. */
 const LOG_MAX = 1000;
@@ -46,7 +49,17 @@ const LOG_TTL_MS = 2 * 86_400_000;
 // Appends a purge to the log (on the home shard) and returns its number. A
 // tag or all purge also raises its marks: field "<resource>|<tag>" (or
 // "<resource>" for all) holds "<latest hard>|<latest soft>" purge times.
+// A counter that is not a count, or a log or marks hash of another type,
+// was not written by a purge and would refuse every purge from now on: the
+// log starts over (readers take a sequence that went back as a reset).
 const APPEND_LOG = `
+local counter = redis.pcall('GET', KEYS[1])
+local foreign = counter and not (type(counter) == 'string' and string.match(counter, '^%d+$'))
+for i, expected in ipairs({'zset', 'hash'}) do
+  local kind = redis.call('TYPE', KEYS[i + 1]).ok
+  if kind ~= expected and kind ~= 'none' then foreign = true end
+end
+if foreign then redis.call('DEL', KEYS[1], KEYS[2], KEYS[3]) end
 local seq = redis.call('INCR', KEYS[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[7])
 local record = '{"seq":' .. seq .. ',' .. string.sub(ARGV[1], 2)
@@ -101,17 +114,19 @@ return seq
 
 // Purges entries by id (on the shard holding them): KEYS are pairs of
 // (entry, purge marker). Hard: delete. Soft: rewrite the entry's freshUntil
-// to now and give it a grace period to be served while it refreshes. Either
-// way the marker refuses later writes from fills that began before now.
+// to now and give it a grace period to be served while it refreshes (a key
+// holding anything but an entry, another type included, is left to the next
+// fill: read with pcall, so that it cannot fail the purge). Either way the
+// marker refuses later writes from fills that began before now.
 const PURGE_KEYS = `
 local now = ARGV[2]
 for i = 1, #KEYS, 2 do
   if ARGV[1] == 'hard' then
     redis.call('DEL', KEYS[i])
   else
-    local value = redis.call('GET', KEYS[i])
+    local value = redis.pcall('GET', KEYS[i])
     local version, fetched, fresh, stale, rest
-    if value then version, fetched, fresh, stale, rest = string.match(value, '^(%d+)|(%d+)|(%d+)|(%d+)|(.*)$') end
+    if type(value) == 'string' then version, fetched, fresh, stale, rest = string.match(value, '^(%d+)|(%d+)|(%d+)|(%d+)|(.*)$') end
     if version and tonumber(fresh) > tonumber(now) then
       local grace = string.format('%.0f', math.max(tonumber(stale), tonumber(now) + tonumber(ARGV[3])))
       redis.call('SET', KEYS[i], version .. '|' .. fetched .. '|' .. now .. '|' .. grace .. '|' .. rest, 'KEEPTTL')
@@ -127,7 +142,7 @@ return #KEYS / 2
 // or ARGV[3] bytes behind) and gets the tag/all marks (HGETALL: field,
 // value, ...) instead of its missing log records.
 const READ_PURGES = `
-local seq = tonumber(redis.call('GET', KEYS[1]) or '0')
+local seq = tonumber(redis.pcall('GET', KEYS[1])) or 0
 local seen = tonumber(ARGV[1])
 if seq == seen then return {seq, 1, {}, {}} end
 local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
@@ -146,6 +161,7 @@ export interface PurgeLogDeps {
   keyPrefix: string;
   /** How long a tag/all purge must be remembered: the longest an entry can live. */
   wideRetentionMs: number;
+  clock?: Clock;
 }
 
 /** The latest tag or all purges of one resource: what judging an entry needs of them. */
@@ -157,6 +173,9 @@ export interface WideMark {
   soft: number;
 }
 
+/** Records of the log that are not purges (storedRecord) are logged at most once per this interval. */
+const INVALID_RECORD_LOG_INTERVAL_MS = 10_000;
+
 export interface PurgesSince {
   seq: number;
   /** False: the reader missed purges it cannot get back one by one and must start over. */
@@ -167,8 +186,20 @@ export interface PurgesSince {
   floor: number;
 }
 
-export function createPurgeLog({ l2, keyPrefix, wideRetentionMs }: PurgeLogDeps) {
+export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemClock }: PurgeLogDeps) {
   const keys = purgeLogKeys(keyPrefix);
+  const logInvalid = createRateLimitedLog({ intervalMs: INVALID_RECORD_LOG_INTERVAL_MS, clock });
+  /** The purges `members` (of `key`) hold; members that are not purges are skipped, and logged: an isolate cannot apply what it cannot read. */
+  function readable(members: string[], key: string): PurgeRecord[] {
+    const now = clock.now();
+    const records: PurgeRecord[] = [];
+    for (const member of members) {
+      const record = storedRecord(member, now);
+      if (record) records.push(record);
+      else logInvalid(key, "purge_record_invalid", { key, chars: member.length }, "warn");
+    }
+    return records;
+  }
   return {
     /**
      * Applies the purge's id part where the entries live, then appends it
@@ -220,26 +251,27 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs }: PurgeLogDeps)
       );
       if (!answer) return undefined;
       const [seq, caughtUp, records, fields] = answer;
-      return { seq, caughtUp: caughtUp === 1, records: records.map(parseRecord), ...parseMarks(fields) };
+      return { seq, caughtUp: caughtUp === 1, records: readable(records, keys.log), ...parseMarks(fields, clock.now()) };
     },
   };
 }
 
 export type PurgeLog = ReturnType<typeof createPurgeLog>;
 
-function parseRecord(text: string): PurgeRecord {
-  return JSON.parse(text) as PurgeRecord;
-}
-
-/** HGETALL's field, value, field, value… of the marks hash; fields that are not ours are skipped. */
-function parseMarks(fields: string[]): { marks: WideMark[]; floor: number } {
+/**
+ * HGETALL's field, value, field, value… of the marks hash. Fields that are
+ * not ours are skipped, and so are times in the future: "everything fetched
+ * before next year is gone" would send every page to the origin.
+ */
+function parseMarks(fields: string[], now: number): { marks: WideMark[]; floor: number } {
   const marks: WideMark[] = [];
   let floor = 0;
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const [field, value] = [fields[i]!, fields[i + 1]!];
-    const times = /^(\d+)\|(\d+)$/.exec(value);
+    const times = /^(\d{1,15})\|(\d{1,15})$/.exec(value);
     if (!times) continue;
     const [hard, soft] = [Number(times[1]), Number(times[2])];
+    if (Math.max(hard, soft) > now + DEFAULTS.l2MaxClockSkewMs) continue;
     if (field === FLOOR_FIELD) {
       floor = hard;
       continue;

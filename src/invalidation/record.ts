@@ -1,5 +1,6 @@
 // What a purge says, as the purge endpoint accepts it and the log keeps it.
 import * as v from "valibot";
+import { DEFAULTS } from "../config/defaults";
 import { PRODUCT_ID_PATTERN, RESOURCE_NAMES, type ResourceName } from "../origin/types";
 
 
@@ -13,22 +14,22 @@ export const PURGE_LIMITS = {
 /** Tags as the origin writes them (`brand:acme`, `cat:running`): short, no spaces, no quotes. */
 const TAG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9:._/-]{0,63}$/;
 
+const idsSchema = v.pipe(
+  v.array(v.pipe(v.string(), v.regex(PRODUCT_ID_PATTERN, "each id must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$"))),
+  v.maxLength(PURGE_LIMITS.ids, `at most ${PURGE_LIMITS.ids} ids`),
+);
+const tagsSchema = v.pipe(
+  v.array(v.pipe(v.string(), v.regex(TAG_PATTERN, "each tag must be 1-64 letters, digits or :._/-"))),
+  v.maxLength(PURGE_LIMITS.tags, `at most ${PURGE_LIMITS.tags} tags`),
+);
+const modeSchema = v.picklist(["hard", "soft"], 'mode must be "hard" or "soft"');
+
 export const purgeRequestSchema = v.pipe(
   v.strictObject({
-    ids: v.optional(
-      v.pipe(
-        v.array(v.pipe(v.string(), v.regex(PRODUCT_ID_PATTERN, "each id must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$"))),
-        v.maxLength(PURGE_LIMITS.ids, `at most ${PURGE_LIMITS.ids} ids`),
-      ),
-    ),
-    tags: v.optional(
-      v.pipe(
-        v.array(v.pipe(v.string(), v.regex(TAG_PATTERN, "each tag must be 1-64 letters, digits or :._/-"))),
-        v.maxLength(PURGE_LIMITS.tags, `at most ${PURGE_LIMITS.tags} tags`),
-      ),
-    ),
+    ids: v.optional(idsSchema),
+    tags: v.optional(tagsSchema),
     all: v.optional(v.boolean()),
-    mode: v.optional(v.picklist(["hard", "soft"], 'mode must be "hard" or "soft"'), "hard"),
+    mode: v.optional(modeSchema, "hard"),
     resources: v.optional(
       v.pipe(v.array(v.picklist(RESOURCE_NAMES, `resources must be among ${RESOURCE_NAMES.join(", ")}`)), v.minLength(1), v.maxLength(RESOURCE_NAMES.length)),
     ),
@@ -51,6 +52,47 @@ export interface PurgeRecord {
   all: boolean;
   mode: "hard" | "soft";
   resources: ResourceName[];
+}
+
+const wholeNumber = v.pipe(v.number(), v.safeInteger(), v.minValue(0));
+
+/**
+ * A purge as read back from the log in Redis, which is untrusted like
+ * anything Redis holds (entries too, cache/codec.ts): its ids build keys and
+ * its lists are searched on every read, so a record without this shape is
+ * never applied. Lenient only where another release may differ: unknown
+ * fields are dropped, and so are resource names this release does not know
+ * (they name nothing it holds).
+ */
+const storedRecordSchema = v.object({
+  seq: v.pipe(wholeNumber, v.minValue(1)),
+  at: wholeNumber,
+  ids: idsSchema,
+  tags: tagsSchema,
+  all: v.boolean(),
+  mode: modeSchema,
+  resources: v.pipe(
+    v.array(v.string()),
+    v.maxLength(64),
+    v.transform((names) => names.filter((name): name is ResourceName => (RESOURCE_NAMES as readonly string[]).includes(name))),
+  ),
+});
+
+/**
+ * The record a log member holds, or null when it is not one. `now`: a purge
+ * recorded in the future (beyond the clock skew isolates may have) would
+ * purge everything fetched until then, on every read.
+ */
+export function storedRecord(text: string, now: number): PurgeRecord | null {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  const parsed = v.safeParse(storedRecordSchema, json);
+  if (!parsed.success || parsed.output.at > now + DEFAULTS.l2MaxClockSkewMs) return null;
+  return parsed.output;
 }
 
 export function recordFrom(request: PurgeRequest, at: number): Omit<PurgeRecord, "seq"> {

@@ -59,11 +59,21 @@ export const productIdPage = v.object({
   next: v.nullable(v.string()),
 });
 
-/** The home page's listing: the first page of ids, with the version the contract does not give it. */
-const listing = v.pipe(
-  productIdPage,
-  v.transform(({ ids }) => ({ id: LISTING_ID, ids, version: 1 })),
-);
+/**
+ * The home page's listing: the first page of ids, with the version the
+ * contract does not give it. The only resource whose stored shape is not the
+ * origin's, and entries read back from L2 are checked with these same
+ * schemas (cache/codec.ts): so it takes both the page the origin sends and
+ * the entry the tier made of it (else every isolate would find the listing
+ * in L2 invalid, delete it and fetch it again).
+ */
+const listing = v.union([
+  v.pipe(
+    productIdPage,
+    v.transform(({ ids }) => ({ id: LISTING_ID, ids, version: 1 })),
+  ),
+  v.strictObject({ id: v.literal(LISTING_ID), ids: productIdPage.entries.ids, version: v.literal(1) }),
+]);
 
 const schemas = { product, inventory, reviews, recommendations, listing } as const;
 

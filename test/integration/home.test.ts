@@ -3,8 +3,10 @@
 // listing service is slow or failing, and a cold failure is the documented
 // 503 page; the titles cost a bounded number of subrequests.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULTS } from "../../src/config/defaults";
+import { LISTING_ID } from "../../src/origin/types";
 import { clearFaults, injectFault } from "../support/faults";
-import { startStack, type Stack } from "../support/stack";
+import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
 import { logFaults, startWorker, type WorkerInstance } from "../support/worker";
 
 let stack: Stack;
@@ -19,6 +21,15 @@ async function isolate(shortListing = false): Promise<WorkerInstance> {
 }
 
 const home = (worker: WorkerInstance) => worker.fetch("/").then(async (response) => ({ status: response.status, html: await response.text(), retryAfter: response.headers.get("retry-after") }));
+/** A hard purge of the listing, in L2 and (within the propagation bound) every isolate's L1. */
+async function purgeListing(worker: WorkerInstance): Promise<void> {
+  const response = await worker.fetch("/__purge", {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${PURGE_TOKEN}` },
+    body: JSON.stringify({ ids: [LISTING_ID], resources: ["listing"] }),
+  });
+  expect(response.status).toBe(202);
+}
 const listingCalls = async () => (await stack.counters()).services.listing ?? 0;
 
 beforeAll(async () => {
@@ -57,6 +68,8 @@ describe("the home page", () => {
 
   it("keeps serving the last list while the listing service fails, without asking it for every visitor", async () => {
     const worker = await isolate(true);
+    // Fetched by this isolate, under its 1 s freshness: not another isolate's copy from L2.
+    await purgeListing(worker);
     expect((await home(worker)).status).toBe(200);
     await injectFault(stack, { service: "listing", down: "500" });
     await new Promise((resolve) => setTimeout(resolve, 1300)); // past the listing's freshness
@@ -81,5 +94,21 @@ describe("the home page", () => {
     const titled = (html: string) => [...html.matchAll(/href="\/products\/([^"]+)">([^<]+)</g)].filter(([, id, title]) => id !== title).length;
     const second = await home(worker);
     expect(titled(second.html)).toBeGreaterThan(titled(first.html));
+  });
+
+  it("is shared through L2, and a purge of the listing reaches an isolate that serves only /", async () => {
+    const [first, second] = [await isolate(), await isolate()];
+    await purgeListing(first); // what earlier tests left in L2
+    await stack.admin("/__admin/counters/reset", { method: "POST" });
+    expect((await home(first)).status).toBe(200);
+    expect((await home(second)).status).toBe(200);
+    // The second isolate took the first one's listing from L2.
+    expect(await listingCalls()).toBe(1);
+
+    await purgeListing(first);
+    await new Promise((resolve) => setTimeout(resolve, DEFAULTS.purgePollMs + 200)); // the propagation bound
+    expect((await home(second)).status).toBe(200);
+    // Gone from its L1 and from L2: fetched again, by an isolate that never served a product page.
+    expect(await listingCalls()).toBe(2);
   });
 });

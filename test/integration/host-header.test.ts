@@ -4,11 +4,11 @@
 // (the classic cache-poisoning hole, design.md), and a worker deployed
 // without PUBLIC_URL says so instead of falling back to the Host header.
 // Real HTTP to workerd, where the request's URL is built from its Host.
-import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../support/ports";
+import { httpGet as get, startHttpWorker } from "../support/clients";
+import { selfUrls } from "../support/faults";
 import { PUBLIC_URL, startStack, type Stack } from "../support/stack";
-import { logFaults, startWorker, type WorkerInstance } from "../support/worker";
+import { logFaults, type WorkerInstance } from "../support/worker";
 
 const HOSTILE_HEADERS = {
   host: "evil.example",
@@ -17,51 +17,6 @@ const HOSTILE_HEADERS = {
   "x-forwarded-port": "8443",
   forwarded: "host=evil.example;proto=http",
 };
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-/** A GET over a connection of its own, with headers fetch() would not let a test set (Host). */
-function get(baseUrl: string, path: string, headers: Record<string, string> = {}): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = request(baseUrl + path, { agent: false, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
-      res.on("error", reject);
-    });
-    req.on("error", reject);
-    req.end();
-  });
-}
-
-/** The page's self-references: canonical link, og:url, and the JSON-LD Product's and Offer's url. */
-function selfUrls(html: string): { canonical?: string; ogUrl?: string; jsonLd?: string; jsonLdOffer?: string } {
-  const script = /<script type="application\/ld\+json">([\s\S]*?)<\/script>/.exec(html)?.[1];
-  const jsonLd = script ? (JSON.parse(script) as { url?: string; offers?: { url?: string } }) : undefined;
-  return {
-    canonical: /<link rel="canonical" href="([^"]*)">/.exec(html)?.[1],
-    ogUrl: /<meta property="og:url" content="([^"]*)">/.exec(html)?.[1],
-    jsonLd: jsonLd?.url,
-    jsonLdOffer: jsonLd?.offers?.url,
-  };
-}
-
-/** A worker serving real HTTP; the free port may be taken before workerd binds it. */
-async function startHttpWorker(bindings: Stack["bindings"]): Promise<WorkerInstance> {
-  let lastError: unknown;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      return await startWorker(bindings, { port: await freePort() });
-    } catch (error) {
-      lastError = error;
-    }
-  }
-  throw lastError;
-}
 
 let stack: Stack;
 

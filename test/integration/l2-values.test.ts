@@ -7,30 +7,23 @@
 // Redis or replaced by a good one, and the worker must stay healthy, its
 // memory included.
 import { readdirSync, readFileSync } from "node:fs";
-import { gzipSync } from "node:zlib";
-import { Redis as IORedis } from "ioredis";
+import type { Redis as IORedis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { productFor, indexOf } from "../../dev/origin/catalog";
-import { decodeEntry } from "../../src/cache/codec";
-import { entryKey } from "../../src/cache/keys";
-import { longestLifeMs } from "../../src/cache/l2Entries";
-import { DEFAULTS, DEFAULT_POLICIES } from "../../src/config/defaults";
+import { DEFAULT_POLICIES } from "../../src/config/defaults";
 import type { StatusModel } from "../../src/observability/status";
 import type { ResourceName } from "../../src/origin/types";
 import { completeProducts, health, member, page, waitFor } from "../support/faults";
+import { directRedis, entryHeader as header, goneOrGood as goneOrGoodIn, gzipBombValue, HIGH_VERSION, HOUR, jsonValue, l2KeyOf as keyOf, oversizedValue } from "../support/l2Values";
 import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
 import { logFaults, startedWorkers, startWorker, type WorkerInstance } from "../support/worker";
-
-/** Higher than any version the demo origin gives: the write guard keeps such a value unless the tier deletes it. */
-const HIGH_VERSION = 9_000_000_000;
-const HOUR = 3_600_000;
 
 let stack: Stack;
 let direct: IORedis;
 
 beforeAll(async () => {
   stack = await startStack();
-  direct = new IORedis({ port: stack.redis.port, protocol: 2, lazyConnect: true, maxRetriesPerRequest: 1 });
+  direct = directRedis(stack);
 });
 
 afterAll(async () => {
@@ -40,30 +33,12 @@ afterAll(async () => {
   expect(logFaults(...startedWorkers())).toEqual([]);
 });
 
-const keyOf = (resource: ResourceName, id: string) => entryKey(DEFAULTS.keyPrefix, resource, id);
-
-/** A header as a fill writes it, fresh for an hour from now, with a version the origin's answer cannot overwrite. */
-function header(version = HIGH_VERSION, now = Date.now()): string {
-  return `${version}|${now}|${now + HOUR}|${now + 2 * HOUR}|`;
-}
-
-/** `{"d":…,"e":…}` usable on error for a day. */
-function payload(data: unknown, now = Date.now()): string {
-  return JSON.stringify({ d: data, e: now + 24 * HOUR });
-}
-
 /** The demo origin's product, as the contract has it. */
 function originProduct(id: string) {
   return productFor(indexOf(id)!, stack.origin.url);
 }
 
-/** Whether `key` is now empty or holds a valid entry of that resource and id (the tier's own decoder). */
-async function goneOrGood(resource: ResourceName, id: string): Promise<boolean> {
-  const value = await direct.get(keyOf(resource, id));
-  if (value === null) return true;
-  const decoded = decodeEntry(value, { resource, id, now: Date.now(), maxLifeMs: longestLifeMs(DEFAULT_POLICIES[resource], DEFAULTS.ttlJitter) });
-  return "entry" in decoded && decoded.entry.version < HIGH_VERSION;
-}
+const goneOrGood = (resource: ResourceName, id: string) => goneOrGoodIn(direct, resource, id);
 
 async function status(worker: WorkerInstance): Promise<StatusModel> {
   const response = await worker.fetch("/__status.json", { headers: { authorization: `Bearer ${PURGE_TOKEN}` } });
@@ -87,7 +62,7 @@ describe("invalid values in L2", () => {
   const cases: { name: string; id: string; resource: ResourceName; value: () => string }[] = [
     { name: "not an entry at all", id: garbage!, resource: "product", value: () => "<html>oops</html>" },
     { name: "a good header over broken JSON", id: brokenJson!, resource: "product", value: () => `${header()}j|{"d":{"id":` },
-    { name: "data that breaks the schema", id: wrongSchema!, resource: "product", value: () => `${header()}j|${payload({ ...originProduct(wrongSchema!), title: 42, version: HIGH_VERSION })}` },
+    { name: "data that breaks the schema", id: wrongSchema!, resource: "product", value: () => jsonValue({ ...originProduct(wrongSchema!), title: 42, version: HIGH_VERSION }) },
     {
       // As an older release might have written it: before category and images were there.
       name: "data of an older shape",
@@ -95,10 +70,10 @@ describe("invalid values in L2", () => {
       resource: "product",
       value: () => {
         const { category: _category, images: _images, ...older } = originProduct(olderShape!);
-        return `${header()}j|${payload({ ...older, version: HIGH_VERSION })}`;
+        return jsonValue({ ...older, version: HIGH_VERSION });
       },
     },
-    { name: "another product's data", id: otherProduct!, resource: "product", value: () => `${header()}j|${payload({ ...originProduct(otherId!), version: HIGH_VERSION })}` },
+    { name: "another product's data", id: otherProduct!, resource: "product", value: () => jsonValue({ ...originProduct(otherId!), version: HIGH_VERSION }) },
     {
       // Valid data, fresh for ten years: it would be served, and sent downstream with s-maxage, for as long.
       name: "deadlines no fill writes",
@@ -110,12 +85,12 @@ describe("invalid values in L2", () => {
         return `${HIGH_VERSION}|${now}|${now + decade}|${now + decade}|j|${JSON.stringify({ d: { ...originProduct(foreverFresh!), title: "STALE TITLE", version: HIGH_VERSION }, e: now + decade })}`;
       },
     },
-    { name: "a value over the size cap", id: oversized!, resource: "product", value: () => `${header()}j|${payload({ pad: "x".repeat(DEFAULTS.l2ValueMaxChars) })}` },
+    { name: "a value over the size cap", id: oversized!, resource: "product", value: () => oversizedValue() },
     {
       name: "inventory in a state the contract does not have",
       id: badInventory!,
       resource: "inventory",
-      value: () => `${header()}j|${payload({ id: badInventory!, available: 5, status: "exploded", version: HIGH_VERSION, updatedAt: "2026-11-20T10:00:00Z" })}`,
+      value: () => jsonValue({ id: badInventory!, available: 5, status: "exploded", version: HIGH_VERSION, updatedAt: "2026-11-20T10:00:00Z" }),
     },
   ];
 
@@ -189,7 +164,7 @@ describe.runIf(process.platform === "linux")("a gzip bomb in L2", () => {
     const baseline = peakMemory(pid);
 
     // 200 MB of zeros: about 200 KB of gzip, 270 KB of base64, well within the stored-value cap.
-    const bomb = `${header()}z|${gzipSync(new Uint8Array(200 * 1024 * 1024)).toString("base64")}`;
+    const bomb = gzipBombValue(200 * 1024 * 1024);
     await direct.set(keyOf("product", bombed!), bomb, "PX", 24 * HOUR);
     const p = await page(worker, `/products/${bombed}`);
     expect(p.status).toBe(200);

@@ -1,5 +1,6 @@
-// Visitors who leave: real HTTP requests to a worker started with `port`,
-// whose connection the test drops mid-request, and a look at the isolate's
+// Real HTTP requests to a worker started with `port`: visitors who leave
+// (the test drops the connection mid-request), requests with headers that
+// fetch() would not let a test set (Host), and a look at the isolate's
 // gauges through GET /__status.json.
 //
 // How a visitor leaves matters. workerd notices a client's orderly close
@@ -10,8 +11,42 @@
 // promise continuations never run again, not even its `finally` blocks
 // (design.md, "Sharing work across requests"). So `abort()` resets.
 import { request } from "node:http";
-import { PURGE_TOKEN } from "./stack";
-import type { WorkerInstance } from "./worker";
+import { freePort } from "./ports";
+import { PURGE_TOKEN, type Stack } from "./stack";
+import { startWorker, type WorkerInstance } from "./worker";
+
+/** A worker serving real HTTP on a free port; the port may be taken before workerd binds it, so it tries three. */
+export async function startHttpWorker(bindings: Stack["bindings"]): Promise<WorkerInstance> {
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      return await startWorker(bindings, { port: await freePort() });
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  throw lastError;
+}
+
+export interface HttpAnswer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/** A GET over a connection of its own, with any headers, Host included (which fetch() would not let a test set). */
+export function httpGet(baseUrl: string, path: string, headers: Record<string, string> = {}): Promise<HttpAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = request(baseUrl + path, { agent: false, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
 
 export type VisitOutcome = { kind: "aborted" } | { kind: "answered"; status: number } | { kind: "failed"; message: string };
 

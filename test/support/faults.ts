@@ -37,6 +37,18 @@ export function member(cacheStatus: string, resource: string): string {
   return cacheStatus.split(/,\s*/).find((part) => new RegExp(`detail="${resource}[ "]`).test(part)) ?? "";
 }
 
+/** A page's references to itself: its canonical link, og:url, and the JSON-LD Product's and Offer's url. */
+export function selfUrls(html: string): { canonical?: string; ogUrl?: string; jsonLd?: string; jsonLdOffer?: string } {
+  const script = /<script type="application\/ld\+json">([\s\S]*?)<\/script>/.exec(html)?.[1];
+  const jsonLd = script ? (JSON.parse(script) as { url?: string; offers?: { url?: string } }) : undefined;
+  return {
+    canonical: /<link rel="canonical" href="([^"]*)">/.exec(html)?.[1],
+    ogUrl: /<meta property="og:url" content="([^"]*)">/.exec(html)?.[1],
+    jsonLd: jsonLd?.url,
+    jsonLdOffer: jsonLd?.offers?.url,
+  };
+}
+
 /** A Server-Timing metric's duration in ms (`l2;dur=101.5`), or undefined. */
 export function serverTiming(headers: Headers, name: string): number | undefined {
   const header = headers.get("server-timing") ?? "";

@@ -16,7 +16,8 @@ import { createL2 } from "../../src/cache/l2";
 import { createL2Entries, longestLifeMs } from "../../src/cache/l2Entries";
 import { parseConfig } from "../../src/config";
 import { DEFAULTS, DEFAULT_POLICIES } from "../../src/config/defaults";
-import type { Product, ResourceName } from "../../src/origin/types";
+import { LISTING_ID, type Product, type ResourceName } from "../../src/origin/types";
+import { validateResource } from "../../src/origin/validate";
 import { bytesToBase64 } from "../../src/shared/base64";
 import { sampleProduct } from "../support/fakes";
 import { startRedis, type RedisServer } from "../support/redis";
@@ -90,6 +91,21 @@ describe("codec: values that are entries", () => {
     const decoded = decodeEntry(`${head}j|${JSON.stringify({ d: { ...older, compareAtPrice: null }, e: NOW + 86_700_000 })}`, expecting("product"));
     expect(decoded).toMatchObject({ entry: { data: { images: [], attributes: {}, tags: [] } } });
     expect("entry" in decoded && "compareAtPrice" in decoded.entry.data!).toBe(false);
+  });
+
+  it("reads back the home page's listing as it stores it, which is not the shape the origin sends", () => {
+    // What a fill stores: the origin's page of ids ({ids, next}) as validateResource makes it ({id, ids, version}).
+    const listing = validateResource("listing", LISTING_ID, { ids: ["p-000001", "p-000002"], next: "cursor-2" });
+    expect(listing).toEqual({ id: LISTING_ID, ids: ["p-000001", "p-000002"], version: 1 });
+    const fetchedAt = NOW - 1000;
+    const freshUntil = fetchedAt + 60_000;
+    const entry: Entry = { data: listing, version: 1, fetchedAt, freshUntil, staleUntil: freshUntil + 600_000, errorUntil: freshUntil + 86_400_000, size: 0 };
+    expect(decodeEntry(encoded(entry), expecting("listing", LISTING_ID))).toMatchObject({ entry: { data: listing, version: 1 } });
+    // Stored under another id or version, or with ids that are not ids: not ours.
+    const handMadeListing = (d: unknown) => `1|${fetchedAt}|${freshUntil}|${freshUntil + 600_000}|j|${JSON.stringify({ d, e: freshUntil + 86_400_000 })}`;
+    expect(verdict(handMadeListing({ ...listing, id: "p-000001" }), expecting("listing", LISTING_ID))).toBe("schema");
+    expect(verdict(handMadeListing({ ...listing, version: 2 }), expecting("listing", LISTING_ID))).toBe("schema");
+    expect(verdict(handMadeListing({ ...listing, ids: ["../etc/passwd"] }), expecting("listing", LISTING_ID))).toBe("schema");
   });
 
   it("takes a negative entry (null, version 0) and soft-purged deadlines", () => {

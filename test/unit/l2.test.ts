@@ -116,6 +116,45 @@ describe("L2 writes and locks", () => {
     expect(await redis.get(lock)).toBeNull();
   });
 
+  it("claims and writes over what no fill wrote, without an error: another type, a marker that is not a time, a lock that never expires", async () => {
+    const client = l2();
+    const claim = (key: string, token: string) => client.claimFill(key, lockKey("pp:v1", key), { token, lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 });
+
+    // Another type under the entry's key: nothing to use, and the fill's write replaces it.
+    const hashed = "pp:v1:p:foreign-type";
+    await redis.hset(hashed, { title: "x" });
+    expect(await claim(hashed, "a")).toEqual({ kind: "won" });
+    expect(await client.writeFill(fillWrite(hashed, encoded(entry(2)), 2, "a"))).toBe(true);
+    expect(versionOf(await redis.get<string>(hashed))).toBe(2);
+    expect(await redis.get(lockKey("pp:v1", hashed))).toBeNull();
+
+    // A purge marker that is not a time, or not a string: no purge to respect.
+    for (const [key, setMarker] of [
+      ["pp:v1:p:foreign-marker", (marker: string) => redis.set(marker, "yesterday")],
+      ["pp:v1:p:foreign-marker-type", (marker: string) => redis.sadd(marker, "x")],
+    ] as const) {
+      await setMarker(purgeMarkerKey("pp:v1", key));
+      expect(await client.writeFill(fillWrite(key, encoded(entry(2)), 2))).toBe(true);
+    }
+
+    // Every fill's lock expires: one that does not was never a fill's, and would hold this key's fills for ever.
+    for (const [key, setLock] of [
+      ["pp:v1:p:foreign-lock", (lock: string) => redis.set(lock, "mine")],
+      ["pp:v1:p:foreign-lock-type", (lock: string) => redis.rpush(lock, "x")],
+    ] as const) {
+      const lock = lockKey("pp:v1", key);
+      await setLock(lock);
+      expect(await claim(key, "b")).toEqual({ kind: "won" });
+      expect(await redis.pttl(lock)).toBeGreaterThan(0);
+      await client.releaseLock(lock, "b");
+      expect(await redis.get(lock)).toBeNull();
+    }
+
+    // None of it was an error: nothing counted against L2, nothing kept to be replayed.
+    expect(client.stats).toMatchObject({ failures: 0, droppedWrites: 0 });
+    expect(client.backlogSize()).toBe(0);
+  });
+
   it("a lock always expires, so a crashed holder blocks nobody for long", async () => {
     const client = l2();
     const key = "pp:v1:p:crashed-holder";

@@ -1,11 +1,13 @@
 // The purge log against a real Redis (through the gateway): what one sync
 // reads stays bounded however many purges were recorded, and the isolate
 // that recorded a purge does not read it back.
+import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type Gateway } from "../../dev/gateway";
 import { productId } from "../../dev/origin/catalog";
 import { createBreaker } from "../../src/cache/breaker";
 import { systemClock } from "../../src/cache/clock";
+import { entryKey, purgeLogKeys, purgeMarkerKey } from "../../src/cache/keys";
 import { createL2, type L2 } from "../../src/cache/l2";
 import { createPurgeLog, SYNC_MAX_BYTES, SYNC_MAX_RECORDS } from "../../src/invalidation/log";
 import { recordFrom } from "../../src/invalidation/record";
@@ -129,5 +131,66 @@ describe("the purge log", () => {
     watcher.apply({ ...mine, seq: next! });
     expect(watcher.status().seq).toBe(seq);
     expect(RESOURCE_NAMES).toContain("product");
+  });
+
+  it("skips records it cannot read, in the log and in the marks, and never applies them", async () => {
+    const log = createPurgeLog({ l2, keyPrefix: "foreign", wideRetentionMs: 60_000 });
+    const keys = purgeLogKeys("foreign");
+    const redis = new Redis({ url: gateway.url, token: TOKEN, automaticDeserialization: false, enableTelemetry: false });
+    const now = Date.now();
+    const good = { seq: 3, at: now, ids: [], tags: ["brand:acme"], all: false, mode: "hard", resources: ["product"] };
+    const unreadable = [
+      "not json",
+      JSON.stringify({ seq: 1, at: now }), // no lists: every read would search them
+      JSON.stringify({ ...good, seq: 2, ids: ["../../x"] }), // ids build keys
+      JSON.stringify({ ...good, seq: 4, tags: "brand:acme" }),
+      JSON.stringify({ ...good, seq: 5, mode: "nuke" }),
+      JSON.stringify({ ...good, seq: 6, all: true, at: now + 365 * 86_400_000 }), // "everything fetched before next year is gone"
+    ];
+    await redis.set(keys.seq, "7");
+    for (const [index, record] of [...unreadable, JSON.stringify(good)].entries()) {
+      await redis.zadd(keys.log, { score: index + 1, member: record });
+    }
+    await redis.hset(keys.wide, {
+      "product|brand:acme": `${now}|0`,
+      "product|sale": "garbage",
+      "nonsense|brand:acme": `${now}|0`,
+      "product|brand:later": `${now + 365 * 86_400_000}|0`, // "everything of the brand fetched before next year is gone"
+      "~floor": `${now + 365 * 86_400_000}|0`,
+    });
+    // A reader starting over takes the marks: only what it can read.
+    const fresh = await log.readSince(0);
+    expect(fresh).toMatchObject({ seq: 7, caughtUp: false, records: [], floor: 0 });
+    expect(fresh!.marks).toEqual([{ resource: "product", tag: "brand:acme", hard: now, soft: 0 }]);
+    // A reader catching up takes the log: only what it can read.
+    const behind = await log.readSince(1);
+    expect(behind).toMatchObject({ seq: 7, caughtUp: true, marks: [] });
+    expect(behind!.records).toEqual([good]);
+  });
+
+  it("starts the log over when its keys hold what no purge wrote, so that purges are recorded again", async () => {
+    const log = createPurgeLog({ l2, keyPrefix: "reset", wideRetentionMs: 60_000 });
+    const keys = purgeLogKeys("reset");
+    const redis = new Redis({ url: gateway.url, token: TOKEN, automaticDeserialization: false, enableTelemetry: false });
+    await redis.set(keys.seq, "garbage");
+    expect(await log.record(idPurge(["p-000007"]))).toBe(1);
+    await redis.set(keys.log, "not a sorted set");
+    expect(await log.record(idPurge(["p-000008"]))).toBe(1);
+    await redis.set(keys.wide, "not a hash");
+    expect(await log.record(recordFrom({ tags: ["brand:acme"], mode: "hard", resources: ["product"] }, Date.now()))).toBe(1);
+    // A reader takes the sequence that went back as a reset: it starts over from the marks.
+    expect(await log.readSince(5)).toMatchObject({ seq: 1, caughtUp: false, marks: [expect.objectContaining({ resource: "product", tag: "brand:acme" })] });
+  });
+
+  it("records a soft purge of ids whose keys hold what no fill wrote: another type, or not an entry", async () => {
+    const log = createPurgeLog({ l2, keyPrefix: "soft", wideRetentionMs: 60_000 });
+    const redis = new Redis({ url: gateway.url, token: TOKEN, automaticDeserialization: false, enableTelemetry: false });
+    await redis.hset(entryKey("soft", "product", "p-000005"), { title: "x" });
+    await redis.set(entryKey("soft", "product", "p-000006"), "not an entry");
+    const seq = await log.record(recordFrom({ ids: ["p-000005", "p-000006"], resources: ["product"], mode: "soft" }, Date.now()));
+    expect(seq).toBe(1);
+    // Left for the next fill to replace; the purge markers are set.
+    expect(await redis.get(entryKey("soft", "product", "p-000006"))).toBe("not an entry");
+    expect(await redis.exists(purgeMarkerKey("soft", entryKey("soft", "product", "p-000005")))).toBe(1);
   });
 });
