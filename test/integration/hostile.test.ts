@@ -260,13 +260,12 @@ describe("hostile input at one running tier", () => {
     // on a 2-core CI machine. purge-bulk.test.ts runs 200 purges of 1,000 ids.
     const PURGES = 900;
     const IDS_PER_PURGE = 100;
-    // And members of the log that no purge wrote: in the wide set, which an
-    // isolate this far behind reads when it starts over, and at the top of
+    // And what no purge wrote: fields of the tag/all marks, which an isolate
+    // this far behind reads when it starts over, and a member at the top of
     // the log, where every isolate catching up reads.
     const logKeys = purgeLogKeys(DEFAULTS.keyPrefix);
     const now = Date.now();
-    const foreignWide = [JSON.stringify({ seq: 1, at: now }), JSON.stringify({ seq: 2, at: now, ids: ["../../x"], tags: [], all: false, mode: "hard", resources: ["product"] })];
-    for (const member of foreignWide) await direct.zadd(logKeys.wide, now, member);
+    await direct.hset(logKeys.wide, { "product|sale": "garbage", "../../x": `${now}|0`, "product|brand:later": `${now + 365 * 86_400_000}|0`, "~floor": `${now + 365 * 86_400_000}|0` });
     await direct.zadd(logKeys.log, 1e12, "{\"seq\":");
 
     let next = 0;
@@ -281,7 +280,7 @@ describe("hostile input at one running tier", () => {
     );
     expect(accepted.filter((code) => code !== 202)).toEqual([]);
     expect(accepted).toHaveLength(PURGES);
-    // Both isolates are far behind: their next pages start over from the wide set, and serve.
+    // Both isolates are far behind: their next pages start over from the marks, and serve.
     for (const isolate of BOTH) {
       expect((await ask("after the bulk purges", isolate, "/products/p-000301")).status).toBe(200);
       const { purges } = await status(isolate);
