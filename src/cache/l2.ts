@@ -228,6 +228,12 @@ function client(url: string, token: string, timeoutMs: number): Redis {
     enableTelemetry: false,
     // One call, one round trip: the page path batches its reads itself (MGET).
     enableAutoPipelining: false,
+    // Every value the tier stores is text (codec.ts: JSON, or gzip as base64;
+    // the known-ids segments are ASCII): JSON carries it as is. The default
+    // base64 of every reply costs an atob and a UTF-8 decode per value on
+    // each read, on top of the codec's own; a value that is not valid UTF-8
+    // (not the tier's) still arrives as a string, and fails validation.
+    responseEncoding: false,
     // A fresh deadline per request: a hung Redis costs at most `timeoutMs`.
     signal: () => AbortSignal.timeout(timeoutMs),
   });
