@@ -17,11 +17,19 @@ export function watchBreaker(name: string, metrics?: Metrics): (from: BreakerSta
   };
 }
 
-/** The origin client's `onFetch`: counts every call, and logs failures rate-limited per service. */
+/**
+ * The origin client's `onFetch`: counts every call, and logs failures
+ * rate-limited per service. A background refresh that gave way because
+ * visitors held the origin slots is counted, not logged: that is the limiter
+ * working as designed (the visitor got the stale copy), and logging it sent
+ * on-call engineers looking for an origin problem that was not there.
+ */
 export function watchOrigin(metrics: Metrics, clock: Clock): NonNullable<OriginClientOptions["onFetch"]> {
   const failureLog = createRateLimitedLog({ intervalMs: ORIGIN_FAILURE_LOG_INTERVAL_MS, clock });
-  return (service, outcome, detail) => {
+  return (service, outcome, detail, priority) => {
     metrics.recordOriginFetch(service, outcome);
-    if (outcome !== "found" && outcome !== "absent") failureLog(service, "origin_failure", { service, failure: outcome, detail });
+    if (outcome === "found" || outcome === "absent") return;
+    if (outcome === "overloaded" && priority === "refresh") return;
+    failureLog(service, "origin_failure", { service, failure: outcome, detail });
   };
 }

@@ -75,7 +75,7 @@ export interface OriginClientOptions {
   /** Injected in tests; the global fetch otherwise. */
   fetch?: typeof fetch;
   /** Told of every service call's outcome, once (metrics, rate-limited logs); must not throw. */
-  onFetch?: (service: ResourceName, outcome: "found" | "absent" | OriginFailure, detail?: string) => void;
+  onFetch?: (service: ResourceName, outcome: "found" | "absent" | OriginFailure, detail?: string, priority?: Priority) => void;
 }
 
 const RETRY_DELAY_MS = { min: 20, max: 60 };
@@ -198,7 +198,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
       return answer.then(
         (result) => (onFetch(resource, result.found ? "found" : "absent"), result),
         (error) => {
-          onFetch(resource, error instanceof OriginError ? error.failure : "unreachable", error instanceof Error ? error.message : String(error));
+          onFetch(resource, error instanceof OriginError ? error.failure : "unreachable", error instanceof Error ? error.message : String(error), priority);
           throw error;
         },
       );

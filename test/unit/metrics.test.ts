@@ -12,6 +12,8 @@ import { createRateLimitedLog, logEvent } from "../../src/observability/log";
 import { BUCKET_MS, createMetrics, HOT_COUNTERS, HOT_PRODUCTS, MAX_BUCKETS, type PageRecord } from "../../src/observability/metrics";
 import { buildStatus, type StatusSources } from "../../src/observability/status";
 import { createTopK } from "../../src/observability/topK";
+import { watchOrigin } from "../../src/observability/wiring";
+import { createLimiter } from "../../src/origin/limiter";
 import { renderStatusPage } from "../../src/render";
 import { fakeClock, sampleProduct } from "../support/fakes";
 
@@ -320,6 +322,36 @@ describe("origin client onFetch", () => {
     await client.fetchResource("product", "p-2");
     await expect(client.fetchResource("product", "p-3")).rejects.toThrow();
     expect(outcomes).toEqual(["product:found", "product:absent", "product:status"]);
+  });
+
+  it("counts a background refresh that gave way to visitors without logging it as an origin failure; a visitor turned away is logged", async () => {
+    const lines: string[] = [];
+    const error = vi.spyOn(console, "error").mockImplementation((line: string) => void lines.push(line));
+    try {
+      const clock = fakeClock();
+      const metrics = createMetrics({ clock });
+      const limiter = createLimiter({ maxConcurrent: 1, maxQueued: 0, maxWaitMs: 0 });
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      const client = createOriginClient({
+        baseUrl: "http://origin.test",
+        policies: { product: { originTimeoutMs: 500 }, inventory: { originTimeoutMs: 500 }, reviews: { originTimeoutMs: 500 }, recommendations: { originTimeoutMs: 500 }, listing: { originTimeoutMs: 500 } },
+        limiter,
+        fetch: (async () => (await held, new Response(JSON.stringify(sampleProduct("p-1")), { status: 200 }))) as typeof fetch,
+        onFetch: watchOrigin(metrics, clock),
+      });
+      const visitor = client.fetchResource("product", "p-1");
+      await expect(client.fetchResource("inventory", "p-1", undefined, "refresh")).rejects.toThrow(/kept for visitors/);
+      expect(lines.filter((line) => line.includes("origin_failure"))).toEqual([]);
+      await expect(client.fetchResource("reviews", "p-1")).rejects.toThrow(/overloaded/);
+      expect(lines.filter((line) => line.includes("origin_failure")).map((line) => JSON.parse(line).service)).toEqual(["reviews"]);
+      const bucket = metrics.buckets().at(-1)!;
+      expect([bucket.origin.inventory.shed, bucket.origin.reviews.shed]).toEqual([1, 1]);
+      release();
+      await visitor;
+    } finally {
+      error.mockRestore();
+    }
   });
 });
 
