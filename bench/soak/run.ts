@@ -4,7 +4,6 @@
 // file sets up (bench/stack.ts), sends the herd, the cancellers and the cold
 // products, reads each instance's status and heap after every window, and
 // prints one row per window, then pass/fail checks. See bench/README.md, "Soak".
-import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -18,6 +17,7 @@ import { shuffledIndexes, ZipfSampler } from "../zipf";
 import { startCancellers } from "./cancel";
 import { change, get, heapOf, statusOf, type Answer, type Snapshot } from "./probe";
 import { chartSvg, tableHead, tableRow, type Window } from "./report";
+import { ensureWrk, runZipfWrk, writePathsFile, type WrkFigures } from "../wrk";
 
 const CATALOG = 100_000;
 const ORIGIN = { latencyMs: 20, jitterMs: 2 };
@@ -27,7 +27,6 @@ const COLD_RANKS = [99_996, 99_997, 99_998, 99_999, 100_000];
 /** Cancellers: this share of wrk's last rate, at most CAP a second (START before wrk has a rate). */
 const CANCEL = { share: 0.05, cap: 50, start: 10 };
 const HEAP_LIMIT_MB = 96;
-const LUA = resolve("bench/soak/zipf.lua");
 const RESULTS_DIR = resolve("bench/results");
 
 /**
@@ -68,46 +67,14 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   });
 }
 
-/** wrk from Debian's packages when it is missing (as .ci/run does for redis-server). */
-function ensureWrk(): void {
-  try {
-    execFileSync("sh", ["-c", "command -v wrk"], { stdio: "ignore" });
-    return;
-  } catch {
-    console.log("wrk is missing: installing it (apt-get install -y wrk)");
-  }
-  const apt = (...a: string[]) => execFileSync("apt-get", a, { stdio: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
-  try {
-    apt("install", "-y", "-qq", "wrk");
-  } catch {
-    apt("update", "-qq");
-    apt("install", "-y", "-qq", "wrk");
-  }
-}
-
-interface WrkFigures {
-  requests: number;
-  durationUs: number;
-  p50Us: number;
-  p99Us: number;
-  maxUs: number;
-  statuses: Record<string, number>;
-  errors: { connect: number; read: number; write: number; status: number; timeout: number };
-}
-
-/** One wrk run: `seconds` of Zipf traffic, thread i on instance i; its figures from zipf.lua's done(). */
+/** One wrk run: `seconds` of Zipf traffic, thread i on instance i. */
 async function runWrk(targets: string[], seconds: number, seed: number, pathsFile: string): Promise<WrkFigures> {
-  const env = { ...process.env, SOAK_PATHS: pathsFile, SOAK_TARGETS: targets.map((t) => new URL(t).host).join(","), SOAK_SEED: String(seed) };
-  const wrk = spawn("wrk", ["-t2", `-c${connections}`, `-d${seconds}s`, "--timeout", "2s", "-s", LUA, `${targets[0]}/`], { env });
-  const stop = onCleanup("wrk", async () => void wrk.kill("SIGKILL"));
-  let output = "";
-  wrk.stdout.on("data", (chunk: Buffer) => (output += chunk));
-  wrk.stderr.on("data", (chunk: Buffer) => (output += chunk));
-  const code = await new Promise((done) => wrk.on("close", done));
-  await stop();
-  const line = /^SOAK (\{.*\})$/m.exec(output);
-  if (!line) throw new Error(`wrk gave no figures (exit ${code}): ${output.slice(-600)}`);
-  return JSON.parse(line[1]!) as WrkFigures;
+  let stop: (() => Promise<void>) | undefined;
+  try {
+    return await runZipfWrk({ targets, seconds, connections, seed, pathsFile, onStart: (kill) => (stop = onCleanup("wrk", async () => kill())) });
+  } finally {
+    await stop?.();
+  }
 }
 
 const snapshot = (workers: WorkerInstance[]): Promise<Snapshot[]> =>
@@ -158,7 +125,7 @@ async function main(): Promise<void> {
   process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
   const pathsFile = join(dir, "paths.txt");
   const ranks = Array.from({ length: CATALOG }, (_, i) => i + 1).filter((rank) => !COLD_RANKS.includes(rank));
-  writeFileSync(pathsFile, ranks.map((rank) => `${rank} ${pathOf(rank)}\n`).join(""));
+  writePathsFile(pathsFile, ranks.map((rank) => ({ rank, path: pathOf(rank) })));
 
   // The herd: 1,000 requests at once for one cold product.
   const first = await snapshot(workers);

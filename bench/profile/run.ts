@@ -1,0 +1,185 @@
+// `npm run bench:profile [-- --seconds N] [--warm N] [--instances 1|2]`: where
+// the worker's CPU goes under the steady Zipf mix, next to its floor.
+//
+// The deployed bundle in workerd (bench/stack.ts), the demo origin (100,000
+// products, 20 ± 2 ms) and Redis behind the gateway; wrk makes all the load.
+// After a warm-up of Zipf(1.0) traffic it runs, with the same connections:
+//   1. /healthz (a static string): the runtime's floor, workerd CPU per request;
+//   2. Zipf: CPU per page, Redis commands per page (INFO commandstats), answers per tier;
+//   3. Zipf again with the V8 profiler of instance 1 recording (bench/profile/summary.ts).
+// Writes bench/results/profile-<time>.md (and the raw .cpuprofile, git-ignored,
+// which Chrome DevTools opens). Measures and writes; asserts nothing.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { productId } from "../../dev/origin/catalog";
+import { createCleanups, runThenExit } from "../cleanup";
+import { openInspector } from "../inspector";
+import { SHUFFLE_SEED } from "../measure";
+import { describeMachine } from "../report";
+import { change, statusOf, type Snapshot } from "../soak/probe";
+import { BUNDLE_DIR, buildBundle, buildKnownIdsFilter, cpuSnapshot, startServers, startWorker, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
+import { ensureWrk, runZipfWrk, writePathsFile, type WrkFigures } from "../wrk";
+import { shuffledIndexes } from "../zipf";
+import { summarise, summaryTables, type CpuProfile } from "./summary";
+
+const CATALOG = 100_000;
+const ORIGIN = { latencyMs: 20, jitterMs: 2 };
+const RESULTS_DIR = resolve("bench/results");
+/** µs between samples: fine enough for functions of a few µs, coarse enough not to slow the isolate much. */
+const SAMPLING_INTERVAL_US = 200;
+
+const { values: args } = parseArgs({
+  options: {
+    seconds: { type: "string", default: "20" },
+    warm: { type: "string", default: "60" },
+    instances: { type: "string", default: "1" },
+    connections: { type: "string", default: "64" },
+  },
+});
+const seconds = Number(args.seconds);
+const warmS = Number(args.warm);
+const instances = Number(args.instances);
+const connections = Number(args.connections);
+if (![seconds, warmS, connections].every((n) => Number.isInteger(n) && n >= 1) || ![1, 2].includes(instances)) {
+  console.error("usage: npm run bench:profile -- [--seconds N (default 20)] [--warm N (default 60)] [--instances 1|2] [--connections N (default 64)]");
+  process.exit(2);
+}
+
+const { onCleanup, cleanUp } = createCleanups(10_000);
+let interrupted = false;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    void cleanUp().finally(() => process.exit(130));
+  });
+}
+
+interface Phase {
+  label: string;
+  wrk: WrkFigures;
+  /** workerd CPU-seconds over the run. */
+  cpuS: number;
+  /** Redis calls during the run, by command. */
+  redis: Record<string, number>;
+  /** Resource answers by tier, summed over the instances (null if a status could not say). */
+  tiers: { l1: number; l2: number; origin: number; failed: number } | null;
+}
+
+async function main(): Promise<void> {
+  ensureWrk();
+  const startedAt = new Date();
+  const logs: WorkerLogs = { count: 0, distinct: new Map(), scenario: "profile" };
+  console.log(`profile: ${instances} instance(s), wrk -t2 -c${connections}; warm-up ${warmS} s, then ${seconds} s each of /healthz, Zipf, Zipf under the profiler`);
+  const starting = startServers({ catalogSize: CATALOG, ...ORIGIN }).then((servers) => (onCleanup("servers", () => servers.close()), servers));
+  const [built, started] = await Promise.allSettled([buildBundle(), starting]);
+  if (started.status === "rejected") throw started.reason;
+  if (built.status === "rejected") throw new Error(`wrangler deploy --dry-run failed: ${String(built.reason?.stderr ?? built.reason)}`);
+  const servers = started.value;
+  const filter = await buildKnownIdsFilter(servers);
+  const workers: WorkerInstance[] = [];
+  for (let i = 0; i < instances; i++) {
+    const worker = await startWorker(servers.bindings, logs, { inspectorPort: 0 });
+    onCleanup(`worker ${worker.url}`, () => worker.close());
+    workers.push(worker);
+  }
+  const targets = workers.map((w) => w.url);
+
+  const dir = mkdtempSync(join(tmpdir(), "profile-"));
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  const indexes = shuffledIndexes(CATALOG, SHUFFLE_SEED);
+  const zipfPaths = join(dir, "zipf.txt");
+  writePathsFile(zipfPaths, Array.from({ length: CATALOG }, (_, i) => ({ rank: i + 1, path: `/products/${productId(indexes[i]!)}` })));
+  const healthzPaths = join(dir, "healthz.txt");
+  writePathsFile(healthzPaths, [{ rank: 1, path: "/healthz" }]);
+
+  let seed = 1;
+  const wrk = (pathsFile: string, s: number) => {
+    let stop: (() => Promise<void>) | undefined;
+    return runZipfWrk({ targets, seconds: s, connections, seed: seed++, pathsFile, onStart: (kill) => (stop = onCleanup("wrk", async () => kill())) }).finally(() => stop?.());
+  };
+
+  console.log(`warm-up: ${warmS} s of Zipf`);
+  const warm = await wrk(zipfPaths, warmS);
+  console.log(`  ${Math.round(warm.requests / (warm.durationUs / 1e6))} req/s`);
+
+  const phase = async (label: string, pathsFile: string): Promise<Phase> => {
+    const before = await snapshot(workers);
+    await servers.resetRedisStats();
+    const cpuBefore = cpuSnapshot(servers.pid);
+    const figures = await wrk(pathsFile, seconds);
+    const cpuAfter = cpuSnapshot(servers.pid);
+    const redis = await servers.redisCalls();
+    const after = await snapshot(workers);
+    const changes = workers.map((_, k) => change(before[k]!, after[k]!).tiers);
+    const tiers = changes.some((t) => t === null)
+      ? null
+      : changes.reduce<Phase["tiers"] & object>((sum, t) => ({ l1: sum.l1 + t!.l1, l2: sum.l2 + t!.l2, origin: sum.origin + t!.origin, failed: sum.failed + t!.failed }), { l1: 0, l2: 0, origin: 0, failed: 0 });
+    const result = { label, wrk: figures, cpuS: cpuAfter.seconds.workerd - cpuBefore.seconds.workerd, redis, tiers };
+    console.log(`  ${label}: ${Math.round(rps(result))} req/s, p50 ${ms(figures.p50Us)} ms, p99 ${ms(figures.p99Us)} ms, ${(cpuPerRequestMs(result)).toFixed(3)} workerd CPU-ms per request`);
+    return result;
+  };
+  const healthz = await phase("/healthz", healthzPaths);
+  const zipf = await phase("Zipf", zipfPaths);
+
+  console.log("Zipf under the profiler (instance 1)");
+  const inspector = await openInspector(workers[0]!.inspector!);
+  onCleanup("inspector", async () => inspector.close());
+  await inspector.call("Profiler.enable");
+  await inspector.call("Profiler.setSamplingInterval", { interval: SAMPLING_INTERVAL_US });
+  await inspector.call("Profiler.start");
+  const profiled = await phase("Zipf, profiled", zipfPaths);
+  const { profile } = await inspector.call<{ profile: CpuProfile }>("Profiler.stop", {}, 120_000);
+  inspector.close();
+  const bundlePath = join(BUNDLE_DIR, "index.js");
+  const summary = summarise(profile, readFileSync(bundlePath, "utf8"), (url) => url.endsWith("index.js"));
+
+  // Report.
+  const machine = describeMachine(toolVersions());
+  const stamp = startedAt.toISOString().replace(/:/g, "-").replace(/\.\d+Z$/, "Z");
+  const base = join(RESULTS_DIR, `profile-${stamp}`);
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  writeFileSync(`${base}.cpuprofile`, JSON.stringify(profile));
+  const floor = cpuPerRequestMs(healthz);
+  const rows = [healthz, zipf, profiled].map((p) => {
+    const pages = p.wrk.requests;
+    const redisTotal = Object.values(p.redis).reduce((a, b) => a + b, 0);
+    const t = p.tiers;
+    const answers = t ? t.l1 + t.l2 + t.origin + t.failed : 0;
+    const split = t && answers ? `${pct(t.l1, answers)} / ${pct(t.l2, answers)} / ${pct(t.origin, answers)}` : "—";
+    return `| ${p.label} | ${Math.round(rps(p))} | ${ms(p.wrk.p50Us)} | ${ms(p.wrk.p99Us)} | ${nonOk(p.wrk)} | ${cpuPerRequestMs(p).toFixed(3)} | ${(cpuPerRequestMs(p) / floor).toFixed(2)}× | ${(redisTotal / pages).toFixed(3)} | ${split} |`;
+  });
+  const perCommand = Object.entries(zipf.redis).sort((a, b) => b[1] - a[1]).map(([command, calls]) => `${command} ${(calls / zipf.wrk.requests).toFixed(3)}`).join(", ");
+  const markdown = [
+    `# Where the worker's CPU goes: ${instances} instance(s), ${connections} connections, Zipf(1.0) over ${CATALOG.toLocaleString("en-US")} products`,
+    "",
+    `\`npm run bench:profile${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}\` · ${machine.cpu}, ${machine.cores} cores · commit ${machine.git?.commit ?? "?"} (${machine.git?.dirtyFiles ?? "?"} uncommitted files in src/, templates/) · ${startedAt.toISOString()} · workerd ${machine.versions.workerd}`,
+    "",
+    `Origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms; known-ids filter ${filter.built ? "built" : "NOT built"}; warm-up ${warmS} s of Zipf (${Math.round(warm.requests / (warm.durationUs / 1e6))} req/s); then ${seconds} s per row, wrk -t2 -c${connections}. CPU is workerd's, from /proc, over the row's run (all instances); ÷ wrk's requests. The machine is shared: compare rows of this run, not runs.`,
+    "",
+    "| load | req/s | p50 ms | p99 ms | non-2xx | workerd CPU-ms / request | ÷ /healthz | Redis calls / request | answers l1 / l2 / origin |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ...rows,
+    "",
+    `Redis calls per page in the Zipf row, by command (INFO commandstats; commands run inside a script are counted as well as the script): ${perCommand || "none"}.`,
+    "",
+    `## Profile of instance 1 (sampling every ${SAMPLING_INTERVAL_US} µs, during the profiled row)`,
+    "",
+    summaryTables(summary),
+    "",
+    `Raw profile: \`${base.split("/").pop()}.cpuprofile\` (not committed; open it in Chrome DevTools → Performance).`,
+  ].join("\n");
+  writeFileSync(`${base}.md`, markdown);
+  console.log(`\n${markdown}\n\nresults: ${base.replace(`${resolve(".")}/`, "")}.md`);
+}
+
+const snapshot = (workers: WorkerInstance[]): Promise<Snapshot[]> => Promise.all(workers.map(async (w) => ({ at: Date.now(), status: await statusOf(w.url), heap: null })));
+const rps = (p: Phase) => p.wrk.requests / (p.wrk.durationUs / 1e6);
+const cpuPerRequestMs = (p: Phase) => (1000 * p.cpuS) / Math.max(1, p.wrk.requests);
+const ms = (us: number) => Math.round(us / 100) / 10;
+const pct = (n: number, of: number) => `${Math.round((100 * n) / of)}%`;
+const nonOk = (w: WrkFigures) => Object.entries(w.statuses).filter(([c]) => c !== "2xx").reduce((n, [, c]) => n + c, 0) + w.errors.timeout;
+
+runThenExit("profile", main, cleanUp, () => interrupted);
