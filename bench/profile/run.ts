@@ -134,7 +134,7 @@ async function main(): Promise<void> {
   const { profile } = await inspector.call<{ profile: CpuProfile }>("Profiler.stop", {}, 120_000);
   inspector.close();
   const bundlePath = join(BUNDLE_DIR, "index.js");
-  const summary = summarise(profile, readFileSync(bundlePath, "utf8"), (url) => url.endsWith("index.js"));
+  const summary = summarise(profile, readFileSync(bundlePath, "utf8"), (url) => url.endsWith("index.js"), SAMPLING_INTERVAL_US);
 
   // Report.
   const machine = describeMachine(toolVersions());

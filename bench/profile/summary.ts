@@ -35,7 +35,7 @@ const PSEUDO: Record<string, string> = {
 };
 
 export interface Summary {
-  /** Sampled time, ms (idle included). */
+  /** Samples × the sampling interval, ms (idle included). */
   totalMs: number;
   idleMs: number;
   parts: { part: string; ms: number }[];
@@ -66,16 +66,17 @@ function moduleAt(starts: { line: number; module: string }[], line: number): str
   return found;
 }
 
-export function summarise(profile: CpuProfile, bundle: string, isBundle: (url: string) => boolean): Summary {
+/**
+ * `intervalUs`: the sampling interval asked for. Each sample counts for that
+ * long: the recorded time deltas are not used, because workerd takes no
+ * sample while its thread waits for I/O, and the delta after the last sample
+ * before such a wait would charge the whole wait to whatever ran last.
+ */
+export function summarise(profile: CpuProfile, bundle: string, isBundle: (url: string) => boolean, intervalUs: number): Summary {
   const starts = bundleModules(bundle);
-  // Self time per node: from the samples and their time deltas where present, else hit counts.
   const selfUs = new Map<number, number>();
-  if (profile.samples?.length && profile.timeDeltas?.length) {
-    profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + Math.max(0, profile.timeDeltas![i + 1] ?? 0)));
-  } else {
-    const hits = profile.nodes.reduce((n, node) => n + (node.hitCount ?? 0), 0) || 1;
-    for (const node of profile.nodes) selfUs.set(node.id, ((node.hitCount ?? 0) / hits) * (profile.endTime - profile.startTime));
-  }
+  if (profile.samples?.length) for (const id of profile.samples) selfUs.set(id, (selfUs.get(id) ?? 0) + intervalUs);
+  else for (const node of profile.nodes) selfUs.set(node.id, (node.hitCount ?? 0) * intervalUs);
   const parts = new Map<string, number>();
   const functions = new Map<string, { name: string; module: string; ms: number }>();
   let totalUs = 0;
@@ -111,7 +112,7 @@ export function summaryTables(summary: Summary, top = 25): string {
   const busy = Math.max(1e-9, summary.totalMs - summary.idleMs);
   const pct = (ms: number) => `${((100 * ms) / busy).toFixed(1)}%`;
   return [
-    `Sampled ${Math.round(summary.totalMs)} ms, of which ${Math.round(busy)} ms busy; shares below are of busy time.`,
+    `${Math.round(summary.totalMs)} ms sampled (samples × interval), of which ${Math.round(busy)} ms busy; shares below are of busy time.`,
     "",
     "| part of the path | self time | share |",
     "| --- | ---: | ---: |",

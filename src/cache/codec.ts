@@ -60,11 +60,6 @@ export type InvalidReason =
 
 export type Decoded<T> = { entry: Entry<T> } | { invalid: InvalidReason };
 
-/** Bytes L1 charges for an entry: its JSON (UTF-16 in memory, so twice) plus object overhead. */
-export function sizeOfJson(jsonLength: number): number {
-  return jsonLength * 2 + 256;
-}
-
 const HEADER = /^(\d{1,16})\|(\d{1,16})\|(\d{1,16})\|(\d{1,16})\|([jz])\|/;
 
 type Header = Pick<Entry, "version" | "fetchedAt" | "freshUntil" | "staleUntil">;
@@ -123,7 +118,7 @@ export function decodeEntry<R extends ResourceName>(value: string, expected: Ent
     if (data === null) return { invalid: "schema" };
     if (data.version !== header.version) return { invalid: "version" };
   }
-  return { entry: { data, ...header, errorUntil, size: sizeOfJson(json.length) } };
+  return { entry: { data, ...header, errorUntil } };
 }
 
 /** The JSON a `z` body holds, or why it holds none; inflates at most the cap (plus one of zlib's chunks). */

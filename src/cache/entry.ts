@@ -14,8 +14,6 @@ export interface Entry<T = unknown> {
   staleUntil: number;
   /** End of stale-if-error: served only when the origin fails. */
   errorUntil: number;
-  /** Approximate bytes held in L1, for its byte bound. */
-  size: number;
 }
 
 export type EntryState = "fresh" | "stale" | "usable-on-error" | "expired";

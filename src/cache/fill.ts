@@ -16,7 +16,7 @@ import type { Config } from "../config";
 import type { OriginClient } from "../origin/client";
 import type { ResourceName } from "../origin/types";
 import type { Clock } from "./clock";
-import { encodeEntry, sizeOfJson } from "./codec";
+import { encodeEntry } from "./codec";
 import { deadlinesFor, type Entry } from "./entry";
 import { lockKey, purgeMarkerKey } from "./keys";
 import type { L2 } from "./l2";
@@ -72,7 +72,6 @@ export function createFill(deps: FillDeps) {
       data,
       version: answer.found ? answer.data.version : 0,
       ...deadlines,
-      size: sizeOfJson(JSON.stringify(data).length),
     };
   }
 

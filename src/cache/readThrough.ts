@@ -20,7 +20,6 @@ import type { Config } from "../config";
 import { isAnswerAboutId, OriginError, type OriginClient, type OriginFailure } from "../origin/client";
 import type { ResourceName, ResourceTypes } from "../origin/types";
 import type { Clock } from "./clock";
-import { sizeOfJson } from "./codec";
 import { deadlinesFor, entryState, markedStale, newerOf, type Entry } from "./entry";
 import { createFill, type FillContext } from "./fill";
 import { createLeaseTable, pollUntil, within } from "../shared/leases";
@@ -107,12 +106,46 @@ export interface ReadThrough extends L1Purging {
    * (the home page), which must stay cheap however many products they show.
    */
   readCached<R extends ResourceName>(ids: readonly string[], resource: R, background: (work: Promise<unknown>) => void): Promise<Map<string, ResourceTypes[R]>>;
-  readonly l1: LRUCache<string, Entry>;
+  readonly l1: LRUCache<string, Stored>;
   readonly l2: L2 | null;
   /** Fills in flight in this isolate, and those taken over from a request that vanished or overran its bound. */
   fillStats(): { inFlight: number; takenOver: number };
   /** Values read from L2 that were not valid entries, and how many of them were deleted. */
   l2ValueStats(): L2ValueStats;
+}
+
+/**
+ * What L1 holds for an entry: its deadlines and its data as JSON text, parsed
+ * again when read. A JSON string of ASCII or Latin-1 text takes one byte per
+ * character in V8, where the parsed object graph takes several times that
+ * (object headers, property slots, a string each): so the same bytes of L1
+ * hold about twice as many products, at the price of a JSON.parse per read of
+ * a few microseconds (bench/profile). A product's tags, which purge judging
+ * reads on every request, are kept parsed beside it.
+ */
+export interface Stored extends Omit<Entry, "data"> {
+  json: string;
+  tags?: readonly string[];
+}
+
+/** Bytes an L1 slot costs besides its JSON: the Stored object, the string's header, lru-cache's slots for it. */
+const STORED_OVERHEAD_BYTES = 192;
+
+/** Bytes L1 charges for a stored entry: its JSON at one byte a character, or two where V8 must keep it as UTF-16. */
+export function storedSize(json: string): number {
+  return (/[^\u0000-\u00ff]/.test(json) ? 2 * json.length : json.length) + STORED_OVERHEAD_BYTES;
+}
+
+function toStored(entry: Entry): Stored {
+  const { data, ...deadlines } = entry;
+  const tags = (data as { tags?: unknown } | null)?.tags;
+  return { ...deadlines, json: JSON.stringify(data), ...(Array.isArray(tags) ? { tags: tags as string[] } : {}) };
+}
+
+/** The entry again; its JSON was validated before it was stored (an origin answer, or an L2 value through the codec). */
+function fromStored(stored: Stored): Entry {
+  const { json, tags: _tags, ...deadlines } = stored;
+  return { ...deadlines, data: JSON.parse(json) as unknown };
 }
 
 /** A fill in flight: the end of its lease, and, once it settled, its outcome (plain data, read by the requests that joined it). */
@@ -155,10 +188,10 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   /** Keys a request of this isolate is reading from L2 right now (leases that end with the read's budget). */
   const reading = createLeaseTable<string, true>({ clock });
 
-  const l1 = new LRUCache<string, Entry>({
+  const l1 = new LRUCache<string, Stored>({
     // The byte bound is the only bound that protects a 128 MB isolate (lru-cache #227).
     maxSize: config.l1MaxBytes,
-    sizeCalculation: (entry) => entry.size,
+    sizeCalculation: (stored) => storedSize(stored.json),
     // lru-cache drops an entry once it is no longer usable even on error;
     // the entry's own deadlines decide between fresh and stale before that.
     ttlAutopurge: false,
@@ -187,7 +220,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     const policy = config.policies[resource];
     const ttl = Math.min(policy.negativeTtl, DEFAULTS.rejectedAnswerTtl);
     const deadlines = deadlinesFor(false, { ...policy, negativeTtl: ttl }, clock.now(), config.ttlJitter, random);
-    const rejection = { failure, noData: { data: null, version: 0, ...deadlines, size: sizeOfJson("null".length) } };
+    const rejection = { failure, noData: { data: null, version: 0, ...deadlines } };
     rejections.set(key, rejection);
     return rejection;
   }
@@ -210,8 +243,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
 
   /** The product's tags, which tag purges match, from the best copy this isolate has. */
   function tagsOf(id: string): readonly string[] {
-    const product = l1.peek(entryKey(config.keyPrefix, "product", id))?.data as { tags?: string[] } | null | undefined;
-    return product?.tags ?? [];
+    return l1.peek(entryKey(config.keyPrefix, "product", id))?.tags ?? [];
   }
 
   function fillContext(resource: ResourceName, id: string, background: FillContext["background"]): FillContext {
@@ -220,7 +252,12 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   }
 
   function keep(key: string, entry: Entry): void {
-    l1.set(key, entry, { ttl: Math.max(1, entry.errorUntil - clock.now()) });
+    l1.set(key, toStored(entry), { ttl: Math.max(1, entry.errorUntil - clock.now()) });
+  }
+
+  function fromL1(key: string): Entry | undefined {
+    const stored = l1.peek(key);
+    return stored && fromStored(stored);
   }
 
   /**
@@ -307,7 +344,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       if (settled && "entry" in settled) return { entry: settled.entry, joined: true };
       if (settled) throw settled.error;
       // Another reader may have taken it over and finished meanwhile.
-      const landed = l1.peek(key);
+      const landed = fromL1(key);
       if (landed && landed.fetchedAt >= context.freshAfter && entryState(landed, clock.now()) === "fresh") return { entry: landed, joined: true };
       takenOver++;
     }
@@ -329,7 +366,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       // L2 (kept in L1 for the requests that joined it), or what they kept.
       const fromFill = judged(context.olderCopy, id, item.resource, tagsOf(id));
       if (fromFill && entryState(fromFill, clock.now()) !== "expired") keep(item.key, fromFill);
-      const inL1 = judged(l1.peek(item.key), id, item.resource, tagsOf(id));
+      const inL1 = judged(fromL1(item.key), id, item.resource, tagsOf(id));
       const fallback = newerOf(newerOf(item.fallback, fromFill), inL1);
       if ((!fallback || entryState(fallback, clock.now()) === "expired") && l2 && l2.breaker.state() !== "closed") {
         // A double fault: the origin failed, and L2 was skipped because its
@@ -368,7 +405,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       rejections.delete(key);
     },
     markStale(key, at) {
-      const entry = l1.peek(key);
+      const entry = fromL1(key);
       if (entry) keep(key, markedStale(entry, at));
       rejections.delete(key);
     },
@@ -382,7 +419,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       const missing: { id: string; key: string }[] = [];
       for (const id of ids) {
         const key = entryKey(config.keyPrefix, resource, id);
-        const entry = judged(l1.peek(key), id, resource, tagsOf(id));
+        const entry = judged(fromL1(key), id, resource, tagsOf(id));
         if (usable(entry)) found.set(id, entry!.data);
         else missing.push({ id, key });
       }
@@ -411,7 +448,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       const heat = hotness.offer(id);
       for (const resource of resources) {
         const key = entryKey(config.keyPrefix, resource, id);
-        const entry = judged(l1.peek(key), id, resource, tags);
+        const entry = judged(fromL1(key), id, resource, tags);
         const state = entryState(entry, clock.now());
         if (entry && state === "fresh") {
           data[resource] = served(resource, entry, "l1", "fresh");
@@ -474,7 +511,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
           for (const item of pending) {
             if (item === product) continue;
             // Filled by another request while this one waited for the product: no fill of its own.
-            const landed = judged(l1.peek(item.key), id, item.resource, tagsOf(id));
+            const landed = judged(fromL1(item.key), id, item.resource, tagsOf(id));
             if (landed && entryState(landed, clock.now()) === "fresh") data[item.resource] = served(item.resource, landed, "l1", "fresh");
             else rest.push(item);
           }

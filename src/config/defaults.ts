@@ -49,7 +49,7 @@ export const DEFAULTS = {
   l1MaxBytesLimit: 64 * 1024 * 1024,
   /**
    * Rendered pages kept per isolate, keyed by the versions they were made
-   * from (8 MiB ≈ 1,000 product pages): an L1-hit page then costs about what
+   * from (8 MiB ≈ 800 product pages of 10 KB): an L1-hit page then costs about what
    * a static string does. Counted apart from L1's own bound.
    */
   renderedPagesMaxBytes: 8 * 1024 * 1024,

@@ -90,12 +90,15 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
       recommendations,
       pageUrl,
     });
-    page = { html, etag: await pageEtag(identity) };
+    // TextEncoder always returns bytes over a fresh ArrayBuffer, never a shared one.
+    page = { body: new TextEncoder().encode(html) as Uint8Array<ArrayBuffer>, etag: await pageEtag(identity) };
     tier.renderedPages.set(renderKey, page);
   }
   endTime(c, "render");
 
   c.header("Cache-Control", pageCacheControl(all, tier.config.policies, now));
   c.header("ETag", page.etag);
-  return c.html(page.html, 200);
+  c.header("Content-Type", "text/html; charset=UTF-8");
+  // The Response copies the bytes (Fetch's "extract a body"): the cached page is never handed over.
+  return c.body(page.body, 200);
 }

@@ -70,10 +70,15 @@ describe("product pages", () => {
   });
 
   it("serves the second request for a product from L1: no origin fetch, no L2 read", async () => {
-    await worker.fetch("/products/p-000010");
+    const first = await worker.fetch("/products/p-000010");
+    const firstHtml = await first.text();
     const before = await stack.counters();
     const second = await worker.fetch("/products/p-000010");
     expect(second.status).toBe(200);
+    expect(second.headers.get("content-type")).toBe("text/html; charset=UTF-8");
+    // The rendered page is kept as bytes and given to every answer whole, concurrent ones included.
+    const again = await Promise.all(Array.from({ length: 5 }, () => worker.fetch("/products/p-000010").then((res) => res.text())));
+    expect([await second.text(), ...again]).toEqual(Array(6).fill(firstHtml));
     expect(second.headers.get("cache-status")).toMatch(/pp-l1; hit; ttl=\d+; detail="product"/);
     expect(second.headers.get("cache-status")).not.toMatch(/pp-l2|pp-origin/);
     expect((await stack.counters()).total).toBe(before.total);

@@ -48,7 +48,7 @@ function versionOf(value: string | null | undefined): number {
 }
 
 function entry(version: number, data: unknown = { v: version }, now = Date.now()): Entry {
-  return { data, version, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 90_000, errorUntil: now + 600_000, size: 0 };
+  return { data, version, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 90_000, errorUntil: now + 600_000 };
 }
 
 describe("keys", () => {

@@ -94,7 +94,7 @@ describe("the purge log", () => {
       syncWaitMs: 1000,
     });
     await watcher.sync(() => undefined);
-    const entry = (fetchedAt: number) => ({ data: {}, version: 1, fetchedAt, freshUntil: Date.now() + 60_000, staleUntil: Date.now() + 60_000, errorUntil: Date.now() + 60_000, size: 1 });
+    const entry = (fetchedAt: number) => ({ data: {}, version: 1, fetchedAt, freshUntil: Date.now() + 60_000, staleUntil: Date.now() + 60_000, errorUntil: Date.now() + 60_000 });
     expect(watcher.judge(entry(started + 597), "p-1", "product", ["sale"])).toBe("gone");
     expect(watcher.judge(entry(started + 598), "p-1", "product", ["sale"])).toBe("stale");
     expect(watcher.judge(entry(started + 599), "p-1", "product", ["sale"])).toBe("ok");

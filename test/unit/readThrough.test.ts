@@ -1,7 +1,7 @@
 // The entry life cycle and in-isolate coalescing of the read-through path
 // (design.md, "Entry life cycle"), with a fake clock and a fake origin.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createReadThrough } from "../../src/cache/readThrough";
+import { createReadThrough, storedSize } from "../../src/cache/readThrough";
 import { parseConfig } from "../../src/config";
 import type { ResourceName } from "../../src/origin/types";
 import { fakeClock, fakeOrigin } from "../support/fakes";
@@ -219,6 +219,28 @@ describe("L1 byte bound", () => {
     // The bound is used, not dodged by holding nothing.
     expect(cache.l1.calculatedSize).toBeGreaterThan(config.l1MaxBytes * 0.9);
   }, 120_000);
+});
+
+describe("what L1 holds", () => {
+  it("keeps data as JSON text: one byte a character for Latin-1 text, two otherwise; every read gets its own copy", async () => {
+    expect(storedSize("x".repeat(1000))).toBe(storedSize("") + 1000);
+    expect(storedSize("Müller & Söhne".padEnd(1000, "x"))).toBe(storedSize("") + 1000);
+    expect(storedSize("日本語".padEnd(1000, "x"))).toBe(storedSize("") + 2000);
+
+    const { cache, read } = setup();
+    const first = await read("p-7");
+    const key = entryKey(DEFAULTS.keyPrefix, "product", "p-7");
+    expect(typeof cache.l1.peek(key)?.json).toBe("string");
+    expect(cache.l1.peek(key)?.tags).toEqual((first.data.product?.data as { tags: string[] }).tags);
+    const a = await read("p-7");
+    const b = await read("p-7");
+    expect(a.data.product?.tier).toBe("l1");
+    expect(a.data.product?.data).toEqual(first.data.product?.data);
+    // A request that changes what it was given changes nothing for the next one.
+    (a.data.product!.data as { title: string }).title = "changed by one request";
+    expect(b.data.product?.data).toEqual(first.data.product?.data);
+    expect((await read("p-7")).data.product?.data).toEqual(first.data.product?.data);
+  });
 });
 
 describe("hot products (refresh-ahead)", () => {
