@@ -19,6 +19,7 @@ import type { Clock } from "./clock";
 import { encodeEntry } from "./codec";
 import { deadlinesFor, type Entry } from "./entry";
 import { lockKey, purgeMarkerKey } from "./keys";
+import type { FillBatch, FillCalls } from "./fillBatch";
 import type { L2 } from "./l2";
 import type { L2Entries } from "./l2Entries";
 
@@ -36,6 +37,8 @@ export interface FillContext {
   freshBeyond: number;
   /** A refresh of a copy that is still being served: its origin fetch gives way to visitors under load. */
   refresh?: boolean;
+  /** The Redis calls of the request's other fills, to make together with this one's (fillBatch.ts). */
+  batch?: FillBatch;
   /** Set by the fill: `origin` when this isolate fetched, `l2` when another isolate's result was used. */
   via?: "origin" | "l2";
   /** Set by the fill: an older copy found in L2 on the way, to serve if the origin fails. */
@@ -93,14 +96,14 @@ export function createFill(deps: FillDeps) {
     return undefined;
   }
 
-  function storeInL2(key: string, entry: Entry, lockToken: string, context: FillContext): void {
+  function storeInL2(calls: FillCalls, key: string, entry: Entry, lockToken: string, context: FillContext): void {
     const value = encodeEntry(entry, config.compressAboveBytes);
     if (value === undefined) {
       // Not stored: it would not be read back (over the size cap, or a version past 2^53). Waiters stop waiting.
       if (lockToken) context.background(l2!.releaseLock(lockKey(config.keyPrefix, key), lockToken));
       return;
     }
-    const write = l2!.writeFill({
+    const write = calls.writeFill({
       key,
       lock: lockKey(config.keyPrefix, key),
       purgeMarker: purgeMarkerKey(config.keyPrefix, key),
@@ -113,16 +116,11 @@ export function createFill(deps: FillDeps) {
     context.background(write);
   }
 
-  /** The lru-cache `fetchMethod`: resolves to a fresh entry or throws the OriginError. */
-  return async function fill(key: string, context: FillContext): Promise<Entry> {
-    if (!l2) {
-      context.via = "origin";
-      return fetchFromOrigin(context);
-    }
+  async function fillThroughL2(l2: L2, calls: FillCalls, key: string, context: FillContext): Promise<Entry> {
     const started = clock.now();
     const lock = lockKey(config.keyPrefix, key);
     const lockToken = crypto.randomUUID();
-    const claim = await l2.claimFill(key, lock, {
+    const claim = await calls.claimFill(key, lock, {
       token: lockToken,
       lockTtlMs: config.lockTtlMs,
       freshBeyond: Math.max(started, context.freshBeyond),
@@ -156,7 +154,22 @@ export function createFill(deps: FillDeps) {
     }
     context.via = "origin";
     // The lock is released with the write.
-    storeInL2(key, entry, won ? lockToken : "", context);
+    storeInL2(calls, key, entry, won ? lockToken : "", context);
     return entry;
+  }
+
+  /** One fill: resolves to a fresh entry or throws the OriginError. */
+  return async function fill(key: string, context: FillContext): Promise<Entry> {
+    if (!l2) {
+      context.via = "origin";
+      return fetchFromOrigin(context);
+    }
+    const calls: FillCalls = context.batch ?? l2;
+    context.batch?.begin();
+    try {
+      return await fillThroughL2(l2, calls, key, context);
+    } finally {
+      context.batch?.end();
+    }
   };
 }

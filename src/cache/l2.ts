@@ -19,6 +19,13 @@ export type FillClaim =
   /** Someone filled it meanwhile: here is the fresh value. */
   | { kind: "fresh"; value: string };
 
+/** One fill's claim in a batch (see `claimFills`). */
+export interface FillClaimRequest {
+  key: string;
+  lock: string;
+  claim: ClaimOptions;
+}
+
 export interface ClaimOptions {
   /** The lock's value: only its holder may release it. */
   token: string;
@@ -88,12 +95,19 @@ export interface L2 {
    */
   claimFill(key: string, lock: string, claim: ClaimOptions): Promise<FillClaim | undefined>;
   /**
+   * Several claims as `claimFill` makes them, in one call (one script run):
+   * the claims of one page's fills. `undefined` for all when L2 is unavailable.
+   */
+  claimFills(claims: readonly FillClaimRequest[]): Promise<(FillClaim | undefined)[]>;
+  /**
    * Stores `value` unless L2 holds a newer version or the entry was purged
    * after `fetchedAt` (its fill began before the purge), and releases `lock`
    * if `token` still holds it. A write that L2 cannot take now (breaker open,
    * failure) waits in a bounded backlog for `flushBacklog`.
    */
   writeFill(write: FillWrite): Promise<boolean | undefined>;
+  /** Several writes as `writeFill` makes them, in one call (one script run): the writes of one page's fills. */
+  writeFills(writes: readonly FillWrite[]): Promise<(boolean | undefined)[]>;
   /**
    * Writes what the backlog holds (newest first, a batch per call, each
    * write guarded as above), if L2 takes calls again; one flush at a time.
@@ -145,48 +159,65 @@ export interface L2Options {
 // time) counts as absent. A script error would fail every fill of that key,
 // and its write, kept in the backlog to be replayed, every replay after it.
 
-// Returns the value when it is fresh (freshUntil, third field, after ARGV[3])
-// and fetched after the last purge, soft or hard (fetchedAt, second field, at
-// or after ARGV[5]); else {1 or 0, older copy or ''}: 1 when the lock was
-// taken, 0 when somebody else holds it, with the older copy (not hard-purged:
-// fetched at or after ARGV[4]) to fall back on if the origin fails. Every
-// fill's lock expires: a lock key that does not was never a fill's, and is
-// taken over rather than left to hold this key's fills for ever.
-const CLAIM_FILL = `
-local value = redis.pcall('GET', KEYS[1])
-local older = ''
-if type(value) == 'string' then
-  local fetchedAt, freshUntil = string.match(value, '^%d+|(%d+)|(%d+)|')
-  if fetchedAt and tonumber(fetchedAt) >= tonumber(ARGV[4]) then
-    if tonumber(freshUntil) > tonumber(ARGV[3]) and tonumber(fetchedAt) >= tonumber(ARGV[5]) then return value end
-    older = value
+// Claims the fills of KEYS (pairs: value key, lock key), ARGV[1] being the
+// locks' TTL and ARGV[2..] four arguments per pair (token, freshBeyond,
+// notBefore, freshAfter). For each pair, the value when it is fresh
+// (freshUntil, third field, after freshBeyond) and fetched after the last
+// purge, soft or hard (fetchedAt, second field, at or after freshAfter);
+// else {1 or 0, older copy or ''}: 1 when the lock was taken, 0 when
+// somebody else holds it, with the older copy (not hard-purged: fetched at or
+// after notBefore) to fall back on if the origin fails. Every fill's lock
+// expires: a lock key that does not was never a fill's, and is taken over
+// rather than left to hold this key's fills for ever.
+const CLAIM_FILLS = `
+local answers = {}
+for i = 1, #KEYS / 2 do
+  local key, lock, at = KEYS[2 * i - 1], KEYS[2 * i], 4 * i - 2
+  local token, freshBeyond, notBefore, freshAfter = ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
+  local value = redis.pcall('GET', key)
+  local older = ''
+  local answer = nil
+  if type(value) == 'string' then
+    local fetchedAt, freshUntil = string.match(value, '^%d+|(%d+)|(%d+)|')
+    if fetchedAt and tonumber(fetchedAt) >= notBefore then
+      if tonumber(freshUntil) > freshBeyond and tonumber(fetchedAt) >= freshAfter then answer = value else older = value end
+    end
   end
+  if not answer then
+    if redis.call('SET', lock, token, 'NX', 'PX', ARGV[1]) then answer = {1, older}
+    elseif redis.call('PTTL', lock) == -1 then
+      redis.call('SET', lock, token, 'PX', ARGV[1])
+      answer = {1, older}
+    else answer = {0, older} end
+  end
+  answers[i] = answer
 end
-if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then return {1, older} end
-if redis.call('PTTL', KEYS[2]) == -1 then
-  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
-  return {1, older}
-end
-return {0, older}
+return answers
 `;
 
-// Writes ARGV[1] unless the stored version (first field) is newer than
-// ARGV[2], or a purge (KEYS[3] holds its time) came after the fill began
-// (ARGV[5]); releases the lock only for its holder's token. An absent entry
-// (version 0: the origin answered 404) is the origin's latest word and is
-// always written, so a deleted product does not linger as a stale page.
-const WRITE_FILL = `
-local written = 0
-local purgedAt = tonumber(redis.pcall('GET', KEYS[3])) or -1
-if purgedAt < tonumber(ARGV[5]) then
-  local current = redis.pcall('GET', KEYS[1])
-  local currentVersion = type(current) == 'string' and tonumber(string.match(current, '^(%d+)|'))
-  if ARGV[2] == '0' or not currentVersion or currentVersion <= tonumber(ARGV[2]) then
-    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
-    written = 1
+// Writes of KEYS (triples: value key, lock key, purge marker key), five
+// ARGV per triple (value, version, TTL, lock token, fetchedAt). Each value is
+// written unless the stored version (first field) is newer, or a purge (the
+// marker holds its time) came after the fill began (fetchedAt); its lock is
+// released only for its holder's token. An absent entry (version 0: the
+// origin answered 404) is the origin's latest word and is always written,
+// so a deleted product does not linger as a stale page. Returns 1 or 0 per write.
+const WRITE_FILLS = `
+local written = {}
+for i = 1, #KEYS / 3 do
+  local key, lock, marker, at = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i], 5 * i - 4
+  written[i] = 0
+  local purgedAt = tonumber(redis.pcall('GET', marker)) or -1
+  if purgedAt < tonumber(ARGV[at + 4]) then
+    local current = redis.pcall('GET', key)
+    local currentVersion = type(current) == 'string' and tonumber(string.match(current, '^(%d+)|'))
+    if ARGV[at + 1] == '0' or not currentVersion or currentVersion <= tonumber(ARGV[at + 1]) then
+      redis.call('SET', key, ARGV[at], 'PX', ARGV[at + 2])
+      written[i] = 1
+    end
   end
+  if ARGV[at + 3] ~= '' and redis.pcall('GET', lock) == ARGV[at + 3] then redis.call('DEL', lock) end
 end
-if ARGV[4] ~= '' and redis.pcall('GET', KEYS[2]) == ARGV[4] then redis.call('DEL', KEYS[2]) end
 return written
 `;
 
@@ -201,14 +232,14 @@ const LATE_GRACE_MS = 1000;
 /**
  * The backlog of writes L2 could not take (design: a double fault must not
  * lose what the fleet fetched): the newest BACKLOG_MAX, at most
- * BACKLOG_MAX_BYTES of values, replayed BACKLOG_BATCH per pipeline (one
- * subrequest), a few pipelines per request, once L2 answers again. Replays are version- and purge-guarded
+ * BACKLOG_MAX_BYTES of values, replayed BACKLOG_BATCH per call (one
+ * script run), a few calls per request, once L2 answers again. Replays are version- and purge-guarded
  * like any fill's write, so a late one never wins over newer data.
  */
 const BACKLOG_MAX = 256;
 const BACKLOG_MAX_BYTES = 2 * 1024 * 1024;
 const BACKLOG_BATCH = 32;
-/** Pipelines per flush: the rest waits for the next request, which has its own subrequest budget. */
+/** Calls per flush: the rest waits for the next request, which has its own subrequest budget. */
 const BACKLOG_BATCHES_PER_FLUSH = 4;
 
 interface Pending {
@@ -243,8 +274,8 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
   const reader = client(url, token, timeoutMs);
   const writer = client(url, token, writeTimeoutMs);
   const claimer = client(url, token, claimTimeoutMs);
-  const claimScript = claimer.createScript<string | [number, string]>(CLAIM_FILL);
-  const writeScript = writer.createScript<number>(WRITE_FILL);
+  const claimScript = claimer.createScript<(string | [number, string])[]>(CLAIM_FILLS);
+  const writeScript = writer.createScript<number[]>(WRITE_FILLS);
   const releaseScript = writer.createScript<number>(RELEASE_LOCK);
   const stats: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0 };
   // Newest kept: lru-cache evicts the least recently set first. Plain data only: it is replayed from other requests.
@@ -252,11 +283,46 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
   /** The flush under way, as a lease (shared/leases.ts): a flush whose request vanished lapses at its budget. */
   let flushingUntil = 0;
 
-  function writeArgs(write: FillWrite, ttlMs: number) {
+  /** WRITE_FILLS's keys and arguments for `writes`, each with its TTL. */
+  function writeArgs(writes: readonly { write: FillWrite; ttlMs: number }[]) {
     return {
-      keys: [write.key, write.lock, write.purgeMarker],
-      args: [write.value, String(write.version), String(Math.max(1, Math.round(ttlMs))), write.lockToken, String(write.fetchedAt)],
+      keys: writes.flatMap(({ write }) => [write.key, write.lock, write.purgeMarker]),
+      args: writes.flatMap(({ write, ttlMs }) => [write.value, String(write.version), String(Math.max(1, Math.round(ttlMs))), write.lockToken, String(write.fetchedAt)]),
     };
+  }
+
+  async function claimFills(claims: readonly FillClaimRequest[]): Promise<(FillClaim | undefined)[]> {
+    if (claims.length === 0) return [];
+    const lockTtlMs = Math.max(...claims.map(({ claim }) => claim.lockTtlMs));
+    const answers = await guarded(
+      () =>
+        claimScript.exec(
+          claims.flatMap(({ key, lock }) => [key, lock]),
+          [String(lockTtlMs), ...claims.flatMap(({ claim }) => [claim.token, String(claim.freshBeyond), String(claim.notBefore), String(claim.freshAfter)])],
+        ),
+      false,
+      false,
+      claimTimeoutMs,
+    );
+    return claims.map((_, i): FillClaim | undefined => {
+      const answer = answers?.[i];
+      if (answer === undefined) return undefined;
+      if (typeof answer === "string") return { kind: "fresh", value: answer };
+      const [won, older] = answer;
+      const stale = older ? { stale: older } : {};
+      return won === 1 ? { kind: "won", ...stale } : { kind: "lost", ...stale };
+    });
+  }
+
+  async function writeFills(writes: readonly FillWrite[]): Promise<(boolean | undefined)[]> {
+    if (writes.length === 0) return [];
+    const { keys, args } = writeArgs(writes.map((write) => ({ write, ttlMs: write.ttlMs })));
+    const written = await guarded(() => writeScript.exec(keys, args), true);
+    return writes.map((write, i) => {
+      // Its lock has lapsed by the time it is replayed: the replay holds none.
+      if (written === undefined) backlog.set(write.key, { write: { ...write, lockToken: "" }, expiresAt: Date.now() + write.ttlMs });
+      return written === undefined ? undefined : written[i] === 1;
+    });
   }
 
   /**
@@ -300,22 +366,10 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       const values = await guarded(() => reader.mget<(string | null)[]>(...keys), false, options?.force ?? false);
       return keys.map((_, index) => (values === undefined ? undefined : (values[index] ?? null)));
     },
-    claimFill(key, lock, { token, lockTtlMs, freshBeyond, notBefore, freshAfter }) {
-      return guarded(async () => {
-        const answer = await claimScript.exec([key, lock], [token, String(lockTtlMs), String(freshBeyond), String(notBefore), String(freshAfter)]);
-        if (typeof answer === "string") return { kind: "fresh", value: answer } as const;
-        const [won, older] = answer as [number, string];
-        const stale = older ? { stale: older } : {};
-        return won === 1 ? ({ kind: "won", ...stale } as const) : ({ kind: "lost", ...stale } as const);
-      }, false, false, claimTimeoutMs);
-    },
-    async writeFill(write) {
-      const { keys, args } = writeArgs(write, write.ttlMs);
-      const written = await guarded(async () => (await writeScript.exec(keys, args)) === 1, true);
-      // Its lock has lapsed by the time it is replayed: the replay holds none.
-      if (written === undefined) backlog.set(write.key, { write: { ...write, lockToken: "" }, expiresAt: Date.now() + write.ttlMs });
-      return written;
-    },
+    claimFill: async (key, lock, claim) => (await claimFills([{ key, lock, claim }]))[0],
+    claimFills,
+    writeFill: async (write) => (await writeFills([write]))[0],
+    writeFills,
     backlogSize: () => backlog.size,
     async flushBacklog() {
       if (backlog.size === 0 || flushingUntil > Date.now() || !breaker.allow()) return;
@@ -327,14 +381,8 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
           for (const [key, pending] of [...backlog.entries()]) if (pending.expiresAt <= now) backlog.delete(key);
           const batch = [...backlog.entries()].slice(0, BACKLOG_BATCH);
           if (batch.length === 0) return;
-          const done = await guarded(() => {
-            const pipeline = writer.pipeline();
-            for (const [, pending] of batch) {
-              const { keys, args } = writeArgs(pending.write, pending.expiresAt - now);
-              pipeline.eval(WRITE_FILL, keys, args);
-            }
-            return pipeline.exec();
-          }, true, true);
+          const { keys, args } = writeArgs(batch.map(([, pending]) => ({ write: pending.write, ttlMs: pending.expiresAt - now })));
+          const done = await guarded(() => writeScript.exec(keys, args), true, true);
           if (done === undefined) return;
           for (const [key, pending] of batch) {
             // A newer write for the key may have joined the backlog meanwhile: it stays.

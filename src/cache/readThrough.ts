@@ -22,6 +22,7 @@ import type { ResourceName, ResourceTypes } from "../origin/types";
 import type { Clock } from "./clock";
 import { deadlinesFor, entryState, markedStale, newerOf, type Entry } from "./entry";
 import { createFill, type FillContext } from "./fill";
+import { createFillBatch, type FillBatch } from "./fillBatch";
 import { createLeaseTable, pollUntil, within } from "../shared/leases";
 import { entryKey } from "./keys";
 import { createHotness, type Heat } from "./hotness";
@@ -163,6 +164,12 @@ interface Rejection {
   noData: Entry;
 }
 
+/** One page read: where its background work goes, and the batch its fills' Redis calls share. */
+interface PageRequest {
+  background: (work: Promise<unknown>) => void;
+  batch?: FillBatch;
+}
+
 interface Pending {
   resource: ResourceName;
   key: string;
@@ -246,9 +253,9 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     return l1.peek(entryKey(config.keyPrefix, "product", id))?.tags ?? [];
   }
 
-  function fillContext(resource: ResourceName, id: string, background: FillContext["background"]): FillContext {
+  function fillContext(resource: ResourceName, id: string, { background, batch }: PageRequest): FillContext {
     const purged = deps.purges?.purgedAt(id, resource, tagsOf(id)) ?? { hard: 0, any: 0 };
-    return { resource, id, background, notBefore: purged.hard, freshAfter: purged.any, freshBeyond: 0 };
+    return { resource, id, background, batch, notBefore: purged.hard, freshAfter: purged.any, freshBeyond: 0 };
   }
 
   function keep(key: string, entry: Entry): void {
@@ -293,14 +300,14 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     return { flight, work };
   }
 
-  function refreshInBackground(key: string, resource: ResourceName, id: string, background: FillContext["background"], freshBeyond = 0): void {
+  function refreshInBackground(key: string, resource: ResourceName, id: string, request: PageRequest, freshBeyond = 0): void {
     // At most one fill per key: a refresh already under way is left alone,
     // not repeated, and not waited for.
     if (fills.holder(key)) return;
     // Under load the origin's slots go to visitors with nothing to show: this
     // one has a copy, and a later request will refresh it.
     if (!deps.origin.acceptsRefresh()) return;
-    fillOrJoin(key, { ...fillContext(resource, id, background), freshBeyond, refresh: true });
+    fillOrJoin(key, { ...fillContext(resource, id, request), freshBeyond, refresh: true });
   }
 
   /**
@@ -351,8 +358,8 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     throw new OriginError(context.resource, "timeout", "the fill took longer than its bound");
   }
 
-  async function fillOne(id: string, item: Pending, background: FillContext["background"]): Promise<Served<unknown>> {
-    const context = fillContext(item.resource, id, background);
+  async function fillOne(id: string, item: Pending, request: PageRequest): Promise<Served<unknown>> {
+    const context = fillContext(item.resource, id, request);
     const forward = item.fallback ? "stale" : "miss";
     try {
       const { entry, joined } = await awaitFill(item.key, context);
@@ -373,7 +380,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         // breaker is open (Redis failed a moment ago). Another isolate may
         // have stored this entry since: one read, as the last resort before a 503.
         const [value] = await l2.readMany([item.key], { force: true });
-        const lastResort = judged(value ? l2Entries.read(item.key, value, item.resource, id, background) : undefined, id, item.resource, tagsOf(id));
+        const lastResort = judged(value ? l2Entries.read(item.key, value, item.resource, id, request.background) : undefined, id, item.resource, tagsOf(id));
         const state = entryState(lastResort, clock.now());
         if (lastResort && state !== "expired") {
           keep(item.key, lastResort);
@@ -393,6 +400,96 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       }
       return { resource: item.resource, outcome: "failed", data: null, collapsed: false, forward, failure };
     }
+  }
+
+  async function readPage(id: string, resources: readonly ResourceName[], request: PageRequest): Promise<{ data: PageData; timings: Timings }> {
+    const { background } = request;
+    const data: Record<string, Served<unknown>> = {};
+    const timings: Timings = { l1: 0, l2: 0, origin: 0 };
+
+    // 1. L1
+    let started = clock.now();
+    let pending: Pending[] = [];
+    const tags = tagsOf(id);
+    const heat = hotness.offer(id);
+    for (const resource of resources) {
+      const key = entryKey(config.keyPrefix, resource, id);
+      const entry = judged(fromL1(key), id, resource, tags);
+      const state = entryState(entry, clock.now());
+      if (entry && state === "fresh") {
+        data[resource] = served(resource, entry, "l1", "fresh");
+        if (heat !== "cold" && dueForRefreshAhead(entry, heat)) refreshInBackground(key, resource, id, request, entry.freshUntil);
+      } else if (entry && state === "stale") {
+        data[resource] = served(resource, entry, "l1", "stale");
+        refreshInBackground(key, resource, id, request);
+      } else {
+        pending.push({ resource, key, fallback: state === "usable-on-error" ? entry : undefined, fallbackTier: "l1" });
+      }
+    }
+    timings.l1 = clock.now() - started;
+
+    // 2. L2: one round trip for everything L1 could not serve.
+    // A burst of visitors for one cold product costs one L2 read and one
+    // fill per isolate: while a key is being read or filled here, the
+    // others go straight to the fill (whose lock claim also returns a
+    // fresh L2 copy).
+    const busy = (item: Pending) => fills.holder(item.key) !== undefined || reading.holder(item.key) !== undefined;
+    const joining = pending.filter(busy);
+    const toRead = pending.filter((item) => !busy(item));
+    if (l2 && toRead.length > 0) {
+      started = clock.now();
+      const readUntil = started + config.l2TimeoutMs + READ_LEASE_GRACE_MS;
+      for (const item of toRead) reading.take(item.key, readUntil, true);
+      const values = await l2.readMany(toRead.map((item) => item.key)).finally(() => {
+        for (const item of toRead) reading.release(item.key, true);
+      });
+      const stillPending: Pending[] = joining;
+      for (const [index, item] of toRead.entries()) {
+        const value = values?.[index];
+        const fromL2 = judged(value ? l2Entries.read(item.key, value, item.resource, id, background) : undefined, id, item.resource, tagsOf(id));
+        const best = newerOf(item.fallback, fromL2);
+        const state = entryState(best, clock.now());
+        if (best && best === fromL2 && (state === "fresh" || state === "stale")) {
+          keep(item.key, best);
+          data[item.resource] = served(item.resource, best, "l2", state);
+          if (state === "stale") refreshInBackground(item.key, item.resource, id, request);
+        } else {
+          const usable = state === "usable-on-error" ? best : undefined;
+          stillPending.push({ ...item, fallback: usable, fallbackTier: usable === fromL2 ? "l2" : "l1" });
+        }
+      }
+      pending = stillPending;
+      timings.l2 = clock.now() - started;
+    }
+
+    // 3. Origin, through the coalescing fill. The other resources are about
+    // the product: when the product itself must be filled, it goes first,
+    // and when there is no product to show (absent, or failed with nothing
+    // usable) the others are not fetched at all. An id that names no
+    // product costs one origin fetch, not four; a cold page pays one origin
+    // round trip more.
+    if (pending.length > 0) {
+      started = clock.now();
+      const product = pending.find((item) => item.resource === "product");
+      if (product && pending.length > 1) {
+        data.product = await fillOne(id, product, request);
+        const rest: Pending[] = [];
+        for (const item of pending) {
+          if (item === product) continue;
+          // Filled by another request while this one waited for the product: no fill of its own.
+          const landed = judged(fromL1(item.key), id, item.resource, tagsOf(id));
+          if (landed && entryState(landed, clock.now()) === "fresh") data[item.resource] = served(item.resource, landed, "l1", "fresh");
+          else rest.push(item);
+        }
+        pending = rest;
+      }
+      if (data.product && data.product.outcome !== "found") pending = [];
+      const filled = await Promise.all(pending.map((item) => fillOne(id, item, request)));
+      for (const result of filled) data[result.resource] = result;
+      timings.origin = clock.now() - started;
+    }
+
+    return { data: data as PageData, timings };
   }
 
   return {
@@ -438,92 +535,13 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     async read(id, resources, background) {
       // Writes that L2 could not take while it was failing go out once it answers again.
       if (l2 && l2.backlogSize() > 0) background(l2.flushBacklog());
-      const data: Record<string, Served<unknown>> = {};
-      const timings: Timings = { l1: 0, l2: 0, origin: 0 };
-
-      // 1. L1
-      let started = clock.now();
-      let pending: Pending[] = [];
-      const tags = tagsOf(id);
-      const heat = hotness.offer(id);
-      for (const resource of resources) {
-        const key = entryKey(config.keyPrefix, resource, id);
-        const entry = judged(fromL1(key), id, resource, tags);
-        const state = entryState(entry, clock.now());
-        if (entry && state === "fresh") {
-          data[resource] = served(resource, entry, "l1", "fresh");
-          if (heat !== "cold" && dueForRefreshAhead(entry, heat)) refreshInBackground(key, resource, id, background, entry.freshUntil);
-        } else if (entry && state === "stale") {
-          data[resource] = served(resource, entry, "l1", "stale");
-          refreshInBackground(key, resource, id, background);
-        } else {
-          pending.push({ resource, key, fallback: state === "usable-on-error" ? entry : undefined, fallbackTier: "l1" });
-        }
+      // The Redis calls of this read's fills and refreshes, made together.
+      const request: PageRequest = { background, batch: l2 ? createFillBatch(l2, background) : undefined };
+      try {
+        return await readPage(id, resources, request);
+      } finally {
+        request.batch?.close();
       }
-      timings.l1 = clock.now() - started;
-
-      // 2. L2: one round trip for everything L1 could not serve.
-      // A burst of visitors for one cold product costs one L2 read and one
-      // fill per isolate: while a key is being read or filled here, the
-      // others go straight to the fill (whose lock claim also returns a
-      // fresh L2 copy).
-      const busy = (item: Pending) => fills.holder(item.key) !== undefined || reading.holder(item.key) !== undefined;
-      const joining = pending.filter(busy);
-      const toRead = pending.filter((item) => !busy(item));
-      if (l2 && toRead.length > 0) {
-        started = clock.now();
-        const readUntil = started + config.l2TimeoutMs + READ_LEASE_GRACE_MS;
-        for (const item of toRead) reading.take(item.key, readUntil, true);
-        const values = await l2.readMany(toRead.map((item) => item.key)).finally(() => {
-          for (const item of toRead) reading.release(item.key, true);
-        });
-        const stillPending: Pending[] = joining;
-        for (const [index, item] of toRead.entries()) {
-          const value = values?.[index];
-          const fromL2 = judged(value ? l2Entries.read(item.key, value, item.resource, id, background) : undefined, id, item.resource, tagsOf(id));
-          const best = newerOf(item.fallback, fromL2);
-          const state = entryState(best, clock.now());
-          if (best && best === fromL2 && (state === "fresh" || state === "stale")) {
-            keep(item.key, best);
-            data[item.resource] = served(item.resource, best, "l2", state);
-            if (state === "stale") refreshInBackground(item.key, item.resource, id, background);
-          } else {
-            const usable = state === "usable-on-error" ? best : undefined;
-            stillPending.push({ ...item, fallback: usable, fallbackTier: usable === fromL2 ? "l2" : "l1" });
-          }
-        }
-        pending = stillPending;
-        timings.l2 = clock.now() - started;
-      }
-
-      // 3. Origin, through the coalescing fill. The other resources are about
-      // the product: when the product itself must be filled, it goes first,
-      // and when there is no product to show (absent, or failed with nothing
-      // usable) the others are not fetched at all. An id that names no
-      // product costs one origin fetch, not four; a cold page pays one origin
-      // round trip more.
-      if (pending.length > 0) {
-        started = clock.now();
-        const product = pending.find((item) => item.resource === "product");
-        if (product && pending.length > 1) {
-          data.product = await fillOne(id, product, background);
-          const rest: Pending[] = [];
-          for (const item of pending) {
-            if (item === product) continue;
-            // Filled by another request while this one waited for the product: no fill of its own.
-            const landed = judged(fromL1(item.key), id, item.resource, tagsOf(id));
-            if (landed && entryState(landed, clock.now()) === "fresh") data[item.resource] = served(item.resource, landed, "l1", "fresh");
-            else rest.push(item);
-          }
-          pending = rest;
-        }
-        if (data.product && data.product.outcome !== "found") pending = [];
-        const filled = await Promise.all(pending.map((item) => fillOne(id, item, background)));
-        for (const result of filled) data[result.resource] = result;
-        timings.origin = clock.now() - started;
-      }
-
-      return { data: data as PageData, timings };
     },
   };
 }

@@ -23,17 +23,29 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
   const home = shards[0]!;
   const shardOf = (key: string) => shards[ring.ownerOf(routingKeyOf(key))]!;
 
-  /** Keys by the shard holding them, each with its positions in `keys`. */
-  function byShard(keys: readonly string[]): Map<L2, { keys: string[]; positions: number[] }> {
-    const groups = new Map<L2, { keys: string[]; positions: number[] }>();
-    keys.forEach((key, position) => {
-      const shard = shardOf(key);
+  /** Items by the shard holding their key, each with its positions in `items`. */
+  function byShard<T>(items: readonly T[], keyOf: (item: T) => string): Map<L2, { items: T[]; positions: number[] }> {
+    const groups = new Map<L2, { items: T[]; positions: number[] }>();
+    items.forEach((item, position) => {
+      const shard = shardOf(keyOf(item));
       let group = groups.get(shard);
-      if (!group) groups.set(shard, (group = { keys: [], positions: [] }));
-      group.keys.push(key);
+      if (!group) groups.set(shard, (group = { items: [], positions: [] }));
+      group.items.push(item);
       group.positions.push(position);
     });
     return groups;
+  }
+
+  /** `call` once per shard with that shard's items, in parallel; the answers back in the items' order. */
+  async function perShard<T, A>(items: readonly T[], keyOf: (item: T) => string, call: (shard: L2, items: T[]) => Promise<A[]>): Promise<A[]> {
+    const answers: A[] = new Array(items.length);
+    await Promise.all(
+      [...byShard(items, keyOf)].map(async ([shard, group]) => {
+        const found = await call(shard, group.items);
+        group.positions.forEach((position, i) => (answers[position] = found[i]!));
+      }),
+    );
+    return answers;
   }
 
   return {
@@ -48,18 +60,11 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
       }
       return sum;
     },
-    async readMany(keys, options) {
-      const values: (string | null | undefined)[] = new Array(keys.length);
-      await Promise.all(
-        [...byShard(keys)].map(async ([shard, group]) => {
-          const found = await shard.readMany(group.keys, options);
-          group.positions.forEach((position, i) => (values[position] = found[i]));
-        }),
-      );
-      return values;
-    },
+    readMany: (keys, options) => perShard(keys, (key) => key, (shard, group) => shard.readMany(group, options)),
     claimFill: (key, ...rest) => shardOf(key).claimFill(key, ...rest),
+    claimFills: (claims) => perShard(claims, (claim) => claim.key, (shard, group) => shard.claimFills(group)),
     writeFill: (write) => shardOf(write.key).writeFill(write),
+    writeFills: (writes) => perShard(writes, (write) => write.key, (shard, group) => shard.writeFills(group)),
     async flushBacklog() {
       await Promise.all(shards.map((shard) => shard.flushBacklog()));
     },
@@ -67,7 +72,7 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
     releaseLock: (lock, token) => shardOf(lock).releaseLock(lock, token),
     run: (call, options) => home.run(call, options),
     async runOnKeys<T>(keys: string[], call: (redis: Redis, keys: string[]) => Promise<T>, options?: L2CallOptions) {
-      const results = await Promise.all([...byShard(keys)].map(([shard, group]) => shard.runOnKeys(group.keys, call, options)));
+      const results = await Promise.all([...byShard(keys, (key) => key)].map(([shard, group]) => shard.runOnKeys(group.items, call, options)));
       return results.some((result) => result === undefined) ? undefined : results.flatMap((result) => result!);
     },
   };

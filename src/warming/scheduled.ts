@@ -15,11 +15,13 @@ export const WARM_CRON = "*/15 * * * *";
 export const WARMING = { top: 200, perSecond: 10, concurrency: 4 } as const;
 
 /**
- * Subrequests one product can cost when it is cold: a claim, an origin fetch
- * and a write per resource. A run warms only what fits in the invocation's
- * budget (MAX_SUBREQUESTS; the Free plan's 50 warms 3 products a run).
+ * Subrequests one product can cost when it is cold: its L2 read, an origin
+ * fetch per resource, and the page's claims and writes, which its fills make
+ * together (cache/fillBatch.ts: the product's claim, the others' claims, one
+ * write). A run warms only what fits in the invocation's budget
+ * (MAX_SUBREQUESTS; the Free plan's 50 warms 5 products a run).
  */
-const SUBREQUESTS_PER_PRODUCT = 12;
+const SUBREQUESTS_PER_PRODUCT = 8;
 
 /** Products one warm run can afford: the hot list's read and a margin come first. */
 export function productsPerWarmRun(maxSubrequests: number): number {

@@ -116,6 +116,27 @@ describe("L2 writes and locks", () => {
     expect(await redis.get(lock)).toBeNull();
   });
 
+  it("claims and writes a page's fills in one call each, every item judged as on its own", async () => {
+    const client = l2();
+    const [fresh, taken, free, stale] = ["fresh", "taken", "free", "stale"].map((name) => `pp:v1:p:batch-${name}`) as [string, string, string, string];
+    const now = Date.now();
+    await redis.set(fresh, encoded(entry(4)), { px: 60_000 });
+    await redis.set(lockKey("pp:v1", taken), "someone-else", { px: 60_000 });
+    const old = entry(2, { v: 2 }, now - 120_000);
+    await redis.set(stale, encoded({ ...old, freshUntil: now - 60_000 }), { px: 60_000 });
+    const claim = (key: string, token: string) => ({ key, lock: lockKey("pp:v1", key), claim: { token, lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 } });
+    const claims = await client.claimFills([claim(fresh, "a"), claim(taken, "b"), claim(free, "c"), claim(stale, "d")]);
+    expect(claims.map((c) => c?.kind)).toEqual(["fresh", "lost", "won", "won"]);
+    expect(claims[3]).toMatchObject({ kind: "won", stale: expect.stringMatching(/^2\|/) });
+    expect(await redis.get(lockKey("pp:v1", free))).toBe("c");
+
+    const written = await client.writeFills([fillWrite(free, encoded(entry(7)), 7, "c"), fillWrite(fresh, encoded(entry(3)), 3), fillWrite(stale, encoded(entry(3)), 3, "d")]);
+    expect(written).toEqual([true, false, true]);
+    expect([versionOf(await redis.get(free)), versionOf(await redis.get(fresh)), versionOf(await redis.get(stale))]).toEqual([7, 4, 3]);
+    // Each write released its own lock, and only its own.
+    expect([await redis.get(lockKey("pp:v1", free)), await redis.get(lockKey("pp:v1", stale)), await redis.get(lockKey("pp:v1", taken))]).toEqual([null, null, "someone-else"]);
+  });
+
   it("claims and writes over what no fill wrote, without an error: another type, a marker that is not a time, a lock that never expires", async () => {
     const client = l2();
     const claim = (key: string, token: string) => client.claimFill(key, lockKey("pp:v1", key), { token, lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 });

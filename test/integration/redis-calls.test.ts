@@ -1,0 +1,66 @@
+// What a page costs Redis, counted by Redis itself (INFO commandstats), in the
+// Workers runtime: the calls the tier sends, each a round trip (and, on
+// Upstash, a billed command). Calls made inside a script are Redis's own
+// work, counted there too, and left out here.
+import { Redis as IORedis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startStack, type Stack } from "../support/stack";
+import { logFaults, startWorker, type WorkerInstance } from "../support/worker";
+
+let stack: Stack;
+let worker: WorkerInstance;
+let direct: IORedis;
+
+beforeAll(async () => {
+  stack = await startStack({ latencyMs: 20, jitterMs: 0 });
+  // No known-ids filter, and a purge sync once a minute: their reads are not
+  // the page's (known-ids.test.ts and purge.test.ts count them).
+  worker = await startWorker({ ...stack.bindings, KNOWN_IDS: "off", PURGE_POLL_MS: "60000" });
+  direct = new IORedis({ port: stack.redis.port, protocol: 2, lazyConnect: true, maxRetriesPerRequest: 1 });
+});
+
+afterAll(async () => {
+  direct?.disconnect();
+  await worker?.close();
+  await stack?.close();
+  expect(logFaults(worker)).toEqual([]);
+});
+
+/** Calls sent to Redis since the last reset, by command, without the harness's own. */
+async function calls(): Promise<Record<string, number>> {
+  const counted: Record<string, number> = {};
+  for (const [, command, n] of (await direct.info("commandstats")).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (["mget", "eval", "evalsha", "eval_ro", "evalsha_ro"].includes(command!)) counted[command!] = Number(n);
+  }
+  return counted;
+}
+
+/** Until the worker's background writes for `id` have landed (all four resources stored). */
+async function stored(id: string): Promise<void> {
+  const keys = ["p", "i", "r", "c"].map((code) => `pp:v1:${code}:${id}`);
+  for (let i = 0; i < 100 && (await direct.exists(...keys)) < 4; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  expect(await direct.exists(...keys)).toBe(4);
+}
+
+describe("Redis calls of a page", () => {
+  it("a cold page makes four: its MGET, the product's lock claim, the other three's claims together, and one write for all four", async () => {
+    // First page: loads the scripts and syncs purges (not again within the minute).
+    expect((await worker.fetch("/products/p-000001")).status).toBe(200);
+    await stored("p-000001");
+    await direct.config("RESETSTAT");
+    const cold = await worker.fetch("/products/p-000002");
+    expect(cold.status).toBe(200);
+    expect(cold.headers.get("cache-status")).toMatch(/pp-origin/);
+    await stored("p-000002");
+    // Scripts are sent by their SHA (EVALSHA); inner GET/SET/DEL are not the tier's calls.
+    const counted = await calls();
+    expect({ mget: counted.mget ?? 0, scripts: (counted.evalsha ?? 0) + (counted.eval ?? 0) }).toEqual({ mget: 1, scripts: 3 });
+  });
+
+  it("a page served from L1 makes none", async () => {
+    await direct.config("RESETSTAT");
+    expect((await worker.fetch("/products/p-000002")).headers.get("cache-status")).not.toMatch(/pp-l2|pp-origin/);
+    const counted = await calls();
+    expect((counted.mget ?? 0) + (counted.evalsha ?? 0) + (counted.eval ?? 0)).toBe(0);
+  });
+});
