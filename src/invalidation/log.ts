@@ -11,6 +11,7 @@
 // the shard holding it), O(1) for tag and all purges whatever the number of
 // products they touch (isolates judge entries against them by fetch time).
 // No KEYS, no SCAN, no FLUSHALL.
+import type { Redis } from "@upstash/redis/cloudflare";
 import type { L2 } from "../cache/l2";
 import { SOFT_PURGE_GRACE_MS } from "../cache/entry";
 import { entryKey, purgeLogKeys, purgeMarkerKey } from "../cache/keys";
@@ -156,6 +157,22 @@ end
 return {seq, 0, {}, redis.call('HGETALL', KEYS[3])}
 `;
 
+type PurgesReply = [number, number, string[], string[]];
+
+/**
+ * READ_PURGES per client, hashed once and run by its SHA, read-only
+ * (EVALSHA_RO): every isolate runs it about once a second while it serves,
+ * so it is sent as 40 bytes rather than its source, and a replica may answer
+ * it (Upstash Global reads from the nearest).
+ */
+const readPurgesScripts = new WeakMap<Redis, { exec(keys: string[], args: string[]): Promise<PurgesReply> }>();
+
+function readPurgesScript(redis: Redis): { exec(keys: string[], args: string[]): Promise<PurgesReply> } {
+  let script = readPurgesScripts.get(redis);
+  if (!script) readPurgesScripts.set(redis, (script = redis.createScript<PurgesReply, true>(READ_PURGES, { readonly: true })));
+  return script;
+}
+
 export interface PurgeLogDeps {
   l2: L2;
   keyPrefix: string;
@@ -241,12 +258,7 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
      */
     async readSince(seen: number): Promise<PurgesSince | undefined> {
       const answer = await l2.run(
-        (redis) =>
-          redis.eval<string[], [number, number, string[], string[]]>(READ_PURGES, [keys.seq, keys.log, keys.wide], [
-            String(seen),
-            String(SYNC_MAX_RECORDS),
-            String(SYNC_MAX_BYTES),
-          ]),
+        (redis) => readPurgesScript(redis).exec([keys.seq, keys.log, keys.wide], [String(seen), String(SYNC_MAX_RECORDS), String(SYNC_MAX_BYTES)]),
         { passive: true },
       );
       if (!answer) return undefined;

@@ -162,7 +162,8 @@ export function scriptsFor(redis: Redis): Scripts {
     const announce = redis.createScript<number>(ANNOUNCE);
     const switchTo = redis.createScript<Reply>(SWITCH);
     const abandon = redis.createScript<number>(ABANDON);
-    const readTail = redis.createScript<TailReply>(READ_TAIL);
+    // Read-only (EVALSHA_RO): a replica may answer it (Upstash Global reads from the nearest).
+    const readTail = redis.createScript<TailReply, true>(READ_TAIL, { readonly: true });
     scripts = {
       add: (keys, args) => add.exec(keys, args.map(String)),
       announce: (metaKey, version, startedAt, ttlMs) => announce.exec([metaKey], [version, String(startedAt), String(ttlMs)]),

@@ -3,6 +3,7 @@
 // that recorded a purge does not read it back.
 import { Redis } from "@upstash/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Redis as IORedis } from "ioredis";
 import { startGateway, type Gateway } from "../../dev/gateway";
 import { productId } from "../../dev/origin/catalog";
 import { createBreaker } from "../../src/cache/breaker";
@@ -56,6 +57,23 @@ describe("the purge log", () => {
     expect(near!.caughtUp).toBe(true);
     expect(near!.records.map((record) => record.seq)).toEqual([151, 152]);
     expect(SYNC_MAX_RECORDS).toBeGreaterThanOrEqual(2);
+  });
+
+  it("is read with a read-only script sent by its hash (EVALSHA_RO), which a replica may answer", async () => {
+    const log = createPurgeLog({ l2, keyPrefix: "readonly", wideRetentionMs: 60_000 });
+    await log.record(idPurge(["p-000009"]));
+    const direct = new IORedis({ port: redisServer.port, protocol: 2, lazyConnect: true, maxRetriesPerRequest: 1 });
+    try {
+      await direct.config("RESETSTAT");
+      for (let i = 0; i < 3; i++) expect((await log.readSince(0))?.seq).toBe(1);
+      const stats = await direct.info("commandstats");
+      const calls = (command: string) => Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, "m").exec(stats)?.[1] ?? 0);
+      // The first run may load the script (EVAL_RO after a NOSCRIPT); the others go by hash.
+      expect(calls("evalsha_ro")).toBeGreaterThanOrEqual(2);
+      expect(calls("eval") + calls("evalsha")).toBe(0);
+    } finally {
+      direct.disconnect();
+    }
   });
 
   it("gives a new isolate the latest mark per resource and tag, not every tag purge ever recorded", async () => {
