@@ -2,15 +2,18 @@
 // per page). A cold page fills up to four resources: one at a time, that is
 // a lock claim and a write each, eight calls on top of the page's MGET.
 // Batched, the claims made in one turn of the event loop go out as one
-// script run, and the writes wait until every fill of the batch has ended,
-// then go out as one.
+// script run, and the writes of fills that run together go out as one when
+// the last of them ends. A write is never held for fills that start later:
+// its lock stays taken until it is written, and another isolate waiting on
+// that lock would wait longer (the product of a cold page is filled first,
+// alone, and written at once).
 //
 // A batch belongs to one request (the read that created it) and to the fills
 // that request starts, which run under its `waitUntil`: nothing in it is
 // shared with another request (design.md, "Sharing work across requests").
 // A fill of another request that joins one of these fills waits for the fill,
-// not for the batch. Waiting for the batch's last fill delays a write by at
-// most the longest fill, which is bounded by its origin timeout.
+// not for the batch. Waiting for the last fill under way delays a write by at
+// most the longest of them, which is bounded by its origin timeout.
 import type { ClaimOptions, FillClaim, FillClaimRequest, FillWrite, L2 } from "./l2";
 
 /** What a fill asks of L2 for its lock and its result: `L2` itself, or a batch of one request's fills. */
@@ -20,18 +23,15 @@ export interface FillCalls {
 }
 
 export interface FillBatch extends FillCalls {
-  /** A fill of this batch starts; `end` when it has made its write (or will make none). */
+  /** A fill of this batch starts; `end` when it has made its write (or will make none): the writes go out when none is under way. */
   begin(): void;
   end(): void;
-  /** No more fills will begin: the writes go out once those under way have ended. */
-  close(): void;
 }
 
 export function createFillBatch(l2: L2, background: (work: Promise<unknown>) => void): FillBatch {
   let claims: { request: FillClaimRequest; done: (claim: FillClaim | undefined) => void }[] = [];
   let writes: { write: FillWrite; done: (written: boolean | undefined) => void }[] = [];
   let running = 0;
-  let closed = false;
 
   function sendClaims(): void {
     const sending = claims;
@@ -40,7 +40,7 @@ export function createFillBatch(l2: L2, background: (work: Promise<unknown>) => 
   }
 
   function sendWrites(): void {
-    if (writes.length === 0 || running > 0 || !closed) return;
+    if (writes.length === 0 || running > 0) return;
     const sending = writes;
     writes = [];
     background(l2.writeFills(sending.map(({ write }) => write)).then((written) => sending.forEach(({ done }, i) => done(written[i]))));
@@ -65,10 +65,6 @@ export function createFillBatch(l2: L2, background: (work: Promise<unknown>) => 
     },
     end() {
       running--;
-      sendWrites();
-    },
-    close() {
-      closed = true;
       sendWrites();
     },
   };

@@ -536,12 +536,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       // Writes that L2 could not take while it was failing go out once it answers again.
       if (l2 && l2.backlogSize() > 0) background(l2.flushBacklog());
       // The Redis calls of this read's fills and refreshes, made together.
-      const request: PageRequest = { background, batch: l2 ? createFillBatch(l2, background) : undefined };
-      try {
-        return await readPage(id, resources, request);
-      } finally {
-        request.batch?.close();
-      }
+      return readPage(id, resources, { background, batch: l2 ? createFillBatch(l2, background) : undefined });
     },
   };
 }

@@ -16,12 +16,13 @@ export const WARMING = { top: 200, perSecond: 10, concurrency: 4 } as const;
 
 /**
  * Subrequests one product can cost when it is cold: its L2 read, an origin
- * fetch per resource, and the page's claims and writes, which its fills make
- * together (cache/fillBatch.ts: the product's claim, the others' claims, one
- * write). A run warms only what fits in the invocation's budget
- * (MAX_SUBREQUESTS; the Free plan's 50 warms 5 products a run).
+ * fetch per resource, and the claims and writes of its fills, made together
+ * where they run together (cache/fillBatch.ts: the product's claim and write,
+ * then the others' claims and their writes). A run warms only what fits in
+ * the invocation's budget (MAX_SUBREQUESTS; the Free plan's 50 warms 5
+ * products a run).
  */
-const SUBREQUESTS_PER_PRODUCT = 8;
+const SUBREQUESTS_PER_PRODUCT = 9;
 
 /** Products one warm run can afford: the hot list's read and a margin come first. */
 export function productsPerWarmRun(maxSubrequests: number): number {

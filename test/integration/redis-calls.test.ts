@@ -43,7 +43,7 @@ async function stored(id: string): Promise<void> {
 }
 
 describe("Redis calls of a page", () => {
-  it("a cold page makes four: its MGET, the product's lock claim, the other three's claims together, and one write for all four", async () => {
+  it("a cold page makes five: its MGET, the product's claim and write, then the other three's claims together and their writes together", async () => {
     // First page: loads the scripts and syncs purges (not again within the minute).
     expect((await worker.fetch("/products/p-000001")).status).toBe(200);
     await stored("p-000001");
@@ -54,7 +54,7 @@ describe("Redis calls of a page", () => {
     await stored("p-000002");
     // Scripts are sent by their SHA (EVALSHA); inner GET/SET/DEL are not the tier's calls.
     const counted = await calls();
-    expect({ mget: counted.mget ?? 0, scripts: (counted.evalsha ?? 0) + (counted.eval ?? 0) }).toEqual({ mget: 1, scripts: 3 });
+    expect({ mget: counted.mget ?? 0, scripts: (counted.evalsha ?? 0) + (counted.eval ?? 0) }).toEqual({ mget: 1, scripts: 4 });
   });
 
   it("a page served from L1 makes none", async () => {

@@ -1,5 +1,6 @@
 // One request's fills share their Redis calls (src/cache/fillBatch.ts): the
-// claims made in one turn go out together, the writes once every fill ended.
+// claims made in one turn go out together, the writes of fills that run
+// together once the last of them ended.
 import { describe, expect, it } from "vitest";
 import { createFillBatch } from "../../src/cache/fillBatch";
 import type { ClaimOptions, FillClaimRequest, FillWrite, L2 } from "../../src/cache/l2";
@@ -39,7 +40,7 @@ describe("a fill batch", () => {
     expect(calls.claims).toEqual([["a", "b-taken", "c"], ["d"]]);
   });
 
-  it("holds the writes until it is closed and its last fill has ended, then sends them as one call", async () => {
+  it("holds a write until the fills under way with it have ended, then sends them as one call; later fills write on their own", async () => {
     const { l2, calls } = recordingL2();
     const background: Promise<unknown>[] = [];
     const batch = createFillBatch(l2, (work) => void background.push(work));
@@ -47,7 +48,6 @@ describe("a fill batch", () => {
     batch.begin();
     const first = batch.writeFill(write("a"));
     batch.end();
-    batch.close();
     await turn();
     expect(calls.writes).toEqual([]);
     const second = batch.writeFill(write("b"));
@@ -55,7 +55,7 @@ describe("a fill batch", () => {
     expect(await Promise.all([first, second])).toEqual([true, true]);
     expect(calls.writes).toEqual([["a", "b"]]);
     expect(background).toHaveLength(1);
-    // A fill that ends after the batch went out (a refresh) writes on its own.
+    // A fill that starts after them (a cold page's other resources, after its product) is not held back by them, nor they by it.
     batch.begin();
     const third = batch.writeFill(write("c"));
     batch.end();
@@ -67,7 +67,6 @@ describe("a fill batch", () => {
     const { l2 } = recordingL2(true);
     const batch = createFillBatch(l2, () => {});
     expect(await Promise.all([batch.claimFill("a", "lock:a", OPTIONS), batch.claimFill("b", "lock:b", OPTIONS)])).toEqual([undefined, undefined]);
-    batch.close();
     expect(await batch.writeFill(write("a"))).toBeUndefined();
   });
 });
