@@ -20,6 +20,9 @@ const LUA = resolve("bench/peers/zipf.lua");
 const THREADS = 2;
 /** A request unanswered this long is a timeout, an error. */
 const TIMEOUT_S = 5;
+/** Paced: the schedule starts this long after wrk is started (both threads loaded), and wrk runs this much longer than it (the last answers). */
+const PACED_START_MS = 1200;
+const PACED_EXTRA_S = 3;
 
 /** What zipf.lua's done() prints. */
 interface WrkFigures {
@@ -33,6 +36,7 @@ interface WrkFigures {
   errors: { connect: number; read: number; write: number; status: number; timeout: number };
   late: number;
   lateMaxMs: number;
+  sent: number;
 }
 
 /** One wrk run's figures. */
@@ -52,6 +56,8 @@ export interface Phase {
   /** Paced: sends that left more than 1 ms after their time (no connection free), and the largest delay. */
   late: number;
   lateMaxMs: number;
+  /** Paced: requests sent but neither answered nor failed when wrk stopped (PACED_EXTRA_S after the schedule's end). */
+  unanswered: number;
   bytes: number;
 }
 
@@ -63,16 +69,26 @@ export interface Phase {
 export class Workload {
   readonly indexes: Uint32Array;
   readonly zipfFile: string;
+  /** The same draws restricted to the walked ranks: every page cached. */
+  readonly cachedFile: string;
 
   constructor(
     private readonly dir: string,
     readonly catalogSize: number,
+    readonly walkRanks: number,
   ) {
     this.indexes = shuffledIndexes(catalogSize, SHUFFLE_SEED);
     this.zipfFile = join(dir, "zipf-paths.txt");
+    this.cachedFile = join(dir, "zipf-cached-paths.txt");
     const lines: string[] = [];
     for (let rank = 1; rank < catalogSize; rank++) lines.push(`${rank} /products/${productId(this.indexes[rank - 1]!)}\n`);
     writeFileSync(this.zipfFile, lines.join(""));
+    writeFileSync(this.cachedFile, lines.slice(0, walkRanks).join(""));
+  }
+
+  /** The product pages of the walked ranks, hottest first. */
+  walkPaths(): string[] {
+    return Array.from({ length: Math.min(this.walkRanks, this.catalogSize - 1) }, (_, i) => `/products/${productId(this.indexes[i]!)}`);
   }
 
   /** The most popular product (rank 1). */
@@ -105,6 +121,9 @@ export interface PhaseSpec {
   signal?: AbortSignal;
 }
 
+/** CLOCK_MONOTONIC in ms, the clock of zipf.lua's schedule (libuv's hrtime is CLOCK_MONOTONIC on Linux). */
+const monotonicMs = () => Number(process.hrtime.bigint() / 1_000_000n);
+
 export async function wrkPhase(spec: PhaseSpec): Promise<Phase> {
   const rate = spec.rate ?? 0;
   const f = await runWrk<WrkFigures>({
@@ -112,7 +131,7 @@ export async function wrkPhase(spec: PhaseSpec): Promise<Phase> {
     url: `${spec.targets[0]}/`,
     threads: THREADS,
     connections: spec.connections,
-    seconds: spec.seconds,
+    seconds: rate ? spec.seconds + PACED_EXTRA_S : spec.seconds,
     timeoutS: TIMEOUT_S,
     env: {
       PEERS_PATHS: spec.paths,
@@ -120,12 +139,16 @@ export async function wrkPhase(spec: PhaseSpec): Promise<Phase> {
       PEERS_SEED: String(spec.seed),
       PEERS_RATE: String(rate),
       PEERS_THREADS: String(THREADS),
+      PEERS_T0: String(monotonicMs() + PACED_START_MS),
+      PEERS_SPAN_MS: String(spec.seconds * 1000),
     },
     marker: "PEERS",
     signal: spec.signal,
   });
-  const seconds = f.durationUs / 1e6;
+  // Paced: the schedule's span (wrk's own duration holds the start and the tail).
+  const seconds = rate ? spec.seconds : f.durationUs / 1e6;
   const e = f.errors;
+  const errors = e.status + e.connect + e.read + e.write + e.timeout;
   const errorKinds = Object.fromEntries(
     Object.entries({ "HTTP ≥ 400": e.status, connect: e.connect, read: e.read, write: e.write, [`timeout (${TIMEOUT_S} s)`]: e.timeout }).filter(([, n]) => n > 0),
   );
@@ -138,10 +161,12 @@ export async function wrkPhase(spec: PhaseSpec): Promise<Phase> {
     p50Ms: f.p50Us / 1000,
     p99Ms: f.p99Us / 1000,
     maxMs: f.maxUs / 1000,
-    errors: e.status + e.connect + e.read + e.write + e.timeout,
+    errors,
     errorKinds,
     late: f.late,
     lateMaxMs: Math.round(f.lateMaxMs),
+    // wrk counts an answer ≥ 400 both as a request and as an error.
+    unanswered: rate ? Math.max(0, f.sent - f.requests - (errors - e.status)) : 0,
     bytes: f.bytes,
   };
 }

@@ -15,7 +15,7 @@ import type { OriginChildMessage, OriginChildOptions } from "./origin-child";
 
 const execFileAsync = promisify(execFile);
 
-export const INSTALL_HINT = "apt-get update && apt-get install -y nginx varnish wrk";
+export const INSTALL_HINT = "apt-get update && apt-get install -y nginx varnish";
 
 const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 8_000;
@@ -29,9 +29,9 @@ export interface ToolVersions {
 }
 
 /**
- * `nginx -v` and `varnishd -V` (both print to stderr). Throws with the
- * install command when either is missing; wrk is optional (only the
- * load-generator ceiling check uses it).
+ * `nginx -v`, `varnishd -V` (both print to stderr) and `wrk -v`. Throws with
+ * the install command when nginx or varnishd is missing (run.ts installs
+ * wrk itself beforehand, bench/wrk.ts).
  */
 export async function checkTools(): Promise<ToolVersions> {
   const version = async (bin: string, args: string[]): Promise<string | null> => {
@@ -196,6 +196,17 @@ export class OriginAdmin {
   async counters(): Promise<OriginCounters> {
     const body = await this.call("/__admin/counters");
     return { total: body.total, services: body.services };
+  }
+
+  /** Requests each service received for one product since the last reset, by service. */
+  async countsOf(id: string): Promise<Record<string, number>> {
+    const body = (await this.call("/__admin/counters")) as { ids?: Record<string, number> };
+    const counts: Record<string, number> = {};
+    for (const [key, count] of Object.entries(body.ids ?? {})) {
+      const [service, of] = key.split(":");
+      if (of === id) counts[service!] = count;
+    }
+    return counts;
   }
 
   async resetCounters(): Promise<void> {

@@ -129,13 +129,13 @@ async function main(): Promise<void> {
   // Also on a hard exit (Miniflare's own SIGINT hook exits at once): the temp folder goes.
   process.once("exit", () => removeTempDir(dir));
   onCleanup("temp folder", async () => removeTempDir(dir));
-  const workload = new Workload(dir, settings.catalogSize);
-
   const d = durations(settings.quick);
+  const workload = new Workload(dir, settings.catalogSize, d.walkRanks);
+
   console.log(`bench:peers${settings.quick ? " (quick)" : ""}: ${systems.join(", ")} · Zipf(1.0) over ${settings.catalogSize.toLocaleString("en-US")} products · origin ${settings.originLatencyMs} ± ${settings.originJitterMs} ms`);
   console.log(`wrk ${tools.wrk ?? "?"}, nginx ${tools.nginx}, ${tools.varnish}; temp folder ${dir}`);
   console.log(
-    `phases: warm-up ${d.warmUpS} s, fixed load ${d.fixedS} s (paced, ${settings.pacedConnections} connections), saturation ${d.saturationS} s (${settings.connections} connections), ` +
+    `phases: walk ${d.walkRanks} ranks, warm-up ${d.warmUpS} s, fixed load ${d.fixedS} s (paced, ${settings.pacedConnections} connections), saturation ${d.saturationS} s (${settings.connections} connections), cached set ${d.cachedS} s, ` +
       `/healthz ${d.healthzS} s, census ${d.censusS} s, faults ${d.faultS} s each, price change ${d.priceLoadS} s of load (poll capped at ${d.priceCapS} s)`,
   );
 

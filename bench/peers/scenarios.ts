@@ -3,11 +3,15 @@
 // latency figure comes from wrk (load.ts); the same seeded Zipf(1.0) draws in
 // each phase for every system.
 //
-//   warm-up       paced at the fixed rate, from a cold start (not compared)
+//   walk          (not measured) the top Zipf ranks asked for once each, so that
+//                 every cache starts from the same warm state (Node, runLoad)
+//   warm-up       paced at the fixed rate (not compared)
 //   fixed         paced at the fixed rate: latency at a constant offered load,
 //                 and origin requests per page over identical requests
 //   saturation    closed loop at 64 connections: req/s, latency, CPU per page,
 //                 Redis commands per page
+//   cached        the same saturation, Zipf over the walked ranks only: every
+//                 page cached, what a hit costs
 //   healthz       (the tier) /healthz, closed loop, same instances and
 //                 connections: the floor of a worker request
 //   census        (the tiers) a short saturation with Redis MONITOR on: the
@@ -19,21 +23,22 @@
 //                 every answer through the system shows the new price
 //   redis-down    (the tier only) redis-server killed, paced
 //
-// tier-300s runs warm-up, fixed, saturation and census only. Origin counters
+// tier-300s runs the walk, warm-up, fixed, saturation, cached and census only. Origin counters
 // are reset before each scenario and read after it.
 import { performance } from "node:perf_hooks";
-import { burst, type TallySummary } from "../load";
+import { burst, runLoad, type TallySummary } from "../load";
 import { wrkPhase, type Phase, type Workload } from "./load";
 import { cpuBetween, cpuSample, findChildPid } from "./procs";
 import { usageBetween, type Census, type RedisSnapshot, type RedisUsage } from "./redis";
 import { getPage, PRODUCT_POLICY, priceNow, type Settings, type System, type SystemName, type Tier } from "./systems";
 
-export type ScenarioName = "warm-up" | "fixed" | "saturation" | "healthz" | "herd" | "origin-slow" | "origin-down" | "price-change" | "redis-down";
+export type ScenarioName = "warm-up" | "fixed" | "saturation" | "cached" | "healthz" | "herd" | "origin-slow" | "origin-down" | "price-change" | "redis-down";
 
 export const SCENARIO_LABELS: Record<ScenarioName, string> = {
-  "warm-up": "warm-up (cold start)",
+  "warm-up": "warm-up",
   fixed: "fixed offered load",
   saturation: "saturation",
+  cached: "saturation, cached set",
   healthz: "/healthz floor",
   herd: "cold herd ×1000",
   "origin-slow": "origin +500 ms",
@@ -43,7 +48,7 @@ export const SCENARIO_LABELS: Record<ScenarioName, string> = {
 };
 
 /** Every phase has its own seed, so that every system gets the same draws in it. */
-const SEEDS = { warmUp: 1, fixed: 2, saturation: 3, census: 4, slow: 5, recover: 6, down: 7, price: 8, redisDown: 9, calibrationWarmUp: 11, calibrationSaturation: 12 };
+const SEEDS = { cached: 10, warmUp: 1, fixed: 2, saturation: 3, census: 4, slow: 5, recover: 6, down: 7, price: 8, redisDown: 9, calibrationWarmUp: 11, calibrationSaturation: 12 };
 
 export interface Staleness {
   id: string;
@@ -96,20 +101,23 @@ export interface Context {
 export function durations(quick: boolean) {
   const q = <T>(full: T, quickValue: T) => (quick ? quickValue : full);
   return {
-    warmUpS: q(15, 4),
-    fixedS: q(20, 5),
-    saturationS: q(20, 5),
-    healthzS: q(10, 3),
-    censusS: q(5, 3),
+    /** The top Zipf ranks each asked for once, before anything is measured (71% of the draws go to the top 3,000). */
+    walkRanks: q(3000, 500),
+    warmUpS: q(10, 3),
+    fixedS: q(15, 5),
+    saturationS: q(15, 5),
+    cachedS: q(8, 3),
+    healthzS: q(8, 3),
+    censusS: q(4, 3),
     /** The calibration tier, idle with its two isolates up, for the Redis idle cost. */
     idleS: q(60, 10),
-    ceilingS: q(5, 3),
-    faultS: q(10, 4),
+    ceilingS: q(4, 3),
+    faultS: q(8, 4),
     /** Idle after a fault is cleared (longer than the origin breaker's 2-s cool-down), then paced load, not measured. */
     pauseS: 3,
-    recoverS: q(3, 2),
+    recoverS: 2,
     /** The paced load around the price change; the change comes after the lead. */
-    priceLoadS: q(10, 5),
+    priceLoadS: q(8, 5),
     priceLeadS: 1,
     /** Cap on the price poll: the product ttl + 30 s (full); quick runs stop after 20 s. */
     priceCapS: quick ? 20 : PRODUCT_POLICY.ttlS + 30,
@@ -163,6 +171,7 @@ function row(system: System, scenario: ScenarioName, m: Measured<Phase>, extra: 
   if (load.askedRate && load.late > 0) {
     notes = [...notes, `${load.late.toLocaleString("en-US")} sends went out late (no connection free; the latest by ${load.lateMaxMs} ms): their latency leaves out that wait`];
   }
+  if (load.unanswered > 0) notes = [...notes, `${load.unanswered.toLocaleString("en-US")} requests still unanswered when wrk stopped (3 s after the schedule's end): not in the figures`];
   return { system: system.name, scenario, load, origin, originTotal, cpu, ...(redis ? { redis } : {}), extra, notes };
 }
 
@@ -185,27 +194,45 @@ function phaseOfTally(t: TallySummary, connections: number): Phase {
     errorKinds: { ...Object.fromEntries(Object.entries(t.statuses).filter(([s]) => !/^[23]/.test(s)).map(([s, n]) => [`HTTP ${s}`, n])), ...t.errorKinds },
     late: 0,
     lateMaxMs: 0,
+    unanswered: 0,
     bytes: 0,
   };
 }
 
 // ---------------------------------------------------------------- phases
 
-function zipf(ctx: Context, system: System, seconds: number, seed: number, paced: boolean): Promise<Phase> {
+function zipf(ctx: Context, system: System, seconds: number, seed: number, paced: boolean, paths = ctx.workload.zipfFile): Promise<Phase> {
   const s = ctx.settings;
   return wrkPhase({
     targets: system.targets,
     connections: paced ? s.pacedConnections : s.connections,
     seconds,
     ...(paced ? { rate: ctx.rate } : {}),
-    paths: ctx.workload.zipfFile,
+    paths,
     seed,
     signal: ctx.signal,
   });
 }
 
-/** The tier's saturation rate from a fresh stack (warm-up, then saturation): half of it is the fixed offered load. */
+/**
+ * The top `walkRanks` products asked for once each through the system
+ * (connection i to target i mod n: each of the tier's instances gets half,
+ * L2 all), 64 at a time: the same warm state for every system, whatever its
+ * speed. Orchestration, not measured: Node's runLoad is fast enough here
+ * (every request is a miss, rendered upstream).
+ */
+async function walk(ctx: Omit<Context, "rate">, system: System): Promise<{ pages: number; seconds: number; errors: number }> {
+  const paths = ctx.workload.walkPaths();
+  ctx.phase(`${system.name} · walk: the top ${paths.length.toLocaleString("en-US")} Zipf ranks once each (not measured)`);
+  let i = 0;
+  const tally = await runLoad({ targets: system.targets, connections: 64, next: () => paths[i++] ?? null, signal: ctx.signal });
+  const t = tally.summary();
+  return { pages: t.requests, seconds: t.seconds, errors: t.errors };
+}
+
+/** The tier's saturation rate from a fresh stack (walk, warm-up, then saturation): half of it is the fixed offered load. */
 export async function calibrate(ctx: Omit<Context, "rate">, tier: Tier, d: Durations): Promise<{ warmUp: Phase; saturation: Phase }> {
+  await walk(ctx, tier);
   ctx.phase(`calibration (${tier.name}) · warm-up, closed loop`, d.warmUpS * 1000);
   const run = (seconds: number, seed: number) => wrkPhase({ targets: tier.targets, connections: ctx.settings.connections, seconds, paths: ctx.workload.zipfFile, seed, signal: ctx.signal });
   const warmUp = await run(d.warmUpS, SEEDS.calibrationWarmUp);
@@ -278,16 +305,22 @@ export async function runScenarios(ctx: Context, system: System, onRow: (row: Ro
   const tag = (label: string) => `${system.name} · ${label}`;
   const paced = `paced ${ctx.rate.toLocaleString("en-US")} req/s`;
 
-  // 1. warm-up from a cold start, 2. fixed offered load, 3. saturation
+  // 1. walk and warm-up, 2. fixed offered load, 3. saturation
   const startedAt = performance.now();
+  const walked = await walk(ctx, system);
+  ctx.note(`${system.name} · walk: ${walked.pages.toLocaleString("en-US")} pages in ${walked.seconds} s, ${walked.errors} errors`);
+  if (stopped()) return out;
   ctx.phase(tag(`warm-up: ${paced}, ${d.warmUpS} s`), d.warmUpS * 1000);
-  add(row(system, "warm-up", await measure(system, () => zipf(ctx, system, d.warmUpS, SEEDS.warmUp, true))));
+  add(row(system, "warm-up", await measure(system, () => zipf(ctx, system, d.warmUpS, SEEDS.warmUp, true)), { walk: walked }));
   if (stopped()) return out;
   ctx.phase(tag(`fixed offered load: ${paced}, ${d.fixedS} s`), d.fixedS * 1000);
   add(row(system, "fixed", await measure(system, () => zipf(ctx, system, d.fixedS, SEEDS.fixed, true))));
   if (stopped()) return out;
   ctx.phase(tag(`saturation: closed loop, ${ctx.settings.connections} connections, ${d.saturationS} s`), d.saturationS * 1000);
   add(row(system, "saturation", await measure(system, () => zipf(ctx, system, d.saturationS, SEEDS.saturation, false))));
+  if (stopped()) return out;
+  ctx.phase(tag(`saturation, cached set: Zipf over the ${ctx.workload.walkRanks.toLocaleString("en-US")} walked ranks, ${d.cachedS} s`), d.cachedS * 1000);
+  add(row(system, "cached", await measure(system, () => zipf(ctx, system, d.cachedS, SEEDS.cached, false, ctx.workload.cachedFile))));
   if (stopped()) return out;
 
   if (isTier(system)) {
@@ -317,7 +350,8 @@ export async function runScenarios(ctx: Context, system: System, onRow: (row: Ro
     ctx.phase(tag(`herd: ${perTarget * system.targets.length} requests at once for ${id}`));
     const m = await measure(system, () => burst({ targets: system.targets, perTarget, path: `/products/${id}` }), SETTLE_MS);
     const concurrency = system.targets.length > 1 ? `${system.targets.length} × ${perTarget} at once` : `${perTarget} at once`;
-    add(row(system, "herd", { ...m, value: phaseOfTally(m.value.summary(), perTarget * system.targets.length) }, { id, concurrency }, ["origin counted until 1 s after the burst"]));
+    const herdFetches = await system.origin.countsOf(id);
+    add(row(system, "herd", { ...m, value: phaseOfTally(m.value.summary(), perTarget * system.targets.length) }, { id, concurrency, herdFetches }, [`origin counted until 1 s after the burst; for ${id} itself: ${Object.entries(herdFetches).map(([k, n]) => `${k} ${n}`).join(", ") || "none"}`]));
   }
   if (stopped()) return out;
 
@@ -476,7 +510,12 @@ async function pollUntilNew(ctx: Context, system: System, stale: Staleness, chan
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => (clearTimeout(timer), resolve()), { once: true });
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
   });
 }

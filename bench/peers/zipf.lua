@@ -8,11 +8,18 @@
 --                  same sequence, per thread, against every system
 --   PEERS_RATE     0: closed loop (each connection sends its next request as
 --                  soon as it has read the answer: saturation). N > 0: N requests
---                  a second in all, on a fixed schedule (see delay())
+--                  a second in all, on a fixed schedule (see delay()), from
+--   PEERS_T0       (CLOCK_MONOTONIC, ms) for
+--   PEERS_SPAN_MS  ms: rate × span requests in all, then none (wrk's -d must
+--                  leave room for the start and the last answers)
 -- At the end, one line: "PEERS {json}".
 --
 -- The constant rate: each thread has a schedule of send times, one every
--- threads/N seconds from its start. A connection that is free (at connect,
+-- threads/N seconds from T0 (the threads' schedules interleaved), until
+-- T0 + span. A common T0 matters: wrk runs init() for one thread after the
+-- other, and the 100,000 paths take a fraction of a second to load, so a
+-- schedule starting at each thread's first connection would begin at
+-- different times. A connection that is free (at connect,
 -- or once it has read an answer) takes the next time of the schedule and
 -- waits for it (delay(), in whole ms: up to 1 ms early). So the sends keep
 -- to the schedule whatever the answers' latency, as long as a connection is
@@ -47,7 +54,7 @@ end
 
 local paths, cdf = {}, {}
 local rate = tonumber(os.getenv("PEERS_RATE") or "0")
-local interval, nextSlot
+local interval, nextSlot, stopAt
 
 function init()
   local sum = 0
@@ -61,15 +68,21 @@ function init()
   cdf[#cdf] = 1
   math.randomseed(tonumber(os.getenv("PEERS_SEED")) * 1000 + id)
   -- globals: done() reads them from each thread
-  late, lateMaxMs = 0, 0
-  if rate > 0 then interval = 1000 * tonumber(os.getenv("PEERS_THREADS")) / rate end
+  late, lateMaxMs, sent = 0, 0, 0
+  if rate > 0 then
+    local threadCount = tonumber(os.getenv("PEERS_THREADS"))
+    interval = 1000 * threadCount / rate
+    nextSlot = tonumber(os.getenv("PEERS_T0")) + (id - 1) * interval / threadCount
+    stopAt = tonumber(os.getenv("PEERS_T0")) + tonumber(os.getenv("PEERS_SPAN_MS"))
+  end
 end
 
 function delay()
   local now = nowMs()
-  nextSlot = nextSlot or now
   local slot = nextSlot
+  if slot >= stopAt then return 3600000 end -- the schedule is over: idle until wrk stops
   nextSlot = slot + interval
+  sent = sent + 1
   local wait = slot - now
   if wait < -1 then
     late = late + 1
@@ -92,15 +105,16 @@ function request()
 end
 
 function done(summary, latency)
-  local lateCount, lateMax = 0, 0
+  local lateCount, lateMax, sentCount = 0, 0, 0
   for _, thread in ipairs(threads) do
     lateCount = lateCount + (thread:get("late") or 0)
     lateMax = math.max(lateMax, thread:get("lateMaxMs") or 0)
+    sentCount = sentCount + (thread:get("sent") or 0)
   end
   local e = summary.errors
   io.write(string.format(
     'PEERS {"requests":%d,"durationUs":%d,"bytes":%d,"p50Us":%d,"p99Us":%d,"maxUs":%d,"meanUs":%.1f,' ..
-    '"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},"late":%d,"lateMaxMs":%.1f}\n',
+    '"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},"late":%d,"lateMaxMs":%.1f,"sent":%d}\n',
     summary.requests, summary.duration, summary.bytes, latency:percentile(50), latency:percentile(99), latency.max, latency.mean,
-    e.connect, e.read, e.write, e.status, e.timeout, lateCount, lateMax))
+    e.connect, e.read, e.write, e.status, e.timeout, lateCount, lateMax, sentCount))
 end
