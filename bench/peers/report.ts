@@ -40,6 +40,8 @@ const SERIES: Array<BarSeries & { key: SystemName }> = [
   { key: "tier-300s", name: "tier (300 s, peers' freshness)", color: "#f2b66d" },
 ];
 const TIERS: SystemName[] = ["tier", "tier-300s"];
+/** "others" (processes outside the run) above this many cores in a phase is reported: a neighbour took part of the machine. */
+const NEIGHBOUR_CORES = 0.25;
 /** Roles that are not a system's own CPU (procs.ts cpuSample). */
 const NOT_OWN = new Set(["harness", "wrk", "other workerd", "others"]);
 
@@ -239,6 +241,13 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
     const flagged = rows.filter((r) => r.scenario !== "herd" && limited(report, r.load));
     out.push(flagged.length ? `Flagged: ${flagged.map((r) => `${r.system} ${SCENARIO_LABELS[r.scenario]} (${limited(report, r.load)})`).join("; ")}.` : "No figure of this run is within 80% of the generator's ceiling.", "");
   } else out.push("**Generator ceiling**: not measured (Nginx did not run).", "");
+  const busy = rows.filter((r) => r.cpu.wallS >= 1 && (r.cpu.seconds.others ?? 0) / r.cpu.wallS >= NEIGHBOUR_CORES);
+  out.push(
+    busy.length
+      ? `**Neighbours**: processes outside this run used ≥ ${NEIGHBOUR_CORES} cores on average during ${busy.map((r) => `${r.system} ${SCENARIO_LABELS[r.scenario]} (${((r.cpu.seconds.others ?? 0) / r.cpu.wallS).toFixed(2)})`).join(", ")}: those figures had less of the machine than the others; compare them with care.`
+      : `**Neighbours**: processes outside this run used < ${NEIGHBOUR_CORES} cores on average in every phase.`,
+    "",
+  );
 
   // Headline tables.
   const sat = [
@@ -517,6 +526,6 @@ export function writePeersReport(dir: string, report: PeersReport): { written: s
   ];
   for (const [file, body] of files) writeFileSync(file, body.endsWith("\n") ? body : `${body}\n`);
   // stdout: from the generator to the cost, without the charts and the configurations.
-  const summary = text.slice(text.indexOf("**Generator ceiling**"), text.indexOf("## Faults and the cold herd") > 0 ? text.indexOf("## Faults and the cold herd") : text.indexOf("## Where the CPU went")).replace(/^!\[.*\n/gm, "");
+  const summary = text.slice(text.indexOf("**Generator ceiling**") >= 0 ? text.indexOf("**Generator ceiling**") : text.indexOf("**Neighbours**"), text.indexOf("## Faults and the cold herd") > 0 ? text.indexOf("## Faults and the cold herd") : text.indexOf("## Where the CPU went")).replace(/^!\[.*\n/gm, "");
   return { written: files.map(([file]) => file), summary };
 }
