@@ -502,13 +502,15 @@ export function workerdPids(): Set<number> {
  * trees (the system's workerd processes, its cache server, its origin);
  * each process counts under the first root found walking up its parents,
  * redis-server as "redis" wherever it is. Below this process but under no
- * root: wrk is "wrk", another system's workerd (idle, or answering a
+ * root: wrk is "wrk" (counted once it has exited, see below), another system's workerd (idle, or answering a
  * background poll) "other workerd", the rest "harness" (this process: the
  * orchestration, the pollers, Miniflare's controller). Other sessions'
  * processes are left to "others" (coresBetween).
  */
 export function cpuSample(roots: Record<string, number[]>): CpuSample {
-  const seconds: Record<string, number> = { harness: 0, wrk: 0, "other workerd": 0 };
+  // wrk starts and exits within a phase: gone from /proc at both samples, its
+  // CPU is in this process's children's times (cutime + cstime) once reaped.
+  const seconds: Record<string, number> = { harness: 0, wrk: reapedChildrenSeconds(), "other workerd": 0 };
   for (const role of Object.keys(roots)) seconds[role] = 0;
   let machine = 0;
   try {
@@ -530,6 +532,18 @@ export function cpuSample(roots: Record<string, number[]>): CpuSample {
     // not Linux
   }
   return { at: performance.now(), seconds, machine };
+}
+
+/** CPU seconds of this process's children that have exited and been waited for (/proc/self/stat cutime + cstime). */
+function reapedChildrenSeconds(): number {
+  try {
+    const stat = readFileSync("/proc/self/stat", "utf8");
+    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // rest[0] is field 3 (state): cutime is field 16, cstime 17.
+    return (Number(rest[13]) + Number(rest[14])) / TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
 }
 
 /** CPU seconds used per role between two samples, plus "others" (the rest of the machine) and the wall time. */
