@@ -9,7 +9,7 @@ import { costLine, costPerMillion, pricesNote, usd, type CostPerMillion, type Pr
 import type { Machine } from "../report";
 import type { Phase } from "./load";
 import type { Census } from "./redis";
-import { SCENARIO_LABELS, type Ceiling, type Durations, type IdleCost, type Row, type ScenarioName } from "./scenarios";
+import { SCENARIO_LABELS, type Calibration, type Ceiling, type Durations, type IdleCost, type Row, type ScenarioName } from "./scenarios";
 import { barChartSvg, type BarSeries } from "./svg";
 import type { Settings, SystemName } from "./systems";
 
@@ -24,7 +24,7 @@ export interface PeersReport {
   renderOnlyVars: Record<string, string>;
   tierVars: Record<string, Record<string, string>>;
   /** The tier's saturation on a fresh stack, and the paced rate taken from it; null with --rate. */
-  calibration: { warmUp: Phase; saturation: Phase; rate: number } | null;
+  calibration: (Calibration & { rate: number }) | null;
   ceiling: Ceiling | null;
   idle: IdleCost | null;
   rows: Row[];
@@ -226,8 +226,8 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
   if (report.calibration) {
     const k = report.calibration;
     out.push(
-      `**The fixed offered load** is half the tier's saturation rate, measured first on a fresh tier stack of its own (${d.warmUpS} s closed-loop warm-up, then ${d.saturationS} s): ${num(k.saturation.rps)} req/s (p50 ${ms(k.saturation.p50Ms)} ms, p99 ${ms(k.saturation.p99Ms)} ms) → **${num(k.rate)} req/s**` +
-        (find(rows, "tier", "saturation") ? ` (${x(k.rate / find(rows, "tier", "saturation")!.load.rps)} of the tier's saturation rate in its own run below)` : "") +
+      `**The fixed offered load** is half the tier's saturation rate, measured first on a fresh tier stack of its own in the state the runs below measure theirs: the walk, a ${d.probeS}-s closed-loop probe (${num(k.probe.rps)} req/s), ${d.warmUpS} + ${d.fixedS} s paced at half of that (${num(k.provisionalRate)} req/s), then ${d.saturationS} s of saturation: ${num(k.saturation.rps)} req/s (p50 ${ms(k.saturation.p50Ms)} ms, p99 ${ms(k.saturation.p99Ms)} ms) → **${num(k.rate)} req/s**` +
+        (find(rows, "tier", "saturation") ? ` = ${pct(k.rate / find(rows, "tier", "saturation")!.load.rps)} of the tier's saturation rate in its own run below` : "") +
         ".",
       "",
     );

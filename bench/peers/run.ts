@@ -3,8 +3,9 @@
 // charts. See bench/peers/README.md.
 //
 // Builds the worker bundle once (bench/stack.ts); measures the tier's
-// saturation rate on a fresh stack (the calibration: half of it is the fixed
-// offered load of every paced phase), which then stays up idle for the Redis
+// saturation rate on a fresh stack, in the state the systems' runs measure
+// theirs (the calibration: half of it is the fixed offered load of every
+// paced phase), which then stays up idle for the Redis
 // idle cost while the next systems run; then for each system in turn (nginx,
 // varnish, tier, tier-300s) starts it with its own demo origin, runs the
 // scenarios (scenarios.ts) and stops it. Nginx has no purge: its
@@ -163,7 +164,10 @@ async function main(): Promise<void> {
       const c = await calibrate(ctxBase, tier, d);
       rate = Math.max(2, Math.round(c.saturation.rps / 2));
       calibration = { ...c, rate };
-      say(`calibration: the tier saturates at ${c.saturation.rps.toLocaleString("en-US")} req/s (p50 ${c.saturation.p50Ms} ms, p99 ${c.saturation.p99Ms} ms): paced phases at ${rate.toLocaleString("en-US")} req/s`);
+      say(
+        `calibration: probe ${c.probe.rps.toLocaleString("en-US")} req/s, then paced at ${c.provisionalRate.toLocaleString("en-US")}; the tier saturates at ${c.saturation.rps.toLocaleString("en-US")} req/s ` +
+          `(p50 ${c.saturation.p50Ms} ms, p99 ${c.saturation.p99Ms} ms): paced phases at ${rate.toLocaleString("en-US")} req/s`,
+      );
       // Idle, its two isolates up, while the next systems run: the Redis idle cost.
       say(`· calibration tier: idle for ${d.idleS} s in the background (Redis idle cost)`);
       idle = sleep(5000, abort.signal)

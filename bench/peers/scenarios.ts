@@ -48,7 +48,7 @@ export const SCENARIO_LABELS: Record<ScenarioName, string> = {
 };
 
 /** Every phase has its own seed, so that every system gets the same draws in it. */
-const SEEDS = { cached: 10, warmUp: 1, fixed: 2, saturation: 3, census: 4, slow: 5, recover: 6, down: 7, price: 8, redisDown: 9, calibrationWarmUp: 11, calibrationSaturation: 12 };
+const SEEDS = { cached: 10, warmUp: 1, fixed: 2, saturation: 3, census: 4, slow: 5, recover: 6, down: 7, price: 8, redisDown: 9, calibrationProbe: 11 };
 
 export interface Staleness {
   id: string;
@@ -103,16 +103,18 @@ export function durations(quick: boolean) {
   return {
     /** The top Zipf ranks each asked for once, before anything is measured (71% of the draws go to the top 3,000). */
     walkRanks: q(3000, 500),
+    /** The calibration's closed-loop probe, right after its walk. */
+    probeS: q(5, 2),
     warmUpS: q(10, 3),
     fixedS: q(15, 5),
     saturationS: q(15, 5),
-    cachedS: q(8, 3),
+    cachedS: q(6, 3),
     healthzS: q(8, 3),
     censusS: q(4, 3),
     /** The calibration tier, idle with its two isolates up, for the Redis idle cost. */
     idleS: q(60, 10),
     ceilingS: q(4, 3),
-    faultS: q(8, 4),
+    faultS: q(6, 4),
     /** Idle after a fault is cleared (longer than the origin breaker's 2-s cool-down), then paced load, not measured. */
     pauseS: 3,
     recoverS: 2,
@@ -230,15 +232,35 @@ async function walk(ctx: Omit<Context, "rate">, system: System): Promise<{ pages
   return { pages: t.requests, seconds: t.seconds, errors: t.errors };
 }
 
-/** The tier's saturation rate from a fresh stack (walk, warm-up, then saturation): half of it is the fixed offered load. */
-export async function calibrate(ctx: Omit<Context, "rate">, tier: Tier, d: Durations): Promise<{ warmUp: Phase; saturation: Phase }> {
+export interface Calibration {
+  /** A short closed-loop probe right after the walk: half of it paces the next two phases. */
+  probe: Phase;
+  provisionalRate: number;
+  /** Saturation after the same walk, paced warm-up and paced phase as the systems' own runs: half of it is the fixed offered load. */
+  saturation: Phase;
+}
+
+/**
+ * The tier's saturation rate on a fresh stack of its own, in the state the
+ * systems' runs measure theirs: the walk, a short closed-loop probe (its
+ * half paces the next phases), the warm-up and fixed-load phases (same
+ * seeds and lengths), then the saturation. Half of that is the rate of
+ * every paced phase of every system.
+ */
+export async function calibrate(ctx: Omit<Context, "rate">, tier: Tier, d: Durations): Promise<Calibration> {
   await walk(ctx, tier);
-  ctx.phase(`calibration (${tier.name}) · warm-up, closed loop`, d.warmUpS * 1000);
-  const run = (seconds: number, seed: number) => wrkPhase({ targets: tier.targets, connections: ctx.settings.connections, seconds, paths: ctx.workload.zipfFile, seed, signal: ctx.signal });
-  const warmUp = await run(d.warmUpS, SEEDS.calibrationWarmUp);
+  const s = ctx.settings;
+  const closed = (seconds: number, seed: number) => wrkPhase({ targets: tier.targets, connections: s.connections, seconds, paths: ctx.workload.zipfFile, seed, signal: ctx.signal });
+  ctx.phase(`calibration (${tier.name}) · probe: closed loop, ${d.probeS} s`, d.probeS * 1000);
+  const probe = await closed(d.probeS, SEEDS.calibrationProbe);
+  const provisionalRate = Math.max(2, Math.round(probe.rps / 2));
+  const paced = (seconds: number, seed: number) => wrkPhase({ targets: tier.targets, connections: s.pacedConnections, seconds, rate: provisionalRate, paths: ctx.workload.zipfFile, seed, signal: ctx.signal });
+  ctx.phase(`calibration (${tier.name}) · paced at ${provisionalRate} req/s: ${d.warmUpS} s + ${d.fixedS} s`, (d.warmUpS + d.fixedS) * 1000);
+  await paced(d.warmUpS, SEEDS.warmUp);
+  await paced(d.fixedS, SEEDS.fixed);
   ctx.phase(`calibration (${tier.name}) · saturation`, d.saturationS * 1000);
-  const saturation = await run(d.saturationS, SEEDS.calibrationSaturation);
-  return { warmUp, saturation };
+  const saturation = await closed(d.saturationS, SEEDS.saturation);
+  return { probe, provisionalRate, saturation };
 }
 
 export interface IdleCost {
