@@ -50,11 +50,26 @@ export interface WrkRun {
   signal?: AbortSignal;
 }
 
-/** Runs wrk once and returns the JSON of the script's summary line. */
-export async function runWrk<T>(run: WrkRun): Promise<T> {
+/**
+ * Runs wrk once: the JSON of the script's summary line, and the CPU wrk used
+ * (user + system seconds, from bash's `times`: wrk has exited by the time a
+ * caller could read /proc, so its CPU is taken from the shell that waited for it).
+ */
+export async function runWrk<T>(run: WrkRun): Promise<{ summary: T; cpuSeconds: number | null }> {
   const args = [`-t${run.threads}`, `-c${run.connections}`, `-d${run.seconds}s`, "--timeout", `${run.timeoutS}s`, "-s", run.script, run.url];
-  const child = spawn("wrk", args, { env: { ...process.env, ...run.env }, stdio: ["ignore", "pipe", "pipe"] });
-  const kill = () => void child.kill("SIGKILL");
+  // In a process group of its own, so that a kill reaches wrk and not only the shell.
+  const child = spawn("bash", ["-c", 'wrk "$@"; code=$?; times >&2; exit $code', "wrk", ...args], {
+    env: { ...process.env, ...run.env },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  const kill = () => {
+    try {
+      process.kill(-child.pid!, "SIGKILL");
+    } catch {
+      // gone already
+    }
+  };
   process.once("exit", kill);
   run.signal?.addEventListener("abort", kill, { once: true });
   let output = "";
@@ -65,5 +80,8 @@ export async function runWrk<T>(run: WrkRun): Promise<T> {
   run.signal?.removeEventListener("abort", kill);
   const line = new RegExp(`^${run.marker} (\\{.*\\})$`, "m").exec(output);
   if (!line) throw new Error(`wrk gave no figures (exit ${code}; wrk ${args.join(" ")}): ${output.slice(-600)}`);
-  return JSON.parse(line[1]!) as T;
+  // `times`: the shell's own user/system time, then its children's (wrk): "0m1.520s 0m0.410s".
+  const times = [...output.matchAll(/^(\d+)m([\d.]+)s (\d+)m([\d.]+)s$/gm)].at(-1);
+  const cpuSeconds = times ? Number(times[1]) * 60 + Number(times[2]) + Number(times[3]) * 60 + Number(times[4]) : null;
+  return { summary: JSON.parse(line[1]!) as T, cpuSeconds };
 }

@@ -59,6 +59,8 @@ export interface Phase {
   /** Paced: requests sent but neither answered nor failed when wrk stopped (PACED_EXTRA_S after the schedule's end). */
   unanswered: number;
   bytes: number;
+  /** CPU seconds wrk used (null: not known, or not wrk). */
+  wrkCpuS: number | null;
 }
 
 /**
@@ -126,7 +128,7 @@ const monotonicMs = () => Number(process.hrtime.bigint() / 1_000_000n);
 
 export async function wrkPhase(spec: PhaseSpec): Promise<Phase> {
   const rate = spec.rate ?? 0;
-  const f = await runWrk<WrkFigures>({
+  const { summary: f, cpuSeconds } = await runWrk<WrkFigures>({
     script: LUA,
     url: `${spec.targets[0]}/`,
     threads: THREADS,
@@ -168,5 +170,6 @@ export async function wrkPhase(spec: PhaseSpec): Promise<Phase> {
     // wrk counts an answer ≥ 400 both as a request and as an error.
     unanswered: rate ? Math.max(0, f.sent - f.requests - (errors - e.status)) : 0,
     bytes: f.bytes,
+    wrkCpuS: cpuSeconds,
   };
 }

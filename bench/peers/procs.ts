@@ -502,15 +502,15 @@ export function workerdPids(): Set<number> {
  * trees (the system's workerd processes, its cache server, its origin);
  * each process counts under the first root found walking up its parents,
  * redis-server as "redis" wherever it is. Below this process but under no
- * root: wrk is "wrk" (counted once it has exited, see below), another system's workerd (idle, or answering a
+ * root: another system's workerd (idle, or answering a
  * background poll) "other workerd", the rest "harness" (this process: the
- * orchestration, the pollers, Miniflare's controller). Other sessions'
- * processes are left to "others" (coresBetween).
+ * orchestration, the pollers, Miniflare's controller). wrk starts and
+ * exits within a phase, so /proc never shows it at a sample: its CPU comes
+ * from bench/wrk.ts (scenarios.ts measure). Other sessions' processes are
+ * left to "others" (cpuBetween).
  */
 export function cpuSample(roots: Record<string, number[]>): CpuSample {
-  // wrk starts and exits within a phase: gone from /proc at both samples, its
-  // CPU is in this process's children's times (cutime + cstime) once reaped.
-  const seconds: Record<string, number> = { harness: 0, wrk: reapedChildrenSeconds(), "other workerd": 0 };
+  const seconds: Record<string, number> = { harness: 0, "other workerd": 0 };
   for (const role of Object.keys(roots)) seconds[role] = 0;
   let machine = 0;
   try {
@@ -522,7 +522,6 @@ export function cpuSample(roots: Record<string, number[]>): CpuSample {
       for (let p: number | undefined = pid, depth = 0; p && depth < 12 && !role; p = procs.get(p)?.ppid, depth++) role = rootRole.get(p);
       if (!role) continue;
       if (info.comm === "redis-server") role = "redis";
-      else if (role === "harness" && info.comm === "wrk") role = "wrk";
       else if (role === "harness" && info.comm === "workerd") role = "other workerd";
       seconds[role] = (seconds[role] ?? 0) + info.ticks / TICKS_PER_SECOND;
     }
@@ -532,18 +531,6 @@ export function cpuSample(roots: Record<string, number[]>): CpuSample {
     // not Linux
   }
   return { at: performance.now(), seconds, machine };
-}
-
-/** CPU seconds of this process's children that have exited and been waited for (/proc/self/stat cutime + cstime). */
-function reapedChildrenSeconds(): number {
-  try {
-    const stat = readFileSync("/proc/self/stat", "utf8");
-    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    // rest[0] is field 3 (state): cutime is field 16, cstime 17.
-    return (Number(rest[13]) + Number(rest[14])) / TICKS_PER_SECOND;
-  } catch {
-    return 0;
-  }
 }
 
 /** CPU seconds used per role between two samples, plus "others" (the rest of the machine) and the wall time. */

@@ -456,7 +456,7 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
   out.push(
     "## Where the CPU went",
     "",
-    "Cores busy (CPU-seconds ÷ wall seconds) during each phase, by process: workerd = the system's own worker instances; nginx / varnish = the server's process tree; origin(+gateway) = its demo origin (the tier's also runs the gateway); redis = redis-server; wrk = the generator (its CPU read from this process's exited children, so also any other short-lived child: none in a measured phase); harness = this Node process; other workerd = systems still up in the background (the idle calibration tier, Nginx during its price poll); others = the rest of the machine (other sessions: a high figure means the run competed with a neighbour).",
+    "Cores busy (CPU-seconds ÷ wall seconds) during each phase, by process: workerd = the system's own worker instances; nginx / varnish = the server's process tree; origin(+gateway) = its demo origin (the tier's also runs the gateway); redis = redis-server; wrk = the generator (its user + system time from the shell that ran it: it has exited when the phase ends); harness = this Node process; other workerd = systems still up in the background (the idle calibration tier, Nginx during its price poll); others = the rest of the machine (other sessions: a high figure means the run competed with a neighbour).",
     "",
     mdTable(
       ["system", "phase", "workerd", "nginx / varnish", "origin (+gw)", "redis", "wrk", "harness", "other workerd", "others"],

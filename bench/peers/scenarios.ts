@@ -159,11 +159,18 @@ async function measure<T>(system: System, work: () => Promise<T>, settleMs = 0):
   if (settleMs) await sleep(settleMs);
   const counters = await system.origin.counters();
   const origin = Object.fromEntries(SERVICES.map((s) => [s, counters.services[s] ?? 0]));
+  const cpu = cpuBetween(cpu0, cpu1);
+  // wrk ran and exited between the samples: its CPU is in "others" (the machine's busy time), told apart here.
+  const wrkCpuS = (value as Partial<Phase>)?.wrkCpuS;
+  if (typeof wrkCpuS === "number") {
+    cpu.seconds.wrk = Math.round(wrkCpuS * 100) / 100;
+    cpu.seconds.others = Math.round(Math.max(0, (cpu.seconds.others ?? 0) - wrkCpuS) * 100) / 100;
+  }
   return {
     value,
     origin,
     originTotal: SERVICES.reduce((sum, s) => sum + (counters.services[s] ?? 0), 0),
-    cpu: cpuBetween(cpu0, cpu1),
+    cpu,
     ...(r0 && r1 ? { redis: usageBetween(r0, r1) } : {}),
   };
 }
@@ -198,6 +205,7 @@ function phaseOfTally(t: TallySummary, connections: number): Phase {
     lateMaxMs: 0,
     unanswered: 0,
     bytes: 0,
+    wrkCpuS: null,
   };
 }
 
