@@ -4,6 +4,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, release, totalmem } from "node:os";
 import { join } from "node:path";
+import { costLine, costPerMillion, loadPrices } from "./cost";
 import type { Live } from "./load";
 import type { ScenarioResult, Settings } from "./scenarios";
 import type { FilterBuild } from "./stack";
@@ -394,6 +395,22 @@ function steadyFigures(results: ScenarioResult[], r: Ratios): string[] {
       `zipf-steady: origin fetches: product ${num(o.product ?? 0)}, inventory ${num(o.inventory ?? 0)}, reviews ${num(o.reviews ?? 0)}, recommendations ${num(o.recommendations ?? 0)} ` +
         `= ${((Object.values(o).reduce((a, b) => a + b, 0) / pages) * 1000).toFixed(1)} per 1,000 pages ${NO_TARGET}`,
     );
+    const pagesServed = steady.load.pages || steady.load.requests;
+    if (pagesServed && r.zipfSteadyL2CallsPerPage !== null) {
+      const cost = costPerMillion(
+        {
+          requests: 1,
+          cpuMs: ((steady.cores.workerd ?? 0) * steady.load.seconds * 1000) / pagesServed,
+          redisCommands: r.zipfSteadyL2CallsPerPage,
+          redisBytes: 0,
+          originFetches: Object.values(o).reduce((a, b) => a + b, 0) / pagesServed,
+        },
+        loadPrices(),
+      );
+      lines.push(
+        `zipf-steady: cost per million page views (bench/prices.json; CPU = workerd's process CPU, Redis = the calls per page above, bandwidth not measured here): ${costLine(cost)} ${NO_TARGET}`,
+      );
+    }
     lines.push(
       r.l1P50OverStaticP50 !== null
         ? `zipf-steady: L1-hit page ÷ static string, same invocation: p50 ${x(r.l1P50OverStaticP50)} at ${results.find((res) => res.name === "l1-hit")?.concurrency}, ${x(r.l1P50OverStaticP50Unloaded)} at 1 connection ${L1_TARGET}`

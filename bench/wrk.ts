@@ -1,13 +1,14 @@
 // wrk, the load generator of every throughput and latency figure (C, far
-// faster than anything it measures here), with the Zipf script the benchmarks
-// share (bench/soak/zipf.lua). Installed from Debian's packages when missing,
-// as .ci/run does for redis-server.
+// faster than anything it measures here): installed from Debian's packages
+// when missing, run as a child with a Lua script whose done() prints one
+// "<MARKER> {json}" line, killed on abort and when this process exits.
+// runZipfWrk is the soak's and the profile's Zipf load (bench/soak/zipf.lua);
+// bench:peers drives its own script (bench/peers/zipf.lua) through runWrk.
 import { execFileSync, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 
-const ZIPF_LUA = resolve("bench/soak/zipf.lua");
-
+/** wrk from Debian's packages when it is missing (as .ci/run does for redis-server). */
 export function ensureWrk(): void {
   try {
     execFileSync("sh", ["-c", "command -v wrk"], { stdio: "ignore" });
@@ -23,6 +24,73 @@ export function ensureWrk(): void {
     apt("install", "-y", "-qq", "wrk");
   }
 }
+
+/** "debian/4.1.0-3+b2", or null when wrk is not there. */
+export function wrkVersion(): string | null {
+  try {
+    // wrk -v prints its version and exits with 1.
+    execFileSync("wrk", ["-v"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  } catch (err) {
+    const out = `${(err as { stdout?: string }).stdout ?? ""}`;
+    return /^wrk\s+(\S+)/m.exec(out)?.[1] ?? null;
+  }
+  return null;
+}
+
+export interface WrkRun {
+  /** The Lua script (-s). */
+  script: string;
+  /** wrk's URL argument: the script may send elsewhere (thread.addr). */
+  url: string;
+  threads: number;
+  connections: number;
+  seconds: number;
+  /** A request unanswered this long counts as a timeout (--timeout). */
+  timeoutS: number;
+  /** The script's inputs. */
+  env: Record<string, string>;
+  /** The prefix of the script's summary line: "PEERS" reads `PEERS {json}`. */
+  marker: string;
+  signal?: AbortSignal;
+}
+
+/**
+ * Runs wrk once: the JSON of the script's summary line, and the CPU wrk used
+ * (user + system seconds, from bash's `times`: wrk has exited by the time a
+ * caller could read /proc, so its CPU is taken from the shell that waited for it).
+ */
+export async function runWrk<T>(run: WrkRun): Promise<{ summary: T; cpuSeconds: number | null }> {
+  const args = [`-t${run.threads}`, `-c${run.connections}`, `-d${run.seconds}s`, "--timeout", `${run.timeoutS}s`, "-s", run.script, run.url];
+  // In a process group of its own, so that a kill reaches wrk and not only the shell.
+  const child = spawn("bash", ["-c", 'wrk "$@"; code=$?; times >&2; exit $code', "wrk", ...args], {
+    env: { ...process.env, ...run.env },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  const kill = () => {
+    try {
+      process.kill(-child.pid!, "SIGKILL");
+    } catch {
+      // gone already
+    }
+  };
+  process.once("exit", kill);
+  run.signal?.addEventListener("abort", kill, { once: true });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk));
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk));
+  const code = await new Promise<number | null>((done) => child.on("close", done));
+  process.off("exit", kill);
+  run.signal?.removeEventListener("abort", kill);
+  const line = new RegExp(`^${run.marker} (\\{.*\\})$`, "m").exec(output);
+  if (!line) throw new Error(`wrk gave no figures (exit ${code}; wrk ${args.join(" ")}): ${output.slice(-600)}`);
+  // `times`: the shell's own user/system time, then its children's (wrk): "0m1.520s 0m0.410s".
+  const times = [...output.matchAll(/^(\d+)m([\d.]+)s (\d+)m([\d.]+)s$/gm)].at(-1);
+  const cpuSeconds = times ? Number(times[1]) * 60 + Number(times[2]) + Number(times[3]) * 60 + Number(times[4]) : null;
+  return { summary: JSON.parse(line[1]!) as T, cpuSeconds };
+}
+
+const ZIPF_LUA = resolve("bench/soak/zipf.lua");
 
 export interface WrkFigures {
   requests: number;
@@ -47,20 +115,21 @@ export interface ZipfRun {
   /** Varies per run, so that runs do not replay one sequence. */
   seed: number;
   pathsFile: string;
-  /** Called with a stop function while wrk runs (for Ctrl-C clean-up). */
-  onStart?: (stop: () => void) => void;
+  signal?: AbortSignal;
 }
 
-/** One wrk run of `seconds` of Zipf traffic (2 threads); its figures from zipf.lua's done(). */
+/** One wrk run of `seconds` of Zipf traffic (2 threads, 2 s timeout): zipf.lua's figures. */
 export async function runZipfWrk(run: ZipfRun): Promise<WrkFigures> {
-  const env = { ...process.env, SOAK_PATHS: run.pathsFile, SOAK_TARGETS: run.targets.map((t) => new URL(t).host).join(","), SOAK_SEED: String(run.seed) };
-  const wrk = spawn("wrk", ["-t2", `-c${run.connections}`, `-d${run.seconds}s`, "--timeout", "2s", "-s", ZIPF_LUA, `${run.targets[0]}/`], { env });
-  run.onStart?.(() => void wrk.kill("SIGKILL"));
-  let output = "";
-  wrk.stdout.on("data", (chunk: Buffer) => (output += chunk));
-  wrk.stderr.on("data", (chunk: Buffer) => (output += chunk));
-  const code = await new Promise((done) => wrk.on("close", done));
-  const line = /^SOAK (\{.*\})$/m.exec(output);
-  if (!line) throw new Error(`wrk gave no figures (exit ${code}): ${output.slice(-600)}`);
-  return JSON.parse(line[1]!) as WrkFigures;
+  const { summary } = await runWrk<WrkFigures>({
+    script: ZIPF_LUA,
+    url: `${run.targets[0]}/`,
+    threads: 2,
+    connections: run.connections,
+    seconds: run.seconds,
+    timeoutS: 2,
+    env: { SOAK_PATHS: run.pathsFile, SOAK_TARGETS: run.targets.map((t) => new URL(t).host).join(","), SOAK_SEED: String(run.seed) },
+    marker: "SOAK",
+    signal: run.signal,
+  });
+  return summary;
 }

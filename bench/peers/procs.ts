@@ -3,19 +3,19 @@
 // and Varnish as foreground children with their own configuration files,
 // pid files, logs and caches in a temporary folder. Nothing here touches
 // /etc, /var or a system service; every server listens on 127.0.0.1 only.
-import { readProcesses } from "../stack";
 import { execFile, fork, spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { readProcesses } from "../stack";
 import { freePort } from "../../test/support/ports";
 import type { OriginChildMessage, OriginChildOptions } from "./origin-child";
 
 const execFileAsync = promisify(execFile);
 
-export const INSTALL_HINT = "apt-get update && apt-get install -y nginx varnish wrk";
+export const INSTALL_HINT = "apt-get update && apt-get install -y nginx varnish";
 
 const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 8_000;
@@ -29,9 +29,9 @@ export interface ToolVersions {
 }
 
 /**
- * `nginx -v` and `varnishd -V` (both print to stderr). Throws with the
- * install command when either is missing; wrk is optional (only the
- * load-generator ceiling check uses it).
+ * `nginx -v`, `varnishd -V` (both print to stderr) and `wrk -v`. Throws with
+ * the install command when nginx or varnishd is missing (run.ts installs
+ * wrk itself beforehand, bench/wrk.ts).
  */
 export async function checkTools(): Promise<ToolVersions> {
   const version = async (bin: string, args: string[]): Promise<string | null> => {
@@ -196,6 +196,17 @@ export class OriginAdmin {
   async counters(): Promise<OriginCounters> {
     const body = await this.call("/__admin/counters");
     return { total: body.total, services: body.services };
+  }
+
+  /** Requests each service received for one product since the last reset, by service. */
+  async countsOf(id: string): Promise<Record<string, number>> {
+    const body = (await this.call("/__admin/counters")) as { ids?: Record<string, number> };
+    const counts: Record<string, number> = {};
+    for (const [key, count] of Object.entries(body.ids ?? {})) {
+      const [service, of] = key.split(":");
+      if (of === id) counts[service!] = count;
+    }
+    return counts;
   }
 
   async resetCounters(): Promise<void> {
@@ -471,7 +482,6 @@ function tail(file: string): string {
 
 const TICKS_PER_SECOND = 100;
 
-
 /** CPU seconds so far, by role, and of the whole machine. */
 export interface CpuSample {
   at: number;
@@ -480,28 +490,40 @@ export interface CpuSample {
   machine: number;
 }
 
+/** The workerd processes this process has started so far (Miniflare spawns them as its children). */
+export function workerdPids(): Set<number> {
+  const pids = new Set<number>();
+  for (const [pid, info] of readProcesses()) if (info.ppid === process.pid && info.comm === "workerd") pids.add(pid);
+  return pids;
+}
+
 /**
  * CPU seconds per role. `roots` maps a role to the root pids of its process
- * trees; each process is counted under the first root found walking up its
- * parents. workerd processes started by this process (Miniflare spawns them
- * as its children) are a role of their own, "workerd"; anything else below
- * this process counts as "load generator" (this process: the load
- * generator, the pollers, Miniflare's controller). Other sessions' processes
- * are left to "others".
+ * trees (the system's workerd processes, its cache server, its origin);
+ * each process counts under the first root found walking up its parents,
+ * redis-server as "redis" wherever it is. Below this process but under no
+ * root: another system's workerd (idle, or answering a
+ * background poll) "other workerd", the rest "harness" (this process: the
+ * orchestration, the pollers, Miniflare's controller). wrk starts and
+ * exits within a phase, so /proc never shows it at a sample: its CPU comes
+ * from bench/wrk.ts (scenarios.ts measure). Other sessions' processes are
+ * left to "others" (cpuBetween).
  */
 export function cpuSample(roots: Record<string, number[]>): CpuSample {
-  const seconds: Record<string, number> = { "load generator": 0, workerd: 0 };
+  const seconds: Record<string, number> = { harness: 0, "other workerd": 0 };
   for (const role of Object.keys(roots)) seconds[role] = 0;
   let machine = 0;
   try {
     const procs = readProcesses();
-    const rootRole = new Map<number, string>([[process.pid, "load generator"]]);
+    const rootRole = new Map<number, string>([[process.pid, "harness"]]);
     for (const [role, pids] of Object.entries(roots)) for (const pid of pids) rootRole.set(pid, role);
     for (const [pid, info] of procs) {
       let role: string | undefined;
       for (let p: number | undefined = pid, depth = 0; p && depth < 12 && !role; p = procs.get(p)?.ppid, depth++) role = rootRole.get(p);
-      if (role === "load generator" && info.comm === "workerd") role = "workerd";
-      if (role) seconds[role] = (seconds[role] ?? 0) + info.ticks / TICKS_PER_SECOND;
+      if (!role) continue;
+      if (info.comm === "redis-server") role = "redis";
+      else if (role === "harness" && info.comm === "workerd") role = "other workerd";
+      seconds[role] = (seconds[role] ?? 0) + info.ticks / TICKS_PER_SECOND;
     }
     const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
     machine = (fields.reduce((a, b) => a + b, 0) - (fields[3] ?? 0) - (fields[4] ?? 0)) / TICKS_PER_SECOND;
@@ -511,19 +533,17 @@ export function cpuSample(roots: Record<string, number[]>): CpuSample {
   return { at: performance.now(), seconds, machine };
 }
 
-/** Cores busy per role between two samples, plus "others" (the rest of the machine). */
-export function coresBetween(a: CpuSample, b: CpuSample): Record<string, number> {
-  const wall = (b.at - a.at) / 1000;
-  if (wall <= 0) return {};
+/** CPU seconds used per role between two samples, plus "others" (the rest of the machine) and the wall time. */
+export function cpuBetween(a: CpuSample, b: CpuSample): { wallS: number; seconds: Record<string, number> } {
   const out: Record<string, number> = {};
   let ours = 0;
   for (const role of Object.keys(b.seconds)) {
     const used = Math.max(0, (b.seconds[role] ?? 0) - (a.seconds[role] ?? 0));
     ours += used;
-    out[role] = Math.round((used / wall) * 100) / 100;
+    out[role] = Math.round(used * 100) / 100;
   }
-  out.others = Math.round((Math.max(0, b.machine - a.machine - ours) / wall) * 100) / 100;
-  return out;
+  out.others = Math.round(Math.max(0, b.machine - a.machine - ours) * 100) / 100;
+  return { wallS: Math.round(b.at - a.at) / 1000, seconds: out };
 }
 
 /** The pid of the redis-server started (as a grandchild) by bench/servers.ts, found through /proc. */

@@ -1,45 +1,53 @@
 // `npm run bench:peers [-- --quick]`: this tier against Varnish and Nginx
-// proxy_cache, same scenarios, one run, with charts. See bench/peers/README.md.
+// proxy_cache, every throughput and latency figure from wrk, one run, with
+// charts. See bench/peers/README.md.
 //
-// Builds the worker bundle once (bench/stack.ts), then for each system in turn
-// (nginx, varnish, tier) starts it with its own demo origin, runs the
-// scenarios (scenarios.ts) and stops it. Nginx has no purge: its price-change
-// poll goes on in the background (no load) until its entry expires or the cap,
-// while the next systems run. Writes bench/results/peers-<time>.md/.json/.svg
-// and peers-latest.md, peers-latency.svg, peers-origin.svg. Every process it
-// starts is stopped at the end, on error and on Ctrl-C.
+// Builds the worker bundle once (bench/stack.ts); measures the tier's
+// saturation rate on a fresh stack, in the state the systems' runs measure
+// theirs (the calibration: half of it is the fixed offered load of every
+// paced phase), which then stays up idle for the Redis
+// idle cost while the next systems run; then for each system in turn (nginx,
+// varnish, tier, tier-300s) starts it with its own demo origin, runs the
+// scenarios (scenarios.ts) and stops it. Nginx has no purge: its
+// price-change poll goes on in the background (no load) until its entry
+// expires or the cap, while the next systems run. Writes
+// bench/results/peers-<time>.md/.json/.svg and peers-latest.md,
+// peers-latency.svg, peers-origin.svg. Every process it starts is stopped at
+// the end, on error and on Ctrl-C.
 import { createCleanups, runThenExit } from "../cleanup";
-import { execFile } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { parseArgs, promisify } from "node:util";
-import { runLoad, type Live } from "../load";
-import { describeMachine, Progress } from "../report";
+import { parseArgs } from "node:util";
+import { describeMachine } from "../report";
 import { buildBundle, toolVersions, type WorkerLogs } from "../stack";
+import { ensureWrk } from "../wrk";
+import { Workload } from "./load";
 import { checkTools, makeTempDir, removeTempDir, type ToolVersions } from "./procs";
-import { writePeersReport, type Calibration, type PeersReport } from "./report";
-import { durations, runScenarios, type Row } from "./scenarios";
-import { startPeer, startTier, RENDER_ONLY_VARS, type Settings, type System, type SystemName } from "./systems";
+import { loadPrices } from "../cost";
+import { writePeersReport, type PeersReport } from "./report";
+import { calibrate, durations, generatorCeiling, idleCost, runScenarios, type Ceiling, type Context, type IdleCost, type Row } from "./scenarios";
+import { startPeer, startTier, RENDER_ONLY_VARS, TIER_VARS, type Settings, type System, type SystemName } from "./systems";
 
-const execFileAsync = promisify(execFile);
 const RESULTS_DIR = resolve("bench/results");
 const CLEANUP_STEP_TIMEOUT_MS = 12_000;
-const ALL_SYSTEMS: SystemName[] = ["nginx", "varnish", "tier"];
+const ALL_SYSTEMS: SystemName[] = ["nginx", "varnish", "tier", "tier-300s"];
 
-const USAGE = `usage: npm run bench:peers -- [--quick] [--connections N] [--systems nginx,varnish,tier]
+const USAGE = `usage: npm run bench:peers -- [--quick] [--connections N] [--rate N] [--systems nginx,varnish,tier,tier-300s]
 
-  --quick            short phases (about 2½ minutes in all): a smoke run, rough figures
-  --connections N    connections of the Zipf load (default 32)
-  --systems LIST     run only these systems (default: nginx,varnish,tier)
+  --quick            short phases (about 3 minutes in all): a smoke run, rough figures
+  --connections N    connections of the saturation phases (default 64; the paced phases use twice as many)
+  --rate N           offered rate of the paced phases, req/s (default: half the tier's saturation rate, measured first)
+  --systems LIST     run only these systems (default: all; order stays nginx, varnish, tier, tier-300s)
 
-Needs nginx, varnishd (and optionally wrk) on the PATH:  apt-get update && apt-get install -y nginx varnish wrk
-and redis-server, as npm run bench does.`;
+Needs nginx and varnishd on the PATH:  apt-get update && apt-get install -y nginx varnish
+(wrk is installed when missing), and redis-server, as npm run bench does.`;
 
 function readArgs(): { settings: Settings; systems: SystemName[] } {
   const { values } = parseArgs({
     options: {
       quick: { type: "boolean", default: false },
       connections: { type: "string" },
+      rate: { type: "string" },
       systems: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
@@ -48,21 +56,24 @@ function readArgs(): { settings: Settings; systems: SystemName[] } {
     console.log(USAGE);
     process.exit(0);
   }
-  const connections = values.connections === undefined ? 32 : Number(values.connections);
+  const connections = values.connections === undefined ? 64 : Number(values.connections);
+  const rate = values.rate === undefined ? null : Number(values.rate);
   const systems = values.systems ? (values.systems.split(",").map((s) => s.trim()) as SystemName[]) : ALL_SYSTEMS;
   const problem =
-    !Number.isInteger(connections) || connections < 1 || connections > 500
-      ? "--connections must be an integer from 1 to 500"
-      : systems.some((s) => !ALL_SYSTEMS.includes(s))
-        ? `--systems: choose among ${ALL_SYSTEMS.join(", ")}`
-        : null;
+    !Number.isInteger(connections) || connections < 2 || connections > 500
+      ? "--connections must be an integer from 2 to 500"
+      : rate !== null && (!Number.isInteger(rate) || rate < 2)
+        ? "--rate must be an integer ≥ 2"
+        : systems.some((s) => !ALL_SYSTEMS.includes(s))
+          ? `--systems: choose among ${ALL_SYSTEMS.join(", ")}`
+          : null;
   if (problem) {
     console.error(`${problem}\n${USAGE}`);
     process.exit(2);
   }
   return {
     systems: ALL_SYSTEMS.filter((s) => systems.includes(s)),
-    settings: { quick: Boolean(values.quick), connections, catalogSize: 100_000, originLatencyMs: 30, originJitterMs: 10 },
+    settings: { quick: Boolean(values.quick), connections, pacedConnections: 2 * connections, rate, catalogSize: 100_000, originLatencyMs: 30, originJitterMs: 10 },
   };
 }
 
@@ -70,48 +81,18 @@ function readArgs(): { settings: Settings; systems: SystemName[] } {
 
 const { onCleanup, cleanUp } = createCleanups(CLEANUP_STEP_TIMEOUT_MS);
 
-// ---------------------------------------------------------------- calibration
-
-/**
- * What the load generator can measure at all: one page Nginx has cached,
- * through this process's generator and through wrk (C, 2 threads), same
- * connections. When the peers' figures approach the first number, they are
- * the generator's limit, not the server's.
- */
-async function calibrate(system: System, settings: Settings, live: Live, signal: AbortSignal): Promise<Calibration> {
-  const path = "/products/p-000002"; // cached by the start-up check (systems.ts samePage)
-  const ms = settings.quick ? 2000 : 3000;
-  const tally = await runLoad({ targets: system.targets, connections: settings.connections, next: () => path, durationMs: ms, signal, live });
-  const node = tally.summary();
-  let wrk: Calibration["wrk"] = null;
-  try {
-    const { stdout } = await execFileAsync("wrk", ["-t2", `-c${settings.connections}`, `-d${ms / 1000}s`, "--latency", `${system.targets[0]}${path}`], { timeout: ms + 15_000 });
-    const rps = Number(/Requests\/sec:\s*([\d.]+)/.exec(stdout)?.[1]);
-    const pct = (p: string) => {
-      const match = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s)`, "m").exec(stdout);
-      if (!match) return null;
-      const value = Number(match[1]);
-      return match[2] === "us" ? value / 1000 : match[2] === "s" ? value * 1000 : value;
-    };
-    wrk = { rps: Math.round(rps), p50: pct("50"), p99: pct("99") };
-  } catch (err) {
-    wrk = null;
-    void err;
-  }
-  return { path, seconds: ms / 1000, node: { rps: node.rps, p50: node.latencyMs.p50, p99: node.latencyMs.p99, errors: node.errors }, wrk };
-}
-
 // ---------------------------------------------------------------- main
 
 let interrupted = false;
+
+/** Phase lines on stderr, so that stdout holds only the results. */
+const say = (text: string) => process.stderr.write(`${text}\n`);
 
 async function main(): Promise<void> {
   const { settings, systems } = readArgs();
   const startedAt = new Date();
   const command = ["npm run bench:peers", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" ");
   const abort = new AbortController();
-  const live: Live = { requests: 0, errors: 0 };
-  const progress = new Progress(live);
   const workerLogs: WorkerLogs = { count: 0, distinct: new Map(), scenario: "" };
 
   let firstSignalAt = 0;
@@ -126,7 +107,7 @@ async function main(): Promise<void> {
     interrupted = true;
     firstSignalAt = Date.now();
     abort.abort();
-    progress.note(`\n${signal}: stopping…`);
+    say(`\n${signal}: stopping…`);
     void cleanUp().finally(() => process.exit(130));
   };
   process.on("SIGINT", onSignal);
@@ -142,35 +123,67 @@ async function main(): Promise<void> {
     }
   };
 
+  ensureWrk();
   const tools: ToolVersions = await checkTools();
+  const prices = loadPrices();
   const dir = makeTempDir();
   // Also on a hard exit (Miniflare's own SIGINT hook exits at once): the temp folder goes.
   process.once("exit", () => removeTempDir(dir));
   onCleanup("temp folder", async () => removeTempDir(dir));
-
   const d = durations(settings.quick);
-  console.log(`bench:peers${settings.quick ? " (quick)" : ""}: ${systems.join(", ")} · Zipf(1.0) over ${settings.catalogSize.toLocaleString("en-US")} products, ${settings.connections} connections · origin ${settings.originLatencyMs} ± ${settings.originJitterMs} ms`);
-  console.log(`nginx ${tools.nginx}, ${tools.varnish}, wrk ${tools.wrk ?? "not installed"}; temp folder ${dir}`);
+  const workload = new Workload(dir, settings.catalogSize, d.walkRanks);
+
+  console.log(`bench:peers${settings.quick ? " (quick)" : ""}: ${systems.join(", ")} · Zipf(1.0) over ${settings.catalogSize.toLocaleString("en-US")} products · origin ${settings.originLatencyMs} ± ${settings.originJitterMs} ms`);
+  console.log(`wrk ${tools.wrk ?? "?"}, nginx ${tools.nginx}, ${tools.varnish}; temp folder ${dir}`);
   console.log(
-    `phases (Zipf requests): warm-up ${d.warmUp}, steady ${d.steady}, herd 1,000 at once, origin +500 ms ${d.slow}, origin down ${d.down}, ` +
-      `price change ${d.priceLoadMs / 1000} s of load (poll capped at ${d.priceCapMs / 1000} s), Redis down ${d.redisDown}; each load phase capped at ${d.capMs / 1000} s`,
+    `phases: walk ${d.walkRanks} ranks, warm-up ${d.warmUpS} s, fixed load ${d.fixedS} s (paced, ${settings.pacedConnections} connections), saturation ${d.saturationS} s (${settings.connections} connections), cached set ${d.cachedS} s, ` +
+      `/healthz ${d.healthzS} s, census ${d.censusS} s, faults ${d.faultS} s each, price change ${d.priceLoadS} s of load (poll capped at ${d.priceCapS} s)`,
   );
 
   const rows: Row[] = [];
+  const census: PeersReport["census"] = {};
   const descriptions: PeersReport["systems"] = [];
   const pending: Promise<void>[] = [];
-  let calibration: Calibration | null = null;
-  progress.start();
+  let ceiling: Ceiling | null = null;
+  let calibration: PeersReport["calibration"] = null;
+  let idle: Promise<IdleCost | null> = Promise.resolve(null);
+  let idleResult: IdleCost | null = null;
+  let rate = settings.rate;
+  const ctxBase = { settings, signal: abort.signal, workload, phase: (label: string) => say(`· ${label}`), note: say };
   try {
-    progress.set("build the worker bundle (wrangler deploy --dry-run)");
+    say("· build the worker bundle (wrangler deploy --dry-run)");
     await buildBundle();
+
+    // The fixed offered load: half the tier's saturation rate, on a fresh stack of its own.
+    if (rate === null) {
+      workerLogs.scenario = "calibration";
+      say("· calibration: start the tier");
+      const tier = await startTier("tier", settings, workerLogs, onCleanup);
+      keepSignalsOurs();
+      const stop = onCleanup("calibration tier", () => tier.close());
+      const c = await calibrate(ctxBase, tier, d);
+      rate = Math.max(2, Math.round(c.saturation.rps / 2));
+      calibration = { ...c, rate };
+      say(
+        `calibration: probe ${c.probe.rps.toLocaleString("en-US")} req/s, then paced at ${c.provisionalRate.toLocaleString("en-US")}; the tier saturates at ${c.saturation.rps.toLocaleString("en-US")} req/s ` +
+          `(p50 ${c.saturation.p50Ms} ms, p99 ${c.saturation.p99Ms} ms): paced phases at ${rate.toLocaleString("en-US")} req/s`,
+      );
+      // Idle, its two isolates up, while the next systems run: the Redis idle cost.
+      say(`· calibration tier: idle for ${d.idleS} s in the background (Redis idle cost)`);
+      idle = sleep(5000, abort.signal)
+        .then(() => idleCost(tier, d.idleS, abort.signal))
+        .catch(() => null)
+        .finally(() => stop());
+    }
+    const ctx: Context = { ...ctxBase, rate };
+
     for (const name of systems) {
       if (abort.signal.aborted) break;
       workerLogs.scenario = name;
-      progress.set(`${name} · start`);
+      say(`· ${name}: start`);
       const t0 = Date.now();
       let system: System;
-      if (name === "tier") system = await startTier(settings, workerLogs, onCleanup);
+      if (name === "tier" || name === "tier-300s") system = await startTier(name, settings, workerLogs, onCleanup);
       else {
         const peerDir = join(dir, name);
         mkdirSync(peerDir);
@@ -178,31 +191,24 @@ async function main(): Promise<void> {
       }
       keepSignalsOurs();
       const stop = onCleanup(`${name} system`, () => system.close());
-      progress.note(`${name}: ${system.description}`);
-      progress.note(`  ${system.check}`);
+      say(`${name}: ${system.description}`);
+      say(`  ${system.check}`);
       descriptions.push({ name, description: system.description, check: system.check, config: system.config });
-      if (name === "nginx" && !calibration) {
-        progress.set("nginx · load generator ceiling: one cached page, Node generator then wrk");
-        calibration = await calibrate(system, settings, live, abort.signal);
-        progress.note(
-          `  generator ceiling (one cached page via nginx): Node ${calibration.node.rps.toLocaleString("en-US")} req/s` +
-            (calibration.wrk ? `, wrk ${calibration.wrk.rps.toLocaleString("en-US")} req/s` : ", wrk not run"),
-        );
+      if (name === "nginx" && !ceiling) {
+        ceiling = await generatorCeiling(ctx, system, d);
+        say(`  generator ceiling (one page nginx has cached): wrk ${ceiling.closed.rps.toLocaleString("en-US")} req/s closed loop, ${ceiling.paced.rps.toLocaleString("en-US")} req/s paced`);
       }
-      const run = await runScenarios(
-        { settings, signal: abort.signal, live, phase: (label, ms) => progress.set(label, ms), note: (text) => progress.note(text) },
-        system,
-        (r) => {
-          rows.push(r);
-          const l = r.load;
-          const price = r.staleness ? ` · new price ${r.staleness.seconds === null ? (r.staleness.pending ? "pending" : `not within ${r.staleness.capS} s`) : `after ${r.staleness.seconds} s`}` : "";
-          progress.note(
-            `${name} · ${r.scenario}: ${l.requests.toLocaleString("en-US")} req, ${l.rps.toLocaleString("en-US")} req/s, p50 ${l.latencyMs.p50} ms, p99 ${l.latencyMs.p99} ms, ` +
-              `${l.errors} errors · origin ${r.originTotal} (product ${r.origin.product})${price}`,
-          );
-        },
-      );
-      progress.note(`${name}: done in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+      const run = await runScenarios(ctx, system, (r) => {
+        rows.push(r);
+        const l = r.load;
+        const price = r.staleness ? ` · new price ${r.staleness.seconds === null ? (r.staleness.pending ? "pending" : `not within ${r.staleness.capS} s`) : `after ${r.staleness.seconds} s`}` : "";
+        say(
+          `${name} · ${r.scenario}: ${l.requests.toLocaleString("en-US")} req, ${l.rps.toLocaleString("en-US")} req/s${l.askedRate ? ` (asked ${l.askedRate.toLocaleString("en-US")}, late ${l.late})` : ""}, ` +
+            `p50 ${l.p50Ms} ms, p99 ${l.p99Ms} ms, ${l.errors} errors · origin ${r.originTotal} (product ${r.origin.product})${price}`,
+        );
+      });
+      if (run.census) census[name] = run.census;
+      say(`${name}: done in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
       if (run.pending.length) {
         // Keep it running until its poll ends, then stop it.
         pending.push(Promise.all(run.pending).then(() => stop()));
@@ -210,33 +216,48 @@ async function main(): Promise<void> {
         await stop();
       }
     }
-    if (pending.length && !abort.signal.aborted) {
-      progress.set("waiting for the background price-change poll(s) (no load)");
+    if (!abort.signal.aborted) {
+      say("· waiting for the background price-change poll(s) and the idle window (no load)");
       await Promise.all(pending);
+      idleResult = await idle;
     }
   } finally {
-    progress.stop();
+    abort.abort(); // ends the idle window and the polls if they still run
+    await idle;
     await cleanUp();
   }
   if (interrupted) return;
+  {
+    const report: PeersReport = {
+      startedAt: startedAt.toISOString(),
+      finishedAt: new Date().toISOString(),
+      command,
+      settings: { ...settings, rate },
+      durations: d,
+      machine: describeMachine({ ...toolVersions(), nginx: tools.nginx, varnish: tools.varnish, wrk: tools.wrk ?? "?" }),
+      systems: descriptions,
+      renderOnlyVars: RENDER_ONLY_VARS,
+      tierVars: TIER_VARS,
+      calibration,
+      ceiling,
+      idle: idleResult,
+      rows,
+      census,
+      prices,
+      workerLog: [...workerLogs.distinct].map(([line, count]) => ({ count, line })),
+    };
+    const files = writePeersReport(RESULTS_DIR, report);
+    console.log("");
+    console.log(files.summary);
+    console.log(`\nresults: ${files.written.map((f) => f.replace(`${resolve(".")}/`, "")).join(", ")}`);
+  }
+}
 
-  const report: PeersReport = {
-    startedAt: startedAt.toISOString(),
-    finishedAt: new Date().toISOString(),
-    command,
-    settings,
-    durations: d,
-    machine: describeMachine({ ...toolVersions(), nginx: tools.nginx, varnish: tools.varnish, wrk: tools.wrk ?? "not installed" }),
-    systems: descriptions,
-    renderOnlyVars: RENDER_ONLY_VARS,
-    calibration,
-    rows,
-    workerLog: [...workerLogs.distinct].map(([line, count]) => ({ count, line })),
-  };
-  const files = writePeersReport(RESULTS_DIR, report);
-  console.log("");
-  console.log(files.table);
-  console.log(`\nresults: ${files.written.map((f) => f.replace(`${resolve(".")}/`, "")).join(", ")}`);
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((done) => {
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", () => (clearTimeout(timer), done()), { once: true });
+  });
 }
 
 runThenExit("bench:peers", main, cleanUp, () => interrupted);

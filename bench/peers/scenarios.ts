@@ -1,38 +1,54 @@
 // The scenarios of `npm run bench:peers`, run in this order against each system
-// (one system at a time, each with its own demo origin):
+// (one system at a time, each with its own demo origin). Every throughput and
+// latency figure comes from wrk (load.ts); the same seeded Zipf(1.0) draws in
+// each phase for every system.
 //
-//   steady        Zipf(1.0) over the catalog: warm-up (not measured), then measured
-//   herd          1,000 simultaneous requests for one product nobody asked for yet
-//   origin-slow   +500 ms on every origin service, under Zipf
-//   origin-down   every origin service refuses connections, under Zipf (caches warm)
-//   price-change  a hot product's price changes under Zipf load; time until every
-//                 response through the system shows the new price
-//   redis-down    (the tier only) redis-server killed, under Zipf
+//   walk          (not measured) the top Zipf ranks asked for once each, so that
+//                 every cache starts from the same warm state (Node, runLoad)
+//   warm-up       paced at the fixed rate (not compared)
+//   fixed         paced at the fixed rate: latency at a constant offered load,
+//                 and origin requests per page over identical requests
+//   saturation    closed loop at 64 connections: req/s, latency, CPU per page,
+//                 Redis commands per page
+//   cached        the same saturation, Zipf over the walked ranks only: every
+//                 page cached, what a hit costs
+//   healthz       (the tier) /healthz, closed loop, same instances and
+//                 connections: the floor of a worker request
+//   census        (the tiers) a short saturation with Redis MONITOR on: the
+//                 commands the gateway sent vs those run inside scripts
+//   herd          1,000 simultaneous requests for one product nobody asked for (Node, burst)
+//   origin-slow   +500 ms on every origin service, paced
+//   origin-down   every origin service refuses connections, paced (caches warm)
+//   price-change  a hot product's price changes under paced load; time until
+//                 every answer through the system shows the new price
+//   redis-down    (the tier only) redis-server killed, paced
 //
-// The Zipf draws continue from one scenario to the next; every system gets a
-// sampler with the same seeds (those of `npm run bench`), so the same sequence
-// of products. Origin counters are reset before each scenario and read after.
+// tier-300s runs the walk, warm-up, fixed, saturation, cached and census only. Origin counters
+// are reset before each scenario and read after it.
 import { performance } from "node:perf_hooks";
-import { productId } from "../../dev/origin/catalog";
-import { burst, runLoad, type Live, type Tally, type TallySummary } from "../load";
-import { shuffledIndexes, ZipfSampler } from "../zipf";
-import { coresBetween, cpuSample, findChildPid, type CpuSample } from "./procs";
+import { burst, runLoad, type TallySummary } from "../load";
+import { wrkPhase, type Phase, type Workload } from "./load";
+import { cpuBetween, cpuSample, findChildPid } from "./procs";
+import { usageBetween, type Census, type RedisSnapshot, type RedisUsage } from "./redis";
 import { getPage, PRODUCT_POLICY, priceNow, type Settings, type System, type SystemName, type Tier } from "./systems";
 
-/** The seeds of `npm run bench`'s zipf scenario (bench/scenarios.ts), so both benchmarks draw the same products. */
-export const ZIPF_SEED = 20_260_426;
-export const SHUFFLE_SEED = 42;
-
-export type ScenarioName = "steady" | "herd" | "origin-slow" | "origin-down" | "price-change" | "redis-down";
+export type ScenarioName = "warm-up" | "fixed" | "saturation" | "cached" | "healthz" | "herd" | "origin-slow" | "origin-down" | "price-change" | "redis-down";
 
 export const SCENARIO_LABELS: Record<ScenarioName, string> = {
-  steady: "steady Zipf",
+  "warm-up": "warm-up",
+  fixed: "fixed offered load",
+  saturation: "saturation",
+  cached: "saturation, cached set",
+  healthz: "/healthz floor",
   herd: "cold herd ×1000",
   "origin-slow": "origin +500 ms",
   "origin-down": "origin down",
   "price-change": "price change",
   "redis-down": "Redis down",
 };
+
+/** Every phase has its own seed, so that every system gets the same draws in it. */
+const SEEDS = { cached: 10, warmUp: 1, fixed: 2, saturation: 3, census: 4, slow: 5, recover: 6, down: 7, price: 8, redisDown: 9, calibrationProbe: 11 };
 
 export interface Staleness {
   id: string;
@@ -49,7 +65,7 @@ export interface Staleness {
   oldAnswers: number;
   polls: number;
   pollErrors: number;
-  /** Seconds between the system's first request for this product and the change (its cache entry's age at most). */
+  /** Seconds between the system's first Zipf request (rank 1 comes within the first few) and the change: its cache entry's age at most. */
   entryAgeS: number;
   /** True while the poll goes on after the measured load ended (Nginx: until expiry). */
   pending: boolean;
@@ -58,13 +74,14 @@ export interface Staleness {
 export interface Row {
   system: SystemName;
   scenario: ScenarioName;
-  concurrency: string;
-  load: TallySummary;
+  load: Phase;
   /** Requests the system's demo origin received during the scenario, per service. */
   origin: Record<string, number>;
   originTotal: number;
-  /** Cores busy during the measured phase, by role (load generator, workerd, nginx/varnish, origin, others). */
-  cores: Record<string, number>;
+  /** CPU seconds per role during the phase (see procs.ts cpuSample), and its wall time. */
+  cpu: { wallS: number; seconds: Record<string, number> };
+  /** The tiers: Redis's own count during the phase. */
+  redis?: RedisUsage;
   staleness?: Staleness;
   extra: Record<string, unknown>;
   notes: string[];
@@ -73,41 +90,42 @@ export interface Row {
 export interface Context {
   settings: Settings;
   signal: AbortSignal;
-  live: Live;
+  workload: Workload;
+  /** Requests a second of the paced phases. */
+  rate: number;
   phase(label: string, ms?: number): void;
   note(text: string): void;
 }
 
-/**
- * The phases, full and --quick. Load phases are bounded by a number of
- * requests, not by time, so that every system gets exactly the same Zipf
- * draws in every scenario (a slower system would otherwise see fewer
- * products and have a colder cache in the next scenario); each also has a
- * time cap, so that nothing runs unbounded (a capped phase is noted).
- */
+/** The phases, full and --quick, in seconds. */
 export function durations(quick: boolean) {
   const q = <T>(full: T, quickValue: T) => (quick ? quickValue : full);
   return {
-    /** Requests per phase. */
-    warmUp: q(3000, 500),
-    steady: q(6000, 800),
-    slow: q(1500, 300),
-    down: q(3000, 600),
-    /** Unmeasured Zipf between fault scenarios, after an idle pause: queues drain, breakers close, caches refill. */
-    recover: q(500, 150),
-    redisDown: q(3000, 600),
-    /** Idle after a fault is cleared: longer than the origin breaker's 2-s cool-down (src/config/defaults.ts). */
-    pauseMs: 3000,
-    /** The Zipf load around the price change, ms: by time, so that the change happens under load whatever the speed (the poll goes on after it if needed). */
-    priceLoadMs: q(10_000, 5000),
-    /** Time cap of any load phase, ms. */
-    capMs: q(60_000, 15_000),
-    /** Load before the change, ms. */
-    priceLeadMs: 1000,
+    /** The top Zipf ranks each asked for once, before anything is measured (71% of the draws go to the top 3,000). */
+    walkRanks: q(3000, 500),
+    /** The calibration's closed-loop probe, right after its walk. */
+    probeS: q(5, 2),
+    warmUpS: q(10, 3),
+    fixedS: q(15, 5),
+    saturationS: q(15, 5),
+    cachedS: q(6, 3),
+    healthzS: q(8, 3),
+    censusS: q(4, 3),
+    /** The calibration tier, idle with its two isolates up, for the Redis idle cost. */
+    idleS: q(60, 10),
+    ceilingS: q(4, 3),
+    faultS: q(6, 4),
+    /** Idle after a fault is cleared (longer than the origin breaker's 2-s cool-down), then paced load, not measured. */
+    pauseS: 3,
+    recoverS: 2,
+    /** The paced load around the price change; the change comes after the lead. */
+    priceLoadS: q(8, 5),
+    priceLeadS: 1,
     /** Cap on the price poll: the product ttl + 30 s (full); quick runs stop after 20 s. */
-    priceCapMs: quick ? 20_000 : (PRODUCT_POLICY.ttlS + 30) * 1000,
+    priceCapS: quick ? 20 : PRODUCT_POLICY.ttlS + 30,
   };
 }
+export type Durations = ReturnType<typeof durations>;
 
 const HERD_REQUESTS = 1000;
 const POLL_MS = 50;
@@ -116,188 +134,301 @@ const CONFIRM_MS = 1000;
 const SETTLE_MS = 1000;
 /** $123.45: no demo-origin price ends in 45 (they all end in 99). */
 const NEW_PRICE_MINOR = 12_345;
-
-// ---------------------------------------------------------------- Zipf paths
-
-/** The product sequence of one system: the same seeds for every system. */
-export class ZipfPaths {
-  private readonly sampler: ZipfSampler;
-  private readonly indexes: Uint32Array;
-  private readonly seen: Uint8Array;
-  /** When each system first asked for the hot product (its cache entry's birth, at the latest). */
-  hotFirstAt: number | null = null;
-  distinct = 0;
-
-  constructor(readonly n: number) {
-    this.sampler = new ZipfSampler({ n, s: 1.0, seed: ZIPF_SEED });
-    this.indexes = shuffledIndexes(n, SHUFFLE_SEED);
-    this.seen = new Uint8Array(n + 1);
-  }
-
-  readonly next = (): string => {
-    const rank = this.sampler.next();
-    const index = this.indexes[rank - 1]!;
-    if (!this.seen[index]) {
-      this.seen[index] = 1;
-      this.distinct++;
-      if (rank === 1) this.hotFirstAt = performance.now();
-    }
-    return `/products/${productId(index)}`;
-  };
-
-  /** The most popular product (rank 1). */
-  hotId(): string {
-    return productId(this.indexes[0]!);
-  }
-
-  /** A product never requested so far: the least popular ranks first. */
-  coldId(): string {
-    for (let rank = this.n; rank > 0; rank--) {
-      const index = this.indexes[rank - 1]!;
-      if (!this.seen[index]) {
-        this.seen[index] = 1;
-        return productId(index);
-      }
-    }
-    throw new Error("every product has been requested");
-  }
-}
+const SERVICES = ["product", "inventory", "reviews", "recommendations"];
 
 // ---------------------------------------------------------------- measuring
 
-interface Measured {
+interface Measured<T> {
+  value: T;
   origin: Record<string, number>;
   originTotal: number;
-  cores: Record<string, number>;
+  cpu: Row["cpu"];
+  redis?: RedisUsage;
 }
 
-/** Resets the origin's counters, runs `work`, waits `settleMs` (background fills), reads the counters. */
-async function measure<T>(system: System, work: () => Promise<T>, settleMs = 0): Promise<{ value: T } & Measured> {
+/** Resets the origin's counters, runs `work`, waits `settleMs` (background fills), reads the counters; CPU and Redis around `work`. */
+async function measure<T>(system: System, work: () => Promise<T>, settleMs = 0): Promise<Measured<T>> {
+  const redis = isTier(system) ? system.redis : null;
+  const snap = async (): Promise<RedisSnapshot | null> => (redis ? redis.snapshot().catch(() => null) : null);
   await system.origin.resetCounters();
-  const cpu0: CpuSample = cpuSample(system.cpuRoots);
+  const r0 = await snap();
+  const cpu0 = cpuSample(system.cpuRoots);
   const value = await work();
   const cpu1 = cpuSample(system.cpuRoots);
+  const r1 = r0 ? await snap() : null;
   if (settleMs) await sleep(settleMs);
   const counters = await system.origin.counters();
-  const services = ["product", "inventory", "reviews", "recommendations"];
-  const origin = Object.fromEntries(services.map((s) => [s, counters.services[s] ?? 0]));
-  return { value, origin, originTotal: services.reduce((sum, s) => sum + (counters.services[s] ?? 0), 0), cores: coresBetween(cpu0, cpu1) };
+  const origin = Object.fromEntries(SERVICES.map((s) => [s, counters.services[s] ?? 0]));
+  const cpu = cpuBetween(cpu0, cpu1);
+  // wrk ran and exited between the samples: its CPU is in "others" (the machine's busy time), told apart here.
+  const wrkCpuS = (value as Partial<Phase>)?.wrkCpuS;
+  if (typeof wrkCpuS === "number") {
+    cpu.seconds.wrk = Math.round(wrkCpuS * 100) / 100;
+    cpu.seconds.others = Math.round(Math.max(0, (cpu.seconds.others ?? 0) - wrkCpuS) * 100) / 100;
+  }
+  return {
+    value,
+    origin,
+    originTotal: SERVICES.reduce((sum, s) => sum + (counters.services[s] ?? 0), 0),
+    cpu,
+    ...(r0 && r1 ? { redis: usageBetween(r0, r1) } : {}),
+  };
 }
 
-/** `count` Zipf requests (at most `capMs`); `capped` tells whether the cap cut it short. */
-async function zipfLoad(ctx: Context, system: System, paths: ZipfPaths, count: number, capMs: number): Promise<Tally & { capped?: boolean }> {
-  let left = count;
-  const next = () => (left-- > 0 ? paths.next() : null);
-  const tally: Tally & { capped?: boolean } = await runLoad({ targets: system.targets, connections: ctx.settings.connections, next, durationMs: capMs, signal: ctx.signal, live: ctx.live });
-  tally.capped = left > 0 && !ctx.signal.aborted;
-  return tally;
+function row(system: System, scenario: ScenarioName, m: Measured<Phase>, extra: Record<string, unknown> = {}, notes: string[] = []): Row {
+  const { value: load, origin, originTotal, cpu, redis } = m;
+  if (load.askedRate && load.late > 0) {
+    notes = [...notes, `${load.late.toLocaleString("en-US")} sends went out late (no connection free; the latest by ${load.lateMaxMs} ms): their latency leaves out that wait`];
+  }
+  if (load.unanswered > 0) notes = [...notes, `${load.unanswered.toLocaleString("en-US")} requests still unanswered when wrk stopped (3 s after the schedule's end): not in the figures`];
+  return { system: system.name, scenario, load, origin, originTotal, cpu, ...(redis ? { redis } : {}), extra, notes };
 }
 
-function row(system: System, scenario: ScenarioName, concurrency: string, tally: Tally & { capped?: boolean }, m: Measured, extra: Record<string, unknown> = {}, notes: string[] = []): Row {
-  const load = tally.summary();
-  if (tally.capped) notes = [...notes, `cut short by the time cap: ${load.requests} requests instead of the planned number (the Zipf draws then differ from the other systems')`];
-  return { system: system.name, scenario, concurrency, load, origin: m.origin, originTotal: m.originTotal, cores: m.cores, extra, notes };
+export function isTier(system: System): system is Tier {
+  return system.name === "tier" || system.name === "tier-300s";
+}
+
+/** The Node burst's figures in the shape of a wrk phase. */
+function phaseOfTally(t: TallySummary, connections: number): Phase {
+  return {
+    seconds: t.seconds,
+    connections,
+    askedRate: null,
+    requests: t.requests,
+    rps: t.rps,
+    p50Ms: t.latencyMs.p50,
+    p99Ms: t.latencyMs.p99,
+    maxMs: t.latencyMs.max,
+    errors: t.errors,
+    errorKinds: { ...Object.fromEntries(Object.entries(t.statuses).filter(([s]) => !/^[23]/.test(s)).map(([s, n]) => [`HTTP ${s}`, n])), ...t.errorKinds },
+    late: 0,
+    lateMaxMs: 0,
+    unanswered: 0,
+    bytes: 0,
+    wrkCpuS: null,
+  };
+}
+
+// ---------------------------------------------------------------- phases
+
+function zipf(ctx: Context, system: System, seconds: number, seed: number, paced: boolean, paths = ctx.workload.zipfFile): Promise<Phase> {
+  const s = ctx.settings;
+  return wrkPhase({
+    targets: system.targets,
+    connections: paced ? s.pacedConnections : s.connections,
+    seconds,
+    ...(paced ? { rate: ctx.rate } : {}),
+    paths,
+    seed,
+    signal: ctx.signal,
+  });
+}
+
+/**
+ * The top `walkRanks` products asked for once each through the system
+ * (connection i to target i mod n: each of the tier's instances gets half,
+ * L2 all), 64 at a time: the same warm state for every system, whatever its
+ * speed. Orchestration, not measured: Node's runLoad is fast enough here
+ * (every request is a miss, rendered upstream).
+ */
+async function walk(ctx: Omit<Context, "rate">, system: System): Promise<{ pages: number; seconds: number; errors: number }> {
+  const paths = ctx.workload.walkPaths();
+  ctx.phase(`${system.name} · walk: the top ${paths.length.toLocaleString("en-US")} Zipf ranks once each (not measured)`);
+  let i = 0;
+  const tally = await runLoad({ targets: system.targets, connections: 64, next: () => paths[i++] ?? null, signal: ctx.signal });
+  const t = tally.summary();
+  return { pages: t.requests, seconds: t.seconds, errors: t.errors };
+}
+
+export interface Calibration {
+  /** A short closed-loop probe right after the walk: half of it paces the next two phases. */
+  probe: Phase;
+  provisionalRate: number;
+  /** Saturation after the same walk, paced warm-up and paced phase as the systems' own runs: half of it is the fixed offered load. */
+  saturation: Phase;
+}
+
+/**
+ * The tier's saturation rate on a fresh stack of its own, in the state the
+ * systems' runs measure theirs: the walk, a short closed-loop probe (its
+ * half paces the next phases), the warm-up and fixed-load phases (same
+ * seeds and lengths), then the saturation. Half of that is the rate of
+ * every paced phase of every system.
+ */
+export async function calibrate(ctx: Omit<Context, "rate">, tier: Tier, d: Durations): Promise<Calibration> {
+  await walk(ctx, tier);
+  const s = ctx.settings;
+  const closed = (seconds: number, seed: number) => wrkPhase({ targets: tier.targets, connections: s.connections, seconds, paths: ctx.workload.zipfFile, seed, signal: ctx.signal });
+  ctx.phase(`calibration (${tier.name}) · probe: closed loop, ${d.probeS} s`, d.probeS * 1000);
+  const probe = await closed(d.probeS, SEEDS.calibrationProbe);
+  const provisionalRate = Math.max(2, Math.round(probe.rps / 2));
+  const paced = (seconds: number, seed: number) => wrkPhase({ targets: tier.targets, connections: s.pacedConnections, seconds, rate: provisionalRate, paths: ctx.workload.zipfFile, seed, signal: ctx.signal });
+  ctx.phase(`calibration (${tier.name}) · paced at ${provisionalRate} req/s: ${d.warmUpS} s + ${d.fixedS} s`, (d.warmUpS + d.fixedS) * 1000);
+  await paced(d.warmUpS, SEEDS.warmUp);
+  await paced(d.fixedS, SEEDS.fixed);
+  ctx.phase(`calibration (${tier.name}) · saturation`, d.saturationS * 1000);
+  const saturation = await closed(d.saturationS, SEEDS.saturation);
+  return { probe, provisionalRate, saturation };
+}
+
+export interface IdleCost {
+  seconds: number;
+  instances: number;
+  usage: RedisUsage;
+  perIsolateHour: number;
+}
+
+/** Redis commands of a tier with its instances up and no traffic for `seconds`. */
+export async function idleCost(tier: Tier, seconds: number, signal: AbortSignal): Promise<IdleCost> {
+  const before = await tier.redis.snapshot();
+  const started = performance.now();
+  await sleep(seconds * 1000, signal);
+  const after = await tier.redis.snapshot();
+  const wallS = (performance.now() - started) / 1000;
+  const usage = usageBetween(before, after);
+  return { seconds: Math.round(wallS * 10) / 10, instances: tier.targets.length, usage, perIsolateHour: Math.round((usage.total / tier.targets.length / wallS) * 3600) };
+}
+
+export interface Ceiling {
+  path: string;
+  seconds: number;
+  connections: number;
+  /** wrk, closed loop, zipf.lua, on one cached page. */
+  closed: Phase;
+  /** The paced mode asked for far more than it can send: its own maximum. */
+  paced: Phase;
+}
+
+/** What the generator can measure at all: one page Nginx has cached, closed loop then paced at an unreachable rate. */
+export async function generatorCeiling(ctx: Context, nginx: System, d: Durations): Promise<Ceiling> {
+  const path = "/products/p-000002"; // cached by the start-up check (systems.ts samePage)
+  const paths = ctx.workload.single(path);
+  ctx.phase("generator ceiling: wrk on one page nginx has cached, closed loop", d.ceilingS * 1000);
+  const closed = await wrkPhase({ targets: nginx.targets, connections: ctx.settings.connections, seconds: d.ceilingS, paths, seed: 1, signal: ctx.signal });
+  ctx.phase("generator ceiling: the paced mode asked for 1,000,000 req/s", d.ceilingS * 1000);
+  const paced = await wrkPhase({ targets: nginx.targets, connections: ctx.settings.pacedConnections, seconds: d.ceilingS, rate: 1_000_000, paths, seed: 1, signal: ctx.signal });
+  return { path, seconds: d.ceilingS, connections: ctx.settings.connections, closed, paced };
 }
 
 // ---------------------------------------------------------------- the scenarios
 
 export interface SystemRun {
   rows: Row[];
+  /** The tiers: MONITOR census during a short saturation. */
+  census?: Census & { pages: number };
   /** Polls still going (price change not yet seen through the system): awaited before the report. */
   pending: Promise<void>[];
 }
 
 /**
- * Runs every scenario against one system, in order. `onRow` sees each row
- * as it is done (progress lines).
+ * Runs every scenario of one system, in order. `onRow` sees each row as it
+ * is done (progress lines).
  */
 export async function runScenarios(ctx: Context, system: System, onRow: (row: Row) => void): Promise<SystemRun> {
   const d = durations(ctx.settings.quick);
-  const paths = new ZipfPaths(ctx.settings.catalogSize);
-  const conns = `${ctx.settings.connections} conn`;
-  const rows: Row[] = [];
-  const pending: Promise<void>[] = [];
+  const out: SystemRun = { rows: [], pending: [] };
   const add = (r: Row) => {
-    rows.push(r);
+    out.rows.push(r);
     onRow(r);
   };
   const stopped = () => ctx.signal.aborted;
   const tag = (label: string) => `${system.name} · ${label}`;
+  const paced = `paced ${ctx.rate.toLocaleString("en-US")} req/s`;
 
-  // 1. steady Zipf
-  ctx.phase(tag(`steady: warm-up, ${d.warmUp} requests`));
-  await zipfLoad(ctx, system, paths, d.warmUp, d.capMs);
-  if (stopped()) return { rows, pending };
-  ctx.phase(tag(`steady: measure ${d.steady} requests`));
-  {
-    const m = await measure(system, () => zipfLoad(ctx, system, paths, d.steady, d.capMs));
-    add(row(system, "steady", conns, m.value, m, { distinctProductsSoFar: paths.distinct }));
+  // 1. walk and warm-up, 2. fixed offered load, 3. saturation
+  const startedAt = performance.now();
+  const walked = await walk(ctx, system);
+  ctx.note(`${system.name} · walk: ${walked.pages.toLocaleString("en-US")} pages in ${walked.seconds} s, ${walked.errors} errors`);
+  if (stopped()) return out;
+  ctx.phase(tag(`warm-up: ${paced}, ${d.warmUpS} s`), d.warmUpS * 1000);
+  add(row(system, "warm-up", await measure(system, () => zipf(ctx, system, d.warmUpS, SEEDS.warmUp, true)), { walk: walked }));
+  if (stopped()) return out;
+  ctx.phase(tag(`fixed offered load: ${paced}, ${d.fixedS} s`), d.fixedS * 1000);
+  add(row(system, "fixed", await measure(system, () => zipf(ctx, system, d.fixedS, SEEDS.fixed, true))));
+  if (stopped()) return out;
+  ctx.phase(tag(`saturation: closed loop, ${ctx.settings.connections} connections, ${d.saturationS} s`), d.saturationS * 1000);
+  add(row(system, "saturation", await measure(system, () => zipf(ctx, system, d.saturationS, SEEDS.saturation, false))));
+  if (stopped()) return out;
+  ctx.phase(tag(`saturation, cached set: Zipf over the ${ctx.workload.walkRanks.toLocaleString("en-US")} walked ranks, ${d.cachedS} s`), d.cachedS * 1000);
+  add(row(system, "cached", await measure(system, () => zipf(ctx, system, d.cachedS, SEEDS.cached, false, ctx.workload.cachedFile))));
+  if (stopped()) return out;
+
+  if (isTier(system)) {
+    // 4. the floor: /healthz on the same instances and connections
+    if (system.name === "tier") {
+      ctx.phase(tag(`/healthz floor: closed loop, ${d.healthzS} s`), d.healthzS * 1000);
+      const paths = ctx.workload.single("/healthz");
+      const m = await measure(system, () => wrkPhase({ targets: system.targets, connections: ctx.settings.connections, seconds: d.healthzS, paths, seed: 1, signal: ctx.signal }));
+      add(row(system, "healthz", m));
+      if (stopped()) return out;
+    }
+    // 5. the census: what the gateway sent vs what ran inside scripts
+    ctx.phase(tag(`Redis census: closed loop with MONITOR on, ${d.censusS} s (not measured)`), d.censusS * 1000);
+    let pages = 0;
+    const census = await system.redis.census(async () => {
+      pages = (await zipf(ctx, system, d.censusS, SEEDS.census, false)).requests;
+    });
+    out.census = { ...census, pages };
+    if (stopped()) return out;
   }
-  if (stopped()) return { rows, pending };
+  if (system.name === "tier-300s") return out;
 
-  // 2. cold herd
+  // 6. cold herd
   {
-    const id = paths.coldId();
+    const id = ctx.workload.coldId();
     const perTarget = Math.ceil(HERD_REQUESTS / system.targets.length);
     ctx.phase(tag(`herd: ${perTarget * system.targets.length} requests at once for ${id}`));
-    const m = await measure(system, () => burst({ targets: system.targets, perTarget, path: `/products/${id}`, live: ctx.live }), SETTLE_MS);
+    const m = await measure(system, () => burst({ targets: system.targets, perTarget, path: `/products/${id}` }), SETTLE_MS);
     const concurrency = system.targets.length > 1 ? `${system.targets.length} × ${perTarget} at once` : `${perTarget} at once`;
-    add(row(system, "herd", concurrency, m.value, m, { id }, ["origin counted until 1 s after the burst"]));
+    const herdFetches = await system.origin.countsOf(id);
+    add(row(system, "herd", { ...m, value: phaseOfTally(m.value.summary(), perTarget * system.targets.length) }, { id, concurrency, herdFetches }, [`origin counted until 1 s after the burst; for ${id} itself: ${Object.entries(herdFetches).map(([k, n]) => `${k} ${n}`).join(", ") || "none"}`]));
   }
-  if (stopped()) return { rows, pending };
+  if (stopped()) return out;
 
-  // 3. origin slow
-  await system.origin.setFaults({ latencyMs: 500 });
-  ctx.phase(tag(`origin +500 ms: measure ${d.slow} requests`));
-  try {
-    const m = await measure(system, () => zipfLoad(ctx, system, paths, d.slow, d.capMs));
-    add(row(system, "origin-slow", conns, m.value, m));
-  } finally {
-    await system.origin.clearFaults();
+  // 7. origin slow, 8. origin down: paced, each followed by a pause and unmeasured paced load
+  const recover = async () => {
+    ctx.phase(tag(`pause ${d.pauseS} s, then recover: ${paced}, ${d.recoverS} s`));
+    await sleep(d.pauseS * 1000, ctx.signal);
+    await zipf(ctx, system, d.recoverS, SEEDS.recover, true);
+  };
+  for (const [scenario, fault, seed] of [
+    ["origin-slow", { latencyMs: 500 }, SEEDS.slow],
+    ["origin-down", { down: "refuse" as const }, SEEDS.down],
+  ] as const) {
+    await system.origin.setFaults(fault);
+    ctx.phase(tag(`${SCENARIO_LABELS[scenario]}: ${paced}, ${d.faultS} s`), d.faultS * 1000);
+    try {
+      const notes = scenario === "origin-down" ? ["origin counts include refused connections (counted before the fault is applied)"] : [];
+      add(row(system, scenario, await measure(system, () => zipf(ctx, system, d.faultS, seed, true)), {}, notes));
+    } finally {
+      await system.origin.clearFaults();
+    }
+    if (stopped()) return out;
+    await recover();
+    if (stopped()) return out;
   }
-  if (stopped()) return { rows, pending };
-  ctx.phase(tag(`pause ${d.pauseMs / 1000} s, then recover: ${d.recover} requests`));
-  await sleep(d.pauseMs);
-  await zipfLoad(ctx, system, paths, d.recover, d.capMs);
 
-  // 4. origin down (refuse), caches warm
-  await system.origin.setFaults({ down: "refuse" });
-  ctx.phase(tag(`origin down: measure ${d.down} requests`));
-  try {
-    const m = await measure(system, () => zipfLoad(ctx, system, paths, d.down, d.capMs));
-    add(row(system, "origin-down", conns, m.value, m, {}, ["origin counts include refused connections (counted before the fault is applied)"]));
-  } finally {
-    await system.origin.clearFaults();
-  }
-  if (stopped()) return { rows, pending };
-  ctx.phase(tag(`pause ${d.pauseMs / 1000} s, then recover: ${d.recover} requests`));
-  await sleep(d.pauseMs);
-  await zipfLoad(ctx, system, paths, d.recover, d.capMs);
-  if (stopped()) return { rows, pending };
-
-  // 5. price change under load
+  // 9. price change under load
   {
-    const result = await priceChange(ctx, system, paths, d);
+    const result = await priceChange(ctx, system, d, startedAt);
     add(result.row);
-    if (result.pending) pending.push(result.pending);
+    if (result.pending) out.pending.push(result.pending);
   }
-  if (stopped()) return { rows, pending };
+  if (stopped()) return out;
 
-  // 6. Redis down (the tier only)
-  if (system.name === "tier") {
-    const tier = system as Tier;
-    ctx.phase(tag(`recover: ${d.recover} requests`));
-    await zipfLoad(ctx, system, paths, d.recover, d.capMs);
-    ctx.phase(tag(`Redis down: measure ${d.redisDown} requests`));
+  // 10. Redis down (the tier only)
+  if (isTier(system)) {
+    await recover();
+    ctx.phase(tag(`Redis down: ${paced}, ${d.faultS} s`), d.faultS * 1000);
     let killed = "";
     const m = await measure(system, async () => {
-      const pid = findChildPid(tier.serversPid, "redis-server");
+      const pid = findChildPid(system.serversPid, "redis-server");
       if (pid === null) killed = "redis-server not found: NOT killed";
       else {
         process.kill(pid, "SIGKILL");
         killed = `redis-server (pid ${pid}) killed with SIGKILL at the start of the measured phase`;
       }
-      return zipfLoad(ctx, system, paths, d.redisDown, d.capMs);
+      return zipf(ctx, system, d.faultS, SEEDS.redisDown, true);
     });
     const health = await Promise.all(
       system.targets.map(async (t) => {
@@ -308,20 +439,20 @@ export async function runScenarios(ctx: Context, system: System, onRow: (row: Ro
         }
       }),
     );
-    add(row(system, "redis-down", conns, m.value, m, { killed, l2BreakerAfter: health }, [killed]));
+    add(row(system, "redis-down", m, { killed, l2BreakerAfter: health }, [killed]));
   }
-  return { rows, pending };
+  return out;
 }
 
 // ---------------------------------------------------------------- price change
 
-async function priceChange(ctx: Context, system: System, paths: ZipfPaths, d: ReturnType<typeof durations>): Promise<{ row: Row; pending?: Promise<void> }> {
-  const id = paths.hotId();
+async function priceChange(ctx: Context, system: System, d: Durations, startedAt: number): Promise<{ row: Row; pending?: Promise<void> }> {
+  const id = ctx.workload.hotId();
   const before = await getPage(`${system.targets[0]}/products/${id}`);
   const oldPrice = priceNow(before.body);
   const newMinor = oldPrice === "$123.45" ? NEW_PRICE_MINOR + 1 : NEW_PRICE_MINOR;
   const newPrice = `$${Math.floor(newMinor / 100)}.${String(newMinor % 100).padStart(2, "0")}`;
-  ctx.phase(`${system.name} · price change: ${id} ${oldPrice} → ${newPrice} under load`, d.priceLoadMs);
+  ctx.phase(`${system.name} · price change: ${id} ${oldPrice} → ${newPrice} under paced load`, d.priceLoadS * 1000);
 
   const stale: Staleness = {
     id,
@@ -330,7 +461,7 @@ async function priceChange(ctx: Context, system: System, paths: ZipfPaths, d: Re
     purge: "",
     purgeMs: null,
     seconds: null,
-    capS: d.priceCapMs / 1000,
+    capS: d.priceCapS,
     oldAnswers: 0,
     polls: 0,
     pollErrors: 0,
@@ -339,19 +470,18 @@ async function priceChange(ctx: Context, system: System, paths: ZipfPaths, d: Re
   };
   let poll: Promise<void> | undefined;
   const m = await measure(system, async () => {
-    const load = runLoad({ targets: system.targets, connections: ctx.settings.connections, next: paths.next, durationMs: d.priceLoadMs, signal: ctx.signal, live: ctx.live });
-    await sleep(d.priceLeadMs);
+    const load = zipf(ctx, system, d.priceLoadS, SEEDS.price, true);
+    await sleep(d.priceLeadS * 1000, ctx.signal);
     await system.origin.changePrice(id, newMinor);
     const changedAt = performance.now();
-    stale.entryAgeS = paths.hotFirstAt === null ? 0 : Math.round((changedAt - paths.hotFirstAt) / 100) / 10;
+    stale.entryAgeS = Math.round((changedAt - startedAt) / 100) / 10;
     const purgeStarted = performance.now();
-    poll = pollUntilNew(ctx, system, stale, changedAt, d.priceCapMs);
+    poll = pollUntilNew(ctx, system, stale, changedAt, d.priceCapS * 1000);
     stale.purge = await system.purge(id);
     stale.purgeMs = system.name === "nginx" ? null : Math.round(performance.now() - purgeStarted);
     return load;
   });
-  const notes = [`${id}: ${oldPrice} → ${newPrice}; after the change: ${stale.purge}`];
-  const r = row(system, "price-change", `${ctx.settings.connections} conn + poll`, m.value, m, { price: stale }, notes);
+  const r = row(system, "price-change", m, { price: stale }, [`${id}: ${oldPrice} → ${newPrice}; after the change: ${stale.purge}`]);
   r.staleness = stale;
   if (stale.seconds === null && !ctx.signal.aborted) {
     // Not yet seen: the poll goes on (without the load) up to the cap, while the next system runs.
@@ -408,6 +538,14 @@ async function pollUntilNew(ctx: Context, system: System, stale: Staleness, chan
   }
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }

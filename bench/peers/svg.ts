@@ -1,4 +1,4 @@
-// Hand-written SVG: a grouped bar chart on a logarithmic axis, no library.
+// Hand-written SVG: a grouped bar chart on a logarithmic or linear axis, no library.
 // Groups are scenarios, bars within a group are systems; a missing value
 // (a scenario a system does not run) leaves an "n/a" mark instead of a bar.
 
@@ -15,8 +15,8 @@ export interface BarChart {
   series: BarSeries[];
   /** values[group][series]: null = not run. */
   values: Array<Array<number | null>>;
-  /** "log": log10 axis (values > 0); "symlog": log10(1 + v), so 0 has a place. */
-  scale: "log" | "symlog";
+  /** "log": log10 axis (values > 0); "symlog": log10(1 + v), so 0 has a place; "linear": from 0. */
+  scale: "log" | "symlog" | "linear";
   /** Text over each bar. */
   label(value: number): string;
   /** Optional second line under a bar's label (e.g. a marker for errors). */
@@ -33,7 +33,14 @@ function esc(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }
 
+/** 1, 2 or 5 × a power of ten, at least `raw`. */
+function niceStep(raw: number): number {
+  const power = 10 ** Math.floor(Math.log10(Math.max(raw, 1e-9)));
+  return [1, 2, 5, 10].map((k) => k * power).find((step) => step >= raw) ?? 10 * power;
+}
+
 function tickLabel(value: number): string {
+  if (value > 0 && value < 1) return String(Math.round(value * 1000) / 1000);
   if (value >= 1_000_000) return `${value / 1_000_000}M`;
   if (value >= 1000) return `${value / 1000}k`;
   return String(value);
@@ -43,12 +50,16 @@ export function barChartSvg(chart: BarChart): string {
   const plotW = WIDTH - MARGIN.left - MARGIN.right;
   const plotH = HEIGHT - MARGIN.top - MARGIN.bottom;
   const all = [...chart.values.flat(), ...(chart.marker?.values.flat() ?? [])].filter((v): v is number => v !== null && Number.isFinite(v));
-  const f = chart.scale === "log" ? (v: number) => Math.log10(Math.max(v, 1e-9)) : (v: number) => Math.log10(1 + Math.max(0, v));
   const positive = all.filter((v) => v > 0);
+  const linear = chart.scale === "linear";
+  const top = Math.max(...(positive.length ? positive : [1]));
+  // Linear: 0 to a round number above the highest value, in 5 steps.
+  const step = linear ? niceStep(top / 5) : 1;
+  const f = chart.scale === "log" ? (v: number) => Math.log10(Math.max(v, 1e-9)) : linear ? (v: number) => Math.max(0, v) : (v: number) => Math.log10(1 + Math.max(0, v));
   const lowDecade = chart.scale === "log" ? Math.floor(Math.log10(Math.min(...(positive.length ? positive : [1])))) : 0;
-  const highDecade = Math.max(lowDecade + 1, Math.ceil(Math.log10(Math.max(...(positive.length ? positive : [1])) * 1.0001 + (chart.scale === "symlog" ? 1 : 0))));
+  const highDecade = Math.max(lowDecade + 1, Math.ceil(Math.log10(top * 1.0001 + (chart.scale === "symlog" ? 1 : 0))));
   const y0 = chart.scale === "log" ? lowDecade : 0;
-  const y1 = highDecade;
+  const y1 = linear ? Math.ceil((top * 1.08) / step) * step : highDecade;
   const y = (v: number) => MARGIN.top + plotH - ((f(v) - y0) / (y1 - y0)) * plotH;
   const out: string[] = [];
   out.push(
@@ -60,14 +71,15 @@ export function barChartSvg(chart: BarChart): string {
   );
   // Grid lines and ticks: decades, plus 0 for symlog.
   const ticks: number[] = [];
-  if (chart.scale === "symlog") ticks.push(0);
-  for (let dec = chart.scale === "log" ? lowDecade : 0; dec <= highDecade; dec++) ticks.push(10 ** dec);
+  if (chart.scale !== "log") ticks.push(0);
+  if (linear) for (let t = step; t <= y1 + step / 1000; t += step) ticks.push(t);
+  else for (let dec = chart.scale === "log" ? lowDecade : 0; dec <= highDecade; dec++) ticks.push(10 ** dec);
   for (const tick of ticks) {
     const ty = y(tick);
     out.push(`<line x1="${MARGIN.left}" x2="${WIDTH - MARGIN.right}" y1="${ty.toFixed(1)}" y2="${ty.toFixed(1)}" stroke="${tick === ticks[0] ? "#888" : "#e3e3e3"}" stroke-width="1"/>`);
     out.push(`<text class="ax" x="${MARGIN.left - 8}" y="${(ty + 4).toFixed(1)}" text-anchor="end">${tickLabel(tick)}</text>`);
     // 2× and 5× within the decade, lighter, when the axis spans few decades.
-    if (tick > 0 && tick < 10 ** highDecade && highDecade - (chart.scale === "log" ? lowDecade : 0) <= 3) {
+    if (!linear && tick > 0 && tick < 10 ** highDecade && highDecade - (chart.scale === "log" ? lowDecade : 0) <= 3) {
       for (const k of [2, 5]) {
         const my = y(tick * k);
         out.push(`<line x1="${MARGIN.left}" x2="${WIDTH - MARGIN.right}" y1="${my.toFixed(1)}" y2="${my.toFixed(1)}" stroke="#f1f1f1" stroke-width="1"/>`);

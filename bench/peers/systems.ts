@@ -1,10 +1,11 @@
-// The three systems under test, each with its own demo origin so that origin
+// The systems under test, each with its own demo origin so that origin
 // counters belong to one system:
 //
-//   nginx    Nginx proxy_cache  → 2 render-only workers → its demo origin
-//   varnish  Varnish            → 2 render-only workers → its demo origin
-//   tier     2 Miniflare instances of the tier (L1 + L2: redis-server behind
-//            the Upstash REST gateway, as `npm run bench` starts them) → its demo origin
+//   nginx      Nginx proxy_cache  → 2 render-only workers → its demo origin
+//   varnish    Varnish            → 2 render-only workers → its demo origin
+//   tier       2 Miniflare instances of the tier (L1 + L2: redis-server behind
+//              the Upstash REST gateway, as `npm run bench` starts them) → its demo origin
+//   tier-300s  the same, every page resource fresh for the peers' 300 s (CACHE_POLICIES)
 //
 // A render-only worker is the tier's own bundle with its caches effectively
 // off (no L2, L1 at its 1 MiB minimum, every entry fresh for 1 s and never
@@ -12,13 +13,20 @@
 // each peer miss costs the origin calls a real render does.
 import { productId } from "../../dev/origin/catalog";
 import { BENCH_PUBLIC_URL, buildKnownIdsFilter, startServers, startWorker, type FilterBuild, type Servers, type WorkerInstance, type WorkerLogs } from "../stack";
-import { OriginAdmin, startNginx, startPeerOrigin, startVarnish, type CachePolicy, type CacheServer, type PeerOrigin } from "./procs";
+import { OriginAdmin, startNginx, startPeerOrigin, startVarnish, workerdPids, type CachePolicy, type CacheServer, type PeerOrigin } from "./procs";
+import { RedisProbe } from "./redis";
 
-export type SystemName = "nginx" | "varnish" | "tier";
+export type SystemName = "nginx" | "varnish" | "tier" | "tier-300s";
+export type TierName = "tier" | "tier-300s";
 
 export interface Settings {
   quick: boolean;
+  /** Connections of the saturation phases (wrk -t2 -cN). */
   connections: number;
+  /** Connections of the paced phases: enough that one is free whenever a send is due. */
+  pacedConnections: number;
+  /** The offered rate of the paced phases, when given (--rate); otherwise half the tier's saturation rate, measured first. */
+  rate: number | null;
   catalogSize: number;
   originLatencyMs: number;
   originJitterMs: number;
@@ -37,6 +45,13 @@ export const RENDER_ONLY_VARS: Record<string, string> = {
   CACHE_POLICIES: JSON.stringify({ product: OFF, inventory: OFF, reviews: OFF, recommendations: OFF }),
 };
 
+/** The tier with the peers' freshness: every resource of a page fresh for 300 s, then served stale while refreshing for 3600 s (Varnish's grace). */
+const PEERS_FRESHNESS = { ttl: PRODUCT_POLICY.ttlS, swr: PRODUCT_POLICY.graceS };
+export const TIER_VARS: Record<TierName, Record<string, string>> = {
+  tier: {},
+  "tier-300s": { CACHE_POLICIES: JSON.stringify({ product: PEERS_FRESHNESS, inventory: PEERS_FRESHNESS, reviews: PEERS_FRESHNESS, recommendations: PEERS_FRESHNESS }) },
+};
+
 export const RENDER_ONLY_INSTANCES = 2;
 export const TIER_INSTANCES = 2;
 const PURGE_TOKEN = "bench-purge-token";
@@ -49,7 +64,7 @@ export interface System {
   targets: string[];
   /** The system's demo origin. */
   origin: OriginAdmin;
-  /** Process trees whose CPU is this system's (besides workerd, counted by name). */
+  /** Process trees whose CPU is this system's, by role: "workerd" (its own instances), the cache server, the origin. */
   cpuRoots: Record<string, number[]>;
   /** What a shop does right after a price change: returns what was done. */
   purge(id: string): Promise<string>;
@@ -71,6 +86,7 @@ export async function startPeer(name: "nginx" | "varnish", settings: Settings, d
   stops.push(onCleanup(`${name}: demo origin`, () => origin.close()));
   try {
     const bindings = { ORIGIN_URL: origin.url, ...RENDER_ONLY_VARS };
+    const before = workerdPids();
     const workers: WorkerInstance[] = [];
     for (let i = 0; i < RENDER_ONLY_INSTANCES; i++) {
       const worker = await startWorker(bindings, logs);
@@ -90,7 +106,7 @@ export async function startPeer(name: "nginx" | "varnish", settings: Settings, d
           : `Varnish (malloc 256 MB, default thread pools) → ${RENDER_ONLY_INSTANCES} render-only workers (directors.round_robin) → demo origin`,
       targets: [server.url],
       origin: origin.admin,
-      cpuRoots: { [name]: [server.pid], origin: [origin.pid] },
+      cpuRoots: { workerd: newPids(before), [name]: [server.pid], origin: [origin.pid] },
       purge: async (id) => {
         if (name === "nginx") return "none (open-source Nginx has no purge: expiry only)";
         return retried(`PURGE /products/${id}`, () => fetch(`${server.url}/products/${id}`, { method: "PURGE", signal: AbortSignal.timeout(5000) }));
@@ -147,19 +163,24 @@ export interface Tier extends System {
   filter: FilterBuild;
   /** The redis-server's pid (a child of the servers process), for the Redis-down scenario. */
   serversPid: number;
+  /** Redis's own counts (INFO) and the MONITOR census. */
+  redis: RedisProbe;
 }
 
-export async function startTier(settings: Settings, logs: WorkerLogs, onCleanup: OnCleanup): Promise<Tier> {
+export async function startTier(name: TierName, settings: Settings, logs: WorkerLogs, onCleanup: OnCleanup): Promise<Tier> {
   const stops: Array<() => Promise<void>> = [];
   const servers = await startServers({ catalogSize: settings.catalogSize, latencyMs: settings.originLatencyMs, jitterMs: settings.originJitterMs });
-  stops.push(onCleanup("tier: redis-server, gateway, demo origin", () => servers.close()));
+  stops.push(onCleanup(`${name}: redis-server, gateway, demo origin`, () => servers.close()));
   try {
+    const redis = await RedisProbe.connect(servers.redisPort);
+    stops.push(onCleanup(`${name}: Redis probe`, async () => redis.close()));
     const filter = await buildKnownIdsFilter(servers);
+    const before = workerdPids();
     const workers: WorkerInstance[] = [];
     for (let i = 0; i < TIER_INSTANCES; i++) {
-      const worker = await startWorker(servers.bindings, logs);
+      const worker = await startWorker({ ...servers.bindings, ...TIER_VARS[name] }, logs);
       workers.push(worker);
-      stops.push(onCleanup(`tier: worker ${worker.url}`, () => worker.close()));
+      stops.push(onCleanup(`${name}: worker ${worker.url}`, () => worker.close()));
     }
     const id = productId(1);
     const page = await getPage(`${workers[0]!.url}/products/${id}`);
@@ -168,12 +189,15 @@ export async function startTier(settings: Settings, logs: WorkerLogs, onCleanup:
       throw new Error(`the tier's page for ${id} is wrong: HTTP ${page.status}: ${text.slice(0, 300)}`);
     }
     const origin = new OriginAdmin(servers.originUrl);
+    const vars = TIER_VARS[name];
     return {
-      name: "tier",
-      description: `this tier: ${TIER_INSTANCES} Miniflare (workerd) instances, L1 lru-cache + L2 redis-server via the Upstash REST gateway, load split across them → demo origin`,
+      name,
+      description:
+        `this tier: ${TIER_INSTANCES} Miniflare (workerd) instances, L1 lru-cache + L2 redis-server via the Upstash REST gateway, load split across them → demo origin; ` +
+        (Object.keys(vars).length ? `policies: every page resource fresh for ${PEERS_FRESHNESS.ttl} s, stale-while-revalidate ${PEERS_FRESHNESS.swr} s (the peers' freshness)` : "the tier's default policies"),
       targets: workers.map((w) => w.url),
       origin,
-      cpuRoots: { "origin+gateway+redis": [servers.pid] },
+      cpuRoots: { workerd: newPids(before), "origin+gateway": [servers.pid] },
       purge: (productIdToPurge) =>
         retried(`POST /__purge {"ids":["${productIdToPurge}"]} to one instance`, () =>
           fetch(`${workers[0]!.url}/__purge`, {
@@ -183,11 +207,12 @@ export async function startTier(settings: Settings, logs: WorkerLogs, onCleanup:
             signal: AbortSignal.timeout(5000),
           }),
         ),
-      config: `worker settings: the tier's defaults; bindings ORIGIN_URL, UPSTASH_REDIS_REST_URL/TOKEN (gateway), PURGE_TOKEN`,
+      config: `worker settings: ${Object.keys(vars).length ? Object.entries(vars).map(([k, v]) => `${k}=${v}`).join(", ") : "the tier's defaults"}; bindings ORIGIN_URL, PUBLIC_URL, UPSTASH_REDIS_REST_URL/TOKEN (gateway), PURGE_TOKEN`,
       check: `tier check: ${id} → 200, ${page.body.length.toLocaleString("en-US")} bytes, price ${priceNow(page.body)}; known-ids filter ${filter.built ? `built in ${filter.seconds} s` : `NOT built (${filter.detail})`}`,
       servers,
       filter,
       serversPid: servers.pid,
+      redis,
       close: async () => {
         for (const stop of stops.reverse()) await stop().catch(() => undefined);
       },
@@ -196,6 +221,11 @@ export async function startTier(settings: Settings, logs: WorkerLogs, onCleanup:
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
     throw err;
   }
+}
+
+/** The workerd processes started since `before` was taken: one system's instances. */
+function newPids(before: Set<number>): number[] {
+  return [...workerdPids()].filter((pid) => !before.has(pid));
 }
 
 // ---------------------------------------------------------------- purge calls

@@ -97,8 +97,9 @@ async function main(): Promise<void> {
 
   let seed = 1;
   const wrk = (pathsFile: string, s: number) => {
-    let stop: (() => Promise<void>) | undefined;
-    return runZipfWrk({ targets, seconds: s, connections, seed: seed++, pathsFile, onStart: (kill) => (stop = onCleanup("wrk", async () => kill())) }).finally(() => stop?.());
+    const abort = new AbortController();
+    const stop = onCleanup("wrk", async () => abort.abort());
+    return runZipfWrk({ targets, seconds: s, connections, seed: seed++, pathsFile, signal: abort.signal }).finally(stop);
   };
 
   console.log(`warm-up: ${warmS} s of Zipf`);

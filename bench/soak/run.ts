@@ -69,11 +69,12 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 
 /** One wrk run: `seconds` of Zipf traffic, thread i on instance i. */
 async function runWrk(targets: string[], seconds: number, seed: number, pathsFile: string): Promise<WrkFigures> {
-  let stop: (() => Promise<void>) | undefined;
+  const abort = new AbortController();
+  const stop = onCleanup("wrk", async () => abort.abort());
   try {
-    return await runZipfWrk({ targets, seconds, connections, seed, pathsFile, onStart: (kill) => (stop = onCleanup("wrk", async () => kill())) });
+    return await runZipfWrk({ targets, seconds, connections, seed, pathsFile, signal: abort.signal });
   } finally {
-    await stop?.();
+    await stop();
   }
 }
 

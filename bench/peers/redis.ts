@@ -1,0 +1,94 @@
+// What the tier's redis-server says it did: INFO commandstats and INFO stats
+// before and after a phase (Redis's own count: an EVALSHA and every
+// redis.call inside it are each one call), and a MONITOR census that tells
+// the commands a client sent (the gateway's connection) from those a script
+// ran (MONITOR marks them "lua"). dev/gateway keeps no count of its own.
+import { Redis } from "ioredis";
+
+/** The harness's own commands (these readings, the MONITOR), left out of every figure. */
+const HARNESS = /^(info|config\|.*|monitor|client\|.*|select|ping)$/;
+
+export interface RedisSnapshot {
+  calls: Record<string, number>;
+  netInBytes: number;
+  netOutBytes: number;
+}
+
+/** Commands and bytes between two snapshots. */
+export interface RedisUsage {
+  byCommand: Record<string, number>;
+  total: number;
+  /** Bytes redis-server read from its clients and wrote to them (RESP), total_net_input_bytes / total_net_output_bytes. */
+  netInBytes: number;
+  netOutBytes: number;
+}
+
+/** Commands seen by MONITOR: sent by a client (the gateway) or run inside a script. */
+export interface Census {
+  seconds: number;
+  sent: Record<string, number>;
+  inScripts: Record<string, number>;
+}
+
+export class RedisProbe {
+  private constructor(
+    private readonly link: Redis,
+    readonly port: number,
+  ) {}
+
+  static async connect(port: number): Promise<RedisProbe> {
+    const link = new Redis({ port, host: "127.0.0.1", maxRetriesPerRequest: 1, lazyConnect: true, enableReadyCheck: false, retryStrategy: () => null });
+    link.on("error", () => undefined); // failures surface through the commands' rejections
+    await link.connect();
+    return new RedisProbe(link, port);
+  }
+
+  async snapshot(): Promise<RedisSnapshot> {
+    const [commands, stats] = [await this.link.info("commandstats"), await this.link.info("stats")];
+    const calls: Record<string, number> = {};
+    for (const m of commands.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) if (!HARNESS.test(m[1]!)) calls[m[1]!] = Number(m[2]);
+    const stat = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, "m").exec(stats)?.[1] ?? 0);
+    return { calls, netInBytes: stat("total_net_input_bytes"), netOutBytes: stat("total_net_output_bytes") };
+  }
+
+  /** `seconds` of MONITOR on a connection of its own while `during` runs. */
+  async census(during: () => Promise<void>): Promise<Census> {
+    const monitor = await this.link.monitor();
+    const sent: Record<string, number> = {};
+    const inScripts: Record<string, number> = {};
+    monitor.on("monitor", (_time: string, args: string[], source: string) => {
+      const name = String(args[0] ?? "?").toLowerCase();
+      const into = source === "lua" ? inScripts : sent;
+      into[name] = (into[name] ?? 0) + 1;
+    });
+    const started = performance.now();
+    try {
+      await during();
+    } finally {
+      monitor.disconnect();
+    }
+    return { seconds: Math.round((performance.now() - started) / 100) / 10, sent, inScripts };
+  }
+
+  close(): void {
+    this.link.disconnect();
+  }
+}
+
+export function usageBetween(a: RedisSnapshot, b: RedisSnapshot): RedisUsage {
+  const byCommand: Record<string, number> = {};
+  for (const [name, n] of Object.entries(b.calls)) {
+    const d = n - (a.calls[name] ?? 0);
+    if (d > 0) byCommand[name] = d;
+  }
+  return {
+    byCommand: sortDesc(byCommand),
+    total: Object.values(byCommand).reduce((s, n) => s + n, 0),
+    netInBytes: Math.max(0, b.netInBytes - a.netInBytes),
+    netOutBytes: Math.max(0, b.netOutBytes - a.netOutBytes),
+  };
+}
+
+export function sortDesc(counts: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(counts).sort((x, y) => y[1] - x[1]));
+}
