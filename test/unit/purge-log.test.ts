@@ -69,7 +69,8 @@ describe("the purge log", () => {
       const stats = await direct.info("commandstats");
       const calls = (command: string) => Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, "m").exec(stats)?.[1] ?? 0);
       // The first run may load the script (EVAL_RO after a NOSCRIPT); the others go by hash.
-      expect(calls("evalsha_ro")).toBeGreaterThanOrEqual(2);
+      expect(calls("evalsha_ro")).toBe(3);
+      expect(calls("eval_ro")).toBeLessThanOrEqual(1);
       expect(calls("eval") + calls("evalsha")).toBe(0);
     } finally {
       direct.disconnect();
