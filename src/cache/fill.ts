@@ -80,15 +80,22 @@ export function createFill(deps: FillDeps) {
 
   /**
    * Polls L2 until a fresh entry appears, the winner lets go of its lock
-   * without one (its origin fetch failed), or `lockWaitMs` is spent.
-   * Giving up is a reason to fetch, not an error.
+   * without one (its origin fetch failed), L2 is skipped (its breaker
+   * opened), or `lockWaitMs` is spent. Giving up is a reason to fetch, not an
+   * error. A poll that failed while the breaker stays closed is one poll
+   * lost, not news that L2 is gone: under a herd, a saturated isolate reads
+   * a reply late, and taking that for an outage made it fetch what the
+   * winner was about to write.
    */
   async function waitForWinner(key: string, lock: string, context: FillContext): Promise<Entry | undefined> {
     const giveUpAt = clock.now() + config.lockWaitMs;
     for (let delay = FIRST_POLL_MS; clock.now() + delay <= giveUpAt; delay *= 2) {
       await deps.sleep(delay);
       const [value, holder] = await l2!.readMany([key, lock]);
-      if (value === undefined || holder === undefined) return undefined; // L2 went away: stop waiting
+      if (value === undefined || holder === undefined) {
+        if (!l2!.accepts(key)) return undefined; // L2 is skipped now: nothing will come
+        continue;
+      }
       const entry = value ? l2Entries.read(key, value, context.resource, context.id, context.background) : undefined;
       if (entry && entry.freshUntil > Math.max(clock.now(), context.freshBeyond) && entry.fetchedAt >= context.freshAfter) return entry;
       if (holder === null) return undefined;

@@ -127,6 +127,8 @@ export interface L2 {
    * unless every shard did its part.
    */
   runOnKeys<T>(keys: string[], call: (redis: Redis, keys: string[]) => Promise<T>, options?: L2CallOptions): Promise<T[] | undefined>;
+  /** Whether a call about `key` would be made now: false while the breaker of its shard is open. */
+  accepts(key: string): boolean;
   /** Each shard's name and breaker (one, for a single Redis). */
   readonly shards: readonly { name: string; breaker: Breaker }[];
   /** Releases `lock` if `token` still holds it (a filler that failed, so that waiters stop waiting). */
@@ -402,6 +404,7 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       const result = await guarded(() => call(options?.isWrite ? writer : reader, keys), options?.isWrite ?? false, options?.force ?? false);
       return result === undefined ? undefined : [result];
     },
+    accepts: () => breaker.state() !== "open",
     shards: [{ name, breaker }],
     async releaseLock(lock, lockToken) {
       await guarded(() => releaseScript.exec([lock], [lockToken]));

@@ -1,0 +1,62 @@
+// A fill that lost the lock to another isolate waits for its result in L2
+// (src/cache/fill.ts): a poll that fails while L2's breaker stays closed is
+// one poll lost, not an outage; a skipped poll (breaker open) ends the wait.
+import { describe, expect, it } from "vitest";
+import { encodeEntry } from "../../src/cache/codec";
+import { createFill, type FillContext } from "../../src/cache/fill";
+import type { FillClaim, L2 } from "../../src/cache/l2";
+import { createL2Entries } from "../../src/cache/l2Entries";
+import { parseConfig } from "../../src/config";
+import { fakeOrigin, sampleProduct } from "../support/fakes";
+
+const config = parseConfig({ ORIGIN_URL: "http://origin.test", PUBLIC_URL: "https://shop.example", TTL_JITTER: "0" });
+const KEY = "pp:v1:p:p-000042";
+
+/** An L2 where another isolate holds the lock, and the polls answer `polls` in turn (undefined: the read failed or was skipped). */
+function losingL2(polls: (string | null | undefined)[], accepts: boolean) {
+  let reads = 0;
+  const l2 = {
+    claimFill: async (): Promise<FillClaim> => ({ kind: "lost" }),
+    async readMany(keys: string[]) {
+      const value = polls[Math.min(reads++, polls.length - 1)];
+      return value === undefined ? keys.map(() => undefined) : [value, "someone-else"];
+    },
+    accepts: () => accepts,
+    writeFill: async () => undefined,
+    releaseLock: async () => {},
+  } as unknown as L2;
+  return { l2, reads: () => reads };
+}
+
+function winnersValue(): string {
+  const now = Date.now();
+  const product = sampleProduct("p-000042", 3);
+  return encodeEntry({ data: product, version: 3, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 120_000, errorUntil: now + 600_000 }, 1024)!;
+}
+
+async function fillOnce(l2: L2) {
+  const origin = fakeOrigin();
+  const fill = createFill({ config, origin, l2, l2Entries: createL2Entries({ config, l2, clock: { now: () => Date.now() } }), clock: { now: () => Date.now() }, random: Math.random, sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) });
+  const context: FillContext = { resource: "product", id: "p-000042", background: () => {}, notBefore: 0, freshAfter: 0, freshBeyond: 0 };
+  const entry = await fill(KEY, context);
+  return { entry, context, originCalls: origin.calls.product };
+}
+
+describe("a fill that lost the lock", () => {
+  it("keeps waiting past a failed poll while L2's breaker is closed, and takes the winner's result", async () => {
+    const { l2, reads } = losingL2([undefined, null, winnersValue()], true);
+    const { entry, context, originCalls } = await fillOnce(l2);
+    expect(originCalls).toBe(0);
+    expect(context.via).toBe("l2");
+    expect(entry.version).toBe(3);
+    expect(reads()).toBe(3);
+  });
+
+  it("stops waiting and fetches at once when L2 is skipped (its breaker opened)", async () => {
+    const { l2, reads } = losingL2([undefined], false);
+    const { context, originCalls } = await fillOnce(l2);
+    expect(originCalls).toBe(1);
+    expect(context.via).toBe("origin");
+    expect(reads()).toBe(1);
+  });
+});
