@@ -552,3 +552,31 @@ export function readProcesses(): Map<number, { ppid: number; comm: string; ticks
   }
   return procs;
 }
+
+// ---------------------------------------------------------------- a whole stack
+
+/**
+ * The set-up of `bench:soak` and `bench:profile`: the bundle and the servers
+ * at once, the known-ids filter, then `instances` workers with their
+ * inspectors, each handed to `onCleanup` as soon as it runs.
+ */
+export async function startInspectedStack(
+  settings: ServersSettings,
+  instances: number,
+  logs: WorkerLogs,
+  onCleanup: (name: string, stop: () => Promise<void>) => unknown,
+): Promise<{ servers: Servers; filter: FilterBuild; workers: WorkerInstance[] }> {
+  const starting = startServers(settings).then((servers) => (onCleanup("servers", () => servers.close()), servers));
+  const [built, started] = await Promise.allSettled([buildBundle(), starting]);
+  if (started.status === "rejected") throw started.reason;
+  if (built.status === "rejected") throw new Error(`wrangler deploy --dry-run failed: ${String(built.reason?.stderr ?? built.reason)}`);
+  const servers = started.value;
+  const filter = await buildKnownIdsFilter(servers);
+  const workers: WorkerInstance[] = [];
+  for (let i = 0; i < instances; i++) {
+    const worker = await startWorker(servers.bindings, logs, { inspectorPort: 0 });
+    onCleanup(`worker ${worker.url}`, () => worker.close());
+    workers.push(worker);
+  }
+  return { servers, filter, workers };
+}

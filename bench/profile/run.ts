@@ -19,7 +19,7 @@ import { openInspector } from "../inspector";
 import { SHUFFLE_SEED } from "../measure";
 import { describeMachine } from "../report";
 import { change, statusOf, type Snapshot } from "../soak/probe";
-import { BUNDLE_DIR, buildBundle, buildKnownIdsFilter, cpuSnapshot, startServers, startWorker, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
+import { BUNDLE_DIR, cpuSnapshot, startInspectedStack, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
 import { ensureWrk, runZipfWrk, writePathsFile, type WrkFigures } from "../wrk";
 import { shuffledIndexes } from "../zipf";
 import { summarise, summaryTables, type CpuProfile } from "./summary";
@@ -73,18 +73,7 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   const logs: WorkerLogs = { count: 0, distinct: new Map(), scenario: "profile" };
   console.log(`profile: ${instances} instance(s), wrk -t2 -c${connections}; warm-up ${warmS} s, then ${seconds} s each of /healthz, Zipf, Zipf under the profiler`);
-  const starting = startServers({ catalogSize: CATALOG, ...ORIGIN }).then((servers) => (onCleanup("servers", () => servers.close()), servers));
-  const [built, started] = await Promise.allSettled([buildBundle(), starting]);
-  if (started.status === "rejected") throw started.reason;
-  if (built.status === "rejected") throw new Error(`wrangler deploy --dry-run failed: ${String(built.reason?.stderr ?? built.reason)}`);
-  const servers = started.value;
-  const filter = await buildKnownIdsFilter(servers);
-  const workers: WorkerInstance[] = [];
-  for (let i = 0; i < instances; i++) {
-    const worker = await startWorker(servers.bindings, logs, { inspectorPort: 0 });
-    onCleanup(`worker ${worker.url}`, () => worker.close());
-    workers.push(worker);
-  }
+  const { servers, filter, workers } = await startInspectedStack({ catalogSize: CATALOG, ...ORIGIN }, instances, logs, onCleanup);
   const targets = workers.map((w) => w.url);
 
   const dir = mkdtempSync(join(tmpdir(), "profile-"));

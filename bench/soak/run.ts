@@ -12,7 +12,7 @@ import { productId } from "../../dev/origin/catalog";
 import { createCleanups, runThenExit } from "../cleanup";
 import { SHUFFLE_SEED, sleep, ZIPF_SEED } from "../measure";
 import { describeMachine } from "../report";
-import { buildBundle, buildKnownIdsFilter, cpuSnapshot, startServers, startWorker, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
+import { cpuSnapshot, startInspectedStack, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
 import { shuffledIndexes, ZipfSampler } from "../zipf";
 import { startCancellers } from "./cancel";
 import { change, get, heapOf, statusOf, type Answer, type Snapshot } from "./probe";
@@ -103,19 +103,8 @@ async function main(): Promise<void> {
   console.log(`soak (${mode}): ${instances} instance(s), wrk -t2 -c${connections}, ${plan.windows} × ${plan.windowS} s; origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms, ${CATALOG.toLocaleString("en-US")} products`);
 
   // Set-up: bundle and servers at once, the known-ids filter, the instances with their inspectors.
-  const starting = startServers({ catalogSize: CATALOG, ...ORIGIN }).then((servers) => (onCleanup("servers", () => servers.close()), servers));
-  const [built, started] = await Promise.allSettled([buildBundle(), starting]);
-  if (started.status === "rejected") throw started.reason;
-  if (built.status === "rejected") throw new Error(`wrangler deploy --dry-run failed: ${String(built.reason?.stderr ?? built.reason)}`);
-  const servers = started.value;
-  const filter = await buildKnownIdsFilter(servers);
+  const { servers, filter, workers } = await startInspectedStack({ catalogSize: CATALOG, ...ORIGIN }, instances, logs, onCleanup);
   console.log(filter.built ? `known-ids filter built in ${filter.seconds} s` : `known-ids filter NOT built (${filter.detail})`);
-  const workers: WorkerInstance[] = [];
-  for (let i = 0; i < instances; i++) {
-    const worker = await startWorker(servers.bindings, logs, { inspectorPort: 0 });
-    onCleanup(`worker ${worker.url}`, () => worker.close());
-    workers.push(worker);
-  }
   const targets = workers.map((w) => w.url);
 
   // Zipf ranks → product paths (the `zipf` scenario's shuffle: the same hot products), cold ranks left out.
