@@ -1,5 +1,6 @@
 // The origin client: one GET per resource, each bounded by its service's
-// timeout, at most one retry (connection errors only, with jitter), and the
+// timeout, at most one retry (a connection error, with jitter, or a time-out
+// this isolate noticed late: its own delay, not the service's), and the
 // answer checked against the contract.
 import type { ResourcePolicy } from "../config";
 import { LISTING_SIZE, type ProductIdPage, type ResourceName, type ResourceTypes } from "./types";
@@ -57,9 +58,8 @@ function isServiceFailureStatus(status: number): boolean {
 }
 
 export interface OriginClient {
-  /** `timeoutMs` shortens the service's timeout, for a caller that already spent part of its budget. */
   /** `priority`: "refresh" when a copy is already served, so that the call gives way to visitors under load (see limiter.ts). */
-  fetchResource<R extends ResourceName>(resource: R, id: string, timeoutMs?: number, priority?: Priority): Promise<OriginAnswer<ResourceTypes[R]>>;
+  fetchResource<R extends ResourceName>(resource: R, id: string, priority?: Priority): Promise<OriginAnswer<ResourceTypes[R]>>;
   listProductIds(cursor: string | null, limit: number): Promise<ProductIdPage>;
   /** Whether a refresh would be let through now; when not, it is better not started (it would only cost a lock claim). */
   acceptsRefresh(): boolean;
@@ -190,9 +190,20 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
   }
 
   return {
-    fetchResource(resource, id, timeoutMs, priority = "visitor") {
-      const deadline = Date.now() + Math.min(timeoutMs ?? Infinity, options.policies[resource].originTimeoutMs);
-      const answer = guarded(resource, deadline, priority, () => fetchOnce(resource, id, deadline));
+    fetchResource(resource, id, priority = "visitor") {
+      const attempt = () => {
+        const deadline = Date.now() + options.policies[resource].originTimeoutMs;
+        return guarded(resource, deadline, priority, () => fetchOnce(resource, id, deadline));
+      };
+      // A time-out noticed well past its deadline means this isolate was too
+      // busy to read an answer that may have come in time (shared/leases.ts):
+      // one more attempt, with a fresh budget and slot, rather than a 503 for
+      // the isolate's own load. A hanging service is noticed on time, so it is
+      // never called twice for one fill.
+      const answer = attempt().catch((error: unknown) => {
+        if (error instanceof OriginError && error.failure === "timeout" && error.noticedLate) return attempt();
+        throw error;
+      });
       const onFetch = options.onFetch;
       if (!onFetch) return answer;
       return answer.then(

@@ -341,7 +341,7 @@ describe("origin client onFetch", () => {
         onFetch: watchOrigin(metrics, clock),
       });
       const visitor = client.fetchResource("product", "p-1");
-      await expect(client.fetchResource("inventory", "p-1", undefined, "refresh")).rejects.toThrow(/kept for visitors/);
+      await expect(client.fetchResource("inventory", "p-1", "refresh")).rejects.toThrow(/kept for visitors/);
       expect(lines.filter((line) => line.includes("origin_failure"))).toEqual([]);
       await expect(client.fetchResource("reviews", "p-1")).rejects.toThrow(/overloaded/);
       expect(lines.filter((line) => line.includes("origin_failure")).map((line) => JSON.parse(line).service)).toEqual(["reviews"]);
