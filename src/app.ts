@@ -1,5 +1,5 @@
 // The Hono app: routes and the middleware that Hono already ships.
-import { Hono, type MiddlewareHandler } from "hono";
+import { Hono } from "hono";
 import { etag, RETAINED_304_HEADERS } from "hono/etag";
 import { secureHeaders } from "hono/secure-headers";
 import { timing } from "hono/timing";
@@ -49,16 +49,6 @@ export function createApp(): Hono<AppEnv> {
   app.use("/products/*", timing({ total: true, crossOrigin: false }));
   // The page sets a version-derived ETag; hono/etag answers 304 to a matching If-None-Match.
   app.use("/products/*", etag({ retainedHeaders: [...RETAINED_304_HEADERS, "cache-status", "server-timing"] }));
-
-  // Purges recorded elsewhere reach this isolate's L1 within PURGE_POLL_MS,
-  // on every page read through the cache: `/` too (its listing is purged as
-  // the id "home"), or an isolate serving it would not hear of that purge.
-  const syncPurges: MiddlewareHandler<AppEnv> = async (c, next) => {
-    await c.get("tier").purges.sync((work) => c.executionCtx.waitUntil(work));
-    await next();
-  };
-  app.use("/products/*", syncPurges);
-  app.use("/", syncPurges);
 
   app.route("/", purgeRoute);
   app.route("/", knownIdsRoute);

@@ -17,7 +17,7 @@
 // Workers refuse ("Cannot perform I/O on behalf of a different request").
 import { LRUCache } from "lru-cache";
 import type { Config } from "../config";
-import { isAnswerAboutId, OriginError, type OriginClient, type OriginFailure } from "../origin/client";
+import { isAnswerAboutId, originCallBoundMs, OriginError, type OriginClient, type OriginFailure } from "../origin/client";
 import type { ResourceName, ResourceTypes } from "../origin/types";
 import type { Clock } from "./clock";
 import { deadlinesFor, entryState, markedStale, newerOf, type Entry } from "./entry";
@@ -312,13 +312,13 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
 
   /**
    * The longest a fill can take: its lock claim, then at most the wait for
-   * another isolate and the service's origin timeout. A request waiting on a
+   * another isolate and the origin call (up to two attempts, origin/client.ts). A request waiting on a
    * fill waits on its own timer too: in Workers a request whose only pending
    * work is another request's I/O is taken for hung and cancelled, and this
    * bound is also what it costs if that other request goes away.
    */
   function fillBoundMs(resource: ResourceName): number {
-    return DEFAULTS.l2ClaimTimeoutMs + config.lockWaitMs + config.policies[resource].originTimeoutMs + 100;
+    return DEFAULTS.l2ClaimTimeoutMs + config.lockWaitMs + originCallBoundMs(config.policies[resource].originTimeoutMs);
   }
 
   function served(resource: ResourceName, entry: Entry, tier: Tier, freshness: Served<unknown>["freshness"], extra: Partial<Served<unknown>> = {}): Served<unknown> {

@@ -18,6 +18,8 @@ const FILLS_PER_VIEW = 4;
 
 export async function homePage(c: Context, tier: Tier): Promise<Response> {
   const background = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
+  // As on a product page (productPage.ts): the listing is purged as the id "home".
+  await tier.purges.sync(background);
   const { data } = await tier.cache.read(LISTING_ID, ["listing"], background);
   const listing = data.listing;
   if (!listing || listing.outcome !== "found") {

@@ -38,7 +38,12 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
     return errorPage(c, 404, "We could not find that product.", "public, max-age=10");
   }
 
-  const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, (work) => c.executionCtx.waitUntil(work));
+  const background = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
+  // Purges recorded elsewhere reach this isolate's L1 within PURGE_POLL_MS:
+  // synced before every page read through the cache, and only then (a
+  // malformed or unknown id costs Redis nothing).
+  await tier.purges.sync(background);
+  const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, background);
   setMetric(c, "l1", timings.l1);
   setMetric(c, "l2", timings.l2);
   setMetric(c, "origin", timings.origin);

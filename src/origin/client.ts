@@ -65,8 +65,18 @@ export interface OriginClient {
   acceptsRefresh(): boolean;
 }
 
+/**
+ * The largest origin body read: the largest answer the contract allows is
+ * about 470 KB of JSON (config/defaults.ts, l2EntryMaxJsonBytes), and a
+ * service that sends more (a bug, a proxy's error page, a hostile answer)
+ * must not fill a 128 MB isolate.
+ */
+const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
 export interface OriginClientOptions {
   baseUrl: string;
+  /** Bodies past this many bytes are not read: "invalid" (default 1 MiB). */
+  maxBodyBytes?: number;
   policies: Record<ResourceName, Pick<ResourcePolicy, "originTimeoutMs">>;
   /** Caps concurrent fetches per isolate; none in unit tests. */
   limiter?: Limiter;
@@ -86,6 +96,15 @@ const RETRY_DELAY_MS = { min: 20, max: 60 };
  * lets more fetches run than the cap allows, which makes it later still.
  */
 const SLOT_GRACE_MS = 500;
+
+/**
+ * The longest one `fetchResource` call should take: a first attempt whose
+ * time-out was noticed late, then one more (see fetchResource). A caller that
+ * bounds its wait on the call (a fill's lease) uses this.
+ */
+export function originCallBoundMs(timeoutMs: number): number {
+  return 2 * (timeoutMs + SLOT_GRACE_MS);
+}
 
 function pathFor(resource: ResourceName, id: string): string {
   // Ids are validated before they get here; encoding is belt and braces.
@@ -131,11 +150,40 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
     }
   }
 
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+
+  /** The body as JSON, read no further than `maxBodyBytes`: an origin's answer is untrusted input. */
   async function readJson(resource: ResourceName | "listing", response: Response): Promise<unknown> {
+    const tooLarge = () => new OriginError(resource, "invalid", `body over ${maxBodyBytes} bytes`);
+    if (Number(response.headers.get("content-length")) > maxBodyBytes) {
+      await response.body?.cancel();
+      throw tooLarge();
+    }
+    const chunks: Uint8Array[] = [];
+    let size = 0;
     try {
-      return await response.json();
+      if (response.body) {
+        const reader = response.body.getReader();
+        for (let read = await reader.read(); !read.done; read = await reader.read()) {
+          size += read.value.byteLength;
+          if (size > maxBodyBytes) {
+            await reader.cancel();
+            throw tooLarge();
+          }
+          chunks.push(read.value);
+        }
+      }
     } catch (error) {
+      if (error instanceof OriginError) throw error;
       if (isTimeout(error)) throw new OriginError(resource, "timeout", "body too slow");
+      throw new OriginError(resource, "unreachable", `body cut off: ${errorText(error)}`);
+    }
+    const bytes = new Uint8Array(size);
+    let at = 0;
+    for (const chunk of chunks) bytes.set(chunk, (at += chunk.byteLength) - chunk.byteLength);
+    try {
+      return JSON.parse(new TextDecoder().decode(bytes));
+    } catch {
       throw new OriginError(resource, "invalid", "body is not JSON");
     }
   }

@@ -64,3 +64,39 @@ describe("Redis calls of a page", () => {
     expect((counted.mget ?? 0) + (counted.evalsha ?? 0) + (counted.eval ?? 0)).toBe(0);
   });
 });
+
+/** Until the worker has sent Redis nothing for 300 ms. */
+async function quiet(): Promise<void> {
+  let last = JSON.stringify(await calls());
+  for (let i = 0; i < 20; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const now = JSON.stringify(await calls());
+    if (now === last) return;
+    last = now;
+  }
+  throw new Error("the worker kept calling Redis");
+}
+
+describe("Redis calls of requests that are not pages", () => {
+  it("malformed ids and unknown paths cost Redis nothing, even with purges synced every 100 ms; a page does", async () => {
+    const eager = await startWorker({ ...stack.bindings, KNOWN_IDS: "off", PURGE_POLL_MS: "100" });
+    try {
+      expect((await eager.fetch("/products/p-000001")).status).toBe(200); // loads the scripts
+      await quiet(); // its background work (refreshes, writes) done
+      await direct.config("RESETSTAT");
+      for (const path of ["/products/-leading-dash", "/products/%00%ff", "/products/p-1;drop", "/products/" + "p".repeat(300), "/products/p-000001/extra"]) {
+        expect((await eager.fetch(path)).status).toBeGreaterThanOrEqual(400);
+        await new Promise((resolve) => setTimeout(resolve, 120)); // past the poll interval each time
+      }
+      const none = await calls();
+      expect(none).toEqual({});
+      // The same wait before a real page: its purge sync reaches Redis.
+      expect((await eager.fetch("/products/p-000001")).status).toBe(200);
+      const some = await calls();
+      expect((some.evalsha_ro ?? 0) + (some.eval_ro ?? 0)).toBeGreaterThan(0);
+    } finally {
+      await eager.close();
+      expect(logFaults(eager)).toEqual([]);
+    }
+  });
+});

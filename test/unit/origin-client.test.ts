@@ -127,6 +127,27 @@ describe("origin client: answers", () => {
     expect(await failureOf(client({ fetch: origin.fetch }).fetchResource("product", "p-000001"))).toBe("invalid");
     expect(origin.calls).toHaveLength(1);
   });
+
+  it("fails a body over the size cap with 'invalid', whether its length is announced or not, and stops reading it", async () => {
+    const valid = JSON.stringify({ ...sampleProduct("p-000001"), description: "x".repeat(2000) });
+    const announced = recordingFetch(() => new Response(valid, { status: 200, headers: { "content-length": String(valid.length) } }));
+    expect(await failureOf(client({ fetch: announced.fetch, maxBodyBytes: 1000 }).fetchResource("product", "p-000001"))).toBe("invalid");
+
+    // A stream that never ends: only the cap stops the read.
+    let pulled = 0;
+    const endless = recordingFetch(() => new Response(new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulled++;
+        controller.enqueue(new TextEncoder().encode(" ".repeat(256)));
+      },
+    }), { status: 200 }));
+    expect(await failureOf(client({ fetch: endless.fetch, maxBodyBytes: 1000 }).fetchResource("product", "p-000001"))).toBe("invalid");
+    expect(pulled).toBeLessThan(10);
+
+    // The same body under the cap is read and validated.
+    const under = recordingFetch(() => new Response(valid, { status: 200 }));
+    await expect(client({ fetch: under.fetch, maxBodyBytes: 4000 }).fetchResource("product", "p-000001")).resolves.toMatchObject({ found: true });
+  });
 });
 
 describe("origin client: time and connections", () => {
