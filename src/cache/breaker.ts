@@ -1,5 +1,5 @@
-// A circuit breaker per isolate around L2 or one origin service (design.md,
-// "When Redis fails"): it opens when the service is failing — at least
+// A circuit breaker per isolate around L2 or one origin service
+// (docs/architecture.md#circuit-breakers): it opens when the service is failing — at least
 // `failureThreshold` failures among its recent calls, and at least half of
 // them — and the service is then not called at all; after `coolDownMs` one
 // probe is let through (half-open); its success closes the breaker, its
@@ -12,8 +12,8 @@
 // rendering), while a hung service keeps failing. An error (a refused
 // connection, a 5xx) is the service's own word, and counts at once.
 //
-// Only the service's own failures count (design.md, "Sharing work across
-// requests"): a call that failed while another call to the same service
+// Only the service's own failures count
+// (docs/architecture.md#sharing-work-across-requests-in-one-isolate): a call that failed while another call to the same service
 // succeeded says that the service answers and that this
 // call was delayed here (a busy isolate handles a reply late; a cancelled
 // request's call never completes), so it is not counted. The half-open probe

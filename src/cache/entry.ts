@@ -1,4 +1,4 @@
-// One cached resource and its life cycle (design.md, "Entry life cycle").
+// One cached resource and its life cycle (docs/architecture.md#entry-life-cycle).
 // Every entry carries its own deadlines, fixed (with jitter) when it was
 // fetched, so that every isolate and Redis agree on what it is at any time.
 import type { ResourcePolicy } from "../config";

@@ -1,6 +1,6 @@
-// Filling one entry from the origin, once across isolates (design.md,
-// "Coalescing"). Inside an isolate, lru-cache's `fetch` already shares one
-// fill among concurrent callers; across isolates, the first to claim the
+// Filling one entry from the origin, once across isolates
+// (docs/architecture.md#coalescing). Inside an isolate, the read path shares one fill
+// among concurrent callers (readThrough.ts); across isolates, the first to claim the
 // Redis lock fetches and the others wait a bounded time for its result:
 //
 //   claim lock ──won──────────────▶ origin ─▶ write to L2 (version-guarded) + release lock

@@ -10,7 +10,7 @@
 //
 // A batch belongs to one request (the read that created it) and to the fills
 // that request starts, which run under its `waitUntil`: nothing in it is
-// shared with another request (design.md, "Sharing work across requests").
+// shared with another request (docs/architecture.md#sharing-work-across-requests-in-one-isolate).
 // A fill of another request that joins one of these fills waits for the fill,
 // not for the batch. Waiting for the last fill under way delays a write by at
 // most the longest of them, which is bounded by its origin timeout.

@@ -1,4 +1,4 @@
-// The request path of the cache, in one read (design.md, "The picture"):
+// The request path of the cache, in one read (docs/architecture.md#the-request-path):
 //
 //   for each resource the page needs:  L1 ──▶ L2 (one round trip for all) ──▶ origin (coalesced fill)
 //

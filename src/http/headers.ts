@@ -1,4 +1,4 @@
-// The headers that say what happened (design.md, "Saying what happened").
+// The headers that say what happened (docs/architecture.md#saying-what-happened).
 //
 // Cache-Status (RFC 9211) has one member per resource of the page, named by
 // the tier that answered it:

@@ -1,4 +1,4 @@
-// The purge log in Redis (design.md, "Invalidation"):
+// The purge log in Redis (docs/architecture.md#invalidation):
 //
 //   pp:v1:purge:seq    a counter: each purge takes the next number
 //   pp:v1:purge:log    recent purges by number (the last LOG_MAX), for isolates catching up

@@ -1,4 +1,4 @@
-// How each isolate learns of purges (design.md, "Invalidation"): it reads
+// How each isolate learns of purges (docs/architecture.md#invalidation): it reads
 // the purge log at most every `pollMs`, drops or marks its L1 entries for id
 // purges, and keeps tag and all purges to judge every entry it is about to
 // serve, from L1 or L2, by the time the entry was fetched.

@@ -61,7 +61,7 @@ export const KNOWN_IDS_LIMITS = {
   maxIdsPerAdd: 1000,
   /** Ids whose add() could not be recorded, kept to retry at the next check. */
   maxPendingAdds: 10_000,
-  /** The origin's largest listing page (origin-contract.md). */
+  /** The origin's largest listing page (docs/origin-contract.md#listing). */
   listPageLimit: 1000,
   /** A listing that yields more than this many ids has lost its way (cursor loop). */
   maxListedIds: 4_000_000,

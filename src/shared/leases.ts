@@ -1,5 +1,5 @@
 // Leases: the one way this isolate holds anything on behalf of a request
-// (design.md, "Sharing work across requests").
+// (docs/architecture.md#sharing-work-across-requests-in-one-isolate).
 //
 // In Workers a promise belongs to the request that made it. When that request
 // is cancelled (the visitor closed the tab, the runtime killed it), its

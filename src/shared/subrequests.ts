@@ -1,4 +1,5 @@
-// At most a few connections per request at once (design.md, "Lessons").
+// At most a few connections per request at once
+// (docs/architecture.md#sharing-work-across-requests-in-one-isolate, rule 6).
 //
 // Workers let one invocation have 6 connections waiting for response headers;
 // more are queued by the runtime, and a queued call's time budget

@@ -1,5 +1,5 @@
 // Visitors who leave mid-request must cost the isolate nothing it needs to
-// serve the next ones (design.md, "Sharing work across requests"): origin
+// serve the next ones (docs/architecture.md#sharing-work-across-requests-in-one-isolate): origin
 // slots, places in the queue, in-flight fills and the purge sync are leases
 // that come back by their deadline whatever became of their holder, and a
 // fill whose owner vanished is completed or taken over for the requests

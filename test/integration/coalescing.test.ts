@@ -1,5 +1,5 @@
 // One origin fetch per key however many visitors and isolates ask
-// (design.md, "Coalescing"), in the Workers runtime against real Redis.
+// (docs/architecture.md#coalescing), in the Workers runtime against real Redis.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startStack, type Stack } from "../support/stack";
 import { logFaults, startWorker, type WorkerInstance } from "../support/worker";
@@ -29,7 +29,7 @@ afterAll(async () => {
   await Promise.all(instances.map((instance) => instance.close()));
   await stack?.close();
   // Hundreds of requests sharing fills across requests: none of it may fail
-  // inside the worker (design.md, "Sharing work across requests").
+  // inside the worker (docs/architecture.md#sharing-work-across-requests-in-one-isolate).
   expect(logFaults(...instances)).toEqual([]);
 });
 

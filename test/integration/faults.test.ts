@@ -1,5 +1,5 @@
 // What visitors get, and what the origin sees, when Redis or the origin fails
-// (design.md, "When Redis fails" and "When the origin fails"). Real
+// (docs/architecture.md#when-redis-fails and #when-the-origin-fails). Real
 // processes: redis-server killed or frozen, the gateway closed, the demo
 // origin slowed, failing or gone; the bundled worker in the Workers runtime.
 //
@@ -43,7 +43,7 @@ const isServerError = (p: Page) => p.status >= 500;
 
 // Whatever fails around it, the worker itself never fails: no exception
 // reaches the app's error handler, and no request touches another's I/O
-// (design.md, "Sharing work across requests"). Runs after every block below
+// (docs/architecture.md#sharing-work-across-requests-in-one-isolate). Runs after every block below
 // has closed its workers, so their logs are complete.
 afterAll(() => {
   expect(logFaults(...startedWorkers())).toEqual([]);

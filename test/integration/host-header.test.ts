@@ -1,7 +1,7 @@
 // The page's own address comes from configuration (PUBLIC_URL), never from
 // the request: a Host or X-Forwarded-* header set by a client must not reach
 // the canonical, OpenGraph or JSON-LD URL of a page sent `public, s-maxage`
-// (the classic cache-poisoning hole, design.md), and a worker deployed
+// (the classic cache-poisoning hole, docs/architecture.md#known-pitfalls), and a worker deployed
 // without PUBLIC_URL says so instead of falling back to the Host header.
 // Real HTTP to workerd, where the request's URL is built from its Host.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

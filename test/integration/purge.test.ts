@@ -1,4 +1,4 @@
-// Invalidation everywhere within a bound (design.md, "Invalidation"): the
+// Invalidation everywhere within a bound (docs/architecture.md#invalidation): the
 // purge endpoint, propagation to every isolate, and the cache-aside race.
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

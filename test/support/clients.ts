@@ -9,7 +9,7 @@
 // went away, a proxy giving up) makes it cancel the request at once, as the
 // edge does when a visitor goes away: the request's pending I/O, timers and
 // promise continuations never run again, not even its `finally` blocks
-// (design.md, "Sharing work across requests"). So `abort()` resets.
+// (docs/architecture.md#sharing-work-across-requests-in-one-isolate). So `abort()` resets.
 import { request } from "node:http";
 import { freePort } from "./ports";
 import { PURGE_TOKEN, type Stack } from "./stack";

@@ -38,7 +38,7 @@ export const MAX_FAULT_LINES = 100;
  * What the worker logs when a request failed in a way the tier never means
  * to: an exception that reached the app's error handler (`unhandled_error`,
  * src/app.ts), or the runtime refusing I/O that one request started and
- * another touched (design.md, "Sharing work across requests"), which
+ * another touched (docs/architecture.md#sharing-work-across-requests-in-one-isolate), which
  * workerd also reports on its own when nobody catches it.
  */
 export const FAULT_PATTERN = /unhandled_error|Cannot perform I\/O on behalf of a different request/;

@@ -258,7 +258,7 @@ describe("origin fetch limiter", () => {
     expect(limit.queued).toBe(0);
   });
 
-  // The Workers rules (design.md, "Sharing work across requests"): a request
+  // The Workers rules (docs/architecture.md#sharing-work-across-requests-in-one-isolate): a request
   // cancelled while it holds a slot never runs its `finally`. Such a holder
   // is a task that never settles here.
   it("takes back a slot whose holder never finishes once its hold deadline passes, and hands it to a waiter", async () => {

@@ -1,5 +1,5 @@
 // The entry life cycle and in-isolate coalescing of the read-through path
-// (design.md, "Entry life cycle"), with a fake clock and a fake origin.
+// (docs/architecture.md#entry-life-cycle), with a fake clock and a fake origin.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createReadThrough, storedSize } from "../../src/cache/readThrough";
 import { parseConfig } from "../../src/config";
@@ -271,7 +271,7 @@ describe("hot products (refresh-ahead)", () => {
   });
 });
 
-// The Workers rules (design.md, "Sharing work across requests"): a fill whose
+// The Workers rules (docs/architecture.md#sharing-work-across-requests-in-one-isolate): a fill whose
 // request was cancelled may never settle. Such a fill is one whose origin
 // call never returns here.
 describe("fills whose request vanished", () => {
