@@ -2,7 +2,7 @@
 // Zipf-drawn product on a socket of its own, closed 1–30 ms after it was
 // sent, whatever the worker was doing with it. In Workers the request is
 // then cancelled, and what it held (fills, limiter slots, locks) must not
-// outlive it (/work/shared/design.md, "Sharing work across requests").
+// outlive it (docs/architecture.md#sharing-work-across-requests-in-one-isolate).
 import { request } from "node:http";
 
 export interface CancelCounts {

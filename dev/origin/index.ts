@@ -1,5 +1,5 @@
 // The demo origin: a node:http server that implements
-// shared/origin-contract.md over the generated catalog (./catalog.ts), with
+// docs/origin-contract.md over the generated catalog (./catalog.ts), with
 // admin endpoints under /__admin/ to count requests, inject faults and change
 // products (which notifies the tier's purge endpoint, as a real shop would).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
