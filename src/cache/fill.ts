@@ -18,7 +18,8 @@
 // still turns into a 503 or a default in bounded time (the sum of the three),
 // never into a queue of waiters.
 import type { Config } from "../config";
-import type { OriginClient } from "../origin/client";
+import { originCallBoundMs, type OriginClient } from "../origin/client";
+import { DEFAULTS } from "../config/defaults";
 import type { ResourceName } from "../origin/types";
 import type { Clock } from "./clock";
 import { encodeEntry } from "./codec";
@@ -27,6 +28,15 @@ import { lockKey, purgeMarkerKey } from "./keys";
 import type { FillBatch, FillCalls } from "./fillBatch";
 import type { L2 } from "./l2";
 import type { L2Entries } from "./l2Entries";
+
+/**
+ * The longest one fill can take: its lock claim, then at most the wait for
+ * another isolate and the origin call (up to two attempts, origin/client.ts).
+ * In-flight fills are leases that end here (readThrough.ts).
+ */
+export function fillBoundMs(config: Pick<Config, "lockWaitMs" | "policies">, resource: ResourceName): number {
+  return DEFAULTS.l2ClaimTimeoutMs + config.lockWaitMs + originCallBoundMs(config.policies[resource].originTimeoutMs);
+}
 
 /** What one fill was about, and what it did (read by the caller that started it). */
 export interface FillContext {
@@ -63,6 +73,8 @@ export interface FillDeps {
 
 /** First poll after losing the lock, doubled each time: the winner usually needs one origin round trip. */
 const FIRST_POLL_MS = 10;
+/** Polls never further apart than this: a winner that writes late is seen soon after, at a few Redis reads a second. */
+const MAX_POLL_MS = 160;
 
 export function createFill(deps: FillDeps) {
   const { config, origin, l2, l2Entries, clock } = deps;
@@ -92,7 +104,7 @@ export function createFill(deps: FillDeps) {
    */
   async function waitForWinner(key: string, lock: string, context: FillContext): Promise<Entry | undefined> {
     const giveUpAt = clock.now() + config.lockWaitMs;
-    for (let delay = FIRST_POLL_MS; clock.now() + delay <= giveUpAt; delay *= 2) {
+    for (let delay = FIRST_POLL_MS; clock.now() + delay <= giveUpAt; delay = Math.min(delay * 2, MAX_POLL_MS)) {
       await deps.sleep(delay);
       const [value, holder] = await l2!.readMany([key, lock]);
       if (value === undefined || holder === undefined) {

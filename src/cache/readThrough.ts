@@ -17,11 +17,11 @@
 // Workers refuse ("Cannot perform I/O on behalf of a different request").
 import { LRUCache } from "lru-cache";
 import type { Config } from "../config";
-import { isAnswerAboutId, originCallBoundMs, OriginError, type OriginClient, type OriginFailure } from "../origin/client";
+import { isAnswerAboutId, OriginError, type OriginClient, type OriginFailure } from "../origin/client";
 import type { ResourceName, ResourceTypes } from "../origin/types";
 import type { Clock } from "./clock";
 import { deadlinesFor, entryState, markedStale, newerOf, type Entry } from "./entry";
-import { createFill, type FillContext } from "./fill";
+import { createFill, fillBoundMs, type FillContext } from "./fill";
 import { createFillBatch, type FillBatch } from "./fillBatch";
 import { createLeaseTable, pollUntil, within } from "../shared/leases";
 import { entryKey } from "./keys";
@@ -280,7 +280,10 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       const error = new OriginError(context.resource, rejection.failure, "the origin's last answer about this id was of no use");
       return { flight: { until: clock.now(), settled: { error } } };
     }
-    const flight: Flight = { until: clock.now() + fillBoundMs(context.resource) };
+    // Those who join wait on their own timers until `until` at most: a request
+    // whose only pending work is another request's I/O is taken for hung and
+    // cancelled in Workers, and this bound is what it costs if that request goes away.
+    const flight: Flight = { until: clock.now() + fillBoundMs(config, context.resource) };
     const work = fill(key, context).then(
       (entry) => {
         keep(key, entry);
@@ -310,16 +313,6 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     fillOrJoin(key, { ...fillContext(resource, id, request), freshBeyond, refresh: true });
   }
 
-  /**
-   * The longest a fill can take: its lock claim, then at most the wait for
-   * another isolate and the origin call (up to two attempts, origin/client.ts). A request waiting on a
-   * fill waits on its own timer too: in Workers a request whose only pending
-   * work is another request's I/O is taken for hung and cancelled, and this
-   * bound is also what it costs if that other request goes away.
-   */
-  function fillBoundMs(resource: ResourceName): number {
-    return DEFAULTS.l2ClaimTimeoutMs + config.lockWaitMs + originCallBoundMs(config.policies[resource].originTimeoutMs);
-  }
 
   function served(resource: ResourceName, entry: Entry, tier: Tier, freshness: Served<unknown>["freshness"], extra: Partial<Served<unknown>> = {}): Served<unknown> {
     return {

@@ -66,8 +66,16 @@ export const DEFAULTS = {
   l2WriteTimeoutMs: 1000,
   /** A filler holds the cross-isolate lock at most this long, so a crashed holder blocks nobody for long. */
   lockTtlMs: 3000,
-  /** How long a loser of the lock waits for the winner's result in L2 before fetching itself. */
-  lockWaitMs: 1000,
+  /**
+   * How long a loser of the lock waits for the winner's result in L2 before
+   * fetching itself: as long as the winner may hold the lock. It stops at
+   * once when the winner lets go without writing (its fetch failed), so the
+   * wait is long only when the winner is alive but slow, as an isolate
+   * flooded by a herd is: a cold herd of 1,000 across two saturated
+   * isolates answered at ~1.0-1.3 s, and a 1 s wait fetched the product
+   * twice. (Nginx's proxy_cache_lock_timeout defaults to 5 s.)
+   */
+  lockWaitMs: 3000,
   /** Origin fetches in flight per isolate; more wait in a queue (below). Tens, not thousands: the origin is what we protect. */
   originMaxConcurrent: 64,
   /** Callers that may queue for an origin slot; more get stale data, a default or a 503 at once. */

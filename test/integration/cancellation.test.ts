@@ -16,6 +16,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { indexOf, productFor } from "../../dev/origin/catalog";
 import { DEFAULTS, DEFAULT_POLICIES } from "../../src/config/defaults";
+import { fillBoundMs } from "../../src/cache/fill";
 import { pollUntil, tierStatus, visit, type TierStatus, type Visit, type VisitOutcome } from "../support/clients";
 import { clearFaults, completeProducts, injectFault, member, originFetches, page, sleep, type Page } from "../support/faults";
 import { freePort } from "../support/ports";
@@ -37,8 +38,8 @@ const MARGIN_MS = 1500;
  */
 const SLOTS_BACK_MS = DEFAULTS.originQueueWaitMs + DEFAULT_POLICIES.product.originTimeoutMs + MARGIN_MS;
 /** The longest a product fill may take (readThrough's fill bound: lock claim, wait for another isolate, origin timeout). */
-const FILL_BOUND_MS = DEFAULTS.l2ClaimTimeoutMs + DEFAULTS.lockWaitMs + DEFAULT_POLICIES.product.originTimeoutMs + 100;
-/** Visitors waiting on a fill whose owner left: an origin round trip or two, well under the fill bound (~2.9 s). */
+const FILL_BOUND_MS = fillBoundMs({ lockWaitMs: DEFAULTS.lockWaitMs, policies: DEFAULT_POLICIES }, "product");
+/** Visitors waiting on a fill whose owner left: an origin round trip or two, well under the fill bound (~7 s). */
 const WAITERS_BOUND_MS = 1500;
 
 let stack: Stack;
