@@ -21,7 +21,7 @@ import type { Config } from "../config";
 import { originCallBoundMs, type OriginClient } from "../origin/client";
 import { DEFAULTS } from "../config/defaults";
 import type { ResourceName } from "../origin/types";
-import type { Clock } from "./clock";
+import type { Clock } from "../shared/clock";
 import { encodeEntry } from "./codec";
 import { deadlinesFor, type Entry } from "./entry";
 import { lockKey, purgeMarkerKey } from "./keys";
@@ -101,8 +101,12 @@ export function createFill(deps: FillDeps) {
    * lost, not news that L2 is gone: under a herd, a saturated isolate reads
    * a reply late, and taking that for an outage made it fetch what the
    * winner was about to write.
+   *
+   * `ownToken`: this fill's claim got no answer, so it may have taken the
+   * lock all the same. A lock holding that token is this fill's own:
+   * "ours", fetch and write as the winner.
    */
-  async function waitForWinner(key: string, lock: string, context: FillContext): Promise<Entry | undefined> {
+  async function waitForWinner(key: string, lock: string, context: FillContext, ownToken?: string): Promise<Entry | "ours" | undefined> {
     const giveUpAt = clock.now() + config.lockWaitMs;
     for (let delay = FIRST_POLL_MS; clock.now() + delay <= giveUpAt; delay = Math.min(delay * 2, MAX_POLL_MS)) {
       await deps.sleep(delay);
@@ -114,6 +118,7 @@ export function createFill(deps: FillDeps) {
       const entry = value ? l2Entries.read(key, value, context.resource, context.id, context.background) : undefined;
       if (entry && entry.freshUntil > Math.max(clock.now(), context.freshBeyond) && entry.fetchedAt >= context.freshAfter) return entry;
       if (holder === null) return undefined;
+      if (holder === ownToken) return "ours";
     }
     return undefined;
   }
@@ -157,14 +162,21 @@ export function createFill(deps: FillDeps) {
       }
     }
     if (claim && claim.kind !== "fresh" && claim.stale) context.olderCopy = l2Entries.read(key, claim.stale, context.resource, context.id, context.background);
-    if (claim?.kind === "lost") {
-      const entry = await waitForWinner(key, lock, context);
-      if (entry) {
+    let won = claim?.kind === "won";
+    // A claim without an answer while L2's breaker stays closed was most
+    // likely this isolate's own delay (a busy isolate reads replies late):
+    // the lock may be taken, by this fill or another isolate's. Look before
+    // fetching, as a loser does: under a herd, fetching at once was a
+    // second origin fetch for the product.
+    const unanswered = claim === undefined && l2.accepts(key);
+    if (claim?.kind === "lost" || unanswered) {
+      const waited = await waitForWinner(key, lock, context, unanswered ? lockToken : undefined);
+      if (waited === "ours") won = true;
+      else if (waited) {
         context.via = "l2";
-        return entry;
+        return waited;
       }
     }
-    const won = claim?.kind === "won";
     let entry: Entry;
     try {
       entry = await fetchFromOrigin(context);

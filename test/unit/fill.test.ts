@@ -1,6 +1,7 @@
 // A fill that lost the lock to another isolate waits for its result in L2
 // (src/cache/fill.ts): a poll that fails while L2's breaker stays closed is
 // one poll lost, not an outage; a skipped poll (breaker open) ends the wait.
+// A claim that got no answer looks at the lock before fetching.
 import { describe, expect, it } from "vitest";
 import { encodeEntry } from "../../src/cache/codec";
 import { createFill, type FillContext } from "../../src/cache/fill";
@@ -58,5 +59,55 @@ describe("a fill that lost the lock", () => {
     expect(originCalls).toBe(1);
     expect(context.via).toBe("origin");
     expect(reads()).toBe(1);
+  });
+});
+
+/** An L2 whose claim gets no answer (the isolate read the reply too late), and whose lock then holds `holder(token)`. */
+function unansweredL2(holder: (ownToken: string) => string | null, value: () => string | null = () => null) {
+  let token = "";
+  let reads = 0;
+  const writes: { lockToken: string }[] = [];
+  const l2 = {
+    async claimFill(_key: string, _lock: string, claim: { token: string }) {
+      token = claim.token;
+      return undefined;
+    },
+    async readMany() {
+      reads++;
+      return [value(), holder(token)];
+    },
+    accepts: () => true,
+    writeFill: async (write: { lockToken: string }) => (writes.push(write), true),
+    releaseLock: async () => {},
+  } as unknown as L2;
+  return { l2, writes, reads: () => reads };
+}
+
+describe("a fill whose lock claim got no answer", () => {
+  it("finds its own token on the lock: fetches once, as the winner, and its write releases the lock", async () => {
+    const { l2, writes, reads } = unansweredL2((own) => own);
+    const { context, originCalls } = await fillOnce(l2);
+    expect(originCalls).toBe(1);
+    expect(context.via).toBe("origin");
+    expect(reads()).toBe(1);
+    expect(writes).toHaveLength(1);
+    expect(writes[0]!.lockToken).not.toBe("");
+  });
+
+  it("finds another isolate's token: waits for its result instead of fetching", async () => {
+    let polls = 0;
+    const { l2 } = unansweredL2(() => "another-isolate", () => (++polls >= 3 ? winnersValue() : null));
+    const { entry, context, originCalls } = await fillOnce(l2);
+    expect(originCalls).toBe(0);
+    expect(context.via).toBe("l2");
+    expect(entry.version).toBe(3);
+  });
+
+  it("finds the lock free: fetches at once, without a lock to release", async () => {
+    const { l2, writes, reads } = unansweredL2(() => null);
+    const { originCalls } = await fillOnce(l2);
+    expect(originCalls).toBe(1);
+    expect(reads()).toBe(1);
+    expect(writes[0]!.lockToken).toBe("");
   });
 });
