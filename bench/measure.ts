@@ -2,7 +2,7 @@
 // result is put together: shared by scenarios.ts (the first six scenarios)
 // and steady.ts (steady state, faults, shards, hot product).
 import { Tally } from "./load";
-import type { Context, Scenario, ScenarioResult } from "./scenarios";
+import type { Context, Scenario, ScenarioResult } from "./scenario";
 import { buildKnownIdsFilter, cpuSnapshot, type CpuRole, type CpuSnapshot, type Servers, type WorkerInstance } from "./stack";
 
 export interface MeterOptions {

@@ -6,7 +6,7 @@ import { cpus, release, totalmem } from "node:os";
 import { join } from "node:path";
 import { costLine, costPerMillion, loadPrices } from "./cost";
 import type { Live } from "./load";
-import type { ScenarioResult, Settings } from "./scenarios";
+import type { ScenarioResult, Settings } from "./scenario";
 import type { FilterBuild } from "./stack";
 
 // ---------------------------------------------------------------- progress

@@ -8,7 +8,8 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { Live } from "./load";
 import { describeMachine, keyFigures, Progress, ratios, textCostTable, textPhaseTable, textTable, writeReport, type Report } from "./report";
-import { SCENARIOS, type Context, type ScenarioResult, type Settings } from "./scenarios";
+import { SCENARIOS } from "./scenarios";
+import type { Context, ScenarioResult, Settings } from "./scenario";
 import { buildBundle, buildKnownIdsFilter, startServers, startWorker, toolVersions, type FilterBuild, type Servers, type WorkerInstance, type WorkerLogs } from "./stack";
 
 const RESULTS_DIR = resolve("bench/results");

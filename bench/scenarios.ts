@@ -4,72 +4,15 @@
 // Only the measured phases feed the figures: warm-ups, and the warming of L2
 // in `l2-hit`, are left out of the latency, the tiers and the origin counts.
 // The first six are here; the steady-state, fault, shard and hot-product
-// scenarios are in steady.ts, the measuring helpers in measure.ts.
+// scenarios are in steady.ts, the measuring helpers in measure.ts, what a
+// scenario is in scenario.ts.
 import { productId } from "../dev/origin/catalog";
-import { burst, runLoad, Tally, type Live, type TallySummary } from "./load";
+import { burst, runLoad, Tally } from "./load";
+import type { Context, Scenario } from "./scenario";
 import { Meter, result, round, seconds, setUp, SETTLE_MS, SHUFFLE_SEED, sleep, ZIPF_SEED } from "./measure";
 import type { OriginCounters, Servers, WorkerInstance } from "./stack";
 import { STEADY_SCENARIOS } from "./steady";
 import { shuffledIndexes, ZipfSampler } from "./zipf";
-
-export interface Settings {
-  quick: boolean;
-  /** Connections (sockets, requests in flight) of the throughput scenarios. */
-  connections: number;
-  /** Worker settings given with --var (empty: the tier's defaults). */
-  vars: Record<string, string>;
-  catalogSize: number;
-  originLatencyMs: number;
-  originJitterMs: number;
-}
-
-export interface Context {
-  servers: Servers;
-  settings: Settings;
-  signal: AbortSignal;
-  live: Live;
-  /** Tells the progress line what is happening; `ms` is the phase's expected length, when known. */
-  phase(label: string, ms?: number): void;
-  /**
-   * Fresh Miniflare instances, closed when the scenario ends. `bindings` are
-   * added to (and override) the run's own: the `shards` scenario's
-   * UPSTASH_REDIS_SHARDS.
-   */
-  startWorkers(count: number, bindings?: Record<string, string>): Promise<WorkerInstance[]>;
-}
-
-export interface ScenarioResult {
-  name: string;
-  description: string;
-  /** Connections, or a description of the concurrency ("4 × 100 at once"). */
-  concurrency: string;
-  load: TallySummary;
-  /** Origin requests per service during the measured phases. */
-  origin: Record<string, number>;
-  /** Calls that reached Redis during the measured phases, by command (INFO commandstats). */
-  redis: Record<string, number>;
-  /** L2 round trips of the worker (MGET, EVALSHA, EVAL) per request. */
-  l2CallsPerRequest: number | null;
-  /** /healthz of each instance after the run: the L2 circuit breaker's state. */
-  l2Breaker: string[];
-  /** Breaker states seen by polling /healthz of each instance every 250 ms during the measured phases. */
-  l2BreakerPolls: Record<string, number>;
-  /** CPU cores kept busy during the measured phases, by role (see stack.ts cpuSnapshot). */
-  cores: Record<string, number>;
-  /** The same requests one at a time (1 connection), after the measured phase: service time without queueing. */
-  unloaded: { requests: number; rps: number; p50: number; p99: number; productTier: Record<string, number> } | null;
-  /** Scenario-specific figures. */
-  extra: Record<string, unknown>;
-  notes: string[];
-  /** Lines the worker (or Miniflare about it) logged during the scenario. */
-  workerLogLines?: number;
-}
-
-export interface Scenario {
-  name: string;
-  description: string;
-  run(ctx: Context): Promise<ScenarioResult>;
-}
 
 /** Sequential catalog ids from `first`; null once the range is used up. */
 function sequentialIds(first: number, last: number): () => string | null {

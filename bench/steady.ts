@@ -16,7 +16,7 @@ import { createRing, type Ring } from "../src/cache/ring";
 import { parseConfig, type Config, type Env } from "../src/config";
 import { isStale, parseCacheStatus, runLoad, Tally, type Outcome as Answer, type ProductTier } from "./load";
 import { healthOf, knownIdsFilterLost, l2Calls, L2_COMMANDS, l2Emptied, Meter, onL2Emptied, pick, reset, result, round, seconds, setUp, SHUFFLE_SEED, ZIPF_SEED } from "./measure";
-import type { Context, Scenario } from "./scenarios";
+import type { Context, Scenario } from "./scenario";
 import { cpuSnapshot, startShards, type CpuSnapshot, type Servers, type WorkerInstance } from "./stack";
 import { warmL2, type WarmL2Result } from "./warm";
 import { shuffledIndexes, ZipfSampler } from "./zipf";

@@ -8,8 +8,8 @@
 // UPSTASH_REDIS_REST_TOKEN, KNOWN_IDS_CAPACITY, KNOWN_IDS_FP_RATE).
 // Exit code 0: switched; 1: the build failed (the current filter stays); 2: bad usage.
 import { parseArgs } from "node:util";
-import { createBreaker } from "../src/cache/breaker";
-import { systemClock } from "../src/cache/clock";
+import { createBreaker } from "../src/shared/breaker";
+import { systemClock } from "../src/shared/clock";
 import { createL2 } from "../src/cache/l2";
 import { DEFAULT_POLICIES, DEFAULTS } from "../src/config/defaults";
 import { KNOWN_IDS_DEFAULTS } from "../src/knownIds/defaults";

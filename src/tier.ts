@@ -2,8 +2,8 @@
 // its breaker, the origin client. Built once per isolate on the first request
 // (Workers hand bindings to `fetch`, not to module scope) and kept for the
 // isolate's life, which is what makes L1 an L1.
-import { createBreaker } from "./cache/breaker";
-import { systemClock, type Clock } from "./cache/clock";
+import { createBreaker } from "./shared/breaker";
+import { systemClock, type Clock } from "./shared/clock";
 import { createL2, type L2 } from "./cache/l2";
 import { createRing } from "./cache/ring";
 import { createShardedL2 } from "./cache/shardedL2";

@@ -9,7 +9,7 @@
 //   cold   normal life cycle: stale-while-revalidate after ttl
 //   warm   refreshed in the background during the last `warm` share of its ttl
 //   hot    refreshed during the last `hot` share of its ttl
-import type { Clock } from "./clock";
+import type { Clock } from "../shared/clock";
 import { hashPair } from "../shared/hash";
 
 export type Heat = "cold" | "warm" | "hot";

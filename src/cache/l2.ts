@@ -4,7 +4,7 @@
 // a Redis outage must not turn into errors or an origin stampede.
 import { Redis } from "@upstash/redis/cloudflare";
 import { LRUCache } from "lru-cache";
-import type { Breaker } from "./breaker";
+import type { Breaker } from "../shared/breaker";
 import { isIsolateError, isTimeout, noticedLate } from "../shared/leases";
 import { subrequest } from "../shared/subrequests";
 

@@ -8,7 +8,7 @@
 import type { Config, ResourcePolicy } from "../config";
 import { createRateLimitedLog, type RateLimitedLog } from "../observability/log";
 import type { ResourceName, ResourceTypes } from "../origin/types";
-import type { Clock } from "./clock";
+import type { Clock } from "../shared/clock";
 import { decodeEntry } from "./codec";
 import { SOFT_PURGE_GRACE_MS, type Entry } from "./entry";
 import type { L2 } from "./l2";

@@ -19,7 +19,7 @@ import { LRUCache } from "lru-cache";
 import type { Config } from "../config";
 import { isAnswerAboutId, OriginError, type OriginClient, type OriginFailure } from "../origin/client";
 import type { ResourceName, ResourceTypes } from "../origin/types";
-import type { Clock } from "./clock";
+import type { Clock } from "../shared/clock";
 import { deadlinesFor, entryState, markedStale, newerOf, type Entry } from "./entry";
 import { createFill, fillBoundMs, type FillContext } from "./fill";
 import { createFillBatch, type FillBatch } from "./fillBatch";

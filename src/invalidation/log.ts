@@ -15,7 +15,7 @@ import type { Redis } from "@upstash/redis/cloudflare";
 import type { L2 } from "../cache/l2";
 import { SOFT_PURGE_GRACE_MS } from "../cache/entry";
 import { entryKey, purgeLogKeys, purgeMarkerKey } from "../cache/keys";
-import { systemClock, type Clock } from "../cache/clock";
+import { systemClock, type Clock } from "../shared/clock";
 import { DEFAULTS } from "../config/defaults";
 import { createRateLimitedLog } from "../observability/log";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/types";

@@ -11,7 +11,7 @@
 // Blind (L2 unreachable for longer than `blindAfterMs`): purges may be
 // missed, so entries older than `blindMaxAgeMs` are treated as stale and
 // refreshed from the origin, once each, in the background.
-import type { Clock } from "../cache/clock";
+import type { Clock } from "../shared/clock";
 import type { Entry } from "../cache/entry";
 import { entryKey } from "../cache/keys";
 import type { L1Purging, PurgedAt } from "../cache/readThrough";

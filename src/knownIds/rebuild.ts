@@ -11,7 +11,7 @@
 //      than merged (merge those, retry) or when a newer build replaced ours;
 //   5. let the previous version's keys expire after a short grace.
 import type { L2 } from "../cache/l2";
-import type { Clock } from "../cache/clock";
+import type { Clock } from "../shared/clock";
 import type { OriginClient } from "../origin/client";
 import { Bloom, bloomShape, positionsOf, redisBitOf, segmentCountFor } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "./defaults";

@@ -10,7 +10,7 @@
 // Freshness: an id added through this isolate is accepted here at once; other
 // isolates accept it after their next check (`refreshMs`), which reads the
 // meta and catches up from the version's log of added ids.
-import type { Clock } from "../cache/clock";
+import type { Clock } from "../shared/clock";
 import type { L2 } from "../cache/l2";
 import { isValidProductId } from "../origin/types";
 import { Bloom, byteLengthFor, positionsOf, redisBitOf } from "./bloom";

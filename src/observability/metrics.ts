@@ -8,8 +8,8 @@
 // `recordOriginFetch` per origin call; nothing is done per cache hit beyond
 // incrementing counters. Bucket boundaries follow the tier's clock, so tests
 // move time by hand.
-import type { BreakerState } from "../cache/breaker";
-import type { Clock } from "../cache/clock";
+import type { BreakerState } from "../shared/breaker";
+import type { Clock } from "../shared/clock";
 import type { Served } from "../cache/readThrough";
 import type { OriginFailure } from "../origin/client";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/types";

@@ -1,7 +1,7 @@
 // The status page's view: the status model (./status.ts) with every number
 // formatted for reading and the chart laid out, so that templates/status.liquid
 // only prints escaped strings and numbers.
-import type { BreakerState } from "../cache/breaker";
+import type { BreakerState } from "../shared/breaker";
 import { buildChart, type ChartView } from "./chart";
 import { RESOURCES, type ResourceSummary, type WindowSummary } from "./metrics";
 import type { StatusModel } from "./status";

@@ -1,7 +1,7 @@
 // How the tier feeds its observers: breaker state changes and origin call
 // outcomes go to the metrics (status page) and to the structured log.
-import type { BreakerState } from "../cache/breaker";
-import type { Clock } from "../cache/clock";
+import type { BreakerState } from "../shared/breaker";
+import type { Clock } from "../shared/clock";
 import type { OriginClientOptions } from "../origin/client";
 import { createRateLimitedLog, logEvent } from "./log";
 import type { Metrics } from "./metrics";

@@ -2,11 +2,10 @@
 // timeout, at most one retry (a connection error, with jitter, or a time-out
 // this isolate noticed late: its own delay, not the service's), and the
 // answer checked against the contract.
-import type { ResourcePolicy } from "../config";
 import { LISTING_SIZE, type ProductIdPage, type ResourceName, type ResourceTypes } from "./types";
 import { productIdPage, validateResource } from "./validate";
 import * as v from "valibot";
-import type { Breaker } from "../cache/breaker";
+import type { Breaker } from "../shared/breaker";
 import { LimiterFull, type Limiter, type Priority } from "./limiter";
 import { isIsolateError, isTimeout, noticedLate } from "../shared/leases";
 import { subrequest, SubrequestBudgetSpent } from "../shared/subrequests";
@@ -77,7 +76,8 @@ export interface OriginClientOptions {
   baseUrl: string;
   /** Bodies past this many bytes are not read: "invalid" (default 1 MiB). */
   maxBodyBytes?: number;
-  policies: Record<ResourceName, Pick<ResourcePolicy, "originTimeoutMs">>;
+  /** Each service's timeout (the policies of config/defaults.ts). */
+  policies: Record<ResourceName, { originTimeoutMs: number }>;
   /** Caps concurrent fetches per isolate; none in unit tests. */
   limiter?: Limiter;
   /** One breaker per service, made on first use; none in unit tests. */
@@ -202,7 +202,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
         breaker?.success();
         return result;
       } catch (error) {
-        // Not the service's failure: this isolate's (see cache/breaker.ts).
+        // Not the service's failure: this isolate's (see shared/breaker.ts).
         const ours = isIsolateError(error) || (error instanceof OriginError && (error.failure === "overloaded" || error.noticedLate));
         // An answer about one id: the service answered, as it does with a 404, so it is up.
         if (isAnswerAboutId(error)) breaker?.success();

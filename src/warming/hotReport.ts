@@ -2,7 +2,7 @@
 // so that warming (cron or `npm run warm`) knows what the whole fleet finds
 // hot: a sorted set `pp:v1:hot` of ids scored by requests, bounded to the
 // top 1,000 and expiring a day after the last report.
-import type { Clock } from "../cache/clock";
+import type { Clock } from "../shared/clock";
 import type { L2 } from "../cache/l2";
 import { createTopK } from "../observability/topK";
 

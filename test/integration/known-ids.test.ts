@@ -1,8 +1,8 @@
 // The known-ids filter in the Workers runtime: ids that cannot exist never
 // reach the origin, new products are never refused, and it fails open.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createBreaker } from "../../src/cache/breaker";
-import { systemClock } from "../../src/cache/clock";
+import { createBreaker } from "../../src/shared/breaker";
+import { systemClock } from "../../src/shared/clock";
 import { createL2 } from "../../src/cache/l2";
 import { DEFAULT_POLICIES } from "../../src/config/defaults";
 import { createKnownIds, listingOf } from "../../src/knownIds";

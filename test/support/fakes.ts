@@ -1,6 +1,6 @@
 // In-process stand-ins for unit tests of the cache engine: a clock moved by
 // hand and an origin whose answers and failures the test decides.
-import type { Clock } from "../../src/cache/clock";
+import type { Clock } from "../../src/shared/clock";
 import { OriginError, type OriginAnswer, type OriginClient } from "../../src/origin/client";
 import type { Product, ResourceName, ResourceTypes } from "../../src/origin/types";
 

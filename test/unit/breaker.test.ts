@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createBreaker } from "../../src/cache/breaker";
+import { createBreaker } from "../../src/shared/breaker";
 import { fakeClock } from "../support/fakes";
 
 describe("circuit breaker", () => {

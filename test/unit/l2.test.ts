@@ -3,8 +3,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Redis } from "@upstash/redis";
 import { startGateway, type Gateway } from "../../dev/gateway";
-import { createBreaker } from "../../src/cache/breaker";
-import { systemClock } from "../../src/cache/clock";
+import { createBreaker } from "../../src/shared/breaker";
+import { systemClock } from "../../src/shared/clock";
 import { encodeEntry } from "../../src/cache/codec";
 import type { Entry } from "../../src/cache/entry";
 import { entryKey, lockKey, MAX_KEY_LENGTH, purgeMarkerKey } from "../../src/cache/keys";

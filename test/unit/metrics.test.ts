@@ -3,7 +3,7 @@
 // space-saving top-K of hot products, the rate-limited log, breaker change
 // notices, the origin client's onFetch, and the page rendered from it all.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createBreaker, type BreakerState } from "../../src/cache/breaker";
+import { createBreaker, type BreakerState } from "../../src/shared/breaker";
 import { parseConfig } from "../../src/config";
 import { createOriginClient, type OriginFailure } from "../../src/origin/client";
 import type { PageResource, ResourceName } from "../../src/origin/types";

@@ -4,7 +4,7 @@
 // Most cases use an injected `fetch`; a few run against the real demo origin
 // over HTTP, where faults are injected through its admin API.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createBreaker, type Breaker } from "../../src/cache/breaker";
+import { createBreaker, type Breaker } from "../../src/shared/breaker";
 import { createOriginClient, isAnswerAboutId, OriginError, type OriginClient, type OriginClientOptions, type OriginFailure } from "../../src/origin/client";
 import { createLimiter } from "../../src/origin/limiter";
 import type { ResourceName } from "../../src/origin/types";

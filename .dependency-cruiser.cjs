@@ -1,0 +1,64 @@
+// The layers of docs/architecture.md, kept by a tool: `npm run deps`, run by
+// `npm test` (and so by CI). Type-only imports count: a circle through types
+// still ties two modules together for a reader.
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circle",
+      comment: "Modules that import each other, directly or round a loop: one of them holds what both need, or the seam is in the wrong place.",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "cache-knows-no-purges",
+      comment: "The cache owns the small interface through which purge judgements reach it; invalidation/ implements it.",
+      severity: "error",
+      from: { path: "^src/cache/" },
+      to: { path: "^src/invalidation/" },
+    },
+    {
+      name: "render-knows-no-cache",
+      comment: "Rendering turns data into HTML; where the data came from is the page's business (http/).",
+      severity: "error",
+      from: { path: "^src/render/" },
+      to: { path: "^src/cache/" },
+    },
+    {
+      name: "origin-stands-alone",
+      comment: "The origin client and its contract import nothing else of the tier but the Workers rules in shared/.",
+      severity: "error",
+      from: { path: "^src/origin/" },
+      to: { path: "^src/", pathNot: "^src/(origin|shared)/" },
+    },
+    {
+      name: "shared-is-the-ground-floor",
+      comment: "shared/ holds the Workers rules and primitives every layer uses: it imports none of them.",
+      severity: "error",
+      from: { path: "^src/shared/" },
+      to: { path: "^src/", pathNot: "^src/shared/" },
+    },
+    {
+      name: "the-worker-ships-alone",
+      comment: "What is deployed never imports the dev servers, the benchmarks or the tests.",
+      severity: "error",
+      from: { path: "^src/" },
+      to: { path: "^(dev|bench|test)/" },
+    },
+    {
+      name: "no-missing-module",
+      comment: "An import that resolves to nothing.",
+      severity: "error",
+      from: {},
+      to: { couldNotResolve: true, pathNot: "^(cloudflare:|node:)" },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "^(node_modules|\\.wrangler)/" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { extensions: [".ts", ".js", ".mjs", ".json", ".liquid"], exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"] },
+  },
+};
