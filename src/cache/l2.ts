@@ -5,7 +5,7 @@
 import { Redis } from "@upstash/redis/cloudflare";
 import { LRUCache } from "lru-cache";
 import type { Breaker } from "../shared/breaker";
-import { isIsolateError, isTimeout, noticedLate } from "../shared/leases";
+import { currentLagMs, isIsolateError, isTimeout, noticedLate } from "../shared/leases";
 import { subrequest } from "../shared/subrequests";
 
 export type FillClaim =
@@ -352,7 +352,9 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       // Not Redis's failure but this isolate's (see breaker.ts): its own
       // errors, and a time-out that this isolate noticed late, because it
       // was too busy to read the reply (or the abort) when it came.
-      if (isIsolateError(error) || noticedLate(startedAt, budgetMs)) stats.isolateErrors++;
+      // A time-out while the isolate's own queue is a good part of the
+      // budget long is counted as the isolate's too.
+      if (isIsolateError(error) || noticedLate(startedAt, budgetMs) || (isTimeout(error) && (await currentLagMs()) > budgetMs / 4)) stats.isolateErrors++;
       else if (!passive) breaker.failure(successesAtStart, isTimeout(error));
       stats.failures++;
       if (isWrite) stats.droppedWrites++;

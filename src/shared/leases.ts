@@ -151,6 +151,20 @@ export function noticedLate(startedAt: number, budgetMs: number, now = Date.now(
 /** How late past its budget a failure must be noticed to count as the isolate's delay. */
 const LATE_NOTICE_MIN_MS = 50;
 
+/**
+ * How long this isolate takes now to run a 1 ms timer, beyond that 1 ms:
+ * the queue of work ahead of any callback, a reply's included. A time-out
+ * noticed on time can still be the isolate's own delay: the reply came in a
+ * few ms, but reading it waited behind other requests' rendering until the
+ * budget ran out. A service that hangs leaves the isolate idle, and this
+ * stays near 0. Costs one timer, so it is asked only after a time-out.
+ */
+export async function currentLagMs(now: () => number = Date.now): Promise<number> {
+  const asked = now();
+  await new Promise((resolve) => setTimeout(resolve, 1));
+  return Math.max(0, now() - asked - 1);
+}
+
 /** First pause of a poll, doubled up to POLL_MAX_MS: a shared fill usually ends within one origin round trip. */
 const POLL_FIRST_MS = 1;
 const POLL_MAX_MS = 16;

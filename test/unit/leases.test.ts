@@ -1,7 +1,7 @@
 // Leases (src/shared/leases.ts): what any request holds on behalf of the
 // isolate is given back by its holder or reclaimed once past its deadline.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createLeaseTable, noticedLate, within } from "../../src/shared/leases";
+import { createLeaseTable, currentLagMs, noticedLate, within } from "../../src/shared/leases";
 import { fakeClock } from "../support/fakes";
 
 afterEach(() => {
@@ -67,5 +67,17 @@ describe("noticedLate", () => {
     expect(noticedLate(1_000, 1_000, 2_200)).toBe(false); // 20% late on a long budget: still on time
     expect(noticedLate(1_000, 1_000, 2_300)).toBe(true);
     expect(noticedLate(0, 100, 5_000)).toBe(false); // never started: not a time-out of its own
+  });
+});
+
+describe("currentLagMs", () => {
+  it("is near 0 when the isolate is idle, and the length of the work queued ahead when it is busy", async () => {
+    expect(await currentLagMs()).toBeLessThan(20);
+    // Work queued before the probe's timer (another request rendering): the probe waits behind it.
+    setTimeout(() => {
+      const until = Date.now() + 80;
+      while (Date.now() < until);
+    }, 0);
+    expect(await currentLagMs()).toBeGreaterThanOrEqual(60);
   });
 });
