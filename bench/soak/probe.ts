@@ -56,6 +56,9 @@ export interface L2Stats {
   skipped: number;
   failures: number;
   droppedWrites: number;
+  /** Failures the breaker counted as Redis's: time-outs, other errors. */
+  countedTimeouts: number;
+  countedErrors: number;
 }
 
 export async function statusOf(url: string): Promise<Status | null> {
@@ -170,5 +173,5 @@ export function change(before: Snapshot, after: Snapshot): Change {
 
 const pickTiers = ({ l1, l2, origin, failed }: Tiers): Tiers => ({ l1, l2, origin, failed });
 const pickOrigin = ({ fetches, errors, shed }: OriginCalls): OriginCalls => ({ fetches, errors, shed });
-const pickL2 = ({ skipped, failures, droppedWrites }: L2Stats): L2Stats => ({ skipped, failures, droppedWrites });
+const pickL2 = ({ skipped, failures, droppedWrites, countedTimeouts, countedErrors }: L2Stats): L2Stats => ({ skipped, failures, droppedWrites, countedTimeouts, countedErrors });
 const round1 = (value: number) => Math.round(value * 10) / 10;

@@ -77,6 +77,9 @@ export interface L2Stats {
   isolateErrors: number;
   /** Writes of the backlog that reached L2 once it came back. */
   replayedWrites: number;
+  /** Of the failures, those the breaker counted as Redis's: time-outs, and other errors (refused, reset, an error answer). */
+  countedTimeouts: number;
+  countedErrors: number;
 }
 
 export interface L2 {
@@ -279,7 +282,7 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
   const claimScript = claimer.createScript<(string | [number, string])[]>(CLAIM_FILLS);
   const writeScript = writer.createScript<number[]>(WRITE_FILLS);
   const releaseScript = writer.createScript<number>(RELEASE_LOCK);
-  const stats: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0 };
+  const stats: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0 };
   // Newest kept: lru-cache evicts the least recently set first. Plain data only: it is replayed from other requests.
   const backlog = new LRUCache<string, Pending>({ max: BACKLOG_MAX, maxSize: BACKLOG_MAX_BYTES, sizeCalculation: (pending) => pending.write.value.length + 200 });
   /** The flush under way, as a lease (shared/leases.ts): a flush whose request vanished lapses at its budget. */
@@ -355,7 +358,11 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       // A time-out while the isolate's own queue is a good part of the
       // budget long is counted as the isolate's too.
       if (isIsolateError(error) || noticedLate(startedAt, budgetMs) || (isTimeout(error) && (await currentLagMs()) > budgetMs / 4)) stats.isolateErrors++;
-      else if (!passive) breaker.failure(successesAtStart, isTimeout(error));
+      else if (!passive) {
+        breaker.failure(successesAtStart, isTimeout(error));
+        if (isTimeout(error)) stats.countedTimeouts++;
+        else stats.countedErrors++;
+      }
       stats.failures++;
       if (isWrite) stats.droppedWrites++;
       return undefined;
