@@ -2,8 +2,8 @@
 // faster than anything it measures here): installed from Debian's packages
 // when missing, run as a child with a Lua script whose done() prints one
 // "<MARKER> {json}" line, killed on abort and when this process exits.
-// runZipfWrk is the soak's and the profile's Zipf load (bench/soak/zipf.lua);
-// bench:peers drives its own script (bench/peers/zipf.lua) through runWrk.
+// runZipfWrk is the soak's and the profile's Zipf load; bench:peers drives
+// the same script (bench/zipf.lua) through runWrk, with its constant rate.
 import { execFileSync, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
@@ -90,7 +90,7 @@ export async function runWrk<T>(run: WrkRun): Promise<{ summary: T; cpuSeconds: 
   return { summary: JSON.parse(line[1]!) as T, cpuSeconds };
 }
 
-const ZIPF_LUA = resolve("bench/soak/zipf.lua");
+const ZIPF_LUA = resolve("bench/zipf.lua");
 
 export interface WrkFigures {
   requests: number;
@@ -127,8 +127,8 @@ export async function runZipfWrk(run: ZipfRun): Promise<WrkFigures> {
     connections: run.connections,
     seconds: run.seconds,
     timeoutS: 2,
-    env: { SOAK_PATHS: run.pathsFile, SOAK_TARGETS: run.targets.map((t) => new URL(t).host).join(","), SOAK_SEED: String(run.seed) },
-    marker: "SOAK",
+    env: { ZIPF_PATHS: run.pathsFile, ZIPF_TARGETS: run.targets.map((t) => new URL(t).host).join(","), ZIPF_SEED: String(run.seed), ZIPF_STATUSES: "1" },
+    marker: "ZIPF",
     signal: run.signal,
   });
   return summary;

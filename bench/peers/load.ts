@@ -16,7 +16,7 @@ import { runWrk } from "../wrk";
 
 /** The seeds of `npm run bench`'s zipf scenario (bench/scenarios.ts): the same hot products. */
 export const SHUFFLE_SEED = 42;
-const LUA = resolve("bench/peers/zipf.lua");
+const LUA = resolve("bench/zipf.lua");
 const THREADS = 2;
 /** A request unanswered this long is a timeout, an error. */
 const TIMEOUT_S = 5;
@@ -136,15 +136,15 @@ export async function wrkPhase(spec: PhaseSpec): Promise<Phase> {
     seconds: rate ? spec.seconds + PACED_EXTRA_S : spec.seconds,
     timeoutS: TIMEOUT_S,
     env: {
-      PEERS_PATHS: spec.paths,
-      PEERS_TARGETS: spec.targets.map((t) => new URL(t).host).join(","),
-      PEERS_SEED: String(spec.seed),
-      PEERS_RATE: String(rate),
-      PEERS_THREADS: String(THREADS),
-      PEERS_T0: String(monotonicMs() + PACED_START_MS),
-      PEERS_SPAN_MS: String(spec.seconds * 1000),
+      ZIPF_PATHS: spec.paths,
+      ZIPF_TARGETS: spec.targets.map((t) => new URL(t).host).join(","),
+      ZIPF_SEED: String(spec.seed),
+      ZIPF_RATE: String(rate),
+      ZIPF_THREADS: String(THREADS),
+      ZIPF_T0: String(monotonicMs() + PACED_START_MS),
+      ZIPF_SPAN_MS: String(spec.seconds * 1000),
     },
-    marker: "PEERS",
+    marker: "ZIPF",
     signal: spec.signal,
   });
   // Paced: the schedule's span (wrk's own duration holds the start and the tail).

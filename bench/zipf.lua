@@ -1,18 +1,20 @@
--- wrk script of `npm run bench:peers` (bench/peers/load.ts writes its inputs).
--- A copy of bench/soak/zipf.lua's Zipf draw, plus an optional constant rate.
---   PEERS_PATHS    a file of "rank path" lines, hottest first: each request
+-- The wrk script of every Zipf load: `npm run bench:peers` (bench/peers/load.ts),
+-- `bench:soak` and `bench:profile` (runZipfWrk in bench/wrk.ts).
+--   ZIPF_PATHS     a file of "rank path" lines, hottest first: each request
 --                  draws a rank from Zipf(s = 1.0) by inverse CDF (binary search
 --                  over the cumulative weights 1/rank); one line = that path always
---   PEERS_TARGETS  "host:port,host:port": thread i sends to target i (mod the count)
---   PEERS_SEED     thread i draws from math.randomseed(seed * 1000 + i): the
+--   ZIPF_TARGETS  "host:port,host:port": thread i sends to target i (mod the count)
+--   ZIPF_SEED     thread i draws from math.randomseed(seed * 1000 + i): the
 --                  same sequence, per thread, against every system
---   PEERS_RATE     0: closed loop (each connection sends its next request as
+--   ZIPF_RATE     0: closed loop (each connection sends its next request as
 --                  soon as it has read the answer: saturation). N > 0: N requests
 --                  a second in all, on a fixed schedule (see delay()), from
---   PEERS_T0       (CLOCK_MONOTONIC, ms) for
---   PEERS_SPAN_MS  ms: rate × span requests in all, then none (wrk's -d must
+--   ZIPF_T0       (CLOCK_MONOTONIC, ms) for
+--   ZIPF_SPAN_MS  ms: rate × span requests in all, then none (wrk's -d must
 --                  leave room for the start and the last answers)
--- At the end, one line: "PEERS {json}".
+--   ZIPF_STATUSES  "1": count the answers by status class (a Lua call per
+--                  answer, so off where wrk's own ceiling matters)
+-- At the end, one line: "ZIPF {json}".
 --
 -- The constant rate: each thread has a schedule of send times, one every
 -- threads/N seconds from T0 (the threads' schedules interleaved), until
@@ -44,7 +46,7 @@ local threads = {}
 
 function setup(thread)
   local targets = {}
-  for target in string.gmatch(os.getenv("PEERS_TARGETS"), "[^,]+") do targets[#targets + 1] = target end
+  for target in string.gmatch(os.getenv("ZIPF_TARGETS"), "[^,]+") do targets[#targets + 1] = target end
   local n = #threads + 1
   local host, port = string.match(targets[(n - 1) % #targets + 1], "^(.+):(%d+)$")
   thread.addr = wrk.lookup(host, port)[1]
@@ -53,12 +55,12 @@ function setup(thread)
 end
 
 local paths, cdf = {}, {}
-local rate = tonumber(os.getenv("PEERS_RATE") or "0")
+local rate = tonumber(os.getenv("ZIPF_RATE") or "0")
 local interval, nextSlot, stopAt
 
 function init()
   local sum = 0
-  for line in io.lines(os.getenv("PEERS_PATHS")) do
+  for line in io.lines(os.getenv("ZIPF_PATHS")) do
     local rank, path = string.match(line, "^(%d+) (.+)$")
     sum = sum + 1 / tonumber(rank)
     paths[#paths + 1] = path
@@ -66,14 +68,14 @@ function init()
   end
   for i = 1, #cdf do cdf[i] = cdf[i] / sum end
   cdf[#cdf] = 1
-  math.randomseed(tonumber(os.getenv("PEERS_SEED")) * 1000 + id)
+  math.randomseed(tonumber(os.getenv("ZIPF_SEED")) * 1000 + id)
   -- globals: done() reads them from each thread
-  late, lateMaxMs, sent = 0, 0, 0
+  late, lateMaxMs, sent, statuses = 0, 0, 0, {}
   if rate > 0 then
-    local threadCount = tonumber(os.getenv("PEERS_THREADS"))
+    local threadCount = tonumber(os.getenv("ZIPF_THREADS"))
     interval = 1000 * threadCount / rate
-    nextSlot = tonumber(os.getenv("PEERS_T0")) + (id - 1) * interval / threadCount
-    stopAt = tonumber(os.getenv("PEERS_T0")) + tonumber(os.getenv("PEERS_SPAN_MS"))
+    nextSlot = tonumber(os.getenv("ZIPF_T0")) + (id - 1) * interval / threadCount
+    stopAt = tonumber(os.getenv("ZIPF_T0")) + tonumber(os.getenv("ZIPF_SPAN_MS"))
   end
 end
 
@@ -104,17 +106,27 @@ function request()
   return wrk.format("GET", paths[lo])
 end
 
+function response(status)
+  local class = math.floor(status / 100) .. "xx"
+  statuses[class] = (statuses[class] or 0) + 1
+end
+-- Not counted: no response() at all (wrk then skips the call).
+if os.getenv("ZIPF_STATUSES") ~= "1" then response = nil end
+
 function done(summary, latency)
-  local lateCount, lateMax, sentCount = 0, 0, 0
+  local lateCount, lateMax, sentCount, classes = 0, 0, 0, {}
   for _, thread in ipairs(threads) do
     lateCount = lateCount + (thread:get("late") or 0)
     lateMax = math.max(lateMax, thread:get("lateMaxMs") or 0)
     sentCount = sentCount + (thread:get("sent") or 0)
+    for class, count in pairs(thread:get("statuses") or {}) do classes[class] = (classes[class] or 0) + count end
   end
+  local parts = {}
+  for class, count in pairs(classes) do parts[#parts + 1] = string.format('"%s":%d', class, count) end
   local e = summary.errors
   io.write(string.format(
-    'PEERS {"requests":%d,"durationUs":%d,"bytes":%d,"p50Us":%d,"p99Us":%d,"maxUs":%d,"meanUs":%.1f,' ..
+    'ZIPF {"requests":%d,"durationUs":%d,"bytes":%d,"p50Us":%d,"p99Us":%d,"maxUs":%d,"meanUs":%.1f,"statuses":{%s},' ..
     '"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},"late":%d,"lateMaxMs":%.1f,"sent":%d}\n',
     summary.requests, summary.duration, summary.bytes, latency:percentile(50), latency:percentile(99), latency.max, latency.mean,
-    e.connect, e.read, e.write, e.status, e.timeout, lateCount, lateMax, sentCount))
+    table.concat(parts, ","), e.connect, e.read, e.write, e.status, e.timeout, lateCount, lateMax, sentCount))
 end
