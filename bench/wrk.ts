@@ -90,7 +90,13 @@ export async function runWrk<T>(run: WrkRun): Promise<{ summary: T; cpuSeconds: 
   return { summary: JSON.parse(line[1]!) as T, cpuSeconds };
 }
 
-const ZIPF_LUA = resolve("bench/zipf.lua");
+/** The wrk script of every Zipf load (bench:soak, bench:profile, bench:peers). */
+export const ZIPF_LUA = resolve("bench/zipf.lua");
+
+/** zipf.lua's inputs every run gives: the paths file, the targets (thread i → target i mod n), the seed. */
+export function zipfEnv(pathsFile: string, targets: readonly string[], seed: number): Record<string, string> {
+  return { ZIPF_PATHS: pathsFile, ZIPF_TARGETS: targets.map((t) => new URL(t).host).join(","), ZIPF_SEED: String(seed) };
+}
 
 export interface WrkFigures {
   requests: number;
@@ -127,7 +133,7 @@ export async function runZipfWrk(run: ZipfRun): Promise<WrkFigures> {
     connections: run.connections,
     seconds: run.seconds,
     timeoutS: 2,
-    env: { ZIPF_PATHS: run.pathsFile, ZIPF_TARGETS: run.targets.map((t) => new URL(t).host).join(","), ZIPF_SEED: String(run.seed), ZIPF_STATUSES: "1" },
+    env: { ...zipfEnv(run.pathsFile, run.targets, run.seed), ZIPF_STATUSES: "1" },
     marker: "ZIPF",
     signal: run.signal,
   });

@@ -9,14 +9,13 @@
 // Thread i of wrk sends to target i (mod the number of targets): the tier's
 // two instances get one thread and half of the connections each.
 import { writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { productId } from "../../dev/origin/catalog";
 import { shuffledIndexes } from "../zipf";
-import { runWrk } from "../wrk";
+import { runWrk, ZIPF_LUA, zipfEnv } from "../wrk";
 
 /** The seeds of `npm run bench`'s zipf scenario (bench/scenarios.ts): the same hot products. */
 export const SHUFFLE_SEED = 42;
-const LUA = resolve("bench/zipf.lua");
 const THREADS = 2;
 /** A request unanswered this long is a timeout, an error. */
 const TIMEOUT_S = 5;
@@ -129,16 +128,14 @@ const monotonicMs = () => Number(process.hrtime.bigint() / 1_000_000n);
 export async function wrkPhase(spec: PhaseSpec): Promise<Phase> {
   const rate = spec.rate ?? 0;
   const { summary: f, cpuSeconds } = await runWrk<WrkFigures>({
-    script: LUA,
+    script: ZIPF_LUA,
     url: `${spec.targets[0]}/`,
     threads: THREADS,
     connections: spec.connections,
     seconds: rate ? spec.seconds + PACED_EXTRA_S : spec.seconds,
     timeoutS: TIMEOUT_S,
     env: {
-      ZIPF_PATHS: spec.paths,
-      ZIPF_TARGETS: spec.targets.map((t) => new URL(t).host).join(","),
-      ZIPF_SEED: String(spec.seed),
+      ...zipfEnv(spec.paths, spec.targets, spec.seed),
       ZIPF_RATE: String(rate),
       ZIPF_THREADS: String(THREADS),
       ZIPF_T0: String(monotonicMs() + PACED_START_MS),

@@ -180,7 +180,10 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
     }
     const bytes = new Uint8Array(size);
     let at = 0;
-    for (const chunk of chunks) bytes.set(chunk, (at += chunk.byteLength) - chunk.byteLength);
+    for (const chunk of chunks) {
+      bytes.set(chunk, at);
+      at += chunk.byteLength;
+    }
     try {
       return JSON.parse(new TextDecoder().decode(bytes));
     } catch {

@@ -159,10 +159,10 @@ const LATE_NOTICE_MIN_MS = 50;
  * budget ran out. A service that hangs leaves the isolate idle, and this
  * stays near 0. Costs one timer, so it is asked only after a time-out.
  */
-export async function currentLagMs(now: () => number = Date.now): Promise<number> {
-  const asked = now();
+export async function currentLagMs(): Promise<number> {
+  const asked = Date.now();
   await new Promise((resolve) => setTimeout(resolve, 1));
-  return Math.max(0, now() - asked - 1);
+  return Math.max(0, Date.now() - asked - 1);
 }
 
 /** First pause of a poll, doubled up to POLL_MAX_MS: a shared fill usually ends within one origin round trip. */
