@@ -14,6 +14,7 @@ export default {
   scheduled(event, env, ctx) {
     const tier = tierFor(env);
     if (tier instanceof ConfigError) return;
-    ctx.waitUntil(withSubrequestGate(tier.config.maxSubrequests, () => runScheduled(event.cron, tier, (work) => ctx.waitUntil(work))));
+    const background = (work: Promise<unknown>) => ctx.waitUntil(work);
+    ctx.waitUntil(withSubrequestGate(tier.config.maxSubrequests, () => runScheduled(event.cron, tier, background), background));
   },
 } satisfies ExportedHandler<Env>;

@@ -115,7 +115,8 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
       timeoutMs,
       writeTimeoutMs: DEFAULTS.l2WriteTimeoutMs,
       claimTimeoutMs: Math.max(timeoutMs, DEFAULTS.l2ClaimTimeoutMs),
-      breaker: createBreaker({ failureThreshold: DEFAULTS.l2BreakerFailures, coolDownMs: DEFAULTS.l2BreakerCoolDownMs, minFailureSpanMs: DEFAULTS.breakerMinFailureSpanMs, clock, onChange: watchBreaker(`l2:${shard.name}`, metrics) }),
+      probeTimeoutMs: Math.max(timeoutMs, DEFAULTS.l2ProbeTimeoutMs),
+      breaker: createBreaker({ failureThreshold: DEFAULTS.l2BreakerFailures, coolDownMs: DEFAULTS.l2BreakerCoolDownMs, minFailureSpanMs: DEFAULTS.breakerMinFailureSpanMs, confirmTimeouts: true, clock, onChange: watchBreaker(`l2:${shard.name}`, metrics) }),
     }),
   );
   return clients.length === 1 ? clients[0]! : createShardedL2(clients, createRing(shards));

@@ -59,6 +59,8 @@ export interface L2Stats {
   /** Failures the breaker counted as Redis's: time-outs, other errors. */
   countedTimeouts: number;
   countedErrors: number;
+  /** Times those time-outs would have opened the breaker and Redis answered a direct probe. */
+  outagesDismissed: number;
 }
 
 export async function statusOf(url: string): Promise<Status | null> {
@@ -173,5 +175,5 @@ export function change(before: Snapshot, after: Snapshot): Change {
 
 const pickTiers = ({ l1, l2, origin, failed }: Tiers): Tiers => ({ l1, l2, origin, failed });
 const pickOrigin = ({ fetches, errors, shed }: OriginCalls): OriginCalls => ({ fetches, errors, shed });
-const pickL2 = ({ skipped, failures, droppedWrites, countedTimeouts, countedErrors }: L2Stats): L2Stats => ({ skipped, failures, droppedWrites, countedTimeouts, countedErrors });
+const pickL2 = ({ skipped, failures, droppedWrites, countedTimeouts, countedErrors, outagesDismissed }: L2Stats): L2Stats => ({ skipped, failures, droppedWrites, countedTimeouts, countedErrors, outagesDismissed });
 const round1 = (value: number) => Math.round(value * 10) / 10;

@@ -29,7 +29,7 @@ export interface Window {
 
 const COLUMNS = [
   "window", "req/s", "p50 ms", "p99 ms", "2xx", "4xx", "5xx", "sock err / timeouts", "cancel sent / in flight",
-  "l1 / l2 / origin %", "origin: worker fetch / err / shed · origin got", "L2 skip / fail / drop / breaker-counted time-outs / errors", "breaker changes",
+  "l1 / l2 / origin %", "origin: worker fetch / err / shed · origin got", "L2 skip / fail / drop / breaker-counted time-outs / errors / outages dismissed by a probe", "breaker changes",
   "slots use / queue / reclaimed", "fills flight / taken", "heap MB found→after GC (L1)", "unhandled / I/O / cross-req lines", "cores workerd / others",
 ];
 
@@ -64,7 +64,7 @@ export function tableRow(w: Window): string {
     w.cancel ? `${w.cancel.sent} / ${w.cancel.abortedInFlight}` : "–",
     tiers && answers ? tiers.slice(0, 3).map((n) => Math.round((100 * n) / answers)).join(" / ") : "n/a",
     `${na(sum(w.instances, (c) => c.workerOrigin, ["fetches", "errors", "shed"]))} · ${w.originRequests}`,
-    na(sum(w.instances, (c) => c.l2, ["skipped", "failures", "droppedWrites", "countedTimeouts", "countedErrors"])),
+    na(sum(w.instances, (c) => c.l2, ["skipped", "failures", "droppedWrites", "countedTimeouts", "countedErrors", "outagesDismissed"])),
     breakers ? `${exact ? "" : "≥"}${breakers[0]}${names.length ? ` (${names.join(", ")})` : ""}` : "n/a",
     na(sum(w.instances, (c) => c.slots, ["inUse", "queued", "reclaimed"])),
     na(sum(w.instances, (c) => c.fills, ["inFlight", "takenOver"])),

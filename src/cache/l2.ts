@@ -6,7 +6,7 @@ import { Redis } from "@upstash/redis/cloudflare";
 import { LRUCache } from "lru-cache";
 import type { Breaker } from "../shared/breaker";
 import { currentLagMs, isIsolateError, isTimeout, noticedLate } from "../shared/leases";
-import { subrequest } from "../shared/subrequests";
+import { afterResponse, subrequest } from "../shared/subrequests";
 
 export type FillClaim =
   /**
@@ -80,6 +80,8 @@ export interface L2Stats {
   /** Of the failures, those the breaker counted as Redis's: time-outs, and other errors (refused, reset, an error answer). */
   countedTimeouts: number;
   countedErrors: number;
+  /** Times the counted time-outs would have opened the breaker, and Redis answered a direct probe (breaker.ts: `confirmTimeouts`). */
+  outagesDismissed: number;
 }
 
 export interface L2 {
@@ -130,7 +132,11 @@ export interface L2 {
    * unless every shard did its part.
    */
   runOnKeys<T>(keys: string[], call: (redis: Redis, keys: string[]) => Promise<T>, options?: L2CallOptions): Promise<T[] | undefined>;
-  /** Whether a call about `key` would be made now: false while the breaker of its shard is open. */
+  /**
+   * Whether L2 can be counted on for `key` now: false while the breaker of
+   * its shard is open, or while a probe confirms an outage (calls are still
+   * made; nothing should wait for them, as a lock's loser would).
+   */
   accepts(key: string): boolean;
   /** Each shard's name and breaker (one, for a single Redis). */
   readonly shards: readonly { name: string; breaker: Breaker }[];
@@ -155,6 +161,8 @@ export interface L2Options {
    * times out makes this isolate fetch on its own, duplicating the fill.
    */
   claimTimeoutMs?: number;
+  /** Budget of the probe that confirms an outage before time-outs open the breaker (breaker.ts: `confirmTimeouts`), ms. */
+  probeTimeoutMs?: number;
   breaker: Breaker;
 }
 
@@ -275,14 +283,15 @@ function client(url: string, token: string, timeoutMs: number): Redis {
   });
 }
 
-export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = timeoutMs, claimTimeoutMs = timeoutMs, breaker }: L2Options): L2 {
+export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = timeoutMs, claimTimeoutMs = timeoutMs, probeTimeoutMs = writeTimeoutMs, breaker }: L2Options): L2 {
   const reader = client(url, token, timeoutMs);
+  const prober = client(url, token, probeTimeoutMs);
   const writer = client(url, token, writeTimeoutMs);
   const claimer = client(url, token, claimTimeoutMs);
   const claimScript = claimer.createScript<(string | [number, string])[]>(CLAIM_FILLS);
   const writeScript = writer.createScript<number[]>(WRITE_FILLS);
   const releaseScript = writer.createScript<number>(RELEASE_LOCK);
-  const stats: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0 };
+  const stats: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0, outagesDismissed: 0 };
   // Newest kept: lru-cache evicts the least recently set first. Plain data only: it is replayed from other requests.
   const backlog = new LRUCache<string, Pending>({ max: BACKLOG_MAX, maxSize: BACKLOG_MAX_BYTES, sizeCalculation: (pending) => pending.write.value.length + 200 });
   /** The flush under way, as a lease (shared/leases.ts): a flush whose request vanished lapses at its budget. */
@@ -359,13 +368,34 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       // budget long is counted as the isolate's too.
       if (isIsolateError(error) || noticedLate(startedAt, budgetMs) || (isTimeout(error) && (await currentLagMs()) > budgetMs / 4)) stats.isolateErrors++;
       else if (!passive) {
-        breaker.failure(successesAtStart, isTimeout(error));
         if (isTimeout(error)) stats.countedTimeouts++;
         else stats.countedErrors++;
+        // The probe is not this visitor's wait: it already lost its read.
+        if (breaker.failure(successesAtStart, isTimeout(error)) === "confirm") afterResponse(confirmOutage());
       }
       stats.failures++;
       if (isWrite) stats.droppedWrites++;
       return undefined;
+    }
+  }
+
+  /**
+   * Time-outs alone would open the breaker (see breaker.ts): ask Redis
+   * directly, once, with a budget long enough for this isolate's own stalls.
+   * Runs under the `waitUntil` of the request whose failure asked.
+   */
+  async function confirmOutage(): Promise<void> {
+    let startedAt = 0;
+    try {
+      await subrequest(() => {
+        startedAt = Date.now();
+        return prober.ping();
+      }, probeTimeoutMs + LATE_GRACE_MS);
+      breaker.success();
+      stats.outagesDismissed++;
+      breaker.confirmed(false);
+    } catch (error) {
+      breaker.confirmed(isIsolateError(error) || noticedLate(startedAt, probeTimeoutMs) ? undefined : true);
     }
   }
 
@@ -413,7 +443,7 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       const result = await guarded(() => call(options?.isWrite ? writer : reader, keys), options?.isWrite ?? false, options?.force ?? false);
       return result === undefined ? undefined : [result];
     },
-    accepts: () => breaker.state() !== "open",
+    accepts: () => breaker.state() !== "open" && !breaker.confirming(),
     shards: [{ name, breaker }],
     async releaseLock(lock, lockToken) {
       await guarded(() => releaseScript.exec([lock], [lockToken]));

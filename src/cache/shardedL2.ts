@@ -54,7 +54,7 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
       return home.breaker;
     },
     get stats() {
-      const sum: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0 };
+      const sum: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0, outagesDismissed: 0 };
       for (const shard of shards) {
         for (const name of Object.keys(sum) as (keyof L2Stats)[]) sum[name] += shard.stats[name];
       }

@@ -64,6 +64,14 @@ export const DEFAULTS = {
   l2ClaimTimeoutMs: 250,
   /** Background writes (fills, purges, reports) are off the visitor's path: a longer budget, so that load does not drop them. */
   l2WriteTimeoutMs: 1000,
+  /**
+   * The probe that must fail before L2 time-outs open the breaker
+   * (shared/breaker.ts): longer than the stalls of a saturated isolate
+   * (a major GC, a burst of rendering: reads late by 100–200 ms in the
+   * soak), short because a hung Redis costs each page its L2 budgets until
+   * the breaker opens.
+   */
+  l2ProbeTimeoutMs: 500,
   /** A filler holds the cross-isolate lock at most this long, so a crashed holder blocks nobody for long. */
   lockTtlMs: 3000,
   /**

@@ -141,6 +141,7 @@ export function statusView(model: StatusModel) {
       })),
       skipped: model.l2.stats ? count(model.l2.stats.skipped) : DASH,
       failures: model.l2.stats ? count(model.l2.stats.failures) : DASH,
+      outagesDismissed: model.l2.stats ? count(model.l2.stats.outagesDismissed) : DASH,
       droppedWrites: model.l2.stats ? count(model.l2.stats.droppedWrites) : DASH,
       replayedWrites: model.l2.stats ? count(model.l2.stats.replayedWrites) : DASH,
       invalidValues: model.l2.invalidValues ? count(model.l2.invalidValues.rejected) : DASH,

@@ -12,6 +12,16 @@
 // rendering), while a hung service keeps failing. An error (a refused
 // connection, a 5xx) is the service's own word, and counts at once.
 //
+// Time-outs can still be this isolate's after that: a saturated isolate
+// reads replies late for seconds on end, and a time-out cannot tell a reply
+// that never came from one read too late. With `confirmTimeouts`, time-outs
+// alone do not open the breaker: `failure` asks the caller to confirm
+// ("confirm"), the caller asks the service directly, once, with a budget
+// long enough for any local queue (a probe), and reports with `confirmed`.
+// Only a failed probe opens it; an answer dismisses the time-outs. The
+// confirmation is a lease: one out at a time, and one whose request vanished
+// lapses after `confirmLeaseMs`.
+//
 // Only the service's own failures count
 // (docs/architecture.md#sharing-work-across-requests-in-one-isolate): a call that failed while another call to the same service
 // succeeded says that the service answers and that this
@@ -29,6 +39,10 @@ export interface BreakerOptions {
   coolDownMs: number;
   /** When all counted failures are time-outs, they must span at least this long (default 0). */
   minFailureSpanMs?: number;
+  /** Time-outs alone open the breaker only once the caller's direct probe fails too (see above). */
+  confirmTimeouts?: boolean;
+  /** How long a confirmation handed out is awaited before another may be asked for (default `coolDownMs`). */
+  confirmLeaseMs?: number;
   clock: Clock;
   /** Told of every state change (for logs and the status page); must not throw. */
   onChange?: (from: BreakerState, to: BreakerState) => void;
@@ -41,15 +55,25 @@ export interface Breaker {
   /**
    * A failed call. `successesAtStart`: `successes` when it began; it is not
    * counted when a call to the service succeeded since (the failure was this
-   * isolate's, see above).
+   * isolate's, see above). Returns "confirm" when the caller must probe the
+   * service and report with `confirmed` before time-outs may open it.
    */
-  failure(successesAtStart?: number, timedOut?: boolean): void;
+  failure(successesAtStart?: number, timedOut?: boolean): "confirm" | undefined;
+  /**
+   * The outcome of a probe asked for by `failure`: true when the service did
+   * not answer it either (the breaker opens), false when it answered (the
+   * time-outs were this isolate's, and are forgotten), undefined when the
+   * probe says nothing (it was itself noticed late): the lease is given back.
+   */
+  confirmed(failed: boolean | undefined): void;
+  /** Whether a confirmation is out: the service's health is in question (callers stop waiting on it, but still call it). */
+  confirming(): boolean;
   /** Successful calls so far: read when a call begins, handed to `failure`. */
   readonly successes: number;
   state(): BreakerState;
 }
 
-export function createBreaker({ failureThreshold, coolDownMs, minFailureSpanMs = 0, clock, onChange }: BreakerOptions): Breaker {
+export function createBreaker({ failureThreshold, coolDownMs, minFailureSpanMs = 0, confirmTimeouts = false, confirmLeaseMs = coolDownMs, clock, onChange }: BreakerOptions): Breaker {
   let state: BreakerState = "closed";
   const become = (next: BreakerState) => {
     const from = state;
@@ -63,16 +87,24 @@ export function createBreaker({ failureThreshold, coolDownMs, minFailureSpanMs =
     recent.push(outcome);
     if (recent.length > windowSize) recent.shift();
   };
-  function failing(): boolean {
+  /** Whether the recent calls say the service is failing: "timeouts" when only time-outs say so. */
+  function failing(): false | "errors" | "timeouts" {
     const failed = recent.filter((outcome) => outcome !== null);
     if (failed.length < failureThreshold || failed.length * 2 < recent.length) return false;
-    if (!failed.every((outcome) => outcome.timedOut)) return true;
-    return failed[failed.length - 1]!.at - failed[0]!.at >= minFailureSpanMs;
+    if (!failed.every((outcome) => outcome.timedOut)) return "errors";
+    return failed[failed.length - 1]!.at - failed[0]!.at >= minFailureSpanMs ? "timeouts" : false;
   }
   let openedAt = 0;
   /** Until when the half-open probe handed out is awaited (0: none out). */
   let probeUntil = 0;
+  /** Until when the confirmation asked for is awaited (0: none out). */
+  let confirmUntil = 0;
   let successes = 0;
+  const open = () => {
+    openedAt = clock.now();
+    confirmUntil = 0;
+    become("open");
+  };
 
   return {
     allow() {
@@ -95,15 +127,34 @@ export function createBreaker({ failureThreshold, coolDownMs, minFailureSpanMs =
       probeUntil = 0;
     },
     failure(successesAtStart = successes, timedOut = false) {
-      if (state === "open") return;
-      if (state === "closed" && successes > successesAtStart) return;
+      if (state === "open") return undefined;
+      if (state === "closed" && successes > successesAtStart) return undefined;
       probeUntil = 0;
       note({ at: clock.now(), timedOut });
-      if (state === "half-open" || failing()) {
-        openedAt = clock.now();
-        become("open");
+      if (state === "half-open") open();
+      else {
+        const verdict = failing();
+        if (verdict === "errors" || (verdict === "timeouts" && !confirmTimeouts)) open();
+        else if (verdict === "timeouts" && clock.now() >= confirmUntil) {
+          confirmUntil = clock.now() + confirmLeaseMs;
+          return "confirm";
+        }
+      }
+      return undefined;
+    },
+    confirmed(failed) {
+      if (confirmUntil === 0) return;
+      confirmUntil = 0;
+      if (state !== "closed" || failed === undefined) return;
+      if (failed) open();
+      else {
+        // The service answered: the time-outs were this isolate's delay.
+        const kept = recent.filter((outcome) => outcome === null || !outcome.timedOut);
+        recent.length = 0;
+        recent.push(...kept);
       }
     },
+    confirming: () => state === "closed" && clock.now() < confirmUntil,
     state: () => state,
     get successes() {
       return successes;

@@ -169,16 +169,19 @@ describe("when Redis fails", () => {
         for (const p of pages) {
           expect(p.degraded).toEqual([]);
           // A hung Redis would cost the gateway's 5 s command timeout, or forever.
-          expect(p.ms).toBeLessThan(1000);
+          // The first page pays its L2 read, its claim, and the wait for a
+          // lock no L2 answers about, until the breaker's probe is out.
+          expect(p.ms).toBeLessThan(p === pages[0] ? 1500 : 1000);
         }
         // The first page waited for its L2 read until the budget ran out...
         const firstL2 = serverTiming(pages[0]!.headers, "l2")!;
         expect(firstL2).toBeGreaterThanOrEqual(L2_BUDGET_MS * 0.9);
         expect(firstL2).toBeLessThan(1000);
         // ...and the breaker opened once the time-outs had lasted its 500 ms
-        // span (calls that time out together may be this isolate's stall) ...
+        // span (calls that time out together may be this isolate's stall)
+        // and Redis failed the probe they asked for (500 ms) ...
         expect(openedAfter, "the L2 breaker never opened").not.toBeNull();
-        expect(openedAtMs).toBeLessThan(2000);
+        expect(openedAtMs).toBeLessThan(2500);
         expect(openedAfter!).toBeLessThan(ids.length);
         // ... so that later pages do not wait for L2 at all.
         for (const p of pages.slice(openedAfter!)) expect(serverTiming(p.headers, "l2")!).toBeLessThan(L2_BUDGET_MS / 2);

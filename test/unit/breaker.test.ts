@@ -113,5 +113,60 @@ describe("circuit breaker", () => {
     for (let i = 0; i < 5; i++) breaker.failure();
     expect(breaker.state()).toBe("open");
   });
-});
 
+  describe("with confirmTimeouts", () => {
+    const confirming = (clock = fakeClock()) => ({ clock, breaker: createBreaker({ failureThreshold: 3, coolDownMs: 1000, confirmTimeouts: true, clock }) });
+
+    it("asks for one probe instead of opening on time-outs, and opens when the probe fails", () => {
+      const { breaker } = confirming();
+      expect(breaker.failure(undefined, true)).toBeUndefined();
+      expect(breaker.failure(undefined, true)).toBeUndefined();
+      expect(breaker.failure(undefined, true)).toBe("confirm");
+      expect(breaker.state()).toBe("closed");
+      expect(breaker.confirming()).toBe(true);
+      expect(breaker.failure(undefined, true)).toBeUndefined(); // one confirmation out at a time
+      expect(breaker.state()).toBe("closed");
+      breaker.confirmed(true);
+      expect(breaker.state()).toBe("open");
+    });
+
+    it("forgets the time-outs when the service answers the probe", () => {
+      const { breaker } = confirming();
+      for (let i = 0; i < 2; i++) breaker.failure(undefined, true);
+      expect(breaker.failure(undefined, true)).toBe("confirm");
+      breaker.confirmed(false);
+      expect(breaker.state()).toBe("closed");
+      expect(breaker.confirming()).toBe(false);
+      // Two more time-outs are two, not five: no new confirmation yet.
+      expect(breaker.failure(undefined, true)).toBeUndefined();
+      expect(breaker.failure(undefined, true)).toBeUndefined();
+      expect(breaker.failure(undefined, true)).toBe("confirm");
+    });
+
+    it("asks again once a confirmation whose request vanished lapses", () => {
+      const { breaker, clock } = confirming();
+      for (let i = 0; i < 2; i++) breaker.failure(undefined, true);
+      expect(breaker.failure(undefined, true)).toBe("confirm");
+      clock.advance(999);
+      expect(breaker.failure(undefined, true)).toBeUndefined();
+      clock.advance(1);
+      expect(breaker.failure(undefined, true)).toBe("confirm");
+    });
+
+    it("gives the lease back on a probe that says nothing, without opening", () => {
+      const { breaker } = confirming();
+      for (let i = 0; i < 2; i++) breaker.failure(undefined, true);
+      expect(breaker.failure(undefined, true)).toBe("confirm");
+      breaker.confirmed(undefined);
+      expect(breaker.state()).toBe("closed");
+      expect(breaker.failure(undefined, true)).toBe("confirm");
+    });
+
+    it("still opens at once on errors: a refusal is the service's own word", () => {
+      const { breaker } = confirming();
+      for (let i = 0; i < 2; i++) breaker.failure(undefined, true);
+      expect(breaker.failure()).toBeUndefined();
+      expect(breaker.state()).toBe("open");
+    });
+  });
+});

@@ -1,6 +1,6 @@
 // The L2 client against a real redis-server behind the Upstash REST gateway:
 // version-guarded writes, the fill lock, compression, time budget and breaker.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Redis } from "@upstash/redis";
 import { startGateway, type Gateway } from "../../dev/gateway";
 import { createBreaker } from "../../src/shared/breaker";
@@ -205,6 +205,45 @@ describe("L2 time budget and breaker", () => {
       expect(client.stats.droppedWrites).toBe(1);
       // The write was kept: written once Redis answers and the breaker lets calls through.
       expect(client.backlogSize()).toBe(1);
+    } finally {
+      redisServer.resume();
+    }
+  });
+
+  // With confirmTimeouts (the tier's setting), time-outs alone open the
+  // breaker only when Redis does not answer a direct probe either.
+  function confirmingL2(): L2 {
+    return createL2({ url: gateway.url, token: TOKEN, timeoutMs: 50, writeTimeoutMs: 400, breaker: createBreaker({ failureThreshold: 3, coolDownMs: 60_000, confirmTimeouts: true, clock: systemClock }) });
+  }
+
+  it("does not open on time-outs when Redis answers the probe they ask for (a stall that ends)", async () => {
+    const client = confirmingL2();
+    redisServer.pause();
+    // Redis comes back while the probe waits: the reads timed out, the probe is answered.
+    const resume = setTimeout(() => redisServer.resume(), 250);
+    try {
+      for (let i = 0; i < 3; i++) expect(await client.readMany(["t:c"])).toEqual([undefined]);
+      expect(client.stats.countedTimeouts).toBe(3);
+      // The probe runs after the read that asked for it returned (no visitor waits for it).
+      expect(client.stats.outagesDismissed).toBe(0);
+      await vi.waitFor(() => expect(client.stats.outagesDismissed).toBe(1), { timeout: 2000, interval: 20 });
+      expect(client.breaker.state()).toBe("closed");
+      // The dismissed time-outs are forgotten: one more does not reopen the question.
+      expect(await client.readMany(["t:c"])).toEqual([null]);
+    } finally {
+      clearTimeout(resume);
+      redisServer.resume();
+    }
+  });
+
+  it("opens on time-outs when the probe they ask for times out too (Redis hangs)", async () => {
+    const client = confirmingL2();
+    redisServer.pause();
+    try {
+      for (let i = 0; i < 3; i++) expect(await client.readMany(["t:c"])).toEqual([undefined]);
+      expect(client.breaker.state()).toBe("closed"); // until the probe's budget runs out
+      await vi.waitFor(() => expect(client.breaker.state()).toBe("open"), { timeout: 2000, interval: 20 });
+      expect(client.stats.outagesDismissed).toBe(0);
     } finally {
       redisServer.resume();
     }

@@ -365,7 +365,7 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
     now: clock.now(),
     metrics,
     config,
-    l2: { shards: [{ name: "eu", state: "closed" }, { name: "us", state: "open" }], stats: { skipped: 3, failures: 5, droppedWrites: 1, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0 }, invalidValues: { rejected: 2, deleted: 1 } },
+    l2: { shards: [{ name: "eu", state: "closed" }, { name: "us", state: "open" }], stats: { skipped: 3, failures: 5, droppedWrites: 1, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0, outagesDismissed: 0 }, invalidValues: { rejected: 2, deleted: 1 } },
     l1: { bytes: 12 * 1024 * 1024, entries: 3456 },
     purges: { seq: 42, lastSyncAt: clock.now() - 400, blind: false, widePurges: 1 },
     originSlots: { inUse: 7, queued: 2, reclaimed: 1 },
@@ -406,7 +406,7 @@ describe("status page", () => {
 
   it("escapes what it prints, and renders with no L2, no filter and no traffic", () => {
     const s = sources({ l2: null, knownIds: null, purges: { seq: 0, lastSyncAt: -Infinity, blind: false, widePurges: 0 } });
-    const model = buildStatus({ ...s, l2: { shards: [{ name: '<img src=x onerror="alert(1)">', state: "half-open" }], stats: { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0 }, invalidValues: { rejected: 0, deleted: 0 } } });
+    const model = buildStatus({ ...s, l2: { shards: [{ name: '<img src=x onerror="alert(1)">', state: "half-open" }], stats: { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0, outagesDismissed: 0 }, invalidValues: { rejected: 0, deleted: 0 } } });
     const html = renderStatusPage(model);
     expect(html).not.toContain("<img src=x");
     expect(html).toContain("&lt;img src=x onerror=&#34;alert(1)&#34;&gt;");
