@@ -42,7 +42,7 @@ export function createApp(): Hono<AppEnv> {
     }
     c.set("tier", tier);
     // Every request's outgoing connections go through a gate of its own (shared/subrequests.ts).
-    await withSubrequestGate(tier.config.maxSubrequests, next, (work) => c.executionCtx.waitUntil(work));
+    await withSubrequestGate(tier.config.maxSubrequests, next);
   });
 
   app.use("*", secureHeaders());

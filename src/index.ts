@@ -14,7 +14,6 @@ export default {
   scheduled(event, env, ctx) {
     const tier = tierFor(env);
     if (tier instanceof ConfigError) return;
-    const background = (work: Promise<unknown>) => ctx.waitUntil(work);
-    ctx.waitUntil(withSubrequestGate(tier.config.maxSubrequests, () => runScheduled(event.cron, tier, background), background));
+    ctx.waitUntil(withSubrequestGate(tier.config.maxSubrequests, () => runScheduled(event.cron, tier, (work) => ctx.waitUntil(work))));
   },
 } satisfies ExportedHandler<Env>;

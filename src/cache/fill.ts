@@ -110,7 +110,7 @@ export function createFill(deps: FillDeps) {
     const giveUpAt = clock.now() + config.lockWaitMs;
     for (let delay = FIRST_POLL_MS; clock.now() + delay <= giveUpAt; delay = Math.min(delay * 2, MAX_POLL_MS)) {
       await deps.sleep(delay);
-      const [value, holder] = await l2!.readMany([key, lock]);
+      const [value, holder] = await l2!.readMany([key, lock], { background: context.background });
       if (value === undefined || holder === undefined) {
         if (!l2!.accepts(key)) return undefined; // L2 is skipped now: nothing will come
         continue;

@@ -6,7 +6,7 @@ import { Redis } from "@upstash/redis/cloudflare";
 import { LRUCache } from "lru-cache";
 import type { Breaker } from "../shared/breaker";
 import { currentLagMs, isIsolateError, isTimeout, noticedLate } from "../shared/leases";
-import { afterResponse, subrequest } from "../shared/subrequests";
+import { subrequest } from "../shared/subrequests";
 
 export type FillClaim =
   /**
@@ -51,6 +51,8 @@ export interface FillWrite {
 export interface L2ReadOptions {
   /** Tried even while the breaker is open: the last resort before a 503 (the origin failed too). */
   force?: boolean;
+  /** See L2CallOptions. */
+  background?: (work: Promise<unknown>) => void;
 }
 
 export interface L2CallOptions {
@@ -64,6 +66,13 @@ export interface L2CallOptions {
    * page path's: a purge-log sync).
    */
   passive?: boolean;
+  /**
+   * The request's `ctx.waitUntil`: where the outage probe that this call's
+   * time-out may ask for runs (breaker.ts: `confirmTimeouts`), so that no
+   * visitor waits for it. Without it the call awaits the probe (callers
+   * already off the visitor's path).
+   */
+  background?: (work: Promise<unknown>) => void;
 }
 
 export interface L2Stats {
@@ -98,12 +107,12 @@ export interface L2 {
    * isolate knows for it, soft or hard) is already there. Copies fetched
    * before `notBefore` (the last hard purge) are not even an older copy.
    */
-  claimFill(key: string, lock: string, claim: ClaimOptions): Promise<FillClaim | undefined>;
+  claimFill(key: string, lock: string, claim: ClaimOptions, options?: Pick<L2ReadOptions, "background">): Promise<FillClaim | undefined>;
   /**
    * Several claims as `claimFill` makes them, in one call (one script run):
    * the claims of one page's fills. `undefined` for all when L2 is unavailable.
    */
-  claimFills(claims: readonly FillClaimRequest[]): Promise<(FillClaim | undefined)[]>;
+  claimFills(claims: readonly FillClaimRequest[], options?: Pick<L2ReadOptions, "background">): Promise<(FillClaim | undefined)[]>;
   /**
    * Stores `value` unless L2 holds a newer version or the entry was purged
    * after `fetchedAt` (its fill began before the purge), and releases `lock`
@@ -305,7 +314,7 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
     };
   }
 
-  async function claimFills(claims: readonly FillClaimRequest[]): Promise<(FillClaim | undefined)[]> {
+  async function claimFills(claims: readonly FillClaimRequest[], options?: Pick<L2ReadOptions, "background">): Promise<(FillClaim | undefined)[]> {
     if (claims.length === 0) return [];
     const lockTtlMs = Math.max(...claims.map(({ claim }) => claim.lockTtlMs));
     const answers = await guarded(
@@ -314,9 +323,7 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
           claims.flatMap(({ key, lock }) => [key, lock]),
           [String(lockTtlMs), ...claims.flatMap(({ claim }) => [claim.token, String(claim.freshBeyond), String(claim.notBefore), String(claim.freshAfter)])],
         ),
-      false,
-      false,
-      claimTimeoutMs,
+      { budgetMs: claimTimeoutMs, background: options?.background },
     );
     return claims.map((_, i): FillClaim | undefined => {
       const answer = answers?.[i];
@@ -331,7 +338,7 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
   async function writeFills(writes: readonly FillWrite[]): Promise<(boolean | undefined)[]> {
     if (writes.length === 0) return [];
     const { keys, args } = writeArgs(writes.map((write) => ({ write, ttlMs: write.ttlMs })));
-    const written = await guarded(() => writeScript.exec(keys, args), true);
+    const written = await guarded(() => writeScript.exec(keys, args), { isWrite: true });
     return writes.map((write, i) => {
       // Its lock has lapsed by the time it is replayed: the replay holds none.
       if (written === undefined) backlog.set(write.key, { write: { ...write, lockToken: "" }, expiresAt: Date.now() + write.ttlMs });
@@ -344,7 +351,7 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
    * recorded if Redis can take it: the breaker protects visitors from a slow
    * Redis, not Redis from an occasional admin call).
    */
-  async function guarded<T>(call: () => Promise<T>, isWrite = false, force = false, budgetMs = isWrite ? writeTimeoutMs : timeoutMs, passive = false): Promise<T | undefined> {
+  async function guarded<T>(call: () => Promise<T>, { isWrite = false, force = false, passive = false, background, budgetMs = isWrite ? writeTimeoutMs : timeoutMs }: L2CallOptions & { budgetMs?: number } = {}): Promise<T | undefined> {
     if (!force && (passive ? breaker.state() === "open" : !breaker.allow())) {
       stats.skipped++;
       if (isWrite) stats.droppedWrites++;
@@ -370,8 +377,11 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       else if (!passive) {
         if (isTimeout(error)) stats.countedTimeouts++;
         else stats.countedErrors++;
-        // The probe is not this visitor's wait: it already lost its read.
-        if (breaker.failure(successesAtStart, isTimeout(error)) === "confirm") afterResponse(confirmOutage());
+        if (breaker.failure(successesAtStart, isTimeout(error)) === "confirm") {
+          // Not this visitor's wait: it lost its read already.
+          if (background) background(confirmOutage());
+          else await confirmOutage();
+        }
       }
       stats.failures++;
       if (isWrite) stats.droppedWrites++;
@@ -382,7 +392,7 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
   /**
    * Time-outs alone would open the breaker (see breaker.ts): ask Redis
    * directly, once, with a budget long enough for this isolate's own stalls.
-   * Runs under the `waitUntil` of the request whose failure asked.
+   * Runs under the `waitUntil` of the request whose failure asked, if it has one.
    */
   async function confirmOutage(): Promise<void> {
     let startedAt = 0;
@@ -404,10 +414,10 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
     stats,
     async readMany(keys, options) {
       if (keys.length === 0) return [];
-      const values = await guarded(() => reader.mget<(string | null)[]>(...keys), false, options?.force ?? false);
+      const values = await guarded(() => reader.mget<(string | null)[]>(...keys), options);
       return keys.map((_, index) => (values === undefined ? undefined : (values[index] ?? null)));
     },
-    claimFill: async (key, lock, claim) => (await claimFills([{ key, lock, claim }]))[0],
+    claimFill: async (key, lock, claim, options) => (await claimFills([{ key, lock, claim }], options))[0],
     claimFills,
     writeFill: async (write) => (await writeFills([write]))[0],
     writeFills,
@@ -423,7 +433,7 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
           const batch = [...backlog.entries()].slice(0, BACKLOG_BATCH);
           if (batch.length === 0) return;
           const { keys, args } = writeArgs(batch.map(([, pending]) => ({ write: pending.write, ttlMs: pending.expiresAt - now })));
-          const done = await guarded(() => writeScript.exec(keys, args), true, true);
+          const done = await guarded(() => writeScript.exec(keys, args), { isWrite: true, force: true });
           if (done === undefined) return;
           for (const [key, pending] of batch) {
             // A newer write for the key may have joined the backlog meanwhile: it stays.
@@ -437,10 +447,10 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
     },
     run(call, options) {
       const isWrite = options?.isWrite ?? false;
-      return guarded(() => call(isWrite ? writer : reader), isWrite, options?.force ?? false, isWrite ? writeTimeoutMs : timeoutMs, options?.passive ?? false);
+      return guarded(() => call(isWrite ? writer : reader), options);
     },
     async runOnKeys(keys, call, options) {
-      const result = await guarded(() => call(options?.isWrite ? writer : reader, keys), options?.isWrite ?? false, options?.force ?? false);
+      const result = await guarded(() => call(options?.isWrite ? writer : reader, keys), { isWrite: options?.isWrite, force: options?.force, background: options?.background });
       return result === undefined ? undefined : [result];
     },
     accepts: () => breaker.state() !== "open" && !breaker.confirming(),

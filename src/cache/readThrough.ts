@@ -372,7 +372,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         // A double fault: the origin failed, and L2 was skipped because its
         // breaker is open (Redis failed a moment ago). Another isolate may
         // have stored this entry since: one read, as the last resort before a 503.
-        const [value] = await l2.readMany([item.key], { force: true });
+        const [value] = await l2.readMany([item.key], { force: true, background: request.background });
         const lastResort = judged(value ? l2Entries.read(item.key, value, item.resource, id, request.background) : undefined, id, item.resource, tagsOf(id));
         const state = entryState(lastResort, clock.now());
         if (lastResort && state !== "expired") {
@@ -433,7 +433,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       started = clock.now();
       const readUntil = started + config.l2TimeoutMs + READ_LEASE_GRACE_MS;
       for (const item of toRead) reading.take(item.key, readUntil, true);
-      const values = await l2.readMany(toRead.map((item) => item.key)).finally(() => {
+      const values = await l2.readMany(toRead.map((item) => item.key), { background }).finally(() => {
         for (const item of toRead) reading.release(item.key, true);
       });
       const stillPending: Pending[] = joining;
@@ -514,7 +514,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         else missing.push({ id, key });
       }
       if (!l2 || missing.length === 0) return found;
-      const values = await l2.readMany(missing.map(({ key }) => key));
+      const values = await l2.readMany(missing.map(({ key }) => key), { background });
       for (const [index, { id, key }] of missing.entries()) {
         const value = values[index];
         const entry = judged(value ? l2Entries.read(key, value, resource, id, background) : undefined, id, resource, tagsOf(id));

@@ -62,7 +62,7 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
     },
     readMany: (keys, options) => perShard(keys, (key) => key, (shard, group) => shard.readMany(group, options)),
     claimFill: (key, ...rest) => shardOf(key).claimFill(key, ...rest),
-    claimFills: (claims) => perShard(claims, (claim) => claim.key, (shard, group) => shard.claimFills(group)),
+    claimFills: (claims, options) => perShard(claims, (claim) => claim.key, (shard, group) => shard.claimFills(group, options)),
     writeFill: (write) => shardOf(write.key).writeFill(write),
     writeFills: (writes) => perShard(writes, (write) => write.key, (shard, group) => shard.writeFills(group)),
     async flushBacklog() {

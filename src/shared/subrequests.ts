@@ -50,29 +50,15 @@ interface Gate {
   /** Subrequests started so far, and how many it may make. */
   made: number;
   budget: number;
-  /** The invocation's `ctx.waitUntil`, for work no caller waits for (see `afterResponse`). */
-  waitUntil?: (work: Promise<unknown>) => void;
 }
 
 const invocation = new AsyncLocalStorage<Gate>();
 const clock = { now: () => Date.now() };
 
 /** Runs `work` (one request's or one cron run's handling) with a gate of its own, allowing `budget` subrequests. */
-export function withSubrequestGate<T>(budget: number, work: () => T, waitUntil?: (work: Promise<unknown>) => void): T {
-  const gate: Gate = { open: createLeaseTable({ clock, capacity: MAX_OPEN_SUBREQUESTS }), waiting: new Set(), tickets: 0, made: 0, budget, waitUntil };
+export function withSubrequestGate<T>(budget: number, work: () => T): T {
+  const gate: Gate = { open: createLeaseTable({ clock, capacity: MAX_OPEN_SUBREQUESTS }), waiting: new Set(), tickets: 0, made: 0, budget };
   return invocation.run(gate, work);
-}
-
-/**
- * Hands `work` to the current invocation's `ctx.waitUntil`, so that it
- * finishes after the response (the runtime would cancel it otherwise). For
- * work below the layers that are handed a `background` callback by their
- * route (the L2 client's outage probe); those use their callback. Outside an
- * invocation (tests, tools) the work just runs.
- */
-export function afterResponse(work: Promise<unknown>): void {
-  const settled = work.catch(() => undefined);
-  invocation.getStore()?.waitUntil?.(settled);
 }
 
 /**
