@@ -42,6 +42,10 @@ export class SubrequestBudgetSpent extends Error {
   }
 }
 
+// Plain data only: the gate is the async context of everything its
+// invocation starts, and lives as long as the longest of that (a soak showed
+// a gate holding the request's Hono context keeping every request's context
+// alive, ~100 MB per 30 s).
 interface Gate {
   open: LeaseTable<number, true>;
   /** Calls waiting for a place: woken, all of them, when one is given back. */
