@@ -565,6 +565,8 @@ export async function startInspectedStack(
   instances: number,
   logs: WorkerLogs,
   onCleanup: (name: string, stop: () => Promise<void>) => unknown,
+  /** Bindings on top of the servers' (e.g. CACHE_POLICIES). */
+  extraBindings: Record<string, string> = {},
 ): Promise<{ servers: Servers; filter: FilterBuild; workers: WorkerInstance[] }> {
   const starting = startServers(settings).then((servers) => (onCleanup("servers", () => servers.close()), servers));
   const [built, started] = await Promise.allSettled([buildBundle(), starting]);
@@ -574,7 +576,7 @@ export async function startInspectedStack(
   const filter = await buildKnownIdsFilter(servers);
   const workers: WorkerInstance[] = [];
   for (let i = 0; i < instances; i++) {
-    const worker = await startWorker(servers.bindings, logs, { inspectorPort: 0 });
+    const worker = await startWorker({ ...servers.bindings, ...extraBindings }, logs, { inspectorPort: 0 });
     onCleanup(`worker ${worker.url}`, () => worker.close());
     workers.push(worker);
   }

@@ -17,8 +17,11 @@ export interface Window {
   socketErrors: number;
   timeouts: number;
   cancel: CancelCounts | null;
-  /** Requests the demo origin received (all services). */
+  /** Requests the demo origin received (all services), and by service. */
   originRequests: number;
+  originByService: Record<string, number>;
+  /** Calls redis-server ran (INFO commandstats: a script run and each call inside it count once each), by command. */
+  redisCalls: Record<string, number>;
   /** Per instance: what its status and heap said. */
   instances: Change[];
   /** Lines of the workers' logs in this window: "unhandled_error", "Cannot perform I/O", workerd's cross-request promise warning. */
@@ -29,8 +32,8 @@ export interface Window {
 
 const COLUMNS = [
   "window", "req/s", "p50 ms", "p99 ms", "2xx", "4xx", "5xx", "sock err / timeouts", "cancel sent / in flight",
-  "l1 / l2 / origin %", "origin: worker fetch / err / shed · origin got", "L2 skip / fail / drop / breaker-counted time-outs / errors / outages dismissed by a probe", "breaker changes",
-  "slots use / queue / reclaimed", "fills flight / taken", "heap MB found→after GC (L1)", "unhandled / I/O / cross-req lines", "cores workerd / others",
+  "l1 / l2 / origin %", "origin: worker fetch / err / shed · origin got", "origin got per page: product / inventory / reviews / recs", "Redis per page: scripts / MGET · all calls", "L2 skip / fail / drop / breaker-counted time-outs / errors / outages dismissed by a probe", "breaker changes",
+  "slots use / queue / reclaimed", "fills flight / taken", "heap MB found→after GC (L1)", "unhandled / I/O / cross-req lines", "cores workerd / others", "workerd CPU-ms per page",
 ];
 
 export function tableHead(): string {
@@ -45,6 +48,18 @@ function sum<T>(changes: Change[], pick: (change: Change) => T | null | undefine
 }
 
 const na = (values: (number | string)[] | null, sep = " / ") => (values ? values.join(sep) : "n/a");
+
+/** Pages wrk got answers for in the window. */
+const pagesOf = (w: Window) => Object.values(w.statuses).reduce((n, c) => n + c, 0);
+const perPage = (w: Window, count: number) => (pagesOf(w) ? (count / pagesOf(w)).toFixed(3) : "n/a");
+
+/** The tier's calls to Redis per page: script runs (EVAL*, EVALSHA*) and MGETs, which it sends itself, then every call Redis ran. */
+function redisPerPage(w: Window): string {
+  const calls = Object.entries(w.redisCalls);
+  const scripts = calls.filter(([name]) => name.startsWith("eval")).reduce((n, [, c]) => n + c, 0);
+  const all = calls.reduce((n, [, c]) => n + c, 0);
+  return `${perPage(w, scripts)} / ${perPage(w, w.redisCalls.mget ?? 0)} · ${perPage(w, all)}`;
+}
 
 export function tableRow(w: Window): string {
   const tiers = sum(w.instances, (c) => c.tiers, ["l1", "l2", "origin", "failed"]);
@@ -64,6 +79,8 @@ export function tableRow(w: Window): string {
     w.cancel ? `${w.cancel.sent} / ${w.cancel.abortedInFlight}` : "–",
     tiers && answers ? tiers.slice(0, 3).map((n) => Math.round((100 * n) / answers)).join(" / ") : "n/a",
     `${na(sum(w.instances, (c) => c.workerOrigin, ["fetches", "errors", "shed"]))} · ${w.originRequests}`,
+    ["product", "inventory", "reviews", "recommendations"].map((name) => perPage(w, w.originByService[name] ?? 0)).join(" / "),
+    redisPerPage(w),
     na(sum(w.instances, (c) => c.l2, ["skipped", "failures", "droppedWrites", "countedTimeouts", "countedErrors", "outagesDismissed"])),
     breakers ? `${exact ? "" : "≥"}${breakers[0]}${names.length ? ` (${names.join(", ")})` : ""}` : "n/a",
     na(sum(w.instances, (c) => c.slots, ["inUse", "queued", "reclaimed"])),
@@ -71,6 +88,8 @@ export function tableRow(w: Window): string {
     w.instances.map((c) => `${c.heap ? `${c.heap.usedMB}→${c.heap.afterGcMB}` : "n/a"} (${c.l1MB ?? "n/a"})`).join(" · "),
     `${w.logs.unhandled} / ${w.logs.io} / ${w.logs.crossRequest}`,
     `${w.cpu.workerd.toFixed(2)} / ${w.cpu.others.toFixed(2)}`,
+    // Under a closed loop the isolates are saturated: req/s is their cores ÷ this, so a change in req/s is a change here or in the machine.
+    w.rps ? ((1000 * w.cpu.workerd) / w.rps).toFixed(2) : "n/a",
   ];
   return `| ${cells.join(" | ")} |`;
 }

@@ -1,4 +1,4 @@
-// `npm run bench:soak [-- --minutes N] [--instances 1|2] [--connections N] [--rounds]`:
+// `npm run bench:soak [-- --minutes N] [--instances 1|2] [--connections N] [--rounds] [--policies JSON]`:
 // do one or two isolates hold up under minutes of Zipf traffic, with visitors
 // who close their connection mid-request? wrk makes the load, in windows; this
 // file sets up (bench/stack.ts), sends the herd, the cancellers and the cold
@@ -44,13 +44,22 @@ const { values: args } = parseArgs({
     instances: { type: "string", default: "1" },
     connections: { type: "string", default: "64" },
     rounds: { type: "boolean", default: false },
+    // The worker's CACHE_POLICIES, as a shop would set it, e.g. '{"product":{"ttl":3600}}'.
+    policies: { type: "string" },
   },
 });
 const minutes = Number(args.minutes);
 const instances = Number(args.instances);
 const connections = Number(args.connections);
-if (!Number.isInteger(minutes) || minutes < 1 || ![1, 2].includes(instances) || !Number.isInteger(connections) || connections < 2) {
-  console.error("usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--rounds]");
+const policiesValid = args.policies === undefined || (() => {
+  try {
+    return typeof JSON.parse(args.policies) === "object";
+  } catch {
+    return false;
+  }
+})();
+if (!Number.isInteger(minutes) || minutes < 1 || ![1, 2].includes(instances) || !Number.isInteger(connections) || connections < 2 || !policiesValid) {
+  console.error("usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--rounds] [--policies JSON (CACHE_POLICIES)]");
   process.exit(2);
 }
 const mode = args.rounds ? "rounds" : "soak";
@@ -100,10 +109,10 @@ async function main(): Promise<void> {
       if (line.includes("from a different request context")) logCounts.crossRequest++;
     },
   };
-  console.log(`soak (${mode}): ${instances} instance(s), wrk -t2 -c${connections}, ${plan.windows} × ${plan.windowS} s; origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms, ${CATALOG.toLocaleString("en-US")} products`);
+  console.log(`soak (${mode}): ${instances} instance(s), wrk -t2 -c${connections}, ${plan.windows} × ${plan.windowS} s; origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms, ${CATALOG.toLocaleString("en-US")} products${args.policies ? `; CACHE_POLICIES ${args.policies}` : ""}`);
 
   // Set-up: bundle and servers at once, the known-ids filter, the instances with their inspectors.
-  const { servers, filter, workers } = await startInspectedStack({ catalogSize: CATALOG, ...ORIGIN }, instances, logs, onCleanup);
+  const { servers, filter, workers } = await startInspectedStack({ catalogSize: CATALOG, ...ORIGIN }, instances, logs, onCleanup, args.policies ? { CACHE_POLICIES: args.policies } : {});
   console.log(filter.built ? `known-ids filter built in ${filter.seconds} s` : `known-ids filter NOT built (${filter.detail})`);
   const targets = workers.map((w) => w.url);
 
@@ -139,6 +148,7 @@ async function main(): Promise<void> {
   const cancellers = plan.cancellers ? startCancellers(targets, nextPath, CANCEL.start) : null;
   if (cancellers) onCleanup("cancellers", () => cancellers.stop());
   await servers.resetCounters();
+  await servers.resetRedisStats();
   const windows: Window[] = [];
   let before = await snapshot(workers);
   let cpuBefore = cpuSnapshot(servers.pid);
@@ -153,6 +163,8 @@ async function main(): Promise<void> {
     const cpuAfter = cpuSnapshot(servers.pid);
     const origin = await servers.counters();
     await servers.resetCounters();
+    const redisCalls = await servers.redisCalls();
+    await servers.resetRedisStats();
     const cores = (role: "workerd" | "other processes") => (cpuAfter.seconds[role] - cpuBefore.seconds[role]) / ((cpuAfter.at - cpuBefore.at) / 1000);
     const e = wrk.errors;
     const window: Window = {
@@ -167,6 +179,8 @@ async function main(): Promise<void> {
       timeouts: e.timeout,
       cancel,
       originRequests: origin.total,
+      originByService: origin.services,
+      redisCalls,
       instances: workers.map((_, k) => change(before[k]!, after[k]!)),
       logs: { unhandled: logCounts.unhandled - logsBefore.unhandled, io: logCounts.io - logsBefore.io, crossRequest: logCounts.crossRequest - logsBefore.crossRequest },
       cpu: { workerd: cores("workerd"), others: cores("other processes") },
