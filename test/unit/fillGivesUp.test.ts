@@ -1,0 +1,97 @@
+// A fill that lost the lock to another isolate and gives up waiting for it
+// (src/cache/fill.ts, waitForWinner): it polls L2 for the winner's result
+// for at most lockWaitMs, then fetches from the origin itself; and when the
+// winner lets go of its lock without writing (its origin fetch failed), it
+// stops waiting at once. A fake clock that the fill's own sleeps move, so
+// that no test waits in real time.
+import { describe, expect, it } from "vitest";
+import { createFill, type FillContext } from "../../src/cache/fill";
+import type { FillClaim, FillWrite, L2 } from "../../src/cache/l2";
+import { createL2Entries } from "../../src/cache/l2Entries";
+import { parseConfig } from "../../src/config";
+import { fakeClock, fakeOrigin } from "../support/fakes";
+
+const config = parseConfig({ ORIGIN_URL: "http://origin.test", PUBLIC_URL: "https://shop.example", TTL_JITTER: "0" });
+const KEY = "pp:v1:p:p-000042";
+
+/**
+ * An L2 where another isolate won the lock and has written nothing: each poll
+ * finds no value and the lock's holder that `holderAt(poll)` says (null: the
+ * lock is free).
+ */
+function losingL2(holderAt: (poll: number) => string | null, now: () => number) {
+  const polls: number[] = [];
+  const writes: FillWrite[] = [];
+  const l2 = {
+    claimFill: async (): Promise<FillClaim> => ({ kind: "lost" }),
+    async readMany(keys: string[]) {
+      polls.push(now());
+      return [null, holderAt(polls.length)].slice(0, keys.length);
+    },
+    accepts: () => true,
+    writeFill: async (write: FillWrite) => (writes.push(write), true),
+    releaseLock: async () => {},
+  } as unknown as L2;
+  return { l2, polls, writes };
+}
+
+function setup(holderAt: (poll: number) => string | null) {
+  const clock = fakeClock();
+  const origin = fakeOrigin();
+  const originCalledAt: number[] = [];
+  const fetchResource = origin.fetchResource.bind(origin);
+  origin.fetchResource = (resource, id, priority) => {
+    originCalledAt.push(clock.now());
+    return fetchResource(resource, id, priority);
+  };
+  const { l2, polls, writes } = losingL2(holderAt, clock.now);
+  const fill = createFill({
+    config,
+    origin,
+    l2,
+    l2Entries: createL2Entries({ config, l2, clock }),
+    clock,
+    random: () => 0.5,
+    // The fill's pauses between polls move the fake clock, and take no real time.
+    sleep: async (ms) => clock.advance(ms),
+  });
+  const background: Promise<unknown>[] = [];
+  const context: FillContext = { resource: "product", id: "p-000042", background: (work) => void background.push(work), notBefore: 0, freshAfter: 0, freshBeyond: 0 };
+  const started = clock.now();
+  return { fill: () => fill(KEY, context), context, origin, originCalledAt, polls, writes, started, settle: () => Promise.all(background) };
+}
+
+describe("a fill that lost the lock and gives up waiting", () => {
+  it("polls L2 until lockWaitMs is spent while the winner holds its lock and writes nothing, then fetches from the origin itself, once", async () => {
+    const { fill, context, origin, originCalledAt, polls, writes, started, settle } = setup(() => "another-isolate");
+    const entry = await fill();
+    await settle();
+
+    expect(origin.calls.product).toBe(1);
+    expect(context.via).toBe("origin");
+    expect(entry.version).toBe(1);
+    // It waited: polls all through the wait, the last within lockWaitMs, and
+    // no pause longer than the last poll's (160 ms) left unused before the fetch.
+    expect(polls.length).toBeGreaterThan(10);
+    expect(polls.at(-1)! - started).toBeLessThanOrEqual(config.lockWaitMs);
+    expect(originCalledAt).toHaveLength(1);
+    expect(originCalledAt[0]! - started).toBeGreaterThan(config.lockWaitMs - 160);
+    expect(originCalledAt[0]! - started).toBeLessThanOrEqual(config.lockWaitMs);
+    // Its result goes to L2, without a lock of its own to release.
+    expect(writes).toHaveLength(1);
+    expect(writes[0]).toMatchObject({ key: KEY, version: 1, lockToken: "" });
+  });
+
+  it("stops waiting at once and fetches when the winner releases its lock without writing", async () => {
+    // The winner holds its lock for two polls, then lets go of it (its origin fetch failed).
+    const { fill, context, origin, originCalledAt, polls, started } = setup((poll) => (poll <= 2 ? "another-isolate" : null));
+    await fill();
+
+    expect(polls).toHaveLength(3);
+    expect(origin.calls.product).toBe(1);
+    expect(context.via).toBe("origin");
+    // Fetched right after the poll that found the lock free: not at the end of lockWaitMs.
+    expect(originCalledAt).toEqual([polls[2]]);
+    expect(originCalledAt[0]! - started).toBeLessThan(config.lockWaitMs / 10);
+  });
+});

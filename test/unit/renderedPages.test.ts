@@ -1,0 +1,150 @@
+// The rendered-page cache (src/http/productPage.ts, Tier.renderedPages,
+// src/http/headers.ts pageIdentity): a page is rendered once per isolate for
+// the same parts in the same versions and states, and anew when any of them
+// changes. The real page handler, read path and templates, in process: a
+// tier put together by hand around a fake origin and a fake clock, without
+// L2 (so without the worker runtime); renderProductPage is wrapped to count
+// the renders.
+import { Hono } from "hono";
+import { timing } from "hono/timing";
+import { LRUCache } from "lru-cache";
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import { entryKey } from "../../src/cache/keys";
+import { createReadThrough } from "../../src/cache/readThrough";
+import { parseConfig } from "../../src/config";
+import { DEFAULTS } from "../../src/config/defaults";
+import { productPage } from "../../src/http/productPage";
+import { createPurgeWatcher } from "../../src/invalidation/watcher";
+import { createMetrics } from "../../src/observability/metrics";
+import { createLimiter } from "../../src/origin/limiter";
+import { PAGE_RESOURCES } from "../../src/origin/types";
+import { renderProductPage } from "../../src/render";
+import { AVAILABILITY_UNKNOWN_TEXT } from "../../src/render/format";
+import type { RenderedPage, Tier } from "../../src/tier";
+import { fakeClock, fakeOrigin } from "../support/fakes";
+
+vi.mock("../../src/render", async (importOriginal) => {
+  const actual = await importOriginal<typeof import("../../src/render")>();
+  return { ...actual, renderProductPage: vi.fn(actual.renderProductPage) };
+});
+const renders = vi.mocked(renderProductPage);
+
+beforeEach(() => {
+  renders.mockClear();
+});
+
+function setup() {
+  const clock = fakeClock();
+  const origin = fakeOrigin();
+  const config = parseConfig({
+    ORIGIN_URL: "http://origin.test",
+    PUBLIC_URL: "https://shop.example",
+    TTL_JITTER: "0",
+    KNOWN_IDS: "off",
+    // Inventory: fresh 10 s, stale 30 s more, usable on error for 600 s after its ttl (the defaults).
+    CACHE_POLICIES: JSON.stringify({ inventory: { ttl: 10, swr: 30, staleIfError: 600 } }),
+  });
+  const cache = createReadThrough({ config, origin, l2: null, clock });
+  const tier: Tier = {
+    config,
+    cache,
+    purges: createPurgeWatcher({ log: null, l1: cache, clock, keyPrefix: config.keyPrefix, pollMs: config.purgePollMs, wideRetentionMs: 3_600_000, blindAfterMs: DEFAULTS.purgeBlindAfterMs, blindMaxAgeMs: DEFAULTS.purgeBlindMaxAgeMs, syncWaitMs: 200 }),
+    purgeLog: null,
+    knownIds: null,
+    renderedPages: new LRUCache<string, RenderedPage>({ maxSize: DEFAULTS.renderedPagesMaxBytes, sizeCalculation: (page) => page.body.byteLength + 256 }),
+    hotReport: null,
+    origin,
+    originLimiter: createLimiter({ maxConcurrent: 8, maxQueued: 8, maxWaitMs: 1000, clock }),
+    clock,
+    metrics: createMetrics({ clock }),
+  };
+  const app = new Hono();
+  app.use("/products/*", timing());
+  app.get("/products/:id", (c) => productPage(c, tier));
+  const background: Promise<unknown>[] = [];
+  const executionCtx = { waitUntil: (work: Promise<unknown>) => void background.push(work), passThroughOnException: () => undefined, props: {} } as unknown as ExecutionContext;
+  const get = async (id = "p-000042") => {
+    const response = await app.request(`/products/${id}`, {}, {}, executionCtx);
+    await Promise.all(background.splice(0));
+    return { status: response.status, etag: response.headers.get("etag"), degraded: response.headers.get("cache-degraded"), body: await response.text() };
+  };
+  /** Drops one part of one product from L1: the next page fetches it from the origin again. */
+  const forget = (resource: string, id = "p-000042") => cache.forget(entryKey(config.keyPrefix, resource as never, id));
+  return { clock, origin, tier, get, forget };
+}
+
+describe("the rendered-page cache", () => {
+  it("renders a page once for the same parts in the same versions, and serves the same bytes and ETag after", async () => {
+    const { get } = setup();
+    const first = await get();
+    expect(first.status).toBe(200);
+    for (let i = 0; i < 5; i++) {
+      const again = await get();
+      expect(again.body).toBe(first.body);
+      expect(again.etag).toBe(first.etag);
+    }
+    expect(renders).toHaveBeenCalledTimes(1);
+  });
+
+  it("does not render again when the parts are fetched again in the same versions", async () => {
+    const { clock, origin, get, forget } = setup();
+    const first = await get();
+    clock.advance(1000);
+    for (const resource of PAGE_RESOURCES) forget(resource);
+    const again = await get();
+    expect(origin.calls).toMatchObject({ product: 2, inventory: 2, reviews: 2, recommendations: 2 });
+    expect(again.etag).toBe(first.etag);
+    expect(renders).toHaveBeenCalledTimes(1);
+  });
+
+  it.each(PAGE_RESOURCES)("renders anew when a new version of the %s comes in, and once only", async (resource) => {
+    const { origin, get, forget } = setup();
+    const first = await get();
+    origin.version = 2;
+    forget(resource);
+    const changed = await get();
+    expect(origin.calls[resource]).toBe(2);
+    expect(renders).toHaveBeenCalledTimes(2);
+    expect(changed.etag).not.toBe(first.etag);
+    await get();
+    expect(renders).toHaveBeenCalledTimes(2);
+  });
+
+  it("renders each product's own page, although their parts are in the same versions", async () => {
+    const { get } = setup();
+    const one = await get("p-000001");
+    const two = await get("p-000002");
+    expect(renders).toHaveBeenCalledTimes(2);
+    expect(one.body).toContain("Product p-000001");
+    expect(two.body).toContain("Product p-000002");
+    expect(two.body).not.toContain("Product p-000001");
+  });
+
+  it("gives a page whose inventory is only usable on error a page of its own (availability unknown), and the first page back once the inventory answers", async () => {
+    const { clock, origin, get } = setup();
+    const first = await get();
+    expect(first.body).toContain("In stock");
+    expect(first.body).not.toContain(AVAILABILITY_UNKNOWN_TEXT);
+
+    // Past the inventory's ttl and grace, within its stale-if-error window; the inventory service fails.
+    clock.advance(41_000);
+    origin.behaviour.inventory = "fail";
+    const degraded = await get();
+    expect(degraded.status).toBe(200);
+    expect(degraded.degraded).toBe("inventory");
+    expect(degraded.body).toContain(AVAILABILITY_UNKNOWN_TEXT);
+    expect(degraded.body).not.toContain("In stock");
+    expect(degraded.etag).not.toBe(first.etag);
+    expect(renders).toHaveBeenCalledTimes(2);
+    await get();
+    expect(renders).toHaveBeenCalledTimes(2);
+
+    // The inventory answers again, in the version it had: the page it made is served again, not rendered again.
+    origin.behaviour.inventory = "ok";
+    const recovered = await get();
+    expect(recovered.degraded).toBeNull();
+    expect(recovered.body).toBe(first.body);
+    expect(recovered.etag).toBe(first.etag);
+    expect(renders).toHaveBeenCalledTimes(2);
+  });
+});

@@ -1,0 +1,217 @@
+// The purge watcher's blind mode (src/invalidation/watcher.ts): with no news
+// of purges for longer than `blindAfterMs` (the purge log in L2 not
+// answering), purges may have been missed, so entries older than
+// `blindMaxAgeMs` are no longer taken as fresh; once the log answers again,
+// the watcher trusts its knowledge again. A fake clock throughout, and a fake
+// purge log that answers or fails as the test says.
+import { describe, expect, it } from "vitest";
+import type { Entry } from "../../src/cache/entry";
+import { createReadThrough, type L1Purging } from "../../src/cache/readThrough";
+import { parseConfig } from "../../src/config";
+import { DEFAULTS } from "../../src/config/defaults";
+import type { PurgeLog, PurgesSince } from "../../src/invalidation/log";
+import { createPurgeWatcher, type PurgeWatcher } from "../../src/invalidation/watcher";
+import type { ResourceName } from "../../src/origin/types";
+import { fakeClock, fakeOrigin, type FakeClock } from "../support/fakes";
+
+const POLL_MS = 1000;
+const BLIND_AFTER_MS = DEFAULTS.purgeBlindAfterMs;
+const BLIND_MAX_AGE_MS = DEFAULTS.purgeBlindMaxAgeMs;
+const PRODUCT: ResourceName[] = ["product"];
+
+/** A purge log with no purges in it, that answers while `up` and fails (L2 unavailable: undefined) otherwise. */
+function fakeLog() {
+  const state = { up: true, reads: 0 };
+  const log = {
+    async readSince(seen: number): Promise<PurgesSince | undefined> {
+      state.reads++;
+      if (!state.up) return undefined;
+      return { seq: seen, caughtUp: true, records: [], marks: [], floor: 0 };
+    },
+    record: async () => undefined,
+  } satisfies PurgeLog;
+  return { log, state };
+}
+
+const noL1: L1Purging = { forget: () => undefined, markStale: () => undefined, forgetAll: () => undefined };
+
+function watcherWith(clock: FakeClock, log: PurgeLog | null, l1: L1Purging = noL1): PurgeWatcher {
+  return createPurgeWatcher({
+    log,
+    l1,
+    clock,
+    keyPrefix: "pp:v1",
+    pollMs: POLL_MS,
+    wideRetentionMs: 3_600_000,
+    blindAfterMs: BLIND_AFTER_MS,
+    blindMaxAgeMs: BLIND_MAX_AGE_MS,
+    syncWaitMs: 200,
+  });
+}
+
+/** An entry fetched at `fetchedAt` and fresh by its own deadlines for an hour from now. */
+function entryFetchedAt(clock: FakeClock, fetchedAt: number): Entry {
+  const now = clock.now();
+  return { data: {}, version: 1, fetchedAt, freshUntil: now + 3_600_000, staleUntil: now + 7_200_000, errorUntil: now + 86_400_000 };
+}
+
+const sync = (watcher: PurgeWatcher) => watcher.sync(() => undefined);
+
+describe("the purge watcher's blind mode", () => {
+  it("counts itself blind only once the log has not answered for longer than blindAfterMs", async () => {
+    const clock = fakeClock();
+    const { log, state } = fakeLog();
+    const watcher = watcherWith(clock, log);
+    await sync(watcher);
+    expect(watcher.status().blind).toBe(false);
+
+    state.up = false;
+    // Failed syncs, one per poll, up to blindAfterMs after the last answer: not blind yet.
+    for (let waited = POLL_MS; waited <= BLIND_AFTER_MS; waited += POLL_MS) {
+      clock.advance(POLL_MS);
+      await sync(watcher);
+      expect(watcher.status().blind, `${waited} ms without news`).toBe(false);
+    }
+    expect(state.reads).toBe(1 + BLIND_AFTER_MS / POLL_MS);
+    clock.advance(1);
+    expect(watcher.status().blind).toBe(true);
+  });
+
+  it("while blind, judges stale an entry fetched longer than blindMaxAgeMs ago, and leaves younger ones alone", async () => {
+    const clock = fakeClock();
+    const { log, state } = fakeLog();
+    const watcher = watcherWith(clock, log);
+    await sync(watcher);
+    const oldOne = entryFetchedAt(clock, clock.now() - BLIND_MAX_AGE_MS - 1);
+    const youngOne = entryFetchedAt(clock, clock.now() - BLIND_MAX_AGE_MS + BLIND_AFTER_MS + 1000);
+    // Not blind: age alone changes nothing.
+    expect(watcher.judge(oldOne, "p-1", "product", [])).toBe("ok");
+
+    state.up = false;
+    clock.advance(BLIND_AFTER_MS + 1);
+    await sync(watcher);
+    expect(watcher.status().blind).toBe(true);
+    expect(watcher.judge(oldOne, "p-1", "product", [])).toBe("stale");
+    expect(watcher.judge(youngOne, "p-1", "product", [])).toBe("ok");
+    // Stale, not gone: there is no purge to say it must not be served at all.
+    expect(watcher.judge(oldOne, "p-1", "inventory", ["brand:acme"])).toBe("stale");
+  });
+
+  it("leaves blind mode as soon as the log answers again, and judges old entries ok once more", async () => {
+    const clock = fakeClock();
+    const { log, state } = fakeLog();
+    const watcher = watcherWith(clock, log);
+    await sync(watcher);
+    state.up = false;
+    clock.advance(BLIND_MAX_AGE_MS + 1);
+    await sync(watcher);
+    const oldOne = entryFetchedAt(clock, clock.now() - BLIND_MAX_AGE_MS - 1);
+    expect(watcher.status().blind).toBe(true);
+    expect(watcher.judge(oldOne, "p-1", "product", [])).toBe("stale");
+
+    state.up = true;
+    clock.advance(POLL_MS);
+    await sync(watcher);
+    expect(watcher.status()).toMatchObject({ blind: false, lastSyncAt: clock.now() });
+    expect(watcher.judge(oldOne, "p-1", "product", [])).toBe("ok");
+  });
+
+  it("is never blind without a purge log (no L2: no purges to miss)", async () => {
+    const clock = fakeClock();
+    const watcher = watcherWith(clock, null);
+    await sync(watcher);
+    clock.advance(BLIND_MAX_AGE_MS * 10);
+    expect(watcher.status().blind).toBe(false);
+    expect(watcher.judge(entryFetchedAt(clock, clock.now() - BLIND_MAX_AGE_MS * 10), "p-1", "product", [])).toBe("ok");
+  });
+});
+
+// The watcher as the read path uses it (as src/tier.ts wires them). L2 is
+// left out of the read path here (l2: null), so a refresh goes straight to
+// the fake origin; the failing purge log stands for the failing L2.
+describe("the read path while the watcher is blind", () => {
+  function setup() {
+    const clock = fakeClock();
+    const origin = fakeOrigin();
+    const { log, state } = fakeLog();
+    const config = parseConfig({
+      ORIGIN_URL: "http://origin.test",
+      PUBLIC_URL: "https://shop.example",
+      TTL_JITTER: "0",
+      // Fresh for an hour by its own deadlines: only blindness can make it stale within the test.
+      CACHE_POLICIES: JSON.stringify({ product: { ttl: 3600, swr: 600, staleIfError: 86_400 } }),
+    });
+    let watcher: PurgeWatcher | undefined;
+    const cache = createReadThrough({
+      config,
+      origin,
+      l2: null,
+      clock,
+      purges: { judge: (...args) => watcher!.judge(...args), purgedAt: (...args) => watcher!.purgedAt(...args) },
+    });
+    watcher = watcherWith(clock, log, cache);
+    const background: Promise<unknown>[] = [];
+    const page = async (id = "p-1") => {
+      await watcher!.sync((work) => void background.push(work));
+      return (await cache.read(id, PRODUCT, (work) => void background.push(work))).data.product!;
+    };
+    const settle = async () => {
+      while (background.length > 0) await Promise.all(background.splice(0));
+    };
+    return { clock, origin, state, page, settle, watcher };
+  }
+
+  it("serves an entry older than blindMaxAgeMs stale while one background refresh from the origin runs, then fresh", async () => {
+    const { clock, origin, state, page, settle } = setup();
+    expect(await page()).toMatchObject({ tier: "origin", freshness: "fresh" });
+    expect(origin.calls.product).toBe(1);
+
+    state.up = false;
+    clock.advance(BLIND_MAX_AGE_MS + 1);
+    origin.version = 2;
+    // The refresh is held open at the origin until the ten pages are served.
+    let answer!: () => void;
+    origin.gate = new Promise((resolve) => (answer = resolve));
+    const whileBlind = await Promise.all(Array.from({ length: 10 }, () => page()));
+    for (const served of whileBlind) {
+      expect(served).toMatchObject({ tier: "l1", freshness: "stale" });
+      expect(served.entry?.version).toBe(1);
+    }
+    // One refresh for the ten pages, in the background.
+    expect(origin.calls.product).toBe(2);
+    origin.gate = null;
+    answer();
+    await settle();
+
+    const refreshed = await page();
+    expect(refreshed).toMatchObject({ tier: "l1", freshness: "fresh" });
+    expect(refreshed.entry?.version).toBe(2);
+    // Refreshed once: the new copy is young, and still blind the next pages take it as fresh.
+    for (let i = 0; i < 10; i++) expect(await page()).toMatchObject({ tier: "l1", freshness: "fresh" });
+    expect(origin.calls.product).toBe(2);
+  });
+
+  it("serves the same old entry fresh, without asking the origin, while the purge log answers", async () => {
+    const { clock, origin, page } = setup();
+    await page();
+    clock.advance(BLIND_MAX_AGE_MS + 1);
+    expect(await page()).toMatchObject({ tier: "l1", freshness: "fresh" });
+    expect(origin.calls.product).toBe(1);
+  });
+
+  it("once the log answers again, serves an old entry it has not refreshed as fresh again", async () => {
+    const { clock, origin, state, page, watcher } = setup();
+    await page("p-2");
+    state.up = false;
+    clock.advance(BLIND_MAX_AGE_MS + 1);
+    await page("p-other"); // a page while blind: its sync fails
+    expect(watcher.status().blind).toBe(true);
+    const callsBefore = origin.calls.product;
+
+    state.up = true;
+    clock.advance(POLL_MS);
+    expect(await page("p-2")).toMatchObject({ tier: "l1", freshness: "fresh" });
+    expect(watcher.status().blind).toBe(false);
+    expect(origin.calls.product).toBe(callsBefore);
+  });
+});
