@@ -1,10 +1,10 @@
-// `npm run bench:soak [-- --minutes N] [--instances 1|2] [--connections N] [--rounds] [--policies JSON]`:
+// `npm run bench:soak [-- --minutes N] [--instances 1|2] [--connections N] [--rounds] [--policies JSON] [--profile-windows 8,14]`:
 // do one or two isolates hold up under minutes of Zipf traffic, with visitors
 // who close their connection mid-request? wrk makes the load, in windows; this
 // file sets up (bench/stack.ts), sends the herd, the cancellers and the cold
 // products, reads each instance's status and heap after every window, and
 // prints one row per window, then pass/fail checks. See bench/README.md, "Soak".
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -12,7 +12,9 @@ import { productId } from "../../dev/origin/catalog";
 import { createCleanups, runThenExit } from "../cleanup";
 import { SHUFFLE_SEED, sleep, ZIPF_SEED } from "../measure";
 import { describeMachine } from "../report";
-import { cpuSnapshot, startInspectedStack, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
+import { openInspector } from "../inspector";
+import { summarise, summaryTables, type CpuProfile } from "../profile/summary";
+import { BUNDLE_DIR, cpuSnapshot, startInspectedStack, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
 import { shuffledIndexes, ZipfSampler } from "../zipf";
 import { startCancellers } from "./cancel";
 import { change, get, heapOf, statusOf, type Answer, type Snapshot } from "./probe";
@@ -46,11 +48,14 @@ const { values: args } = parseArgs({
     rounds: { type: "boolean", default: false },
     // The worker's CACHE_POLICIES, as a shop would set it, e.g. '{"product":{"ttl":3600}}'.
     policies: { type: "string" },
+    // Windows (1-based) during which instance 1's V8 profiler records, e.g. one before and one after the products' first TTL.
+    "profile-windows": { type: "string" },
   },
 });
 const minutes = Number(args.minutes);
 const instances = Number(args.instances);
 const connections = Number(args.connections);
+const profileWindows = (args["profile-windows"] ?? "").split(",").filter(Boolean).map(Number);
 const policiesValid = args.policies === undefined || (() => {
   try {
     return typeof JSON.parse(args.policies) === "object";
@@ -58,8 +63,8 @@ const policiesValid = args.policies === undefined || (() => {
     return false;
   }
 })();
-if (!Number.isInteger(minutes) || minutes < 1 || ![1, 2].includes(instances) || !Number.isInteger(connections) || connections < 2 || !policiesValid) {
-  console.error("usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--rounds] [--policies JSON (CACHE_POLICIES)]");
+if (!Number.isInteger(minutes) || minutes < 1 || ![1, 2].includes(instances) || !Number.isInteger(connections) || connections < 2 || !policiesValid || !profileWindows.every((n) => Number.isInteger(n) && n >= 1)) {
+  console.error("usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)]");
   process.exit(2);
 }
 const mode = args.rounds ? "rounds" : "soak";
@@ -89,6 +94,27 @@ async function runWrk(targets: string[], seconds: number, seed: number, pathsFil
 
 const snapshot = (workers: WorkerInstance[]): Promise<Snapshot[]> =>
   Promise.all(workers.map(async (w) => ({ at: Date.now(), status: await statusOf(w.url), heap: await heapOf(w) })));
+
+const PROFILE_INTERVAL_US = 200;
+
+/** Instance 1's V8 profiler, recording until `stop`, which returns the summary tables (bench/profile/summary.ts). */
+async function startProfiler(worker: WorkerInstance): Promise<{ stop: () => Promise<string> }> {
+  const inspector = await openInspector(worker.inspector!);
+  await inspector.call("Profiler.enable");
+  await inspector.call("Profiler.setSamplingInterval", { interval: PROFILE_INTERVAL_US });
+  await inspector.call("Profiler.start");
+  return {
+    async stop() {
+      try {
+        const { profile } = await inspector.call<{ profile: CpuProfile }>("Profiler.stop", {}, 120_000);
+        const summary = summarise(profile, readFileSync(join(BUNDLE_DIR, "index.js"), "utf8"), (url) => url.endsWith("index.js"), PROFILE_INTERVAL_US);
+        return summaryTables(summary, 15);
+      } finally {
+        inspector.close();
+      }
+    },
+  };
+}
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 const countBy = (answers: Answer[]) => answers.reduce<Record<string, number>>((c, a) => ((c[a.status || "no answer"] = (c[a.status || "no answer"] ?? 0) + 1), c), {});
@@ -155,8 +181,11 @@ async function main(): Promise<void> {
   let logsBefore = { ...logCounts };
   const loadStart = Date.now();
   console.log(`\n${tableHead()}`);
+  const profiles: { label: string; tables: string }[] = [];
   for (let i = 0; i < plan.windows && !interrupted; i++) {
+    const profiler = profileWindows.includes(i + 1) ? await startProfiler(workers[0]!) : null;
     const wrk = await runWrk(targets, plan.windowS, i + 1, pathsFile);
+    if (profiler) profiles.push({ label: plan.label(i), tables: await profiler.stop() });
     const endS = Math.round((Date.now() - loadStart) / 1000);
     const cancel = cancellers?.take() ?? null;
     const after = await snapshot(workers);
@@ -291,6 +320,7 @@ async function main(): Promise<void> {
     "",
     checksTable,
     "",
+    ...profiles.flatMap(({ label, tables }) => [`## CPU profile of instance 1, window ending ${label} (sampling every ${PROFILE_INTERVAL_US} µs; the profiler slows that window)`, "", tables, ""]),
     ...(errorLines.length ? ["Worker log (errors and warnings, distinct lines):", "", ...errorLines.map(([line, count]) => `- ${count}× \`${line.slice(0, 400).replace(/`/g, "'")}\``), ""] : []),
   ].join("\n");
   writeFileSync(`${base}.md`, markdown);
