@@ -91,6 +91,16 @@ export function encodeEntry(entry: Entry, compressAboveBytes: number): string | 
   return value.length <= DEFAULTS.l2ValueMaxChars ? value : undefined;
 }
 
+/**
+ * What the header of `value` says about its freshness, unchecked beyond its
+ * form: enough to tell that a value cannot be what a caller waits for
+ * without decoding it. Whatever it promises is checked by decodeEntry.
+ */
+export function peekFreshness(value: string): Pick<Entry, "fetchedAt" | "freshUntil"> | undefined {
+  const match = HEADER.exec(value);
+  return match ? { fetchedAt: Number(match[2]), freshUntil: Number(match[3]) } : undefined;
+}
+
 /** The entry `value` holds, checked against what its key promises; or why it holds none. */
 export function decodeEntry<R extends ResourceName>(value: string, expected: EntryExpectation<R>): Decoded<ResourceTypes[R]> {
   if (value.length > DEFAULTS.l2ValueMaxChars) return { invalid: "too-long" };

@@ -22,7 +22,7 @@ import { originCallBoundMs, type OriginClient } from "../origin/client";
 import { DEFAULTS } from "../config/defaults";
 import type { ResourceName } from "../origin/types";
 import type { Clock } from "../shared/clock";
-import { encodeEntry } from "./codec";
+import { encodeEntry, peekFreshness } from "./codec";
 import { deadlinesFor, type Entry } from "./entry";
 import { lockKey, purgeMarkerKey } from "./keys";
 import type { FillBatch, FillCalls } from "./fillBatch";
@@ -106,6 +106,11 @@ export function createFill(deps: FillDeps) {
    * lock all the same. A lock holding that token is this fill's own:
    * "ours", fetch and write as the winner.
    */
+  /** A copy fresh enough to end a loser's wait: fresh now and beyond what the fill wants, and fetched after the last purge it knows. */
+  function isWaitedFor(copy: Pick<Entry, "fetchedAt" | "freshUntil">, context: FillContext): boolean {
+    return copy.freshUntil > Math.max(clock.now(), context.freshBeyond) && copy.fetchedAt >= context.freshAfter;
+  }
+
   async function waitForWinner(key: string, lock: string, context: FillContext, ownToken?: string): Promise<Entry | "ours" | undefined> {
     const giveUpAt = clock.now() + config.lockWaitMs;
     for (let delay = FIRST_POLL_MS; clock.now() + delay <= giveUpAt; delay = Math.min(delay * 2, MAX_POLL_MS)) {
@@ -115,8 +120,12 @@ export function createFill(deps: FillDeps) {
         if (!l2!.accepts(key)) return undefined; // L2 is skipped now: nothing will come
         continue;
       }
-      const entry = value ? l2Entries.read(key, value, context.resource, context.id, context.background) : undefined;
-      if (entry && entry.freshUntil > Math.max(clock.now(), context.freshBeyond) && entry.fetchedAt >= context.freshAfter) return entry;
+      // Until the winner writes, a poll finds the stale copy it is replacing:
+      // its header says so, and it is not decoded (gunzip, parse, schema) again on every poll.
+      const head = value ? peekFreshness(value) : undefined;
+      const worthDecoding = head !== undefined && isWaitedFor(head, context);
+      const entry = worthDecoding ? l2Entries.read(key, value!, context.resource, context.id, context.background) : undefined;
+      if (entry && isWaitedFor(entry, context)) return entry;
       if (holder === null) return undefined;
       if (holder === ownToken) return "ours";
     }

@@ -233,10 +233,19 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   }
 
   const hotness = createHotness({ warmPerMinute: config.warmPerMinute, hotPerMinute: config.hotPerMinute, clock });
+  /**
+   * How much of the refresh-ahead share this isolate uses, drawn once in
+   * [0.5, 1). Isolates hold copies of one L2 write, with the same deadlines:
+   * with the same share they would all refresh a popular product at the same
+   * moment, race for its lock, and the losers would poll L2 until the
+   * winner wrote. Apart, the first to refresh writes L2, and the others'
+   * claims find its copy there (one call, no lock, no origin fetch).
+   */
+  const refreshAheadSpread = 0.5 + random() / 2;
 
   /** A warm or hot product's fresh entry near its end: refreshed now, so that it is never served stale. */
   function dueForRefreshAhead(entry: Entry, heat: Exclude<Heat, "cold">): boolean {
-    const margin = (entry.freshUntil - entry.fetchedAt) * DEFAULTS.refreshAheadShare[heat];
+    const margin = (entry.freshUntil - entry.fetchedAt) * DEFAULTS.refreshAheadShare[heat] * refreshAheadSpread;
     return entry.freshUntil - clock.now() <= margin;
   }
 

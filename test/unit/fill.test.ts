@@ -30,14 +30,19 @@ function losingL2(polls: (string | null | undefined)[], accepts: boolean) {
 }
 
 function winnersValue(): string {
-  const now = Date.now();
+  return productValue(Date.now());
+}
+
+/** The product as L2 would hold it, fetched at `fetchedAt` (fresh for a minute). */
+function productValue(fetchedAt: number): string {
+  const now = fetchedAt;
   const product = sampleProduct("p-000042", 3);
   return encodeEntry({ data: product, version: 3, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 120_000, errorUntil: now + 600_000 }, 1024)!;
 }
 
-async function fillOnce(l2: L2) {
+async function fillOnce(l2: L2, l2Entries = createL2Entries({ config, l2, clock: { now: () => Date.now() } })) {
   const origin = fakeOrigin();
-  const fill = createFill({ config, origin, l2, l2Entries: createL2Entries({ config, l2, clock: { now: () => Date.now() } }), clock: { now: () => Date.now() }, random: Math.random, sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) });
+  const fill = createFill({ config, origin, l2, l2Entries, clock: { now: () => Date.now() }, random: Math.random, sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) });
   const context: FillContext = { resource: "product", id: "p-000042", background: () => {}, notBefore: 0, freshAfter: 0, freshBeyond: 0 };
   const entry = await fill(KEY, context);
   return { entry, context, originCalls: origin.calls.product };
@@ -51,6 +56,21 @@ describe("a fill that lost the lock", () => {
     expect(context.via).toBe("l2");
     expect(entry.version).toBe(3);
     expect(reads()).toBe(3);
+  });
+
+  it("decodes only the winner's copy: the stale copy that its polls find until then is judged by its header", async () => {
+    const staleCopy = productValue(Date.now() - 120_000); // fresh until a minute ago
+    const { l2, reads } = losingL2([staleCopy, staleCopy, winnersValue()], true);
+    const decoded: string[] = [];
+    const entries = createL2Entries({ config, l2, clock: { now: () => Date.now() } });
+    const counting = { ...entries, read: ((...args: Parameters<typeof entries.read>) => (decoded.push(args[1]), entries.read(...args))) as typeof entries.read };
+    const { entry, context, originCalls } = await fillOnce(l2, counting);
+    expect(originCalls).toBe(0);
+    expect(context.via).toBe("l2");
+    expect(entry.version).toBe(3);
+    expect(reads()).toBe(3);
+    expect(decoded).toHaveLength(1);
+    expect(decoded[0]).not.toBe(staleCopy);
   });
 
   it("stops waiting and fetches at once when L2 is skipped (its breaker opened)", async () => {

@@ -260,6 +260,32 @@ describe("hot products (refresh-ahead)", () => {
     expect(origin.calls.product).toBeLessThanOrEqual(15);
   });
 
+  it("isolates refresh a hot product ahead at different points of its last stretch, not all at once", async () => {
+    // Two isolates holding copies with the same deadlines (one L2 write):
+    // each uses its own part of the refresh-ahead share, drawn once.
+    const isolate = (draw: number) => {
+      const clock = fakeClock();
+      const origin = fakeOrigin();
+      const config = parseConfig({ ORIGIN_URL: "http://origin.test", PUBLIC_URL: "https://shop.example", TTL_JITTER: "0", CACHE_POLICIES: JSON.stringify({ product: { ttl: 60, swr: 30 } }) });
+      const cache = createReadThrough({ config, origin, l2: null, clock, random: () => draw });
+      const read = () => cache.read("p-1", PRODUCT, () => {});
+      return { clock, origin, read };
+    };
+    const early = isolate(0.999); // refreshes when ~25% of the ttl is left (hot)
+    const late = isolate(0); // when 12.5% is left
+    for (const { read } of [early, late]) {
+      for (let i = 0; i < 150; i++) await read(); // hot: over 60 a minute
+    }
+    for (const { clock } of [early, late]) clock.advance(60_000 - 10_000); // 10 s of 60 left
+    await early.read();
+    await late.read();
+    expect(early.origin.calls.product).toBe(2); // refreshed ahead
+    expect(late.origin.calls.product).toBe(1); // not yet
+    late.clock.advance(3_000); // 7 s left
+    await late.read();
+    expect(late.origin.calls.product).toBe(2);
+  });
+
   it("a product asked for rarely follows the normal life cycle (served stale after ttl)", async () => {
     const { clock, origin, read } = setup({ CACHE_POLICIES: JSON.stringify({ product: { ttl: 60, swr: 600 } }) });
     await read();
