@@ -82,7 +82,7 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-export function addDelta(sum: Record<string, number>, before: Record<string, number>, after: Record<string, number>): void {
+function addDelta(sum: Record<string, number>, before: Record<string, number>, after: Record<string, number>): void {
   for (const [key, value] of Object.entries(after)) {
     const delta = value - (before[key] ?? 0);
     if (delta !== 0 || key in sum) sum[key] = (sum[key] ?? 0) + delta;
@@ -124,7 +124,7 @@ export function l2Emptied(): void {
 }
 
 /** /healthz of each instance: the L2 breaker's state as one word ("closed", "open", "half-open", "partial", "off"). */
-export async function breakerStates(workers: WorkerInstance[]): Promise<string[]> {
+async function breakerStates(workers: WorkerInstance[]): Promise<string[]> {
   return (await healthOf(workers)).map((health) => health.l2);
 }
 

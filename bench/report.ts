@@ -139,7 +139,7 @@ export interface Ratios {
   faults: FaultRatios[];
 }
 
-export interface FaultRatios {
+interface FaultRatios {
   name: string;
   /** What the ratios compare with. */
   against: "zipf-steady" | "its own phase before the fault";
@@ -608,7 +608,7 @@ export interface Report {
   workerLog: Array<{ count: number; line: string }>;
 }
 
-export function markdown(report: Report): string {
+function markdown(report: Report): string {
   const m = report.machine;
   const s = report.settings;
   const out = [

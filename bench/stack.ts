@@ -13,8 +13,6 @@ import { Log, LogLevel, Miniflare } from "miniflare";
 import { compatibilityDate, compatibilityFlags } from "../dev/compatibility";
 import type { RedisAction, ServersCommand, ServersMessage, ServersOptions, ShardEndpoints } from "./servers";
 
-export type { RedisAction } from "./servers";
-
 /**
  * The bench bundles into a folder of its own, not the tests' `.wrangler/test-bundle`:
  * a test run started meanwhile would otherwise rebuild the file under a running
@@ -88,7 +86,7 @@ export interface Servers {
   close(): Promise<void>;
 }
 
-export interface OriginFault {
+interface OriginFault {
   /** A service name, or "all". */
   service: string;
   down?: false | "refuse" | "500" | "hang";

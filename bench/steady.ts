@@ -191,7 +191,7 @@ interface Phase {
   failures: FailedAnswer[];
 }
 
-export interface FailedAnswer {
+interface FailedAnswer {
   /** ms since the phase began (by the request's start). */
   atMs: number;
   path: string;
@@ -201,7 +201,7 @@ export interface FailedAnswer {
 
 const FAILURE_SAMPLES = 5;
 
-export interface PhaseSummary {
+interface PhaseSummary {
   name: string;
   seconds: number;
   requests: number;

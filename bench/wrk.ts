@@ -25,18 +25,6 @@ export function ensureWrk(): void {
   }
 }
 
-/** "debian/4.1.0-3+b2", or null when wrk is not there. */
-export function wrkVersion(): string | null {
-  try {
-    // wrk -v prints its version and exits with 1.
-    execFileSync("wrk", ["-v"], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-  } catch (err) {
-    const out = `${(err as { stdout?: string }).stdout ?? ""}`;
-    return /^wrk\s+(\S+)/m.exec(out)?.[1] ?? null;
-  }
-  return null;
-}
-
 export interface WrkRun {
   /** The Lua script (-s). */
   script: string;

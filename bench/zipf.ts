@@ -7,7 +7,6 @@
 
 // mulberry32, the demo origin's generator: tiny, fast and plenty for picking ids.
 import { mulberry32 } from "../dev/origin/catalog";
-export { mulberry32 };
 
 export interface ZipfOptions {
   /** Number of distinct items (ranks 1..n). */

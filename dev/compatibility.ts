@@ -17,7 +17,7 @@ export interface Compatibility {
   compatibilityFlags: string[];
 }
 
-export const WRANGLER_TOML = fileURLToPath(new URL("../wrangler.toml", import.meta.url));
+const WRANGLER_TOML = fileURLToPath(new URL("../wrangler.toml", import.meta.url));
 
 /** One TOML string at the start of `text`: its value and what follows it; undefined if there is none. */
 function leadingString(text: string): { value: string; rest: string } | undefined {
@@ -74,7 +74,7 @@ function parseStringArray(key: string, raw: string): string[] {
 }
 
 /** The compatibility settings of a wrangler.toml's text. */
-export function parseCompatibility(toml: string): Compatibility {
+function parseCompatibility(toml: string): Compatibility {
   const values = topLevelValues(toml);
   const date = values.get("compatibility_date");
   if (date === undefined) throw new Error("wrangler.toml: no top-level compatibility_date");

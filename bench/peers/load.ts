@@ -15,7 +15,7 @@ import { shuffledIndexes } from "../zipf";
 import { runWrk, ZIPF_LUA, zipfEnv } from "../wrk";
 
 /** The seeds of `npm run bench`'s zipf scenario (bench/scenarios.ts): the same hot products. */
-export const SHUFFLE_SEED = 42;
+const SHUFFLE_SEED = 42;
 const THREADS = 2;
 /** A request unanswered this long is a timeout, an error. */
 const TIMEOUT_S = 5;

@@ -15,7 +15,7 @@ import type { OriginChildMessage, OriginChildOptions } from "./origin-child";
 
 const execFileAsync = promisify(execFile);
 
-export const INSTALL_HINT = "apt-get update && apt-get install -y nginx varnish";
+const INSTALL_HINT = "apt-get update && apt-get install -y nginx varnish";
 
 const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 8_000;
@@ -127,7 +127,7 @@ function isRunning(child: ChildProcess): boolean {
 }
 
 /** SIGTERM (or `signal`), then SIGKILL (its whole group for `group`) if it lingers; resolves once it is gone. */
-export async function stopChild(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM", group = false): Promise<void> {
+async function stopChild(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM", group = false): Promise<void> {
   if (!isRunning(child)) return;
   const exited = new Promise<void>((done) => child.once("exit", () => done()));
   child.kill(signal);
@@ -281,7 +281,7 @@ export interface CachePolicy {
   notFoundTtlS: number;
 }
 
-export function nginxConfig(dir: string, port: number, upstreams: string[], policy: CachePolicy): string {
+function nginxConfig(dir: string, port: number, upstreams: string[], policy: CachePolicy): string {
   const servers = upstreams.map((u) => `    server ${new URL(u).host};`).join("\n");
   // Workers run as root when we are root: they must write the cache in our 0700 temp folder.
   const user = process.getuid?.() === 0 ? "user root;\n" : "";
@@ -366,7 +366,7 @@ export async function startNginx(dir: string, upstreams: string[], policy: Cache
 
 // ---------------------------------------------------------------- Varnish
 
-export function varnishVcl(upstreams: string[], policy: CachePolicy): string {
+function varnishVcl(upstreams: string[], policy: CachePolicy): string {
   const backends = upstreams
     .map((u, i) => {
       const { hostname, port } = new URL(u);

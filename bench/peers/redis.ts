@@ -89,6 +89,6 @@ export function usageBetween(a: RedisSnapshot, b: RedisSnapshot): RedisUsage {
   };
 }
 
-export function sortDesc(counts: Record<string, number>): Record<string, number> {
+function sortDesc(counts: Record<string, number>): Record<string, number> {
   return Object.fromEntries(Object.entries(counts).sort((x, y) => y[1] - x[1]));
 }

@@ -50,7 +50,7 @@ export const SCENARIO_LABELS: Record<ScenarioName, string> = {
 /** Every phase has its own seed, so that every system gets the same draws in it. */
 const SEEDS = { cached: 10, warmUp: 1, fixed: 2, saturation: 3, census: 4, slow: 5, recover: 6, down: 7, price: 8, redisDown: 9, calibrationProbe: 11 };
 
-export interface Staleness {
+interface Staleness {
   id: string;
   oldPrice: string | null;
   newPrice: string;
@@ -184,7 +184,7 @@ function row(system: System, scenario: ScenarioName, m: Measured<Phase>, extra: 
   return { system: system.name, scenario, load, origin, originTotal, cpu, ...(redis ? { redis } : {}), extra, notes };
 }
 
-export function isTier(system: System): system is Tier {
+function isTier(system: System): system is Tier {
   return system.name === "tier" || system.name === "tier-300s";
 }
 

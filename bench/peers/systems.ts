@@ -52,8 +52,8 @@ export const TIER_VARS: Record<TierName, Record<string, string>> = {
   "tier-300s": { CACHE_POLICIES: JSON.stringify({ product: PEERS_FRESHNESS, inventory: PEERS_FRESHNESS, reviews: PEERS_FRESHNESS, recommendations: PEERS_FRESHNESS }) },
 };
 
-export const RENDER_ONLY_INSTANCES = 2;
-export const TIER_INSTANCES = 2;
+const RENDER_ONLY_INSTANCES = 2;
+const TIER_INSTANCES = 2;
 const PURGE_TOKEN = "bench-purge-token";
 
 export interface System {

@@ -43,7 +43,7 @@ export interface Summary {
 }
 
 /** Module start lines of a bundle (0-based), for `moduleAt`. */
-export function bundleModules(bundle: string): { line: number; module: string }[] {
+function bundleModules(bundle: string): { line: number; module: string }[] {
   const starts: { line: number; module: string }[] = [];
   bundle.split("\n").forEach((text, line) => {
     const marker = /^\/\/ ((?:src|node_modules|templates)\/\S+)$/.exec(text);

@@ -70,5 +70,3 @@ export function startCancellers(targets: string[], nextPath: () => string, perSe
     },
   };
 }
-
-export type Cancellers = ReturnType<typeof startCancellers>;

@@ -40,19 +40,19 @@ export interface Status {
   originSlots?: { inUse: number; queued: number; reclaimed: number };
   fills?: { inFlight: number; takenOver: number };
 }
-export interface Tiers {
+interface Tiers {
   l1: number;
   l2: number;
   origin: number;
   failed: number;
 }
 /** Origin calls the worker made (`fetches`, of which `errors` failed) and did not make (`shed`: queue full, breaker open). */
-export interface OriginCalls {
+interface OriginCalls {
   fetches: number;
   errors: number;
   shed: number;
 }
-export interface L2Stats {
+interface L2Stats {
   skipped: number;
   failures: number;
   droppedWrites: number;

@@ -16,7 +16,7 @@ export class HttpError extends Error {
   }
 }
 
-export const MAX_BODY_BYTES = 1024 * 1024;
+const MAX_BODY_BYTES = 1024 * 1024;
 
 /**
  * Returns a check for `Authorization: Bearer <token>`. Both sides are hashed

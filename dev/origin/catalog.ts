@@ -24,7 +24,7 @@ import type {
 
 export const MAX_CATALOG_SIZE = 1_000_000;
 /** Changed plus created products kept in memory, at most. */
-export const MAX_OVERRIDES = 100_000;
+const MAX_OVERRIDES = 100_000;
 export const MAX_LIST_LIMIT = 1000;
 export const HOSTILE_TITLE_MARKUP = "<script>alert(1)</script>";
 export const HOSTILE_DESCRIPTION_MARKUP = "</script><img src=x onerror=alert(1)>";
@@ -54,7 +54,7 @@ export function indexOf(id: string, catalogSize: number = MAX_CATALOG_SIZE): num
 }
 
 /** Where the demo origin serves a placeholder for image `n` of a product. */
-export function imageUrl(originUrl: string, id: string, n: number): string {
+function imageUrl(originUrl: string, id: string, n: number): string {
   return `${originUrl}/images/${id}/${n}.svg`;
 }
 

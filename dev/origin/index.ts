@@ -35,12 +35,12 @@ export interface DemoOrigin {
 
 export const DEFAULT_CATALOG_SIZE = 10_000;
 
-export const SERVICES = ["product", "inventory", "reviews", "recommendations", "listing"] as const;
-export type ServiceName = (typeof SERVICES)[number];
+const SERVICES = ["product", "inventory", "reviews", "recommendations", "listing"] as const;
+type ServiceName = (typeof SERVICES)[number];
 
-export type DownMode = false | "500" | "refuse" | "hang";
+type DownMode = false | "500" | "refuse" | "hang";
 
-export interface Fault {
+interface Fault {
   /** Added to the base latency. */
   latencyMs: number;
   /** Fraction of requests answered 500. */
@@ -61,7 +61,7 @@ export interface Fault {
 }
 
 /** What came of telling the tier about a change; status null when no HTTP answer came. */
-export interface NotifyResult {
+interface NotifyResult {
   status: number | null;
   error?: string;
 }

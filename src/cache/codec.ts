@@ -40,7 +40,7 @@ export interface EntryExpectation<R extends ResourceName> {
 }
 
 /** Why a value is not an entry. */
-export type InvalidReason =
+type InvalidReason =
   /** Longer than DEFAULTS.l2ValueMaxChars: not looked at. */
   | "too-long"
   /** Not `<4 integers>|<j or z>|`, or an integer past 2^53. */

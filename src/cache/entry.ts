@@ -27,7 +27,7 @@ export function entryState(entry: Entry | undefined, now: number): EntryState {
 }
 
 /** `seconds` moved by a uniform random share of ±`jitter`. */
-export function jittered(seconds: number, jitter: number, random: () => number = Math.random): number {
+function jittered(seconds: number, jitter: number, random: () => number = Math.random): number {
   return seconds * (1 + jitter * (2 * random() - 1));
 }
 

@@ -48,7 +48,7 @@ export interface FillWrite {
   lockToken: string;
 }
 
-export interface L2ReadOptions {
+interface L2ReadOptions {
   /** Tried even while the breaker is open: the last resort before a 503 (the origin failed too). */
   force?: boolean;
   /** See L2CallOptions. */

@@ -14,7 +14,7 @@ import { SOFT_PURGE_GRACE_MS, type Entry } from "./entry";
 import type { L2 } from "./l2";
 
 /** Invalid values are logged at most once per reason per this interval; the rest are counted as `suppressed`. */
-export const INVALID_VALUE_LOG_INTERVAL_MS = 10_000;
+const INVALID_VALUE_LOG_INTERVAL_MS = 10_000;
 
 // Deletes KEYS[1] only while it still starts with ARGV[1], the first
 // characters of the bad value (all of it when ARGV[2] is '1'). They hold a

@@ -30,7 +30,7 @@ import { DEFAULTS } from "../config/defaults";
 import type { L2 } from "./l2";
 import { createL2Entries, type L2ValueStats } from "./l2Entries";
 
-export type Tier = "l1" | "l2" | "origin";
+type Tier = "l1" | "l2" | "origin";
 
 export interface Served<T> {
   resource: ResourceName;
@@ -50,16 +50,16 @@ export interface Served<T> {
   failure?: OriginFailure;
 }
 
-export type PageData = { [R in ResourceName]?: Served<ResourceTypes[R]> };
+type PageData = { [R in ResourceName]?: Served<ResourceTypes[R]> };
 
-export interface Timings {
+interface Timings {
   l1: number;
   l2: number;
   origin: number;
 }
 
 /** The purges this isolate knows of (see invalidation/watcher.ts). */
-export interface PurgeKnowledge {
+interface PurgeKnowledge {
   /** What they make of an entry: still good, stale (soft purge), or gone (hard purge). */
   judge(entry: Entry, id: string, resource: ResourceName, tags: readonly string[]): "ok" | "stale" | "gone";
   /** When the resource was last purged (0 if never): see PurgedAt. */
@@ -124,7 +124,7 @@ export interface ReadThrough extends L1Purging {
  * a few microseconds (bench/profile). A product's tags, which purge judging
  * reads on every request, are kept parsed beside it.
  */
-export interface Stored extends Omit<Entry, "data"> {
+interface Stored extends Omit<Entry, "data"> {
   json: string;
   tags?: readonly string[];
 }

@@ -13,7 +13,7 @@ export interface RingMember {
 }
 
 /** Points per unit of weight: enough for the most loaded of 3 shards to stay within ~1.10× the mean. */
-export const VIRTUAL_NODES_PER_WEIGHT = 256;
+const VIRTUAL_NODES_PER_WEIGHT = 256;
 
 export interface Ring {
   /** Index, in the members' order, of the member that owns `key`. */

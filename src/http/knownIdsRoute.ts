@@ -15,7 +15,7 @@ const RETRY_AFTER_SECONDS = 5;
 /** 1,000 ids of 40 characters fit with room to spare. */
 const BODY_BYTES = 64 * 1024;
 
-export const knownIdsRequestSchema = v.strictObject({
+const knownIdsRequestSchema = v.strictObject({
   ids: v.pipe(
     v.array(v.pipe(v.string(), v.regex(PRODUCT_ID_PATTERN, "each id must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$"))),
     v.minLength(1, "ids must not be empty"),

@@ -13,7 +13,7 @@ import { requirePurgeToken } from "./adminAuth";
 const CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** The gauges, read now from the tier; the counters come with `metrics`. */
-export function statusSourcesOf(tier: Tier): StatusSources {
+function statusSourcesOf(tier: Tier): StatusSources {
   const { cache, metrics, config } = tier;
   const l2 = cache.l2;
   const knownIds = tier.knownIds?.status() ?? null;

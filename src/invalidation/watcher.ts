@@ -20,7 +20,7 @@ import { WIDE_MAX, type PurgeLog, type WideMark } from "./log";
 import { isWide, type PurgeRecord } from "./record";
 import { pollUntil, within } from "../shared/leases";
 
-export type Verdict = "ok" | "stale" | "gone";
+type Verdict = "ok" | "stale" | "gone";
 
 export interface PurgeWatcherOptions {
   log: PurgeLog | null;

@@ -29,7 +29,7 @@ export interface FilterMeta {
   changedAt: number;
 }
 
-export interface NextMeta {
+interface NextMeta {
   version: string;
   startedAt: number;
   /** More ids were added during the build than its log holds: the build cannot switch. */

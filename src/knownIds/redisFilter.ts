@@ -11,7 +11,7 @@ import { scriptsFor } from "./scripts";
 export type LoadResult = { kind: "loaded"; bloom: Bloom } | { kind: "unavailable" } | { kind: "damaged"; reason: string };
 
 /** Splits 0..count-1 into runs of at most `size`. */
-export function batches(count: number, size: number): number[][] {
+function batches(count: number, size: number): number[][] {
   const out: number[][] = [];
   for (let start = 0; start < count; start += size) {
     out.push(Array.from({ length: Math.min(size, count - start) }, (_, i) => start + i));

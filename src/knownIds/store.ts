@@ -53,7 +53,7 @@ export type KnownIdsState =
   /** The meta or a segment is unreadable: a rebuild repairs it. */
   | "damaged";
 
-export interface KnownIdsStatus {
+interface KnownIdsStatus {
   state: KnownIdsState;
   /** Whether `mightExist` can answer "no" right now. */
   serving: boolean;

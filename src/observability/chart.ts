@@ -30,7 +30,7 @@ const MARGIN = { left: 48, right: 48, top: 14, bottom: 30 };
 const round = (n: number) => Math.round(n * 10) / 10;
 
 /** 1, 2, 5, 10, 20, 50…: a round axis maximum at or above `n`. */
-export function niceMax(n: number): number {
+function niceMax(n: number): number {
   if (n <= 1) return 1;
   const power = 10 ** Math.floor(Math.log10(n));
   for (const step of [1, 2, 5, 10]) if (step * power >= n) return step * power;

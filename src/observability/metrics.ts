@@ -36,15 +36,14 @@ export const HOT_COUNTERS = 5 * HOT_PRODUCTS;
  * from the known-ids filter, nothing read), `unavailable` (503: product or
  * inventory failed with nothing usable).
  */
-export type PageOutcome = "ok" | "absent" | "filtered" | "unavailable";
-export const PAGE_OUTCOMES: readonly PageOutcome[] = ["ok", "absent", "filtered", "unavailable"];
+type PageOutcome = "ok" | "absent" | "filtered" | "unavailable";
 
 /** What the origin client reports of one call: an answer, or why there was none. */
-export type OriginOutcome = "found" | "absent" | OriginFailure;
+type OriginOutcome = "found" | "absent" | OriginFailure;
 /** Failures that never reached the service: this isolate shed the call. */
 const SHED: ReadonlySet<OriginOutcome> = new Set<OriginOutcome>(["overloaded", "circuit-open"]);
 
-export interface ResourceCounts {
+interface ResourceCounts {
   /** Answers served from each tier (a stale-if-error answer counts for the tier its copy came from). */
   l1: number;
   l2: number;
@@ -61,7 +60,7 @@ export interface ResourceCounts {
   defaulted: number;
 }
 
-export interface OriginCounts {
+interface OriginCounts {
   /** Calls that reached the service (whatever the answer). */
   fetches: number;
   /** Of those, the ones that failed: timeout, connection, bad status, invalid body. */
@@ -70,7 +69,7 @@ export interface OriginCounts {
   shed: number;
 }
 
-export interface Bucket {
+interface Bucket {
   /** Start of the minute, ms since the epoch. */
   start: number;
   pages: number;
@@ -94,7 +93,7 @@ export interface ResourceSummary extends ResourceCounts {
   originRatio: number | null;
 }
 
-export interface OriginSummary extends OriginCounts {
+interface OriginSummary extends OriginCounts {
   /** errors / fetches; null without fetches. */
   errorRatio: number | null;
 }
@@ -181,7 +180,7 @@ function emptyBucket(start: number): Bucket {
 
 const ratio = (part: number, whole: number): number | null => (whole > 0 ? part / whole : null);
 
-export function summarizeResource(counts: ResourceCounts): ResourceSummary {
+function summarizeResource(counts: ResourceCounts): ResourceSummary {
   const answers = counts.l1 + counts.l2 + counts.origin + counts.failed;
   return {
     ...counts,

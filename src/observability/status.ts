@@ -12,7 +12,7 @@ import type { ResourceName } from "../origin/types";
 import { HOT_PRODUCTS, RESOURCES, type BreakerNote, type Metrics, type MinutePoint, type WindowSummary } from "./metrics";
 
 /** One L2 shard as the status sees it: its name and its breaker's state. */
-export interface L2ShardStatus {
+interface L2ShardStatus {
   name: string;
   state: BreakerState;
 }

@@ -8,17 +8,17 @@ import type { StatusModel } from "./status";
 
 const DASH = "—";
 
-export function percent(value: number | null, digits = 1): string {
+function percent(value: number | null, digits = 1): string {
   return value === null ? DASH : `${(value * 100).toFixed(digits)}%`;
 }
 
-export function bytes(n: number): string {
+function bytes(n: number): string {
   if (n >= 1024 * 1024) return `${(n / (1024 * 1024)).toFixed(1)} MiB`;
   if (n >= 1024) return `${(n / 1024).toFixed(1)} KiB`;
   return `${n} B`;
 }
 
-export function duration(ms: number | null): string {
+function duration(ms: number | null): string {
   if (ms === null) return "never";
   if (ms < 1000) return `${Math.round(ms)} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
@@ -209,5 +209,3 @@ export function statusView(model: StatusModel) {
     },
   };
 }
-
-export type StatusView = ReturnType<typeof statusView>;

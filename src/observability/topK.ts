@@ -14,7 +14,7 @@
 // (O(capacity)), which for the page path's capacity of 20 is a few dozen
 // comparisons.
 
-export interface TopKItem<K> {
+interface TopKItem<K> {
   key: K;
   /** Estimated count: an upper bound of the true count. */
   count: number;

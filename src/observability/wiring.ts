@@ -7,7 +7,7 @@ import { createRateLimitedLog, logEvent } from "./log";
 import type { Metrics } from "./metrics";
 
 /** Origin failures are logged at most once per service per this interval; the rest are counted as `suppressed`. */
-export const ORIGIN_FAILURE_LOG_INTERVAL_MS = 10_000;
+const ORIGIN_FAILURE_LOG_INTERVAL_MS = 10_000;
 
 /** A breaker's `onChange`: one log line per change (error when it opens), and its state noted for the status page. */
 export function watchBreaker(name: string, metrics?: Metrics): (from: BreakerState, to: BreakerState) => void {

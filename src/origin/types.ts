@@ -10,7 +10,7 @@ export interface Money {
   currency: string;
 }
 
-export interface ProductImage {
+interface ProductImage {
   url: string;
   alt: string;
 }
@@ -76,7 +76,7 @@ export interface ProductIdPage {
 }
 
 /** The first products of the origin's listing, as the home page shows them. */
-export interface ProductListing {
+interface ProductListing {
   /** Always LISTING_ID. */
   id: string;
   ids: string[];

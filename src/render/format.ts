@@ -4,7 +4,7 @@
 import type { Inventory, Money, StockStatus } from "../origin/types";
 
 /** The page is English (`<html lang="en">`); numbers follow it. */
-export const LOCALE = "en-US";
+const LOCALE = "en-US";
 
 /** Minor digits assumed when the currency is unknown: most currencies use 2. */
 const FALLBACK_MINOR_DIGITS = 2;
@@ -115,7 +115,7 @@ export function reviewCountText(count: number): string {
   return `${countFormat.format(n)} ${n === 1 ? "review" : "reviews"}`;
 }
 
-export type AvailabilityState = StockStatus | "unknown";
+type AvailabilityState = StockStatus | "unknown";
 
 export interface Availability {
   state: AvailabilityState;

@@ -28,17 +28,12 @@ export function renderStatusPage(model: StatusModel): string {
 }
 
 export { templatesParsedCount, templateCount } from "./engine";
-export { jsonLdFor, jsonForScript, structuredDataFor } from "./jsonld";
+export { jsonLdFor, jsonForScript } from "./jsonld";
 export {
   formatMoney,
   decimalAmount,
   minorDigits,
   discountPercent,
-  ratingText,
-  ratingStars,
-  reviewCountText,
-  availability,
   truncateText,
   AVAILABILITY_UNKNOWN_TEXT,
 } from "./format";
-export type { Availability, AvailabilityState } from "./format";

@@ -24,7 +24,7 @@ const META_DESCRIPTION_MAX = 160;
 const MAIN_IMAGE_SIZE = 800;
 const RECOMMENDATION_IMAGE_SIZE = 240;
 
-export interface MetaView {
+interface MetaView {
   title: string;
   description: string | null;
   canonical: string | null;
@@ -33,7 +33,7 @@ export interface MetaView {
   og: { title: string; description: string; image: string | null; url: string; type: string } | null;
 }
 
-export interface ImageView {
+interface ImageView {
   url: string;
   alt: string;
   width: number;
@@ -41,7 +41,7 @@ export interface ImageView {
   eager: boolean;
 }
 
-export interface ReviewView {
+interface ReviewView {
   author: string;
   title: string;
   body: string;
@@ -189,7 +189,7 @@ const STATUS_HEADINGS: Record<number, string> = {
   503: "Temporarily unavailable",
 };
 
-export function retryText(seconds: number | undefined): string {
+function retryText(seconds: number | undefined): string {
   if (seconds === undefined || !Number.isFinite(seconds) || seconds <= 0) {
     return "This page is temporarily unavailable, please retry in a few seconds.";
   }

@@ -120,7 +120,7 @@ export async function within<T, F>(work: Promise<T>, ms: number, onTimeout: () =
  * created. That is this isolate's bug or load, never the remote service's
  * failure: breakers must not count it.
  */
-export function isCrossRequestError(error: unknown): boolean {
+function isCrossRequestError(error: unknown): boolean {
   return error instanceof Error && error.message.includes("on behalf of a different request");
 }
 

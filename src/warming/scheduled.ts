@@ -12,7 +12,7 @@ export const REBUILD_CRON = "17 3 * * *";
 export const WARM_CRON = "*/15 * * * *";
 
 /** Products warmed per run, and how fast: 200 at 10 a second is 20 s and at most 80 origin fetches a second. */
-export const WARMING = { top: 200, perSecond: 10, concurrency: 4 } as const;
+const WARMING = { top: 200, perSecond: 10, concurrency: 4 } as const;
 
 /**
  * Subrequests one product can cost when it is cold: its L2 read, an origin

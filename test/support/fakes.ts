@@ -19,7 +19,7 @@ export function fakeClock(start = Date.UTC(2026, 10, 22)): FakeClock {
 }
 
 /** `reject`: an answer about the id the tier cannot use (a 422), as opposed to `fail`, a 500. */
-export type FakeBehaviour = "ok" | "absent" | "fail" | "reject" | "hang";
+type FakeBehaviour = "ok" | "absent" | "fail" | "reject" | "hang";
 
 export interface FakeOrigin extends OriginClient {
   calls: Record<ResourceName, number>;

@@ -32,7 +32,7 @@ export function entryHeader(version = HIGH_VERSION, now = Date.now()): string {
 }
 
 /** `{"d":…,"e":…}` usable on error for a day. */
-export function entryPayload(data: unknown, now = Date.now()): string {
+function entryPayload(data: unknown, now = Date.now()): string {
   return JSON.stringify({ d: data, e: now + 24 * HOUR });
 }
 

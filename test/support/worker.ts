@@ -31,8 +31,8 @@ export interface WorkerInstance {
   close(): Promise<void>;
 }
 
-export const MAX_LOG_LINES = 2000;
-export const MAX_FAULT_LINES = 100;
+const MAX_LOG_LINES = 2000;
+const MAX_FAULT_LINES = 100;
 
 /**
  * What the worker logs when a request failed in a way the tier never means
@@ -41,7 +41,7 @@ export const MAX_FAULT_LINES = 100;
  * another touched (docs/architecture.md#sharing-work-across-requests-in-one-isolate), which
  * workerd also reports on its own when nobody catches it.
  */
-export const FAULT_PATTERN = /unhandled_error|Cannot perform I\/O on behalf of a different request/;
+const FAULT_PATTERN = /unhandled_error|Cannot perform I\/O on behalf of a different request/;
 
 /** Every instance started by this test file, closed or not (vitest isolates test files from each other). */
 const started: WorkerInstance[] = [];
