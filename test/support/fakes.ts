@@ -1,5 +1,6 @@
 // In-process stand-ins for unit tests of the cache engine: a clock moved by
 // hand and an origin whose answers and failures the test decides.
+import { parseConfig, type Config } from "../../src/config";
 import type { Clock } from "../../src/shared/clock";
 import { OriginError, type OriginAnswer, type OriginClient } from "../../src/origin/client";
 import type { Product, ResourceName, ResourceTypes } from "../../src/origin/types";
@@ -89,4 +90,9 @@ export function fakeOrigin(): FakeOrigin {
     },
   };
   return origin;
+}
+
+/** The tier's configuration as unit tests use it: the demo addresses, no TTL jitter (deadlines exact), and `overrides` on top. */
+export function testConfig(overrides: Record<string, unknown> = {}): Config {
+  return parseConfig({ ORIGIN_URL: "http://origin.test", PUBLIC_URL: "https://shop.example", TTL_JITTER: "0", ...overrides });
 }

@@ -7,10 +7,9 @@ import { encodeEntry } from "../../src/cache/codec";
 import { createFill, type FillContext } from "../../src/cache/fill";
 import type { FillClaim, L2 } from "../../src/cache/l2";
 import { createL2Entries } from "../../src/cache/l2Entries";
-import { parseConfig } from "../../src/config";
-import { fakeOrigin, sampleProduct } from "../support/fakes";
+import { fakeOrigin, sampleProduct, testConfig } from "../support/fakes";
 
-const config = parseConfig({ ORIGIN_URL: "http://origin.test", PUBLIC_URL: "https://shop.example", TTL_JITTER: "0" });
+const config = testConfig();
 const KEY = "pp:v1:p:p-000042";
 
 /** An L2 where another isolate holds the lock, and the polls answer `polls` in turn (undefined: the read failed or was skipped). */

@@ -8,10 +8,9 @@ import { describe, expect, it } from "vitest";
 import { createFill, type FillContext } from "../../src/cache/fill";
 import type { FillClaim, FillWrite, L2 } from "../../src/cache/l2";
 import { createL2Entries } from "../../src/cache/l2Entries";
-import { parseConfig } from "../../src/config";
-import { fakeClock, fakeOrigin } from "../support/fakes";
+import { fakeClock, fakeOrigin, testConfig } from "../support/fakes";
 
-const config = parseConfig({ ORIGIN_URL: "http://origin.test", PUBLIC_URL: "https://shop.example", TTL_JITTER: "0" });
+const config = testConfig();
 const KEY = "pp:v1:p:p-000042";
 
 /**

@@ -2,9 +2,8 @@
 // (docs/architecture.md#entry-life-cycle), with a fake clock and a fake origin.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createReadThrough, storedSize } from "../../src/cache/readThrough";
-import { parseConfig } from "../../src/config";
 import type { ResourceName } from "../../src/origin/types";
-import { fakeClock, fakeOrigin } from "../support/fakes";
+import { fakeClock, fakeOrigin, testConfig } from "../support/fakes";
 import { DEFAULTS } from "../../src/config/defaults";
 import { entryKey } from "../../src/cache/keys";
 
@@ -13,10 +12,7 @@ const PRODUCT: ResourceName[] = ["product"];
 function setup(overrides: Record<string, unknown> = {}) {
   const clock = fakeClock();
   const origin = fakeOrigin();
-  const config = parseConfig({
-    ORIGIN_URL: "http://origin.test",
-    PUBLIC_URL: "https://shop.example",
-    TTL_JITTER: "0",
+  const config = testConfig({
     CACHE_POLICIES: JSON.stringify({ product: { ttl: 60, swr: 30, staleIfError: 600, negativeTtl: 20 } }),
     ...overrides,
   });
@@ -266,7 +262,7 @@ describe("hot products (refresh-ahead)", () => {
     const isolate = (draw: number) => {
       const clock = fakeClock();
       const origin = fakeOrigin();
-      const config = parseConfig({ ORIGIN_URL: "http://origin.test", PUBLIC_URL: "https://shop.example", TTL_JITTER: "0", CACHE_POLICIES: JSON.stringify({ product: { ttl: 60, swr: 30 } }) });
+      const config = testConfig({ CACHE_POLICIES: JSON.stringify({ product: { ttl: 60, swr: 30 } }) });
       const cache = createReadThrough({ config, origin, l2: null, clock, random: () => draw });
       const read = () => cache.read("p-1", PRODUCT, () => {});
       return { clock, origin, read };

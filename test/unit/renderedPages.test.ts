@@ -11,7 +11,6 @@ import { LRUCache } from "lru-cache";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { entryKey } from "../../src/cache/keys";
 import { createReadThrough } from "../../src/cache/readThrough";
-import { parseConfig } from "../../src/config";
 import { DEFAULTS } from "../../src/config/defaults";
 import { productPage } from "../../src/http/productPage";
 import { createPurgeWatcher } from "../../src/invalidation/watcher";
@@ -21,7 +20,7 @@ import { PAGE_RESOURCES } from "../../src/origin/types";
 import { renderProductPage } from "../../src/render";
 import { AVAILABILITY_UNKNOWN_TEXT } from "../../src/render/format";
 import type { RenderedPage, Tier } from "../../src/tier";
-import { fakeClock, fakeOrigin } from "../support/fakes";
+import { fakeClock, fakeOrigin, testConfig } from "../support/fakes";
 
 vi.mock("../../src/render", async (importOriginal) => {
   const actual = await importOriginal<typeof import("../../src/render")>();
@@ -36,10 +35,7 @@ beforeEach(() => {
 function setup() {
   const clock = fakeClock();
   const origin = fakeOrigin();
-  const config = parseConfig({
-    ORIGIN_URL: "http://origin.test",
-    PUBLIC_URL: "https://shop.example",
-    TTL_JITTER: "0",
+  const config = testConfig({
     KNOWN_IDS: "off",
     // Inventory: fresh 10 s, stale 30 s more, usable on error for 600 s after its ttl (the defaults).
     CACHE_POLICIES: JSON.stringify({ inventory: { ttl: 10, swr: 30, staleIfError: 600 } }),

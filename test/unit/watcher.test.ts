@@ -7,12 +7,11 @@
 import { describe, expect, it } from "vitest";
 import type { Entry } from "../../src/cache/entry";
 import { createReadThrough, type L1Purging } from "../../src/cache/readThrough";
-import { parseConfig } from "../../src/config";
 import { DEFAULTS } from "../../src/config/defaults";
 import type { PurgeLog, PurgesSince } from "../../src/invalidation/log";
 import { createPurgeWatcher, type PurgeWatcher } from "../../src/invalidation/watcher";
 import type { ResourceName } from "../../src/origin/types";
-import { fakeClock, fakeOrigin, type FakeClock } from "../support/fakes";
+import { fakeClock, fakeOrigin, type FakeClock, testConfig } from "../support/fakes";
 
 const POLL_MS = 1000;
 const BLIND_AFTER_MS = DEFAULTS.purgeBlindAfterMs;
@@ -134,10 +133,7 @@ describe("the read path while the watcher is blind", () => {
     const clock = fakeClock();
     const origin = fakeOrigin();
     const { log, state } = fakeLog();
-    const config = parseConfig({
-      ORIGIN_URL: "http://origin.test",
-      PUBLIC_URL: "https://shop.example",
-      TTL_JITTER: "0",
+    const config = testConfig({
       // Fresh for an hour by its own deadlines: only blindness can make it stale within the test.
       CACHE_POLICIES: JSON.stringify({ product: { ttl: 3600, swr: 600, staleIfError: 86_400 } }),
     });
