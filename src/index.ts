@@ -9,15 +9,7 @@ import { runScheduled } from "./warming/scheduled";
 const app = createApp();
 
 export default {
-  async fetch(request, env, ctx) {
-    const response = await app.fetch(request, env, ctx);
-    // The app sets Content-Encoding only on a body it encoded itself (the
-    // rendered pages are kept gzipped, http/productPage.ts): the runtime is to
-    // send those bytes as they are. Said here, past Hono's middleware, which
-    // rebuild the Response and would drop `encodeBody`.
-    if (!response.headers.has("Content-Encoding")) return response;
-    return new Response(response.body, { status: response.status, statusText: response.statusText, headers: response.headers, encodeBody: "manual" });
-  },
+  fetch: app.fetch,
 
   scheduled(event, env, ctx) {
     const tier = tierFor(env);

@@ -22,16 +22,13 @@ import { createMetrics, type Metrics } from "./observability/metrics";
 import { watchBreaker, watchOrigin } from "./observability/wiring";
 
 /**
- * A product page as rendered once: its HTML as UTF-8 bytes, gzipped, and its
+ * A product page as rendered once: its HTML as UTF-8 bytes, and its
  * validator. Bytes, not the string: each answer would otherwise encode the
- * string again. Gzipped: a page of ~8 KB keeps in ~2.6 KB, so the same bytes
- * of this cache hold three times as many pages and render a third fewer;
- * a client that takes gzip (every browser) gets these bytes as they are,
- * and one that does not gets them inflated (tens of µs, against a
- * millisecond for a render).
+ * string again, and a string with one character beyond Latin-1 (a ★, a —)
+ * takes two bytes a character in V8 where UTF-8 takes about one.
  */
 export interface RenderedPage {
-  gzipped: Uint8Array<ArrayBuffer>;
+  body: Uint8Array<ArrayBuffer>;
   etag: string;
 }
 
@@ -103,7 +100,7 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
     hotReport: l2 ? createHotReport({ l2, keyPrefix: config.keyPrefix, clock }) : null,
     renderedPages: new LRUCache<string, RenderedPage>({
       maxSize: DEFAULTS.renderedPagesMaxBytes,
-      sizeCalculation: (page) => page.gzipped.byteLength + 256,
+      sizeCalculation: (page) => page.body.byteLength + 256,
     }),
   };
 }

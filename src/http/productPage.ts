@@ -1,6 +1,5 @@
 // GET /products/:id — validate, read the page's resources through the cache
 // tiers, decide what the visitor gets, render, and say what happened.
-import { gunzipSync, gzipSync } from "node:zlib";
 import type { Context } from "hono";
 import { setMetric, startTime, endTime } from "hono/timing";
 import type { Served } from "../cache/readThrough";
@@ -88,80 +87,23 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
   const renderKey = `${id}|${identity}`;
   startTime(c, "render");
   let page = tier.renderedPages.get(renderKey);
-  let html: Uint8Array<ArrayBuffer> | undefined;
   if (!page) {
+    const html = renderProductPage({
+      product: product.data!,
+      inventory: inventoryKnown ? inventory.data : null,
+      reviews,
+      recommendations,
+      pageUrl,
+    });
     // TextEncoder always returns bytes over a fresh ArrayBuffer, never a shared one.
-    html = new TextEncoder().encode(
-      renderProductPage({
-        product: product.data!,
-        inventory: inventoryKnown ? inventory.data : null,
-        reviews,
-        recommendations,
-        pageUrl,
-      }),
-    ) as Uint8Array<ArrayBuffer>;
-    page = { gzipped: gzipPage(html), etag: await pageEtag(identity) };
+    page = { body: new TextEncoder().encode(html) as Uint8Array<ArrayBuffer>, etag: await pageEtag(identity) };
     tier.renderedPages.set(renderKey, page);
   }
   endTime(c, "render");
 
   c.header("Cache-Control", pageCacheControl(all, tier.config.policies, now));
-  c.header("Content-Type", "text/html; charset=UTF-8");
-  // The same page in two content codings: caches downstream keep them apart.
-  c.header("Vary", "Accept-Encoding");
-  if (takesGzip(clientAcceptEncoding(c))) {
-    // A strong validator names one representation: the gzipped one has its own.
-    c.header("ETag", gzipEtag(page.etag));
-    // Sent as they are (`encodeBody: "manual"`, set in index.ts), not encoded again by the runtime.
-    c.header("Content-Encoding", "gzip");
-    return c.body(page.gzipped, 200);
-  }
   c.header("ETag", page.etag);
+  c.header("Content-Type", "text/html; charset=UTF-8");
   // The Response copies the bytes (Fetch's "extract a body"): the cached page is never handed over.
-  return c.body(html ?? inflatePage(page.gzipped), 200);
-}
-
-function gzipPage(html: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
-  const gzipped = gzipSync(html);
-  return new Uint8Array(gzipped.buffer.slice(gzipped.byteOffset, gzipped.byteOffset + gzipped.byteLength));
-}
-
-function inflatePage(gzipped: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
-  const html = gunzipSync(gzipped);
-  return new Uint8Array(html.buffer.slice(html.byteOffset, html.byteOffset + html.byteLength));
-}
-
-/**
- * The client's own Accept-Encoding. The Workers runtime answers the client
- * itself: it hands the worker "br, gzip" whatever the client sent, keeps the
- * client's header in `cf.clientAcceptEncoding` ("" when there was none), and
- * compresses an uncompressed answer for a client that takes it. Without
- * `cf` (tests in Node), the header is the client's.
- */
-function clientAcceptEncoding(c: Context): string | undefined {
-  const cf = (c.req.raw as { cf?: { clientAcceptEncoding?: unknown } }).cf;
-  return typeof cf?.clientAcceptEncoding === "string" ? cf.clientAcceptEncoding : c.req.header("Accept-Encoding");
-}
-
-/** `"abc"` → `"abc-gzip"` (and `W/"abc"` → `W/"abc-gzip"`). */
-function gzipEtag(etag: string): string {
-  return `${etag.slice(0, -1)}-gzip"`;
-}
-
-/**
- * Whether the client takes gzip (RFC 9110, 12.5.3): named, or covered by
- * `*`, with a q-value above 0. A header without it, or no header at all,
- * gets the page uncompressed.
- */
-function takesGzip(acceptEncoding: string | undefined): boolean {
-  if (!acceptEncoding) return false;
-  let star: boolean | undefined;
-  for (const part of acceptEncoding.split(",")) {
-    const [coding = "", ...params] = part.split(";").map((piece) => piece.trim().toLowerCase());
-    const q = params.find((param) => param.startsWith("q="));
-    const accepted = q === undefined || Number(q.slice(2)) > 0;
-    if (coding === "gzip" || coding === "x-gzip") return accepted;
-    if (coding === "*") star = accepted;
-  }
-  return star ?? false;
+  return c.body(page.body, 200);
 }

@@ -31,8 +31,6 @@ export async function startHttpWorker(bindings: Stack["bindings"]): Promise<Work
 export interface HttpAnswer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
-  /** The body as it came on the wire (gzip stays gzip), and as UTF-8 text. */
-  bytes: Buffer;
   body: string;
 }
 
@@ -42,10 +40,7 @@ export function httpGet(baseUrl: string, path: string, headers: Record<string, s
     const req = request(baseUrl + path, { agent: false, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => {
-        const bytes = Buffer.concat(chunks);
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, bytes, body: bytes.toString("utf8") });
-      });
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") }));
       res.on("error", reject);
     });
     req.on("error", reject);

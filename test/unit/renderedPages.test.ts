@@ -47,7 +47,7 @@ function setup() {
     purges: createPurgeWatcher({ log: null, l1: cache, clock, keyPrefix: config.keyPrefix, pollMs: config.purgePollMs, wideRetentionMs: 3_600_000, blindAfterMs: DEFAULTS.purgeBlindAfterMs, blindMaxAgeMs: DEFAULTS.purgeBlindMaxAgeMs, syncWaitMs: 200 }),
     purgeLog: null,
     knownIds: null,
-    renderedPages: new LRUCache<string, RenderedPage>({ maxSize: DEFAULTS.renderedPagesMaxBytes, sizeCalculation: (page) => page.gzipped.byteLength + 256 }),
+    renderedPages: new LRUCache<string, RenderedPage>({ maxSize: DEFAULTS.renderedPagesMaxBytes, sizeCalculation: (page) => page.body.byteLength + 256 }),
     hotReport: null,
     origin,
     originLimiter: createLimiter({ maxConcurrent: 8, maxQueued: 8, maxWaitMs: 1000, clock }),
