@@ -9,26 +9,24 @@
 //   3. Zipf again with the V8 profiler of instance 1 recording (bench/profile/summary.ts).
 // Writes bench/results/profile-<time>.md (and the raw .cpuprofile, git-ignored,
 // which Chrome DevTools opens). Measures and writes; asserts nothing.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { productId } from "../../dev/origin/catalog";
 import { createCleanups, runThenExit } from "../cleanup";
-import { openInspector } from "../inspector";
 import { SHUFFLE_SEED } from "../measure";
 import { describeMachine } from "../report";
 import { change, statusOf, type Snapshot } from "../soak/probe";
-import { BUNDLE_DIR, cpuSnapshot, startInspectedStack, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
+import { cpuSnapshot, startInspectedStack, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
 import { ensureWrk, runZipfWrk, writePathsFile, type WrkFigures } from "../wrk";
 import { shuffledIndexes } from "../zipf";
-import { summarise, summaryTables, type CpuProfile } from "./summary";
+import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "./record";
+import { summaryTables } from "./summary";
 
 const CATALOG = 100_000;
 const ORIGIN = { latencyMs: 20, jitterMs: 2 };
 const RESULTS_DIR = resolve("bench/results");
-/** µs between samples: fine enough for functions of a few µs, coarse enough not to slow the isolate much. */
-const SAMPLING_INTERVAL_US = 200;
 
 const { values: args } = parseArgs({
   options: {
@@ -115,16 +113,11 @@ async function main(): Promise<void> {
   const zipf = await phase("Zipf", zipfPaths);
 
   console.log("Zipf under the profiler (instance 1)");
-  const inspector = await openInspector(workers[0]!.inspector!);
-  onCleanup("inspector", async () => inspector.close());
-  await inspector.call("Profiler.enable");
-  await inspector.call("Profiler.setSamplingInterval", { interval: SAMPLING_INTERVAL_US });
-  await inspector.call("Profiler.start");
+  const profiler = await startProfiler(workers[0]!);
+  onCleanup("inspector", async () => profiler.close());
   const profiled = await phase("Zipf, profiled", zipfPaths);
-  const { profile } = await inspector.call<{ profile: CpuProfile }>("Profiler.stop", {}, 120_000);
-  inspector.close();
-  const bundlePath = join(BUNDLE_DIR, "index.js");
-  const summary = summarise(profile, readFileSync(bundlePath, "utf8"), (url) => url.endsWith("index.js"), SAMPLING_INTERVAL_US);
+  const profile = await profiler.stop();
+  const summary = summariseBundleProfile(profile);
 
   // Report.
   const machine = describeMachine(toolVersions());

@@ -50,8 +50,11 @@ function sum<T>(changes: Change[], pick: (change: Change) => T | null | undefine
 const na = (values: (number | string)[] | null, sep = " / ") => (values ? values.join(sep) : "n/a");
 
 /** Pages wrk got answers for in the window. */
-const pagesOf = (w: Window) => Object.values(w.statuses).reduce((n, c) => n + c, 0);
-const perPage = (w: Window, count: number) => (pagesOf(w) ? (count / pagesOf(w)).toFixed(3) : "n/a");
+export const pagesOf = (w: Window) => Object.values(w.statuses).reduce((n, c) => n + c, 0);
+function perPage(w: Window, count: number): string {
+  const pages = pagesOf(w);
+  return pages ? (count / pages).toFixed(3) : "n/a";
+}
 
 /** The tier's calls to Redis per page: script runs (EVAL*, EVALSHA*) and MGETs, which it sends itself, then every call Redis ran. */
 function redisPerPage(w: Window): string {

@@ -4,7 +4,7 @@
 // file sets up (bench/stack.ts), sends the herd, the cancellers and the cold
 // products, reads each instance's status and heap after every window, and
 // prints one row per window, then pass/fail checks. See bench/README.md, "Soak".
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -12,13 +12,13 @@ import { productId } from "../../dev/origin/catalog";
 import { createCleanups, runThenExit } from "../cleanup";
 import { SHUFFLE_SEED, sleep, ZIPF_SEED } from "../measure";
 import { describeMachine } from "../report";
-import { openInspector } from "../inspector";
-import { summarise, summaryTables, type CpuProfile } from "../profile/summary";
-import { BUNDLE_DIR, cpuSnapshot, startInspectedStack, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
+import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "../profile/record";
+import { summaryTables } from "../profile/summary";
+import { cpuSnapshot, startInspectedStack, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
 import { shuffledIndexes, ZipfSampler } from "../zipf";
 import { startCancellers } from "./cancel";
 import { change, get, heapOf, statusOf, type Answer, type Snapshot } from "./probe";
-import { chartSvg, tableHead, tableRow, type Window } from "./report";
+import { chartSvg, pagesOf, tableHead, tableRow, type Window } from "./report";
 import { ensureWrk, runZipfWrk, writePathsFile, type WrkFigures } from "../wrk";
 
 const CATALOG = 100_000;
@@ -95,27 +95,6 @@ async function runWrk(targets: string[], seconds: number, seed: number, pathsFil
 const snapshot = (workers: WorkerInstance[]): Promise<Snapshot[]> =>
   Promise.all(workers.map(async (w) => ({ at: Date.now(), status: await statusOf(w.url), heap: await heapOf(w) })));
 
-const PROFILE_INTERVAL_US = 200;
-
-/** Instance 1's V8 profiler, recording until `stop`, which returns the summary tables (bench/profile/summary.ts). */
-async function startProfiler(worker: WorkerInstance): Promise<{ stop: () => Promise<string> }> {
-  const inspector = await openInspector(worker.inspector!);
-  await inspector.call("Profiler.enable");
-  await inspector.call("Profiler.setSamplingInterval", { interval: PROFILE_INTERVAL_US });
-  await inspector.call("Profiler.start");
-  return {
-    async stop() {
-      try {
-        const { profile } = await inspector.call<{ profile: CpuProfile }>("Profiler.stop", {}, 120_000);
-        const summary = summarise(profile, readFileSync(join(BUNDLE_DIR, "index.js"), "utf8"), (url) => url.endsWith("index.js"), PROFILE_INTERVAL_US);
-        return summaryTables(summary, 15);
-      } finally {
-        inspector.close();
-      }
-    },
-  };
-}
-
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 const countBy = (answers: Answer[]) => answers.reduce<Record<string, number>>((c, a) => ((c[a.status || "no answer"] = (c[a.status || "no answer"] ?? 0) + 1), c), {});
 
@@ -185,7 +164,7 @@ async function main(): Promise<void> {
   for (let i = 0; i < plan.windows && !interrupted; i++) {
     const profiler = profileWindows.includes(i + 1) ? await startProfiler(workers[0]!) : null;
     const wrk = await runWrk(targets, plan.windowS, i + 1, pathsFile);
-    if (profiler) profiles.push({ label: plan.label(i), tables: await profiler.stop() });
+    if (profiler) profiles.push({ label: plan.label(i), tables: summaryTables(summariseBundleProfile(await profiler.stop()), 15) });
     const endS = Math.round((Date.now() - loadStart) / 1000);
     const cancel = cancellers?.take() ?? null;
     const after = await snapshot(workers);
@@ -256,7 +235,7 @@ async function main(): Promise<void> {
   const fivexx = windows.reduce((n, w) => n + (w.statuses["5xx"] ?? 0), 0) + herdAnswers.filter((a) => a.status >= 500).length + cold.filter((c) => c.status >= 500).length;
   const periods: number[] = [];
   // Pages served well (2xx) per second: fast 503s must not pass for throughput.
-  const okPerS = (w: Window) => (w.rps * (w.statuses["2xx"] ?? 0)) / Math.max(1, Object.values(w.statuses).reduce((n, c) => n + c, 0));
+  const okPerS = (w: Window) => (w.rps * (w.statuses["2xx"] ?? 0)) / Math.max(1, pagesOf(w));
   for (let i = 0; i < windows.length; i += plan.period) periods.push(windows.slice(i, i + plan.period).reduce((n, w) => n + okPerS(w), 0) / windows.slice(i, i + plan.period).length);
   const heapVerdicts = workers.map((_, k) => {
     const changes = windows.map((w) => w.instances[k]!);
@@ -320,7 +299,7 @@ async function main(): Promise<void> {
     "",
     checksTable,
     "",
-    ...profiles.flatMap(({ label, tables }) => [`## CPU profile of instance 1, window ending ${label} (sampling every ${PROFILE_INTERVAL_US} µs; the profiler slows that window)`, "", tables, ""]),
+    ...profiles.flatMap(({ label, tables }) => [`## CPU profile of instance 1, window ending ${label} (sampling every ${SAMPLING_INTERVAL_US} µs; the profiler slows that window)`, "", tables, ""]),
     ...(errorLines.length ? ["Worker log (errors and warnings, distinct lines):", "", ...errorLines.map(([line, count]) => `- ${count}× \`${line.slice(0, 400).replace(/`/g, "'")}\``), ""] : []),
   ].join("\n");
   writeFileSync(`${base}.md`, markdown);

@@ -93,6 +93,11 @@ export function createFill(deps: FillDeps) {
     };
   }
 
+  /** A copy fresh enough to end a loser's wait: fresh now and beyond what the fill wants, and fetched after the last purge it knows. */
+  function isWaitedFor(copy: Pick<Entry, "fetchedAt" | "freshUntil">, context: FillContext): boolean {
+    return copy.freshUntil > Math.max(clock.now(), context.freshBeyond) && copy.fetchedAt >= context.freshAfter;
+  }
+
   /**
    * Polls L2 until a fresh entry appears, the winner lets go of its lock
    * without one (its origin fetch failed), L2 is skipped (its breaker
@@ -106,11 +111,6 @@ export function createFill(deps: FillDeps) {
    * lock all the same. A lock holding that token is this fill's own:
    * "ours", fetch and write as the winner.
    */
-  /** A copy fresh enough to end a loser's wait: fresh now and beyond what the fill wants, and fetched after the last purge it knows. */
-  function isWaitedFor(copy: Pick<Entry, "fetchedAt" | "freshUntil">, context: FillContext): boolean {
-    return copy.freshUntil > Math.max(clock.now(), context.freshBeyond) && copy.fetchedAt >= context.freshAfter;
-  }
-
   async function waitForWinner(key: string, lock: string, context: FillContext, ownToken?: string): Promise<Entry | "ours" | undefined> {
     const giveUpAt = clock.now() + config.lockWaitMs;
     for (let delay = FIRST_POLL_MS; clock.now() + delay <= giveUpAt; delay = Math.min(delay * 2, MAX_POLL_MS)) {
@@ -121,11 +121,11 @@ export function createFill(deps: FillDeps) {
         continue;
       }
       // Until the winner writes, a poll finds the stale copy it is replacing:
-      // its header says so, and it is not decoded (gunzip, parse, schema) again on every poll.
+      // its header says so, and it is not decoded (gunzip, parse, schema) again
+      // on every poll. A decoded entry carries the header's deadlines.
       const head = value ? peekFreshness(value) : undefined;
-      const worthDecoding = head !== undefined && isWaitedFor(head, context);
-      const entry = worthDecoding ? l2Entries.read(key, value!, context.resource, context.id, context.background) : undefined;
-      if (entry && isWaitedFor(entry, context)) return entry;
+      const entry = head && isWaitedFor(head, context) ? l2Entries.read(key, value!, context.resource, context.id, context.background) : undefined;
+      if (entry) return entry;
       if (holder === null) return undefined;
       if (holder === ownToken) return "ours";
     }

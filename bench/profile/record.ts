@@ -1,0 +1,39 @@
+// Recording one worker's CPU profile through workerd's inspector, and
+// summarising it against the deployed bundle: for bench:profile, and for
+// bench:soak's `--profile-windows`.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { openInspector } from "../inspector";
+import { BUNDLE_DIR, type WorkerInstance } from "../stack";
+import { summarise, type CpuProfile, type Summary } from "./summary";
+
+/** µs between samples: fine enough for functions of a few µs, coarse enough not to slow the isolate much. */
+export const SAMPLING_INTERVAL_US = 200;
+
+/** Starts the V8 profiler of `worker` (started with an inspector); `stop` ends it and returns the profile, `close` drops it (on interruption). */
+export async function startProfiler(worker: WorkerInstance): Promise<{ stop: () => Promise<CpuProfile>; close: () => void }> {
+  const inspector = await openInspector(worker.inspector!);
+  try {
+    await inspector.call("Profiler.enable");
+    await inspector.call("Profiler.setSamplingInterval", { interval: SAMPLING_INTERVAL_US });
+    await inspector.call("Profiler.start");
+  } catch (error) {
+    inspector.close();
+    throw error;
+  }
+  return {
+    async stop() {
+      try {
+        return (await inspector.call<{ profile: CpuProfile }>("Profiler.stop", {}, 120_000)).profile;
+      } finally {
+        inspector.close();
+      }
+    },
+    close: () => inspector.close(),
+  };
+}
+
+/** The profile split by part of the request path, its functions placed by the bundle's module markers. */
+export function summariseBundleProfile(profile: CpuProfile): Summary {
+  return summarise(profile, readFileSync(join(BUNDLE_DIR, "index.js"), "utf8"), (url) => url.endsWith("index.js"), SAMPLING_INTERVAL_US);
+}
