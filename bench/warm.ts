@@ -25,7 +25,7 @@ import { longestLifeMs } from "../src/cache/l2Entries";
 import { createRing } from "../src/cache/ring";
 import type { Config } from "../src/config";
 import { validateResource } from "../src/origin/validate";
-import type { ResourceName } from "../src/origin/types";
+import type { ResourceName } from "../src/origin/resources";
 
 export interface WarmL2Options {
   /** The worker's parsed configuration: policies, TTL jitter, key prefix, compression threshold, shards. */

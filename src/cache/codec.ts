@@ -20,7 +20,7 @@
 // after 1 MiB), where gunzipSync's `maxOutputLength` stops at the cap (+16 MB).
 import { gunzipSync, gzipSync } from "node:zlib";
 import { DEFAULTS } from "../config/defaults";
-import type { ResourceName, ResourceTypes } from "../origin/types";
+import type { ResourceName, ResourceTypes } from "../origin/resources";
 import { validateResource } from "../origin/validate";
 import { base64ToBytes, bytesToBase64 } from "../shared/base64";
 import type { Entry } from "./entry";

@@ -20,7 +20,7 @@
 import type { Config } from "../config";
 import { originCallBoundMs, type OriginClient } from "../origin/client";
 import { DEFAULTS } from "../config/defaults";
-import type { ResourceName } from "../origin/types";
+import type { ResourceName } from "../origin/resources";
 import type { Clock } from "../shared/clock";
 import { encodeEntry, peekFreshness } from "./codec";
 import { deadlinesFor, type Entry } from "./entry";

@@ -1,23 +1,14 @@
 // Redis keys: short, prefixed, versioned and built only from validated ids,
 // so that no key exceeds 50 characters (a 40-character id gives 48 and 50).
-import type { ResourceName } from "../origin/types";
+import { RESOURCES, type ResourceName } from "../origin/resources";
 import { isValidProductId } from "../origin/types";
-
-/** One letter per resource keeps the longest key within 50 characters. */
-const RESOURCE_CODES: Record<ResourceName, string> = {
-  product: "p",
-  inventory: "i",
-  reviews: "r",
-  recommendations: "c",
-  listing: "h",
-};
 
 export const MAX_KEY_LENGTH = 50;
 
 /** `pp:v1:p:p-000123`: the entry of one resource of one product. */
 export function entryKey(prefix: string, resource: ResourceName, id: string): string {
   if (!isValidProductId(id)) throw new Error(`refusing to build a key from an invalid id`);
-  return `${prefix}:${RESOURCE_CODES[resource]}:${id}`;
+  return `${prefix}:${RESOURCES[resource].code}:${id}`;
 }
 
 /** `pp:v1:l:p:p-000123`: the cross-isolate fill lock of that entry. */

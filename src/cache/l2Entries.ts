@@ -7,7 +7,7 @@
 // (`l2_invalid_value`, at most one line per reason per interval).
 import type { Config, ResourcePolicy } from "../config";
 import { createRateLimitedLog, type RateLimitedLog } from "../observability/log";
-import type { ResourceName, ResourceTypes } from "../origin/types";
+import type { ResourceName, ResourceTypes } from "../origin/resources";
 import type { Clock } from "../shared/clock";
 import { decodeEntry } from "./codec";
 import { SOFT_PURGE_GRACE_MS, type Entry } from "./entry";

@@ -18,7 +18,7 @@
 import { LRUCache } from "lru-cache";
 import type { Config } from "../config";
 import { isAnswerAboutId, OriginError, type OriginClient, type OriginFailure } from "../origin/client";
-import type { ResourceName, ResourceTypes } from "../origin/types";
+import { PAGE_SUBJECT, type ResourceName, type ResourceTypes } from "../origin/resources";
 import type { Clock } from "../shared/clock";
 import { deadlinesFor, entryState, markedStale, newerOf, type Entry } from "./entry";
 import { createFill, fillBoundMs, type FillContext } from "./fill";
@@ -257,9 +257,9 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     return verdict === "stale" ? markedStale(entry, clock.now()) : entry;
   }
 
-  /** The product's tags, which tag purges match, from the best copy this isolate has. */
+  /** The page subject's tags (the product's), which tag purges match, from the best copy this isolate has. */
   function tagsOf(id: string): readonly string[] {
-    return l1.peek(entryKey(config.keyPrefix, "product", id))?.tags ?? [];
+    return l1.peek(entryKey(config.keyPrefix, PAGE_SUBJECT, id))?.tags ?? [];
   }
 
   function fillContext(resource: ResourceName, id: string, { background, batch }: PageRequest): FillContext {
@@ -465,27 +465,28 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     }
 
     // 3. Origin, through the coalescing fill. The other resources are about
-    // the product: when the product itself must be filled, it goes first,
-    // and when there is no product to show (absent, or failed with nothing
-    // usable) the others are not fetched at all. An id that names no
-    // product costs one origin fetch, not four; a cold page pays one origin
-    // round trip more.
+    // the page's subject (the product, origin/resources.ts): when it must be
+    // filled, it goes first, and when there is none to show (absent, or
+    // failed with nothing usable) the others are not fetched at all. An id
+    // that names no product costs one origin fetch, not four; a cold page
+    // pays one origin round trip more.
     if (pending.length > 0) {
       started = clock.now();
-      const product = pending.find((item) => item.resource === "product");
-      if (product && pending.length > 1) {
-        data.product = await fillOne(id, product, request);
+      const subject = pending.find((item) => item.resource === PAGE_SUBJECT);
+      if (subject && pending.length > 1) {
+        data[PAGE_SUBJECT] = await fillOne(id, subject, request);
         const rest: Pending[] = [];
         for (const item of pending) {
-          if (item === product) continue;
-          // Filled by another request while this one waited for the product: no fill of its own.
+          if (item === subject) continue;
+          // Filled by another request while this one waited for the subject: no fill of its own.
           const landed = judged(fromL1(item.key), id, item.resource, tagsOf(id));
           if (landed && entryState(landed, clock.now()) === "fresh") data[item.resource] = served(item.resource, landed, "l1", "fresh");
           else rest.push(item);
         }
         pending = rest;
       }
-      if (data.product && data.product.outcome !== "found") pending = [];
+      const subjectOutcome = data[PAGE_SUBJECT]?.outcome;
+      if (subjectOutcome !== undefined && subjectOutcome !== "found") pending = [];
       const filled = await Promise.all(pending.map((item) => fillOne(id, item, request)));
       for (const result of filled) data[result.resource] = result;
       timings.origin = clock.now() - started;

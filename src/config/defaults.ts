@@ -1,37 +1,9 @@
 // Every policy number of the tier lives here, with the reason for it.
 // Each one can be overridden through a wrangler var (see ./index.ts and README).
-import type { ResourceName } from "../origin/types";
+import { RESOURCE_NAMES, RESOURCES, type ResourceName, type ResourcePolicy } from "../origin/resources";
 
-/** How long an entry of one resource may be used, in seconds. */
-export interface ResourcePolicy {
-  /** Fresh for this long: served without asking anybody. */
-  ttl: number;
-  /** Then stale for this long: served at once while one background refresh runs. */
-  swr: number;
-  /** Counted from the end of `ttl`: still served when the origin fails or is too slow. */
-  staleIfError: number;
-  /** How long "the origin says this does not exist" is remembered. */
-  negativeTtl: number;
-  /** Core data makes the page; without it the page is a 503. Non-core data gets a default. */
-  core: boolean;
-  /** Per-service origin timeout, ms: a slow service costs a visitor at most this. */
-  originTimeoutMs: number;
-}
-
-export const DEFAULT_POLICIES: Record<ResourceName, ResourcePolicy> = {
-  // Titles and descriptions change a few times a day and purges announce
-  // price changes, so minutes of freshness cost nothing in correctness.
-  product: { ttl: 300, swr: 3600, staleIfError: 86_400, negativeTtl: 60, core: true, originTimeoutMs: 1500 },
-  // Stock moves in seconds: short freshness, short grace, and a stale-if-error
-  // window after which the page says "availability unknown" rather than promise stock.
-  inventory: { ttl: 10, swr: 30, staleIfError: 600, negativeTtl: 30, core: true, originTimeoutMs: 1000 },
-  // Decoration: long windows, and a default when nothing is usable.
-  reviews: { ttl: 600, swr: 3600, staleIfError: 86_400, negativeTtl: 300, core: false, originTimeoutMs: 800 },
-  recommendations: { ttl: 900, swr: 3600, staleIfError: 86_400, negativeTtl: 300, core: false, originTimeoutMs: 800 },
-  // The home page's list of products: new products may take a minute to show
-  // there; a failing listing service keeps the last list for a day.
-  listing: { ttl: 60, swr: 600, staleIfError: 86_400, negativeTtl: 60, core: true, originTimeoutMs: 1500 },
-};
+/** Each resource's policy as the registry gives it (origin/resources.ts, where each number has its reason). */
+export const DEFAULT_POLICIES = Object.fromEntries(RESOURCE_NAMES.map((name) => [name, RESOURCES[name].defaults])) as Record<ResourceName, ResourcePolicy>;
 
 export const DEFAULTS = {
   /** ±10% so that entries written together do not expire together. */

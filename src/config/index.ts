@@ -2,11 +2,11 @@
 // isolate. A bad setting yields one message naming it (see `describeConfigError`),
 // never a stack trace per request.
 import * as v from "valibot";
-import type { ResourceName } from "../origin/types";
-import { DEFAULTS, DEFAULT_POLICIES, type ResourcePolicy } from "./defaults";
+import { RESOURCE_NAMES, type ResourceName, type ResourcePolicy } from "../origin/resources";
+import { DEFAULTS, DEFAULT_POLICIES } from "./defaults";
 import { KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "../knownIds/defaults";
 
-export type { ResourcePolicy } from "./defaults";
+export type { ResourcePolicy } from "../origin/resources";
 
 /** The bindings as wrangler hands them over: vars are strings (or JSON values), secrets are strings. */
 export interface Env {
@@ -115,13 +115,7 @@ const policyOverride = v.strictObject({
   core: v.optional(v.boolean()),
   originTimeoutMs: v.optional(numberSetting(10, 30_000)),
 });
-const policyOverrides = v.strictObject({
-  product: v.optional(policyOverride),
-  inventory: v.optional(policyOverride),
-  reviews: v.optional(policyOverride),
-  recommendations: v.optional(policyOverride),
-  listing: v.optional(policyOverride),
-});
+const policyOverrides = v.strictObject(Object.fromEntries(RESOURCE_NAMES.map((name) => [name, v.optional(policyOverride)])) as Record<ResourceName, v.OptionalSchema<typeof policyOverride, undefined>>);
 
 /** An origin only: canonical URLs are `<origin>/products/<id>`, and a path here would be silently dropped. */
 const publicOrigin = v.pipe(
@@ -190,7 +184,7 @@ function parsePolicies(raw: Env["CACHE_POLICIES"]): Record<ResourceName, Resourc
     try {
       json = JSON.parse(raw);
     } catch {
-      throw new ConfigError("CACHE_POLICIES", "must be a JSON object such as {\"inventory\":{\"ttl\":5}}");
+      throw new ConfigError("CACHE_POLICIES", `must be a JSON object of per-resource overrides such as {"${RESOURCE_NAMES[1]}":{"ttl":5}} (resources: ${RESOURCE_NAMES.join(", ")})`);
     }
   }
   const overrides = read("CACHE_POLICIES", policyOverrides, json);

@@ -1,6 +1,6 @@
 // GET / — the first products of the origin's listing, with their titles.
 //
-// The listing is a cached resource like any product's (src/origin/types.ts,
+// The listing is a cached resource like any product's (src/origin/resources.ts,
 // "listing"): read through L1, L2 and one coalesced origin fetch, served stale
 // while it refreshes and when the listing service fails. Titles come only from
 // what the caches hold (L1, then one L2 round trip for all of them), plus a
@@ -8,7 +8,7 @@
 // fill; one that fails shows its id): the page's cost in subrequests stays
 // bounded (README, "Subrequests per route") and later views show more titles.
 import type { Context } from "hono";
-import { LISTING_ID } from "../origin/types";
+import { LISTING, LISTING_ID, PAGE_SUBJECT } from "../origin/resources";
 import { renderHomePage } from "../render";
 import type { Tier } from "../tier";
 import { errorPage } from "./errorPage";
@@ -20,19 +20,19 @@ export async function homePage(c: Context, tier: Tier): Promise<Response> {
   const background = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
   // As on a product page (productPage.ts): the listing is purged as the id "home".
   await tier.purges.sync(background);
-  const { data } = await tier.cache.read(LISTING_ID, ["listing"], background);
-  const listing = data.listing;
+  const { data } = await tier.cache.read(LISTING_ID, [LISTING], background);
+  const listing = data[LISTING];
   if (!listing || listing.outcome !== "found") {
     c.header("Retry-After", "10");
     return errorPage(c, 503, "The product list is not available right now.", "no-store", 10);
   }
 
   const ids = listing.data!.ids;
-  const products = await tier.cache.readCached(ids, "product", background);
+  const products = await tier.cache.readCached(ids, PAGE_SUBJECT, background);
   const toFill = ids.filter((id) => !products.has(id)).slice(0, FILLS_PER_VIEW);
   await Promise.all(
     toFill.map(async (id) => {
-      const product = (await tier.cache.read(id, ["product"], background)).data.product;
+      const product = (await tier.cache.read(id, [PAGE_SUBJECT], background)).data[PAGE_SUBJECT];
       if (product?.outcome === "found") products.set(id, product.data!);
     }),
   );

@@ -3,7 +3,8 @@
 import type { Context } from "hono";
 import { setMetric, startTime, endTime } from "hono/timing";
 import type { Served } from "../cache/readThrough";
-import { isValidProductId, PAGE_RESOURCES } from "../origin/types";
+import { PAGE_RESOURCES, PAGE_SUBJECT, RESOURCES, type PageResource, type ResourceTypes } from "../origin/resources";
+import { isValidProductId } from "../origin/types";
 import { renderProductPage } from "../render";
 import type { Section } from "../render/model";
 import type { Tier } from "../tier";
@@ -17,10 +18,21 @@ const RENDER_VERSION = "2";
 /** Seconds a visitor is asked to wait before retrying a 503. */
 const RETRY_AFTER_SECONDS = 10;
 
-function section<T>(served: Served<T> | undefined): Section<T> {
+/**
+ * What the page shows of one resource. A copy kept only for the origin's
+ * failures is shown when the registry says it may be (stock that old is not
+ * promised: its section gets its default instead).
+ */
+function section<T>(resource: PageResource, served: Served<T> | undefined): Section<T> {
   if (!served || served.outcome === "failed") return { state: "unavailable" };
   if (served.outcome === "absent" || served.data === null) return { state: "none" };
+  if (served.freshness === "stale-if-error" && !RESOURCES[resource].showStaleIfError) return { state: "unavailable" };
   return { state: "ok", data: served.data };
+}
+
+/** Without a core resource there is no page (503); the subject is always core: it is what the page shows. */
+function isCore(resource: PageResource, policies: Tier["config"]["policies"]): boolean {
+  return resource === PAGE_SUBJECT || policies[resource].core;
 }
 
 export async function productPage(c: Context, tier: Tier): Promise<Response> {
@@ -53,26 +65,23 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
   // "stored": written to L2 as well as L1, which an open breaker prevents.
   c.header("Cache-Status", cacheStatus(all, now, tier.cache.l2?.breaker.state() === "closed"));
 
-  const product = data.product!;
-  // Read whenever the product exists; left out when it does not (cache/readThrough.ts).
-  const inventory = data.inventory;
-  if (product.outcome === "absent") {
-    const remaining = Math.max(0, Math.floor((product.entry!.freshUntil - now) / 1000));
+  const subject = data[PAGE_SUBJECT]!;
+  if (subject.outcome === "absent") {
+    const remaining = Math.max(0, Math.floor((subject.entry!.freshUntil - now) / 1000));
     tier.metrics.recordPage({ id, outcome: "absent", served: all });
     return errorPage(c, 404, "We could not find that product.", `public, max-age=${remaining}`);
   }
-  if (product.outcome === "failed" || !inventory || inventory.outcome === "failed") {
+  // The others are read whenever the subject exists (cache/readThrough.ts): one missing here failed with it.
+  if (PAGE_RESOURCES.some((resource) => isCore(resource, tier.config.policies) && (data[resource] ?? subject).outcome === "failed")) {
     c.header("Retry-After", String(RETRY_AFTER_SECONDS));
     tier.metrics.recordPage({ id, outcome: "unavailable", served: all });
     return errorPage(c, 503, "The product service is not answering.", "no-store", RETRY_AFTER_SECONDS);
   }
 
-  const reviews = section(data.reviews);
-  const recommendations = section(data.recommendations);
-  const defaulted: string[] = (["reviews", "recommendations"] as const).filter((name) => data[name]?.outcome === "failed");
-  // Inventory only usable on error is too old to promise stock: say "unknown" instead.
-  const inventoryKnown = inventory.outcome === "found" && inventory.freshness !== "stale-if-error";
-  if (!inventoryKnown) defaulted.push("inventory");
+  const sections = Object.fromEntries(PAGE_RESOURCES.map((resource) => [resource, section<unknown>(resource, data[resource])])) as {
+    [R in PageResource]: Section<ResourceTypes[R]>;
+  };
+  const defaulted = PAGE_RESOURCES.filter((resource) => sections[resource].state === "unavailable");
   if (defaulted.length > 0) c.header("Cache-Degraded", defaulted.join(", "));
   tier.metrics.recordPage({ id, outcome: "ok", served: all, defaulted });
   tier.hotReport?.offer(id, (work) => c.executionCtx.waitUntil(work));
@@ -88,13 +97,7 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
   startTime(c, "render");
   let page = tier.renderedPages.get(renderKey);
   if (!page) {
-    const html = renderProductPage({
-      product: product.data!,
-      inventory: inventoryKnown ? inventory.data : null,
-      reviews,
-      recommendations,
-      pageUrl,
-    });
+    const html = renderProductPage({ ...sections, product: subject.data!, pageUrl });
     // TextEncoder always returns bytes over a fresh ArrayBuffer, never a shared one.
     page = { body: new TextEncoder().encode(html) as Uint8Array<ArrayBuffer>, etag: await pageEtag(identity) };
     tier.renderedPages.set(renderKey, page);

@@ -18,7 +18,7 @@ import { entryKey, purgeLogKeys, purgeMarkerKey } from "../cache/keys";
 import { systemClock, type Clock } from "../shared/clock";
 import { DEFAULTS } from "../config/defaults";
 import { createRateLimitedLog } from "../observability/log";
-import { RESOURCE_NAMES, type ResourceName } from "../origin/types";
+import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { isWide, storedRecord, type PurgeRecord } from "./record";
 
 /** Purges kept in the log for isolates catching up. */

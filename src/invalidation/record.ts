@@ -1,7 +1,8 @@
 // What a purge says, as the purge endpoint accepts it and the log keeps it.
 import * as v from "valibot";
 import { DEFAULTS } from "../config/defaults";
-import { PRODUCT_ID_PATTERN, RESOURCE_NAMES, type ResourceName } from "../origin/types";
+import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
+import { PRODUCT_ID_PATTERN } from "../origin/types";
 
 
 export const PURGE_LIMITS = {

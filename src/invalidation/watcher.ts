@@ -15,7 +15,7 @@ import type { Clock } from "../shared/clock";
 import type { Entry } from "../cache/entry";
 import { entryKey } from "../cache/keys";
 import type { L1Purging, PurgedAt } from "../cache/readThrough";
-import type { ResourceName } from "../origin/types";
+import type { ResourceName } from "../origin/resources";
 import { WIDE_MAX, type PurgeLog, type WideMark } from "./log";
 import { isWide, type PurgeRecord } from "./record";
 import { pollUntil, within } from "../shared/leases";

@@ -12,7 +12,7 @@ import type { BreakerState } from "../shared/breaker";
 import type { Clock } from "../shared/clock";
 import type { Served } from "../cache/readThrough";
 import type { OriginFailure } from "../origin/client";
-import { RESOURCE_NAMES, type ResourceName } from "../origin/types";
+import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { createTopK, type TopK } from "./topK";
 
 export const RESOURCES: readonly ResourceName[] = RESOURCE_NAMES;
@@ -33,8 +33,8 @@ export const HOT_COUNTERS = 5 * HOT_PRODUCTS;
 /**
  * How a product page ended: `ok` (200, possibly with defaulted sections),
  * `absent` (404: the origin says there is no such product), `filtered` (404
- * from the known-ids filter, nothing read), `unavailable` (503: product or
- * inventory failed with nothing usable).
+ * from the known-ids filter, nothing read), `unavailable` (503: a core
+ * resource failed with nothing usable).
  */
 type PageOutcome = "ok" | "absent" | "filtered" | "unavailable";
 
@@ -56,7 +56,7 @@ interface ResourceCounts {
   failed: number;
   /** Waited for a fill another request (or isolate) ran. */
   collapsed: number;
-  /** Sections shown with their default content (inventory: "availability unknown"). */
+  /** Sections shown with their default content (e.g. "availability unknown"). */
   defaulted: number;
 }
 
@@ -164,7 +164,7 @@ function emptyResource(): ResourceCounts {
 }
 
 function perResource<T>(make: () => T): Record<ResourceName, T> {
-  return { product: make(), inventory: make(), reviews: make(), recommendations: make(), listing: make() };
+  return Object.fromEntries(RESOURCE_NAMES.map((name) => [name, make()])) as Record<ResourceName, T>;
 }
 
 function emptyBucket(start: number): Bucket {

@@ -8,7 +8,7 @@ import type { L2Stats } from "../cache/l2";
 import type { L2ValueStats } from "../cache/l2Entries";
 import type { Config } from "../config";
 import type { KnownIdsState } from "../knownIds";
-import type { ResourceName } from "../origin/types";
+import type { ResourceName } from "../origin/resources";
 import { HOT_PRODUCTS, RESOURCES, type BreakerNote, type Metrics, type MinutePoint, type WindowSummary } from "./metrics";
 
 /** One L2 shard as the status sees it: its name and its breaker's state. */

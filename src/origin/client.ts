@@ -2,8 +2,10 @@
 // timeout, at most one retry (a connection error, with jitter, or a time-out
 // this isolate noticed late: its own delay, not the service's), and the
 // answer checked against the contract.
-import { LISTING_SIZE, type ProductIdPage, type ResourceName, type ResourceTypes } from "./types";
-import { productIdPage, validateResource } from "./validate";
+import { LISTING, RESOURCES, type ResourceName, type ResourceTypes } from "./resources";
+import { productIdPage } from "./schemaParts";
+import type { ProductIdPage } from "./types";
+import { validateResource } from "./validate";
 import * as v from "valibot";
 import type { Breaker } from "../shared/breaker";
 import { LimiterFull, type Limiter, type Priority } from "./limiter";
@@ -28,7 +30,7 @@ export type OriginFailure =
 
 export class OriginError extends Error {
   constructor(
-    readonly resource: ResourceName | "listing",
+    readonly resource: ResourceName,
     readonly failure: OriginFailure,
     detail: string,
     /** A time-out this isolate noticed well past its deadline: its own delay, not the service's (shared/leases.ts). */
@@ -108,26 +110,14 @@ export function originCallBoundMs(timeoutMs: number): number {
 
 function pathFor(resource: ResourceName, id: string): string {
   // Ids are validated before they get here; encoding is belt and braces.
-  const safe = encodeURIComponent(id);
-  switch (resource) {
-    case "product":
-      return `/products/${safe}`;
-    case "inventory":
-      return `/inventory/${safe}`;
-    case "reviews":
-      return `/reviews/${safe}/summary`;
-    case "recommendations":
-      return `/recommendations/${safe}`;
-    case "listing":
-      return `/products?limit=${LISTING_SIZE}`;
-  }
+  return RESOURCES[resource].path(encodeURIComponent(id));
 }
 
 export function createOriginClient(options: OriginClientOptions): OriginClient {
   const doFetch = options.fetch ?? ((input, init) => fetch(input, init));
 
   /** GET with a deadline; one retry when the connection itself failed (the request never reached a handler). */
-  async function get(resource: ResourceName | "listing", url: string, timeoutMs: number): Promise<Response> {
+  async function get(resource: ResourceName, url: string, timeoutMs: number): Promise<Response> {
     const deadline = Date.now() + timeoutMs;
     for (let attempt = 0; ; attempt++) {
       try {
@@ -153,7 +143,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
 
   /** The body as JSON, read no further than `maxBodyBytes`: an origin's answer is untrusted input. */
-  async function readJson(resource: ResourceName | "listing", response: Response): Promise<unknown> {
+  async function readJson(resource: ResourceName, response: Response): Promise<unknown> {
     const tooLarge = () => new OriginError(resource, "invalid", `body over ${maxBodyBytes} bytes`);
     if (Number(response.headers.get("content-length")) > maxBodyBytes) {
       await response.body?.cancel();
@@ -271,13 +261,13 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
     async listProductIds(cursor, limit) {
       const query = new URLSearchParams({ limit: String(limit) });
       if (cursor) query.set("cursor", cursor);
-      const response = await get("listing", `${options.baseUrl}/products?${query}`, 10_000);
+      const response = await get(LISTING, `${options.baseUrl}/products?${query}`, 10_000);
       if (response.status !== 200) {
         await response.body?.cancel();
-        throw new OriginError("listing", "status", `HTTP ${response.status}`);
+        throw new OriginError(LISTING, "status", `HTTP ${response.status}`);
       }
-      const parsed = v.safeParse(productIdPage, await readJson("listing", response));
-      if (!parsed.success) throw new OriginError("listing", "invalid", "listing does not follow the origin contract");
+      const parsed = v.safeParse(productIdPage, await readJson(LISTING, response));
+      if (!parsed.success) throw new OriginError(LISTING, "invalid", "listing does not follow the origin contract");
       return parsed.output;
     },
   };

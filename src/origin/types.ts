@@ -75,41 +75,6 @@ export interface ProductIdPage {
   next: string | null;
 }
 
-/** The first products of the origin's listing, as the home page shows them. */
-interface ProductListing {
-  /** Always LISTING_ID. */
-  id: string;
-  ids: string[];
-  /** The contract gives listings no version: every fetch is the latest word (1). */
-  version: number;
-}
-
-/** The four per-product resources a page is made of, in the order a page reads them (product first: its tags matter to the others). */
-export const PAGE_RESOURCES = ["product", "inventory", "reviews", "recommendations"] as const;
-export type PageResource = (typeof PAGE_RESOURCES)[number];
-
-/**
- * Every resource the tier caches: a product page's four, and the home page's
- * listing (one entry, under LISTING_ID), which goes through the same read
- * path so that `GET /` is cached, coalesced and served stale when the
- * listing service fails.
- */
-export const RESOURCE_NAMES = [...PAGE_RESOURCES, "listing"] as const;
-export type ResourceName = (typeof RESOURCE_NAMES)[number];
-
-/** The id under which the home page's listing is cached. */
-export const LISTING_ID = "home";
-/** How many products the home page lists. */
-export const LISTING_SIZE = 24;
-
-export interface ResourceTypes {
-  product: Product;
-  inventory: Inventory;
-  reviews: ReviewsSummary;
-  recommendations: Recommendations;
-  listing: ProductListing;
-}
-
 /** Ids as the contract defines them: also what makes a key safe to build. */
 export const PRODUCT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$/;
 

@@ -2,6 +2,7 @@
 // knowledge, so they are easy to test and reuse (JSON-LD needs the same
 // minor-unit arithmetic as the visible price).
 import type { Inventory, Money, StockStatus } from "../origin/types";
+import type { Section } from "./model";
 
 /** The page is English (`<html lang="en">`); numbers follow it. */
 const LOCALE = "en-US";
@@ -128,8 +129,9 @@ export const AVAILABILITY_UNKNOWN_TEXT = "Availability unknown — check again s
  * What to promise about stock. Unknown inventory is never shown as in stock,
  * and a count of zero wins over a status that says otherwise.
  */
-export function availability(inventory: Inventory | null): Availability {
-  if (inventory === null) return { state: "unknown", text: AVAILABILITY_UNKNOWN_TEXT };
+export function availability(known: Section<Inventory>): Availability {
+  if (known.state !== "ok") return { state: "unknown", text: AVAILABILITY_UNKNOWN_TEXT };
+  const inventory = known.data;
   const available = Number.isFinite(inventory.available) ? Math.floor(inventory.available) : 0;
   if (inventory.status === "out_of_stock" || available <= 0) {
     return { state: "out_of_stock", text: "Out of stock" };

@@ -3,7 +3,7 @@
 import type { Inventory, Product, Recommendations, ReviewsSummary } from "../origin/types";
 
 /**
- * A non-core section of the page.
+ * A section of the page other than the product itself.
  * - `ok`: data to show.
  * - `none`: the origin says there is nothing (404): render nothing or "no reviews yet".
  * - `unavailable`: the service failed and nothing usable was cached: render the default.
@@ -15,8 +15,8 @@ export type Section<T> =
 
 export interface ProductPageModel {
   product: Product;
-  /** `null` when availability is unknown (inventory failed or too old to promise stock). */
-  inventory: Inventory | null;
+  /** Not `ok` when availability is unknown (inventory failed or too old to promise stock): never shown as in stock. */
+  inventory: Section<Inventory>;
   reviews: Section<ReviewsSummary>;
   recommendations: Section<Recommendations>;
   /** Absolute URL of this page, for canonical/OpenGraph. */

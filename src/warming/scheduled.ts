@@ -3,7 +3,7 @@
 // 15 minutes, rate-limited.
 import { listingOf } from "../knownIds";
 import { logEvent } from "../observability/log";
-import { PAGE_RESOURCES } from "../origin/types";
+import { PAGE_RESOURCES } from "../origin/resources";
 import type { Tier } from "../tier";
 import { hottestIds } from "./hotReport";
 import { warmProducts } from "./warm";

@@ -398,6 +398,37 @@ describe("when the origin fails", () => {
     });
   });
 
+  // Whether a page can exist without a resource is the `core` flag of its
+  // policy (src/origin/resources.ts): a shop that would rather show the page
+  // than a 503 sets inventory's to false.
+  describe("inventory configured as optional (core: false), its service stopped", () => {
+    beforeAll(async () => {
+      worker = await startWorker({
+        ...stack.bindings,
+        TTL_JITTER: "0",
+        CACHE_POLICIES: JSON.stringify({ inventory: { core: false } }),
+      });
+    });
+    afterAll(async () => {
+      await worker?.close();
+    });
+
+    it("nothing cached: 200 with 'Availability unknown', marked degraded, where a core inventory gives a 503", async () => {
+      const [id] = completeProducts(650, 1);
+      await injectFault(stack, { service: "inventory", down: "refuse" });
+      const p = await page(worker, `/products/${id}`);
+      expect(p.status).toBe(200);
+      expect(p.html).toContain("Availability unknown");
+      expect(p.html).not.toContain("In stock");
+      expect(p.html).not.toContain("schema.org/InStock");
+      expect(p.degraded).toEqual(["inventory"]);
+      expect(p.headers.get("cache-control")).toBe("no-cache");
+      expect(member(p.cacheStatus, "inventory")).toMatch(/detail="inventory failed"/);
+      // The rest of the page is whole.
+      expect(p.html).toContain("You may also like");
+    });
+  });
+
   describe("one service answering 500", () => {
     freshWorker();
 

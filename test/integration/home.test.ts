@@ -4,7 +4,7 @@
 // 503 page; the titles cost a bounded number of subrequests.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULTS } from "../../src/config/defaults";
-import { LISTING_ID } from "../../src/origin/types";
+import { LISTING_ID } from "../../src/origin/resources";
 import { clearFaults, injectFault } from "../support/faults";
 import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
 import { logFaults, startWorker, type WorkerInstance } from "../support/worker";

@@ -18,7 +18,7 @@ import { indexOf, productFor, productId } from "../../dev/origin/catalog";
 import { lockKey, purgeLogKeys, purgeMarkerKey } from "../../src/cache/keys";
 import { DEFAULTS, DEFAULT_POLICIES } from "../../src/config/defaults";
 import type { StatusModel } from "../../src/observability/status";
-import { RESOURCE_NAMES, type ResourceName } from "../../src/origin/types";
+import { RESOURCE_NAMES, type ResourceName } from "../../src/origin/resources";
 import { httpGet, startHttpWorker } from "../support/clients";
 import { clearFaults, completeProducts, injectFault, member, selfUrls, sleep, waitFor } from "../support/faults";
 import { directRedis, entryHeader, goneOrGood, gzipBombValue, heldEntry, HIGH_VERSION, HOUR, jsonValue, l2KeyOf, oversizedValue } from "../support/l2Values";

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { productFor, indexOf } from "../../dev/origin/catalog";
 import { DEFAULT_POLICIES } from "../../src/config/defaults";
 import type { StatusModel } from "../../src/observability/status";
-import type { ResourceName } from "../../src/origin/types";
+import type { ResourceName } from "../../src/origin/resources";
 import { completeProducts, health, member, page, waitFor } from "../support/faults";
 import { directRedis, entryHeader as header, goneOrGood as goneOrGoodIn, gzipBombValue, HIGH_VERSION, HOUR, jsonValue, l2KeyOf as keyOf, oversizedValue } from "../support/l2Values";
 import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";

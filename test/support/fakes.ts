@@ -3,7 +3,8 @@
 import { parseConfig, type Config } from "../../src/config";
 import type { Clock } from "../../src/shared/clock";
 import { OriginError, type OriginAnswer, type OriginClient } from "../../src/origin/client";
-import type { Product, ResourceName, ResourceTypes } from "../../src/origin/types";
+import type { ResourceName, ResourceTypes } from "../../src/origin/resources";
+import type { Product } from "../../src/origin/types";
 
 export interface FakeClock extends Clock {
   advance(ms: number): void;

@@ -9,7 +9,7 @@ import { decodeEntry } from "../../src/cache/codec";
 import { entryKey } from "../../src/cache/keys";
 import { longestLifeMs } from "../../src/cache/l2Entries";
 import { DEFAULTS, DEFAULT_POLICIES } from "../../src/config/defaults";
-import type { ResourceName } from "../../src/origin/types";
+import type { ResourceName } from "../../src/origin/resources";
 import type { Stack } from "./stack";
 
 /** Higher than any version the demo origin gives: the write guard keeps such a value unless the tier deletes it. */

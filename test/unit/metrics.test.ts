@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createBreaker, type BreakerState } from "../../src/shared/breaker";
 import { parseConfig } from "../../src/config";
 import { createOriginClient, type OriginFailure } from "../../src/origin/client";
-import type { PageResource, ResourceName } from "../../src/origin/types";
+import type { PageResource, ResourceName } from "../../src/origin/resources";
 import { buildChart } from "../../src/observability/chart";
 import { createRateLimitedLog, logEvent } from "../../src/observability/log";
 import { BUCKET_MS, createMetrics, HOT_COUNTERS, HOT_PRODUCTS, MAX_BUCKETS, type PageRecord } from "../../src/observability/metrics";

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createBreaker, type Breaker } from "../../src/shared/breaker";
 import { createOriginClient, isAnswerAboutId, OriginError, type OriginClient, type OriginClientOptions, type OriginFailure } from "../../src/origin/client";
 import { createLimiter } from "../../src/origin/limiter";
-import type { ResourceName } from "../../src/origin/types";
+import type { ResourceName } from "../../src/origin/resources";
 import { startDemoOrigin, type DemoOrigin } from "../../dev/origin";
 import { productFor } from "../../dev/origin/catalog";
 import { fakeClock, sampleProduct } from "../support/fakes";

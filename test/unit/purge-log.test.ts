@@ -13,7 +13,7 @@ import { createL2, type L2 } from "../../src/cache/l2";
 import { createPurgeLog, SYNC_MAX_BYTES, SYNC_MAX_RECORDS } from "../../src/invalidation/log";
 import { recordFrom } from "../../src/invalidation/record";
 import { createPurgeWatcher } from "../../src/invalidation/watcher";
-import { RESOURCE_NAMES } from "../../src/origin/types";
+import { RESOURCE_NAMES } from "../../src/origin/resources";
 import { startRedis, type RedisServer } from "../support/redis";
 
 const TOKEN = "purge-log-test-token";

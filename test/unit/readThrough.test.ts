@@ -2,7 +2,7 @@
 // (docs/architecture.md#entry-life-cycle), with a fake clock and a fake origin.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createReadThrough, storedSize } from "../../src/cache/readThrough";
-import type { ResourceName } from "../../src/origin/types";
+import type { ResourceName } from "../../src/origin/resources";
 import { fakeClock, fakeOrigin, testConfig } from "../support/fakes";
 import { DEFAULTS } from "../../src/config/defaults";
 import { entryKey } from "../../src/cache/keys";

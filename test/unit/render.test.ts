@@ -82,7 +82,7 @@ function recommendations(count = 8): Recommendations {
 function model(overrides: Partial<ProductPageModel> = {}): ProductPageModel {
   return {
     product: product(),
-    inventory: inventory(),
+    inventory: { state: "ok", data: inventory() },
     reviews: { state: "ok", data: reviews() },
     recommendations: { state: "ok", data: recommendations() },
     pageUrl: "https://shop.example/products/p-000123",
@@ -244,11 +244,11 @@ describe("product page", () => {
   });
 
   it("maps stock to schema.org availability and omits it when unknown", () => {
-    const low = jsonLd(renderProductPage(model({ inventory: inventory({ status: "low_stock", available: 3 }) })));
+    const low = jsonLd(renderProductPage(model({ inventory: { state: "ok", data: inventory({ status: "low_stock", available: 3 }) } })));
     expect(low.offers.availability).toBe("https://schema.org/LimitedAvailability");
-    const out = jsonLd(renderProductPage(model({ inventory: inventory({ status: "out_of_stock", available: 0 }) })));
+    const out = jsonLd(renderProductPage(model({ inventory: { state: "ok", data: inventory({ status: "out_of_stock", available: 0 }) } })));
     expect(out.offers.availability).toBe("https://schema.org/OutOfStock");
-    const unknown = jsonLd(renderProductPage(model({ inventory: null })));
+    const unknown = jsonLd(renderProductPage(model({ inventory: { state: "unavailable" } })));
     expect(unknown.offers).not.toHaveProperty("availability");
     expect(unknown.offers.price).toBe("129.99");
   });
@@ -324,7 +324,7 @@ describe("product page", () => {
   });
 
   it("shows availability from inventory", () => {
-    const text = (inv: Inventory | null) => tagText(renderProductPage(model({ inventory: inv })), "p", 'class="availability[^"]*"');
+    const text = (inv: Inventory) => tagText(renderProductPage(model({ inventory: { state: "ok", data: inv } })), "p", 'class="availability[^"]*"');
     expect(text(inventory())).toContain("In stock");
     expect(text(inventory({ status: "low_stock", available: 3 }))).toContain("Only 3 left");
     expect(text(inventory({ status: "out_of_stock", available: 0 }))).toContain("Out of stock");
@@ -334,7 +334,7 @@ describe("product page", () => {
   });
 
   it("never says in stock when inventory is unknown", () => {
-    const html = renderProductPage(model({ inventory: null }));
+    const html = renderProductPage(model({ inventory: { state: "unavailable" } }));
     expect(html).toContain(AVAILABILITY_UNKNOWN_TEXT);
     expect(html).toContain("Availability unknown — check again shortly");
     expect(html).not.toMatch(/in stock|only \d+ left|InStock|LimitedAvailability/i);
@@ -435,7 +435,7 @@ describe("product page", () => {
       const html = renderProductPage(
         model({
           product: valid("product", data),
-          inventory: valid("inventory", inventory({ available: Number.MAX_SAFE_INTEGER, status: "low_stock" })),
+          inventory: { state: "ok", data: valid("inventory", inventory({ available: Number.MAX_SAFE_INTEGER, status: "low_stock" })) },
           reviews: { state: "ok", data: valid("reviews", reviews({ rating: 0, count: Number.MAX_SAFE_INTEGER, top: [] })) },
           recommendations: { state: "ok", data: valid("recommendations", { ...recommendations(8), items: recommendations(8).items.map((item) => ({ ...item, price: { amount: -1e300, currency: "XXX" }, image: "" })) }) },
         }),
@@ -505,7 +505,7 @@ describe("engine", () => {
 
     const variants: ProductPageModel[] = [
       model(),
-      model({ inventory: null, reviews: { state: "none" }, recommendations: { state: "unavailable" } }),
+      model({ inventory: { state: "unavailable" }, reviews: { state: "none" }, recommendations: { state: "unavailable" } }),
       model({ reviews: { state: "unavailable" }, recommendations: { state: "none" }, product: product({ images: [] }) }),
     ];
     const started = performance.now();

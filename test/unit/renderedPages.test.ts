@@ -16,7 +16,7 @@ import { productPage } from "../../src/http/productPage";
 import { createPurgeWatcher } from "../../src/invalidation/watcher";
 import { createMetrics } from "../../src/observability/metrics";
 import { createLimiter } from "../../src/origin/limiter";
-import { PAGE_RESOURCES } from "../../src/origin/types";
+import { PAGE_RESOURCES } from "../../src/origin/resources";
 import { renderProductPage } from "../../src/render";
 import { AVAILABILITY_UNKNOWN_TEXT } from "../../src/render/format";
 import type { RenderedPage, Tier } from "../../src/tier";

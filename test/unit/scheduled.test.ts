@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { parseConfig } from "../../src/config";
-import { PAGE_RESOURCES } from "../../src/origin/types";
+import { PAGE_RESOURCES } from "../../src/origin/resources";
 import type { Tier } from "../../src/tier";
 import { hotKey } from "../../src/warming/hotReport";
 import { productsPerWarmRun, REBUILD_CRON, runScheduled, WARM_CRON } from "../../src/warming/scheduled";

@@ -10,7 +10,7 @@ import { createReadThrough, type L1Purging } from "../../src/cache/readThrough";
 import { DEFAULTS } from "../../src/config/defaults";
 import type { PurgeLog, PurgesSince } from "../../src/invalidation/log";
 import { createPurgeWatcher, type PurgeWatcher } from "../../src/invalidation/watcher";
-import type { ResourceName } from "../../src/origin/types";
+import type { ResourceName } from "../../src/origin/resources";
 import { fakeClock, fakeOrigin, type FakeClock, testConfig } from "../support/fakes";
 
 const POLL_MS = 1000;
