@@ -12,7 +12,7 @@
 //                        the origin's answer about this id was of no use (a 422, a
 //                        body that breaks the contract): "no data" for a short while
 // `ttl` is the seconds of freshness left (negative: stale for that long).
-import type { Served } from "../cache/readThrough";
+import type { Served } from "../cache/served";
 import type { ResourcePolicy } from "../config";
 import type { OriginFailure } from "../origin/client";
 

@@ -2,7 +2,7 @@
 // tiers, decide what the visitor gets, render, and say what happened.
 import type { Context } from "hono";
 import { setMetric, startTime, endTime } from "hono/timing";
-import type { Served } from "../cache/readThrough";
+import type { Served } from "../cache/served";
 import { PAGE_RESOURCES, PAGE_SUBJECT, RESOURCES, type PageResource, type ResourceTypes } from "../origin/resources";
 import { isValidProductId } from "../origin/types";
 import { renderProductPage } from "../render";

@@ -10,7 +10,7 @@
 // move time by hand.
 import type { BreakerState } from "../shared/breaker";
 import type { Clock } from "../shared/clock";
-import type { Served } from "../cache/readThrough";
+import type { Served } from "../cache/served";
 import type { OriginFailure } from "../origin/client";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { createTopK, type TopK } from "./topK";

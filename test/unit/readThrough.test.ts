@@ -1,7 +1,8 @@
 // The entry life cycle and in-isolate coalescing of the read-through path
 // (docs/architecture.md#entry-life-cycle), with a fake clock and a fake origin.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createReadThrough, storedSize } from "../../src/cache/readThrough";
+import { storedSize } from "../../src/cache/l1";
+import { createReadThrough } from "../../src/cache/readThrough";
 import type { ResourceName } from "../../src/origin/resources";
 import { fakeClock, fakeOrigin, testConfig } from "../support/fakes";
 import { DEFAULTS } from "../../src/config/defaults";
@@ -203,17 +204,22 @@ describe("the other resources wait for the product", () => {
 });
 
 describe("L1 byte bound", () => {
-  it("never holds more than its configured bytes, with 1,000,000 distinct ids requested", async () => {
+  it("never holds more than its configured bytes, with 200,000 distinct ids requested (over fifty times what fits)", async () => {
     const { cache, read, config } = setup({ L1_MAX_BYTES: String(1024 * 1024) });
     let peak = 0;
-    for (let i = 0; i < 1_000_000; i++) {
+    for (let i = 0; i < 200_000; i++) {
       await read(`p-${i}`);
-      if (i % 1000 === 0) peak = Math.max(peak, cache.l1.calculatedSize);
+      if (i % 1000 === 0) {
+        peak = Math.max(peak, cache.l1.calculatedSize);
+        // Let vitest's own messages through: a loop of microtasks alone starves them on a loaded machine.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
     }
     peak = Math.max(peak, cache.l1.calculatedSize);
     expect(peak).toBeLessThanOrEqual(config.l1MaxBytes);
-    // The bound is used, not dodged by holding nothing.
+    // The bound is used, not dodged by holding nothing: and it was filled over fifty times.
     expect(cache.l1.calculatedSize).toBeGreaterThan(config.l1MaxBytes * 0.9);
+    expect(cache.l1.size * 50).toBeLessThan(200_000);
   }, 120_000);
 });
 

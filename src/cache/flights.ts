@@ -1,0 +1,110 @@
+// One fill per key in this isolate, shared by every request that wants it
+// while it runs. The fill belongs to the request that started it (and runs
+// under its `waitUntil`); the others never await its promise: they watch, on
+// timers of their own, for the plain result it leaves (src/shared/leases.ts,
+// pollUntil). The fill is a lease: once past its bound, whatever became of
+// its request, the next reader starts a new one. lru-cache's own
+// `fetchMethod` coalescing is not used for this: it cannot be taken over, and
+// it aborts an in-flight fetch (an AbortController of the request that
+// started it) from whichever request evicts or overwrites the key, which
+// Workers refuse ("Cannot perform I/O on behalf of a different request").
+import type { Config } from "../config";
+import { isAnswerAboutId, OriginError } from "../origin/client";
+import type { Clock } from "../shared/clock";
+import { createLeaseTable, pollUntil, within } from "../shared/leases";
+import { entryState, type Entry } from "./entry";
+import { fillBoundMs, type FillContext } from "./fill";
+import type { L1 } from "./l1";
+import type { Rejections } from "./rejections";
+
+/** A fill in flight: the end of its lease, and, once it settled, its outcome (plain data, read by the requests that joined it). */
+interface Flight {
+  until: number;
+  settled?: { entry: Entry } | { error: unknown };
+}
+
+export interface Flights {
+  /** A fill of `key` is under way in this isolate. */
+  running(key: string): boolean;
+  /** The fill's entry, started here or joined; a joined fill that overran its bound is taken over once. */
+  await(key: string, context: FillContext): Promise<{ entry: Entry; joined: boolean }>;
+  /** Starts a fill that nobody waits for, unless one is under way. */
+  start(key: string, context: FillContext): void;
+  stats(): { inFlight: number; takenOver: number };
+}
+
+export interface FlightsDeps {
+  config: Pick<Config, "lockWaitMs" | "policies">;
+  clock: Clock;
+  fill: (key: string, context: FillContext) => Promise<Entry>;
+  l1: L1;
+  rejections: Rejections;
+}
+
+export function createFlights({ config, clock, fill, l1, rejections }: FlightsDeps): Flights {
+  /** Fills in flight in this isolate, by key: leases that end at the fill's bound. */
+  const fills = createLeaseTable<string, Flight>({ clock });
+  let takenOver = 0;
+
+  /**
+   * Joins the fill of `key` in flight in this isolate, or starts one in this
+   * request. The fill runs under this request's `waitUntil`, so that the
+   * requests that joined it get their answer even if this visitor leaves.
+   */
+  function fillOrJoin(key: string, context: FillContext): { flight: Flight; work?: Promise<Entry> } {
+    const running = fills.holder(key);
+    if (running) return { flight: running };
+    const rejection = rejections.of(key);
+    if (rejection) {
+      const error = new OriginError(context.resource, rejection.failure, "the origin's last answer about this id was of no use");
+      return { flight: { until: clock.now(), settled: { error } } };
+    }
+    // Those who join wait on their own timers until `until` at most: a request
+    // whose only pending work is another request's I/O is taken for hung and
+    // cancelled in Workers, and this bound is what it costs if that request goes away.
+    const flight: Flight = { until: clock.now() + fillBoundMs(config, context.resource) };
+    const work = fill(key, context).then(
+      (entry) => {
+        l1.keep(key, entry);
+        flight.settled = { entry };
+        fills.release(key, flight);
+        return entry;
+      },
+      (error: unknown) => {
+        if (isAnswerAboutId(error)) rejections.remember(key, context.resource, error.failure);
+        flight.settled = { error };
+        fills.release(key, flight);
+        throw error;
+      },
+    );
+    fills.take(key, flight.until, flight);
+    context.background(work.catch(() => undefined));
+    return { flight, work };
+  }
+
+  return {
+    running: (key) => fills.holder(key) !== undefined,
+    async await(key, context) {
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const { flight, work } = fillOrJoin(key, context);
+        if (work) {
+          const entry = await within(work, flight.until - clock.now(), () => undefined);
+          if (entry) return { entry, joined: false };
+          break;
+        }
+        const settled = await pollUntil(() => flight.settled, flight.until, clock.now);
+        if (settled && "entry" in settled) return { entry: settled.entry, joined: true };
+        if (settled) throw settled.error;
+        // Another reader may have taken it over and finished meanwhile.
+        const landed = l1.entry(key);
+        if (landed && landed.fetchedAt >= context.freshAfter && entryState(landed, clock.now()) === "fresh") return { entry: landed, joined: true };
+        takenOver++;
+      }
+      throw new OriginError(context.resource, "timeout", "the fill took longer than its bound");
+    },
+    start(key, context) {
+      if (!fills.holder(key)) fillOrJoin(key, context);
+    },
+    stats: () => ({ inFlight: fills.size(), takenOver }),
+  };
+}

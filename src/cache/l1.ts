@@ -1,0 +1,80 @@
+// L1: this isolate's lru-cache of entries, bounded in bytes.
+//
+// L1 holds an entry's deadlines and its data as JSON text, parsed again when
+// read. A JSON string of ASCII or Latin-1 text takes one byte per character
+// in V8, where the parsed object graph takes several times that (object
+// headers, property slots, a string each): so the same bytes of L1 hold about
+// twice as many products, at the price of a JSON.parse per read of a few
+// microseconds (bench/profile). A product's tags, which purge judging reads on
+// every request, are kept parsed beside it.
+import { LRUCache } from "lru-cache";
+import type { Clock } from "../shared/clock";
+import { markedStale, type Entry } from "./entry";
+
+export interface Stored extends Omit<Entry, "data"> {
+  json: string;
+  tags?: readonly string[];
+}
+
+/** Bytes an L1 slot costs besides its JSON: the Stored object, the string's header, lru-cache's slots for it. */
+const STORED_OVERHEAD_BYTES = 192;
+
+/** Bytes L1 charges for a stored entry: its JSON at one byte a character, or two where V8 must keep it as UTF-16. */
+export function storedSize(json: string): number {
+  return (/[^\u0000-\u00ff]/.test(json) ? 2 * json.length : json.length) + STORED_OVERHEAD_BYTES;
+}
+
+function toStored(entry: Entry): Stored {
+  const { data, ...deadlines } = entry;
+  const tags = (data as { tags?: unknown } | null)?.tags;
+  return { ...deadlines, json: JSON.stringify(data), ...(Array.isArray(tags) ? { tags: tags as string[] } : {}) };
+}
+
+/** The entry again; its JSON was validated before it was stored (an origin answer, or an L2 value through the codec). */
+function fromStored(stored: Stored): Entry {
+  const { json, tags: _tags, ...deadlines } = stored;
+  return { ...deadlines, data: JSON.parse(json) as unknown };
+}
+
+export interface L1 {
+  /** The lru-cache itself, for its counts (the status page). */
+  readonly cache: LRUCache<string, Stored>;
+  /** Keeps an entry until it is no longer usable even on error. */
+  keep(key: string, entry: Entry): void;
+  entry(key: string): Entry | undefined;
+  /** The tags of the entry under `key`, without parsing it. */
+  tags(key: string): readonly string[] | undefined;
+  markStale(key: string, at: number): void;
+}
+
+export function createL1({ maxBytes, clock }: { maxBytes: number; clock: Clock }): L1 {
+  const cache = new LRUCache<string, Stored>({
+    // The byte bound is the only bound that protects a 128 MB isolate (lru-cache #227).
+    maxSize: maxBytes,
+    sizeCalculation: (stored) => storedSize(stored.json),
+    // lru-cache drops an entry once it is no longer usable even on error;
+    // the entry's own deadlines decide between fresh and stale before that.
+    ttlAutopurge: false,
+    perf: { now: () => clock.now() },
+  });
+
+  function keep(key: string, entry: Entry): void {
+    cache.set(key, toStored(entry), { ttl: Math.max(1, entry.errorUntil - clock.now()) });
+  }
+
+  function entry(key: string): Entry | undefined {
+    const stored = cache.peek(key);
+    return stored && fromStored(stored);
+  }
+
+  return {
+    cache,
+    keep,
+    entry,
+    tags: (key) => cache.peek(key)?.tags,
+    markStale(key, at) {
+      const found = entry(key);
+      if (found) keep(key, markedStale(found, at));
+    },
+  };
+}

@@ -1,0 +1,243 @@
+// The three steps of one page's read (docs/architecture.md#the-request-path):
+//
+//   for each resource the page needs:  L1 ──▶ L2 (one round trip for all) ──▶ origin (coalesced fill)
+//
+// fresh ⇒ serve; stale ⇒ serve now and refresh in the background, once;
+// missing or expired ⇒ fill; the fill failed ⇒ serve what is usable on error.
+// Each step takes what the one before left pending.
+import type { Config } from "../config";
+import { isAnswerAboutId, OriginError, type OriginFailure } from "../origin/client";
+import { PAGE_SUBJECT, type ResourceName, type ResourceTypes } from "../origin/resources";
+import type { Clock } from "../shared/clock";
+import type { LeaseTable } from "../shared/leases";
+import { entryState, newerOf, type Entry } from "./entry";
+import type { FillContext } from "./fill";
+import type { FillBatch } from "./fillBatch";
+import type { Flights } from "./flights";
+import { entryKey } from "./keys";
+import type { L1 } from "./l1";
+import type { L2 } from "./l2";
+import type { L2Entries } from "./l2Entries";
+import type { Rejections } from "./rejections";
+import { served, type Served, type Tier } from "./served";
+
+export type PageData = { [R in ResourceName]?: Served<ResourceTypes[R]> };
+
+export interface Timings {
+  l1: number;
+  l2: number;
+  origin: number;
+}
+
+/** One page read: where its background work goes, and the batch its fills' Redis calls share. */
+export interface PageRequest {
+  background: (work: Promise<unknown>) => void;
+  batch?: FillBatch;
+}
+
+/** A resource the steps so far could not serve. */
+interface Pending {
+  resource: ResourceName;
+  key: string;
+  /** Best copy at hand that is still usable if the origin fails, and where it came from. */
+  fallback?: Entry;
+  fallbackTier?: Tier;
+}
+
+/** What the steps read and fill through: the read-through's parts (readThrough.ts). */
+export interface PageTools {
+  config: Config;
+  clock: Clock;
+  l1: L1;
+  l2: L2 | null;
+  l2Entries: L2Entries;
+  flights: Flights;
+  rejections: Rejections;
+  /** Keys a request of this isolate is reading from L2 right now (leases that end with the read's budget). */
+  reading: LeaseTable<string, true>;
+  /** The entry as known purges leave it: unchanged, marked stale, or gone. */
+  judged(entry: Entry | undefined, id: string, resource: ResourceName): Entry | undefined;
+  fillContext(resource: ResourceName, id: string, request: PageRequest): FillContext;
+  /** Refreshes a copy being served, in the background; `freshBeyond`: a refresh ahead of that deadline. */
+  refresh(key: string, resource: ResourceName, id: string, request: PageRequest, freshBeyond?: number): void;
+  /** A warm or hot product's fresh entry near its end, to refresh now so that it is never served stale. */
+  dueForRefreshAhead(entry: Entry): boolean;
+}
+
+/** A key's L2 read counts as under way this long past its budget (a read whose request vanished lapses then). */
+const READ_LEASE_GRACE_MS = 50;
+
+/** 1. L1: serves what it holds fresh or stale; returns the rest. */
+export function readFromL1(tools: PageTools, id: string, resources: readonly ResourceName[], request: PageRequest, data: Record<string, Served<unknown>>): Pending[] {
+  const { config, clock, l1 } = tools;
+  const pending: Pending[] = [];
+  for (const resource of resources) {
+    const key = entryKey(config.keyPrefix, resource, id);
+    const entry = tools.judged(l1.entry(key), id, resource);
+    const state = entryState(entry, clock.now());
+    if (entry && state === "fresh") {
+      data[resource] = served(resource, entry, "l1", "fresh");
+      if (tools.dueForRefreshAhead(entry)) tools.refresh(key, resource, id, request, entry.freshUntil);
+    } else if (entry && state === "stale") {
+      data[resource] = served(resource, entry, "l1", "stale");
+      tools.refresh(key, resource, id, request);
+    } else {
+      pending.push({ resource, key, fallback: state === "usable-on-error" ? entry : undefined, fallbackTier: "l1" });
+    }
+  }
+  return pending;
+}
+
+/**
+ * 2. L2: one round trip for everything L1 could not serve. A burst of
+ * visitors for one cold product costs one L2 read and one fill per isolate:
+ * while a key is being read or filled here, the others go straight to the
+ * fill (whose lock claim also returns a fresh L2 copy).
+ */
+export async function readFromL2(tools: PageTools, id: string, pending: Pending[], request: PageRequest, data: Record<string, Served<unknown>>): Promise<Pending[]> {
+  const { config, clock, l1, l2, reading } = tools;
+  const busy = (item: Pending) => tools.flights.running(item.key) || reading.holder(item.key) !== undefined;
+  const toRead = pending.filter((item) => !busy(item));
+  if (!l2 || toRead.length === 0) return pending;
+  const readUntil = clock.now() + config.l2TimeoutMs + READ_LEASE_GRACE_MS;
+  for (const item of toRead) reading.take(item.key, readUntil, true);
+  const values = await l2.readMany(toRead.map((item) => item.key), { background: request.background }).finally(() => {
+    for (const item of toRead) reading.release(item.key, true);
+  });
+  const stillPending = pending.filter(busy);
+  for (const [index, item] of toRead.entries()) {
+    const value = values?.[index];
+    const fromL2 = tools.judged(value ? tools.l2Entries.read(item.key, value, item.resource, id, request.background) : undefined, id, item.resource);
+    const best = newerOf(item.fallback, fromL2);
+    const state = entryState(best, clock.now());
+    if (best && best === fromL2 && (state === "fresh" || state === "stale")) {
+      l1.keep(item.key, best);
+      data[item.resource] = served(item.resource, best, "l2", state);
+      if (state === "stale") tools.refresh(item.key, item.resource, id, request);
+    } else {
+      const usable = state === "usable-on-error" ? best : undefined;
+      stillPending.push({ ...item, fallback: usable, fallbackTier: usable === fromL2 ? "l2" : "l1" });
+    }
+  }
+  return stillPending;
+}
+
+/**
+ * 3. Origin, through the coalescing fill. The other resources are about the
+ * page's subject (the product, origin/resources.ts): when it must be filled,
+ * it goes first, and when there is none to show (absent, or failed with
+ * nothing usable) the others are not fetched at all. An id that names no
+ * product costs one origin fetch, not four; a cold page pays one origin round
+ * trip more.
+ */
+export async function readFromOrigin(tools: PageTools, id: string, pending: Pending[], request: PageRequest, data: Record<string, Served<unknown>>): Promise<void> {
+  const subject = pending.find((item) => item.resource === PAGE_SUBJECT);
+  if (subject && pending.length > 1) {
+    data[PAGE_SUBJECT] = await fillOne(tools, id, subject, request);
+    const rest: Pending[] = [];
+    for (const item of pending) {
+      if (item === subject) continue;
+      // Filled by another request while this one waited for the subject: no fill of its own.
+      const landed = tools.judged(tools.l1.entry(item.key), id, item.resource);
+      if (landed && entryState(landed, tools.clock.now()) === "fresh") data[item.resource] = served(item.resource, landed, "l1", "fresh");
+      else rest.push(item);
+    }
+    pending = rest;
+  }
+  const subjectOutcome = data[PAGE_SUBJECT]?.outcome;
+  if (subjectOutcome !== undefined && subjectOutcome !== "found") return;
+  const filled = await Promise.all(pending.map((item) => fillOne(tools, id, item, request)));
+  for (const result of filled) data[result.resource] = result;
+}
+
+async function fillOne(tools: PageTools, id: string, item: Pending, request: PageRequest): Promise<Served<unknown>> {
+  const context = tools.fillContext(item.resource, id, request);
+  const forward = item.fallback ? "stale" : "miss";
+  try {
+    const { entry, joined } = await tools.flights.await(item.key, context);
+    return served(item.resource, entry, joined ? "origin" : context.via === "l2" ? "l2" : "origin", "fresh", {
+      collapsed: joined || context.via === "l2",
+      forward,
+    });
+  } catch (error) {
+    const failure: OriginFailure = error instanceof OriginError ? error.failure : "unreachable";
+    const extra = { forward, failure } as const;
+    return (await fallBack(tools, id, item, request, context, error, extra)) ?? { resource: item.resource, outcome: "failed", data: null, collapsed: false, ...extra };
+  }
+}
+
+/** What a failed fill serves: the best copy still usable on error, wherever it is, or "no data" for an answer about this id. */
+async function fallBack(
+  tools: PageTools,
+  id: string,
+  item: Pending,
+  request: PageRequest,
+  context: FillContext,
+  error: unknown,
+  extra: Pick<Served<unknown>, "forward" | "failure">,
+): Promise<Served<unknown> | undefined> {
+  const { clock, l1, l2 } = tools;
+  // The best copy at hand: what this request had, what the fill found in
+  // L2 (kept in L1 for the requests that joined it), or what they kept.
+  const fromFill = tools.judged(context.olderCopy, id, item.resource);
+  if (fromFill && entryState(fromFill, clock.now()) !== "expired") l1.keep(item.key, fromFill);
+  const inL1 = tools.judged(l1.entry(item.key), id, item.resource);
+  const fallback = newerOf(newerOf(item.fallback, fromFill), inL1);
+  if ((!fallback || entryState(fallback, clock.now()) === "expired") && l2 && l2.breaker.state() !== "closed") {
+    // A double fault: the origin failed, and L2 was skipped because its
+    // breaker is open (Redis failed a moment ago). Another isolate may
+    // have stored this entry since: one read, as the last resort before a 503.
+    const [value] = await l2.readMany([item.key], { force: true, background: request.background });
+    const lastResort = tools.judged(value ? tools.l2Entries.read(item.key, value, item.resource, id, request.background) : undefined, id, item.resource);
+    const state = entryState(lastResort, clock.now());
+    if (lastResort && state !== "expired") {
+      l1.keep(item.key, lastResort);
+      return served(item.resource, lastResort, "l2", state === "fresh" ? "fresh" : "stale-if-error", extra);
+    }
+  }
+  if (fallback && entryState(fallback, clock.now()) !== "expired") {
+    const tier = fallback === item.fallback ? (item.fallbackTier ?? "l1") : fallback === fromFill ? "l2" : "l1";
+    return served(item.resource, fallback, tier, "stale-if-error", extra);
+  }
+  // Nothing to serve, and the origin's answer was about this id: "no
+  // data" for a short while, kept in L1 as a 404 would be.
+  if (isAnswerAboutId(error)) {
+    const { noData } = tools.rejections.of(item.key) ?? tools.rejections.remember(item.key, item.resource, error.failure);
+    l1.keep(item.key, noData);
+    return served(item.resource, noData, "origin", "fresh", extra);
+  }
+  return undefined;
+}
+
+/**
+ * The copies of one resource of many products that can be served without
+ * the origin: from L1, then from L2 in one round trip (ReadThrough.readCached).
+ */
+export async function readCopies<R extends ResourceName>(
+  tools: PageTools,
+  ids: readonly string[],
+  resource: R,
+  background: (work: Promise<unknown>) => void,
+): Promise<Map<string, ResourceTypes[R]>> {
+  const { config, clock, l1, l2 } = tools;
+  const found = new Map<string, ResourceTypes[R]>();
+  const usable = (entry: Entry | undefined): entry is Entry<ResourceTypes[R]> & { data: ResourceTypes[R] } =>
+    entry !== undefined && entry.data !== null && entryState(entry, clock.now()) !== "expired";
+  const missing: { id: string; key: string }[] = [];
+  for (const id of ids) {
+    const key = entryKey(config.keyPrefix, resource, id);
+    const entry = tools.judged(l1.entry(key), id, resource);
+    if (usable(entry)) found.set(id, entry.data);
+    else missing.push({ id, key });
+  }
+  if (!l2 || missing.length === 0) return found;
+  const values = await l2.readMany(missing.map(({ key }) => key), { background });
+  for (const [index, { id, key }] of missing.entries()) {
+    const value = values[index];
+    const entry = tools.judged(value ? tools.l2Entries.read(key, value, resource, id, background) : undefined, id, resource);
+    if (!usable(entry)) continue;
+    l1.keep(key, entry);
+    found.set(id, entry.data);
+  }
+  return found;
+}

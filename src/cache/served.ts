@@ -1,0 +1,29 @@
+// What a read gives the page for one resource: the data, where it came from
+// and how it stood (the page's headers say all of it: http/headers.ts).
+import type { OriginFailure } from "../origin/client";
+import type { ResourceName } from "../origin/resources";
+import type { Entry } from "./entry";
+
+export type Tier = "l1" | "l2" | "origin";
+
+export interface Served<T> {
+  resource: ResourceName;
+  /** `found`: data to show; `absent`: the origin says there is none; `failed`: nothing usable. */
+  outcome: "found" | "absent" | "failed";
+  data: T | null;
+  entry?: Entry<T>;
+  /** Where the answer came from; `undefined` when nothing was usable. */
+  tier?: Tier;
+  /** How the entry stood: fresh, within stale-while-revalidate, or only within stale-if-error. */
+  freshness?: "fresh" | "stale" | "stale-if-error";
+  /** This request waited for a fill that another request or isolate ran. */
+  collapsed: boolean;
+  /** Why the origin was asked (for Cache-Status `fwd=`). */
+  forward?: "miss" | "stale";
+  /** Why the origin could not answer, when it could not. */
+  failure?: OriginFailure;
+}
+
+export function served(resource: ResourceName, entry: Entry, tier: Tier, freshness: Served<unknown>["freshness"], extra: Partial<Served<unknown>> = {}): Served<unknown> {
+  return { resource, outcome: entry.data === null ? "absent" : "found", data: entry.data, entry, tier, freshness, collapsed: false, ...extra };
+}
