@@ -68,7 +68,13 @@ export interface PageTools {
 const READ_LEASE_GRACE_MS = 50;
 
 /** 1. L1: serves what it holds fresh or stale; returns the rest. */
-export function readFromL1(tools: PageTools, id: string, resources: readonly ResourceName[], request: PageRequest, data: Record<string, Served<unknown>>): Pending[] {
+export function readFromL1(
+  tools: PageTools,
+  id: string,
+  resources: readonly ResourceName[],
+  request: PageRequest,
+  data: Record<string, Served<unknown>>,
+): Pending[] {
   const { config, clock, l1 } = tools;
   const pending: Pending[] = [];
   for (const resource of resources) {
@@ -94,16 +100,27 @@ export function readFromL1(tools: PageTools, id: string, resources: readonly Res
  * while a key is being read or filled here, the others go straight to the
  * fill (whose lock claim also returns a fresh L2 copy).
  */
-export async function readFromL2(tools: PageTools, id: string, pending: Pending[], request: PageRequest, data: Record<string, Served<unknown>>): Promise<Pending[]> {
+export async function readFromL2(
+  tools: PageTools,
+  id: string,
+  pending: Pending[],
+  request: PageRequest,
+  data: Record<string, Served<unknown>>,
+): Promise<Pending[]> {
   const { config, clock, l1, l2, reading } = tools;
   const busy = (item: Pending) => tools.flights.running(item.key) || reading.holder(item.key) !== undefined;
   const toRead = pending.filter((item) => !busy(item));
   if (!l2 || toRead.length === 0) return pending;
   const readUntil = clock.now() + config.l2TimeoutMs + READ_LEASE_GRACE_MS;
   for (const item of toRead) reading.take(item.key, readUntil, true);
-  const values = await l2.readMany(toRead.map((item) => item.key), { background: request.background }).finally(() => {
-    for (const item of toRead) reading.release(item.key, true);
-  });
+  const values = await l2
+    .readMany(
+      toRead.map((item) => item.key),
+      { background: request.background },
+    )
+    .finally(() => {
+      for (const item of toRead) reading.release(item.key, true);
+    });
   const stillPending = pending.filter(busy);
   for (const [index, item] of toRead.entries()) {
     const value = values?.[index];
@@ -130,7 +147,13 @@ export async function readFromL2(tools: PageTools, id: string, pending: Pending[
  * product costs one origin fetch, not four; a cold page pays one origin round
  * trip more.
  */
-export async function readFromOrigin(tools: PageTools, id: string, pending: Pending[], request: PageRequest, data: Record<string, Served<unknown>>): Promise<void> {
+export async function readFromOrigin(
+  tools: PageTools,
+  id: string,
+  pending: Pending[],
+  request: PageRequest,
+  data: Record<string, Served<unknown>>,
+): Promise<void> {
   const subject = pending.find((item) => item.resource === PAGE_SUBJECT);
   if (subject && pending.length > 1) {
     data[PAGE_SUBJECT] = await fillOne(tools, id, subject, request);
@@ -162,7 +185,15 @@ async function fillOne(tools: PageTools, id: string, item: Pending, request: Pag
   } catch (error) {
     const failure: OriginFailure = error instanceof OriginError ? error.failure : "unreachable";
     const extra = { forward, failure } as const;
-    return (await fallBack(tools, id, item, request, context, error, extra)) ?? { resource: item.resource, outcome: "failed", data: null, collapsed: false, ...extra };
+    return (
+      (await fallBack(tools, id, item, request, context, error, extra)) ?? {
+        resource: item.resource,
+        outcome: "failed",
+        data: null,
+        collapsed: false,
+        ...extra,
+      }
+    );
   }
 }
 
@@ -231,7 +262,10 @@ export async function readCopies<R extends ResourceName>(
     else missing.push({ id, key });
   }
   if (!l2 || missing.length === 0) return found;
-  const values = await l2.readMany(missing.map(({ key }) => key), { background });
+  const values = await l2.readMany(
+    missing.map(({ key }) => key),
+    { background },
+  );
   for (const [index, { id, key }] of missing.entries()) {
     const value = values[index];
     const entry = tools.judged(value ? tools.l2Entries.read(key, value, resource, id, background) : undefined, id, resource);

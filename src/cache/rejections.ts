@@ -26,7 +26,15 @@ export interface Rejections {
   forgetAll(): void;
 }
 
-export function createRejections({ config, clock, random }: { config: Pick<Config, "policies" | "ttlJitter">; clock: Clock; random: () => number }): Rejections {
+export function createRejections({
+  config,
+  clock,
+  random,
+}: {
+  config: Pick<Config, "policies" | "ttlJitter">;
+  clock: Clock;
+  random: () => number;
+}): Rejections {
   const rejections = new LRUCache<string, Rejection>({ max: DEFAULTS.rejectedAnswersMax });
   return {
     of(key) {

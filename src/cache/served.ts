@@ -24,6 +24,12 @@ export interface Served<T> {
   failure?: OriginFailure;
 }
 
-export function served(resource: ResourceName, entry: Entry, tier: Tier, freshness: Served<unknown>["freshness"], extra: Partial<Served<unknown>> = {}): Served<unknown> {
+export function served(
+  resource: ResourceName,
+  entry: Entry,
+  tier: Tier,
+  freshness: Served<unknown>["freshness"],
+  extra: Partial<Served<unknown>> = {},
+): Served<unknown> {
   return { resource, outcome: entry.data === null ? "absent" : "found", data: entry.data, entry, tier, freshness, collapsed: false, ...extra };
 }

@@ -15,7 +15,6 @@ import type { OriginFailure } from "../origin/client";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { createTopK, type TopK } from "./topK";
 
-export const RESOURCES: readonly ResourceName[] = RESOURCE_NAMES;
 export const BUCKET_MS = 60_000;
 /** Buckets kept: the longest window the status page shows, in minutes. */
 export const MAX_BUCKETS = 15;
@@ -163,8 +162,8 @@ function emptyResource(): ResourceCounts {
   return { l1: 0, l2: 0, origin: 0, stale: 0, staleIfError: 0, failed: 0, collapsed: 0, defaulted: 0 };
 }
 
-function perResource<T>(make: () => T): Record<ResourceName, T> {
-  return Object.fromEntries(RESOURCE_NAMES.map((name) => [name, make()])) as Record<ResourceName, T>;
+function perResource<T>(make: (resource: ResourceName) => T): Record<ResourceName, T> {
+  return Object.fromEntries(RESOURCE_NAMES.map((name) => [name, make(name)])) as Record<ResourceName, T>;
 }
 
 function emptyBucket(start: number): Bucket {
@@ -198,6 +197,73 @@ function summarizeOrigin(counts: OriginCounts): OriginSummary {
 
 function addInto<T extends object>(into: T, from: T): void {
   for (const key of Object.keys(from) as (keyof T)[]) (into[key] as number) += from[key] as number;
+}
+
+/** Counts one page view into its minute's bucket. */
+function countPage(bucket: Bucket, page: PageRecord): void {
+  bucket.pages++;
+  bucket.outcomes[page.outcome]++;
+  for (const served of page.served ?? []) {
+    const counts = bucket.resources[served.resource];
+    if (!counts) continue;
+    if (served.outcome === "failed") counts.failed++;
+    else if (served.tier) counts[served.tier]++;
+    if (served.freshness === "stale") counts.stale++;
+    else if (served.freshness === "stale-if-error") counts.staleIfError++;
+    if (served.collapsed) counts.collapsed++;
+  }
+  for (const name of page.defaulted ?? []) {
+    const counts = bucket.resources[name as ResourceName];
+    if (counts) counts.defaulted++;
+  }
+  if (page.outcome === "ok" && (page.defaulted?.length ?? 0) > 0) bucket.degradedPages++;
+}
+
+/** The buckets of a window, summed and summarised. */
+function summarizeWindow(buckets: readonly Bucket[], from: number, minutes: number): WindowSummary {
+  const sum = emptyBucket(from);
+  for (const bucket of buckets) {
+    sum.pages += bucket.pages;
+    sum.degradedPages += bucket.degradedPages;
+    addInto(sum.outcomes, bucket.outcomes);
+    for (const resource of RESOURCE_NAMES) {
+      addInto(sum.resources[resource], bucket.resources[resource]);
+      addInto(sum.origin[resource], bucket.origin[resource]);
+    }
+  }
+  const total = emptyResource();
+  const originTotal = { fetches: 0, errors: 0, shed: 0 };
+  for (const resource of RESOURCE_NAMES) {
+    addInto(total, sum.resources[resource]);
+    addInto(originTotal, sum.origin[resource]);
+  }
+  return {
+    minutes,
+    from,
+    pages: sum.pages,
+    outcomes: sum.outcomes,
+    degradedPages: sum.degradedPages,
+    resources: perResource((resource) => summarizeResource(sum.resources[resource])),
+    total: summarizeResource(total),
+    origin: perResource((resource) => summarizeOrigin(sum.origin[resource])),
+    originTotal: summarizeOrigin(originTotal),
+  };
+}
+
+/** One minute of the status page's chart; a minute with no bucket is all zeros. */
+function minutePoint(start: number, bucket: Bucket | undefined): MinutePoint {
+  let hits = 0;
+  let answers = 0;
+  let originFetches = 0;
+  let originErrors = 0;
+  for (const resource of bucket ? RESOURCE_NAMES : []) {
+    const summary = summarizeResource(bucket!.resources[resource]);
+    hits += summary.l1 + summary.l2;
+    answers += summary.answers;
+    originFetches += bucket!.origin[resource].fetches;
+    originErrors += bucket!.origin[resource].errors;
+  }
+  return { start, pages: bucket?.pages ?? 0, answers, hitRatio: ratio(hits, answers), originFetches, originErrors };
 }
 
 function randomId(): string {
@@ -236,23 +302,7 @@ export function createMetrics(options: { clock: Clock; hotCounters?: number }): 
 
   return {
     recordPage(page) {
-      const bucket = current();
-      bucket.pages++;
-      bucket.outcomes[page.outcome]++;
-      for (const served of page.served ?? []) {
-        const counts = bucket.resources[served.resource];
-        if (!counts) continue;
-        if (served.outcome === "failed") counts.failed++;
-        else if (served.tier) counts[served.tier]++;
-        if (served.freshness === "stale") counts.stale++;
-        else if (served.freshness === "stale-if-error") counts.staleIfError++;
-        if (served.collapsed) counts.collapsed++;
-      }
-      for (const name of page.defaulted ?? []) {
-        const counts = bucket.resources[name as ResourceName];
-        if (counts) counts.defaulted++;
-      }
-      if (page.outcome === "ok" && (page.defaulted?.length ?? 0) > 0) bucket.degradedPages++;
+      countPage(current(), page);
       // Products that exist (or may: a 503) and are asked for; 404s are not "hot".
       if (page.outcome === "ok" || page.outcome === "unavailable") hot.offer(page.id);
     },
@@ -273,33 +323,7 @@ export function createMetrics(options: { clock: Clock; hotCounters?: number }): 
 
     window(minutes) {
       const span = Math.min(MAX_BUCKETS, Math.max(1, Math.floor(minutes)));
-      const sum = emptyBucket(minuteOf(clock.now()) - (span - 1) * BUCKET_MS);
-      for (const bucket of within(span)) {
-        sum.pages += bucket.pages;
-        sum.degradedPages += bucket.degradedPages;
-        addInto(sum.outcomes, bucket.outcomes);
-        for (const resource of RESOURCES) {
-          addInto(sum.resources[resource], bucket.resources[resource]);
-          addInto(sum.origin[resource], bucket.origin[resource]);
-        }
-      }
-      const total = emptyResource();
-      const originTotal = { fetches: 0, errors: 0, shed: 0 };
-      for (const resource of RESOURCES) {
-        addInto(total, sum.resources[resource]);
-        addInto(originTotal, sum.origin[resource]);
-      }
-      return {
-        minutes: span,
-        from: sum.start,
-        pages: sum.pages,
-        outcomes: sum.outcomes,
-        degradedPages: sum.degradedPages,
-        resources: perResourceMap(RESOURCES, (resource) => summarizeResource(sum.resources[resource])),
-        total: summarizeResource(total),
-        origin: perResourceMap(RESOURCES, (resource) => summarizeOrigin(sum.origin[resource])),
-        originTotal: summarizeOrigin(originTotal),
-      };
+      return summarizeWindow(within(span), minuteOf(clock.now()) - (span - 1) * BUCKET_MS, span);
     },
 
     perMinute() {
@@ -307,21 +331,12 @@ export function createMetrics(options: { clock: Clock; hotCounters?: number }): 
       const points: MinutePoint[] = [];
       for (let i = MAX_BUCKETS - 1; i >= 0; i--) {
         const start = now - i * BUCKET_MS;
-        const bucket = ring.find((b) => b.start === start);
-        let hits = 0;
-        let answers = 0;
-        let originFetches = 0;
-        let originErrors = 0;
-        if (bucket) {
-          for (const resource of RESOURCES) {
-            const summary = summarizeResource(bucket.resources[resource]);
-            hits += summary.l1 + summary.l2;
-            answers += summary.answers;
-            originFetches += bucket.origin[resource].fetches;
-            originErrors += bucket.origin[resource].errors;
-          }
-        }
-        points.push({ start, pages: bucket?.pages ?? 0, answers, hitRatio: ratio(hits, answers), originFetches, originErrors });
+        points.push(
+          minutePoint(
+            start,
+            ring.find((bucket) => bucket.start === start),
+          ),
+        );
       }
       return points;
     },
@@ -332,8 +347,4 @@ export function createMetrics(options: { clock: Clock; hotCounters?: number }): 
     startedAt,
     isolateId: randomId(),
   };
-}
-
-function perResourceMap<T>(resources: readonly ResourceName[], make: (resource: ResourceName) => T): Record<ResourceName, T> {
-  return Object.fromEntries(resources.map((resource) => [resource, make(resource)])) as Record<ResourceName, T>;
 }

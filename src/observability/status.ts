@@ -8,8 +8,8 @@ import type { L2Stats } from "../cache/l2";
 import type { L2ValueStats } from "../cache/l2Entries";
 import type { Config } from "../config";
 import type { KnownIdsState } from "../knownIds";
-import type { ResourceName } from "../origin/resources";
-import { HOT_PRODUCTS, RESOURCES, type BreakerNote, type Metrics, type MinutePoint, type WindowSummary } from "./metrics";
+import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
+import { HOT_PRODUCTS, type BreakerNote, type Metrics, type MinutePoint, type WindowSummary } from "./metrics";
 
 /** One L2 shard as the status sees it: its name and its breaker's state. */
 interface L2ShardStatus {
@@ -96,7 +96,7 @@ export function buildStatus(sources: StatusSources): StatusModel {
       invalidValues: sources.l2 ? { ...sources.l2.invalidValues } : null,
     },
     originBreakers: Object.fromEntries(
-      RESOURCES.map((service) => {
+      RESOURCE_NAMES.map((service) => {
         const note = notes.get(`origin:${service}`);
         return [service, { state: note?.state ?? "closed", since: note?.since ?? null }];
       }),

@@ -1,9 +1,10 @@
 // The status page's view: the status model (./status.ts) with every number
 // formatted for reading and the chart laid out, so that templates/status.liquid
 // only prints escaped strings and numbers.
+import { RESOURCE_NAMES } from "../origin/resources";
 import type { BreakerState } from "../shared/breaker";
 import { buildChart, type ChartView } from "./chart";
-import { RESOURCES, type ResourceSummary, type WindowSummary } from "./metrics";
+import type { ResourceSummary, WindowSummary } from "./metrics";
 import type { StatusModel } from "./status";
 
 const DASH = "—";
@@ -75,15 +76,71 @@ function tierRow(name: string, s: ResourceSummary, total = false): TierRow {
 function windowView(label: string, w: WindowSummary) {
   return {
     label,
-    rows: [...RESOURCES.map((resource) => tierRow(resource, w.resources[resource])), tierRow("all", w.total, true)],
+    rows: [...RESOURCE_NAMES.map((resource) => tierRow(resource, w.resources[resource])), tierRow("all", w.total, true)],
   };
 }
 
-export function statusView(model: StatusModel) {
+/** Each service's origin fetches and breaker. */
+function originView(model: StatusModel) {
   const w5 = model.last5m;
   const w15 = model.last15m;
-  const chart: ChartView = buildChart(model.perMinute);
-  const l1Percent = Math.min(100, Math.max(0, model.l1.usedRatio * 100));
+  return RESOURCE_NAMES.map((service) => {
+    const breaker = model.originBreakers[service];
+    const a = w5.origin[service];
+    const b = w15.origin[service];
+    return {
+      service,
+      fetches5: count(a.fetches),
+      errors5: count(a.errors),
+      fetches15: count(b.fetches),
+      errors15: count(b.errors),
+      errorRate15: percent(b.errorRatio),
+      shed15: count(b.shed),
+      breaker: breaker.state,
+      breakerClass: breakerClass(breaker.state),
+      errorsClass: a.errors > 0 ? "bad" : "",
+    };
+  });
+}
+
+/** L2's shards, breakers and counts. */
+function l2View(model: StatusModel) {
+  return {
+    configured: model.l2.configured,
+    shards: model.l2.shards.map((shard) => ({
+      name: shard.name,
+      state: shard.state,
+      stateClass: breakerClass(shard.state),
+      since: shard.since === null ? "since start" : `since ${new Date(shard.since).toISOString().slice(11, 19)} UTC`,
+    })),
+    skipped: model.l2.stats ? count(model.l2.stats.skipped) : DASH,
+    failures: model.l2.stats ? count(model.l2.stats.failures) : DASH,
+    outagesDismissed: model.l2.stats ? count(model.l2.stats.outagesDismissed) : DASH,
+    droppedWrites: model.l2.stats ? count(model.l2.stats.droppedWrites) : DASH,
+    replayedWrites: model.l2.stats ? count(model.l2.stats.replayedWrites) : DASH,
+    invalidValues: model.l2.invalidValues ? count(model.l2.invalidValues.rejected) : DASH,
+    invalidDeleted: model.l2.invalidValues ? count(model.l2.invalidValues.deleted) : DASH,
+  };
+}
+
+/** The known-ids filter's state, or that it is off. */
+function knownIdsView(model: StatusModel) {
+  return model.knownIds.enabled
+    ? {
+        enabled: true,
+        state: model.knownIds.state,
+        stateClass: model.knownIds.state === "ready" ? "ok" : model.knownIds.state === "cold" || model.knownIds.state === "loading" ? "warn" : "bad",
+        serving: model.knownIds.serving ? "yes" : "no (failing open: every id may exist)",
+        version: model.knownIds.version ?? DASH,
+        count: model.knownIds.count === null ? DASH : count(model.knownIds.count),
+        age: model.knownIds.ageMs === null ? DASH : duration(model.knownIds.ageMs),
+        pendingAdds: count(model.knownIds.pendingAdds),
+      }
+    : { enabled: false };
+}
+
+/** The settings in force, and each resource's policy. */
+function configView(model: StatusModel) {
   const policies = Object.entries(model.config.policies).map(([name, p]) => ({
     name,
     core: p.core ? "yes" : "no",
@@ -95,6 +152,31 @@ export function statusView(model: StatusModel) {
   }));
 
   return {
+    rows: [
+      { name: "L2 (Redis)", value: model.config.l2 ? "configured" : "off" },
+      { name: "L1 bound", value: bytes(model.config.l1MaxBytes) },
+      { name: "L2 timeout", value: `${model.config.l2TimeoutMs} ms` },
+      { name: "TTL jitter", value: `± ${Math.round(model.config.ttlJitter * 100)} %` },
+      { name: "Fill lock TTL / wait", value: `${model.config.lockTtlMs} ms / ${model.config.lockWaitMs} ms` },
+      { name: "Purge poll", value: `${model.config.purgePollMs} ms` },
+      {
+        name: "Known-ids filter",
+        value: model.config.knownIds
+          ? `capacity ${count(model.config.knownIds.capacity)} ids, false positives ${percent(model.config.knownIds.fpRate, 2)}`
+          : "off",
+      },
+    ],
+    policies,
+  };
+}
+
+export function statusView(model: StatusModel) {
+  const w5 = model.last5m;
+  const w15 = model.last15m;
+  const chart: ChartView = buildChart(model.perMinute);
+  const l1Percent = Math.min(100, Math.max(0, model.l1.usedRatio * 100));
+
+  return {
     meta: { title: `Status · isolate ${model.isolate.id}`, robots: "noindex, nofollow" },
     isolate: {
       id: model.isolate.id,
@@ -104,49 +186,38 @@ export function statusView(model: StatusModel) {
     cards: [
       { label: "Page views", value: count(w5.pages), detail: `${count(w15.pages)} in 15 min` },
       { label: "Hit ratio, L1 + L2", value: percent(w5.total.hitRatio), detail: `${percent(w15.total.hitRatio)} over 15 min` },
-      { label: "Origin fetches", value: count(w5.originTotal.fetches), detail: `${plural(w5.originTotal.errors, "error", "errors")} · ${count(w15.originTotal.fetches)} in 15 min` },
+      {
+        label: "Origin fetches",
+        value: count(w5.originTotal.fetches),
+        detail: `${plural(w5.originTotal.errors, "error", "errors")} · ${count(w15.originTotal.fetches)} in 15 min`,
+      },
       { label: "503 pages", value: count(w5.outcomes.unavailable), detail: `${count(w15.outcomes.unavailable)} in 15 min`, bad: w5.outcomes.unavailable > 0 },
       { label: "Degraded pages", value: count(w5.degradedPages), detail: `${count(w15.degradedPages)} in 15 min`, bad: w5.degradedPages > 0 },
       { label: "Known-ids 404s", value: count(w5.outcomes.filtered), detail: `${plural(w5.outcomes.absent, "origin 404", "origin 404s")}` },
     ].map(({ bad, ...card }) => ({ ...card, cls: bad ? "card bad" : "card" })),
     windows: [windowView("Last 5 minutes", w5), windowView("Last 15 minutes", w15)],
     pages: [
-      { label: "Last 5 minutes", views: count(w5.pages), ok: count(w5.outcomes.ok), degraded: count(w5.degradedPages), absent: count(w5.outcomes.absent), filtered: count(w5.outcomes.filtered), unavailable: count(w5.outcomes.unavailable) },
-      { label: "Last 15 minutes", views: count(w15.pages), ok: count(w15.outcomes.ok), degraded: count(w15.degradedPages), absent: count(w15.outcomes.absent), filtered: count(w15.outcomes.filtered), unavailable: count(w15.outcomes.unavailable) },
+      {
+        label: "Last 5 minutes",
+        views: count(w5.pages),
+        ok: count(w5.outcomes.ok),
+        degraded: count(w5.degradedPages),
+        absent: count(w5.outcomes.absent),
+        filtered: count(w5.outcomes.filtered),
+        unavailable: count(w5.outcomes.unavailable),
+      },
+      {
+        label: "Last 15 minutes",
+        views: count(w15.pages),
+        ok: count(w15.outcomes.ok),
+        degraded: count(w15.degradedPages),
+        absent: count(w15.outcomes.absent),
+        filtered: count(w15.outcomes.filtered),
+        unavailable: count(w15.outcomes.unavailable),
+      },
     ],
-    origin: RESOURCES.map((service) => {
-      const breaker = model.originBreakers[service];
-      const a = w5.origin[service];
-      const b = w15.origin[service];
-      return {
-        service,
-        fetches5: count(a.fetches),
-        errors5: count(a.errors),
-        fetches15: count(b.fetches),
-        errors15: count(b.errors),
-        errorRate15: percent(b.errorRatio),
-        shed15: count(b.shed),
-        breaker: breaker.state,
-        breakerClass: breakerClass(breaker.state),
-        errorsClass: a.errors > 0 ? "bad" : "",
-      };
-    }),
-    l2: {
-      configured: model.l2.configured,
-      shards: model.l2.shards.map((shard) => ({
-        name: shard.name,
-        state: shard.state,
-        stateClass: breakerClass(shard.state),
-        since: shard.since === null ? "since start" : `since ${new Date(shard.since).toISOString().slice(11, 19)} UTC`,
-      })),
-      skipped: model.l2.stats ? count(model.l2.stats.skipped) : DASH,
-      failures: model.l2.stats ? count(model.l2.stats.failures) : DASH,
-      outagesDismissed: model.l2.stats ? count(model.l2.stats.outagesDismissed) : DASH,
-      droppedWrites: model.l2.stats ? count(model.l2.stats.droppedWrites) : DASH,
-      replayedWrites: model.l2.stats ? count(model.l2.stats.replayedWrites) : DASH,
-      invalidValues: model.l2.invalidValues ? count(model.l2.invalidValues.rejected) : DASH,
-      invalidDeleted: model.l2.invalidValues ? count(model.l2.invalidValues.deleted) : DASH,
-    },
+    origin: originView(model),
+    l2: l2View(model),
     leases: {
       slotsInUse: count(model.originSlots.inUse),
       slotsQueued: count(model.originSlots.queued),
@@ -173,18 +244,7 @@ export function statusView(model: StatusModel) {
       widePurges: count(model.purges.widePurges),
       pollMs: `${model.config.purgePollMs} ms`,
     },
-    knownIds: model.knownIds.enabled
-      ? {
-          enabled: true,
-          state: model.knownIds.state,
-          stateClass: model.knownIds.state === "ready" ? "ok" : model.knownIds.state === "cold" || model.knownIds.state === "loading" ? "warn" : "bad",
-          serving: model.knownIds.serving ? "yes" : "no (failing open: every id may exist)",
-          version: model.knownIds.version ?? DASH,
-          count: model.knownIds.count === null ? DASH : count(model.knownIds.count),
-          age: model.knownIds.ageMs === null ? DASH : duration(model.knownIds.ageMs),
-          pendingAdds: count(model.knownIds.pendingAdds),
-        }
-      : { enabled: false },
+    knownIds: knownIdsView(model),
     hot: model.hotProducts.map((item, index) => ({
       rank: index + 1,
       id: item.id,
@@ -195,17 +255,6 @@ export function statusView(model: StatusModel) {
     })),
     hotNote: `Top ${model.hotProducts.length} of ${count(model.hotTracking.offered)} page views since the isolate started, from ${model.hotTracking.capacity} space-saving counters`,
     chart,
-    config: {
-      rows: [
-        { name: "L2 (Redis)", value: model.config.l2 ? "configured" : "off" },
-        { name: "L1 bound", value: bytes(model.config.l1MaxBytes) },
-        { name: "L2 timeout", value: `${model.config.l2TimeoutMs} ms` },
-        { name: "TTL jitter", value: `± ${Math.round(model.config.ttlJitter * 100)} %` },
-        { name: "Fill lock TTL / wait", value: `${model.config.lockTtlMs} ms / ${model.config.lockWaitMs} ms` },
-        { name: "Purge poll", value: `${model.config.purgePollMs} ms` },
-        { name: "Known-ids filter", value: model.config.knownIds ? `capacity ${count(model.config.knownIds.capacity)} ids, false positives ${percent(model.config.knownIds.fpRate, 2)}` : "off" },
-      ],
-      policies,
-    },
+    config: configView(model),
   };
 }
