@@ -13,7 +13,7 @@
 import type { L2 } from "../cache/l2";
 import type { Clock } from "../shared/clock";
 import type { OriginClient } from "../origin/client";
-import { Bloom, bloomShape, positionsOf, redisBitOf, segmentCountFor } from "./bloom";
+import { Bloom, bloomShape, byteLengthFor, positionsOf, redisBitOf, segmentCountFor } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "./defaults";
 import { newVersion, type KnownIdsKeys } from "./keys";
 import { metaJson, parseMeta, type FilterMeta } from "./meta";
@@ -123,7 +123,7 @@ export async function rebuildFilter(
         m: bloom.m,
         k: bloom.k,
         segments: filter.segmentCount,
-        bytes: bloom.bytes,
+        bytes: byteLengthFor(bloom.m),
         mergedAdds,
         overCapacity: listed.count > capacity,
         builtAt: filter.builtAt,
