@@ -1,6 +1,6 @@
-// A plain Bloom filter over product ids: no Node or Workers APIs beyond
-// btoa/atob, so that the same code builds the filter in Node (the rebuild
-// CLI) and reads it in a Worker, bit for bit.
+// A plain Bloom filter over product ids: no Node or Workers APIs, so that
+// the same code builds the filter in Node (the rebuild CLI) and reads it in
+// a Worker, bit for bit.
 //
 // Layout: the filter's m bits are stored 7 per byte, in the low 7 bits; the
 // top bit of every byte stays 0. Why: segments live in Redis as strings that
@@ -16,7 +16,6 @@
 // with GET is byte for byte the segment held here. Segments are at most
 // SEGMENT_BYTES, one Redis key each.
 
-import { base64ToBytes, bytesToBase64 } from "../shared/base64";
 import { hashPair } from "../shared/hash";
 
 /** 8 KB per segment: small Redis values (no big keys), a few per REST round trip. */
@@ -115,11 +114,6 @@ export class Bloom {
     return new Bloom(bloomShape(capacity, fpRate));
   }
 
-  /** Rebuilds a filter from segments exported with `segmentBase64`. */
-  static fromBase64(shape: BloomShape, segments: string[]): Bloom {
-    return new Bloom(shape, segments.map(base64ToBytes));
-  }
-
   add(id: string): void {
     const bits = positionsOf(id, this, this.bits);
     for (let i = 0; i < bits.length; i++) this.setBit(bits[i]!);
@@ -145,19 +139,9 @@ export class Bloom {
     this.segments[segment]![byte]! |= 0x40 >>> (within - byte * BITS_PER_BYTE);
   }
 
-  /** Bytes of memory (and of Redis values) the bits take. */
-  get bytes(): number {
-    return byteLengthFor(this.m);
-  }
-
   /** Segment `index` as the ASCII string Redis holds (SET it as is). */
   segmentText(index: number): string {
     return bytesToText(this.segments[index]!);
-  }
-
-  /** Segment `index` as base64, for transports that want it. */
-  segmentBase64(index: number): string {
-    return bytesToBase64(this.segments[index]!);
   }
 }
 

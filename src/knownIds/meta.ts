@@ -96,8 +96,3 @@ export function parseMeta(text: string): Meta | null {
   const damaged = outer.output.damaged === true;
   return { current: damaged ? null : current, next, damaged };
 }
-
-/** The JSON a rebuild stores when it switches to its version (no `next`: the build is over). */
-export function metaJson(filter: FilterMeta): string {
-  return JSON.stringify(filter);
-}

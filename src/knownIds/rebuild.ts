@@ -13,11 +13,11 @@
 import type { L2 } from "../cache/l2";
 import type { Clock } from "../shared/clock";
 import type { OriginClient } from "../origin/client";
-import { Bloom, bloomShape, positionsOf, redisBitOf, segmentCountFor } from "./bloom";
+import { Bloom, bloomShape, byteLengthFor, positionsOf, redisBitOf, segmentCountFor } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "./defaults";
 import { newVersion, type KnownIdsKeys } from "./keys";
-import { metaJson, parseMeta, type FilterMeta } from "./meta";
-import { expireVersion, readLog, writeFilter } from "./redisFilter";
+import { parseMeta, type FilterMeta } from "./meta";
+import { expireVersion, readLog, readMeta, writeFilter } from "./redisFilter";
 import { scriptsFor } from "./scripts";
 
 /** One page of the origin's listing (`GET /products?cursor=&limit=`). */
@@ -97,7 +97,7 @@ export async function rebuildFilter(
 ): Promise<{ result: RebuildResult; bloom: Bloom; filter: FilterMeta }> {
   const { l2, keys, clock, fpRate } = ctx;
   const started = performance.now();
-  const previous = must(await l2.run((redis) => redis.get<string>(keys.meta)), "reading meta");
+  const previous = must(await readMeta(l2, keys), "reading meta");
   let capacity = initialCapacity(ctx.capacity, (previous === null ? null : parseMeta(previous))?.current?.count);
 
   for (let pass = 1; ; pass++) {
@@ -123,7 +123,7 @@ export async function rebuildFilter(
         m: bloom.m,
         k: bloom.k,
         segments: filter.segmentCount,
-        bytes: bloom.bytes,
+        bytes: byteLengthFor(bloom.m),
         mergedAdds,
         overCapacity: listed.count > capacity,
         builtAt: filter.builtAt,
@@ -173,7 +173,7 @@ async function publish(ctx: RebuildContext, version: string, bloom: Bloom, capac
   logged.forEach((id) => bloom.add(id));
   let merged = logged.length;
   const all = Array.from({ length: segmentCountFor(bloom.m) }, (_, i) => i);
-  if (!(await writeFilter(l2, keys, version, bloom, all, ttlMs))) must(undefined, "writing segments");
+  must(await writeFilter(l2, keys, version, bloom, all, ttlMs), "writing segments");
 
   for (let attempt = 0; attempt < KNOWN_IDS_LIMITS.switchAttempts; attempt++) {
     const filter: FilterMeta = {
@@ -187,8 +187,9 @@ async function publish(ctx: RebuildContext, version: string, bloom: Bloom, capac
       builtAt: clock.now(),
       changedAt: merged,
     };
+    // The meta it stores has no `next`: the build is over.
     const reply = must(
-      await l2.run((redis) => scriptsFor(redis).switchTo(keys.meta, keys.log(version), version, metaJson(filter), merged, ttlMs), { isWrite: true }),
+      await l2.run((redis) => scriptsFor(redis).switchTo(keys.meta, keys.log(version), version, JSON.stringify(filter), merged, ttlMs), { isWrite: true }),
       "switching",
     );
     switch (reply[0]) {
@@ -204,7 +205,7 @@ async function publish(ctx: RebuildContext, version: string, bloom: Bloom, capac
           bloom.add(id);
           for (const bit of positionsOf(id, bloom)) touched.add(redisBitOf(bit).segment);
         }
-        if (!(await writeFilter(l2, keys, version, bloom, [...touched], ttlMs))) must(undefined, "writing segments");
+        must(await writeFilter(l2, keys, version, bloom, [...touched], ttlMs), "writing segments");
         merged += more.length;
         continue;
       }

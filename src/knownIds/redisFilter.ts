@@ -10,14 +10,19 @@ import { scriptsFor } from "./scripts";
 
 export type LoadResult = { kind: "loaded"; bloom: Bloom } | { kind: "unavailable" } | { kind: "damaged"; reason: string };
 
-/** Splits 0..count-1 into runs of at most `size`. */
-function batches(count: number, size: number): number[][] {
-  const out: number[][] = [];
-  for (let start = 0; start < count; start += size) {
-    out.push(Array.from({ length: Math.min(size, count - start) }, (_, i) => start + i));
-  }
+/** The meta's text; null when there is none. */
+export function readMeta(l2: L2, keys: KnownIdsKeys): Promise<string | null | undefined> {
+  return l2.run((redis) => redis.get<string>(keys.meta));
+}
+
+/** `items` in runs of at most `size`. */
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let start = 0; start < items.length; start += size) out.push(items.slice(start, start + size));
   return out;
 }
+
+const range = (count: number) => Array.from({ length: count }, (_, i) => i);
 
 /** Runs `task` over `items` with at most `limit` in flight; stops starting new ones once one answers false. */
 async function eachLimited<T>(items: T[], limit: number, task: (item: T) => Promise<boolean>): Promise<boolean> {
@@ -43,7 +48,7 @@ export async function loadFilter(l2: L2, keys: KnownIdsKeys, filter: FilterMeta)
   const segments: Uint8Array[] = new Array(filter.segmentCount);
   // An object, not a `let`: the batches below write it from callbacks.
   const found: { damage: string | null } = { damage: null };
-  const ok = await eachLimited(batches(filter.segmentCount, KNOWN_IDS_LIMITS.segmentsPerCall), KNOWN_IDS_LIMITS.loadConcurrency, async (indexes) => {
+  const ok = await eachLimited(chunks(range(filter.segmentCount), KNOWN_IDS_LIMITS.segmentsPerCall), KNOWN_IDS_LIMITS.loadConcurrency, async (indexes) => {
     const texts = await l2.run((redis) => redis.mget<(string | null)[]>(...indexes.map((i) => keys.segment(filter.version, i))));
     if (texts === undefined) return false;
     indexes.forEach((segment, j) => {
@@ -61,19 +66,18 @@ export async function loadFilter(l2: L2, keys: KnownIdsKeys, filter: FilterMeta)
   return { kind: "loaded", bloom: new Bloom(filter, segments) };
 }
 
-/** Writes the given segments of `bloom` as `version`, each with a fresh TTL. False when L2 failed. */
-export async function writeFilter(l2: L2, keys: KnownIdsKeys, version: string, bloom: Bloom, indexes: number[], ttlMs: number): Promise<boolean> {
-  for (const batch of batches(indexes.length, KNOWN_IDS_LIMITS.segmentsPerCall)) {
-    const chosen = batch.map((i) => indexes[i]!);
+/** Writes the given segments of `bloom` as `version`, each with a fresh TTL. */
+export async function writeFilter(l2: L2, keys: KnownIdsKeys, version: string, bloom: Bloom, indexes: number[], ttlMs: number): Promise<true | undefined> {
+  for (const batch of chunks(indexes, KNOWN_IDS_LIMITS.segmentsPerCall)) {
     const written = await l2.run(
       (redis) => {
         const pipe = redis.pipeline();
-        for (const i of chosen) pipe.set(keys.segment(version, i), bloom.segmentText(i), { px: ttlMs });
+        for (const i of batch) pipe.set(keys.segment(version, i), bloom.segmentText(i), { px: ttlMs });
         return pipe.exec();
       },
       { isWrite: true },
     );
-    if (written === undefined) return false;
+    if (written === undefined) return undefined;
   }
   return true;
 }
@@ -103,12 +107,12 @@ export function readLog(l2: L2, keys: KnownIdsKeys, version: string, from: numbe
  * switched, almost none (nobody reads it).
  */
 export async function expireVersion(l2: L2, keys: KnownIdsKeys, version: string, segmentCount: number, ms: number): Promise<void> {
-  const all = [...Array.from({ length: segmentCount }, (_, i) => keys.segment(version, i)), keys.log(version)];
-  for (const batch of batches(all.length, 100)) {
+  const all = [...range(segmentCount).map((i) => keys.segment(version, i)), keys.log(version)];
+  for (const batch of chunks(all, 100)) {
     await l2.run(
       (redis) => {
         const pipe = redis.pipeline();
-        for (const i of batch) pipe.pexpire(all[i]!, ms);
+        for (const key of batch) pipe.pexpire(key, ms);
         return pipe.exec();
       },
       { isWrite: true },

@@ -1,0 +1,156 @@
+// This isolate's copy of the filter, and how far it may be trusted. Only a
+// loaded copy whose health is "ok", not switching versions, built within
+// `maxAgeMs`, and with the L2 breaker closed may answer "no": every other
+// state fails open (see store.ts).
+import type { L2 } from "../cache/l2";
+import type { Bloom } from "./bloom";
+import { KNOWN_IDS_LIMITS } from "./defaults";
+import type { KnownIdsKeys } from "./keys";
+import type { FilterMeta, Meta } from "./meta";
+import { loadFilter, readTail } from "./redisFilter";
+
+export type KnownIdsState =
+  /** Nothing asked yet. */
+  | "cold"
+  /** The first load, or a new version, is on its way. */
+  | "loading"
+  /** Answering from the filter. */
+  | "ready"
+  /** No filter in Redis (never built, or expired). */
+  | "missing"
+  /** Built longer ago than maxAgeMs. */
+  | "stale"
+  /** Redis did not answer the last check, or its breaker is open. */
+  | "unavailable"
+  /** The meta or a segment is unreadable: a rebuild repairs it. */
+  | "damaged";
+
+export interface FilterCopyOptions {
+  l2: L2;
+  keys: KnownIdsKeys;
+  maxAgeMs: number;
+  log: (event: Record<string, unknown>) => void;
+}
+
+type Health = "cold" | "ok" | "missing" | "unavailable" | "damaged";
+
+interface View {
+  bloom: Bloom;
+  filter: FilterMeta;
+  /** Position in the version's log of added ids up to which this copy is up to date. */
+  synced: number;
+}
+
+export function createFilterCopy({ l2, keys, maxAgeMs, log }: FilterCopyOptions) {
+  let view: View | null = null;
+  let health: Health = "cold";
+  /** A version other than the view's is loading: answers fail open until it is in. */
+  let switching = false;
+  let loads = 0;
+
+  function setHealth(next: Health, detail?: string): void {
+    if (next !== health) log({ event: "known_ids", state: next, ...(detail ? { detail } : {}) });
+    health = next;
+  }
+
+  function unusable(next: "missing" | "damaged", detail?: string): void {
+    view = null;
+    setHealth(next, detail);
+  }
+
+  function serving(now: number): boolean {
+    return health === "ok" && view !== null && !switching && now - view.filter.builtAt <= maxAgeMs && l2.breaker.state() !== "open";
+  }
+
+  /**
+   * Same version: apply the ids added since, from the log's window of the
+   * last `logCap` adds; reload the segments only when this isolate is
+   * further behind than that.
+   */
+  async function sync(current: View, filter: FilterMeta): Promise<boolean> {
+    const missed = filter.changedAt - current.synced;
+    if (missed > KNOWN_IDS_LIMITS.logCap) return load(filter);
+    if (missed > 0) {
+      const tail = await readTail(l2, keys, filter.version, current.synced);
+      if (tail === undefined) return unavailable();
+      if (tail === "behind") return load(filter);
+      if (tail === "replaced") return true; // a rebuild switched meanwhile: the next check loads it
+      tail.ids.forEach((id) => current.bloom.add(id));
+      current.synced = tail.changedAt;
+    }
+    current.filter = filter;
+    setHealth("ok");
+    return true;
+  }
+
+  async function load(filter: FilterMeta): Promise<boolean> {
+    switching = view?.filter.version !== filter.version;
+    try {
+      const loaded = await loadFilter(l2, keys, filter);
+      if (loaded.kind === "unavailable") return unavailable();
+      if (loaded.kind === "damaged") {
+        unusable("damaged", loaded.reason);
+        return true;
+      }
+      // A rebuild in this isolate may have installed a newer version meanwhile: keep that one.
+      const newerHere = view && view.filter.version !== filter.version && view.filter.builtAt > filter.builtAt;
+      if (!newerHere) {
+        view = { bloom: loaded.bloom, filter, synced: filter.changedAt };
+        loads++;
+      }
+      setHealth("ok");
+      return true;
+    } finally {
+      switching = false;
+    }
+  }
+
+  function unavailable(): false {
+    setHealth("unavailable");
+    return false;
+  }
+
+  function stateOf(now: number, checkUnderWay: boolean): KnownIdsState {
+    if (health === "cold") return checkUnderWay ? "loading" : "cold";
+    if (health !== "ok") return health;
+    if (switching) return "loading";
+    if (l2.breaker.state() === "open") return "unavailable";
+    if (view && now - view.filter.builtAt > maxAgeMs) return "stale";
+    return "ready";
+  }
+
+  return {
+    /** false only when the copy may answer and does not hold `id`. */
+    mightHold: (id: string, now: number): boolean => !serving(now) || view!.bloom.has(id),
+
+    /** Ids this isolate accepted, whatever Redis says: extra bits only ever cost false positives. */
+    addLocally(ids: readonly string[]): void {
+      if (view) ids.forEach((id) => view!.bloom.add(id));
+    },
+
+    /** Brings the copy in step with `meta`. false: Redis did not answer (the copy is then "unavailable"). */
+    async follow(meta: Meta): Promise<boolean> {
+      if (!meta.current) {
+        unusable(meta.damaged ? "damaged" : "missing", meta.damaged ? "a segment vanished" : undefined);
+        return true;
+      }
+      return view && view.filter.version === meta.current.version ? sync(view, meta.current) : load(meta.current);
+    },
+
+    /** Nothing usable in Redis: the copy is dropped (it could only be wrong), and its memory with it. */
+    unusable,
+    unavailable,
+
+    /** A version this isolate built: served without reading it back. */
+    install(bloom: Bloom, filter: FilterMeta): void {
+      view = { bloom, filter, synced: filter.changedAt };
+      setHealth("ok");
+    },
+
+    state: stateOf,
+    serving,
+    /** Read only: the filter this copy holds, and how far into its log of adds. */
+    current: (): Readonly<View> | null => view,
+    loads: () => loads,
+  };
+}
