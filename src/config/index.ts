@@ -31,7 +31,7 @@ export interface Env {
   KNOWN_IDS?: string;
   KNOWN_IDS_CAPACITY?: string | number;
   KNOWN_IDS_FP_RATE?: string | number;
-  /** JSON object of per-resource overrides, e.g. `{"inventory":{"ttl":5}}`. */
+  /** JSON object of per-resource overrides, e.g. `{"inventory":{"ttl":5}}` (README, "Cache policies"). */
   CACHE_POLICIES?: string | Record<string, unknown>;
 }
 

@@ -54,7 +54,7 @@ export interface RebuildResult {
 /** Keys of a build that failed or lost: nobody reads them, they go at once. */
 const ABANDONED_KEYS_TTL_MS = 1000;
 
-export type RebuildFailure = "l2-unavailable" | "superseded" | "log-overflow" | "busy" | "listing";
+export type RebuildFailure = "l2-unavailable" | "superseded" | "log-overflow" | "busy" | "origin-listing";
 
 export class KnownIdsRebuildError extends Error {
   constructor(
@@ -150,14 +150,14 @@ async function listAll(listIds: ListIds, bloom: Bloom, progress: (ids: number, p
     try {
       page = await listIds(cursor);
     } catch (error) {
-      throw new KnownIdsRebuildError("listing", `listing page ${pages + 1} failed: ${error instanceof Error ? error.message : String(error)}`);
+      throw new KnownIdsRebuildError("origin-listing", `listing page ${pages + 1} failed: ${error instanceof Error ? error.message : String(error)}`);
     }
     pages++;
     for (const id of page.ids) bloom.add(id);
     count += page.ids.length;
     emptyInARow = page.ids.length === 0 ? emptyInARow + 1 : 0;
     if (count > KNOWN_IDS_LIMITS.maxListedIds || emptyInARow > 10 || (page.next !== null && page.next === cursor)) {
-      throw new KnownIdsRebuildError("listing", `the listing does not end (${count} ids in ${pages} pages)`);
+      throw new KnownIdsRebuildError("origin-listing", `the listing does not end (${count} ids in ${pages} pages)`);
     }
     cursor = page.next;
     progress(count, pages);

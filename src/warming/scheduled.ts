@@ -3,7 +3,7 @@
 // 15 minutes, rate-limited.
 import { listingOf } from "../knownIds";
 import { logEvent } from "../observability/log";
-import { PAGE_RESOURCES } from "../origin/resources";
+import { PAGE_RESOURCES, PAGE_SUBJECT } from "../origin/resources";
 import type { Tier } from "../tier";
 import { hottestIds } from "./hotReport";
 import { warmProducts } from "./warm";
@@ -51,5 +51,5 @@ export async function runScheduled(cron: string, tier: Tier, background: (work: 
 /** One product through the tier's read path: fills what is missing or stale in L2. */
 export async function warmOne(tier: Tier, id: string, background: (work: Promise<unknown>) => void): Promise<boolean> {
   const { data } = await tier.cache.read(id, PAGE_RESOURCES, background);
-  return data.product?.outcome === "found";
+  return data[PAGE_SUBJECT]?.outcome === "found";
 }

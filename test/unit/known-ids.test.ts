@@ -524,7 +524,7 @@ describe("rebuilding", () => {
     };
     const error = await isolate(clock).rebuild(failing).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(KnownIdsRebuildError);
-    expect((error as KnownIdsRebuildError).failure).toBe("listing");
+    expect((error as KnownIdsRebuildError).failure).toBe("origin-listing");
     expect(parseMeta((await direct.get(keys.meta))!)).toMatchObject({ current: { version: first.version }, next: null });
   });
 });
