@@ -80,13 +80,6 @@ describe("membership", () => {
       ]
     `);
   });
-
-  it("is fast enough for the page path", () => {
-    const started = performance.now();
-    for (let i = 0; i < 200_000; i++) bloom.has(members[i % n]!);
-    const perCallUs = ((performance.now() - started) * 1000) / 200_000;
-    expect(perCallUs).toBeLessThan(5);
-  });
 });
 
 describe("segments and bit order", () => {
