@@ -9,25 +9,26 @@
 //        │                                            (at once if the winner gave up its lock)
 //        └─L2 unavailable ────────▶ origin (writes dropped)
 //
-// Each step has its own bound: the claim its L2 budget (l2ClaimTimeoutMs),
-// the wait lockWaitMs, the origin call the service's timeout (its queue for a
-// slot included). The origin call always gets the whole of that timeout: the
-// time spent before it was spent waiting on Redis or on another isolate, and
-// cutting the origin's budget by it turned a busy isolate's delay into a 503
-// for a product the origin would have answered in 20 ms. A failing origin
-// still turns into a 503 or a default in bounded time (the sum of the three),
-// never into a queue of waiters.
+// Each step has its own bound: the claim its L2 budget (l2ClaimTimeoutMs), the
+// wait lockWaitMs (lockWait.ts), the origin call the service's timeout (its
+// queue for a slot included). The origin call always gets the whole of that
+// timeout: the time spent before it was spent waiting on Redis or on another
+// isolate, and cutting the origin's budget by it turned a busy isolate's delay
+// into a 503 for a product the origin would have answered in 20 ms. A failing
+// origin still turns into a 503 or a default in bounded time (the sum of the
+// three), never into a queue of waiters.
 import type { Config } from "../config";
 import { originCallBoundMs, type OriginClient } from "../origin/client";
 import { DEFAULTS } from "../config/defaults";
 import type { ResourceName } from "../origin/resources";
 import type { Clock } from "../shared/clock";
-import { encodeEntry, peekFreshness } from "./codec";
+import { encodeEntry } from "./codec";
 import { deadlinesFor, type Entry } from "./entry";
 import { lockKey, purgeMarkerKey } from "./keys";
 import type { FillBatch, FillCalls } from "./fillBatch";
 import type { L2 } from "./l2";
 import type { L2Entries } from "./l2Entries";
+import { createLockWait } from "./lockWait";
 
 /**
  * The longest one fill can take: its lock claim, then at most the wait for
@@ -71,13 +72,9 @@ export interface FillDeps {
   sleep: (ms: number) => Promise<void>;
 }
 
-/** First poll after losing the lock, doubled each time: the winner usually needs one origin round trip. */
-const FIRST_POLL_MS = 10;
-/** Polls never further apart than this: a winner that writes late is seen soon after, at a few Redis reads a second. */
-const MAX_POLL_MS = 160;
-
 export function createFill(deps: FillDeps) {
   const { config, origin, l2, l2Entries, clock } = deps;
+  const waitForWinner = createLockWait(deps);
 
   async function fetchFromOrigin(context: FillContext): Promise<Entry> {
     // Data is as old as the request that fetched it: a purge during the
@@ -91,45 +88,6 @@ export function createFill(deps: FillDeps) {
       version: answer.found ? answer.data.version : 0,
       ...deadlines,
     };
-  }
-
-  /** A copy fresh enough to end a loser's wait: fresh now and beyond what the fill wants, and fetched after the last purge it knows. */
-  function isWaitedFor(copy: Pick<Entry, "fetchedAt" | "freshUntil">, context: FillContext): boolean {
-    return copy.freshUntil > Math.max(clock.now(), context.freshBeyond) && copy.fetchedAt >= context.freshAfter;
-  }
-
-  /**
-   * Polls L2 until a fresh entry appears, the winner lets go of its lock
-   * without one (its origin fetch failed), L2 is skipped (its breaker
-   * opened), or `lockWaitMs` is spent. Giving up is a reason to fetch, not an
-   * error. A poll that failed while the breaker stays closed is one poll
-   * lost, not news that L2 is gone: under a herd, a saturated isolate reads
-   * a reply late, and taking that for an outage made it fetch what the
-   * winner was about to write.
-   *
-   * `ownToken`: this fill's claim got no answer, so it may have taken the
-   * lock all the same. A lock holding that token is this fill's own:
-   * "ours", fetch and write as the winner.
-   */
-  async function waitForWinner(key: string, lock: string, context: FillContext, ownToken?: string): Promise<Entry | "ours" | undefined> {
-    const giveUpAt = clock.now() + config.lockWaitMs;
-    for (let delay = FIRST_POLL_MS; clock.now() + delay <= giveUpAt; delay = Math.min(delay * 2, MAX_POLL_MS)) {
-      await deps.sleep(delay);
-      const [value, holder] = await l2!.readMany([key, lock], { background: context.background });
-      if (value === undefined || holder === undefined) {
-        if (!l2!.accepts(key)) return undefined; // L2 is skipped now: nothing will come
-        continue;
-      }
-      // Until the winner writes, a poll finds the stale copy it is replacing:
-      // its header says so, and it is not decoded (gunzip, parse, schema) again
-      // on every poll. A decoded entry carries the header's deadlines.
-      const head = value ? peekFreshness(value) : undefined;
-      const entry = head && isWaitedFor(head, context) ? l2Entries.read(key, value!, context.resource, context.id, context.background) : undefined;
-      if (entry) return entry;
-      if (holder === null) return undefined;
-      if (holder === ownToken) return "ours";
-    }
-    return undefined;
   }
 
   function storeInL2(calls: FillCalls, key: string, entry: Entry, lockToken: string, context: FillContext): void {
@@ -179,7 +137,7 @@ export function createFill(deps: FillDeps) {
     // second origin fetch for the product.
     const unanswered = claim === undefined && l2.accepts(key);
     if (claim?.kind === "lost" || unanswered) {
-      const waited = await waitForWinner(key, lock, context, unanswered ? lockToken : undefined);
+      const waited = await waitForWinner(l2, key, lock, context, unanswered ? lockToken : undefined);
       if (waited === "ours") won = true;
       else if (waited) {
         context.via = "l2";

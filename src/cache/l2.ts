@@ -1,12 +1,15 @@
 // L2: Redis through @upstash/redis. Every call has a time budget and goes
-// through the isolate's circuit breaker; a failed or skipped call answers
-// `undefined` ("L2 unavailable"), never throws, and never deletes anything:
-// a Redis outage must not turn into errors or an origin stampede.
+// through the isolate's circuit breaker (l2Guard.ts); a failed or skipped
+// call answers `undefined` ("L2 unavailable"), never throws, and never
+// deletes anything: a Redis outage must not turn into errors or an origin
+// stampede.
 import { Redis } from "@upstash/redis/cloudflare";
 import { LRUCache } from "lru-cache";
 import type { Breaker } from "../shared/breaker";
-import { currentLagMs, isIsolateError, isTimeout, noticedLate } from "../shared/leases";
-import { subrequest } from "../shared/subrequests";
+import { createL2Guard, LATE_GRACE_MS, type L2CallOptions, type L2CallStats } from "./l2Guard";
+
+// Part of the L2 interface (`run`, `runOnKeys`): its users name it from here.
+export type { L2CallOptions };
 
 export type FillClaim =
   /**
@@ -55,42 +58,9 @@ interface L2ReadOptions {
   background?: (work: Promise<unknown>) => void;
 }
 
-export interface L2CallOptions {
-  /** A write: the longer background budget, and counted as dropped when it fails. */
-  isWrite?: boolean;
-  /** Tried even while the breaker is open (operator calls such as purges). */
-  force?: boolean;
-  /**
-   * Off the breaker: skipped while it is open, and its failures never count
-   * toward opening it (background reads whose size or cost is not the
-   * page path's: a purge-log sync).
-   */
-  passive?: boolean;
-  /**
-   * The request's `ctx.waitUntil`: where the outage probe that this call's
-   * time-out may ask for runs (breaker.ts: `confirmTimeouts`), so that no
-   * visitor waits for it. Without it the call awaits the probe (callers
-   * already off the visitor's path).
-   */
-  background?: (work: Promise<unknown>) => void;
-}
-
-export interface L2Stats {
-  /** Calls not made because the breaker was open. */
-  skipped: number;
-  /** Calls that failed or ran out of time. */
-  failures: number;
-  /** Writes L2 did not take when they were made (failures, open breaker): they wait in the backlog, see `replayedWrites`. */
-  droppedWrites: number;
-  /** Of the failures, those that were this isolate's own (cross-request I/O, the subrequest budget, a time-out noticed late), not counted by the breaker. */
-  isolateErrors: number;
+export interface L2Stats extends L2CallStats {
   /** Writes of the backlog that reached L2 once it came back. */
   replayedWrites: number;
-  /** Of the failures, those the breaker counted as Redis's: time-outs, and other errors (refused, reset, an error answer). */
-  countedTimeouts: number;
-  countedErrors: number;
-  /** Times the counted time-outs would have opened the breaker, and Redis answered a direct probe (breaker.ts: `confirmTimeouts`). */
-  outagesDismissed: number;
 }
 
 export interface L2 {
@@ -248,9 +218,6 @@ if redis.pcall('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1])
 return 0
 `;
 
-/** A place in the request's connection gate outlives its call's budget by this much (shared/subrequests.ts). */
-const LATE_GRACE_MS = 1000;
-
 /**
  * The backlog of writes L2 could not take (design: a double fault must not
  * lose what the fleet fetched): the newest BACKLOG_MAX, at most
@@ -301,6 +268,7 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
   const writeScript = writer.createScript<number[]>(WRITE_FILLS);
   const releaseScript = writer.createScript<number>(RELEASE_LOCK);
   const stats: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0, outagesDismissed: 0 };
+  const guarded = createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutMs, probeTimeoutMs });
   // Newest kept: lru-cache evicts the least recently set first. Plain data only: it is replayed from other requests.
   const backlog = new LRUCache<string, Pending>({ max: BACKLOG_MAX, maxSize: BACKLOG_MAX_BYTES, sizeCalculation: (pending) => pending.write.value.length + 200 });
   /** The flush under way, as a lease (shared/leases.ts): a flush whose request vanished lapses at its budget. */
@@ -344,69 +312,6 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       if (written === undefined) backlog.set(write.key, { write: { ...write, lockToken: "" }, expiresAt: Date.now() + write.ttlMs });
       return written === undefined ? undefined : written[i] === 1;
     });
-  }
-
-  /**
-   * `force`: try even while the breaker is open (an operator's purge must be
-   * recorded if Redis can take it: the breaker protects visitors from a slow
-   * Redis, not Redis from an occasional admin call).
-   */
-  async function guarded<T>(call: () => Promise<T>, { isWrite = false, force = false, passive = false, background, budgetMs = isWrite ? writeTimeoutMs : timeoutMs }: L2CallOptions & { budgetMs?: number } = {}): Promise<T | undefined> {
-    if (!force && (passive ? breaker.state() === "open" : !breaker.allow())) {
-      stats.skipped++;
-      if (isWrite) stats.droppedWrites++;
-      return undefined;
-    }
-    const successesAtStart = breaker.successes;
-    let startedAt = 0;
-    try {
-      // The call's time budget starts once this request has a connection free.
-      const result = await subrequest(() => {
-        startedAt = Date.now();
-        return call();
-      }, budgetMs + LATE_GRACE_MS);
-      breaker.success();
-      return result;
-    } catch (error) {
-      // Not Redis's failure but this isolate's (see breaker.ts): its own
-      // errors, and a time-out that this isolate noticed late, because it
-      // was too busy to read the reply (or the abort) when it came.
-      // A time-out while the isolate's own queue is a good part of the
-      // budget long is counted as the isolate's too.
-      if (isIsolateError(error) || noticedLate(startedAt, budgetMs) || (isTimeout(error) && (await currentLagMs()) > budgetMs / 4)) stats.isolateErrors++;
-      else if (!passive) {
-        if (isTimeout(error)) stats.countedTimeouts++;
-        else stats.countedErrors++;
-        if (breaker.failure(successesAtStart, isTimeout(error)) === "confirm") {
-          // Not this visitor's wait: it lost its read already.
-          if (background) background(confirmOutage());
-          else await confirmOutage();
-        }
-      }
-      stats.failures++;
-      if (isWrite) stats.droppedWrites++;
-      return undefined;
-    }
-  }
-
-  /**
-   * Time-outs alone would open the breaker (see breaker.ts): ask Redis
-   * directly, once, with a budget long enough for this isolate's own stalls.
-   * Runs under the `waitUntil` of the request whose failure asked, if it has one.
-   */
-  async function confirmOutage(): Promise<void> {
-    let startedAt = 0;
-    try {
-      await subrequest(() => {
-        startedAt = Date.now();
-        return prober.ping();
-      }, probeTimeoutMs + LATE_GRACE_MS);
-      breaker.success();
-      stats.outagesDismissed++;
-      breaker.confirmed(false);
-    } catch (error) {
-      breaker.confirmed(isIsolateError(error) || noticedLate(startedAt, probeTimeoutMs) ? undefined : true);
-    }
   }
 
   return {

@@ -16,11 +16,10 @@ import type { Entry } from "../cache/entry";
 import { entryKey } from "../cache/keys";
 import type { L1Purging, PurgedAt } from "../cache/readThrough";
 import type { ResourceName } from "../origin/resources";
-import { WIDE_MAX, type PurgeLog, type WideMark } from "./log";
-import { isWide, type PurgeRecord } from "./record";
+import { createKnownPurges, type Verdict } from "./knownPurges";
+import type { PurgeLog } from "./log";
+import type { PurgeRecord } from "./record";
 import { pollUntil, within } from "../shared/leases";
-
-type Verdict = "ok" | "stale" | "gone";
 
 export interface PurgeWatcherOptions {
   log: PurgeLog | null;
@@ -52,22 +51,6 @@ export interface PurgeWatcher {
   status(): { seq: number; lastSyncAt: number; blind: boolean; widePurges: number };
 }
 
-interface IdPurge {
-  at: number;
-  mode: PurgeRecord["mode"];
-  resources: readonly ResourceName[];
-}
-
-/** Recent id purges remembered for judging (races with fills in flight); older ones were applied to L1 and Redis. */
-const RECENT_ID_PURGES = 10_000;
-
-const NO_MARKS = { hard: 0, soft: 0 } as const;
-
-/** A marks map key: the resource, and the tag (none for an `all` purge). */
-function markKey(resource: ResourceName, tag: string | null): string {
-  return tag === null ? resource : `${resource}|${tag}`;
-}
-
 export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   const { log, l1, clock, keyPrefix } = options;
   let seq = 0;
@@ -79,59 +62,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * anyway the next request starts another once `syncWaitMs` has passed.
    */
   let syncing: { work: Promise<void>; until: number } | null = null;
-  /**
-   * The latest hard and soft tag/all purge of each resource and tag
-   * (markKey), as the marks hash in Redis keeps them (invalidation/log.ts):
-   * judging an entry costs one lookup per tag, whatever the number of purges.
-   */
-  let marks = new Map<string, { hard: number; soft: number }>();
-  /** Everything fetched before this was purged (hard): where dropped marks fold into. */
-  let floor = 0;
-  const recentIds = new Map<string, IdPurge>();
-
-  function raiseMark(mark: WideMark): void {
-    const key = markKey(mark.resource, mark.tag);
-    const known = marks.get(key);
-    marks.delete(key); // re-insert: the Map's order is the eviction order
-    marks.set(key, { hard: Math.max(known?.hard ?? 0, mark.hard), soft: Math.max(known?.soft ?? 0, mark.soft) });
-    if (marks.size <= WIDE_MAX) return;
-    const horizon = clock.now() - options.wideRetentionMs;
-    for (const [key, { hard, soft }] of marks) if (Math.max(hard, soft) < horizon) marks.delete(key);
-    while (marks.size > WIDE_MAX) {
-      const [key, oldest] = marks.entries().next().value!;
-      floor = Math.max(floor, oldest.hard, oldest.soft);
-      marks.delete(key);
-    }
-  }
-
-  function rememberWide(record: PurgeRecord): void {
-    const times = record.mode === "hard" ? { hard: record.at, soft: 0 } : { hard: 0, soft: record.at };
-    for (const resource of record.resources) {
-      if (record.all) raiseMark({ resource, tag: null, ...times });
-      for (const tag of record.tags) raiseMark({ resource, tag, ...times });
-    }
-  }
-
-  /** The latest marks that apply to an entry of `resource` carrying `tags` (on every read: nothing to do when there are none). */
-  function marksFor(resource: ResourceName, tags: readonly string[]): { readonly hard: number; readonly soft: number } {
-    if (marks.size === 0) return NO_MARKS;
-    let [hard, soft] = [0, 0];
-    for (let i = -1; i < tags.length; i++) {
-      const mark = marks.get(markKey(resource, i < 0 ? null : tags[i]!));
-      if (!mark) continue;
-      hard = Math.max(hard, mark.hard);
-      soft = Math.max(soft, mark.soft);
-    }
-    return { hard, soft };
-  }
-
-  function rememberIds(record: PurgeRecord): void {
-    for (const id of record.ids) {
-      recentIds.delete(id); // re-insert: the Map's order is the eviction order
-      recentIds.set(id, { at: record.at, mode: record.mode, resources: record.resources });
-    }
-    while (recentIds.size > RECENT_ID_PURGES) recentIds.delete(recentIds.keys().next().value!);
-  }
+  const known = createKnownPurges(options);
 
   function applyToL1(record: PurgeRecord): void {
     for (const id of record.ids) {
@@ -144,8 +75,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   }
 
   function apply(record: PurgeRecord): void {
-    if (isWide(record)) rememberWide(record);
-    rememberIds(record);
+    known.remember(record);
     applyToL1(record);
     // The next purge in sequence (one this isolate recorded itself, or the
     // next of a sync): nothing before it is missing, so the sync need not read it again.
@@ -160,10 +90,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       // New isolate, too far behind, or the log was reset: start over from
       // the tag/all marks (id purges are applied in Redis, where reads go next).
       l1.forgetAll();
-      marks = new Map();
-      recentIds.clear();
-      floor = Math.max(floor, answer.floor);
-      for (const mark of answer.marks) raiseMark(mark);
+      known.startOver(answer.floor, answer.marks);
     } else {
       for (const record of answer.records) apply(record);
     }
@@ -202,33 +129,15 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     },
 
     judge(entry, id, resource, tags) {
-      if (entry.fetchedAt < floor) return "gone";
-      let verdict: Verdict = "ok";
-      const idPurge = recentIds.get(id);
-      if (idPurge && entry.fetchedAt < idPurge.at && idPurge.resources.includes(resource)) {
-        if (idPurge.mode === "hard") return "gone";
-        verdict = "stale";
-      }
-      const wide = marksFor(resource, tags);
-      if (wide.hard > entry.fetchedAt) return "gone";
-      if (wide.soft > entry.fetchedAt) verdict = "stale";
-      if (verdict === "ok" && blind() && clock.now() - entry.fetchedAt > options.blindMaxAgeMs) verdict = "stale";
+      const verdict = known.judge(entry, id, resource, tags);
+      if (verdict === "ok" && blind() && clock.now() - entry.fetchedAt > options.blindMaxAgeMs) return "stale";
       return verdict;
     },
 
-    purgedAt(id, resource, tags) {
-      const wide = marksFor(resource, tags);
-      const at: PurgedAt = { hard: Math.max(floor, wide.hard), any: Math.max(floor, wide.hard, wide.soft) };
-      const idPurge = recentIds.get(id);
-      if (idPurge && idPurge.resources.includes(resource)) {
-        at.any = Math.max(at.any, idPurge.at);
-        if (idPurge.mode === "hard") at.hard = Math.max(at.hard, idPurge.at);
-      }
-      return at;
-    },
+    purgedAt: (id, resource, tags) => known.purgedAt(id, resource, tags),
 
     apply,
 
-    status: () => ({ seq, lastSyncAt, blind: blind(), widePurges: marks.size }),
+    status: () => ({ seq, lastSyncAt, blind: blind(), widePurges: known.wideCount() }),
   };
 }

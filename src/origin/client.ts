@@ -1,7 +1,7 @@
-// The origin client: one GET per resource, each bounded by its service's
-// timeout, at most one retry (a connection error, with jitter, or a time-out
-// this isolate noticed late: its own delay, not the service's), and the
-// answer checked against the contract.
+// The origin client: one GET per resource (exchange.ts), each bounded by its
+// service's timeout, at most one retry (a connection error, with jitter, or
+// a time-out this isolate noticed late: its own delay, not the service's),
+// and the answer checked against the contract.
 import { LISTING, RESOURCES, type ResourceName, type ResourceTypes } from "./resources";
 import { productIdPage } from "./schemaParts";
 import type { ProductIdPage } from "./types";
@@ -9,54 +9,14 @@ import { validateResource } from "./validate";
 import * as v from "valibot";
 import type { Breaker } from "../shared/breaker";
 import { LimiterFull, type Limiter, type Priority } from "./limiter";
-import { isIsolateError, isTimeout, noticedLate } from "../shared/leases";
-import { subrequest, SubrequestBudgetSpent } from "../shared/subrequests";
+import { isIsolateError } from "../shared/leases";
+import { get, readJson, SLOT_GRACE_MS } from "./exchange";
+import { isAnswerAboutId, isServiceFailureStatus, OriginError, type OriginFailure } from "./failure";
+
+// What an origin call's failure is: callers of the client name it from here.
+export { isAnswerAboutId, OriginError, type OriginFailure };
 
 export type OriginAnswer<T> = { found: true; data: T } | { found: false };
-
-export type OriginFailure =
-  | "timeout"
-  | "unreachable"
-  /** A 5xx or 429: the service is failing or shedding load. */
-  | "status"
-  /** Another status about this id, such as 400 or 422 (see isAnswerAboutId). */
-  | "rejected"
-  /** A 200 whose body breaks the contract or names another id (see isAnswerAboutId). */
-  | "invalid"
-  /** Not attempted: this isolate's origin fetch slots and queue were full. */
-  | "overloaded"
-  /** Not attempted: the service failed repeatedly and its breaker is open. */
-  | "circuit-open";
-
-export class OriginError extends Error {
-  constructor(
-    readonly resource: ResourceName,
-    readonly failure: OriginFailure,
-    detail: string,
-    /** A time-out this isolate noticed well past its deadline: its own delay, not the service's (shared/leases.ts). */
-    readonly noticedLate = false,
-  ) {
-    super(`origin ${resource}: ${failure} (${detail})`);
-    this.name = "OriginError";
-  }
-}
-
-/**
- * The service answered about this one id, but with nothing the tier can use:
- * a status the contract does not give (400, 422, …) or a body that breaks it
- * (an origin that canonicalises `P-1` to `p-1` names another id). That is the
- * service working, not failing, and anyone can cause it by asking for junk
- * ids: its breaker does not count it, and the read path remembers the answer
- * for that id for a short while instead (cache/readThrough.ts).
- */
-export function isAnswerAboutId(error: unknown): error is OriginError {
-  return error instanceof OriginError && (error.failure === "rejected" || error.failure === "invalid");
-}
-
-/** Statuses that say the service itself is failing or overloaded, whatever was asked: what its breaker counts. */
-function isServiceFailureStatus(status: number): boolean {
-  return status >= 500 || status === 429;
-}
 
 export interface OriginClient {
   /** `priority`: "refresh" when a copy is already served, so that the call gives way to visitors under load (see limiter.ts). */
@@ -90,15 +50,6 @@ export interface OriginClientOptions {
   onFetch?: (service: ResourceName, outcome: "found" | "absent" | OriginFailure, detail?: string, priority?: Priority) => void;
 }
 
-const RETRY_DELAY_MS = { min: 20, max: 60 };
-/**
- * A slot outlives its fetch's deadline by this much before it is reclaimed.
- * The fetch is aborted at its deadline, but an isolate busy rendering may
- * get to the abort late: a slot taken back from a holder that is only late
- * lets more fetches run than the cap allows, which makes it later still.
- */
-const SLOT_GRACE_MS = 500;
-
 /**
  * The longest one `fetchResource` call should take: a first attempt whose
  * time-out was noticed late, then one more (see fetchResource). A caller that
@@ -114,73 +65,8 @@ function pathFor(resource: ResourceName, id: string): string {
 }
 
 export function createOriginClient(options: OriginClientOptions): OriginClient {
-  const doFetch = options.fetch ?? ((input, init) => fetch(input, init));
-
-  /** GET with a deadline; one retry when the connection itself failed (the request never reached a handler). */
-  async function get(resource: ResourceName, url: string, timeoutMs: number): Promise<Response> {
-    const deadline = Date.now() + timeoutMs;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        // The timeout starts once this request has a connection free (shared/subrequests.ts).
-        return await subrequest(() => {
-          const remaining = deadline - Date.now();
-          if (remaining <= 0) throw new OriginError(resource, "overloaded", "no connection of this request free in time");
-          return doFetch(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(remaining) });
-        }, deadline - Date.now() + SLOT_GRACE_MS);
-      } catch (error) {
-        if (error instanceof OriginError) throw error;
-        if (error instanceof SubrequestBudgetSpent) throw new OriginError(resource, "overloaded", error.message);
-        if (isTimeout(error)) throw new OriginError(resource, "timeout", `no answer within ${timeoutMs} ms`, noticedLate(deadline - timeoutMs, timeoutMs));
-        const delay = RETRY_DELAY_MS.min + Math.random() * (RETRY_DELAY_MS.max - RETRY_DELAY_MS.min);
-        if (attempt >= 1 || Date.now() + delay >= deadline) {
-          throw new OriginError(resource, "unreachable", errorText(error));
-        }
-        await new Promise((resolve) => setTimeout(resolve, delay));
-      }
-    }
-  }
-
+  const doFetch: typeof fetch = options.fetch ?? ((input, init) => fetch(input, init));
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-
-  /** The body as JSON, read no further than `maxBodyBytes`: an origin's answer is untrusted input. */
-  async function readJson(resource: ResourceName, response: Response): Promise<unknown> {
-    const tooLarge = () => new OriginError(resource, "invalid", `body over ${maxBodyBytes} bytes`);
-    if (Number(response.headers.get("content-length")) > maxBodyBytes) {
-      await response.body?.cancel();
-      throw tooLarge();
-    }
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    try {
-      if (response.body) {
-        const reader = response.body.getReader();
-        for (let read = await reader.read(); !read.done; read = await reader.read()) {
-          size += read.value.byteLength;
-          if (size > maxBodyBytes) {
-            await reader.cancel();
-            throw tooLarge();
-          }
-          chunks.push(read.value);
-        }
-      }
-    } catch (error) {
-      if (error instanceof OriginError) throw error;
-      if (isTimeout(error)) throw new OriginError(resource, "timeout", "body too slow");
-      throw new OriginError(resource, "unreachable", `body cut off: ${errorText(error)}`);
-    }
-    const bytes = new Uint8Array(size);
-    let at = 0;
-    for (const chunk of chunks) {
-      bytes.set(chunk, at);
-      at += chunk.byteLength;
-    }
-    try {
-      return JSON.parse(new TextDecoder().decode(bytes));
-    } catch {
-      throw new OriginError(resource, "invalid", "body is not JSON");
-    }
-  }
-
   const breakers = new Map<ResourceName, Breaker>();
 
   /** Runs one service call inside the isolate's slot limit, then the service's breaker. */
@@ -216,7 +102,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
   }
 
   async function fetchOnce<R extends ResourceName>(resource: R, id: string, deadline: number): Promise<OriginAnswer<ResourceTypes[R]>> {
-    const response = await get(resource, options.baseUrl + pathFor(resource, id), Math.max(1, deadline - Date.now()));
+    const response = await get(doFetch, resource, options.baseUrl + pathFor(resource, id), Math.max(1, deadline - Date.now()));
     if (response.status === 404) {
       await response.body?.cancel();
       return { found: false };
@@ -225,7 +111,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
       await response.body?.cancel();
       throw new OriginError(resource, isServiceFailureStatus(response.status) ? "status" : "rejected", `HTTP ${response.status}`);
     }
-    const data = validateResource(resource, id, await readJson(resource, response));
+    const data = validateResource(resource, id, await readJson(resource, response, maxBodyBytes));
     if (!data) throw new OriginError(resource, "invalid", "body does not follow the origin contract");
     return { found: true, data };
   }
@@ -261,18 +147,14 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
     async listProductIds(cursor, limit) {
       const query = new URLSearchParams({ limit: String(limit) });
       if (cursor) query.set("cursor", cursor);
-      const response = await get(LISTING, `${options.baseUrl}/products?${query}`, 10_000);
+      const response = await get(doFetch, LISTING, `${options.baseUrl}/products?${query}`, 10_000);
       if (response.status !== 200) {
         await response.body?.cancel();
         throw new OriginError(LISTING, "status", `HTTP ${response.status}`);
       }
-      const parsed = v.safeParse(productIdPage, await readJson(LISTING, response));
+      const parsed = v.safeParse(productIdPage, await readJson(LISTING, response, maxBodyBytes));
       if (!parsed.success) throw new OriginError(LISTING, "invalid", "listing does not follow the origin contract");
       return parsed.output;
     },
   };
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -1,0 +1,127 @@
+// How every L2 call is made (l2.ts): within its time budget, through the
+// breaker, its failure sorted into Redis's or this isolate's own, and an
+// outage confirmed by a probe before time-outs alone open the breaker. Apart
+// from l2.ts because that rule is the same for every call, whatever it sends
+// to Redis: l2.ts holds what the calls send.
+import type { Redis } from "@upstash/redis/cloudflare";
+import type { Breaker } from "../shared/breaker";
+import { currentLagMs, isIsolateError, isTimeout, noticedLate } from "../shared/leases";
+import { subrequest } from "../shared/subrequests";
+
+export interface L2CallOptions {
+  /** A write: the longer background budget, and counted as dropped when it fails. */
+  isWrite?: boolean;
+  /** Tried even while the breaker is open (operator calls such as purges). */
+  force?: boolean;
+  /**
+   * Off the breaker: skipped while it is open, and its failures never count
+   * toward opening it (background reads whose size or cost is not the
+   * page path's: a purge-log sync).
+   */
+  passive?: boolean;
+  /**
+   * The request's `ctx.waitUntil`: where the outage probe that this call's
+   * time-out may ask for runs (breaker.ts: `confirmTimeouts`), so that no
+   * visitor waits for it. Without it the call awaits the probe (callers
+   * already off the visitor's path).
+   */
+  background?: (work: Promise<unknown>) => void;
+}
+
+/** What the calls count (l2.ts: L2Stats adds the backlog's count). */
+export interface L2CallStats {
+  /** Calls not made because the breaker was open. */
+  skipped: number;
+  /** Calls that failed or ran out of time. */
+  failures: number;
+  /** Writes L2 did not take when they were made (failures, open breaker): they wait in the backlog (l2.ts), see `replayedWrites`. */
+  droppedWrites: number;
+  /** Of the failures, those that were this isolate's own (cross-request I/O, the subrequest budget, a time-out noticed late), not counted by the breaker. */
+  isolateErrors: number;
+  /** Of the failures, those the breaker counted as Redis's: time-outs, and other errors (refused, reset, an error answer). */
+  countedTimeouts: number;
+  countedErrors: number;
+  /** Times the counted time-outs would have opened the breaker, and Redis answered a direct probe (breaker.ts: `confirmTimeouts`). */
+  outagesDismissed: number;
+}
+
+interface L2GuardOptions {
+  breaker: Breaker;
+  /** Counted into as calls go. */
+  stats: L2CallStats;
+  /** The client the outage probe pings with (its own deadline, `probeTimeoutMs`). */
+  prober: Redis;
+  /** Budgets, ms: see L2Options. */
+  timeoutMs: number;
+  writeTimeoutMs: number;
+  probeTimeoutMs: number;
+}
+
+/** A place in the request's connection gate outlives its call's budget by this much (shared/subrequests.ts). */
+export const LATE_GRACE_MS = 1000;
+
+export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutMs, probeTimeoutMs }: L2GuardOptions) {
+  /**
+   * Time-outs alone would open the breaker (see breaker.ts): ask Redis
+   * directly, once, with a budget long enough for this isolate's own stalls.
+   * Runs under the `waitUntil` of the request whose failure asked, if it has one.
+   */
+  async function confirmOutage(): Promise<void> {
+    let startedAt = 0;
+    try {
+      await subrequest(() => {
+        startedAt = Date.now();
+        return prober.ping();
+      }, probeTimeoutMs + LATE_GRACE_MS);
+      breaker.success();
+      stats.outagesDismissed++;
+      breaker.confirmed(false);
+    } catch (error) {
+      breaker.confirmed(isIsolateError(error) || noticedLate(startedAt, probeTimeoutMs) ? undefined : true);
+    }
+  }
+
+  /**
+   * One call, `undefined` if it failed or was skipped. `force`: try even
+   * while the breaker is open (an operator's purge must be recorded if Redis
+   * can take it: the breaker protects visitors from a slow Redis, not Redis
+   * from an occasional admin call).
+   */
+  return async function guarded<T>(call: () => Promise<T>, { isWrite = false, force = false, passive = false, background, budgetMs = isWrite ? writeTimeoutMs : timeoutMs }: L2CallOptions & { budgetMs?: number } = {}): Promise<T | undefined> {
+    if (!force && (passive ? breaker.state() === "open" : !breaker.allow())) {
+      stats.skipped++;
+      if (isWrite) stats.droppedWrites++;
+      return undefined;
+    }
+    const successesAtStart = breaker.successes;
+    let startedAt = 0;
+    try {
+      // The call's time budget starts once this request has a connection free.
+      const result = await subrequest(() => {
+        startedAt = Date.now();
+        return call();
+      }, budgetMs + LATE_GRACE_MS);
+      breaker.success();
+      return result;
+    } catch (error) {
+      // Not Redis's failure but this isolate's (see breaker.ts): its own
+      // errors, and a time-out that this isolate noticed late, because it
+      // was too busy to read the reply (or the abort) when it came.
+      // A time-out while the isolate's own queue is a good part of the
+      // budget long is counted as the isolate's too.
+      if (isIsolateError(error) || noticedLate(startedAt, budgetMs) || (isTimeout(error) && (await currentLagMs()) > budgetMs / 4)) stats.isolateErrors++;
+      else if (!passive) {
+        if (isTimeout(error)) stats.countedTimeouts++;
+        else stats.countedErrors++;
+        if (breaker.failure(successesAtStart, isTimeout(error)) === "confirm") {
+          // Not this visitor's wait: it lost its read already.
+          if (background) background(confirmOutage());
+          else await confirmOutage();
+        }
+      }
+      stats.failures++;
+      if (isWrite) stats.droppedWrites++;
+      return undefined;
+    }
+  };
+}

@@ -1,0 +1,77 @@
+// A fill that lost the lock (fill.ts) waits here for the winner's result in
+// L2, for a bounded time. Its own module because the wait is a policy of its
+// own, with its own pacing and its own reasons to give up: what the fill does
+// with the outcome (use it, or fetch) stays in fill.ts.
+import type { Config } from "../config";
+import type { ResourceName } from "../origin/resources";
+import type { Clock } from "../shared/clock";
+import { peekFreshness } from "./codec";
+import type { Entry } from "./entry";
+import type { L2 } from "./l2";
+import type { L2Entries } from "./l2Entries";
+
+/** First poll after losing the lock, doubled each time: the winner usually needs one origin round trip. */
+const FIRST_POLL_MS = 10;
+/** Polls never further apart than this: a winner that writes late is seen soon after, at a few Redis reads a second. */
+const MAX_POLL_MS = 160;
+
+/** What the waiting fill is about, and which copy ends its wait (fill.ts: FillContext, of which this is a part). */
+interface Wanted {
+  resource: ResourceName;
+  id: string;
+  /** Hands background work (deleting an invalid value, an outage probe) to `ctx.waitUntil`. */
+  background: (work: Promise<unknown>) => void;
+  /** Copies fetched before this (any purge, soft included) do not end the wait. */
+  freshAfter: number;
+  /** Copies fresh only until this do not end the wait (refresh-ahead wants fresher); 0: fresh now. */
+  freshBeyond: number;
+}
+
+interface LockWaitDeps {
+  config: Pick<Config, "lockWaitMs">;
+  /** Decodes what L2 holds; invalid values are misses (and deleted). */
+  l2Entries: L2Entries;
+  clock: Clock;
+  sleep: (ms: number) => Promise<void>;
+}
+
+export function createLockWait({ config, l2Entries, clock, sleep }: LockWaitDeps) {
+  /** A copy fresh enough to end a loser's wait: fresh now and beyond what the fill wants, and fetched after the last purge it knows. */
+  function isWaitedFor(copy: Pick<Entry, "fetchedAt" | "freshUntil">, wanted: Wanted): boolean {
+    return copy.freshUntil > Math.max(clock.now(), wanted.freshBeyond) && copy.fetchedAt >= wanted.freshAfter;
+  }
+
+  /**
+   * Polls L2 until a fresh entry appears, the winner lets go of its lock
+   * without one (its origin fetch failed), L2 is skipped (its breaker
+   * opened), or `lockWaitMs` is spent. Giving up is a reason to fetch, not an
+   * error. A poll that failed while the breaker stays closed is one poll
+   * lost, not news that L2 is gone: under a herd, a saturated isolate reads
+   * a reply late, and taking that for an outage made it fetch what the
+   * winner was about to write.
+   *
+   * `ownToken`: this fill's claim got no answer, so it may have taken the
+   * lock all the same. A lock holding that token is this fill's own:
+   * "ours", fetch and write as the winner.
+   */
+  return async function waitForWinner(l2: L2, key: string, lock: string, wanted: Wanted, ownToken?: string): Promise<Entry | "ours" | undefined> {
+    const giveUpAt = clock.now() + config.lockWaitMs;
+    for (let delay = FIRST_POLL_MS; clock.now() + delay <= giveUpAt; delay = Math.min(delay * 2, MAX_POLL_MS)) {
+      await sleep(delay);
+      const [value, holder] = await l2.readMany([key, lock], { background: wanted.background });
+      if (value === undefined || holder === undefined) {
+        if (!l2.accepts(key)) return undefined; // L2 is skipped now: nothing will come
+        continue;
+      }
+      // Until the winner writes, a poll finds the stale copy it is replacing:
+      // its header says so, and it is not decoded (gunzip, parse, schema) again
+      // on every poll. A decoded entry carries the header's deadlines.
+      const head = value ? peekFreshness(value) : undefined;
+      const entry = head && isWaitedFor(head, wanted) ? l2Entries.read(key, value!, wanted.resource, wanted.id, wanted.background) : undefined;
+      if (entry) return entry;
+      if (holder === null) return undefined;
+      if (holder === ownToken) return "ours";
+    }
+    return undefined;
+  };
+}

@@ -1,0 +1,85 @@
+// One HTTP exchange with an origin service: a GET within a deadline, retried
+// once when the connection itself failed, and its body read as JSON no
+// further than a byte bound. Apart from the client (client.ts), which decides
+// what to ask, under which slot and breaker, and what the answer means: this
+// part only knows HTTP and this isolate's connection gate.
+import { OriginError } from "./failure";
+import type { ResourceName } from "./resources";
+import { isTimeout, noticedLate } from "../shared/leases";
+import { subrequest, SubrequestBudgetSpent } from "../shared/subrequests";
+
+const RETRY_DELAY_MS = { min: 20, max: 60 };
+/**
+ * A slot outlives its fetch's deadline by this much before it is reclaimed.
+ * The fetch is aborted at its deadline, but an isolate busy rendering may
+ * get to the abort late: a slot taken back from a holder that is only late
+ * lets more fetches run than the cap allows, which makes it later still.
+ */
+export const SLOT_GRACE_MS = 500;
+
+/** GET with a deadline; one retry when the connection itself failed (the request never reached a handler). */
+export async function get(doFetch: typeof fetch, resource: ResourceName, url: string, timeoutMs: number): Promise<Response> {
+  const deadline = Date.now() + timeoutMs;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      // The timeout starts once this request has a connection free (shared/subrequests.ts).
+      return await subrequest(() => {
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) throw new OriginError(resource, "overloaded", "no connection of this request free in time");
+        return doFetch(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(remaining) });
+      }, deadline - Date.now() + SLOT_GRACE_MS);
+    } catch (error) {
+      if (error instanceof OriginError) throw error;
+      if (error instanceof SubrequestBudgetSpent) throw new OriginError(resource, "overloaded", error.message);
+      if (isTimeout(error)) throw new OriginError(resource, "timeout", `no answer within ${timeoutMs} ms`, noticedLate(deadline - timeoutMs, timeoutMs));
+      const delay = RETRY_DELAY_MS.min + Math.random() * (RETRY_DELAY_MS.max - RETRY_DELAY_MS.min);
+      if (attempt >= 1 || Date.now() + delay >= deadline) {
+        throw new OriginError(resource, "unreachable", errorText(error));
+      }
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+  }
+}
+
+/** The body as JSON, read no further than `maxBodyBytes`: an origin's answer is untrusted input. */
+export async function readJson(resource: ResourceName, response: Response, maxBodyBytes: number): Promise<unknown> {
+  const tooLarge = () => new OriginError(resource, "invalid", `body over ${maxBodyBytes} bytes`);
+  if (Number(response.headers.get("content-length")) > maxBodyBytes) {
+    await response.body?.cancel();
+    throw tooLarge();
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    if (response.body) {
+      const reader = response.body.getReader();
+      for (let read = await reader.read(); !read.done; read = await reader.read()) {
+        size += read.value.byteLength;
+        if (size > maxBodyBytes) {
+          await reader.cancel();
+          throw tooLarge();
+        }
+        chunks.push(read.value);
+      }
+    }
+  } catch (error) {
+    if (error instanceof OriginError) throw error;
+    if (isTimeout(error)) throw new OriginError(resource, "timeout", "body too slow");
+    throw new OriginError(resource, "unreachable", `body cut off: ${errorText(error)}`);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    throw new OriginError(resource, "invalid", "body is not JSON");
+  }
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
