@@ -9,7 +9,7 @@
 // started it) from whichever request evicts or overwrites the key, which
 // Workers refuse ("Cannot perform I/O on behalf of a different request").
 import type { Config } from "../config";
-import { isAnswerAboutId, OriginError } from "../origin/client";
+import { isAnswerAboutId, OriginError } from "../origin/failure";
 import type { Clock } from "../shared/clock";
 import { createLeaseTable, pollUntil, within } from "../shared/leases";
 import { entryState, type Entry } from "./entry";

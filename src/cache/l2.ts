@@ -9,7 +9,6 @@ import type { Breaker } from "../shared/breaker";
 import { createL2Guard, LATE_GRACE_MS, type L2CallOptions, type L2CallStats } from "./l2Guard";
 
 // Part of the L2 interface (`run`, `runOnKeys`): its users name it from here.
-export type { L2CallOptions };
 
 export type FillClaim =
   /**

@@ -6,7 +6,7 @@
 // missing or expired ⇒ fill; the fill failed ⇒ serve what is usable on error.
 // Each step takes what the one before left pending.
 import type { Config } from "../config";
-import { isAnswerAboutId, OriginError, type OriginFailure } from "../origin/client";
+import { isAnswerAboutId, OriginError, type OriginFailure } from "../origin/failure";
 import { PAGE_SUBJECT, type ResourceName, type ResourceTypes } from "../origin/resources";
 import type { Clock } from "../shared/clock";
 import type { LeaseTable } from "../shared/leases";

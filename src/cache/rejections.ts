@@ -8,7 +8,7 @@
 import { LRUCache } from "lru-cache";
 import type { Config } from "../config";
 import { DEFAULTS } from "../config/defaults";
-import type { OriginFailure } from "../origin/client";
+import type { OriginFailure } from "../origin/failure";
 import type { ResourceName } from "../origin/resources";
 import type { Clock } from "../shared/clock";
 import { deadlinesFor, type Entry } from "./entry";

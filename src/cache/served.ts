@@ -1,6 +1,6 @@
 // What a read gives the page for one resource: the data, where it came from
 // and how it stood (the page's headers say all of it: http/headers.ts).
-import type { OriginFailure } from "../origin/client";
+import type { OriginFailure } from "../origin/failure";
 import type { ResourceName } from "../origin/resources";
 import type { Entry } from "./entry";
 

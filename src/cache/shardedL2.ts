@@ -10,7 +10,8 @@
 // L2, never a page. A page's reads cost one round trip per shard involved,
 // all in parallel.
 import type { Redis } from "@upstash/redis/cloudflare";
-import type { L2, L2CallOptions, L2Stats } from "./l2";
+import type { L2, L2Stats } from "./l2";
+import type { L2CallOptions } from "./l2Guard";
 import type { Ring } from "./ring";
 
 /** The part of a key the ring places by: the product id (keys end with it, and ids hold no ':'). */

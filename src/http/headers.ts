@@ -14,7 +14,7 @@
 // `ttl` is the seconds of freshness left (negative: stale for that long).
 import type { Served } from "../cache/served";
 import type { ResourcePolicy } from "../config";
-import type { OriginFailure } from "../origin/client";
+import type { OriginFailure } from "../origin/failure";
 
 const FAILURE_STATUS: Record<OriginFailure, number> = { timeout: 504, unreachable: 502, status: 502, rejected: 502, invalid: 502, overloaded: 503, "circuit-open": 503 };
 

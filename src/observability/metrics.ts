@@ -11,7 +11,7 @@
 import type { BreakerState } from "../shared/breaker";
 import type { Clock } from "../shared/clock";
 import type { Served } from "../cache/served";
-import type { OriginFailure } from "../origin/client";
+import type { OriginFailure } from "../origin/failure";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { createTopK, type TopK } from "./topK";
 

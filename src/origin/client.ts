@@ -14,7 +14,6 @@ import { get, readJson, SLOT_GRACE_MS } from "./exchange";
 import { isAnswerAboutId, isServiceFailureStatus, OriginError, type OriginFailure } from "./failure";
 
 // What an origin call's failure is: callers of the client name it from here.
-export { isAnswerAboutId, OriginError, type OriginFailure };
 
 export type OriginAnswer<T> = { found: true; data: T } | { found: false };
 

@@ -2,7 +2,8 @@
 // hand and an origin whose answers and failures the test decides.
 import { parseConfig, type Config } from "../../src/config";
 import type { Clock } from "../../src/shared/clock";
-import { OriginError, type OriginAnswer, type OriginClient } from "../../src/origin/client";
+import type { OriginAnswer, OriginClient } from "../../src/origin/client";
+import { OriginError } from "../../src/origin/failure";
 import type { ResourceName, ResourceTypes } from "../../src/origin/resources";
 import type { Product } from "../../src/origin/types";
 

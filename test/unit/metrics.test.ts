@@ -5,7 +5,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createBreaker, type BreakerState } from "../../src/shared/breaker";
 import { parseConfig } from "../../src/config";
-import { createOriginClient, type OriginFailure } from "../../src/origin/client";
+import { createOriginClient } from "../../src/origin/client";
+import type { OriginFailure } from "../../src/origin/failure";
 import type { PageResource, ResourceName } from "../../src/origin/resources";
 import { buildChart } from "../../src/observability/chart";
 import { createRateLimitedLog, logEvent } from "../../src/observability/log";

@@ -5,7 +5,8 @@
 // over HTTP, where faults are injected through its admin API.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createBreaker, type Breaker } from "../../src/shared/breaker";
-import { createOriginClient, isAnswerAboutId, OriginError, type OriginClient, type OriginClientOptions, type OriginFailure } from "../../src/origin/client";
+import { createOriginClient, type OriginClient, type OriginClientOptions } from "../../src/origin/client";
+import { isAnswerAboutId, OriginError, type OriginFailure } from "../../src/origin/failure";
 import { createLimiter } from "../../src/origin/limiter";
 import type { ResourceName } from "../../src/origin/resources";
 import { startDemoOrigin, type DemoOrigin } from "../../dev/origin";
