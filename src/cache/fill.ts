@@ -28,7 +28,7 @@ import { lockKey, purgeMarkerKey } from "./keys";
 import type { FillBatch, FillCalls } from "./fillBatch";
 import type { L2 } from "./l2";
 import type { L2Entries } from "./l2Entries";
-import { createLockWait } from "./lockWait";
+import { createLockWait, type Reclaimed } from "./lockWait";
 
 /**
  * The longest one fill can take: its lock claim, then at most the wait for
@@ -111,33 +111,40 @@ export function createFill(deps: FillDeps) {
   }
 
   async function fillThroughL2(l2: L2, calls: FillCalls, key: string, context: FillContext): Promise<Entry> {
-    const started = clock.now();
     const lock = lockKey(config.keyPrefix, key);
     const lockToken = crypto.randomUUID();
-    const claim = await calls.claimFill(key, lock, {
-      token: lockToken,
-      lockTtlMs: config.lockTtlMs,
-      freshBeyond: Math.max(started, context.freshBeyond),
-      notBefore: context.notBefore,
-      freshAfter: context.freshAfter,
-    });
-    if (claim?.kind === "fresh") {
-      const entry = l2Entries.read(key, claim.value, context.resource, context.id, context.background);
+    const claim = () =>
+      calls.claimFill(key, lock, {
+        token: lockToken,
+        lockTtlMs: config.lockTtlMs,
+        freshBeyond: Math.max(clock.now(), context.freshBeyond),
+        notBefore: context.notBefore,
+        freshAfter: context.freshAfter,
+      });
+    const fresh = (value: string) => l2Entries.read(key, value, context.resource, context.id, context.background);
+    const first = await claim();
+    if (first?.kind === "fresh") {
+      const entry = fresh(first.value);
       if (entry) {
         context.via = "l2";
         return entry;
       }
     }
-    if (claim && claim.kind !== "fresh" && claim.stale) context.olderCopy = l2Entries.read(key, claim.stale, context.resource, context.id, context.background);
-    let won = claim?.kind === "won";
+    if (first && first.kind !== "fresh" && first.stale) context.olderCopy = fresh(first.stale);
+    let won = first?.kind === "won";
     // A claim without an answer while L2's breaker stays closed was most
     // likely this isolate's own delay (a busy isolate reads replies late):
     // the lock may be taken, by this fill or another isolate's. Look before
     // fetching, as a loser does: under a herd, fetching at once was a
     // second origin fetch for the product.
-    const unanswered = claim === undefined && l2.accepts(key);
-    if (claim?.kind === "lost" || unanswered) {
-      const waited = await waitForWinner(l2, key, lock, context, unanswered ? lockToken : undefined);
+    const unanswered = first === undefined && l2.accepts(key);
+    if (first?.kind === "lost" || unanswered) {
+      const reclaim = async (): Promise<Reclaimed> => {
+        const again = await claim();
+        if (again?.kind === "fresh") return fresh(again.value);
+        return again?.kind === "won" ? "ours" : again?.kind === "lost" ? "held" : undefined;
+      };
+      const waited = await waitForWinner(l2, key, lock, context, reclaim, unanswered ? lockToken : undefined);
       if (waited === "ours") won = true;
       else if (waited) {
         context.via = "l2";

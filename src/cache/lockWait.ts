@@ -14,6 +14,11 @@ import type { L2Entries } from "./l2Entries";
 const FIRST_POLL_MS = 10;
 /** Polls never further apart than this: a winner that writes late is seen soon after, at a few Redis reads a second. */
 const MAX_POLL_MS = 160;
+/** Times one wait asks the primary whether a lock that looks free is free (see waitForWinner). */
+const MAX_RECLAIMS = 2;
+
+/** What claiming the lock again says: a fresh copy, the lock is now this fill's, still held by the winner, or no answer. */
+export type Reclaimed = Entry | "ours" | "held" | undefined;
 
 /** What the waiting fill is about, and which copy ends its wait (fill.ts: FillContext, of which this is a part). */
 interface Wanted {
@@ -53,9 +58,25 @@ export function createLockWait({ config, l2Entries, clock, sleep }: LockWaitDeps
    * `ownToken`: this fill's claim got no answer, so it may have taken the
    * lock all the same. A lock holding that token is this fill's own:
    * "ours", fetch and write as the winner.
+   *
+   * A poll that finds the lock free and no fresh copy does not end the wait
+   * by itself: `reclaim` claims the lock again, and the claim (a script that
+   * writes) runs where the lock lives. Either the winner let go without a
+   * copy (its fetch failed): the first loser to reclaim becomes the winner
+   * and the others keep waiting, where each of them used to fetch. Or the
+   * poll read a replica the lock had not reached yet (Upstash Global sends
+   * reads to the nearest replica): the lock is still held, and the wait goes on.
    */
-  return async function waitForWinner(l2: L2, key: string, lock: string, wanted: Wanted, ownToken?: string): Promise<Entry | "ours" | undefined> {
+  return async function waitForWinner(
+    l2: L2,
+    key: string,
+    lock: string,
+    wanted: Wanted,
+    reclaim: () => Promise<Reclaimed>,
+    ownToken?: string,
+  ): Promise<Entry | "ours" | undefined> {
     const giveUpAt = clock.now() + config.lockWaitMs;
+    let reclaims = 0;
     for (let delay = FIRST_POLL_MS; clock.now() + delay <= giveUpAt; delay = Math.min(delay * 2, MAX_POLL_MS)) {
       await sleep(delay);
       const [value, holder] = await l2.readMany([key, lock], { background: wanted.background });
@@ -69,8 +90,12 @@ export function createLockWait({ config, l2Entries, clock, sleep }: LockWaitDeps
       const head = value ? peekFreshness(value) : undefined;
       const entry = head && isWaitedFor(head, wanted) ? l2Entries.read(key, value!, wanted.resource, wanted.id, wanted.background) : undefined;
       if (entry) return entry;
-      if (holder === null) return undefined;
       if (holder === ownToken) return "ours";
+      if (holder === null) {
+        if (reclaims++ >= MAX_RECLAIMS) return undefined;
+        const again = await reclaim();
+        if (again !== "held") return again;
+      }
     }
     return undefined;
   };

@@ -130,3 +130,37 @@ describe("a fill whose lock claim got no answer", () => {
     expect(writes[0]!.lockToken).toBe("");
   });
 });
+
+describe("a loser whose poll finds the lock free and no fresh copy", () => {
+  /** The lock's holder as the claims see it (the primary), and the polls' answers (a replica): [value, holder] each. */
+  function l2With(claims: FillClaim[], polls: [string | null, string | null][]) {
+    let claimed = 0;
+    let reads = 0;
+    const l2 = {
+      claimFill: async (): Promise<FillClaim> => claims[Math.min(claimed++, claims.length - 1)]!,
+      readMany: async () => polls[Math.min(reads++, polls.length - 1)],
+      accepts: () => true,
+      writeFill: async () => undefined,
+      releaseLock: async () => {},
+    } as unknown as L2;
+    return { l2, claims: () => claimed };
+  }
+
+  it("asks the primary before fetching: a replica the lock has not reached yet (Upstash Global) costs no second origin fetch", async () => {
+    // The winner holds the lock on the primary; the first poll reads a lagging replica that has neither its lock nor its copy.
+    const { l2, claims } = l2With([{ kind: "lost" }, { kind: "lost" }], [[null, null], [winnersValue(), null]]);
+    const { entry, context, originCalls } = await fillOnce(l2);
+    expect(claims()).toBe(2);
+    expect(originCalls).toBe(0);
+    expect(context.via).toBe("l2");
+    expect(entry.version).toBe(3);
+  });
+
+  it("takes the lock itself when the winner let go without a copy, so that the other losers keep waiting on one fetch", async () => {
+    const { l2, claims } = l2With([{ kind: "lost" }, { kind: "won" }], [[null, null]]);
+    const { context, originCalls } = await fillOnce(l2);
+    expect(claims()).toBe(2);
+    expect(originCalls).toBe(1);
+    expect(context.via).toBe("origin");
+  });
+});

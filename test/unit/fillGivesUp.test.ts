@@ -22,7 +22,8 @@ function losingL2(holderAt: (poll: number) => string | null, now: () => number) 
   const polls: number[] = [];
   const writes: FillWrite[] = [];
   const l2 = {
-    claimFill: async (): Promise<FillClaim> => ({ kind: "lost" }),
+    // A claim runs where the lock lives: it wins once the holder has let go.
+    claimFill: async (): Promise<FillClaim> => ({ kind: holderAt(polls.length) === null ? "won" : "lost" }),
     async readMany(keys: string[]) {
       polls.push(now());
       return [null, holderAt(polls.length)].slice(0, keys.length);
@@ -81,10 +82,11 @@ describe("a fill that lost the lock and gives up waiting", () => {
     expect(writes[0]).toMatchObject({ key: KEY, version: 1, lockToken: "" });
   });
 
-  it("stops waiting at once and fetches when the winner releases its lock without writing", async () => {
+  it("stops waiting at once, takes the lock and fetches when the winner releases its lock without writing", async () => {
     // The winner holds its lock for two polls, then lets go of it (its origin fetch failed).
-    const { fill, context, origin, originCalledAt, polls, started } = setup((poll) => (poll <= 2 ? "another-isolate" : null));
+    const { fill, context, origin, originCalledAt, polls, writes, started, settle } = setup((poll) => (poll <= 2 ? "another-isolate" : null));
     await fill();
+    await settle();
 
     expect(polls).toHaveLength(3);
     expect(origin.calls.product).toBe(1);
@@ -92,5 +94,8 @@ describe("a fill that lost the lock and gives up waiting", () => {
     // Fetched right after the poll that found the lock free: not at the end of lockWaitMs.
     expect(originCalledAt).toEqual([polls[2]]);
     expect(originCalledAt[0]! - started).toBeLessThan(config.lockWaitMs / 10);
+    // It claimed the lock that looked free before fetching: its write releases it.
+    expect(writes).toHaveLength(1);
+    expect(writes[0]!.lockToken).not.toBe("");
   });
 });
