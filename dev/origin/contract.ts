@@ -5,6 +5,7 @@
 // nothing for (404), a bad listing query a 400.
 import { sValidator } from "@hono/standard-validator";
 import { Hono, type Context, type MiddlewareHandler } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import * as v from "valibot";
 import { MAX_LIST_LIMIT } from "./catalog";
 import { describeIssue, errorBody, productId, type OriginEnv } from "./http";
@@ -50,8 +51,8 @@ export function contractRoutes(state: OriginState): Hono<OriginEnv> {
 
   /** 404 as the contract says, or the fault's unknownIdStatus (400 to 499). */
   const unknownId = (c: Context, name: ByIdService) => {
-    const status = faults.get(name).unknownIdStatus as 404;
-    return status === 404 ? c.json(errorBody("not_found"), 404) : c.json(errorBody("invalid_id"), status);
+    const status = faults.get(name).unknownIdStatus;
+    return status === 404 ? c.json(errorBody("not_found"), 404) : c.json(errorBody("invalid_id"), status as ContentfulStatusCode);
   };
 
   return new Hono<OriginEnv>()
