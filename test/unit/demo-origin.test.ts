@@ -506,6 +506,24 @@ describe("changes", () => {
     expect((await call("POST", "/products/p-000001")).status).toBe(405);
     expect((await get("/products/p-000001")).status).toBe(200);
   });
+
+  it("says what was wrong in an {error, message} body", async () => {
+    expect(await call("POST", "/__admin/products/p-000001", { price: "12" })).toMatchObject({
+      status: 400,
+      body: { error: "bad_request", message: expect.stringMatching(/^price: /) },
+    });
+    expect((await call("POST", "/__admin/latency", "[]")).body).toEqual({ error: "bad_request", message: "body must be a JSON object" });
+    expect((await get("/products?limit=5&limit=6")).body).toMatchObject({ error: "bad_request", message: expect.stringMatching(/^limit: /) });
+    // Without a content-length the cap holds as the body streams in.
+    const chunks = [new TextEncoder().encode(`{"title":"${"x".repeat(70 * 1024)}"}`)];
+    const streamed = await fetch(`${origin.url}/__admin/products/p-000001`, {
+      method: "POST",
+      body: new ReadableStream({ pull: (controller) => (chunks.length ? controller.enqueue(chunks.shift()) : controller.close()) }),
+      duplex: "half",
+    } as RequestInit);
+    expect(streamed.status).toBe(413);
+    expect(await streamed.json()).toMatchObject({ error: "payload_too_large" });
+  });
 });
 
 describe("lifecycle", () => {

@@ -1,0 +1,157 @@
+// What the admin endpoints (./admin.ts) set and the contract's routes
+// (./contract.ts) obey: the base latency, the requests counted per service
+// and id, and the faults injected per service.
+import type { Socket } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+import { isValidProductId } from "../../src/origin/types";
+import type { CatalogStore } from "./catalog";
+
+export const SERVICES = ["product", "inventory", "reviews", "recommendations", "listing"] as const;
+export type ServiceName = (typeof SERVICES)[number];
+
+type DownMode = false | "500" | "refuse" | "hang";
+
+interface Fault {
+  /** Added to the base latency. */
+  latencyMs: number;
+  /** Fraction of requests answered 500. */
+  errorRate: number;
+  down: DownMode;
+  /**
+   * What ids the service holds nothing for are answered: 404 as the contract
+   * says, or 400 to 499, as an origin that validates ids more strictly than
+   * the contract would (junk ids answered 400 or 422).
+   */
+  unknownIdStatus: number;
+  /**
+   * Ids looked up in lower case and answered with the catalog's spelling: an
+   * origin that canonicalises `P-000001` to `p-000001`, so that the answer
+   * names another id than the one asked for.
+   */
+  canonicalIds: boolean;
+}
+
+/** The most latency the options and the admin endpoints take: ten minutes. */
+export const MAX_LATENCY_MS = 600_000;
+
+const NO_FAULT: Fault = { latencyMs: 0, errorRate: 0, down: false, unknownIdStatus: 404, canonicalIds: false };
+
+export interface Settings {
+  port: number;
+  host: string;
+  catalogSize: number;
+  /** Base latency of every service request; changed by POST /__admin/latency. */
+  latencyMs: number;
+  /** Uniform jitter around latencyMs. */
+  jitterMs: number;
+  purgeUrl: string | undefined;
+  purgeToken: string | undefined;
+  knownIdsUrl: string | undefined;
+}
+
+/** One running origin's state, shared by its routes. */
+export interface OriginState {
+  settings: Settings;
+  store: CatalogStore;
+  counters: Counters;
+  faults: Faults;
+  /** Aborted when the server closes: ends every pending delay and hang. */
+  closing: AbortSignal;
+}
+
+/** Sleeps, unless `signal` aborts first. */
+export async function delay(ms: number, signal: AbortSignal): Promise<void> {
+  if (ms <= 0) return;
+  await sleep(ms, undefined, { signal }).catch(() => undefined);
+}
+
+// ---------------------------------------------------------------- counters
+
+const MAX_COUNTED_IDS = 100_000;
+
+interface CountersSnapshot {
+  total: number;
+  services: Record<ServiceName, number>;
+  /** Requests per `service:id`. */
+  ids: Record<string, number>;
+}
+
+export interface Counters {
+  count(service: ServiceName, id: string | undefined): void;
+  reset(): void;
+  snapshot(): CountersSnapshot;
+}
+
+/** Requests each service received, and per id (bounded: new ids stop being added, totals go on). */
+export function createCounters(): Counters {
+  let total = 0;
+  let services = zeroServices();
+  const ids = new Map<string, number>();
+  return {
+    count(service, id) {
+      total++;
+      services[service]++;
+      // Only well-formed ids become keys, so hostile paths cannot grow the map with junk.
+      if (id === undefined || !isValidProductId(id)) return;
+      const key = `${service}:${id}`;
+      const seen = ids.get(key);
+      if (seen !== undefined) ids.set(key, seen + 1);
+      else if (ids.size < MAX_COUNTED_IDS) ids.set(key, 1);
+    },
+    reset() {
+      total = 0;
+      services = zeroServices();
+      ids.clear();
+    },
+    snapshot: () => ({ total, services: { ...services }, ids: Object.fromEntries(ids) }),
+  };
+}
+
+function zeroServices(): Record<ServiceName, number> {
+  return { product: 0, inventory: 0, reviews: 0, recommendations: 0, listing: 0 };
+}
+
+// ---------------------------------------------------------------- faults
+
+export interface Faults {
+  get(service: ServiceName): Fault;
+  set(services: readonly ServiceName[], fault: Fault): void;
+  clear(): void;
+  /** Resolves at the next change of faults, at wake(), or when `socket` closes. */
+  nextChange(socket: Socket): Promise<void>;
+  wake(): void;
+  snapshot(): Record<ServiceName, Fault>;
+}
+
+export function createFaults(): Faults {
+  const faults = new Map<ServiceName, Fault>();
+  /** Hanging requests, woken whenever the faults change or the server closes. */
+  const waiters = new Set<() => void>();
+  const wake = () => {
+    for (const waiter of [...waiters]) waiter();
+  };
+  const get = (service: ServiceName) => faults.get(service) ?? NO_FAULT;
+  return {
+    get,
+    set(services, fault) {
+      for (const service of services) faults.set(service, fault);
+      wake();
+    },
+    clear() {
+      faults.clear();
+      wake();
+    },
+    nextChange: (socket) =>
+      new Promise((resolve) => {
+        const done = () => {
+          waiters.delete(done);
+          socket.off("close", done);
+          resolve();
+        };
+        waiters.add(done);
+        socket.once("close", done);
+      }),
+    wake,
+    snapshot: () => Object.fromEntries(SERVICES.map((service) => [service, get(service)])) as Record<ServiceName, Fault>,
+  };
+}
