@@ -7,6 +7,7 @@ import { sValidator } from "@hono/standard-validator";
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import * as v from "valibot";
+import { PAGE_RESOURCES, RESOURCES } from "../../src/origin/resources";
 import { MAX_LIST_LIMIT } from "./catalog";
 import { describeIssue, errorBody, productId, type OriginEnv } from "./http";
 import { delay, type OriginState, type ServiceName } from "./state";
@@ -34,8 +35,10 @@ const listingQuery = v.object({
 type ByIdService = Exclude<ServiceName, "listing">;
 type ValidId = { in: { param: { id: string } }; out: { param: { id: string } } };
 
+/** The listing's path; each resource of a product is served at the path the tier's registry gives it (src/origin/resources.ts). */
+const LISTING_PATH = "/products";
 /** The contract's paths, for the 405 that other methods get. */
-const PATHS = ["/products", "/products/:id", "/inventory/:id", "/reviews/:id/summary", "/recommendations/:id"];
+const PATHS = [LISTING_PATH, ...PAGE_RESOURCES.map((name) => RESOURCES[name].path(":id"))];
 
 export function contractRoutes(state: OriginState): Hono<OriginEnv> {
   const { store, faults } = state;
@@ -55,29 +58,26 @@ export function contractRoutes(state: OriginState): Hono<OriginEnv> {
     return status === 404 ? c.json(errorBody("not_found"), 404) : c.json(errorBody("invalid_id"), status as ContentfulStatusCode);
   };
 
-  return new Hono<OriginEnv>()
-    .get(
-      "/products",
-      service("listing"),
-      sValidator("query", listingQuery, (result, c) =>
-        result.success ? undefined : c.json(errorBody("bad_request", describeIssue(result.error)), 400),
-      ),
-      (c) => {
-        const { limit, cursor } = c.req.valid("query");
-        const page = store.listIds(cursor || null, limit);
-        return page ? c.json(page) : c.json(errorBody("bad_request", "unknown cursor"), 400);
-      },
-    )
-    .get("/products/:id", service("product"), validId("product"), resource("product", (id) => store.product(id)))
-    .get("/inventory/:id", service("inventory"), validId("inventory"), resource("inventory", (id) => store.inventory(id)))
-    .get("/reviews/:id/summary", service("reviews"), validId("reviews"), resource("reviews", (id) => store.reviews(id)))
-    .get(
-      "/recommendations/:id",
-      service("recommendations"),
-      validId("recommendations"),
-      resource("recommendations", (id) => store.recommendations(id)),
-    )
-    .on(["POST", "PUT", "PATCH", "DELETE"], PATHS, (c) => c.json(errorBody("method_not_allowed"), 405));
+  /** Where each resource of a product comes from in the catalog. */
+  const lookups: Record<ByIdService, (id: string) => unknown> = {
+    product: (id) => store.product(id),
+    inventory: (id) => store.inventory(id),
+    reviews: (id) => store.reviews(id),
+    recommendations: (id) => store.recommendations(id),
+  };
+
+  const app = new Hono<OriginEnv>().get(
+    LISTING_PATH,
+    service("listing"),
+    sValidator("query", listingQuery, (result, c) => (result.success ? undefined : c.json(errorBody("bad_request", describeIssue(result.error)), 400))),
+    (c) => {
+      const { limit, cursor } = c.req.valid("query");
+      const page = store.listIds(cursor || null, limit);
+      return page ? c.json(page) : c.json(errorBody("bad_request", "unknown cursor"), 400);
+    },
+  );
+  for (const name of PAGE_RESOURCES) app.get(RESOURCES[name].path(":id"), service(name), validId(name), resource(name, lookups[name]));
+  return app.on(["POST", "PUT", "PATCH", "DELETE"], PATHS, (c) => c.json(errorBody("method_not_allowed"), 405));
 }
 
 /**
