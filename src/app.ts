@@ -16,7 +16,6 @@ import { tierFor } from "./tier";
 import { withSubrequestGate } from "./shared/subrequests";
 import type { AppEnv } from "./http/appEnv";
 
-
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 

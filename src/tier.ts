@@ -56,12 +56,24 @@ const tiers = new WeakMap<object, Tier | ConfigError>();
 
 export function createTier(config: Config, clock: Clock = systemClock): Tier {
   const metrics = createMetrics({ clock });
-  const originLimiter = createLimiter({ maxConcurrent: DEFAULTS.originMaxConcurrent, maxQueued: DEFAULTS.originMaxQueued, maxWaitMs: DEFAULTS.originQueueWaitMs, clock });
+  const originLimiter = createLimiter({
+    maxConcurrent: DEFAULTS.originMaxConcurrent,
+    maxQueued: DEFAULTS.originMaxQueued,
+    maxWaitMs: DEFAULTS.originQueueWaitMs,
+    clock,
+  });
   const origin = createOriginClient({
     baseUrl: config.originUrl,
     policies: config.policies,
     limiter: originLimiter,
-    breakerFor: (service) => createBreaker({ failureThreshold: DEFAULTS.originBreakerFailures, coolDownMs: DEFAULTS.originBreakerCoolDownMs, minFailureSpanMs: DEFAULTS.breakerMinFailureSpanMs, clock, onChange: watchBreaker(`origin:${service}`, metrics) }),
+    breakerFor: (service) =>
+      createBreaker({
+        failureThreshold: DEFAULTS.originBreakerFailures,
+        coolDownMs: DEFAULTS.originBreakerCoolDownMs,
+        minFailureSpanMs: DEFAULTS.breakerMinFailureSpanMs,
+        clock,
+        onChange: watchBreaker(`origin:${service}`, metrics),
+      }),
     onFetch: watchOrigin(metrics, clock),
   });
   const l2 = config.l2 ? createTierL2(config.l2.shards, config.l2TimeoutMs, clock, metrics) : null;
@@ -116,7 +128,14 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
       writeTimeoutMs: DEFAULTS.l2WriteTimeoutMs,
       claimTimeoutMs: Math.max(timeoutMs, DEFAULTS.l2ClaimTimeoutMs),
       probeTimeoutMs: Math.max(timeoutMs, DEFAULTS.l2ProbeTimeoutMs),
-      breaker: createBreaker({ failureThreshold: DEFAULTS.l2BreakerFailures, coolDownMs: DEFAULTS.l2BreakerCoolDownMs, minFailureSpanMs: DEFAULTS.breakerMinFailureSpanMs, confirmTimeouts: true, clock, onChange: watchBreaker(`l2:${shard.name}`, metrics) }),
+      breaker: createBreaker({
+        failureThreshold: DEFAULTS.l2BreakerFailures,
+        coolDownMs: DEFAULTS.l2BreakerCoolDownMs,
+        minFailureSpanMs: DEFAULTS.breakerMinFailureSpanMs,
+        confirmTimeouts: true,
+        clock,
+        onChange: watchBreaker(`l2:${shard.name}`, metrics),
+      }),
     }),
   );
   return clients.length === 1 ? clients[0]! : createShardedL2(clients, createRing(shards));
@@ -130,9 +149,20 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
 function createKnownIdsFor(config: Config, clock: Clock, metrics?: Metrics): KnownIds | null {
   if (!config.l2 || !config.knownIds) return null;
   const home = config.l2.shards[0]!;
-  const breaker = createBreaker({ failureThreshold: DEFAULTS.l2BreakerFailures, coolDownMs: DEFAULTS.l2BreakerCoolDownMs, clock, onChange: watchBreaker(`known-ids:${home.name}`, metrics) });
+  const breaker = createBreaker({
+    failureThreshold: DEFAULTS.l2BreakerFailures,
+    coolDownMs: DEFAULTS.l2BreakerCoolDownMs,
+    clock,
+    onChange: watchBreaker(`known-ids:${home.name}`, metrics),
+  });
   const l2 = createL2({ name: home.name, url: home.url, token: home.token, timeoutMs: DEFAULTS.knownIdsL2TimeoutMs, breaker });
-  return createKnownIds({ l2, keyPrefix: config.keyPrefix, clock, ...config.knownIds, log: ({ event, ...fields }) => logEvent(String(event), fields, fields.state === "ok" ? "info" : "warn") });
+  return createKnownIds({
+    l2,
+    keyPrefix: config.keyPrefix,
+    clock,
+    ...config.knownIds,
+    log: ({ event, ...fields }) => logEvent(String(event), fields, fields.state === "ok" ? "info" : "warn"),
+  });
 }
 
 /** The longest any entry can live (ttl with jitter, then stale-if-error): how long a tag purge must be remembered. */

@@ -118,7 +118,8 @@ export function decodeEntry<R extends ResourceName>(value: string, expected: Ent
   const payload = parsedPayload(json);
   if (!payload) return { invalid: "payload" };
   const errorUntil = payload.e;
-  if (!areSafe(errorUntil) || !inOrder(header, errorUntil) || Math.max(header.staleUntil, errorUntil) - header.fetchedAt > expected.maxLifeMs) return { invalid: "deadlines" };
+  if (!areSafe(errorUntil) || !inOrder(header, errorUntil) || Math.max(header.staleUntil, errorUntil) - header.fetchedAt > expected.maxLifeMs)
+    return { invalid: "deadlines" };
 
   let data: ResourceTypes[R] | null = null;
   if (payload.d === null) {

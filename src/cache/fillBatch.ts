@@ -36,7 +36,12 @@ export function createFillBatch(l2: L2, background: (work: Promise<unknown>) => 
   function sendClaims(): void {
     const sending = claims;
     claims = [];
-    void l2.claimFills(sending.map(({ request }) => request), { background }).then((answers) => sending.forEach(({ done }, i) => done(answers[i])));
+    void l2
+      .claimFills(
+        sending.map(({ request }) => request),
+        { background },
+      )
+      .then((answers) => sending.forEach(({ done }, i) => done(answers[i])));
   }
 
   function sendWrites(): void {

@@ -49,7 +49,7 @@ export function createHotness({ warmPerMinute, hotPerMinute, clock }: HotnessOpt
       const [h1, h2] = hashPair(id);
       let estimate = Infinity;
       for (let row = 0; row < DEPTH; row++) {
-        const index = row * WIDTH + ((h1! + Math.imul(row, h2!)) >>> 0) % WIDTH;
+        const index = row * WIDTH + (((h1! + Math.imul(row, h2!)) >>> 0) % WIDTH);
         estimate = Math.min(estimate, ++counters[index]!);
       }
       // A steady rate r (per minute) settles near 2r between halvings.

@@ -258,7 +258,16 @@ function client(url: string, token: string, timeoutMs: number): Redis {
   });
 }
 
-export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = timeoutMs, claimTimeoutMs = timeoutMs, probeTimeoutMs = writeTimeoutMs, breaker }: L2Options): L2 {
+export function createL2({
+  name = "l2",
+  url,
+  token,
+  timeoutMs,
+  writeTimeoutMs = timeoutMs,
+  claimTimeoutMs = timeoutMs,
+  probeTimeoutMs = writeTimeoutMs,
+  breaker,
+}: L2Options): L2 {
   const reader = client(url, token, timeoutMs);
   const prober = client(url, token, probeTimeoutMs);
   const writer = client(url, token, writeTimeoutMs);
@@ -266,10 +275,23 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
   const claimScript = claimer.createScript<(string | [number, string])[]>(CLAIM_FILLS);
   const writeScript = writer.createScript<number[]>(WRITE_FILLS);
   const releaseScript = writer.createScript<number>(RELEASE_LOCK);
-  const stats: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0, outagesDismissed: 0 };
+  const stats: L2Stats = {
+    skipped: 0,
+    failures: 0,
+    droppedWrites: 0,
+    isolateErrors: 0,
+    replayedWrites: 0,
+    countedTimeouts: 0,
+    countedErrors: 0,
+    outagesDismissed: 0,
+  };
   const guarded = createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutMs, probeTimeoutMs });
   // Newest kept: lru-cache evicts the least recently set first. Plain data only: it is replayed from other requests.
-  const backlog = new LRUCache<string, Pending>({ max: BACKLOG_MAX, maxSize: BACKLOG_MAX_BYTES, sizeCalculation: (pending) => pending.write.value.length + 200 });
+  const backlog = new LRUCache<string, Pending>({
+    max: BACKLOG_MAX,
+    maxSize: BACKLOG_MAX_BYTES,
+    sizeCalculation: (pending) => pending.write.value.length + 200,
+  });
   /** The flush under way, as a lease (shared/leases.ts): a flush whose request vanished lapses at its budget. */
   let flushingUntil = 0;
 
@@ -277,7 +299,13 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
   function writeArgs(writes: readonly { write: FillWrite; ttlMs: number }[]) {
     return {
       keys: writes.flatMap(({ write }) => [write.key, write.lock, write.purgeMarker]),
-      args: writes.flatMap(({ write, ttlMs }) => [write.value, String(write.version), String(Math.max(1, Math.round(ttlMs))), write.lockToken, String(write.fetchedAt)]),
+      args: writes.flatMap(({ write, ttlMs }) => [
+        write.value,
+        String(write.version),
+        String(Math.max(1, Math.round(ttlMs))),
+        write.lockToken,
+        String(write.fetchedAt),
+      ]),
     };
   }
 
@@ -354,7 +382,11 @@ export function createL2({ name = "l2", url, token, timeoutMs, writeTimeoutMs = 
       return guarded(() => call(isWrite ? writer : reader), options);
     },
     async runOnKeys(keys, call, options) {
-      const result = await guarded(() => call(options?.isWrite ? writer : reader, keys), { isWrite: options?.isWrite, force: options?.force, background: options?.background });
+      const result = await guarded(() => call(options?.isWrite ? writer : reader, keys), {
+        isWrite: options?.isWrite,
+        force: options?.force,
+        background: options?.background,
+      });
       return result === undefined ? undefined : [result];
     },
     accepts: () => breaker.state() !== "open" && !breaker.confirming(),

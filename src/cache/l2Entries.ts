@@ -38,7 +38,13 @@ export interface L2ValueStats {
 
 export interface L2Entries {
   /** The entry `value` (read from L2 at `key`) holds for this resource and id, or undefined: a miss. */
-  read<R extends ResourceName>(key: string, value: string, resource: R, id: string, background: (work: Promise<unknown>) => void): Entry<ResourceTypes[R]> | undefined;
+  read<R extends ResourceName>(
+    key: string,
+    value: string,
+    resource: R,
+    id: string,
+    background: (work: Promise<unknown>) => void,
+  ): Entry<ResourceTypes[R]> | undefined;
   readonly stats: Readonly<L2ValueStats>;
 }
 
@@ -62,7 +68,9 @@ export function createL2Entries(deps: { config: Config; l2: L2 | null; clock: Cl
     const whole = value.length <= IDENTIFYING_CHARS;
     // Not half a surrogate pair: it would not travel as the same bytes.
     const head = whole ? value : value.slice(0, IDENTIFYING_CHARS).replace(/[\uD800-\uDBFF]$/, "");
-    const deleted = await l2.runOnKeys([key], (redis, keys) => redis.eval<string[], number>(DELETE_IF_STILL_BAD, keys, [head, whole ? "1" : "0"]), { isWrite: true });
+    const deleted = await l2.runOnKeys([key], (redis, keys) => redis.eval<string[], number>(DELETE_IF_STILL_BAD, keys, [head, whole ? "1" : "0"]), {
+      isWrite: true,
+    });
     stats.deleted += deleted?.reduce((sum, n) => sum + n, 0) ?? 0;
   }
 

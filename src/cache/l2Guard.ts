@@ -87,7 +87,16 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
    * can take it: the breaker protects visitors from a slow Redis, not Redis
    * from an occasional admin call).
    */
-  return async function guarded<T>(call: () => Promise<T>, { isWrite = false, force = false, passive = false, background, budgetMs = isWrite ? writeTimeoutMs : timeoutMs }: L2CallOptions & { budgetMs?: number } = {}): Promise<T | undefined> {
+  return async function guarded<T>(
+    call: () => Promise<T>,
+    {
+      isWrite = false,
+      force = false,
+      passive = false,
+      background,
+      budgetMs = isWrite ? writeTimeoutMs : timeoutMs,
+    }: L2CallOptions & { budgetMs?: number } = {},
+  ): Promise<T | undefined> {
     if (!force && (passive ? breaker.state() === "open" : !breaker.allow())) {
       stats.skipped++;
       if (isWrite) stats.droppedWrites++;

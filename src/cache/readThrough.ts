@@ -124,7 +124,16 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
 
   function toolsFor(heat: Heat): PageTools {
     return {
-      config, clock, l1, l2, l2Entries, flights, rejections, reading, judged, fillContext,
+      config,
+      clock,
+      l1,
+      l2,
+      l2Entries,
+      flights,
+      rejections,
+      reading,
+      judged,
+      fillContext,
       refresh(key, resource, id, request, freshBeyond = 0) {
         // At most one fill per key: a refresh already under way is left alone,
         // not repeated, and not waited for. Under load the origin's slots go

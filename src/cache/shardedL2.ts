@@ -55,17 +55,41 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
       return home.breaker;
     },
     get stats() {
-      const sum: L2Stats = { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0, outagesDismissed: 0 };
+      const sum: L2Stats = {
+        skipped: 0,
+        failures: 0,
+        droppedWrites: 0,
+        isolateErrors: 0,
+        replayedWrites: 0,
+        countedTimeouts: 0,
+        countedErrors: 0,
+        outagesDismissed: 0,
+      };
       for (const shard of shards) {
         for (const name of Object.keys(sum) as (keyof L2Stats)[]) sum[name] += shard.stats[name];
       }
       return sum;
     },
-    readMany: (keys, options) => perShard(keys, (key) => key, (shard, group) => shard.readMany(group, options)),
+    readMany: (keys, options) =>
+      perShard(
+        keys,
+        (key) => key,
+        (shard, group) => shard.readMany(group, options),
+      ),
     claimFill: (key, ...rest) => shardOf(key).claimFill(key, ...rest),
-    claimFills: (claims, options) => perShard(claims, (claim) => claim.key, (shard, group) => shard.claimFills(group, options)),
+    claimFills: (claims, options) =>
+      perShard(
+        claims,
+        (claim) => claim.key,
+        (shard, group) => shard.claimFills(group, options),
+      ),
     writeFill: (write) => shardOf(write.key).writeFill(write),
-    writeFills: (writes) => perShard(writes, (write) => write.key, (shard, group) => shard.writeFills(group)),
+    writeFills: (writes) =>
+      perShard(
+        writes,
+        (write) => write.key,
+        (shard, group) => shard.writeFills(group),
+      ),
     async flushBacklog() {
       await Promise.all(shards.map((shard) => shard.flushBacklog()));
     },

@@ -80,7 +80,10 @@ export interface L2Endpoint {
 }
 
 export class ConfigError extends Error {
-  constructor(readonly setting: string, detail: string) {
+  constructor(
+    readonly setting: string,
+    detail: string,
+  ) {
     super(`${setting} ${detail}`);
     this.name = "ConfigError";
   }
@@ -115,7 +118,12 @@ const policyOverride = v.strictObject({
   core: v.optional(v.boolean()),
   originTimeoutMs: v.optional(numberSetting(10, 30_000)),
 });
-const policyOverrides = v.strictObject(Object.fromEntries(RESOURCE_NAMES.map((name) => [name, v.optional(policyOverride)])) as Record<ResourceName, v.OptionalSchema<typeof policyOverride, undefined>>);
+const policyOverrides = v.strictObject(
+  Object.fromEntries(RESOURCE_NAMES.map((name) => [name, v.optional(policyOverride)])) as Record<
+    ResourceName,
+    v.OptionalSchema<typeof policyOverride, undefined>
+  >,
+);
 
 /** An origin only: canonical URLs are `<origin>/products/<id>`, and a path here would be silently dropped. */
 const publicOrigin = v.pipe(
@@ -184,7 +192,10 @@ function parsePolicies(raw: Env["CACHE_POLICIES"]): Record<ResourceName, Resourc
     try {
       json = JSON.parse(raw);
     } catch {
-      throw new ConfigError("CACHE_POLICIES", `must be a JSON object of per-resource overrides such as {"${RESOURCE_NAMES[1]}":{"ttl":5}} (resources: ${RESOURCE_NAMES.join(", ")})`);
+      throw new ConfigError(
+        "CACHE_POLICIES",
+        `must be a JSON object of per-resource overrides such as {"${RESOURCE_NAMES[1]}":{"ttl":5}} (resources: ${RESOURCE_NAMES.join(", ")})`,
+      );
     }
   }
   const overrides = read("CACHE_POLICIES", policyOverrides, json);

@@ -16,7 +16,15 @@ import type { Served } from "../cache/served";
 import type { ResourcePolicy } from "../config";
 import type { OriginFailure } from "../origin/failure";
 
-const FAILURE_STATUS: Record<OriginFailure, number> = { timeout: 504, unreachable: 502, status: 502, rejected: 502, invalid: 502, overloaded: 503, "circuit-open": 503 };
+const FAILURE_STATUS: Record<OriginFailure, number> = {
+  timeout: 504,
+  unreachable: 502,
+  status: 502,
+  rejected: 502,
+  invalid: 502,
+  overloaded: 503,
+  "circuit-open": 503,
+};
 
 function ttlSeconds(served: Served<unknown>, now: number): number | undefined {
   return served.entry ? Math.round((served.entry.freshUntil - now) / 1000) : undefined;
@@ -72,13 +80,18 @@ export function pageCacheControl(page: Served<unknown>[], policies: Record<strin
 
 /** What a page's HTML depends on besides its URL: the template version and each part's version and state. */
 export function pageIdentity(page: Served<unknown>[], renderVersion: string): string {
-  const parts = page.map((served) => `${served.resource}:${served.outcome}:${served.entry?.version ?? "-"}:${served.freshness === "stale-if-error" ? "e" : ""}`);
+  const parts = page.map(
+    (served) => `${served.resource}:${served.outcome}:${served.entry?.version ?? "-"}:${served.freshness === "stale-if-error" ? "e" : ""}`,
+  );
   return `${renderVersion}|${parts.join("|")}`;
 }
 
 /** A strong validator from the page's identity: same versions and states, same HTML. */
 export async function pageEtag(identity: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-1", new TextEncoder().encode(identity));
-  const hex = [...new Uint8Array(digest)].slice(0, 12).map((b) => b.toString(16).padStart(2, "0")).join("");
+  const hex = [...new Uint8Array(digest)]
+    .slice(0, 12)
+    .map((b) => b.toString(16).padStart(2, "0"))
+    .join("");
   return `"${hex}"`;
 }

@@ -22,7 +22,7 @@ export async function homePage(c: Context, tier: Tier): Promise<Response> {
   await tier.purges.sync(background);
   const { data } = await tier.cache.read(LISTING_ID, [LISTING], background);
   const listing = data[LISTING];
-  if (!listing || listing.outcome !== "found") {
+  if (listing?.outcome !== "found") {
     c.header("Retry-After", "10");
     return errorPage(c, 503, "The product list is not available right now.", "no-store", 10);
   }

@@ -11,7 +11,6 @@ import type { Tier } from "../tier";
 import { cacheStatus, pageCacheControl, pageEtag, pageIdentity } from "./headers";
 import { errorPage } from "./errorPage";
 
-
 /** Bumped when templates change the HTML for the same data, so that ETags change too. */
 const RENDER_VERSION = "2";
 
@@ -60,7 +59,7 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
   setMetric(c, "l2", timings.l2);
   setMetric(c, "origin", timings.origin);
 
-  const all = PAGE_RESOURCES.map((resource) => data[resource]).filter((served): served is Served<any> => served !== undefined);
+  const all: Served<unknown>[] = PAGE_RESOURCES.flatMap((resource) => data[resource] ?? []);
   const now = tier.clock.now();
   // "stored": written to L2 as well as L1, which an open breaker prevents.
   c.header("Cache-Status", cacheStatus(all, now, tier.cache.l2?.breaker.state() === "closed"));

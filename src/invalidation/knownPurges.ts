@@ -127,7 +127,7 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
       const wide = marksFor(resource, tags);
       const at: PurgedAt = { hard: Math.max(floor, wide.hard), any: Math.max(floor, wide.hard, wide.soft) };
       const idPurge = recentIds.get(id);
-      if (idPurge && idPurge.resources.includes(resource)) {
+      if (idPurge?.resources.includes(resource)) {
         at.any = Math.max(at.any, idPurge.at);
         if (idPurge.mode === "hard") at.hard = Math.max(at.hard, idPurge.at);
       }

@@ -4,7 +4,6 @@ import { DEFAULTS } from "../config/defaults";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { PRODUCT_ID_PATTERN } from "../origin/types";
 
-
 export const PURGE_LIMITS = {
   ids: 1000,
   tags: 100,

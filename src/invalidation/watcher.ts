@@ -121,7 +121,12 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
         const mine = startSync(background);
         const until = clock.now() + options.syncWaitMs;
         // Another request's sync is watched for on this request's own timers (shared/leases.ts, pollUntil).
-        if (mine) await within(mine.catch(() => undefined), options.syncWaitMs, () => undefined);
+        if (mine)
+          await within(
+            mine.catch(() => undefined),
+            options.syncWaitMs,
+            () => undefined,
+          );
         else await pollUntil(() => (syncUnderWay() ? undefined : true), until, clock.now);
       } else if (age >= options.pollMs / 2 && !syncUnderWay()) {
         void startSync(background)?.catch(() => undefined);

@@ -166,7 +166,13 @@ async function listAll(listIds: ListIds, bloom: Bloom, progress: (ids: number, p
 }
 
 /** Steps 3 to 5: merge the ids logged during the build, write the segments, switch, retire the old version. */
-async function publish(ctx: RebuildContext, version: string, bloom: Bloom, capacity: number, listed: number): Promise<{ filter: FilterMeta; mergedAdds: number }> {
+async function publish(
+  ctx: RebuildContext,
+  version: string,
+  bloom: Bloom,
+  capacity: number,
+  listed: number,
+): Promise<{ filter: FilterMeta; mergedAdds: number }> {
   const { l2, keys, clock } = ctx;
   const ttlMs = KNOWN_IDS_LIMITS.keyTtlMs;
   const logged = must(await readLog(l2, keys, version, 0), "reading the build's log");

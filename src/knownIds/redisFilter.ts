@@ -88,7 +88,12 @@ export async function writeFilter(l2: L2, keys: KnownIdsKeys, version: string, b
  * far, "replaced" when `version` is no longer current; undefined when L2 is
  * unavailable.
  */
-export async function readTail(l2: L2, keys: KnownIdsKeys, version: string, from: number): Promise<{ changedAt: number; ids: string[] } | "behind" | "replaced" | undefined> {
+export async function readTail(
+  l2: L2,
+  keys: KnownIdsKeys,
+  version: string,
+  from: number,
+): Promise<{ changedAt: number; ids: string[] } | "behind" | "replaced" | undefined> {
   const reply = await l2.run((redis) => scriptsFor(redis).readTail(keys.meta, keys.log(version), version, from));
   if (reply === undefined) return undefined;
   if (reply[0] === 0) return "replaced";

@@ -107,7 +107,11 @@ export function buildChart(points: readonly MinutePoint[]): ChartView {
     ratioDots,
     bars,
     leftTicks: [0, 0.5, 1].map((r) => ({ x: plot.left - 6, y: round(yRatio(r) + 4), label: `${r * 100}%` })),
-    rightTicks: [0, maxFetches / 2, maxFetches].map((n) => ({ x: plot.right + 6, y: round(yCount(n) + 4), label: Number.isInteger(n) ? String(n) : n.toFixed(1) })),
+    rightTicks: [0, maxFetches / 2, maxFetches].map((n) => ({
+      x: plot.right + 6,
+      y: round(yCount(n) + 4),
+      label: Number.isInteger(n) ? String(n) : n.toFixed(1),
+    })),
     xTicks,
     gridLines: [0.25, 0.5, 0.75, 1].map((r) => ({ y: yRatio(r) })),
     description,

@@ -20,14 +20,12 @@ export function logEvent(event: string, fields: Record<string, unknown> = {}, le
   else console.log(line);
 }
 
-export interface RateLimitedLog {
-  /**
-   * Logs the event unless a line with the same `key` went out less than
-   * `intervalMs` ago; held-back lines are counted and reported as
-   * `suppressed` on the next line that goes out for the key.
-   */
-  (key: string, event: string, fields?: Record<string, unknown>, level?: LogLevel): void;
-}
+/**
+ * Logs the event unless a line with the same `key` went out less than
+ * `intervalMs` ago; held-back lines are counted and reported as
+ * `suppressed` on the next line that goes out for the key.
+ */
+export type RateLimitedLog = (key: string, event: string, fields?: Record<string, unknown>, level?: LogLevel) => void;
 
 /**
  * At most one line per key per `intervalMs`. Keys are a small fixed set

@@ -105,7 +105,12 @@ export function buildStatus(sources: StatusSources): StatusModel {
     breakerTransitions: Object.fromEntries([...notes.values()].map((note) => [note.name, note.changes])),
     originSlots: { ...sources.originSlots },
     fills: { ...sources.fills },
-    l1: { bytes: sources.l1.bytes, maxBytes: config.l1MaxBytes, entries: sources.l1.entries, usedRatio: config.l1MaxBytes > 0 ? sources.l1.bytes / config.l1MaxBytes : 0 },
+    l1: {
+      bytes: sources.l1.bytes,
+      maxBytes: config.l1MaxBytes,
+      entries: sources.l1.entries,
+      usedRatio: config.l1MaxBytes > 0 ? sources.l1.bytes / config.l1MaxBytes : 0,
+    },
     purges: {
       enabled: config.l2 !== null,
       seq: sources.purges.seq,

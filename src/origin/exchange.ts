@@ -23,11 +23,14 @@ export async function get(doFetch: typeof fetch, resource: ResourceName, url: st
   for (let attempt = 0; ; attempt++) {
     try {
       // The timeout starts once this request has a connection free (shared/subrequests.ts).
-      return await subrequest(() => {
-        const remaining = deadline - Date.now();
-        if (remaining <= 0) throw new OriginError(resource, "overloaded", "no connection of this request free in time");
-        return doFetch(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(remaining) });
-      }, deadline - Date.now() + SLOT_GRACE_MS);
+      return await subrequest(
+        () => {
+          const remaining = deadline - Date.now();
+          if (remaining <= 0) throw new OriginError(resource, "overloaded", "no connection of this request free in time");
+          return doFetch(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(remaining) });
+        },
+        deadline - Date.now() + SLOT_GRACE_MS,
+      );
     } catch (error) {
       if (error instanceof OriginError) throw error;
       if (error instanceof SubrequestBudgetSpent) throw new OriginError(resource, "overloaded", error.message);

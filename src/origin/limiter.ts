@@ -62,7 +62,13 @@ export class LimiterFull extends Error {
 
 const DEFAULT_MAX_HOLD_MS = 10_000;
 
-export function createLimiter({ maxConcurrent, maxQueued, maxWaitMs, maxHoldMs = DEFAULT_MAX_HOLD_MS, clock = { now: () => Date.now() } }: LimiterOptions): Limiter {
+export function createLimiter({
+  maxConcurrent,
+  maxQueued,
+  maxWaitMs,
+  maxHoldMs = DEFAULT_MAX_HOLD_MS,
+  clock = { now: () => Date.now() },
+}: LimiterOptions): Limiter {
   const slots = createLeaseTable<number, true>({ clock, capacity: maxConcurrent });
   /** Slots a refresh may use: the rest are kept for visitors. */
   const refreshSlots = Math.max(1, Math.floor((maxConcurrent * 3) / 4));

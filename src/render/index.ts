@@ -17,8 +17,7 @@ export function renderHomePage(model: HomePageModel): string {
 
 /** 404 and 503 have their own pages; any other status gets the generic one. */
 export function renderErrorPage(model: ErrorPageModel): string {
-  const template: PageTemplate =
-    model.status === 404 ? "404.liquid" : model.status === 503 ? "503.liquid" : "error.liquid";
+  const template: PageTemplate = model.status === 404 ? "404.liquid" : model.status === 503 ? "503.liquid" : "error.liquid";
   return renderTemplate(template, errorView(model));
 }
 

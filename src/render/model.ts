@@ -8,10 +8,7 @@ import type { Inventory, Product, Recommendations, ReviewsSummary } from "../ori
  * - `none`: the origin says there is nothing (404): render nothing or "no reviews yet".
  * - `unavailable`: the service failed and nothing usable was cached: render the default.
  */
-export type Section<T> =
-  | { state: "ok"; data: T }
-  | { state: "none" }
-  | { state: "unavailable" };
+export type Section<T> = { state: "ok"; data: T } | { state: "none" } | { state: "unavailable" };
 
 export interface ProductPageModel {
   product: Product;

@@ -3,16 +3,7 @@
 // code; the templates only lay out what they are given. Every field is always
 // present (null when absent) because the engine runs with strictVariables.
 import type { ErrorPageModel, HomePageModel, ProductPageModel } from "./model";
-import {
-  availability,
-  discountPercent,
-  formatMoney,
-  ratingStars,
-  ratingText,
-  reviewCountText,
-  truncateText,
-  type Availability,
-} from "./format";
+import { availability, discountPercent, formatMoney, ratingStars, ratingText, reviewCountText, truncateText, type Availability } from "./format";
 import { structuredDataFor } from "./jsonld";
 import { isWebUrl, productHref } from "./urls";
 

@@ -73,7 +73,15 @@ export interface Breaker {
   state(): BreakerState;
 }
 
-export function createBreaker({ failureThreshold, coolDownMs, minFailureSpanMs = 0, confirmTimeouts = false, confirmLeaseMs = coolDownMs, clock, onChange }: BreakerOptions): Breaker {
+export function createBreaker({
+  failureThreshold,
+  coolDownMs,
+  minFailureSpanMs = 0,
+  confirmTimeouts = false,
+  confirmLeaseMs = coolDownMs,
+  clock,
+  onChange,
+}: BreakerOptions): Breaker {
   let state: BreakerState = "closed";
   const become = (next: BreakerState) => {
     const from = state;
