@@ -258,6 +258,24 @@ function client(url: string, token: string, timeoutMs: number): Redis {
   });
 }
 
+function emptyStats(): L2Stats {
+  return { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0, outagesDismissed: 0 };
+}
+
+/** WRITE_FILLS's keys and arguments for `writes`, each with its TTL. */
+function writeArgs(writes: readonly { write: FillWrite; ttlMs: number }[]) {
+  return {
+    keys: writes.flatMap(({ write }) => [write.key, write.lock, write.purgeMarker]),
+    args: writes.flatMap(({ write, ttlMs }) => [
+      write.value,
+      String(write.version),
+      String(Math.max(1, Math.round(ttlMs))),
+      write.lockToken,
+      String(write.fetchedAt),
+    ]),
+  };
+}
+
 export function createL2({
   name = "l2",
   url,
@@ -275,16 +293,7 @@ export function createL2({
   const claimScript = claimer.createScript<(string | [number, string])[]>(CLAIM_FILLS);
   const writeScript = writer.createScript<number[]>(WRITE_FILLS);
   const releaseScript = writer.createScript<number>(RELEASE_LOCK);
-  const stats: L2Stats = {
-    skipped: 0,
-    failures: 0,
-    droppedWrites: 0,
-    isolateErrors: 0,
-    replayedWrites: 0,
-    countedTimeouts: 0,
-    countedErrors: 0,
-    outagesDismissed: 0,
-  };
+  const stats = emptyStats();
   const guarded = createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutMs, probeTimeoutMs });
   // Newest kept: lru-cache evicts the least recently set first. Plain data only: it is replayed from other requests.
   const backlog = new LRUCache<string, Pending>({
@@ -294,20 +303,6 @@ export function createL2({
   });
   /** The flush under way, as a lease (shared/leases.ts): a flush whose request vanished lapses at its budget. */
   let flushingUntil = 0;
-
-  /** WRITE_FILLS's keys and arguments for `writes`, each with its TTL. */
-  function writeArgs(writes: readonly { write: FillWrite; ttlMs: number }[]) {
-    return {
-      keys: writes.flatMap(({ write }) => [write.key, write.lock, write.purgeMarker]),
-      args: writes.flatMap(({ write, ttlMs }) => [
-        write.value,
-        String(write.version),
-        String(Math.max(1, Math.round(ttlMs))),
-        write.lockToken,
-        String(write.fetchedAt),
-      ]),
-    };
-  }
 
   async function claimFills(claims: readonly FillClaimRequest[], options?: Pick<L2ReadOptions, "background">): Promise<(FillClaim | undefined)[]> {
     if (claims.length === 0) return [];
