@@ -70,8 +70,9 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
     tier.metrics.recordPage({ id, outcome: "absent", served: all });
     return errorPage(c, 404, "We could not find that product.", `public, max-age=${remaining}`);
   }
-  // The others are read whenever the subject exists (cache/readThrough.ts): one missing here failed with it.
-  if (PAGE_RESOURCES.some((resource) => isCore(resource, tier.config.policies) && (data[resource] ?? subject).outcome === "failed")) {
+  // The others are read whenever the subject exists (cache/readThrough.ts): a core one missing is one that failed.
+  const failed = (resource: PageResource) => (data[resource]?.outcome ?? "failed") === "failed";
+  if (PAGE_RESOURCES.some((resource) => isCore(resource, tier.config.policies) && failed(resource))) {
     c.header("Retry-After", String(RETRY_AFTER_SECONDS));
     tier.metrics.recordPage({ id, outcome: "unavailable", served: all });
     return errorPage(c, 503, "The product service is not answering.", "no-store", RETRY_AFTER_SECONDS);
