@@ -109,6 +109,7 @@ export async function readFromL2(
 ): Promise<Pending[]> {
   const { config, clock, l1, l2, reading } = tools;
   const busy = (item: Pending) => tools.flights.running(item.key) || reading.holder(item.key) !== undefined;
+  const joining = pending.filter(busy);
   const toRead = pending.filter((item) => !busy(item));
   if (!l2 || toRead.length === 0) return pending;
   const readUntil = clock.now() + config.l2TimeoutMs + READ_LEASE_GRACE_MS;
@@ -121,7 +122,7 @@ export async function readFromL2(
     .finally(() => {
       for (const item of toRead) reading.release(item.key, true);
     });
-  const stillPending = pending.filter(busy);
+  const stillPending = joining;
   for (const [index, item] of toRead.entries()) {
     const value = values?.[index];
     const fromL2 = tools.judged(value ? tools.l2Entries.read(item.key, value, item.resource, id, request.background) : undefined, id, item.resource);
