@@ -39,7 +39,7 @@ export async function buildBundle(): Promise<void> {
 
 // ---------------------------------------------------------------- servers
 
-export interface OriginCounters {
+interface OriginCounters {
   total: number;
   services: Record<string, number>;
 }
@@ -490,7 +490,7 @@ export function toolVersions(): Record<string, string> {
  * a figure was limited by the worker, by the harness or by a neighbour.
  * Linux only (/proc); elsewhere every figure is 0.
  */
-export type CpuRole = "workerd" | "load generator" | "origin + gateway" | "redis" | "other processes";
+type CpuRole = "workerd" | "load generator" | "origin + gateway" | "redis" | "other processes";
 
 export interface CpuSnapshot {
   at: number;

@@ -7,7 +7,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { costLine, costPerMillion, pricesNote, usd, type CostPerMillion, type Prices } from "../cost";
 import type { Machine } from "../report";
-import type { Phase } from "./load";
+import type { Phase } from "../wrk";
 import type { Census } from "./redis";
 import { SCENARIO_LABELS, type Calibration, type Ceiling, type Durations, type IdleCost, type Row, type ScenarioName } from "./scenarios";
 import { barChartSvg, type BarSeries } from "./svg";

@@ -15,12 +15,11 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { productId } from "../../dev/origin/catalog";
 import { createCleanups, runThenExit } from "../cleanup";
-import { SHUFFLE_SEED } from "../measure";
 import { describeMachine } from "../report";
 import { change, statusOf, type Snapshot } from "../soak/probe";
 import { cpuSnapshot, startInspectedStack, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
-import { ensureWrk, runZipfWrk, writePathsFile, type WrkFigures } from "../wrk";
-import { shuffledIndexes } from "../zipf";
+import { ensureWrk, runZipfWrk, SHUFFLE_SEED, writePathsFile, type WrkFigures } from "../wrk";
+import { shuffledIndexes } from "../../dev/run/random";
 import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "./record";
 import { summaryTables } from "./summary";
 

@@ -26,6 +26,16 @@ export function get(url: string, timeoutMs = 10_000): Promise<Answer> {
   });
 }
 
+/** `requests` GETs of `path` at once, each on a socket of its own, spread over `targets`: the cold herd of bench:soak and bench:peers. */
+export async function herd(targets: readonly string[], path: string, requests: number): Promise<{ answers: Answer[]; seconds: number }> {
+  const started = performance.now();
+  const answers = await Promise.all(Array.from({ length: requests }, (_, i) => get(`${targets[i % targets.length]}${path}`, 30_000)));
+  return { answers, seconds: (performance.now() - started) / 1000 };
+}
+
+/** The `p`th percentile of ascending `sorted`. */
+export const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+
 /**
  * The fields of /__status.json the soak reads (src/observability/status.ts).
  * The last three are being added to the worker: absent, they print "n/a".

@@ -7,19 +7,19 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { productId } from "../../dev/origin/catalog";
 import { createCleanups, runThenExit } from "../cleanup";
-import { SHUFFLE_SEED, sleep, ZIPF_SEED } from "../measure";
 import { describeMachine } from "../report";
 import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "../profile/record";
 import { summaryTables } from "../profile/summary";
 import { cpuSnapshot, startInspectedStack, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
-import { shuffledIndexes, ZipfSampler } from "../zipf";
+import { shuffledIndexes, ZipfSampler } from "../../dev/run/random";
 import { startCancellers } from "./cancel";
-import { change, get, heapOf, statusOf, type Answer, type Snapshot } from "./probe";
+import { change, get, heapOf, herd as sendHerd, percentile, statusOf, type Answer, type Snapshot } from "./probe";
 import { chartSvg, pagesOf, tableHead, tableRow, type Window } from "./report";
-import { ensureWrk, runZipfWrk, writePathsFile, type WrkFigures } from "../wrk";
+import { ensureWrk, runZipfWrk, SHUFFLE_SEED, writePathsFile, ZIPF_SEED, type WrkFigures } from "../wrk";
 
 const CATALOG = 100_000;
 const ORIGIN = { latencyMs: 20, jitterMs: 2 };
@@ -95,7 +95,6 @@ async function runWrk(targets: string[], seconds: number, seed: number, pathsFil
 const snapshot = (workers: WorkerInstance[]): Promise<Snapshot[]> =>
   Promise.all(workers.map(async (w) => ({ at: Date.now(), status: await statusOf(w.url), heap: await heapOf(w) })));
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 const countBy = (answers: Answer[]) => answers.reduce<Record<string, number>>((c, a) => ((c[a.status || "no answer"] = (c[a.status || "no answer"] ?? 0) + 1), c), {});
 
 async function main(): Promise<void> {
@@ -135,7 +134,7 @@ async function main(): Promise<void> {
   const first = await snapshot(workers);
   await servers.resetCounters();
   const herdId = productId(indexes[HERD.rank - 1]!);
-  const herdAnswers = await Promise.all(Array.from({ length: HERD.requests }, (_, i) => get(`${targets[i % targets.length]}/products/${herdId}`, 30_000)));
+  const { answers: herdAnswers } = await sendHerd(targets, `/products/${herdId}`, HERD.requests);
   await sleep(1000);
   const herdMs = herdAnswers.map((a) => a.ms).sort((a, b) => a - b);
   const herd = { id: herdId, statuses: countBy(herdAnswers), p50Ms: percentile(herdMs, 50), maxMs: herdMs.at(-1) ?? 0, originFetches: await servers.originCountsOf(herdId) };
