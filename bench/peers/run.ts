@@ -11,12 +11,12 @@
 // scenarios (scenarios.ts) and stops it. Nginx has no purge: its
 // price-change poll goes on in the background (no load) until its entry
 // expires or the cap, while the next systems run. Writes
-// bench/results/peers-<time>.md/.json/.svg and peers-latest.md,
-// peers-latency.svg, peers-origin.svg. Every process it starts is stopped at
+// bench/results/peers.md, peers.json, peers-latency.svg and peers-origin.svg
+// (bench/report.ts). Every process it starts is stopped at
 // the end, on error and on Ctrl-C.
 import { createCleanups, runThenExit } from "../cleanup";
 import { mkdirSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { describeMachine } from "../report";
 import { buildBundle, toolVersions, type WorkerLogs } from "../stack";
@@ -27,7 +27,6 @@ import { writePeersReport, type PeersReport } from "./report";
 import { calibrate, durations, generatorCeiling, idleCost, runScenarios, type Ceiling, type Context, type IdleCost, type Row } from "./scenarios";
 import { startPeer, startTier, RENDER_ONLY_VARS, TIER_VARS, type Settings, type System, type SystemName } from "./systems";
 
-const RESULTS_DIR = resolve("bench/results");
 const CLEANUP_STEP_TIMEOUT_MS = 12_000;
 const ALL_SYSTEMS: SystemName[] = ["nginx", "varnish", "tier", "tier-300s"];
 
@@ -245,10 +244,10 @@ async function main(): Promise<void> {
       prices,
       workerLog: [...workerLogs.distinct].map(([line, count]) => ({ count, line })),
     };
-    const files = writePeersReport(RESULTS_DIR, report);
+    const files = writePeersReport(report);
     console.log("");
     console.log(files.summary);
-    console.log(`\nresults: ${files.written.map((f) => f.replace(`${resolve(".")}/`, "")).join(", ")}`);
+    console.log(`\nresults: ${files.written.join(", ")}`);
   }
 }
 

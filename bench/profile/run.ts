@@ -7,15 +7,15 @@
 //   1. /healthz (a static string): the runtime's floor, workerd CPU per request;
 //   2. Zipf: CPU per page, Redis commands per page (INFO commandstats), answers per tier;
 //   3. Zipf again with the V8 profiler of instance 1 recording (bench/profile/summary.ts).
-// Writes bench/results/profile-<time>.md (and the raw .cpuprofile, git-ignored,
+// Writes bench/results/profile.md (and the raw profile.cpuprofile, git-ignored,
 // which Chrome DevTools opens). Measures and writes; asserts nothing.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { productId } from "../../dev/origin/catalog";
 import { createCleanups, runThenExit } from "../cleanup";
-import { describeMachine } from "../report";
+import { describeMachine, writeResults } from "../report";
 import { change, statusOf, type Snapshot } from "../soak/probe";
 import { cpuSnapshot, startInspectedStack, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
 import { ensureWrk, runZipfWrk, SHUFFLE_SEED, writePathsFile, type WrkFigures } from "../wrk";
@@ -25,7 +25,6 @@ import { summaryTables } from "./summary";
 
 const CATALOG = 100_000;
 const ORIGIN = { latencyMs: 20, jitterMs: 2 };
-const RESULTS_DIR = resolve("bench/results");
 
 const { values: args } = parseArgs({
   options: {
@@ -120,10 +119,6 @@ async function main(): Promise<void> {
 
   // Report.
   const machine = describeMachine(toolVersions());
-  const stamp = startedAt.toISOString().replace(/:/g, "-").replace(/\.\d+Z$/, "Z");
-  const base = join(RESULTS_DIR, `profile-${stamp}`);
-  mkdirSync(RESULTS_DIR, { recursive: true });
-  writeFileSync(`${base}.cpuprofile`, JSON.stringify(profile));
   const floor = cpuPerRequestMs(healthz);
   const rows = [healthz, zipf, profiled].map((p) => {
     const pages = p.wrk.requests;
@@ -151,10 +146,10 @@ async function main(): Promise<void> {
     "",
     summaryTables(summary),
     "",
-    `Raw profile: \`${base.split("/").pop()}.cpuprofile\` (not committed; open it in Chrome DevTools → Performance).`,
+    `Raw profile: \`profile.cpuprofile\` (not committed; open it in Chrome DevTools → Performance).`,
   ].join("\n");
-  writeFileSync(`${base}.md`, markdown);
-  console.log(`\n${markdown}\n\nresults: ${base.replace(`${resolve(".")}/`, "")}.md`);
+  const files = writeResults("profile", { ".md": markdown, ".cpuprofile": JSON.stringify(profile) });
+  console.log(`\n${markdown}\n\nresults: ${files.join(", ")}`);
 }
 
 const snapshot = (workers: WorkerInstance[]): Promise<Snapshot[]> => Promise.all(workers.map(async (w) => ({ at: Date.now(), status: await statusOf(w.url), heap: null })));

@@ -4,14 +4,14 @@
 // file sets up (bench/stack.ts), sends the herd, the cancellers and the cold
 // products, reads each instance's status and heap after every window, and
 // prints one row per window, then pass/fail checks. See bench/README.md, "Soak".
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { productId } from "../../dev/origin/catalog";
 import { createCleanups, runThenExit } from "../cleanup";
-import { describeMachine } from "../report";
+import { describeMachine, writeResults } from "../report";
 import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "../profile/record";
 import { summaryTables } from "../profile/summary";
 import { cpuSnapshot, startInspectedStack, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
@@ -29,7 +29,6 @@ const COLD_RANKS = [99_996, 99_997, 99_998, 99_999, 100_000];
 /** Cancellers: this share of wrk's last rate, at most CAP a second (START before wrk has a rate). */
 const CANCEL = { share: 0.05, cap: 50, start: 10 };
 const HEAP_LIMIT_MB = 96;
-const RESULTS_DIR = resolve("bench/results");
 
 /**
  * The two modes: minutes of 30 s windows with cancellers, or the bug report's
@@ -270,13 +269,10 @@ async function main(): Promise<void> {
   for (const [line, count] of errorLines) console.log(`worker log ${count}× ${line.slice(0, 300)}`);
 
   // Files: Markdown, SVG, JSON.
-  const stamp = startedAt.toISOString().replace(/:/g, "-").replace(/\.\d+Z$/, "Z");
-  const base = join(RESULTS_DIR, `soak-${stamp}${args.rounds ? "-rounds" : ""}`);
+  const name = args.rounds ? "soak-rounds" : "soak";
   const machine = describeMachine(toolVersions());
   const title = `Soak (${mode}): ${instances} instance(s), ${connections} connections, ${plan.windows} × ${plan.windowS} s`;
   const subtitle = `${machine.cpu}, ${machine.cores} cores · commit ${machine.git?.commit ?? "?"} (${machine.git?.dirtyFiles ?? "?"} uncommitted files in src/, templates/) · ${startedAt.toISOString()}`;
-  mkdirSync(RESULTS_DIR, { recursive: true });
-  writeFileSync(`${base}.svg`, chartSvg(title, subtitle, windows));
   const markdown = [
     `# ${title}`,
     "",
@@ -290,7 +286,7 @@ async function main(): Promise<void> {
     tableHead(),
     ...windows.map(tableRow),
     "",
-    `![req/s and p99 per window](${base.split("/").pop()}.svg)`,
+    `![req/s and p99 per window](${name}.svg)`,
     "",
     `Origin limiter slots in use → 0 after the load: ${slotsText}.`,
     "",
@@ -301,10 +297,9 @@ async function main(): Promise<void> {
     ...profiles.flatMap(({ label, tables }) => [`## CPU profile of instance 1, window ending ${label} (sampling every ${SAMPLING_INTERVAL_US} µs; the profiler slows that window)`, "", tables, ""]),
     ...(errorLines.length ? ["Worker log (errors and warnings, distinct lines):", "", ...errorLines.map(([line, count]) => `- ${count}× \`${line.slice(0, 400).replace(/`/g, "'")}\``), ""] : []),
   ].join("\n");
-  writeFileSync(`${base}.md`, markdown);
   const raw = { command, startedAt, machine, settings: { mode, instances, connections, plan: { windowS: plan.windowS, windows: plan.windows }, origin: ORIGIN, catalog: CATALOG, cancel: CANCEL }, filter, herd, windows, slotsFreeMs: slotsKnown ? slotsFreeMs : "n/a", cold, checks, workerLog: errorLines };
-  writeFileSync(`${base}.json`, JSON.stringify(raw, null, 2));
-  console.log(`\nresults: ${[".md", ".svg", ".json"].map((ext) => `${base}${ext}`.replace(`${resolve(".")}/`, "")).join(", ")}`);
+  const files = writeResults(name, { ".md": markdown, ".svg": chartSvg(title, subtitle, windows), ".json": JSON.stringify(raw, null, 2) });
+  console.log(`\nresults: ${files.join(", ")}`);
 }
 
 runThenExit("soak", main, cleanUp, () => interrupted);
