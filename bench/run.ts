@@ -19,10 +19,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createCleanups, runThenExit } from "./cleanup";
+import { benchmarkRun } from "./cleanup";
 import { describeMachine, runLine, writeResults } from "./report";
 import { change, statusOf, type Change, type Snapshot } from "./soak/probe";
-import { buildBundle, buildKnownIdsFilter, startServers, startShards, startWorker, toolVersions, type Servers, type ShardSet, type WorkerInstance, type WorkerLogs } from "./stack";
+import { startShards, startStack, startWorkers, toolVersions, type Servers, type ShardSet, type WorkerInstance, type WorkerLogs } from "./stack";
 import { ensureWrk, wrkPhase, Workload, type Phase } from "./wrk";
 
 const CATALOG = 100_000;
@@ -102,17 +102,7 @@ if (unknown.length || !Number.isInteger(connections) || connections < 2 || !(war
 }
 const scenarios = chosen.length ? SCENARIOS.filter((s) => chosen.includes(s.name)) : SCENARIOS;
 
-const { onCleanup, cleanUp } = createCleanups(10_000);
-let interrupted = false;
-const abort = new AbortController();
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.on(signal, () => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    abort.abort();
-    void cleanUp().finally(() => process.exit(130));
-  });
-}
+const { onCleanup, signal, interrupted, run } = benchmarkRun("bench");
 
 interface PhaseResult {
   label: string;
@@ -141,12 +131,7 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   const logs: WorkerLogs = { count: 0, distinct: new Map(), scenario: "" };
   console.log(`bench: ${scenarios.map((s) => s.name).join(", ")}; ${INSTANCES} instances, wrk -t2 -c${connections}, warm-up ${warmS} s of Zipf each`);
-  const starting = startServers(ORIGIN).then((servers) => (onCleanup("servers", () => servers.close()), servers));
-  const [built, started] = await Promise.allSettled([buildBundle(), starting]);
-  if (started.status === "rejected") throw started.reason;
-  if (built.status === "rejected") throw new Error(`wrangler deploy --dry-run failed: ${String(built.reason?.stderr ?? built.reason)}`);
-  const servers = started.value;
-  const filter = await buildKnownIdsFilter(servers);
+  const { servers, filter } = await startStack(ORIGIN, onCleanup);
   console.log(`known-ids filter: ${filter.built ? "built" : "NOT built"} (${filter.detail})`);
 
   const dir = mkdtempSync(join(tmpdir(), "bench-"));
@@ -156,53 +141,47 @@ async function main(): Promise<void> {
   let seed = 1;
 
   for (const scenario of scenarios) {
-    if (interrupted) break;
+    if (interrupted()) break;
     logs.scenario = scenario.name;
     console.log(`\n${scenario.name}: ${scenario.what}`);
     const shards = scenario.shards ? await startShards(scenario.shards, ORIGIN) : null;
     const stopShards = shards ? onCleanup("shards", () => shards.close()) : null;
     const bindings = shards ? { ...servers.bindings, ...shards.bindings, KNOWN_IDS: "off" } : servers.bindings;
-    const workers: WorkerInstance[] = [];
-    const stops: (() => Promise<void>)[] = [];
+    const { workers, stop: stopWorkers } = await startWorkers(INSTANCES, bindings, logs, onCleanup, false);
     const stack: Stack = { servers, shards, workers };
     try {
-      for (let i = 0; i < INSTANCES; i++) {
-        const worker = await startWorker(bindings, logs);
-        stops.push(onCleanup(`worker ${worker.url}`, () => worker.close()));
-        workers.push(worker);
-      }
       const targets = workers.map((w) => w.url);
-      const zipf = (seconds: number) => wrkPhase({ targets, connections, seconds, paths: workload.zipfFile, seed: seed++, signal: abort.signal });
+      const zipf = (seconds: number) => wrkPhase({ targets, connections, seconds, paths: workload.zipfFile, seed: seed++, signal });
       const warm = await zipf(warmS);
       console.log(`  warm-up: ${warm.rps} req/s, ${warm.errors} errors (not counted)`);
       const hotId = workload.idOfRank(20_000);
       const hotPaths = workload.single(`/products/${hotId}`);
-      if (scenario.hotRate) await servers.resetCounters();
+      if (scenario.hotRate) await servers.origin.resetCounters();
       const phases: PhaseResult[] = [];
       for (const spec of scenario.phases) {
-        if (interrupted) break;
+        if (interrupted()) break;
         await spec.act?.(stack);
         const seconds = spec.seconds[args.quick ? 1 : 0];
         const before = await snapshot(workers);
-        const originBefore = (await servers.counters()).total;
+        const originBefore = (await servers.origin.counters()).total;
         const polling = pollBreakers(workers);
         const [wrk, hot] = await Promise.all([
           zipf(seconds),
-          scenario.hotRate ? wrkPhase({ targets, connections: 4, seconds, rate: scenario.hotRate, paths: hotPaths, seed: seed++, signal: abort.signal }) : undefined,
+          scenario.hotRate ? wrkPhase({ targets, connections: 4, seconds, rate: scenario.hotRate, paths: hotPaths, seed: seed++, signal }) : undefined,
         ]);
         const breakerOpenMs = polling.stop();
         const after = await snapshot(workers);
-        const result: PhaseResult = { label: spec.label, wrk, hot, changes: workers.map((_, k) => change(before[k]!, after[k]!)), originRequests: (await servers.counters()).total - originBefore, breakerOpenMs };
+        const result: PhaseResult = { label: spec.label, wrk, hot, changes: workers.map((_, k) => change(before[k]!, after[k]!)), originRequests: (await servers.origin.counters()).total - originBefore, breakerOpenMs };
         console.log(`  ${phaseLine(result)}`);
         phases.push(result);
       }
       const health = await Promise.all(workers.map((w) => fetch(`${w.url}/healthz`, { signal: AbortSignal.timeout(3000) }).then((r) => r.text(), (err: Error) => err.message)));
-      const hotFetches = scenario.hotRate ? await servers.originCountsOf(hotId) : undefined;
+      const hotFetches = scenario.hotRate ? await servers.origin.countsOf(hotId) : undefined;
       if (hotFetches) console.log(`  origin requests for ${hotId}: ${JSON.stringify(hotFetches)}`);
       results.push({ name: scenario.name, what: scenario.what, phases, hotFetches, health });
     } finally {
       await scenario.undo?.(stack).catch((err: unknown) => console.error(`${scenario.name}: undo failed: ${String(err)}`));
-      for (const stop of stops) await stop();
+      await stopWorkers();
       await stopShards?.();
     }
   }
@@ -271,4 +250,4 @@ const errorsOf = (w: Phase) => (w.errors ? `${w.errors} (${Object.entries(w.erro
 const phaseLine = (p: PhaseResult) =>
   `${p.label}: ${p.wrk.rps} req/s, p50 ${ms(p.wrk.p50Ms)} ms, p99 ${ms(p.wrk.p99Ms)} ms, errors ${errorsOf(p.wrk)}, tiers ${tiersOf(p)}, L2 skip/fail ${l2Of(p)}, origin ${p.originRequests}, breaker open ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")}`;
 
-runThenExit("bench", main, cleanUp, () => interrupted);
+run(main);

@@ -8,7 +8,7 @@ import { writeResults, type Machine } from "../report";
 import type { Phase } from "../wrk";
 import type { Census } from "./redis";
 import { SCENARIO_LABELS, type Calibration, type Ceiling, type Durations, type IdleCost, type Row, type ScenarioName } from "./scenarios";
-import { barChartSvg, type BarSeries } from "./svg";
+import { barChartSvg, type BarSeries } from "../chart";
 import type { Settings, SystemName } from "./systems";
 
 export interface PeersReport {

@@ -28,7 +28,7 @@
 import { performance } from "node:perf_hooks";
 import { herd, percentile } from "../soak/probe";
 import { wrkPhase, type Phase, type Workload } from "../wrk";
-import { cpuBetween, cpuSample, findChildPid } from "./procs";
+import { cpuBetween, cpuSample, findChildPid } from "../cpu";
 import { usageBetween, type Census, type RedisSnapshot, type RedisUsage } from "./redis";
 import { getPage, PRODUCT_POLICY, priceNow, type Settings, type System, type SystemName, type Tier } from "./systems";
 

@@ -12,8 +12,9 @@
 // served stale), so that a peer caches the very HTML the tier renders and
 // each peer miss costs the origin calls a real render does.
 import { productId } from "../../dev/origin/catalog";
-import { BENCH_PUBLIC_URL, buildKnownIdsFilter, startServers, startWorker, type FilterBuild, type Servers, type WorkerInstance, type WorkerLogs } from "../stack";
-import { OriginAdmin, startNginx, startPeerOrigin, startVarnish, workerdPids, type CachePolicy, type CacheServer, type PeerOrigin } from "./procs";
+import { BENCH_PUBLIC_URL, buildKnownIdsFilter, OriginAdmin, startServers, startWorker, type FilterBuild, type Servers, type WorkerInstance, type WorkerLogs } from "../stack";
+import { workerdPids } from "../cpu";
+import { startNginx, startPeerOrigin, startVarnish, type CachePolicy, type CacheServer, type PeerOrigin } from "./procs";
 import { RedisProbe } from "./redis";
 
 export type SystemName = "nginx" | "varnish" | "tier" | "tier-300s";
@@ -188,7 +189,7 @@ export async function startTier(name: TierName, settings: Settings, logs: Worker
       const text = page.body.replace(/<(script|style)[\s\S]*?<\/\1>/gi, " ").replace(/<[^>]+>/g, " ").replace(/\s+/g, " ").trim();
       throw new Error(`the tier's page for ${id} is wrong: HTTP ${page.status}: ${text.slice(0, 300)}`);
     }
-    const origin = new OriginAdmin(servers.originUrl);
+    const origin = servers.origin;
     const vars = TIER_VARS[name];
     return {
       name,

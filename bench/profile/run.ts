@@ -14,10 +14,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { productId } from "../../dev/origin/catalog";
-import { createCleanups, runThenExit } from "../cleanup";
+import { benchmarkRun } from "../cleanup";
+import { cpuBetween, cpuSample, workerdPids } from "../cpu";
 import { describeMachine, writeResults } from "../report";
 import { change, statusOf, type Snapshot } from "../soak/probe";
-import { cpuSnapshot, startInspectedStack, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
+import { startStack, startWorkers, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
 import { ensureWrk, runZipfWrk, SHUFFLE_SEED, writePathsFile, type WrkFigures } from "../wrk";
 import { shuffledIndexes } from "../../dev/run/random";
 import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "./record";
@@ -43,15 +44,7 @@ if (![seconds, warmS, connections].every((n) => Number.isInteger(n) && n >= 1) |
   process.exit(2);
 }
 
-const { onCleanup, cleanUp } = createCleanups(10_000);
-let interrupted = false;
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.on(signal, () => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    void cleanUp().finally(() => process.exit(130));
-  });
-}
+const { onCleanup, run } = benchmarkRun("profile");
 
 interface Phase {
   label: string;
@@ -69,7 +62,8 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   const logs: WorkerLogs = { count: 0, distinct: new Map(), scenario: "profile" };
   console.log(`profile: ${instances} instance(s), wrk -t2 -c${connections}; warm-up ${warmS} s, then ${seconds} s each of /healthz, Zipf, Zipf under the profiler`);
-  const { servers, filter, workers } = await startInspectedStack({ catalogSize: CATALOG, ...ORIGIN }, instances, logs, onCleanup);
+  const { servers, filter } = await startStack({ catalogSize: CATALOG, ...ORIGIN }, onCleanup);
+  const { workers } = await startWorkers(instances, servers.bindings, logs, onCleanup, true);
   const targets = workers.map((w) => w.url);
 
   const dir = mkdtempSync(join(tmpdir(), "profile-"));
@@ -94,16 +88,16 @@ async function main(): Promise<void> {
   const phase = async (label: string, pathsFile: string): Promise<Phase> => {
     const before = await snapshot(workers);
     await servers.resetRedisStats();
-    const cpuBefore = cpuSnapshot(servers.pid);
+    const cpuBefore = cpuSample({ workerd: [...workerdPids()], servers: [servers.pid] });
     const figures = await wrk(pathsFile, seconds);
-    const cpuAfter = cpuSnapshot(servers.pid);
+    const cpuAfter = cpuSample({ workerd: [...workerdPids()], servers: [servers.pid] });
     const redis = await servers.redisCalls();
     const after = await snapshot(workers);
     const changes = workers.map((_, k) => change(before[k]!, after[k]!).tiers);
     const tiers = changes.some((t) => t === null)
       ? null
       : changes.reduce<Phase["tiers"] & object>((sum, t) => ({ l1: sum.l1 + t!.l1, l2: sum.l2 + t!.l2, origin: sum.origin + t!.origin, failed: sum.failed + t!.failed }), { l1: 0, l2: 0, origin: 0, failed: 0 });
-    const result = { label, wrk: figures, cpuS: cpuAfter.seconds.workerd - cpuBefore.seconds.workerd, redis, tiers };
+    const result = { label, wrk: figures, cpuS: cpuBetween(cpuBefore, cpuAfter).seconds.workerd ?? 0, redis, tiers };
     console.log(`  ${label}: ${Math.round(rps(result))} req/s, p50 ${ms(figures.p50Us)} ms, p99 ${ms(figures.p99Us)} ms, ${(cpuPerRequestMs(result)).toFixed(3)} workerd CPU-ms per request`);
     return result;
   };
@@ -159,4 +153,4 @@ const ms = (us: number) => Math.round(us / 100) / 10;
 const pct = (n: number, of: number) => `${Math.round((100 * n) / of)}%`;
 const nonOk = (w: WrkFigures) => Object.entries(w.statuses).filter(([c]) => c !== "2xx").reduce((n, [, c]) => n + c, 0) + w.errors.timeout;
 
-runThenExit("profile", main, cleanUp, () => interrupted);
+run(main);

@@ -10,15 +10,17 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { productId } from "../../dev/origin/catalog";
-import { createCleanups, runThenExit } from "../cleanup";
+import { benchmarkRun } from "../cleanup";
+import { cpuBetween, cpuSample, workerdPids } from "../cpu";
 import { describeMachine, writeResults } from "../report";
 import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "../profile/record";
 import { summaryTables } from "../profile/summary";
-import { cpuSnapshot, startInspectedStack, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
+import { startStack, startWorkers, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
 import { shuffledIndexes, ZipfSampler } from "../../dev/run/random";
 import { startCancellers } from "./cancel";
 import { change, get, heapOf, herd as sendHerd, percentile, statusOf, type Answer, type Snapshot } from "./probe";
-import { chartSvg, pagesOf, tableHead, tableRow, type Window } from "./report";
+import { lineChartSvg } from "../chart";
+import { pagesOf, tableHead, tableRow, type Window } from "./report";
 import { ensureWrk, runZipfWrk, SHUFFLE_SEED, writePathsFile, ZIPF_SEED, type WrkFigures } from "../wrk";
 
 const CATALOG = 100_000;
@@ -69,16 +71,7 @@ if (!Number.isInteger(minutes) || minutes < 1 || ![1, 2].includes(instances) || 
 const mode = args.rounds ? "rounds" : "soak";
 const plan = args.rounds ? PLANS.rounds() : PLANS.soak(minutes);
 
-const { onCleanup, cleanUp } = createCleanups(10_000);
-let interrupted = false;
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.on(signal, () => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    console.error(`\n${signal}: stopping…`);
-    void cleanUp().finally(() => process.exit(130));
-  });
-}
+const { onCleanup, interrupted, run } = benchmarkRun("soak");
 
 /** One wrk run: `seconds` of Zipf traffic, thread i on instance i. */
 async function runWrk(targets: string[], seconds: number, seed: number, pathsFile: string): Promise<WrkFigures> {
@@ -115,7 +108,8 @@ async function main(): Promise<void> {
   console.log(`soak (${mode}): ${instances} instance(s), wrk -t2 -c${connections}, ${plan.windows} × ${plan.windowS} s; origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms, ${CATALOG.toLocaleString("en-US")} products${args.policies ? `; CACHE_POLICIES ${args.policies}` : ""}`);
 
   // Set-up: bundle and servers at once, the known-ids filter, the instances with their inspectors.
-  const { servers, filter, workers } = await startInspectedStack({ catalogSize: CATALOG, ...ORIGIN }, instances, logs, onCleanup, args.policies ? { CACHE_POLICIES: args.policies } : {});
+  const { servers, filter } = await startStack({ catalogSize: CATALOG, ...ORIGIN }, onCleanup);
+  const { workers } = await startWorkers(instances, { ...servers.bindings, ...(args.policies ? { CACHE_POLICIES: args.policies } : {}) }, logs, onCleanup, true);
   console.log(filter.built ? `known-ids filter built in ${filter.seconds} s` : `known-ids filter NOT built (${filter.detail})`);
   const targets = workers.map((w) => w.url);
 
@@ -131,12 +125,12 @@ async function main(): Promise<void> {
 
   // The herd: 1,000 requests at once for one cold product.
   const first = await snapshot(workers);
-  await servers.resetCounters();
+  await servers.origin.resetCounters();
   const herdId = productId(indexes[HERD.rank - 1]!);
   const { answers: herdAnswers } = await sendHerd(targets, `/products/${herdId}`, HERD.requests);
   await sleep(1000);
   const herdMs = herdAnswers.map((a) => a.ms).sort((a, b) => a - b);
-  const herd = { id: herdId, statuses: countBy(herdAnswers), p50Ms: percentile(herdMs, 50), maxMs: herdMs.at(-1) ?? 0, originFetches: await servers.originCountsOf(herdId) };
+  const herd = { id: herdId, statuses: countBy(herdAnswers), p50Ms: percentile(herdMs, 50), maxMs: herdMs.at(-1) ?? 0, originFetches: await servers.origin.countsOf(herdId) };
   const herdLine = `herd: ${HERD.requests} requests for ${herdId} (rank ${HERD.rank}) at once: ${JSON.stringify(herd.statuses)}, p50 ${herd.p50Ms} ms, max ${herd.maxMs} ms; origin fetches ${JSON.stringify(herd.originFetches)}`;
   console.log(herdLine);
 
@@ -150,28 +144,29 @@ async function main(): Promise<void> {
   };
   const cancellers = plan.cancellers ? startCancellers(targets, nextPath, CANCEL.start) : null;
   if (cancellers) onCleanup("cancellers", () => cancellers.stop());
-  await servers.resetCounters();
+  await servers.origin.resetCounters();
   await servers.resetRedisStats();
   const windows: Window[] = [];
   let before = await snapshot(workers);
-  let cpuBefore = cpuSnapshot(servers.pid);
+  let cpuBefore = cpuSample({ workerd: [...workerdPids()], servers: [servers.pid] });
   let logsBefore = { ...logCounts };
   const loadStart = Date.now();
   console.log(`\n${tableHead()}`);
   const profiles: { label: string; tables: string }[] = [];
-  for (let i = 0; i < plan.windows && !interrupted; i++) {
+  for (let i = 0; i < plan.windows && !interrupted(); i++) {
     const profiler = profileWindows.includes(i + 1) ? await startProfiler(workers[0]!) : null;
     const wrk = await runWrk(targets, plan.windowS, i + 1, pathsFile);
     if (profiler) profiles.push({ label: plan.label(i), tables: summaryTables(summariseBundleProfile(await profiler.stop()), 15) });
     const endS = Math.round((Date.now() - loadStart) / 1000);
     const cancel = cancellers?.take() ?? null;
     const after = await snapshot(workers);
-    const cpuAfter = cpuSnapshot(servers.pid);
-    const origin = await servers.counters();
-    await servers.resetCounters();
+    const cpuAfter = cpuSample({ workerd: [...workerdPids()], servers: [servers.pid] });
+    const origin = await servers.origin.counters();
+    await servers.origin.resetCounters();
     const redisCalls = await servers.redisCalls();
     await servers.resetRedisStats();
-    const cores = (role: "workerd" | "other processes") => (cpuAfter.seconds[role] - cpuBefore.seconds[role]) / ((cpuAfter.at - cpuBefore.at) / 1000);
+    const used = cpuBetween(cpuBefore, cpuAfter);
+    const cores = (role: "workerd" | "others") => (used.seconds[role] ?? 0) / used.wallS;
     const e = wrk.errors;
     const window: Window = {
       label: plan.label(i),
@@ -189,7 +184,7 @@ async function main(): Promise<void> {
       redisCalls,
       instances: workers.map((_, k) => change(before[k]!, after[k]!)),
       logs: { unhandled: logCounts.unhandled - logsBefore.unhandled, io: logCounts.io - logsBefore.io, crossRequest: logCounts.crossRequest - logsBefore.crossRequest },
-      cpu: { workerd: cores("workerd"), others: cores("other processes") },
+      cpu: { workerd: cores("workerd"), others: cores("others") },
     };
     windows.push(window);
     console.log(tableRow(window));
@@ -197,7 +192,7 @@ async function main(): Promise<void> {
     [before, cpuBefore, logsBefore] = [after, cpuAfter, { ...logCounts }];
   }
   await cancellers?.stop();
-  if (interrupted) return;
+  if (interrupted()) return;
 
   // After the load: until no origin slot is held (polled every 250 ms, 10 s at most), then cold products.
   const drainStart = Date.now();
@@ -217,13 +212,13 @@ async function main(): Promise<void> {
   }
   const slotsText = !slotsKnown ? "n/a (no originSlots in the status)" : slotsFreeMs === null ? "still in use after 10 s" : `${slotsFreeMs} ms`;
   console.log(`\norigin limiter slots in use → 0 after the load: ${slotsText}`);
-  await servers.resetCounters();
+  await servers.origin.resetCounters();
   const cold = [];
   for (const [i, rank] of COLD_RANKS.entries()) {
     const id = productId(indexes[rank - 1]!);
     cold.push({ id, rank, ...(await get(`${targets[i % targets.length]}/products/${id}`, 30_000)) });
   }
-  const coldOrigin = await Promise.all(cold.map((c) => servers.originCountsOf(c.id)));
+  const coldOrigin = await Promise.all(cold.map((c) => servers.origin.countsOf(c.id)));
   const coldRows = cold.map((c, i) => `| ${c.id} | ${c.rank} | ${c.status || "no answer"} | ${c.ms} | ${coldOrigin[i]!.product ?? 0} |`);
   const coldTable = ["| cold product | rank | status | ms | origin product fetches |", "| --- | ---: | ---: | ---: | ---: |", ...coldRows].join("\n");
   console.log(`\n${coldTable}`);
@@ -298,8 +293,8 @@ async function main(): Promise<void> {
     ...(errorLines.length ? ["Worker log (errors and warnings, distinct lines):", "", ...errorLines.map(([line, count]) => `- ${count}× \`${line.slice(0, 400).replace(/`/g, "'")}\``), ""] : []),
   ].join("\n");
   const raw = { command, startedAt, machine, settings: { mode, instances, connections, plan: { windowS: plan.windowS, windows: plan.windows }, origin: ORIGIN, catalog: CATALOG, cancel: CANCEL }, filter, herd, windows, slotsFreeMs: slotsKnown ? slotsFreeMs : "n/a", cold, checks, workerLog: errorLines };
-  const files = writeResults(name, { ".md": markdown, ".svg": chartSvg(title, subtitle, windows), ".json": JSON.stringify(raw, null, 2) });
+  const files = writeResults(name, { ".md": markdown, ".svg": lineChartSvg(title, subtitle, windows), ".json": JSON.stringify(raw, null, 2) });
   console.log(`\nresults: ${files.join(", ")}`);
 }
 
-runThenExit("soak", main, cleanUp, () => interrupted);
+run(main);
