@@ -182,8 +182,14 @@ export async function startServers(settings: ServersSettings): Promise<Servers> 
   };
 }
 
+/** A demo origin alone in a servers process: each bench:peers system's own, so that its counters and catalog changes are its alone. */
+export async function startOrigin(settings: ServersSettings): Promise<{ url: string; pid: number; admin: OriginAdmin; close(): Promise<void> }> {
+  const started = await forkServers({ ...settings, gatewayToken: GATEWAY_TOKEN, shards: 0 });
+  return { url: started.ready.originUrl, pid: started.child.pid!, admin: new OriginAdmin(started.ready.originUrl), close: () => started.close() };
+}
+
 /**
- * Several L2 shards for the `shards` scenario: `count` redis-server +
+ * Several L2 shards for the `shard-down` scenario: `count` redis-server +
  * gateway pairs in a servers process of their own (no demo origin: the main
  * one serves), to be named in the worker's UPSTASH_REDIS_SHARDS.
  */

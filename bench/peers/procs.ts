@@ -1,19 +1,15 @@
 // The processes of the peers benchmark that bench/stack.ts does not start:
-// a demo origin per peer system (forked child, see origin-child.ts), Nginx
-// and Varnish as foreground children with their own configuration files,
+// Nginx and Varnish as foreground children with their own configuration files,
 // pid files, logs and caches in a temporary folder. Nothing here touches
 // /etc, /var or a system service; every server listens on 127.0.0.1 only.
-import { execFile, fork, spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { captureTail, isRunning, killEverything, stopChild, track } from "../../dev/run/children";
 import { waitForHealthz } from "../../dev/run/health";
 import { freePort } from "../../dev/run/ports";
-import { OriginAdmin } from "../stack";
-import type { OriginChildMessage, OriginChildOptions } from "./origin-child";
 
 const execFileAsync = promisify(execFile);
 
@@ -85,40 +81,6 @@ async function waitForHttp(url: string, child: ChildProcess, ms: number, output:
   const exited = new Promise<string>((done) => (isRunning(child) ? child.once("exit", (code, signal) => done(`code ${code}, signal ${signal}`)) : done("before start")));
   const health = await waitForHealthz(url, ms, exited, "it").catch((err: Error) => Promise.reject(new Error(`${err.message}:\n${output()}`)));
   if (!health.ok) throw new Error(`${url} answered an error: ${health.body}\n${output()}`);
-}
-
-// ---------------------------------------------------------------- demo origin of a peer
-
-export interface PeerOrigin {
-  url: string;
-  pid: number;
-  admin: OriginAdmin;
-  close(): Promise<void>;
-}
-
-export async function startPeerOrigin(options: OriginChildOptions): Promise<PeerOrigin> {
-  const child = fork(fileURLToPath(new URL("./origin-child.ts", import.meta.url)), [], {
-    execArgv: ["--import", "tsx"],
-    env: { ...process.env, PEERS_ORIGIN_OPTIONS: JSON.stringify(options) },
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  track(child, false);
-  let url: string;
-  try {
-    url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error("the demo origin did not start in time")), START_TIMEOUT_MS);
-      child.on("message", (message: OriginChildMessage) => {
-        clearTimeout(timer);
-        if (message.type === "ready") resolve(message.originUrl);
-        else reject(new Error(`the demo origin did not start: ${message.message}`));
-      });
-      child.once("exit", (code) => reject(new Error(`the demo origin exited (code ${code})`)));
-    });
-  } catch (err) {
-    await stopChild(child, STOP_TIMEOUT_MS);
-    throw err;
-  }
-  return { url, pid: child.pid!, admin: new OriginAdmin(url), close: () => stopChild(child, STOP_TIMEOUT_MS) };
 }
 
 // ---------------------------------------------------------------- Nginx

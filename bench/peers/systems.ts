@@ -12,9 +12,9 @@
 // served stale), so that a peer caches the very HTML the tier renders and
 // each peer miss costs the origin calls a real render does.
 import { productId } from "../../dev/origin/catalog";
-import { BENCH_PUBLIC_URL, buildKnownIdsFilter, OriginAdmin, startServers, startWorker, type FilterBuild, type Servers, type WorkerInstance, type WorkerLogs } from "../stack";
+import { BENCH_PUBLIC_URL, buildKnownIdsFilter, OriginAdmin, startOrigin, startServers, startWorker, type FilterBuild, type Servers, type WorkerInstance, type WorkerLogs } from "../stack";
 import { workerdPids } from "../cpu";
-import { startNginx, startPeerOrigin, startVarnish, type CachePolicy, type CacheServer, type PeerOrigin } from "./procs";
+import { startNginx, startVarnish, type CachePolicy, type CacheServer } from "./procs";
 import { RedisProbe } from "./redis";
 
 export type SystemName = "nginx" | "varnish" | "tier" | "tier-300s";
@@ -83,7 +83,7 @@ export type OnCleanup = (name: string, stop: () => Promise<void>) => () => Promi
 
 export async function startPeer(name: "nginx" | "varnish", settings: Settings, dir: string, logs: WorkerLogs, onCleanup: OnCleanup): Promise<System> {
   const stops: Array<() => Promise<void>> = [];
-  const origin: PeerOrigin = await startPeerOrigin({ catalogSize: settings.catalogSize, latencyMs: settings.originLatencyMs, jitterMs: settings.originJitterMs });
+  const origin = await startOrigin({ catalogSize: settings.catalogSize, latencyMs: settings.originLatencyMs, jitterMs: settings.originJitterMs });
   stops.push(onCleanup(`${name}: demo origin`, () => origin.close()));
   try {
     const bindings = { ORIGIN_URL: origin.url, ...RENDER_ONLY_VARS };
