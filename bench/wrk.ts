@@ -11,9 +11,7 @@ import { productId } from "../dev/origin/catalog";
 import { shuffledIndexes } from "../dev/run/random";
 
 /** The seed of the rank → id shuffle: every benchmark's hot products are the same. */
-export const SHUFFLE_SEED = 42;
-/** The seed of the soak's Node-side Zipf draws (herd, cancellers). */
-export const ZIPF_SEED = 20_260_426;
+const SHUFFLE_SEED = 42;
 
 /** wrk from Debian's packages when it is missing (as .ci/run does for redis-server). */
 export function ensureWrk(): void {
@@ -103,11 +101,6 @@ export interface WrkFigures {
   errors: { connect: number; read: number; write: number; status: number; timeout: number };
 }
 
-/** Writes the "rank path" lines zipf.lua reads, hottest first. */
-export function writePathsFile(file: string, paths: readonly { rank: number; path: string }[]): void {
-  writeFileSync(file, paths.map(({ rank, path }) => `${rank} ${path}\n`).join(""));
-}
-
 export interface ZipfRun {
   /** Base URLs: wrk thread i sends to targets[i mod n]. */
   targets: string[];
@@ -186,7 +179,8 @@ export interface Phase {
 /**
  * The request sequences: a file of "rank path" lines for the catalog's Zipf
  * ranks (the rank → id mapping shuffled with SHUFFLE_SEED), minus the
- * coldest rank, left for the herd; and one-line files for single paths.
+ * coldest ranks (1 by default), left cold for a herd or cold products; and
+ * one-line files for single paths.
  */
 export class Workload {
   readonly indexes: Uint32Array;
@@ -197,13 +191,15 @@ export class Workload {
   constructor(
     private readonly dir: string,
     readonly catalogSize: number,
-    readonly walkRanks: number,
+    readonly walkRanks = 0,
+    /** The coldest ranks left out of every draw (still cold when the herd or the cold products ask for them). */
+    coldRanks = 1,
   ) {
     this.indexes = shuffledIndexes(catalogSize, SHUFFLE_SEED);
     this.zipfFile = join(dir, "zipf-paths.txt");
     this.cachedFile = join(dir, "zipf-cached-paths.txt");
     const lines: string[] = [];
-    for (let rank = 1; rank < catalogSize; rank++) lines.push(`${rank} /products/${productId(this.indexes[rank - 1]!)}\n`);
+    for (let rank = 1; rank <= catalogSize - coldRanks; rank++) lines.push(`${rank} /products/${productId(this.indexes[rank - 1]!)}\n`);
     writeFileSync(this.zipfFile, lines.join(""));
     writeFileSync(this.cachedFile, lines.slice(0, walkRanks).join(""));
   }

@@ -13,14 +13,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { productId } from "../../dev/origin/catalog";
 import { benchmarkRun } from "../cleanup";
 import { cpuBetween, cpuSample, workerdPids } from "../cpu";
 import { describeMachine, writeResults } from "../report";
 import { change, statusOf, type Snapshot } from "../soak/probe";
 import { startStack, startWorkers, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
-import { ensureWrk, runZipfWrk, SHUFFLE_SEED, writePathsFile, type WrkFigures } from "../wrk";
-import { shuffledIndexes } from "../../dev/run/random";
+import { ensureWrk, runZipfWrk, Workload, type WrkFigures } from "../wrk";
 import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "./record";
 import { summaryTables } from "./summary";
 
@@ -68,11 +66,9 @@ async function main(): Promise<void> {
 
   const dir = mkdtempSync(join(tmpdir(), "profile-"));
   process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
-  const indexes = shuffledIndexes(CATALOG, SHUFFLE_SEED);
-  const zipfPaths = join(dir, "zipf.txt");
-  writePathsFile(zipfPaths, Array.from({ length: CATALOG }, (_, i) => ({ rank: i + 1, path: `/products/${productId(indexes[i]!)}` })));
-  const healthzPaths = join(dir, "healthz.txt");
-  writePathsFile(healthzPaths, [{ rank: 1, path: "/healthz" }]);
+  const workload = new Workload(dir, CATALOG);
+  const zipfPaths = workload.zipfFile;
+  const healthzPaths = workload.single("/healthz");
 
   let seed = 1;
   const wrk = (pathsFile: string, s: number) => {

@@ -9,19 +9,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
-import { productId } from "../../dev/origin/catalog";
 import { benchmarkRun } from "../cleanup";
 import { cpuBetween, cpuSample, workerdPids } from "../cpu";
 import { describeMachine, writeResults } from "../report";
 import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "../profile/record";
 import { summaryTables } from "../profile/summary";
 import { startStack, startWorkers, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
-import { shuffledIndexes, ZipfSampler } from "../../dev/run/random";
+import { ZipfSampler } from "../../dev/run/random";
 import { startCancellers } from "./cancel";
 import { change, get, heapOf, herd as sendHerd, percentile, statusOf, type Answer, type Snapshot } from "./probe";
 import { lineChartSvg } from "../chart";
 import { pagesOf, tableHead, tableRow, type Window } from "./report";
-import { ensureWrk, runZipfWrk, SHUFFLE_SEED, writePathsFile, ZIPF_SEED, type WrkFigures } from "../wrk";
+import { ensureWrk, runZipfWrk, Workload, type WrkFigures } from "../wrk";
 
 const CATALOG = 100_000;
 const ORIGIN = { latencyMs: 20, jitterMs: 2 };
@@ -31,6 +30,8 @@ const COLD_RANKS = [99_996, 99_997, 99_998, 99_999, 100_000];
 /** Cancellers: this share of wrk's last rate, at most CAP a second (START before wrk has a rate). */
 const CANCEL = { share: 0.05, cap: 50, start: 10 };
 const HEAP_LIMIT_MB = 96;
+/** The seed of the cancellers' Zipf draws. */
+const ZIPF_SEED = 20_260_426;
 
 /**
  * The two modes: minutes of 30 s windows with cancellers, or the bug report's
@@ -113,20 +114,18 @@ async function main(): Promise<void> {
   console.log(filter.built ? `known-ids filter built in ${filter.seconds} s` : `known-ids filter NOT built (${filter.detail})`);
   const targets = workers.map((w) => w.url);
 
-  // Zipf ranks → product paths (the `zipf` scenario's shuffle: the same hot products), cold ranks left out.
-  const indexes = shuffledIndexes(CATALOG, SHUFFLE_SEED);
-  const pathOf = (rank: number) => `/products/${productId(indexes[rank - 1]!)}`;
   const dir = mkdtempSync(join(tmpdir(), "soak-"));
   // On exit, whoever exits: Miniflare's own SIGINT hook may end the process before the cleanups do.
   process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
-  const pathsFile = join(dir, "paths.txt");
-  const ranks = Array.from({ length: CATALOG }, (_, i) => i + 1).filter((rank) => !COLD_RANKS.includes(rank));
-  writePathsFile(pathsFile, ranks.map((rank) => ({ rank, path: pathOf(rank) })));
+  // Zipf ranks → product paths (the shared shuffle: the same hot products), the cold ranks left out.
+  const workload = new Workload(dir, CATALOG, 0, COLD_RANKS.length);
+  const pathsFile = workload.zipfFile;
+  const pathOf = (rank: number) => `/products/${workload.idOfRank(rank)}`;
 
   // The herd: 1,000 requests at once for one cold product.
   const first = await snapshot(workers);
   await servers.origin.resetCounters();
-  const herdId = productId(indexes[HERD.rank - 1]!);
+  const herdId = workload.idOfRank(HERD.rank);
   const { answers: herdAnswers } = await sendHerd(targets, `/products/${herdId}`, HERD.requests);
   await sleep(1000);
   const herdMs = herdAnswers.map((a) => a.ms).sort((a, b) => a - b);
@@ -215,7 +214,7 @@ async function main(): Promise<void> {
   await servers.origin.resetCounters();
   const cold = [];
   for (const [i, rank] of COLD_RANKS.entries()) {
-    const id = productId(indexes[rank - 1]!);
+    const id = workload.idOfRank(rank);
     cold.push({ id, rank, ...(await get(`${targets[i % targets.length]}/products/${id}`, 30_000)) });
   }
   const coldOrigin = await Promise.all(cold.map((c) => servers.origin.countsOf(c.id)));
