@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { benchmarkRun } from "./cleanup";
 import { describeMachine, runLine, writeResults } from "./report";
-import { change, statusOf, type Change, type Snapshot } from "./soak/probe";
+import { change, snapshots, type Change } from "./soak/probe";
 import { startShards, startStack, startWorkers, toolVersions, type Servers, type ShardSet, type WorkerInstance, type WorkerLogs } from "./stack";
 import { ensureWrk, wrkPhase, Workload, type Phase } from "./wrk";
 
@@ -162,7 +162,7 @@ async function main(): Promise<void> {
         if (interrupted()) break;
         await spec.act?.(stack);
         const seconds = spec.seconds[args.quick ? 1 : 0];
-        const before = await snapshot(workers);
+        const before = await snapshots(workers);
         const originBefore = (await servers.origin.counters()).total;
         const polling = pollBreakers(workers);
         const [wrk, hot] = await Promise.all([
@@ -170,7 +170,7 @@ async function main(): Promise<void> {
           scenario.hotRate ? wrkPhase({ targets, connections: 4, seconds, rate: scenario.hotRate, paths: hotPaths, seed: seed++, signal }) : undefined,
         ]);
         const breakerOpenMs = polling.stop();
-        const after = await snapshot(workers);
+        const after = await snapshots(workers);
         const result: PhaseResult = { label: spec.label, wrk, hot, changes: workers.map((_, k) => change(before[k]!, after[k]!)), originRequests: (await servers.origin.counters()).total - originBefore, breakerOpenMs };
         console.log(`  ${phaseLine(result)}`);
         phases.push(result);
@@ -210,7 +210,6 @@ async function main(): Promise<void> {
   console.log(`\n${markdown}\n\nresults: ${files.join(", ")}`);
 }
 
-const snapshot = (workers: WorkerInstance[]): Promise<Snapshot[]> => Promise.all(workers.map(async (w) => ({ at: Date.now(), status: await statusOf(w.url), heap: null })));
 
 /** Polls each instance's /healthz every 100 ms until stopped: when its L2 breaker was first seen not closed. */
 function pollBreakers(workers: WorkerInstance[]): { stop(): (number | null)[] } {

@@ -16,8 +16,8 @@ import { parseArgs } from "node:util";
 import { benchmarkRun } from "../cleanup";
 import { cpuBetween, cpuSample, workerdPids } from "../cpu";
 import { describeMachine, writeResults } from "../report";
-import { change, statusOf, type Snapshot } from "../soak/probe";
-import { startStack, startWorkers, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
+import { change, snapshots } from "../soak/probe";
+import { startStack, startWorkers, toolVersions, type WorkerLogs } from "../stack";
 import { ensureWrk, runZipfWrk, Workload, type WrkFigures } from "../wrk";
 import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "./record";
 import { summaryTables } from "./summary";
@@ -82,13 +82,13 @@ async function main(): Promise<void> {
   console.log(`  ${Math.round(warm.requests / (warm.durationUs / 1e6))} req/s`);
 
   const phase = async (label: string, pathsFile: string): Promise<Phase> => {
-    const before = await snapshot(workers);
+    const before = await snapshots(workers);
     await servers.resetRedisStats();
     const cpuBefore = cpuSample({ workerd: [...workerdPids()], servers: [servers.pid] });
     const figures = await wrk(pathsFile, seconds);
     const cpuAfter = cpuSample({ workerd: [...workerdPids()], servers: [servers.pid] });
     const redis = await servers.redisCalls();
-    const after = await snapshot(workers);
+    const after = await snapshots(workers);
     const changes = workers.map((_, k) => change(before[k]!, after[k]!).tiers);
     const tiers = changes.some((t) => t === null)
       ? null
@@ -142,7 +142,6 @@ async function main(): Promise<void> {
   console.log(`\n${markdown}\n\nresults: ${files.join(", ")}`);
 }
 
-const snapshot = (workers: WorkerInstance[]): Promise<Snapshot[]> => Promise.all(workers.map(async (w) => ({ at: Date.now(), status: await statusOf(w.url), heap: null })));
 const rps = (p: Phase) => p.wrk.requests / (p.wrk.durationUs / 1e6);
 const cpuPerRequestMs = (p: Phase) => (1000 * p.cpuS) / Math.max(1, p.wrk.requests);
 const ms = (us: number) => Math.round(us / 100) / 10;

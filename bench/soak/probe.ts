@@ -82,7 +82,7 @@ export async function statusOf(url: string): Promise<Status | null> {
   }
 }
 
-export interface Heap {
+interface Heap {
   /** Runtime.getHeapUsage's usedSize, as found. */
   usedMB: number;
   /** The same after a full GC (HeapProfiler.collectGarbage): what is really held. */
@@ -90,7 +90,7 @@ export interface Heap {
 }
 
 /** An instance's heap, read over the DevTools protocol (a second try if the first fails); null when it cannot be read. */
-export async function heapOf(worker: { url: string; inspector?: string }): Promise<Heap | null> {
+async function heapOf(worker: { url: string; inspector?: string }): Promise<Heap | null> {
   if (!worker.inspector) return null;
   for (let attempt = 1; ; attempt++) {
     try {
@@ -142,6 +142,11 @@ export interface Snapshot {
   at: number;
   status: Status | null;
   heap: Heap | null;
+}
+
+/** Each instance's status now (and its heap, read over the inspector, with `heap`). */
+export function snapshots(workers: readonly { url: string; inspector?: string }[], heap = false): Promise<Snapshot[]> {
+  return Promise.all(workers.map(async (w) => ({ at: Date.now(), status: await statusOf(w.url), heap: heap ? await heapOf(w) : null })));
 }
 
 /** What changed in one instance between two snapshots; null where the status could not say. */

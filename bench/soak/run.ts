@@ -17,7 +17,7 @@ import { summaryTables } from "../profile/summary";
 import { startStack, startWorkers, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
 import { ZipfSampler } from "../../dev/run/random";
 import { startCancellers } from "./cancel";
-import { change, get, heapOf, herd as sendHerd, percentile, statusOf, type Answer, type Snapshot } from "./probe";
+import { change, get, herd as sendHerd, snapshots, percentile, statusOf, type Answer } from "./probe";
 import { lineChartSvg } from "../chart";
 import { pagesOf, tableHead, tableRow, type Window } from "./report";
 import { ensureWrk, runZipfWrk, Workload, type WrkFigures } from "../wrk";
@@ -85,8 +85,7 @@ async function runWrk(targets: string[], seconds: number, seed: number, pathsFil
   }
 }
 
-const snapshot = (workers: WorkerInstance[]): Promise<Snapshot[]> =>
-  Promise.all(workers.map(async (w) => ({ at: Date.now(), status: await statusOf(w.url), heap: await heapOf(w) })));
+const snapshot = (workers: WorkerInstance[]) => snapshots(workers, true);
 
 const countBy = (answers: Answer[]) => answers.reduce<Record<string, number>>((c, a) => ((c[a.status || "no answer"] = (c[a.status || "no answer"] ?? 0) + 1), c), {});
 
