@@ -56,6 +56,10 @@ export class RedisProbe {
     const monitor = await this.link.monitor();
     const sent: Record<string, number> = {};
     const inScripts: Record<string, number> = {};
+    // ioredis's MONITOR connection can fail on its own under load ("Command
+    // queue state error", redis/ioredis#1981): the census is then partial, not fatal.
+    let failed: string | undefined;
+    monitor.on("error", (err: Error) => void (failed ??= err.message));
     monitor.on("monitor", (_time: string, args: string[], source: string) => {
       const name = String(args[0] ?? "?").toLowerCase();
       const into = source === "lua" ? inScripts : sent;
@@ -67,6 +71,7 @@ export class RedisProbe {
     } finally {
       monitor.disconnect();
     }
+    if (failed) console.error(`census: the MONITOR connection failed, its counts are partial: ${failed.slice(0, 160)}`);
     return { seconds: Math.round((performance.now() - started) / 100) / 10, sent, inScripts };
   }
 

@@ -249,7 +249,7 @@ async function walk(ctx: Omit<Context, "rate">, system: System): Promise<{ pages
       }
     }),
   );
-  return { pages: Math.min(next, paths.length), seconds: (performance.now() - started) / 1000, errors };
+  return { pages: Math.min(next, paths.length), seconds: Math.round(performance.now() - started) / 1000, errors };
 }
 
 export interface Calibration {
