@@ -90,15 +90,16 @@ const { values: args } = parseArgs({
     scenario: { type: "string", multiple: true },
     connections: { type: "string", default: "8" },
     warm: { type: "string" },
+    help: { type: "boolean", short: "h", default: false },
   },
 });
 const chosen = (args.scenario ?? []).flatMap((s) => s.split(",")).filter(Boolean);
 const unknown = chosen.filter((name) => !SCENARIOS.some((s) => s.name === name));
 const connections = Number(args.connections);
 const warmS = Number(args.warm ?? (args.quick ? 4 : 15));
-if (unknown.length || !Number.isInteger(connections) || connections < 2 || !(warmS >= 1)) {
-  console.error(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join(",")}] [--connections N (default 8)] [--warm S]`);
-  process.exit(2);
+if (args.help || unknown.length || !Number.isInteger(connections) || connections < 2 || !(warmS >= 1)) {
+  (args.help ? console.log : console.error)(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join(",")}] [--connections N (default 8)] [--warm S]`);
+  process.exit(args.help ? 0 : 2);
 }
 const scenarios = chosen.length ? SCENARIOS.filter((s) => chosen.includes(s.name)) : SCENARIOS;
 

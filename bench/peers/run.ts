@@ -38,7 +38,7 @@ const USAGE = `usage: npm run bench:peers -- [--quick] [--connections N] [--rate
   --systems LIST     run only these systems (default: all; order stays nginx, varnish, tier, tier-300s)
 
 Needs nginx and varnishd on the PATH:  apt-get update && apt-get install -y nginx varnish
-(wrk is installed when missing), and redis-server, as npm run bench does.`;
+(wrk is installed when missing), and redis-server, as every benchmark does.`;
 
 function readArgs(): { settings: Settings; systems: SystemName[] } {
   const { values } = parseArgs({

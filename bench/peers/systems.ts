@@ -4,7 +4,7 @@
 //   nginx      Nginx proxy_cache  → 2 render-only workers → its demo origin
 //   varnish    Varnish            → 2 render-only workers → its demo origin
 //   tier       2 Miniflare instances of the tier (L1 + L2: redis-server behind
-//              the Upstash REST gateway, as `npm run bench` starts them) → its demo origin
+//              the Upstash REST gateway, as every benchmark starts them (bench/stack.ts)) → its demo origin
 //   tier-300s  the same, every page resource fresh for the peers' 300 s (CACHE_POLICIES)
 //
 // A render-only worker is the tier's own bundle with its caches effectively

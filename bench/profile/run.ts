@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { benchmarkRun } from "../cleanup";
 import { cpuBetween, cpuSample, workerdPids } from "../cpu";
-import { describeMachine, writeResults } from "../report";
+import { describeMachine, runLine, writeResults } from "../report";
 import { change, snapshots } from "../soak/probe";
 import { startStack, startWorkers, toolVersions, type WorkerLogs } from "../stack";
 import { ensureWrk, runZipfWrk, Workload, type WrkFigures } from "../wrk";
@@ -31,15 +31,16 @@ const { values: args } = parseArgs({
     warm: { type: "string", default: "60" },
     instances: { type: "string", default: "1" },
     connections: { type: "string", default: "64" },
+    help: { type: "boolean", short: "h", default: false },
   },
 });
 const seconds = Number(args.seconds);
 const warmS = Number(args.warm);
 const instances = Number(args.instances);
 const connections = Number(args.connections);
-if (![seconds, warmS, connections].every((n) => Number.isInteger(n) && n >= 1) || ![1, 2].includes(instances)) {
-  console.error("usage: npm run bench:profile -- [--seconds N (default 20)] [--warm N (default 60)] [--instances 1|2] [--connections N (default 64)]");
-  process.exit(2);
+if (args.help || ![seconds, warmS, connections].every((n) => Number.isInteger(n) && n >= 1) || ![1, 2].includes(instances)) {
+  (args.help ? console.log : console.error)("usage: npm run bench:profile -- [--seconds N (default 20)] [--warm N (default 60)] [--instances 1|2] [--connections N (default 64)]");
+  process.exit(args.help ? 0 : 2);
 }
 
 const { onCleanup, run } = benchmarkRun("profile");
@@ -122,7 +123,7 @@ async function main(): Promise<void> {
   const markdown = [
     `# Where the worker's CPU goes: ${instances} instance(s), ${connections} connections, Zipf(1.0) over ${CATALOG.toLocaleString("en-US")} products`,
     "",
-    `\`npm run bench:profile${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}\` · ${machine.cpu}, ${machine.cores} cores · commit ${machine.git?.commit ?? "?"} (${machine.git?.dirtyFiles ?? "?"} uncommitted files in src/, templates/) · ${startedAt.toISOString()} · workerd ${machine.versions.workerd}`,
+    runLine("npm run bench:profile", machine, startedAt),
     "",
     `Origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms; known-ids filter ${filter.built ? "built" : "NOT built"}; warm-up ${warmS} s of Zipf (${Math.round(warm.requests / (warm.durationUs / 1e6))} req/s); then ${seconds} s per row, wrk -t2 -c${connections}. CPU is workerd's, from /proc, over the row's run (all instances); ÷ wrk's requests. The machine is shared: compare rows of this run, not runs.`,
     "",

@@ -52,6 +52,7 @@ const { values: args } = parseArgs({
     policies: { type: "string" },
     // Windows (1-based) during which instance 1's V8 profiler records, e.g. one before and one after the products' first TTL.
     "profile-windows": { type: "string" },
+    help: { type: "boolean", short: "h", default: false },
   },
 });
 const minutes = Number(args.minutes);
@@ -65,9 +66,9 @@ const policiesValid = args.policies === undefined || (() => {
     return false;
   }
 })();
-if (!Number.isInteger(minutes) || minutes < 1 || ![1, 2].includes(instances) || !Number.isInteger(connections) || connections < 2 || !policiesValid || !profileWindows.every((n) => Number.isInteger(n) && n >= 1)) {
-  console.error("usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)]");
-  process.exit(2);
+if (args.help || !Number.isInteger(minutes) || minutes < 1 || ![1, 2].includes(instances) || !Number.isInteger(connections) || connections < 2 || !policiesValid || !profileWindows.every((n) => Number.isInteger(n) && n >= 1)) {
+  (args.help ? console.log : console.error)("usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)]");
+  process.exit(args.help ? 0 : 2);
 }
 const mode = args.rounds ? "rounds" : "soak";
 const plan = args.rounds ? PLANS.rounds() : PLANS.soak(minutes);
