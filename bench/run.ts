@@ -20,6 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { benchmarkRun } from "./cleanup";
+import { cpuBetween, cpuSample, workerdPids } from "./cpu";
 import { describeMachine, runLine, writeResults } from "./report";
 import { change, snapshots, type Change } from "./soak/probe";
 import { startShards, startStack, startWorkers, toolVersions, type Servers, type ShardSet, type WorkerInstance, type WorkerLogs } from "./stack";
@@ -115,6 +116,8 @@ interface PhaseResult {
   originRequests: number;
   /** Per instance: ms into the phase when /healthz first showed its L2 breaker not closed; null: never. */
   breakerOpenMs: (number | null)[];
+  /** Cores used on average over the phase: by workerd (every instance), and by processes that are not this run's (a busy neighbour). */
+  cores: { workerd: number; others: number };
 }
 
 interface ScenarioResult {
@@ -150,6 +153,7 @@ async function main(): Promise<void> {
     const bindings = shards ? { ...servers.bindings, ...shards.bindings, KNOWN_IDS: "off" } : servers.bindings;
     const { workers, stop: stopWorkers } = await startWorkers(INSTANCES, bindings, logs, onCleanup, false);
     const stack: Stack = { servers, shards, workers };
+    const cpuRoots = { workerd: [...workerdPids()], servers: [servers.pid, ...(shards ? [shards.pid] : [])] };
     try {
       const targets = workers.map((w) => w.url);
       const zipf = (seconds: number) => wrkPhase({ targets, connections, seconds, paths: workload.zipfFile, seed: seed++, signal });
@@ -166,13 +170,16 @@ async function main(): Promise<void> {
         const before = await snapshots(workers);
         const originBefore = (await servers.origin.counters()).total;
         const polling = pollBreakers(workers);
+        const cpuBefore = cpuSample(cpuRoots);
         const [wrk, hot] = await Promise.all([
           zipf(seconds),
           scenario.hotRate ? wrkPhase({ targets, connections: 4, seconds, rate: scenario.hotRate, paths: hotPaths, seed: seed++, signal }) : undefined,
         ]);
         const breakerOpenMs = polling.stop();
+        const used = cpuBetween(cpuBefore, cpuSample(cpuRoots));
+        const cores = { workerd: (used.seconds.workerd ?? 0) / used.wallS, others: (used.seconds.others ?? 0) / used.wallS };
         const after = await snapshots(workers);
-        const result: PhaseResult = { label: spec.label, wrk, hot, changes: workers.map((_, k) => change(before[k]!, after[k]!)), originRequests: (await servers.origin.counters()).total - originBefore, breakerOpenMs };
+        const result: PhaseResult = { label: spec.label, wrk, hot, changes: workers.map((_, k) => change(before[k]!, after[k]!)), originRequests: (await servers.origin.counters()).total - originBefore, breakerOpenMs, cores };
         console.log(`  ${phaseLine(result)}`);
         phases.push(result);
       }
@@ -193,11 +200,11 @@ async function main(): Promise<void> {
     "",
     runLine("npm run bench", machine, startedAt),
     "",
-    `Origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms; known-ids filter ${filter.built ? "built" : "NOT built"}; each scenario: fresh instances, ${warmS} s of Zipf warm-up (not counted), then its phases. Tiers: the resources of the pages, from each instance's /__status.json (summed). L2 skip / fail: calls not made (breaker open) / failed or over budget. Breaker open: ms into the phase when /healthz first showed each instance's L2 breaker not closed.`,
+    `Origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms; known-ids filter ${filter.built ? "built" : "NOT built"}; each scenario: fresh instances, ${warmS} s of Zipf warm-up (not counted), then its phases. Tiers: the resources of the pages, from each instance's /__status.json (summed). L2 skip / fail: calls not made (breaker open) / failed or over budget. Breaker open: ms into the phase when /healthz first showed each instance's L2 breaker not closed. Cores: CPU used on average by workerd, and by processes that are not this run's (the machine is shared: a high figure means a neighbour took the CPU, and the phase's speed is low).`,
     "",
-    "| scenario | phase | s | req/s | p50 ms | p99 ms | errors | l1 / l2 / origin | L2 skip / fail | origin req / page | breaker open (ms) |",
-    "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- |",
-    ...results.flatMap((r) => r.phases.map((p) => `| ${r.name} | ${p.label} | ${p.wrk.seconds} | ${p.wrk.rps} | ${ms(p.wrk.p50Ms)} | ${ms(p.wrk.p99Ms)} | ${errorsOf(p.wrk)} | ${tiersOf(p)} | ${l2Of(p)} | ${(p.originRequests / Math.max(1, p.wrk.requests)).toFixed(2)} | ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")} |`)),
+    "| scenario | phase | s | req/s | p50 ms | p99 ms | errors | l1 / l2 / origin | L2 skip / fail | origin req / page | breaker open (ms) | cores workerd / others |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- | --- |",
+    ...results.flatMap((r) => r.phases.map((p) => `| ${r.name} | ${p.label} | ${p.wrk.seconds} | ${p.wrk.rps} | ${ms(p.wrk.p50Ms)} | ${ms(p.wrk.p99Ms)} | ${errorsOf(p.wrk)} | ${tiersOf(p)} | ${l2Of(p)} | ${(p.originRequests / Math.max(1, p.wrk.requests)).toFixed(2)} | ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")} | ${p.cores.workerd.toFixed(2)} / ${p.cores.others.toFixed(2)} |`)),
     "",
     ...results.flatMap((r) => [
       `- **${r.name}**: ${r.what}.`,
@@ -248,6 +255,6 @@ function l2Of(p: PhaseResult): string {
 const ms = (value: number) => Math.round(value * 10) / 10;
 const errorsOf = (w: Phase) => (w.errors ? `${w.errors} (${Object.entries(w.errorKinds).map(([k, n]) => `${k} ${n}`).join(", ")})` : "0");
 const phaseLine = (p: PhaseResult) =>
-  `${p.label}: ${p.wrk.rps} req/s, p50 ${ms(p.wrk.p50Ms)} ms, p99 ${ms(p.wrk.p99Ms)} ms, errors ${errorsOf(p.wrk)}, tiers ${tiersOf(p)}, L2 skip/fail ${l2Of(p)}, origin ${p.originRequests}, breaker open ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")}`;
+  `${p.label}: ${p.wrk.rps} req/s, p50 ${ms(p.wrk.p50Ms)} ms, p99 ${ms(p.wrk.p99Ms)} ms, errors ${errorsOf(p.wrk)}, tiers ${tiersOf(p)}, L2 skip/fail ${l2Of(p)}, origin ${p.originRequests}, breaker open ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")}, cores workerd / others ${p.cores.workerd.toFixed(2)} / ${p.cores.others.toFixed(2)}`;
 
 run(main);
