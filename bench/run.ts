@@ -1,217 +1,260 @@
-// `npm run bench [-- --quick] [-- --scenario NAME]`: the tier's benchmark.
-// Builds the worker, starts the servers (in a child process) and Miniflare
-// instances, runs the scenarios, prints the figures and writes them to
-// bench/results/. Every process it starts is stopped at the end, on error
-// and on Ctrl-C. See bench/README.md.
-import { createCleanups, runThenExit } from "./cleanup";
-import { resolve } from "node:path";
+// `npm run bench [-- --quick] [--scenario a,b] [--connections N]`: the fault
+// scenarios that no other benchmark runs, as data, each a sequence of wrk
+// phases over the same stack (bench/stack.ts: the deployed bundle in workerd,
+// Redis behind the gateway, the demo origin). A scenario starts fresh worker
+// instances (and, for `shard-down`, its own three L2 shards), warms them with
+// Zipf traffic, then runs its phases back to back; a phase may act first (freeze
+// Redis, kill a shard). Per phase: wrk's req/s, latency and errors, where the
+// pages' resources came from and what L2 skipped or failed (each instance's
+// /__status.json, before and after), the origin's requests, and when each
+// instance's L2 breaker was first seen open (/healthz polled every 100 ms).
+// Writes bench/results/faults.md and .json. Measures; asserts nothing.
+//
+// What used to be here and is covered elsewhere: the cold herd (bench:soak,
+// bench:peers), Redis killed and the origin refusing (bench:peers, paced, on
+// the tier), the steady Zipf state (bench:soak's windows; each scenario's
+// `before` phase here is its baseline), the /healthz floor and an L1 hit
+// (bench:profile, bench:peers' `cached`).
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
-import type { Live } from "./load";
-import { describeMachine, keyFigures, Progress, ratios, textCostTable, textPhaseTable, textTable, writeReport, type Report } from "./report";
-import { SCENARIOS } from "./scenarios";
-import type { Context, ScenarioResult, Settings } from "./scenario";
-import { buildBundle, buildKnownIdsFilter, startServers, startWorker, toolVersions, type FilterBuild, type Servers, type WorkerInstance, type WorkerLogs } from "./stack";
+import { benchmarkRun } from "./cleanup";
+import { cpuBetween, cpuSample, workerdPids } from "./cpu";
+import { describeMachine, runLine, writeResults } from "./report";
+import { change, snapshots, type Change } from "./soak/probe";
+import { startShards, startStack, startWorkers, toolVersions, type Servers, type ShardSet, type WorkerInstance, type WorkerLogs } from "./stack";
+import { ensureWrk, wrkPhase, Workload, type Phase } from "./wrk";
 
-const RESULTS_DIR = resolve("bench/results");
-const CLEANUP_STEP_TIMEOUT_MS = 10_000;
+const CATALOG = 100_000;
+const ORIGIN = { catalogSize: CATALOG, latencyMs: 30, jitterMs: 10 };
+const INSTANCES = 2;
 
-const USAGE = `usage: npm run bench -- [--quick] [--scenario NAME]... [--connections N] [--var NAME=VALUE]...
-
-  --quick            short phases (about 1½ minutes in all): a smoke run, rough figures
-  --scenario NAME    run only this scenario (repeatable, or comma-separated)
-  --connections N    connections of the throughput scenarios (default 32)
-  --var NAME=VALUE   a worker setting (src/config), e.g. --var L2_TIMEOUT_MS=200;
-                     the default is the tier's own defaults
-
-scenarios: ${SCENARIOS.map((s) => s.name).join(", ")}`;
-
-function readArgs(): { settings: Settings; names: string[] } {
-  const { values } = parseArgs({
-    options: {
-      quick: { type: "boolean", default: false },
-      scenario: { type: "string", multiple: true },
-      connections: { type: "string" },
-      var: { type: "string", multiple: true },
-      help: { type: "boolean", short: "h", default: false },
-    },
-  });
-  if (values.help) {
-    console.log(USAGE);
-    process.exit(0);
-  }
-  const names = (values.scenario ?? []).flatMap((value) => value.split(",")).map((name) => name.trim()).filter(Boolean);
-  const unknown = names.filter((name) => !SCENARIOS.some((s) => s.name === name));
-  const connections = values.connections === undefined ? 32 : Number(values.connections);
-  const vars: Record<string, string> = {};
-  const badVars: string[] = [];
-  for (const item of values.var ?? []) {
-    const match = /^([A-Z][A-Z0-9_]*)=(.*)$/s.exec(item);
-    if (match) vars[match[1]!] = match[2]!;
-    else badVars.push(item);
-  }
-  const problem = unknown.length
-    ? `unknown scenario: ${unknown.join(", ")}`
-    : !Number.isInteger(connections) || connections < 1 || connections > 1000
-      ? "--connections must be an integer from 1 to 1000"
-      : badVars.length
-        ? `--var must be NAME=VALUE: ${badVars.join(", ")}`
-        : null;
-  if (problem) {
-    console.error(problem);
-    console.error(USAGE);
-    process.exit(2);
-  }
-  return {
-    names,
-    settings: {
-      quick: Boolean(values.quick),
-      connections,
-      vars,
-      catalogSize: 100_000,
-      // The demo origin's defaults: a service request costs 30 ± 10 ms, as across a data centre.
-      originLatencyMs: 30,
-      originJitterMs: 10,
-    },
-  };
+/** What a phase's action and a scenario's undo get. */
+interface Stack {
+  servers: Servers;
+  shards: ShardSet | null;
+  workers: WorkerInstance[];
 }
 
-// ---------------------------------------------------------------- cleanup
+interface PhaseSpec {
+  label: string;
+  /** Seconds: full run, --quick. */
+  seconds: [number, number];
+  /** Done right before the phase's load starts. */
+  act?: (stack: Stack) => Promise<unknown>;
+}
 
-const { onCleanup, cleanUp } = createCleanups(CLEANUP_STEP_TIMEOUT_MS);
+interface Scenario {
+  name: string;
+  what: string;
+  /** L2 shards of its own (UPSTASH_REDIS_SHARDS) instead of the main redis-server. */
+  shards?: number;
+  /** A constant-rate stream of one product beside the Zipf load: requests a second in all. */
+  hotRate?: number;
+  phases: PhaseSpec[];
+  /** Run whatever happened: leaves the stack as the next scenario expects it. */
+  undo?: (stack: Stack) => Promise<unknown>;
+}
 
-// ---------------------------------------------------------------- main
+const SCENARIOS: Scenario[] = [
+  {
+    name: "redis-hang",
+    what: "redis-server frozen (SIGSTOP: connections stay open, nothing answers), then thawed (SIGCONT)",
+    phases: [
+      { label: "before", seconds: [5, 2] },
+      { label: "frozen", seconds: [8, 3], act: (s) => s.servers.redisControl("pause") },
+      { label: "after", seconds: [5, 2], act: (s) => s.servers.redisControl("resume") },
+    ],
+    undo: (s) => s.servers.redisControl("resume"),
+  },
+  {
+    name: "shard-down",
+    what: "three redis-server + gateway pairs as L2 shards (the consistent-hash ring); shard-2 killed (SIGKILL) and left down",
+    shards: 3,
+    phases: [
+      { label: "before", seconds: [5, 2] },
+      { label: "shard-2 down", seconds: [10, 4], act: (s) => s.shards!.control(1, "kill") },
+    ],
+  },
+  {
+    name: "hot-product",
+    what: "one product (Zipf rank 20,000, which the Zipf load almost never draws) at a constant 20 req/s for three inventory ttls (10 s), beside the Zipf load",
+    hotRate: 20,
+    phases: [{ label: "hot", seconds: [30, 12] }],
+  },
+];
 
-let interrupted = false;
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    scenario: { type: "string", multiple: true },
+    connections: { type: "string", default: "8" },
+    warm: { type: "string" },
+    help: { type: "boolean", short: "h", default: false },
+  },
+});
+const chosen = (args.scenario ?? []).flatMap((s) => s.split(",")).filter(Boolean);
+const unknown = chosen.filter((name) => !SCENARIOS.some((s) => s.name === name));
+const connections = Number(args.connections);
+const warmS = Number(args.warm ?? (args.quick ? 4 : 15));
+if (args.help || unknown.length || !Number.isInteger(connections) || connections < 2 || !(warmS >= 1)) {
+  (args.help ? console.log : console.error)(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join(",")}] [--connections N (default 8)] [--warm S]`);
+  process.exit(args.help ? 0 : 2);
+}
+const scenarios = chosen.length ? SCENARIOS.filter((s) => chosen.includes(s.name)) : SCENARIOS;
+
+const { onCleanup, signal, interrupted, run } = benchmarkRun("bench");
+
+interface PhaseResult {
+  label: string;
+  wrk: Phase;
+  /** The hot stream's own wrk figures (hot-product). */
+  hot?: Phase;
+  /** Per instance: what changed in its /__status.json over the phase. */
+  changes: Change[];
+  originRequests: number;
+  /** Per instance: ms into the phase when /healthz first showed its L2 breaker not closed; null: never. */
+  breakerOpenMs: (number | null)[];
+  /** Cores used on average over the phase: by workerd (every instance), and by processes that are not this run's (a busy neighbour). */
+  cores: { workerd: number; others: number };
+}
+
+interface ScenarioResult {
+  name: string;
+  what: string;
+  phases: PhaseResult[];
+  /** hot-product: the origin's requests for the hot product, per service. */
+  hotFetches?: Record<string, number>;
+  /** /healthz of each instance at the end. */
+  health: string[];
+}
 
 async function main(): Promise<void> {
-  const { settings, names } = readArgs();
-  const scenarios = names.length ? SCENARIOS.filter((s) => names.includes(s.name)) : SCENARIOS;
-  const abort = new AbortController();
-  const live: Live = { requests: 0, errors: 0 };
-  const progress = new Progress(live);
+  ensureWrk();
+  const startedAt = new Date();
+  const logs: WorkerLogs = { count: 0, distinct: new Map(), scenario: "" };
+  console.log(`bench: ${scenarios.map((s) => s.name).join(", ")}; ${INSTANCES} instances, wrk -t2 -c${connections}, warm-up ${warmS} s of Zipf each`);
+  const { servers, filter } = await startStack(ORIGIN, onCleanup);
+  console.log(`known-ids filter: ${filter.built ? "built" : "NOT built"} (${filter.detail})`);
+
+  const dir = mkdtempSync(join(tmpdir(), "bench-"));
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  const workload = new Workload(dir, CATALOG, 0);
   const results: ScenarioResult[] = [];
-  const workerLogs: WorkerLogs = { count: 0, distinct: new Map(), scenario: "" };
-  let knownIdsFilter: FilterBuild | null = null;
-  const startedAt = new Date().toISOString();
-  const command = ["npm run bench", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" ");
+  let seed = 1;
 
-  // Ctrl-C: stop sending, stop every process, keep nothing half-written.
-  // (While Miniflare instances are up, Miniflare's own SIGINT hook also kills
-  // workerd and exits; the servers child stops itself when we go.) A second
-  // Ctrl-C exits at once.
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    abort.abort();
-    progress.note(`\n${signal}: stopping…`);
-    void cleanUp().finally(() => process.exit(130));
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
-
-  console.log(`edge product pages benchmark${settings.quick ? " (quick)" : ""}: ${scenarios.map((s) => s.name).join(", ")}`);
-  console.log(`${settings.connections} connections for throughput scenarios; origin ${settings.originLatencyMs} ± ${settings.originJitterMs} ms, ${settings.catalogSize.toLocaleString("en-US")} products`);
-  const varList = Object.entries(settings.vars).map(([name, value]) => `${name}=${value}`);
-  console.log(`worker settings: ${varList.length ? varList.join(", ") : "the tier's defaults"}`);
-  progress.start();
-  try {
-    // The bundle builds while the servers start: both take seconds, and neither needs the other.
-    progress.set("build the worker bundle (wrangler deploy --dry-run); start redis-server, gateway, demo origin");
-    const starting = startServers({
-      catalogSize: settings.catalogSize,
-      latencyMs: settings.originLatencyMs,
-      jitterMs: settings.originJitterMs,
-    }).then((servers) => {
-      onCleanup("servers", () => servers.close());
-      return servers;
-    });
-    const [built, started] = await Promise.allSettled([buildBundle(), starting]);
-    if (started.status === "rejected") throw started.reason;
-    if (built.status === "rejected") throw new Error(`wrangler deploy --dry-run failed: ${String(built.reason?.stderr ?? built.reason)}`);
-    const servers: Servers = started.value;
-    progress.set("build the known-ids filter (dev/filter-rebuild.ts)");
-    knownIdsFilter = await buildKnownIdsFilter(servers);
-    progress.note(
-      knownIdsFilter.built
-        ? `known-ids filter built in ${knownIdsFilter.seconds} s`
-        : `known-ids filter NOT built (${knownIdsFilter.detail}): the worker lets every id through`,
-    );
-    const bindings = { ...servers.bindings, ...settings.vars };
-
-    for (const [index, scenario] of scenarios.entries()) {
-      if (abort.signal.aborted) break;
-      const tag = `[${index + 1}/${scenarios.length}] ${scenario.name}`;
-      const workers: Array<() => Promise<void>> = [];
-      const context: Context = {
-        servers,
-        settings,
-        signal: abort.signal,
-        live,
-        phase: (label, ms) => progress.set(`${tag} · ${label}`, ms),
-        startWorkers: async (count, extraBindings) => {
-          progress.set(`${tag} · start ${count} Miniflare instance${count > 1 ? "s" : ""}`);
-          const started = await Promise.allSettled(Array.from({ length: count }, () => startWorker({ ...bindings, ...extraBindings }, workerLogs)));
-          const ok = started.filter((s): s is PromiseFulfilledResult<WorkerInstance> => s.status === "fulfilled").map((s) => s.value);
-          for (const worker of ok) workers.push(onCleanup(`worker ${worker.url}`, () => worker.close()));
-          const failed = started.find((s): s is PromiseRejectedResult => s.status === "rejected");
-          if (failed) throw failed.reason;
-          return ok;
-        },
-      };
-      const t0 = Date.now();
-      const logsBefore = workerLogs.count;
-      workerLogs.scenario = scenario.name;
-      try {
-        const result = await scenario.run(context);
-        if (abort.signal.aborted) break;
-        result.workerLogLines = workerLogs.count - logsBefore;
-        results.push(result);
-        const l = result.load;
-        progress.note(
-          `${tag}: ${l.requests.toLocaleString("en-US")} req, ${l.rps.toLocaleString("en-US")} req/s, ` +
-            `p50 ${l.latencyMs.p50} ms, p99 ${l.latencyMs.p99} ms, ${l.errors} errors (${((Date.now() - t0) / 1000).toFixed(0)} s)`,
-        );
-      } finally {
-        // Each scenario's instances go with it: the next one starts from fresh isolates.
-        for (const stop of workers.reverse()) await stop().catch(() => undefined);
+  for (const scenario of scenarios) {
+    if (interrupted()) break;
+    logs.scenario = scenario.name;
+    console.log(`\n${scenario.name}: ${scenario.what}`);
+    const shards = scenario.shards ? await startShards(scenario.shards, ORIGIN) : null;
+    const stopShards = shards ? onCleanup("shards", () => shards.close()) : null;
+    const bindings = shards ? { ...servers.bindings, ...shards.bindings, KNOWN_IDS: "off" } : servers.bindings;
+    const { workers, stop: stopWorkers } = await startWorkers(INSTANCES, bindings, logs, onCleanup, false);
+    const stack: Stack = { servers, shards, workers };
+    const cpuRoots = { workerd: [...workerdPids()], servers: [servers.pid, ...(shards ? [shards.pid] : [])] };
+    try {
+      const targets = workers.map((w) => w.url);
+      const zipf = (seconds: number) => wrkPhase({ targets, connections, seconds, paths: workload.zipfFile, seed: seed++, signal });
+      const warm = await zipf(warmS);
+      console.log(`  warm-up: ${warm.rps} req/s, ${warm.errors} errors (not counted)`);
+      const hotId = workload.idOfRank(20_000);
+      const hotPaths = workload.single(`/products/${hotId}`);
+      if (scenario.hotRate) await servers.origin.resetCounters();
+      const phases: PhaseResult[] = [];
+      for (const spec of scenario.phases) {
+        if (interrupted()) break;
+        await spec.act?.(stack);
+        const seconds = spec.seconds[args.quick ? 1 : 0];
+        const before = await snapshots(workers);
+        const originBefore = (await servers.origin.counters()).total;
+        const polling = pollBreakers(workers);
+        const cpuBefore = cpuSample(cpuRoots);
+        const [wrk, hot] = await Promise.all([
+          zipf(seconds),
+          scenario.hotRate ? wrkPhase({ targets, connections: 4, seconds, rate: scenario.hotRate, paths: hotPaths, seed: seed++, signal }) : undefined,
+        ]);
+        const breakerOpenMs = polling.stop();
+        const used = cpuBetween(cpuBefore, cpuSample(cpuRoots));
+        const cores = { workerd: (used.seconds.workerd ?? 0) / used.wallS, others: (used.seconds.others ?? 0) / used.wallS };
+        const after = await snapshots(workers);
+        const result: PhaseResult = { label: spec.label, wrk, hot, changes: workers.map((_, k) => change(before[k]!, after[k]!)), originRequests: (await servers.origin.counters()).total - originBefore, breakerOpenMs, cores };
+        console.log(`  ${phaseLine(result)}`);
+        phases.push(result);
       }
+      const health = await Promise.all(workers.map((w) => fetch(`${w.url}/healthz`, { signal: AbortSignal.timeout(3000) }).then((r) => r.text(), (err: Error) => err.message)));
+      const hotFetches = scenario.hotRate ? await servers.origin.countsOf(hotId) : undefined;
+      if (hotFetches) console.log(`  origin requests for ${hotId}: ${JSON.stringify(hotFetches)}`);
+      results.push({ name: scenario.name, what: scenario.what, phases, hotFetches, health });
+    } finally {
+      await scenario.undo?.(stack).catch((err: unknown) => console.error(`${scenario.name}: undo failed: ${String(err)}`));
+      await stopWorkers();
+      await stopShards?.();
     }
-    if (servers.logs.length) progress.note(`gateway: ${servers.logs.slice(0, 5).join(" | ")}`);
-  } finally {
-    progress.stop();
-    await cleanUp();
   }
-  if (interrupted) return;
 
-  const figures = ratios(results);
-  const report: Report = {
-    startedAt,
-    finishedAt: new Date().toISOString(),
-    command,
-    settings,
-    knownIdsFilter,
-    machine: describeMachine(toolVersions()),
-    scenarios: results,
-    ratios: figures,
-    workerLogLines: workerLogs.count,
-    workerLog: [...workerLogs.distinct].map(([line, count]) => ({ count, line })),
-  };
-  console.log("");
-  console.log(textTable(results));
-  console.log("");
-  console.log(textCostTable(results));
-  console.log("");
-  const phaseTable = textPhaseTable(results);
-  if (phaseTable) console.log(`${phaseTable}\n`);
-  for (const line of keyFigures(results, figures)) console.log(line);
-  // Every instance says once that its known-ids filter is ready: only the other lines are news.
-  const news = [...workerLogs.distinct].filter(([line]) => !/"event":"known_ids","state":"(ok|ready|loading)"/.test(line));
-  for (const [line, count] of news.slice(0, 10)) console.log(`worker log ${count}× ${line.slice(0, 300)}`);
-  if (news.length > 10) console.log(`worker log: ${news.length - 10} more distinct line(s) in the Markdown file`);
-  const m = report.machine;
-  console.log(`\nmachine: ${m.cpu}, ${m.cores} cores, Node ${m.node}, workerd ${m.versions.workerd}, wrangler ${m.versions.wrangler}`);
-  const files = writeReport(RESULTS_DIR, report);
-  console.log(`results: ${files.map((file) => file.replace(`${resolve(".")}/`, "")).join(", ")}`);
+  const machine = describeMachine(toolVersions());
+  const markdown = [
+    `# npm run bench: fault scenarios, ${INSTANCES} instances, wrk -t2 -c${connections}, Zipf(1.0) over ${CATALOG.toLocaleString("en-US")} products`,
+    "",
+    runLine("npm run bench", machine, startedAt),
+    "",
+    `Origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms; known-ids filter ${filter.built ? "built" : "NOT built"}; each scenario: fresh instances, ${warmS} s of Zipf warm-up (not counted), then its phases. Tiers: the resources of the pages, from each instance's /__status.json (summed). L2 skip / fail: calls not made (breaker open) / failed or over budget. Breaker open: ms into the phase when /healthz first showed each instance's L2 breaker not closed. Cores: CPU used on average by workerd, and by processes that are not this run's (the machine is shared: a high figure means a neighbour took the CPU, and the phase's speed is low).`,
+    "",
+    "| scenario | phase | s | req/s | p50 ms | p99 ms | errors | l1 / l2 / origin | L2 skip / fail | origin req / page | breaker open (ms) | cores workerd / others |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- | --- |",
+    ...results.flatMap((r) => r.phases.map((p) => `| ${r.name} | ${p.label} | ${p.wrk.seconds} | ${p.wrk.rps} | ${ms(p.wrk.p50Ms)} | ${ms(p.wrk.p99Ms)} | ${errorsOf(p.wrk)} | ${tiersOf(p)} | ${l2Of(p)} | ${(p.originRequests / Math.max(1, p.wrk.requests)).toFixed(2)} | ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")} | ${p.cores.workerd.toFixed(2)} / ${p.cores.others.toFixed(2)} |`)),
+    "",
+    ...results.flatMap((r) => [
+      `- **${r.name}**: ${r.what}.`,
+      ...r.phases.filter((p) => p.hot).map((p) => `  The hot stream (${p.hot!.askedRate}/s, paced): ${p.hot!.requests} answers, p50 ${ms(p.hot!.p50Ms)} ms, p99 ${ms(p.hot!.p99Ms)} ms, errors ${errorsOf(p.hot!)}, ${p.hot!.late} sent late; origin requests for the product: ${JSON.stringify(r.hotFetches)} (inventory ≈ one per 10 s ttl expected).`),
+      `  /healthz at the end: ${r.health.map((h) => `\`${h}\``).join(" · ")}`,
+    ]),
+    "",
+    `Worker log lines: ${logs.count}; distinct: ${[...logs.distinct].filter(([line]) => /error|warn|uncaught|exception/i.test(line)).map(([line, n]) => `\`${line.slice(0, 200)}\` ×${n}`).join("; ") || "no error or warning"}.`,
+  ].join("\n");
+  const files = writeResults("faults", { ".md": markdown + "\n", ".json": JSON.stringify({ startedAt, machine, connections, warmS, quick: args.quick, results }, null, 2) });
+  console.log(`\n${markdown}\n\nresults: ${files.join(", ")}`);
 }
 
-runThenExit("bench", main, cleanUp, () => interrupted);
+
+/** Polls each instance's /healthz every 100 ms until stopped: when its L2 breaker was first seen not closed. */
+function pollBreakers(workers: WorkerInstance[]): { stop(): (number | null)[] } {
+  const started = Date.now();
+  const seen: (number | null)[] = workers.map(() => null);
+  const timer = setInterval(() => {
+    workers.forEach((w, k) => {
+      if (seen[k] !== null) return;
+      void fetch(`${w.url}/healthz`, { signal: AbortSignal.timeout(1000) })
+        .then((r) => r.json() as Promise<{ l2?: string; l2Shards?: { state: string }[] }>)
+        .then((h) => {
+          const states = [h.l2 ?? "closed", ...(h.l2Shards ?? []).map((s) => s.state)];
+          if (seen[k] === null && states.some((s) => s !== "closed" && s !== "off")) seen[k] = Date.now() - started;
+        })
+        .catch(() => undefined);
+    });
+  }, 100);
+  return { stop: () => (clearInterval(timer), seen) };
+}
+
+const sum = <K extends string>(changes: Change[], pick: (c: Change) => Record<K, number> | null, keys: K[]): Record<K, number> | null => {
+  const parts = changes.map(pick);
+  if (parts.some((p) => p === null)) return null;
+  return Object.fromEntries(keys.map((k) => [k, parts.reduce((n, p) => n + p![k], 0)])) as Record<K, number>;
+};
+function tiersOf(p: PhaseResult): string {
+  const t = sum(p.changes, (c) => c.tiers, ["l1", "l2", "origin", "failed"]);
+  const all = t ? t.l1 + t.l2 + t.origin + t.failed : 0;
+  return t && all ? [t.l1, t.l2, t.origin].map((n) => `${Math.round((100 * n) / all)}%`).join(" / ") : "n/a";
+}
+function l2Of(p: PhaseResult): string {
+  const l2 = sum(p.changes, (c) => c.l2, ["skipped", "failures"]);
+  return l2 ? `${l2.skipped} / ${l2.failures}` : "n/a";
+}
+const ms = (value: number) => Math.round(value * 10) / 10;
+const errorsOf = (w: Phase) => (w.errors ? `${w.errors} (${Object.entries(w.errorKinds).map(([k, n]) => `${k} ${n}`).join(", ")})` : "0");
+const phaseLine = (p: PhaseResult) =>
+  `${p.label}: ${p.wrk.rps} req/s, p50 ${ms(p.wrk.p50Ms)} ms, p99 ${ms(p.wrk.p99Ms)} ms, errors ${errorsOf(p.wrk)}, tiers ${tiersOf(p)}, L2 skip/fail ${l2Of(p)}, origin ${p.originRequests}, breaker open ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")}, cores workerd / others ${p.cores.workerd.toFixed(2)} / ${p.cores.others.toFixed(2)}`;
+
+run(main);

@@ -26,7 +26,7 @@ export interface ServersOptions {
   latencyMs: number;
   jitterMs: number;
   gatewayToken: string;
-  /** redis-server + gateway pairs to run (default 1); `ready` names the first as redisPort / gatewayUrl. */
+  /** redis-server + gateway pairs to run (default 1; 0: the demo origin alone, bench:peers' Nginx and Varnish); `ready` names the first as redisPort / gatewayUrl. */
   shards?: number;
   /** Run the demo origin too (default true). */
   origin?: boolean;
@@ -116,7 +116,7 @@ async function main(): Promise<void> {
       jitterMs: options.jitterMs,
     });
   }
-  send({ type: "ready", redisPort: shards[0]!.redisPort, gatewayUrl: shards[0]!.gatewayUrl, originUrl: origin?.url ?? "", shards });
+  send({ type: "ready", redisPort: shards[0]?.redisPort ?? 0, gatewayUrl: shards[0]?.gatewayUrl ?? "", originUrl: origin?.url ?? "", shards });
 }
 
 main().catch((err: unknown) => {

@@ -2,7 +2,7 @@
 // (redis-server + Upstash REST gateway + demo origin, see servers.ts) and
 // Miniflare instances serving the bundle over real HTTP on loopback.
 import { execFile, fork, type ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { Readable } from "node:stream";
@@ -11,6 +11,7 @@ import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import { Log, LogLevel, Miniflare } from "miniflare";
 import { compatibilityDate, compatibilityFlags } from "../dev/compatibility";
+import { stopChild } from "../dev/run/children";
 import type { RedisAction, ServersCommand, ServersMessage, ServersOptions, ShardEndpoints } from "./servers";
 
 /**
@@ -39,10 +40,62 @@ export async function buildBundle(): Promise<void> {
 
 // ---------------------------------------------------------------- servers
 
-export interface OriginCounters {
+interface OriginCounters {
   total: number;
   services: Record<string, number>;
 }
+
+/** The demo origin's admin API (dev/origin/index.ts), wherever the origin runs. */
+export class OriginAdmin {
+  constructor(readonly url: string) {}
+
+  private async call(path: string, method = "GET", body?: unknown): Promise<any> {
+    const response = await fetch(this.url + path, {
+      method,
+      headers: body === undefined ? {} : { "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(10_000),
+    });
+    if (!response.ok) throw new Error(`origin admin ${method} ${path}: HTTP ${response.status} ${await response.text()}`);
+    return response.json();
+  }
+
+  async counters(): Promise<OriginCounters> {
+    const body = await this.call("/__admin/counters");
+    return { total: body.total, services: body.services };
+  }
+
+  /** Requests each service received for one product since the last reset, by service. */
+  async countsOf(id: string): Promise<Record<string, number>> {
+    const body = (await this.call("/__admin/counters")) as { ids?: Record<string, number> };
+    const counts: Record<string, number> = {};
+    for (const [key, count] of Object.entries(body.ids ?? {})) {
+      const [service, of] = key.split(":");
+      if (of === id) counts[service!] = count;
+    }
+    return counts;
+  }
+
+  async resetCounters(): Promise<void> {
+    await this.call("/__admin/counters/reset", "POST");
+  }
+
+  /** `{service: "all", latencyMs, down}` as the admin API takes it. */
+  async setFaults(fault: { latencyMs?: number; down?: "refuse" | "500" | "hang" | false; errorRate?: number }): Promise<void> {
+    await this.call("/__admin/faults", "PUT", { service: "all", latencyMs: 0, errorRate: 0, down: false, ...fault });
+  }
+
+  async clearFaults(): Promise<void> {
+    await this.call("/__admin/faults", "DELETE");
+  }
+
+  /** Changes a product's price (minor units); the origin bumps its version. */
+  async changePrice(id: string, price: number): Promise<{ purge: unknown }> {
+    return this.call(`/__admin/products/${id}`, "POST", { price });
+  }
+}
+
+
 
 export interface Servers {
   originUrl: string;
@@ -52,16 +105,8 @@ export interface Servers {
   pid: number;
   /** The worker's bindings pointing at these servers. */
   bindings: Record<string, string>;
-  /** Requests each origin service received since the last reset. */
-  counters(): Promise<OriginCounters>;
-  resetCounters(): Promise<void>;
-  /** Requests each service received for one product since the last reset, by service ("product", "inventory"...). */
-  originCountsOf(id: string): Promise<Record<string, number>>;
-  /**
-   * Breaks origin services (`PUT /__admin/faults`: down "refuse", "500" or
-   * "hang", added latency, error rate), or heals them all with null.
-   */
-  setOriginFault(fault: OriginFault | null): Promise<void>;
+  /** The demo origin's counters and faults. */
+  origin: OriginAdmin;
   /**
    * Empties L2 but for the known-ids filter (`pp:v1:kid:*`, built once per
    * run by buildKnownIdsFilter), so that a scenario starts from the state it
@@ -86,13 +131,6 @@ export interface Servers {
   close(): Promise<void>;
 }
 
-interface OriginFault {
-  /** A service name, or "all". */
-  service: string;
-  down?: false | "refuse" | "500" | "hang";
-  latencyMs?: number;
-  errorRate?: number;
-}
 
 export interface ServersSettings {
   catalogSize: number;
@@ -105,12 +143,6 @@ export async function startServers(settings: ServersSettings): Promise<Servers> 
   const { child, ready, logs } = started;
   const redis = await connectStats(ready.redisPort);
 
-  const admin = async (path: string, method = "GET", body?: unknown): Promise<any> => {
-    const init = body === undefined ? { method } : { method, body: JSON.stringify(body), headers: { "content-type": "application/json" } };
-    const response = await fetch(ready.originUrl + path, init);
-    if (!response.ok) throw new Error(`origin admin ${method} ${path}: HTTP ${response.status}`);
-    return response.json();
-  };
 
   return {
     originUrl: ready.originUrl,
@@ -125,21 +157,7 @@ export async function startServers(settings: ServersSettings): Promise<Servers> 
       PURGE_TOKEN: "bench-purge-token",
     },
     logs,
-    counters: async () => {
-      const body = await admin("/__admin/counters");
-      return { total: body.total, services: body.services };
-    },
-    resetCounters: async () => void (await admin("/__admin/counters/reset", "POST")),
-    originCountsOf: async (id) => {
-      const body = (await admin("/__admin/counters")) as { ids: Record<string, number> };
-      const counts: Record<string, number> = {};
-      for (const [key, count] of Object.entries(body.ids)) {
-        const [service, of] = key.split(":");
-        if (of === id) counts[service!] = count;
-      }
-      return counts;
-    },
-    setOriginFault: async (fault) => void (await (fault ? admin("/__admin/faults", "PUT", fault) : admin("/__admin/faults", "DELETE"))),
+    origin: new OriginAdmin(ready.originUrl),
     // A throw-away redis of our own: a full SCAN here is the harness resetting, not a code path of the tier.
     resetL2: async () => {
       let cursor = "0";
@@ -164,8 +182,14 @@ export async function startServers(settings: ServersSettings): Promise<Servers> 
   };
 }
 
+/** A demo origin alone in a servers process: each bench:peers system's own, so that its counters and catalog changes are its alone. */
+export async function startOrigin(settings: ServersSettings): Promise<{ url: string; pid: number; admin: OriginAdmin; close(): Promise<void> }> {
+  const started = await forkServers({ ...settings, gatewayToken: GATEWAY_TOKEN, shards: 0 });
+  return { url: started.ready.originUrl, pid: started.child.pid!, admin: new OriginAdmin(started.ready.originUrl), close: () => started.close() };
+}
+
 /**
- * Several L2 shards for the `shards` scenario: `count` redis-server +
+ * Several L2 shards for the `shard-down` scenario: `count` redis-server +
  * gateway pairs in a servers process of their own (no demo origin: the main
  * one serves), to be named in the worker's UPSTASH_REDIS_SHARDS.
  */
@@ -261,7 +285,7 @@ async function forkServers(options: ServersOptions): Promise<ForkedServers> {
       child.once("exit", (code) => reject(new Error(`the servers process exited (code ${code})`)));
     });
   } catch (err) {
-    await stopChild(child);
+    await stopChild(child, SERVERS_STOP_TIMEOUT_MS);
     process.off("exit", killAtExit);
     throw err;
   }
@@ -284,7 +308,7 @@ async function forkServers(options: ServersOptions): Promise<ForkedServers> {
         child.send(command);
       }),
     close: async () => {
-      await stopChild(child);
+      await stopChild(child, SERVERS_STOP_TIMEOUT_MS);
       process.off("exit", killAtExit);
     },
   };
@@ -343,14 +367,6 @@ export async function buildKnownIdsFilter(servers: Servers): Promise<FilterBuild
   }
 }
 
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((done) => child.once("exit", () => done()));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), SERVERS_STOP_TIMEOUT_MS);
-  await exited;
-  clearTimeout(timer);
-}
 
 /** The harness's own commands inside a measured window (INFO to read these stats), left out of the figures. */
 const HARNESS_COMMANDS = new Set(["info", "config", "config|resetstat"]);
@@ -481,102 +497,44 @@ export function toolVersions(): Record<string, string> {
   return { workerd: version("workerd"), wrangler: version("wrangler"), miniflare: version("miniflare") };
 }
 
-// ---------------------------------------------------------------- CPU
-
-/**
- * CPU seconds used so far, by role: workerd (every instance), the load
- * generator (this process), the origin + gateway process, redis-server, and
- * everything else on the machine. On a shared 2-core machine this says whether
- * a figure was limited by the worker, by the harness or by a neighbour.
- * Linux only (/proc); elsewhere every figure is 0.
- */
-export type CpuRole = "workerd" | "load generator" | "origin + gateway" | "redis" | "other processes";
-
-export interface CpuSnapshot {
-  at: number;
-  seconds: Record<CpuRole, number>;
-}
-
-const TICKS_PER_SECOND = 100; // USER_HZ: 100 on every Linux this runs on
-
-/** `moreServerPids`: other servers processes (the shards'), counted like `serversPid`. */
-export function cpuSnapshot(serversPid: number, moreServerPids: readonly number[] = []): CpuSnapshot {
-  const seconds: Record<CpuRole, number> = { workerd: 0, "load generator": 0, "origin + gateway": 0, redis: 0, "other processes": 0 };
-  const at = performance.now();
-  try {
-    const procs = readProcesses();
-    const ours = (pid: number): CpuRole | null => {
-      // Walk up to one of our two roots: this process or the servers process.
-      for (let p: number | undefined = pid, depth = 0; p && depth < 10; p = procs.get(p)?.ppid, depth++) {
-        if (p === process.pid) return procs.get(pid)?.comm === "workerd" ? "workerd" : pid === process.pid ? "load generator" : null;
-        if (p === serversPid || moreServerPids.includes(p)) return procs.get(pid)?.comm === "redis-server" ? "redis" : pid === p ? "origin + gateway" : null;
-      }
-      return null;
-    };
-    let counted = 0;
-    for (const [pid, info] of procs) {
-      const role = ours(pid);
-      if (role) {
-        seconds[role] += info.ticks / TICKS_PER_SECOND;
-        counted += info.ticks;
-      }
-    }
-    // Machine-wide busy time (all CPUs) minus ours: what neighbours used.
-    const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
-    const busy = fields.reduce((a, b) => a + b, 0) - (fields[3] ?? 0) - (fields[4] ?? 0);
-    seconds["other processes"] = (busy - counted) / TICKS_PER_SECOND;
-  } catch {
-    // not Linux, or /proc unreadable: no CPU figures
-  }
-  return { at, seconds };
-}
-
-/** Every process on the machine: parent, name and CPU ticks so far (from /proc). */
-export function readProcesses(): Map<number, { ppid: number; comm: string; ticks: number }> {
-  const procs = new Map<number, { ppid: number; comm: string; ticks: number }>();
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      // comm is in parentheses and may hold spaces: split after the last ')'.
-      const close = stat.lastIndexOf(")");
-      const comm = stat.slice(stat.indexOf("(") + 1, close);
-      const rest = stat.slice(close + 2).split(" ");
-      // rest[0] is field 3 (state): ppid is field 4, utime 14, stime 15.
-      procs.set(Number(name), { ppid: Number(rest[1]), comm, ticks: Number(rest[11]) + Number(rest[12]) });
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  return procs;
-}
-
 // ---------------------------------------------------------------- a whole stack
 
+type OnCleanup = (name: string, stop: () => Promise<void>) => () => Promise<void>;
+
 /**
- * The set-up of `bench:soak` and `bench:profile`: the bundle and the servers
- * at once, the known-ids filter, then `instances` workers with their
- * inspectors, each handed to `onCleanup` as soon as it runs.
+ * The set-up of every benchmark but bench:peers: the bundle and the servers
+ * at once, then the known-ids filter; the servers handed to `onCleanup` as
+ * soon as they run.
  */
-export async function startInspectedStack(
-  settings: ServersSettings,
-  instances: number,
-  logs: WorkerLogs,
-  onCleanup: (name: string, stop: () => Promise<void>) => unknown,
-  /** Bindings on top of the servers' (e.g. CACHE_POLICIES). */
-  extraBindings: Record<string, string> = {},
-): Promise<{ servers: Servers; filter: FilterBuild; workers: WorkerInstance[] }> {
+export async function startStack(settings: ServersSettings, onCleanup: OnCleanup): Promise<{ servers: Servers; filter: FilterBuild }> {
   const starting = startServers(settings).then((servers) => (onCleanup("servers", () => servers.close()), servers));
   const [built, started] = await Promise.allSettled([buildBundle(), starting]);
   if (started.status === "rejected") throw started.reason;
   if (built.status === "rejected") throw new Error(`wrangler deploy --dry-run failed: ${String(built.reason?.stderr ?? built.reason)}`);
   const servers = started.value;
-  const filter = await buildKnownIdsFilter(servers);
+  return { servers, filter: await buildKnownIdsFilter(servers) };
+}
+
+/** `count` workers (with their inspectors when `inspect`), each handed to `onCleanup` as soon as it runs; `stop` stops them all. */
+export async function startWorkers(
+  count: number,
+  bindings: Record<string, string>,
+  logs: WorkerLogs,
+  onCleanup: OnCleanup,
+  inspect: boolean,
+): Promise<{ workers: WorkerInstance[]; stop: () => Promise<void> }> {
   const workers: WorkerInstance[] = [];
-  for (let i = 0; i < instances; i++) {
-    const worker = await startWorker({ ...servers.bindings, ...extraBindings }, logs, { inspectorPort: 0 });
-    onCleanup(`worker ${worker.url}`, () => worker.close());
-    workers.push(worker);
+  const stops: (() => Promise<void>)[] = [];
+  const stop = async () => void (await Promise.all(stops.map((s) => s())));
+  try {
+    for (let i = 0; i < count; i++) {
+      const worker = await startWorker(bindings, logs, inspect ? { inspectorPort: 0 } : {});
+      stops.push(onCleanup(`worker ${worker.url}`, () => worker.close()));
+      workers.push(worker);
+    }
+  } catch (err) {
+    await stop();
+    throw err;
   }
-  return { servers, filter, workers };
+  return { workers, stop };
 }

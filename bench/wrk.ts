@@ -2,11 +2,16 @@
 // faster than anything it measures here): installed from Debian's packages
 // when missing, run as a child with a Lua script whose done() prints one
 // "<MARKER> {json}" line, killed on abort and when this process exits.
-// runZipfWrk is the soak's and the profile's Zipf load; bench:peers drives
-// the same script (bench/zipf.lua) through runWrk, with its constant rate.
+// runZipfWrk is the soak's and the profile's Zipf load; wrkPhase the closed
+// loop or constant rate (zipf.lua's delay()) of `npm run bench` and bench:peers.
 import { execFileSync, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
+import { productId } from "../dev/origin/catalog";
+import { shuffledIndexes } from "../dev/run/random";
+
+/** The seed of the rank → id shuffle: every benchmark's hot products are the same. */
+const SHUFFLE_SEED = 42;
 
 /** wrk from Debian's packages when it is missing (as .ci/run does for redis-server). */
 export function ensureWrk(): void {
@@ -25,7 +30,7 @@ export function ensureWrk(): void {
   }
 }
 
-export interface WrkRun {
+interface WrkRun {
   /** The Lua script (-s). */
   script: string;
   /** wrk's URL argument: the script may send elsewhere (thread.addr). */
@@ -47,7 +52,7 @@ export interface WrkRun {
  * (user + system seconds, from bash's `times`: wrk has exited by the time a
  * caller could read /proc, so its CPU is taken from the shell that waited for it).
  */
-export async function runWrk<T>(run: WrkRun): Promise<{ summary: T; cpuSeconds: number | null }> {
+async function runWrk<T>(run: WrkRun): Promise<{ summary: T; cpuSeconds: number | null }> {
   const args = [`-t${run.threads}`, `-c${run.connections}`, `-d${run.seconds}s`, "--timeout", `${run.timeoutS}s`, "-s", run.script, run.url];
   // In a process group of its own, so that a kill reaches wrk and not only the shell.
   const child = spawn("bash", ["-c", 'wrk "$@"; code=$?; times >&2; exit $code', "wrk", ...args], {
@@ -79,10 +84,10 @@ export async function runWrk<T>(run: WrkRun): Promise<{ summary: T; cpuSeconds: 
 }
 
 /** The wrk script of every Zipf load (bench:soak, bench:profile, bench:peers). */
-export const ZIPF_LUA = resolve("bench/zipf.lua");
+const ZIPF_LUA = resolve("bench/zipf.lua");
 
 /** zipf.lua's inputs every run gives: the paths file, the targets (thread i → target i mod n), the seed. */
-export function zipfEnv(pathsFile: string, targets: readonly string[], seed: number): Record<string, string> {
+function zipfEnv(pathsFile: string, targets: readonly string[], seed: number): Record<string, string> {
   return { ZIPF_PATHS: pathsFile, ZIPF_TARGETS: targets.map((t) => new URL(t).host).join(","), ZIPF_SEED: String(seed) };
 }
 
@@ -94,11 +99,6 @@ export interface WrkFigures {
   maxUs: number;
   statuses: Record<string, number>;
   errors: { connect: number; read: number; write: number; status: number; timeout: number };
-}
-
-/** Writes the "rank path" lines zipf.lua reads, hottest first. */
-export function writePathsFile(file: string, paths: readonly { rank: number; path: string }[]): void {
-  writeFileSync(file, paths.map(({ rank, path }) => `${rank} ${path}\n`).join(""));
 }
 
 export interface ZipfRun {
@@ -126,4 +126,169 @@ export async function runZipfWrk(run: ZipfRun): Promise<WrkFigures> {
     signal: run.signal,
   });
   return summary;
+}
+
+// ---------------------------------------------------------------- phases (closed loop or paced)
+
+const THREADS = 2;
+/** A request unanswered this long is a timeout, an error. */
+const TIMEOUT_S = 5;
+/** Paced: the schedule starts this long after wrk is started (both threads loaded), and wrk runs this much longer than it (the last answers). */
+const PACED_START_MS = 1200;
+const PACED_EXTRA_S = 3;
+
+/** What zipf.lua's done() prints, paced. */
+interface PacedFigures {
+  requests: number;
+  durationUs: number;
+  bytes: number;
+  p50Us: number;
+  p99Us: number;
+  maxUs: number;
+  meanUs: number;
+  errors: { connect: number; read: number; write: number; status: number; timeout: number };
+  late: number;
+  lateMaxMs: number;
+  sent: number;
+}
+
+/** One wrk run's figures. */
+export interface Phase {
+  seconds: number;
+  connections: number;
+  /** The offered rate (paced), or null (closed loop). */
+  askedRate: number | null;
+  requests: number;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  /** Answers ≥ 400 plus socket errors and timeouts. */
+  errors: number;
+  errorKinds: Record<string, number>;
+  /** Paced: sends that left more than 1 ms after their time (no connection free), and the largest delay. */
+  late: number;
+  lateMaxMs: number;
+  /** Paced: requests sent but neither answered nor failed when wrk stopped (PACED_EXTRA_S after the schedule's end). */
+  unanswered: number;
+  bytes: number;
+  /** CPU seconds wrk used (null: not known, or not wrk). */
+  wrkCpuS: number | null;
+}
+
+/**
+ * The request sequences: a file of "rank path" lines for the catalog's Zipf
+ * ranks (the rank → id mapping shuffled with SHUFFLE_SEED), minus the
+ * coldest ranks (1 by default), left cold for a herd or cold products; and
+ * one-line files for single paths.
+ */
+export class Workload {
+  readonly indexes: Uint32Array;
+  readonly zipfFile: string;
+  /** The same draws restricted to the walked ranks: every page cached. */
+  readonly cachedFile: string;
+
+  constructor(
+    private readonly dir: string,
+    readonly catalogSize: number,
+    readonly walkRanks = 0,
+    /** The coldest ranks left out of every draw (still cold when the herd or the cold products ask for them). */
+    coldRanks = 1,
+  ) {
+    this.indexes = shuffledIndexes(catalogSize, SHUFFLE_SEED);
+    this.zipfFile = join(dir, "zipf-paths.txt");
+    this.cachedFile = join(dir, "zipf-cached-paths.txt");
+    const lines: string[] = [];
+    for (let rank = 1; rank <= catalogSize - coldRanks; rank++) lines.push(`${rank} /products/${productId(this.indexes[rank - 1]!)}\n`);
+    writeFileSync(this.zipfFile, lines.join(""));
+    writeFileSync(this.cachedFile, lines.slice(0, walkRanks).join(""));
+  }
+
+  /** The product pages of the walked ranks, hottest first. */
+  walkPaths(): string[] {
+    return Array.from({ length: Math.min(this.walkRanks, this.catalogSize - 1) }, (_, i) => `/products/${productId(this.indexes[i]!)}`);
+  }
+
+  /** The product of Zipf rank `rank` (1: the most popular). */
+  idOfRank(rank: number): string {
+    return productId(this.indexes[rank - 1]!);
+  }
+
+  /** The most popular product (rank 1). */
+  hotId(): string {
+    return productId(this.indexes[0]!);
+  }
+
+  /** The coldest rank's product: never drawn, so cold when the herd asks for it. */
+  coldId(): string {
+    return productId(this.indexes[this.catalogSize - 1]!);
+  }
+
+  /** A paths file that always sends `path`. */
+  single(path: string): string {
+    const file = join(this.dir, `single-${path.replace(/[^a-z0-9]+/gi, "_")}.txt`);
+    writeFileSync(file, `1 ${path}\n`);
+    return file;
+  }
+}
+
+export interface PhaseSpec {
+  targets: string[];
+  connections: number;
+  seconds: number;
+  /** Requests a second in all (paced), or undefined for the closed loop. */
+  rate?: number;
+  paths: string;
+  /** Each phase has its own seed: every system gets the same draws in the same phase. */
+  seed: number;
+  signal?: AbortSignal;
+}
+
+/** CLOCK_MONOTONIC in ms, the clock of zipf.lua's schedule (libuv's hrtime is CLOCK_MONOTONIC on Linux). */
+const monotonicMs = () => Number(process.hrtime.bigint() / 1_000_000n);
+
+export async function wrkPhase(spec: PhaseSpec): Promise<Phase> {
+  const rate = spec.rate ?? 0;
+  const { summary: f, cpuSeconds } = await runWrk<PacedFigures>({
+    script: ZIPF_LUA,
+    url: `${spec.targets[0]}/`,
+    threads: THREADS,
+    connections: spec.connections,
+    seconds: rate ? spec.seconds + PACED_EXTRA_S : spec.seconds,
+    timeoutS: TIMEOUT_S,
+    env: {
+      ...zipfEnv(spec.paths, spec.targets, spec.seed),
+      ZIPF_RATE: String(rate),
+      ZIPF_THREADS: String(THREADS),
+      ZIPF_T0: String(monotonicMs() + PACED_START_MS),
+      ZIPF_SPAN_MS: String(spec.seconds * 1000),
+    },
+    marker: "ZIPF",
+    signal: spec.signal,
+  });
+  // Paced: the schedule's span (wrk's own duration holds the start and the tail).
+  const seconds = rate ? spec.seconds : f.durationUs / 1e6;
+  const e = f.errors;
+  const errors = e.status + e.connect + e.read + e.write + e.timeout;
+  const errorKinds = Object.fromEntries(
+    Object.entries({ "HTTP ≥ 400": e.status, connect: e.connect, read: e.read, write: e.write, [`timeout (${TIMEOUT_S} s)`]: e.timeout }).filter(([, n]) => n > 0),
+  );
+  return {
+    seconds: Math.round(seconds * 100) / 100,
+    connections: spec.connections,
+    askedRate: spec.rate ?? null,
+    requests: f.requests,
+    rps: Math.round(f.requests / seconds),
+    p50Ms: f.p50Us / 1000,
+    p99Ms: f.p99Us / 1000,
+    maxMs: f.maxUs / 1000,
+    errors,
+    errorKinds,
+    late: f.late,
+    lateMaxMs: Math.round(f.lateMaxMs),
+    // wrk counts an answer ≥ 400 both as a request and as an error.
+    unanswered: rate ? Math.max(0, f.sent - f.requests - (errors - e.status)) : 0,
+    bytes: f.bytes,
+    wrkCpuS: cpuSeconds,
+  };
 }

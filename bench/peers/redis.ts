@@ -3,6 +3,8 @@
 // redis.call inside it are each one call), and a MONITOR census that tells
 // the commands a client sent (the gateway's connection) from those a script
 // ran (MONITOR marks them "lua"). dev/gateway keeps no count of its own.
+import { once } from "node:events";
+import { connect } from "node:net";
 import { Redis } from "ioredis";
 
 /** The harness's own commands (these readings, the MONITOR), left out of every figure. */
@@ -51,21 +53,37 @@ export class RedisProbe {
     return { calls, netInBytes: stat("total_net_input_bytes"), netOutBytes: stat("total_net_output_bytes") };
   }
 
-  /** `seconds` of MONITOR on a connection of its own while `during` runs. */
+  /**
+   * MONITOR on a raw connection of its own while `during` runs. Not ioredis's
+   * monitor(): under load the lines that follow MONITOR's "OK" in the same
+   * read reach it before it has switched to monitoring, and it fails ("Command
+   * queue state error", redis/ioredis#1981). Each line is a simple string:
+   * `+<time> [<db> <source>] "<command>" "<arg>"…`, source "lua" inside a script.
+   */
   async census(during: () => Promise<void>): Promise<Census> {
-    const monitor = await this.link.monitor();
     const sent: Record<string, number> = {};
     const inScripts: Record<string, number> = {};
-    monitor.on("monitor", (_time: string, args: string[], source: string) => {
-      const name = String(args[0] ?? "?").toLowerCase();
-      const into = source === "lua" ? inScripts : sent;
-      into[name] = (into[name] ?? 0) + 1;
+    const socket = connect({ port: this.port, host: "127.0.0.1" });
+    socket.on("error", () => undefined); // a census cut short is partial, not fatal
+    await once(socket, "connect");
+    let rest = "";
+    socket.on("data", (chunk: Buffer) => {
+      const lines = (rest + chunk.toString("latin1")).split("\r\n");
+      rest = lines.pop() ?? "";
+      for (const line of lines) {
+        const match = /^\+[\d.]+ \[\d+ ([^\]]+)\] "([^"]*)"/.exec(line);
+        if (!match) continue;
+        const into = match[1] === "lua" ? inScripts : sent;
+        const name = match[2]!.toLowerCase();
+        into[name] = (into[name] ?? 0) + 1;
+      }
     });
+    socket.write("MONITOR\r\n");
     const started = performance.now();
     try {
       await during();
     } finally {
-      monitor.disconnect();
+      socket.destroy();
     }
     return { seconds: Math.round((performance.now() - started) / 100) / 10, sent, inScripts };
   }

@@ -3,14 +3,12 @@
 // origin requests per page at equal freshness, Redis commands, cost per
 // million page views, faults, CPU, configurations) and two SVG charts (p99
 // latency, origin requests per 1,000 pages).
-import { mkdirSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { costLine, costPerMillion, pricesNote, usd, type CostPerMillion, type Prices } from "../cost";
-import type { Machine } from "../report";
-import type { Phase } from "./load";
+import { writeResults, type Machine } from "../report";
+import type { Phase } from "../wrk";
 import type { Census } from "./redis";
 import { SCENARIO_LABELS, type Calibration, type Ceiling, type Durations, type IdleCost, type Row, type ScenarioName } from "./scenarios";
-import { barChartSvg, type BarSeries } from "./svg";
+import { barChartSvg, type BarSeries } from "../chart";
 import type { Settings, SystemName } from "./systems";
 
 export interface PeersReport {
@@ -509,23 +507,11 @@ function stalenessCell(row: Row): string {
 
 // ---------------------------------------------------------------- files
 
-export function writePeersReport(dir: string, report: PeersReport): { written: string[]; summary: string } {
-  mkdirSync(dir, { recursive: true });
-  const stamp = report.startedAt.replace(/:/g, "-").replace(/\.\d+Z$/, "Z") + (report.settings.quick ? "-quick" : "");
+export function writePeersReport(report: PeersReport): { written: string[]; summary: string } {
   const { latency, origin } = charts(report);
-  const base = join(dir, `peers-${stamp}`);
-  const text = markdown(report, { latency: `peers-${stamp}-latency.svg`, origin: `peers-${stamp}-origin.svg` });
-  const files: Array<[string, string]> = [
-    [`${base}.md`, text],
-    [`${base}-latency.svg`, latency],
-    [`${base}-origin.svg`, origin],
-    [`${base}.json`, JSON.stringify(report, null, 2)],
-    [join(dir, "peers-latest.md"), markdown(report, { latency: "peers-latency.svg", origin: "peers-origin.svg" })],
-    [join(dir, "peers-latency.svg"), latency],
-    [join(dir, "peers-origin.svg"), origin],
-  ];
-  for (const [file, body] of files) writeFileSync(file, body.endsWith("\n") ? body : `${body}\n`);
+  const text = markdown(report, { latency: "peers-latency.svg", origin: "peers-origin.svg" });
+  const written = writeResults("peers", { ".md": `${text}\n`, "-latency.svg": latency, "-origin.svg": origin, ".json": JSON.stringify(report, null, 2) });
   // stdout: from the generator to the cost, without the charts and the configurations.
   const summary = text.slice(text.indexOf("**Generator ceiling**") >= 0 ? text.indexOf("**Generator ceiling**") : text.indexOf("**Neighbours**"), text.indexOf("## Faults and the cold herd") > 0 ? text.indexOf("## Faults and the cold herd") : text.indexOf("## Where the CPU went")).replace(/^!\[.*\n/gm, "");
-  return { written: files.map(([file]) => file), summary };
+  return { written, summary };
 }

@@ -11,24 +11,22 @@
 // scenarios (scenarios.ts) and stops it. Nginx has no purge: its
 // price-change poll goes on in the background (no load) until its entry
 // expires or the cap, while the next systems run. Writes
-// bench/results/peers-<time>.md/.json/.svg and peers-latest.md,
-// peers-latency.svg, peers-origin.svg. Every process it starts is stopped at
+// bench/results/peers.md, peers.json, peers-latency.svg and peers-origin.svg
+// (bench/report.ts). Every process it starts is stopped at
 // the end, on error and on Ctrl-C.
-import { createCleanups, runThenExit } from "../cleanup";
+import { benchmarkRun } from "../cleanup";
 import { mkdirSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { describeMachine } from "../report";
 import { buildBundle, toolVersions, type WorkerLogs } from "../stack";
-import { ensureWrk } from "../wrk";
-import { Workload } from "./load";
+import { ensureWrk, Workload } from "../wrk";
 import { checkTools, makeTempDir, removeTempDir, type ToolVersions } from "./procs";
 import { loadPrices } from "../cost";
 import { writePeersReport, type PeersReport } from "./report";
 import { calibrate, durations, generatorCeiling, idleCost, runScenarios, type Ceiling, type Context, type IdleCost, type Row } from "./scenarios";
 import { startPeer, startTier, RENDER_ONLY_VARS, TIER_VARS, type Settings, type System, type SystemName } from "./systems";
 
-const RESULTS_DIR = resolve("bench/results");
 const CLEANUP_STEP_TIMEOUT_MS = 12_000;
 const ALL_SYSTEMS: SystemName[] = ["nginx", "varnish", "tier", "tier-300s"];
 
@@ -40,7 +38,7 @@ const USAGE = `usage: npm run bench:peers -- [--quick] [--connections N] [--rate
   --systems LIST     run only these systems (default: all; order stays nginx, varnish, tier, tier-300s)
 
 Needs nginx and varnishd on the PATH:  apt-get update && apt-get install -y nginx varnish
-(wrk is installed when missing), and redis-server, as npm run bench does.`;
+(wrk is installed when missing), and redis-server, as every benchmark does.`;
 
 function readArgs(): { settings: Settings; systems: SystemName[] } {
   const { values } = parseArgs({
@@ -79,11 +77,9 @@ function readArgs(): { settings: Settings; systems: SystemName[] } {
 
 // ---------------------------------------------------------------- cleanup
 
-const { onCleanup, cleanUp } = createCleanups(CLEANUP_STEP_TIMEOUT_MS);
+const { onCleanup, cleanUp, signal, abortLoad, onSignal, interrupted, run } = benchmarkRun("bench:peers", CLEANUP_STEP_TIMEOUT_MS);
 
 // ---------------------------------------------------------------- main
-
-let interrupted = false;
 
 /** Phase lines on stderr, so that stdout holds only the results. */
 const say = (text: string) => process.stderr.write(`${text}\n`);
@@ -92,26 +88,8 @@ async function main(): Promise<void> {
   const { settings, systems } = readArgs();
   const startedAt = new Date();
   const command = ["npm run bench:peers", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" ");
-  const abort = new AbortController();
   const workerLogs: WorkerLogs = { count: 0, distinct: new Map(), scenario: "" };
 
-  let firstSignalAt = 0;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (interrupted) {
-      // tsx and npm relay the same Ctrl-C again within milliseconds: only a
-      // later one is a second Ctrl-C, which exits at once (the exit hooks
-      // still kill every child and remove the temp folder).
-      if (Date.now() - firstSignalAt > 1500) process.exit(130);
-      return;
-    }
-    interrupted = true;
-    firstSignalAt = Date.now();
-    abort.abort();
-    say(`\n${signal}: stopping…`);
-    void cleanUp().finally(() => process.exit(130));
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
   // Miniflare registers its own SIGINT/SIGTERM hook with its first instance,
   // which exits at once (its exit hook still kills workerd). Taken off after
   // each system starts, so that a Ctrl-C stops everything in order (Nginx and
@@ -149,7 +127,7 @@ async function main(): Promise<void> {
   let idle: Promise<IdleCost | null> = Promise.resolve(null);
   let idleResult: IdleCost | null = null;
   let rate = settings.rate;
-  const ctxBase = { settings, signal: abort.signal, workload, phase: (label: string) => say(`· ${label}`), note: say };
+  const ctxBase = { settings, signal: signal, workload, phase: (label: string) => say(`· ${label}`), note: say };
   try {
     say("· build the worker bundle (wrangler deploy --dry-run)");
     await buildBundle();
@@ -170,15 +148,15 @@ async function main(): Promise<void> {
       );
       // Idle, its two isolates up, while the next systems run: the Redis idle cost.
       say(`· calibration tier: idle for ${d.idleS} s in the background (Redis idle cost)`);
-      idle = sleep(5000, abort.signal)
-        .then(() => idleCost(tier, d.idleS, abort.signal))
+      idle = sleep(5000, signal)
+        .then(() => idleCost(tier, d.idleS, signal))
         .catch(() => null)
         .finally(() => stop());
     }
     const ctx: Context = { ...ctxBase, rate };
 
     for (const name of systems) {
-      if (abort.signal.aborted) break;
+      if (signal.aborted) break;
       workerLogs.scenario = name;
       say(`· ${name}: start`);
       const t0 = Date.now();
@@ -216,17 +194,17 @@ async function main(): Promise<void> {
         await stop();
       }
     }
-    if (!abort.signal.aborted) {
+    if (!signal.aborted) {
       say("· waiting for the background price-change poll(s) and the idle window (no load)");
       await Promise.all(pending);
       idleResult = await idle;
     }
   } finally {
-    abort.abort(); // ends the idle window and the polls if they still run
+    abortLoad(); // ends the idle window and the polls if they still run
     await idle;
     await cleanUp();
   }
-  if (interrupted) return;
+  if (interrupted()) return;
   {
     const report: PeersReport = {
       startedAt: startedAt.toISOString(),
@@ -246,10 +224,10 @@ async function main(): Promise<void> {
       prices,
       workerLog: [...workerLogs.distinct].map(([line, count]) => ({ count, line })),
     };
-    const files = writePeersReport(RESULTS_DIR, report);
+    const files = writePeersReport(report);
     console.log("");
     console.log(files.summary);
-    console.log(`\nresults: ${files.written.map((f) => f.replace(`${resolve(".")}/`, "")).join(", ")}`);
+    console.log(`\nresults: ${files.written.join(", ")}`);
   }
 }
 
@@ -260,4 +238,4 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-runThenExit("bench:peers", main, cleanUp, () => interrupted);
+run(main);

@@ -4,7 +4,7 @@
 // each phase for every system.
 //
 //   walk          (not measured) the top Zipf ranks asked for once each, so that
-//                 every cache starts from the same warm state (Node, runLoad)
+//                 every cache starts from the same warm state (Node fetch, 64 at a time)
 //   warm-up       paced at the fixed rate (not compared)
 //   fixed         paced at the fixed rate: latency at a constant offered load,
 //                 and origin requests per page over identical requests
@@ -16,7 +16,7 @@
 //                 connections: the floor of a worker request
 //   census        (the tiers) a short saturation with Redis MONITOR on: the
 //                 commands the gateway sent vs those run inside scripts
-//   herd          1,000 simultaneous requests for one product nobody asked for (Node, burst)
+//   herd          1,000 simultaneous requests for one product nobody asked for (bench/soak/probe.ts herd)
 //   origin-slow   +500 ms on every origin service, paced
 //   origin-down   every origin service refuses connections, paced (caches warm)
 //   price-change  a hot product's price changes under paced load; time until
@@ -26,9 +26,9 @@
 // tier-300s runs the walk, warm-up, fixed, saturation, cached and census only. Origin counters
 // are reset before each scenario and read after it.
 import { performance } from "node:perf_hooks";
-import { burst, runLoad, type TallySummary } from "../load";
-import { wrkPhase, type Phase, type Workload } from "./load";
-import { cpuBetween, cpuSample, findChildPid } from "./procs";
+import { herd, percentile } from "../soak/probe";
+import { wrkPhase, type Phase, type Workload } from "../wrk";
+import { cpuBetween, cpuSample, findChildPid } from "../cpu";
 import { usageBetween, type Census, type RedisSnapshot, type RedisUsage } from "./redis";
 import { getPage, PRODUCT_POLICY, priceNow, type Settings, type System, type SystemName, type Tier } from "./systems";
 
@@ -188,19 +188,22 @@ function isTier(system: System): system is Tier {
   return system.name === "tier" || system.name === "tier-300s";
 }
 
-/** The Node burst's figures in the shape of a wrk phase. */
-function phaseOfTally(t: TallySummary, connections: number): Phase {
+/** The herd's answers in the shape of a wrk phase. */
+function phaseOfHerd({ answers, seconds }: Awaited<ReturnType<typeof herd>>): Phase {
+  const ms = answers.map((a) => a.ms).sort((a, b) => a - b);
+  const errorKinds: Record<string, number> = {};
+  for (const a of answers) if (a.status === 0 || a.status >= 400) errorKinds[a.status ? `HTTP ${a.status}` : "no answer"] = (errorKinds[a.status ? `HTTP ${a.status}` : "no answer"] ?? 0) + 1;
   return {
-    seconds: t.seconds,
-    connections,
+    seconds: Math.round(seconds * 100) / 100,
+    connections: answers.length,
     askedRate: null,
-    requests: t.requests,
-    rps: t.rps,
-    p50Ms: t.latencyMs.p50,
-    p99Ms: t.latencyMs.p99,
-    maxMs: t.latencyMs.max,
-    errors: t.errors,
-    errorKinds: { ...Object.fromEntries(Object.entries(t.statuses).filter(([s]) => !/^[23]/.test(s)).map(([s, n]) => [`HTTP ${s}`, n])), ...t.errorKinds },
+    requests: answers.length,
+    rps: Math.round(answers.length / seconds),
+    p50Ms: percentile(ms, 50),
+    p99Ms: percentile(ms, 99),
+    maxMs: ms.at(-1) ?? 0,
+    errors: Object.values(errorKinds).reduce((a, b) => a + b, 0),
+    errorKinds,
     late: 0,
     lateMaxMs: 0,
     unanswered: 0,
@@ -228,16 +231,25 @@ function zipf(ctx: Context, system: System, seconds: number, seed: number, paced
  * The top `walkRanks` products asked for once each through the system
  * (connection i to target i mod n: each of the tier's instances gets half,
  * L2 all), 64 at a time: the same warm state for every system, whatever its
- * speed. Orchestration, not measured: Node's runLoad is fast enough here
+ * speed. Orchestration, not measured: Node's fetch is fast enough here
  * (every request is a miss, rendered upstream).
  */
 async function walk(ctx: Omit<Context, "rate">, system: System): Promise<{ pages: number; seconds: number; errors: number }> {
   const paths = ctx.workload.walkPaths();
   ctx.phase(`${system.name} · walk: the top ${paths.length.toLocaleString("en-US")} Zipf ranks once each (not measured)`);
-  let i = 0;
-  const tally = await runLoad({ targets: system.targets, connections: 64, next: () => paths[i++] ?? null, signal: ctx.signal });
-  const t = tally.summary();
-  return { pages: t.requests, seconds: t.seconds, errors: t.errors };
+  const started = performance.now();
+  let next = 0;
+  let errors = 0;
+  await Promise.all(
+    Array.from({ length: 64 }, async (_, c) => {
+      for (let k = next++; k < paths.length && !ctx.signal.aborted; k = next++) {
+        const answer = await fetch(`${system.targets[c % system.targets.length]}${paths[k]}`).catch(() => null);
+        if (!answer?.ok) errors++;
+        await answer?.arrayBuffer().catch(() => undefined);
+      }
+    }),
+  );
+  return { pages: Math.min(next, paths.length), seconds: Math.round(performance.now() - started) / 1000, errors };
 }
 
 export interface Calibration {
@@ -378,10 +390,10 @@ export async function runScenarios(ctx: Context, system: System, onRow: (row: Ro
     const id = ctx.workload.coldId();
     const perTarget = Math.ceil(HERD_REQUESTS / system.targets.length);
     ctx.phase(tag(`herd: ${perTarget * system.targets.length} requests at once for ${id}`));
-    const m = await measure(system, () => burst({ targets: system.targets, perTarget, path: `/products/${id}` }), SETTLE_MS);
+    const m = await measure(system, () => herd(system.targets, `/products/${id}`, perTarget * system.targets.length), SETTLE_MS);
     const concurrency = system.targets.length > 1 ? `${system.targets.length} × ${perTarget} at once` : `${perTarget} at once`;
     const herdFetches = await system.origin.countsOf(id);
-    add(row(system, "herd", { ...m, value: phaseOfTally(m.value.summary(), perTarget * system.targets.length) }, { id, concurrency, herdFetches }, [`origin counted until 1 s after the burst; for ${id} itself: ${Object.entries(herdFetches).map(([k, n]) => `${k} ${n}`).join(", ") || "none"}`]));
+    add(row(system, "herd", { ...m, value: phaseOfHerd(m.value) }, { id, concurrency, herdFetches }, [`origin counted until 1 s after the burst; for ${id} itself: ${Object.entries(herdFetches).map(([k, n]) => `${k} ${n}`).join(", ") || "none"}`]));
   }
   if (stopped()) return out;
 

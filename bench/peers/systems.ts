@@ -4,7 +4,7 @@
 //   nginx      Nginx proxy_cache  → 2 render-only workers → its demo origin
 //   varnish    Varnish            → 2 render-only workers → its demo origin
 //   tier       2 Miniflare instances of the tier (L1 + L2: redis-server behind
-//              the Upstash REST gateway, as `npm run bench` starts them) → its demo origin
+//              the Upstash REST gateway, as every benchmark starts them (bench/stack.ts)) → its demo origin
 //   tier-300s  the same, every page resource fresh for the peers' 300 s (CACHE_POLICIES)
 //
 // A render-only worker is the tier's own bundle with its caches effectively
@@ -12,8 +12,9 @@
 // served stale), so that a peer caches the very HTML the tier renders and
 // each peer miss costs the origin calls a real render does.
 import { productId } from "../../dev/origin/catalog";
-import { BENCH_PUBLIC_URL, buildKnownIdsFilter, startServers, startWorker, type FilterBuild, type Servers, type WorkerInstance, type WorkerLogs } from "../stack";
-import { OriginAdmin, startNginx, startPeerOrigin, startVarnish, workerdPids, type CachePolicy, type CacheServer, type PeerOrigin } from "./procs";
+import { BENCH_PUBLIC_URL, buildKnownIdsFilter, OriginAdmin, startOrigin, startServers, startWorker, type FilterBuild, type Servers, type WorkerInstance, type WorkerLogs } from "../stack";
+import { workerdPids } from "../cpu";
+import { startNginx, startVarnish, type CachePolicy, type CacheServer } from "./procs";
 import { RedisProbe } from "./redis";
 
 export type SystemName = "nginx" | "varnish" | "tier" | "tier-300s";
@@ -82,7 +83,7 @@ export type OnCleanup = (name: string, stop: () => Promise<void>) => () => Promi
 
 export async function startPeer(name: "nginx" | "varnish", settings: Settings, dir: string, logs: WorkerLogs, onCleanup: OnCleanup): Promise<System> {
   const stops: Array<() => Promise<void>> = [];
-  const origin: PeerOrigin = await startPeerOrigin({ catalogSize: settings.catalogSize, latencyMs: settings.originLatencyMs, jitterMs: settings.originJitterMs });
+  const origin = await startOrigin({ catalogSize: settings.catalogSize, latencyMs: settings.originLatencyMs, jitterMs: settings.originJitterMs });
   stops.push(onCleanup(`${name}: demo origin`, () => origin.close()));
   try {
     const bindings = { ORIGIN_URL: origin.url, ...RENDER_ONLY_VARS };
@@ -188,7 +189,7 @@ export async function startTier(name: TierName, settings: Settings, logs: Worker
       const text = page.body.replace(/<(script|style)[\s\S]*?<\/\1>/gi, " ").replace(/<[^>]+>/g, " ").replace(/\s+/g, " ").trim();
       throw new Error(`the tier's page for ${id} is wrong: HTTP ${page.status}: ${text.slice(0, 300)}`);
     }
-    const origin = new OriginAdmin(servers.originUrl);
+    const origin = servers.origin;
     const vars = TIER_VARS[name];
     return {
       name,

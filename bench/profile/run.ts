@@ -7,26 +7,23 @@
 //   1. /healthz (a static string): the runtime's floor, workerd CPU per request;
 //   2. Zipf: CPU per page, Redis commands per page (INFO commandstats), answers per tier;
 //   3. Zipf again with the V8 profiler of instance 1 recording (bench/profile/summary.ts).
-// Writes bench/results/profile-<time>.md (and the raw .cpuprofile, git-ignored,
+// Writes bench/results/profile.md (and the raw profile.cpuprofile, git-ignored,
 // which Chrome DevTools opens). Measures and writes; asserts nothing.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { productId } from "../../dev/origin/catalog";
-import { createCleanups, runThenExit } from "../cleanup";
-import { SHUFFLE_SEED } from "../measure";
-import { describeMachine } from "../report";
-import { change, statusOf, type Snapshot } from "../soak/probe";
-import { cpuSnapshot, startInspectedStack, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
-import { ensureWrk, runZipfWrk, writePathsFile, type WrkFigures } from "../wrk";
-import { shuffledIndexes } from "../zipf";
+import { benchmarkRun } from "../cleanup";
+import { cpuBetween, cpuSample, workerdPids } from "../cpu";
+import { describeMachine, runLine, writeResults } from "../report";
+import { change, snapshots } from "../soak/probe";
+import { startStack, startWorkers, toolVersions, type WorkerLogs } from "../stack";
+import { ensureWrk, runZipfWrk, Workload, type WrkFigures } from "../wrk";
 import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "./record";
 import { summaryTables } from "./summary";
 
 const CATALOG = 100_000;
 const ORIGIN = { latencyMs: 20, jitterMs: 2 };
-const RESULTS_DIR = resolve("bench/results");
 
 const { values: args } = parseArgs({
   options: {
@@ -34,26 +31,19 @@ const { values: args } = parseArgs({
     warm: { type: "string", default: "60" },
     instances: { type: "string", default: "1" },
     connections: { type: "string", default: "64" },
+    help: { type: "boolean", short: "h", default: false },
   },
 });
 const seconds = Number(args.seconds);
 const warmS = Number(args.warm);
 const instances = Number(args.instances);
 const connections = Number(args.connections);
-if (![seconds, warmS, connections].every((n) => Number.isInteger(n) && n >= 1) || ![1, 2].includes(instances)) {
-  console.error("usage: npm run bench:profile -- [--seconds N (default 20)] [--warm N (default 60)] [--instances 1|2] [--connections N (default 64)]");
-  process.exit(2);
+if (args.help || ![seconds, warmS, connections].every((n) => Number.isInteger(n) && n >= 1) || ![1, 2].includes(instances)) {
+  (args.help ? console.log : console.error)("usage: npm run bench:profile -- [--seconds N (default 20)] [--warm N (default 60)] [--instances 1|2] [--connections N (default 64)]");
+  process.exit(args.help ? 0 : 2);
 }
 
-const { onCleanup, cleanUp } = createCleanups(10_000);
-let interrupted = false;
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.on(signal, () => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    void cleanUp().finally(() => process.exit(130));
-  });
-}
+const { onCleanup, run } = benchmarkRun("profile");
 
 interface Phase {
   label: string;
@@ -71,16 +61,15 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   const logs: WorkerLogs = { count: 0, distinct: new Map(), scenario: "profile" };
   console.log(`profile: ${instances} instance(s), wrk -t2 -c${connections}; warm-up ${warmS} s, then ${seconds} s each of /healthz, Zipf, Zipf under the profiler`);
-  const { servers, filter, workers } = await startInspectedStack({ catalogSize: CATALOG, ...ORIGIN }, instances, logs, onCleanup);
+  const { servers, filter } = await startStack({ catalogSize: CATALOG, ...ORIGIN }, onCleanup);
+  const { workers } = await startWorkers(instances, servers.bindings, logs, onCleanup, true);
   const targets = workers.map((w) => w.url);
 
   const dir = mkdtempSync(join(tmpdir(), "profile-"));
   process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
-  const indexes = shuffledIndexes(CATALOG, SHUFFLE_SEED);
-  const zipfPaths = join(dir, "zipf.txt");
-  writePathsFile(zipfPaths, Array.from({ length: CATALOG }, (_, i) => ({ rank: i + 1, path: `/products/${productId(indexes[i]!)}` })));
-  const healthzPaths = join(dir, "healthz.txt");
-  writePathsFile(healthzPaths, [{ rank: 1, path: "/healthz" }]);
+  const workload = new Workload(dir, CATALOG);
+  const zipfPaths = workload.zipfFile;
+  const healthzPaths = workload.single("/healthz");
 
   let seed = 1;
   const wrk = (pathsFile: string, s: number) => {
@@ -94,18 +83,18 @@ async function main(): Promise<void> {
   console.log(`  ${Math.round(warm.requests / (warm.durationUs / 1e6))} req/s`);
 
   const phase = async (label: string, pathsFile: string): Promise<Phase> => {
-    const before = await snapshot(workers);
+    const before = await snapshots(workers);
     await servers.resetRedisStats();
-    const cpuBefore = cpuSnapshot(servers.pid);
+    const cpuBefore = cpuSample({ workerd: [...workerdPids()], servers: [servers.pid] });
     const figures = await wrk(pathsFile, seconds);
-    const cpuAfter = cpuSnapshot(servers.pid);
+    const cpuAfter = cpuSample({ workerd: [...workerdPids()], servers: [servers.pid] });
     const redis = await servers.redisCalls();
-    const after = await snapshot(workers);
+    const after = await snapshots(workers);
     const changes = workers.map((_, k) => change(before[k]!, after[k]!).tiers);
     const tiers = changes.some((t) => t === null)
       ? null
       : changes.reduce<Phase["tiers"] & object>((sum, t) => ({ l1: sum.l1 + t!.l1, l2: sum.l2 + t!.l2, origin: sum.origin + t!.origin, failed: sum.failed + t!.failed }), { l1: 0, l2: 0, origin: 0, failed: 0 });
-    const result = { label, wrk: figures, cpuS: cpuAfter.seconds.workerd - cpuBefore.seconds.workerd, redis, tiers };
+    const result = { label, wrk: figures, cpuS: cpuBetween(cpuBefore, cpuAfter).seconds.workerd ?? 0, redis, tiers };
     console.log(`  ${label}: ${Math.round(rps(result))} req/s, p50 ${ms(figures.p50Us)} ms, p99 ${ms(figures.p99Us)} ms, ${(cpuPerRequestMs(result)).toFixed(3)} workerd CPU-ms per request`);
     return result;
   };
@@ -121,10 +110,6 @@ async function main(): Promise<void> {
 
   // Report.
   const machine = describeMachine(toolVersions());
-  const stamp = startedAt.toISOString().replace(/:/g, "-").replace(/\.\d+Z$/, "Z");
-  const base = join(RESULTS_DIR, `profile-${stamp}`);
-  mkdirSync(RESULTS_DIR, { recursive: true });
-  writeFileSync(`${base}.cpuprofile`, JSON.stringify(profile));
   const floor = cpuPerRequestMs(healthz);
   const rows = [healthz, zipf, profiled].map((p) => {
     const pages = p.wrk.requests;
@@ -138,7 +123,7 @@ async function main(): Promise<void> {
   const markdown = [
     `# Where the worker's CPU goes: ${instances} instance(s), ${connections} connections, Zipf(1.0) over ${CATALOG.toLocaleString("en-US")} products`,
     "",
-    `\`npm run bench:profile${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}\` · ${machine.cpu}, ${machine.cores} cores · commit ${machine.git?.commit ?? "?"} (${machine.git?.dirtyFiles ?? "?"} uncommitted files in src/, templates/) · ${startedAt.toISOString()} · workerd ${machine.versions.workerd}`,
+    runLine("npm run bench:profile", machine, startedAt),
     "",
     `Origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms; known-ids filter ${filter.built ? "built" : "NOT built"}; warm-up ${warmS} s of Zipf (${Math.round(warm.requests / (warm.durationUs / 1e6))} req/s); then ${seconds} s per row, wrk -t2 -c${connections}. CPU is workerd's, from /proc, over the row's run (all instances); ÷ wrk's requests. The machine is shared: compare rows of this run, not runs.`,
     "",
@@ -152,17 +137,16 @@ async function main(): Promise<void> {
     "",
     summaryTables(summary),
     "",
-    `Raw profile: \`${base.split("/").pop()}.cpuprofile\` (not committed; open it in Chrome DevTools → Performance).`,
+    `Raw profile: \`profile.cpuprofile\` (not committed; open it in Chrome DevTools → Performance).`,
   ].join("\n");
-  writeFileSync(`${base}.md`, markdown);
-  console.log(`\n${markdown}\n\nresults: ${base.replace(`${resolve(".")}/`, "")}.md`);
+  const files = writeResults("profile", { ".md": markdown, ".cpuprofile": JSON.stringify(profile) });
+  console.log(`\n${markdown}\n\nresults: ${files.join(", ")}`);
 }
 
-const snapshot = (workers: WorkerInstance[]): Promise<Snapshot[]> => Promise.all(workers.map(async (w) => ({ at: Date.now(), status: await statusOf(w.url), heap: null })));
 const rps = (p: Phase) => p.wrk.requests / (p.wrk.durationUs / 1e6);
 const cpuPerRequestMs = (p: Phase) => (1000 * p.cpuS) / Math.max(1, p.wrk.requests);
 const ms = (us: number) => Math.round(us / 100) / 10;
 const pct = (n: number, of: number) => `${Math.round((100 * n) / of)}%`;
 const nonOk = (w: WrkFigures) => Object.entries(w.statuses).filter(([c]) => c !== "2xx").reduce((n, [, c]) => n + c, 0) + w.errors.timeout;
 
-runThenExit("profile", main, cleanUp, () => interrupted);
+run(main);

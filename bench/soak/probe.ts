@@ -26,6 +26,16 @@ export function get(url: string, timeoutMs = 10_000): Promise<Answer> {
   });
 }
 
+/** `requests` GETs of `path` at once, each on a socket of its own, spread over `targets`: the cold herd of bench:soak and bench:peers. */
+export async function herd(targets: readonly string[], path: string, requests: number): Promise<{ answers: Answer[]; seconds: number }> {
+  const started = performance.now();
+  const answers = await Promise.all(Array.from({ length: requests }, (_, i) => get(`${targets[i % targets.length]}${path}`, 30_000)));
+  return { answers, seconds: (performance.now() - started) / 1000 };
+}
+
+/** The `p`th percentile of ascending `sorted`. */
+export const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+
 /**
  * The fields of /__status.json the soak reads (src/observability/status.ts).
  * The last three are being added to the worker: absent, they print "n/a".
@@ -72,7 +82,7 @@ export async function statusOf(url: string): Promise<Status | null> {
   }
 }
 
-export interface Heap {
+interface Heap {
   /** Runtime.getHeapUsage's usedSize, as found. */
   usedMB: number;
   /** The same after a full GC (HeapProfiler.collectGarbage): what is really held. */
@@ -80,7 +90,7 @@ export interface Heap {
 }
 
 /** An instance's heap, read over the DevTools protocol (a second try if the first fails); null when it cannot be read. */
-export async function heapOf(worker: { url: string; inspector?: string }): Promise<Heap | null> {
+async function heapOf(worker: { url: string; inspector?: string }): Promise<Heap | null> {
   if (!worker.inspector) return null;
   for (let attempt = 1; ; attempt++) {
     try {
@@ -132,6 +142,11 @@ export interface Snapshot {
   at: number;
   status: Status | null;
   heap: Heap | null;
+}
+
+/** Each instance's status now (and its heap, read over the inspector, with `heap`). */
+export function snapshots(workers: readonly { url: string; inspector?: string }[], heap = false): Promise<Snapshot[]> {
+  return Promise.all(workers.map(async (w) => ({ at: Date.now(), status: await statusOf(w.url), heap: heap ? await heapOf(w) : null })));
 }
 
 /** What changed in one instance between two snapshots; null where the status could not say. */

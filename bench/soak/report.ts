@@ -1,6 +1,5 @@
-// The soak's table (one Markdown row per window, printed as each ends) and
-// its chart: req/s and p99 over time, two stacked panels, hand-written SVG in
-// the style of bench/peers/svg.ts.
+// The soak's table: one Markdown row per window, printed as each ends (its
+// chart is bench/chart.ts's lineChartSvg).
 import type { CancelCounts } from "./cancel";
 import type { Change } from "./probe";
 
@@ -95,61 +94,4 @@ export function tableRow(w: Window): string {
     w.rps ? ((1000 * w.cpu.workerd) / w.rps).toFixed(2) : "n/a",
   ];
   return `| ${cells.join(" | ")} |`;
-}
-
-// ---------------------------------------------------------------- chart
-
-const WIDTH = 980;
-const PANEL_H = 190;
-const MARGIN = { top: 78, right: 24, left: 78, gap: 46, bottom: 44 };
-
-const esc = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
-
-/** A round axis top: 1, 2 or 5 × a power of ten, at least `max`. */
-function niceTop(max: number): number {
-  const decade = 10 ** Math.floor(Math.log10(Math.max(max, 1e-9)));
-  return [1, 2, 5, 10].map((k) => k * decade).find((top) => top >= max) ?? 10 * decade;
-}
-
-export function chartSvg(title: string, subtitle: string, windows: Window[]): string {
-  const plotW = WIDTH - MARGIN.left - MARGIN.right;
-  const height = MARGIN.top + 2 * PANEL_H + MARGIN.gap + MARGIN.bottom;
-  const xMax = Math.max(...windows.map((w) => w.endS), 1);
-  const x = (s: number) => MARGIN.left + (s / xMax) * plotW;
-  const out = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-label="${esc(title)}">`,
-    `<style>text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;fill:#1a1a1a}.t{font-size:17px;font-weight:600}.s{font-size:12px;fill:#555}.ax{font-size:11px;fill:#444}.v{font-size:10px}.p{font-size:12.5px;font-weight:600}</style>`,
-    `<rect width="${WIDTH}" height="${height}" fill="#fff"/>`,
-    `<text class="t" x="${MARGIN.left}" y="26">${esc(title)}</text>`,
-    `<text class="s" x="${MARGIN.left}" y="45">${esc(subtitle)}</text>`,
-  ];
-  const panels = [
-    { name: "req/s", color: "#2b6cb0", value: (w: Window) => w.rps, label: (v: number) => String(Math.round(v)) },
-    { name: "p99 ms", color: "#c05621", value: (w: Window) => w.p99Ms, label: (v: number) => String(v) },
-  ];
-  panels.forEach((panel, i) => {
-    const top0 = MARGIN.top + i * (PANEL_H + MARGIN.gap);
-    const yTop = niceTop(Math.max(...windows.map(panel.value)) * 1.1);
-    const y = (v: number) => top0 + PANEL_H - (v / yTop) * PANEL_H;
-    for (let k = 0; k <= 4; k++) {
-      const v = (yTop * k) / 4;
-      out.push(`<line x1="${MARGIN.left}" x2="${WIDTH - MARGIN.right}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}" stroke="${k ? "#e3e3e3" : "#888"}"/>`);
-      out.push(`<text class="ax" x="${MARGIN.left - 8}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${+v.toPrecision(3)}</text>`);
-    }
-    out.push(`<text class="p" x="${MARGIN.left + 6}" y="${top0 - 8}" fill="${panel.color}">${panel.name}</text>`);
-    const points = windows.map((w) => [x(w.endS), y(panel.value(w))] as const);
-    out.push(`<polyline fill="none" stroke="${panel.color}" stroke-width="2" points="${points.map(([px, py]) => `${px.toFixed(1)},${py.toFixed(1)}`).join(" ")}"/>`);
-    windows.forEach((w, j) => {
-      const [px, py] = points[j]!;
-      out.push(`<circle cx="${px.toFixed(1)}" cy="${py.toFixed(1)}" r="3.5" fill="${panel.color}"><title>${esc(`${w.label}: ${panel.label(panel.value(w))} ${panel.name}`)}</title></circle>`);
-      if (windows.length <= 40) out.push(`<text class="v" x="${px.toFixed(1)}" y="${(py - 7).toFixed(1)}" text-anchor="middle">${panel.label(panel.value(w))}</text>`);
-    });
-  });
-  // Time axis, under the lower panel.
-  const axisY = MARGIN.top + 2 * PANEL_H + MARGIN.gap;
-  const step = niceTop(xMax / 8);
-  for (let s = 0; s <= xMax; s += step) out.push(`<text class="ax" x="${x(s).toFixed(1)}" y="${axisY + 16}" text-anchor="middle">${s}</text>`);
-  out.push(`<text class="ax" x="${MARGIN.left + plotW / 2}" y="${axisY + 34}" text-anchor="middle">seconds since the load began (one point per window, at its end)</text>`);
-  out.push("</svg>");
-  return out.join("\n");
 }

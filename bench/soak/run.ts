@@ -4,22 +4,23 @@
 // file sets up (bench/stack.ts), sends the herd, the cancellers and the cold
 // products, reads each instance's status and heap after every window, and
 // prints one row per window, then pass/fail checks. See bench/README.md, "Soak".
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
-import { productId } from "../../dev/origin/catalog";
-import { createCleanups, runThenExit } from "../cleanup";
-import { SHUFFLE_SEED, sleep, ZIPF_SEED } from "../measure";
-import { describeMachine } from "../report";
+import { benchmarkRun } from "../cleanup";
+import { cpuBetween, cpuSample, workerdPids } from "../cpu";
+import { describeMachine, writeResults } from "../report";
 import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "../profile/record";
 import { summaryTables } from "../profile/summary";
-import { cpuSnapshot, startInspectedStack, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
-import { shuffledIndexes, ZipfSampler } from "../zipf";
+import { startStack, startWorkers, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
+import { ZipfSampler } from "../../dev/run/random";
 import { startCancellers } from "./cancel";
-import { change, get, heapOf, statusOf, type Answer, type Snapshot } from "./probe";
-import { chartSvg, pagesOf, tableHead, tableRow, type Window } from "./report";
-import { ensureWrk, runZipfWrk, writePathsFile, type WrkFigures } from "../wrk";
+import { change, get, herd as sendHerd, snapshots, percentile, statusOf, type Answer } from "./probe";
+import { lineChartSvg } from "../chart";
+import { pagesOf, tableHead, tableRow, type Window } from "./report";
+import { ensureWrk, runZipfWrk, Workload, type WrkFigures } from "../wrk";
 
 const CATALOG = 100_000;
 const ORIGIN = { latencyMs: 20, jitterMs: 2 };
@@ -29,7 +30,8 @@ const COLD_RANKS = [99_996, 99_997, 99_998, 99_999, 100_000];
 /** Cancellers: this share of wrk's last rate, at most CAP a second (START before wrk has a rate). */
 const CANCEL = { share: 0.05, cap: 50, start: 10 };
 const HEAP_LIMIT_MB = 96;
-const RESULTS_DIR = resolve("bench/results");
+/** The seed of the cancellers' Zipf draws. */
+const ZIPF_SEED = 20_260_426;
 
 /**
  * The two modes: minutes of 30 s windows with cancellers, or the bug report's
@@ -50,6 +52,7 @@ const { values: args } = parseArgs({
     policies: { type: "string" },
     // Windows (1-based) during which instance 1's V8 profiler records, e.g. one before and one after the products' first TTL.
     "profile-windows": { type: "string" },
+    help: { type: "boolean", short: "h", default: false },
   },
 });
 const minutes = Number(args.minutes);
@@ -63,23 +66,14 @@ const policiesValid = args.policies === undefined || (() => {
     return false;
   }
 })();
-if (!Number.isInteger(minutes) || minutes < 1 || ![1, 2].includes(instances) || !Number.isInteger(connections) || connections < 2 || !policiesValid || !profileWindows.every((n) => Number.isInteger(n) && n >= 1)) {
-  console.error("usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)]");
-  process.exit(2);
+if (args.help || !Number.isInteger(minutes) || minutes < 1 || ![1, 2].includes(instances) || !Number.isInteger(connections) || connections < 2 || !policiesValid || !profileWindows.every((n) => Number.isInteger(n) && n >= 1)) {
+  (args.help ? console.log : console.error)("usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)]");
+  process.exit(args.help ? 0 : 2);
 }
 const mode = args.rounds ? "rounds" : "soak";
 const plan = args.rounds ? PLANS.rounds() : PLANS.soak(minutes);
 
-const { onCleanup, cleanUp } = createCleanups(10_000);
-let interrupted = false;
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.on(signal, () => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    console.error(`\n${signal}: stopping…`);
-    void cleanUp().finally(() => process.exit(130));
-  });
-}
+const { onCleanup, interrupted, run } = benchmarkRun("soak");
 
 /** One wrk run: `seconds` of Zipf traffic, thread i on instance i. */
 async function runWrk(targets: string[], seconds: number, seed: number, pathsFile: string): Promise<WrkFigures> {
@@ -92,10 +86,8 @@ async function runWrk(targets: string[], seconds: number, seed: number, pathsFil
   }
 }
 
-const snapshot = (workers: WorkerInstance[]): Promise<Snapshot[]> =>
-  Promise.all(workers.map(async (w) => ({ at: Date.now(), status: await statusOf(w.url), heap: await heapOf(w) })));
+const snapshot = (workers: WorkerInstance[]) => snapshots(workers, true);
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 const countBy = (answers: Answer[]) => answers.reduce<Record<string, number>>((c, a) => ((c[a.status || "no answer"] = (c[a.status || "no answer"] ?? 0) + 1), c), {});
 
 async function main(): Promise<void> {
@@ -117,28 +109,27 @@ async function main(): Promise<void> {
   console.log(`soak (${mode}): ${instances} instance(s), wrk -t2 -c${connections}, ${plan.windows} × ${plan.windowS} s; origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms, ${CATALOG.toLocaleString("en-US")} products${args.policies ? `; CACHE_POLICIES ${args.policies}` : ""}`);
 
   // Set-up: bundle and servers at once, the known-ids filter, the instances with their inspectors.
-  const { servers, filter, workers } = await startInspectedStack({ catalogSize: CATALOG, ...ORIGIN }, instances, logs, onCleanup, args.policies ? { CACHE_POLICIES: args.policies } : {});
+  const { servers, filter } = await startStack({ catalogSize: CATALOG, ...ORIGIN }, onCleanup);
+  const { workers } = await startWorkers(instances, { ...servers.bindings, ...(args.policies ? { CACHE_POLICIES: args.policies } : {}) }, logs, onCleanup, true);
   console.log(filter.built ? `known-ids filter built in ${filter.seconds} s` : `known-ids filter NOT built (${filter.detail})`);
   const targets = workers.map((w) => w.url);
 
-  // Zipf ranks → product paths (the `zipf` scenario's shuffle: the same hot products), cold ranks left out.
-  const indexes = shuffledIndexes(CATALOG, SHUFFLE_SEED);
-  const pathOf = (rank: number) => `/products/${productId(indexes[rank - 1]!)}`;
   const dir = mkdtempSync(join(tmpdir(), "soak-"));
   // On exit, whoever exits: Miniflare's own SIGINT hook may end the process before the cleanups do.
   process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
-  const pathsFile = join(dir, "paths.txt");
-  const ranks = Array.from({ length: CATALOG }, (_, i) => i + 1).filter((rank) => !COLD_RANKS.includes(rank));
-  writePathsFile(pathsFile, ranks.map((rank) => ({ rank, path: pathOf(rank) })));
+  // Zipf ranks → product paths (the shared shuffle: the same hot products), the cold ranks left out.
+  const workload = new Workload(dir, CATALOG, 0, COLD_RANKS.length);
+  const pathsFile = workload.zipfFile;
+  const pathOf = (rank: number) => `/products/${workload.idOfRank(rank)}`;
 
   // The herd: 1,000 requests at once for one cold product.
   const first = await snapshot(workers);
-  await servers.resetCounters();
-  const herdId = productId(indexes[HERD.rank - 1]!);
-  const herdAnswers = await Promise.all(Array.from({ length: HERD.requests }, (_, i) => get(`${targets[i % targets.length]}/products/${herdId}`, 30_000)));
+  await servers.origin.resetCounters();
+  const herdId = workload.idOfRank(HERD.rank);
+  const { answers: herdAnswers } = await sendHerd(targets, `/products/${herdId}`, HERD.requests);
   await sleep(1000);
   const herdMs = herdAnswers.map((a) => a.ms).sort((a, b) => a - b);
-  const herd = { id: herdId, statuses: countBy(herdAnswers), p50Ms: percentile(herdMs, 50), maxMs: herdMs.at(-1) ?? 0, originFetches: await servers.originCountsOf(herdId) };
+  const herd = { id: herdId, statuses: countBy(herdAnswers), p50Ms: percentile(herdMs, 50), maxMs: herdMs.at(-1) ?? 0, originFetches: await servers.origin.countsOf(herdId) };
   const herdLine = `herd: ${HERD.requests} requests for ${herdId} (rank ${HERD.rank}) at once: ${JSON.stringify(herd.statuses)}, p50 ${herd.p50Ms} ms, max ${herd.maxMs} ms; origin fetches ${JSON.stringify(herd.originFetches)}`;
   console.log(herdLine);
 
@@ -152,28 +143,29 @@ async function main(): Promise<void> {
   };
   const cancellers = plan.cancellers ? startCancellers(targets, nextPath, CANCEL.start) : null;
   if (cancellers) onCleanup("cancellers", () => cancellers.stop());
-  await servers.resetCounters();
+  await servers.origin.resetCounters();
   await servers.resetRedisStats();
   const windows: Window[] = [];
   let before = await snapshot(workers);
-  let cpuBefore = cpuSnapshot(servers.pid);
+  let cpuBefore = cpuSample({ workerd: [...workerdPids()], servers: [servers.pid] });
   let logsBefore = { ...logCounts };
   const loadStart = Date.now();
   console.log(`\n${tableHead()}`);
   const profiles: { label: string; tables: string }[] = [];
-  for (let i = 0; i < plan.windows && !interrupted; i++) {
+  for (let i = 0; i < plan.windows && !interrupted(); i++) {
     const profiler = profileWindows.includes(i + 1) ? await startProfiler(workers[0]!) : null;
     const wrk = await runWrk(targets, plan.windowS, i + 1, pathsFile);
     if (profiler) profiles.push({ label: plan.label(i), tables: summaryTables(summariseBundleProfile(await profiler.stop()), 15) });
     const endS = Math.round((Date.now() - loadStart) / 1000);
     const cancel = cancellers?.take() ?? null;
     const after = await snapshot(workers);
-    const cpuAfter = cpuSnapshot(servers.pid);
-    const origin = await servers.counters();
-    await servers.resetCounters();
+    const cpuAfter = cpuSample({ workerd: [...workerdPids()], servers: [servers.pid] });
+    const origin = await servers.origin.counters();
+    await servers.origin.resetCounters();
     const redisCalls = await servers.redisCalls();
     await servers.resetRedisStats();
-    const cores = (role: "workerd" | "other processes") => (cpuAfter.seconds[role] - cpuBefore.seconds[role]) / ((cpuAfter.at - cpuBefore.at) / 1000);
+    const used = cpuBetween(cpuBefore, cpuAfter);
+    const cores = (role: "workerd" | "others") => (used.seconds[role] ?? 0) / used.wallS;
     const e = wrk.errors;
     const window: Window = {
       label: plan.label(i),
@@ -191,7 +183,7 @@ async function main(): Promise<void> {
       redisCalls,
       instances: workers.map((_, k) => change(before[k]!, after[k]!)),
       logs: { unhandled: logCounts.unhandled - logsBefore.unhandled, io: logCounts.io - logsBefore.io, crossRequest: logCounts.crossRequest - logsBefore.crossRequest },
-      cpu: { workerd: cores("workerd"), others: cores("other processes") },
+      cpu: { workerd: cores("workerd"), others: cores("others") },
     };
     windows.push(window);
     console.log(tableRow(window));
@@ -199,7 +191,7 @@ async function main(): Promise<void> {
     [before, cpuBefore, logsBefore] = [after, cpuAfter, { ...logCounts }];
   }
   await cancellers?.stop();
-  if (interrupted) return;
+  if (interrupted()) return;
 
   // After the load: until no origin slot is held (polled every 250 ms, 10 s at most), then cold products.
   const drainStart = Date.now();
@@ -219,13 +211,13 @@ async function main(): Promise<void> {
   }
   const slotsText = !slotsKnown ? "n/a (no originSlots in the status)" : slotsFreeMs === null ? "still in use after 10 s" : `${slotsFreeMs} ms`;
   console.log(`\norigin limiter slots in use → 0 after the load: ${slotsText}`);
-  await servers.resetCounters();
+  await servers.origin.resetCounters();
   const cold = [];
   for (const [i, rank] of COLD_RANKS.entries()) {
-    const id = productId(indexes[rank - 1]!);
+    const id = workload.idOfRank(rank);
     cold.push({ id, rank, ...(await get(`${targets[i % targets.length]}/products/${id}`, 30_000)) });
   }
-  const coldOrigin = await Promise.all(cold.map((c) => servers.originCountsOf(c.id)));
+  const coldOrigin = await Promise.all(cold.map((c) => servers.origin.countsOf(c.id)));
   const coldRows = cold.map((c, i) => `| ${c.id} | ${c.rank} | ${c.status || "no answer"} | ${c.ms} | ${coldOrigin[i]!.product ?? 0} |`);
   const coldTable = ["| cold product | rank | status | ms | origin product fetches |", "| --- | ---: | ---: | ---: | ---: |", ...coldRows].join("\n");
   console.log(`\n${coldTable}`);
@@ -271,13 +263,10 @@ async function main(): Promise<void> {
   for (const [line, count] of errorLines) console.log(`worker log ${count}× ${line.slice(0, 300)}`);
 
   // Files: Markdown, SVG, JSON.
-  const stamp = startedAt.toISOString().replace(/:/g, "-").replace(/\.\d+Z$/, "Z");
-  const base = join(RESULTS_DIR, `soak-${stamp}${args.rounds ? "-rounds" : ""}`);
+  const name = args.rounds ? "soak-rounds" : "soak";
   const machine = describeMachine(toolVersions());
   const title = `Soak (${mode}): ${instances} instance(s), ${connections} connections, ${plan.windows} × ${plan.windowS} s`;
   const subtitle = `${machine.cpu}, ${machine.cores} cores · commit ${machine.git?.commit ?? "?"} (${machine.git?.dirtyFiles ?? "?"} uncommitted files in src/, templates/) · ${startedAt.toISOString()}`;
-  mkdirSync(RESULTS_DIR, { recursive: true });
-  writeFileSync(`${base}.svg`, chartSvg(title, subtitle, windows));
   const markdown = [
     `# ${title}`,
     "",
@@ -291,7 +280,7 @@ async function main(): Promise<void> {
     tableHead(),
     ...windows.map(tableRow),
     "",
-    `![req/s and p99 per window](${base.split("/").pop()}.svg)`,
+    `![req/s and p99 per window](${name}.svg)`,
     "",
     `Origin limiter slots in use → 0 after the load: ${slotsText}.`,
     "",
@@ -302,10 +291,9 @@ async function main(): Promise<void> {
     ...profiles.flatMap(({ label, tables }) => [`## CPU profile of instance 1, window ending ${label} (sampling every ${SAMPLING_INTERVAL_US} µs; the profiler slows that window)`, "", tables, ""]),
     ...(errorLines.length ? ["Worker log (errors and warnings, distinct lines):", "", ...errorLines.map(([line, count]) => `- ${count}× \`${line.slice(0, 400).replace(/`/g, "'")}\``), ""] : []),
   ].join("\n");
-  writeFileSync(`${base}.md`, markdown);
   const raw = { command, startedAt, machine, settings: { mode, instances, connections, plan: { windowS: plan.windowS, windows: plan.windows }, origin: ORIGIN, catalog: CATALOG, cancel: CANCEL }, filter, herd, windows, slotsFreeMs: slotsKnown ? slotsFreeMs : "n/a", cold, checks, workerLog: errorLines };
-  writeFileSync(`${base}.json`, JSON.stringify(raw, null, 2));
-  console.log(`\nresults: ${[".md", ".svg", ".json"].map((ext) => `${base}${ext}`.replace(`${resolve(".")}/`, "")).join(", ")}`);
+  const files = writeResults(name, { ".md": markdown, ".svg": lineChartSvg(title, subtitle, windows), ".json": JSON.stringify(raw, null, 2) });
+  console.log(`\nresults: ${files.join(", ")}`);
 }
 
-runThenExit("soak", main, cleanUp, () => interrupted);
+run(main);

@@ -21,6 +21,7 @@ import type {
   ReviewsSummary,
   StockStatus,
 } from "../../src/origin/types";
+import { mulberry32 } from "../run/random";
 
 export const MAX_CATALOG_SIZE = 1_000_000;
 /** Changed plus created products kept in memory, at most. */
@@ -65,18 +66,6 @@ type Random = () => number;
 // Each resource draws from its own stream, so that adding a draw to one
 // resource does not change the others.
 const STREAM = { product: 0x50524f44, inventory: 0x494e5654, reviews: 0x52455657, recommendations: 0x5245434f };
-
-/** mulberry32: tiny, fast and good enough to vary demo data (the benchmark draws its ids with it too). */
-export function mulberry32(seed: number): Random {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomFor(index: number, stream: number): Random {
   return mulberry32(Math.imul(index, 0x9e3779b1) ^ stream);

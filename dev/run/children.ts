@@ -22,6 +22,23 @@ export function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
 }
 
 /**
+ * SIGTERM, then SIGKILL (to its whole group with `group`: a child spawned
+ * with `detached: true`) if it is still running after `ms`; resolves once it
+ * has exited (or `ms` more have passed), and stops tracking it.
+ */
+export async function stopChild(child: ChildProcess, ms: number, group = false): Promise<void> {
+  if (isRunning(child)) {
+    child.kill("SIGTERM");
+    if (!(await waitForExit(child, ms))) {
+      if (group && child.pid !== undefined) signalGroup(child.pid, "SIGKILL");
+      else child.kill("SIGKILL");
+      await waitForExit(child, ms);
+    }
+  }
+  forget(child);
+}
+
+/**
  * Sends `signal` to the process group led by `pid` (a child spawned with
  * `detached: true`). False when the group is gone. The group, not the pid,
  * because wrangler leaves workerd processes behind if only it is killed.

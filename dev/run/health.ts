@@ -1,4 +1,5 @@
-// Waiting for the worker to come up under `wrangler dev`.
+// Waiting for a server to answer: the worker under `wrangler dev`, and the
+// benchmarks' Nginx and Varnish.
 
 export interface Health {
   ok: boolean;
@@ -8,11 +9,12 @@ export interface Health {
 
 /**
  * Polls `url` until it answers at all (any HTTP status), for at most
- * `timeoutMs`. Rejects early when `gaveUp` settles first (wrangler died).
+ * `timeoutMs`. Rejects early when `gaveUp` settles first (the process, named
+ * `who`, died).
  */
-export async function waitForHealthz(url: string, timeoutMs: number, gaveUp: Promise<string>): Promise<Health> {
+export async function waitForHealthz(url: string, timeoutMs: number, gaveUp: Promise<string>, who = "wrangler"): Promise<Health> {
   let failure: string | undefined;
-  void gaveUp.then((how) => (failure = `wrangler exited before the worker answered (${how})`));
+  void gaveUp.then((how) => (failure = `${who} exited before ${url} answered (${how})`));
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (failure) throw new Error(failure);

@@ -5,7 +5,7 @@ import { accessSync, constants } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
-import { captureTail, isRunning, track, waitForExit } from "./children";
+import { captureTail, isRunning, stopChild, track, waitForExit } from "./children";
 import { freePort, isPortFree } from "./ports";
 
 export interface DevRedis {
@@ -90,12 +90,7 @@ async function launch(bin: string, port: number, onUnexpectedExit: (how: string)
   const stop = () =>
     (stopped ??= (async () => {
       stopping = true;
-      if (!isRunning(child)) return;
-      child.kill("SIGTERM");
-      if (!(await waitForExit(child, STOP_TIMEOUT_MS))) {
-        child.kill("SIGKILL");
-        await waitForExit(child, STOP_TIMEOUT_MS);
-      }
+      await stopChild(child, STOP_TIMEOUT_MS);
     })());
   return { port, stop };
 }

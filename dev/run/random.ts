@@ -1,12 +1,18 @@
-// Zipf-distributed product ids for the `zipf` scenario: a few products get
-// most of the traffic and a long tail gets a little each, which is what real
-// shop traffic looks like and what decides how much a cache can absorb.
-//
-// Everything is seeded, so two runs send the same sequence of ids (only the
-// interleaving across connections differs).
+// The one seeded PRNG and Zipf sampler of the project: the demo origin's
+// catalog, the benchmarks and the tests draw from here, so that a seed means
+// the same sequence everywhere.
 
-// mulberry32, the demo origin's generator: tiny, fast and plenty for picking ids.
-import { mulberry32 } from "../dev/origin/catalog";
+/** mulberry32: tiny, fast, and plenty for demo data and picking ids. Values in [0, 1). */
+export function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
 
 export interface ZipfOptions {
   /** Number of distinct items (ranks 1..n). */
@@ -18,8 +24,7 @@ export interface ZipfOptions {
 
 /**
  * Draws ranks 1..n with P(r) ∝ 1/r^s. The CDF is computed once (n doubles,
- * 800 KB for 100,000 items) and each draw is a binary search in it: O(log n)
- * per draw, exact, and cheap enough not to slow the load generator.
+ * 800 KB for 100,000 items) and each draw is a binary search in it.
  */
 export class ZipfSampler {
   private readonly cdf: Float64Array;
@@ -43,7 +48,6 @@ export class ZipfSampler {
   /** A rank from 1 (the most popular) to n. */
   next(): number {
     const u = this.random();
-    // Smallest index whose cumulative probability reaches u.
     let lo = 0;
     let hi = this.cdf.length - 1;
     while (lo < hi) {
@@ -52,11 +56,6 @@ export class ZipfSampler {
       else hi = mid;
     }
     return lo + 1;
-  }
-
-  /** Share of all draws that go to the `k` most popular ranks. */
-  headShare(k: number): number {
-    return this.cdf[Math.min(k, this.cdf.length) - 1] ?? 0;
   }
 }
 

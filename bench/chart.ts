@@ -1,6 +1,7 @@
-// Hand-written SVG: a grouped bar chart on a logarithmic or linear axis, no library.
-// Groups are scenarios, bars within a group are systems; a missing value
-// (a scenario a system does not run) leaves an "n/a" mark instead of a bar.
+// The benchmarks' charts, hand-written SVG, no library: a grouped bar chart on
+// a logarithmic or linear axis (bench:peers: groups are scenarios, bars within
+// a group are systems; a missing value leaves an "n/a" mark instead of a bar),
+// and two panels over time (bench:soak: req/s and p99 per window).
 
 export interface BarSeries {
   name: string;
@@ -140,6 +141,63 @@ export function barChartSvg(chart: BarChart): string {
     out.push(`<line x1="${lx}" x2="${lx + 14}" y1="${ly - 4}" y2="${ly - 4}" stroke="#111" stroke-width="2.5"/>`);
     out.push(`<text class="lg" x="${lx + 20}" y="${ly}">${esc(chart.marker.legend)}</text>`);
   }
+  out.push("</svg>");
+  return out.join("\n");
+}
+
+// ---------------------------------------------------------------- over time
+
+const PANEL_H = 190;
+const LINE_MARGIN = { top: 78, right: 24, left: 78, gap: 46, bottom: 44 };
+
+/** One point per window of the soak: its end (s since the load began), its label, req/s and p99. */
+export interface WindowPoint {
+  label: string;
+  endS: number;
+  rps: number;
+  p99Ms: number;
+}
+
+/** Two panels over time, req/s above p99 ms: the soak's chart. */
+export function lineChartSvg(title: string, subtitle: string, windows: WindowPoint[]): string {
+  const plotW = WIDTH - LINE_MARGIN.left - LINE_MARGIN.right;
+  const height = LINE_MARGIN.top + 2 * PANEL_H + LINE_MARGIN.gap + LINE_MARGIN.bottom;
+  const xMax = Math.max(...windows.map((w) => w.endS), 1);
+  const x = (s: number) => LINE_MARGIN.left + (s / xMax) * plotW;
+  const out = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" role="img" aria-label="${esc(title)}">`,
+    `<style>text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;fill:#1a1a1a}.t{font-size:17px;font-weight:600}.s{font-size:12px;fill:#555}.ax{font-size:11px;fill:#444}.v{font-size:10px}.p{font-size:12.5px;font-weight:600}</style>`,
+    `<rect width="${WIDTH}" height="${height}" fill="#fff"/>`,
+    `<text class="t" x="${LINE_MARGIN.left}" y="26">${esc(title)}</text>`,
+    `<text class="s" x="${LINE_MARGIN.left}" y="45">${esc(subtitle)}</text>`,
+  ];
+  const panels = [
+    { name: "req/s", color: "#2b6cb0", value: (w: WindowPoint) => w.rps, label: (v: number) => String(Math.round(v)) },
+    { name: "p99 ms", color: "#c05621", value: (w: WindowPoint) => w.p99Ms, label: (v: number) => String(v) },
+  ];
+  panels.forEach((panel, i) => {
+    const top0 = LINE_MARGIN.top + i * (PANEL_H + LINE_MARGIN.gap);
+    const yTop = niceStep(Math.max(...windows.map(panel.value)) * 1.1);
+    const y = (v: number) => top0 + PANEL_H - (v / yTop) * PANEL_H;
+    for (let k = 0; k <= 4; k++) {
+      const v = (yTop * k) / 4;
+      out.push(`<line x1="${LINE_MARGIN.left}" x2="${WIDTH - LINE_MARGIN.right}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}" stroke="${k ? "#e3e3e3" : "#888"}"/>`);
+      out.push(`<text class="ax" x="${LINE_MARGIN.left - 8}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${+v.toPrecision(3)}</text>`);
+    }
+    out.push(`<text class="p" x="${LINE_MARGIN.left + 6}" y="${top0 - 8}" fill="${panel.color}">${panel.name}</text>`);
+    const points = windows.map((w) => [x(w.endS), y(panel.value(w))] as const);
+    out.push(`<polyline fill="none" stroke="${panel.color}" stroke-width="2" points="${points.map(([px, py]) => `${px.toFixed(1)},${py.toFixed(1)}`).join(" ")}"/>`);
+    windows.forEach((w, j) => {
+      const [px, py] = points[j]!;
+      out.push(`<circle cx="${px.toFixed(1)}" cy="${py.toFixed(1)}" r="3.5" fill="${panel.color}"><title>${esc(`${w.label}: ${panel.label(panel.value(w))} ${panel.name}`)}</title></circle>`);
+      if (windows.length <= 40) out.push(`<text class="v" x="${px.toFixed(1)}" y="${(py - 7).toFixed(1)}" text-anchor="middle">${panel.label(panel.value(w))}</text>`);
+    });
+  });
+  // Time axis, under the lower panel.
+  const axisY = LINE_MARGIN.top + 2 * PANEL_H + LINE_MARGIN.gap;
+  const step = niceStep(xMax / 8);
+  for (let s = 0; s <= xMax; s += step) out.push(`<text class="ax" x="${x(s).toFixed(1)}" y="${axisY + 16}" text-anchor="middle">${s}</text>`);
+  out.push(`<text class="ax" x="${LINE_MARGIN.left + plotW / 2}" y="${axisY + 34}" text-anchor="middle">seconds since the load began (one point per window, at its end)</text>`);
   out.push("</svg>");
   return out.join("\n");
 }
