@@ -1,6 +1,7 @@
 // One origin fetch per key however many visitors and isolates ask
 // (docs/architecture.md#coalescing), in the Workers runtime against real Redis.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { member } from "../support/faults";
 import { startStack, type Stack } from "../support/stack";
 import { logFaults, startWorker, type WorkerInstance } from "../support/worker";
 
@@ -50,7 +51,7 @@ describe("coalescing", () => {
     expect(counters.ids["inventory:p-000101"]).toBe(1);
     // Exactly one page says it fetched the product itself; every other one
     // waited for that fill (`collapsed`) or found its result in L1 or L2.
-    const productMembers = responses.map((response) => (response.headers.get("cache-status") ?? "").split(", ").find((m) => m.includes('detail="product'))!);
+    const productMembers = responses.map((response) => member(response.headers.get("cache-status") ?? "", "product"));
     expect(productMembers.filter((m) => m.startsWith("pp-origin") && !m.includes("collapsed"))).toHaveLength(1);
   });
 

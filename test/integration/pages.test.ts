@@ -1,5 +1,6 @@
 // The tier end to end: the bundled worker in the Workers runtime (miniflare),
 // a real redis-server behind the Upstash REST gateway, and the demo origin.
+import { parseList } from "structured-headers";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startStack, type Stack } from "../support/stack";
 import { startWorker, type WorkerInstance } from "../support/worker";
@@ -87,6 +88,8 @@ describe("product pages", () => {
   it("serves a second runtime instance from L2, without an origin fetch", async () => {
     const first = await worker.fetch("/products/p-000020");
     expect(first.headers.get("cache-status")).toMatch(/pp-origin; fwd=uri-miss; fwd-status=200; stored/);
+    // A valid RFC 8941 list, one member per resource, as a structured-field parser reads it.
+    expect(parseList(first.headers.get("cache-status")!).map(([, params]) => String(params.get("detail")).split(" ")[0])).toEqual(["product", "inventory", "reviews", "recommendations"]);
     expect((await stack.counters()).ids["product:p-000020"]).toBe(1);
     // The first instance writes L2 in the background after answering.
     await waitFor(async () => (await stack.counters()).total > 0);

@@ -11,17 +11,11 @@ import {
   segmentCountFor,
   textToBytes,
 } from "../../src/knownIds/bloom";
+import { mulberry32 } from "../../dev/run/random";
 
 /** Deterministic pseudo-random ids (mulberry32), so that a failure can be replayed. */
 function randomIds(count: number, seed: number, prefix: string): string[] {
-  let state = seed >>> 0;
-  const next = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   return Array.from({ length: count }, () => `${prefix}${Math.floor(next() * 1e12).toString(36)}`);
 }
 

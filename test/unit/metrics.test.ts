@@ -17,6 +17,7 @@ import { watchOrigin } from "../../src/observability/wiring";
 import { createLimiter } from "../../src/origin/limiter";
 import { renderStatusPage } from "../../src/render";
 import { fakeClock, sampleProduct } from "../support/fakes";
+import { shuffledIndexes, ZipfSampler } from "../../dev/run/random";
 
 const MINUTE = BUCKET_MS;
 type Served = NonNullable<PageRecord["served"]>[number];
@@ -149,42 +150,17 @@ describe("metrics buckets", () => {
 
 // ------------------------------------------------------------------ top-K
 
-/** A small seeded PRNG (mulberry32): the same stream on every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/** `length` draws from a Zipf distribution over `items` keys with exponent `s`. */
-function zipfStream(items: number, s: number, length: number, random: () => number): string[] {
-  const cumulative: number[] = [];
-  let sum = 0;
-  for (let rank = 1; rank <= items; rank++) cumulative.push((sum += 1 / rank ** s));
-  // Ranks are shuffled onto ids so that the hot keys are not simply the first ones offered.
-  const ids = Array.from({ length: items }, (_, i) => `p-${String(i).padStart(6, "0")}`).sort(() => random() - 0.5);
-  return Array.from({ length }, () => {
-    const target = random() * sum;
-    let lo = 0;
-    let hi = items - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (cumulative[mid]! < target) lo = mid + 1;
-      else hi = mid;
-    }
-    return ids[lo]!;
-  });
+/** `length` draws from a Zipf distribution over `items` keys with exponent `s`, seeded (dev/run/random.ts); ranks shuffled onto ids so that the hot keys are not simply the first ones. */
+function zipfStream(items: number, s: number, length: number, seed: number): string[] {
+  const sampler = new ZipfSampler({ n: items, s, seed });
+  const ids = shuffledIndexes(items, seed);
+  return Array.from({ length }, () => `p-${String(ids[sampler.next() - 1]! - 1).padStart(6, "0")}`);
 }
 
 describe("top-K (space-saving)", () => {
   it("finds the true top 5, in order, of Zipf streams of page views (exponent 1, 10,000 products)", () => {
     for (const seed of [1, 2, 3]) {
-      const stream = zipfStream(10_000, 1.0, 50_000, seeded(seed));
+      const stream = zipfStream(10_000, 1.0, 50_000, seed);
       const truth = new Map<string, number>();
       const metrics = createMetrics({ clock: fakeClock() });
       for (const id of stream) {
@@ -208,7 +184,7 @@ describe("top-K (space-saving)", () => {
   });
 
   it("finds the top 5 of a steeper stream with only 20 counters", () => {
-    const stream = zipfStream(10_000, 1.3, 50_000, seeded(7));
+    const stream = zipfStream(10_000, 1.3, 50_000, 7);
     const truth = new Map<string, number>();
     const topK = createTopK<string>(20);
     for (const id of stream) {
