@@ -223,7 +223,10 @@ describe("L2 time budget and breaker", () => {
     const resume = setTimeout(() => redisServer.resume(), 250);
     try {
       const background: Promise<unknown>[] = [];
-      for (let i = 0; i < 3; i++) expect(await client.readMany(["t:c"], { background: (work) => background.push(work) })).toEqual([undefined]);
+      // Three counted time-outs (on a loaded machine, one this process noticed late is its own and not counted: l2Guard.ts).
+      for (let i = 0; i < 10 && client.stats.countedTimeouts < 3; i++) {
+        expect(await client.readMany(["t:c"], { background: (work) => background.push(work) })).toEqual([undefined]);
+      }
       expect(client.stats.countedTimeouts).toBe(3);
       // The probe was handed to the request's waitUntil: the read that asked for it did not wait.
       expect(background).toHaveLength(1);
@@ -243,9 +246,12 @@ describe("L2 time budget and breaker", () => {
     const client = confirmingL2();
     redisServer.pause();
     try {
-      // No waitUntil given (a caller off the visitor's path): the third read waits for the probe.
-      for (let i = 0; i < 3; i++) expect(await client.readMany(["t:c"])).toEqual([undefined]);
+      // No waitUntil given (a caller off the visitor's path): the third counted
+      // time-out waits for the probe. On a loaded machine a time-out this process
+      // noticed late is its own, not counted (l2Guard.ts): a few more reads then.
+      for (let i = 0; i < 10 && client.breaker.state() !== "open"; i++) expect(await client.readMany(["t:c"])).toEqual([undefined]);
       expect(client.breaker.state()).toBe("open");
+      expect(client.stats.countedTimeouts).toBeGreaterThanOrEqual(3);
       expect(client.stats.outagesDismissed).toBe(0);
     } finally {
       redisServer.resume();
