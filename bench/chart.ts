@@ -56,7 +56,12 @@ export function barChartSvg(chart: BarChart): string {
   const top = Math.max(...(positive.length ? positive : [1]));
   // Linear: 0 to a round number above the highest value, in 5 steps.
   const step = linear ? niceStep(top / 5) : 1;
-  const f = chart.scale === "log" ? (v: number) => Math.log10(Math.max(v, 1e-9)) : linear ? (v: number) => Math.max(0, v) : (v: number) => Math.log10(1 + Math.max(0, v));
+  const f =
+    chart.scale === "log"
+      ? (v: number) => Math.log10(Math.max(v, 1e-9))
+      : linear
+        ? (v: number) => Math.max(0, v)
+        : (v: number) => Math.log10(1 + Math.max(0, v));
   const lowDecade = chart.scale === "log" ? Math.floor(Math.log10(Math.min(...(positive.length ? positive : [1])))) : 0;
   const highDecade = Math.max(lowDecade + 1, Math.ceil(Math.log10(top * 1.0001 + (chart.scale === "symlog" ? 1 : 0))));
   const y0 = chart.scale === "log" ? lowDecade : 0;
@@ -77,7 +82,9 @@ export function barChartSvg(chart: BarChart): string {
   else for (let dec = chart.scale === "log" ? lowDecade : 0; dec <= highDecade; dec++) ticks.push(10 ** dec);
   for (const tick of ticks) {
     const ty = y(tick);
-    out.push(`<line x1="${MARGIN.left}" x2="${WIDTH - MARGIN.right}" y1="${ty.toFixed(1)}" y2="${ty.toFixed(1)}" stroke="${tick === ticks[0] ? "#888" : "#e3e3e3"}" stroke-width="1"/>`);
+    out.push(
+      `<line x1="${MARGIN.left}" x2="${WIDTH - MARGIN.right}" y1="${ty.toFixed(1)}" y2="${ty.toFixed(1)}" stroke="${tick === ticks[0] ? "#888" : "#e3e3e3"}" stroke-width="1"/>`,
+    );
     out.push(`<text class="ax" x="${MARGIN.left - 8}" y="${(ty + 4).toFixed(1)}" text-anchor="end">${tickLabel(tick)}</text>`);
     // 2× and 5× within the decade, lighter, when the axis spans few decades.
     if (!linear && tick > 0 && tick < 10 ** highDecade && highDecade - (chart.scale === "log" ? lowDecade : 0) <= 3) {
@@ -88,9 +95,7 @@ export function barChartSvg(chart: BarChart): string {
       }
     }
   }
-  out.push(
-    `<text class="ax" transform="translate(18 ${MARGIN.top + plotH / 2}) rotate(-90)" text-anchor="middle">${esc(chart.yLabel)}</text>`,
-  );
+  out.push(`<text class="ax" transform="translate(18 ${MARGIN.top + plotH / 2}) rotate(-90)" text-anchor="middle">${esc(chart.yLabel)}</text>`);
   // Bars.
   const groupW = plotW / chart.groups.length;
   const barGap = 4;
@@ -117,7 +122,9 @@ export function barChartSvg(chart: BarChart): string {
       const mark = chart.marker?.values[gi]?.[si] ?? null;
       if (mark !== null && mark > 0) {
         const my = Math.min(base, y(mark));
-        out.push(`<line x1="${(bx + 3).toFixed(1)}" x2="${(bx + barW - 3).toFixed(1)}" y1="${my.toFixed(1)}" y2="${my.toFixed(1)}" stroke="#111" stroke-width="2.5"><title>${esc(`${series.name} · ${group}: ${chart.marker!.legend} ${chart.label(mark)}`)}</title></line>`);
+        out.push(
+          `<line x1="${(bx + 3).toFixed(1)}" x2="${(bx + barW - 3).toFixed(1)}" y1="${my.toFixed(1)}" y2="${my.toFixed(1)}" stroke="#111" stroke-width="2.5"><title>${esc(`${series.name} · ${group}: ${chart.marker!.legend} ${chart.label(mark)}`)}</title></line>`,
+        );
         out.push(`<text class="mk" x="${(bx + barW / 2).toFixed(1)}" y="${(my - 3).toFixed(1)}" text-anchor="middle">${esc(chart.label(mark))}</text>`);
       }
       const note = chart.note?.(gi, si);
@@ -127,7 +134,9 @@ export function barChartSvg(chart: BarChart): string {
     const words = group.split(" ");
     const half = Math.ceil(words.length / 2);
     const lines = group.length > 16 ? [words.slice(0, half).join(" "), words.slice(half).join(" ")] : [group];
-    lines.forEach((line, li) => out.push(`<text class="g" x="${(gx + groupW / 2).toFixed(1)}" y="${MARGIN.top + plotH + 20 + li * 15}" text-anchor="middle">${esc(line)}</text>`));
+    lines.forEach((line, li) =>
+      out.push(`<text class="g" x="${(gx + groupW / 2).toFixed(1)}" y="${MARGIN.top + plotH + 20 + li * 15}" text-anchor="middle">${esc(line)}</text>`),
+    );
   });
   // Legend.
   let lx = MARGIN.left;
@@ -181,23 +190,32 @@ export function lineChartSvg(title: string, subtitle: string, windows: WindowPoi
     const y = (v: number) => top0 + PANEL_H - (v / yTop) * PANEL_H;
     for (let k = 0; k <= 4; k++) {
       const v = (yTop * k) / 4;
-      out.push(`<line x1="${LINE_MARGIN.left}" x2="${WIDTH - LINE_MARGIN.right}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}" stroke="${k ? "#e3e3e3" : "#888"}"/>`);
+      out.push(
+        `<line x1="${LINE_MARGIN.left}" x2="${WIDTH - LINE_MARGIN.right}" y1="${y(v).toFixed(1)}" y2="${y(v).toFixed(1)}" stroke="${k ? "#e3e3e3" : "#888"}"/>`,
+      );
       out.push(`<text class="ax" x="${LINE_MARGIN.left - 8}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end">${+v.toPrecision(3)}</text>`);
     }
     out.push(`<text class="p" x="${LINE_MARGIN.left + 6}" y="${top0 - 8}" fill="${panel.color}">${panel.name}</text>`);
     const points = windows.map((w) => [x(w.endS), y(panel.value(w))] as const);
-    out.push(`<polyline fill="none" stroke="${panel.color}" stroke-width="2" points="${points.map(([px, py]) => `${px.toFixed(1)},${py.toFixed(1)}`).join(" ")}"/>`);
+    out.push(
+      `<polyline fill="none" stroke="${panel.color}" stroke-width="2" points="${points.map(([px, py]) => `${px.toFixed(1)},${py.toFixed(1)}`).join(" ")}"/>`,
+    );
     windows.forEach((w, j) => {
       const [px, py] = points[j]!;
-      out.push(`<circle cx="${px.toFixed(1)}" cy="${py.toFixed(1)}" r="3.5" fill="${panel.color}"><title>${esc(`${w.label}: ${panel.label(panel.value(w))} ${panel.name}`)}</title></circle>`);
-      if (windows.length <= 40) out.push(`<text class="v" x="${px.toFixed(1)}" y="${(py - 7).toFixed(1)}" text-anchor="middle">${panel.label(panel.value(w))}</text>`);
+      out.push(
+        `<circle cx="${px.toFixed(1)}" cy="${py.toFixed(1)}" r="3.5" fill="${panel.color}"><title>${esc(`${w.label}: ${panel.label(panel.value(w))} ${panel.name}`)}</title></circle>`,
+      );
+      if (windows.length <= 40)
+        out.push(`<text class="v" x="${px.toFixed(1)}" y="${(py - 7).toFixed(1)}" text-anchor="middle">${panel.label(panel.value(w))}</text>`);
     });
   });
   // Time axis, under the lower panel.
   const axisY = LINE_MARGIN.top + 2 * PANEL_H + LINE_MARGIN.gap;
   const step = niceStep(xMax / 8);
   for (let s = 0; s <= xMax; s += step) out.push(`<text class="ax" x="${x(s).toFixed(1)}" y="${axisY + 16}" text-anchor="middle">${s}</text>`);
-  out.push(`<text class="ax" x="${LINE_MARGIN.left + plotW / 2}" y="${axisY + 34}" text-anchor="middle">seconds since the load began (one point per window, at its end)</text>`);
+  out.push(
+    `<text class="ax" x="${LINE_MARGIN.left + plotW / 2}" y="${axisY + 34}" text-anchor="middle">seconds since the load began (one point per window, at its end)</text>`,
+  );
   out.push("</svg>");
   return out.join("\n");
 }

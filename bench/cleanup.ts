@@ -74,7 +74,8 @@ export function benchmarkRun(name: string, stepTimeoutMs = 10_000) {
     /** This run's own SIGINT / SIGTERM listener (to keep, when other listeners are removed). */
     onSignal,
     interrupted,
-    run: (main: () => Promise<void>) => runThenExit(name, main, cleanups.cleanUp, interrupted) };
+    run: (main: () => Promise<void>) => runThenExit(name, main, cleanups.cleanUp, interrupted),
+  };
 }
 
 function runThenExit(name: string, main: () => Promise<void>, cleanUp: () => Promise<void>, interrupted: () => boolean): void {

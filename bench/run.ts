@@ -99,7 +99,9 @@ const unknown = chosen.filter((name) => !SCENARIOS.some((s) => s.name === name))
 const connections = Number(args.connections);
 const warmS = Number(args.warm ?? (args.quick ? 4 : 15));
 if (args.help || unknown.length || !Number.isInteger(connections) || connections < 2 || !(warmS >= 1)) {
-  (args.help ? console.log : console.error)(`usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join(",")}] [--connections N (default 8)] [--warm S]`);
+  (args.help ? console.log : console.error)(
+    `usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join(",")}] [--connections N (default 8)] [--warm S]`,
+  );
   process.exit(args.help ? 0 : 2);
 }
 const scenarios = chosen.length ? SCENARIOS.filter((s) => chosen.includes(s.name)) : SCENARIOS;
@@ -179,11 +181,26 @@ async function main(): Promise<void> {
         const used = cpuBetween(cpuBefore, cpuSample(cpuRoots));
         const cores = { workerd: (used.seconds.workerd ?? 0) / used.wallS, others: (used.seconds.others ?? 0) / used.wallS };
         const after = await snapshots(workers);
-        const result: PhaseResult = { label: spec.label, wrk, hot, changes: workers.map((_, k) => change(before[k]!, after[k]!)), originRequests: (await servers.origin.counters()).total - originBefore, breakerOpenMs, cores };
+        const result: PhaseResult = {
+          label: spec.label,
+          wrk,
+          hot,
+          changes: workers.map((_, k) => change(before[k]!, after[k]!)),
+          originRequests: (await servers.origin.counters()).total - originBefore,
+          breakerOpenMs,
+          cores,
+        };
         console.log(`  ${phaseLine(result)}`);
         phases.push(result);
       }
-      const health = await Promise.all(workers.map((w) => fetch(`${w.url}/healthz`, { signal: AbortSignal.timeout(3000) }).then((r) => r.text(), (err: Error) => err.message)));
+      const health = await Promise.all(
+        workers.map((w) =>
+          fetch(`${w.url}/healthz`, { signal: AbortSignal.timeout(3000) }).then(
+            (r) => r.text(),
+            (err: Error) => err.message,
+          ),
+        ),
+      );
       const hotFetches = scenario.hotRate ? await servers.origin.countsOf(hotId) : undefined;
       if (hotFetches) console.log(`  origin requests for ${hotId}: ${JSON.stringify(hotFetches)}`);
       results.push({ name: scenario.name, what: scenario.what, phases, hotFetches, health });
@@ -204,20 +221,37 @@ async function main(): Promise<void> {
     "",
     "| scenario | phase | s | req/s | p50 ms | p99 ms | errors | l1 / l2 / origin | L2 skip / fail | origin req / page | breaker open (ms) | cores workerd / others |",
     "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- | --- |",
-    ...results.flatMap((r) => r.phases.map((p) => `| ${r.name} | ${p.label} | ${p.wrk.seconds} | ${p.wrk.rps} | ${ms(p.wrk.p50Ms)} | ${ms(p.wrk.p99Ms)} | ${errorsOf(p.wrk)} | ${tiersOf(p)} | ${l2Of(p)} | ${(p.originRequests / Math.max(1, p.wrk.requests)).toFixed(2)} | ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")} | ${p.cores.workerd.toFixed(2)} / ${p.cores.others.toFixed(2)} |`)),
+    ...results.flatMap((r) =>
+      r.phases.map(
+        (p) =>
+          `| ${r.name} | ${p.label} | ${p.wrk.seconds} | ${p.wrk.rps} | ${ms(p.wrk.p50Ms)} | ${ms(p.wrk.p99Ms)} | ${errorsOf(p.wrk)} | ${tiersOf(p)} | ${l2Of(p)} | ${(p.originRequests / Math.max(1, p.wrk.requests)).toFixed(2)} | ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")} | ${p.cores.workerd.toFixed(2)} / ${p.cores.others.toFixed(2)} |`,
+      ),
+    ),
     "",
     ...results.flatMap((r) => [
       `- **${r.name}**: ${r.what}.`,
-      ...r.phases.filter((p) => p.hot).map((p) => `  The hot stream (${p.hot!.askedRate}/s, paced): ${p.hot!.requests} answers, p50 ${ms(p.hot!.p50Ms)} ms, p99 ${ms(p.hot!.p99Ms)} ms, errors ${errorsOf(p.hot!)}, ${p.hot!.late} sent late; origin requests for the product: ${JSON.stringify(r.hotFetches)} (inventory ≈ one per 10 s ttl expected).`),
+      ...r.phases
+        .filter((p) => p.hot)
+        .map(
+          (p) =>
+            `  The hot stream (${p.hot!.askedRate}/s, paced): ${p.hot!.requests} answers, p50 ${ms(p.hot!.p50Ms)} ms, p99 ${ms(p.hot!.p99Ms)} ms, errors ${errorsOf(p.hot!)}, ${p.hot!.late} sent late; origin requests for the product: ${JSON.stringify(r.hotFetches)} (inventory ≈ one per 10 s ttl expected).`,
+        ),
       `  /healthz at the end: ${r.health.map((h) => `\`${h}\``).join(" · ")}`,
     ]),
     "",
-    `Worker log lines: ${logs.count}; distinct: ${[...logs.distinct].filter(([line]) => /error|warn|uncaught|exception/i.test(line)).map(([line, n]) => `\`${line.slice(0, 200)}\` ×${n}`).join("; ") || "no error or warning"}.`,
+    `Worker log lines: ${logs.count}; distinct: ${
+      [...logs.distinct]
+        .filter(([line]) => /error|warn|uncaught|exception/i.test(line))
+        .map(([line, n]) => `\`${line.slice(0, 200)}\` ×${n}`)
+        .join("; ") || "no error or warning"
+    }.`,
   ].join("\n");
-  const files = writeResults("faults", { ".md": markdown + "\n", ".json": JSON.stringify({ startedAt, machine, connections, warmS, quick: args.quick, results }, null, 2) });
+  const files = writeResults("faults", {
+    ".md": `${markdown}\n`,
+    ".json": JSON.stringify({ startedAt, machine, connections, warmS, quick: args.quick, results }, null, 2),
+  });
   console.log(`\n${markdown}\n\nresults: ${files.join(", ")}`);
 }
-
 
 /** Polls each instance's /healthz every 100 ms until stopped: when its L2 breaker was first seen not closed. */
 function pollBreakers(workers: WorkerInstance[]): { stop(): (number | null)[] } {
@@ -253,7 +287,12 @@ function l2Of(p: PhaseResult): string {
   return l2 ? `${l2.skipped} / ${l2.failures}` : "n/a";
 }
 const ms = (value: number) => Math.round(value * 10) / 10;
-const errorsOf = (w: Phase) => (w.errors ? `${w.errors} (${Object.entries(w.errorKinds).map(([k, n]) => `${k} ${n}`).join(", ")})` : "0");
+const errorsOf = (w: Phase) =>
+  w.errors
+    ? `${w.errors} (${Object.entries(w.errorKinds)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(", ")})`
+    : "0";
 const phaseLine = (p: PhaseResult) =>
   `${p.label}: ${p.wrk.rps} req/s, p50 ${ms(p.wrk.p50Ms)} ms, p99 ${ms(p.wrk.p99Ms)} ms, errors ${errorsOf(p.wrk)}, tiers ${tiersOf(p)}, L2 skip/fail ${l2Of(p)}, origin ${p.originRequests}, breaker open ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")}, cores workerd / others ${p.cores.workerd.toFixed(2)} / ${p.cores.others.toFixed(2)}`;
 

@@ -21,7 +21,6 @@ import type { RedisAction, ServersCommand, ServersMessage, ServersOptions, Shard
  */
 export const BUNDLE_DIR = resolve(".wrangler/bench-bundle");
 
-
 const execFileAsync = promisify(execFile);
 
 const GATEWAY_TOKEN = "bench-gateway-token";
@@ -95,8 +94,6 @@ export class OriginAdmin {
   }
 }
 
-
-
 export interface Servers {
   originUrl: string;
   gatewayUrl: string;
@@ -131,7 +128,6 @@ export interface Servers {
   close(): Promise<void>;
 }
 
-
 export interface ServersSettings {
   catalogSize: number;
   latencyMs: number;
@@ -142,7 +138,6 @@ export async function startServers(settings: ServersSettings): Promise<Servers> 
   const started = await forkServers({ ...settings, gatewayToken: GATEWAY_TOKEN });
   const { child, ready, logs } = started;
   const redis = await connectStats(ready.redisPort);
-
 
   return {
     originUrl: ready.originUrl,
@@ -360,13 +355,20 @@ export async function buildKnownIdsFilter(servers: Servers): Promise<FilterBuild
   const seconds = () => Math.round((performance.now() - started) / 100) / 10;
   try {
     const { stdout } = await execFileAsync(process.execPath, args, { timeout: 120_000, maxBuffer: 4 * 1024 * 1024 });
-    return { built: true, detail: stdout.trim().split("\n").map((line) => line.replace(/\s+/g, " ").trim()).join("; "), seconds: seconds() };
+    return {
+      built: true,
+      detail: stdout
+        .trim()
+        .split("\n")
+        .map((line) => line.replace(/\s+/g, " ").trim())
+        .join("; "),
+      seconds: seconds(),
+    };
   } catch (err) {
     const { stderr, message } = err as { stderr?: string; message: string };
     return { built: false, detail: (stderr?.trim().split("\n").pop() ?? message).slice(0, 300), seconds: seconds() };
   }
 }
-
 
 /** The harness's own commands inside a measured window (INFO to read these stats), left out of the figures. */
 const HARNESS_COMMANDS = new Set(["info", "config", "config|resetstat"]);
@@ -460,7 +462,9 @@ export async function startWorker(bindings: Record<string, string>, logs: Worker
     const worker: WorkerInstance = { url: url.origin, close: () => mf.dispose() };
     if (options.inspectorPort !== undefined) {
       // workerd lists one target per worker at /json; ours (unnamed) is `core:user:`.
-      const base = String(await mf.getInspectorURL()).replace(/^ws/, "http").replace(/\/$/, "");
+      const base = String(await mf.getInspectorURL())
+        .replace(/^ws/, "http")
+        .replace(/\/$/, "");
       const targets = (await (await fetch(`${base}/json`)).json()) as { id: string; webSocketDebuggerUrl: string }[];
       worker.inspector = targets.find((target) => target.id === "core:user:")?.webSocketDebuggerUrl;
     }

@@ -271,7 +271,9 @@ export async function wrkPhase(spec: PhaseSpec): Promise<Phase> {
   const e = f.errors;
   const errors = e.status + e.connect + e.read + e.write + e.timeout;
   const errorKinds = Object.fromEntries(
-    Object.entries({ "HTTP ≥ 400": e.status, connect: e.connect, read: e.read, write: e.write, [`timeout (${TIMEOUT_S} s)`]: e.timeout }).filter(([, n]) => n > 0),
+    Object.entries({ "HTTP ≥ 400": e.status, connect: e.connect, read: e.read, write: e.write, [`timeout (${TIMEOUT_S} s)`]: e.timeout }).filter(
+      ([, n]) => n > 0,
+    ),
   );
   return {
     seconds: Math.round(seconds * 100) / 100,

@@ -44,7 +44,7 @@ function topLevelValues(toml: string): Map<string, string> {
     let value = pair[2]!;
     // A multi-line array: gather lines up to the closing bracket.
     if (value.startsWith("[")) {
-      while (!value.includes("]") && index + 1 < lines.length) value += " " + withoutComment(lines[++index]!);
+      while (!value.includes("]") && index + 1 < lines.length) value += ` ${withoutComment(lines[++index]!)}`;
     }
     values.set(pair[1]!, value);
   }
@@ -53,7 +53,7 @@ function topLevelValues(toml: string): Map<string, string> {
 
 function parseString(key: string, raw: string): string {
   const parsed = leadingString(raw);
-  if (!parsed || parsed.rest.trim() !== "") throw new Error(`wrangler.toml: ${key} must be one string, found ${raw}`);
+  if (parsed?.rest.trim() !== "") throw new Error(`wrangler.toml: ${key} must be one string, found ${raw}`);
   return parsed.value;
 }
 

@@ -233,9 +233,7 @@ function startWorker(settings: Settings, originUrl: string, l2: { url: string } 
 
 function printBanner(settings: Settings, originUrl: string, l2: { redisPort: number; url: string } | null, health: string) {
   const site = `http://localhost:${settings.devPort}`;
-  const l2Line = l2
-    ? `ON: redis-server :${l2.redisPort} via gateway ${l2.url} (worker: ${health})`
-    : "OFF: pages come from L1 and the origin only";
+  const l2Line = l2 ? `ON: redis-server :${l2.redisPort} via gateway ${l2.url} (worker: ${health})` : "OFF: pages come from L1 and the origin only";
   console.log(
     [
       "",
@@ -263,9 +261,7 @@ async function main(): Promise<void> {
   await requireFreePorts([
     { port: settings.devPort, what: "the worker, wrangler dev", env: "DEV_PORT" },
     { port: settings.originPort, what: "the demo origin", env: "ORIGIN_PORT" },
-    ...("bin" in settings.redis
-      ? [{ port: settings.gatewayPort, what: "the Upstash REST gateway", env: "GATEWAY_PORT" }]
-      : []),
+    ...("bin" in settings.redis ? [{ port: settings.gatewayPort, what: "the Upstash REST gateway", env: "GATEWAY_PORT" }] : []),
   ]);
 
   // A Ctrl-C during start-up is already stopping what started: start nothing more.

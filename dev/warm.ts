@@ -39,7 +39,9 @@ async function main(): Promise<number> {
   });
   const tier = createTier(config);
   const ids = values.ids
-    ? readFileSync(values.ids, "utf8").split(/\s+/).filter((id) => id !== "")
+    ? readFileSync(values.ids, "utf8")
+        .split(/\s+/)
+        .filter((id) => id !== "")
     : await hottestIds(tier.cache.l2!, config.keyPrefix, Number(values.top));
   const invalid = ids.filter((id) => !isValidProductId(id));
   if (invalid.length > 0) {

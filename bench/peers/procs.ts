@@ -46,7 +46,9 @@ export async function checkTools(): Promise<ToolVersions> {
   const [nginx, varnish, wrk] = await Promise.all([version("nginx", ["-v"]), version("varnishd", ["-V"]), version("wrk", ["-v"])]);
   const missing = [nginx ? null : "nginx", varnish ? null : "varnishd (package varnish)"].filter(Boolean);
   if (missing.length) {
-    throw new Error(`${missing.join(" and ")} not found on the PATH. Install them (Debian/Ubuntu, as root):\n\n    ${INSTALL_HINT}\n\nThe benchmark runs them as its own foreground processes with configuration in a temporary folder; no system service is started or changed.`);
+    throw new Error(
+      `${missing.join(" and ")} not found on the PATH. Install them (Debian/Ubuntu, as root):\n\n    ${INSTALL_HINT}\n\nThe benchmark runs them as its own foreground processes with configuration in a temporary folder; no system service is started or changed.`,
+    );
   }
   return {
     nginx: nginx!.replace(/^nginx version:\s*/, ""),
@@ -78,7 +80,9 @@ process.once("exit", killEverything);
 
 /** Resolves once GET url answers 200; rejects after `ms`, or when `child` exits first. */
 async function waitForHttp(url: string, child: ChildProcess, ms: number, output: () => string): Promise<void> {
-  const exited = new Promise<string>((done) => (isRunning(child) ? child.once("exit", (code, signal) => done(`code ${code}, signal ${signal}`)) : done("before start")));
+  const exited = new Promise<string>((done) =>
+    isRunning(child) ? child.once("exit", (code, signal) => done(`code ${code}, signal ${signal}`)) : done("before start"),
+  );
   const health = await waitForHealthz(url, ms, exited, "it").catch((err: Error) => Promise.reject(new Error(`${err.message}:\n${output()}`)));
   if (!health.ok) throw new Error(`${url} answered an error: ${health.body}\n${output()}`);
 }

@@ -68,7 +68,11 @@ const originPerPage = (r: Row) => perPage(r.originTotal, r);
 /** CPU ms per request of the system's own processes, or of one role. */
 function cpuMs(r: Row, role?: string): number {
   const s = r.cpu.seconds;
-  const seconds = role ? (s[role] ?? 0) : Object.entries(s).filter(([k]) => !NOT_OWN.has(k)).reduce((a, [, v]) => a + v, 0);
+  const seconds = role
+    ? (s[role] ?? 0)
+    : Object.entries(s)
+        .filter(([k]) => !NOT_OWN.has(k))
+        .reduce((a, [, v]) => a + v, 0);
   return (seconds * 1000) / Math.max(1, r.load.requests);
 }
 const ownRoles = (r: Row) => Object.keys(r.cpu.seconds).filter((k) => !NOT_OWN.has(k));
@@ -99,7 +103,10 @@ function targets(report: PeersReport): Targets {
     const page = cpuMs(t, "workerd");
     const floor = cpuMs(h, "workerd");
     const ratio = page / floor;
-    lines.push({ text: `CPU per page ≤ 2× the /healthz floor: workerd ${page.toFixed(3)} CPU-ms per page vs ${floor.toFixed(3)} per /healthz = ${x(ratio)}`, pass: verdict(ratio <= 2) });
+    lines.push({
+      text: `CPU per page ≤ 2× the /healthz floor: workerd ${page.toFixed(3)} CPU-ms per page vs ${floor.toFixed(3)} per /healthz = ${x(ratio)}`,
+      pass: verdict(ratio <= 2),
+    });
     const rps = t.load.rps / Math.max(1, h.load.rps);
     lines.push({ text: `req/s ≥ 0.5× /healthz req/s: ${num(t.load.rps)} vs ${num(h.load.rps)} = ${x(rps)}`, pass: verdict(rps >= 0.5) });
     const cached = find(rows, "tier", "cached");
@@ -111,8 +118,14 @@ function targets(report: PeersReport): Targets {
     }
   } else lines.push({ text: "CPU per page and req/s vs the /healthz floor: the tier's saturation and /healthz phases did not both run", pass: null });
   if (tf && nf) {
-    lines.push({ text: `fixed offered load, p99 ≤ Nginx p99: ${ms(tf.load.p99Ms)} vs ${ms(nf.load.p99Ms)} ms = ${x(tf.load.p99Ms / nf.load.p99Ms)}`, pass: tf.load.p99Ms <= nf.load.p99Ms });
-    lines.push({ text: `fixed offered load, p50 ≤ 1.5× Nginx p50: ${ms(tf.load.p50Ms)} vs ${ms(nf.load.p50Ms)} ms = ${x(tf.load.p50Ms / nf.load.p50Ms)}`, pass: tf.load.p50Ms <= 1.5 * nf.load.p50Ms });
+    lines.push({
+      text: `fixed offered load, p99 ≤ Nginx p99: ${ms(tf.load.p99Ms)} vs ${ms(nf.load.p99Ms)} ms = ${x(tf.load.p99Ms / nf.load.p99Ms)}`,
+      pass: tf.load.p99Ms <= nf.load.p99Ms,
+    });
+    lines.push({
+      text: `fixed offered load, p50 ≤ 1.5× Nginx p50: ${ms(tf.load.p50Ms)} vs ${ms(nf.load.p50Ms)} ms = ${x(tf.load.p50Ms / nf.load.p50Ms)}`,
+      pass: tf.load.p50Ms <= 1.5 * nf.load.p50Ms,
+    });
   } else lines.push({ text: "fixed offered load vs Nginx: the tier and Nginx did not both run", pass: null });
   if (tf) lines.push({ text: `fixed offered load, 0 errors: ${num(tf.load.errors)} in ${num(tf.load.requests)}`, pass: tf.load.errors === 0 });
   return { lines };
@@ -121,7 +134,7 @@ function targets(report: PeersReport): Targets {
 /** Redis commands per page view for billing: the census's "sent" (what the gateway got), else Redis's own count. */
 function commandsSentPerPage(report: PeersReport, system: SystemName): { perPage: number; source: string } | null {
   const c = report.census[system];
-  if (c && c.pages) return { perPage: sum(c.sent) / c.pages, source: "sent, census" };
+  if (c?.pages) return { perPage: sum(c.sent) / c.pages, source: "sent, census" };
   const r = find(report.rows, system, "saturation");
   if (r?.redis) return { perPage: perPage(r.redis.total, r), source: "Redis's count, with calls inside scripts" };
   return null;
@@ -185,10 +198,12 @@ function charts(report: PeersReport): { latency: string; origin: string } {
     yLabel: "origin requests per 1,000 pages",
     groups: org.map((sc) => SCENARIO_LABELS[sc]),
     series: systems,
-    values: org.map((sc) => systems.map((s) => {
-      const r = find(report.rows, s.key, sc);
-      return r ? originPerPage(r) * 1000 : null;
-    })),
+    values: org.map((sc) =>
+      systems.map((s) => {
+        const r = find(report.rows, s.key, sc);
+        return r ? originPerPage(r) * 1000 : null;
+      }),
+    ),
     scale: "linear",
     label: num,
   });
@@ -209,7 +224,7 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
   out.push(
     `# bench:peers — this tier vs Varnish vs Nginx proxy_cache — ${report.startedAt}`,
     "",
-    `Command: \`${report.command}\` (finished ${report.finishedAt})` + (s.quick ? ". **Quick mode: short phases, rough figures.**" : ""),
+    `Command: \`${report.command}\` (finished ${report.finishedAt})${s.quick ? ". **Quick mode: short phases, rough figures.**" : ""}`,
     "",
     `Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.os}, shared with other work (see "others" in the CPU table): absolute figures move from run to run; compare systems within this run. ` +
       `Versions: Node ${m.node}; workerd ${v.workerd}, wrangler ${v.wrangler}, miniflare ${v.miniflare}; nginx ${v.nginx}; ${v.varnish}; wrk ${v.wrk}` +
@@ -225,7 +240,9 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
     const k = report.calibration;
     out.push(
       `**The fixed offered load** is half the tier's saturation rate, measured first on a fresh tier stack of its own in the state the runs below measure theirs: the walk, a ${d.probeS}-s closed-loop probe (${num(k.probe.rps)} req/s), ${d.warmUpS} + ${d.fixedS} s paced at half of that (${num(k.provisionalRate)} req/s), then ${d.saturationS} s of saturation: ${num(k.saturation.rps)} req/s (p50 ${ms(k.saturation.p50Ms)} ms, p99 ${ms(k.saturation.p99Ms)} ms) → **${num(k.rate)} req/s**` +
-        (find(rows, "tier", "saturation") ? ` = ${pct(k.rate / find(rows, "tier", "saturation")!.load.rps)} of the tier's saturation rate in its own run below` : "") +
+        (find(rows, "tier", "saturation")
+          ? ` = ${pct(k.rate / find(rows, "tier", "saturation")!.load.rps)} of the tier's saturation rate in its own run below`
+          : "") +
         ".",
       "",
     );
@@ -237,7 +254,12 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
       "",
     );
     const flagged = rows.filter((r) => r.scenario !== "herd" && limited(report, r.load));
-    out.push(flagged.length ? `Flagged: ${flagged.map((r) => `${r.system} ${SCENARIO_LABELS[r.scenario]} (${limited(report, r.load)})`).join("; ")}.` : "No figure of this run is within 80% of the generator's ceiling.", "");
+    out.push(
+      flagged.length
+        ? `Flagged: ${flagged.map((r) => `${r.system} ${SCENARIO_LABELS[r.scenario]} (${limited(report, r.load)})`).join("; ")}.`
+        : "No figure of this run is within 80% of the generator's ceiling.",
+      "",
+    );
   } else out.push("**Generator ceiling**: not measured (Nginx did not run).", "");
   const busy = rows.filter((r) => r.cpu.wallS >= 1 && (r.cpu.seconds.others ?? 0) / r.cpu.wallS >= NEIGHBOUR_CORES);
   out.push(
@@ -248,10 +270,9 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
   );
 
   // Headline tables.
-  const sat = [
-    ...present.map((name) => find(rows, name, "saturation")),
-    ...present.map((name) => find(rows, name, "cached")),
-  ].filter((r): r is Row => Boolean(r));
+  const sat = [...present.map((name) => find(rows, name, "saturation")), ...present.map((name) => find(rows, name, "cached"))].filter((r): r is Row =>
+    Boolean(r),
+  );
   const nginxSat = find(rows, "nginx", "saturation");
   const healthz = find(rows, "tier", "healthz");
   out.push(
@@ -265,7 +286,9 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
         ...sat.map((r) => [
           r.scenario === "cached" ? `${r.system}, cached set` : r.system,
           num(r.load.rps),
-          (r.scenario === "cached" ? find(rows, "nginx", "cached") : nginxSat) ? x(r.load.rps / (r.scenario === "cached" ? find(rows, "nginx", "cached")! : nginxSat!).load.rps) : "–",
+          (r.scenario === "cached" ? find(rows, "nginx", "cached") : nginxSat)
+            ? x(r.load.rps / (r.scenario === "cached" ? find(rows, "nginx", "cached")! : nginxSat!).load.rps)
+            : "–",
           ms(r.load.p50Ms),
           ms(r.load.p99Ms),
           num(r.load.errors),
@@ -274,7 +297,22 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
           f3(originPerPage(r)),
           limited(report, r.load) ? `⚠ ${limited(report, r.load)}` : "ok",
         ]),
-        ...(healthz ? [["tier /healthz (floor)", num(healthz.load.rps), nginxSat ? x(healthz.load.rps / nginxSat.load.rps) : "–", ms(healthz.load.p50Ms), ms(healthz.load.p99Ms), num(healthz.load.errors), `${cpuMs(healthz).toFixed(3)}`, cpuMs(healthz, "workerd").toFixed(3), "–", limited(report, healthz.load) ? "⚠" : "ok"]] : []),
+        ...(healthz
+          ? [
+              [
+                "tier /healthz (floor)",
+                num(healthz.load.rps),
+                nginxSat ? x(healthz.load.rps / nginxSat.load.rps) : "–",
+                ms(healthz.load.p50Ms),
+                ms(healthz.load.p99Ms),
+                num(healthz.load.errors),
+                `${cpuMs(healthz).toFixed(3)}`,
+                cpuMs(healthz, "workerd").toFixed(3),
+                "–",
+                limited(report, healthz.load) ? "⚠" : "ok",
+              ],
+            ]
+          : []),
       ],
       1,
     ),
@@ -307,7 +345,9 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
     "",
     "## Targets",
     "",
-    ...targets(report).lines.map((l) => `- **${l.pass === null ? (l.text.startsWith("(information") ? "info" : "n/a") : l.pass ? "pass" : "miss"}** — ${l.text}`),
+    ...targets(report).lines.map(
+      (l) => `- **${l.pass === null ? (l.text.startsWith("(information") ? "info" : "n/a") : l.pass ? "pass" : "miss"}** — ${l.text}`,
+    ),
     "",
     `![p99 latency per system and phase](${images.latency})`,
     "",
@@ -327,7 +367,13 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
           return r ? f3(originPerPage(r)) : "–";
         };
         const f = find(rows, name, "fixed");
-        return [name, cell("warm-up"), cell("fixed"), cell("saturation"), f ? ["product", "inventory", "reviews", "recommendations"].map((k) => f3(perPage(f.origin[k] ?? 0, f) * 1000)).join(" / ") : "–"];
+        return [
+          name,
+          cell("warm-up"),
+          cell("fixed"),
+          cell("saturation"),
+          f ? ["product", "inventory", "reviews", "recommendations"].map((k) => f3(perPage(f.origin[k] ?? 0, f) * 1000)).join(" / ") : "–",
+        ];
       }),
       1,
     ),
@@ -363,7 +409,13 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
     const idle = report.idle;
     out.push(
       idle
-        ? `- **Idle cost** (the calibration tier, ${idle.instances} isolates up, no traffic for ${idle.seconds} s, from 5 s after its load): ${num(idle.usage.total)} commands = **${num(idle.perIsolateHour)} per isolate-hour**${idle.usage.total ? ` (${Object.entries(idle.usage.byCommand).map(([k, n]) => `${k} ${n}`).join(", ")})` : ""}. A Worker isolate runs code only for a request, so an idle one sends nothing unless a request left work behind.`
+        ? `- **Idle cost** (the calibration tier, ${idle.instances} isolates up, no traffic for ${idle.seconds} s, from 5 s after its load): ${num(idle.usage.total)} commands = **${num(idle.perIsolateHour)} per isolate-hour**${
+            idle.usage.total
+              ? ` (${Object.entries(idle.usage.byCommand)
+                  .map(([k, n]) => `${k} ${n}`)
+                  .join(", ")})`
+              : ""
+          }. A Worker isolate runs code only for a request, so an idle one sends nothing unless a request left work behind.`
         : "- **Idle cost**: not measured (no calibration tier: --rate was given, or the run stopped).",
       "",
     );
@@ -391,10 +443,35 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
     }
     if (body.length) {
       out.push(
-        mdTable(["system", "CPU-ms / page", "Redis commands / page", "Redis KB / page", "origin fetches / page", "Workers requests", "Workers CPU", "Redis commands", "Redis bandwidth", "total", "Redis ≤ Workers"], body, 1),
+        mdTable(
+          [
+            "system",
+            "CPU-ms / page",
+            "Redis commands / page",
+            "Redis KB / page",
+            "origin fetches / page",
+            "Workers requests",
+            "Workers CPU",
+            "Redis commands",
+            "Redis bandwidth",
+            "total",
+            "Redis ≤ Workers",
+          ],
+          body,
+          1,
+        ),
         "",
         "Per page from the saturation run (CPU: workerd's process CPU on this machine, which counts the runtime's own work too: an upper bound for the CPU time Cloudflare bills, which counts the isolate's) and the census (commands), origin fetches from the fixed-load phase. " +
-          `The peers at the same load: ${present.filter((p) => !TIERS.includes(p)).map((p) => { const f = find(rows, p, "fixed"); return f ? `${p} ${num(originPerPage(f) * 1e6)} origin fetches per million pages` : null; }).filter(Boolean).join(", ") || "not run"}.`,
+          `The peers at the same load: ${
+            present
+              .filter((p) => !TIERS.includes(p))
+              .map((p) => {
+                const f = find(rows, p, "fixed");
+                return f ? `${p} ${num(originPerPage(f) * 1e6)} origin fetches per million pages` : null;
+              })
+              .filter(Boolean)
+              .join(", ") || "not run"
+          }.`,
         "",
       );
       for (const name of tiers) {
@@ -414,7 +491,19 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
       `Paced at ${num(s.rate ?? 0)} req/s for ${d.faultS} s (price change: ${d.priceLoadS} s) but the herd (${"1,000"} requests at once from Node, sockets opened first: a burst, not a rate). After each origin fault: ${d.pauseS} s idle and ${d.recoverS} s of paced load, not measured.`,
       "",
       mdTable(
-        ["system", "scenario", "requests", "req/s", "late", "p50 ms", "p99 ms", "errors (rate)", "origin requests", "product / inventory / reviews / recs", "new price served after"],
+        [
+          "system",
+          "scenario",
+          "requests",
+          "req/s",
+          "late",
+          "p50 ms",
+          "p99 ms",
+          "errors (rate)",
+          "origin requests",
+          "product / inventory / reviews / recs",
+          "new price served after",
+        ],
         faultRows.map((r) => [
           r.system,
           SCENARIO_LABELS[r.scenario],
@@ -436,10 +525,30 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
     if (priceRows.length) {
       out.push(
         mdTable(
-          ["price change", "product", "old → new", "done right after the change", "purge call", "new price served after", "old-price answers / polls", "poll errors", "entry age at the change"],
+          [
+            "price change",
+            "product",
+            "old → new",
+            "done right after the change",
+            "purge call",
+            "new price served after",
+            "old-price answers / polls",
+            "poll errors",
+            "entry age at the change",
+          ],
           priceRows.map((r) => {
             const p = r.staleness!;
-            return [r.system, p.id, `${p.oldPrice} → ${p.newPrice}`, p.purge, p.purgeMs === null ? "–" : `${p.purgeMs} ms`, stalenessCell(r), `${num(p.oldAnswers)} / ${num(p.polls)}`, num(p.pollErrors), `≤ ${p.entryAgeS} s`];
+            return [
+              r.system,
+              p.id,
+              `${p.oldPrice} → ${p.newPrice}`,
+              p.purge,
+              p.purgeMs === null ? "–" : `${p.purgeMs} ms`,
+              stalenessCell(r),
+              `${num(p.oldAnswers)} / ${num(p.polls)}`,
+              num(p.pollErrors),
+              `≤ ${p.entryAgeS} s`,
+            ];
           }),
           2,
         ),
@@ -463,7 +572,18 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
           const v = r.cpu.seconds[role];
           return v === undefined ? "–" : (v / Math.max(0.001, r.cpu.wallS)).toFixed(2);
         };
-        return [r.system, SCENARIO_LABELS[r.scenario], c("workerd"), r.cpu.seconds.nginx !== undefined ? c("nginx") : c("varnish"), r.cpu.seconds.origin !== undefined ? c("origin") : c("origin+gateway"), c("redis"), c("wrk"), c("harness"), c("other workerd"), c("others")];
+        return [
+          r.system,
+          SCENARIO_LABELS[r.scenario],
+          c("workerd"),
+          r.cpu.seconds.nginx !== undefined ? c("nginx") : c("varnish"),
+          r.cpu.seconds.origin !== undefined ? c("origin") : c("origin+gateway"),
+          c("redis"),
+          c("wrk"),
+          c("harness"),
+          c("other workerd"),
+          c("others"),
+        ];
       }),
       2,
     ),
@@ -473,7 +593,12 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
   );
   const bad = rows.filter((r) => r.load.errors > 0);
   if (!bad.length) out.push("None.", "");
-  for (const r of bad) out.push(`- ${r.system} · ${SCENARIO_LABELS[r.scenario]}: ${Object.entries(r.load.errorKinds).map(([k, n]) => `${k} ×${num(n)}`).join(", ")}`);
+  for (const r of bad)
+    out.push(
+      `- ${r.system} · ${SCENARIO_LABELS[r.scenario]}: ${Object.entries(r.load.errorKinds)
+        .map(([k, n]) => `${k} ×${num(n)}`)
+        .join(", ")}`,
+    );
   if (bad.length) out.push("");
   const notes = rows.flatMap((r) => r.notes.map((n) => `${r.system} · ${SCENARIO_LABELS[r.scenario]}: ${n}`));
   if (notes.length) out.push("Notes:", "", ...notes.map((n) => `- ${n}`), "");
@@ -483,18 +608,32 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
   for (const sys of report.systems) out.push(`- **${sys.name}**: ${sys.description}. ${sys.check}.`);
   out.push(
     "",
-    `Render-only upstream of the peers: the tier's own bundle in Miniflare (workerd), 2 instances per peer, without L2 (no UPSTASH vars) and with ${Object.entries(report.renderOnlyVars)
+    `Render-only upstream of the peers: the tier's own bundle in Miniflare (workerd), 2 instances per peer, without L2 (no UPSTASH vars) and with ${Object.entries(
+      report.renderOnlyVars,
+    )
       .map(([k, val]) => `\`${k}=${val}\``)
       .join(", ")}: every entry is fresh for 1 s at most and never served stale, so a peer miss costs the four origin calls and the render a tier miss costs.`,
     "",
-    `Tier settings: ${Object.entries(report.tierVars).map(([name, vars]) => `${name}: ${Object.keys(vars).length ? Object.entries(vars).map(([k, val]) => `\`${k}=${val}\``).join(", ") : "the defaults"}`).join("; ")}.`,
+    `Tier settings: ${Object.entries(report.tierVars)
+      .map(
+        ([name, vars]) =>
+          `${name}: ${
+            Object.keys(vars).length
+              ? Object.entries(vars)
+                  .map(([k, val]) => `\`${k}=${val}\``)
+                  .join(", ")
+              : "the defaults"
+          }`,
+      )
+      .join("; ")}.`,
     "",
   );
   for (const sys of report.systems.filter((x) => !TIERS.includes(x.name))) {
     out.push(`<details><summary>${sys.name} configuration</summary>`, "", "```", sys.config.trim(), "```", "", "</details>", "");
   }
   const log = report.workerLog.filter(({ line }) => !/"event":"known_ids","state":"(ok|ready|loading)"/.test(line));
-  if (log.length) out.push("## What the workers logged", "", ...log.slice(0, 20).map(({ count, line }) => `- ${count}× \`${line.slice(0, 300).replace(/`/g, "'")}\``), "");
+  if (log.length)
+    out.push("## What the workers logged", "", ...log.slice(0, 20).map(({ count, line }) => `- ${count}× \`${line.slice(0, 300).replace(/`/g, "'")}\``), "");
   return out.join("\n");
 }
 
@@ -512,6 +651,11 @@ export function writePeersReport(report: PeersReport): { written: string[]; summ
   const text = markdown(report, { latency: "peers-latency.svg", origin: "peers-origin.svg" });
   const written = writeResults("peers", { ".md": `${text}\n`, "-latency.svg": latency, "-origin.svg": origin, ".json": JSON.stringify(report, null, 2) });
   // stdout: from the generator to the cost, without the charts and the configurations.
-  const summary = text.slice(text.indexOf("**Generator ceiling**") >= 0 ? text.indexOf("**Generator ceiling**") : text.indexOf("**Neighbours**"), text.indexOf("## Faults and the cold herd") > 0 ? text.indexOf("## Faults and the cold herd") : text.indexOf("## Where the CPU went")).replace(/^!\[.*\n/gm, "");
+  const summary = text
+    .slice(
+      text.indexOf("**Generator ceiling**") >= 0 ? text.indexOf("**Generator ceiling**") : text.indexOf("**Neighbours**"),
+      text.indexOf("## Faults and the cold herd") > 0 ? text.indexOf("## Faults and the cold herd") : text.indexOf("## Where the CPU went"),
+    )
+    .replace(/^!\[.*\n/gm, "");
   return { written, summary };
 }

@@ -71,7 +71,15 @@ function readArgs(): { settings: Settings; systems: SystemName[] } {
   }
   return {
     systems: ALL_SYSTEMS.filter((s) => systems.includes(s)),
-    settings: { quick: Boolean(values.quick), connections, pacedConnections: 2 * connections, rate, catalogSize: 100_000, originLatencyMs: 30, originJitterMs: 10 },
+    settings: {
+      quick: Boolean(values.quick),
+      connections,
+      pacedConnections: 2 * connections,
+      rate,
+      catalogSize: 100_000,
+      originLatencyMs: 30,
+      originJitterMs: 10,
+    },
   };
 }
 
@@ -111,7 +119,9 @@ async function main(): Promise<void> {
   const d = durations(settings.quick);
   const workload = new Workload(dir, settings.catalogSize, d.walkRanks);
 
-  console.log(`bench:peers${settings.quick ? " (quick)" : ""}: ${systems.join(", ")} · Zipf(1.0) over ${settings.catalogSize.toLocaleString("en-US")} products · origin ${settings.originLatencyMs} ± ${settings.originJitterMs} ms`);
+  console.log(
+    `bench:peers${settings.quick ? " (quick)" : ""}: ${systems.join(", ")} · Zipf(1.0) over ${settings.catalogSize.toLocaleString("en-US")} products · origin ${settings.originLatencyMs} ± ${settings.originJitterMs} ms`,
+  );
   console.log(`wrk ${tools.wrk ?? "?"}, nginx ${tools.nginx}, ${tools.varnish}; temp folder ${dir}`);
   console.log(
     `phases: walk ${d.walkRanks} ranks, warm-up ${d.warmUpS} s, fixed load ${d.fixedS} s (paced, ${settings.pacedConnections} connections), saturation ${d.saturationS} s (${settings.connections} connections), cached set ${d.cachedS} s, ` +
@@ -174,12 +184,16 @@ async function main(): Promise<void> {
       descriptions.push({ name, description: system.description, check: system.check, config: system.config });
       if (name === "nginx" && !ceiling) {
         ceiling = await generatorCeiling(ctx, system, d);
-        say(`  generator ceiling (one page nginx has cached): wrk ${ceiling.closed.rps.toLocaleString("en-US")} req/s closed loop, ${ceiling.paced.rps.toLocaleString("en-US")} req/s paced`);
+        say(
+          `  generator ceiling (one page nginx has cached): wrk ${ceiling.closed.rps.toLocaleString("en-US")} req/s closed loop, ${ceiling.paced.rps.toLocaleString("en-US")} req/s paced`,
+        );
       }
       const run = await runScenarios(ctx, system, (r) => {
         rows.push(r);
         const l = r.load;
-        const price = r.staleness ? ` · new price ${r.staleness.seconds === null ? (r.staleness.pending ? "pending" : `not within ${r.staleness.capS} s`) : `after ${r.staleness.seconds} s`}` : "";
+        const price = r.staleness
+          ? ` · new price ${r.staleness.seconds === null ? (r.staleness.pending ? "pending" : `not within ${r.staleness.capS} s`) : `after ${r.staleness.seconds} s`}`
+          : "";
         say(
           `${name} · ${r.scenario}: ${l.requests.toLocaleString("en-US")} req, ${l.rps.toLocaleString("en-US")} req/s${l.askedRate ? ` (asked ${l.askedRate.toLocaleString("en-US")}, late ${l.late})` : ""}, ` +
             `p50 ${l.p50Ms} ms, p99 ${l.p99Ms} ms, ${l.errors} errors · origin ${r.originTotal} (product ${r.origin.product})${price}`,

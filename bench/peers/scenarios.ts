@@ -178,9 +178,16 @@ async function measure<T>(system: System, work: () => Promise<T>, settleMs = 0):
 function row(system: System, scenario: ScenarioName, m: Measured<Phase>, extra: Record<string, unknown> = {}, notes: string[] = []): Row {
   const { value: load, origin, originTotal, cpu, redis } = m;
   if (load.askedRate && load.late > 0) {
-    notes = [...notes, `${load.late.toLocaleString("en-US")} sends went out late (no connection free; the latest by ${load.lateMaxMs} ms): their latency leaves out that wait`];
+    notes = [
+      ...notes,
+      `${load.late.toLocaleString("en-US")} sends went out late (no connection free; the latest by ${load.lateMaxMs} ms): their latency leaves out that wait`,
+    ];
   }
-  if (load.unanswered > 0) notes = [...notes, `${load.unanswered.toLocaleString("en-US")} requests still unanswered when wrk stopped (3 s after the schedule's end): not in the figures`];
+  if (load.unanswered > 0)
+    notes = [
+      ...notes,
+      `${load.unanswered.toLocaleString("en-US")} requests still unanswered when wrk stopped (3 s after the schedule's end): not in the figures`,
+    ];
   return { system: system.name, scenario, load, origin, originTotal, cpu, ...(redis ? { redis } : {}), extra, notes };
 }
 
@@ -192,7 +199,9 @@ function isTier(system: System): system is Tier {
 function phaseOfHerd({ answers, seconds }: Awaited<ReturnType<typeof herd>>): Phase {
   const ms = answers.map((a) => a.ms).sort((a, b) => a - b);
   const errorKinds: Record<string, number> = {};
-  for (const a of answers) if (a.status === 0 || a.status >= 400) errorKinds[a.status ? `HTTP ${a.status}` : "no answer"] = (errorKinds[a.status ? `HTTP ${a.status}` : "no answer"] ?? 0) + 1;
+  for (const a of answers)
+    if (a.status === 0 || a.status >= 400)
+      errorKinds[a.status ? `HTTP ${a.status}` : "no answer"] = (errorKinds[a.status ? `HTTP ${a.status}` : "no answer"] ?? 0) + 1;
   return {
     seconds: Math.round(seconds * 100) / 100,
     connections: answers.length,
@@ -270,11 +279,21 @@ export interface Calibration {
 export async function calibrate(ctx: Omit<Context, "rate">, tier: Tier, d: Durations): Promise<Calibration> {
   await walk(ctx, tier);
   const s = ctx.settings;
-  const closed = (seconds: number, seed: number) => wrkPhase({ targets: tier.targets, connections: s.connections, seconds, paths: ctx.workload.zipfFile, seed, signal: ctx.signal });
+  const closed = (seconds: number, seed: number) =>
+    wrkPhase({ targets: tier.targets, connections: s.connections, seconds, paths: ctx.workload.zipfFile, seed, signal: ctx.signal });
   ctx.phase(`calibration (${tier.name}) · probe: closed loop, ${d.probeS} s`, d.probeS * 1000);
   const probe = await closed(d.probeS, SEEDS.calibrationProbe);
   const provisionalRate = Math.max(2, Math.round(probe.rps / 2));
-  const paced = (seconds: number, seed: number) => wrkPhase({ targets: tier.targets, connections: s.pacedConnections, seconds, rate: provisionalRate, paths: ctx.workload.zipfFile, seed, signal: ctx.signal });
+  const paced = (seconds: number, seed: number) =>
+    wrkPhase({
+      targets: tier.targets,
+      connections: s.pacedConnections,
+      seconds,
+      rate: provisionalRate,
+      paths: ctx.workload.zipfFile,
+      seed,
+      signal: ctx.signal,
+    });
   ctx.phase(`calibration (${tier.name}) · paced at ${provisionalRate} req/s: ${d.warmUpS} s + ${d.fixedS} s`, (d.warmUpS + d.fixedS) * 1000);
   await paced(d.warmUpS, SEEDS.warmUp);
   await paced(d.fixedS, SEEDS.fixed);
@@ -298,7 +317,12 @@ export async function idleCost(tier: Tier, seconds: number, signal: AbortSignal)
   const after = await tier.redis.snapshot();
   const wallS = (performance.now() - started) / 1000;
   const usage = usageBetween(before, after);
-  return { seconds: Math.round(wallS * 10) / 10, instances: tier.targets.length, usage, perIsolateHour: Math.round((usage.total / tier.targets.length / wallS) * 3600) };
+  return {
+    seconds: Math.round(wallS * 10) / 10,
+    instances: tier.targets.length,
+    usage,
+    perIsolateHour: Math.round((usage.total / tier.targets.length / wallS) * 3600),
+  };
 }
 
 export interface Ceiling {
@@ -318,7 +342,15 @@ export async function generatorCeiling(ctx: Context, nginx: System, d: Durations
   ctx.phase("generator ceiling: wrk on one page nginx has cached, closed loop", d.ceilingS * 1000);
   const closed = await wrkPhase({ targets: nginx.targets, connections: ctx.settings.connections, seconds: d.ceilingS, paths, seed: 1, signal: ctx.signal });
   ctx.phase("generator ceiling: the paced mode asked for 1,000,000 req/s", d.ceilingS * 1000);
-  const paced = await wrkPhase({ targets: nginx.targets, connections: ctx.settings.pacedConnections, seconds: d.ceilingS, rate: 1_000_000, paths, seed: 1, signal: ctx.signal });
+  const paced = await wrkPhase({
+    targets: nginx.targets,
+    connections: ctx.settings.pacedConnections,
+    seconds: d.ceilingS,
+    rate: 1_000_000,
+    paths,
+    seed: 1,
+    signal: ctx.signal,
+  });
   return { path, seconds: d.ceilingS, connections: ctx.settings.connections, closed, paced };
 }
 
@@ -370,7 +402,9 @@ export async function runScenarios(ctx: Context, system: System, onRow: (row: Ro
     if (system.name === "tier") {
       ctx.phase(tag(`/healthz floor: closed loop, ${d.healthzS} s`), d.healthzS * 1000);
       const paths = ctx.workload.single("/healthz");
-      const m = await measure(system, () => wrkPhase({ targets: system.targets, connections: ctx.settings.connections, seconds: d.healthzS, paths, seed: 1, signal: ctx.signal }));
+      const m = await measure(system, () =>
+        wrkPhase({ targets: system.targets, connections: ctx.settings.connections, seconds: d.healthzS, paths, seed: 1, signal: ctx.signal }),
+      );
       add(row(system, "healthz", m));
       if (stopped()) return out;
     }
@@ -393,7 +427,15 @@ export async function runScenarios(ctx: Context, system: System, onRow: (row: Ro
     const m = await measure(system, () => herd(system.targets, `/products/${id}`, perTarget * system.targets.length), SETTLE_MS);
     const concurrency = system.targets.length > 1 ? `${system.targets.length} × ${perTarget} at once` : `${perTarget} at once`;
     const herdFetches = await system.origin.countsOf(id);
-    add(row(system, "herd", { ...m, value: phaseOfHerd(m.value) }, { id, concurrency, herdFetches }, [`origin counted until 1 s after the burst; for ${id} itself: ${Object.entries(herdFetches).map(([k, n]) => `${k} ${n}`).join(", ") || "none"}`]));
+    add(
+      row(system, "herd", { ...m, value: phaseOfHerd(m.value) }, { id, concurrency, herdFetches }, [
+        `origin counted until 1 s after the burst; for ${id} itself: ${
+          Object.entries(herdFetches)
+            .map(([k, n]) => `${k} ${n}`)
+            .join(", ") || "none"
+        }`,
+      ]),
+    );
   }
   if (stopped()) return out;
 
@@ -503,7 +545,11 @@ async function priceChange(ctx: Context, system: System, d: Durations, startedAt
       row: r,
       pending: poll!.then(() => {
         stale.pending = false;
-        ctx.note(stale.seconds === null ? `${system.name}: new price not served within ${stale.capS} s` : `${system.name}: new price served by every answer ${stale.seconds} s after the change`);
+        ctx.note(
+          stale.seconds === null
+            ? `${system.name}: new price not served within ${stale.capS} s`
+            : `${system.name}: new price served by every answer ${stale.seconds} s after the change`,
+        );
       }),
     };
   }

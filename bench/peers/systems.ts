@@ -12,7 +12,18 @@
 // served stale), so that a peer caches the very HTML the tier renders and
 // each peer miss costs the origin calls a real render does.
 import { productId } from "../../dev/origin/catalog";
-import { BENCH_PUBLIC_URL, buildKnownIdsFilter, OriginAdmin, startOrigin, startServers, startWorker, type FilterBuild, type Servers, type WorkerInstance, type WorkerLogs } from "../stack";
+import {
+  BENCH_PUBLIC_URL,
+  buildKnownIdsFilter,
+  type OriginAdmin,
+  startOrigin,
+  startServers,
+  startWorker,
+  type FilterBuild,
+  type Servers,
+  type WorkerInstance,
+  type WorkerLogs,
+} from "../stack";
 import { workerdPids } from "../cpu";
 import { startNginx, startVarnish, type CachePolicy, type CacheServer } from "./procs";
 import { RedisProbe } from "./redis";
@@ -50,7 +61,9 @@ export const RENDER_ONLY_VARS: Record<string, string> = {
 const PEERS_FRESHNESS = { ttl: PRODUCT_POLICY.ttlS, swr: PRODUCT_POLICY.graceS };
 export const TIER_VARS: Record<TierName, Record<string, string>> = {
   tier: {},
-  "tier-300s": { CACHE_POLICIES: JSON.stringify({ product: PEERS_FRESHNESS, inventory: PEERS_FRESHNESS, reviews: PEERS_FRESHNESS, recommendations: PEERS_FRESHNESS }) },
+  "tier-300s": {
+    CACHE_POLICIES: JSON.stringify({ product: PEERS_FRESHNESS, inventory: PEERS_FRESHNESS, reviews: PEERS_FRESHNESS, recommendations: PEERS_FRESHNESS }),
+  },
 };
 
 const RENDER_ONLY_INSTANCES = 2;
@@ -96,7 +109,17 @@ export async function startPeer(name: "nginx" | "varnish", settings: Settings, d
     }
     const check = await checkRenderOnly(workers[0]!.url, origin.admin);
     const server: CacheServer =
-      name === "nginx" ? await startNginx(dir, workers.map((w) => w.url), PRODUCT_POLICY) : await startVarnish(dir, workers.map((w) => w.url), PRODUCT_POLICY);
+      name === "nginx"
+        ? await startNginx(
+            dir,
+            workers.map((w) => w.url),
+            PRODUCT_POLICY,
+          )
+        : await startVarnish(
+            dir,
+            workers.map((w) => w.url),
+            PRODUCT_POLICY,
+          );
     stops.push(onCleanup(`${name}: ${name === "nginx" ? "nginx" : "varnishd"} pid ${server.pid}`, () => server.close()));
     const same = await samePage(server.url, workers[1]!.url);
     return {
@@ -153,7 +176,10 @@ async function samePage(cacheUrl: string, renderUrl: string): Promise<string> {
   const [cached, rendered] = [await getPage(`${cacheUrl}/products/${id}`), await getPage(`${renderUrl}/products/${id}`)];
   // Only the inline time-dependent parts could differ; strip nothing, compare the visible essentials.
   const same = cached.status === 200 && priceNow(cached.body) === priceNow(rendered.body) && title(cached.body) === title(rendered.body);
-  if (!same) throw new Error(`the page through the cache differs from the render-only worker's (${cached.status}, ${priceNow(cached.body)} vs ${priceNow(rendered.body)})`);
+  if (!same)
+    throw new Error(
+      `the page through the cache differs from the render-only worker's (${cached.status}, ${priceNow(cached.body)} vs ${priceNow(rendered.body)})`,
+    );
   return `through the cache: ${id} → 200, same title and price as rendered (${cached.body.length === rendered.body.length ? "same length" : `${cached.body.length} vs ${rendered.body.length} bytes`})`;
 }
 
@@ -186,7 +212,11 @@ export async function startTier(name: TierName, settings: Settings, logs: Worker
     const id = productId(1);
     const page = await getPage(`${workers[0]!.url}/products/${id}`);
     if (page.status !== 200 || priceNow(page.body) === null) {
-      const text = page.body.replace(/<(script|style)[\s\S]*?<\/\1>/gi, " ").replace(/<[^>]+>/g, " ").replace(/\s+/g, " ").trim();
+      const text = page.body
+        .replace(/<(script|style)[\s\S]*?<\/\1>/gi, " ")
+        .replace(/<[^>]+>/g, " ")
+        .replace(/\s+/g, " ")
+        .trim();
       throw new Error(`the tier's page for ${id} is wrong: HTTP ${page.status}: ${text.slice(0, 300)}`);
     }
     const origin = servers.origin;
@@ -195,7 +225,9 @@ export async function startTier(name: TierName, settings: Settings, logs: Worker
       name,
       description:
         `this tier: ${TIER_INSTANCES} Miniflare (workerd) instances, L1 lru-cache + L2 redis-server via the Upstash REST gateway, load split across them → demo origin; ` +
-        (Object.keys(vars).length ? `policies: every page resource fresh for ${PEERS_FRESHNESS.ttl} s, stale-while-revalidate ${PEERS_FRESHNESS.swr} s (the peers' freshness)` : "the tier's default policies"),
+        (Object.keys(vars).length
+          ? `policies: every page resource fresh for ${PEERS_FRESHNESS.ttl} s, stale-while-revalidate ${PEERS_FRESHNESS.swr} s (the peers' freshness)`
+          : "the tier's default policies"),
       targets: workers.map((w) => w.url),
       origin,
       cpuRoots: { workerd: newPids(before), "origin+gateway": [servers.pid] },
@@ -208,7 +240,13 @@ export async function startTier(name: TierName, settings: Settings, logs: Worker
             signal: AbortSignal.timeout(5000),
           }),
         ),
-      config: `worker settings: ${Object.keys(vars).length ? Object.entries(vars).map(([k, v]) => `${k}=${v}`).join(", ") : "the tier's defaults"}; bindings ORIGIN_URL, PUBLIC_URL, UPSTASH_REDIS_REST_URL/TOKEN (gateway), PURGE_TOKEN`,
+      config: `worker settings: ${
+        Object.keys(vars).length
+          ? Object.entries(vars)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(", ")
+          : "the tier's defaults"
+      }; bindings ORIGIN_URL, PUBLIC_URL, UPSTASH_REDIS_REST_URL/TOKEN (gateway), PURGE_TOKEN`,
       check: `tier check: ${id} → 200, ${page.body.length.toLocaleString("en-US")} bytes, price ${priceNow(page.body)}; known-ids filter ${filter.built ? `built in ${filter.seconds} s` : `NOT built (${filter.detail})`}`,
       servers,
       filter,
@@ -261,7 +299,8 @@ async function retried(what: string, send: () => Promise<Response>): Promise<str
       return `${what} → ${summarise(failures)}, then ${outcome} after ${((Date.now() - started) / 1000).toFixed(1)} s (${failures.length + 1} attempts${gaveUp})`;
     }
     failures.push(outcome);
-    if (Date.now() - started + delay > PURGE_RETRY_FOR_MS) return `${what} → ${summarise(failures)}: given up after ${((Date.now() - started) / 1000).toFixed(1)} s`;
+    if (Date.now() - started + delay > PURGE_RETRY_FOR_MS)
+      return `${what} → ${summarise(failures)}: given up after ${((Date.now() - started) / 1000).toFixed(1)} s`;
     await new Promise((r) => setTimeout(r, delay));
     delay = Math.min(1000, delay * 2);
   }

@@ -39,7 +39,9 @@ const warmS = Number(args.warm);
 const instances = Number(args.instances);
 const connections = Number(args.connections);
 if (args.help || ![seconds, warmS, connections].every((n) => Number.isInteger(n) && n >= 1) || ![1, 2].includes(instances)) {
-  (args.help ? console.log : console.error)("usage: npm run bench:profile -- [--seconds N (default 20)] [--warm N (default 60)] [--instances 1|2] [--connections N (default 64)]");
+  (args.help ? console.log : console.error)(
+    "usage: npm run bench:profile -- [--seconds N (default 20)] [--warm N (default 60)] [--instances 1|2] [--connections N (default 64)]",
+  );
   process.exit(args.help ? 0 : 2);
 }
 
@@ -60,7 +62,9 @@ async function main(): Promise<void> {
   ensureWrk();
   const startedAt = new Date();
   const logs: WorkerLogs = { count: 0, distinct: new Map(), scenario: "profile" };
-  console.log(`profile: ${instances} instance(s), wrk -t2 -c${connections}; warm-up ${warmS} s, then ${seconds} s each of /healthz, Zipf, Zipf under the profiler`);
+  console.log(
+    `profile: ${instances} instance(s), wrk -t2 -c${connections}; warm-up ${warmS} s, then ${seconds} s each of /healthz, Zipf, Zipf under the profiler`,
+  );
   const { servers, filter } = await startStack({ catalogSize: CATALOG, ...ORIGIN }, onCleanup);
   const { workers } = await startWorkers(instances, servers.bindings, logs, onCleanup, true);
   const targets = workers.map((w) => w.url);
@@ -93,9 +97,14 @@ async function main(): Promise<void> {
     const changes = workers.map((_, k) => change(before[k]!, after[k]!).tiers);
     const tiers = changes.some((t) => t === null)
       ? null
-      : changes.reduce<Phase["tiers"] & object>((sum, t) => ({ l1: sum.l1 + t!.l1, l2: sum.l2 + t!.l2, origin: sum.origin + t!.origin, failed: sum.failed + t!.failed }), { l1: 0, l2: 0, origin: 0, failed: 0 });
+      : changes.reduce<Phase["tiers"] & object>(
+          (sum, t) => ({ l1: sum.l1 + t!.l1, l2: sum.l2 + t!.l2, origin: sum.origin + t!.origin, failed: sum.failed + t!.failed }),
+          { l1: 0, l2: 0, origin: 0, failed: 0 },
+        );
     const result = { label, wrk: figures, cpuS: cpuBetween(cpuBefore, cpuAfter).seconds.workerd ?? 0, redis, tiers };
-    console.log(`  ${label}: ${Math.round(rps(result))} req/s, p50 ${ms(figures.p50Us)} ms, p99 ${ms(figures.p99Us)} ms, ${(cpuPerRequestMs(result)).toFixed(3)} workerd CPU-ms per request`);
+    console.log(
+      `  ${label}: ${Math.round(rps(result))} req/s, p50 ${ms(figures.p50Us)} ms, p99 ${ms(figures.p99Us)} ms, ${(cpuPerRequestMs(result)).toFixed(3)} workerd CPU-ms per request`,
+    );
     return result;
   };
   const healthz = await phase("/healthz", healthzPaths);
@@ -119,7 +128,10 @@ async function main(): Promise<void> {
     const split = t && answers ? `${pct(t.l1, answers)} / ${pct(t.l2, answers)} / ${pct(t.origin, answers)}` : "—";
     return `| ${p.label} | ${Math.round(rps(p))} | ${ms(p.wrk.p50Us)} | ${ms(p.wrk.p99Us)} | ${nonOk(p.wrk)} | ${cpuPerRequestMs(p).toFixed(3)} | ${(cpuPerRequestMs(p) / floor).toFixed(2)}× | ${(redisTotal / pages).toFixed(3)} | ${split} |`;
   });
-  const perCommand = Object.entries(zipf.redis).sort((a, b) => b[1] - a[1]).map(([command, calls]) => `${command} ${(calls / zipf.wrk.requests).toFixed(3)}`).join(", ");
+  const perCommand = Object.entries(zipf.redis)
+    .sort((a, b) => b[1] - a[1])
+    .map(([command, calls]) => `${command} ${(calls / zipf.wrk.requests).toFixed(3)}`)
+    .join(", ");
   const markdown = [
     `# Where the worker's CPU goes: ${instances} instance(s), ${connections} connections, Zipf(1.0) over ${CATALOG.toLocaleString("en-US")} products`,
     "",
@@ -147,6 +159,9 @@ const rps = (p: Phase) => p.wrk.requests / (p.wrk.durationUs / 1e6);
 const cpuPerRequestMs = (p: Phase) => (1000 * p.cpuS) / Math.max(1, p.wrk.requests);
 const ms = (us: number) => Math.round(us / 100) / 10;
 const pct = (n: number, of: number) => `${Math.round((100 * n) / of)}%`;
-const nonOk = (w: WrkFigures) => Object.entries(w.statuses).filter(([c]) => c !== "2xx").reduce((n, [, c]) => n + c, 0) + w.errors.timeout;
+const nonOk = (w: WrkFigures) =>
+  Object.entries(w.statuses)
+    .filter(([c]) => c !== "2xx")
+    .reduce((n, [, c]) => n + c, 0) + w.errors.timeout;
 
 run(main);

@@ -38,13 +38,16 @@ export function startCancellers(targets: string[], nextPath: () => string, perSe
     req.on("error", () => undefined); // our own destroy() and its "socket hang up"
     req.on("close", () => pending--);
     req.end();
-    setTimeout(() => {
-      count(answered ? "answered" : written ? "abortedInFlight" : "abortedUnsent");
-      // A reset, as a closed tab or a lost mobile connection often is: workerd
-      // cancels the request at once (a plain close it notices only when it writes).
-      if (req.socket && !answered) req.socket.resetAndDestroy();
-      else req.destroy();
-    }, 1 + Math.random() * 29);
+    setTimeout(
+      () => {
+        count(answered ? "answered" : written ? "abortedInFlight" : "abortedUnsent");
+        // A reset, as a closed tab or a lost mobile connection often is: workerd
+        // cancels the request at once (a plain close it notices only when it writes).
+        if (req.socket && !answered) req.socket.resetAndDestroy();
+        else req.destroy();
+      },
+      1 + Math.random() * 29,
+    );
   };
   const timer = setInterval(() => {
     credit += (rate * TICK_MS) / 1000;

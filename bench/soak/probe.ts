@@ -20,9 +20,15 @@ export function get(url: string, timeoutMs = 10_000): Promise<Answer> {
   return new Promise((done) => {
     const answer = (status: number) => done({ status, ms: Math.round(performance.now() - started) });
     const req = request(url, { agent: false, timeout: timeoutMs }, (res) => {
-      res.on("end", () => answer(res.statusCode ?? 0)).on("error", () => answer(0)).resume();
+      res
+        .on("end", () => answer(res.statusCode ?? 0))
+        .on("error", () => answer(0))
+        .resume();
     });
-    req.on("timeout", () => req.destroy()).on("error", () => answer(0)).end();
+    req
+      .on("timeout", () => req.destroy())
+      .on("error", () => answer(0))
+      .end();
   });
 }
 
@@ -167,10 +173,13 @@ export interface Change {
 export function change(before: Snapshot, after: Snapshot): Change {
   const [a, b] = [before.status, after.status];
   const covered = a && b && Date.parse(b.isolate.startedAt) >= b.last15m.from;
-  const minus = <T extends object>(x: T, y: T) => Object.fromEntries(Object.keys(x).map((k) => [k, (x[k as keyof T] as number) - (y[k as keyof T] as number)])) as T;
+  const minus = <T extends object>(x: T, y: T) =>
+    Object.fromEntries(Object.keys(x).map((k) => [k, (x[k as keyof T] as number) - (y[k as keyof T] as number)])) as T;
   let breakers: Change["breakers"] = null;
-  if (a && b && b.breakerTransitions) {
-    const moved = Object.entries(b.breakerTransitions).map(([name, n]) => [name, n - (a.breakerTransitions?.[name] ?? 0)] as const).filter(([, n]) => n > 0);
+  if (a && b?.breakerTransitions) {
+    const moved = Object.entries(b.breakerTransitions)
+      .map(([name, n]) => [name, n - (a.breakerTransitions?.[name] ?? 0)] as const)
+      .filter(([, n]) => n > 0);
     breakers = { count: moved.reduce((sum, [, n]) => sum + n, 0), exact: true, names: moved.map(([name]) => name) };
   } else if (b) {
     const moved = b.breakerChanges.filter((note) => note.since !== null && note.since > before.at && note.since <= after.at);
@@ -190,5 +199,12 @@ export function change(before: Snapshot, after: Snapshot): Change {
 
 const pickTiers = ({ l1, l2, origin, failed }: Tiers): Tiers => ({ l1, l2, origin, failed });
 const pickOrigin = ({ fetches, errors, shed }: OriginCalls): OriginCalls => ({ fetches, errors, shed });
-const pickL2 = ({ skipped, failures, droppedWrites, countedTimeouts, countedErrors, outagesDismissed }: L2Stats): L2Stats => ({ skipped, failures, droppedWrites, countedTimeouts, countedErrors, outagesDismissed });
+const pickL2 = ({ skipped, failures, droppedWrites, countedTimeouts, countedErrors, outagesDismissed }: L2Stats): L2Stats => ({
+  skipped,
+  failures,
+  droppedWrites,
+  countedTimeouts,
+  countedErrors,
+  outagesDismissed,
+});
 const round1 = (value: number) => Math.round(value * 10) / 10;

@@ -30,9 +30,27 @@ export interface Window {
 }
 
 const COLUMNS = [
-  "window", "req/s", "p50 ms", "p99 ms", "2xx", "4xx", "5xx", "sock err / timeouts", "cancel sent / in flight",
-  "l1 / l2 / origin %", "origin: worker fetch / err / shed · origin got", "origin got per page: product / inventory / reviews / recs", "Redis per page: scripts / MGET · all calls", "L2 skip / fail / drop / breaker-counted time-outs / errors / outages dismissed by a probe", "breaker changes",
-  "slots use / queue / reclaimed", "fills flight / taken", "heap MB found→after GC (L1)", "unhandled / I/O / cross-req lines", "cores workerd / others", "workerd CPU-ms per page",
+  "window",
+  "req/s",
+  "p50 ms",
+  "p99 ms",
+  "2xx",
+  "4xx",
+  "5xx",
+  "sock err / timeouts",
+  "cancel sent / in flight",
+  "l1 / l2 / origin %",
+  "origin: worker fetch / err / shed · origin got",
+  "origin got per page: product / inventory / reviews / recs",
+  "Redis per page: scripts / MGET · all calls",
+  "L2 skip / fail / drop / breaker-counted time-outs / errors / outages dismissed by a probe",
+  "breaker changes",
+  "slots use / queue / reclaimed",
+  "fills flight / taken",
+  "heap MB found→after GC (L1)",
+  "unhandled / I/O / cross-req lines",
+  "cores workerd / others",
+  "workerd CPU-ms per page",
 ];
 
 export function tableHead(): string {
@@ -79,7 +97,12 @@ export function tableRow(w: Window): string {
     w.statuses["5xx"] ?? 0,
     `${w.socketErrors} / ${w.timeouts}`,
     w.cancel ? `${w.cancel.sent} / ${w.cancel.abortedInFlight}` : "–",
-    tiers && answers ? tiers.slice(0, 3).map((n) => Math.round((100 * n) / answers)).join(" / ") : "n/a",
+    tiers && answers
+      ? tiers
+          .slice(0, 3)
+          .map((n) => Math.round((100 * n) / answers))
+          .join(" / ")
+      : "n/a",
     `${na(sum(w.instances, (c) => c.workerOrigin, ["fetches", "errors", "shed"]))} · ${w.originRequests}`,
     ["product", "inventory", "reviews", "recommendations"].map((name) => perPage(w, w.originByService[name] ?? 0)).join(" / "),
     redisPerPage(w),

@@ -38,7 +38,13 @@ const ZIPF_SEED = 20_260_426;
  * four 10 s rounds. `period`: windows per throughput figure of the checks (a minute; a round).
  */
 const PLANS = {
-  soak: (minutes: number) => ({ windowS: 30, windows: 2 * minutes, period: 2, cancellers: true, label: (i: number) => `${Math.floor((i + 1) / 2)}:${(i + 1) % 2 ? "30" : "00"}` }),
+  soak: (minutes: number) => ({
+    windowS: 30,
+    windows: 2 * minutes,
+    period: 2,
+    cancellers: true,
+    label: (i: number) => `${Math.floor((i + 1) / 2)}:${(i + 1) % 2 ? "30" : "00"}`,
+  }),
   rounds: () => ({ windowS: 10, windows: 4, period: 1, cancellers: false, label: (i: number) => `round ${i + 1}` }),
 };
 
@@ -59,15 +65,28 @@ const minutes = Number(args.minutes);
 const instances = Number(args.instances);
 const connections = Number(args.connections);
 const profileWindows = (args["profile-windows"] ?? "").split(",").filter(Boolean).map(Number);
-const policiesValid = args.policies === undefined || (() => {
-  try {
-    return typeof JSON.parse(args.policies) === "object";
-  } catch {
-    return false;
-  }
-})();
-if (args.help || !Number.isInteger(minutes) || minutes < 1 || ![1, 2].includes(instances) || !Number.isInteger(connections) || connections < 2 || !policiesValid || !profileWindows.every((n) => Number.isInteger(n) && n >= 1)) {
-  (args.help ? console.log : console.error)("usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)]");
+const policiesValid =
+  args.policies === undefined ||
+  (() => {
+    try {
+      return typeof JSON.parse(args.policies) === "object";
+    } catch {
+      return false;
+    }
+  })();
+if (
+  args.help ||
+  !Number.isInteger(minutes) ||
+  minutes < 1 ||
+  ![1, 2].includes(instances) ||
+  !Number.isInteger(connections) ||
+  connections < 2 ||
+  !policiesValid ||
+  !profileWindows.every((n) => Number.isInteger(n) && n >= 1)
+) {
+  (args.help ? console.log : console.error)(
+    "usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)]",
+  );
   process.exit(args.help ? 0 : 2);
 }
 const mode = args.rounds ? "rounds" : "soak";
@@ -88,7 +107,8 @@ async function runWrk(targets: string[], seconds: number, seed: number, pathsFil
 
 const snapshot = (workers: WorkerInstance[]) => snapshots(workers, true);
 
-const countBy = (answers: Answer[]) => answers.reduce<Record<string, number>>((c, a) => ((c[a.status || "no answer"] = (c[a.status || "no answer"] ?? 0) + 1), c), {});
+const countBy = (answers: Answer[]) =>
+  answers.reduce<Record<string, number>>((c, a) => ((c[a.status || "no answer"] = (c[a.status || "no answer"] ?? 0) + 1), c), {});
 
 async function main(): Promise<void> {
   ensureWrk();
@@ -106,11 +126,19 @@ async function main(): Promise<void> {
       if (line.includes("from a different request context")) logCounts.crossRequest++;
     },
   };
-  console.log(`soak (${mode}): ${instances} instance(s), wrk -t2 -c${connections}, ${plan.windows} × ${plan.windowS} s; origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms, ${CATALOG.toLocaleString("en-US")} products${args.policies ? `; CACHE_POLICIES ${args.policies}` : ""}`);
+  console.log(
+    `soak (${mode}): ${instances} instance(s), wrk -t2 -c${connections}, ${plan.windows} × ${plan.windowS} s; origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms, ${CATALOG.toLocaleString("en-US")} products${args.policies ? `; CACHE_POLICIES ${args.policies}` : ""}`,
+  );
 
   // Set-up: bundle and servers at once, the known-ids filter, the instances with their inspectors.
   const { servers, filter } = await startStack({ catalogSize: CATALOG, ...ORIGIN }, onCleanup);
-  const { workers } = await startWorkers(instances, { ...servers.bindings, ...(args.policies ? { CACHE_POLICIES: args.policies } : {}) }, logs, onCleanup, true);
+  const { workers } = await startWorkers(
+    instances,
+    { ...servers.bindings, ...(args.policies ? { CACHE_POLICIES: args.policies } : {}) },
+    logs,
+    onCleanup,
+    true,
+  );
   console.log(filter.built ? `known-ids filter built in ${filter.seconds} s` : `known-ids filter NOT built (${filter.detail})`);
   const targets = workers.map((w) => w.url);
 
@@ -129,7 +157,13 @@ async function main(): Promise<void> {
   const { answers: herdAnswers } = await sendHerd(targets, `/products/${herdId}`, HERD.requests);
   await sleep(1000);
   const herdMs = herdAnswers.map((a) => a.ms).sort((a, b) => a - b);
-  const herd = { id: herdId, statuses: countBy(herdAnswers), p50Ms: percentile(herdMs, 50), maxMs: herdMs.at(-1) ?? 0, originFetches: await servers.origin.countsOf(herdId) };
+  const herd = {
+    id: herdId,
+    statuses: countBy(herdAnswers),
+    p50Ms: percentile(herdMs, 50),
+    maxMs: herdMs.at(-1) ?? 0,
+    originFetches: await servers.origin.countsOf(herdId),
+  };
   const herdLine = `herd: ${HERD.requests} requests for ${herdId} (rank ${HERD.rank}) at once: ${JSON.stringify(herd.statuses)}, p50 ${herd.p50Ms} ms, max ${herd.maxMs} ms; origin fetches ${JSON.stringify(herd.originFetches)}`;
   console.log(herdLine);
 
@@ -182,7 +216,11 @@ async function main(): Promise<void> {
       originByService: origin.services,
       redisCalls,
       instances: workers.map((_, k) => change(before[k]!, after[k]!)),
-      logs: { unhandled: logCounts.unhandled - logsBefore.unhandled, io: logCounts.io - logsBefore.io, crossRequest: logCounts.crossRequest - logsBefore.crossRequest },
+      logs: {
+        unhandled: logCounts.unhandled - logsBefore.unhandled,
+        io: logCounts.io - logsBefore.io,
+        crossRequest: logCounts.crossRequest - logsBefore.crossRequest,
+      },
       cpu: { workerd: cores("workerd"), others: cores("others") },
     };
     windows.push(window);
@@ -224,11 +262,13 @@ async function main(): Promise<void> {
   const last = await snapshot(workers);
 
   // Checks.
-  const fivexx = windows.reduce((n, w) => n + (w.statuses["5xx"] ?? 0), 0) + herdAnswers.filter((a) => a.status >= 500).length + cold.filter((c) => c.status >= 500).length;
+  const fivexx =
+    windows.reduce((n, w) => n + (w.statuses["5xx"] ?? 0), 0) + herdAnswers.filter((a) => a.status >= 500).length + cold.filter((c) => c.status >= 500).length;
   const periods: number[] = [];
   // Pages served well (2xx) per second: fast 503s must not pass for throughput.
   const okPerS = (w: Window) => (w.rps * (w.statuses["2xx"] ?? 0)) / Math.max(1, pagesOf(w));
-  for (let i = 0; i < windows.length; i += plan.period) periods.push(windows.slice(i, i + plan.period).reduce((n, w) => n + okPerS(w), 0) / windows.slice(i, i + plan.period).length);
+  for (let i = 0; i < windows.length; i += plan.period)
+    periods.push(windows.slice(i, i + plan.period).reduce((n, w) => n + okPerS(w), 0) / windows.slice(i, i + plan.period).length);
   const heapVerdicts = workers.map((_, k) => {
     const changes = windows.map((w) => w.instances[k]!);
     if (changes.length === 0 || changes.some((c) => c.heap === null || c.l1MB === null)) return { ok: null, text: "n/a" };
@@ -241,25 +281,43 @@ async function main(): Promise<void> {
     if (beyondL1.length < 3) return { ok: peakKept < HEAP_LIMIT_MB ? null : false, text: `too short to judge growth; ${peaks}` };
     const reference = Math.max(...beyondL1.slice(1, -1));
     const last = beyondL1.at(-1)!;
-    return { ok: last <= Math.max(reference * 1.1, reference + 2) && peakKept < HEAP_LIMIT_MB, text: `beyond L1: last ${last} MB vs ≤ ${reference} MB in windows 2..n−1; ${peaks}` };
+    return {
+      ok: last <= Math.max(reference * 1.1, reference + 2) && peakKept < HEAP_LIMIT_MB,
+      text: `beyond L1: last ${last} MB vs ≤ ${reference} MB in windows 2..n−1; ${peaks}`,
+    };
   });
   const l2Skipped = workers.map((_, k) => change(first[k]!, last[k]!).l2?.skipped ?? null);
   const verdict = (ok: boolean | null) => (ok === null ? "n/a" : ok ? "pass" : "FAIL");
   const checks = [
     ["no 5xx (herd, wrk, cold)", String(fivexx), verdict(fivexx === 0)],
-    ["no unhandled_error / \"Cannot perform I/O\" log lines", `${logCounts.unhandled} / ${logCounts.io}`, verdict(logCounts.unhandled + logCounts.io === 0)],
+    ['no unhandled_error / "Cannot perform I/O" log lines', `${logCounts.unhandled} / ${logCounts.io}`, verdict(logCounts.unhandled + logCounts.io === 0)],
     // Expected, not a fault: a request that waited on another's fill or slot
     // was cancelled by its visitor, and workerd drops its continuation.
     ["workerd's \"resolved from a different request context\" warnings (a cancelled waiter's continuation dropped)", String(logCounts.crossRequest), "info"],
-    [`heap flat after warm-up, below ${HEAP_LIMIT_MB} MB`, heapVerdicts.map((h) => h.text).join(" · "), verdict(heapVerdicts.some((h) => h.ok === null) ? null : heapVerdicts.every((h) => h.ok))],
-    [`last ${plan.period * plan.windowS} s 2xx/s ≥ 0.9 × the best ${plan.period * plan.windowS} s`, `${Math.round(periods.at(-1) ?? 0)} vs ${Math.round(Math.max(...periods))}`, verdict(periods.length > 1 ? periods.at(-1)! >= 0.9 * Math.max(...periods) : null)],
+    [
+      `heap flat after warm-up, below ${HEAP_LIMIT_MB} MB`,
+      heapVerdicts.map((h) => h.text).join(" · "),
+      verdict(heapVerdicts.some((h) => h.ok === null) ? null : heapVerdicts.every((h) => h.ok)),
+    ],
+    [
+      `last ${plan.period * plan.windowS} s 2xx/s ≥ 0.9 × the best ${plan.period * plan.windowS} s`,
+      `${Math.round(periods.at(-1) ?? 0)} vs ${Math.round(Math.max(...periods))}`,
+      verdict(periods.length > 1 ? periods.at(-1)! >= 0.9 * Math.max(...periods) : null),
+    ],
     ["limiter slots 0 within 2 s after the load", slotsText, verdict(!slotsKnown ? null : slotsFreeMs !== null && slotsFreeMs <= 2000)],
     ["cold products answer 200", cold.map((c) => c.status || "none").join(", "), verdict(cold.every((c) => c.status === 200))],
-    ["L2 reads skipped by the breaker = 0", l2Skipped.map((n) => n ?? "n/a").join(" · "), verdict(l2Skipped.some((n) => n === null) ? null : l2Skipped.every((n) => n === 0))],
+    [
+      "L2 reads skipped by the breaker = 0",
+      l2Skipped.map((n) => n ?? "n/a").join(" · "),
+      verdict(l2Skipped.some((n) => n === null) ? null : l2Skipped.every((n) => n === 0)),
+    ],
   ];
   const checksTable = ["| check | value | verdict |", "| --- | --- | --- |", ...checks.map((c) => `| ${c.join(" | ")} |`)].join("\n");
   console.log(`\n${checksTable}`);
-  const errorLines = [...logs.distinct].filter(([line]) => /error|warn|uncaught|exception|cannot|origin_failure/i.test(line)).sort((a, b) => b[1] - a[1]).slice(0, 10);
+  const errorLines = [...logs.distinct]
+    .filter(([line]) => /error|warn|uncaught|exception|cannot|origin_failure/i.test(line))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 10);
   for (const [line, count] of errorLines) console.log(`worker log ${count}× ${line.slice(0, 300)}`);
 
   // Files: Markdown, SVG, JSON.
@@ -273,7 +331,9 @@ async function main(): Promise<void> {
     `\`${command}\` · ${subtitle} · Node ${machine.node}, workerd ${machine.versions.workerd}, miniflare ${machine.versions.miniflare}`,
     "",
     `Origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms, ${CATALOG.toLocaleString("en-US")} products, Zipf(1.0); known-ids filter ${filter.built ? "built" : `NOT built (${filter.detail})`}.` +
-      (plan.cancellers ? ` Cancellers: ${CANCEL.share * 100}% of the last window's wrk rate (at most ${CANCEL.cap}/s), each closed 1–30 ms after it was sent.` : " No cancellers."),
+      (plan.cancellers
+        ? ` Cancellers: ${CANCEL.share * 100}% of the last window's wrk rate (at most ${CANCEL.cap}/s), each closed 1–30 ms after it was sent.`
+        : " No cancellers."),
     "",
     `${herdLine}.`,
     "",
@@ -288,10 +348,34 @@ async function main(): Promise<void> {
     "",
     checksTable,
     "",
-    ...profiles.flatMap(({ label, tables }) => [`## CPU profile of instance 1, window ending ${label} (sampling every ${SAMPLING_INTERVAL_US} µs; the profiler slows that window)`, "", tables, ""]),
-    ...(errorLines.length ? ["Worker log (errors and warnings, distinct lines):", "", ...errorLines.map(([line, count]) => `- ${count}× \`${line.slice(0, 400).replace(/`/g, "'")}\``), ""] : []),
+    ...profiles.flatMap(({ label, tables }) => [
+      `## CPU profile of instance 1, window ending ${label} (sampling every ${SAMPLING_INTERVAL_US} µs; the profiler slows that window)`,
+      "",
+      tables,
+      "",
+    ]),
+    ...(errorLines.length
+      ? [
+          "Worker log (errors and warnings, distinct lines):",
+          "",
+          ...errorLines.map(([line, count]) => `- ${count}× \`${line.slice(0, 400).replace(/`/g, "'")}\``),
+          "",
+        ]
+      : []),
   ].join("\n");
-  const raw = { command, startedAt, machine, settings: { mode, instances, connections, plan: { windowS: plan.windowS, windows: plan.windows }, origin: ORIGIN, catalog: CATALOG, cancel: CANCEL }, filter, herd, windows, slotsFreeMs: slotsKnown ? slotsFreeMs : "n/a", cold, checks, workerLog: errorLines };
+  const raw = {
+    command,
+    startedAt,
+    machine,
+    settings: { mode, instances, connections, plan: { windowS: plan.windowS, windows: plan.windows }, origin: ORIGIN, catalog: CATALOG, cancel: CANCEL },
+    filter,
+    herd,
+    windows,
+    slotsFreeMs: slotsKnown ? slotsFreeMs : "n/a",
+    cold,
+    checks,
+    workerLog: errorLines,
+  };
   const files = writeResults(name, { ".md": markdown, ".svg": lineChartSvg(title, subtitle, windows), ".json": JSON.stringify(raw, null, 2) });
   console.log(`\nresults: ${files.join(", ")}`);
 }

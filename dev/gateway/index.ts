@@ -14,22 +14,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { encodeResult, type CommandResult } from "./encode";
-import {
-  connectRedis,
-  RedisReplyError,
-  RedisUnavailableError,
-  type RedisLink,
-  type Settled,
-} from "./redis-link";
-import {
-  bearerCheck,
-  HttpError,
-  parseCommand,
-  parseCommandList,
-  parseJson,
-  parsePathCommand,
-  readBody,
-} from "./request";
+import { connectRedis, RedisReplyError, RedisUnavailableError, type RedisLink, type Settled } from "./redis-link";
+import { bearerCheck, HttpError, parseCommand, parseCommandList, parseJson, parsePathCommand, readBody } from "./request";
 
 export interface GatewayOptions {
   /** Port to listen on; 0 = pick a free port. */
@@ -164,22 +150,22 @@ function sendError(res: ServerResponse, err: unknown, context: Context): void {
   if (err instanceof HttpError) {
     // After a 413 the rest of the body is still on the wire: do not reuse the socket.
     const headers = err.status === 413 ? { connection: "close" } : undefined;
-    return sendJson(res, err.status, { error: err.message }, headers);
+    sendJson(res, err.status, { error: err.message }, headers);
+    return;
   }
-  if (err instanceof RedisReplyError) return sendJson(res, 400, { error: err.message });
+  if (err instanceof RedisReplyError) {
+    sendJson(res, 400, { error: err.message });
+    return;
+  }
   if (err instanceof RedisUnavailableError) {
-    return sendJson(res, 503, { error: `ERR redis unavailable: ${err.message}` });
+    sendJson(res, 503, { error: `ERR redis unavailable: ${err.message}` });
+    return;
   }
   context.log(`gateway: unexpected failure: ${(err as Error)?.stack ?? String(err)}`);
   sendJson(res, 500, { error: "ERR internal gateway error" });
 }
 
-function sendJson(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (res.headersSent || res.destroyed) return;
   const text = JSON.stringify(body);
   res.writeHead(status, {

@@ -10,8 +10,7 @@ import { parseArgs } from "node:util";
 import { startGateway, type GatewayOptions } from "./index";
 
 const USAGE =
-  "usage: tsx dev/gateway/main.ts [--port 8789] [--host 127.0.0.1] [--redis-port 6379] " +
-  "[--redis-host 127.0.0.1] --token TOKEN [--command-timeout-ms 5000]";
+  "usage: tsx dev/gateway/main.ts [--port 8789] [--host 127.0.0.1] [--redis-port 6379] " + "[--redis-host 127.0.0.1] --token TOKEN [--command-timeout-ms 5000]";
 
 function readOptions(): GatewayOptions {
   const { values } = parseArgs({
@@ -35,10 +34,7 @@ function readOptions(): GatewayOptions {
     redisPort: toPort(values["redis-port"] ?? env.REDIS_PORT ?? "6379", "--redis-port"),
     redisHost: values["redis-host"] ?? env.REDIS_HOST ?? "127.0.0.1",
     token,
-    commandTimeoutMs: toPositiveInt(
-      values["command-timeout-ms"] ?? env.GATEWAY_COMMAND_TIMEOUT_MS ?? "5000",
-      "--command-timeout-ms",
-    ),
+    commandTimeoutMs: toPositiveInt(values["command-timeout-ms"] ?? env.GATEWAY_COMMAND_TIMEOUT_MS ?? "5000", "--command-timeout-ms"),
   };
 }
 
@@ -62,9 +58,7 @@ function exitWith(message: string, code: number): never {
 async function main(): Promise<void> {
   const options = readOptions();
   const gateway = await startGateway(options);
-  console.log(
-    `gateway listening on ${gateway.url} -> redis ${options.redisHost}:${options.redisPort}`,
-  );
+  console.log(`gateway listening on ${gateway.url} -> redis ${options.redisHost}:${options.redisPort}`);
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
     // A second signal means "now": do not wait for a stuck close.

@@ -75,8 +75,7 @@ export function connectRedis(options: RedisLinkOptions): RedisLink {
 
   return {
     single: (args) => withDeadline(settle(send(redis, args)), deadlineMs),
-    pipeline: (commands) =>
-      withDeadline(Promise.all(commands.map((args) => settle(send(redis, args)))), deadlineMs),
+    pipeline: (commands) => withDeadline(Promise.all(commands.map((args) => settle(send(redis, args)))), deadlineMs),
     multiExec: (commands) => withDeadline(runMultiExec(redis, commands), deadlineMs),
     waitReady: (ms) => waitReady(redis, ms),
     close: () => {
@@ -140,9 +139,7 @@ async function runMultiExec(redis: Redis, commands: string[][]): Promise<Settled
     throw new RedisReplyError(`${exec?.ok === false ? exec.message : "EXEC failed"}${detail}`);
   }
   if (!Array.isArray(exec.reply)) throw new RedisReplyError("EXECABORT Transaction aborted");
-  return exec.reply.map((reply): Settled =>
-    reply instanceof Error ? { ok: false, message: reply.message } : { ok: true, reply },
-  );
+  return exec.reply.map((reply): Settled => (reply instanceof Error ? { ok: false, message: reply.message } : { ok: true, reply }));
 }
 
 /**

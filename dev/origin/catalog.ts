@@ -117,9 +117,7 @@ const CATEGORIES: readonly Category[] = [
   { path: ["Electronics", "Wearables", "Watches"], slug: "watches", nouns: ["Watch", "Tracker"] },
 ];
 
-const ADJECTIVES = [
-  "Swift", "Urban", "Classic", "Alpine", "Coastal", "Midnight", "Feather", "Rugged", "Nordic", "Solar",
-];
+const ADJECTIVES = ["Swift", "Urban", "Classic", "Alpine", "Coastal", "Midnight", "Feather", "Rugged", "Nordic", "Solar"];
 const COLORS = ["Red", "Blue", "Black", "White", "Olive", "Sand", "Crimson", "Teal"];
 const MATERIALS = ["Cotton", "Recycled polyester", "Leather", "Aluminium", "Cast iron", "Merino wool"];
 const VIEWS = ["front view", "side view", "back view", "detail"];
@@ -130,24 +128,14 @@ const SELLING_POINTS = [
   "Made with 30% recycled materials.",
   "Backed by a two-year warranty.",
 ];
-const HOSTILE_DESCRIPTION =
-  `Note: ${HOSTILE_DESCRIPTION_MARKUP} — crème brûlée édition, Größe über alles, ` +
-  "日本語の説明もあります, naïve café 🏃‍♀️🔥.";
+const HOSTILE_DESCRIPTION = `Note: ${HOSTILE_DESCRIPTION_MARKUP} — crème brûlée édition, Größe über alles, 日本語の説明もあります, naïve café 🏃‍♀️🔥.`;
 
-const REVIEW_AUTHORS = [
-  "Alex",
-  "Zoë Müller",
-  "<b>Bold</b> Buyer",
-  'José "Pepe" García',
-  "山田 太郎",
-  "O'Connor & Sons",
-  "Anonymous",
-];
+const REVIEW_AUTHORS = ["Alex", "Zoë Müller", "<b>Bold</b> Buyer", 'José "Pepe" García', "山田 太郎", "O'Connor & Sons", "Anonymous"];
 const REVIEW_TITLES = ["Great value", "Runs small", "<i>Meh</i>", "Love it! ❤️", 'Not "as advertised"', "Très bien"];
 const REVIEW_BODIES = [
   "Does what it says. Would buy again.",
   "Arrived fast & well packed. <b>Five stars</b>, really.",
-  "The colour is a bit off compared to the photos \"in real life\".",
+  'The colour is a bit off compared to the photos "in real life".',
   "Übergroß, aber bequem. 日本でも人気です。",
   "</textarea><script>alert('review')</script> just kidding, it's fine.",
 ];
@@ -174,8 +162,7 @@ export function productFor(index: number, originUrl: string): Product {
   const brand = pick(random, BRANDS);
   const category = pick(random, CATEGORIES);
   const name = `${pick(random, ADJECTIVES)} ${pick(random, category.nouns)}`;
-  const title =
-    index % 10 === 3 ? `${name} "Pro" & O'Brien's ${HOSTILE_TITLE_MARKUP}` : `${name} ${intBetween(random, 1, 9)}`;
+  const title = index % 10 === 3 ? `${name} "Pro" & O'Brien's ${HOSTILE_TITLE_MARKUP}` : `${name} ${intBetween(random, 1, 9)}`;
   // Prices end in .99, from 4.99 to 499.99.
   const price = intBetween(random, 4, 499) * 100 + 99;
   const compareAtPrice = random() < 0.5 ? Math.round((price * intBetween(random, 110, 150)) / 10_000) * 100 + 99 : null;
@@ -271,9 +258,7 @@ export interface NewProduct {
   available?: number;
 }
 
-export type ChangeResult =
-  | { ok: true; product: Product; inventory: Inventory }
-  | { ok: false; error: "not_found" | "conflict" | "too_many_overrides" };
+export type ChangeResult = { ok: true; product: Product; inventory: Inventory } | { ok: false; error: "not_found" | "conflict" | "too_many_overrides" };
 
 interface Stored {
   product: Product;
@@ -411,4 +396,3 @@ function decodeCursor(cursor: string): number | null {
   const match = /^p:([1-9]\d{0,8})$/.exec(Buffer.from(cursor, "base64url").toString("utf8"));
   return match ? Number(match[1]) : null;
 }
-

@@ -29,8 +29,10 @@ export function startWrangler(options: WranglerOptions): Wrangler {
   const bin = join(options.root, "node_modules", ".bin", "wrangler");
   const args = [
     "dev",
-    "--port", String(options.port),
-    "--ip", "127.0.0.1",
+    "--port",
+    String(options.port),
+    "--ip",
+    "127.0.0.1",
     // No hotkeys: stdin is not a terminal here, and Ctrl-C belongs to us.
     "--show-interactive-dev-session=false",
     ...Object.entries(options.vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),

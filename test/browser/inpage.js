@@ -12,7 +12,7 @@
         state.cls += entry.value;
         state.shifts.push({
           value: entry.value,
-          sources: (entry.sources || []).map((s) => (s.node && s.node.nodeName ? describe(s.node) : "?")),
+          sources: (entry.sources || []).map((s) => (s.node?.nodeName ? describe(s.node) : "?")),
         });
       }
     }).observe({ type: "layout-shift", buffered: true });
@@ -22,14 +22,17 @@
 
   function describe(node) {
     if (!(node instanceof Element)) return node.nodeName;
-    const cls = node.classList.length ? "." + [...node.classList].join(".") : "";
+    const cls = node.classList.length ? `.${[...node.classList].join(".")}` : "";
     return node.tagName.toLowerCase() + cls;
   }
 
   function parseColor(text) {
     const m = /rgba?\(([^)]+)\)/.exec(text);
     if (!m) return null;
-    const parts = m[1].split(/[\s,/]+/).filter(Boolean).map(Number);
+    const parts = m[1]
+      .split(/[\s,/]+/)
+      .filter(Boolean)
+      .map(Number);
     return { r: parts[0], g: parts[1], b: parts[2], a: parts.length > 3 ? parts[3] : 1 };
   }
 
@@ -69,7 +72,7 @@
   }
 
   function hex({ r, g, b }) {
-    return "#" + [r, g, b].map((v) => Math.round(v).toString(16).padStart(2, "0")).join("");
+    return `#${[r, g, b].map((v) => Math.round(v).toString(16).padStart(2, "0")).join("")}`;
   }
 
   function isShown(el) {

@@ -227,8 +227,14 @@ async function expectSoundPage(v: Visit, expectedStatus: number): Promise<void> 
 
   const rows = await inPage<ContrastRow[]>(v.page, "contrast()");
   expect(rows.length, "some text was measured").toBeGreaterThan(0);
-  expect(rows.filter((row) => row.overImage), "text over a background image cannot be measured").toEqual([]);
-  expect(rows.filter((row) => row.ratio < MIN_TEXT_CONTRAST), `contrast below ${MIN_TEXT_CONTRAST}:1`).toEqual([]);
+  expect(
+    rows.filter((row) => row.overImage),
+    "text over a background image cannot be measured",
+  ).toEqual([]);
+  expect(
+    rows.filter((row) => row.ratio < MIN_TEXT_CONTRAST),
+    `contrast below ${MIN_TEXT_CONTRAST}:1`,
+  ).toEqual([]);
 
   expect(Number.isNaN(v.cls), "layout-shift entries observed").toBe(false);
   expect(v.cls, `CLS (shifts: ${JSON.stringify(v.shifts)})`).toBeLessThan(MAX_CLS);

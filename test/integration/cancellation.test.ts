@@ -98,10 +98,13 @@ async function abandonedWave(target: WorkerInstance, ids: readonly string[], per
       if (!asked[`product:${id}`]) continue;
       waiting.delete(id);
       for (const v of byId.get(id)!) {
-        setTimeout(() => {
-          midFill.add(v);
-          v.abort();
-        }, 1 + Math.random() * 29);
+        setTimeout(
+          () => {
+            midFill.add(v);
+            v.abort();
+          },
+          1 + Math.random() * 29,
+        );
       }
     }
     await sleep(20);
@@ -161,7 +164,12 @@ describe("visitors who leave mid-request", () => {
 
     // A starts the fill; B..E arrive while A's product fetch is at the origin; then A leaves.
     const owner = visit(target.url!, `/products/${id}`);
-    await pollUntil("the origin to be asked for the product", () => originFetches(stack, "product", id), (n) => n >= 1, 3000);
+    await pollUntil(
+      "the origin to be asked for the product",
+      () => originFetches(stack, "product", id),
+      (n) => n >= 1,
+      3000,
+    );
     const waiters = Array.from({ length: 4 }, () => page(target, `/products/${id}`));
     await sleep(20);
     owner.abort();
@@ -199,7 +207,12 @@ describe("visitors who leave mid-request", () => {
     const healedAt = Date.now();
 
     // Within a second or two, cold products are answered from the origin again...
-    const first = await pollUntil("a cold product answered 200", () => page(target, `/products/${colds[0]}`), (p) => p.status === 200, SLOTS_BACK_MS);
+    const first = await pollUntil(
+      "a cold product answered 200",
+      () => page(target, `/products/${colds[0]}`),
+      (p) => p.status === 200,
+      SLOTS_BACK_MS,
+    );
     expectFreshFromOrigin(first);
     expect(Date.now() - healedAt).toBeLessThan(SLOTS_BACK_MS);
     // ... and once the fetches of the visitors who left have had their time

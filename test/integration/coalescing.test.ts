@@ -40,9 +40,7 @@ beforeEach(async () => {
 
 describe("coalescing", () => {
   it("4 isolates × 100 concurrent requests for one cold product ⇒ 1 product and 1 inventory fetch", async () => {
-    const responses = await Promise.all(
-      instances.flatMap((instance) => Array.from({ length: 100 }, () => instance.fetch("/products/p-000101"))),
-    );
+    const responses = await Promise.all(instances.flatMap((instance) => Array.from({ length: 100 }, () => instance.fetch("/products/p-000101"))));
     const statuses = responses.map((response) => response.status);
     expect(statuses.every((status) => status === 200)).toBe(true);
     await Promise.all(responses.map((response) => response.text()));

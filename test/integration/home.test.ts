@@ -20,7 +20,8 @@ async function isolate(shortListing = false): Promise<WorkerInstance> {
   return worker;
 }
 
-const home = (worker: WorkerInstance) => worker.fetch("/").then(async (response) => ({ status: response.status, html: await response.text(), retryAfter: response.headers.get("retry-after") }));
+const home = (worker: WorkerInstance) =>
+  worker.fetch("/").then(async (response) => ({ status: response.status, html: await response.text(), retryAfter: response.headers.get("retry-after") }));
 /** A hard purge of the listing, in L2 and (within the propagation bound) every isolate's L1. */
 async function purgeListing(worker: WorkerInstance): Promise<void> {
   const response = await worker.fetch("/__purge", {

@@ -71,7 +71,14 @@ async function ask(step: string, isolate: number, path: string, init?: RequestIn
 async function askRaw(step: string, isolate: number, path: string, headers: Record<string, string> = {}): Promise<Answer> {
   const answer = await httpGet(isolates[isolate]!.url!, path, headers);
   const flat = Object.fromEntries(Object.entries(answer.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(", ") : (value ?? "")]));
-  return remember({ step, isolate, request: `GET ${path.slice(0, 120)} ${JSON.stringify(headers).slice(0, 200)}`, status: answer.status, headers: flat, body: answer.body });
+  return remember({
+    step,
+    isolate,
+    request: `GET ${path.slice(0, 120)} ${JSON.stringify(headers).slice(0, 200)}`,
+    status: answer.status,
+    headers: flat,
+    body: answer.body,
+  });
 }
 
 const BOTH = [0, 1] as const;
@@ -118,8 +125,16 @@ describe("hostile input at one running tier", () => {
     const cases: { name: string; resource: ResourceName; value: (id: string) => string; plainMiss?: true }[] = [
       { name: "not an entry", resource: "product", value: () => "<html>oops</html>" },
       { name: "broken JSON", resource: "product", value: () => `${entryHeader()}j|{"d":{"id":` },
-      { name: "wrong schema", resource: "product", value: (id) => jsonValue({ ...originProduct(id), price: { amount: "free", currency: 7 }, version: HIGH_VERSION }) },
-      { name: "another product's data", resource: "product", value: (id) => jsonValue({ ...originProduct(id === "p-000001" ? "p-000002" : "p-000001"), version: HIGH_VERSION }) },
+      {
+        name: "wrong schema",
+        resource: "product",
+        value: (id) => jsonValue({ ...originProduct(id), price: { amount: "free", currency: 7 }, version: HIGH_VERSION }),
+      },
+      {
+        name: "another product's data",
+        resource: "product",
+        value: (id) => jsonValue({ ...originProduct(id === "p-000001" ? "p-000002" : "p-000001"), version: HIGH_VERSION }),
+      },
       { name: "over the size cap", resource: "product", value: () => oversizedValue() },
       // Read as no value at all: a miss, overwritten by the fill, never counted as invalid.
       { name: "an empty string", resource: "product", value: () => "", plainMiss: true },
@@ -141,7 +156,10 @@ describe("hostile input at one running tier", () => {
 
     // A gzip bomb (200 MB of zeros), once per isolate.
     const bomb = gzipBombValue();
-    for (const [isolate, id] of [[0, bombed0!], [1, bombed1!]] as const) {
+    for (const [isolate, id] of [
+      [0, bombed0!],
+      [1, bombed1!],
+    ] as const) {
       await direct.set(l2KeyOf("product", id), bomb, "PX", 24 * HOUR);
       const answer = await ask("L2 value: gzip bomb", isolate, `/products/${id}`);
       expect(answer.status).toBe(200);
@@ -166,8 +184,16 @@ describe("hostile input at one running tier", () => {
     const foreign: { name: string; resource: ResourceName; write: (id: string) => Promise<unknown> }[] = [
       { name: "a hash under the entry's key", resource: "product", write: (id) => direct.hset(l2KeyOf("product", id), "title", "x") },
       { name: "a list under the entry's key", resource: "inventory", write: (id) => direct.rpush(l2KeyOf("inventory", id), "x") },
-      { name: "a purge marker that is not a time", resource: "product", write: (id) => direct.set(purgeMarkerKey(DEFAULTS.keyPrefix, l2KeyOf("product", id)), "yesterday") },
-      { name: "a purge marker of another type", resource: "reviews", write: (id) => direct.sadd(purgeMarkerKey(DEFAULTS.keyPrefix, l2KeyOf("reviews", id)), "x") },
+      {
+        name: "a purge marker that is not a time",
+        resource: "product",
+        write: (id) => direct.set(purgeMarkerKey(DEFAULTS.keyPrefix, l2KeyOf("product", id)), "yesterday"),
+      },
+      {
+        name: "a purge marker of another type",
+        resource: "reviews",
+        write: (id) => direct.sadd(purgeMarkerKey(DEFAULTS.keyPrefix, l2KeyOf("reviews", id)), "x"),
+      },
       { name: "a lock that never expires", resource: "product", write: (id) => direct.set(lockKey(DEFAULTS.keyPrefix, l2KeyOf("product", id)), "mine") },
     ];
     const foreignIds = completeProducts(8200, foreign.length * 2);
@@ -180,7 +206,10 @@ describe("hostile input at one running tier", () => {
         expect(member(answer.headers["cache-status"] ?? "", resource), name).toMatch(/^pp-origin; fwd=uri-miss; fwd-status=200/);
         // The fill's entry is stored over it, and its lock gone.
         await waitFor(`${resource}:${id} (${name}) filled`, async () => (await heldEntry(direct, resource, id)) === "filled");
-        await waitFor(`the lock of ${resource}:${id} (${name}) released`, async () => (await direct.exists(lockKey(DEFAULTS.keyPrefix, l2KeyOf(resource, id)))) === 0);
+        await waitFor(
+          `the lock of ${resource}:${id} (${name}) released`,
+          async () => (await direct.exists(lockKey(DEFAULTS.keyPrefix, l2KeyOf(resource, id)))) === 0,
+        );
       }
     }
     // A soft purge of an id whose entry is of another type is recorded.
@@ -265,8 +294,13 @@ describe("hostile input at one running tier", () => {
     // the log, where every isolate catching up reads.
     const logKeys = purgeLogKeys(DEFAULTS.keyPrefix);
     const now = Date.now();
-    await direct.hset(logKeys.wide, { "product|sale": "garbage", "../../x": `${now}|0`, "product|brand:later": `${now + 365 * 86_400_000}|0`, "~floor": `${now + 365 * 86_400_000}|0` });
-    await direct.zadd(logKeys.log, 1e12, "{\"seq\":");
+    await direct.hset(logKeys.wide, {
+      "product|sale": "garbage",
+      "../../x": `${now}|0`,
+      "product|brand:later": `${now + 365 * 86_400_000}|0`,
+      "~floor": `${now + 365 * 86_400_000}|0`,
+    });
+    await direct.zadd(logKeys.log, 1e12, '{"seq":');
 
     let next = 0;
     const accepted: number[] = [];
@@ -307,7 +341,12 @@ describe("hostile input at one running tier", () => {
       { name: "constructor", headers: { ...bearer, ...json }, body: '{"constructor":{"prototype":{"all":true}}}', expected: [400] },
       { name: "ids not strings", headers: { ...bearer, ...json }, body: '{"ids":[1,{"a":1},null]}', expected: [400] },
       { name: "invalid ids", headers: { ...bearer, ...json }, body: JSON.stringify({ ids: ["../x", "p 1", "ü", "a".repeat(41), "*"] }), expected: [400] },
-      { name: "1,001 ids", headers: { ...bearer, ...json }, body: JSON.stringify({ ids: Array.from({ length: 1001 }, (_, i) => productId(i + 1)) }), expected: [400] },
+      {
+        name: "1,001 ids",
+        headers: { ...bearer, ...json },
+        body: JSON.stringify({ ids: Array.from({ length: 1001 }, (_, i) => productId(i + 1)) }),
+        expected: [400],
+      },
       { name: "bad tags", headers: { ...bearer, ...json }, body: JSON.stringify({ tags: ["brand acme", "", "x".repeat(65)] }), expected: [400] },
       { name: "bad mode", headers: { ...bearer, ...json }, body: '{"all":true,"mode":"nuke"}', expected: [400] },
       { name: "bad resources", headers: { ...bearer, ...json }, body: '{"all":true,"resources":["everything"]}', expected: [400] },
@@ -328,14 +367,21 @@ describe("hostile input at one running tier", () => {
       },
     ];
     for (const { name, headers, body, expected } of bad) {
-      const answer = await ask(`purge body: ${name}`, 0, "/__purge", { method: "POST", headers, body, ...(body instanceof ReadableStream ? { duplex: "half" } : {}) } as RequestInit);
+      const answer = await ask(`purge body: ${name}`, 0, "/__purge", {
+        method: "POST",
+        headers,
+        body,
+        ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
+      } as RequestInit);
       expect(expected, `${name}: ${answer.status} ${answer.body.slice(0, 200)}`).toContain(answer.status);
       expect(JSON.parse(answer.body), name).toMatchObject({ error: expect.any(String), message: expect.any(String) });
     }
     expect((await ask("purge: wrong method", 1, "/__purge")).status).toBe(404);
   });
 
-  it("junk ids against an origin that answers 400 or 422, or canonicalises case; path tricks, long ids, percent-encoding, unicode: 400 or 404", { timeout: 20_000 }, async () => {
+  it("junk ids against an origin that answers 400 or 422, or canonicalises case; path tricks, long ids, percent-encoding, unicode: 400 or 404", {
+    timeout: 20_000,
+  }, async () => {
     const junk = ["junk-1", "p-999999", "constructor", "toString", "prototype", "valueOf", "hasOwnProperty", "a".repeat(40), "0", "P-000001-", "x_-_-_y"];
     for (const unknownIdStatus of [400, 422]) {
       await injectFault(stack, { service: "all", unknownIdStatus });
@@ -387,10 +433,10 @@ describe("hostile input at one running tier", () => {
       "/products/p-000001\u00e9",
       "/products/p-000001\\..\\__status.json",
       "/products/__proto__",
-      "/products/" + "a".repeat(41),
-      "/products/" + "a".repeat(4000),
-      "/products/" + "%41".repeat(2000),
-      "/products/p-000001?" + "x=1&".repeat(1500),
+      `/products/${"a".repeat(41)}`,
+      `/products/${"a".repeat(4000)}`,
+      `/products/${"%41".repeat(2000)}`,
+      `/products/p-000001?${"x=1&".repeat(1500)}`,
       "/products/p-000001?id=../../__purge&id=<script>",
       "/PRODUCTS/p-000001",
       "/products/p-000001.json",
@@ -415,8 +461,7 @@ describe("hostile input at one running tier", () => {
 
   it("GET / with the listing service slow, then failing: the last list, or the documented 503 page when there is none", { timeout: 20_000 }, async () => {
     const listingPurge = (mode: "hard" | "soft") => purge(0, { ids: ["home"], resources: ["listing"], mode }, "listing purge");
-    const views = (step: string, count: number) =>
-      Promise.all(BOTH.flatMap((isolate) => Array.from({ length: count }, () => ask(step, isolate, "/"))));
+    const views = (step: string, count: number) => Promise.all(BOTH.flatMap((isolate) => Array.from({ length: count }, () => ask(step, isolate, "/"))));
     // Past the propagation bound: both isolates know of the purge before they serve.
     const afterPropagation = () => sleep(DEFAULTS.purgePollMs + 200);
 
@@ -460,7 +505,10 @@ describe("hostile input at one running tier", () => {
 
   it("serves normally afterwards: breakers closed, cold products from the origin, cached ones from L1, / and /healthz", async () => {
     await clearFaults(stack);
-    for (const [isolate, cold] of [[0, coldForIsolate0!], [1, coldForIsolate1!]] as const) {
+    for (const [isolate, cold] of [
+      [0, coldForIsolate0!],
+      [1, coldForIsolate1!],
+    ] as const) {
       const first = await ask("afterwards", isolate, `/products/${cold}`);
       expect(first.status).toBe(200);
       expect(first.body).toContain("In stock");
@@ -476,7 +524,9 @@ describe("hostile input at one running tier", () => {
       expect(JSON.parse(health.body)).toMatchObject({ ok: true, l2: "closed" });
       const model = await status(isolate);
       expect(model.l2.shards.map((shard) => shard.state)).toEqual(["closed"]);
-      expect(Object.fromEntries(RESOURCE_NAMES.map((name) => [name, model.originBreakers[name].state]))).toEqual(Object.fromEntries(RESOURCE_NAMES.map((name) => [name, "closed"])));
+      expect(Object.fromEntries(RESOURCE_NAMES.map((name) => [name, model.originBreakers[name].state]))).toEqual(
+        Object.fromEntries(RESOURCE_NAMES.map((name) => [name, "closed"])),
+      );
       expect(model.purges.blind).toBe(false);
       expect(model.purges.seq).toBeGreaterThanOrEqual(900);
       expect(model.originSlots.inUse).toBe(0);

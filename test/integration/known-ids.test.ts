@@ -15,7 +15,12 @@ let stack: Stack;
 let worker: WorkerInstance;
 
 async function buildFilter(): Promise<void> {
-  const l2 = createL2({ url: stack.gateway.url, token: GATEWAY_TOKEN, timeoutMs: 5000, breaker: createBreaker({ failureThreshold: 3, coolDownMs: 1000, clock: systemClock }) });
+  const l2 = createL2({
+    url: stack.gateway.url,
+    token: GATEWAY_TOKEN,
+    timeoutMs: 5000,
+    breaker: createBreaker({ failureThreshold: 3, coolDownMs: 1000, clock: systemClock }),
+  });
   const knownIds = createKnownIds({ l2, keyPrefix: "pp:v1", clock: systemClock, capacity: 20_000, log: () => {} });
   await knownIds.rebuild(listingOf(createOriginClient({ baseUrl: stack.origin.url, policies: DEFAULT_POLICIES })));
 }
@@ -58,7 +63,9 @@ describe("the known-ids filter", () => {
     }
     expect([...statuses.keys()]).toEqual([404]);
     const productFetches = (await stack.counters()).services.product ?? 0;
-    console.log(`known-ids: ${productFetches} of 10,000 random ids reached the origin (${(productFetches / 100).toFixed(2)}%, configured false-positive rate 1%)`);
+    console.log(
+      `known-ids: ${productFetches} of 10,000 random ids reached the origin (${(productFetches / 100).toFixed(2)}%, configured false-positive rate 1%)`,
+    );
     expect(productFetches).toBeLessThanOrEqual(200);
   }, 120_000);
 
@@ -95,7 +102,7 @@ describe("the known-ids filter", () => {
       expect((await instance.fetch("/products/p-000050")).status).toBe(200);
       const unknown = await instance.fetch("/products/p-009999");
       expect(unknown.status).toBe(404);
-      expect(unknown.headers.get("cache-status")).toContain('pp-origin');
+      expect(unknown.headers.get("cache-status")).toContain("pp-origin");
     } finally {
       await instance.close();
       await bare.close();

@@ -14,7 +14,17 @@ import { DEFAULT_POLICIES } from "../../src/config/defaults";
 import type { StatusModel } from "../../src/observability/status";
 import type { ResourceName } from "../../src/origin/resources";
 import { completeProducts, health, member, page, waitFor } from "../support/faults";
-import { directRedis, entryHeader as header, goneOrGood as goneOrGoodIn, gzipBombValue, HIGH_VERSION, HOUR, jsonValue, l2KeyOf as keyOf, oversizedValue } from "../support/l2Values";
+import {
+  directRedis,
+  entryHeader as header,
+  goneOrGood as goneOrGoodIn,
+  gzipBombValue,
+  HIGH_VERSION,
+  HOUR,
+  jsonValue,
+  l2KeyOf as keyOf,
+  oversizedValue,
+} from "../support/l2Values";
 import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
 import { logFaults, startedWorkers, startWorker, type WorkerInstance } from "../support/worker";
 
@@ -62,7 +72,12 @@ describe("invalid values in L2", () => {
   const cases: { name: string; id: string; resource: ResourceName; value: () => string }[] = [
     { name: "not an entry at all", id: garbage!, resource: "product", value: () => "<html>oops</html>" },
     { name: "a good header over broken JSON", id: brokenJson!, resource: "product", value: () => `${header()}j|{"d":{"id":` },
-    { name: "data that breaks the schema", id: wrongSchema!, resource: "product", value: () => jsonValue({ ...originProduct(wrongSchema!), title: 42, version: HIGH_VERSION }) },
+    {
+      name: "data that breaks the schema",
+      id: wrongSchema!,
+      resource: "product",
+      value: () => jsonValue({ ...originProduct(wrongSchema!), title: 42, version: HIGH_VERSION }),
+    },
     {
       // As an older release might have written it: before category and images were there.
       name: "data of an older shape",

@@ -30,7 +30,7 @@ describe("product pages", () => {
     expect(response.headers.get("content-type")).toContain("text/html");
     const html = await response.text();
     expect(html).toContain("<h1");
-    expect(html).toContain('application/ld+json');
+    expect(html).toContain("application/ld+json");
     // The title is there, HTML-escaped as the template engine does it.
     expect(html).toContain(escapeHtml(product.title));
   });
@@ -89,7 +89,12 @@ describe("product pages", () => {
     const first = await worker.fetch("/products/p-000020");
     expect(first.headers.get("cache-status")).toMatch(/pp-origin; fwd=uri-miss; fwd-status=200; stored/);
     // A valid RFC 8941 list, one member per resource, as a structured-field parser reads it.
-    expect(parseList(first.headers.get("cache-status")!).map(([, params]) => String(params.get("detail")).split(" ")[0])).toEqual(["product", "inventory", "reviews", "recommendations"]);
+    expect(parseList(first.headers.get("cache-status")!).map(([, params]) => String(params.get("detail")).split(" ")[0])).toEqual([
+      "product",
+      "inventory",
+      "reviews",
+      "recommendations",
+    ]);
     expect((await stack.counters()).ids["product:p-000020"]).toBe(1);
     // The first instance writes L2 in the background after answering.
     await waitFor(async () => (await stack.counters()).total > 0);

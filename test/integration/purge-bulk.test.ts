@@ -62,7 +62,9 @@ describe("a bulk re-price", () => {
       expect(p.ms).toBeLessThan(1000);
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
-    const status = (await (await reader.fetch("/__status.json", { headers: { authorization: `Bearer ${PURGE_TOKEN}` } })).json()) as { purges: { blind: boolean; seq: number } };
+    const status = (await (await reader.fetch("/__status.json", { headers: { authorization: `Bearer ${PURGE_TOKEN}` } })).json()) as {
+      purges: { blind: boolean; seq: number };
+    };
     expect(status.purges.blind).toBe(false);
     expect(status.purges.seq).toBeGreaterThanOrEqual(BULK_PURGES);
     expect((await health(reader)).l2).toBe("closed");

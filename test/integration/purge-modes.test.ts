@@ -77,7 +77,10 @@ describe.each(["hard", "soft"] as const)("a %s purge", (mode) => {
       expect(newAt, `prices seen: ${prices.join(", ")}`).toBeLessThanOrEqual(BOUND_MS);
       // Once the new price is shown, the old one never comes back.
       const first = prices.indexOf(newPrice);
-      expect(prices.slice(first).every((price) => price === newPrice), `prices seen: ${prices.join(", ")}`).toBe(true);
+      expect(
+        prices.slice(first).every((price) => price === newPrice),
+        `prices seen: ${prices.join(", ")}`,
+      ).toBe(true);
     }
   });
 });

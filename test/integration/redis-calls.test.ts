@@ -84,7 +84,7 @@ describe("Redis calls of requests that are not pages", () => {
       expect((await eager.fetch("/products/p-000001")).status).toBe(200); // loads the scripts
       await quiet(); // its background work (refreshes, writes) done
       await direct.config("RESETSTAT");
-      for (const path of ["/products/-leading-dash", "/products/%00%ff", "/products/p-1;drop", "/products/" + "p".repeat(300), "/products/p-000001/extra"]) {
+      for (const path of ["/products/-leading-dash", "/products/%00%ff", "/products/p-1;drop", `/products/${"p".repeat(300)}`, "/products/p-000001/extra"]) {
         expect((await eager.fetch(path)).status).toBeGreaterThanOrEqual(400);
         await new Promise((resolve) => setTimeout(resolve, 120)); // past the poll interval each time
       }

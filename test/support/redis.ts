@@ -78,11 +78,9 @@ async function control(port: number, first: ChildProcess): Promise<RedisServer> 
 /** Spawns redis-server on `port` and resolves once it answers PING. */
 async function launch(port: number): Promise<ChildProcess> {
   const bin = process.env.REDIS_SERVER_BIN ?? "redis-server";
-  const child = spawn(
-    bin,
-    ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmpdir()],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
+  const child = spawn(bin, ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tmpdir()], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   live.add(child);
   child.once("exit", () => live.delete(child));
   const output = captureTail(child);

@@ -1,16 +1,7 @@
 // The Bloom filter alone: sizing, no false negatives, the measured
 // false-positive rate, Redis bit order, segments and their ASCII form.
 import { describe, expect, it } from "vitest";
-import {
-  Bloom,
-  bloomShape,
-  positionsOf,
-  redisBitOf,
-  SEGMENT_BITS,
-  SEGMENT_BYTES,
-  segmentCountFor,
-  textToBytes,
-} from "../../src/knownIds/bloom";
+import { Bloom, bloomShape, positionsOf, redisBitOf, SEGMENT_BITS, SEGMENT_BYTES, segmentCountFor, textToBytes } from "../../src/knownIds/bloom";
 import { mulberry32 } from "../../dev/run/random";
 
 /** Deterministic pseudo-random ids (mulberry32), so that a failure can be replayed. */
@@ -105,7 +96,10 @@ describe("segments and bit order", () => {
     randomIds(100_000, 3, "x-").forEach((id) => bloom.add(id));
     expect(bloom.segments.every((segment) => segment.every((byte) => byte <= 0x7f))).toBe(true);
     expect(bloom.segments[0]!.some((byte) => byte === 0x7f)).toBe(true);
-    const copy = new Bloom(bloom, bloom.segments.map((_, i) => textToBytes(bloom.segmentText(i))!));
+    const copy = new Bloom(
+      bloom,
+      bloom.segments.map((_, i) => textToBytes(bloom.segmentText(i))!),
+    );
     expect(copy.segments).toEqual(bloom.segments);
     expect(textToBytes("ok\u00e9")).toBeNull();
   });

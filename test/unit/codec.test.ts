@@ -17,7 +17,7 @@ import { createL2Entries, longestLifeMs } from "../../src/cache/l2Entries";
 import { parseConfig } from "../../src/config";
 import { DEFAULTS, DEFAULT_POLICIES } from "../../src/config/defaults";
 import { LISTING_ID, type ResourceName } from "../../src/origin/resources";
-import { type Product } from "../../src/origin/types";
+import type { Product } from "../../src/origin/types";
 import { validateResource } from "../../src/origin/validate";
 import { bytesToBase64 } from "../../src/shared/base64";
 import { sampleProduct } from "../support/fakes";
@@ -50,7 +50,9 @@ function verdict(value: string, expected: EntryExpectation<ResourceName> = expec
 }
 
 /** `<version>|<fetchedAt>|<freshUntil>|<staleUntil>|j|{"d":…,"e":…}` with the numbers of a good product entry unless given. */
-function handMade(fields: { version?: number | string; fetchedAt?: number | string; freshUntil?: number | string; staleUntil?: number | string; d?: unknown; e?: unknown } = {}): string {
+function handMade(
+  fields: { version?: number | string; fetchedAt?: number | string; freshUntil?: number | string; staleUntil?: number | string; d?: unknown; e?: unknown } = {},
+): string {
   const good = productEntry();
   const { version = good.version, fetchedAt = good.fetchedAt, freshUntil = good.freshUntil, staleUntil = good.staleUntil } = fields;
   const payload = JSON.stringify({ d: "d" in fields ? fields.d : good.data, e: "e" in fields ? fields.e : good.errorUntil });
@@ -69,9 +71,18 @@ describe("codec: values that are entries", () => {
     const smallValue = encoded(small);
     expect(smallValue).toMatch(/^17\|\d+\|\d+\|\d+\|j\|/);
     const decodedSmall = decodeEntry(smallValue, expecting("product"));
-    expect(decodedSmall).toMatchObject({ entry: { data: small.data, version: 17, fetchedAt: small.fetchedAt, freshUntil: small.freshUntil, staleUntil: small.staleUntil, errorUntil: small.errorUntil } });
+    expect(decodedSmall).toMatchObject({
+      entry: {
+        data: small.data,
+        version: 17,
+        fetchedAt: small.fetchedAt,
+        freshUntil: small.freshUntil,
+        staleUntil: small.staleUntil,
+        errorUntil: small.errorUntil,
+      },
+    });
 
-    const large = productEntry({ ...sampleProduct(ID, 18), description: "Lorem ipsum — 日本語 <b>\"x\"</b> ".repeat(500) });
+    const large = productEntry({ ...sampleProduct(ID, 18), description: 'Lorem ipsum — 日本語 <b>"x"</b> '.repeat(500) });
     const largeValue = encoded(large);
     expect(largeValue).toMatch(/^18\|\d+\|\d+\|\d+\|z\|/);
     expect(largeValue.length).toBeLessThan(JSON.stringify(large.data).length / 4);
@@ -215,7 +226,10 @@ describe("codec: values that are not entries", () => {
 
 describe("codec: what is not written", () => {
   it("does not store what it would refuse to read back: JSON over the cap, versions past 2^53", () => {
-    const tooLarge = productEntry({ ...sampleProduct(ID, 3), attributes: Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`a${i}`, "\u0001".repeat(100)])) });
+    const tooLarge = productEntry({
+      ...sampleProduct(ID, 3),
+      attributes: Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`a${i}`, "\u0001".repeat(100)])),
+    });
     expect(encodeEntry(tooLarge, DEFAULTS.compressAboveBytes)).toBeUndefined();
     const product = { ...sampleProduct(ID), version: 1e21 };
     expect(encodeEntry({ ...productEntry(), data: product, version: product.version }, DEFAULTS.compressAboveBytes)).toBeUndefined();
@@ -242,7 +256,12 @@ describe("L2 entries: invalid values are misses, counted, logged and deleted whi
 
   function setup() {
     const config = parseConfig({ ORIGIN_URL: "http://origin.test", PUBLIC_URL: "https://shop.test" });
-    const l2 = createL2({ url: gateway.url, token: TOKEN, timeoutMs: 1000, breaker: createBreaker({ failureThreshold: 3, coolDownMs: 60_000, clock: systemClock }) });
+    const l2 = createL2({
+      url: gateway.url,
+      token: TOKEN,
+      timeoutMs: 1000,
+      breaker: createBreaker({ failureThreshold: 3, coolDownMs: 60_000, clock: systemClock }),
+    });
     const logged: { key: string; event: string; fields: Record<string, unknown> | undefined }[] = [];
     const entries = createL2Entries({ config, l2, clock: systemClock, log: (key, event, fields) => void logged.push({ key, event, fields }) });
     const background: Promise<unknown>[] = [];
@@ -264,7 +283,13 @@ describe("L2 entries: invalid values are misses, counted, logged and deleted whi
 
     // A fill wrote a good value after the bad one was read: it stays.
     const raceKey = entryKey("pp:v1", "product", "bad-2");
-    const good = encoded({ ...productEntry(sampleProduct("bad-2", 1), 0), fetchedAt: Date.now(), freshUntil: Date.now() + 1000, staleUntil: Date.now() + 2000, errorUntil: Date.now() + 3000 });
+    const good = encoded({
+      ...productEntry(sampleProduct("bad-2", 1), 0),
+      fetchedAt: Date.now(),
+      freshUntil: Date.now() + 1000,
+      staleUntil: Date.now() + 2000,
+      errorUntil: Date.now() + 3000,
+    });
     await redis.set(raceKey, good, { px: 60_000 });
     expect(read(raceKey, "garbage", "bad-2")).toBeUndefined();
     await settle();
@@ -282,7 +307,13 @@ describe("L2 entries: invalid values are misses, counted, logged and deleted whi
     await settle();
     expect(await redis.get(key)).toBeNull();
     // Replaced by a fill's value meanwhile: kept.
-    const good = encoded({ ...productEntry(sampleProduct("huge-1", 1), 0), fetchedAt: Date.now(), freshUntil: Date.now() + 1000, staleUntil: Date.now() + 2000, errorUntil: Date.now() + 3000 });
+    const good = encoded({
+      ...productEntry(sampleProduct("huge-1", 1), 0),
+      fetchedAt: Date.now(),
+      freshUntil: Date.now() + 1000,
+      staleUntil: Date.now() + 2000,
+      errorUntil: Date.now() + 3000,
+    });
     await redis.set(key, good, { px: 60_000 });
     expect(read(key, huge, "huge-1")).toBeUndefined();
     await settle();

@@ -188,7 +188,7 @@ describe("services", () => {
       "/reviews/p-000005/summary",
       "/reviews/nope/summary",
       "/recommendations/p-000007",
-      "/recommendations/" + "a".repeat(50),
+      `/recommendations/${"a".repeat(50)}`,
       "/nowhere",
     ];
     for (const path of paths) {
@@ -393,7 +393,11 @@ async function startRecorder(statuses: number[] = []) {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const close = () => new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
+  const close = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
   return { url, requests, close };
 }
 
@@ -417,9 +421,7 @@ describe("changes", () => {
       expect(changed.body.product.updatedAt).not.toBe(before.updatedAt);
       expect(changed.body.inventory.version).toBe(1);
       expect(changed.body.purge).toEqual({ status: 200 });
-      expect(recorder.requests).toEqual([
-        { method: "POST", url: "/__purge", authorization: "Bearer s3cret", body: { ids: ["p-000010"] } },
-      ]);
+      expect(recorder.requests).toEqual([{ method: "POST", url: "/__purge", authorization: "Bearer s3cret", body: { ids: ["p-000010"] } }]);
       const after = (await shopCall("GET", "/products/p-000010")).body as Product;
       expect(after).toEqual({ ...before, price, version: 2, updatedAt: after.updatedAt });
 

@@ -41,7 +41,15 @@ function productValue(fetchedAt: number): string {
 
 async function fillOnce(l2: L2, l2Entries = createL2Entries({ config, l2, clock: { now: () => Date.now() } })) {
   const origin = fakeOrigin();
-  const fill = createFill({ config, origin, l2, l2Entries, clock: { now: () => Date.now() }, random: Math.random, sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) });
+  const fill = createFill({
+    config,
+    origin,
+    l2,
+    l2Entries,
+    clock: { now: () => Date.now() },
+    random: Math.random,
+    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+  });
   const context: FillContext = { resource: "product", id: "p-000042", background: () => {}, notBefore: 0, freshAfter: 0, freshBeyond: 0 };
   const entry = await fill(KEY, context);
   return { entry, context, originCalls: origin.calls.product };
@@ -62,7 +70,10 @@ describe("a fill that lost the lock", () => {
     const { l2, reads } = losingL2([staleCopy, staleCopy, winnersValue()], true);
     const decoded: string[] = [];
     const entries = createL2Entries({ config, l2, clock: { now: () => Date.now() } });
-    const counting = { ...entries, read: ((...args: Parameters<typeof entries.read>) => (decoded.push(args[1]), entries.read(...args))) as typeof entries.read };
+    const counting = {
+      ...entries,
+      read: ((...args: Parameters<typeof entries.read>) => (decoded.push(args[1]), entries.read(...args))) as typeof entries.read,
+    };
     const { entry, context, originCalls } = await fillOnce(l2, counting);
     expect(originCalls).toBe(0);
     expect(context.via).toBe("l2");
@@ -115,7 +126,10 @@ describe("a fill whose lock claim got no answer", () => {
 
   it("finds another isolate's token: waits for its result instead of fetching", async () => {
     let polls = 0;
-    const { l2 } = unansweredL2(() => "another-isolate", () => (++polls >= 3 ? winnersValue() : null));
+    const { l2 } = unansweredL2(
+      () => "another-isolate",
+      () => (++polls >= 3 ? winnersValue() : null),
+    );
     const { entry, context, originCalls } = await fillOnce(l2);
     expect(originCalls).toBe(0);
     expect(context.via).toBe("l2");
@@ -148,7 +162,13 @@ describe("a loser whose poll finds the lock free and no fresh copy", () => {
 
   it("asks the primary before fetching: a replica the lock has not reached yet (Upstash Global) costs no second origin fetch", async () => {
     // The winner holds the lock on the primary; the first poll reads a lagging replica that has neither its lock nor its copy.
-    const { l2, claims } = l2With([{ kind: "lost" }, { kind: "lost" }], [[null, null], [winnersValue(), null]]);
+    const { l2, claims } = l2With(
+      [{ kind: "lost" }, { kind: "lost" }],
+      [
+        [null, null],
+        [winnersValue(), null],
+      ],
+    );
     const { entry, context, originCalls } = await fillOnce(l2);
     expect(claims()).toBe(2);
     expect(originCalls).toBe(0);

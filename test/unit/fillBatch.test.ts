@@ -33,7 +33,11 @@ describe("a fill batch", () => {
   it("sends the claims of one turn as one call, each answered as its own", async () => {
     const { l2, calls } = recordingL2();
     const batch = createFillBatch(l2, () => {});
-    const answers = await Promise.all([batch.claimFill("a", "lock:a", OPTIONS), batch.claimFill("b-taken", "lock:b", OPTIONS), batch.claimFill("c", "lock:c", OPTIONS)]);
+    const answers = await Promise.all([
+      batch.claimFill("a", "lock:a", OPTIONS),
+      batch.claimFill("b-taken", "lock:b", OPTIONS),
+      batch.claimFill("c", "lock:c", OPTIONS),
+    ]);
     expect(answers.map((a) => a?.kind)).toEqual(["won", "lost", "won"]);
     const later = await batch.claimFill("d", "lock:d", OPTIONS);
     expect(later?.kind).toBe("won");

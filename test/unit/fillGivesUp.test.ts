@@ -56,7 +56,14 @@ function setup(holderAt: (poll: number) => string | null) {
     sleep: async (ms) => clock.advance(ms),
   });
   const background: Promise<unknown>[] = [];
-  const context: FillContext = { resource: "product", id: "p-000042", background: (work) => void background.push(work), notBefore: 0, freshAfter: 0, freshBeyond: 0 };
+  const context: FillContext = {
+    resource: "product",
+    id: "p-000042",
+    background: (work) => void background.push(work),
+    notBefore: 0,
+    freshAfter: 0,
+    freshBeyond: 0,
+  };
   const started = clock.now();
   return { fill: () => fill(KEY, context), context, origin, originCalledAt, polls, writes, started, settle: () => Promise.all(background) };
 }

@@ -148,7 +148,9 @@ describe("a filter built from the origin's listing", () => {
   it("refuses nearly all ids that do not exist (false-positive rate ≤ 2% over 10,000 look-alikes)", () => {
     const others = nonMembers(10_000, 7);
     const passed = others.filter((id) => ask(reader, id)).length;
-    console.log(`known-ids: ${CATALOG} ids, capacity ${CATALOG}, p=1%: measured false-positive rate ${((passed / others.length) * 100).toFixed(2)}% (${passed}/10000)`);
+    console.log(
+      `known-ids: ${CATALOG} ids, capacity ${CATALOG}, p=1%: measured false-positive rate ${((passed / others.length) * 100).toFixed(2)}% (${passed}/10000)`,
+    );
     expect(passed / others.length).toBeLessThanOrEqual(0.02);
   });
 
@@ -411,10 +413,15 @@ describe("rebuilding", () => {
   /** An isolate's L2 that runs `before` ahead of each of its writes: a window onto every intermediate state. */
   function interceptedL2(before: () => Promise<void>): L2 {
     const l2 = isolateL2();
-    return { ...l2, breaker: l2.breaker, stats: l2.stats, run: async (call, options) => {
-      if (options?.isWrite) await before();
-      return l2.run(call, options);
-    } };
+    return {
+      ...l2,
+      breaker: l2.breaker,
+      stats: l2.stats,
+      run: async (call, options) => {
+        if (options?.isWrite) await before();
+        return l2.run(call, options);
+      },
+    };
   }
 
   it("switches versions atomically: before each of its writes, readers see the whole old filter", async () => {
@@ -522,7 +529,9 @@ describe("rebuilding", () => {
       if (cursor) throw new Error("origin down");
       return origin.listProductIds(cursor, 1000);
     };
-    const error = await isolate(clock).rebuild(failing).catch((e: unknown) => e);
+    const error = await isolate(clock)
+      .rebuild(failing)
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(KnownIdsRebuildError);
     expect((error as KnownIdsRebuildError).failure).toBe("origin-listing");
     expect(parseMeta((await direct.get(keys.meta))!)).toMatchObject({ current: { version: first.version }, next: null });

@@ -124,22 +124,35 @@ describe("L2 writes and locks", () => {
     await redis.set(lockKey("pp:v1", taken), "someone-else", { px: 60_000 });
     const old = entry(2, { v: 2 }, now - 120_000);
     await redis.set(stale, encoded({ ...old, freshUntil: now - 60_000 }), { px: 60_000 });
-    const claim = (key: string, token: string) => ({ key, lock: lockKey("pp:v1", key), claim: { token, lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 } });
+    const claim = (key: string, token: string) => ({
+      key,
+      lock: lockKey("pp:v1", key),
+      claim: { token, lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 },
+    });
     const claims = await client.claimFills([claim(fresh, "a"), claim(taken, "b"), claim(free, "c"), claim(stale, "d")]);
     expect(claims.map((c) => c?.kind)).toEqual(["fresh", "lost", "won", "won"]);
     expect(claims[3]).toMatchObject({ kind: "won", stale: expect.stringMatching(/^2\|/) });
     expect(await redis.get(lockKey("pp:v1", free))).toBe("c");
 
-    const written = await client.writeFills([fillWrite(free, encoded(entry(7)), 7, "c"), fillWrite(fresh, encoded(entry(3)), 3), fillWrite(stale, encoded(entry(3)), 3, "d")]);
+    const written = await client.writeFills([
+      fillWrite(free, encoded(entry(7)), 7, "c"),
+      fillWrite(fresh, encoded(entry(3)), 3),
+      fillWrite(stale, encoded(entry(3)), 3, "d"),
+    ]);
     expect(written).toEqual([true, false, true]);
     expect([versionOf(await redis.get(free)), versionOf(await redis.get(fresh)), versionOf(await redis.get(stale))]).toEqual([7, 4, 3]);
     // Each write released its own lock, and only its own.
-    expect([await redis.get(lockKey("pp:v1", free)), await redis.get(lockKey("pp:v1", stale)), await redis.get(lockKey("pp:v1", taken))]).toEqual([null, null, "someone-else"]);
+    expect([await redis.get(lockKey("pp:v1", free)), await redis.get(lockKey("pp:v1", stale)), await redis.get(lockKey("pp:v1", taken))]).toEqual([
+      null,
+      null,
+      "someone-else",
+    ]);
   });
 
   it("claims and writes over what no fill wrote, without an error: another type, a marker that is not a time, a lock that never expires", async () => {
     const client = l2();
-    const claim = (key: string, token: string) => client.claimFill(key, lockKey("pp:v1", key), { token, lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 });
+    const claim = (key: string, token: string) =>
+      client.claimFill(key, lockKey("pp:v1", key), { token, lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 });
 
     // Another type under the entry's key: nothing to use, and the fill's write replaces it.
     const hashed = "pp:v1:p:foreign-type";
@@ -180,7 +193,9 @@ describe("L2 writes and locks", () => {
     const client = l2();
     const key = "pp:v1:p:crashed-holder";
     const lock = lockKey("pp:v1", key);
-    expect(await client.claimFill(key, lock, { token: "crashed", lockTtlMs: 150, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 })).toEqual({ kind: "won" });
+    expect(await client.claimFill(key, lock, { token: "crashed", lockTtlMs: 150, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 })).toEqual({
+      kind: "won",
+    });
     await new Promise((resolve) => setTimeout(resolve, 250));
     expect(await client.claimFill(key, lock, { token: "next", lockTtlMs: 150, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 })).toEqual({ kind: "won" });
   });
@@ -213,7 +228,13 @@ describe("L2 time budget and breaker", () => {
   // With confirmTimeouts (the tier's setting), time-outs alone open the
   // breaker only when Redis does not answer a direct probe either.
   function confirmingL2(): L2 {
-    return createL2({ url: gateway.url, token: TOKEN, timeoutMs: 50, writeTimeoutMs: 400, breaker: createBreaker({ failureThreshold: 3, coolDownMs: 60_000, confirmTimeouts: true, clock: systemClock }) });
+    return createL2({
+      url: gateway.url,
+      token: TOKEN,
+      timeoutMs: 50,
+      writeTimeoutMs: 400,
+      breaker: createBreaker({ failureThreshold: 3, coolDownMs: 60_000, confirmTimeouts: true, clock: systemClock }),
+    });
   }
 
   it("does not open on time-outs when Redis answers the probe they ask for (a stall that ends)", async () => {
@@ -271,7 +292,12 @@ describe("L2 time budget and breaker", () => {
   });
 
   it("replays the backlog once L2 answers again, never over a newer version", async () => {
-    const client = createL2({ url: gateway.url, token: TOKEN, timeoutMs: 100, breaker: createBreaker({ failureThreshold: 3, coolDownMs: 200, clock: systemClock }) });
+    const client = createL2({
+      url: gateway.url,
+      token: TOKEN,
+      timeoutMs: 100,
+      breaker: createBreaker({ failureThreshold: 3, coolDownMs: 200, clock: systemClock }),
+    });
     redisServer.pause();
     try {
       for (let i = 0; i < 3; i++) await client.readMany(["t:open"]);

@@ -23,7 +23,11 @@ const MINUTE = BUCKET_MS;
 type Served = NonNullable<PageRecord["served"]>[number];
 
 /** A page whose four resources were served as given (`l1`, `l2`, `origin`, or `failed`). */
-function pageOf(id: string, tiers: Record<PageResource, "l1" | "l2" | "origin" | "failed">, extra: Partial<Record<ResourceName, Partial<Served>>> = {}): PageRecord {
+function pageOf(
+  id: string,
+  tiers: Record<PageResource, "l1" | "l2" | "origin" | "failed">,
+  extra: Partial<Record<ResourceName, Partial<Served>>> = {},
+): PageRecord {
   const served = (Object.keys(tiers) as PageResource[]).map((resource): Served => {
     const tier = tiers[resource];
     return tier === "failed"
@@ -109,7 +113,11 @@ describe("metrics buckets", () => {
     metrics.recordPage(pageOf("p-1", { product: "l1", inventory: "l2", reviews: "l1", recommendations: "failed" }));
     metrics.recordPage(pageOf("p-2", { product: "l2", inventory: "origin", reviews: "origin", recommendations: "l1" }, { inventory: { collapsed: true } }));
     metrics.recordPage(
-      pageOf("p-3", { product: "origin", inventory: "l1", reviews: "l1", recommendations: "l1" }, { inventory: { freshness: "stale" }, reviews: { freshness: "stale-if-error" } }),
+      pageOf(
+        "p-3",
+        { product: "origin", inventory: "l1", reviews: "l1", recommendations: "l1" },
+        { inventory: { freshness: "stale" }, reviews: { freshness: "stale-if-error" } },
+      ),
     );
     const w = metrics.window(5);
     expect(w.resources.product).toMatchObject({ answers: 4, l1: 2, l2: 1, origin: 1, hitRatio: 0.75, l1Ratio: 0.5, l2Ratio: 0.5, originRatio: 0.25 });
@@ -130,7 +138,10 @@ describe("metrics buckets", () => {
     metrics.recordPage({ id: "p-9", outcome: "filtered" });
     metrics.recordPage({ ...pageOf("p-8", ALL_ORIGIN), outcome: "absent" });
     metrics.recordPage({ ...pageOf("p-7", { product: "failed", inventory: "failed", reviews: "l1", recommendations: "l1" }), outcome: "unavailable" });
-    metrics.recordPage({ ...pageOf("p-6", { product: "l1", inventory: "l1", reviews: "failed", recommendations: "failed" }), defaulted: ["reviews", "recommendations"] });
+    metrics.recordPage({
+      ...pageOf("p-6", { product: "l1", inventory: "l1", reviews: "failed", recommendations: "failed" }),
+      defaulted: ["reviews", "recommendations"],
+    });
     const outcomes: ("found" | "absent" | OriginFailure)[] = ["found", "found", "absent", "timeout", "status", "circuit-open", "overloaded"];
     for (const outcome of outcomes) metrics.recordOriginFetch("reviews", outcome);
 
@@ -144,7 +155,12 @@ describe("metrics buckets", () => {
     expect(w.origin.reviews).toEqual({ fetches: 5, errors: 2, shed: 2, errorRatio: 0.4 });
     expect(w.originTotal.fetches).toBe(5);
     // Only pages of products that exist (or may: a 503) are hot.
-    expect(metrics.hot.top().map((item) => item.key).sort()).toEqual(["p-6", "p-7"]);
+    expect(
+      metrics.hot
+        .top()
+        .map((item) => item.key)
+        .sort(),
+    ).toEqual(["p-6", "p-7"]);
   });
 });
 
@@ -167,8 +183,14 @@ describe("top-K (space-saving)", () => {
         truth.set(id, (truth.get(id) ?? 0) + 1);
         metrics.recordPage(pageOf(id, ALL_L1));
       }
-      const trueTop5 = [...truth].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([id]) => id);
-      expect(metrics.hot.top(5).map((item) => item.key), `seed ${seed}`).toEqual(trueTop5);
+      const trueTop5 = [...truth]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, 5)
+        .map(([id]) => id);
+      expect(
+        metrics.hot.top(5).map((item) => item.key),
+        `seed ${seed}`,
+      ).toEqual(trueTop5);
 
       const hot = metrics.hot;
       expect(hot.total).toBe(stream.length);
@@ -191,7 +213,10 @@ describe("top-K (space-saving)", () => {
       truth.set(id, (truth.get(id) ?? 0) + 1);
       topK.offer(id);
     }
-    const trueTop5 = [...truth].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([id]) => id);
+    const trueTop5 = [...truth]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 5)
+      .map(([id]) => id);
     expect(topK.top(5).map((item) => item.key)).toEqual(trueTop5);
     expect(topK.size).toBe(20);
   });
@@ -291,7 +316,13 @@ describe("origin client onFetch", () => {
     };
     const client = createOriginClient({
       baseUrl: "http://origin.test",
-      policies: { product: { originTimeoutMs: 500 }, inventory: { originTimeoutMs: 500 }, reviews: { originTimeoutMs: 500 }, recommendations: { originTimeoutMs: 500 }, listing: { originTimeoutMs: 500 } },
+      policies: {
+        product: { originTimeoutMs: 500 },
+        inventory: { originTimeoutMs: 500 },
+        reviews: { originTimeoutMs: 500 },
+        recommendations: { originTimeoutMs: 500 },
+        listing: { originTimeoutMs: 500 },
+      },
       fetch: (async (input: RequestInfo | URL) => answers[String(input).split("/").pop()!]!()) as typeof fetch,
       onFetch: (service, outcome) => outcomes.push(`${service}:${outcome}`),
     });
@@ -312,7 +343,13 @@ describe("origin client onFetch", () => {
       const held = new Promise<void>((resolve) => (release = resolve));
       const client = createOriginClient({
         baseUrl: "http://origin.test",
-        policies: { product: { originTimeoutMs: 500 }, inventory: { originTimeoutMs: 500 }, reviews: { originTimeoutMs: 500 }, recommendations: { originTimeoutMs: 500 }, listing: { originTimeoutMs: 500 } },
+        policies: {
+          product: { originTimeoutMs: 500 },
+          inventory: { originTimeoutMs: 500 },
+          reviews: { originTimeoutMs: 500 },
+          recommendations: { originTimeoutMs: 500 },
+          listing: { originTimeoutMs: 500 },
+        },
         limiter,
         fetch: (async () => (await held, new Response(JSON.stringify(sampleProduct("p-1")), { status: 200 }))) as typeof fetch,
         onFetch: watchOrigin(metrics, clock),
@@ -342,7 +379,14 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
     now: clock.now(),
     metrics,
     config,
-    l2: { shards: [{ name: "eu", state: "closed" }, { name: "us", state: "open" }], stats: { skipped: 3, failures: 5, droppedWrites: 1, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0, outagesDismissed: 0 }, invalidValues: { rejected: 2, deleted: 1 } },
+    l2: {
+      shards: [
+        { name: "eu", state: "closed" },
+        { name: "us", state: "open" },
+      ],
+      stats: { skipped: 3, failures: 5, droppedWrites: 1, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0, outagesDismissed: 0 },
+      invalidValues: { rejected: 2, deleted: 1 },
+    },
     l1: { bytes: 12 * 1024 * 1024, entries: 3456 },
     purges: { seq: 42, lastSyncAt: clock.now() - 400, blind: false, widePurges: 1 },
     originSlots: { inUse: 7, queued: 2, reclaimed: 1 },
@@ -383,7 +427,14 @@ describe("status page", () => {
 
   it("escapes what it prints, and renders with no L2, no filter and no traffic", () => {
     const s = sources({ l2: null, knownIds: null, purges: { seq: 0, lastSyncAt: -Infinity, blind: false, widePurges: 0 } });
-    const model = buildStatus({ ...s, l2: { shards: [{ name: '<img src=x onerror="alert(1)">', state: "half-open" }], stats: { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0, outagesDismissed: 0 }, invalidValues: { rejected: 0, deleted: 0 } } });
+    const model = buildStatus({
+      ...s,
+      l2: {
+        shards: [{ name: '<img src=x onerror="alert(1)">', state: "half-open" }],
+        stats: { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0, outagesDismissed: 0 },
+        invalidValues: { rejected: 0, deleted: 0 },
+      },
+    });
     const html = renderStatusPage(model);
     expect(html).not.toContain("<img src=x");
     expect(html).toContain("&lt;img src=x onerror=&#34;alert(1)&#34;&gt;");
@@ -393,7 +444,14 @@ describe("status page", () => {
   });
 
   it("breaks the hit-ratio line over minutes without answers", () => {
-    const points = Array.from({ length: 15 }, (_, i) => ({ start: i * MINUTE, pages: 1, answers: i === 7 ? 0 : 4, hitRatio: i === 7 ? null : 0.5, originFetches: i, originErrors: 0 }));
+    const points = Array.from({ length: 15 }, (_, i) => ({
+      start: i * MINUTE,
+      pages: 1,
+      answers: i === 7 ? 0 : 4,
+      hitRatio: i === 7 ? null : 0.5,
+      originFetches: i,
+      originErrors: 0,
+    }));
     const chart = buildChart(points);
     expect(chart.ratioPath.match(/M/g)).toHaveLength(2);
     expect(chart.ratioDots).toHaveLength(14);

@@ -19,7 +19,13 @@ const BASE = "http://origin.test";
 /** Every service gets `timeoutMs` unless overridden. */
 function policies(timeoutMs: number, overrides: Partial<Record<ResourceName, number>> = {}): OriginClientOptions["policies"] {
   const policy = (resource: ResourceName) => ({ originTimeoutMs: overrides[resource] ?? timeoutMs });
-  return { product: policy("product"), inventory: policy("inventory"), reviews: policy("reviews"), recommendations: policy("recommendations"), listing: policy("listing") };
+  return {
+    product: policy("product"),
+    inventory: policy("inventory"),
+    reviews: policy("reviews"),
+    recommendations: policy("recommendations"),
+    listing: policy("listing"),
+  };
 }
 
 /** A fetch that records its calls and answers with `respond`. */
@@ -136,12 +142,18 @@ describe("origin client: answers", () => {
 
     // A stream that never ends: only the cap stops the read.
     let pulled = 0;
-    const endless = recordingFetch(() => new Response(new ReadableStream<Uint8Array>({
-      pull(controller) {
-        pulled++;
-        controller.enqueue(new TextEncoder().encode(" ".repeat(256)));
-      },
-    }), { status: 200 }));
+    const endless = recordingFetch(
+      () =>
+        new Response(
+          new ReadableStream<Uint8Array>({
+            pull(controller) {
+              pulled++;
+              controller.enqueue(new TextEncoder().encode(" ".repeat(256)));
+            },
+          }),
+          { status: 200 },
+        ),
+    );
     expect(await failureOf(client({ fetch: endless.fetch, maxBodyBytes: 1000 }).fetchResource("product", "p-000001"))).toBe("invalid");
     expect(pulled).toBeLessThan(10);
 
@@ -170,11 +182,15 @@ describe("origin client: time and connections", () => {
       if (call > 1) return json(sampleProduct("p-000001"));
       return new Promise((_resolve, reject) => {
         const signal = init!.signal!;
-        signal.addEventListener("abort", () => {
-          const until = Date.now() + 300;
-          while (Date.now() < until); // the isolate is busy rendering other pages
-          reject(signal.reason);
-        }, { once: true });
+        signal.addEventListener(
+          "abort",
+          () => {
+            const until = Date.now() + 300;
+            while (Date.now() < until); // the isolate is busy rendering other pages
+            reject(signal.reason);
+          },
+          { once: true },
+        );
       });
     });
     const c = client({ fetch: origin.fetch, policies: policies(150) });

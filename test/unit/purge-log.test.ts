@@ -49,7 +49,10 @@ describe("the purge log", () => {
     expect(behind).toBeDefined();
     expect(behind!.caughtUp).toBe(false);
     expect(behind!.seq).toBe(152);
-    expect(behind!.marks).toEqual([{ resource: "product", tag: "brand:acme", hard: expect.any(Number), soft: 0 }, ...["inventory", "reviews", "recommendations", "listing"].map((resource) => ({ resource, tag: "brand:acme", hard: expect.any(Number), soft: 0 }))]);
+    expect(behind!.marks).toEqual([
+      { resource: "product", tag: "brand:acme", hard: expect.any(Number), soft: 0 },
+      ...["inventory", "reviews", "recommendations", "listing"].map((resource) => ({ resource, tag: "brand:acme", hard: expect.any(Number), soft: 0 })),
+    ]);
     expect(JSON.stringify(behind).length).toBeLessThan(SYNC_MAX_BYTES);
 
     // A reader a few purges behind still gets them one by one.
@@ -113,7 +116,14 @@ describe("the purge log", () => {
       syncWaitMs: 1000,
     });
     await watcher.sync(() => undefined);
-    const entry = (fetchedAt: number) => ({ data: {}, version: 1, fetchedAt, freshUntil: Date.now() + 60_000, staleUntil: Date.now() + 60_000, errorUntil: Date.now() + 60_000 });
+    const entry = (fetchedAt: number) => ({
+      data: {},
+      version: 1,
+      fetchedAt,
+      freshUntil: Date.now() + 60_000,
+      staleUntil: Date.now() + 60_000,
+      errorUntil: Date.now() + 60_000,
+    });
     expect(watcher.judge(entry(started + 597), "p-1", "product", ["sale"])).toBe("gone");
     expect(watcher.judge(entry(started + 598), "p-1", "product", ["sale"])).toBe("stale");
     expect(watcher.judge(entry(started + 599), "p-1", "product", ["sale"])).toBe("ok");

@@ -233,7 +233,7 @@ describe("what L1 holds", () => {
     const first = await read("p-7");
     const key = entryKey(DEFAULTS.keyPrefix, "product", "p-7");
     expect(typeof cache.l1.peek(key)?.json).toBe("string");
-    expect(cache.l1.peek(key)?.tags).toEqual((first.data.product?.data as { tags: string[] }).tags);
+    expect(cache.l1.peek(key)?.tags).toEqual((first.data.product!.data as { tags: string[] }).tags);
     const a = await read("p-7");
     const b = await read("p-7");
     expect(a.data.product?.tier).toBe("l1");

@@ -211,7 +211,12 @@ describe("product page", () => {
   it("drops non-web image URLs", () => {
     const html = renderProductPage(
       model({
-        product: product({ images: [{ url: "javascript:alert(1)", alt: "x" }, { url: "https://img.example/ok.jpg", alt: "ok" }] }),
+        product: product({
+          images: [
+            { url: "javascript:alert(1)", alt: "x" },
+            { url: "https://img.example/ok.jpg", alt: "ok" },
+          ],
+        }),
       }),
     );
     expect(html).not.toContain("javascript:");
@@ -306,9 +311,7 @@ describe("product page", () => {
   });
 
   it("formats EUR and JPY prices", () => {
-    const eur = renderProductPage(
-      model({ product: product({ price: { amount: 8950, currency: "EUR" }, compareAtPrice: undefined }) }),
-    );
+    const eur = renderProductPage(model({ product: product({ price: { amount: 8950, currency: "EUR" }, compareAtPrice: undefined }) }));
     expect(tagText(eur, "p", 'class="price"')).toContain("€89.50");
     expect(jsonLd(eur).offers).toMatchObject({ price: "89.50", priceCurrency: "EUR" });
 
@@ -399,9 +402,7 @@ describe("product page", () => {
   });
 
   it("renders without images, compare-at price, attributes or tags", () => {
-    const html = renderProductPage(
-      model({ product: product({ images: [], compareAtPrice: undefined, attributes: {}, tags: [], category: [] }) }),
-    );
+    const html = renderProductPage(model({ product: product({ images: [], compareAtPrice: undefined, attributes: {}, tags: [], category: [] }) }));
     expect(html).not.toContain('class="gallery"');
     expect(html).not.toContain("<dl");
     expect(metaContent(html, "property", "og:image")).toBeUndefined();
@@ -428,7 +429,7 @@ describe("product page", () => {
       product({ price: { amount: -5, currency: "ZZZ" }, compareAtPrice: { amount: 0, currency: "JPY" } }),
       product({ title: "\uD800".repeat(500), description: "\u0001\uDFFF".repeat(10_000), brand: "", category: ["", "{{ x }}", "{% raw %}"] }),
       product({ attributes: JSON.parse('{"__proto__":"x","constructor":"y","toString":"z","":"empty"}'), tags: ["constructor", "__proto__"] }),
-      product({ images: Array.from({ length: 20 }, () => ({ url: "https://" + "<".repeat(1990), alt: '"'.repeat(500) })) }),
+      product({ images: Array.from({ length: 20 }, () => ({ url: `https://${"<".repeat(1990)}`, alt: '"'.repeat(500) })) }),
       product({ version: Number.MAX_SAFE_INTEGER, updatedAt: "" }),
     ];
     for (const data of odd) {
@@ -437,7 +438,13 @@ describe("product page", () => {
           product: valid("product", data),
           inventory: { state: "ok", data: valid("inventory", inventory({ available: Number.MAX_SAFE_INTEGER, status: "low_stock" })) },
           reviews: { state: "ok", data: valid("reviews", reviews({ rating: 0, count: Number.MAX_SAFE_INTEGER, top: [] })) },
-          recommendations: { state: "ok", data: valid("recommendations", { ...recommendations(8), items: recommendations(8).items.map((item) => ({ ...item, price: { amount: -1e300, currency: "XXX" }, image: "" })) }) },
+          recommendations: {
+            state: "ok",
+            data: valid("recommendations", {
+              ...recommendations(8),
+              items: recommendations(8).items.map((item) => ({ ...item, price: { amount: -1e300, currency: "XXX" }, image: "" })),
+            }),
+          },
         }),
       );
       expect(html).toContain("</html>");

@@ -44,7 +44,17 @@ function setup() {
   const tier: Tier = {
     config,
     cache,
-    purges: createPurgeWatcher({ log: null, l1: cache, clock, keyPrefix: config.keyPrefix, pollMs: config.purgePollMs, wideRetentionMs: 3_600_000, blindAfterMs: DEFAULTS.purgeBlindAfterMs, blindMaxAgeMs: DEFAULTS.purgeBlindMaxAgeMs, syncWaitMs: 200 }),
+    purges: createPurgeWatcher({
+      log: null,
+      l1: cache,
+      clock,
+      keyPrefix: config.keyPrefix,
+      pollMs: config.purgePollMs,
+      wideRetentionMs: 3_600_000,
+      blindAfterMs: DEFAULTS.purgeBlindAfterMs,
+      blindMaxAgeMs: DEFAULTS.purgeBlindMaxAgeMs,
+      syncWaitMs: 200,
+    }),
     purgeLog: null,
     knownIds: null,
     renderedPages: new LRUCache<string, RenderedPage>({ maxSize: DEFAULTS.renderedPagesMaxBytes, sizeCalculation: (page) => page.body.byteLength + 256 }),
@@ -58,7 +68,11 @@ function setup() {
   app.use("/products/*", timing());
   app.get("/products/:id", (c) => productPage(c, tier));
   const background: Promise<unknown>[] = [];
-  const executionCtx = { waitUntil: (work: Promise<unknown>) => void background.push(work), passThroughOnException: () => undefined, props: {} } as unknown as ExecutionContext;
+  const executionCtx = {
+    waitUntil: (work: Promise<unknown>) => void background.push(work),
+    passThroughOnException: () => undefined,
+    props: {},
+  } as unknown as ExecutionContext;
   const get = async (id = "p-000042") => {
     const response = await app.request(`/products/${id}`, {}, {}, executionCtx);
     await Promise.all(background.splice(0));

@@ -23,8 +23,7 @@ function fakeTier(options: { knownIds?: boolean; l2?: boolean; rebuild?: () => P
   const reads: { id: string; resources: readonly string[] }[] = [];
   const l2 = {
     // hottestIds: one ZRANGE of the hot list.
-    run: async (command: (redis: unknown) => Promise<unknown>) =>
-      command({ zrange: async (...args: unknown[]) => (zranges.push(args), HOT) }),
+    run: async (command: (redis: unknown) => Promise<unknown>) => command({ zrange: async (...args: unknown[]) => (zranges.push(args), HOT) }),
   };
   const tier = {
     config,

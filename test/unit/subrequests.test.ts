@@ -100,4 +100,3 @@ describe("places whose call never gives them back", () => {
     });
   });
 });
-

@@ -75,7 +75,13 @@ describe("warming", () => {
   });
 
   it("fills L2 through the tier's read path, so that the next isolate finds the product there", async () => {
-    const config = parseConfig({ ORIGIN_URL: origin.url, PUBLIC_URL: "https://shop.example", UPSTASH_REDIS_REST_URL: gateway.url, UPSTASH_REDIS_REST_TOKEN: TOKEN, KNOWN_IDS: "off" });
+    const config = parseConfig({
+      ORIGIN_URL: origin.url,
+      PUBLIC_URL: "https://shop.example",
+      UPSTASH_REDIS_REST_URL: gateway.url,
+      UPSTASH_REDIS_REST_TOKEN: TOKEN,
+      KNOWN_IDS: "off",
+    });
     const warmer = createTier(config);
     const writes: Promise<unknown>[] = [];
     expect(await warmOne(warmer, "p-000777", (work) => void writes.push(work))).toBe(true);
