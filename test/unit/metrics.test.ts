@@ -7,7 +7,7 @@ import { createBreaker, type BreakerState } from "../../src/shared/breaker";
 import { parseConfig } from "../../src/config";
 import { createOriginClient } from "../../src/origin/client";
 import type { OriginFailure } from "../../src/origin/failure";
-import type { PageResource, ResourceName } from "../../src/origin/resources";
+import { type PageResource, RESOURCE_NAMES, type ResourceName } from "../../src/origin/resources";
 import { buildChart } from "../../src/observability/chart";
 import { createRateLimitedLog, logEvent } from "../../src/observability/log";
 import { BUCKET_MS, createMetrics, HOT_COUNTERS, HOT_PRODUCTS, MAX_BUCKETS, type PageRecord } from "../../src/observability/metrics";
@@ -17,6 +17,9 @@ import { watchOrigin } from "../../src/observability/wiring";
 import { createLimiter } from "../../src/origin/limiter";
 import { renderStatusPage } from "../../src/render";
 import { fakeClock, sampleProduct } from "../support/fakes";
+
+/** Every service with a 500 ms origin timeout. */
+const TIMEOUTS_500_MS = Object.fromEntries(RESOURCE_NAMES.map((name) => [name, { originTimeoutMs: 500 }])) as Record<ResourceName, { originTimeoutMs: number }>;
 import { shuffledIndexes, ZipfSampler } from "../../dev/run/random";
 
 const MINUTE = BUCKET_MS;
@@ -316,13 +319,7 @@ describe("origin client onFetch", () => {
     };
     const client = createOriginClient({
       baseUrl: "http://origin.test",
-      policies: {
-        product: { originTimeoutMs: 500 },
-        inventory: { originTimeoutMs: 500 },
-        reviews: { originTimeoutMs: 500 },
-        recommendations: { originTimeoutMs: 500 },
-        listing: { originTimeoutMs: 500 },
-      },
+      policies: TIMEOUTS_500_MS,
       fetch: (async (input: RequestInfo | URL) => answers[String(input).split("/").pop()!]!()) as typeof fetch,
       onFetch: (service, outcome) => outcomes.push(`${service}:${outcome}`),
     });
@@ -343,13 +340,7 @@ describe("origin client onFetch", () => {
       const held = new Promise<void>((resolve) => (release = resolve));
       const client = createOriginClient({
         baseUrl: "http://origin.test",
-        policies: {
-          product: { originTimeoutMs: 500 },
-          inventory: { originTimeoutMs: 500 },
-          reviews: { originTimeoutMs: 500 },
-          recommendations: { originTimeoutMs: 500 },
-          listing: { originTimeoutMs: 500 },
-        },
+        policies: TIMEOUTS_500_MS,
         limiter,
         fetch: (async () => (await held, new Response(JSON.stringify(sampleProduct("p-1")), { status: 200 }))) as typeof fetch,
         onFetch: watchOrigin(metrics, clock),
