@@ -15,7 +15,10 @@ export interface CpuProfile {
 const PARTS: [string, RegExp][] = [
   ["routing (Hono)", /^node_modules\/hono\//],
   ["HTTP handlers, headers", /^src\/(http|app|index)/],
-  ["cache read (read path, L1)", /^(src\/cache\/(readThrough|pageSteps|l1|flights|served|rejections|fill|lockWait|entry|hotness|keys|clock)|node_modules\/lru-cache\/)/],
+  [
+    "cache read (read path, L1)",
+    /^(src\/cache\/(readThrough|pageSteps|l1|flights|served|rejections|fill|lockWait|entry|hotness|keys|clock)|node_modules\/lru-cache\/)/,
+  ],
   ["L2 (client, decode, breaker)", /^(src\/cache\/(codec|l2|l2Entries|shardedL2|ring|breaker)|node_modules\/@upstash\/|node_modules\/uncrypto)/],
   ["purge judging", /^src\/invalidation\//],
   ["render (view model, Liquid)", /^(src\/render\/|node_modules\/liquidjs\/)/],
