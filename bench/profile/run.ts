@@ -5,8 +5,11 @@
 // products, 20 ± 2 ms) and Redis behind the gateway; wrk makes all the load.
 // After a warm-up of Zipf(1.0) traffic it runs, with the same connections:
 //   1. /healthz (a static string): the runtime's floor, workerd CPU per request;
-//   2. Zipf: CPU per page, Redis commands per page (INFO commandstats), answers per tier;
-//   3. Zipf again with the V8 profiler of instance 1 recording (bench/profile/summary.ts).
+//   2. cached: Zipf over the HOT_RANKS hottest products only, every page in L1
+//      and in the rendered-page cache: what the read path costs on top of the floor;
+//   3. Zipf: CPU per page, Redis commands per page (INFO commandstats), answers per tier;
+//   4. the row named by --profile (Zipf by default) again, with the V8 profiler
+//      of instance 1 recording (bench/profile/summary.ts).
 // Writes bench/results/profile.md (and the raw profile.cpuprofile, git-ignored,
 // which Chrome DevTools opens). Measures and writes; asserts nothing.
 import { mkdtempSync, rmSync } from "node:fs";
@@ -23,6 +26,8 @@ import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "./r
 import { summaryTables } from "./summary";
 
 const CATALOG = 100_000;
+/** The cached row's products: few enough that every page stays rendered in each isolate (8 MiB ≈ 800 pages). */
+const HOT_RANKS = 300;
 const ORIGIN = { latencyMs: 20, jitterMs: 2 };
 
 const { values: args } = parseArgs({
@@ -31,6 +36,7 @@ const { values: args } = parseArgs({
     warm: { type: "string", default: "60" },
     instances: { type: "string", default: "1" },
     connections: { type: "string", default: "64" },
+    profile: { type: "string", default: "zipf" },
     help: { type: "boolean", short: "h", default: false },
   },
 });
@@ -38,9 +44,14 @@ const seconds = Number(args.seconds);
 const warmS = Number(args.warm);
 const instances = Number(args.instances);
 const connections = Number(args.connections);
-if (args.help || ![seconds, warmS, connections].every((n) => Number.isInteger(n) && n >= 1) || ![1, 2].includes(instances)) {
+if (
+  args.help ||
+  ![seconds, warmS, connections].every((n) => Number.isInteger(n) && n >= 1) ||
+  ![1, 2].includes(instances) ||
+  !["zipf", "cached"].includes(args.profile)
+) {
   (args.help ? console.log : console.error)(
-    "usage: npm run bench:profile -- [--seconds N (default 20)] [--warm N (default 60)] [--instances 1|2] [--connections N (default 64)]",
+    "usage: npm run bench:profile -- [--seconds N (default 20)] [--warm N (default 60)] [--instances 1|2] [--connections N (default 64)] [--profile zipf|cached (the row profiled; default zipf)]",
   );
   process.exit(args.help ? 0 : 2);
 }
@@ -71,8 +82,9 @@ async function main(): Promise<void> {
 
   const dir = mkdtempSync(join(tmpdir(), "profile-"));
   process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
-  const workload = new Workload(dir, CATALOG);
+  const workload = new Workload(dir, CATALOG, HOT_RANKS);
   const zipfPaths = workload.zipfFile;
+  const cachedPaths = workload.cachedFile;
   const healthzPaths = workload.single("/healthz");
 
   let seed = 1;
@@ -108,19 +120,21 @@ async function main(): Promise<void> {
     return result;
   };
   const healthz = await phase("/healthz", healthzPaths);
+  const cached = await phase(`cached (${HOT_RANKS} hottest)`, cachedPaths);
   const zipf = await phase("Zipf", zipfPaths);
 
-  console.log("Zipf under the profiler (instance 1)");
+  const [profiledLabel, profiledPaths] = args.profile === "cached" ? [cached.label, cachedPaths] : [zipf.label, zipfPaths];
+  console.log(`${profiledLabel} under the profiler (instance 1)`);
   const profiler = await startProfiler(workers[0]!);
   onCleanup("inspector", async () => profiler.close());
-  const profiled = await phase("Zipf, profiled", zipfPaths);
+  const profiled = await phase(`${profiledLabel}, profiled`, profiledPaths);
   const profile = await profiler.stop();
   const summary = summariseBundleProfile(profile);
 
   // Report.
   const machine = describeMachine(toolVersions());
   const floor = cpuPerRequestMs(healthz);
-  const rows = [healthz, zipf, profiled].map((p) => {
+  const rows = [healthz, cached, zipf, profiled].map((p) => {
     const pages = p.wrk.requests;
     const redisTotal = Object.values(p.redis).reduce((a, b) => a + b, 0);
     const t = p.tiers;
