@@ -33,6 +33,8 @@ export interface Timings {
 export interface PageRequest {
   background: (work: Promise<unknown>) => void;
   batch?: FillBatch;
+  /** The known-ids filter lists the page's subject: it exists, but for the filter's false positives. */
+  listed?: boolean;
 }
 
 /** A resource the steps so far could not serve. */
@@ -99,6 +101,17 @@ export function readFromL1(
  * visitors for one cold product costs one L2 read and one fill per isolate:
  * while a key is being read or filled here, the others go straight to the
  * fill (whose lock claim also returns a fresh L2 copy).
+ *
+ * So does a key whose L1 copy is past its stale window (kept only for the
+ * origin's failures). L2's copy of it was written by the same fill or a later
+ * one, and is most often just as old: read first, it cost an MGET, then a
+ * claim, then a write. Its claim alone returns L2's copy when another isolate
+ * has made it fresh since (one call, no lock), and otherwise takes the lock
+ * for the fill: one Redis round trip less for the views of a product whose
+ * short-lived part (stock, fresh 10 s) lapsed since the last view, the
+ * commonest miss at steady Zipf. What is given up: a copy in L2 that is stale
+ * but within its grace is not served at once; the visitor waits for the
+ * origin, as the L1 copy's own age says it should.
  */
 export async function readFromL2(
   tools: PageTools,
@@ -108,9 +121,9 @@ export async function readFromL2(
   data: Record<string, Served<unknown>>,
 ): Promise<Pending[]> {
   const { config, clock, l1, l2, reading } = tools;
-  const busy = (item: Pending) => tools.flights.running(item.key) || reading.holder(item.key) !== undefined;
-  const joining = pending.filter(busy);
-  const toRead = pending.filter((item) => !busy(item));
+  const straightToFill = (item: Pending) => item.fallback !== undefined || tools.flights.running(item.key) || reading.holder(item.key) !== undefined;
+  const joining = pending.filter(straightToFill);
+  const toRead = pending.filter((item) => !straightToFill(item));
   if (!l2 || toRead.length === 0) return pending;
   const readUntil = clock.now() + config.l2TimeoutMs + READ_LEASE_GRACE_MS;
   for (const item of toRead) reading.take(item.key, readUntil, true);
@@ -142,11 +155,19 @@ export async function readFromL2(
 
 /**
  * 3. Origin, through the coalescing fill. The other resources are about the
- * page's subject (the product, origin/resources.ts): when it must be filled,
- * it goes first, and when there is none to show (absent, or failed with
- * nothing usable) the others are not fetched at all. An id that names no
- * product costs one origin fetch, not four; a cold page pays one origin round
- * trip more.
+ * page's subject (the product, origin/resources.ts). When the known-ids
+ * filter lists the subject, every pending resource is filled at once: one
+ * origin round trip, their lock claims in one Redis call and their writes in
+ * another (fillBatch.ts), so a cold page makes three Redis calls with its
+ * MGET, not five. An id the filter lists that names no product (a false
+ * positive, about 1%, or a product deleted since) then costs four origin
+ * fetches instead of one, each answer cached as absent.
+ *
+ * Otherwise (no filter, or one that cannot answer now) the subject goes
+ * first, and when there is none to show (absent, or failed with nothing
+ * usable) the others are not fetched at all: an id that names no product
+ * costs one origin fetch, not four, and a cold page pays one origin round
+ * trip and two Redis calls more.
  */
 export async function readFromOrigin(
   tools: PageTools,
@@ -156,7 +177,7 @@ export async function readFromOrigin(
   data: Record<string, Served<unknown>>,
 ): Promise<void> {
   const subject = pending.find((item) => item.resource === PAGE_SUBJECT);
-  if (subject && pending.length > 1) {
+  if (subject && pending.length > 1 && !request.listed) {
     data[PAGE_SUBJECT] = await fillOne(tools, id, subject, request);
     const rest: Pending[] = [];
     for (const item of pending) {

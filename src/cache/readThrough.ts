@@ -63,10 +63,16 @@ export interface ReadThrough extends L1Purging {
   /**
    * Reads the resources of one product. `background` receives work that must
    * outlive the response. When the product is among them and turns out absent
-   * or failed, the others are left out unless L1 or L2 had them: there is no
-   * page to show them on, and the origin is not asked for them.
+   * or failed, the others are left out unless L1 or L2 had them, or
+   * `listed` said the product exists and they were filled with it: there is
+   * no page to show them on (pageSteps.ts, readFromOrigin).
    */
-  read(id: string, resources: readonly ResourceName[], background: (work: Promise<unknown>) => void): Promise<{ data: PageData; timings: Timings }>;
+  read(
+    id: string,
+    resources: readonly ResourceName[],
+    background: (work: Promise<unknown>) => void,
+    options?: Pick<PageRequest, "listed">,
+  ): Promise<{ data: PageData; timings: Timings }>;
   /**
    * The copies of one resource of many products that this isolate can serve
    * without the origin: from L1, then from L2 in one round trip. For lists
@@ -190,11 +196,11 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     },
     readCached: (ids, resource, background) => readCopies(toolsFor("cold"), ids, resource, background),
 
-    async read(id, resources, background) {
+    async read(id, resources, background, options) {
       // Writes that L2 could not take while it was failing go out once it answers again.
       if (l2 && l2.backlogSize() > 0) background(l2.flushBacklog());
       // The Redis calls of this read's fills and refreshes, made together.
-      return readPage(id, resources, { background, batch: l2 ? createFillBatch(l2, background) : undefined });
+      return readPage(id, resources, { background, batch: l2 ? createFillBatch(l2, background) : undefined, listed: options?.listed });
     },
   };
 }

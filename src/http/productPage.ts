@@ -41,7 +41,8 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
     return errorPage(c, 400, "That is not a valid product id.", "public, max-age=300");
   }
 
-  if (tier.knownIds && !tier.knownIds.mightExist(id, (work) => c.executionCtx.waitUntil(work))) {
+  const known = tier.knownIds?.lookup(id, (work) => c.executionCtx.waitUntil(work)) ?? "unknown";
+  if (known === "absent") {
     // Not in the filter of existing ids: no L2 read, no origin fetch. Kept short
     // downstream, since another isolate learns of a new product within its refresh.
     c.header("Cache-Status", 'pp-known-ids; hit; detail="product absent"');
@@ -54,7 +55,9 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
   // synced before every page read through the cache, and only then (a
   // malformed or unknown id costs Redis nothing).
   await tier.purges.sync(background);
-  const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, background);
+  // An id the filter lists is a product (but for its ~1% false positives): a
+  // cold page may fill all its parts at once (cache/pageSteps.ts, readFromOrigin).
+  const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, background, { listed: known === "listed" });
   setMetric(c, "l1", timings.l1);
   setMetric(c, "l2", timings.l2);
   setMetric(c, "origin", timings.origin);

@@ -9,6 +9,14 @@ import type { KnownIdsKeys } from "./keys";
 import type { FilterMeta, Meta } from "./meta";
 import { loadFilter, readTail } from "./redisFilter";
 
+/**
+ * What the filter says of one id: "absent" (certainly not a product),
+ * "listed" (a loaded, recent filter holds it: a product, or one of the filter's
+ * false positives, about 1%), "unknown" (the filter cannot answer now: every
+ * id might exist).
+ */
+export type KnownIdLookup = "absent" | "listed" | "unknown";
+
 export type KnownIdsState =
   /** Nothing asked yet. */
   | "cold"
@@ -120,8 +128,8 @@ export function createFilterCopy({ l2, keys, maxAgeMs, log }: FilterCopyOptions)
   }
 
   return {
-    /** false only when the copy may answer and does not hold `id`. */
-    mightHold: (id: string, now: number): boolean => !serving(now) || view!.bloom.has(id),
+    /** "absent" only when the copy may answer and does not hold `id`. */
+    lookup: (id: string, now: number): KnownIdLookup => (!serving(now) ? "unknown" : view!.bloom.has(id) ? "listed" : "absent"),
 
     /** Ids this isolate accepted, whatever Redis says: extra bits only ever cost false positives. */
     addLocally(ids: readonly string[]): void {

@@ -1,7 +1,7 @@
 // The known-ids filter as one isolate sees it: a copy of the filter in
 // memory, loaded lazily and kept in step with Redis off the critical path.
 //
-// It fails open. `mightExist` answers "no" only from a loaded, recent filter
+// It fails open. `lookup` answers "absent" only from a loaded, recent filter
 // while Redis answers; when the filter was never built, is damaged, is older
 // than `maxAgeMs`, is (re)loading, or Redis is out, every id "might exist"
 // and goes on to negative caching. A false "no" would be a 404 for a real
@@ -14,7 +14,7 @@ import type { Clock } from "../shared/clock";
 import type { L2 } from "../cache/l2";
 import { createAdds } from "./adds";
 import { byteLengthFor } from "./bloom";
-import { createFilterCopy, type KnownIdsState } from "./copy";
+import { createFilterCopy, type KnownIdLookup, type KnownIdsState } from "./copy";
 import { KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "./defaults";
 import { knownIdsKeys } from "./keys";
 import { parseMeta } from "./meta";
@@ -39,7 +39,7 @@ export interface KnownIdsOptions {
 
 interface KnownIdsStatus {
   state: KnownIdsState;
-  /** Whether `mightExist` can answer "no" right now. */
+  /** Whether `lookup` can answer "absent" (or "listed") right now. */
   serving: boolean;
   version: string | null;
   count: number | null;
@@ -64,11 +64,12 @@ interface KnownIdsStatus {
 
 export interface KnownIds {
   /**
-   * false only when the id is certainly not a product. Never waits: the first
-   * call, and one call per `refreshMs`, hand a refresh to `background`
-   * (ctx.waitUntil); the answer is the one at hand (fail open while loading).
+   * "absent" only when the id is certainly not a product (see KnownIdLookup).
+   * Never waits: the first call, and one call per `refreshMs`, hand a refresh
+   * to `background` (ctx.waitUntil); the answer is the one at hand
+   * ("unknown" while loading: fail open).
    */
-  mightExist(id: string, background: (work: Promise<unknown>) => void): boolean;
+  lookup(id: string, background: (work: Promise<unknown>) => void): KnownIdLookup;
   /**
    * Records new product ids (at most 1000, valid ids only). This isolate
    * accepts them at once; the result says whether every isolate will: true
@@ -137,10 +138,10 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
   }
 
   return {
-    mightExist(id, background) {
+    lookup(id, background) {
       const now = clock.now();
       if (!checkUnderWay(now) && now >= nextCheckAt) background(startCheck(now));
-      return copy.mightHold(id, now);
+      return copy.lookup(id, now);
     },
 
     add: adds.add,

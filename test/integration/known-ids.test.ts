@@ -1,48 +1,18 @@
 // The known-ids filter in the Workers runtime: ids that cannot exist never
 // reach the origin, new products are never refused, and it fails open.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createBreaker } from "../../src/shared/breaker";
-import { systemClock } from "../../src/shared/clock";
-import { createL2 } from "../../src/cache/l2";
-import { DEFAULT_POLICIES } from "../../src/config/defaults";
-import { createKnownIds, listingOf } from "../../src/knownIds";
-import { createOriginClient } from "../../src/origin/client";
+import { buildFilter, filterState, waitUntilReady } from "../support/knownIds";
 import { freePort } from "../support/ports";
-import { GATEWAY_TOKEN, PURGE_TOKEN, startStack, type Stack } from "../support/stack";
+import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
 import { startWorker, type WorkerInstance } from "../support/worker";
 
 let stack: Stack;
 let worker: WorkerInstance;
 
-async function buildFilter(): Promise<void> {
-  const l2 = createL2({
-    url: stack.gateway.url,
-    token: GATEWAY_TOKEN,
-    timeoutMs: 5000,
-    breaker: createBreaker({ failureThreshold: 3, coolDownMs: 1000, clock: systemClock }),
-  });
-  const knownIds = createKnownIds({ l2, keyPrefix: "pp:v1", clock: systemClock, capacity: 20_000, log: () => {} });
-  await knownIds.rebuild(listingOf(createOriginClient({ baseUrl: stack.origin.url, policies: DEFAULT_POLICIES })));
-}
-
-async function filterState(instance: WorkerInstance): Promise<string> {
-  return ((await (await instance.fetch("/healthz")).json()) as { knownIds: string }).knownIds;
-}
-
-async function waitUntilReady(instance: WorkerInstance): Promise<void> {
-  await instance.fetch("/products/p-000001"); // the first look-up starts the load
-  const deadline = Date.now() + 5000;
-  while ((await filterState(instance)) !== "ready") {
-    if (Date.now() > deadline) throw new Error(`filter not ready: ${await filterState(instance)}`);
-    await instance.fetch("/products/p-000001");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 beforeAll(async () => {
   const port = await freePort();
   stack = await startStack({ catalogSize: 10_000, knownIdsUrl: `http://127.0.0.1:${port}/__known-ids`, purgeToken: PURGE_TOKEN });
-  await buildFilter();
+  await buildFilter(stack);
   worker = await startWorker(stack.bindings, { port });
   await waitUntilReady(worker);
 });

@@ -4,6 +4,7 @@
 // work, counted there too, and left out here.
 import { Redis as IORedis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildFilter, filterState, waitUntilReady } from "../support/knownIds";
 import { startStack, type Stack } from "../support/stack";
 import { logFaults, startWorker, type WorkerInstance } from "../support/worker";
 
@@ -97,6 +98,32 @@ describe("Redis calls of requests that are not pages", () => {
     } finally {
       await eager.close();
       expect(logFaults(eager)).toEqual([]);
+    }
+  });
+});
+
+describe("Redis calls of a page whose product the known-ids filter lists", () => {
+  it("a cold page makes three: its MGET, the four claims together and the four writes together; one origin round trip", async () => {
+    await buildFilter(stack);
+    const listing = await startWorker({ ...stack.bindings, PURGE_POLL_MS: "60000" });
+    try {
+      await waitUntilReady(listing); // loads the filter and the scripts, syncs purges
+      await quiet();
+      await direct.config("RESETSTAT");
+      await stack.admin("/__admin/counters/reset", { method: "POST" });
+      const cold = await listing.fetch("/products/p-000003");
+      expect(cold.status).toBe(200);
+      expect(cold.headers.get("cache-status")).toMatch(/pp-origin/);
+      await stored("p-000003");
+      const counted = await calls();
+      // On failure, what else ran: the filter's state, and every command Redis counted.
+      const context = `filter ${await filterState(listing)}; ${(await direct.info("commandstats")).replace(/\r?\n/g, " ")}`;
+      expect({ mget: counted.mget ?? 0, scripts: (counted.evalsha ?? 0) + (counted.eval ?? 0) }, context).toEqual({ mget: 1, scripts: 2 });
+      // Each part asked once.
+      expect((await stack.counters()).services).toMatchObject({ product: 1, inventory: 1, reviews: 1, recommendations: 1 });
+    } finally {
+      await listing.close();
+      expect(logFaults(listing)).toEqual([]);
     }
   });
 });

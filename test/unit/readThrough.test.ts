@@ -4,7 +4,9 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { storedSize } from "../../src/cache/l1";
 import { createReadThrough } from "../../src/cache/readThrough";
 import type { ResourceName } from "../../src/origin/resources";
-import { fakeClock, fakeOrigin, testConfig } from "../support/fakes";
+import { encodeEntry } from "../../src/cache/codec";
+import type { FillClaim, FillClaimRequest, FillWrite, L2 } from "../../src/cache/l2";
+import { fakeClock, fakeOrigin, sampleProduct, testConfig } from "../support/fakes";
 import { DEFAULTS } from "../../src/config/defaults";
 import { entryKey } from "../../src/cache/keys";
 
@@ -201,6 +203,23 @@ describe("the other resources wait for the product", () => {
     for (const answer of answers) for (const resource of ALL) expect(answer.data[resource]?.outcome).toBe("found");
     expect(origin.calls).toEqual({ product: 1, inventory: 1, reviews: 1, recommendations: 1, listing: 0 });
   });
+
+  it("unless the known-ids filter lists the product: then every part is asked at once, one origin round trip", async () => {
+    const { origin, cache } = setup();
+    let open!: () => void;
+    origin.gate = new Promise<void>((resolve) => (open = resolve));
+    const page = cache.read("p-4", ALL, () => {}, { listed: true });
+    await vi.waitFor(() => expect(origin.calls).toEqual({ product: 1, inventory: 1, reviews: 1, recommendations: 1, listing: 0 }));
+    open();
+    const { data } = await page;
+    for (const resource of ALL) expect(data[resource]?.outcome).toBe("found");
+    // A listed id that names no product (a false positive of the filter): four fetches, each answer kept as absent.
+    origin.gate = null;
+    origin.behaviour.product = "absent";
+    const missing = await cache.read("p-5", ALL, () => {}, { listed: true });
+    expect(missing.data.product?.outcome).toBe("absent");
+    expect(origin.calls).toEqual({ product: 2, inventory: 2, reviews: 2, recommendations: 2, listing: 0 });
+  });
 });
 
 describe("L1 byte bound", () => {
@@ -338,5 +357,84 @@ describe("fills whose request vanished", () => {
     // One takeover fill for the five of them, not five.
     expect(origin.calls.product).toBe(2);
     expect(cache.fillStats().takenOver).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe("a copy in L1 past its grace (kept only for the origin's failures)", () => {
+  /** An L2 that holds nothing and grants every lock, unless `claimAnswer` says otherwise; counts its calls. */
+  function countingL2(claimAnswer: () => FillClaim = () => ({ kind: "won" })) {
+    const calls = { readMany: 0, claims: [] as string[], writes: 0 };
+    const l2 = {
+      backlogSize: () => 0,
+      flushBacklog: async () => {},
+      accepts: () => true,
+      breaker: { state: () => "closed" },
+      async readMany(keys: readonly string[]) {
+        calls.readMany++;
+        return keys.map(() => null);
+      },
+      async claimFills(claims: readonly FillClaimRequest[]) {
+        calls.claims.push(...claims.map(({ key }) => key));
+        return claims.map(() => claimAnswer());
+      },
+      async writeFills(writes: readonly FillWrite[]) {
+        calls.writes += writes.length;
+        return writes.map(() => true);
+      },
+      releaseLock: async () => {},
+    } as unknown as L2;
+    return { l2, calls };
+  }
+
+  function setupWithL2(l2: L2) {
+    const clock = fakeClock();
+    const origin = fakeOrigin();
+    const config = testConfig({ CACHE_POLICIES: JSON.stringify({ product: { ttl: 60, swr: 30, staleIfError: 600, negativeTtl: 20 } }) });
+    const cache = createReadThrough({ config, origin, l2, clock });
+    const background: Promise<unknown>[] = [];
+    const read = () => cache.read("p-1", PRODUCT, (work) => void background.push(work));
+    const settle = async () => {
+      while (background.length > 0) await Promise.all(background.splice(0));
+    };
+    return { clock, origin, read, settle };
+  }
+
+  it("goes to its fill without reading L2 first: the claim is the page's only call before the origin", async () => {
+    const { l2, calls } = countingL2();
+    const { clock, origin, read, settle } = setupWithL2(l2);
+    expect((await read()).data.product).toMatchObject({ tier: "origin" });
+    await settle();
+    expect(calls).toEqual({ readMany: 1, claims: ["pp:v1:p:p-1"], writes: 1 });
+
+    clock.advance(100_000); // past ttl + swr (90 s), within stale-if-error
+    expect((await read()).data.product).toMatchObject({ tier: "origin", freshness: "fresh", forward: "stale" });
+    await settle();
+    expect(calls).toEqual({ readMany: 1, claims: ["pp:v1:p:p-1", "pp:v1:p:p-1"], writes: 2 });
+    expect(origin.calls.product).toBe(2);
+  });
+
+  it("takes the copy another isolate made fresh since from its claim, with no lock and no origin fetch", async () => {
+    let another: FillClaim = { kind: "won" };
+    const { l2, calls } = countingL2(() => another);
+    const { clock, origin, read, settle } = setupWithL2(l2);
+    await read();
+    await settle();
+
+    clock.advance(100_000);
+    const now = clock.now();
+    const copy = {
+      data: sampleProduct("p-1", 2),
+      version: 2,
+      fetchedAt: now - 1000,
+      freshUntil: now + 59_000,
+      staleUntil: now + 89_000,
+      errorUntil: now + 599_000,
+    };
+    another = { kind: "fresh", value: encodeEntry(copy, 1024)! };
+    expect((await read()).data.product).toMatchObject({ tier: "l2", freshness: "fresh", collapsed: true, entry: { version: 2 } });
+    await settle();
+    expect(calls.readMany).toBe(1);
+    expect(calls.writes).toBe(1);
+    expect(origin.calls.product).toBe(1);
   });
 });
