@@ -173,9 +173,11 @@ const rps = (p: Phase) => p.wrk.requests / (p.wrk.durationUs / 1e6);
 const cpuPerRequestMs = (p: Phase) => (1000 * p.cpuS) / Math.max(1, p.wrk.requests);
 const ms = (us: number) => Math.round(us / 100) / 10;
 const pct = (n: number, of: number) => `${Math.round((100 * n) / of)}%`;
-const nonOk = (w: WrkFigures) =>
-  Object.entries(w.statuses)
-    .filter(([c]) => c !== "2xx")
-    .reduce((n, [, c]) => n + c, 0) + w.errors.timeout;
+/** Answers other than 2xx and wrk's time-outs, with their kinds ("0", or "12: 4xx 10, timeout 2"). */
+const nonOk = (w: WrkFigures) => {
+  const kinds = [...Object.entries(w.statuses).filter(([c]) => c !== "2xx"), ["timeout", w.errors.timeout] as const].filter(([, n]) => n > 0);
+  const total = kinds.reduce((n, [, c]) => n + c, 0);
+  return total === 0 ? "0" : `${total}: ${kinds.map(([kind, n]) => `${kind} ${n}`).join(", ")}`;
+};
 
 run(main);

@@ -14,6 +14,7 @@ import { entryState, newerOf, type Entry } from "./entry";
 import type { FillContext } from "./fill";
 import type { FillBatch } from "./fillBatch";
 import type { Flights } from "./flights";
+import type { Heat } from "./hotness";
 import { entryKey } from "./keys";
 import type { L1 } from "./l1";
 import type { L2 } from "./l2";
@@ -35,6 +36,8 @@ export interface PageRequest {
   batch?: FillBatch;
   /** The known-ids filter lists the page's subject: it exists, but for the filter's false positives. */
   listed?: boolean;
+  /** How often the subject is asked for in this isolate (hotness.ts): warm and hot ones are refreshed ahead. */
+  heat?: Heat;
 }
 
 /** A resource the steps so far could not serve. */
@@ -63,7 +66,7 @@ export interface PageTools {
   /** Refreshes a copy being served, in the background; `freshBeyond`: a refresh ahead of that deadline. */
   refresh(key: string, resource: ResourceName, id: string, request: PageRequest, freshBeyond?: number): void;
   /** A warm or hot product's fresh entry near its end, to refresh now so that it is never served stale. */
-  dueForRefreshAhead(entry: Entry): boolean;
+  dueForRefreshAhead(entry: Entry, heat: Heat): boolean;
 }
 
 /** A key's L2 read counts as under way this long past its budget (a read whose request vanished lapses then). */
@@ -85,7 +88,7 @@ export function readFromL1(
     const state = entryState(entry, clock.now());
     if (entry && state === "fresh") {
       data[resource] = served(resource, entry, "l1", "fresh");
-      if (tools.dueForRefreshAhead(entry)) tools.refresh(key, resource, id, request, entry.freshUntil);
+      if (request.heat && tools.dueForRefreshAhead(entry, request.heat)) tools.refresh(key, resource, id, request, entry.freshUntil);
     } else if (entry && state === "stale") {
       data[resource] = served(resource, entry, "l1", "stale");
       tools.refresh(key, resource, id, request);

@@ -14,12 +14,13 @@ import { markedStale, type Entry } from "./entry";
 import { createFill, type FillContext } from "./fill";
 import { createFillBatch } from "./fillBatch";
 import { createFlights } from "./flights";
-import { createHotness, type Heat } from "./hotness";
+import { createHotness } from "./hotness";
 import { entryKey } from "./keys";
 import { createL1, type Stored } from "./l1";
 import type { L2 } from "./l2";
 import { createL2Entries, type L2ValueStats } from "./l2Entries";
 import { readCopies, readFromL1, readFromL2, readFromOrigin, type PageData, type PageRequest, type PageTools, type Timings } from "./pageSteps";
+import { createRefreshQueue } from "./refreshQueue";
 import { createRejections } from "./rejections";
 import type { Served } from "./served";
 import type { LRUCache } from "lru-cache";
@@ -93,13 +94,24 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const l1 = createL1({ maxBytes: config.l1MaxBytes, clock });
   const rejections = createRejections({ config, clock, random });
   const l2Entries = createL2Entries({ config, l2, clock });
-  const fill = createFill({
-    ...deps,
-    l2Entries,
-    random,
-    sleep: deps.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
-  });
+  const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const fill = createFill({ ...deps, l2Entries, random, sleep });
   const flights = createFlights({ config, clock, fill, l1, rejections });
+  /** Refreshes of many requests, sent together (with no L2 there are no Redis calls to save: each starts at once). */
+  const refreshes =
+    l2 &&
+    createRefreshQueue({
+      clock,
+      sleep,
+      windowMs: DEFAULTS.refreshBatchMs,
+      maxPerSend: DEFAULTS.refreshBatchMax,
+      maxQueued: DEFAULTS.refreshQueueMax,
+      maxWaitMs: DEFAULTS.refreshMaxWaitMs,
+      send(batch, background) {
+        const request: PageRequest = { background, batch: createFillBatch(l2, background) };
+        for (const { key, resource, id, freshBeyond } of batch) startRefresh(key, resource, id, request, freshBeyond);
+      },
+    });
   const hotness = createHotness({ warmPerMinute: config.warmPerMinute, hotPerMinute: config.hotPerMinute, clock });
   /**
    * How much of the refresh-ahead share this isolate uses, drawn once in
@@ -128,37 +140,43 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     return { resource, id, background, batch, notBefore: purged.hard, freshAfter: purged.any, freshBeyond: 0 };
   }
 
-  function toolsFor(heat: Heat): PageTools {
-    return {
-      config,
-      clock,
-      l1,
-      l2,
-      l2Entries,
-      flights,
-      rejections,
-      reading,
-      judged,
-      fillContext,
-      refresh(key, resource, id, request, freshBeyond = 0) {
-        // At most one fill per key: a refresh already under way is left alone,
-        // not repeated, and not waited for. Under load the origin's slots go
-        // to visitors with nothing to show: this one has a copy, and a later
-        // request will refresh it.
-        if (flights.running(key) || !deps.origin.acceptsRefresh()) return;
-        flights.start(key, { ...fillContext(resource, id, request), freshBeyond, refresh: true });
-      },
-      dueForRefreshAhead(entry) {
-        if (heat === "cold") return false;
-        const margin = (entry.freshUntil - entry.fetchedAt) * DEFAULTS.refreshAheadShare[heat] * refreshAheadSpread;
-        return entry.freshUntil - clock.now() <= margin;
-      },
-    };
+  /**
+   * At most one fill per key: a refresh already under way is left alone,
+   * not repeated, and not waited for. Under load the origin's slots go to
+   * visitors with nothing to show: this one has a copy, and a later request
+   * will refresh it. (Asked again when a queued refresh is sent: the copy
+   * may have been filled meanwhile, and the origin's load have changed.)
+   */
+  function startRefresh(key: string, resource: ResourceName, id: string, request: PageRequest, freshBeyond: number): void {
+    if (flights.running(key) || !deps.origin.acceptsRefresh()) return;
+    flights.start(key, { ...fillContext(resource, id, request), freshBeyond, refresh: true });
   }
+
   const reading = createLeaseTable<string, true>({ clock });
+  const tools: PageTools = {
+    config,
+    clock,
+    l1,
+    l2,
+    l2Entries,
+    flights,
+    rejections,
+    reading,
+    judged,
+    fillContext,
+    refresh(key, resource, id, request, freshBeyond = 0) {
+      if (flights.running(key)) return;
+      if (refreshes) refreshes.add({ key, resource, id, freshBeyond }, request.background);
+      else startRefresh(key, resource, id, request, freshBeyond);
+    },
+    dueForRefreshAhead(entry, heat) {
+      if (heat === "cold") return false;
+      const margin = (entry.freshUntil - entry.fetchedAt) * DEFAULTS.refreshAheadShare[heat] * refreshAheadSpread;
+      return entry.freshUntil - clock.now() <= margin;
+    },
+  };
 
   async function readPage(id: string, resources: readonly ResourceName[], request: PageRequest): Promise<{ data: PageData; timings: Timings }> {
-    const tools = toolsFor(hotness.offer(id));
     const data: Record<string, Served<unknown>> = {};
     const timings: Timings = { l1: 0, l2: 0, origin: 0 };
     let started = clock.now();
@@ -194,13 +212,18 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       l1.cache.clear();
       rejections.forgetAll();
     },
-    readCached: (ids, resource, background) => readCopies(toolsFor("cold"), ids, resource, background),
+    readCached: (ids, resource, background) => readCopies(tools, ids, resource, background),
 
     async read(id, resources, background, options) {
       // Writes that L2 could not take while it was failing go out once it answers again.
       if (l2 && l2.backlogSize() > 0) background(l2.flushBacklog());
       // The Redis calls of this read's fills and refreshes, made together.
-      return readPage(id, resources, { background, batch: l2 ? createFillBatch(l2, background) : undefined, listed: options?.listed });
+      return readPage(id, resources, {
+        background,
+        batch: l2 ? createFillBatch(l2, background) : undefined,
+        listed: options?.listed,
+        heat: hotness.offer(id),
+      });
     },
   };
 }

@@ -112,6 +112,20 @@ export const DEFAULTS = {
    * second is never served stale, and no visitor waits for its refresh.
    */
   refreshAheadShare: { warm: 0.1, hot: 0.25 },
+  /**
+   * Background refreshes asked for within this window go out together: their
+   * lock claims in one Redis call, their writes in one (cache/refreshQueue.ts).
+   * Nobody waits for a refresh, and stock is fresh for 10 s: 20 ms later is
+   * nothing to a visitor, and at hundreds of pages a second an isolate asks
+   * for several refreshes in that time.
+   */
+  refreshBatchMs: 20,
+  /** Refreshes sent by one request at most: each may cost an origin fetch out of that request's subrequest budget (45 by default). */
+  refreshBatchMax: 8,
+  /** Refreshes waiting at most; more are dropped (a later view asks again). */
+  refreshQueueMax: 256,
+  /** A refresh that waited this long is dropped rather than sent late (its copy has likely been read again, and asked again). */
+  refreshMaxWaitMs: 2000,
   /** Budget of the known-ids filter's own L2 calls: its segments (8 KB each) are larger than entries. */
   knownIdsL2TimeoutMs: 1000,
   /** Values over this many bytes are compressed before they go to L2. */
