@@ -3,7 +3,7 @@
 // among concurrent callers (readThrough.ts); across isolates, the first to claim the
 // Redis lock fetches and the others wait a bounded time for its result:
 //
-//   claim lock ──won──────────────▶ origin ─▶ write to L2 (version-guarded) + release lock
+//   claim lock ──won──────────────▶ origin ─▶ write to L2 (version-guarded, with the isolate's other writes) + release lock
 //        ├─fresh value in L2 ─────▶ use it
 //        ├─lost ─▶ poll L2 (backoff, ≤ lockWaitMs) ─▶ use it, or fetch yourself
 //        │                                            (at once if the winner gave up its lock)
@@ -25,10 +25,11 @@ import type { Clock } from "../shared/clock";
 import { encodeEntry } from "./codec";
 import { deadlinesFor, type Entry } from "./entry";
 import { lockKey, purgeMarkerKey } from "./keys";
-import type { FillBatch, FillCalls } from "./fillBatch";
-import type { L2 } from "./l2";
+import type { FillCalls } from "./fillBatch";
+import type { FillWrite, L2 } from "./l2";
 import type { L2Entries } from "./l2Entries";
 import { createLockWait, type Reclaimed } from "./lockWait";
+import { createSendQueue } from "./sendQueue";
 
 /**
  * The longest one fill can take: its lock claim, then at most the wait for
@@ -53,8 +54,8 @@ export interface FillContext {
   freshBeyond: number;
   /** A refresh of a copy that is still being served: its origin fetch gives way to visitors under load. */
   refresh?: boolean;
-  /** The Redis calls of the request's other fills, to make together with this one's (fillBatch.ts). */
-  batch?: FillBatch;
+  /** The lock claims of the request's other fills, to make together with this one's (fillBatch.ts). */
+  batch?: FillCalls;
   /** Set by the fill: `origin` when this isolate fetched, `l2` when another isolate's result was used. */
   via?: "origin" | "l2";
   /** Set by the fill: an older copy found in L2 on the way, to serve if the origin fails. */
@@ -90,14 +91,31 @@ export function createFill(deps: FillDeps) {
     };
   }
 
-  function storeInL2(calls: FillCalls, key: string, entry: Entry, lockToken: string, context: FillContext): void {
+  /** Fill writes of many requests, sent together (sendQueue.ts). */
+  const writes =
+    l2 &&
+    createSendQueue<FillWrite>({
+      clock,
+      sleep: deps.sleep,
+      windowMs: DEFAULTS.sendWindowMs,
+      maxPerSend: DEFAULTS.writesPerSend,
+      maxQueued: DEFAULTS.sendQueueMax,
+      maxWaitMs: DEFAULTS.writeMaxWaitMs,
+      // Two fills of one key (a refresh, and a fill after a purge) write with their own lock tokens: both go.
+      keyOf: (write) => `${write.key} ${write.lockToken}`,
+      sizeOf: (write) => write.value.length,
+      maxBytesPerSend: DEFAULTS.writeBytesPerSend,
+      send: (batch, background) => background(l2.writeFills(batch)),
+    });
+
+  function storeInL2(l2: L2, key: string, entry: Entry, lockToken: string, context: FillContext): void {
     const value = encodeEntry(entry, config.compressAboveBytes);
     if (value === undefined) {
       // Not stored: it would not be read back (over the size cap, or a version past 2^53). Waiters stop waiting.
-      if (lockToken) context.background(l2!.releaseLock(lockKey(config.keyPrefix, key), lockToken));
+      if (lockToken) context.background(l2.releaseLock(lockKey(config.keyPrefix, key), lockToken));
       return;
     }
-    const write = calls.writeFill({
+    const write: FillWrite = {
       key,
       lock: lockKey(config.keyPrefix, key),
       purgeMarker: purgeMarkerKey(config.keyPrefix, key),
@@ -106,8 +124,9 @@ export function createFill(deps: FillDeps) {
       fetchedAt: entry.fetchedAt,
       ttlMs: entry.errorUntil - clock.now(),
       lockToken,
-    });
-    context.background(write);
+    };
+    // Queued with the isolate's other writes; past the queue's bound, on its own.
+    if (!writes!.add(write, context.background)) context.background(l2.writeFills([write]));
   }
 
   async function fillThroughL2(l2: L2, calls: FillCalls, key: string, context: FillContext): Promise<Entry> {
@@ -161,7 +180,7 @@ export function createFill(deps: FillDeps) {
     }
     context.via = "origin";
     // The lock is released with the write.
-    storeInL2(calls, key, entry, won ? lockToken : "", context);
+    storeInL2(l2, key, entry, won ? lockToken : "", context);
     return entry;
   }
 
@@ -171,12 +190,6 @@ export function createFill(deps: FillDeps) {
       context.via = "origin";
       return fetchFromOrigin(context);
     }
-    const calls: FillCalls = context.batch ?? l2;
-    context.batch?.begin();
-    try {
-      return await fillThroughL2(l2, calls, key, context);
-    } finally {
-      context.batch?.end();
-    }
+    return fillThroughL2(l2, context.batch ?? l2, key, context);
   };
 }

@@ -12,7 +12,7 @@ import type { Clock } from "../shared/clock";
 import type { LeaseTable } from "../shared/leases";
 import { entryState, newerOf, type Entry } from "./entry";
 import type { FillContext } from "./fill";
-import type { FillBatch } from "./fillBatch";
+import type { FillCalls } from "./fillBatch";
 import type { Flights } from "./flights";
 import type { Heat } from "./hotness";
 import { entryKey } from "./keys";
@@ -33,7 +33,7 @@ export interface Timings {
 /** One page read: where its background work goes, and the batch its fills' Redis calls share. */
 export interface PageRequest {
   background: (work: Promise<unknown>) => void;
-  batch?: FillBatch;
+  batch?: FillCalls;
   /** The known-ids filter lists the page's subject: it exists, but for the filter's false positives. */
   listed?: boolean;
   /** How often the subject is asked for in this isolate (hotness.ts): warm and hot ones are refreshed ahead. */

@@ -20,10 +20,18 @@ import { createL1, type Stored } from "./l1";
 import type { L2 } from "./l2";
 import { createL2Entries, type L2ValueStats } from "./l2Entries";
 import { readCopies, readFromL1, readFromL2, readFromOrigin, type PageData, type PageRequest, type PageTools, type Timings } from "./pageSteps";
-import { createRefreshQueue } from "./refreshQueue";
 import { createRejections } from "./rejections";
+import { createSendQueue } from "./sendQueue";
 import type { Served } from "./served";
 import type { LRUCache } from "lru-cache";
+
+/** A background refresh waiting to be sent (see createSendQueue): `freshBeyond` for a refresh ahead. */
+interface QueuedRefresh {
+  key: string;
+  resource: ResourceName;
+  id: string;
+  freshBeyond: number;
+}
 
 /** The purges this isolate knows of (see invalidation/watcher.ts). */
 interface PurgeKnowledge {
@@ -100,13 +108,14 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   /** Refreshes of many requests, sent together (with no L2 there are no Redis calls to save: each starts at once). */
   const refreshes =
     l2 &&
-    createRefreshQueue({
+    createSendQueue<QueuedRefresh>({
       clock,
       sleep,
-      windowMs: DEFAULTS.refreshBatchMs,
-      maxPerSend: DEFAULTS.refreshBatchMax,
-      maxQueued: DEFAULTS.refreshQueueMax,
+      windowMs: DEFAULTS.sendWindowMs,
+      maxPerSend: DEFAULTS.refreshesPerSend,
+      maxQueued: DEFAULTS.sendQueueMax,
       maxWaitMs: DEFAULTS.refreshMaxWaitMs,
+      keyOf: (refresh) => refresh.key,
       send(batch, background) {
         const request: PageRequest = { background, batch: createFillBatch(l2, background) };
         for (const { key, resource, id, freshBeyond } of batch) startRefresh(key, resource, id, request, freshBeyond);

@@ -113,19 +113,27 @@ export const DEFAULTS = {
    */
   refreshAheadShare: { warm: 0.1, hot: 0.25 },
   /**
-   * Background refreshes asked for within this window go out together: their
-   * lock claims in one Redis call, their writes in one (cache/refreshQueue.ts).
-   * Nobody waits for a refresh, and stock is fresh for 10 s: 20 ms later is
-   * nothing to a visitor, and at hundreds of pages a second an isolate asks
-   * for several refreshes in that time.
+   * Background Redis work that an isolate's requests queue within this window
+   * goes out together (cache/sendQueue.ts): the lock claims of refreshes in
+   * one call and their writes in one; fill writes in one call per shard.
+   * Nobody waits for it, and stock is fresh for 10 s: 20 ms later is nothing
+   * to a visitor, and a write 20 ms later keeps another isolate waiting on
+   * the lock 20 ms longer, where at hundreds of pages a second an isolate
+   * queues several in that time.
    */
-  refreshBatchMs: 20,
-  /** Refreshes sent by one request at most: each may cost an origin fetch out of that request's subrequest budget (45 by default). */
-  refreshBatchMax: 8,
-  /** Refreshes waiting at most; more are dropped (a later view asks again). */
-  refreshQueueMax: 256,
+  sendWindowMs: 20,
+  /** Refreshes in one send at most: each may cost an origin fetch out of the sending request's subrequest budget (45 by default). */
+  refreshesPerSend: 8,
+  /** Fill writes in one send at most: one call per shard, whose body holds their values. */
+  writesPerSend: 16,
+  /** And their values' characters at most: half of the 1 MB an Upstash request may carry (one larger value still goes, alone). */
+  writeBytesPerSend: 512 * 1024,
+  /** Items waiting in each queue at most: more refreshes are dropped (a later view asks again), more writes go out on their own. */
+  sendQueueMax: 256,
   /** A refresh that waited this long is dropped rather than sent late (its copy has likely been read again, and asked again). */
   refreshMaxWaitMs: 2000,
+  /** A write that waited this long is dropped: its lock has lapsed (lockTtlMs) and another isolate has likely filled the key since. */
+  writeMaxWaitMs: 3000,
   /** Budget of the known-ids filter's own L2 calls: its segments (8 KB each) are larger than entries. */
   knownIdsL2TimeoutMs: 1000,
   /** Values over this many bytes are compressed before they go to L2. */

@@ -485,6 +485,9 @@ describe("hostile input at one running tier", () => {
     // Failing, with a stale copy: the copy; with none: the 503 page.
     await clearFaults(stack);
     expect((await ask("listing back", 0, "/")).status).toBe(200);
+    // Its write in L2 (it goes out with the isolate's other writes, a moment later): the copy the next steps fall back on.
+    // A purge that came first would keep that older copy out of L2 (fill writes never land after a purge).
+    await waitFor("the listing in L2", async () => (await direct.exists(l2KeyOf("listing", "home"))) === 1, 2000);
     await injectFault(stack, { service: "listing", down: "500" });
     expect((await listingPurge("soft")).status).toBe(202);
     await afterPropagation();

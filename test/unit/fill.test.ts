@@ -22,7 +22,7 @@ function losingL2(polls: (string | null | undefined)[], accepts: boolean) {
       return value === undefined ? keys.map(() => undefined) : [value, "someone-else"];
     },
     accepts: () => accepts,
-    writeFill: async () => undefined,
+    writeFills: async (batch: unknown[]) => batch.map(() => undefined),
     releaseLock: async () => {},
   } as unknown as L2;
   return { l2, reads: () => reads };
@@ -50,8 +50,18 @@ async function fillOnce(l2: L2, l2Entries = createL2Entries({ config, l2, clock:
     random: Math.random,
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
   });
-  const context: FillContext = { resource: "product", id: "p-000042", background: () => {}, notBefore: 0, freshAfter: 0, freshBeyond: 0 };
+  const background: Promise<unknown>[] = [];
+  const context: FillContext = {
+    resource: "product",
+    id: "p-000042",
+    background: (work) => void background.push(work),
+    notBefore: 0,
+    freshAfter: 0,
+    freshBeyond: 0,
+  };
   const entry = await fill(KEY, context);
+  // Its write goes out with the isolate's others, a moment later.
+  while (background.length > 0) await Promise.all(background.splice(0));
   return { entry, context, originCalls: origin.calls.product };
 }
 
@@ -107,7 +117,7 @@ function unansweredL2(holder: (ownToken: string) => string | null, value: () => 
       return [value(), holder(token)];
     },
     accepts: () => true,
-    writeFill: async (write: { lockToken: string }) => (writes.push(write), true),
+    writeFills: async (batch: { lockToken: string }[]) => (writes.push(...batch), batch.map(() => true)),
     releaseLock: async () => {},
   } as unknown as L2;
   return { l2, writes, reads: () => reads };
@@ -154,7 +164,7 @@ describe("a loser whose poll finds the lock free and no fresh copy", () => {
       claimFill: async (): Promise<FillClaim> => claims[Math.min(claimed++, claims.length - 1)]!,
       readMany: async () => polls[Math.min(reads++, polls.length - 1)],
       accepts: () => true,
-      writeFill: async () => undefined,
+      writeFills: async (batch: unknown[]) => batch.map(() => undefined),
       releaseLock: async () => {},
     } as unknown as L2;
     return { l2, claims: () => claimed };

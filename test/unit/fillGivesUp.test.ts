@@ -29,7 +29,7 @@ function losingL2(holderAt: (poll: number) => string | null, now: () => number) 
       return [null, holderAt(polls.length)].slice(0, keys.length);
     },
     accepts: () => true,
-    writeFill: async (write: FillWrite) => (writes.push(write), true),
+    writeFills: async (batch: FillWrite[]) => (writes.push(...batch), batch.map(() => true)),
     releaseLock: async () => {},
   } as unknown as L2;
   return { l2, polls, writes };

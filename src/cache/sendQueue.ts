@@ -1,0 +1,109 @@
+// Background Redis work of many requests, sent together (issue: Redis
+// commands per page). A background refresh costs a lock claim and a write,
+// and every fill a write, whatever else is under way: at steady Zipf these
+// were most of the tier's Redis calls. Nobody waits for them, so they can
+// wait a few milliseconds for others: what the isolate's requests queue
+// within `windowMs` goes out as one send (one call per shard for writes; the
+// claims and the writes of refreshes, one each), whichever requests queued it.
+// Two queues use this: background refreshes (cache/readThrough.ts) and fill
+// writes (cache/fill.ts).
+//
+// The Workers rules (docs/architecture.md#sharing-work-across-requests-in-one-isolate):
+// a queue holds plain data (keys, encoded values). The request that finds no
+// send scheduled schedules one under its own `waitUntil`, and that request
+// makes the send, its Redis calls and origin fetches, as its own background
+// work: no request awaits or wakes another, and nobody awaits a send. The
+// scheduled send is a lease: if its request vanished (its `waitUntil` cut
+// off), the first request to queue something past its deadline schedules a
+// send of its own. Bounded: at most `maxQueued` items wait (`add` refuses
+// more: the caller sends on its own or drops), at most `maxPerSend` go in one
+// send (the sending request's subrequest budget, the size of one call), and an
+// item that waited past `maxWaitMs` is dropped, not sent late.
+import type { Clock } from "../shared/clock";
+
+export interface SendQueueOptions<T> {
+  clock: Clock;
+  sleep: (ms: number) => Promise<void>;
+  /** How long the first item of a send waits for others. */
+  windowMs: number;
+  maxPerSend: number;
+  maxQueued: number;
+  maxWaitMs: number;
+  /** Items with one key wait once (a second `add` of the key changes nothing). */
+  keyOf(item: T): string;
+  /** With `sizeOf`, a send stops short of `maxBytesPerSend` (one item always goes). */
+  sizeOf?(item: T): number;
+  maxBytesPerSend?: number;
+  /** Makes one send, as background work of the request that sends it. */
+  send(items: T[], background: (work: Promise<unknown>) => void): void;
+}
+
+export interface SendQueue<T> {
+  /** Queues `item` (unless its key waits already); `background` is this request's `waitUntil`, in case it must schedule the send. false: the queue is full. */
+  add(item: T, background: (work: Promise<unknown>) => void): boolean;
+  /** `refused`: adds past maxQueued; `expired`: items dropped past maxWaitMs; `takenOver`: sends scheduled again past a lapsed lease. */
+  stats(): { queued: number; sends: number; refused: number; expired: number; takenOver: number };
+}
+
+export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
+  const { clock, windowMs } = options;
+  const waiting = new Map<string, { item: T; since: number }>();
+  /** The scheduled send's lease: due at `sendAt`, taken over once past `sendAt + windowMs` (0: none scheduled). */
+  let sendAt = 0;
+  let sends = 0;
+  let refused = 0;
+  let expired = 0;
+  let takenOver = 0;
+
+  function schedule(background: (work: Promise<unknown>) => void): void {
+    const due = clock.now() + windowMs;
+    sendAt = due;
+    background(options.sleep(windowMs).then(() => sendDue(due, background)));
+  }
+
+  function sendDue(due: number, background: (work: Promise<unknown>) => void): void {
+    // Another request took the send over: this one's lease had lapsed.
+    if (sendAt !== due) return;
+    sendAt = 0;
+    const now = clock.now();
+    const items: T[] = [];
+    let bytes = 0;
+    for (const [key, { item, since }] of waiting) {
+      if (now - since > options.maxWaitMs) {
+        waiting.delete(key);
+        expired++;
+        continue;
+      }
+      if (items.length === options.maxPerSend) break;
+      const size = options.sizeOf?.(item) ?? 0;
+      if (items.length > 0 && bytes + size > (options.maxBytesPerSend ?? Number.POSITIVE_INFINITY)) break;
+      bytes += size;
+      waiting.delete(key);
+      items.push(item);
+    }
+    if (items.length === 0) return;
+    sends++;
+    options.send(items, background);
+    // What is left goes with the next request that queues something (not this one: its subrequest budget is spent).
+  }
+
+  return {
+    add(item, background) {
+      const key = options.keyOf(item);
+      if (!waiting.has(key)) {
+        if (waiting.size >= options.maxQueued) {
+          refused++;
+          return false;
+        }
+        waiting.set(key, { item, since: clock.now() });
+      }
+      if (sendAt === 0) schedule(background);
+      else if (clock.now() > sendAt + windowMs) {
+        takenOver++;
+        schedule(background);
+      }
+      return true;
+    },
+    stats: () => ({ queued: waiting.size, sends, refused, expired, takenOver }),
+  };
+}

@@ -1,0 +1,166 @@
+// Background Redis work of many requests sent together (src/cache/sendQueue.ts):
+// one send per window, bounded, and a send whose request vanished is taken
+// over by the next request that queues something. Then the two queues that
+// use it, through the read path: background refreshes and fill writes.
+import { describe, expect, it } from "vitest";
+import { createReadThrough } from "../../src/cache/readThrough";
+import { createSendQueue } from "../../src/cache/sendQueue";
+import type { FillClaim, FillClaimRequest, FillWrite, L2 } from "../../src/cache/l2";
+import type { ResourceName } from "../../src/origin/resources";
+import { fakeClock, fakeOrigin, testConfig } from "../support/fakes";
+
+interface Item {
+  key: string;
+  size: number;
+}
+
+/** A queue on a fake clock whose sleeps end when the test says (`wake`). */
+function queueWith(limits: { maxPerSend?: number; maxQueued?: number; maxWaitMs?: number; maxBytesPerSend?: number } = {}) {
+  const clock = fakeClock();
+  const sleeping: (() => void)[] = [];
+  const sent: string[][] = [];
+  const queue = createSendQueue<Item>({
+    clock,
+    sleep: () => new Promise<void>((resolve) => sleeping.push(resolve)),
+    windowMs: 20,
+    maxPerSend: limits.maxPerSend ?? 8,
+    maxQueued: limits.maxQueued ?? 100,
+    maxWaitMs: limits.maxWaitMs ?? 2000,
+    keyOf: (item) => item.key,
+    sizeOf: (item) => item.size,
+    maxBytesPerSend: limits.maxBytesPerSend,
+    send: (batch) => sent.push(batch.map(({ key }) => key)),
+  });
+  const background: Promise<unknown>[] = [];
+  const request = () => (work: Promise<unknown>) => void background.push(work);
+  const wake = async () => {
+    sleeping.splice(0).forEach((resolve) => resolve());
+    await Promise.all(background.splice(0));
+  };
+  const refresh = (key: string, size = 1): Item => ({ key, size });
+  return { clock, queue, sent, request, wake, refresh, sleeping };
+}
+
+describe("a send queue", () => {
+  it("sends the refreshes of several requests in one window together, each key once, scheduled by the first request only", async () => {
+    const { queue, sent, request, wake, refresh, sleeping } = queueWith();
+    for (const key of ["a", "b", "a", "c"]) queue.add(refresh(key), request());
+    expect(sleeping).toHaveLength(1);
+    expect(sent).toEqual([]);
+    await wake();
+    expect(sent).toEqual([["a", "b", "c"]]);
+  });
+
+  it("sends at most maxPerSend at once; the rest go with the next request that queues one", async () => {
+    const { queue, sent, request, wake, refresh } = queueWith({ maxPerSend: 2 });
+    for (const key of ["a", "b", "c"]) queue.add(refresh(key), request());
+    await wake();
+    expect(sent).toEqual([["a", "b"]]);
+    queue.add(refresh("c"), request()); // already waiting: schedules the send all the same
+    await wake();
+    expect(sent).toEqual([["a", "b"], ["c"]]);
+  });
+
+  it("stops a send short of maxBytesPerSend, one item always going", async () => {
+    const { queue, sent, request, wake, refresh } = queueWith({ maxBytesPerSend: 10 });
+    queue.add(refresh("a", 4), request());
+    queue.add(refresh("b", 4), request());
+    queue.add(refresh("c", 4), request());
+    await wake();
+    queue.add(refresh("big", 50), request());
+    await wake();
+    queue.add(refresh("d", 1), request());
+    await wake();
+    // Each send takes the oldest first: [a, b] (c would pass 10), then c alone (big would), then big alone.
+    expect(sent).toEqual([["a", "b"], ["c"], ["big"]]);
+    expect(queue.stats().queued).toBe(1);
+  });
+
+  it("refuses what would overflow it (add says so), and drops what waited past maxWaitMs", async () => {
+    const { clock, queue, sent, request, wake, refresh } = queueWith({ maxQueued: 2, maxWaitMs: 1000 });
+    expect(["a", "b", "c"].map((key) => queue.add(refresh(key), request()))).toEqual([true, true, false]);
+    expect(queue.stats()).toMatchObject({ queued: 2, refused: 1 });
+    clock.advance(1500);
+    await wake();
+    expect(sent).toEqual([]);
+    expect(queue.stats()).toMatchObject({ queued: 0, refused: 1, expired: 2 });
+  });
+
+  it("takes over a send whose request vanished: the next request past its deadline sends, the vanished one never does", async () => {
+    const { clock, queue, sent, request, wake, refresh, sleeping } = queueWith();
+    queue.add(refresh("a"), () => {}); // its request is gone: the send it scheduled never runs
+    const lost = sleeping.splice(0);
+    clock.advance(10);
+    queue.add(refresh("b"), request()); // within the lease: waits for it
+    expect(sleeping).toHaveLength(0);
+    clock.advance(40);
+    queue.add(refresh("c"), request());
+    expect(queue.stats().takenOver).toBe(1);
+    await wake();
+    expect(sent).toEqual([["a", "b", "c"]]);
+    // The vanished request's timer fires late after all: its lease was taken, it sends nothing.
+    lost.forEach((resolve) => resolve());
+    await Promise.resolve();
+    expect(sent).toHaveLength(1);
+  });
+});
+
+/** A read path over an L2 that holds nothing, grants every lock, and counts the items of each claim and write call. */
+function readPathCountingCalls() {
+  const calls = { claims: [] as number[], writes: [] as number[] };
+  const l2 = {
+    backlogSize: () => 0,
+    flushBacklog: async () => {},
+    accepts: () => true,
+    breaker: { state: () => "closed" },
+    readMany: async (keys: readonly string[]) => keys.map(() => null),
+    async claimFills(claims: readonly FillClaimRequest[]) {
+      calls.claims.push(claims.length);
+      return claims.map((): FillClaim => ({ kind: "won" }));
+    },
+    async writeFills(writes: readonly FillWrite[]) {
+      calls.writes.push(writes.length);
+      return writes.map(() => true);
+    },
+    releaseLock: async () => {},
+  } as unknown as L2;
+  const clock = fakeClock();
+  const origin = fakeOrigin();
+  const config = testConfig({ CACHE_POLICIES: JSON.stringify({ inventory: { ttl: 10, swr: 30, staleIfError: 600, negativeTtl: 10 } }) });
+  const cache = createReadThrough({ config, origin, l2, clock });
+  const background: Promise<unknown>[] = [];
+  /** One request's read of a product's inventory. */
+  const read = (id: string) => cache.read(id, ["inventory"] satisfies ResourceName[], (work) => void background.push(work));
+  const settle = async () => {
+    while (background.length > 0) await Promise.all(background.splice(0));
+  };
+  return { calls, clock, origin, read, settle };
+}
+
+describe("through the read path", () => {
+  const ids = ["p-1", "p-2", "p-3", "p-4", "p-5"];
+
+  it("five requests filling five products: a claim each (their visitors wait for it), the five writes in one call", async () => {
+    const { calls, origin, read, settle } = readPathCountingCalls();
+    for (const id of ids) expect((await read(id)).data.inventory).toMatchObject({ tier: "origin" });
+    await settle();
+    expect(calls).toEqual({ claims: [1, 1, 1, 1, 1], writes: [5] });
+    expect(origin.calls.inventory).toBe(5);
+  });
+
+  it("stale copies of five products read by five requests: one claim call and one write call for the five refreshes", async () => {
+    const { calls, clock, origin, read, settle } = readPathCountingCalls();
+    for (const id of ids) await read(id);
+    await settle();
+    calls.claims.length = 0;
+    calls.writes.length = 0;
+
+    clock.advance(15_000); // stale: past ttl, within swr
+    for (const id of ids) expect((await read(id)).data.inventory).toMatchObject({ tier: "l1", freshness: "stale" });
+    await settle();
+    expect(calls).toEqual({ claims: [5], writes: [5] });
+    expect(origin.calls.inventory).toBe(10);
+    // Refreshed: fresh again from L1.
+    for (const id of ids) expect((await read(id)).data.inventory).toMatchObject({ tier: "l1", freshness: "fresh" });
+  });
+});
