@@ -29,7 +29,7 @@ import type { FillCalls } from "./fillBatch";
 import type { FillWrite, L2 } from "./l2";
 import type { L2Entries } from "./l2Entries";
 import { createLockWait, type Reclaimed } from "./lockWait";
-import { createSendQueue } from "./sendQueue";
+import { createSendQueue, type SendStats } from "./sendQueue";
 
 /**
  * The longest one fill can take: its lock claim, then at most the wait for
@@ -185,11 +185,12 @@ export function createFill(deps: FillDeps) {
   }
 
   /** One fill: resolves to a fresh entry or throws the OriginError. */
-  return async function fill(key: string, context: FillContext): Promise<Entry> {
+  async function fill(key: string, context: FillContext): Promise<Entry> {
     if (!l2) {
       context.via = "origin";
       return fetchFromOrigin(context);
     }
     return fillThroughL2(l2, context.batch ?? l2, key, context);
-  };
+  }
+  return Object.assign(fill, { writeStats: (): SendStats | null => writes?.stats() ?? null });
 }

@@ -30,7 +30,7 @@ export interface Timings {
   origin: number;
 }
 
-/** One page read: where its background work goes, and the batch its fills' Redis calls share. */
+/** One page read: where its background work goes, and the batch its fills' lock claims share. */
 export interface PageRequest {
   background: (work: Promise<unknown>) => void;
   batch?: FillCalls;

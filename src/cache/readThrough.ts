@@ -21,7 +21,7 @@ import type { L2 } from "./l2";
 import { createL2Entries, type L2ValueStats } from "./l2Entries";
 import { readCopies, readFromL1, readFromL2, readFromOrigin, type PageData, type PageRequest, type PageTools, type Timings } from "./pageSteps";
 import { createRejections } from "./rejections";
-import { createSendQueue } from "./sendQueue";
+import { createSendQueue, type SendStats } from "./sendQueue";
 import type { Served } from "./served";
 import type { LRUCache } from "lru-cache";
 
@@ -31,6 +31,13 @@ interface QueuedRefresh {
   resource: ResourceName;
   id: string;
   freshBeyond: number;
+}
+
+/** Fills in flight and taken over (flights.ts), and the background sends of refreshes and writes (null without L2). */
+export interface FillStats {
+  inFlight: number;
+  takenOver: number;
+  sends: { refreshes: SendStats | null; writes: SendStats | null };
 }
 
 /** The purges this isolate knows of (see invalidation/watcher.ts). */
@@ -91,7 +98,7 @@ export interface ReadThrough extends L1Purging {
   readonly l1: LRUCache<string, Stored>;
   readonly l2: L2 | null;
   /** Fills in flight in this isolate, and those taken over from a request that vanished or overran its bound. */
-  fillStats(): { inFlight: number; takenOver: number };
+  fillStats(): FillStats;
   /** Values read from L2 that were not valid entries, and how many of them were deleted. */
   l2ValueStats(): L2ValueStats;
 }
@@ -207,7 +214,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   return {
     l1: l1.cache,
     l2,
-    fillStats: flights.stats,
+    fillStats: () => ({ ...flights.stats(), sends: { refreshes: refreshes ? refreshes.stats() : null, writes: fill.writeStats() } }),
     l2ValueStats: () => ({ ...l2Entries.stats }),
     forget(key) {
       l1.cache.delete(key);

@@ -41,8 +41,16 @@ export interface SendQueueOptions<T> {
 export interface SendQueue<T> {
   /** Queues `item` (unless its key waits already); `background` is this request's `waitUntil`, in case it must schedule the send. false: the queue is full. */
   add(item: T, background: (work: Promise<unknown>) => void): boolean;
-  /** `refused`: adds past maxQueued; `expired`: items dropped past maxWaitMs; `takenOver`: sends scheduled again past a lapsed lease. */
-  stats(): { queued: number; sends: number; refused: number; expired: number; takenOver: number };
+  stats(): SendStats;
+}
+
+/** `refused`: adds past maxQueued; `expired`: items dropped past maxWaitMs; `takenOver`: sends scheduled again past a lapsed lease. */
+export interface SendStats {
+  queued: number;
+  sends: number;
+  refused: number;
+  expired: number;
+  takenOver: number;
 }
 
 export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {

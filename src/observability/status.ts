@@ -6,6 +6,7 @@
 import type { BreakerState } from "../shared/breaker";
 import type { L2Stats } from "../cache/l2";
 import type { L2ValueStats } from "../cache/l2Entries";
+import type { FillStats } from "../cache/readThrough";
 import type { Config } from "../config";
 import type { KnownIdsState } from "../knownIds";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
@@ -28,8 +29,8 @@ export interface StatusSources {
   purges: { seq: number; lastSyncAt: number; blind: boolean; widePurges: number };
   /** The isolate's origin fetch slots (leases): held now, callers queued, and slots taken back from vanished holders. */
   originSlots: { inUse: number; queued: number; reclaimed: number };
-  /** Fills in flight in this isolate, and fills taken over from a request that vanished. */
-  fills: { inFlight: number; takenOver: number };
+  /** Fills in flight in this isolate, fills taken over from a request that vanished, and the background sends (cache/sendQueue.ts). */
+  fills: FillStats;
   knownIds: {
     state: KnownIdsState;
     serving: boolean;

@@ -5,6 +5,7 @@ import { RESOURCE_NAMES } from "../origin/resources";
 import type { BreakerState } from "../shared/breaker";
 import { buildChart, type ChartView } from "./chart";
 import type { ResourceSummary, WindowSummary } from "./metrics";
+import type { SendStats } from "../cache/sendQueue";
 import type { StatusModel } from "./status";
 
 const DASH = "—";
@@ -225,6 +226,8 @@ export function statusView(model: StatusModel) {
       reclaimedClass: model.originSlots.reclaimed > 0 ? "warn" : "ok",
       fillsInFlight: count(model.fills.inFlight),
       fillsTakenOver: count(model.fills.takenOver),
+      refreshSends: sendsView(model.fills.sends.refreshes),
+      writeSends: sendsView(model.fills.sends.writes),
     },
     l1: {
       used: bytes(model.l1.bytes),
@@ -257,4 +260,10 @@ export function statusView(model: StatusModel) {
     chart,
     config: configView(model),
   };
+}
+
+/** One line for a send queue (cache/sendQueue.ts): what it sent, and what it could not. */
+function sendsView(stats: SendStats | null): string {
+  if (!stats) return "off (no L2)";
+  return `${count(stats.sends)} sends, ${count(stats.queued)} waiting; ${count(stats.expired)} dropped late, ${count(stats.refused)} refused (queue full), ${count(stats.takenOver)} sends taken over`;
 }

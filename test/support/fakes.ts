@@ -1,6 +1,7 @@
 // In-process stand-ins for unit tests of the cache engine: a clock moved by
 // hand and an origin whose answers and failures the test decides.
 import { parseConfig, type Config } from "../../src/config";
+import type { FillContext } from "../../src/cache/fill";
 import type { Clock } from "../../src/shared/clock";
 import type { OriginAnswer, OriginClient } from "../../src/origin/client";
 import { OriginError } from "../../src/origin/failure";
@@ -97,4 +98,14 @@ export function fakeOrigin(): FakeOrigin {
 /** The tier's configuration as unit tests use it: the demo addresses, no TTL jitter (deadlines exact), and `overrides` on top. */
 export function testConfig(overrides: Record<string, unknown> = {}): Config {
   return parseConfig({ ORIGIN_URL: "http://origin.test", PUBLIC_URL: "https://shop.example", TTL_JITTER: "0", ...overrides });
+}
+
+/** A fill's context for unit tests: its background work collected; `settle` waits for it all, and for what it started. */
+export function testFillContext(id: string, resource: ResourceName = "product"): { context: FillContext; settle: () => Promise<void> } {
+  const background: Promise<unknown>[] = [];
+  const context: FillContext = { resource, id, background: (work) => void background.push(work), notBefore: 0, freshAfter: 0, freshBeyond: 0 };
+  const settle = async () => {
+    while (background.length > 0) await Promise.all(background.splice(0));
+  };
+  return { context, settle };
 }

@@ -4,10 +4,10 @@
 // A claim that got no answer looks at the lock before fetching.
 import { describe, expect, it } from "vitest";
 import { encodeEntry } from "../../src/cache/codec";
-import { createFill, type FillContext } from "../../src/cache/fill";
+import { createFill } from "../../src/cache/fill";
 import type { FillClaim, L2 } from "../../src/cache/l2";
 import { createL2Entries } from "../../src/cache/l2Entries";
-import { fakeOrigin, sampleProduct, testConfig } from "../support/fakes";
+import { fakeOrigin, sampleProduct, testConfig, testFillContext } from "../support/fakes";
 
 const config = testConfig();
 const KEY = "pp:v1:p:p-000042";
@@ -50,18 +50,9 @@ async function fillOnce(l2: L2, l2Entries = createL2Entries({ config, l2, clock:
     random: Math.random,
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
   });
-  const background: Promise<unknown>[] = [];
-  const context: FillContext = {
-    resource: "product",
-    id: "p-000042",
-    background: (work) => void background.push(work),
-    notBefore: 0,
-    freshAfter: 0,
-    freshBeyond: 0,
-  };
+  const { context, settle } = testFillContext("p-000042");
   const entry = await fill(KEY, context);
-  // Its write goes out with the isolate's others, a moment later.
-  while (background.length > 0) await Promise.all(background.splice(0));
+  await settle(); // its write goes out with the isolate's others, a moment later
   return { entry, context, originCalls: origin.calls.product };
 }
 

@@ -5,10 +5,10 @@
 // stops waiting at once. A fake clock that the fill's own sleeps move, so
 // that no test waits in real time.
 import { describe, expect, it } from "vitest";
-import { createFill, type FillContext } from "../../src/cache/fill";
+import { createFill } from "../../src/cache/fill";
 import type { FillClaim, FillWrite, L2 } from "../../src/cache/l2";
 import { createL2Entries } from "../../src/cache/l2Entries";
-import { fakeClock, fakeOrigin, testConfig } from "../support/fakes";
+import { fakeClock, fakeOrigin, testConfig, testFillContext } from "../support/fakes";
 
 const config = testConfig();
 const KEY = "pp:v1:p:p-000042";
@@ -55,17 +55,9 @@ function setup(holderAt: (poll: number) => string | null) {
     // The fill's pauses between polls move the fake clock, and take no real time.
     sleep: async (ms) => clock.advance(ms),
   });
-  const background: Promise<unknown>[] = [];
-  const context: FillContext = {
-    resource: "product",
-    id: "p-000042",
-    background: (work) => void background.push(work),
-    notBefore: 0,
-    freshAfter: 0,
-    freshBeyond: 0,
-  };
+  const { context, settle } = testFillContext("p-000042");
   const started = clock.now();
-  return { fill: () => fill(KEY, context), context, origin, originCalledAt, polls, writes, started, settle: () => Promise.all(background) };
+  return { fill: () => fill(KEY, context), context, origin, originCalledAt, polls, writes, started, settle };
 }
 
 describe("a fill that lost the lock and gives up waiting", () => {

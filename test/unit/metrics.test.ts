@@ -381,7 +381,14 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
     l1: { bytes: 12 * 1024 * 1024, entries: 3456 },
     purges: { seq: 42, lastSyncAt: clock.now() - 400, blind: false, widePurges: 1 },
     originSlots: { inUse: 7, queued: 2, reclaimed: 1 },
-    fills: { inFlight: 5, takenOver: 0 },
+    fills: {
+      inFlight: 5,
+      takenOver: 0,
+      sends: {
+        refreshes: { queued: 1, sends: 40, refused: 0, expired: 2, takenOver: 0 },
+        writes: { queued: 0, sends: 90, refused: 3, expired: 0, takenOver: 1 },
+      },
+    },
     knownIds: { state: "ready", serving: true, version: "v7", count: 10_000, ageMs: 3_600_000, lastCheckAt: clock.now(), pendingAdds: 0 },
     ...overrides,
   };
@@ -408,6 +415,9 @@ describe("status page", () => {
     expect(html).toMatch(/<td>us<\/td><td><span class="pill bad">open<\/span>/);
     expect(html).toContain("v7");
     expect(html).toContain("42");
+    // The background sends: what went out, and what did not.
+    expect(html).toContain("40 sends, 1 waiting; 2 dropped late, 0 refused (queue full), 0 sends taken over");
+    expect(html).toContain("90 sends, 0 waiting; 0 dropped late, 3 refused (queue full), 1 sends taken over");
     expect(html).toMatch(/<dt>invalid values<\/dt><dd>2 <small>\(not valid entries: read as misses; 1 deleted\)/);
     // The JSON twin carries the same numbers.
     expect(model.last15m.pages).toBe(14); // the current minute is empty; the first one has left the window
