@@ -25,7 +25,7 @@ import type { Clock } from "../shared/clock";
 import { encodeEntry } from "./codec";
 import { deadlinesFor, type Entry } from "./entry";
 import { lockKey, purgeMarkerKey } from "./keys";
-import type { FillCalls } from "./fillBatch";
+import { directCalls, type FillCalls } from "./fillBatch";
 import type { FillWrite, L2 } from "./l2";
 import type { L2Entries } from "./l2Entries";
 import { createLockWait, type Reclaimed } from "./lockWait";
@@ -163,7 +163,7 @@ export function createFill(deps: FillDeps) {
         if (again?.kind === "fresh") return fresh(again.value);
         return again?.kind === "won" ? "ours" : again?.kind === "lost" ? "held" : undefined;
       };
-      const waited = await waitForWinner(l2, key, lock, context, reclaim, unanswered ? lockToken : undefined);
+      const waited = await waitForWinner(l2, calls, key, lock, context, reclaim, unanswered ? lockToken : undefined);
       if (waited === "ours") won = true;
       else if (waited) {
         context.via = "l2";
@@ -190,7 +190,7 @@ export function createFill(deps: FillDeps) {
       context.via = "origin";
       return fetchFromOrigin(context);
     }
-    return fillThroughL2(l2, context.batch ?? l2, key, context);
+    return fillThroughL2(l2, context.batch ?? directCalls(l2, deps.sleep, context.background), key, context);
   }
   return Object.assign(fill, { writeStats: (): SendStats | null => writes?.stats() ?? null });
 }

@@ -1,7 +1,11 @@
-// The lock claims of one page's fills, made together (issue: Redis commands
-// per page). A cold page fills up to four resources: the claims made in one
-// turn of the event loop go out as one script run. Their writes go out with
-// the isolate's other writes (fill.ts, sendQueue.ts).
+// The Redis calls of one page's fills, made together (issue: Redis commands
+// per page). A cold page fills up to four resources: the lock claims made in
+// one turn of the event loop go out as one script run, and when their locks
+// are another isolate's, the waits poll L2 together: one MGET a round for
+// every key still waited for, where four waits polling apart spent the
+// request's subrequest budget (45) in about a second of a slow winner, and
+// then could not even fetch. Their writes go out with the isolate's other
+// writes (fill.ts, sendQueue.ts).
 //
 // A batch belongs to one request (the read that created it) and to the fills
 // that request starts: nothing in it is shared with another request
@@ -10,13 +14,32 @@
 // for the batch.
 import type { ClaimOptions, FillClaim, FillClaimRequest, L2 } from "./l2";
 
-/** How a fill claims its lock: through `L2` itself, or a batch of one request's fills. */
+/** What one poll of a lock wait read: the key's value and the lock's holder (null: none), or undefined (the read failed or was skipped). */
+type LockPoll = [value: string | null | undefined, holder: string | null | undefined];
+
+/** How a fill claims its lock and polls for the winner's result: `directCalls(l2)`, or a batch of one request's fills. */
 export interface FillCalls {
   claimFill(key: string, lock: string, claim: ClaimOptions): Promise<FillClaim | undefined>;
+  /** Reads `key` and `lock` about `delayMs` from now (a batch: with the other polls of its round). */
+  pollLock(key: string, lock: string, delayMs: number): Promise<LockPoll>;
 }
 
-export function createFillBatch(l2: L2, background: (work: Promise<unknown>) => void): FillCalls {
+/** A fill's calls on their own: each claim and poll a call of its own. */
+export function directCalls(l2: L2, sleep: (ms: number) => Promise<void>, background: (work: Promise<unknown>) => void): FillCalls {
+  return {
+    claimFill: (key, lock, claim) => l2.claimFill(key, lock, claim, { background }),
+    async pollLock(key, lock, delayMs) {
+      await sleep(delayMs);
+      const [value, holder] = await l2.readMany([key, lock], { background });
+      return [value, holder];
+    },
+  };
+}
+
+export function createFillBatch(l2: L2, sleep: (ms: number) => Promise<void>, background: (work: Promise<unknown>) => void): FillCalls {
   let claims: { request: FillClaimRequest; done: (claim: FillClaim | undefined) => void }[] = [];
+  /** The next poll round's waiters; the round is scheduled when the first of them asks. */
+  let polls: { key: string; lock: string; done: (poll: LockPoll) => void }[] = [];
 
   function sendClaims(): void {
     const sending = claims;
@@ -29,12 +52,32 @@ export function createFillBatch(l2: L2, background: (work: Promise<unknown>) => 
       .then((answers) => sending.forEach(({ done }, i) => done(answers[i])));
   }
 
+  async function pollRound(delayMs: number): Promise<void> {
+    await sleep(delayMs);
+    const round = polls;
+    polls = [];
+    const values = await l2
+      .readMany(
+        round.flatMap(({ key, lock }) => [key, lock]),
+        { background },
+      )
+      .catch((): undefined[] => []);
+    round.forEach(({ done }, i) => done([values[2 * i], values[2 * i + 1]]));
+  }
+
   return {
     claimFill(key, lock, claim) {
       return new Promise((done) => {
         // The first claim of a turn sends them all once the turn's other fills have made theirs.
         if (claims.length === 0) queueMicrotask(sendClaims);
         claims.push({ request: { key, lock, claim }, done });
+      });
+    },
+    pollLock(key, lock, delayMs) {
+      return new Promise((done) => {
+        // The waits of one claim call lost together and poll on the same schedule: the first to ask sets the round's time.
+        if (polls.length === 0) void pollRound(delayMs);
+        polls.push({ key, lock, done });
       });
     },
   };

@@ -7,6 +7,7 @@ import type { ResourceName } from "../origin/resources";
 import type { Clock } from "../shared/clock";
 import { peekFreshness } from "./codec";
 import type { Entry } from "./entry";
+import type { FillCalls } from "./fillBatch";
 import type { L2 } from "./l2";
 import type { L2Entries } from "./l2Entries";
 
@@ -37,10 +38,9 @@ interface LockWaitDeps {
   /** Decodes what L2 holds; invalid values are misses (and deleted). */
   l2Entries: L2Entries;
   clock: Clock;
-  sleep: (ms: number) => Promise<void>;
 }
 
-export function createLockWait({ config, l2Entries, clock, sleep }: LockWaitDeps) {
+export function createLockWait({ config, l2Entries, clock }: LockWaitDeps) {
   /** A copy fresh enough to end a loser's wait: fresh now and beyond what the fill wants, and fetched after the last purge it knows. */
   function isWaitedFor(copy: Pick<Entry, "fetchedAt" | "freshUntil">, wanted: Wanted): boolean {
     return copy.freshUntil > Math.max(clock.now(), wanted.freshBeyond) && copy.fetchedAt >= wanted.freshAfter;
@@ -66,9 +66,13 @@ export function createLockWait({ config, l2Entries, clock, sleep }: LockWaitDeps
    * and the others keep waiting, where each of them used to fetch. Or the
    * poll read a replica the lock had not reached yet (Upstash Global sends
    * reads to the nearest replica): the lock is still held, and the wait goes on.
+   *
+   * The polls go through `calls`: the waits of one page's fills poll together
+   * (fillBatch.ts), one MGET a round.
    */
   return async function waitForWinner(
     l2: L2,
+    calls: FillCalls,
     key: string,
     lock: string,
     wanted: Wanted,
@@ -78,8 +82,7 @@ export function createLockWait({ config, l2Entries, clock, sleep }: LockWaitDeps
     const giveUpAt = clock.now() + config.lockWaitMs;
     let reclaims = 0;
     for (let delay = FIRST_POLL_MS; clock.now() + delay <= giveUpAt; delay = Math.min(delay * 2, MAX_POLL_MS)) {
-      await sleep(delay);
-      const [value, holder] = await l2.readMany([key, lock], { background: wanted.background });
+      const [value, holder] = await calls.pollLock(key, lock, delay);
       if (value === undefined || holder === undefined) {
         if (!l2.accepts(key)) return undefined; // L2 is skipped now: nothing will come
         continue;

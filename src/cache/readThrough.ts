@@ -124,7 +124,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       maxWaitMs: DEFAULTS.refreshMaxWaitMs,
       keyOf: (refresh) => refresh.key,
       send(batch, background) {
-        const request: PageRequest = { background, batch: createFillBatch(l2, background) };
+        const request: PageRequest = { background, batch: createFillBatch(l2, sleep, background) };
         for (const { key, resource, id, freshBeyond } of batch) startRefresh(key, resource, id, request, freshBeyond);
       },
     });
@@ -236,7 +236,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       // The Redis calls of this read's fills and refreshes, made together.
       return readPage(id, resources, {
         background,
-        batch: l2 ? createFillBatch(l2, background) : undefined,
+        batch: l2 ? createFillBatch(l2, sleep, background) : undefined,
         listed: options?.listed,
         heat: hotness.offer(id),
       });

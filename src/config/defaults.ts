@@ -1,5 +1,6 @@
 // Every policy number of the tier lives here, with the reason for it.
-// Each one can be overridden through a wrangler var (see ./index.ts and README).
+// The ones a shop tunes (TTLs, L1 size, timeouts, lock times...) can be overridden
+// through a wrangler var (see ./index.ts and the README); the rest are the tier's own.
 import { RESOURCE_NAMES, RESOURCES, type ResourceName, type ResourcePolicy } from "../origin/resources";
 
 /** Each resource's policy as the registry gives it (origin/resources.ts, where each number has its reason). */

@@ -53,7 +53,7 @@ export function sampleProduct(id: string, version = 1): Product {
   };
 }
 
-function sample<R extends ResourceName>(resource: R, id: string, version: number): ResourceTypes[R] {
+export function sample<R extends ResourceName>(resource: R, id: string, version: number): ResourceTypes[R] {
   const data: { [K in ResourceName]: ResourceTypes[K] } = {
     product: sampleProduct(id, version),
     inventory: { id, available: 7, status: "in_stock", version, updatedAt: "2026-11-20T10:00:00Z" },

@@ -6,7 +6,7 @@ import { createReadThrough } from "../../src/cache/readThrough";
 import type { ResourceName } from "../../src/origin/resources";
 import { encodeEntry } from "../../src/cache/codec";
 import type { FillClaim, FillClaimRequest, FillWrite, L2 } from "../../src/cache/l2";
-import { fakeClock, fakeOrigin, sampleProduct, testConfig } from "../support/fakes";
+import { fakeClock, fakeOrigin, sample, sampleProduct, testConfig } from "../support/fakes";
 import { DEFAULTS } from "../../src/config/defaults";
 import { entryKey } from "../../src/cache/keys";
 
@@ -436,5 +436,51 @@ describe("a copy in L1 past its grace (kept only for the origin's failures)", ()
     expect(calls.readMany).toBe(1);
     expect(calls.writes).toBe(1);
     expect(origin.calls.product).toBe(1);
+  });
+});
+
+describe("a cold page whose product the known-ids filter lists, every lock held by another isolate", () => {
+  it("waits for the winner with one L2 read a round for its four parts, not four: a slow winner cannot spend the request's subrequest budget", async () => {
+    const ALL: ResourceName[] = ["product", "inventory", "reviews", "recommendations"];
+    const polls: number[] = [];
+    let winnerWroteAt = Number.POSITIVE_INFINITY;
+    const clock = fakeClock();
+    const l2 = {
+      backlogSize: () => 0,
+      flushBacklog: async () => {},
+      accepts: () => true,
+      breaker: { state: () => "closed" },
+      async readMany(keys: readonly string[]) {
+        // The page's own first read (its MGET of four keys), then the waits' polls: [key, lock] pairs.
+        if (keys.length === 4) return keys.map(() => null);
+        polls.push(keys.length / 2);
+        const written = clock.now() >= winnerWroteAt;
+        return keys.map((key, i) => {
+          if (i % 2 === 1) return written ? null : "winner";
+          if (!written) return null;
+          const resource = ALL.find((r) => key === entryKey(DEFAULTS.keyPrefix, r, "p-7"))!;
+          const now = clock.now();
+          return encodeEntry(
+            { data: sample(resource, "p-7", 1), version: 1, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 90_000, errorUntil: now + 600_000 },
+            1024,
+          )!;
+        });
+      },
+      claimFills: async (claims: readonly FillClaimRequest[]) => claims.map((): FillClaim => ({ kind: "lost" })),
+      writeFills: async (writes: readonly FillWrite[]) => writes.map(() => true),
+      releaseLock: async () => {},
+    } as unknown as L2;
+    const origin = fakeOrigin();
+    // The waits' pauses move the fake clock and take no real time; the winner writes 2 s in.
+    const sleep = async (ms: number) => clock.advance(ms);
+    winnerWroteAt = clock.now() + 2000;
+    const cache = createReadThrough({ config: testConfig(), origin, l2, clock, sleep });
+    const { data } = await cache.read("p-7", ALL, () => {}, { listed: true });
+    for (const resource of ALL) expect(data[resource]).toMatchObject({ outcome: "found", tier: "l2", collapsed: true });
+    expect(origin.calls).toMatchObject({ product: 0, inventory: 0, reviews: 0, recommendations: 0 });
+    // About 16 rounds of polling over the 2 s (10, 20, 40, 80 ms, then every 160 ms), each one read for the four.
+    expect(polls.length).toBeGreaterThan(10);
+    expect(polls.length).toBeLessThan(20);
+    expect(new Set(polls)).toEqual(new Set([4]));
   });
 });
