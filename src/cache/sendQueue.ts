@@ -4,7 +4,8 @@
 // were most of the tier's Redis calls. Nobody waits for them, so they can
 // wait a few milliseconds for others: what the isolate's requests queue
 // within `windowMs` goes out as one send (one call per shard for writes; the
-// claims and the writes of refreshes, one each), whichever requests queued it.
+// claims and the writes of refreshes, one each), whichever requests queued it,
+// and a send's worth (`maxPerSend`, `maxBytesPerSend`) goes at once.
 // Two queues use this: background refreshes (cache/readThrough.ts) and fill
 // writes (cache/fill.ts).
 //
@@ -62,6 +63,9 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
   let refused = 0;
   let expired = 0;
   let takenOver = 0;
+  /** The waiting items' sizes (sizeOf), so that a full send by bytes goes at once too. */
+  let waitingBytes = 0;
+  const maxBytes = options.maxBytesPerSend ?? Number.POSITIVE_INFINITY;
 
   function schedule(background: (work: Promise<unknown>) => void): void {
     const due = clock.now() + windowMs;
@@ -73,26 +77,33 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
     // Another request took the send over: this one's lease had lapsed.
     if (sendAt !== due) return;
     sendAt = 0;
+    sendSome(background);
+    // What is left goes with the next request that queues something (not this one: its subrequest budget is spent).
+  }
+
+  /** Sends the oldest items, as many as one send takes; drops those that waited too long on the way. */
+  function sendSome(background: (work: Promise<unknown>) => void): void {
     const now = clock.now();
     const items: T[] = [];
     let bytes = 0;
     for (const [key, { item, since }] of waiting) {
+      const size = options.sizeOf?.(item) ?? 0;
       if (now - since > options.maxWaitMs) {
         waiting.delete(key);
+        waitingBytes -= size;
         expired++;
         continue;
       }
       if (items.length === options.maxPerSend) break;
-      const size = options.sizeOf?.(item) ?? 0;
-      if (items.length > 0 && bytes + size > (options.maxBytesPerSend ?? Number.POSITIVE_INFINITY)) break;
+      if (items.length > 0 && bytes + size > maxBytes) break;
       bytes += size;
       waiting.delete(key);
+      waitingBytes -= size;
       items.push(item);
     }
     if (items.length === 0) return;
     sends++;
     options.send(items, background);
-    // What is left goes with the next request that queues something (not this one: its subrequest budget is spent).
   }
 
   return {
@@ -104,6 +115,15 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
           return false;
         }
         waiting.set(key, { item, since: clock.now() });
+        waitingBytes += options.sizeOf?.(item) ?? 0;
+      }
+      // A full send goes at once, from this request: under load the window
+      // is for grouping, not for holding a queue back (one send per window
+      // fell behind the writes of a busy isolate, and the writes that
+      // expired in the queue kept their locks, and other isolates waiting).
+      if (waiting.size >= options.maxPerSend || waitingBytes >= maxBytes) {
+        sendSome(background);
+        return true;
       }
       if (sendAt === 0) schedule(background);
       else if (clock.now() > sendAt + windowMs) {

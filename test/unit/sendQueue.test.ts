@@ -51,14 +51,12 @@ describe("a send queue", () => {
     expect(sent).toEqual([["a", "b", "c"]]);
   });
 
-  it("sends at most maxPerSend at once; the rest go with the next request that queues one", async () => {
-    const { queue, sent, request, wake, refresh } = queueWith({ maxPerSend: 2 });
-    for (const key of ["a", "b", "c"]) queue.add(refresh(key), request());
+  it("sends a send's worth at once, from the request that completes it, without waiting for the window", async () => {
+    const { queue, sent, request, wake, refresh } = queueWith({ maxPerSend: 3 });
+    for (const key of ["a", "b", "c", "d"]) queue.add(refresh(key), request());
+    expect(sent).toEqual([["a", "b", "c"]]);
     await wake();
-    expect(sent).toEqual([["a", "b"]]);
-    queue.add(refresh("c"), request()); // already waiting: schedules the send all the same
-    await wake();
-    expect(sent).toEqual([["a", "b"], ["c"]]);
+    expect(sent).toEqual([["a", "b", "c"], ["d"]]);
   });
 
   it("stops a send short of maxBytesPerSend, one item always going", async () => {
@@ -71,9 +69,9 @@ describe("a send queue", () => {
     await wake();
     queue.add(refresh("d", 1), request());
     await wake();
-    // Each send takes the oldest first: [a, b] (c would pass 10), then c alone (big would), then big alone.
-    expect(sent).toEqual([["a", "b"], ["c"], ["big"]]);
-    expect(queue.stats().queued).toBe(1);
+    // c brings 12 bytes: a send's worth, at once, of what fits ([a, b]); c waits for the window; big is a send's worth alone.
+    expect(sent).toEqual([["a", "b"], ["c"], ["big"], ["d"]]);
+    expect(queue.stats().queued).toBe(0);
   });
 
   it("refuses what would overflow it (add says so), and drops what waited past maxWaitMs", async () => {
