@@ -109,3 +109,12 @@ export function testFillContext(id: string, resource: ResourceName = "product"):
   };
   return { context, settle };
 }
+
+/** The parts of an L2 fake that the read path asks about but unit tests do not vary: no backlog, every key accepted, the breaker closed, locks released. */
+export const healthyL2Parts = {
+  backlogSize: () => 0,
+  flushBacklog: async () => {},
+  accepts: () => true,
+  breaker: { state: () => "closed" },
+  releaseLock: async () => {},
+};

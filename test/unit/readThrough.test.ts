@@ -6,7 +6,7 @@ import { createReadThrough } from "../../src/cache/readThrough";
 import type { ResourceName } from "../../src/origin/resources";
 import { encodeEntry } from "../../src/cache/codec";
 import type { FillClaim, FillClaimRequest, FillWrite, L2 } from "../../src/cache/l2";
-import { fakeClock, fakeOrigin, sample, sampleProduct, testConfig } from "../support/fakes";
+import { fakeClock, fakeOrigin, healthyL2Parts, sample, sampleProduct, testConfig } from "../support/fakes";
 import { DEFAULTS } from "../../src/config/defaults";
 import { entryKey } from "../../src/cache/keys";
 
@@ -365,10 +365,7 @@ describe("a copy in L1 past its grace (kept only for the origin's failures)", ()
   function countingL2(claimAnswer: () => FillClaim = () => ({ kind: "won" })) {
     const calls = { readMany: 0, claims: [] as string[], writes: 0 };
     const l2 = {
-      backlogSize: () => 0,
-      flushBacklog: async () => {},
-      accepts: () => true,
-      breaker: { state: () => "closed" },
+      ...healthyL2Parts,
       async readMany(keys: readonly string[]) {
         calls.readMany++;
         return keys.map(() => null);
@@ -381,7 +378,6 @@ describe("a copy in L1 past its grace (kept only for the origin's failures)", ()
         calls.writes += writes.length;
         return writes.map(() => true);
       },
-      releaseLock: async () => {},
     } as unknown as L2;
     return { l2, calls };
   }
@@ -446,10 +442,7 @@ describe("a cold page whose product the known-ids filter lists, every lock held 
     let winnerWroteAt = Number.POSITIVE_INFINITY;
     const clock = fakeClock();
     const l2 = {
-      backlogSize: () => 0,
-      flushBacklog: async () => {},
-      accepts: () => true,
-      breaker: { state: () => "closed" },
+      ...healthyL2Parts,
       async readMany(keys: readonly string[]) {
         // The page's own first read (its MGET of four keys), then the waits' polls: [key, lock] pairs.
         if (keys.length === 4) return keys.map(() => null);
@@ -468,7 +461,6 @@ describe("a cold page whose product the known-ids filter lists, every lock held 
       },
       claimFills: async (claims: readonly FillClaimRequest[]) => claims.map((): FillClaim => ({ kind: "lost" })),
       writeFills: async (writes: readonly FillWrite[]) => writes.map(() => true),
-      releaseLock: async () => {},
     } as unknown as L2;
     const origin = fakeOrigin();
     // The waits' pauses move the fake clock and take no real time; the winner writes 2 s in.

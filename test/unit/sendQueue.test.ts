@@ -7,7 +7,7 @@ import { createReadThrough } from "../../src/cache/readThrough";
 import { createSendQueue } from "../../src/cache/sendQueue";
 import type { FillClaim, FillClaimRequest, FillWrite, L2 } from "../../src/cache/l2";
 import type { ResourceName } from "../../src/origin/resources";
-import { fakeClock, fakeOrigin, testConfig } from "../support/fakes";
+import { fakeClock, fakeOrigin, healthyL2Parts, testConfig } from "../support/fakes";
 
 interface Item {
   key: string;
@@ -107,10 +107,7 @@ describe("a send queue", () => {
 function readPathCountingCalls() {
   const calls = { claims: [] as number[], writes: [] as number[] };
   const l2 = {
-    backlogSize: () => 0,
-    flushBacklog: async () => {},
-    accepts: () => true,
-    breaker: { state: () => "closed" },
+    ...healthyL2Parts,
     readMany: async (keys: readonly string[]) => keys.map(() => null),
     async claimFills(claims: readonly FillClaimRequest[]) {
       calls.claims.push(claims.length);
@@ -120,7 +117,6 @@ function readPathCountingCalls() {
       calls.writes.push(writes.length);
       return writes.map(() => true);
     },
-    releaseLock: async () => {},
   } as unknown as L2;
   const clock = fakeClock();
   const origin = fakeOrigin();
