@@ -79,7 +79,7 @@ export function createFill(deps: FillDeps) {
 
   async function fetchFromOrigin(context: FillContext): Promise<Entry> {
     // Data is as old as the request that fetched it: a purge during the
-    // request must win over it (see writeFill and the purge watcher).
+    // request must win over it (see L2.writeFills and the purge watcher).
     const requestedAt = clock.now();
     const answer = await origin.fetchResource(context.resource, context.id, context.refresh ? "refresh" : "visitor");
     const data = answer.found ? answer.data : null;

@@ -12,7 +12,7 @@ import { createL2Guard, LATE_GRACE_MS, type L2CallOptions, type L2CallStats } fr
 
 export type FillClaim =
   /**
-   * This isolate holds the lock: fetch from the origin, then `writeFill`.
+   * This isolate holds the lock: fetch from the origin, then `writeFills`.
    * `stale`: the older copy L2 holds, to fall back on if the origin fails.
    */
   | { kind: "won"; stale?: string }
@@ -83,13 +83,13 @@ export interface L2 {
    */
   claimFills(claims: readonly FillClaimRequest[], options?: Pick<L2ReadOptions, "background">): Promise<(FillClaim | undefined)[]>;
   /**
-   * Stores `value` unless L2 holds a newer version or the entry was purged
-   * after `fetchedAt` (its fill began before the purge), and releases `lock`
-   * if `token` still holds it. A write that L2 cannot take now (breaker open,
-   * failure) waits in a bounded backlog for `flushBacklog`.
+   * Stores each write's `value` unless L2 holds a newer version or the entry
+   * was purged after `fetchedAt` (its fill began before the purge), and
+   * releases its `lock` if its token still holds it; all in one call (one
+   * script run: the fill writes of the isolate, sendQueue.ts). A write that
+   * L2 cannot take now (breaker open, failure) waits in a bounded backlog for
+   * `flushBacklog`.
    */
-  writeFill(write: FillWrite): Promise<boolean | undefined>;
-  /** Several writes as `writeFill` makes them, in one call (one script run): the writes of one page's fills. */
   writeFills(writes: readonly FillWrite[]): Promise<(boolean | undefined)[]>;
   /**
    * Writes what the backlog holds (newest first, a batch per call, each
@@ -346,7 +346,6 @@ export function createL2({
     },
     claimFill: async (key, lock, claim, options) => (await claimFills([{ key, lock, claim }], options))[0],
     claimFills,
-    writeFill: async (write) => (await writeFills([write]))[0],
     writeFills,
     backlogSize: () => backlog.size,
     async flushBacklog() {

@@ -83,7 +83,6 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
         (claim) => claim.key,
         (shard, group) => shard.claimFills(group, options),
       ),
-    writeFill: (write) => shardOf(write.key).writeFill(write),
     writeFills: (writes) =>
       perShard(
         writes,

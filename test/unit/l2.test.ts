@@ -8,7 +8,7 @@ import { systemClock } from "../../src/shared/clock";
 import { encodeEntry } from "../../src/cache/codec";
 import type { Entry } from "../../src/cache/entry";
 import { entryKey, lockKey, MAX_KEY_LENGTH, purgeMarkerKey } from "../../src/cache/keys";
-import { createL2, type L2 } from "../../src/cache/l2";
+import { createL2, type FillWrite, type L2 } from "../../src/cache/l2";
 import { startRedis, type RedisServer } from "../support/redis";
 
 const TOKEN = "l2-test-token";
@@ -29,6 +29,11 @@ afterAll(async () => {
 
 function l2(timeoutMs = 200): L2 {
   return createL2({ url: gateway.url, token: TOKEN, timeoutMs, breaker: createBreaker({ failureThreshold: 3, coolDownMs: 60_000, clock: systemClock }) });
+}
+
+/** One write through `writeFills`, the way fills make them, and its answer. */
+async function writeOne(client: L2, write: FillWrite): Promise<boolean | undefined> {
+  return (await client.writeFills([write]))[0];
 }
 
 function fillWrite(key: string, value: string, version: number, lockToken = "", ttlMs = 60_000, fetchedAt = Date.now()) {
@@ -75,10 +80,10 @@ describe("L2 writes and locks", () => {
   it("never replaces a newer version, and always sets a TTL", async () => {
     const client = l2();
     const key = "pp:v1:p:version-guard";
-    expect(await client.writeFill(fillWrite(key, encoded(entry(5)), 5, "", 60_000))).toBe(true);
-    expect(await client.writeFill(fillWrite(key, encoded(entry(3)), 3, "", 60_000))).toBe(false);
+    expect(await writeOne(client, fillWrite(key, encoded(entry(5)), 5, "", 60_000))).toBe(true);
+    expect(await writeOne(client, fillWrite(key, encoded(entry(3)), 3, "", 60_000))).toBe(false);
     expect(versionOf(await redis.get<string>(key))).toBe(5);
-    expect(await client.writeFill(fillWrite(key, encoded(entry(6)), 6, "", 60_000))).toBe(true);
+    expect(await writeOne(client, fillWrite(key, encoded(entry(6)), 6, "", 60_000))).toBe(true);
     expect(versionOf(await redis.get<string>(key))).toBe(6);
     const ttl = await redis.pttl(key);
     expect(ttl).toBeGreaterThan(0);
@@ -91,9 +96,9 @@ describe("L2 writes and locks", () => {
     const purgedAt = Date.now();
     await redis.set(purgeMarkerKey("pp:v1", key), String(purgedAt), { px: 60_000 });
     const stale = entry(7);
-    expect(await client.writeFill(fillWrite(key, encoded(stale), 7, "", 60_000, purgedAt - 1))).toBe(false);
+    expect(await writeOne(client, fillWrite(key, encoded(stale), 7, "", 60_000, purgedAt - 1))).toBe(false);
     expect(await redis.get(key)).toBeNull();
-    expect(await client.writeFill(fillWrite(key, encoded(stale), 7, "", 60_000, purgedAt + 1))).toBe(true);
+    expect(await writeOne(client, fillWrite(key, encoded(stale), 7, "", 60_000, purgedAt + 1))).toBe(true);
   });
 
   it("elects one filler; others lose until it writes; the write releases only its own lock", async () => {
@@ -106,9 +111,9 @@ describe("L2 writes and locks", () => {
     const lockTtl = await redis.pttl(lock);
     expect(lockTtl).toBeGreaterThan(0);
     // A write by a non-holder leaves the lock in place.
-    await client.writeFill(fillWrite(key, encoded(entry(1)), 1, "token-b", 60_000));
+    await writeOne(client, fillWrite(key, encoded(entry(1)), 1, "token-b", 60_000));
     expect(await redis.get(lock)).toBe("token-a");
-    await client.writeFill(fillWrite(key, encoded(entry(1)), 1, "token-a", 60_000));
+    await writeOne(client, fillWrite(key, encoded(entry(1)), 1, "token-a", 60_000));
     expect(await redis.get(lock)).toBeNull();
     // Fresh data there now: a claim hands it back instead of locking.
     const claim = await client.claimFill(key, lock, { token: "token-c", lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 });
@@ -158,7 +163,7 @@ describe("L2 writes and locks", () => {
     const hashed = "pp:v1:p:foreign-type";
     await redis.hset(hashed, { title: "x" });
     expect(await claim(hashed, "a")).toEqual({ kind: "won" });
-    expect(await client.writeFill(fillWrite(hashed, encoded(entry(2)), 2, "a"))).toBe(true);
+    expect(await writeOne(client, fillWrite(hashed, encoded(entry(2)), 2, "a"))).toBe(true);
     expect(versionOf(await redis.get<string>(hashed))).toBe(2);
     expect(await redis.get(lockKey("pp:v1", hashed))).toBeNull();
 
@@ -168,7 +173,7 @@ describe("L2 writes and locks", () => {
       ["pp:v1:p:foreign-marker-type", (marker: string) => redis.sadd(marker, "x")],
     ] as const) {
       await setMarker(purgeMarkerKey("pp:v1", key));
-      expect(await client.writeFill(fillWrite(key, encoded(entry(2)), 2))).toBe(true);
+      expect(await writeOne(client, fillWrite(key, encoded(entry(2)), 2))).toBe(true);
     }
 
     // Every fill's lock expires: one that does not was never a fill's, and would hold this key's fills for ever.
@@ -216,7 +221,7 @@ describe("L2 time budget and breaker", () => {
       expect(await client.readMany(["t:a"])).toEqual([undefined]);
       expect(Date.now() - started).toBeLessThan(20); // not even attempted
       expect(client.stats.skipped).toBe(1);
-      expect(await client.writeFill(fillWrite("t:w", "1|1|1|1|j|{}", 1, "", 1000))).toBeUndefined();
+      expect(await writeOne(client, fillWrite("t:w", "1|1|1|1|j|{}", 1, "", 1000))).toBeUndefined();
       expect(client.stats.droppedWrites).toBe(1);
       // The write was kept: written once Redis answers and the breaker lets calls through.
       expect(client.backlogSize()).toBe(1);
@@ -302,8 +307,8 @@ describe("L2 time budget and breaker", () => {
     try {
       for (let i = 0; i < 3; i++) await client.readMany(["t:open"]);
       expect(client.breaker.state()).toBe("open");
-      await client.writeFill(fillWrite("t:old", "3|1|1|1|j|{}", 3));
-      await client.writeFill(fillWrite("t:new", "5|1|1|1|j|{}", 5));
+      await writeOne(client, fillWrite("t:old", "3|1|1|1|j|{}", 3));
+      await writeOne(client, fillWrite("t:new", "5|1|1|1|j|{}", 5));
     } finally {
       redisServer.resume();
     }
