@@ -56,7 +56,8 @@ export interface SendStats {
 
 export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
   const { clock, windowMs } = options;
-  const waiting = new Map<string, { item: T; since: number }>();
+  /** Items by key, oldest first, each with when it came and its size (sizeOf, 0 without). */
+  const waiting = new Map<string, { item: T; since: number; size: number }>();
   /** The scheduled send's lease: due at `sendAt`, taken over once past `sendAt + windowMs` (0: none scheduled). */
   let sendAt = 0;
   let sends = 0;
@@ -86,8 +87,7 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
     const now = clock.now();
     const items: T[] = [];
     let bytes = 0;
-    for (const [key, { item, since }] of waiting) {
-      const size = options.sizeOf?.(item) ?? 0;
+    for (const [key, { item, since, size }] of waiting) {
       if (now - since > options.maxWaitMs) {
         waiting.delete(key);
         waitingBytes -= size;
@@ -114,8 +114,9 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
           refused++;
           return false;
         }
-        waiting.set(key, { item, since: clock.now() });
-        waitingBytes += options.sizeOf?.(item) ?? 0;
+        const size = options.sizeOf?.(item) ?? 0;
+        waiting.set(key, { item, since: clock.now(), size });
+        waitingBytes += size;
       }
       // A full send goes at once, from this request: under load the window
       // is for grouping, not for holding a queue back (one send per window
