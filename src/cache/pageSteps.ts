@@ -160,9 +160,9 @@ export async function readFromL2(
  * 3. Origin, through the coalescing fill. The other resources are about the
  * page's subject (the product, origin/resources.ts). When the known-ids
  * filter lists the subject, every pending resource is filled at once: one
- * origin round trip, their lock claims in one Redis call and their writes in
- * another (fillBatch.ts), so a cold page makes three Redis calls with its
- * MGET, not five. An id the filter lists that names no product (a false
+ * origin round trip, their lock claims in one Redis call (fillBatch.ts) and
+ * their writes in another, with the isolate's other writes (sendQueue.ts),
+ * so a cold page makes three Redis calls with its MGET, not five. An id the filter lists that names no product (a false
  * positive, about 1%, or a product deleted since) then costs four origin
  * fetches instead of one, each answer cached as absent.
  *

@@ -233,7 +233,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     async read(id, resources, background, options) {
       // Writes that L2 could not take while it was failing go out once it answers again.
       if (l2 && l2.backlogSize() > 0) background(l2.flushBacklog());
-      // The Redis calls of this read's fills and refreshes, made together.
+      // This read's fills claim their locks and poll for other isolates' results together (fillBatch.ts).
       return readPage(id, resources, {
         background,
         batch: l2 ? createFillBatch(l2, sleep, background) : undefined,
