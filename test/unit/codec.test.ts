@@ -44,6 +44,12 @@ function encoded(entry: Entry, compressAboveBytes = DEFAULTS.compressAboveBytes)
 }
 
 /** The reason a value is not an entry, or "valid". */
+/** The value a fill of `id` (version 1) writes now, by the real clock: fresh for a second. */
+function justFilled(id: string): string {
+  const now = Date.now();
+  return encoded({ ...productEntry(sampleProduct(id, 1), 0), fetchedAt: now, freshUntil: now + 1000, staleUntil: now + 2000, errorUntil: now + 3000 });
+}
+
 function verdict(value: string, expected: EntryExpectation<ResourceName> = expecting("product")): string {
   const decoded = decodeEntry(value, expected);
   return "entry" in decoded ? "valid" : decoded.invalid;
@@ -283,13 +289,7 @@ describe("L2 entries: invalid values are misses, counted, logged and deleted whi
 
     // A fill wrote a good value after the bad one was read: it stays.
     const raceKey = entryKey("pp:v1", "product", "bad-2");
-    const good = encoded({
-      ...productEntry(sampleProduct("bad-2", 1), 0),
-      fetchedAt: Date.now(),
-      freshUntil: Date.now() + 1000,
-      staleUntil: Date.now() + 2000,
-      errorUntil: Date.now() + 3000,
-    });
+    const good = justFilled("bad-2");
     await redis.set(raceKey, good, { px: 60_000 });
     expect(read(raceKey, "garbage", "bad-2")).toBeUndefined();
     await settle();
@@ -307,13 +307,7 @@ describe("L2 entries: invalid values are misses, counted, logged and deleted whi
     await settle();
     expect(await redis.get(key)).toBeNull();
     // Replaced by a fill's value meanwhile: kept.
-    const good = encoded({
-      ...productEntry(sampleProduct("huge-1", 1), 0),
-      fetchedAt: Date.now(),
-      freshUntil: Date.now() + 1000,
-      staleUntil: Date.now() + 2000,
-      errorUntil: Date.now() + 3000,
-    });
+    const good = justFilled("huge-1");
     await redis.set(key, good, { px: 60_000 });
     expect(read(key, huge, "huge-1")).toBeUndefined();
     await settle();
