@@ -56,7 +56,11 @@ export interface FillContext {
   refresh?: boolean;
   /** The lock claims of the request's other fills, to make together with this one's (fillBatch.ts). */
   batch?: FillCalls;
-  /** Set by the fill: `origin` when this isolate fetched, `l2` when another isolate's result was used. */
+  /**
+   * Set by the fill: `origin` when this isolate fetched, `l2` when L2's copy
+   * was used (another isolate's result; for a visitor's read, possibly a
+   * copy within its stale window, which the caller serves and refreshes).
+   */
   via?: "origin" | "l2";
   /** Set by the fill: an older copy found in L2 on the way, to serve if the origin fails. */
   olderCopy?: Entry;
@@ -139,17 +143,19 @@ export function createFill(deps: FillDeps) {
         freshBeyond: Math.max(clock.now(), context.freshBeyond),
         notBefore: context.notBefore,
         freshAfter: context.freshAfter,
+        // A visitor's read takes a copy within its stale window as it is (the page serves it and refreshes it); a refresh wants a fresh one.
+        staleBeyond: context.refresh ? undefined : clock.now(),
       });
-    const fresh = (value: string) => l2Entries.read(key, value, context.resource, context.id, context.background);
+    const decode = (value: string) => l2Entries.read(key, value, context.resource, context.id, context.background);
     const first = await claim();
-    if (first?.kind === "fresh") {
-      const entry = fresh(first.value);
+    if (first?.kind === "copy") {
+      const entry = decode(first.value);
       if (entry) {
         context.via = "l2";
         return entry;
       }
     }
-    if (first && first.kind !== "fresh" && first.stale) context.olderCopy = fresh(first.stale);
+    if (first && first.kind !== "copy" && first.stale) context.olderCopy = decode(first.stale);
     let won = first?.kind === "won";
     // A claim without an answer while L2's breaker stays closed was most
     // likely this isolate's own delay (a busy isolate reads replies late):
@@ -160,7 +166,7 @@ export function createFill(deps: FillDeps) {
     if (first?.kind === "lost" || unanswered) {
       const reclaim = async (): Promise<Reclaimed> => {
         const again = await claim();
-        if (again?.kind === "fresh") return fresh(again.value);
+        if (again?.kind === "copy") return decode(again.value);
         return again?.kind === "won" ? "ours" : again?.kind === "lost" ? "held" : undefined;
       };
       const waited = await waitForWinner(l2, calls, key, lock, context, reclaim, unanswered ? lockToken : undefined);

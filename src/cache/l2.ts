@@ -18,8 +18,8 @@ export type FillClaim =
   | { kind: "won"; stale?: string }
   /** Another isolate is filling: wait for its result in L2 (bounded). */
   | { kind: "lost"; stale?: string }
-  /** Someone filled it meanwhile: here is the fresh value. */
-  | { kind: "fresh"; value: string };
+  /** Someone filled it meanwhile: here is the fresh value (or, with `staleBeyond`, a copy within its stale window). */
+  | { kind: "copy"; value: string };
 
 /** One fill's claim in a batch (see `claimFills`). */
 export interface FillClaimRequest {
@@ -35,6 +35,13 @@ export interface ClaimOptions {
   freshBeyond: number;
   notBefore: number;
   freshAfter: number;
+  /**
+   * Set for a visitor's read: a copy within its stale window past this time
+   * comes back as the value (no lock), for the caller to serve at once and
+   * refresh, as it would a stale copy an L2 read found. Unset for refreshes,
+   * which want a fresh copy or the lock.
+   */
+  staleBeyond?: number;
 }
 
 export interface FillWrite {
@@ -151,10 +158,14 @@ export interface L2Options {
 // and its write, kept in the backlog to be replayed, every replay after it.
 
 // Claims the fills of KEYS (pairs: value key, lock key), ARGV[1] being the
-// locks' TTL and ARGV[2..] four arguments per pair (token, freshBeyond,
-// notBefore, freshAfter). For each pair, the value when it is fresh
+// locks' TTL and ARGV[2..] five arguments per pair (token, freshBeyond,
+// notBefore, freshAfter, staleBeyond). For each pair, the value when it is fresh
 // (freshUntil, third field, after freshBeyond) and fetched after the last
 // purge, soft or hard (fetchedAt, second field, at or after freshAfter);
+// or, when staleBeyond is given (a visitor's read, which serves a stale copy
+// at once), when it is not hard-purged and still within its stale window
+// (staleUntil, fourth field, after staleBeyond): the caller judges it and
+// refreshes it, so no lock is taken for it;
 // else {1 or 0, older copy or ''}: 1 when the lock was taken, 0 when
 // somebody else holds it, with the older copy (not hard-purged: fetched at or
 // after notBefore) to fall back on if the origin fails. Every fill's lock
@@ -163,15 +174,18 @@ export interface L2Options {
 const CLAIM_FILLS = `
 local answers = {}
 for i = 1, #KEYS / 2 do
-  local key, lock, at = KEYS[2 * i - 1], KEYS[2 * i], 4 * i - 2
+  local key, lock, at = KEYS[2 * i - 1], KEYS[2 * i], 5 * i - 3
   local token, freshBeyond, notBefore, freshAfter = ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
+  local staleBeyond = tonumber(ARGV[at + 4])
   local value = redis.pcall('GET', key)
   local older = ''
   local answer = nil
   if type(value) == 'string' then
-    local fetchedAt, freshUntil = string.match(value, '^%d+|(%d+)|(%d+)|')
+    local fetchedAt, freshUntil, staleUntil = string.match(value, '^%d+|(%d+)|(%d+)|(%d+)|')
     if fetchedAt and tonumber(fetchedAt) >= notBefore then
-      if tonumber(freshUntil) > freshBeyond and tonumber(fetchedAt) >= freshAfter then answer = value else older = value end
+      if tonumber(freshUntil) > freshBeyond and tonumber(fetchedAt) >= freshAfter then answer = value
+      elseif staleBeyond and tonumber(staleUntil) > staleBeyond then answer = value
+      else older = value end
     end
   end
   if not answer then
@@ -311,14 +325,23 @@ export function createL2({
       () =>
         claimScript.exec(
           claims.flatMap(({ key, lock }) => [key, lock]),
-          [String(lockTtlMs), ...claims.flatMap(({ claim }) => [claim.token, String(claim.freshBeyond), String(claim.notBefore), String(claim.freshAfter)])],
+          [
+            String(lockTtlMs),
+            ...claims.flatMap(({ claim }) => [
+              claim.token,
+              String(claim.freshBeyond),
+              String(claim.notBefore),
+              String(claim.freshAfter),
+              String(claim.staleBeyond ?? ""),
+            ]),
+          ],
         ),
       { budgetMs: claimTimeoutMs, background: options?.background },
     );
     return claims.map((_, i): FillClaim | undefined => {
       const answer = answers?.[i];
       if (answer === undefined) return undefined;
-      if (typeof answer === "string") return { kind: "fresh", value: answer };
+      if (typeof answer === "string") return { kind: "copy", value: answer };
       const [won, older] = answer;
       const stale = older ? { stale: older } : {};
       return won === 1 ? { kind: "won", ...stale } : { kind: "lost", ...stale };

@@ -124,6 +124,10 @@ export async function readFromL2(
   data: Record<string, Served<unknown>>,
 ): Promise<Pending[]> {
   const { config, clock, l1, l2, reading } = tools;
+  // A product the known-ids filter lists goes straight to its fills: their
+  // claims, in one call, return what L2 holds fresh or stale and take the
+  // locks for the rest (see readFromOrigin).
+  if (request.listed) return pending;
   const straightToFill = (item: Pending) => item.fallback !== undefined || tools.flights.running(item.key) || reading.holder(item.key) !== undefined;
   const joining = pending.filter(straightToFill);
   const toRead = pending.filter((item) => !straightToFill(item));
@@ -159,12 +163,17 @@ export async function readFromL2(
 /**
  * 3. Origin, through the coalescing fill. The other resources are about the
  * page's subject (the product, origin/resources.ts). When the known-ids
- * filter lists the subject, every pending resource is filled at once: one
- * origin round trip, their lock claims in one Redis call (fillBatch.ts) and
- * their writes in another, with the isolate's other writes (sendQueue.ts),
- * so a cold page makes three Redis calls with its MGET, not five. An id the filter lists that names no product (a false
- * positive, about 1%, or a product deleted since) then costs four origin
- * fetches instead of one, each answer cached as absent.
+ * filter lists the subject, every pending resource is filled at once, with
+ * no L2 read before: their lock claims go in one Redis call (fillBatch.ts),
+ * which returns L2's copy of each resource that has one fresh or within its
+ * stale window (served, and a stale one refreshed, as an L2 read's would be)
+ * and takes the lock of each that has none; then one origin round trip for
+ * those, and their writes go with the isolate's other writes (sendQueue.ts).
+ * So an L1 miss costs one Redis call, whether L2 has the page or not: an
+ * MGET first cost a round trip more for every page L2 did not have. An id
+ * the filter lists that names no product (a false positive, about 1%, or a
+ * product deleted since) then costs four origin fetches instead of one, each
+ * answer cached as absent.
  *
  * Otherwise (no filter, or one that cannot answer now) the subject goes
  * first, and when there is none to show (absent, or failed with nothing
@@ -198,12 +207,20 @@ export async function readFromOrigin(
   for (const result of filled) data[result.resource] = result;
 }
 
-async function fillOne(tools: PageTools, id: string, item: Pending, request: PageRequest): Promise<Served<unknown>> {
+async function fillOne(tools: PageTools, id: string, item: Pending, request: PageRequest, again = false): Promise<Served<unknown>> {
   const context = tools.fillContext(item.resource, id, request);
   const forward = item.fallback ? "stale" : "miss";
   try {
     const { entry, joined } = await tools.flights.await(item.key, context);
-    return served(item.resource, entry, joined ? "origin" : context.via === "l2" ? "l2" : "origin", "fresh", {
+    // L2's copy, handed back by the claim, may be within its stale window or soft-purged: served as such, and refreshed once.
+    const judged = context.via === "l2" || joined ? tools.judged(entry, id, item.resource) : entry;
+    if (judged && entryState(judged, tools.clock.now()) !== "fresh") {
+      tools.refresh(item.key, item.resource, id, request);
+      return served(item.resource, judged, "l2", "stale");
+    }
+    // Hard-purged while the claim ran (it checked what this isolate knew before): only a fill of its own will do.
+    if (!judged && !again) return fillOne(tools, id, { ...item, fallback: undefined }, request, true);
+    return served(item.resource, judged ?? entry, joined ? "origin" : context.via === "l2" ? "l2" : "origin", "fresh", {
       collapsed: joined || context.via === "l2",
       forward,
     });

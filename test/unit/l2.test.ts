@@ -117,8 +117,30 @@ describe("L2 writes and locks", () => {
     expect(await redis.get(lock)).toBeNull();
     // Fresh data there now: a claim hands it back instead of locking.
     const claim = await client.claimFill(key, lock, { token: "token-c", lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 });
-    expect(claim?.kind).toBe("fresh");
+    expect(claim?.kind).toBe("copy");
     expect(await redis.get(lock)).toBeNull();
+  });
+
+  it("hands a visitor's claim (staleBeyond) a copy within its stale window, with no lock; not one past it, nor a hard-purged one, nor to a refresh", async () => {
+    const client = l2();
+    const [key, past, purged] = ["stale", "past", "purged"].map((name) => `pp:v1:p:stale-claim-${name}`) as [string, string, string];
+    const now = Date.now();
+    // Fresh until 10 s ago, within its stale window until 20 s from now; the other past its window, within stale-if-error.
+    const old = { ...entry(5, { v: 5 }, now - 30_000), freshUntil: now - 10_000, staleUntil: now + 20_000 };
+    await redis.set(key, encoded(old), { px: 60_000 });
+    const pastValue = encoded({ ...old, staleUntil: now - 1_000 });
+    await redis.set(past, pastValue, { px: 60_000 });
+    await redis.set(purged, encoded(old), { px: 60_000 });
+    const options = (token: string, extra: object = {}) => ({ token, lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0, ...extra });
+    expect(await client.claimFill(key, lockKey("pp:v1", key), options("visitor", { staleBeyond: now }))).toEqual({ kind: "copy", value: encoded(old) });
+    expect(await redis.get(lockKey("pp:v1", key))).toBeNull();
+    // A soft purge since (freshAfter) still hands it over: the caller judges it stale and refreshes it.
+    expect((await client.claimFill(key, lockKey("pp:v1", key), options("soft", { staleBeyond: now, freshAfter: now - 1 })))?.kind).toBe("copy");
+    expect(await client.claimFill(past, lockKey("pp:v1", past), options("visitor", { staleBeyond: now }))).toEqual({ kind: "won", stale: pastValue });
+    expect(await client.claimFill(purged, lockKey("pp:v1", purged), options("visitor", { staleBeyond: now, notBefore: now - 1 }))).toEqual({ kind: "won" });
+    // A refresh wants a fresh copy or the lock: it takes the lock, with the stale copy to fall back on.
+    expect(await client.claimFill(key, lockKey("pp:v1", key), options("refresh"))).toEqual({ kind: "won", stale: encoded(old) });
+    expect(await redis.get(lockKey("pp:v1", key))).toBe("refresh");
   });
 
   it("claims and writes a page's fills in one call each, every item judged as on its own", async () => {
@@ -135,7 +157,7 @@ describe("L2 writes and locks", () => {
       claim: { token, lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 },
     });
     const claims = await client.claimFills([claim(fresh, "a"), claim(taken, "b"), claim(free, "c"), claim(stale, "d")]);
-    expect(claims.map((c) => c?.kind)).toEqual(["fresh", "lost", "won", "won"]);
+    expect(claims.map((c) => c?.kind)).toEqual(["copy", "lost", "won", "won"]);
     expect(claims[3]).toMatchObject({ kind: "won", stale: expect.stringMatching(/^2\|/) });
     expect(await redis.get(lockKey("pp:v1", free))).toBe("c");
 
@@ -351,7 +373,7 @@ describe("L2 fill claims", () => {
     const copy = { ...entry(4), fetchedAt: now - 1000, freshUntil: now + 60_000, staleUntil: now + 120_000, errorUntil: now + 180_000 };
     await redis.set(key, encoded(copy), { px: 60_000 });
     // Without the purge the copy is fresh: the claim returns it.
-    expect((await client.claimFill(key, lock, { token: "t", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 }))?.kind).toBe("fresh");
+    expect((await client.claimFill(key, lock, { token: "t", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 }))?.kind).toBe("copy");
     // Soft-purged after it was fetched: the lock goes to this fill, with the copy to fall back on.
     const claim = await client.claimFill(key, lock, { token: "t", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: now - 500 });
     expect(claim?.kind).toBe("won");

@@ -426,7 +426,7 @@ describe("a copy in L1 past its grace (kept only for the origin's failures)", ()
       staleUntil: now + 89_000,
       errorUntil: now + 599_000,
     };
-    another = { kind: "fresh", value: encodeEntry(copy, 1024)! };
+    another = { kind: "copy", value: encodeEntry(copy, 1024)! };
     expect((await read()).data.product).toMatchObject({ tier: "l2", freshness: "fresh", collapsed: true, entry: { version: 2 } });
     await settle();
     expect(calls.readMany).toBe(1);
@@ -444,8 +444,7 @@ describe("a cold page whose product the known-ids filter lists, every lock held 
     const l2 = {
       ...healthyL2Parts,
       async readMany(keys: readonly string[]) {
-        // The page's own first read (its MGET of four keys), then the waits' polls: [key, lock] pairs.
-        if (keys.length === 4) return keys.map(() => null);
+        // The waits' polls: [key, lock] pairs (a listed page reads nothing before its claims).
         polls.push(keys.length / 2);
         const written = clock.now() >= winnerWroteAt;
         return keys.map((key, i) => {
@@ -474,5 +473,81 @@ describe("a cold page whose product the known-ids filter lists, every lock held 
     expect(polls.length).toBeGreaterThan(10);
     expect(polls.length).toBeLessThan(20);
     expect(new Set(polls)).toEqual(new Set([4]));
+  });
+});
+
+describe("a page whose product the known-ids filter lists, cold in this isolate", () => {
+  const ALL: ResourceName[] = ["product", "inventory", "reviews", "recommendations"];
+
+  /** An L2 holding every part of p-8 within its stale window, whose claims answer as the script does; counts its calls. */
+  function staleL2(clock: ReturnType<typeof fakeClock>) {
+    const calls = { readMany: 0, claims: [] as { resource: ResourceName; staleBeyond?: number }[], writes: 0 };
+    const fetchedAt = clock.now() - 15_000;
+    const copy = (resource: ResourceName) =>
+      encodeEntry(
+        {
+          data: sample(resource, "p-8", 1),
+          version: 1,
+          fetchedAt,
+          freshUntil: fetchedAt + 10_000,
+          staleUntil: fetchedAt + 40_000,
+          errorUntil: fetchedAt + 610_000,
+        },
+        1024,
+      )!;
+    const l2 = {
+      ...healthyL2Parts,
+      async readMany(keys: readonly string[]) {
+        calls.readMany++;
+        return keys.map(() => null);
+      },
+      async claimFills(claims: readonly FillClaimRequest[]) {
+        return claims.map(({ key, claim }): FillClaim => {
+          const resource = ALL.find((r) => key === entryKey(DEFAULTS.keyPrefix, r, "p-8"))!;
+          calls.claims.push({ resource, staleBeyond: claim.staleBeyond });
+          // Within its stale window past staleBeyond: the copy; otherwise (a refresh) the lock, with the copy to fall back on.
+          return claim.staleBeyond !== undefined && fetchedAt + 40_000 > claim.staleBeyond
+            ? { kind: "copy", value: copy(resource) }
+            : { kind: "won", stale: copy(resource) };
+        });
+      },
+      async writeFills(writes: readonly FillWrite[]) {
+        calls.writes += writes.length;
+        return writes.map(() => true);
+      },
+    } as unknown as L2;
+    return { l2, calls };
+  }
+
+  it("reads nothing before its claims: they return L2's stale copies, served at once, each refreshed once in the background", async () => {
+    const clock = fakeClock();
+    const { l2, calls } = staleL2(clock);
+    const origin = fakeOrigin();
+    // Real timers: the refreshes wait for their send window (20 ms) while the assertions below look at the visitor's calls.
+    const cache = createReadThrough({ config: testConfig(), origin, l2, clock });
+    const background: Promise<unknown>[] = [];
+    const { data } = await cache.read("p-8", ALL, (work) => void background.push(work), { listed: true });
+    for (const resource of ALL) expect(data[resource]).toMatchObject({ outcome: "found", tier: "l2", freshness: "stale", entry: { version: 1 } });
+    // The visitor waited for one claim call of four, and for no origin fetch.
+    expect(calls.readMany).toBe(0);
+    expect(calls.claims.map(({ resource }) => resource).sort()).toEqual([...ALL].sort());
+    expect(calls.claims.every(({ staleBeyond }) => staleBeyond === clock.now())).toBe(true);
+    expect(origin.calls).toMatchObject({ product: 0, inventory: 0, reviews: 0, recommendations: 0 });
+
+    while (background.length > 0) await Promise.all(background.splice(0));
+    // The refreshes claim without staleBeyond (they want a fresh copy or the lock), fetch once each, and write.
+    expect(calls.claims.slice(4).map(({ staleBeyond }) => staleBeyond)).toEqual([undefined, undefined, undefined, undefined]);
+    expect(origin.calls).toMatchObject({ product: 1, inventory: 1, reviews: 1, recommendations: 1 });
+    expect(calls.writes).toBe(4);
+    const after = await cache.read("p-8", ALL, () => {}, { listed: true });
+    for (const resource of ALL) expect(after.data[resource]).toMatchObject({ tier: "l1", freshness: "fresh" });
+  });
+
+  it("without the filter's word, reads L2 first, as before (an unknown id may name no product: its locks are not taken)", async () => {
+    const clock = fakeClock();
+    const { l2, calls } = staleL2(clock);
+    const cache = createReadThrough({ config: testConfig(), origin: fakeOrigin(), l2, clock, sleep: async (ms) => clock.advance(ms) });
+    await cache.read("p-8", ALL, () => {});
+    expect(calls.readMany).toBe(1);
   });
 });
