@@ -25,7 +25,7 @@ import type { Clock } from "../shared/clock";
 import { encodeEntry } from "./codec";
 import { deadlinesFor, type Entry } from "./entry";
 import { lockKey, purgeMarkerKey } from "./keys";
-import { directCalls, type FillCalls } from "./fillBatch";
+import { createFillBatch, type FillCalls } from "./fillBatch";
 import type { FillWrite, L2 } from "./l2";
 import type { L2Entries } from "./l2Entries";
 import { createLockWait, type Reclaimed } from "./lockWait";
@@ -196,7 +196,7 @@ export function createFill(deps: FillDeps) {
       context.via = "origin";
       return fetchFromOrigin(context);
     }
-    return fillThroughL2(l2, context.batch ?? directCalls(l2, deps.sleep, context.background), key, context);
+    return fillThroughL2(l2, context.batch ?? createFillBatch(l2, deps.sleep, context.background), key, context);
   }
   return Object.assign(fill, { writeStats: (): SendStats | null => writes?.stats() ?? null });
 }

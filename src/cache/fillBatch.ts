@@ -17,23 +17,11 @@ import type { ClaimOptions, FillClaim, FillClaimRequest, L2 } from "./l2";
 /** What one poll of a lock wait read: the key's value and the lock's holder (null: none), or undefined (the read failed or was skipped). */
 type LockPoll = [value: string | null | undefined, holder: string | null | undefined];
 
-/** How a fill claims its lock and polls for the winner's result: `directCalls(l2)`, or a batch of one request's fills. */
+/** How a fill claims its lock and polls for the winner's result: through a batch of one request's fills (a fill on its own: a batch of one). */
 export interface FillCalls {
   claimFill(key: string, lock: string, claim: ClaimOptions): Promise<FillClaim | undefined>;
-  /** Reads `key` and `lock` about `delayMs` from now (a batch: with the other polls of its round). */
+  /** Reads `key` and `lock` about `delayMs` from now, with the other polls of its round. */
   pollLock(key: string, lock: string, delayMs: number): Promise<LockPoll>;
-}
-
-/** A fill's calls on their own: each claim and poll a call of its own. */
-export function directCalls(l2: L2, sleep: (ms: number) => Promise<void>, background: (work: Promise<unknown>) => void): FillCalls {
-  return {
-    claimFill: (key, lock, claim) => l2.claimFill(key, lock, claim, { background }),
-    async pollLock(key, lock, delayMs) {
-      await sleep(delayMs);
-      const [value, holder] = await l2.readMany([key, lock], { background });
-      return [value, holder];
-    },
-  };
 }
 
 export function createFillBatch(l2: L2, sleep: (ms: number) => Promise<void>, background: (work: Promise<unknown>) => void): FillCalls {

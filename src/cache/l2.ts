@@ -78,15 +78,13 @@ export interface L2 {
    */
   readMany(keys: string[], options?: L2ReadOptions): Promise<(string | null | undefined)[]>;
   /**
-   * Claims the fill of `key`: SET lock NX PX, unless a value fresh beyond
-   * `freshBeyond` and fetched at or after `freshAfter` (the last purge this
-   * isolate knows for it, soft or hard) is already there. Copies fetched
-   * before `notBefore` (the last hard purge) are not even an older copy.
-   */
-  claimFill(key: string, lock: string, claim: ClaimOptions, options?: Pick<L2ReadOptions, "background">): Promise<FillClaim | undefined>;
-  /**
-   * Several claims as `claimFill` makes them, in one call (one script run):
-   * the claims of one page's fills. `undefined` for all when L2 is unavailable.
+   * Claims the fills of several keys in one call (one script run): the
+   * claims of one page's fills (fillBatch.ts). For each, SET lock NX PX,
+   * unless a value fresh beyond `freshBeyond` and fetched at or after
+   * `freshAfter` (the last purge this isolate knows for it, soft or hard) is
+   * already there, or, with `staleBeyond`, one within its stale window.
+   * Copies fetched before `notBefore` (the last hard purge) are not even an
+   * older copy. `undefined` for all when L2 is unavailable.
    */
   claimFills(claims: readonly FillClaimRequest[], options?: Pick<L2ReadOptions, "background">): Promise<(FillClaim | undefined)[]>;
   /**
@@ -367,7 +365,6 @@ export function createL2({
       const values = await guarded(() => reader.mget<(string | null)[]>(...keys), options);
       return keys.map((_, index) => (values === undefined ? undefined : (values[index] ?? null)));
     },
-    claimFill: async (key, lock, claim, options) => (await claimFills([{ key, lock, claim }], options))[0],
     claimFills,
     writeFills,
     backlogSize: () => backlog.size,

@@ -76,7 +76,6 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
         (key) => key,
         (shard, group) => shard.readMany(group, options),
       ),
-    claimFill: (key, ...rest) => shardOf(key).claimFill(key, ...rest),
     claimFills: (claims, options) =>
       perShard(
         claims,

@@ -16,7 +16,7 @@ const KEY = "pp:v1:p:p-000042";
 function losingL2(polls: (string | null | undefined)[], accepts: boolean) {
   let reads = 0;
   const l2 = {
-    claimFill: async (): Promise<FillClaim> => ({ kind: "lost" }),
+    claimFills: async (claims: readonly unknown[]) => claims.map((): FillClaim => ({ kind: "lost" })),
     async readMany(keys: string[]) {
       const value = polls[Math.min(reads++, polls.length - 1)];
       return value === undefined ? keys.map(() => undefined) : [value, "someone-else"];
@@ -99,9 +99,9 @@ function unansweredL2(holder: (ownToken: string) => string | null, value: () => 
   let reads = 0;
   const writes: { lockToken: string }[] = [];
   const l2 = {
-    async claimFill(_key: string, _lock: string, claim: { token: string }) {
-      token = claim.token;
-      return undefined;
+    async claimFills(claims: readonly { claim: { token: string } }[]) {
+      token = claims[0]!.claim.token;
+      return claims.map(() => undefined);
     },
     async readMany() {
       reads++;
@@ -152,7 +152,7 @@ describe("a loser whose poll finds the lock free and no fresh copy", () => {
     let claimed = 0;
     let reads = 0;
     const l2 = {
-      claimFill: async (): Promise<FillClaim> => claims[Math.min(claimed++, claims.length - 1)]!,
+      claimFills: async (batch: readonly unknown[]) => batch.map(() => claims[Math.min(claimed++, claims.length - 1)]!),
       readMany: async () => polls[Math.min(reads++, polls.length - 1)],
       accepts: () => true,
       writeFills: async (batch: unknown[]) => batch.map(() => undefined),

@@ -23,7 +23,7 @@ function losingL2(holderAt: (poll: number) => string | null, now: () => number) 
   const writes: FillWrite[] = [];
   const l2 = {
     // A claim runs where the lock lives: it wins once the holder has let go.
-    claimFill: async (): Promise<FillClaim> => ({ kind: holderAt(polls.length) === null ? "won" : "lost" }),
+    claimFills: async (claims: readonly unknown[]) => claims.map((): FillClaim => ({ kind: holderAt(polls.length) === null ? "won" : "lost" })),
     async readMany(keys: string[]) {
       polls.push(now());
       return [null, holderAt(polls.length)].slice(0, keys.length);

@@ -8,7 +8,7 @@ import { systemClock } from "../../src/shared/clock";
 import { encodeEntry } from "../../src/cache/codec";
 import type { Entry } from "../../src/cache/entry";
 import { entryKey, lockKey, MAX_KEY_LENGTH, purgeMarkerKey } from "../../src/cache/keys";
-import { createL2, type FillWrite, type L2 } from "../../src/cache/l2";
+import { createL2, type ClaimOptions, type FillClaim, type FillWrite, type L2 } from "../../src/cache/l2";
 import { startRedis, type RedisServer } from "../support/redis";
 
 const TOKEN = "l2-test-token";
@@ -45,6 +45,11 @@ function encoded(entry: Entry): string {
   const value = encodeEntry(entry, 1024);
   if (value === undefined) throw new Error("not storable");
   return value;
+}
+
+/** One fill's claim, in a call of its own. */
+async function claimOne(client: L2, key: string, lock: string, claim: ClaimOptions): Promise<FillClaim | undefined> {
+  return (await client.claimFills([{ key, lock, claim }]))[0];
 }
 
 /** The version a stored value's header carries (what the write guard compares). */
@@ -106,8 +111,8 @@ describe("L2 writes and locks", () => {
     const key = "pp:v1:p:lock-test";
     const lock = lockKey("pp:v1", key);
     const now = Date.now();
-    expect(await client.claimFill(key, lock, { token: "token-a", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 })).toEqual({ kind: "won" });
-    expect(await client.claimFill(key, lock, { token: "token-b", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 })).toEqual({ kind: "lost" });
+    expect(await claimOne(client, key, lock, { token: "token-a", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 })).toEqual({ kind: "won" });
+    expect(await claimOne(client, key, lock, { token: "token-b", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 })).toEqual({ kind: "lost" });
     const lockTtl = await redis.pttl(lock);
     expect(lockTtl).toBeGreaterThan(0);
     // A write by a non-holder leaves the lock in place.
@@ -116,7 +121,7 @@ describe("L2 writes and locks", () => {
     await writeOne(client, fillWrite(key, encoded(entry(1)), 1, "token-a", 60_000));
     expect(await redis.get(lock)).toBeNull();
     // Fresh data there now: a claim hands it back instead of locking.
-    const claim = await client.claimFill(key, lock, { token: "token-c", lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 });
+    const claim = await claimOne(client, key, lock, { token: "token-c", lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 });
     expect(claim?.kind).toBe("copy");
     expect(await redis.get(lock)).toBeNull();
   });
@@ -132,14 +137,14 @@ describe("L2 writes and locks", () => {
     await redis.set(past, pastValue, { px: 60_000 });
     await redis.set(purged, encoded(old), { px: 60_000 });
     const options = (token: string, extra: object = {}) => ({ token, lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0, ...extra });
-    expect(await client.claimFill(key, lockKey("pp:v1", key), options("visitor", { staleBeyond: now }))).toEqual({ kind: "copy", value: encoded(old) });
+    expect(await claimOne(client, key, lockKey("pp:v1", key), options("visitor", { staleBeyond: now }))).toEqual({ kind: "copy", value: encoded(old) });
     expect(await redis.get(lockKey("pp:v1", key))).toBeNull();
     // A soft purge since (freshAfter) still hands it over: the caller judges it stale and refreshes it.
-    expect((await client.claimFill(key, lockKey("pp:v1", key), options("soft", { staleBeyond: now, freshAfter: now - 1 })))?.kind).toBe("copy");
-    expect(await client.claimFill(past, lockKey("pp:v1", past), options("visitor", { staleBeyond: now }))).toEqual({ kind: "won", stale: pastValue });
-    expect(await client.claimFill(purged, lockKey("pp:v1", purged), options("visitor", { staleBeyond: now, notBefore: now - 1 }))).toEqual({ kind: "won" });
+    expect((await claimOne(client, key, lockKey("pp:v1", key), options("soft", { staleBeyond: now, freshAfter: now - 1 })))?.kind).toBe("copy");
+    expect(await claimOne(client, past, lockKey("pp:v1", past), options("visitor", { staleBeyond: now }))).toEqual({ kind: "won", stale: pastValue });
+    expect(await claimOne(client, purged, lockKey("pp:v1", purged), options("visitor", { staleBeyond: now, notBefore: now - 1 }))).toEqual({ kind: "won" });
     // A refresh wants a fresh copy or the lock: it takes the lock, with the stale copy to fall back on.
-    expect(await client.claimFill(key, lockKey("pp:v1", key), options("refresh"))).toEqual({ kind: "won", stale: encoded(old) });
+    expect(await claimOne(client, key, lockKey("pp:v1", key), options("refresh"))).toEqual({ kind: "won", stale: encoded(old) });
     expect(await redis.get(lockKey("pp:v1", key))).toBe("refresh");
   });
 
@@ -179,7 +184,7 @@ describe("L2 writes and locks", () => {
   it("claims and writes over what no fill wrote, without an error: another type, a marker that is not a time, a lock that never expires", async () => {
     const client = l2();
     const claim = (key: string, token: string) =>
-      client.claimFill(key, lockKey("pp:v1", key), { token, lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 });
+      claimOne(client, key, lockKey("pp:v1", key), { token, lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 });
 
     // Another type under the entry's key: nothing to use, and the fill's write replaces it.
     const hashed = "pp:v1:p:foreign-type";
@@ -220,11 +225,11 @@ describe("L2 writes and locks", () => {
     const client = l2();
     const key = "pp:v1:p:crashed-holder";
     const lock = lockKey("pp:v1", key);
-    expect(await client.claimFill(key, lock, { token: "crashed", lockTtlMs: 150, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 })).toEqual({
+    expect(await claimOne(client, key, lock, { token: "crashed", lockTtlMs: 150, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 })).toEqual({
       kind: "won",
     });
     await new Promise((resolve) => setTimeout(resolve, 250));
-    expect(await client.claimFill(key, lock, { token: "next", lockTtlMs: 150, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 })).toEqual({ kind: "won" });
+    expect(await claimOne(client, key, lock, { token: "next", lockTtlMs: 150, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 })).toEqual({ kind: "won" });
   });
 });
 
@@ -356,12 +361,12 @@ describe("L2 fill claims", () => {
     const now = Date.now();
     const old = { ...entry(3), fetchedAt: now - 2000, freshUntil: now - 1000, staleUntil: now - 500, errorUntil: now + 60_000 };
     await redis.set(key, encoded(old), { px: 60_000 });
-    const claim = await client.claimFill(key, lock, { token: "token", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 });
+    const claim = await claimOne(client, key, lock, { token: "token", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 });
     expect(claim?.kind).toBe("won");
     expect(claim && "stale" in claim && versionOf(claim.stale)).toBe(3);
     // A copy older than a purge is not handed back.
     await redis.del(lock);
-    const afterPurge = await client.claimFill(key, lock, { token: "token", lockTtlMs: 3000, freshBeyond: now, notBefore: now + 1, freshAfter: now + 1 });
+    const afterPurge = await claimOne(client, key, lock, { token: "token", lockTtlMs: 3000, freshBeyond: now, notBefore: now + 1, freshAfter: now + 1 });
     expect(afterPurge).toEqual({ kind: "won" });
   });
 
@@ -373,9 +378,9 @@ describe("L2 fill claims", () => {
     const copy = { ...entry(4), fetchedAt: now - 1000, freshUntil: now + 60_000, staleUntil: now + 120_000, errorUntil: now + 180_000 };
     await redis.set(key, encoded(copy), { px: 60_000 });
     // Without the purge the copy is fresh: the claim returns it.
-    expect((await client.claimFill(key, lock, { token: "t", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 }))?.kind).toBe("copy");
+    expect((await claimOne(client, key, lock, { token: "t", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 }))?.kind).toBe("copy");
     // Soft-purged after it was fetched: the lock goes to this fill, with the copy to fall back on.
-    const claim = await client.claimFill(key, lock, { token: "t", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: now - 500 });
+    const claim = await claimOne(client, key, lock, { token: "t", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: now - 500 });
     expect(claim?.kind).toBe("won");
     expect(claim && "stale" in claim && versionOf(claim.stale)).toBe(4);
   });
