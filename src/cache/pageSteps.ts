@@ -126,8 +126,10 @@ export async function readFromL2(
   const { config, clock, l1, l2, reading } = tools;
   // A product the known-ids filter lists goes straight to its fills: their
   // claims, in one call, return what L2 holds fresh or stale and take the
-  // locks for the rest (see readFromOrigin).
-  if (request.listed) return pending;
+  // locks for the rest (see readFromOrigin). Unless reads are answered near
+  // the isolate and claims far from it (L2_READ_REPLICAS): then an L2 hit
+  // is cheaper read first.
+  if (request.listed && !config.l2ReadReplicas) return pending;
   const straightToFill = (item: Pending) => item.fallback !== undefined || tools.flights.running(item.key) || reading.holder(item.key) !== undefined;
   const joining = pending.filter(straightToFill);
   const toRead = pending.filter((item) => !straightToFill(item));

@@ -27,6 +27,8 @@ export interface Env {
   MAX_SUBREQUESTS?: string | number;
   WARM_REQUESTS_PER_MINUTE?: string | number;
   HOT_REQUESTS_PER_MINUTE?: string | number;
+  /** "on" when the L2 database answers reads from replicas near the isolate (Upstash Global). */
+  L2_READ_REPLICAS?: string;
   /** "off" disables the known-ids filter. */
   KNOWN_IDS?: string;
   KNOWN_IDS_CAPACITY?: string | number;
@@ -54,6 +56,14 @@ export interface Config {
   publicUrl: string;
   l1MaxBytes: number;
   l2TimeoutMs: number;
+  /**
+   * L2 answers reads (MGET) from a replica near the isolate, and scripts
+   * (lock claims) from its primary, which may be far (Upstash Global). Then
+   * a page reads L2 first even when the known-ids filter lists its product;
+   * without replicas the page's lock claims read L2 as they claim, which
+   * saves a round trip (cache/pageSteps.ts, readFromL2).
+   */
+  l2ReadReplicas: boolean;
   ttlJitter: number;
   lockTtlMs: number;
   lockWaitMs: number;
@@ -206,6 +216,13 @@ function parsePolicies(raw: Env["CACHE_POLICIES"]): Record<ResourceName, Resourc
   return merged;
 }
 
+/** A switch: "on" or "off", or unset for its default. */
+function onOff(name: string, value: string | undefined, fallback: boolean): boolean {
+  if (value === undefined || value === "") return fallback;
+  if (value !== "on" && value !== "off") throw new ConfigError(name, 'must be "on" or "off"');
+  return value === "on";
+}
+
 function parseKnownIds(env: Env): Config["knownIds"] {
   if (env.KNOWN_IDS !== undefined && env.KNOWN_IDS !== "" && env.KNOWN_IDS !== "on") {
     if (env.KNOWN_IDS === "off") return null;
@@ -243,6 +260,7 @@ export function parseConfig(env: Env): Config {
     publicUrl,
     l1MaxBytes: optional("L1_MAX_BYTES", numberSetting(1024 * 1024, DEFAULTS.l1MaxBytesLimit), env.L1_MAX_BYTES, DEFAULTS.l1MaxBytes),
     l2TimeoutMs: optional("L2_TIMEOUT_MS", numberSetting(5, 5000), env.L2_TIMEOUT_MS, DEFAULTS.l2TimeoutMs),
+    l2ReadReplicas: onOff("L2_READ_REPLICAS", env.L2_READ_REPLICAS, false),
     ttlJitter: optional("TTL_JITTER", numberSetting(0, 0.5, false), env.TTL_JITTER, DEFAULTS.ttlJitter),
     lockTtlMs: optional("LOCK_TTL_MS", numberSetting(100, 30_000), env.LOCK_TTL_MS, DEFAULTS.lockTtlMs),
     lockWaitMs: optional("LOCK_WAIT_MS", numberSetting(0, 10_000), env.LOCK_WAIT_MS, DEFAULTS.lockWaitMs),

@@ -550,4 +550,15 @@ describe("a page whose product the known-ids filter lists, cold in this isolate"
     await cache.read("p-8", ALL, () => {});
     expect(calls.readMany).toBe(1);
   });
+
+  it("with L2_READ_REPLICAS on, reads L2 first all the same: a replica nearby answers the read, the claims go to the primary", async () => {
+    const clock = fakeClock();
+    const { l2, calls } = staleL2(clock);
+    const cache = createReadThrough({ config: testConfig({ L2_READ_REPLICAS: "on" }), origin: fakeOrigin(), l2, clock });
+    const { data } = await cache.read("p-8", ALL, () => {}, { listed: true });
+    expect(calls.readMany).toBe(1);
+    // This fake's reads miss: the claims follow the MGET, and hand back the stale copies.
+    expect(calls.claims).toHaveLength(4);
+    for (const resource of ALL) expect(data[resource]).toMatchObject({ tier: "l2", freshness: "stale" });
+  });
 });
