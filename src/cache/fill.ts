@@ -57,11 +57,12 @@ export interface FillContext {
   /** The lock claims of the request's other fills, to make together with this one's (fillBatch.ts). */
   batch?: FillCalls;
   /**
-   * Set by the fill: `origin` when this isolate fetched, `l2` when L2's copy
-   * was used (another isolate's result; for a visitor's read, possibly a
-   * copy within its stale window, which the caller serves and refreshes).
+   * Set by the fill: `origin` when this isolate fetched; `l2` when its claim
+   * found L2's copy (for a visitor's read, possibly one within its stale
+   * window, which the caller serves and refreshes); `winner` when it waited
+   * for another isolate's fill and took its result from L2.
    */
-  via?: "origin" | "l2";
+  via?: "origin" | "l2" | "winner";
   /** Set by the fill: an older copy found in L2 on the way, to serve if the origin fails. */
   olderCopy?: Entry;
 }
@@ -172,7 +173,7 @@ export function createFill(deps: FillDeps) {
       const waited = await waitForWinner(l2, calls, key, lock, context, reclaim, unanswered ? lockToken : undefined);
       if (waited === "ours") won = true;
       else if (waited) {
-        context.via = "l2";
+        context.via = "winner";
         return waited;
       }
     }

@@ -215,15 +215,17 @@ async function fillOne(tools: PageTools, id: string, item: Pending, request: Pag
   try {
     const { entry, joined } = await tools.flights.await(item.key, context);
     // L2's copy, handed back by the claim, may be within its stale window or soft-purged: served as such, and refreshed once.
-    const judged = context.via === "l2" || joined ? tools.judged(entry, id, item.resource) : entry;
+    const judged = context.via !== "origin" || joined ? tools.judged(entry, id, item.resource) : entry;
     if (judged && entryState(judged, tools.clock.now()) !== "fresh") {
       tools.refresh(item.key, item.resource, id, request);
       return served(item.resource, judged, "l2", "stale");
     }
     // Hard-purged while the claim ran (it checked what this isolate knew before): only a fill of its own will do.
     if (!judged && !again) return fillOne(tools, id, { ...item, fallback: undefined }, request, true);
-    return served(item.resource, judged ?? entry, joined ? "origin" : context.via === "l2" ? "l2" : "origin", "fresh", {
-      collapsed: joined || context.via === "l2",
+    // The claim found L2's copy: a hit, as an MGET's would be; nothing was forwarded or waited for.
+    if (!joined && context.via === "l2") return served(item.resource, judged ?? entry, "l2", "fresh");
+    return served(item.resource, judged ?? entry, joined ? "origin" : context.via === "winner" ? "l2" : "origin", "fresh", {
+      collapsed: joined || context.via === "winner",
       forward,
     });
   } catch (error) {

@@ -125,7 +125,13 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       keyOf: (refresh) => refresh.key,
       send(batch, background) {
         const request: PageRequest = { background, batch: createFillBatch(l2, sleep, background) };
-        for (const { key, resource, id, freshBeyond } of batch) startRefresh(key, resource, id, request, freshBeyond);
+        // No more than the origin has slots for now: the claims of a batch go out together, and a refresh
+        // past the room would win its lock only to be shed by the limiter, then cost a release.
+        let room = deps.origin.refreshRoom();
+        for (const { key, resource, id, freshBeyond } of batch) {
+          if (room <= 0) break;
+          if (startRefresh(key, resource, id, request, freshBeyond)) room--;
+        }
       },
     });
   const hotness = createHotness({ warmPerMinute: config.warmPerMinute, hotPerMinute: config.hotPerMinute, clock });
@@ -163,9 +169,10 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
    * will refresh it. (Asked again when a queued refresh is sent: the copy
    * may have been filled meanwhile, and the origin's load have changed.)
    */
-  function startRefresh(key: string, resource: ResourceName, id: string, request: PageRequest, freshBeyond: number): void {
-    if (flights.running(key) || !deps.origin.acceptsRefresh()) return;
+  function startRefresh(key: string, resource: ResourceName, id: string, request: PageRequest, freshBeyond: number): boolean {
+    if (flights.running(key) || deps.origin.refreshRoom() === 0) return false;
     flights.start(key, { ...fillContext(resource, id, request), freshBeyond, refresh: true });
+    return true;
   }
 
   const reading = createLeaseTable<string, true>({ clock });

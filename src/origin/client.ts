@@ -21,8 +21,12 @@ export interface OriginClient {
   /** `priority`: "refresh" when a copy is already served, so that the call gives way to visitors under load (see limiter.ts). */
   fetchResource<R extends ResourceName>(resource: R, id: string, priority?: Priority): Promise<OriginAnswer<ResourceTypes[R]>>;
   listProductIds(cursor: string | null, limit: number): Promise<ProductIdPage>;
-  /** Whether a refresh would be let through now; when not, it is better not started (it would only cost a lock claim). */
-  acceptsRefresh(): boolean;
+  /**
+   * How many refreshes would be let through now (Infinity without a
+   * limiter). One that would not is better not started: it would cost a
+   * lock claim, then a release, and fetch nothing.
+   */
+  refreshRoom(): number;
 }
 
 /**
@@ -141,7 +145,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
       );
     },
 
-    acceptsRefresh: () => options.limiter?.admitsRefresh() ?? true,
+    refreshRoom: () => options.limiter?.refreshRoom() ?? Number.POSITIVE_INFINITY,
 
     async listProductIds(cursor, limit) {
       const query = new URLSearchParams({ limit: String(limit) });

@@ -34,8 +34,8 @@ export interface Limiter {
    * may keep its slot (its own deadline), after which the slot is reclaimed.
    */
   run<T>(task: () => Promise<T>, waitMs?: number, holdMs?: number, priority?: Priority): Promise<T>;
-  /** Whether a refresh would get a slot now (one is not started when it would not). */
-  admitsRefresh(): boolean;
+  /** How many refreshes would get a slot now, one after the other (none is started when none would). */
+  refreshRoom(): number;
   /** Slots held by live leases. */
   readonly inFlight: number;
   /** Callers waiting for a slot (whose wait has not lapsed). */
@@ -76,7 +76,7 @@ export function createLimiter({
   const waiting = createLeaseTable<number, true>({ clock, capacity: maxQueued });
   let nextTicket = 0;
 
-  const admitsRefresh = () => waiting.size() === 0 && slots.size() < refreshSlots;
+  const refreshRoom = () => (waiting.size() === 0 ? Math.max(0, refreshSlots - slots.size()) : 0);
 
   /** Live waiters queued before `ticket`: a free slot goes to them first. */
   function ahead(ticket: number): number {
@@ -110,7 +110,7 @@ export function createLimiter({
     async run(task, waitMs = maxWaitMs, holdMs = maxHoldMs, priority = "visitor") {
       const ticket = ++nextTicket;
       const hold = Math.max(1, Math.min(holdMs, maxHoldMs));
-      if (priority === "refresh" && !admitsRefresh()) throw new LimiterFull("origin slots kept for visitors");
+      if (priority === "refresh" && refreshRoom() === 0) throw new LimiterFull("origin slots kept for visitors");
       // Waiters first: a newcomer does not overtake the queue.
       const free = waiting.size() === 0 && slots.take(ticket, clock.now() + hold, true);
       if (!free) await waitForSlot(ticket, hold, Math.max(0, Math.min(waitMs, maxWaitMs)));
@@ -120,7 +120,7 @@ export function createLimiter({
         slots.release(ticket, true);
       }
     },
-    admitsRefresh,
+    refreshRoom,
     get inFlight() {
       return slots.size();
     },

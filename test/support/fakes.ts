@@ -71,7 +71,7 @@ export function fakeOrigin(): FakeOrigin {
     behaviour: { product: "ok", inventory: "ok", reviews: "ok", recommendations: "ok", listing: "ok" },
     version: 1,
     gate: null,
-    acceptsRefresh: () => true,
+    refreshRoom: () => Number.POSITIVE_INFINITY,
     releaseHung: () => hung.splice(0).forEach((release) => release()),
     async fetchResource<R extends ResourceName>(resource: R, id: string): Promise<OriginAnswer<ResourceTypes[R]>> {
       origin.calls[resource]++;

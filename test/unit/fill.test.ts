@@ -61,7 +61,7 @@ describe("a fill that lost the lock", () => {
     const { l2, reads } = losingL2([undefined, null, winnersValue()], true);
     const { entry, context, originCalls } = await fillOnce(l2);
     expect(originCalls).toBe(0);
-    expect(context.via).toBe("l2");
+    expect(context.via).toBe("winner");
     expect(entry.version).toBe(3);
     expect(reads()).toBe(3);
   });
@@ -77,7 +77,7 @@ describe("a fill that lost the lock", () => {
     };
     const { entry, context, originCalls } = await fillOnce(l2, counting);
     expect(originCalls).toBe(0);
-    expect(context.via).toBe("l2");
+    expect(context.via).toBe("winner");
     expect(entry.version).toBe(3);
     expect(reads()).toBe(3);
     expect(decoded).toHaveLength(1);
@@ -133,7 +133,7 @@ describe("a fill whose lock claim got no answer", () => {
     );
     const { entry, context, originCalls } = await fillOnce(l2);
     expect(originCalls).toBe(0);
-    expect(context.via).toBe("l2");
+    expect(context.via).toBe("winner");
     expect(entry.version).toBe(3);
   });
 
@@ -173,7 +173,7 @@ describe("a loser whose poll finds the lock free and no fresh copy", () => {
     const { entry, context, originCalls } = await fillOnce(l2);
     expect(claims()).toBe(2);
     expect(originCalls).toBe(0);
-    expect(context.via).toBe("l2");
+    expect(context.via).toBe("winner");
     expect(entry.version).toBe(3);
   });
 

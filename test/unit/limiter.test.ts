@@ -327,13 +327,13 @@ describe("origin fetch limiter", () => {
     const refreshes = held.map((task) => limit.run(task.run, 1_000, 1_000, "refresh"));
     await settle();
     expect(limit.inFlight).toBe(3);
-    expect(limit.admitsRefresh()).toBe(false);
+    expect(limit.refreshRoom()).toBe(0);
     await expect(limit.run(async () => "r4", 1_000, 1_000, "refresh")).rejects.toBeInstanceOf(LimiterFull);
     expect(limit.queued).toBe(0);
     // The slot kept back goes to a visitor at once.
     await expect(limit.run(async () => "visitor")).resolves.toBe("visitor");
     for (const task of held) task.finish();
     await Promise.all(refreshes);
-    expect(limit.admitsRefresh()).toBe(true);
+    expect(limit.refreshRoom()).toBe(3);
   });
 });

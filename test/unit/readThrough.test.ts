@@ -427,7 +427,10 @@ describe("a copy in L1 past its grace (kept only for the origin's failures)", ()
       errorUntil: now + 599_000,
     };
     another = { kind: "copy", value: encodeEntry(copy, 1024)! };
-    expect((await read()).data.product).toMatchObject({ tier: "l2", freshness: "fresh", collapsed: true, entry: { version: 2 } });
+    // An L2 hit, as an MGET's would be (Cache-Status "pp-l2; hit"): nothing was forwarded, nothing waited for.
+    const answer = (await read()).data.product;
+    expect(answer).toMatchObject({ tier: "l2", freshness: "fresh", collapsed: false, entry: { version: 2 } });
+    expect(answer?.forward).toBeUndefined();
     await settle();
     expect(calls.readMany).toBe(1);
     expect(calls.writes).toBe(1);
@@ -541,6 +544,21 @@ describe("a page whose product the known-ids filter lists, cold in this isolate"
     expect(calls.writes).toBe(4);
     const after = await cache.read("p-8", ALL, () => {}, { listed: true });
     for (const resource of ALL) expect(after.data[resource]).toMatchObject({ tier: "l1", freshness: "fresh" });
+  });
+
+  it("starts no more refreshes than the origin has room for: the rest would win their locks only to be shed", async () => {
+    const clock = fakeClock();
+    const { l2, calls } = staleL2(clock);
+    const origin = fakeOrigin();
+    origin.refreshRoom = () => 2;
+    const cache = createReadThrough({ config: testConfig(), origin, l2, clock });
+    const background: Promise<unknown>[] = [];
+    await cache.read("p-8", ALL, (work) => void background.push(work), { listed: true });
+    while (background.length > 0) await Promise.all(background.splice(0));
+    // Four stale parts served, four refreshes asked for in one send: two started (their claims, their fetches), two left for a later request.
+    expect(calls.claims.slice(4)).toHaveLength(2);
+    expect(Object.values(origin.calls).reduce((a, b) => a + b, 0)).toBe(2);
+    expect(calls.writes).toBe(2);
   });
 
   it("without the filter's word, reads L2 first, as before (an unknown id may name no product: its locks are not taken)", async () => {
