@@ -126,6 +126,13 @@ function targets(report: PeersReport): Targets {
       text: `fixed offered load, p50 ≤ 1.5× Nginx p50: ${ms(tf.load.p50Ms)} vs ${ms(nf.load.p50Ms)} ms = ${x(tf.load.p50Ms / nf.load.p50Ms)}`,
       pass: tf.load.p50Ms <= 1.5 * nf.load.p50Ms,
     });
+    const floorFixed = find(rows, "tier", "healthz-fixed");
+    if (floorFixed) {
+      lines.push({
+        text: `(information, not the target: at the same rate the runtime's floor, /healthz, answers with p50 ${ms(floorFixed.load.p50Ms)} ms = ${x(floorFixed.load.p50Ms / nf.load.p50Ms)} Nginx's p50, and p99 ${ms(floorFixed.load.p99Ms)} ms; the tier's pages: p50 ${x(tf.load.p50Ms / floorFixed.load.p50Ms)} the floor's)`,
+        pass: null,
+      });
+    }
   } else lines.push({ text: "fixed offered load vs Nginx: the tier and Nginx did not both run", pass: null });
   if (tf) lines.push({ text: `fixed offered load, 0 errors: ${num(tf.load.errors)} in ${num(tf.load.requests)}`, pass: tf.load.errors === 0 });
   return { lines };
@@ -319,6 +326,7 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
     "",
   );
   const fixed = present.map((name) => find(rows, name, "fixed")).filter((r): r is Row => Boolean(r));
+  const floorFixed = find(rows, "tier", "healthz-fixed");
   const nginxFixed = find(rows, "nginx", "fixed");
   out.push(
     "## Fixed offered load",
@@ -327,8 +335,8 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
     "",
     mdTable(
       ["system", "asked req/s", "achieved req/s", "late (max ms)", "p50 ms", "p99 ms", "max ms", "errors", "p50 × nginx", "p99 × nginx", "origin req / page"],
-      fixed.map((r) => [
-        r.system,
+      [...fixed, ...(floorFixed ? [floorFixed] : [])].map((r) => [
+        r === floorFixed ? "tier /healthz (floor)" : r.system,
         num(r.load.askedRate ?? 0),
         num(r.load.rps),
         `${num(r.load.late)} (${r.load.lateMaxMs})`,
@@ -338,11 +346,17 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
         num(r.load.errors),
         nginxFixed ? x(r.load.p50Ms / nginxFixed.load.p50Ms) : "–",
         nginxFixed ? x(r.load.p99Ms / nginxFixed.load.p99Ms) : "–",
-        f3(originPerPage(r)),
+        r === floorFixed ? "–" : f3(originPerPage(r)),
       ]),
       1,
     ),
     "",
+    ...(floorFixed
+      ? [
+          "The /healthz row: the tier's instances answering a static string at the same rate, connections and schedule: the runtime's own latency, beneath which no page can go.",
+          "",
+        ]
+      : []),
     "## Targets",
     "",
     ...targets(report).lines.map(

@@ -13,7 +13,8 @@
 //   cached        the same saturation, Zipf over the walked ranks only: every
 //                 page cached, what a hit costs
 //   healthz       (the tier) /healthz, closed loop, same instances and
-//                 connections: the floor of a worker request
+//                 connections: the floor of a worker request; then paced at
+//                 the fixed load (healthz-fixed): the floor's latency
 //   census        (the tiers) a short saturation with Redis MONITOR on: the
 //                 commands the gateway sent vs those run inside scripts
 //   herd          1,000 simultaneous requests for one product nobody asked for (bench/soak/probe.ts herd)
@@ -32,7 +33,18 @@ import { cpuBetween, cpuSample, findChildPid } from "../cpu";
 import { usageBetween, type Census, type RedisSnapshot, type RedisUsage } from "./redis";
 import { getPage, PRODUCT_POLICY, priceNow, type Settings, type System, type SystemName, type Tier } from "./systems";
 
-export type ScenarioName = "warm-up" | "fixed" | "saturation" | "cached" | "healthz" | "herd" | "origin-slow" | "origin-down" | "price-change" | "redis-down";
+export type ScenarioName =
+  | "warm-up"
+  | "fixed"
+  | "saturation"
+  | "cached"
+  | "healthz"
+  | "healthz-fixed"
+  | "herd"
+  | "origin-slow"
+  | "origin-down"
+  | "price-change"
+  | "redis-down";
 
 export const SCENARIO_LABELS: Record<ScenarioName, string> = {
   "warm-up": "warm-up",
@@ -40,6 +52,7 @@ export const SCENARIO_LABELS: Record<ScenarioName, string> = {
   saturation: "saturation",
   cached: "saturation, cached set",
   healthz: "/healthz floor",
+  "healthz-fixed": "/healthz floor, fixed offered load",
   herd: "cold herd ×1000",
   "origin-slow": "origin +500 ms",
   "origin-down": "origin down",
@@ -406,6 +419,21 @@ export async function runScenarios(ctx: Context, system: System, onRow: (row: Ro
         wrkPhase({ targets: system.targets, connections: ctx.settings.connections, seconds: d.healthzS, paths, seed: 1, signal: ctx.signal }),
       );
       add(row(system, "healthz", m));
+      if (stopped()) return out;
+      // The floor's latency at the fixed load: what a static string costs, paced as the pages were.
+      ctx.phase(tag(`/healthz floor: ${paced}, ${d.healthzS} s`), d.healthzS * 1000);
+      const atRate = await measure(system, () =>
+        wrkPhase({
+          targets: system.targets,
+          connections: ctx.settings.pacedConnections,
+          seconds: d.healthzS,
+          rate: ctx.rate,
+          paths,
+          seed: 1,
+          signal: ctx.signal,
+        }),
+      );
+      add(row(system, "healthz-fixed", atRate));
       if (stopped()) return out;
     }
     // 5. the census: what the gateway sent vs what ran inside scripts
