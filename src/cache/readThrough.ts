@@ -112,6 +112,12 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const fill = createFill({ ...deps, l2Entries, random, sleep });
   const flights = createFlights({ config, clock, fill, l1, rejections });
+  /** Keys of the refreshes this isolate started; plain strings, each dropped once its fill no longer runs (a lease: see flights.ts). */
+  const refreshKeys = new Set<string>();
+  function refreshesUnderWay(): number {
+    for (const key of refreshKeys) if (!flights.running(key)) refreshKeys.delete(key);
+    return refreshKeys.size;
+  }
   /** Refreshes of many requests, sent together (with no L2 there are no Redis calls to save: each starts at once). */
   const refreshes =
     l2 &&
@@ -125,9 +131,10 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       keyOf: (refresh) => refresh.key,
       send(batch, background) {
         const request: PageRequest = { background, batch: createFillBatch(l2, sleep, background) };
-        // No more than the origin has slots for now: the claims of a batch go out together, and a refresh
-        // past the room would win its lock only to be shed by the limiter, then cost a release.
-        let room = deps.origin.refreshRoom();
+        // No more than the origin has slots for: a refresh past the room would win its lock only to be
+        // shed by the limiter, then cost a release. Those started before and still claiming hold no slot
+        // yet, so they count against the room too (those already fetching count twice: on the safe side).
+        let room = deps.origin.refreshRoom() - refreshesUnderWay();
         for (const { key, resource, id, freshBeyond } of batch) {
           if (room <= 0) break;
           if (startRefresh(key, resource, id, request, freshBeyond)) room--;
@@ -172,6 +179,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   function startRefresh(key: string, resource: ResourceName, id: string, request: PageRequest, freshBeyond: number): boolean {
     if (flights.running(key) || deps.origin.refreshRoom() === 0) return false;
     flights.start(key, { ...fillContext(resource, id, request), freshBeyond, refresh: true });
+    refreshKeys.add(key);
     return true;
   }
 

@@ -482,14 +482,14 @@ describe("a cold page whose product the known-ids filter lists, every lock held 
 describe("a page whose product the known-ids filter lists, cold in this isolate", () => {
   const ALL: ResourceName[] = ["product", "inventory", "reviews", "recommendations"];
 
-  /** An L2 holding every part of p-8 within its stale window, whose claims answer as the script does; counts its calls. */
+  /** An L2 holding every part of every product within its stale window, whose claims answer as the script does; counts its calls. */
   function staleL2(clock: ReturnType<typeof fakeClock>) {
     const calls = { readMany: 0, claims: [] as { resource: ResourceName; staleBeyond?: number }[], writes: 0 };
     const fetchedAt = clock.now() - 15_000;
-    const copy = (resource: ResourceName) =>
+    const copy = (resource: ResourceName, id: string) =>
       encodeEntry(
         {
-          data: sample(resource, "p-8", 1),
+          data: sample(resource, id, 1),
           version: 1,
           fetchedAt,
           freshUntil: fetchedAt + 10_000,
@@ -506,12 +506,13 @@ describe("a page whose product the known-ids filter lists, cold in this isolate"
       },
       async claimFills(claims: readonly FillClaimRequest[]) {
         return claims.map(({ key, claim }): FillClaim => {
-          const resource = ALL.find((r) => key === entryKey(DEFAULTS.keyPrefix, r, "p-8"))!;
+          const id = key.split(":").at(-1)!;
+          const resource = ALL.find((r) => key === entryKey(DEFAULTS.keyPrefix, r, id))!;
           calls.claims.push({ resource, staleBeyond: claim.staleBeyond });
           // Within its stale window past staleBeyond: the copy; otherwise (a refresh) the lock, with the copy to fall back on.
           return claim.staleBeyond !== undefined && fetchedAt + 40_000 > claim.staleBeyond
-            ? { kind: "copy", value: copy(resource) }
-            : { kind: "won", stale: copy(resource) };
+            ? { kind: "copy", value: copy(resource, id) }
+            : { kind: "won", stale: copy(resource, id) };
         });
       },
       async writeFills(writes: readonly FillWrite[]) {
@@ -559,6 +560,27 @@ describe("a page whose product the known-ids filter lists, cold in this isolate"
     expect(calls.claims.slice(4)).toHaveLength(2);
     expect(Object.values(origin.calls).reduce((a, b) => a + b, 0)).toBe(2);
     expect(calls.writes).toBe(2);
+  });
+
+  it("counts the refreshes still claiming or fetching against the room: the room is the origin's, not each send's", async () => {
+    const clock = fakeClock();
+    const { l2, calls } = staleL2(clock);
+    const origin = fakeOrigin();
+    origin.refreshRoom = () => 6; // the limiter's answer while no refresh has taken a slot yet
+    let open!: () => void;
+    origin.gate = new Promise<void>((resolve) => (open = resolve));
+    const cache = createReadThrough({ config: testConfig(), origin, l2, clock });
+    const background: Promise<unknown>[] = [];
+    const refreshClaims = () => calls.claims.filter(({ staleBeyond }) => staleBeyond === undefined).length;
+    await cache.read("p-8", ALL, (work) => void background.push(work), { listed: true });
+    await vi.waitFor(() => expect(refreshClaims()).toBe(4));
+    // Another product's four stale parts, while the first four refreshes still run: room for two more, not six.
+    await cache.read("p-9", ALL, (work) => void background.push(work), { listed: true });
+    await new Promise((resolve) => setTimeout(resolve, 60)); // past the send window
+    expect(refreshClaims()).toBe(6);
+    open();
+    while (background.length > 0) await Promise.all(background.splice(0));
+    expect(Object.values(origin.calls).reduce((a, b) => a + b, 0)).toBe(6);
   });
 
   it("without the filter's word, reads L2 first, as before (an unknown id may name no product: its locks are not taken)", async () => {
