@@ -18,6 +18,14 @@ export interface Machine {
   git: { commit: string; dirtyFiles: number } | null;
 }
 
+/** The commit and work tree the worker bundle was built from (set by `recordBuild`): what the run measured. */
+let builtFrom: Machine["git"] | undefined;
+
+/** Called as the bundle is built: the report names that tree, not the one at the end of the run (src/ may be edited meanwhile). */
+export function recordBuild(): void {
+  builtFrom = gitState();
+}
+
 export function describeMachine(versions: Record<string, string>): Machine {
   let cpu = cpus()[0]?.model ?? "unknown";
   try {
@@ -32,7 +40,7 @@ export function describeMachine(versions: Record<string, string>): Machine {
     os: `${process.platform} ${release()}`,
     node: process.version,
     versions,
-    git: gitState(),
+    git: builtFrom !== undefined ? builtFrom : gitState(),
   };
 }
 

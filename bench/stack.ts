@@ -11,6 +11,7 @@ import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import { Log, LogLevel, Miniflare } from "miniflare";
 import { compatibilityDate, compatibilityFlags } from "../dev/compatibility";
+import { recordBuild } from "./report";
 import { stopChild } from "../dev/run/children";
 import type { RedisAction, ServersCommand, ServersMessage, ServersOptions, ShardEndpoints } from "./servers";
 
@@ -31,6 +32,7 @@ const SERVERS_STOP_TIMEOUT_MS = 10_000;
 
 /** Bundles the worker exactly as `wrangler deploy` would (the same call as test/support/build.ts). */
 export async function buildBundle(): Promise<void> {
+  recordBuild();
   await execFileAsync("npx", ["wrangler", "deploy", "--dry-run", "--outdir", BUNDLE_DIR], {
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
     maxBuffer: 16 * 1024 * 1024,

@@ -137,13 +137,10 @@ async function main(): Promise<void> {
   let idle: Promise<IdleCost | null> = Promise.resolve(null);
   let idleResult: IdleCost | null = null;
   let rate = settings.rate;
-  let machine: PeersReport["machine"] | null = null;
   const ctxBase = { settings, signal: signal, workload, phase: (label: string) => say(`· ${label}`), note: say };
   try {
     say("· build the worker bundle (wrangler deploy --dry-run)");
     await buildBundle();
-    // The commit and work tree the bundle was built from, not what they are when the run ends.
-    machine = describeMachine({ ...toolVersions(), nginx: tools.nginx, varnish: tools.varnish, wrk: tools.wrk ?? "?" });
 
     // The fixed offered load: half the tier's saturation rate, on a fresh stack of its own.
     if (rate === null) {
@@ -229,7 +226,7 @@ async function main(): Promise<void> {
       command,
       settings: { ...settings, rate },
       durations: d,
-      machine: machine ?? describeMachine({ ...toolVersions(), nginx: tools.nginx, varnish: tools.varnish, wrk: tools.wrk ?? "?" }),
+      machine: describeMachine({ ...toolVersions(), nginx: tools.nginx, varnish: tools.varnish, wrk: tools.wrk ?? "?" }),
       systems: descriptions,
       renderOnlyVars: RENDER_ONLY_VARS,
       tierVars: TIER_VARS,
