@@ -12,6 +12,20 @@ import { entryKey } from "../../src/cache/keys";
 
 const PRODUCT: ResourceName[] = ["product"];
 
+/** An L2's reads (which find nothing) and writes (which all land), counted in `calls`. */
+function countedReadsAndWrites(calls: { readMany: number; writes: number }) {
+  return {
+    async readMany(keys: readonly string[]) {
+      calls.readMany++;
+      return keys.map(() => null);
+    },
+    async writeFills(writes: readonly FillWrite[]) {
+      calls.writes += writes.length;
+      return writes.map(() => true);
+    },
+  };
+}
+
 function setup(overrides: Record<string, unknown> = {}) {
   const clock = fakeClock();
   const origin = fakeOrigin();
@@ -366,17 +380,10 @@ describe("a copy in L1 past its grace (kept only for the origin's failures)", ()
     const calls = { readMany: 0, claims: [] as string[], writes: 0 };
     const l2 = {
       ...healthyL2Parts,
-      async readMany(keys: readonly string[]) {
-        calls.readMany++;
-        return keys.map(() => null);
-      },
+      ...countedReadsAndWrites(calls),
       async claimFills(claims: readonly FillClaimRequest[]) {
         calls.claims.push(...claims.map(({ key }) => key));
         return claims.map(() => claimAnswer());
-      },
-      async writeFills(writes: readonly FillWrite[]) {
-        calls.writes += writes.length;
-        return writes.map(() => true);
       },
     } as unknown as L2;
     return { l2, calls };
@@ -500,10 +507,7 @@ describe("a page whose product the known-ids filter lists, cold in this isolate"
       )!;
     const l2 = {
       ...healthyL2Parts,
-      async readMany(keys: readonly string[]) {
-        calls.readMany++;
-        return keys.map(() => null);
-      },
+      ...countedReadsAndWrites(calls),
       async claimFills(claims: readonly FillClaimRequest[]) {
         return claims.map(({ key, claim }): FillClaim => {
           const id = key.split(":").at(-1)!;
@@ -514,10 +518,6 @@ describe("a page whose product the known-ids filter lists, cold in this isolate"
             ? { kind: "copy", value: copy(resource, id) }
             : { kind: "won", stale: copy(resource, id) };
         });
-      },
-      async writeFills(writes: readonly FillWrite[]) {
-        calls.writes += writes.length;
-        return writes.map(() => true);
       },
     } as unknown as L2;
     return { l2, calls };
