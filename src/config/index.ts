@@ -224,10 +224,7 @@ function onOff(name: string, value: string | undefined, fallback: boolean): bool
 }
 
 function parseKnownIds(env: Env): Config["knownIds"] {
-  if (env.KNOWN_IDS !== undefined && env.KNOWN_IDS !== "" && env.KNOWN_IDS !== "on") {
-    if (env.KNOWN_IDS === "off") return null;
-    throw new ConfigError("KNOWN_IDS", 'must be "on" or "off"');
-  }
+  if (!onOff("KNOWN_IDS", env.KNOWN_IDS, true)) return null;
   const { capacity, fpRate } = KNOWN_IDS_DEFAULTS;
   return {
     capacity: optional("KNOWN_IDS_CAPACITY", numberSetting(1, KNOWN_IDS_LIMITS.maxCapacity), env.KNOWN_IDS_CAPACITY, capacity),

@@ -31,6 +31,9 @@ describe("configuration", () => {
     expect(errorOf({ ...base, L1_MAX_BYTES: "1000" })).toMatch(/^L1_MAX_BYTES must be at least/);
     expect(errorOf({ ...base, TTL_JITTER: "0.9" })).toMatch(/^TTL_JITTER must be at most 0.5/);
     expect(errorOf({ ...base, L2_READ_REPLICAS: "yes" })).toMatch(/^L2_READ_REPLICAS must be "on" or "off"/);
+    expect(errorOf({ ...base, KNOWN_IDS: "no" })).toMatch(/^KNOWN_IDS must be "on" or "off"/);
+    expect(parseConfig({ ...base, KNOWN_IDS: "off" }).knownIds).toBeNull();
+    expect(parseConfig(base).knownIds).not.toBeNull();
     expect(parseConfig(base).l2ReadReplicas).toBe(false);
     expect(parseConfig({ ...base, L2_READ_REPLICAS: "on" }).l2ReadReplicas).toBe(true);
   });
