@@ -112,7 +112,11 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const fill = createFill({ ...deps, l2Entries, random, sleep });
   const flights = createFlights({ config, clock, fill, l1, rejections });
-  /** Keys of the refreshes this isolate started; plain strings, each dropped once its fill no longer runs (a lease: see flights.ts). */
+  /**
+   * Keys of the refreshes the sends below started; plain strings, each
+   * dropped once its fill no longer runs (a lease: see flights.ts). Only the
+   * sends add and prune them (without L2 there are no sends, and no keys).
+   */
   const refreshKeys = new Set<string>();
   function refreshesUnderWay(): number {
     for (const key of refreshKeys) if (!flights.running(key)) refreshKeys.delete(key);
@@ -137,7 +141,9 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         let room = deps.origin.refreshRoom() - refreshesUnderWay();
         for (const { key, resource, id, freshBeyond } of batch) {
           if (room <= 0) break;
-          if (startRefresh(key, resource, id, request, freshBeyond)) room--;
+          if (!startRefresh(key, resource, id, request, freshBeyond)) continue;
+          refreshKeys.add(key);
+          room--;
         }
       },
     });
@@ -179,7 +185,6 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   function startRefresh(key: string, resource: ResourceName, id: string, request: PageRequest, freshBeyond: number): boolean {
     if (flights.running(key) || deps.origin.refreshRoom() === 0) return false;
     flights.start(key, { ...fillContext(resource, id, request), freshBeyond, refresh: true });
-    refreshKeys.add(key);
     return true;
   }
 
