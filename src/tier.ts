@@ -57,7 +57,7 @@ const tiers = new WeakMap<object, Tier | ConfigError>();
 export function createTier(config: Config, clock: Clock = systemClock): Tier {
   const metrics = createMetrics({ clock });
   const originLimiter = createLimiter({
-    maxConcurrent: DEFAULTS.originMaxConcurrent,
+    maxConcurrent: config.originMaxConcurrent,
     maxQueued: DEFAULTS.originMaxQueued,
     maxWaitMs: DEFAULTS.originQueueWaitMs,
     clock,

@@ -23,6 +23,7 @@ export interface Env {
   TTL_JITTER?: string | number;
   LOCK_TTL_MS?: string | number;
   LOCK_WAIT_MS?: string | number;
+  ORIGIN_MAX_CONCURRENT?: string | number;
   PURGE_POLL_MS?: string | number;
   MAX_SUBREQUESTS?: string | number;
   WARM_REQUESTS_PER_MINUTE?: string | number;
@@ -67,6 +68,8 @@ export interface Config {
   ttlJitter: number;
   lockTtlMs: number;
   lockWaitMs: number;
+  /** Origin fetches in flight per isolate; more queue for a slot (origin/limiter.ts). */
+  originMaxConcurrent: number;
   purgePollMs: number;
   /** Subrequests one invocation may make (the plan's limit, less a margin; see shared/subrequests.ts). */
   maxSubrequests: number;
@@ -261,6 +264,7 @@ export function parseConfig(env: Env): Config {
     ttlJitter: optional("TTL_JITTER", numberSetting(0, 0.5, false), env.TTL_JITTER, DEFAULTS.ttlJitter),
     lockTtlMs: optional("LOCK_TTL_MS", numberSetting(100, 30_000), env.LOCK_TTL_MS, DEFAULTS.lockTtlMs),
     lockWaitMs: optional("LOCK_WAIT_MS", numberSetting(0, 10_000), env.LOCK_WAIT_MS, DEFAULTS.lockWaitMs),
+    originMaxConcurrent: optional("ORIGIN_MAX_CONCURRENT", numberSetting(4, 2000), env.ORIGIN_MAX_CONCURRENT, DEFAULTS.originMaxConcurrent),
     purgePollMs: optional("PURGE_POLL_MS", numberSetting(100, 60_000), env.PURGE_POLL_MS, DEFAULTS.purgePollMs),
     maxSubrequests: optional("MAX_SUBREQUESTS", numberSetting(20, 10_000), env.MAX_SUBREQUESTS, DEFAULTS.maxSubrequests),
     knownIds: parseKnownIds(env),

@@ -53,6 +53,9 @@ export interface OriginClientOptions {
   onFetch?: (service: ResourceName, outcome: "found" | "absent" | OriginFailure, detail?: string, priority?: Priority) => void;
 }
 
+/** A time-out is the service's only when its fetch had at least this share of the service's timeout (see guarded). */
+const MIN_BUDGET_SHARE_TO_BLAME = 0.75;
+
 /**
  * The longest one `fetchResource` call should take: a first attempt whose
  * time-out was noticed late, then one more (see fetchResource). A caller that
@@ -79,13 +82,24 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
     const attempt = async () => {
       if (breaker && !breaker.allow()) throw new OriginError(resource, "circuit-open", "service failing, not called for now");
       const successesAtStart = breaker?.successes;
+      // What the wait for a slot left of the service's timeout.
+      const budgetMs = deadline - Date.now();
       try {
         const result = await call();
         breaker?.success();
         return result;
       } catch (error) {
         // Not the service's failure: this isolate's (see shared/breaker.ts).
-        const ours = isIsolateError(error) || (error instanceof OriginError && (error.failure === "overloaded" || error.noticedLate));
+        // A time-out after a long wait for a slot is the isolate's queue too:
+        // a service that answers in 530 ms is not failing because a call that
+        // queued for 500 ms of its 1,000 gave up. Counting those opened the
+        // inventory breaker under a slow origin and turned every new page
+        // into a 503 for its cool-down (bench:peers, "origin +500 ms"). A
+        // hung service is still caught: the calls that took the slots first
+        // had their full timeout.
+        const queuedOut =
+          error instanceof OriginError && error.failure === "timeout" && budgetMs < MIN_BUDGET_SHARE_TO_BLAME * options.policies[resource].originTimeoutMs;
+        const ours = queuedOut || isIsolateError(error) || (error instanceof OriginError && (error.failure === "overloaded" || error.noticedLate));
         // An answer about one id: the service answered, as it does with a 404, so it is up.
         if (isAnswerAboutId(error)) breaker?.success();
         else if (!ours) breaker?.failure(successesAtStart, error instanceof OriginError && error.failure === "timeout");

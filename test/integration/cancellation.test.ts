@@ -66,7 +66,8 @@ afterEach(async () => {
 
 /** A new isolate serving real HTTP (each test its own: a leak must not carry over), with its tier built. */
 async function freshWorker(warmId: string): Promise<WorkerInstance> {
-  worker = await startWorker({ ...stack.bindings, TTL_JITTER: "0" }, { port: await freePort() });
+  // 64 origin slots (the default is 256): the waves below must queue for them.
+  worker = await startWorker({ ...stack.bindings, TTL_JITTER: "0", ORIGIN_MAX_CONCURRENT: "64" }, { port: await freePort() });
   expect((await page(worker, `/products/${warmId}`)).status).toBe(200);
   return worker;
 }

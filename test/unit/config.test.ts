@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, parseConfig } from "../../src/config";
-import { DEFAULT_POLICIES } from "../../src/config/defaults";
+import { DEFAULT_POLICIES, DEFAULTS } from "../../src/config/defaults";
+import { createTier } from "../../src/tier";
 
 const base = { ORIGIN_URL: "https://products.internal.example/", PUBLIC_URL: "https://shop.example" };
 
@@ -36,6 +37,14 @@ describe("configuration", () => {
     expect(parseConfig(base).knownIds).not.toBeNull();
     expect(parseConfig(base).l2ReadReplicas).toBe(false);
     expect(parseConfig({ ...base, L2_READ_REPLICAS: "on" }).l2ReadReplicas).toBe(true);
+    expect(errorOf({ ...base, ORIGIN_MAX_CONCURRENT: "2" })).toMatch(/^ORIGIN_MAX_CONCURRENT must be at least 4/);
+    expect(errorOf({ ...base, ORIGIN_MAX_CONCURRENT: "8.5" })).toMatch(/^ORIGIN_MAX_CONCURRENT must be a whole number/);
+  });
+
+  it("sizes the isolate's origin slots from ORIGIN_MAX_CONCURRENT", () => {
+    // A quarter of the slots is kept for visitors (origin/limiter.ts): refreshes see the other three.
+    expect(createTier(parseConfig({ ...base, ORIGIN_MAX_CONCURRENT: "8" })).originLimiter.refreshRoom()).toBe(6);
+    expect(createTier(parseConfig(base)).originLimiter.refreshRoom()).toBe((DEFAULTS.originMaxConcurrent * 3) / 4);
   });
 
   it("wants PUBLIC_URL, an origin, and never falls back to the request's address", () => {

@@ -417,6 +417,39 @@ describe("origin client: limiter", () => {
     await first;
   });
 
+  it("a time-out that the wait for a slot made short is the isolate's: the breaker does not count it", async () => {
+    // A slow service (250 ms, well within its 400 ms timeout) behind one
+    // slot: the second caller queues for 250 ms, has 150 ms left, and times
+    // out. The service answered every call it got in time.
+    const TIMEOUT_MS = 400;
+    const origin = recordingFetch((url, init) =>
+      Promise.race([hang(init), new Promise<Response>((resolve) => setTimeout(() => resolve(json(sampleProduct(url.slice(url.lastIndexOf("/") + 1)))), 250))]),
+    );
+    let breaker: Breaker | undefined;
+    const c = createOriginClient({
+      baseUrl: BASE,
+      policies: policies(TIMEOUT_MS),
+      fetch: origin.fetch,
+      limiter: createLimiter({ maxConcurrent: 1, maxQueued: 10, maxWaitMs: 5000 }),
+      breakerFor: () => (breaker = createBreaker({ failureThreshold: 1, coolDownMs: 60_000, clock: fakeClock() })),
+    });
+    const first = failureOf(c.fetchResource("product", "p-000001"));
+    const second = failureOf(c.fetchResource("product", "p-000002"));
+    expect(await first).toBe("no failure");
+    expect(await second).toBe("timeout");
+    expect(breaker!.state()).toBe("closed");
+    // The same time-out with the whole budget is the service's: it counts.
+    const slow = createOriginClient({
+      baseUrl: BASE,
+      policies: policies(100),
+      fetch: origin.fetch,
+      limiter: createLimiter({ maxConcurrent: 1, maxQueued: 10, maxWaitMs: 5000 }),
+      breakerFor: () => (breaker = createBreaker({ failureThreshold: 1, coolDownMs: 60_000, clock: fakeClock() })),
+    });
+    expect(await failureOf(slow.fetchResource("product", "p-000003"))).toBe("timeout");
+    expect(breaker!.state()).toBe("open");
+  });
+
   it("the service timeout bounds the whole call, the wait for a slot included", async () => {
     // defaults.ts: "a slow service costs a visitor at most this"; fill.ts: "the
     // fill as a whole stays within the service's origin timeout". A caller
