@@ -3,14 +3,14 @@
 // Miniflare instances serving the bundle over real HTTP on loopback.
 import { execFile, fork, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
-import { Log, LogLevel, Miniflare } from "miniflare";
-import { compatibilityDate, compatibilityFlags } from "../dev/compatibility";
+import { Miniflare } from "miniflare";
+import { bundleOptions, CapturingLog, readLines } from "../dev/run/bundle";
 import { recordBuild } from "./report";
 import { stopChild } from "../dev/run/children";
 import type { RedisAction, ServersCommand, ServersMessage, ServersOptions, ShardEndpoints } from "./servers";
@@ -430,17 +430,8 @@ export async function startWorker(bindings: Record<string, string>, logs: Worker
     else if (logs.distinct.size < room) logs.distinct.set(key, 1);
   };
   const mf = new Miniflare({
-    // Miniflare's own log carries what the worker's code never sees: an
-    // exception that escaped the fetch handler becomes a 500 here, reported
-    // only through this log (silent by default).
     log: new CapturingLog(keep),
-    modules: true,
-    scriptPath: join(BUNDLE_DIR, "index.js"),
-    modulesRules: [{ type: "Text", include: ["**/*.liquid"] }],
-    // As wrangler.toml says, so that the runtime behaves as it does when deployed.
-    compatibilityDate,
-    compatibilityFlags,
-    bindings,
+    ...bundleOptions(BUNDLE_DIR, bindings),
     host: "127.0.0.1",
     port: 0,
     // No `Request.cf` download from workers.cloudflare.com: the benchmark
@@ -449,14 +440,7 @@ export async function startWorker(bindings: Record<string, string>, logs: Worker
     // workerd's own inspector (0: a free port), to read the isolate's heap.
     ...(options.inspectorPort === undefined ? {} : { inspectorPort: options.inspectorPort }),
     handleRuntimeStdio(stdout: Readable, stderr: Readable) {
-      for (const stream of [stdout, stderr]) {
-        let rest = "";
-        stream.on("data", (chunk: Buffer) => {
-          const lines = (rest + chunk.toString("utf8")).split("\n");
-          rest = lines.pop() ?? "";
-          for (const line of lines) if (line.trim()) keep(line);
-        });
-      }
+      for (const stream of [stdout, stderr]) void readLines(stream, (line) => line.trim() && keep(line));
     },
   });
   try {
@@ -474,18 +458,6 @@ export async function startWorker(bindings: Record<string, string>, logs: Worker
   } catch (err) {
     await mf.dispose().catch(() => undefined);
     throw err;
-  }
-}
-
-/** Miniflare's warnings and errors, kept with the worker's own output. */
-class CapturingLog extends Log {
-  constructor(private readonly keep: (line: string) => void) {
-    super(LogLevel.WARN);
-  }
-
-  protected override log(message: string): void {
-    // Strip colours: the lines end up in Markdown.
-    this.keep(`[miniflare] ${message.replace(/\x1b\[[0-9;]*m/g, "")}`);
   }
 }
 

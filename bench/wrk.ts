@@ -130,12 +130,13 @@ export async function runZipfWrk(run: ZipfRun): Promise<WrkFigures> {
 
 // ---------------------------------------------------------------- phases (closed loop or paced)
 
-const THREADS = 2;
-/** A request unanswered this long is a timeout, an error. */
-const TIMEOUT_S = 5;
-/** Paced: the schedule starts this long after wrk is started (both threads loaded), and wrk runs this much longer than it (the last answers). */
-const PACED_START_MS = 1200;
-const PACED_EXTRA_S = 3;
+/**
+ * How wrk runs: its threads; how long a request may go unanswered before it
+ * is a timeout (an error); and, paced, how long after wrk starts the
+ * schedule begins (both threads loaded) and how much longer than the
+ * schedule wrk runs (the last answers).
+ */
+const WRK = { threads: 2, timeoutS: 5, pacedStartMs: 1200, pacedExtraS: 3 } as const;
 
 /** What zipf.lua's done() prints, paced. */
 interface PacedFigures {
@@ -169,7 +170,7 @@ export interface Phase {
   /** Paced: sends that left more than 1 ms after their time (no connection free), and the largest delay. */
   late: number;
   lateMaxMs: number;
-  /** Paced: requests sent but neither answered nor failed when wrk stopped (PACED_EXTRA_S after the schedule's end). */
+  /** Paced: requests sent but neither answered nor failed when wrk stopped (WRK.pacedExtraS after the schedule's end). */
   unanswered: number;
   bytes: number;
   /** CPU seconds wrk used (null: not known, or not wrk). */
@@ -252,15 +253,15 @@ export async function wrkPhase(spec: PhaseSpec): Promise<Phase> {
   const { summary: f, cpuSeconds } = await runWrk<PacedFigures>({
     script: ZIPF_LUA,
     url: `${spec.targets[0]}/`,
-    threads: THREADS,
+    threads: WRK.threads,
     connections: spec.connections,
-    seconds: rate ? spec.seconds + PACED_EXTRA_S : spec.seconds,
-    timeoutS: TIMEOUT_S,
+    seconds: rate ? spec.seconds + WRK.pacedExtraS : spec.seconds,
+    timeoutS: WRK.timeoutS,
     env: {
       ...zipfEnv(spec.paths, spec.targets, spec.seed),
       ZIPF_RATE: String(rate),
-      ZIPF_THREADS: String(THREADS),
-      ZIPF_T0: String(monotonicMs() + PACED_START_MS),
+      ZIPF_THREADS: String(WRK.threads),
+      ZIPF_T0: String(monotonicMs() + WRK.pacedStartMs),
       ZIPF_SPAN_MS: String(spec.seconds * 1000),
     },
     marker: "ZIPF",
@@ -271,7 +272,7 @@ export async function wrkPhase(spec: PhaseSpec): Promise<Phase> {
   const e = f.errors;
   const errors = e.status + e.connect + e.read + e.write + e.timeout;
   const errorKinds = Object.fromEntries(
-    Object.entries({ "HTTP ≥ 400": e.status, connect: e.connect, read: e.read, write: e.write, [`timeout (${TIMEOUT_S} s)`]: e.timeout }).filter(
+    Object.entries({ "HTTP ≥ 400": e.status, connect: e.connect, read: e.read, write: e.write, [`timeout (${WRK.timeoutS} s)`]: e.timeout }).filter(
       ([, n]) => n > 0,
     ),
   );

@@ -8,10 +8,9 @@
 // itself says about uncaught exceptions) and Miniflare's own warnings and
 // errors, so that tests can assert on what the worker said. Set
 // TEST_WORKER_LOGS=1 to also see the lines as they come.
-import { Log, LogLevel, Miniflare } from "miniflare";
-import { join } from "node:path";
+import { Miniflare } from "miniflare";
 import type { Readable } from "node:stream";
-import { compatibilityDate, compatibilityFlags } from "../../dev/compatibility";
+import { bundleOptions, CapturingLog, readLines } from "../../dev/run/bundle";
 import type { Env } from "../../src/config";
 import { BUNDLE_DIR } from "./build";
 
@@ -74,38 +73,6 @@ function logSink(logs: string[], faults: string[]) {
   };
 }
 
-/** Miniflare's own warnings and errors (an exception that escaped the worker is reported here, not by workerd). */
-class CapturingLog extends Log {
-  constructor(private readonly keep: (line: string) => void) {
-    super(LogLevel.WARN);
-  }
-
-  protected override log(message: string): void {
-    for (const line of message.split("\n")) this.keep(`[miniflare] ${line}`);
-  }
-}
-
-/** Splits a stream into lines for `keep`; resolves when the stream has ended (or closed). */
-function readLines(stream: Readable, prefix: string, keep: (line: string) => void): Promise<void> {
-  let rest = "";
-  stream.setEncoding("utf8");
-  stream.on("data", (chunk: string) => {
-    const lines = (rest + chunk).split("\n");
-    rest = lines.pop() ?? "";
-    for (const line of lines) keep(`${prefix} ${line}`);
-  });
-  return new Promise((resolve) => {
-    const done = () => {
-      if (rest) keep(`${prefix} ${rest}`);
-      rest = "";
-      resolve();
-    };
-    stream.once("end", done);
-    stream.once("close", done);
-    stream.once("error", done);
-  });
-}
-
 /** How long close() waits for workerd's last output once the process is gone. */
 const OUTPUT_DRAIN_MS = 1000;
 
@@ -118,12 +85,7 @@ export async function startWorker(bindings: Env, options: { port?: number } = {}
   const mf = new Miniflare({
     ...(options.port ? { host: "127.0.0.1", port: options.port } : {}),
     log: new CapturingLog(keep),
-    modules: true,
-    scriptPath: join(BUNDLE_DIR, "index.js"),
-    modulesRules: [{ type: "Text", include: ["**/*.liquid"] }],
-    compatibilityDate,
-    compatibilityFlags,
-    bindings: Object.fromEntries(Object.entries(bindings).filter(([, value]) => value !== undefined)) as Record<string, string>,
+    ...bundleOptions(BUNDLE_DIR, Object.fromEntries(Object.entries(bindings).filter(([, value]) => value !== undefined)) as Record<string, string>),
     // workerd reports a rejection nobody handled (in `waitUntil` work, say)
     // only with --verbose: `info: uncaught exception; … Error: Cannot perform
     // I/O on behalf of a different request`. Without it that would go unseen.
@@ -132,7 +94,10 @@ export async function startWorker(bindings: Env, options: { port?: number } = {}
     // per console call, as src/observability/log.ts writes them); kept here
     // instead of being piped into the test process's output.
     handleRuntimeStdio(stdout: Readable, stderr: Readable) {
-      outputEnded.push(readLines(stdout, "[stdout]", keep), readLines(stderr, "[stderr]", keep));
+      outputEnded.push(
+        readLines(stdout, (line) => keep(`[stdout] ${line}`)),
+        readLines(stderr, (line) => keep(`[stderr] ${line}`)),
+      );
     },
   });
   let closing: Promise<void> | undefined;
