@@ -3,9 +3,9 @@
 // per key (./pageSteps.ts), with purge judgements applied to every copy on the
 // way. Its parts: L1 (./l1.ts), the fills in flight (./flights.ts), the origin
 // answers not to ask again (./rejections.ts), L2's decoded entries
-// (./l2Entries.ts) and the fill itself (./fill.ts).
+// (./l2Entries.ts), the fill itself (./fill.ts) and the background
+// refreshes (./refreshes.ts).
 import type { Config } from "../config";
-import { DEFAULTS } from "../config/defaults";
 import type { OriginClient } from "../origin/client";
 import { PAGE_SUBJECT, type ResourceName, type ResourceTypes } from "../origin/resources";
 import type { Clock } from "../shared/clock";
@@ -21,17 +21,10 @@ import type { L2 } from "./l2";
 import { createL2Entries, type L2ValueStats } from "./l2Entries";
 import { readCopies, readFromL1, readFromL2, readFromOrigin, type PageData, type PageRequest, type PageTools, type Timings } from "./pageSteps";
 import { createRejections } from "./rejections";
-import { createSendQueue, type SendStats } from "./sendQueue";
+import { createRefreshes } from "./refreshes";
+import type { SendStats } from "./sendQueue";
 import type { Served } from "./served";
 import type { LRUCache } from "lru-cache";
-
-/** A background refresh waiting to be sent (see createSendQueue): `freshBeyond` for a refresh ahead. */
-interface QueuedRefresh {
-  key: string;
-  resource: ResourceName;
-  id: string;
-  freshBeyond: number;
-}
 
 /** Fills in flight and taken over (flights.ts), and the background sends of refreshes and writes (null without L2). */
 export interface FillStats {
@@ -112,52 +105,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const fill = createFill({ ...deps, l2Entries, random, sleep });
   const flights = createFlights({ config, clock, fill, l1, rejections });
-  /**
-   * Keys of the refreshes the sends below started; plain strings, each
-   * dropped once its fill no longer runs (a lease: see flights.ts). Only the
-   * sends add and prune them (without L2 there are no sends, and no keys).
-   */
-  const refreshKeys = new Set<string>();
-  function refreshesUnderWay(): number {
-    for (const key of refreshKeys) if (!flights.running(key)) refreshKeys.delete(key);
-    return refreshKeys.size;
-  }
-  /** Refreshes of many requests, sent together (with no L2 there are no Redis calls to save: each starts at once). */
-  const refreshes =
-    l2 &&
-    createSendQueue<QueuedRefresh>({
-      clock,
-      sleep,
-      windowMs: DEFAULTS.sendWindowMs,
-      maxPerSend: DEFAULTS.refreshesPerSend,
-      maxQueued: DEFAULTS.sendQueueMax,
-      maxWaitMs: DEFAULTS.refreshMaxWaitMs,
-      keyOf: (refresh) => refresh.key,
-      send(batch, background) {
-        const request: PageRequest = { background, batch: createFillBatch(l2, sleep, background) };
-        // No more than the origin has slots for: a refresh past the room would win its lock only to be
-        // shed by the limiter, then cost a release. Those started before and still claiming hold no slot
-        // yet, so they count against the room too (those already fetching count twice: on the safe side).
-        let room = deps.origin.refreshRoom() - refreshesUnderWay();
-        for (const { key, resource, id, freshBeyond } of batch) {
-          if (room <= 0) break;
-          if (!startRefresh(key, resource, id, request, freshBeyond)) continue;
-          refreshKeys.add(key);
-          room--;
-        }
-      },
-    });
   const hotness = createHotness({ warmPerMinute: config.warmPerMinute, hotPerMinute: config.hotPerMinute, clock });
-  /**
-   * How much of the refresh-ahead share this isolate uses, drawn once in
-   * [0.5, 1). Isolates hold copies of one L2 write, with the same deadlines:
-   * with the same share they would all refresh a popular product at the same
-   * moment, race for its lock, and the losers would poll L2 until the
-   * winner wrote. Apart, the first to refresh writes L2, and the others'
-   * claims find its copy there (one call, no lock, no origin fetch).
-   */
-  const refreshAheadSpread = 0.5 + random() / 2;
-
   /** The page subject's tags (the product's), which tag purges match, from the best copy this isolate has. */
   function tagsOf(id: string): readonly string[] {
     return l1.tags(entryKey(config.keyPrefix, PAGE_SUBJECT, id)) ?? [];
@@ -175,18 +123,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     return { resource, id, background, batch, notBefore: purged.hard, freshAfter: purged.any, freshBeyond: 0 };
   }
 
-  /**
-   * At most one fill per key: a refresh already under way is left alone,
-   * not repeated, and not waited for. Under load the origin's slots go to
-   * visitors with nothing to show: this one has a copy, and a later request
-   * will refresh it. (Asked again when a queued refresh is sent: the copy
-   * may have been filled meanwhile, and the origin's load have changed.)
-   */
-  function startRefresh(key: string, resource: ResourceName, id: string, request: PageRequest, freshBeyond: number): boolean {
-    if (flights.running(key) || deps.origin.refreshRoom() === 0) return false;
-    flights.start(key, { ...fillContext(resource, id, request), freshBeyond, refresh: true });
-    return true;
-  }
+  const refreshes = createRefreshes({ l2, clock, sleep, random, origin: deps.origin, flights, fillContext });
 
   const reading = createLeaseTable<string, true>({ clock });
   const tools: PageTools = {
@@ -200,16 +137,8 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     reading,
     judged,
     fillContext,
-    refresh(key, resource, id, request, freshBeyond = 0) {
-      if (flights.running(key)) return;
-      if (refreshes) refreshes.add({ key, resource, id, freshBeyond }, request.background);
-      else startRefresh(key, resource, id, request, freshBeyond);
-    },
-    dueForRefreshAhead(entry, heat) {
-      if (heat === "cold") return false;
-      const margin = (entry.freshUntil - entry.fetchedAt) * DEFAULTS.refreshAheadShare[heat] * refreshAheadSpread;
-      return entry.freshUntil - clock.now() <= margin;
-    },
+    refresh: refreshes.refresh,
+    dueForRefreshAhead: refreshes.dueForRefreshAhead,
   };
 
   async function readPage(id: string, resources: readonly ResourceName[], request: PageRequest): Promise<{ data: PageData; timings: Timings }> {
@@ -234,7 +163,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   return {
     l1: l1.cache,
     l2,
-    fillStats: () => ({ ...flights.stats(), sends: { refreshes: refreshes ? refreshes.stats() : null, writes: fill.writeStats() } }),
+    fillStats: () => ({ ...flights.stats(), sends: { refreshes: refreshes.stats(), writes: fill.writeStats() } }),
     l2ValueStats: () => ({ ...l2Entries.stats }),
     forget(key) {
       l1.cache.delete(key);
