@@ -19,7 +19,7 @@ import { LRUCache } from "lru-cache";
 import { createPurgeWatcher, type PurgeWatcher } from "./invalidation/watcher";
 import { logEvent } from "./observability/log";
 import { createMetrics, type Metrics } from "./observability/metrics";
-import { watchBreaker, watchOrigin } from "./observability/wiring";
+import { watchBreaker, watchOrigin, watchSlowPages, type PageRead } from "./observability/wiring";
 
 /**
  * A product page as rendered once: its HTML as UTF-8 bytes, and its
@@ -50,6 +50,8 @@ export interface Tier {
   clock: Clock;
   /** What this isolate has been doing, for the status page (observability/metrics.ts). */
   metrics: Metrics;
+  /** Told of every product page's read; logs the slow ones (observability/wiring.ts). */
+  pageRead: (read: PageRead) => void;
 }
 
 const tiers = new WeakMap<object, Tier | ConfigError>();
@@ -109,6 +111,7 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
     purgeLog,
     knownIds: createKnownIdsFor(config, clock, metrics),
     metrics,
+    pageRead: watchSlowPages(DEFAULTS.slowPageMs, clock),
     hotReport: l2 ? createHotReport({ l2, keyPrefix: config.keyPrefix, clock }) : null,
     renderedPages: new LRUCache<string, RenderedPage>({
       maxSize: DEFAULTS.renderedPagesMaxBytes,

@@ -315,7 +315,7 @@ async function main(): Promise<void> {
   const checksTable = ["| check | value | verdict |", "| --- | --- | --- |", ...checks.map((c) => `| ${c.join(" | ")} |`)].join("\n");
   console.log(`\n${checksTable}`);
   const errorLines = [...logs.distinct]
-    .filter(([line]) => /error|warn|uncaught|exception|cannot|origin_failure/i.test(line))
+    .filter(([line]) => /error|warn|uncaught|exception|cannot|origin_failure|slow_page/i.test(line))
     .sort((a, b) => b[1] - a[1])
     .slice(0, 10);
   for (const [line, count] of errorLines) console.log(`worker log ${count}× ${line.slice(0, 300)}`);

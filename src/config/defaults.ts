@@ -68,6 +68,8 @@ export const DEFAULTS = {
    * calls that timed out in the queue's wake had mostly reached it already.
    */
   originMaxConcurrent: 256,
+  /** A product page whose data took this long to read is logged (`slow_page`, rate-limited): a healthy read takes tens of ms. */
+  slowPageMs: 1000,
   /** Callers that may queue for an origin slot; more get stale data, a default or a 503 at once. */
   originMaxQueued: 256,
   /** How long a caller queues for an origin slot, at most: the wait also counts against the service's timeout. */

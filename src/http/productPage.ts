@@ -50,6 +50,7 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
     return errorPage(c, 404, "We could not find that product.", "public, max-age=10");
   }
 
+  const arrivedAt = tier.clock.now();
   const background = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
   // Purges recorded elsewhere reach this isolate's L1 within PURGE_POLL_MS:
   // synced before every page read through the cache, and only then (a
@@ -65,7 +66,9 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
   const all: Served<unknown>[] = PAGE_RESOURCES.flatMap((resource) => data[resource] ?? []);
   const now = tier.clock.now();
   // "stored": written to L2 as well as L1, which an open breaker prevents.
-  c.header("Cache-Status", cacheStatus(all, now, tier.cache.l2?.breaker.state() === "closed"));
+  const status = cacheStatus(all, now, tier.cache.l2?.breaker.state() === "closed");
+  c.header("Cache-Status", status);
+  tier.pageRead({ id, ms: now - arrivedAt, timings, cacheStatus: status });
 
   const subject = data[PAGE_SUBJECT]!;
   if (subject.outcome === "absent") {

@@ -8,6 +8,8 @@ import type { Metrics } from "./metrics";
 
 /** Origin failures are logged at most once per service per this interval; the rest are counted as `suppressed`. */
 const ORIGIN_FAILURE_LOG_INTERVAL_MS = 10_000;
+/** Slow pages: at most one line per this interval, the rest counted as `suppressed`. */
+const SLOW_PAGE_LOG_INTERVAL_MS = 10_000;
 
 /** A breaker's `onChange`: one log line per change (error when it opens), and its state noted for the status page. */
 export function watchBreaker(name: string, metrics?: Metrics): (from: BreakerState, to: BreakerState) => void {
@@ -31,5 +33,29 @@ export function watchOrigin(metrics: Metrics, clock: Clock): NonNullable<OriginC
     if (outcome === "found" || outcome === "absent") return;
     if (outcome === "overloaded" && priority === "refresh") return;
     failureLog(service, "origin_failure", { service, failure: outcome, detail });
+  };
+}
+
+/** What a product page's read cost, for `watchSlowPages`. */
+export interface PageRead {
+  id: string;
+  /** From the request's arrival to its data read (purge sync included). */
+  ms: number;
+  /** The read's parts (Server-Timing: l1, l2, origin). */
+  timings: { l1: number; l2: number; origin: number };
+  /** The page's Cache-Status: where each resource came from, and whether it waited for another's fill. */
+  cacheStatus: string;
+}
+
+/**
+ * A warning for a page whose data took longer than `slowMs` to read, at most
+ * one line per interval with the count of the others: a healthy read is tens
+ * of milliseconds, and one of seconds has waited on something (a slot, a
+ * lock, a slow service) that its Cache-Status and timings name.
+ */
+export function watchSlowPages(slowMs: number, clock: Clock): (read: PageRead) => void {
+  const log = createRateLimitedLog({ intervalMs: SLOW_PAGE_LOG_INTERVAL_MS, clock });
+  return (read) => {
+    if (read.ms >= slowMs) log("slow_page", "slow_page", { ...read, slowMs }, "warn");
   };
 }

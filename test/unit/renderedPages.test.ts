@@ -19,6 +19,7 @@ import { createLimiter } from "../../src/origin/limiter";
 import { PAGE_RESOURCES } from "../../src/origin/resources";
 import { renderProductPage } from "../../src/render";
 import { AVAILABILITY_UNKNOWN_TEXT } from "../../src/render/format";
+import type { PageRead } from "../../src/observability/wiring";
 import type { RenderedPage, Tier } from "../../src/tier";
 import { fakeClock, fakeOrigin, testConfig } from "../support/fakes";
 
@@ -41,6 +42,7 @@ function setup() {
     CACHE_POLICIES: JSON.stringify({ inventory: { ttl: 10, swr: 30, staleIfError: 600 } }),
   });
   const cache = createReadThrough({ config, origin, l2: null, clock });
+  const pageReads: PageRead[] = [];
   const tier: Tier = {
     config,
     cache,
@@ -63,6 +65,7 @@ function setup() {
     originLimiter: createLimiter({ maxConcurrent: 8, maxQueued: 8, maxWaitMs: 1000, clock }),
     clock,
     metrics: createMetrics({ clock }),
+    pageRead: (read) => void pageReads.push(read),
   };
   const app = new Hono();
   app.use("/products/*", timing());
@@ -76,12 +79,32 @@ function setup() {
   const get = async (id = "p-000042") => {
     const response = await app.request(`/products/${id}`, {}, {}, executionCtx);
     await Promise.all(background.splice(0));
-    return { status: response.status, etag: response.headers.get("etag"), degraded: response.headers.get("cache-degraded"), body: await response.text() };
+    return {
+      status: response.status,
+      etag: response.headers.get("etag"),
+      degraded: response.headers.get("cache-degraded"),
+      cacheStatus: response.headers.get("cache-status"),
+      body: await response.text(),
+    };
   };
   /** Drops one part of one product from L1: the next page fetches it from the origin again. */
   const forget = (resource: string, id = "p-000042") => cache.forget(entryKey(config.keyPrefix, resource as never, id));
-  return { clock, origin, tier, get, forget };
+  return { clock, origin, tier, get, forget, pageReads };
 }
+
+describe("the page's read, told to the slow-page log", () => {
+  it("reports each page's id, read time and Cache-Status (what the slow_page line says)", async () => {
+    const { get, pageReads } = setup();
+    const cold = await get("p-000042");
+    const warm = await get("p-000042");
+    expect(pageReads.map((read) => read.id)).toEqual(["p-000042", "p-000042"]);
+    expect(pageReads.map((read) => read.cacheStatus)).toEqual([cold.cacheStatus, warm.cacheStatus]);
+    expect(pageReads[0]!.cacheStatus).toMatch(/pp-origin/);
+    expect(pageReads[1]!.cacheStatus).toMatch(/pp-l1; hit/);
+    // The fake clock stands still: no time passed.
+    expect(pageReads[0]!.ms).toBe(0);
+  });
+});
 
 describe("the rendered-page cache", () => {
   it("renders a page once for the same parts in the same versions, and serves the same bytes and ETag after", async () => {
