@@ -246,7 +246,7 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
   if (report.calibration) {
     const k = report.calibration;
     out.push(
-      `**The fixed offered load** is half the tier's saturation rate, measured first on a fresh tier stack of its own in the state the runs below measure theirs: the walk, a ${d.probeS}-s closed-loop probe (${num(k.probe.rps)} req/s), ${d.warmUpS} + ${d.fixedS} s paced at half of that (${num(k.provisionalRate)} req/s), then ${d.saturationS} s of saturation: ${num(k.saturation.rps)} req/s (p50 ${ms(k.saturation.p50Ms)} ms, p99 ${ms(k.saturation.p99Ms)} ms) → **${num(k.rate)} req/s**` +
+      `**The fixed offered load** is half the tier's saturation rate, measured first on a fresh tier stack of its own in the state the runs below measure theirs: the walk, a ${d.probeS}-s closed-loop probe (${num(k.probe.rps)} req/s), ${d.warmUpS} + ${d.fixedS} s paced at half of that (${num(k.provisionalRate)} req/s), then ${d.saturationS} s of saturation: ${num(k.saturation.rps)} req/s (p50 ${ms(k.saturation.p50Ms)} ms, p99 ${ms(k.saturation.p99Ms)} ms) → half the higher of the two closed loops (one run on a shared machine can come out slow) = **${num(k.rate)} req/s**` +
         (find(rows, "tier", "saturation")
           ? ` = ${pct(k.rate / find(rows, "tier", "saturation")!.load.rps)} of the tier's saturation rate in its own run below`
           : "") +
