@@ -217,12 +217,18 @@ describe("hostile input at one running tier", () => {
     await direct.hset(l2KeyOf("product", softPurged!), "title", "x");
     expect((await purge(1, { ids: [softPurged], mode: "soft" }, "L2 key: soft purge over a hash")).status).toBe(202);
 
-    // Pages keep coming, from L1: L2 stays closed, with no write it could not take.
+    // Pages keep coming, from L1: L2 stays closed, and no call got an error
+    // answer (a script failing on what it read would answer one, for every
+    // fill of that key). A write may still have run out of time on a loaded
+    // machine (five npm test runs beside a CPU burner dropped one): that is
+    // a time-out, counted as such, not a write Redis refused.
     for (const isolate of BOTH) {
       for (let view = 0; view < 40; view++) await ask("L2 values: views afterwards", isolate, `/products/${foreignIds[view % foreignIds.length]}`);
       const model = await status(isolate);
       expect(model.l2.shards.map((shard) => shard.state)).toEqual(["closed"]);
-      expect(model.l2.stats).toMatchObject({ droppedWrites: 0 });
+      const stats = model.l2.stats!;
+      expect(stats.countedErrors).toBe(0);
+      expect(stats.droppedWrites).toBeLessThanOrEqual(stats.countedTimeouts + stats.isolateErrors);
       // Each isolate's bad values, its gzip bomb and its listing.
       expect(model.l2.invalidValues!.rejected).toBeGreaterThanOrEqual(cases.filter((c) => !c.plainMiss).length + 2);
     }
