@@ -80,7 +80,10 @@ describe("coalescing", () => {
     await Promise.all(inFlight);
     await new Promise((resolve) => setTimeout(resolve, 500)); // let the last refresh land
 
-    expect(inFlight.length).toBeGreaterThan(500);
+    // The loop aims at ~1,000 requests; a loaded machine's timers fire late
+    // and make fewer. At least 50 a second still gives every 2-s stale window
+    // dozens of visitors, which is what this test needs.
+    expect(inFlight.length).toBeGreaterThan(250);
     // No visitor's request was forwarded to the origin: all served fresh or stale.
     expect(forwarded).toEqual([]);
     const counters = await stack.counters();
