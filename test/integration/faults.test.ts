@@ -15,7 +15,6 @@ import {
   gatewayCommand,
   health,
   injectFault,
-  member,
   originFetches,
   page,
   resetCounters,
@@ -24,6 +23,7 @@ import {
   waitFor,
   type Page,
 } from "../support/faults";
+import { member } from "../../dev/run/cacheStatus";
 import { startStack, type Stack } from "../support/stack";
 import { logFaults, startedWorkers, startWorker, type WorkerInstance } from "../support/worker";
 

@@ -13,7 +13,8 @@ import { productFor, indexOf } from "../../dev/origin/catalog";
 import { DEFAULT_POLICIES } from "../../src/config/defaults";
 import type { StatusModel } from "../../src/observability/status";
 import type { ResourceName } from "../../src/origin/resources";
-import { completeProducts, health, member, page, waitFor } from "../support/faults";
+import { member } from "../../dev/run/cacheStatus";
+import { completeProducts, health, page, waitFor } from "../support/faults";
 import {
   directRedis,
   entryHeader as header,

@@ -2,7 +2,6 @@
 // sees, origin faults through the demo origin's admin API, direct looks into
 // L2 through the gateway, and catalog ids picked by what their data holds.
 import { inventoryFor, productId, recommendationsFor, reviewsFor } from "../../dev/origin/catalog";
-import { parseList } from "structured-headers";
 import { GATEWAY_TOKEN, type Stack } from "./stack";
 import type { WorkerInstance } from "./worker";
 
@@ -31,16 +30,6 @@ export async function page(worker: WorkerInstance, path: string): Promise<Page> 
     cacheStatus: response.headers.get("cache-status") ?? "",
     degraded: degraded ? degraded.split(",").map((name) => name.trim()) : [],
   };
-}
-
-/** The Cache-Status member of one resource (`pp-l1; hit; ttl=3; detail="product"`), or "" if none. */
-export function member(cacheStatus: string, resource: string): string {
-  // Cache-Status is an RFC 8941 list: parsed as one, then written back in the tier's own spelling, so that tests match on text.
-  const found = parseList(cacheStatus).find(([, params]) => String(params.get("detail") ?? "").split(" ")[0] === resource);
-  if (!found) return "";
-  const [cache, params] = found;
-  const spelled = [...params].map(([key, value]) => (value === true ? key : `${key}=${typeof value === "string" ? `"${value}"` : String(value)}`));
-  return [String(cache), ...spelled].join("; ");
 }
 
 /** A page's references to itself: its canonical link, og:url, and the JSON-LD Product's and Offer's url. */
