@@ -18,6 +18,37 @@ export interface Entry<T = unknown> {
 
 export type EntryState = "fresh" | "stale" | "usable-on-error" | "expired";
 
+/** Entries whose data is parsed on its first read (`withDataOnRead`): they hold data, known without parsing it. */
+const parsedOnRead = new WeakSet<Entry>();
+
+/**
+ * An entry whose `data` is `parse()`d on its first read, once. L1 keeps data
+ * as JSON text (cache/l1.ts), and most reads of it need only the deadlines
+ * and the version: a page whose HTML is already rendered never reads its
+ * data. `parse` must return the data of a found entry (never null).
+ */
+export function withDataOnRead<T>(deadlines: Omit<Entry<T>, "data">, parse: () => T): Entry<T> {
+  let data: T | undefined;
+  let parsed = false;
+  const entry: Entry<T> = {
+    ...deadlines,
+    get data(): T {
+      if (!parsed) {
+        data = parse();
+        parsed = true;
+      }
+      return data as T;
+    },
+  };
+  parsedOnRead.add(entry);
+  return entry;
+}
+
+/** Whether the origin said there is no such thing (negative entry), without parsing data kept for later. */
+export function isAbsent(entry: Entry): boolean {
+  return !parsedOnRead.has(entry) && entry.data === null;
+}
+
 export function entryState(entry: Entry | undefined, now: number): EntryState {
   if (!entry) return "expired";
   if (now < entry.freshUntil) return "fresh";

@@ -9,7 +9,7 @@
 // every request, are kept parsed beside it.
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../shared/clock";
-import { markedStale, type Entry } from "./entry";
+import { markedStale, withDataOnRead, type Entry } from "./entry";
 
 export interface Stored extends Omit<Entry, "data"> {
   json: string;
@@ -30,10 +30,22 @@ function toStored(entry: Entry): Stored {
   return { ...deadlines, json: JSON.stringify(data), ...(Array.isArray(tags) ? { tags: tags as string[] } : {}) };
 }
 
-/** The entry again; its JSON was validated before it was stored (an origin answer, or an L2 value through the codec). */
+/**
+ * The entry again; its JSON was validated before it was stored (an origin
+ * answer, or an L2 value through the codec), and is parsed only if the data
+ * is read: a page served from the rendered-page cache reads none (the parse
+ * was an eighth of an L1-hit page's CPU, bench/profile).
+ */
 function fromStored(stored: Stored): Entry {
-  const { json, tags: _tags, ...deadlines } = stored;
-  return { ...deadlines, data: JSON.parse(json) as unknown };
+  const deadlines = {
+    version: stored.version,
+    fetchedAt: stored.fetchedAt,
+    freshUntil: stored.freshUntil,
+    staleUntil: stored.staleUntil,
+    errorUntil: stored.errorUntil,
+  };
+  if (stored.json === "null") return { ...deadlines, data: null };
+  return withDataOnRead(deadlines, () => JSON.parse(stored.json) as unknown);
 }
 
 export interface L1 {

@@ -2,7 +2,7 @@
 // and how it stood (the page's headers say all of it: http/headers.ts).
 import type { OriginFailure } from "../origin/failure";
 import type { ResourceName } from "../origin/resources";
-import type { Entry } from "./entry";
+import { isAbsent, type Entry } from "./entry";
 
 export type Tier = "l1" | "l2" | "origin";
 
@@ -31,5 +31,17 @@ export function served(
   freshness: Served<unknown>["freshness"],
   extra: Partial<Served<unknown>> = {},
 ): Served<unknown> {
-  return { resource, outcome: entry.data === null ? "absent" : "found", data: entry.data, entry, tier, freshness, collapsed: false, ...extra };
+  return {
+    resource,
+    outcome: isAbsent(entry) ? "absent" : "found",
+    // Read through: an L1 entry parses its data only when a render reads it (entry.ts, withDataOnRead).
+    get data() {
+      return entry.data;
+    },
+    entry,
+    tier,
+    freshness,
+    collapsed: false,
+    ...extra,
+  };
 }

@@ -20,13 +20,20 @@ const RETRY_AFTER_SECONDS = 10;
 /**
  * What the page shows of one resource. A copy kept only for the origin's
  * failures is shown when the registry says it may be (stock that old is not
- * promised: its section gets its default instead).
+ * promised: its section gets its default instead). Judged without the data,
+ * which only a render reads (an L1 entry parses it then: cache/entry.ts).
  */
-function section<T>(resource: PageResource, served: Served<T> | undefined): Section<T> {
-  if (!served || served.outcome === "failed") return { state: "unavailable" };
-  if (served.outcome === "absent" || served.data === null) return { state: "none" };
-  if (served.freshness === "stale-if-error" && !RESOURCES[resource].showStaleIfError) return { state: "unavailable" };
-  return { state: "ok", data: served.data };
+function sectionState(resource: PageResource, served: Served<unknown> | undefined): Section<unknown>["state"] {
+  if (!served || served.outcome === "failed") return "unavailable";
+  if (served.outcome === "absent") return "none";
+  if (served.freshness === "stale-if-error" && !RESOURCES[resource].showStaleIfError) return "unavailable";
+  return "ok";
+}
+
+/** The section a render gets: its state, and for "ok" its data (parsed now, if it came from L1). */
+function section<T>(state: Section<T>["state"], served: Served<T> | undefined): Section<T> {
+  if (state === "ok" && served?.data != null) return { state: "ok", data: served.data };
+  return { state: state === "ok" ? "none" : state };
 }
 
 /** Without a core resource there is no page (503); the subject is always core: it is what the page shows. */
@@ -84,10 +91,10 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
     return errorPage(c, 503, "The product service is not answering.", "no-store", RETRY_AFTER_SECONDS);
   }
 
-  const sections = Object.fromEntries(PAGE_RESOURCES.map((resource) => [resource, section<unknown>(resource, data[resource])])) as {
-    [R in PageResource]: Section<ResourceTypes[R]>;
+  const states = Object.fromEntries(PAGE_RESOURCES.map((resource) => [resource, sectionState(resource, data[resource])])) as {
+    [R in PageResource]: Section<unknown>["state"];
   };
-  const defaulted = PAGE_RESOURCES.filter((resource) => sections[resource].state === "unavailable");
+  const defaulted = PAGE_RESOURCES.filter((resource) => states[resource] === "unavailable");
   if (defaulted.length > 0) c.header("Cache-Degraded", defaulted.join(", "));
   tier.metrics.recordPage({ id, outcome: "ok", served: all, defaulted });
   tier.hotReport?.offer(id, (work) => c.executionCtx.waitUntil(work));
@@ -103,6 +110,9 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
   startTime(c, "render");
   let page = tier.renderedPages.get(renderKey);
   if (!page) {
+    const sections = Object.fromEntries(PAGE_RESOURCES.map((resource) => [resource, section<unknown>(states[resource], data[resource])])) as {
+      [R in PageResource]: Section<ResourceTypes[R]>;
+    };
     const html = renderProductPage({ ...sections, product: subject.data!, pageUrl });
     // TextEncoder always returns bytes over a fresh ArrayBuffer, never a shared one.
     page = { body: new TextEncoder().encode(html) as Uint8Array<ArrayBuffer>, etag: await pageEtag(identity) };

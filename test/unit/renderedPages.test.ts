@@ -119,6 +119,26 @@ describe("the rendered-page cache", () => {
     expect(renders).toHaveBeenCalledTimes(1);
   });
 
+  it("parses none of the page's L1 data when it serves the rendered page, and all of it when it renders", async () => {
+    const { origin, get, forget } = setup();
+    const first = await get();
+    const parse = vi.spyOn(JSON, "parse");
+    try {
+      const again = await get();
+      expect(again.body).toBe(first.body);
+      expect(again.cacheStatus).toMatch(/^pp-l1; hit/);
+      expect(parse).not.toHaveBeenCalled();
+      // A new inventory version: the page renders again, from the other parts' L1 copies, parsed now.
+      origin.version = 2;
+      forget("inventory");
+      await get();
+      expect(renders).toHaveBeenCalledTimes(2);
+      expect(parse.mock.calls.length).toBeGreaterThanOrEqual(PAGE_RESOURCES.length - 1);
+    } finally {
+      parse.mockRestore();
+    }
+  });
+
   it("does not render again when the parts are fetched again in the same versions", async () => {
     const { clock, origin, get, forget } = setup();
     const first = await get();
