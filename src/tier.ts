@@ -8,10 +8,13 @@ import { createL2, type L2 } from "./cache/l2";
 import { createRing } from "./cache/ring";
 import { createShardedL2 } from "./cache/shardedL2";
 import { createReadThrough, type ReadThrough } from "./cache/readThrough";
+import { fillBoundMs } from "./cache/fill";
+import { createOverload, type Overload } from "./overload";
+import { RESOURCE_NAMES } from "./origin/resources";
 import { ConfigError, parseConfig, type Config, type Env, type L2Endpoint } from "./config";
 import { DEFAULTS } from "./config/defaults";
 import { createOriginClient, type OriginClient } from "./origin/client";
-import { createLimiter, type Limiter } from "./origin/limiter";
+import { createLimiter, type Limiter } from "./shared/limiter";
 import { createPurgeLog, type PurgeLog } from "./invalidation/log";
 import { createKnownIds, type KnownIds } from "./knownIds";
 import { createHotReport, type HotReport } from "./warming/hotReport";
@@ -52,6 +55,8 @@ export interface Tier {
   metrics: Metrics;
   /** Told of every product page's read; logs the slow ones (observability/wiring.ts). */
   pageRead: (read: PageRead) => void;
+  /** How late the isolate runs, which pages may start new work, and what became of work nobody waited for. */
+  overload: Overload;
 }
 
 const tiers = new WeakMap<object, Tier | ConfigError>();
@@ -78,6 +83,18 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
       }),
     onFetch: watchOrigin(metrics, clock),
   });
+  const overload = createOverload({
+    clock,
+    maxLagMs: config.shedLagMs,
+    maxColdPages: config.coldPagesMax,
+    maxColdPagesQueued: DEFAULTS.coldPagesQueued,
+    coldPageWaitMs: config.coldPageWaitMs,
+    // A page's read fills its subject, then the other parts: two fills at most, one after the other.
+    coldPageLeaseMs: 2 * Math.max(...RESOURCE_NAMES.map((resource) => fillBoundMs(config, resource))),
+    maxBackgroundFills: config.backgroundFillsMax,
+    // A finished fill's write waits for its send (sendWindowMs), then has the write budget.
+    backgroundFillMs: DEFAULTS.sendWindowMs + DEFAULTS.l2WriteTimeoutMs,
+  });
   const l2 = config.l2 ? createTierL2(config.l2.shards, config.l2TimeoutMs, clock, metrics) : null;
   const wideRetentionMs = longestEntryLifeMs(config);
   const purgeLog = l2 ? createPurgeLog({ l2, keyPrefix: config.keyPrefix, wideRetentionMs, clock }) : null;
@@ -89,6 +106,7 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
     l2,
     clock,
     purges: { judge: (...args) => purges!.judge(...args), purgedAt: (...args) => purges!.purgedAt(...args) },
+    overload,
   });
   purges = createPurgeWatcher({
     log: purgeLog,
@@ -111,6 +129,7 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
     purgeLog,
     knownIds: createKnownIdsFor(config, clock, metrics),
     metrics,
+    overload,
     pageRead: watchSlowPages(DEFAULTS.slowPageMs, clock),
     hotReport: l2 ? createHotReport({ l2, keyPrefix: config.keyPrefix, clock }) : null,
     renderedPages: new LRUCache<string, RenderedPage>({

@@ -30,6 +30,7 @@ import type { FillWrite, L2 } from "./l2";
 import type { L2Entries } from "./l2Entries";
 import { createLockWait, type Reclaimed } from "./lockWait";
 import { createSendQueue, type SendStats } from "./sendQueue";
+import { Departed, type Departures } from "../overload";
 
 /**
  * The longest one fill can take: its lock claim, then at most the wait for
@@ -56,6 +57,14 @@ export interface FillContext {
   refresh?: boolean;
   /** The lock claims of the request's other fills, to make together with this one's (fillBatch.ts). */
   batch?: FillCalls;
+  /** A visitor's fill: whether that visitor is still there (their request's signal); none for refreshes. */
+  present?: () => boolean;
+  /**
+   * Set by flights.ts for a visitor's fill: whether anybody still waits for
+   * it (its visitor, or one who joined it). Checked before each step that
+   * would start new work (overload/departures.ts).
+   */
+  wanted?: () => boolean;
   /**
    * Set by the fill: `origin` when this isolate fetched; `l2` when its claim
    * found L2's copy (for a visitor's read, possibly one within its stale
@@ -76,11 +85,20 @@ export interface FillDeps {
   clock: Clock;
   random: () => number;
   sleep: (ms: number) => Promise<void>;
+  /** What becomes of fills nobody waits for any more (none in unit tests: they go on). */
+  departures?: Departures;
 }
 
 export function createFill(deps: FillDeps) {
-  const { config, origin, l2, l2Entries, clock } = deps;
+  const { config, origin, l2, l2Entries, clock, departures } = deps;
   const waitForWinner = createLockWait(deps);
+
+  /** Nobody waits for this fill any more: `step` is not started (a lock this fill may hold is released by the caller). */
+  function stopUnlessWanted(context: FillContext, step: string): void {
+    if (!context.wanted || context.wanted()) return;
+    departures?.fillStopped();
+    throw new Departed(step);
+  }
 
   async function fetchFromOrigin(context: FillContext): Promise<Entry> {
     // Data is as old as the request that fetched it: a purge during the
@@ -113,11 +131,27 @@ export function createFill(deps: FillDeps) {
       send: (batch, background) => background(l2.writeFills(batch)),
     });
 
+  /** Queues `write` with the isolate's other writes; past the queue's bound, it goes on its own. */
+  function send(l2: L2, write: FillWrite, context: FillContext): void {
+    if (!writes!.add(write, context.background)) context.background(l2.writeFills([write]));
+  }
+
+  /**
+   * Lets go of this fill's lock without storing anything, so that waiters
+   * and other isolates stop waiting: as a write with no value, sent with the
+   * isolate's other writes (one call for many, where a release of its own
+   * was a call for each part of every page that stopped).
+   */
+  function releaseLock(l2: L2, key: string, lockToken: string, context: FillContext): void {
+    const lock = lockKey(config.keyPrefix, key);
+    send(l2, { key, lock, purgeMarker: purgeMarkerKey(config.keyPrefix, key), value: "", version: 0, fetchedAt: 0, ttlMs: 1, lockToken }, context);
+  }
+
   function storeInL2(l2: L2, key: string, entry: Entry, lockToken: string, context: FillContext): void {
     const value = encodeEntry(entry, config.compressAboveBytes);
     if (value === undefined) {
       // Not stored: it would not be read back (over the size cap, or a version past 2^53). Waiters stop waiting.
-      if (lockToken) context.background(l2.releaseLock(lockKey(config.keyPrefix, key), lockToken));
+      if (lockToken) releaseLock(l2, key, lockToken, context);
       return;
     }
     const write: FillWrite = {
@@ -130,8 +164,7 @@ export function createFill(deps: FillDeps) {
       ttlMs: entry.errorUntil - clock.now(),
       lockToken,
     };
-    // Queued with the isolate's other writes; past the queue's bound, on its own.
-    if (!writes!.add(write, context.background)) context.background(l2.writeFills([write]));
+    send(l2, write, context);
   }
 
   async function fillThroughL2(l2: L2, calls: FillCalls, key: string, context: FillContext): Promise<Entry> {
@@ -148,6 +181,7 @@ export function createFill(deps: FillDeps) {
         staleBeyond: context.refresh ? undefined : clock.now(),
       });
     const decode = (value: string) => l2Entries.read(key, value, context.resource, context.id, context.background);
+    stopUnlessWanted(context, "lock claim");
     const first = await claim();
     if (first?.kind === "copy") {
       const entry = decode(first.value);
@@ -171,6 +205,12 @@ export function createFill(deps: FillDeps) {
         return again?.kind === "won" ? "ours" : again?.kind === "lost" ? "held" : undefined;
       };
       const waited = await waitForWinner(l2, calls, key, lock, context, reclaim, unanswered ? lockToken : undefined);
+      if (waited === "departed") {
+        // An unanswered claim may have taken the lock: released if so (the token says whose it is).
+        if (unanswered) releaseLock(l2, key, lockToken, context);
+        departures?.fillStopped();
+        throw new Departed("wait for another isolate's fill");
+      }
       if (waited === "ours") won = true;
       else if (waited) {
         context.via = "winner";
@@ -179,21 +219,29 @@ export function createFill(deps: FillDeps) {
     }
     let entry: Entry;
     try {
+      stopUnlessWanted(context, "origin fetch");
       entry = await fetchFromOrigin(context);
     } catch (error) {
-      // Let the waiters know at once, rather than at the lock's expiry.
-      if (won) context.background(l2.releaseLock(lock, lockToken));
+      // Let the waiters know now, rather than at the lock's expiry.
+      if (won) releaseLock(l2, key, lockToken, context);
       throw error;
     }
     context.via = "origin";
+    if (context.wanted && !context.wanted() && departures && !departures.mayFinish()) {
+      // Its visitors left and the budget of background fills is spent: kept in
+      // this isolate's L1 (flights.ts), not written; the lock goes now.
+      if (won) releaseLock(l2, key, lockToken, context);
+      return entry;
+    }
     // The lock is released with the write.
     storeInL2(l2, key, entry, won ? lockToken : "", context);
     return entry;
   }
 
-  /** One fill: resolves to a fresh entry or throws the OriginError. */
+  /** One fill: resolves to a fresh entry or throws the OriginError (or Departed: nobody waited for it any more). */
   async function fill(key: string, context: FillContext): Promise<Entry> {
     if (!l2) {
+      stopUnlessWanted(context, "origin fetch");
       context.via = "origin";
       return fetchFromOrigin(context);
     }

@@ -12,6 +12,7 @@ import type { Config } from "../config";
 import { isAnswerAboutId, OriginError } from "../origin/failure";
 import type { Clock } from "../shared/clock";
 import { createLeaseTable, pollUntil, within } from "../shared/leases";
+import { Departed } from "../overload";
 import { entryState, type Entry } from "./entry";
 import { fillBoundMs, type FillContext } from "./fill";
 import type { L1 } from "./l1";
@@ -21,7 +22,21 @@ import type { Rejections } from "./rejections";
 interface Flight {
   until: number;
   settled?: { entry: Entry } | { error: unknown };
+  /**
+   * Until when a request that joined the fill is known to still have its
+   * visitor: each one renews it while it waits (plain data, see WANTED_RENEW_MS).
+   */
+  wantedUntil: number;
 }
+
+/**
+ * A joined request renews its interest in the fill this far ahead at every
+ * look (at most 16 ms apart, later on a busy isolate): a fill whose starter
+ * left goes on while a joiner's visitor is there, and stops soon after the
+ * last one leaves. A joiner that looked too late finds the fill stopped and
+ * starts its own.
+ */
+const WANTED_RENEW_MS = 250;
 
 export interface Flights {
   /** A fill of `key` is under way in this isolate. */
@@ -57,12 +72,15 @@ export function createFlights({ config, clock, fill, l1, rejections }: FlightsDe
     const rejection = rejections.of(key);
     if (rejection) {
       const error = new OriginError(context.resource, rejection.failure, "the origin's last answer about this id was of no use");
-      return { flight: { until: clock.now(), settled: { error } } };
+      return { flight: { until: clock.now(), settled: { error }, wantedUntil: 0 } };
     }
     // Those who join wait on their own timers until `until` at most: a request
     // whose only pending work is another request's I/O is taken for hung and
     // cancelled in Workers, and this bound is what it costs if that request goes away.
-    const flight: Flight = { until: clock.now() + fillBoundMs(config, context.resource) };
+    const flight: Flight = { until: clock.now() + fillBoundMs(config, context.resource), wantedUntil: 0 };
+    // A visitor's fill goes on while its visitor, or one who joined it, is there (fill.ts checks before each step).
+    const present = context.present;
+    if (present) context.wanted = () => present() || flight.wantedUntil > clock.now();
     const work = fill(key, context).then(
       (entry) => {
         l1.keep(key, entry);
@@ -82,6 +100,18 @@ export function createFlights({ config, clock, fill, l1, rejections }: FlightsDe
     return { flight, work };
   }
 
+  /**
+   * One look of a joined request at the fill: its outcome, or "left" once
+   * this request's visitor has gone; meanwhile the look says that somebody
+   * still waits for the fill.
+   */
+  function watch(flight: Flight, { present }: FillContext): Flight["settled"] | "left" {
+    if (flight.settled || !present) return flight.settled;
+    if (!present()) return "left";
+    flight.wantedUntil = clock.now() + WANTED_RENEW_MS;
+    return undefined;
+  }
+
   return {
     running: (key) => fills.holder(key) !== undefined,
     async await(key, context) {
@@ -92,9 +122,12 @@ export function createFlights({ config, clock, fill, l1, rejections }: FlightsDe
           if (entry) return { entry, joined: false };
           break;
         }
-        const settled = await pollUntil(() => flight.settled, flight.until, clock.now);
-        if (settled && "entry" in settled) return { entry: settled.entry, joined: true };
-        if (settled) throw settled.error;
+        const outcome = await pollUntil(() => watch(flight, context), flight.until, clock.now);
+        if (outcome === "left") throw new Departed("wait for a fill");
+        if (outcome && "entry" in outcome) return { entry: outcome.entry, joined: true };
+        // Stopped because nobody seemed to wait, while this visitor still does: a fill of its own.
+        if (outcome && outcome.error instanceof Departed && context.present?.()) continue;
+        if (outcome) throw outcome.error;
         // Another reader may have taken it over and finished meanwhile.
         const landed = l1.entry(key);
         if (landed && landed.fetchedAt >= context.freshAfter && entryState(landed, clock.now()) === "fresh") return { entry: landed, joined: true };

@@ -48,6 +48,7 @@ export interface FillWrite {
   key: string;
   lock: string;
   purgeMarker: string;
+  /** "": nothing to store, only the lock to release (a fill that stopped, or whose value is not stored). */
   value: string;
   version: number;
   /** When the origin request began: data older than a purge never lands after it. */
@@ -123,8 +124,6 @@ export interface L2 {
   accepts(key: string): boolean;
   /** Each shard's name and breaker (one, for a single Redis). */
   readonly shards: readonly { name: string; breaker: Breaker }[];
-  /** Releases `lock` if `token` still holds it (a filler that failed, so that waiters stop waiting). */
-  releaseLock(lock: string, token: string): Promise<void>;
   readonly breaker: Breaker;
   readonly stats: L2Stats;
 }
@@ -204,14 +203,15 @@ return answers
 // marker holds its time) came after the fill began (fetchedAt); its lock is
 // released only for its holder's token. An absent entry (version 0: the
 // origin answered 404) is the origin's latest word and is always written,
-// so a deleted product does not linger as a stale page. Returns 1 or 0 per write.
+// so a deleted product does not linger as a stale page. An empty value only
+// releases the lock (a fill that stopped: see FillWrite). Returns 1 or 0 per write.
 const WRITE_FILLS = `
 local written = {}
 for i = 1, #KEYS / 3 do
   local key, lock, marker, at = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i], 5 * i - 4
   written[i] = 0
   local purgedAt = tonumber(redis.pcall('GET', marker)) or -1
-  if purgedAt < tonumber(ARGV[at + 4]) then
+  if ARGV[at] ~= '' and purgedAt < tonumber(ARGV[at + 4]) then
     local current = redis.pcall('GET', key)
     local currentVersion = type(current) == 'string' and tonumber(string.match(current, '^(%d+)|'))
     if ARGV[at + 1] == '0' or not currentVersion or currentVersion <= tonumber(ARGV[at + 1]) then
@@ -222,11 +222,6 @@ for i = 1, #KEYS / 3 do
   if ARGV[at + 3] ~= '' and redis.pcall('GET', lock) == ARGV[at + 3] then redis.call('DEL', lock) end
 end
 return written
-`;
-
-const RELEASE_LOCK = `
-if redis.pcall('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
 `;
 
 /**
@@ -304,7 +299,6 @@ export function createL2({
   const claimer = client(url, token, claimTimeoutMs);
   const claimScript = claimer.createScript<(string | [number, string])[]>(CLAIM_FILLS);
   const writeScript = writer.createScript<number[]>(WRITE_FILLS);
-  const releaseScript = writer.createScript<number>(RELEASE_LOCK);
   const stats = emptyStats();
   const guarded = createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutMs, probeTimeoutMs });
   // Newest kept: lru-cache evicts the least recently set first. Plain data only: it is replayed from other requests.
@@ -351,8 +345,8 @@ export function createL2({
     const { keys, args } = writeArgs(writes.map((write) => ({ write, ttlMs: write.ttlMs })));
     const written = await guarded(() => writeScript.exec(keys, args), { isWrite: true });
     return writes.map((write, i) => {
-      // Its lock has lapsed by the time it is replayed: the replay holds none.
-      if (written === undefined) backlog.set(write.key, { write: { ...write, lockToken: "" }, expiresAt: Date.now() + write.ttlMs });
+      // Its lock has lapsed by the time it is replayed: the replay holds none (and a release alone is not replayed).
+      if (written === undefined && write.value !== "") backlog.set(write.key, { write: { ...write, lockToken: "" }, expiresAt: Date.now() + write.ttlMs });
       return written === undefined ? undefined : written[i] === 1;
     });
   }
@@ -405,8 +399,5 @@ export function createL2({
     },
     accepts: () => breaker.state() !== "open" && !breaker.confirming(),
     shards: [{ name, breaker }],
-    async releaseLock(lock, lockToken) {
-      await guarded(() => releaseScript.exec([lock], [lockToken]));
-    },
   };
 }

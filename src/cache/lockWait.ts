@@ -31,6 +31,8 @@ interface Wanted {
   freshAfter: number;
   /** Copies fresh only until this do not end the wait (refresh-ahead wants fresher); 0: fresh now. */
   freshBeyond: number;
+  /** Whether anybody still waits for the fill: no poll is made for nobody (fill.ts: FillContext.wanted). */
+  wanted?: () => boolean;
 }
 
 interface LockWaitDeps {
@@ -55,6 +57,8 @@ export function createLockWait({ config, l2Entries, clock }: LockWaitDeps) {
    * a reply late, and taking that for an outage made it fetch what the
    * winner was about to write.
    *
+   * It stops ("departed") before a poll once nobody waits for the fill.
+   *
    * `ownToken`: this fill's claim got no answer, so it may have taken the
    * lock all the same. A lock holding that token is this fill's own:
    * "ours", fetch and write as the winner.
@@ -78,10 +82,11 @@ export function createLockWait({ config, l2Entries, clock }: LockWaitDeps) {
     wanted: Wanted,
     reclaim: () => Promise<Reclaimed>,
     ownToken?: string,
-  ): Promise<Entry | "ours" | undefined> {
+  ): Promise<Entry | "ours" | "departed" | undefined> {
     const giveUpAt = clock.now() + config.lockWaitMs;
     let reclaims = 0;
     for (let delay = FIRST_POLL_MS; clock.now() + delay <= giveUpAt; delay = Math.min(delay * 2, MAX_POLL_MS)) {
+      if (wanted.wanted && !wanted.wanted()) return "departed";
       const [value, holder] = await calls.pollLock(key, lock, delay);
       if (value === undefined || holder === undefined) {
         if (!l2.accepts(key)) return undefined; // L2 is skipped now: nothing will come

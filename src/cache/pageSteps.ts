@@ -7,6 +7,7 @@
 // Each step takes what the one before left pending.
 import type { Config } from "../config";
 import { isAnswerAboutId, OriginError, type OriginFailure } from "../origin/failure";
+import { Departed } from "../overload";
 import { PAGE_SUBJECT, type ResourceName, type ResourceTypes } from "../origin/resources";
 import type { Clock } from "../shared/clock";
 import type { LeaseTable } from "../shared/leases";
@@ -38,6 +39,13 @@ export interface PageRequest {
   listed?: boolean;
   /** How often the subject is asked for in this isolate (hotness.ts): warm and hot ones are refreshed ahead. */
   heat?: Heat;
+  /** Whether the visitor is still there (their request's signal): none starts no new work for nobody. Absent: always. */
+  present?: () => boolean;
+}
+
+/** The visitor of this read has left: no further step is started for it (overload/departures.ts). */
+export function visitorLeft(request: PageRequest): boolean {
+  return request.present !== undefined && !request.present();
 }
 
 /** A resource the steps so far could not serve. */
@@ -205,12 +213,13 @@ export async function readFromOrigin(
   }
   const subjectOutcome = data[PAGE_SUBJECT]?.outcome;
   if (subjectOutcome !== undefined && subjectOutcome !== "found") return;
+  if (visitorLeft(request)) return;
   const filled = await Promise.all(pending.map((item) => fillOne(tools, id, item, request)));
   for (const result of filled) data[result.resource] = result;
 }
 
 async function fillOne(tools: PageTools, id: string, item: Pending, request: PageRequest, again = false): Promise<Served<unknown>> {
-  const context = tools.fillContext(item.resource, id, request);
+  const context: FillContext = { ...tools.fillContext(item.resource, id, request), present: request.present };
   const forward = item.fallback ? "stale" : "miss";
   try {
     const { entry, joined } = await tools.flights.await(item.key, context);
@@ -229,6 +238,8 @@ async function fillOne(tools: PageTools, id: string, item: Pending, request: Pag
       forward,
     });
   } catch (error) {
+    // Nobody to serve: nothing more is tried for this resource (the page is not answered).
+    if (error instanceof Departed) return { resource: item.resource, outcome: "failed", data: null, collapsed: false, forward };
     const failure: OriginFailure = error instanceof OriginError ? error.failure : "unreachable";
     const extra = { forward, failure } as const;
     return (
@@ -284,6 +295,28 @@ async function fallBack(
     return served(item.resource, noData, "origin", "fresh", extra);
   }
   return undefined;
+}
+
+/**
+ * A page that needs new work while the isolate cannot take it on
+ * (overload/admission.ts): each part L1 could not serve gets its copy usable
+ * on error, if it has one, and otherwise fails as "overloaded", as when the
+ * origin's slots are full: a core part makes the page a quick 503 with
+ * Retry-After, another gets its section's default. Nothing is read or
+ * fetched. Returns whether every part had a copy.
+ */
+export function shedPage(tools: PageTools, pending: Pending[], data: Record<string, Served<unknown>>): boolean {
+  let allServed = true;
+  for (const item of pending) {
+    const forward = item.fallback ? "stale" : "miss";
+    if (item.fallback && entryState(item.fallback, tools.clock.now()) !== "expired") {
+      data[item.resource] = served(item.resource, item.fallback, item.fallbackTier ?? "l1", "stale-if-error", { forward, failure: "overloaded" });
+    } else {
+      allServed = false;
+      data[item.resource] = { resource: item.resource, outcome: "failed", data: null, collapsed: false, forward, failure: "overloaded" };
+    }
+  }
+  return allServed;
 }
 
 /**

@@ -19,7 +19,19 @@ import { entryKey } from "./keys";
 import { createL1, type Stored } from "./l1";
 import type { L2 } from "./l2";
 import { createL2Entries, type L2ValueStats } from "./l2Entries";
-import { readCopies, readFromL1, readFromL2, readFromOrigin, type PageData, type PageRequest, type PageTools, type Timings } from "./pageSteps";
+import {
+  readCopies,
+  readFromL1,
+  readFromL2,
+  readFromOrigin,
+  shedPage,
+  visitorLeft,
+  type PageData,
+  type PageRequest,
+  type PageTools,
+  type Timings,
+} from "./pageSteps";
+import type { Admission, Departures } from "../overload";
 import { createRejections } from "./rejections";
 import { createRefreshes } from "./refreshes";
 import type { SendStats } from "./sendQueue";
@@ -56,6 +68,8 @@ export interface ReadThroughDeps {
   clock: Clock;
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
+  /** Which pages may start new work, and what becomes of work nobody waits for (none in unit tests: all is admitted). */
+  overload?: { admission: Pick<Admission, "admit" | "noteShed">; departures: Departures };
 }
 
 /**
@@ -80,7 +94,7 @@ export interface ReadThrough extends L1Purging {
     id: string,
     resources: readonly ResourceName[],
     background: (work: Promise<unknown>) => void,
-    options?: Pick<PageRequest, "listed">,
+    options?: Pick<PageRequest, "listed" | "present">,
   ): Promise<{ data: PageData; timings: Timings }>;
   /**
    * The copies of one resource of many products that this isolate can serve
@@ -103,7 +117,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const rejections = createRejections({ config, clock, random });
   const l2Entries = createL2Entries({ config, l2, clock });
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
-  const fill = createFill({ ...deps, l2Entries, random, sleep });
+  const fill = createFill({ ...deps, l2Entries, random, sleep, departures: deps.overload?.departures });
   const flights = createFlights({ config, clock, fill, l1, rejections });
   const hotness = createHotness({ warmPerMinute: config.warmPerMinute, hotPerMinute: config.hotPerMinute, clock });
   /** The page subject's tags (the product's), which tag purges match, from the best copy this isolate has. */
@@ -141,21 +155,50 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     dueForRefreshAhead: refreshes.dueForRefreshAhead,
   };
 
+  /**
+   * L1, then, for what it lacks, L2 and the origin: new work, started only
+   * when the isolate admits it (overload/admission.ts) and only while the
+   * visitor is there. Joining a read or fill already under way here is not
+   * new work. A page whose visitor left gets no more steps; the
+   * parts still pending are left out (nobody reads the answer).
+   */
   async function readPage(id: string, resources: readonly ResourceName[], request: PageRequest): Promise<{ data: PageData; timings: Timings }> {
     const data: Record<string, Served<unknown>> = {};
     const timings: Timings = { l1: 0, l2: 0, origin: 0 };
     let started = clock.now();
     let pending = readFromL1(tools, id, resources, request, data);
     timings.l1 = clock.now() - started;
-    if (l2 && pending.length > 0) {
-      started = clock.now();
-      pending = await readFromL2(tools, id, pending, request, data);
-      timings.l2 = clock.now() - started;
+    if (pending.length === 0 || visitorLeft(request)) return { data: data as PageData, timings };
+    // Joining what this isolate is already reading or filling is no new work:
+    // a herd for one cold product waits for its one fill, and is not shed.
+    // The subject's fill leads the page's (its other parts follow it, and are
+    // joined in turn), so a page whose subject is under way is a joiner.
+    const underWay = (item: { key: string }) => tools.flights.running(item.key) || reading.holder(item.key) !== undefined;
+    const subject = pending.find((item) => item.resource === PAGE_SUBJECT);
+    const newWork = subject ? !underWay(subject) : !pending.every(underWay);
+    const readRest = async () => {
+      // The visitor may have left while the page waited for its turn.
+      if (visitorLeft(request)) return;
+      if (l2) {
+        started = clock.now();
+        pending = await readFromL2(tools, id, pending, request, data);
+        timings.l2 = clock.now() - started;
+      }
+      if (pending.length > 0 && !visitorLeft(request)) {
+        started = clock.now();
+        await readFromOrigin(tools, id, pending, request, data);
+        timings.origin = clock.now() - started;
+      }
+    };
+    if (!newWork || !deps.overload) {
+      await readRest();
+      return { data: data as PageData, timings };
     }
-    if (pending.length > 0) {
-      started = clock.now();
-      await readFromOrigin(tools, id, pending, request, data);
-      timings.origin = clock.now() - started;
+    // A page with a copy of every part it lacks does not wait for its turn: it has something to show now.
+    const withCopies = pending.every((item) => item.fallback !== undefined);
+    const admitted = await deps.overload.admission.admit(readRest, !withCopies);
+    if (typeof admitted === "string" && !visitorLeft(request)) {
+      deps.overload.admission.noteShed(shedPage(tools, pending, data) ? "stale" : "refused");
     }
     return { data: data as PageData, timings };
   }
@@ -187,6 +230,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         background,
         batch: l2 ? createFillBatch(l2, sleep, background) : undefined,
         listed: options?.listed,
+        present: options?.present,
         heat: hotness.offer(id),
       });
     },

@@ -93,7 +93,6 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
     },
     backlogSize: () => shards.reduce((sum, shard) => sum + shard.backlogSize(), 0),
     accepts: (key) => shardOf(key).accepts(key),
-    releaseLock: (lock, token) => shardOf(lock).releaseLock(lock, token),
     run: (call, options) => home.run(call, options),
     async runOnKeys<T>(keys: string[], call: (redis: Redis, keys: string[]) => Promise<T>, options?: L2CallOptions) {
       const results = await Promise.all([...byShard(keys, (key) => key)].map(([shard, group]) => shard.runOnKeys(group.items, call, options)));

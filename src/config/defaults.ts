@@ -68,6 +68,37 @@ export const DEFAULTS = {
    * calls that timed out in the queue's wake had mostly reached it already.
    */
   originMaxConcurrent: 256,
+  /**
+   * New work (a page's L1 misses: L2 reads, lock claims, origin fetches)
+   * starts only while the isolate runs at most this late, in ms a 1 ms timer
+   * fires late (SHED_LAG_MS; overload/lag.ts). Every request queues behind
+   * the work already in the isolate, and the replies and renders of cold
+   * pages land in that queue: held back while the isolate is late, they
+   * leave the CPU to the pages it can serve at once. Placeholder until measured.
+   */
+  shedLagMs: 30,
+  /**
+   * Pages needing new work in progress at once per isolate (COLD_PAGES_MAX):
+   * a bound on what the isolate takes on, as many as the origin's slots, so
+   * that a slow origin (cold pages waiting on I/O, not on the CPU) is not
+   * held back by it; the lag is what holds back CPU.
+   */
+  coldPagesMax: 256,
+  /** Cold pages waiting for their turn at most; more are shed at once. */
+  coldPagesQueued: 256,
+  /**
+   * How long a cold page without a copy to show waits for its turn
+   * (COLD_PAGE_WAIT_MS) before the 503: a short pause of the isolate is
+   * waited out, a saturated isolate answers within this. Placeholder until measured.
+   */
+  coldPageWaitMs: 1000,
+  /**
+   * Fills whose visitors all left, finishing at once (BACKGROUND_FILLS_MAX):
+   * an answer already fetched is worth writing for the next visitor, but a
+   * flood of departing requests must not turn into a flood of writes. Past
+   * it the answer stays in this isolate's L1 and the lock is released.
+   */
+  backgroundFillsMax: 16,
   /** A product page whose data took this long to read is logged (`slow_page`, rate-limited): a healthy read takes tens of ms. */
   slowPageMs: 1000,
   /** Callers that may queue for an origin slot; more get stale data, a default or a 503 at once. */

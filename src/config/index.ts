@@ -28,6 +28,10 @@ export interface Env {
   MAX_SUBREQUESTS?: string | number;
   WARM_REQUESTS_PER_MINUTE?: string | number;
   HOT_REQUESTS_PER_MINUTE?: string | number;
+  SHED_LAG_MS?: string | number;
+  COLD_PAGES_MAX?: string | number;
+  COLD_PAGE_WAIT_MS?: string | number;
+  BACKGROUND_FILLS_MAX?: string | number;
   /** "on" when the L2 database answers reads from replicas near the isolate (Upstash Global). */
   L2_READ_REPLICAS?: string;
   /** "off" disables the known-ids filter. */
@@ -73,6 +77,14 @@ export interface Config {
   purgePollMs: number;
   /** Subrequests one invocation may make (the plan's limit, less a margin; see shared/subrequests.ts). */
   maxSubrequests: number;
+  /** Lag past which pages that need new work are shed (overload/admission.ts). */
+  shedLagMs: number;
+  /** Pages needing new work in progress at once, at most; more wait for their turn, then are shed. */
+  coldPagesMax: number;
+  /** How long a cold page waits for its turn before it is shed. */
+  coldPageWaitMs: number;
+  /** Fills nobody waits for any more that may finish and write at once (overload/departures.ts). */
+  backgroundFillsMax: number;
   /** Requests a minute per isolate from which a product is warm / hot (refreshed ahead of expiry). */
   warmPerMinute: number;
   hotPerMinute: number;
@@ -267,6 +279,10 @@ export function parseConfig(env: Env): Config {
     originMaxConcurrent: optional("ORIGIN_MAX_CONCURRENT", numberSetting(4, 2000), env.ORIGIN_MAX_CONCURRENT, DEFAULTS.originMaxConcurrent),
     purgePollMs: optional("PURGE_POLL_MS", numberSetting(100, 60_000), env.PURGE_POLL_MS, DEFAULTS.purgePollMs),
     maxSubrequests: optional("MAX_SUBREQUESTS", numberSetting(20, 10_000), env.MAX_SUBREQUESTS, DEFAULTS.maxSubrequests),
+    shedLagMs: optional("SHED_LAG_MS", numberSetting(5, 10_000), env.SHED_LAG_MS, DEFAULTS.shedLagMs),
+    coldPagesMax: optional("COLD_PAGES_MAX", numberSetting(1, 10_000), env.COLD_PAGES_MAX, DEFAULTS.coldPagesMax),
+    coldPageWaitMs: optional("COLD_PAGE_WAIT_MS", numberSetting(0, 10_000), env.COLD_PAGE_WAIT_MS, DEFAULTS.coldPageWaitMs),
+    backgroundFillsMax: optional("BACKGROUND_FILLS_MAX", numberSetting(0, 10_000), env.BACKGROUND_FILLS_MAX, DEFAULTS.backgroundFillsMax),
     knownIds: parseKnownIds(env),
     warmPerMinute: optional("WARM_REQUESTS_PER_MINUTE", numberSetting(1, 1_000_000), env.WARM_REQUESTS_PER_MINUTE, DEFAULTS.warmPerMinute),
     hotPerMinute: optional("HOT_REQUESTS_PER_MINUTE", numberSetting(1, 1_000_000), env.HOT_REQUESTS_PER_MINUTE, DEFAULTS.hotPerMinute),

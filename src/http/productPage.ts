@@ -41,6 +41,15 @@ function isCore(resource: PageResource, policies: Tier["config"]["policies"]): b
   return resource === PAGE_SUBJECT || policies[resource].core;
 }
 
+/**
+ * The answer to a visitor who has left: nobody reads it, so nothing is
+ * rendered or recorded as a page; the isolate counts it.
+ */
+function visitorLeft(tier: Tier): Response {
+  tier.overload.departures.pageLeft();
+  return new Response(null, { status: 503, headers: { "Cache-Control": "no-store" } });
+}
+
 export async function productPage(c: Context, tier: Tier): Promise<Response> {
   const id = c.req.param("id") ?? "";
   if (!isValidProductId(id)) {
@@ -59,13 +68,20 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
 
   const arrivedAt = tier.clock.now();
   const background = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
+  // The visitor closing the connection aborts the request's signal (the
+  // enable_request_signal flag): from then on nothing new is started for
+  // this page, and it is not rendered (overload/departures.ts).
+  const signal = c.req.raw.signal;
+  const present = () => !signal.aborted;
   // Purges recorded elsewhere reach this isolate's L1 within PURGE_POLL_MS:
   // synced before every page read through the cache, and only then (a
   // malformed or unknown id costs Redis nothing).
   await tier.purges.sync(background);
+  if (!present()) return visitorLeft(tier);
   // An id the filter lists is a product (but for its ~1% false positives): a
   // cold page may fill all its parts at once (cache/pageSteps.ts, readFromOrigin).
-  const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, background, { listed: known === "listed" });
+  const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, background, { listed: known === "listed", present });
+  if (!present()) return visitorLeft(tier);
   setMetric(c, "l1", timings.l1);
   setMetric(c, "l2", timings.l2);
   setMetric(c, "origin", timings.origin);
@@ -85,10 +101,14 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
   }
   // The others are read whenever the subject exists (cache/readThrough.ts): a core one missing is one that failed.
   const failed = (resource: PageResource) => (data[resource]?.outcome ?? "failed") === "failed";
-  if (PAGE_RESOURCES.some((resource) => isCore(resource, tier.config.policies) && failed(resource))) {
+  const missingCore = PAGE_RESOURCES.filter((resource) => isCore(resource, tier.config.policies) && failed(resource));
+  if (missingCore.length > 0) {
     c.header("Retry-After", String(RETRY_AFTER_SECONDS));
     tier.metrics.recordPage({ id, outcome: "unavailable", served: all });
-    return errorPage(c, 503, "The product service is not answering.", "no-store", RETRY_AFTER_SECONDS);
+    // "overloaded": this isolate did not start the work (shed, or its origin slots were full), not a failing service.
+    const busy = missingCore.every((resource) => data[resource]?.failure === "overloaded");
+    const message = busy ? "We are very busy right now: please try again in a few seconds." : "The product service is not answering.";
+    return errorPage(c, 503, message, "no-store", RETRY_AFTER_SECONDS);
   }
 
   const states = Object.fromEntries(PAGE_RESOURCES.map((resource) => [resource, sectionState(resource, data[resource])])) as {

@@ -28,6 +28,7 @@ function statusSourcesOf(tier: Tier): StatusSources {
     purges: tier.purges.status(),
     originSlots: { inUse: tier.originLimiter.inFlight, queued: tier.originLimiter.queued, reclaimed: tier.originLimiter.reclaimed },
     fills: cache.fillStats(),
+    overload: tier.overload.stats(),
     knownIds: knownIds && {
       state: knownIds.state,
       serving: knownIds.serving,

@@ -9,6 +9,7 @@ import type { L2ValueStats } from "../cache/l2Entries";
 import type { FillStats } from "../cache/readThrough";
 import type { Config } from "../config";
 import type { KnownIdsState } from "../knownIds";
+import type { Overload } from "../overload";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { HOT_PRODUCTS, type BreakerNote, type Metrics, type MinutePoint, type WindowSummary } from "./metrics";
 
@@ -31,6 +32,8 @@ export interface StatusSources {
   originSlots: { inUse: number; queued: number; reclaimed: number };
   /** Fills in flight in this isolate, fills taken over from a request that vanished, and the background sends (cache/sendQueue.ts). */
   fills: FillStats;
+  /** Admission of new work and what became of work whose visitors left (overload/). */
+  overload: ReturnType<Overload["stats"]>;
   knownIds: {
     state: KnownIdsState;
     serving: boolean;
@@ -61,6 +64,7 @@ export interface StatusModel {
   breakerTransitions: Record<string, number>;
   originSlots: StatusSources["originSlots"];
   fills: StatusSources["fills"];
+  overload: StatusSources["overload"] & { shedLagMs: number; coldPagesMax: number; backgroundFillsMax: number };
   l1: { bytes: number; maxBytes: number; entries: number; usedRatio: number };
   purges: { enabled: boolean; seq: number; lastSyncAt: string | null; syncAgeMs: number | null; blind: boolean; widePurges: number };
   knownIds: (NonNullable<StatusSources["knownIds"]> & { enabled: true }) | { enabled: false };
@@ -106,6 +110,12 @@ export function buildStatus(sources: StatusSources): StatusModel {
     breakerTransitions: Object.fromEntries([...notes.values()].map((note) => [note.name, note.changes])),
     originSlots: { ...sources.originSlots },
     fills: { ...sources.fills },
+    overload: {
+      ...sources.overload,
+      shedLagMs: config.shedLagMs,
+      coldPagesMax: config.coldPagesMax,
+      backgroundFillsMax: config.backgroundFillsMax,
+    },
     l1: {
       bytes: sources.l1.bytes,
       maxBytes: config.l1MaxBytes,

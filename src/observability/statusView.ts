@@ -229,6 +229,7 @@ export function statusView(model: StatusModel) {
       refreshSends: sendsView(model.fills.sends.refreshes),
       writeSends: sendsView(model.fills.sends.writes),
     },
+    overload: overloadView(model.overload),
     l1: {
       used: bytes(model.l1.bytes),
       bound: bytes(model.l1.maxBytes),
@@ -259,6 +260,23 @@ export function statusView(model: StatusModel) {
     hotNote: `Top ${model.hotProducts.length} of ${count(model.hotTracking.offered)} page views since the isolate started, from ${model.hotTracking.capacity} space-saving counters`,
     chart,
     config: configView(model),
+  };
+}
+
+/** Admission and departures (overload/): how late the isolate runs, what it shed, and work nobody waited for. */
+function overloadView(overload: StatusModel["overload"]) {
+  const { admission, departures } = overload;
+  const shed = admission.shed.lagging + admission.shed.busy;
+  return {
+    lag: `${count(admission.lagMs)} ms (sheds past ${count(overload.shedLagMs)} ms)`,
+    lagClass: admission.lagMs > overload.shedLagMs ? "bad" : "ok",
+    coldPages: `${count(admission.coldPages)} of ${count(overload.coldPagesMax)}; ${count(admission.coldPagesQueued)} waiting for their turn`,
+    admitted: count(admission.admitted),
+    shed: `${count(shed)} (${count(admission.shed.lagging)} while lagging, ${count(admission.shed.busy)} with no slot or no room to wait): ${count(admission.shedServedStale)} served from a copy, ${count(admission.shedRefused)} with a part missing (503 or a default)`,
+    shedClass: shed > 0 ? "warn" : "ok",
+    pagesLeft: count(departures.pagesLeft),
+    fillsStopped: count(departures.fillsStopped),
+    backgroundFills: `${count(departures.fillsFinished)} written, ${count(departures.fillsDropped)} dropped past the budget; ${count(departures.backgroundFills)} of ${count(overload.backgroundFillsMax)} now`,
   };
 }
 

@@ -8,7 +8,7 @@ import type { ProductIdPage } from "./types";
 import { validateResource } from "./validate";
 import * as v from "valibot";
 import type { Breaker } from "../shared/breaker";
-import { LimiterFull, type Limiter, type Priority } from "./limiter";
+import { LimiterFull, type Limiter, type Priority } from "../shared/limiter";
 import { isIsolateError } from "../shared/leases";
 import { get, readJson, SLOT_GRACE_MS } from "./exchange";
 import { isAnswerAboutId, isServiceFailureStatus, OriginError, type OriginFailure } from "./failure";

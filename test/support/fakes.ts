@@ -116,5 +116,4 @@ export const healthyL2Parts = {
   flushBacklog: async () => {},
   accepts: () => true,
   breaker: { state: () => "closed" },
-  releaseLock: async () => {},
 };

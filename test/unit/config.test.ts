@@ -41,6 +41,25 @@ describe("configuration", () => {
     expect(errorOf({ ...base, ORIGIN_MAX_CONCURRENT: "8.5" })).toMatch(/^ORIGIN_MAX_CONCURRENT must be a whole number/);
   });
 
+  it("reads the overload bounds, with their defaults, and names a bad one", () => {
+    const config = parseConfig(base);
+    expect([config.shedLagMs, config.coldPagesMax, config.backgroundFillsMax]).toEqual([
+      DEFAULTS.shedLagMs,
+      DEFAULTS.coldPagesMax,
+      DEFAULTS.backgroundFillsMax,
+    ]);
+    const set = parseConfig({ ...base, SHED_LAG_MS: "250", COLD_PAGES_MAX: 8, BACKGROUND_FILLS_MAX: "0" });
+    expect([set.shedLagMs, set.coldPagesMax, set.backgroundFillsMax]).toEqual([250, 8, 0]);
+    expect(errorOf({ ...base, SHED_LAG_MS: "soon" })).toMatch(/^SHED_LAG_MS must be a number/);
+    expect(errorOf({ ...base, SHED_LAG_MS: "1" })).toMatch(/^SHED_LAG_MS must be at least 5/);
+    expect(errorOf({ ...base, COLD_PAGES_MAX: "0" })).toMatch(/^COLD_PAGES_MAX must be at least 1/);
+    expect(errorOf({ ...base, COLD_PAGES_MAX: "2.5" })).toMatch(/^COLD_PAGES_MAX must be a whole number/);
+    expect(errorOf({ ...base, BACKGROUND_FILLS_MAX: "-1" })).toMatch(/^BACKGROUND_FILLS_MAX must be at least 0/);
+    expect(parseConfig(base).coldPageWaitMs).toBe(DEFAULTS.coldPageWaitMs);
+    expect(parseConfig({ ...base, COLD_PAGE_WAIT_MS: "0" }).coldPageWaitMs).toBe(0);
+    expect(errorOf({ ...base, COLD_PAGE_WAIT_MS: "20000" })).toMatch(/^COLD_PAGE_WAIT_MS must be at most 10000/);
+  });
+
   it("sizes the isolate's origin slots from ORIGIN_MAX_CONCURRENT", () => {
     // A quarter of the slots is kept for visitors (origin/limiter.ts): refreshes see the other three.
     expect(createTier(parseConfig({ ...base, ORIGIN_MAX_CONCURRENT: "8" })).originLimiter.refreshRoom()).toBe(6);

@@ -23,7 +23,6 @@ function losingL2(polls: (string | null | undefined)[], accepts: boolean) {
     },
     accepts: () => accepts,
     writeFills: async (batch: unknown[]) => batch.map(() => undefined),
-    releaseLock: async () => {},
   } as unknown as L2;
   return { l2, reads: () => reads };
 }
@@ -109,7 +108,6 @@ function unansweredL2(holder: (ownToken: string) => string | null, value: () => 
     },
     accepts: () => true,
     writeFills: async (batch: { lockToken: string }[]) => (writes.push(...batch), batch.map(() => true)),
-    releaseLock: async () => {},
   } as unknown as L2;
   return { l2, writes, reads: () => reads };
 }
@@ -156,7 +154,6 @@ describe("a loser whose poll finds the lock free and no fresh copy", () => {
       readMany: async () => polls[Math.min(reads++, polls.length - 1)],
       accepts: () => true,
       writeFills: async (batch: unknown[]) => batch.map(() => undefined),
-      releaseLock: async () => {},
     } as unknown as L2;
     return { l2, claims: () => claimed };
   }

@@ -30,7 +30,6 @@ function losingL2(holderAt: (poll: number) => string | null, now: () => number) 
     },
     accepts: () => true,
     writeFills: async (batch: FillWrite[]) => (writes.push(...batch), batch.map(() => true)),
-    releaseLock: async () => {},
   } as unknown as L2;
   return { l2, polls, writes };
 }

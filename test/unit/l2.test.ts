@@ -212,8 +212,10 @@ describe("L2 writes and locks", () => {
       await setLock(lock);
       expect(await claim(key, "b")).toEqual({ kind: "won" });
       expect(await redis.pttl(lock)).toBeGreaterThan(0);
-      await client.releaseLock(lock, "b");
+      // A write with no value only releases the lock (a fill that stopped): nothing is stored.
+      expect(await writeOne(client, fillWrite(key, "", 0, "b"))).toBe(false);
       expect(await redis.get(lock)).toBeNull();
+      expect(await redis.get(key)).toBeNull();
     }
 
     // None of it was an error: nothing counted against L2, nothing kept to be replayed.

@@ -2,7 +2,7 @@
 // number of slots, a bounded FIFO queue with a bounded wait, and an
 // immediate LimiterFull past either bound.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createLimiter, LimiterFull, type Limiter } from "../../src/origin/limiter";
+import { createLimiter, LimiterFull, type Limiter } from "../../src/shared/limiter";
 
 /** A task the test finishes by hand, recording when it started. */
 interface HeldTask {

@@ -14,7 +14,7 @@ import { BUCKET_MS, createMetrics, HOT_COUNTERS, HOT_PRODUCTS, MAX_BUCKETS, type
 import { buildStatus, type StatusSources } from "../../src/observability/status";
 import { createTopK } from "../../src/observability/topK";
 import { watchOrigin } from "../../src/observability/wiring";
-import { createLimiter } from "../../src/origin/limiter";
+import { createLimiter } from "../../src/shared/limiter";
 import { renderStatusPage } from "../../src/render";
 import { fakeClock, sampleProduct } from "../support/fakes";
 
@@ -389,6 +389,10 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
         writes: { queued: 0, sends: 90, refused: 3, expired: 0, takenOver: 1 },
       },
     },
+    overload: {
+      admission: { lagMs: 12, coldPages: 3, coldPagesQueued: 5, admitted: 900, shed: { lagging: 40, busy: 2 }, shedServedStale: 30, shedRefused: 12 },
+      departures: { pagesLeft: 75, fillsStopped: 60, fillsFinished: 9, fillsDropped: 4, backgroundFills: 1 },
+    },
     knownIds: { state: "ready", serving: true, version: "v7", count: 10_000, ageMs: 3_600_000, lastCheckAt: clock.now(), pendingAdds: 0 },
     ...overrides,
   };
@@ -419,6 +423,11 @@ describe("status page", () => {
     expect(html).toContain("40 sends, 1 waiting; 2 dropped late, 0 refused (queue full), 0 sends taken over");
     expect(html).toContain("90 sends, 0 waiting; 0 dropped late, 3 refused (queue full), 1 sends taken over");
     expect(html).toMatch(/<dt>invalid values<\/dt><dd>2 <small>\(not valid entries: read as misses; 1 deleted\)/);
+    // The shedding: what was shed and why, and the work of visitors who left.
+    expect(html).toContain("42 (40 while lagging, 2 with no slot or no room to wait): 30 served from a copy, 12 with a part missing (503 or a default)");
+    expect(html).toContain("3 of 256; 5 waiting for their turn");
+    expect(html).toContain("75 pages not rendered; 60 fills stopped before a claim, poll or fetch");
+    expect(html).toContain("9 written, 4 dropped past the budget; 1 of 16 now");
     // The JSON twin carries the same numbers.
     expect(model.last15m.pages).toBe(14); // the current minute is empty; the first one has left the window
     expect(model.l2.shards.find((shard) => shard.name === "us")?.since).toBe(clock.now());

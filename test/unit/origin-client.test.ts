@@ -7,7 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createBreaker, type Breaker } from "../../src/shared/breaker";
 import { createOriginClient, type OriginClient, type OriginClientOptions } from "../../src/origin/client";
 import { isAnswerAboutId, OriginError, type OriginFailure } from "../../src/origin/failure";
-import { createLimiter } from "../../src/origin/limiter";
+import { createLimiter } from "../../src/shared/limiter";
 import type { ResourceName } from "../../src/origin/resources";
 import { startDemoOrigin, type DemoOrigin } from "../../dev/origin";
 import { productFor } from "../../dev/origin/catalog";

@@ -15,7 +15,8 @@ import { DEFAULTS } from "../../src/config/defaults";
 import { productPage } from "../../src/http/productPage";
 import { createPurgeWatcher } from "../../src/invalidation/watcher";
 import { createMetrics } from "../../src/observability/metrics";
-import { createLimiter } from "../../src/origin/limiter";
+import { createOverload } from "../../src/overload";
+import { createLimiter } from "../../src/shared/limiter";
 import { PAGE_RESOURCES } from "../../src/origin/resources";
 import { renderProductPage } from "../../src/render";
 import { AVAILABILITY_UNKNOWN_TEXT } from "../../src/render/format";
@@ -66,6 +67,16 @@ function setup() {
     clock,
     metrics: createMetrics({ clock }),
     pageRead: (read) => void pageReads.push(read),
+    overload: createOverload({
+      clock,
+      maxLagMs: 50,
+      maxColdPages: 8,
+      maxColdPagesQueued: 8,
+      coldPageWaitMs: 100,
+      coldPageLeaseMs: 10_000,
+      maxBackgroundFills: 4,
+      backgroundFillMs: 1000,
+    }),
   };
   const app = new Hono();
   app.use("/products/*", timing());

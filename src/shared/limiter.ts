@@ -1,8 +1,10 @@
-// A cap on concurrent origin fetches per isolate (a stampede must not reach
-// the origin even when every cache misses). Beyond the cap, callers queue for
-// a bounded time in a bounded queue; past either bound they get an
-// `overloaded` answer at once, which the tier turns into stale data, a
-// default or a 503.
+// A cap on work in flight per isolate, with a bounded queue: slots held as
+// leases. The origin client caps its fetches with one (a stampede must not
+// reach the origin even when every cache misses), and admission caps the
+// pages that need new work (overload/admission.ts). Beyond the cap, callers
+// queue for a bounded time in a bounded queue; past either bound they get
+// LimiterFull at once, which the caller turns into stale data, a default or
+// a 503.
 //
 // Slots and places in the queue are leases (src/shared/leases.ts): a caller
 // whose request is cancelled while it holds a slot or waits for one never
@@ -24,6 +26,11 @@ export interface LimiterOptions {
    * its holder. Callers pass their own deadline (the fetch's timeout).
    */
   maxHoldMs?: number;
+  /**
+   * Whether a slot may be granted now at all, whatever the count (admission:
+   * only while the isolate keeps up). Waiters look again on their timers.
+   */
+  admits?: () => boolean;
   clock?: { now(): number };
 }
 
@@ -67,6 +74,7 @@ export function createLimiter({
   maxQueued,
   maxWaitMs,
   maxHoldMs = DEFAULT_MAX_HOLD_MS,
+  admits = () => true,
   clock = { now: () => Date.now() },
 }: LimiterOptions): Limiter {
   const slots = createLeaseTable<number, true>({ clock, capacity: maxConcurrent });
@@ -96,14 +104,14 @@ export function createLimiter({
    */
   async function waitForSlot(ticket: number, holdMs: number, waitedMs: number): Promise<void> {
     const giveUpAt = clock.now() + waitedMs;
-    if (!waiting.take(ticket, giveUpAt, true)) throw new LimiterFull("origin queue full");
-    const gotSlot = () => (maxConcurrent - slots.size() > ahead(ticket) && slots.take(ticket, clock.now() + holdMs, true)) || undefined;
+    if (!waiting.take(ticket, giveUpAt, true)) throw new LimiterFull(`queue full (${maxQueued} waiting)`);
+    const gotSlot = () => (maxConcurrent - slots.size() > ahead(ticket) && admits() && slots.take(ticket, clock.now() + holdMs, true)) || undefined;
     try {
       if (await pollUntil(gotSlot, giveUpAt, clock.now)) return;
     } finally {
       waiting.release(ticket, true);
     }
-    throw new LimiterFull(`no origin slot within ${waitedMs} ms`);
+    throw new LimiterFull(`no slot within ${waitedMs} ms`);
   }
 
   return {
@@ -112,7 +120,7 @@ export function createLimiter({
       const hold = Math.max(1, Math.min(holdMs, maxHoldMs));
       if (priority === "refresh" && refreshRoom() === 0) throw new LimiterFull("origin slots kept for visitors");
       // Waiters first: a newcomer does not overtake the queue.
-      const free = waiting.size() === 0 && slots.take(ticket, clock.now() + hold, true);
+      const free = waiting.size() === 0 && admits() && slots.take(ticket, clock.now() + hold, true);
       if (!free) await waitForSlot(ticket, hold, Math.max(0, Math.min(waitMs, maxWaitMs)));
       try {
         return await task();

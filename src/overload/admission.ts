@@ -1,0 +1,101 @@
+// Admission of new work (docs/architecture.md#overload): a page that L1 can
+// serve is always served; a page that needs new work (an L1 miss: an L2 read,
+// a lock claim, an origin fetch) starts it only while the isolate keeps up:
+// while it runs at most SHED_LAG_MS late (./lag.ts), with fewer than
+// COLD_PAGES_MAX such pages in progress.
+//
+// Every request an isolate takes queues behind the work already in it, and
+// a cold page's work (replies to parse, a page to render) lands in that
+// queue. Holding new cold work back while the isolate runs late keeps the
+// queue that cached pages wait in short, whoever fills it: a crawler, a
+// flood of first views, visitors who leave. A page held back waits for its
+// turn on its own timers, which costs the CPU nothing, in a bounded queue for
+// a bounded time (COLD_PAGE_WAIT_MS; shared/limiter.ts); a page with a copy
+// usable on error does not wait. Past either bound it is shed: its copy, or
+// a quick 503 with Retry-After (cache/pageSteps.ts, shedPage). A closed-loop
+// client (a crawler) whose pages wait sends less meanwhile, which is how
+// the lag comes back down.
+import { createLimiter, LimiterFull } from "../shared/limiter";
+import type { Clock } from "../shared/clock";
+import type { LagMeter } from "./lag";
+
+export interface AdmissionOptions {
+  clock: Clock;
+  lag: LagMeter;
+  /** New work starts only while the lag is at most this, in ms (SHED_LAG_MS). */
+  maxLagMs: number;
+  /** Pages needing new work in progress at once (COLD_PAGES_MAX). */
+  maxColdPages: number;
+  /** Pages that may wait for their turn, and how long each may wait (COLD_PAGE_WAIT_MS). */
+  maxColdPagesQueued: number;
+  coldPageWaitMs: number;
+  /** A cold page's slot ends here at the latest, whatever became of its request: the longest a page read may take. */
+  coldPageLeaseMs: number;
+}
+
+/** Why a cold page was shed: the isolate ran late all the while it could wait, or no slot came free (or the queue was full). */
+type ShedReason = "lagging" | "busy";
+
+export interface AdmissionStats {
+  lagMs: number;
+  coldPages: number;
+  coldPagesQueued: number;
+  admitted: number;
+  shed: Record<ShedReason, number>;
+  /** What the shed pages got: every part from a copy usable on error, or a part missing (a 503, or a section's default). */
+  shedServedStale: number;
+  shedRefused: number;
+}
+
+export interface Admission {
+  /**
+   * Runs one page's new work once the isolate admits it, or says why it was
+   * shed (and then never runs it). `wait`: whether the page may wait for its
+   * turn (not when it has a copy to serve at once).
+   */
+  admit<T>(work: () => Promise<T>, wait: boolean): Promise<T | ShedReason>;
+  /** What a shed page got. */
+  noteShed(outcome: "stale" | "refused"): void;
+  stats(): AdmissionStats;
+}
+
+export function createAdmission(options: AdmissionOptions): Admission {
+  const { clock, lag, maxLagMs } = options;
+  const keepingUp = () => lag.lagMs() <= maxLagMs;
+  const slots = createLimiter({
+    maxConcurrent: options.maxColdPages,
+    maxQueued: options.maxColdPagesQueued,
+    maxWaitMs: options.coldPageWaitMs,
+    maxHoldMs: options.coldPageLeaseMs,
+    admits: keepingUp,
+    clock,
+  });
+  const counts = { admitted: 0, shed: { lagging: 0, busy: 0 }, shedServedStale: 0, shedRefused: 0 };
+
+  return {
+    async admit(work, wait) {
+      let started = false;
+      try {
+        return await slots.run(
+          () => {
+            started = true;
+            counts.admitted++;
+            return work();
+          },
+          wait ? options.coldPageWaitMs : 0,
+        );
+      } catch (error) {
+        // The work's own LimiterFull (none is expected: the origin client turns its own into answers) is not a shed.
+        if (!(error instanceof LimiterFull) || started) throw error;
+        const reason = keepingUp() ? "busy" : "lagging";
+        counts.shed[reason]++;
+        return reason;
+      }
+    },
+    noteShed(outcome) {
+      if (outcome === "stale") counts.shedServedStale++;
+      else counts.shedRefused++;
+    },
+    stats: () => ({ lagMs: lag.lagMs(), coldPages: slots.inFlight, coldPagesQueued: slots.queued, ...counts, shed: { ...counts.shed } }),
+  };
+}

@@ -1,0 +1,71 @@
+// Work for visitors who left (docs/architecture.md#overload). A visitor who
+// closes the connection aborts the request's signal (the
+// `enable_request_signal` compatibility flag); from then on the page starts
+// no new work: no L2 read, no lock claim, no poll, no origin fetch, no
+// render. A fill already at the origin when its visitors left may still
+// finish and write its answer (the next visitor wants it), as background
+// work under a budget: at most `maxBackgroundFills` at once; past it the
+// answer is kept in this isolate's L1 only, and its lock released, so that
+// another isolate or visitor can fill the key.
+import { createLeaseTable } from "../shared/leases";
+import type { Clock } from "../shared/clock";
+
+/** Thrown by a step that was about to start work nobody waits for any more. */
+export class Departed extends Error {
+  constructor(step: string) {
+    super(`nobody waits for this any more: ${step} not started`);
+    this.name = "Departed";
+  }
+}
+
+export interface DepartureStats {
+  /** Pages whose visitor left before they were answered: no further step, no render. */
+  pagesLeft: number;
+  /** Fills stopped before a lock claim, a poll or an origin fetch that nobody waited for. */
+  fillsStopped: number;
+  /** Fills whose visitors left while they were at the origin, written within the budget. */
+  fillsFinished: number;
+  /** The same past the budget: kept in L1 only, lock released. */
+  fillsDropped: number;
+  /** Background fills finishing now. */
+  backgroundFills: number;
+}
+
+export interface Departures {
+  /** A page found its visitor gone and stopped. */
+  pageLeft(): void;
+  /** A fill found nobody waiting and stopped before a step. */
+  fillStopped(): void;
+  /** A fill that nobody waits for any more got its answer: may it write it (within the budget)? */
+  mayFinish(): boolean;
+  stats(): DepartureStats;
+}
+
+export interface DeparturesOptions {
+  clock: Clock;
+  /** Fills nobody waits for that may finish at once (BACKGROUND_FILLS_MAX). */
+  maxBackgroundFills: number;
+  /** How long one counts against the budget: the longest its write may take (queued, then sent). */
+  backgroundFillMs: number;
+}
+
+export function createDepartures({ clock, maxBackgroundFills, backgroundFillMs }: DeparturesOptions): Departures {
+  const finishing = createLeaseTable<number, true>({ clock, capacity: maxBackgroundFills });
+  let next = 0;
+  const counts = { pagesLeft: 0, fillsStopped: 0, fillsFinished: 0, fillsDropped: 0 };
+  return {
+    pageLeft: () => void counts.pagesLeft++,
+    fillStopped: () => void counts.fillsStopped++,
+    mayFinish() {
+      // A lease per finishing fill, ended by its deadline: the write goes out with
+      // the isolate's other writes, and nothing reports when it has.
+      if (finishing.take(next++, clock.now() + backgroundFillMs, true)) {
+        counts.fillsFinished++;
+        return true;
+      }
+      counts.fillsDropped++;
+      return false;
+    },
+    stats: () => ({ ...counts, backgroundFills: finishing.size() }),
+  };
+}

@@ -1,0 +1,35 @@
+// An isolate under more load than it can take (docs/architecture.md#overload):
+// how late it runs (./lag.ts), which pages may start new work (./admission.ts),
+// and what becomes of work whose visitors left (./departures.ts).
+import type { Clock } from "../shared/clock";
+import { createAdmission, type Admission, type AdmissionStats } from "./admission";
+import { createDepartures, type Departures, type DepartureStats } from "./departures";
+import { createLagMeter, type LagMeter } from "./lag";
+
+export { Departed } from "./departures";
+export type { Admission, Departures };
+
+export interface OverloadOptions {
+  clock: Clock;
+  maxLagMs: number;
+  maxColdPages: number;
+  maxColdPagesQueued: number;
+  coldPageWaitMs: number;
+  coldPageLeaseMs: number;
+  maxBackgroundFills: number;
+  backgroundFillMs: number;
+}
+
+export interface Overload {
+  lag: LagMeter;
+  admission: Admission;
+  departures: Departures;
+  stats(): { admission: AdmissionStats; departures: DepartureStats };
+}
+
+export function createOverload(options: OverloadOptions): Overload {
+  const lag = createLagMeter({ clock: options.clock });
+  const admission = createAdmission({ ...options, lag });
+  const departures = createDepartures(options);
+  return { lag, admission, departures, stats: () => ({ admission: admission.stats(), departures: departures.stats() }) };
+}

@@ -1,0 +1,236 @@
+// An isolate does bounded work (docs/architecture.md#overload): a visitor who
+// leaves stops the work of their page, a fill nobody waits for any more
+// finishes only within the background budget, and a page that needs new work
+// while the isolate cannot take it on is shed (a copy usable on error, or a
+// quick 503 with Retry-After) while pages in L1 are served.
+//
+// The bundled worker in workerd over real HTTP (visitors leave with a
+// connection reset, as in cancellation.test.ts), real Redis behind the
+// gateway, the demo origin with a slow product service so that a visitor
+// can leave, or a page be in progress, while the product is at the origin.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { member } from "../../dev/run/cacheStatus";
+import { entryKey, lockKey } from "../../src/cache/keys";
+import { DEFAULTS } from "../../src/config/defaults";
+import type { Env } from "../../src/config";
+import { pollUntil, tierStatus, visit } from "../support/clients";
+import { clearFaults, completeProducts, gatewayCommand, injectFault, originFetches, page, sleep } from "../support/faults";
+import { freePort } from "../support/ports";
+import { startStack, type Stack } from "../support/stack";
+import { logFaults, startedWorkers, startWorker, type WorkerInstance } from "../support/worker";
+
+/** The product service answers this late: a visitor can leave, or a page be held, while it is at the origin. */
+const SLOW_PRODUCT_MS = 400;
+
+let stack: Stack;
+let worker: WorkerInstance | undefined;
+
+beforeAll(async () => {
+  stack = await startStack({ latencyMs: 10, jitterMs: 2 });
+});
+afterAll(async () => {
+  await stack?.close();
+});
+afterEach(async () => {
+  await clearFaults(stack);
+  await worker?.close();
+  worker = undefined;
+});
+
+async function startWith(bindings: Partial<Env>): Promise<WorkerInstance> {
+  worker = await startWorker({ ...stack.bindings, TTL_JITTER: "0", ...bindings }, { port: await freePort() });
+  return worker;
+}
+
+interface OverloadStatus {
+  admission: {
+    admitted: number;
+    shed: { lagging: number; busy: number };
+    shedServedStale: number;
+    shedRefused: number;
+    coldPages: number;
+    coldPagesQueued: number;
+  };
+  departures: { pagesLeft: number; fillsStopped: number; fillsFinished: number; fillsDropped: number };
+}
+const overloadOf = async (target: WorkerInstance) => ((await tierStatus(target)) as unknown as { overload: OverloadStatus }).overload;
+
+const redisHas = async (key: string) => (await gatewayCommand(stack, ["EXISTS", key])) === 1;
+const productKey = (id: string) => entryKey(DEFAULTS.keyPrefix, "product", id);
+
+/** A visitor asks for `id` and leaves (a reset) once the origin has been asked for its product. */
+async function leaveWhileProductAtOrigin(target: WorkerInstance, id: string): Promise<number> {
+  const leaving = visit(target.url!, `/products/${id}`);
+  await pollUntil(
+    "the origin to be asked for the product",
+    () => originFetches(stack, "product", id),
+    (n) => n >= 1,
+    3000,
+  );
+  await sleep(20);
+  leaving.abort();
+  expect((await leaving.done).kind).toBe("aborted");
+  return Date.now();
+}
+
+describe("visitors who leave", () => {
+  it("a page whose visitor left while its product was at the origin fetches nothing more; the product is written for the next visitor", async () => {
+    const [id] = completeProducts(7000, 1);
+    const target = await startWith({});
+    await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
+    await leaveWhileProductAtOrigin(target, id!);
+
+    // The product's fill was past its fetch when its answer came: within the budget, it is written to L2.
+    await pollUntil("the product in L2", () => redisHas(productKey(id!)), Boolean, 3000);
+    // The page's other parts were never claimed nor fetched: nobody was left to show them to.
+    await sleep(300);
+    for (const resource of ["inventory", "reviews", "recommendations"]) {
+      expect(await originFetches(stack, resource, id!), `${resource} fetched for nobody`).toBe(0);
+      expect(await redisHas(lockKey(DEFAULTS.keyPrefix, entryKey(DEFAULTS.keyPrefix, resource as "inventory", id!))), `${resource} lock`).toBe(false);
+    }
+    const overload = await overloadOf(target);
+    expect(overload.departures.pagesLeft).toBe(1);
+    expect(overload.departures.fillsFinished).toBe(1);
+
+    // The next visitor gets the product from this isolate's L1, and the rest from the origin.
+    await clearFaults(stack);
+    const next = await page(target, `/products/${id}`);
+    expect(next.status).toBe(200);
+    expect(member(next.cacheStatus, "product")).toMatch(/^pp-l1; hit/);
+    expect(member(next.cacheStatus, "inventory")).toMatch(/^pp-origin; fwd=uri-miss; fwd-status=200/);
+  });
+
+  it("past the budget of background fills, a fill nobody waits for is kept in L1 only, and its lock released at once", async () => {
+    const [id] = completeProducts(7100, 1);
+    const target = await startWith({ BACKGROUND_FILLS_MAX: "0" });
+    await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
+    await leaveWhileProductAtOrigin(target, id!);
+
+    await pollUntil(
+      "the fill to be dropped",
+      () => overloadOf(target),
+      (o) => o.departures.fillsDropped === 1,
+      3000,
+    );
+    // Released, not left to expire (LOCK_TTL_MS, 3 s): another isolate may fill the key now.
+    expect(await redisHas(lockKey(DEFAULTS.keyPrefix, productKey(id!)))).toBe(false);
+    await sleep(200);
+    expect(await redisHas(productKey(id!))).toBe(false);
+    expect((await overloadOf(target)).departures.fillsFinished).toBe(0);
+
+    await clearFaults(stack);
+    const next = await page(target, `/products/${id}`);
+    expect(next.status).toBe(200);
+    expect(member(next.cacheStatus, "product")).toMatch(/^pp-l1; hit/);
+  });
+});
+
+describe("shedding", () => {
+  it("past COLD_PAGES_MAX, and with no time to wait, a cold page is a quick 503 with Retry-After while a page in L1 is served", async () => {
+    const [warm, held, shed] = completeProducts(7200, 3);
+    const target = await startWith({ COLD_PAGES_MAX: "1", COLD_PAGE_WAIT_MS: "0" });
+    expect((await page(target, `/products/${warm}`)).status).toBe(200);
+    await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
+
+    // One cold page in progress: the isolate's whole allowance.
+    const holding = page(target, `/products/${held}`);
+    await pollUntil(
+      "the held page's product at the origin",
+      () => originFetches(stack, "product", held!),
+      (n) => n >= 1,
+      3000,
+    );
+    const refused = await page(target, `/products/${shed}`);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toBe("10");
+    expect(refused.headers.get("cache-control")).toBe("no-store");
+    expect(refused.html).toContain("very busy");
+    expect(member(refused.cacheStatus, "product")).toMatch(/fwd-status=503; detail="product failed"/);
+    // Not queued behind the held page: answered before its product came back.
+    expect(refused.ms).toBeLessThan(SLOW_PRODUCT_MS / 2);
+    expect(await originFetches(stack, "product", shed!)).toBe(0);
+    // A page in L1 needs no new work: always served.
+    const cached = await page(target, `/products/${warm}`);
+    expect(cached.status).toBe(200);
+    expect(member(cached.cacheStatus, "product")).toMatch(/^pp-l1; hit/);
+
+    expect((await holding).status).toBe(200);
+    const overload = await overloadOf(target);
+    expect(overload.admission.shed.busy).toBe(1);
+    expect(overload.admission.shedRefused).toBe(1);
+    // Its allowance back, the shed product is served.
+    await clearFaults(stack);
+    expect((await page(target, `/products/${shed}`)).status).toBe(200);
+  });
+
+  it("a cold page past COLD_PAGES_MAX waits for its turn (COLD_PAGE_WAIT_MS), off the CPU, and is served", async () => {
+    const [held, waiting] = completeProducts(7500, 2);
+    const target = await startWith({ COLD_PAGES_MAX: "1", COLD_PAGE_WAIT_MS: "3000" });
+    await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
+    const holding = page(target, `/products/${held}`);
+    await pollUntil(
+      "the held page's product at the origin",
+      () => originFetches(stack, "product", held!),
+      (n) => n >= 1,
+      3000,
+    );
+    const second = page(target, `/products/${waiting}`);
+    await sleep(SLOW_PRODUCT_MS / 4);
+    // Still waiting for its turn: nothing of it has reached the origin.
+    expect(await originFetches(stack, "product", waiting!)).toBe(0);
+    expect((await overloadOf(target)).admission.coldPagesQueued).toBe(1);
+    expect((await holding).status).toBe(200);
+    const served = await second;
+    expect(served.status).toBe(200);
+    expect(member(served.cacheStatus, "product")).toMatch(/^pp-origin; fwd=uri-miss; fwd-status=200/);
+    expect((await overloadOf(target)).admission).toMatchObject({ shed: { lagging: 0, busy: 0 }, coldPagesQueued: 0 });
+  });
+
+  it("a herd for one cold product joins its one fill: not shed, whatever COLD_PAGES_MAX", async () => {
+    const [id] = completeProducts(7400, 1);
+    const target = await startWith({ COLD_PAGES_MAX: "1", COLD_PAGE_WAIT_MS: "0" });
+    await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
+    const first = page(target, `/products/${id}`);
+    await pollUntil(
+      "the product at the origin",
+      () => originFetches(stack, "product", id!),
+      (n) => n >= 1,
+      3000,
+    );
+    const herd = await Promise.all([first, ...Array.from({ length: 20 }, () => page(target, `/products/${id}`))]);
+    expect(herd.map((p) => p.status)).toEqual(herd.map(() => 200));
+    expect(await originFetches(stack, "product", id!)).toBe(1);
+    expect((await overloadOf(target)).admission.shed).toEqual({ lagging: 0, busy: 0 });
+  });
+
+  it("a shed page with a copy usable on error is served from it", async () => {
+    const [held, stale] = completeProducts(7300, 2);
+    // Stock fresh for 1 s, no stale-while-revalidate: a second later L1's copy is only usable on error.
+    const target = await startWith({
+      COLD_PAGES_MAX: "1",
+      COLD_PAGE_WAIT_MS: "5000",
+      CACHE_POLICIES: JSON.stringify({ inventory: { ttl: 1, swr: 0, staleIfError: 600 } }),
+    });
+    expect((await page(target, `/products/${stale}`)).status).toBe(200);
+    await sleep(1200);
+    await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
+    const holding = page(target, `/products/${held}`);
+    await pollUntil(
+      "the held page's product at the origin",
+      () => originFetches(stack, "product", held!),
+      (n) => n >= 1,
+      3000,
+    );
+    const fromCopy = await page(target, `/products/${stale}`);
+    expect(fromCopy.status).toBe(200);
+    expect(member(fromCopy.cacheStatus, "inventory")).toMatch(/^pp-l1; fwd=stale; fwd-status=503; .*detail="inventory stale-if-error"/);
+    // Stock that old is not shown as stock (origin/resources.ts): the section says so.
+    expect(fromCopy.degraded).toEqual(["inventory"]);
+    expect((await holding).status).toBe(200);
+    expect((await overloadOf(target)).admission.shedServedStale).toBe(1);
+  });
+});
+
+it("no unhandled_error, and no 'Cannot perform I/O on behalf of a different request', in any worker's log", () => {
+  expect(logFaults(...startedWorkers())).toEqual([]);
+});

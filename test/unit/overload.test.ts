@@ -1,0 +1,185 @@
+// Admission of new work and the budget of fills nobody waits for
+// (docs/architecture.md#overload), with a clock moved by hand.
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { createAdmission } from "../../src/overload/admission";
+import { createDepartures } from "../../src/overload/departures";
+import { createLagMeter, type LagMeter } from "../../src/overload/lag";
+import { fakeClock } from "../support/fakes";
+
+/** A lag meter that says what the test says. */
+function fixedLag(): LagMeter & { set(ms: number): void } {
+  let lagMs = 0;
+  return { sample: () => undefined, lagMs: () => lagMs, set: (ms) => void (lagMs = ms) };
+}
+
+describe("admission of pages that need new work", () => {
+  afterEach(() => vi.useRealTimers());
+
+  /** Work that stays in progress until the test lets it go. */
+  function heldWork() {
+    let release = () => {};
+    const done = new Promise<string>((resolve) => (release = () => resolve("done")));
+    return { work: () => done, release };
+  }
+
+  it("runs work at once while the isolate keeps up", async () => {
+    const lag = fixedLag();
+    const admission = createAdmission({
+      clock: fakeClock(),
+      lag,
+      maxLagMs: 30,
+      maxColdPages: 4,
+      maxColdPagesQueued: 4,
+      coldPageWaitMs: 1000,
+      coldPageLeaseMs: 10_000,
+    });
+    expect(await admission.admit(async () => "read", true)).toBe("read");
+    lag.set(30);
+    expect(await admission.admit(async () => "read", false)).toBe("read");
+    expect(admission.stats()).toMatchObject({ admitted: 2, shed: { lagging: 0, busy: 0 }, coldPages: 0 });
+  });
+
+  it("holds new work back while the isolate runs late: a page waits for the lag to come down, or is shed once its wait is over", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const lag = fixedLag();
+    const clock = { now: () => Date.now() };
+    const admission = createAdmission({ clock, lag, maxLagMs: 30, maxColdPages: 4, maxColdPagesQueued: 4, coldPageWaitMs: 1000, coldPageLeaseMs: 10_000 });
+    lag.set(31);
+    let ran = 0;
+    const waiting = admission.admit(async () => ++ran, true);
+    await vi.advanceTimersByTimeAsync(500);
+    expect(ran).toBe(0);
+    expect(admission.stats().coldPagesQueued).toBe(1);
+    lag.set(10);
+    await vi.advanceTimersByTimeAsync(20);
+    expect(await waiting).toBe(1);
+
+    lag.set(31);
+    const shed = admission.admit(async () => ++ran, true);
+    await vi.advanceTimersByTimeAsync(1001);
+    expect(await shed).toBe("lagging");
+    // A page with a copy to show does not wait.
+    expect(await admission.admit(async () => ++ran, false)).toBe("lagging");
+    expect(ran).toBe(1);
+    expect(admission.stats()).toMatchObject({ admitted: 1, shed: { lagging: 2, busy: 0 }, coldPagesQueued: 0 });
+  });
+
+  it("holds at most maxColdPages in progress and maxColdPagesQueued waiting; more are shed at once", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const clock = { now: () => Date.now() };
+    const admission = createAdmission({
+      clock,
+      lag: fixedLag(),
+      maxLagMs: 30,
+      maxColdPages: 2,
+      maxColdPagesQueued: 1,
+      coldPageWaitMs: 1000,
+      coldPageLeaseMs: 10_000,
+    });
+    const [first, second] = [heldWork(), heldWork()];
+    const running = [admission.admit(first.work, true), admission.admit(second.work, true)];
+    const queued = admission.admit(async () => "third", true);
+    expect(await admission.admit(async () => "fourth", true)).toBe("busy");
+    expect(admission.stats()).toMatchObject({ coldPages: 2, coldPagesQueued: 1 });
+    first.release();
+    await vi.advanceTimersByTimeAsync(20);
+    expect(await queued).toBe("third");
+    second.release();
+    expect(await Promise.all(running)).toEqual(["done", "done"]);
+    expect(admission.stats()).toMatchObject({ admitted: 3, shed: { lagging: 0, busy: 1 }, coldPages: 0 });
+  });
+
+  it("takes back the slot of a page whose request vanished, at its lease's end", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const clock = { now: () => Date.now() };
+    const admission = createAdmission({
+      clock,
+      lag: fixedLag(),
+      maxLagMs: 30,
+      maxColdPages: 1,
+      maxColdPagesQueued: 1,
+      coldPageWaitMs: 0,
+      coldPageLeaseMs: 2000,
+    });
+    void admission.admit(() => new Promise<never>(() => {}), true); // never settles, as a cancelled request's work may not
+    expect(await admission.admit(async () => "next", true)).toBe("busy");
+    vi.setSystemTime(2001);
+    expect(await admission.admit(async () => "next", true)).toBe("next");
+  });
+
+  it("counts what the shed pages got", () => {
+    const admission = createAdmission({
+      clock: fakeClock(),
+      lag: fixedLag(),
+      maxLagMs: 50,
+      maxColdPages: 1,
+      maxColdPagesQueued: 1,
+      coldPageWaitMs: 0,
+      coldPageLeaseMs: 1000,
+    });
+    admission.noteShed("stale");
+    admission.noteShed("refused");
+    admission.noteShed("refused");
+    expect(admission.stats()).toMatchObject({ shedServedStale: 1, shedRefused: 2 });
+  });
+});
+
+describe("fills nobody waits for", () => {
+  it("finish within the budget, and are dropped past it until a lease ends", () => {
+    const clock = fakeClock();
+    const departures = createDepartures({ clock, maxBackgroundFills: 2, backgroundFillMs: 1000 });
+    expect([departures.mayFinish(), departures.mayFinish(), departures.mayFinish()]).toEqual([true, true, false]);
+    expect(departures.stats()).toMatchObject({ fillsFinished: 2, fillsDropped: 1, backgroundFills: 2 });
+    clock.advance(1001);
+    expect(departures.mayFinish()).toBe(true);
+  });
+
+  it("with a budget of 0, none finishes", () => {
+    const departures = createDepartures({ clock: fakeClock(), maxBackgroundFills: 0, backgroundFillMs: 1000 });
+    expect(departures.mayFinish()).toBe(false);
+    expect(departures.stats().fillsDropped).toBe(1);
+  });
+});
+
+describe("the lag meter", () => {
+  afterEach(() => vi.useRealTimers());
+
+  it("measures how late a 1 ms timer fires, sees a probe still out as lag, and forgets old samples", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const clock = { now: () => Date.now() };
+    const meter = createLagMeter({ clock, everyMs: 25, sampleLifeMs: 1000, probeLostMs: 5000 });
+    const work: Promise<unknown>[] = [];
+    meter.sample((promise) => void work.push(promise));
+    expect(work).toHaveLength(1);
+    // A second request while the probe is out starts none.
+    meter.sample((promise) => void work.push(promise));
+    expect(work).toHaveLength(1);
+    // The isolate is busy for 120 ms before the timer can run: the probe out says so already.
+    vi.setSystemTime(120);
+    expect(meter.lagMs()).toBe(119);
+    await vi.advanceTimersByTimeAsync(1);
+    await work[0];
+    expect(meter.lagMs()).toBeGreaterThanOrEqual(119);
+    // A second later with no new sample, the old one says nothing about now.
+    vi.setSystemTime(Date.now() + 1000);
+    expect(meter.lagMs()).toBe(0);
+  });
+
+  it("takes a probe whose timer never fired for lost, and starts another", () => {
+    let now = 0;
+    const meter = createLagMeter({ clock: { now: () => now }, everyMs: 25, sampleLifeMs: 1000, probeLostMs: 5000 });
+    const work: Promise<unknown>[] = [];
+    const timers = vi.spyOn(globalThis, "setTimeout").mockImplementation((() => 0) as never); // the timer never fires
+    try {
+      meter.sample((promise) => void work.push(promise));
+      now = 4000;
+      expect(meter.lagMs()).toBe(3999);
+      now = 5001;
+      expect(meter.lagMs()).toBe(0);
+      meter.sample((promise) => void work.push(promise));
+      expect(work).toHaveLength(2);
+    } finally {
+      timers.mockRestore();
+    }
+  });
+});
