@@ -110,7 +110,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
       // The wait for a slot counts against the same deadline as the fetch,
       // and the slot is a lease that ends shortly after it (see limiter.ts).
       const remaining = deadline - Date.now();
-      return await (options.limiter ? options.limiter.run(attempt, remaining, remaining + SLOT_GRACE_MS, priority) : attempt());
+      return await (options.limiter ? options.limiter.run(attempt, { waitMs: remaining, holdMs: remaining + SLOT_GRACE_MS, priority }) : attempt());
     } catch (error) {
       // A full queue is this isolate's load, not the service's fault: the breaker never sees it.
       if (error instanceof LimiterFull) throw new OriginError(resource, "overloaded", error.message);

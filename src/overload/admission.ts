@@ -51,9 +51,10 @@ export interface Admission {
   /**
    * Runs one page's new work once the isolate admits it, or says why it was
    * shed (and then never runs it). `wait`: whether the page may wait for its
-   * turn (not when it has a copy to serve at once).
+   * turn (not when it has a copy to serve at once); `wanted`: whether its
+   * visitor is still there (one who left gives up its place at once).
    */
-  admit<T>(work: () => Promise<T>, wait: boolean): Promise<T | ShedReason>;
+  admit<T>(work: () => Promise<T>, wait: boolean, wanted?: () => boolean): Promise<T | ShedReason | "left">;
   /** What a shed page got. */
   noteShed(outcome: "stale" | "refused"): void;
   stats(): AdmissionStats;
@@ -73,7 +74,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
   const counts = { admitted: 0, shed: { lagging: 0, busy: 0 }, shedServedStale: 0, shedRefused: 0 };
 
   return {
-    async admit(work, wait) {
+    async admit(work, wait, wanted) {
       let started = false;
       try {
         return await slots.run(
@@ -82,11 +83,13 @@ export function createAdmission(options: AdmissionOptions): Admission {
             counts.admitted++;
             return work();
           },
-          wait ? options.coldPageWaitMs : 0,
+          { waitMs: wait ? options.coldPageWaitMs : 0, wanted },
         );
       } catch (error) {
         // The work's own LimiterFull (none is expected: the origin client turns its own into answers) is not a shed.
         if (!(error instanceof LimiterFull) || started) throw error;
+        // A visitor who left while waiting was not shed: nobody is answered (overload/departures.ts counts the page).
+        if (wanted && !wanted()) return "left";
         const reason = keepingUp() ? "busy" : "lagging";
         counts.shed[reason]++;
         return reason;

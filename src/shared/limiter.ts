@@ -34,13 +34,20 @@ export interface LimiterOptions {
   clock?: { now(): number };
 }
 
+/** How one call waits and holds its slot. */
+interface RunOptions {
+  /** Shortens the wait for a slot (maxWaitMs at most). */
+  waitMs?: number;
+  /** The most the task may keep its slot (its own deadline), after which the slot is reclaimed. */
+  holdMs?: number;
+  priority?: Priority;
+  /** Whether anybody still wants the task: a waiter whose caller left gives up its place at once. */
+  wanted?: () => boolean;
+}
+
 export interface Limiter {
-  /**
-   * Runs `task` in a slot, or rejects with LimiterFull without running it.
-   * `waitMs` shortens the wait for a slot; `holdMs` is the most the task
-   * may keep its slot (its own deadline), after which the slot is reclaimed.
-   */
-  run<T>(task: () => Promise<T>, waitMs?: number, holdMs?: number, priority?: Priority): Promise<T>;
+  /** Runs `task` in a slot, or rejects with LimiterFull without running it. */
+  run<T>(task: () => Promise<T>, options?: RunOptions): Promise<T>;
   /** How many refreshes would get a slot now, one after the other (none is started when none would). */
   refreshRoom(): number;
   /** Slots held by live leases. */
@@ -97,31 +104,49 @@ export function createLimiter({
   }
 
   /**
+   * A slot for the waiter `ticket`, if one is free for it now. Cheap when
+   * none is (the common case under load, checked by every waiter at every
+   * look): the queue is walked only when there are fewer free slots than
+   * waiters, to find whether this one is among the first.
+   */
+  function slotFor(ticket: number, holdMs: number): true | undefined {
+    if (!admits()) return undefined;
+    const free = maxConcurrent - slots.size();
+    if (free <= 0) return undefined;
+    if (free < waiting.size() && ahead(ticket) >= free) return undefined;
+    return slots.take(ticket, clock.now() + holdMs, true) || undefined;
+  }
+
+  /**
    * Waits for a slot for `waitedMs` at most. The caller looks for one on
    * timers of its own (never woken by a releasing request: a promise resolved
    * from another request runs its continuation in a context the runtime may
    * have cancelled, and I/O started there belongs to the wrong request).
    */
-  async function waitForSlot(ticket: number, holdMs: number, waitedMs: number): Promise<void> {
+  async function waitForSlot(ticket: number, holdMs: number, waitedMs: number, wanted: () => boolean): Promise<void> {
     const giveUpAt = clock.now() + waitedMs;
     if (!waiting.take(ticket, giveUpAt, true)) throw new LimiterFull(`queue full (${maxQueued} waiting)`);
-    const gotSlot = () => (maxConcurrent - slots.size() > ahead(ticket) && admits() && slots.take(ticket, clock.now() + holdMs, true)) || undefined;
+    let left = false;
+    const look = () => {
+      if (!wanted()) return (left = true);
+      return slotFor(ticket, holdMs);
+    };
     try {
-      if (await pollUntil(gotSlot, giveUpAt, clock.now)) return;
+      if ((await pollUntil(look, giveUpAt, clock.now)) && !left) return;
     } finally {
       waiting.release(ticket, true);
     }
-    throw new LimiterFull(`no slot within ${waitedMs} ms`);
+    throw new LimiterFull(left ? "the caller left while it waited" : `no slot within ${waitedMs} ms`);
   }
 
   return {
-    async run(task, waitMs = maxWaitMs, holdMs = maxHoldMs, priority = "visitor") {
+    async run(task, { waitMs = maxWaitMs, holdMs = maxHoldMs, priority = "visitor", wanted = () => true } = {}) {
       const ticket = ++nextTicket;
       const hold = Math.max(1, Math.min(holdMs, maxHoldMs));
       if (priority === "refresh" && refreshRoom() === 0) throw new LimiterFull("origin slots kept for visitors");
       // Waiters first: a newcomer does not overtake the queue.
       const free = waiting.size() === 0 && admits() && slots.take(ticket, clock.now() + hold, true);
-      if (!free) await waitForSlot(ticket, hold, Math.max(0, Math.min(waitMs, maxWaitMs)));
+      if (!free) await waitForSlot(ticket, hold, Math.max(0, Math.min(waitMs, maxWaitMs)), wanted);
       try {
         return await task();
       } finally {

@@ -1,4 +1,4 @@
-// The per-isolate cap on origin fetches (src/origin/limiter.ts): a fixed
+// The per-isolate cap on work in flight (src/shared/limiter.ts; origin fetches, cold pages): a fixed
 // number of slots, a bounded FIFO queue with a bounded wait, and an
 // immediate LimiterFull past either bound.
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -127,6 +127,40 @@ describe("origin fetch limiter", () => {
     await Promise.all(accepted);
     // A free slot again: accepted at once.
     await expect(limit.run(async () => "later")).resolves.toBe("later");
+  });
+
+  it("lets a waiter whose caller left give up its place at once, and never runs its task", async () => {
+    vi.useFakeTimers();
+    const limit = limiter(1, 5, 5_000);
+    const holder = heldTask("holder");
+    const holding = limit.run(holder.run);
+    let present = true;
+    const waiterTask = vi.fn(async () => "late");
+    const outcome = limit.run(waiterTask, { wanted: () => present }).catch((error: unknown) => error);
+    await settle();
+    expect(limit.queued).toBe(1);
+    present = false;
+    await vi.advanceTimersByTimeAsync(20);
+    const error = await outcome;
+    expect(error).toBeInstanceOf(LimiterFull);
+    expect((error as Error).message).toMatch(/left/);
+    expect(limit.queued).toBe(0);
+    holder.finish();
+    await holding;
+    expect(waiterTask).not.toHaveBeenCalled();
+  });
+
+  it("grants no slot while `admits` says no, and the waiters' turn comes when it says yes", async () => {
+    vi.useFakeTimers();
+    let admitting = false;
+    const limit = createLimiter({ maxConcurrent: 4, maxQueued: 4, maxWaitMs: 5_000, admits: () => admitting });
+    const waiting = limit.run(async () => "ran");
+    await vi.advanceTimersByTimeAsync(500);
+    expect(limit.inFlight).toBe(0);
+    expect(limit.queued).toBe(1);
+    admitting = true;
+    await vi.advanceTimersByTimeAsync(20);
+    await expect(waiting).resolves.toBe("ran");
   });
 
   it("gives up on a waiter after maxWaitMs with LimiterFull, and its task never runs", async () => {
@@ -283,7 +317,7 @@ describe("origin fetch limiter", () => {
   it("a caller's own hold deadline, shorter than maxHoldMs, bounds its slot", async () => {
     vi.useFakeTimers();
     const limit = createLimiter({ maxConcurrent: 1, maxQueued: 0, maxWaitMs: 1_000, maxHoldMs: 60_000 });
-    void limit.run(() => new Promise<string>(() => undefined), 1_000, 300);
+    void limit.run(() => new Promise<string>(() => undefined), { waitMs: 1_000, holdMs: 300 });
     await settle();
     await expect(limit.run(async () => "refused")).rejects.toBeInstanceOf(LimiterFull);
     await vi.advanceTimersByTimeAsync(301);
@@ -324,11 +358,11 @@ describe("origin fetch limiter", () => {
   it("a refresh never queues and leaves the last quarter of the slots to visitors", async () => {
     const limit = createLimiter({ maxConcurrent: 4, maxQueued: 10, maxWaitMs: 1_000 });
     const held = [heldTask("r1"), heldTask("r2"), heldTask("r3")];
-    const refreshes = held.map((task) => limit.run(task.run, 1_000, 1_000, "refresh"));
+    const refreshes = held.map((task) => limit.run(task.run, { waitMs: 1_000, holdMs: 1_000, priority: "refresh" }));
     await settle();
     expect(limit.inFlight).toBe(3);
     expect(limit.refreshRoom()).toBe(0);
-    await expect(limit.run(async () => "r4", 1_000, 1_000, "refresh")).rejects.toBeInstanceOf(LimiterFull);
+    await expect(limit.run(async () => "r4", { waitMs: 1_000, holdMs: 1_000, priority: "refresh" })).rejects.toBeInstanceOf(LimiterFull);
     expect(limit.queued).toBe(0);
     // The slot kept back goes to a visitor at once.
     await expect(limit.run(async () => "visitor")).resolves.toBe("visitor");
