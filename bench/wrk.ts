@@ -2,7 +2,8 @@
 // faster than anything it measures here): installed from Debian's packages
 // when missing, run as a child with a Lua script whose done() prints one
 // "<MARKER> {json}" line, killed on abort and when this process exits.
-// runZipfWrk is the soak's and the profile's Zipf load; wrkPhase the closed
+// runZipfWrk is the soak's and the profile's Zipf load (and, uniform, the
+// soak's crawler flood); wrkPhase the closed
 // loop or constant rate (zipf.lua's delay()) of `npm run bench` and bench:peers.
 import { execFileSync, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
@@ -97,8 +98,11 @@ export interface WrkFigures {
   p50Us: number;
   p99Us: number;
   maxUs: number;
+  /** Answers by status class ("2xx": n), or by code ("503": n) with `byCode`. */
   statuses: Record<string, number>;
   errors: { connect: number; read: number; write: number; status: number; timeout: number };
+  /** With `byCode`: 503 answers without a Retry-After header. */
+  noRetryAfter: number;
 }
 
 export interface ZipfRun {
@@ -109,10 +113,16 @@ export interface ZipfRun {
   /** Varies per run, so that runs do not replay one sequence. */
   seed: number;
   pathsFile: string;
+  /** The draws' exponent: 1 (default) Zipf(1.0); 0 uniform over the paths file (the soak's crawler). */
+  s?: number;
+  /** A request unanswered this long is a timeout (default 2 s). */
+  timeoutS?: number;
+  /** Count answers by status code rather than by class, and the 503s without Retry-After. */
+  byCode?: boolean;
   signal?: AbortSignal;
 }
 
-/** One wrk run of `seconds` of Zipf traffic (2 threads, 2 s timeout): zipf.lua's figures. */
+/** One wrk run of `seconds` of Zipf traffic (2 threads, 2 s timeout unless told): zipf.lua's figures. */
 export async function runZipfWrk(run: ZipfRun): Promise<WrkFigures> {
   const { summary } = await runWrk<WrkFigures>({
     script: ZIPF_LUA,
@@ -120,8 +130,8 @@ export async function runZipfWrk(run: ZipfRun): Promise<WrkFigures> {
     threads: 2,
     connections: run.connections,
     seconds: run.seconds,
-    timeoutS: 2,
-    env: { ...zipfEnv(run.pathsFile, run.targets, run.seed), ZIPF_STATUSES: "1" },
+    timeoutS: run.timeoutS ?? 2,
+    env: { ...zipfEnv(run.pathsFile, run.targets, run.seed), ZIPF_STATUSES: run.byCode ? "codes" : "1", ZIPF_S: String(run.s ?? 1) },
     marker: "ZIPF",
     signal: run.signal,
   });

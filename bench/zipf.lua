@@ -1,8 +1,10 @@
 -- The wrk script of every Zipf load: `npm run bench:peers` (bench/peers/load.ts),
--- `bench:soak` and `bench:profile` (runZipfWrk in bench/wrk.ts).
+-- `bench:soak` and `bench:profile` (runZipfWrk in bench/wrk.ts), and the
+-- uniform crawler of `bench:soak --flood crawler`.
 --   ZIPF_PATHS     a file of "rank path" lines, hottest first: each request
---                  draws a rank from Zipf(s = 1.0) by inverse CDF (binary search
---                  over the cumulative weights 1/rank); one line = that path always
+--                  draws a rank from Zipf(s) by inverse CDF (binary search
+--                  over the cumulative weights 1/rank^s); one line = that path always
+--   ZIPF_S         the exponent s (default 1.0; 0: every line equally likely)
 --   ZIPF_TARGETS  "host:port,host:port": thread i sends to target i (mod the count)
 --   ZIPF_SEED     thread i draws from math.randomseed(seed * 1000 + i): the
 --                  same sequence, per thread, against every system
@@ -13,7 +15,9 @@
 --   ZIPF_SPAN_MS  ms: rate × span requests in all, then none (wrk's -d must
 --                  leave room for the start and the last answers)
 --   ZIPF_STATUSES  "1": count the answers by status class (a Lua call per
---                  answer, so off where wrk's own ceiling matters)
+--                  answer, so off where wrk's own ceiling matters); "codes": by
+--                  status code ("200", "503"), and count the 503s that carry
+--                  no Retry-After header (noRetryAfter)
 -- At the end, one line: "ZIPF {json}".
 --
 -- The constant rate: each thread has a schedule of send times, one every
@@ -56,13 +60,15 @@ end
 
 local paths, cdf = {}, {}
 local rate = tonumber(os.getenv("ZIPF_RATE") or "0")
+local exponent = tonumber(os.getenv("ZIPF_S") or "1")
+local byCode = os.getenv("ZIPF_STATUSES") == "codes"
 local interval, nextSlot, stopAt
 
 function init()
   local sum = 0
   for line in io.lines(os.getenv("ZIPF_PATHS")) do
     local rank, path = string.match(line, "^(%d+) (.+)$")
-    sum = sum + 1 / tonumber(rank)
+    sum = sum + 1 / tonumber(rank) ^ exponent
     paths[#paths + 1] = path
     cdf[#cdf + 1] = sum
   end
@@ -70,7 +76,7 @@ function init()
   cdf[#cdf] = 1
   math.randomseed(tonumber(os.getenv("ZIPF_SEED")) * 1000 + id)
   -- globals: done() reads them from each thread
-  late, lateMaxMs, sent, statuses = 0, 0, 0, {}
+  late, lateMaxMs, sent, statuses, noRetryAfter = 0, 0, 0, {}, 0
   if rate > 0 then
     local threadCount = tonumber(os.getenv("ZIPF_THREADS"))
     interval = 1000 * threadCount / rate
@@ -106,17 +112,26 @@ function request()
   return wrk.format("GET", paths[lo])
 end
 
-function response(status)
-  local class = math.floor(status / 100) .. "xx"
-  statuses[class] = (statuses[class] or 0) + 1
+local function hasRetryAfter(headers)
+  for name in pairs(headers) do
+    if string.lower(name) == "retry-after" then return true end
+  end
+  return false
+end
+
+function response(status, headers)
+  local key = byCode and tostring(status) or math.floor(status / 100) .. "xx"
+  statuses[key] = (statuses[key] or 0) + 1
+  if byCode and status == 503 and not hasRetryAfter(headers) then noRetryAfter = noRetryAfter + 1 end
 end
 -- Not counted: no response() at all (wrk then skips the call).
-if os.getenv("ZIPF_STATUSES") ~= "1" then response = nil end
+if os.getenv("ZIPF_STATUSES") ~= "1" and not byCode then response = nil end
 
 function done(summary, latency)
-  local lateCount, lateMax, sentCount, classes = 0, 0, 0, {}
+  local lateCount, lateMax, sentCount, classes, bare = 0, 0, 0, {}, 0
   for _, thread in ipairs(threads) do
     lateCount = lateCount + (thread:get("late") or 0)
+    bare = bare + (thread:get("noRetryAfter") or 0)
     lateMax = math.max(lateMax, thread:get("lateMaxMs") or 0)
     sentCount = sentCount + (thread:get("sent") or 0)
     for class, count in pairs(thread:get("statuses") or {}) do classes[class] = (classes[class] or 0) + count end
@@ -126,7 +141,7 @@ function done(summary, latency)
   local e = summary.errors
   io.write(string.format(
     'ZIPF {"requests":%d,"durationUs":%d,"bytes":%d,"p50Us":%d,"p99Us":%d,"maxUs":%d,"meanUs":%.1f,"statuses":{%s},' ..
-    '"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},"late":%d,"lateMaxMs":%.1f,"sent":%d}\n',
+    '"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},"late":%d,"lateMaxMs":%.1f,"sent":%d,"noRetryAfter":%d}\n',
     summary.requests, summary.duration, summary.bytes, latency:percentile(50), latency:percentile(99), latency.max, latency.mean,
-    table.concat(parts, ","), e.connect, e.read, e.write, e.status, e.timeout, lateCount, lateMax, sentCount))
+    table.concat(parts, ","), e.connect, e.read, e.write, e.status, e.timeout, lateCount, lateMax, sentCount, bare))
 end

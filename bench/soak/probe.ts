@@ -1,6 +1,7 @@
 // What the soak reads besides wrk's figures: single pages on sockets of their
 // own, each instance's /__status.json and its V8 heap (through workerd's
-// inspector), and what changed in them over a window.
+// inspector), what changed in them over a window, and the worker's log lines
+// it counts.
 import { once } from "node:events";
 import { request } from "node:http";
 import WebSocket from "ws";
@@ -39,6 +40,10 @@ export async function herd(targets: readonly string[], path: string, requests: n
   return { answers, seconds: (performance.now() - started) / 1000 };
 }
 
+/** Answers by status ("no answer" for 0). */
+export const countStatuses = (answers: readonly Answer[]) =>
+  answers.reduce<Record<string, number>>((c, a) => ((c[a.status || "no answer"] = (c[a.status || "no answer"] ?? 0) + 1), c), {});
+
 /** The `p`th percentile of ascending `sorted`. */
 export const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 
@@ -55,6 +60,8 @@ export interface Status {
   breakerTransitions?: Record<string, number>;
   originSlots?: { inUse: number; queued: number; reclaimed: number };
   fills?: { inFlight: number; takenOver: number };
+  /** What the worker shed under load (pages, fills dropped or stopped...), being added to it: read generically (numericChanges). */
+  overload?: Record<string, unknown>;
 }
 interface Tiers {
   l1: number;
@@ -195,6 +202,35 @@ export function change(before: Snapshot, after: Snapshot): Change {
     heap: after.heap,
     l1MB: b ? round1(b.l1.bytes / MB) : null,
   };
+}
+
+/** One number of a status section (nested keys joined with "."), and how much it moved since the earlier reading (null: not there then). */
+export interface NumericChange {
+  key: string;
+  value: number;
+  change: number | null;
+}
+
+/** Every number in `after` (nested objects flattened), with its change since `before`: a section read without knowing its fields. */
+export function numericChanges(before: unknown, after: unknown, prefix = ""): NumericChange[] {
+  if (typeof after === "number") return [{ key: prefix, value: after, change: typeof before === "number" ? after - before : null }];
+  if (after === null || typeof after !== "object" || Array.isArray(after)) return [];
+  const earlier = before !== null && typeof before === "object" ? (before as Record<string, unknown>) : {};
+  return Object.entries(after).flatMap(([key, value]) => numericChanges(earlier[key], value, prefix ? `${prefix}.${key}` : key));
+}
+
+/** The worker log lines the soak counts: unhandled errors, I/O from another request's context, workerd's cross-request promise warning. */
+export interface LogCounts {
+  unhandled: number;
+  io: number;
+  crossRequest: number;
+}
+
+export function countLogLine(counts: LogCounts, line: string): void {
+  if (line.includes("unhandled_error")) counts.unhandled++;
+  if (line.includes("Cannot perform I/O")) counts.io++;
+  // workerd's warning when a promise of a finished or cancelled request is settled from another one.
+  if (line.includes("from a different request context")) counts.crossRequest++;
 }
 
 const pickTiers = ({ l1, l2, origin, failed }: Tiers): Tiers => ({ l1, l2, origin, failed });

@@ -1,9 +1,12 @@
-// `npm run bench:soak [-- --minutes N] [--instances 1|2] [--connections N] [--rounds] [--policies JSON] [--profile-windows 8,14]`:
+// `npm run bench:soak [-- --minutes N] [--instances 1|2] [--connections N] [--departing N] [--rounds] [--policies JSON] [--profile-windows 8,14]`:
 // do one or two isolates hold up under minutes of Zipf traffic, with visitors
 // who close their connection mid-request? wrk makes the load, in windows; this
 // file sets up (bench/stack.ts), sends the herd, the cancellers and the cold
 // products, reads each instance's status and heap after every window, and
-// prints one row per window, then pass/fail checks. See bench/README.md, "Soak".
+// prints one row per window, then pass/fail checks. With `--departing N`, N
+// departing visitors (the departing flood's loops, cancel.ts) run beside wrk
+// for the whole soak. See bench/README.md, "Soak".
+// With `--flood departing|crawler|both` it runs the flood scenarios instead (flood.ts).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,10 +19,11 @@ import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "../
 import { summaryTables } from "../profile/summary";
 import { startStack, startWorkers, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
 import { ZipfSampler } from "../../dev/run/random";
-import { startCancellers } from "./cancel";
-import { change, get, herd as sendHerd, snapshots, percentile, statusOf, type Answer } from "./probe";
+import { startCancellers, startDepartingVisitors } from "./cancel";
+import { runFloods, uniformPaths } from "./flood";
+import { change, countLogLine, countStatuses, get, herd as sendHerd, snapshots, percentile, statusOf, type LogCounts } from "./probe";
 import { lineChartSvg } from "../chart";
-import { pagesOf, tableHead, tableRow, type Window } from "./report";
+import { departingText, pagesOf, tableHead, tableRow, type Window } from "./report";
 import { ensureWrk, runZipfWrk, Workload, type WrkFigures } from "../wrk";
 
 const CATALOG = 100_000;
@@ -30,8 +34,12 @@ const COLD_RANKS = [99_996, 99_997, 99_998, 99_999, 100_000];
 /** Cancellers: this share of wrk's last rate, at most CAP a second (START before wrk has a rate). */
 const CANCEL = { share: 0.05, cap: 50, start: 10 };
 const HEAP_LIMIT_MB = 96;
+/** The cold products must answer 200 within this long, right after the load. */
+const COLD_MS = 1000;
 /** The seed of the cancellers' Zipf draws. */
 const ZIPF_SEED = 20_260_426;
+/** The seed of the `--departing` visitors' uniform draws. */
+const DEPARTING_SEED = ZIPF_SEED + 2;
 
 /**
  * The two modes: minutes of 30 s windows with cancellers, or the bug report's
@@ -53,18 +61,47 @@ const { values: args } = parseArgs({
     minutes: { type: "string", default: "10" },
     instances: { type: "string", default: "1" },
     connections: { type: "string", default: "64" },
+    // Departing visitors beside wrk for the whole soak: N closed loops, each request left 1–30 ms after it was sent (0: none).
+    departing: { type: "string", default: "0" },
     rounds: { type: "boolean", default: false },
     // The worker's CACHE_POLICIES, as a shop would set it, e.g. '{"product":{"ttl":3600}}'.
     policies: { type: "string" },
     // Windows (1-based) during which instance 1's V8 profiler records, e.g. one before and one after the products' first TTL.
     "profile-windows": { type: "string" },
+    // The flood scenarios (flood.ts) instead of the soak: departing, crawler or both.
+    flood: { type: "string" },
+    "flood-seconds": { type: "string", default: "15" },
+    // Both floods' connections (default: departing 8, crawler 32).
+    "flood-connections": { type: "string" },
+    // wrk's connections of the Zipf load beside the departing flood's second run (0: no second run).
+    "flood-zipf": { type: "string", default: "16" },
+    // The isolate's V8 CPU profile over each flood phase (not the baselines), summarised after the run's table.
+    "flood-profile": { type: "boolean", default: false },
+    // Results written as bench/results/<name>-<suffix>.* (e.g. a smoke run that must not overwrite the committed figures).
+    "results-suffix": { type: "string" },
     help: { type: "boolean", short: "h", default: false },
   },
 });
 const minutes = Number(args.minutes);
 const instances = Number(args.instances);
 const connections = Number(args.connections);
+const departingConnections = Number(args.departing);
+const resultsSuffix = args["results-suffix"] === undefined ? "" : `-${args["results-suffix"]}`;
 const profileWindows = (args["profile-windows"] ?? "").split(",").filter(Boolean).map(Number);
+const FLOODS = { departing: ["departing"], crawler: ["crawler"], both: ["departing", "crawler"] } as const;
+const floods = args.flood === undefined ? null : (FLOODS[args.flood as keyof typeof FLOODS] ?? []);
+const floodSeconds = Number(args["flood-seconds"]);
+const floodConnections = args["flood-connections"] === undefined ? null : Number(args["flood-connections"]);
+const floodZipf = Number(args["flood-zipf"]);
+const floodsValid =
+  floods === null ||
+  (floods.length > 0 &&
+    Number.isInteger(floodSeconds) &&
+    floodSeconds >= 1 &&
+    floodSeconds <= 120 &&
+    (floodConnections === null || (Number.isInteger(floodConnections) && floodConnections >= 2 && floodConnections <= 256)) &&
+    Number.isInteger(floodZipf) &&
+    (floodZipf === 0 || (floodZipf >= 2 && floodZipf <= 256)));
 const policiesValid =
   args.policies === undefined ||
   (() => {
@@ -81,18 +118,26 @@ if (
   ![1, 2].includes(instances) ||
   !Number.isInteger(connections) ||
   connections < 2 ||
+  !Number.isInteger(departingConnections) ||
+  departingConnections < 0 ||
+  departingConnections > 256 ||
+  (departingConnections > 0 && floods !== null) ||
+  (args["flood-profile"] && floods === null) ||
+  !/^[A-Za-z0-9_-]*$/.test(args["results-suffix"] ?? "") ||
   !policiesValid ||
-  !profileWindows.every((n) => Number.isInteger(n) && n >= 1)
+  !profileWindows.every((n) => Number.isInteger(n) && n >= 1) ||
+  !floodsValid
 ) {
   (args.help ? console.log : console.error)(
-    "usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)]",
+    "usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--departing N (0–256 departing visitors beside wrk, default 0)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)] [--results-suffix NAME]\n" +
+      "       npm run bench:soak -- --flood departing|crawler|both [--flood-seconds N (1–120, default 15)] [--flood-connections N (2–256; default departing 8, crawler 32)] [--flood-zipf N (wrk connections beside the departing flood's second run, default 16; 0: no such run)] [--flood-profile] [--results-suffix NAME]",
   );
   process.exit(args.help ? 0 : 2);
 }
 const mode = args.rounds ? "rounds" : "soak";
 const plan = args.rounds ? PLANS.rounds() : PLANS.soak(minutes);
 
-const { onCleanup, interrupted, run } = benchmarkRun("soak");
+const { onCleanup, interrupted, run, signal } = benchmarkRun("soak");
 
 /** One wrk run: `seconds` of Zipf traffic, thread i on instance i. */
 async function runWrk(targets: string[], seconds: number, seed: number, pathsFile: string): Promise<WrkFigures> {
@@ -107,27 +152,19 @@ async function runWrk(targets: string[], seconds: number, seed: number, pathsFil
 
 const snapshot = (workers: WorkerInstance[]) => snapshots(workers, true);
 
-const countBy = (answers: Answer[]) =>
-  answers.reduce<Record<string, number>>((c, a) => ((c[a.status || "no answer"] = (c[a.status || "no answer"] ?? 0) + 1), c), {});
-
 async function main(): Promise<void> {
   ensureWrk();
   const startedAt = new Date();
   const command = ["npm run bench:soak", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" ");
-  const logCounts = { unhandled: 0, io: 0, crossRequest: 0 };
+  const logCounts: LogCounts = { unhandled: 0, io: 0, crossRequest: 0 };
   const logs: WorkerLogs = {
     count: 0,
     distinct: new Map(),
     scenario: mode,
-    onLine: (line) => {
-      if (line.includes("unhandled_error")) logCounts.unhandled++;
-      if (line.includes("Cannot perform I/O")) logCounts.io++;
-      // workerd's warning when a promise of a finished or cancelled request is settled from another one.
-      if (line.includes("from a different request context")) logCounts.crossRequest++;
-    },
+    onLine: (line) => countLogLine(logCounts, line),
   };
   console.log(
-    `soak (${mode}): ${instances} instance(s), wrk -t2 -c${connections}, ${plan.windows} × ${plan.windowS} s; origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms, ${CATALOG.toLocaleString("en-US")} products${args.policies ? `; CACHE_POLICIES ${args.policies}` : ""}`,
+    `soak (${mode}): ${instances} instance(s), wrk -t2 -c${connections}${departingConnections ? ` + ${departingConnections} departing connections` : ""}, ${plan.windows} × ${plan.windowS} s; origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms, ${CATALOG.toLocaleString("en-US")} products${args.policies ? `; CACHE_POLICIES ${args.policies}` : ""}`,
   );
 
   // Set-up: bundle and servers at once, the known-ids filter, the instances with their inspectors.
@@ -159,7 +196,7 @@ async function main(): Promise<void> {
   const herdMs = herdAnswers.map((a) => a.ms).sort((a, b) => a - b);
   const herd = {
     id: herdId,
-    statuses: countBy(herdAnswers),
+    statuses: countStatuses(herdAnswers),
     p50Ms: percentile(herdMs, 50),
     maxMs: herdMs.at(-1) ?? 0,
     originFetches: await servers.origin.countsOf(herdId),
@@ -177,6 +214,9 @@ async function main(): Promise<void> {
   };
   const cancellers = plan.cancellers ? startCancellers(targets, nextPath, CANCEL.start) : null;
   if (cancellers) onCleanup("cancellers", () => cancellers.stop());
+  // The departing visitors: the departing flood's loops over uniform products (the cold ranks left out), spread over the instances.
+  const departing = departingConnections ? startDepartingVisitors(targets, uniformPaths(workload, DEPARTING_SEED, COLD_RANKS), departingConnections) : null;
+  if (departing) onCleanup("departing visitors", () => departing.stop());
   await servers.origin.resetCounters();
   await servers.resetRedisStats();
   const windows: Window[] = [];
@@ -184,7 +224,7 @@ async function main(): Promise<void> {
   let cpuBefore = cpuSample({ workerd: [...workerdPids()], servers: [servers.pid] });
   let logsBefore = { ...logCounts };
   const loadStart = Date.now();
-  console.log(`\n${tableHead()}`);
+  console.log(`\n${tableHead(departing !== null)}`);
   const profiles: { label: string; tables: string }[] = [];
   for (let i = 0; i < plan.windows && !interrupted(); i++) {
     const profiler = profileWindows.includes(i + 1) ? await startProfiler(workers[0]!) : null;
@@ -192,6 +232,7 @@ async function main(): Promise<void> {
     if (profiler) profiles.push({ label: plan.label(i), tables: summaryTables(summariseBundleProfile(await profiler.stop()), 15) });
     const endS = Math.round((Date.now() - loadStart) / 1000);
     const cancel = cancellers?.take() ?? null;
+    const leaving = departing?.take();
     const after = await snapshot(workers);
     const cpuAfter = cpuSample({ workerd: [...workerdPids()], servers: [servers.pid] });
     const origin = await servers.origin.counters();
@@ -212,6 +253,7 @@ async function main(): Promise<void> {
       socketErrors: e.connect + e.read + e.write,
       timeouts: e.timeout,
       cancel,
+      ...(leaving ? { departing: leaving } : {}),
       originRequests: origin.total,
       originByService: origin.services,
       redisCalls,
@@ -228,7 +270,7 @@ async function main(): Promise<void> {
     cancellers?.setRate(Math.min(CANCEL.cap, CANCEL.share * window.rps));
     [before, cpuBefore, logsBefore] = [after, cpuAfter, { ...logCounts }];
   }
-  await cancellers?.stop();
+  await Promise.all([cancellers?.stop(), departing?.stop()]);
   if (interrupted()) return;
 
   // After the load: until no origin slot is held (polled every 250 ms, 10 s at most), then cold products.
@@ -287,6 +329,10 @@ async function main(): Promise<void> {
     };
   });
   const l2Skipped = workers.map((_, k) => change(first[k]!, last[k]!).l2?.skipped ?? null);
+  // Breaker state changes from before the herd to after the cold products: exact with `breakerTransitions`,
+  // else the breakers whose last change (`breakerChanges`) fell in that time (any that changed at all).
+  const breakers = workers.map((_, k) => change(first[k]!, last[k]!).breakers);
+  const departingTotal = departing?.total() ?? null;
   const verdict = (ok: boolean | null) => (ok === null ? "n/a" : ok ? "pass" : "FAIL");
   const checks = [
     ["no 5xx (herd, wrk, cold)", String(fivexx), verdict(fivexx === 0)],
@@ -305,12 +351,22 @@ async function main(): Promise<void> {
       verdict(periods.length > 1 ? periods.at(-1)! >= 0.9 * Math.max(...periods) : null),
     ],
     ["limiter slots 0 within 2 s after the load", slotsText, verdict(!slotsKnown ? null : slotsFreeMs !== null && slotsFreeMs <= 2000)],
-    ["cold products answer 200", cold.map((c) => c.status || "none").join(", "), verdict(cold.every((c) => c.status === 200))],
+    [
+      `cold products answer 200 within ${COLD_MS / 1000} s, right after the load`,
+      cold.map((c) => `${c.status || "none"} in ${c.ms} ms`).join(", "),
+      verdict(cold.every((c) => c.status === 200 && c.ms <= COLD_MS)),
+    ],
+    [
+      "no breaker opened (state changes of any breaker, herd to cold products)",
+      breakers.map((b) => (b === null ? "n/a" : `${b.exact ? "" : "≥"}${b.count}${b.names.length ? ` (${b.names.join(", ")})` : ""}`)).join(" · "),
+      verdict(breakers.some((b) => b === null) ? null : breakers.every((b) => b!.count === 0)),
+    ],
     [
       "L2 reads skipped by the breaker = 0",
       l2Skipped.map((n) => n ?? "n/a").join(" · "),
       verdict(l2Skipped.some((n) => n === null) ? null : l2Skipped.every((n) => n === 0)),
     ],
+    ...(departingTotal ? [["departing visitors: sent / left in flight / left unsent / answered (by status)", departingText(departingTotal), "info"]] : []),
   ];
   const checksTable = ["| check | value | verdict |", "| --- | --- | --- |", ...checks.map((c) => `| ${c.join(" | ")} |`)].join("\n");
   console.log(`\n${checksTable}`);
@@ -321,9 +377,9 @@ async function main(): Promise<void> {
   for (const [line, count] of errorLines) console.log(`worker log ${count}× ${line.slice(0, 300)}`);
 
   // Files: Markdown, SVG, JSON.
-  const name = args.rounds ? "soak-rounds" : "soak";
+  const name = `${args.rounds ? "soak-rounds" : "soak"}${resultsSuffix}`;
   const machine = describeMachine(toolVersions());
-  const title = `Soak (${mode}): ${instances} instance(s), ${connections} connections, ${plan.windows} × ${plan.windowS} s`;
+  const title = `Soak (${mode}): ${instances} instance(s), ${connections} connections${departingConnections ? ` + ${departingConnections} departing` : ""}, ${plan.windows} × ${plan.windowS} s`;
   const subtitle = `${machine.cpu}, ${machine.cores} cores · commit ${machine.git?.commit ?? "?"} (${machine.git?.dirtyFiles ?? "?"} uncommitted files in src/, templates/) · ${startedAt.toISOString()}`;
   const markdown = [
     `# ${title}`,
@@ -333,12 +389,15 @@ async function main(): Promise<void> {
     `Origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms, ${CATALOG.toLocaleString("en-US")} products, Zipf(1.0); known-ids filter ${filter.built ? "built" : `NOT built (${filter.detail})`}.` +
       (plan.cancellers
         ? ` Cancellers: ${CANCEL.share * 100}% of the last window's wrk rate (at most ${CANCEL.cap}/s), each closed 1–30 ms after it was sent.`
-        : " No cancellers."),
+        : " No cancellers.") +
+      (departingConnections
+        ? ` Departing visitors: ${departingConnections} connections spread over the instances, each a closed loop of requests for uniform products (the cold ones left out), each left (a reset) 1–30 ms after it was sent.`
+        : ""),
     "",
     `${herdLine}.`,
     "",
-    tableHead(),
-    ...windows.map(tableRow),
+    tableHead(departing !== null),
+    ...windows.map((w) => tableRow(w)),
     "",
     `![req/s and p99 per window](${name}.svg)`,
     "",
@@ -367,7 +426,16 @@ async function main(): Promise<void> {
     command,
     startedAt,
     machine,
-    settings: { mode, instances, connections, plan: { windowS: plan.windowS, windows: plan.windows }, origin: ORIGIN, catalog: CATALOG, cancel: CANCEL },
+    settings: {
+      mode,
+      instances,
+      connections,
+      departing: departingConnections,
+      plan: { windowS: plan.windowS, windows: plan.windows },
+      origin: ORIGIN,
+      catalog: CATALOG,
+      cancel: CANCEL,
+    },
     filter,
     herd,
     windows,
@@ -380,4 +448,24 @@ async function main(): Promise<void> {
   console.log(`\nresults: ${files.join(", ")}`);
 }
 
-run(main);
+/** The floods' connections when `--flood-connections` does not say. */
+const FLOOD_CONNECTIONS = { departing: 8, crawler: 32 };
+
+run(
+  floods
+    ? () =>
+        runFloods(
+          {
+            floods: [...floods],
+            seconds: floodSeconds,
+            connections: { departing: floodConnections ?? FLOOD_CONNECTIONS.departing, crawler: floodConnections ?? FLOOD_CONNECTIONS.crawler },
+            zipfConnections: floodZipf,
+            catalog: CATALOG,
+            origin: ORIGIN,
+            profile: args["flood-profile"],
+            results: `soak-floods${resultsSuffix}`,
+          },
+          { onCleanup, interrupted, signal },
+        )
+    : main,
+);
