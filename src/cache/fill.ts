@@ -30,7 +30,8 @@ import type { FillWrite, L2 } from "./l2";
 import type { L2Entries } from "./l2Entries";
 import { createLockWait, type Reclaimed } from "./lockWait";
 import { createSendQueue, type SendStats } from "./sendQueue";
-import { Departed, type Departures } from "../overload";
+import { departed, type Departures } from "../overload";
+import { OriginError } from "../origin/failure";
 
 /**
  * The longest one fill can take: its lock claim, then at most the wait for
@@ -57,14 +58,16 @@ export interface FillContext {
   refresh?: boolean;
   /** The lock claims of the request's other fills, to make together with this one's (fillBatch.ts). */
   batch?: FillCalls;
-  /** A visitor's fill: whether that visitor is still there (their request's signal); none for refreshes. */
-  present?: () => boolean;
+  /** A visitor's fill: their request's signal, which aborts when they leave; none for refreshes. */
+  visitor?: AbortSignal;
   /**
    * Set by flights.ts for a visitor's fill: whether anybody still waits for
    * it (its visitor, or one who joined it). Checked before each step that
    * would start new work (overload/departures.ts).
    */
   wanted?: () => boolean;
+  /** Set by the fill: its visitors left while it was at the origin, and it finishes as background work (within the budget). */
+  finishingForNobody?: boolean;
   /**
    * Set by the fill: `origin` when this isolate fetched; `l2` when its claim
    * found L2's copy (for a visitor's read, possibly one within its stale
@@ -97,14 +100,44 @@ export function createFill(deps: FillDeps) {
   function stopUnlessWanted(context: FillContext, step: string): void {
     if (!context.wanted || context.wanted()) return;
     departures?.fillStopped();
-    throw new Departed(step);
+    throw departed(step);
+  }
+
+  /**
+   * The origin call of a visitor's fill. When the visitor leaves while it is
+   * at the origin and nobody else waits for it (nobody joined it), it goes on
+   * as background work if the budget of such fills has room (its answer is
+   * what the next visitor needs), and is cut short otherwise: its answer
+   * would be parsed, checked and dropped for nobody. The listener is on the
+   * visitor's own request signal, from that request, and removed when the
+   * call ends.
+   */
+  async function fetchWhileWanted(context: FillContext) {
+    const priority = context.refresh ? "refresh" : "visitor";
+    const { visitor, wanted } = context;
+    if (!visitor || !wanted) return origin.fetchResource(context.resource, context.id, priority);
+    const stop = new AbortController();
+    const onLeave = () => {
+      if (wanted()) return;
+      if (departures?.mayFinish()) context.finishingForNobody = true;
+      else stop.abort();
+    };
+    visitor.addEventListener("abort", onLeave);
+    try {
+      return await origin.fetchResource(context.resource, context.id, priority, stop.signal);
+    } catch (error) {
+      if (error instanceof OriginError && error.failure === "abandoned") throw departed("origin fetch");
+      throw error;
+    } finally {
+      visitor.removeEventListener("abort", onLeave);
+    }
   }
 
   async function fetchFromOrigin(context: FillContext): Promise<Entry> {
     // Data is as old as the request that fetched it: a purge during the
     // request must win over it (see L2.writeFills and the purge watcher).
     const requestedAt = clock.now();
-    const answer = await origin.fetchResource(context.resource, context.id, context.refresh ? "refresh" : "visitor");
+    const answer = await fetchWhileWanted(context);
     const data = answer.found ? answer.data : null;
     const deadlines = deadlinesFor(answer.found, config.policies[context.resource], requestedAt, config.ttlJitter, deps.random);
     return {
@@ -209,7 +242,7 @@ export function createFill(deps: FillDeps) {
         // An unanswered claim may have taken the lock: released if so (the token says whose it is).
         if (unanswered) releaseLock(l2, key, lockToken, context);
         departures?.fillStopped();
-        throw new Departed("wait for another isolate's fill");
+        throw departed("wait for another isolate's fill");
       }
       if (waited === "ours") won = true;
       else if (waited) {
@@ -227,9 +260,10 @@ export function createFill(deps: FillDeps) {
       throw error;
     }
     context.via = "origin";
-    if (context.wanted && !context.wanted() && departures && !departures.mayFinish()) {
-      // Its visitors left and the budget of background fills is spent: kept in
-      // this isolate's L1 (flights.ts), not written; the lock goes now.
+    if (context.wanted && !context.wanted() && !context.finishingForNobody && departures && !departures.mayFinish()) {
+      // Its visitors left (a joiner, after the starter) and the budget of
+      // background fills is spent: kept in this isolate's L1 (flights.ts),
+      // not written; the lock goes now.
       if (won) releaseLock(l2, key, lockToken, context);
       return entry;
     }

@@ -12,7 +12,7 @@ import type { Config } from "../config";
 import { isAnswerAboutId, OriginError } from "../origin/failure";
 import type { Clock } from "../shared/clock";
 import { createLeaseTable, pollUntil, within } from "../shared/leases";
-import { Departed } from "../overload";
+import { Departed, departed } from "../overload";
 import { entryState, type Entry } from "./entry";
 import { fillBoundMs, type FillContext } from "./fill";
 import type { L1 } from "./l1";
@@ -79,8 +79,8 @@ export function createFlights({ config, clock, fill, l1, rejections }: FlightsDe
     // cancelled in Workers, and this bound is what it costs if that request goes away.
     const flight: Flight = { until: clock.now() + fillBoundMs(config, context.resource), wantedUntil: 0 };
     // A visitor's fill goes on while its visitor, or one who joined it, is there (fill.ts checks before each step).
-    const present = context.present;
-    if (present) context.wanted = () => present() || flight.wantedUntil > clock.now();
+    const visitor = context.visitor;
+    if (visitor) context.wanted = () => !visitor.aborted || flight.wantedUntil > clock.now();
     const work = fill(key, context).then(
       (entry) => {
         l1.keep(key, entry);
@@ -105,9 +105,9 @@ export function createFlights({ config, clock, fill, l1, rejections }: FlightsDe
    * this request's visitor has gone; meanwhile the look says that somebody
    * still waits for the fill.
    */
-  function watch(flight: Flight, { present }: FillContext): Flight["settled"] | "left" {
-    if (flight.settled || !present) return flight.settled;
-    if (!present()) return "left";
+  function watch(flight: Flight, { visitor }: FillContext): Flight["settled"] | "left" {
+    if (flight.settled || !visitor) return flight.settled;
+    if (visitor.aborted) return "left";
     flight.wantedUntil = clock.now() + WANTED_RENEW_MS;
     return undefined;
   }
@@ -123,10 +123,10 @@ export function createFlights({ config, clock, fill, l1, rejections }: FlightsDe
           break;
         }
         const outcome = await pollUntil(() => watch(flight, context), flight.until, clock.now);
-        if (outcome === "left") throw new Departed("wait for a fill");
+        if (outcome === "left") throw departed("wait for a fill");
         if (outcome && "entry" in outcome) return { entry: outcome.entry, joined: true };
         // Stopped because nobody seemed to wait, while this visitor still does: a fill of its own.
-        if (outcome && outcome.error instanceof Departed && context.present?.()) continue;
+        if (outcome && outcome.error instanceof Departed && context.visitor?.aborted === false) continue;
         if (outcome) throw outcome.error;
         // Another reader may have taken it over and finished meanwhile.
         const landed = l1.entry(key);

@@ -39,13 +39,13 @@ export interface PageRequest {
   listed?: boolean;
   /** How often the subject is asked for in this isolate (hotness.ts): warm and hot ones are refreshed ahead. */
   heat?: Heat;
-  /** Whether the visitor is still there (their request's signal): none starts no new work for nobody. Absent: always. */
-  present?: () => boolean;
+  /** The visitor's request signal, which aborts when they leave: no new work is started for nobody. Absent: nobody leaves. */
+  visitor?: AbortSignal;
 }
 
 /** The visitor of this read has left: no further step is started for it (overload/departures.ts). */
 export function visitorLeft(request: PageRequest): boolean {
-  return request.present !== undefined && !request.present();
+  return request.visitor?.aborted === true;
 }
 
 /** A resource the steps so far could not serve. */
@@ -219,7 +219,7 @@ export async function readFromOrigin(
 }
 
 async function fillOne(tools: PageTools, id: string, item: Pending, request: PageRequest, again = false): Promise<Served<unknown>> {
-  const context: FillContext = { ...tools.fillContext(item.resource, id, request), present: request.present };
+  const context: FillContext = { ...tools.fillContext(item.resource, id, request), visitor: request.visitor };
   const forward = item.fallback ? "stale" : "miss";
   try {
     const { entry, joined } = await tools.flights.await(item.key, context);

@@ -94,7 +94,7 @@ export interface ReadThrough extends L1Purging {
     id: string,
     resources: readonly ResourceName[],
     background: (work: Promise<unknown>) => void,
-    options?: Pick<PageRequest, "listed" | "present">,
+    options?: Pick<PageRequest, "listed" | "visitor">,
   ): Promise<{ data: PageData; timings: Timings }>;
   /**
    * The copies of one resource of many products that this isolate can serve
@@ -230,7 +230,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         background,
         batch: l2 ? createFillBatch(l2, sleep, background) : undefined,
         listed: options?.listed,
-        present: options?.present,
+        visitor: options?.visitor,
         heat: hotness.offer(id),
       });
     },

@@ -24,6 +24,8 @@ const FAILURE_STATUS: Record<OriginFailure, number> = {
   invalid: 502,
   overloaded: 503,
   "circuit-open": 503,
+  // Nobody is answered: the client closed the request (as Nginx's 499 says).
+  abandoned: 499,
 };
 
 function ttlSeconds(served: Served<unknown>, now: number): number | undefined {

@@ -71,17 +71,16 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
   // The visitor closing the connection aborts the request's signal (the
   // enable_request_signal flag): from then on nothing new is started for
   // this page, and it is not rendered (overload/departures.ts).
-  const signal = c.req.raw.signal;
-  const present = () => !signal.aborted;
+  const visitor = c.req.raw.signal;
   // Purges recorded elsewhere reach this isolate's L1 within PURGE_POLL_MS:
   // synced before every page read through the cache, and only then (a
   // malformed or unknown id costs Redis nothing).
   await tier.purges.sync(background);
-  if (!present()) return visitorLeft(tier);
+  if (visitor.aborted) return visitorLeft(tier);
   // An id the filter lists is a product (but for its ~1% false positives): a
   // cold page may fill all its parts at once (cache/pageSteps.ts, readFromOrigin).
-  const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, background, { listed: known === "listed", present });
-  if (!present()) return visitorLeft(tier);
+  const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, background, { listed: known === "listed", visitor });
+  if (visitor.aborted) return visitorLeft(tier);
   setMetric(c, "l1", timings.l1);
   setMetric(c, "l2", timings.l2);
   setMetric(c, "origin", timings.origin);

@@ -313,7 +313,8 @@ export function createMetrics(options: { clock: Clock; hotCounters?: number }): 
       if (SHED.has(outcome)) counts.shed++;
       else {
         counts.fetches++;
-        if (outcome !== "found" && outcome !== "absent") counts.errors++;
+        // Abandoned: cut short by the tier because nobody waited any more, not an error of the service.
+        if (outcome !== "found" && outcome !== "absent" && outcome !== "abandoned") counts.errors++;
       }
     },
 

@@ -30,7 +30,7 @@ export function watchOrigin(metrics: Metrics, clock: Clock): NonNullable<OriginC
   const failureLog = createRateLimitedLog({ intervalMs: ORIGIN_FAILURE_LOG_INTERVAL_MS, clock });
   return (service, outcome, detail, priority) => {
     metrics.recordOriginFetch(service, outcome);
-    if (outcome === "found" || outcome === "absent") return;
+    if (outcome === "found" || outcome === "absent" || outcome === "abandoned") return;
     if (outcome === "overloaded" && priority === "refresh") return;
     failureLog(service, "origin_failure", { service, failure: outcome, detail });
   };

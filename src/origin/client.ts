@@ -10,7 +10,7 @@ import * as v from "valibot";
 import type { Breaker } from "../shared/breaker";
 import { LimiterFull, type Limiter, type Priority } from "../shared/limiter";
 import { isIsolateError } from "../shared/leases";
-import { get, readJson, SLOT_GRACE_MS } from "./exchange";
+import { abandoned, get, readJson, SLOT_GRACE_MS } from "./exchange";
 import { isAnswerAboutId, isServiceFailureStatus, OriginError, type OriginFailure } from "./failure";
 
 // What an origin call's failure is: callers of the client name it from here.
@@ -18,8 +18,13 @@ import { isAnswerAboutId, isServiceFailureStatus, OriginError, type OriginFailur
 export type OriginAnswer<T> = { found: true; data: T } | { found: false };
 
 export interface OriginClient {
-  /** `priority`: "refresh" when a copy is already served, so that the call gives way to visitors under load (see limiter.ts). */
-  fetchResource<R extends ResourceName>(resource: R, id: string, priority?: Priority): Promise<OriginAnswer<ResourceTypes[R]>>;
+  /**
+   * `priority`: "refresh" when a copy is already served, so that the call
+   * gives way to visitors under load (see shared/limiter.ts). `stop`: aborts
+   * when nobody waits for the answer any more; the call then fails as
+   * "abandoned", which no breaker counts.
+   */
+  fetchResource<R extends ResourceName>(resource: R, id: string, priority?: Priority, stop?: AbortSignal): Promise<OriginAnswer<ResourceTypes[R]>>;
   listProductIds(cursor: string | null, limit: number): Promise<ProductIdPage>;
   /**
    * How many refreshes would be let through now (Infinity without a
@@ -99,7 +104,10 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
         // had their full timeout.
         const queuedOut =
           error instanceof OriginError && error.failure === "timeout" && budgetMs < MIN_BUDGET_SHARE_TO_BLAME * options.policies[resource].originTimeoutMs;
-        const ours = queuedOut || isIsolateError(error) || (error instanceof OriginError && (error.failure === "overloaded" || error.noticedLate));
+        const ours =
+          queuedOut ||
+          isIsolateError(error) ||
+          (error instanceof OriginError && (error.failure === "overloaded" || error.failure === "abandoned" || error.noticedLate));
         // An answer about one id: the service answered, as it does with a 404, so it is up.
         if (isAnswerAboutId(error)) breaker?.success();
         else if (!ours) breaker?.failure(successesAtStart, error instanceof OriginError && error.failure === "timeout");
@@ -118,8 +126,18 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
     }
   }
 
-  async function fetchOnce<R extends ResourceName>(resource: R, id: string, deadline: number): Promise<OriginAnswer<ResourceTypes[R]>> {
-    const response = await get(doFetch, resource, options.baseUrl + pathFor(resource, id), Math.max(1, deadline - Date.now()));
+  async function fetchOnce<R extends ResourceName>(resource: R, id: string, deadline: number, stop?: AbortSignal): Promise<OriginAnswer<ResourceTypes[R]>> {
+    try {
+      return await exchange(resource, id, deadline, stop);
+    } catch (error) {
+      // Cut short while the body was read, say: still the caller's doing, not the service's failure.
+      if (stop?.aborted && !(error instanceof OriginError && error.failure === "abandoned")) throw abandoned(resource);
+      throw error;
+    }
+  }
+
+  async function exchange<R extends ResourceName>(resource: R, id: string, deadline: number, stop?: AbortSignal): Promise<OriginAnswer<ResourceTypes[R]>> {
+    const response = await get(doFetch, resource, options.baseUrl + pathFor(resource, id), Math.max(1, deadline - Date.now()), stop);
     if (response.status === 404) {
       await response.body?.cancel();
       return { found: false };
@@ -134,10 +152,10 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
   }
 
   return {
-    fetchResource(resource, id, priority = "visitor") {
+    fetchResource(resource, id, priority = "visitor", stop) {
       const attempt = () => {
         const deadline = Date.now() + options.policies[resource].originTimeoutMs;
-        return guarded(resource, deadline, priority, () => fetchOnce(resource, id, deadline));
+        return guarded(resource, deadline, priority, () => fetchOnce(resource, id, deadline, stop));
       };
       // A time-out noticed well past its deadline means this isolate was too
       // busy to read an answer that may have come in time (shared/leases.ts):

@@ -17,8 +17,11 @@ const RETRY_DELAY_MS = { min: 20, max: 60 };
  */
 export const SLOT_GRACE_MS = 500;
 
-/** GET with a deadline; one retry when the connection itself failed (the request never reached a handler). */
-export async function get(doFetch: typeof fetch, resource: ResourceName, url: string, timeoutMs: number): Promise<Response> {
+/**
+ * GET with a deadline; one retry when the connection itself failed (the
+ * request never reached a handler). `stop` cuts it short: "abandoned".
+ */
+export async function get(doFetch: typeof fetch, resource: ResourceName, url: string, timeoutMs: number, stop?: AbortSignal): Promise<Response> {
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 0; ; attempt++) {
     try {
@@ -27,12 +30,14 @@ export async function get(doFetch: typeof fetch, resource: ResourceName, url: st
         () => {
           const remaining = deadline - Date.now();
           if (remaining <= 0) throw new OriginError(resource, "overloaded", "no connection of this request free in time");
-          return doFetch(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(remaining) });
+          const timeout = AbortSignal.timeout(remaining);
+          return doFetch(url, { headers: { accept: "application/json" }, signal: stop ? AbortSignal.any([timeout, stop]) : timeout });
         },
         deadline - Date.now() + SLOT_GRACE_MS,
       );
     } catch (error) {
       if (error instanceof OriginError) throw error;
+      if (stop?.aborted) throw abandoned(resource);
       if (error instanceof SubrequestBudgetSpent) throw new OriginError(resource, "overloaded", error.message);
       if (isTimeout(error)) throw new OriginError(resource, "timeout", `no answer within ${timeoutMs} ms`, noticedLate(deadline - timeoutMs, timeoutMs));
       const delay = RETRY_DELAY_MS.min + Math.random() * (RETRY_DELAY_MS.max - RETRY_DELAY_MS.min);
@@ -81,6 +86,11 @@ export async function readJson(resource: ResourceName, response: Response, maxBo
   } catch {
     throw new OriginError(resource, "invalid", "body is not JSON");
   }
+}
+
+/** The caller cut the exchange short: nobody waits for its answer any more. */
+export function abandoned(resource: ResourceName): OriginError {
+  return new OriginError(resource, "abandoned", "nobody waits for the answer any more");
 }
 
 function errorText(error: unknown): string {

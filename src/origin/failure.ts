@@ -16,7 +16,9 @@ export type OriginFailure =
   /** Not attempted: this isolate's origin fetch slots and queue were full. */
   | "overloaded"
   /** Not attempted: the service failed repeatedly and its breaker is open. */
-  | "circuit-open";
+  | "circuit-open"
+  /** Cut short by the caller: nobody waited for the answer any more (its visitor left). */
+  | "abandoned";
 
 export class OriginError extends Error {
   constructor(

@@ -6,7 +6,7 @@ import { createAdmission, type Admission, type AdmissionStats } from "./admissio
 import { createDepartures, type Departures, type DepartureStats } from "./departures";
 import { createLagMeter, type LagMeter } from "./lag";
 
-export { Departed } from "./departures";
+export { Departed, departed } from "./departures";
 export type { Admission, Departures };
 
 export interface OverloadOptions {

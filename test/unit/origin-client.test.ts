@@ -311,6 +311,19 @@ describe("origin client: per-service breaker", () => {
     expect(breakers.get("reviews")!.state()).toBe("open");
   });
 
+  it("a call cut short because nobody waits any more is 'abandoned', and never counted against the service", async () => {
+    const origin = recordingFetch((_url, init) => hang(init));
+    const { c, breakers } = withBreakers(origin.fetch, { policies: policies(5_000) });
+    for (let i = 0; i < THRESHOLD * 3; i++) {
+      const stop = new AbortController();
+      const call = failureOf(c.fetchResource("product", `p-00000${i}`, "visitor", stop.signal));
+      stop.abort();
+      expect(await call).toBe("abandoned");
+    }
+    expect(origin.calls).toHaveLength(THRESHOLD * 3); // one attempt each: no retry of a call nobody wants
+    expect(breakers.get("product")!.state()).toBe("closed");
+  });
+
   it("never opens on answers about one id (400, 422, a body that breaks the contract, another id's data), however many", async () => {
     // What anonymous visitors can cause by asking for junk ids, or for `P-1` at an origin that answers with `p-1`.
     const answers = [
