@@ -9,8 +9,8 @@ import { createRing } from "./cache/ring";
 import { createShardedL2 } from "./cache/shardedL2";
 import { createReadThrough, type ReadThrough } from "./cache/readThrough";
 import { fillBoundMs } from "./cache/fill";
-import { createOverload, type Overload } from "./overload";
 import { RESOURCE_NAMES } from "./origin/resources";
+import { createOverload, type Overload } from "./overload";
 import { ConfigError, parseConfig, type Config, type Env, type L2Endpoint } from "./config";
 import { DEFAULTS } from "./config/defaults";
 import { createOriginClient, type OriginClient } from "./origin/client";
@@ -87,6 +87,7 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
     clock,
     maxLagMs: config.shedLagMs,
     maxColdPages: config.coldPagesMax,
+    minColdPages: DEFAULTS.coldPagesAlways,
     maxColdPagesQueued: DEFAULTS.coldPagesQueued,
     coldPageWaitMs: config.coldPageWaitMs,
     // A page's read fills its subject, then the other parts: two fills at most, one after the other.
@@ -95,7 +96,7 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
     // A finished fill's write waits for its send (sendWindowMs), then has the write budget.
     backgroundFillMs: DEFAULTS.sendWindowMs + DEFAULTS.l2WriteTimeoutMs,
   });
-  const l2 = config.l2 ? createTierL2(config.l2.shards, config.l2TimeoutMs, clock, metrics) : null;
+  const l2 = config.l2 ? createTierL2(config.l2.shards, config.l2TimeoutMs, clock, metrics, overload.lag.observeReply) : null;
   const wideRetentionMs = longestEntryLifeMs(config);
   const purgeLog = l2 ? createPurgeLog({ l2, keyPrefix: config.keyPrefix, wideRetentionMs, clock }) : null;
   // The watcher judges what the cache serves, and the cache's L1 is what the watcher purges.
@@ -140,7 +141,7 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
 }
 
 /** One L2 client and breaker per shard; several shards go on a consistent-hash ring. */
-function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: Clock, metrics?: Metrics): L2 {
+function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: Clock, metrics?: Metrics, onReply?: (ms: number) => void): L2 {
   const clients = shards.map((shard) =>
     createL2({
       name: shard.name,
@@ -150,6 +151,7 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
       writeTimeoutMs: DEFAULTS.l2WriteTimeoutMs,
       claimTimeoutMs: Math.max(timeoutMs, DEFAULTS.l2ClaimTimeoutMs),
       probeTimeoutMs: Math.max(timeoutMs, DEFAULTS.l2ProbeTimeoutMs),
+      onReply,
       breaker: createBreaker({
         failureThreshold: DEFAULTS.l2BreakerFailures,
         coolDownMs: DEFAULTS.l2BreakerCoolDownMs,

@@ -25,6 +25,8 @@ const PARTS: [string, RegExp][] = [
   ["origin client, validation", /^(src\/origin\/|node_modules\/valibot\/)/],
   ["known-ids filter", /^src\/knownIds\//],
   ["metrics, logs", /^src\/observability\//],
+  ["admission, departures (overload)", /^src\/overload\//],
+  ["Workers rules (leases, limiter, gate, breaker)", /^src\/shared\//],
   ["other tier code", /^src\//],
   ["other libraries", /^node_modules\//],
 ];

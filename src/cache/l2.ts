@@ -146,6 +146,8 @@ export interface L2Options {
   /** Budget of the probe that confirms an outage before time-outs open the breaker (breaker.ts: `confirmTimeouts`), ms. */
   probeTimeoutMs?: number;
   breaker: Breaker;
+  /** Told how long each answered call took (overload/lag.ts: how late this isolate reads its replies). */
+  onReply?: (ms: number) => void;
 }
 
 // The scripts read keys that anybody with access to Redis may have written
@@ -292,6 +294,7 @@ export function createL2({
   claimTimeoutMs = timeoutMs,
   probeTimeoutMs = writeTimeoutMs,
   breaker,
+  onReply,
 }: L2Options): L2 {
   const reader = client(url, token, timeoutMs);
   const prober = client(url, token, probeTimeoutMs);
@@ -300,7 +303,7 @@ export function createL2({
   const claimScript = claimer.createScript<(string | [number, string])[]>(CLAIM_FILLS);
   const writeScript = writer.createScript<number[]>(WRITE_FILLS);
   const stats = emptyStats();
-  const guarded = createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutMs, probeTimeoutMs });
+  const guarded = createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutMs, probeTimeoutMs, onReply });
   // Newest kept: lru-cache evicts the least recently set first. Plain data only: it is replayed from other requests.
   const backlog = new LRUCache<string, Pending>({
     max: BACKLOG_MAX,

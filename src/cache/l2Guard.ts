@@ -55,12 +55,14 @@ interface L2GuardOptions {
   timeoutMs: number;
   writeTimeoutMs: number;
   probeTimeoutMs: number;
+  /** Told how long each call that Redis answered took, from its send to its reply read (overload/lag.ts). */
+  onReply?: (ms: number) => void;
 }
 
 /** A place in the request's connection gate outlives its call's budget by this much (shared/subrequests.ts). */
 export const LATE_GRACE_MS = 1000;
 
-export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutMs, probeTimeoutMs }: L2GuardOptions) {
+export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutMs, probeTimeoutMs, onReply }: L2GuardOptions) {
   /**
    * Time-outs alone would open the breaker (see breaker.ts): ask Redis
    * directly, once, with a budget long enough for this isolate's own stalls.
@@ -111,6 +113,7 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
         return call();
       }, budgetMs + LATE_GRACE_MS);
       breaker.success();
+      onReply?.(Date.now() - startedAt);
       return result;
     } catch (error) {
       // Not Redis's failure but this isolate's (see breaker.ts): its own

@@ -70,20 +70,35 @@ export const DEFAULTS = {
   originMaxConcurrent: 256,
   /**
    * New work (a page's L1 misses: L2 reads, lock claims, origin fetches)
-   * starts only while the isolate runs at most this late, in ms a 1 ms timer
-   * fires late (SHED_LAG_MS; overload/lag.ts). Every request queues behind
-   * the work already in the isolate, and the replies and renders of cold
-   * pages land in that queue: held back while the isolate is late, they
-   * leave the CPU to the pages it can serve at once. Placeholder until measured.
+   * starts only while the isolate runs at most this late (SHED_LAG_MS;
+   * overload/lag.ts: how late L2 replies are read, or a 1 ms timer fires).
+   * Every request queues behind the work already in the isolate, and the
+   * replies and renders of cold pages land in that queue. Measured on one
+   * isolate (bench:soak --flood, 2026-11-26): at 30, cached pages' p99 was
+   * 77-110 ms beside a crawler of 32 connections (102-152 ms with nothing
+   * held back) and 49-100 ms beside 8 departing connections; at 100 the
+   * crawler's was 128 ms. The price is paid by loads that keep the isolate
+   * late for good: two isolates under 64 closed-loop Zipf connections and
+   * 8 departing ones shed 4-7% of their pages at 30, 2.4% at 50, 0.7% at 100.
    */
   shedLagMs: 30,
   /**
    * Pages needing new work in progress at once per isolate (COLD_PAGES_MAX):
-   * a bound on what the isolate takes on, as many as the origin's slots, so
-   * that a slow origin (cold pages waiting on I/O, not on the CPU) is not
-   * held back by it; the lag is what holds back CPU.
+   * a bound on what the isolate takes on, as many as the origin's slots.
+   * Not what holds back CPU (the lag is): a cold page mostly waits on
+   * Redis and the origin, and at 16 (each counted 250 ms at most) a
+   * 64-connection soak shed 4% of its pages and a crawler's cached pages
+   * fared no better (bench:soak, 2026-11-26).
    */
   coldPagesMax: 256,
+  /**
+   * Cold pages in progress whatever the lag: one, so that cold pages never
+   * stop altogether while cached pages alone keep a saturated isolate late.
+   * Not more: a cold page takes 15-25 ms from start to end on an idle
+   * origin, so even 4 at a time kept a crawler saturating the isolate, and
+   * its cached pages' p99 went from 77-100 ms to 137 ms (bench:soak --flood).
+   */
+  coldPagesAlways: 1,
   /** Cold pages waiting for their turn at most; more are shed at once. */
   coldPagesQueued: 256,
   /**

@@ -13,6 +13,7 @@ export interface OverloadOptions {
   clock: Clock;
   maxLagMs: number;
   maxColdPages: number;
+  minColdPages: number;
   maxColdPagesQueued: number;
   coldPageWaitMs: number;
   coldPageLeaseMs: number;

@@ -9,7 +9,7 @@ import { fakeClock } from "../support/fakes";
 /** A lag meter that says what the test says. */
 function fixedLag(): LagMeter & { set(ms: number): void } {
   let lagMs = 0;
-  return { sample: () => undefined, lagMs: () => lagMs, set: (ms) => void (lagMs = ms) };
+  return { sample: () => undefined, observeReply: () => undefined, lagMs: () => lagMs, set: (ms) => void (lagMs = ms) };
 }
 
 describe("admission of pages that need new work", () => {
@@ -29,6 +29,7 @@ describe("admission of pages that need new work", () => {
       lag,
       maxLagMs: 30,
       maxColdPages: 4,
+      minColdPages: 0,
       maxColdPagesQueued: 4,
       coldPageWaitMs: 1000,
       coldPageLeaseMs: 10_000,
@@ -43,7 +44,16 @@ describe("admission of pages that need new work", () => {
     vi.useFakeTimers({ now: 0 });
     const lag = fixedLag();
     const clock = { now: () => Date.now() };
-    const admission = createAdmission({ clock, lag, maxLagMs: 30, maxColdPages: 4, maxColdPagesQueued: 4, coldPageWaitMs: 1000, coldPageLeaseMs: 10_000 });
+    const admission = createAdmission({
+      clock,
+      lag,
+      maxLagMs: 30,
+      maxColdPages: 4,
+      minColdPages: 0,
+      maxColdPagesQueued: 4,
+      coldPageWaitMs: 1000,
+      coldPageLeaseMs: 10_000,
+    });
     lag.set(31);
     let ran = 0;
     const waiting = admission.admit(async () => ++ran, true);
@@ -64,6 +74,33 @@ describe("admission of pages that need new work", () => {
     expect(admission.stats()).toMatchObject({ admitted: 1, shed: { lagging: 2, busy: 0 }, coldPagesQueued: 0 });
   });
 
+  it("keeps minColdPages in progress whatever the lag: cold pages move while cached pages alone keep the isolate late", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const lag = fixedLag();
+    lag.set(500);
+    const clock = { now: () => Date.now() };
+    const admission = createAdmission({
+      clock,
+      lag,
+      maxLagMs: 30,
+      maxColdPages: 8,
+      minColdPages: 2,
+      maxColdPagesQueued: 4,
+      coldPageWaitMs: 1000,
+      coldPageLeaseMs: 10_000,
+    });
+    const [first, second] = [heldWork(), heldWork()];
+    const running = [admission.admit(first.work, true), admission.admit(second.work, true)];
+    const third = admission.admit(async () => "third", true);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(admission.stats()).toMatchObject({ coldPages: 2, coldPagesQueued: 1 });
+    first.release();
+    await vi.advanceTimersByTimeAsync(20);
+    expect(await third).toBe("third");
+    second.release();
+    await Promise.all(running);
+  });
+
   it("holds at most maxColdPages in progress and maxColdPagesQueued waiting; more are shed at once", async () => {
     vi.useFakeTimers({ now: 0 });
     const clock = { now: () => Date.now() };
@@ -72,6 +109,7 @@ describe("admission of pages that need new work", () => {
       lag: fixedLag(),
       maxLagMs: 30,
       maxColdPages: 2,
+      minColdPages: 0,
       maxColdPagesQueued: 1,
       coldPageWaitMs: 1000,
       coldPageLeaseMs: 10_000,
@@ -97,6 +135,7 @@ describe("admission of pages that need new work", () => {
       lag: fixedLag(),
       maxLagMs: 30,
       maxColdPages: 1,
+      minColdPages: 0,
       maxColdPagesQueued: 1,
       coldPageWaitMs: 0,
       coldPageLeaseMs: 2000,
@@ -113,6 +152,7 @@ describe("admission of pages that need new work", () => {
       lag: fixedLag(),
       maxLagMs: 50,
       maxColdPages: 1,
+      minColdPages: 0,
       maxColdPagesQueued: 1,
       coldPageWaitMs: 0,
       coldPageLeaseMs: 1000,
@@ -162,6 +202,33 @@ describe("the lag meter", () => {
     expect(meter.lagMs()).toBeGreaterThanOrEqual(119);
     // A second later with no new sample, the old one says nothing about now.
     vi.setSystemTime(Date.now() + 1000);
+    expect(meter.lagMs()).toBe(0);
+  });
+
+  it("reads how late replies are handled: the running average of L2 reply times beyond the fastest of the last windows", () => {
+    const clock = fakeClock();
+    const meter = createLagMeter({ clock, fastestWindowMs: 10_000, sampleLifeMs: 1000 });
+    // An idle isolate: Redis answers in 2-3 ms.
+    for (let i = 0; i < 50; i++) {
+      meter.observeReply(2 + (i % 2));
+      clock.advance(10);
+    }
+    expect(meter.lagMs()).toBeLessThan(1);
+    // Busy: each reply waits ~40 ms to be read.
+    for (let i = 0; i < 50; i++) {
+      meter.observeReply(42);
+      clock.advance(10);
+    }
+    expect(meter.lagMs()).toBeGreaterThan(35);
+    expect(meter.lagMs()).toBeLessThanOrEqual(40);
+    // Quiet for a second: no news is no lag.
+    clock.advance(1000);
+    expect(meter.lagMs()).toBe(0);
+    // A Redis that got slower for good (50 ms) is its new normal once the windows have turned.
+    for (let i = 0; i < 2100; i++) {
+      meter.observeReply(50);
+      clock.advance(10);
+    }
     expect(meter.lagMs()).toBe(0);
   });
 

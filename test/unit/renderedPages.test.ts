@@ -71,6 +71,7 @@ function setup() {
       clock,
       maxLagMs: 50,
       maxColdPages: 8,
+      minColdPages: 0,
       maxColdPagesQueued: 8,
       coldPageWaitMs: 100,
       coldPageLeaseMs: 10_000,
