@@ -46,7 +46,24 @@ export function createApp(): Hono<AppEnv> {
     await withSubrequestGate(tier.config.maxSubrequests, next);
   });
 
-  app.use("*", secureHeaders());
+  // A strict Content-Security-Policy for the pages: nothing runs (the JSON-LD
+  // block is data, not a script), styles are the page's own inline ones,
+  // images come from the web (the origin's image URLs, http(s) only: see
+  // render/urls.ts) or are data: (the empty favicon). A route that sets its own (the status page) keeps it.
+  app.use(
+    "*",
+    secureHeaders({
+      contentSecurityPolicy: {
+        defaultSrc: ["'none'"],
+        imgSrc: ["https:", "http:", "data:"],
+        styleSrc: ["'unsafe-inline'"],
+        baseUri: ["'none'"],
+        formAction: ["'none'"],
+        frameAncestors: ["'none'"],
+      },
+      overwrite: false,
+    }),
+  );
   app.use("/products/*", timing({ total: true, crossOrigin: false }));
   // The page sets a version-derived ETag; hono/etag answers 304 to a matching If-None-Match.
   app.use("/products/*", etag({ retainedHeaders: [...RETAINED_304_HEADERS, "cache-status", "server-timing"] }));
@@ -59,6 +76,8 @@ export function createApp(): Hono<AppEnv> {
 
   app.notFound((c) => errorPage(c, 404, "There is no page at this address.", "public, max-age=60"));
   app.onError((error, c) => {
+    // A middleware's own answer (hono/bearer-auth's 401 with its WWW-Authenticate challenge, say): as it made it.
+    if (error instanceof HTTPException && error.res) return error.getResponse();
     if (error instanceof HTTPException && error.status < 500) {
       // Malformed requests (bad JSON and the like): a readable answer in the endpoint's own language.
       const path = new URL(c.req.url).pathname;

@@ -157,6 +157,7 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
         coolDownMs: DEFAULTS.l2BreakerCoolDownMs,
         minFailureSpanMs: DEFAULTS.breakerMinFailureSpanMs,
         confirmTimeouts: true,
+        recoveryProbeEveryMs: DEFAULTS.l2RecoveryProbeEveryMs,
         clock,
         onChange: watchBreaker(`l2:${shard.name}`, metrics),
       }),

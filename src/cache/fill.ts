@@ -66,6 +66,10 @@ export interface FillContext {
    * would start new work (overload/departures.ts).
    */
   wanted?: () => boolean;
+  /** Set by the fill: its claim was answered (L2 said what it holds for the key). */
+  l2Answered?: boolean;
+  /** Redis did not answer the page's read on time (pageSteps.ts, PageRequest.l2Silent): no lock is claimed. */
+  l2Silent?: boolean;
   /** Set by the fill: its visitors left while it was at the origin, and it finishes as background work (within the budget). */
   finishingForNobody?: boolean;
   /**
@@ -90,11 +94,18 @@ export interface FillDeps {
   sleep: (ms: number) => Promise<void>;
   /** What becomes of fills nobody waits for any more (none in unit tests: they go on). */
   departures?: Departures;
+  /**
+   * Whether this isolate runs late now (overload/lag.ts): then a Redis call
+   * without an answer may be a reply read too late, not a Redis that does
+   * not answer. Without it (unit tests), always assumed.
+   */
+  isolateLate?: () => boolean;
 }
 
 export function createFill(deps: FillDeps) {
   const { config, origin, l2, l2Entries, clock, departures } = deps;
-  const waitForWinner = createLockWait(deps);
+  const isolateLate = deps.isolateLate ?? (() => true);
+  const waitForWinner = createLockWait({ ...deps, isolateLate });
 
   /** Nobody waits for this fill any more: `step` is not started (a lock this fill may hold is released by the caller). */
   function stopUnlessWanted(context: FillContext, step: string): void {
@@ -215,7 +226,13 @@ export function createFill(deps: FillDeps) {
       });
     const decode = (value: string) => l2Entries.read(key, value, context.resource, context.id, context.background);
     stopUnlessWanted(context, "lock claim");
-    const first = await claim();
+    // While L2 is not to be counted on (its breaker open, or an outage being
+    // confirmed, or Redis silent to this page's read), no claim is waited
+    // for: the fill goes to the origin, and its write to the backlog if
+    // Redis does not take it.
+    const claiming = l2.accepts(key) && !context.l2Silent;
+    const first = claiming ? await claim() : undefined;
+    if (first !== undefined) context.l2Answered = true;
     if (first?.kind === "copy") {
       const entry = decode(first.value);
       if (entry) {
@@ -225,13 +242,17 @@ export function createFill(deps: FillDeps) {
     }
     if (first && first.kind !== "copy" && first.stale) context.olderCopy = decode(first.stale);
     let won = first?.kind === "won";
-    // A claim without an answer while L2's breaker stays closed was most
-    // likely this isolate's own delay (a busy isolate reads replies late):
-    // the lock may be taken, by this fill or another isolate's. Look before
-    // fetching, as a loser does: under a herd, fetching at once was a
-    // second origin fetch for the product.
-    const unanswered = first === undefined && l2.accepts(key);
-    if (first?.kind === "lost" || unanswered) {
+    // A claim without an answer while L2's breaker stays closed: when this
+    // isolate runs late, most likely its own delay (a busy isolate reads
+    // replies late), and the lock may be taken, by this fill or another
+    // isolate's. Look before fetching, as a loser does: under a herd,
+    // fetching at once was a second origin fetch for the product. When it
+    // does not, Redis did not answer (it hangs): waiting for a winner would
+    // be waiting for nothing (a cold page took 2.3 s while Redis was paused),
+    // so it fetches at once, and its write releases the lock if the claim
+    // took it after all.
+    const unanswered = claiming && first === undefined && l2.accepts(key);
+    if (first?.kind === "lost" || (unanswered && isolateLate())) {
       const reclaim = async (): Promise<Reclaimed> => {
         const again = await claim();
         if (again?.kind === "copy") return decode(again.value);
@@ -267,8 +288,8 @@ export function createFill(deps: FillDeps) {
       if (won) releaseLock(l2, key, lockToken, context);
       return entry;
     }
-    // The lock is released with the write.
-    storeInL2(l2, key, entry, won ? lockToken : "", context);
+    // The lock is released with the write (an unanswered claim's too, if it took it).
+    storeInL2(l2, key, entry, won || unanswered ? lockToken : "", context);
     return entry;
   }
 

@@ -303,7 +303,16 @@ export function createL2({
   const claimScript = claimer.createScript<(string | [number, string])[]>(CLAIM_FILLS);
   const writeScript = writer.createScript<number[]>(WRITE_FILLS);
   const stats = emptyStats();
-  const guarded = createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutMs, probeTimeoutMs, onReply });
+  const guarded = createL2Guard({
+    breaker,
+    stats,
+    prober,
+    timeoutMs,
+    writeTimeoutMs,
+    probeTimeoutMs,
+    onReply,
+    onRecovered: () => flushBacklog(),
+  });
   // Newest kept: lru-cache evicts the least recently set first. Plain data only: it is replayed from other requests.
   const backlog = new LRUCache<string, Pending>({
     max: BACKLOG_MAX,
@@ -354,6 +363,30 @@ export function createL2({
     });
   }
 
+  async function flushBacklog(): Promise<void> {
+    if (backlog.size === 0 || flushingUntil > Date.now() || !breaker.allow()) return;
+    flushingUntil = Date.now() + BACKLOG_BATCHES_PER_FLUSH * (writeTimeoutMs + LATE_GRACE_MS);
+    try {
+      for (let round = 0; round < BACKLOG_BATCHES_PER_FLUSH && backlog.size > 0; round++) {
+        const now = Date.now();
+        // Entries past their end are not worth a write; the rest go newest first (lru-cache's order).
+        for (const [key, pending] of [...backlog.entries()]) if (pending.expiresAt <= now) backlog.delete(key);
+        const batch = [...backlog.entries()].slice(0, BACKLOG_BATCH);
+        if (batch.length === 0) return;
+        const { keys, args } = writeArgs(batch.map(([, pending]) => ({ write: pending.write, ttlMs: pending.expiresAt - now })));
+        const done = await guarded(() => writeScript.exec(keys, args), { isWrite: true, force: true });
+        if (done === undefined) return;
+        for (const [key, pending] of batch) {
+          // A newer write for the key may have joined the backlog meanwhile: it stays.
+          if (backlog.peek(key) === pending) backlog.delete(key);
+        }
+        stats.replayedWrites += batch.length;
+      }
+    } finally {
+      flushingUntil = 0;
+    }
+  }
+
   return {
     breaker,
     stats,
@@ -365,29 +398,7 @@ export function createL2({
     claimFills,
     writeFills,
     backlogSize: () => backlog.size,
-    async flushBacklog() {
-      if (backlog.size === 0 || flushingUntil > Date.now() || !breaker.allow()) return;
-      flushingUntil = Date.now() + BACKLOG_BATCHES_PER_FLUSH * (writeTimeoutMs + LATE_GRACE_MS);
-      try {
-        for (let round = 0; round < BACKLOG_BATCHES_PER_FLUSH && backlog.size > 0; round++) {
-          const now = Date.now();
-          // Entries past their end are not worth a write; the rest go newest first (lru-cache's order).
-          for (const [key, pending] of [...backlog.entries()]) if (pending.expiresAt <= now) backlog.delete(key);
-          const batch = [...backlog.entries()].slice(0, BACKLOG_BATCH);
-          if (batch.length === 0) return;
-          const { keys, args } = writeArgs(batch.map(([, pending]) => ({ write: pending.write, ttlMs: pending.expiresAt - now })));
-          const done = await guarded(() => writeScript.exec(keys, args), { isWrite: true, force: true });
-          if (done === undefined) return;
-          for (const [key, pending] of batch) {
-            // A newer write for the key may have joined the backlog meanwhile: it stays.
-            if (backlog.peek(key) === pending) backlog.delete(key);
-          }
-          stats.replayedWrites += batch.length;
-        }
-      } finally {
-        flushingUntil = 0;
-      }
-    },
+    flushBacklog,
     run(call, options) {
       const isWrite = options?.isWrite ?? false;
       return guarded(() => call(isWrite ? writer : reader), options);

@@ -57,12 +57,14 @@ interface L2GuardOptions {
   probeTimeoutMs: number;
   /** Told how long each call that Redis answered took, from its send to its reply read (overload/lag.ts). */
   onReply?: (ms: number) => void;
+  /** Called (in the probe's background work) once a recovery probe closed the breaker: the writes kept meanwhile go out. */
+  onRecovered?: () => Promise<void>;
 }
 
 /** A place in the request's connection gate outlives its call's budget by this much (shared/subrequests.ts). */
 export const LATE_GRACE_MS = 1000;
 
-export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutMs, probeTimeoutMs, onReply }: L2GuardOptions) {
+export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutMs, probeTimeoutMs, onReply, onRecovered }: L2GuardOptions) {
   /**
    * Time-outs alone would open the breaker (see breaker.ts): ask Redis
    * directly, once, with a budget long enough for this isolate's own stalls.
@@ -84,6 +86,23 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
   }
 
   /**
+   * Asks Redis whether it is back while the breaker is open (breaker.ts,
+   * `recoveryProbeDue`): within the probe's budget, under the `waitUntil` of
+   * the request that found it due. An answer closes the breaker, and the
+   * writes kept while it was open go out with the next page read.
+   */
+  async function probeRecovery(): Promise<void> {
+    try {
+      await subrequest(() => prober.ping(), probeTimeoutMs + LATE_GRACE_MS);
+    } catch {
+      breaker.recovered(false);
+      return;
+    }
+    breaker.recovered(true);
+    await onRecovered?.();
+  }
+
+  /**
    * One call, `undefined` if it failed or was skipped. `force`: try even
    * while the breaker is open (an operator's purge must be recorded if Redis
    * can take it: the breaker protects visitors from a slow Redis, not Redis
@@ -100,6 +119,8 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
     }: L2CallOptions & { budgetMs?: number } = {},
   ): Promise<T | undefined> {
     if (!force && (passive ? breaker.state() === "open" : !breaker.allow())) {
+      // Redis may be back: one cheap ping now and then, off this call's path, closes the breaker as soon as it answers.
+      if (background && breaker.recoveryProbeDue()) background(probeRecovery());
       stats.skipped++;
       if (isWrite) stats.droppedWrites++;
       return undefined;

@@ -25,10 +25,14 @@ import { served, type Served, type Tier } from "./served";
 
 export type PageData = { [R in ResourceName]?: Served<ResourceTypes[R]> };
 
+/**
+ * How long the steps that wait on I/O took, ms; absent when the step did not
+ * run. No L1 or render time: in Workers the clock moves only across I/O, so
+ * work on the CPU alone always measures 0.
+ */
 export interface Timings {
-  l1: number;
-  l2: number;
-  origin: number;
+  l2?: number;
+  origin?: number;
 }
 
 /** One page read: where its background work goes, and the batch its fills' lock claims share. */
@@ -41,6 +45,13 @@ export interface PageRequest {
   heat?: Heat;
   /** The visitor's request signal, which aborts when they leave: no new work is started for nobody. Absent: nobody leaves. */
   visitor?: AbortSignal;
+  /**
+   * Set by the L2 step: Redis did not answer this page's read although the
+   * isolate reads replies on time (it hangs, and its breaker has not opened
+   * yet). The page's fills then claim no lock: a claim would wait out its
+   * budget for nothing.
+   */
+  l2Silent?: boolean;
 }
 
 /** The visitor of this read has left: no further step is started for it (overload/departures.ts). */
@@ -55,6 +66,8 @@ interface Pending {
   /** Best copy at hand that is still usable if the origin fails, and where it came from. */
   fallback?: Entry;
   fallbackTier?: Tier;
+  /** L2 answered this request about the key (its read found it or found nothing): no last-resort read is worth making. */
+  l2Answered?: boolean;
 }
 
 /** What the steps read and fill through: the read-through's parts (readThrough.ts). */
@@ -75,6 +88,8 @@ export interface PageTools {
   refresh(key: string, resource: ResourceName, id: string, request: PageRequest, freshBeyond?: number): void;
   /** A warm or hot product's fresh entry near its end, to refresh now so that it is never served stale. */
   dueForRefreshAhead(entry: Entry, heat: Heat): boolean;
+  /** Whether this isolate runs late now (overload/lag.ts): a Redis call without an answer may then be a reply read too late. */
+  isolateLate(): boolean;
 }
 
 /** A key's L2 read counts as under way this long past its budget (a read whose request vanished lapses then). */
@@ -142,7 +157,8 @@ export async function readFromL2(
   const joining = pending.filter(straightToFill);
   const toRead = pending.filter((item) => !straightToFill(item));
   if (!l2 || toRead.length === 0) return pending;
-  const readUntil = clock.now() + config.l2TimeoutMs + READ_LEASE_GRACE_MS;
+  const readStarted = clock.now();
+  const readUntil = readStarted + config.l2TimeoutMs + READ_LEASE_GRACE_MS;
   for (const item of toRead) reading.take(item.key, readUntil, true);
   const values = await l2
     .readMany(
@@ -152,6 +168,9 @@ export async function readFromL2(
     .finally(() => {
       for (const item of toRead) reading.release(item.key, true);
     });
+  // No answer within the whole budget (not an error at once: a refused call costs nothing to repeat) from an isolate on time.
+  const timedOut = clock.now() - readStarted >= config.l2TimeoutMs;
+  if (timedOut && l2.accepts(toRead[0]!.key) && values.every((value) => value === undefined) && !tools.isolateLate()) request.l2Silent = true;
   const stillPending = joining;
   for (const [index, item] of toRead.entries()) {
     const value = values?.[index];
@@ -164,7 +183,7 @@ export async function readFromL2(
       if (state === "stale") tools.refresh(item.key, item.resource, id, request);
     } else {
       const usable = state === "usable-on-error" ? best : undefined;
-      stillPending.push({ ...item, fallback: usable, fallbackTier: usable === fromL2 ? "l2" : "l1" });
+      stillPending.push({ ...item, fallback: usable, fallbackTier: usable === fromL2 ? "l2" : "l1", l2Answered: value !== undefined });
     }
   }
   return stillPending;
@@ -219,7 +238,7 @@ export async function readFromOrigin(
 }
 
 async function fillOne(tools: PageTools, id: string, item: Pending, request: PageRequest, again = false): Promise<Served<unknown>> {
-  const context: FillContext = { ...tools.fillContext(item.resource, id, request), visitor: request.visitor };
+  const context: FillContext = { ...tools.fillContext(item.resource, id, request), visitor: request.visitor, l2Silent: request.l2Silent };
   const forward = item.fallback ? "stale" : "miss";
   try {
     const { entry, joined } = await tools.flights.await(item.key, context);
@@ -271,10 +290,11 @@ async function fallBack(
   if (fromFill && entryState(fromFill, clock.now()) !== "expired") l1.keep(item.key, fromFill);
   const inL1 = tools.judged(l1.entry(item.key), id, item.resource);
   const fallback = newerOf(newerOf(item.fallback, fromFill), inL1);
-  if ((!fallback || entryState(fallback, clock.now()) === "expired") && l2 && l2.breaker.state() !== "closed") {
-    // A double fault: the origin failed, and L2 was skipped because its
-    // breaker is open (Redis failed a moment ago). Another isolate may
-    // have stored this entry since: one read, as the last resort before a 503.
+  if ((!fallback || entryState(fallback, clock.now()) === "expired") && l2 && !item.l2Answered && !context.l2Answered) {
+    // A double fault: the origin failed, and L2 was not asked, or did not
+    // answer (its breaker was open: Redis failed a moment ago; or it had
+    // just closed again). Another isolate may have stored this entry since:
+    // one read, as the last resort before a 503.
     const [value] = await l2.readMany([item.key], { force: true, background: request.background });
     const lastResort = tools.judged(value ? tools.l2Entries.read(item.key, value, item.resource, id, request.background) : undefined, id, item.resource);
     const state = entryState(lastResort, clock.now());

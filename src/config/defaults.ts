@@ -129,9 +129,25 @@ export const DEFAULTS = {
   originBreakerFailures: 10,
   /** How long that breaker stays open before one probe. */
   originBreakerCoolDownMs: 2000,
+  /**
+   * An isolate this late (overload/lag.ts) may read a Redis reply after its
+   * budget ran out: a call without an answer is then not taken for a Redis
+   * that hangs (a fill's claim or poll waits on; cache/fill.ts). Below it,
+   * the isolate reads replies on time, and no answer means Redis's silence.
+   */
+  isolateLateMs: 50,
   /** Failures (among the last 20 calls, and at least half of them) that open the L2 breaker, and how long it stays open before a probe. */
   l2BreakerFailures: 5,
   l2BreakerCoolDownMs: 5000,
+  /**
+   * While the L2 breaker is open, a request sends Redis a PING in the
+   * background this often: its answer closes the breaker at once, so writes
+   * (and the backlog kept meanwhile) flow again within this of Redis coming
+   * back, not at the end of the cool-down (5 s, when the fleet's isolates
+   * could not see what each other fetched meanwhile). A probe costs Redis a
+   * PING a quarter second per isolate, and no visitor waits for it.
+   */
+  l2RecoveryProbeEveryMs: 250,
   /**
    * The failures that open a breaker must span at least this long: calls
    * that time out together were stalled together in this isolate (a GC, a

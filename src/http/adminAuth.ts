@@ -8,6 +8,9 @@ import type { AppEnv } from "./appEnv";
 
 const guards = new WeakMap<Tier, MiddlewareHandler>();
 
+/** The protection space the tier's own endpoints share (WWW-Authenticate: Bearer realm="…"). */
+const REALM = "edge-product-pages admin";
+
 export function requirePurgeToken(): MiddlewareHandler<AppEnv> {
   return async (c: Context<AppEnv>, next: Next) => {
     const tier = c.get("tier");
@@ -15,11 +18,15 @@ export function requirePurgeToken(): MiddlewareHandler<AppEnv> {
     if (!token) return c.json({ error: "not_found", message: "this endpoint is closed: no PURGE_TOKEN is configured" }, 404);
     let guard = guards.get(tier);
     if (!guard) {
+      // RFC 6750: each 401 names the scheme and realm (WWW-Authenticate), and the body says what to send.
       guard = bearerAuth({
         token,
+        realm: REALM,
         noAuthenticationHeader: { message: { error: "unauthorized", message: "send Authorization: Bearer <PURGE_TOKEN>" } },
-        invalidAuthenticationHeader: { message: { error: "bad_request", message: "malformed Authorization header" } },
-        invalidToken: { message: { error: "unauthorized", message: "invalid token" } },
+        invalidAuthenticationHeader: {
+          message: { error: "bad_request", message: "malformed Authorization header: send Authorization: Bearer <PURGE_TOKEN>" },
+        },
+        invalidToken: { message: { error: "unauthorized", message: "invalid token: send Authorization: Bearer <PURGE_TOKEN>, the PURGE_TOKEN secret" } },
       });
       guards.set(tier, guard);
     }

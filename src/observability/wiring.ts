@@ -5,6 +5,7 @@ import type { Clock } from "../shared/clock";
 import type { OriginClientOptions } from "../origin/client";
 import { createRateLimitedLog, logEvent } from "./log";
 import type { Metrics } from "./metrics";
+import type { Timings } from "../cache/pageSteps";
 
 /** Origin failures are logged at most once per service per this interval; the rest are counted as `suppressed`. */
 const ORIGIN_FAILURE_LOG_INTERVAL_MS = 10_000;
@@ -42,7 +43,7 @@ export interface PageRead {
   /** From the request's arrival to its data read (purge sync included). */
   ms: number;
   /** The read's parts (Server-Timing: l1, l2, origin). */
-  timings: { l1: number; l2: number; origin: number };
+  timings: Timings;
   /** The page's Cache-Status: where each resource came from, and whether it waited for another's fill. */
   cacheStatus: string;
 }

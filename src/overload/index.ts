@@ -7,7 +7,7 @@ import { createDepartures, type Departures, type DepartureStats } from "./depart
 import { createLagMeter, type LagMeter } from "./lag";
 
 export { Departed, departed } from "./departures";
-export type { Admission, Departures };
+export type { Admission, Departures, LagMeter };
 
 export interface OverloadOptions {
   clock: Clock;

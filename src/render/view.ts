@@ -21,7 +21,12 @@ interface MetaView {
   canonical: string | null;
   /** "noindex" on error pages. */
   robots: string | null;
-  og: { title: string; description: string; image: string | null; url: string; type: string } | null;
+  /**
+   * Open Graph and Twitter card tags (a shared link shows a card). The site
+   * name is PUBLIC_URL's host (the page URL is built from it, never from the
+   * request); the image's alt text is its own, or the product title.
+   */
+  og: { title: string; description: string; image: { url: string; alt: string } | null; url: string; type: string; siteName: string } | null;
 }
 
 interface ImageView {
@@ -140,9 +145,10 @@ export function productView(model: ProductPageModel): ProductView {
       og: {
         title: product.title,
         description: metaDescription,
-        image: images[0]?.url ?? null,
+        image: images[0] ? { url: images[0].url, alt: images[0].alt } : null,
         url: model.pageUrl,
         type: "product",
+        siteName: new URL(model.pageUrl).host,
       },
     },
     product: { id: product.id, title: product.title, brand: product.brand, description },

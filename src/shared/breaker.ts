@@ -43,6 +43,13 @@ export interface BreakerOptions {
   confirmTimeouts?: boolean;
   /** How long a confirmation handed out is awaited before another may be asked for (default `coolDownMs`). */
   confirmLeaseMs?: number;
+  /**
+   * While open, a recovery probe may be asked for this often (see
+   * `recoveryProbeDue`): a cheap call off every visitor's path whose answer
+   * closes the breaker at once, rather than at the end of the cool-down.
+   * None when absent.
+   */
+  recoveryProbeEveryMs?: number;
   clock: Clock;
   /** Told of every state change (for logs and the status page); must not throw. */
   onChange?: (from: BreakerState, to: BreakerState) => void;
@@ -68,6 +75,14 @@ export interface Breaker {
   confirmed(failed: boolean | undefined): void;
   /** Whether a confirmation is out: the service's health is in question (callers stop waiting on it, but still call it). */
   confirming(): boolean;
+  /**
+   * While open (or half-open), whether the caller should send a recovery
+   * probe now: true at most once per `recoveryProbeEveryMs` (a lease: a
+   * probe whose request vanished is replaced then). Report with `recovered`.
+   */
+  recoveryProbeDue(): boolean;
+  /** A recovery probe's outcome: an answer closes the breaker at once; a failure leaves it as it is. */
+  recovered(answered: boolean): void;
   /** Successful calls so far: read when a call begins, handed to `failure`. */
   readonly successes: number;
   state(): BreakerState;
@@ -79,6 +94,7 @@ export function createBreaker({
   minFailureSpanMs = 0,
   confirmTimeouts = false,
   confirmLeaseMs = coolDownMs,
+  recoveryProbeEveryMs,
   clock,
   onChange,
 }: BreakerOptions): Breaker {
@@ -108,6 +124,8 @@ export function createBreaker({
   /** Until when the confirmation asked for is awaited (0: none out). */
   let confirmUntil = 0;
   let successes = 0;
+  /** When the last recovery probe was handed out. */
+  let recoveryProbeAt = -Infinity;
   const open = () => {
     openedAt = clock.now();
     confirmUntil = 0;
@@ -163,6 +181,19 @@ export function createBreaker({
       }
     },
     confirming: () => state === "closed" && clock.now() < confirmUntil,
+    recoveryProbeDue() {
+      if (state === "closed" || recoveryProbeEveryMs === undefined) return false;
+      const now = clock.now();
+      if (now - recoveryProbeAt < recoveryProbeEveryMs) return false;
+      recoveryProbeAt = now;
+      return true;
+    },
+    recovered(answered) {
+      if (!answered || state === "closed") return;
+      recent.length = 0;
+      probeUntil = 0;
+      become("closed");
+    },
     state: () => state,
     get successes() {
       return successes;

@@ -204,6 +204,8 @@ async function visit(name: string, path: string, viewport: ViewportName, expecte
 /** What every page must get right, at every width. */
 async function expectSoundPage(v: Visit, expectedStatus: number): Promise<void> {
   expect(v.status).toBe(expectedStatus);
+  // A strict CSP, and nothing on the page violates it (a violation is a console error, counted as a problem).
+  expect(v.headers["content-security-policy"]).toMatch(/default-src 'none'/);
   expect(v.problems, "console errors, script errors, failed or error requests").toEqual([]);
 
   const s = v.structure;

@@ -75,7 +75,7 @@ function describeRefusingL2Outage(name: string, breakL2: (stack: Stack) => Promi
     });
 
     it("serves pages in L1 from L1, others from the origin once per key, and never errors", async () => {
-      const [warmA, warmB, coldA, coldB, burst] = completeProducts(100, 5);
+      const [warmA, warmB, coldA, coldB, burst, ...more] = completeProducts(100, 9);
       for (const id of [warmA!, warmB!]) expect((await page(worker, `/products/${id}`)).status).toBe(200);
       expect((await health(worker)).l2).toBe("closed");
 
@@ -104,7 +104,13 @@ function describeRefusingL2Outage(name: string, breakL2: (stack: Stack) => Promi
         expect(p.degraded).toEqual([]);
         expect(p.html).toContain("In stock");
       }
-      // Failed L2 calls opened the isolate's breaker.
+      // Failed L2 calls open the isolate's breaker within a few cold pages (a refused call is no reason to stop claiming locks, so each page adds its failures).
+      for (const id of more) {
+        if ((await health(worker)).l2 === "open") break;
+        const p = await page(worker, `/products/${id}`);
+        pages.push(p);
+        expect(p.status).toBe(200);
+      }
       expect((await health(worker)).l2).toBe("open");
 
       // With the breaker open: a burst for a cold product, and repeats of the ones just filled.
@@ -169,11 +175,14 @@ describe("when Redis fails", () => {
         for (const p of pages) {
           expect(p.degraded).toEqual([]);
           // A hung Redis would cost the gateway's 5 s command timeout, or forever.
-          // The first page pays its L2 read, its claim, and the wait for a
-          // lock no L2 answers about, until the breaker's probe is out. (Bounds
-          // for a loaded machine: 1,622 ms was seen beside other test runs.)
-          expect(p.ms).toBeLessThan(p === pages[0] ? 2500 : 1500);
+          // A cold page pays its L2 read's budget (100 ms) and the origin
+          // (~5 ms), and the purge sync's read when one is due: Redis's
+          // silence to an isolate that reads replies on time is taken for what
+          // it is, so no lock is claimed and no winner waited for (it was
+          // 2.3 s at the p99). Bounds for a loaded machine.
+          expect(p.ms).toBeLessThan(600);
         }
+        console.log(`Redis frozen: cold pages ${pages.map((p) => Math.round(p.ms)).join(", ")} ms`);
         // The first page waited for its L2 read until the budget ran out...
         const firstL2 = serverTiming(pages[0]!.headers, "l2")!;
         expect(firstL2).toBeGreaterThanOrEqual(L2_BUDGET_MS * 0.9);
@@ -224,13 +233,13 @@ describe("when Redis fails", () => {
       // A fresh, empty Redis on the same port; the gateway reconnects by itself.
       await stack.redis.restart();
       await waitFor("the gateway to reach the new redis", async () => (await gatewayCommand(stack, ["PING"])) === "PONG");
-      await sleep(Math.max(0, openedBy + DEFAULTS.l2BreakerCoolDownMs + 300 - Date.now()));
-      // Still "open" until a request lets the probe through.
-      expect((await health(worker)).l2).toBe("open");
-
+      const backAt = Date.now();
+      // Long before the cool-down (5 s) is over, the next page's skipped L2 call sends a recovery probe, off its path.
+      expect(backAt - openedBy).toBeLessThan(DEFAULTS.l2BreakerCoolDownMs);
       const probed = await page(worker, `/products/${afterOutage}`);
       expect(probed.status).toBe(200);
-      expect((await health(worker)).l2).toBe("closed");
+      await waitFor("the breaker closed by the recovery probe", async () => (await health(worker)).l2 === "closed", 1000);
+      expect(Date.now() - backAt).toBeLessThan(DEFAULTS.l2BreakerCoolDownMs);
 
       // The page's entries were written to L2 (in the background, after the answer).
       const key = entryKey(DEFAULTS.keyPrefix, "product", afterOutage!);
@@ -288,21 +297,21 @@ describe("when Redis fails", () => {
       }
     }
 
-    it("fills made while L2 was unavailable reach L2 once it is back, and another isolate serves them with the origin down", async () => {
+    it("Redis back: what an isolate fetches at once reaches L2 within a second, and another isolate serves all of it with the origin down", async () => {
       const a = await isolate();
-      const openedAt = await openL2Breaker(a, completeProducts(1500, 40));
-      // Within the cool-down: a's breaker is open, so these fills cannot be written now.
+      await openL2Breaker(a, completeProducts(1500, 40));
+      // Redis answers again, a's breaker is still open: right away, 20 products viewed on a.
       const filled = completeProducts(700, 20);
+      const backAt = Date.now();
       for (const id of filled) expect((await page(a, `/products/${id}`)).status).toBe(200);
-      expect((await health(a)).l2).toBe("open");
       const keys = filled.map((id) => entryKey(DEFAULTS.keyPrefix, "product", id));
-      expect(await gatewayCommand(stack, ["EXISTS", ...keys])).toBe(0);
+      // The first page's skipped call sent a recovery probe; its answer closed the breaker; what was
+      // kept meanwhile went out with the next pages, the rest with their fills.
+      await waitFor("every page in L2", async () => (await gatewayCommand(stack, ["EXISTS", ...keys])) === keys.length, 3000);
+      expect(Date.now() - backAt).toBeLessThan(DEFAULTS.l2BreakerCoolDownMs);
+      expect((await health(a)).l2).toBe("closed");
 
-      // After the cool-down, a's next request lets the probe through, and the backlog goes out.
-      await sleep(Math.max(0, openedAt + DEFAULTS.l2BreakerCoolDownMs + 300 - Date.now()));
-      expect((await page(a, `/products/${filled[0]}`)).status).toBe(200);
-      await waitFor("the backlog in L2", async () => (await gatewayCommand(stack, ["EXISTS", ...keys])) === keys.length, 3000);
-
+      // The origin goes down at once: another isolate serves every one of them from L2.
       await injectFault(stack, { service: "all", down: "refuse" });
       const b = await startWorker(bindings());
       workers.push(b);
@@ -310,7 +319,7 @@ describe("when Redis fails", () => {
       expect(pages.map((p) => p.status)).toEqual(filled.map(() => 200));
     });
 
-    it("an isolate whose L2 breaker is open tries L2 once before a 503 when the origin fails too", async () => {
+    it("an isolate that skipped L2 while Redis hung tries it once before a 503 when the origin fails too", async () => {
       const [stored] = completeProducts(800, 1);
       const a = await isolate();
       expect((await page(a, `/products/${stored}`)).status).toBe(200);
@@ -320,8 +329,9 @@ describe("when Redis fails", () => {
       const b = await isolate();
       await openL2Breaker(b, completeProducts(2000, 40));
       await injectFault(stack, { service: "all", down: "refuse" });
-      // b has never seen the product, its breaker skips L2, the origin refuses: L2 is the last resort.
-      expect((await health(b)).l2).toBe("open");
+      // b has never seen the product, the origin refuses: whether b's breaker is still open (its
+      // L2 calls skipped) or already closed by a recovery probe, L2 is the last resort
+      // (the open-breaker path alone: test/unit/readThrough.test.ts, "a double fault").
       const p = await page(b, `/products/${stored}`);
       expect(p.status).toBe(200);
       expect(member(p.cacheStatus, "product")).toMatch(/^pp-l2;/);

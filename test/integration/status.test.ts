@@ -113,13 +113,23 @@ describe("status page", () => {
     expect(html).toMatch(/<span class="pill ok">closed<\/span>/);
   });
 
-  it("wants the purge token: 401 without it or with a wrong one", async () => {
+  it("wants the purge token: 401 with a Bearer challenge and a readable reason without it or with a wrong one", async () => {
     for (const path of ["/__status", "/__status.json"]) {
       const none = await worker.fetch(path);
       expect(none.status).toBe(401);
       expect(none.headers.get("cache-control")).toBe("no-store");
+      // RFC 9110: a 401 carries a challenge; the body says what is wrong and what to send.
+      expect(none.headers.get("www-authenticate")).toBe('Bearer realm="edge-product-pages admin"');
+      expect(await none.json()).toEqual({ error: "unauthorized", message: "send Authorization: Bearer <PURGE_TOKEN>" });
       const wrong = await worker.fetch(path, { headers: { authorization: "Bearer not-the-token" } });
       expect(wrong.status).toBe(401);
+      expect(wrong.headers.get("www-authenticate")).toMatch(/^Bearer (realm="edge-product-pages admin",)?error="invalid_token"/);
+      expect(wrong.headers.get("cache-control")).toBe("no-store");
+      expect(((await wrong.json()) as { message: string }).message).toMatch(/^invalid token: send Authorization: Bearer <PURGE_TOKEN>/);
+      const malformed = await worker.fetch(path, { headers: { authorization: "Basic eDp5" } });
+      expect(malformed.status).toBe(400);
+      expect(malformed.headers.get("www-authenticate")).toMatch(/^Bearer (realm="edge-product-pages admin",)?error="invalid_request"/);
+      expect(((await malformed.json()) as { error: string }).error).toBe("bad_request");
     }
   });
 

@@ -22,6 +22,35 @@ describe("circuit breaker", () => {
     expect(breaker.allow()).toBe(true);
   });
 
+  it("asks for a recovery probe while open, at most every recoveryProbeEveryMs, and closes on its answer, long before the cool-down", () => {
+    const clock = fakeClock();
+    const breaker = createBreaker({ failureThreshold: 1, coolDownMs: 5000, recoveryProbeEveryMs: 250, clock });
+    expect(breaker.recoveryProbeDue()).toBe(false); // closed: nothing to recover from
+    breaker.failure();
+    expect(breaker.state()).toBe("open");
+    expect(breaker.recoveryProbeDue()).toBe(true);
+    expect(breaker.recoveryProbeDue()).toBe(false); // one per interval
+    breaker.recovered(false); // still down: stays open
+    expect(breaker.state()).toBe("open");
+    clock.advance(249);
+    expect(breaker.recoveryProbeDue()).toBe(false);
+    clock.advance(1);
+    expect(breaker.recoveryProbeDue()).toBe(true);
+    breaker.recovered(true);
+    expect(breaker.state()).toBe("closed");
+    expect(breaker.allow()).toBe(true);
+    // Closed by the probe, it judges afresh: one failure (the threshold) opens it again.
+    breaker.failure();
+    expect(breaker.state()).toBe("open");
+  });
+
+  it("asks for no recovery probe without recoveryProbeEveryMs", () => {
+    const clock = fakeClock();
+    const breaker = createBreaker({ failureThreshold: 1, coolDownMs: 5000, clock });
+    breaker.failure();
+    expect(breaker.recoveryProbeDue()).toBe(false);
+  });
+
   it("re-opens when the probe fails", () => {
     const clock = fakeClock();
     const breaker = createBreaker({ failureThreshold: 1, coolDownMs: 1000, clock });

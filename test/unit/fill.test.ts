@@ -38,7 +38,7 @@ function productValue(fetchedAt: number): string {
   return encodeEntry({ data: product, version: 3, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 120_000, errorUntil: now + 600_000 }, 1024)!;
 }
 
-async function fillOnce(l2: L2, l2Entries = createL2Entries({ config, l2, clock: { now: () => Date.now() } })) {
+async function fillOnce(l2: L2, l2Entries = createL2Entries({ config, l2, clock: { now: () => Date.now() } }), isolateLate = () => true) {
   const origin = fakeOrigin();
   const fill = createFill({
     config,
@@ -48,6 +48,7 @@ async function fillOnce(l2: L2, l2Entries = createL2Entries({ config, l2, clock:
     clock: { now: () => Date.now() },
     random: Math.random,
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    isolateLate,
   });
   const { context, settle } = testFillContext("p-000042");
   const entry = await fill(KEY, context);
@@ -83,9 +84,17 @@ describe("a fill that lost the lock", () => {
     expect(decoded[0]).not.toBe(staleCopy);
   });
 
-  it("stops waiting and fetches at once when L2 is skipped (its breaker opened)", async () => {
+  it("claims nothing and waits for nothing while L2 is skipped (its breaker opened): fetches at once", async () => {
     const { l2, reads } = losingL2([undefined], false);
     const { context, originCalls } = await fillOnce(l2);
+    expect(originCalls).toBe(1);
+    expect(context.via).toBe("origin");
+    expect(reads()).toBe(0);
+  });
+
+  it("stops waiting at a failed poll when the isolate reads replies on time: Redis hangs, no winner's result will come", async () => {
+    const { l2, reads } = losingL2([undefined, null, winnersValue()], true);
+    const { context, originCalls } = await fillOnce(l2, undefined, () => false);
     expect(originCalls).toBe(1);
     expect(context.via).toBe("origin");
     expect(reads()).toBe(1);
@@ -135,12 +144,21 @@ describe("a fill whose lock claim got no answer", () => {
     expect(entry.version).toBe(3);
   });
 
-  it("finds the lock free: fetches at once, without a lock to release", async () => {
+  it("finds the lock free: fetches at once; its write carries its token, which releases the lock only if the claim took it after all", async () => {
     const { l2, writes, reads } = unansweredL2(() => null);
     const { originCalls } = await fillOnce(l2);
     expect(originCalls).toBe(1);
     expect(reads()).toBe(1);
-    expect(writes[0]!.lockToken).toBe("");
+    expect(writes[0]!.lockToken).not.toBe("");
+  });
+
+  it("on an isolate that reads replies on time, takes the silence for Redis's: fetches at once, polls nothing", async () => {
+    const { l2, writes, reads } = unansweredL2(() => "another-isolate");
+    const { context, originCalls } = await fillOnce(l2, undefined, () => false);
+    expect(originCalls).toBe(1);
+    expect(context.via).toBe("origin");
+    expect(reads()).toBe(0);
+    expect(writes[0]!.lockToken).not.toBe("");
   });
 });
 

@@ -602,3 +602,62 @@ describe("a page whose product the known-ids filter lists, cold in this isolate"
     for (const resource of ALL) expect(data[resource]).toMatchObject({ tier: "l2", freshness: "stale" });
   });
 });
+
+describe("a double fault: the origin fails for a page that did not hear from L2", () => {
+  /** An L2 that holds `p-1`'s product, and whose breaker is `state`: reads are skipped (undefined) while it is open, unless forced. */
+  function l2Holding(state: "open" | "closed", silent = false) {
+    const clock = fakeClock();
+    const now = clock.now();
+    const value = encodeEntry(
+      { data: sampleProduct("p-1", 4), version: 4, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 90_000, errorUntil: now + 600_000 },
+      1024,
+    )!;
+    const reads = { plain: 0, forced: 0 };
+    const l2 = {
+      ...healthyL2Parts,
+      accepts: () => state === "closed",
+      breaker: { state: () => state },
+      async readMany(keys: readonly string[], options?: { force?: boolean }) {
+        if (options?.force) reads.forced++;
+        else reads.plain++;
+        if ((state === "open" || silent) && !options?.force) return keys.map(() => undefined);
+        return keys.map((key) => (key === entryKey(DEFAULTS.keyPrefix, "product", "p-1") && (options?.force || state === "closed") ? value : null));
+      },
+      claimFills: async (claims: readonly FillClaimRequest[]) => claims.map((): FillClaim | undefined => undefined),
+      writeFills: async (writes: readonly FillWrite[]) => writes.map(() => undefined),
+    } as unknown as L2;
+    return { clock, l2, reads };
+  }
+
+  it("with its breaker open, L2 is read once, as the last resort before a 503, and its copy served", async () => {
+    const { clock, l2, reads } = l2Holding("open");
+    const origin = fakeOrigin();
+    origin.behaviour.product = "fail";
+    const cache = createReadThrough({ config: testConfig({ KNOWN_IDS: "off" }), origin, l2, clock });
+    const { data } = await cache.read("p-1", PRODUCT, () => undefined);
+    expect(data.product).toMatchObject({ outcome: "found", tier: "l2" });
+    expect(data.product?.entry?.version).toBe(4);
+    expect(reads.forced).toBe(1);
+  });
+
+  it("with its breaker closed again but the page's read unanswered (Redis just back), L2 is read once as the last resort too", async () => {
+    const { clock, l2, reads } = l2Holding("closed", true);
+    const origin = fakeOrigin();
+    origin.behaviour.product = "fail";
+    const cache = createReadThrough({ config: testConfig({ KNOWN_IDS: "off" }), origin, l2, clock });
+    const { data } = await cache.read("p-1", PRODUCT, () => undefined);
+    expect(data.product).toMatchObject({ outcome: "found", tier: "l2" });
+    expect(reads.forced).toBe(1);
+  });
+
+  it("when L2 answered the page's own read (it held nothing then), no second read: the origin's failure stands", async () => {
+    const { clock, l2, reads } = l2Holding("closed");
+    const origin = fakeOrigin();
+    origin.behaviour.product = "fail";
+    const cache = createReadThrough({ config: testConfig({ KNOWN_IDS: "off" }), origin, l2, clock });
+    const { data } = await cache.read("p-2", PRODUCT, () => undefined);
+    expect(data.product).toMatchObject({ outcome: "failed", failure: "status" });
+    expect(reads.plain).toBeGreaterThanOrEqual(1);
+    expect(reads.forced).toBe(0);
+  });
+});

@@ -180,6 +180,7 @@ describe("product page", () => {
     expect(tagText(html, "title")).toContain(HOSTILE_ESCAPED);
     expect(tagText(html, "h1")).toBe(HOSTILE_ESCAPED);
     expect(metaContent(html, "property", "og:title")).toBe(HOSTILE_ESCAPED);
+    expect(metaContent(html, "name", "twitter:title")).toBe(HOSTILE_ESCAPED);
     // JSON-LD carries the title as data, with no raw markup characters.
     expect(jsonLdText(html)).not.toMatch(/[<>&]/);
     expect(jsonLd(html).name).toBe(HOSTILE);
@@ -291,6 +292,13 @@ describe("product page", () => {
     expect(metaContent(html, "property", "og:url")).toBe("https://shop.example/products/p-000123");
     expect(metaContent(html, "property", "og:image")).toBe("https://img.example/p-000123/1.jpg");
     expect(metaContent(html, "property", "og:description")).toBe(metaContent(html, "name", "description"));
+    // The card a shared link shows (Facebook's and X's presets), from the same data, the site from PUBLIC_URL.
+    expect(metaContent(html, "property", "og:site_name")).toBe("shop.example");
+    expect(metaContent(html, "property", "og:image:alt")).toBe("Side view"); // the first image's own alt text
+    expect(metaContent(html, "name", "twitter:card")).toBe("summary_large_image");
+    expect(metaContent(html, "name", "twitter:title")).toBe("Trail Runner 2");
+    expect(metaContent(html, "name", "twitter:description")).toBe(metaContent(html, "name", "description"));
+    expect(metaContent(html, "name", "twitter:image")).toBe("https://img.example/p-000123/1.jpg");
   });
 
   it("shows price and compare-at price with accessible labels and discount", () => {
@@ -380,7 +388,7 @@ describe("product page", () => {
     const html = renderProductPage(model({ product: product({ category: ["Shoes", "Running", "Trail"] }) }));
     const nav = tagText(html, "nav", 'class="breadcrumb" aria-label="Breadcrumb"');
     const items = [...nav.matchAll(/<li[^>]*>([\s\S]*?)<\/li>/g)].map((m) => m[1]);
-    expect(items).toEqual(['<a href="/">Home</a>', "Shoes", "Running", "Trail", "Trail Runner 2"]);
+    expect(items).toEqual(['<a href="/">All products</a>', "Shoes", "Running", "Trail", "Trail Runner 2"]);
     expect(nav).toContain('<li aria-current="page">Trail Runner 2</li>');
   });
 
@@ -406,6 +414,8 @@ describe("product page", () => {
     expect(html).not.toContain('class="gallery"');
     expect(html).not.toContain("<dl");
     expect(metaContent(html, "property", "og:image")).toBeUndefined();
+    expect(metaContent(html, "name", "twitter:image")).toBeUndefined();
+    expect(metaContent(html, "name", "twitter:card")).toBe("summary");
     expect(jsonLd(html)).not.toHaveProperty("image");
   });
 

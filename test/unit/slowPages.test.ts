@@ -8,7 +8,7 @@ import { fakeClock } from "../support/fakes";
 const read = (ms: number, id = "p-000001"): PageRead => ({
   id,
   ms,
-  timings: { l1: 0, l2: 3, origin: ms - 3 },
+  timings: { l2: 3, origin: ms - 3 },
   cacheStatus: 'pp-origin; fwd=uri-miss; fwd-status=200; stored; ttl=300; detail="product"',
 });
 
