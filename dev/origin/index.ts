@@ -5,6 +5,7 @@
 // endpoints under /__admin/ (./admin.ts) that count requests, inject faults
 // and change products, notifying the tier's purge endpoint as a real shop
 // would.
+import { setMaxListeners } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Hono } from "hono";
@@ -56,6 +57,12 @@ export async function startDemoOrigin(opts: DemoOriginOptions = {}): Promise<Dem
   const { port } = server.address() as AddressInfo;
   const url = `http://${urlHost(settings.host)}:${port}`;
   const closing = new AbortController();
+  // Every answer being delayed (its latency, a fault) listens to this signal
+  // until it ends: one listener per request in flight, each removed when its
+  // delay ends. Node's default of 10 took a busy origin for a leak (the
+  // MaxListenersExceededWarning of the cancellation tests); the bound is the
+  // requests in flight, which the test or benchmark sets.
+  setMaxListeners(0, closing.signal);
   const state: OriginState = {
     settings,
     store: new CatalogStore(settings.catalogSize, url),

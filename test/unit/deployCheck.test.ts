@@ -1,0 +1,35 @@
+// The check `npm run deploy` makes first (dev/deployCheck.ts): the vars it
+// will deploy, through the Worker's own configuration parser.
+import { describe, expect, it } from "vitest";
+import { deployConfigError } from "../../dev/deployCheck";
+
+const BASE = `name = "shop"\nmain = "src/index.ts"\n`;
+
+describe("the deploy's configuration check", () => {
+  it("fails a deploy without PUBLIC_URL with the message every route would give", () => {
+    const toml = `${BASE}[vars]\nORIGIN_URL = "https://products.internal"\n`;
+    expect(deployConfigError(toml)).toMatch(/^Configuration error: PUBLIC_URL is not set/);
+  });
+
+  it("passes a complete one, secrets taken as set with wrangler secret", () => {
+    const toml = `${BASE}[vars]\nORIGIN_URL = "https://products.internal"\nPUBLIC_URL = "https://shop.example"\nUPSTASH_REDIS_REST_URL = "https://eu.upstash.io"\n`;
+    expect(deployConfigError(toml)).toBeNull();
+  });
+
+  it("names a bad value", () => {
+    const toml = `${BASE}[vars]\nORIGIN_URL = "https://products.internal"\nPUBLIC_URL = "https://shop.example"\nSHED_LAG_MS = "soon"\n`;
+    expect(deployConfigError(toml)).toBe("Configuration error: SHED_LAG_MS must be a number");
+  });
+
+  it("reads an environment's own vars, which do not inherit the top level's", () => {
+    const toml = `${BASE}[vars]\nORIGIN_URL = "https://a"\nPUBLIC_URL = "https://shop.example"\n[env.staging.vars]\nORIGIN_URL = "https://b"\n`;
+    expect(deployConfigError(toml)).toBeNull();
+    expect(deployConfigError(toml, "staging")).toMatch(/^Configuration error: PUBLIC_URL is not set/);
+    expect(deployConfigError(toml, "prod")).toBe("wrangler.toml has no [env.prod]");
+  });
+
+  it("fails this repository's wrangler.toml, which leaves PUBLIC_URL to the environment you deploy", async () => {
+    const { readFileSync } = await import("node:fs");
+    expect(deployConfigError(readFileSync("wrangler.toml", "utf8"))).toMatch(/PUBLIC_URL is not set/);
+  });
+});
