@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { renderErrorPage } from "../render";
+import { logEvent } from "../observability/log";
 
 /**
  * Error pages as rendered, by status, message and Retry-After. Messages are
@@ -9,14 +10,38 @@ import { renderErrorPage } from "../render";
  */
 const rendered = new Map<string, string>();
 
+/** Render failures already logged, by their message: each is logged once per isolate, not once per request (a few kinds at most). */
+const renderFailuresLogged = new Set<string>();
+const MAX_FAILURES_LOGGED = 20;
+
+/**
+ * The page given when the error page itself cannot be rendered (a template
+ * that fails, say): a constant that no template, data or engine can break,
+ * so that the 500 of a broken render is still a readable page, never an
+ * exception out of the app on every HTML route. Only the code's own texts go in.
+ */
+function staticErrorPage(status: number, message: string): string {
+  const text = message.replace(/[&<>"]/g, (c) => (c === "&" ? "&amp;" : c === "<" ? "&lt;" : c === ">" ? "&gt;" : "&quot;"));
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Error ${status}</title><link rel="icon" href="data:,"></head><body style="font-family:system-ui,sans-serif;max-width:40rem;margin:2rem auto;padding:0 1rem"><h1>Sorry</h1><p>${text}</p><p>Error ${status}</p><p><a href="/">Back to the home page</a></p></body></html>`;
+}
+
 /** A readable HTML error page; never an exception text or a stack trace. */
 export function errorPage(c: Context, status: 400 | 404 | 413 | 500 | 503, message: string, cacheControl: string, retryAfterSeconds?: number): Response {
   c.header("Cache-Control", cacheControl);
   const key = `${status}|${retryAfterSeconds ?? ""}|${message}`;
   let html = rendered.get(key);
   if (html === undefined) {
-    html = renderErrorPage({ status, message, retryAfterSeconds });
-    rendered.set(key, html);
+    try {
+      html = renderErrorPage({ status, message, retryAfterSeconds });
+      rendered.set(key, html);
+    } catch (error) {
+      const cause = String(error);
+      if (!renderFailuresLogged.has(cause) && renderFailuresLogged.size < MAX_FAILURES_LOGGED) {
+        renderFailuresLogged.add(cause);
+        logEvent("render_failed", { page: `error ${status}`, message: cause }, "error");
+      }
+      html = staticErrorPage(status, message);
+    }
   }
   return c.html(html, status as ContentfulStatusCode);
 }

@@ -1,0 +1,51 @@
+// A template that fails must not take every HTML route down: the error page
+// has a fallback that no template, data or engine can break, and the failure
+// is logged once with its cause (issue: "A template that fails").
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { Hono } from "hono";
+import { errorPage } from "../../src/http/errorPage";
+import { renderErrorPage } from "../../src/render";
+
+vi.mock("../../src/render", async (importOriginal) => {
+  const actual = await importOriginal<typeof import("../../src/render")>();
+  return { ...actual, renderErrorPage: vi.fn(actual.renderErrorPage) };
+});
+const renders = vi.mocked(renderErrorPage);
+
+let errors: ReturnType<typeof vi.spyOn>;
+beforeEach(() => {
+  errors = vi.spyOn(console, "error").mockImplementation(() => undefined);
+});
+afterEach(() => {
+  errors.mockRestore();
+  renders.mockReset();
+});
+
+describe("error pages", () => {
+  it("renders the template when it works", async () => {
+    const app = new Hono().get("/x", (c) => errorPage(c, 404, "We could not find that product.", "public, max-age=10"));
+    const response = await app.request("/x");
+    expect(response.status).toBe(404);
+    expect(await response.text()).toContain("We could not find that product.");
+  });
+
+  it("falls back to a static page when the template throws: the status, a readable message, no stack; the cause logged once", async () => {
+    renders.mockImplementation(() => {
+      throw new Error("liquid: unexpected token at layout.liquid:12");
+    });
+    const app = new Hono().get("/x", (c) => errorPage(c, 500, "Something went wrong on our side.", "no-store"));
+    for (let i = 0; i < 3; i++) {
+      const response = await app.request("/x");
+      expect(response.status).toBe(500);
+      expect(response.headers.get("content-type")).toMatch(/^text\/html/);
+      expect(response.headers.get("cache-control")).toBe("no-store");
+      const html = await response.text();
+      expect(html).toContain("Something went wrong on our side.");
+      expect(html).toContain('<a href="/">');
+      expect(html).not.toMatch(/liquid|at .*\.js|Error:/);
+    }
+    const logged = errors.mock.calls.map((call) => String(call[0])).filter((line) => line.includes('"event":"render_failed"'));
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toContain("unexpected token at layout.liquid:12");
+  });
+});
