@@ -7,7 +7,7 @@
 // Redis, kill a shard). Per phase: wrk's req/s, latency and errors, where the
 // pages' resources came from and what L2 skipped or failed (each instance's
 // /__status.json, before and after), the origin's requests, and when each
-// instance's L2 breaker was first seen open (/healthz polled every 100 ms).
+// instance's L2 breaker was first seen open (its status polled every 100 ms).
 // Writes bench/results/faults.md and .json. Measures; asserts nothing.
 //
 // What used to be here and is covered elsewhere: the cold herd (bench:soak,
@@ -25,6 +25,7 @@ import { describeMachine, runLine, writeResults } from "./report";
 import { change, snapshots, type Change } from "./soak/probe";
 import { startShards, startStack, startWorkers, toolVersions, type Servers, type ShardSet, type WorkerInstance, type WorkerLogs } from "./stack";
 import { ensureWrk, wrkPhase, Workload, type Phase } from "./wrk";
+import { l2StateOf } from "../dev/run/health";
 
 const CATALOG = 100_000;
 const ORIGIN = { catalogSize: CATALOG, latencyMs: 30, jitterMs: 10 };
@@ -116,7 +117,7 @@ interface PhaseResult {
   /** Per instance: what changed in its /__status.json over the phase. */
   changes: Change[];
   originRequests: number;
-  /** Per instance: ms into the phase when /healthz first showed its L2 breaker not closed; null: never. */
+  /** Per instance: ms into the phase when its status first showed its L2 breaker not closed; null: never. */
   breakerOpenMs: (number | null)[];
   /** Cores used on average over the phase: by workerd (every instance), and by processes that are not this run's (a busy neighbour). */
   cores: { workerd: number; others: number };
@@ -128,7 +129,7 @@ interface ScenarioResult {
   phases: PhaseResult[];
   /** hot-product: the origin's requests for the hot product, per service. */
   hotFetches?: Record<string, number>;
-  /** /healthz of each instance at the end. */
+  /** L2 state of each instance at the end (its status' `l2.state`). */
   health: string[];
 }
 
@@ -171,7 +172,7 @@ async function main(): Promise<void> {
         const seconds = spec.seconds[args.quick ? 1 : 0];
         const before = await snapshots(workers);
         const originBefore = (await servers.origin.counters()).total;
-        const polling = pollBreakers(workers);
+        const polling = pollBreakers(workers, bindings.PURGE_TOKEN!);
         const cpuBefore = cpuSample(cpuRoots);
         const [wrk, hot] = await Promise.all([
           zipf(seconds),
@@ -193,14 +194,7 @@ async function main(): Promise<void> {
         console.log(`  ${phaseLine(result)}`);
         phases.push(result);
       }
-      const health = await Promise.all(
-        workers.map((w) =>
-          fetch(`${w.url}/healthz`, { signal: AbortSignal.timeout(3000) }).then(
-            (r) => r.text(),
-            (err: Error) => err.message,
-          ),
-        ),
-      );
+      const health = await Promise.all(workers.map((w) => l2StateOf(w.url, bindings.PURGE_TOKEN!, 3000)));
       const hotFetches = scenario.hotRate ? await servers.origin.countsOf(hotId) : undefined;
       if (hotFetches) console.log(`  origin requests for ${hotId}: ${JSON.stringify(hotFetches)}`);
       results.push({ name: scenario.name, what: scenario.what, phases, hotFetches, health });
@@ -217,7 +211,7 @@ async function main(): Promise<void> {
     "",
     runLine("npm run bench", machine, startedAt),
     "",
-    `Origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms; known-ids filter ${filter.built ? "built" : "NOT built"}; each scenario: fresh instances, ${warmS} s of Zipf warm-up (not counted), then its phases. Tiers: the resources of the pages, from each instance's /__status.json (summed). L2 skip / fail: calls not made (breaker open) / failed or over budget. Breaker open: ms into the phase when /healthz first showed each instance's L2 breaker not closed. Cores: CPU used on average by workerd, and by processes that are not this run's (the machine is shared: a high figure means a neighbour took the CPU, and the phase's speed is low).`,
+    `Origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms; known-ids filter ${filter.built ? "built" : "NOT built"}; each scenario: fresh instances, ${warmS} s of Zipf warm-up (not counted), then its phases. Tiers: the resources of the pages, from each instance's /__status.json (summed). L2 skip / fail: calls not made (breaker open) / failed or over budget. Breaker open: ms into the phase when its status first showed each instance's L2 breaker not closed. Cores: CPU used on average by workerd, and by processes that are not this run's (the machine is shared: a high figure means a neighbour took the CPU, and the phase's speed is low).`,
     "",
     "| scenario | phase | s | req/s | p50 ms | p99 ms | errors | l1 / l2 / origin | L2 skip / fail | origin req / page | breaker open (ms) | cores workerd / others |",
     "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- | --- |",
@@ -236,7 +230,7 @@ async function main(): Promise<void> {
           (p) =>
             `  The hot stream (${p.hot!.askedRate}/s, paced): ${p.hot!.requests} answers, p50 ${ms(p.hot!.p50Ms)} ms, p99 ${ms(p.hot!.p99Ms)} ms, errors ${errorsOf(p.hot!)}, ${p.hot!.late} sent late; origin requests for the product: ${JSON.stringify(r.hotFetches)} (inventory ≈ one per 10 s ttl expected).`,
         ),
-      `  /healthz at the end: ${r.health.map((h) => `\`${h}\``).join(" · ")}`,
+      `  L2 at the end (status \`l2.state\`): ${r.health.map((h) => `\`${h}\``).join(" · ")}`,
     ]),
     "",
     `Worker log lines: ${logs.count}; distinct: ${
@@ -253,20 +247,17 @@ async function main(): Promise<void> {
   console.log(`\n${markdown}\n\nresults: ${files.join(", ")}`);
 }
 
-/** Polls each instance's /healthz every 100 ms until stopped: when its L2 breaker was first seen not closed. */
-function pollBreakers(workers: WorkerInstance[]): { stop(): (number | null)[] } {
+/** Polls each instance's L2 state (its status) every 100 ms until stopped: when its L2 breaker (any shard's) was first seen not closed. */
+function pollBreakers(workers: WorkerInstance[], purgeToken: string): { stop(): (number | null)[] } {
   const started = Date.now();
   const seen: (number | null)[] = workers.map(() => null);
   const timer = setInterval(() => {
     workers.forEach((w, k) => {
       if (seen[k] !== null) return;
-      void fetch(`${w.url}/healthz`, { signal: AbortSignal.timeout(1000) })
-        .then((r) => r.json() as Promise<{ l2?: string; l2Shards?: { state: string }[] }>)
-        .then((h) => {
-          const states = [h.l2 ?? "closed", ...(h.l2Shards ?? []).map((s) => s.state)];
-          if (seen[k] === null && states.some((s) => s !== "closed" && s !== "off")) seen[k] = Date.now() - started;
-        })
-        .catch(() => undefined);
+      void l2StateOf(w.url, purgeToken, 1000).then((state) => {
+        // "partial": some shard's breaker is not closed.
+        if (seen[k] === null && ["open", "half-open", "partial"].includes(state)) seen[k] = Date.now() - started;
+      });
     });
   }, 100);
   return { stop: () => (clearInterval(timer), seen) };

@@ -17,7 +17,7 @@ import { fileURLToPath } from "node:url";
 import { startGateway } from "./gateway";
 import { DEFAULT_CATALOG_SIZE, startDemoOrigin } from "./origin";
 import { killEverything } from "./run/children";
-import { waitForHealthz } from "./run/health";
+import { l2StateOf, waitForHealthz } from "./run/health";
 import { portFromEnv, requireFreePorts } from "./run/ports";
 import { findOnPath, startDevRedis } from "./run/redis";
 import { startWrangler } from "./run/wrangler";
@@ -282,16 +282,7 @@ async function main(): Promise<void> {
 
   const health = await waitForHealthz(`http://127.0.0.1:${settings.devPort}/healthz`, HEALTH_TIMEOUT_MS, wrangler.exited);
   if (!health.ok) throw new Error(`the worker is up but unhealthy: ${health.body}`);
-  printBanner(settings, originUrl, l2, l2State(health.body));
-}
-
-/** The L2 circuit breaker's state from /healthz's `{"ok":true,"l2":"closed"}` ("closed" = healthy). */
-function l2State(body: string): string {
-  try {
-    return `breaker ${String((JSON.parse(body) as { l2?: unknown }).l2)}`;
-  } catch {
-    return body;
-  }
+  printBanner(settings, originUrl, l2, `breaker ${await l2StateOf(`http://127.0.0.1:${settings.devPort}`, settings.purgeToken)}`);
 }
 
 main().catch((err: unknown) => {

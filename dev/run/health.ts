@@ -3,7 +3,7 @@
 
 export interface Health {
   ok: boolean;
-  /** What /healthz said: `{"ok":true,"l2":"closed"}` or a configuration error. */
+  /** What /healthz said: `{"ok":true}` or a configuration error. */
   body: string;
 }
 
@@ -31,5 +31,22 @@ async function probe(url: string): Promise<Health | null> {
     return { ok: res.ok, body: (await res.text()).trim() };
   } catch {
     return null; // not listening yet
+  }
+}
+
+/**
+ * L2's state as one word ("closed" = healthy, "open", "half-open",
+ * "partial" across shards, "off"), from the worker's authenticated status
+ * (`/__status.json`, `l2.state`; /healthz tells the public nothing of it);
+ * the error's text when it cannot be read.
+ */
+export async function l2StateOf(baseUrl: string, purgeToken: string, timeoutMs = 2_000): Promise<string> {
+  try {
+    const res = await fetch(`${baseUrl}/__status.json`, { headers: { authorization: `Bearer ${purgeToken}` }, signal: AbortSignal.timeout(timeoutMs) });
+    if (!res.ok) return `status ${res.status}`;
+    const status = (await res.json()) as { l2?: { state?: unknown } };
+    return String(status.l2?.state ?? "unknown");
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
   }
 }

@@ -55,7 +55,14 @@ export interface StatusModel {
   hotProducts: { id: string; count: number; error: number }[];
   hotTracking: { capacity: number; offered: number };
   /** `since`: when the shard's breaker entered its state (null: closed since the isolate started). */
-  l2: { configured: boolean; shards: (L2ShardStatus & { since: number | null })[]; stats: L2Stats | null; invalidValues: L2ValueStats | null };
+  /** `state`: one word for L2 as a whole: "off" without L2, its breaker's state when all shards agree, "partial" when they do not. */
+  l2: {
+    configured: boolean;
+    state: BreakerState | "off" | "partial";
+    shards: (L2ShardStatus & { since: number | null })[];
+    stats: L2Stats | null;
+    invalidValues: L2ValueStats | null;
+  };
   /** Per origin service: the state of its breaker ("closed" until it first changed). */
   originBreakers: Record<ResourceName, { state: BreakerState; since: number | null }>;
   /** Every breaker that changed state in this isolate, by name (l2:<shard>, origin:<service>, known-ids:<shard>). */
@@ -82,6 +89,11 @@ export interface StatusModel {
   };
 }
 
+function l2State(shards: readonly L2ShardStatus[]): StatusModel["l2"]["state"] {
+  const states = new Set(shards.map((shard) => shard.state));
+  return shards.length === 0 ? "off" : states.size === 1 ? shards[0]!.state : "partial";
+}
+
 export function buildStatus(sources: StatusSources): StatusModel {
   const { now, metrics, config } = sources;
   const notes = new Map(metrics.breakers().map((note) => [note.name, note]));
@@ -96,6 +108,7 @@ export function buildStatus(sources: StatusSources): StatusModel {
     hotTracking: { capacity: metrics.hot.capacity, offered: metrics.hot.total },
     l2: {
       configured: sources.l2 !== null,
+      state: l2State(sources.l2?.shards ?? []),
       shards: (sources.l2?.shards ?? []).map(({ name, state }) => ({ name, state, since: notes.get(`l2:${name}`)?.since ?? null })),
       stats: sources.l2 ? { ...sources.l2.stats } : null,
       invalidValues: sources.l2 ? { ...sources.l2.invalidValues } : null,

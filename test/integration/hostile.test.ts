@@ -531,7 +531,7 @@ describe("hostile input at one running tier", () => {
     for (const isolate of BOTH) {
       expect((await ask("afterwards", isolate, "/")).status).toBe(200);
       const health = await ask("afterwards", isolate, "/healthz");
-      expect(JSON.parse(health.body)).toMatchObject({ ok: true, l2: "closed" });
+      expect(JSON.parse(health.body)).toEqual({ ok: true });
       const model = await status(isolate);
       expect(model.l2.shards.map((shard) => shard.state)).toEqual(["closed"]);
       expect(Object.fromEntries(RESOURCE_NAMES.map((name) => [name, model.originBreakers[name].state]))).toEqual(

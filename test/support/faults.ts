@@ -2,7 +2,7 @@
 // sees, origin faults through the demo origin's admin API, direct looks into
 // L2 through the gateway, and catalog ids picked by what their data holds.
 import { inventoryFor, productId, recommendationsFor, reviewsFor } from "../../dev/origin/catalog";
-import { GATEWAY_TOKEN, type Stack } from "./stack";
+import { GATEWAY_TOKEN, PURGE_TOKEN, type Stack } from "./stack";
 import type { WorkerInstance } from "./worker";
 
 export interface Page {
@@ -80,8 +80,11 @@ export async function originFetches(stack: Stack, resource: string, id: string):
   return (await stack.counters()).ids[`${resource}:${id}`] ?? 0;
 }
 
+/** /healthz's answer, and L2's state from the authenticated status (`l2.state`: /healthz tells the public nothing of it). */
 export async function health(worker: WorkerInstance): Promise<{ ok: boolean; l2: string }> {
-  return (await (await worker.fetch("/healthz")).json()) as { ok: boolean; l2: string };
+  const { ok } = (await (await worker.fetch("/healthz")).json()) as { ok: boolean };
+  const status = await worker.fetch("/__status.json", { headers: { authorization: `Bearer ${PURGE_TOKEN}` } });
+  return { ok, l2: status.ok ? ((await status.json()) as { l2: { state: string } }).l2.state : `status ${status.status}` };
 }
 
 /** One Redis command through the gateway, as @upstash/redis sends it; undefined when the gateway cannot answer. */
