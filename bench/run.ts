@@ -119,6 +119,8 @@ interface PhaseResult {
   originRequests: number;
   /** Per instance: ms into the phase when its status first showed its L2 breaker not closed; null: never. */
   breakerOpenMs: (number | null)[];
+  /** Per instance: ms into the phase when its status first showed the breaker closed again after that; null: not seen. */
+  breakerClosedMs: (number | null)[];
   /** Cores used on average over the phase: by workerd (every instance), and by processes that are not this run's (a busy neighbour). */
   cores: { workerd: number; others: number };
 }
@@ -178,7 +180,7 @@ async function main(): Promise<void> {
           zipf(seconds),
           scenario.hotRate ? wrkPhase({ targets, connections: 4, seconds, rate: scenario.hotRate, paths: hotPaths, seed: seed++, signal }) : undefined,
         ]);
-        const breakerOpenMs = polling.stop();
+        const { openMs: breakerOpenMs, closedMs: breakerClosedMs } = polling.stop();
         const used = cpuBetween(cpuBefore, cpuSample(cpuRoots));
         const cores = { workerd: (used.seconds.workerd ?? 0) / used.wallS, others: (used.seconds.others ?? 0) / used.wallS };
         const after = await snapshots(workers);
@@ -189,6 +191,7 @@ async function main(): Promise<void> {
           changes: workers.map((_, k) => change(before[k]!, after[k]!)),
           originRequests: (await servers.origin.counters()).total - originBefore,
           breakerOpenMs,
+          breakerClosedMs,
           cores,
         };
         console.log(`  ${phaseLine(result)}`);
@@ -211,14 +214,14 @@ async function main(): Promise<void> {
     "",
     runLine("npm run bench", machine, startedAt),
     "",
-    `Origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms; known-ids filter ${filter.built ? "built" : "NOT built"}; each scenario: fresh instances, ${warmS} s of Zipf warm-up (not counted), then its phases. Tiers: the resources of the pages, from each instance's /__status.json (summed). L2 skip / fail: calls not made (breaker open) / failed or over budget. Breaker open: ms into the phase when its status first showed each instance's L2 breaker not closed. Cores: CPU used on average by workerd, and by processes that are not this run's (the machine is shared: a high figure means a neighbour took the CPU, and the phase's speed is low).`,
+    `Origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms; known-ids filter ${filter.built ? "built" : "NOT built"}; each scenario: fresh instances, ${warmS} s of Zipf warm-up (not counted), then its phases. Tiers: the resources of the pages, from each instance's /__status.json (summed). L2 skip / fail: calls not made (breaker open) / failed or over budget. Breaker open: ms into the phase when its status first showed each instance's L2 breaker not closed; closed again: when it showed it closed after that (a phase that begins with it open: the recovery). Cores: CPU used on average by workerd, and by processes that are not this run's (the machine is shared: a high figure means a neighbour took the CPU, and the phase's speed is low).`,
     "",
-    "| scenario | phase | s | req/s | p50 ms | p99 ms | errors | l1 / l2 / origin | L2 skip / fail | origin req / page | breaker open (ms) | cores workerd / others |",
-    "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- | --- |",
+    "| scenario | phase | s | req/s | p50 ms | p99 ms | errors | l1 / l2 / origin | L2 skip / fail | origin req / page | breaker open (ms) | closed again (ms) | cores workerd / others |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | --- | --- | --- |",
     ...results.flatMap((r) =>
       r.phases.map(
         (p) =>
-          `| ${r.name} | ${p.label} | ${p.wrk.seconds} | ${p.wrk.rps} | ${ms(p.wrk.p50Ms)} | ${ms(p.wrk.p99Ms)} | ${errorsOf(p.wrk)} | ${tiersOf(p)} | ${l2Of(p)} | ${(p.originRequests / Math.max(1, p.wrk.requests)).toFixed(2)} | ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")} | ${p.cores.workerd.toFixed(2)} / ${p.cores.others.toFixed(2)} |`,
+          `| ${r.name} | ${p.label} | ${p.wrk.seconds} | ${p.wrk.rps} | ${ms(p.wrk.p50Ms)} | ${ms(p.wrk.p99Ms)} | ${errorsOf(p.wrk)} | ${tiersOf(p)} | ${l2Of(p)} | ${(p.originRequests / Math.max(1, p.wrk.requests)).toFixed(2)} | ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")} | ${p.breakerClosedMs.map((ms) => ms ?? "–").join(" · ")} | ${p.cores.workerd.toFixed(2)} / ${p.cores.others.toFixed(2)} |`,
       ),
     ),
     "",
@@ -247,20 +250,28 @@ async function main(): Promise<void> {
   console.log(`\n${markdown}\n\nresults: ${files.join(", ")}`);
 }
 
-/** Polls each instance's L2 state (its status) every 100 ms until stopped: when its L2 breaker (any shard's) was first seen not closed. */
-function pollBreakers(workers: WorkerInstance[], purgeToken: string): { stop(): (number | null)[] } {
+/**
+ * Polls each instance's L2 state (its status) every 100 ms until stopped:
+ * when its L2 breaker (any shard's) was first seen not closed, and when it
+ * was first seen closed again after that (the recovery, for a phase that
+ * begins with it open).
+ */
+function pollBreakers(workers: WorkerInstance[], purgeToken: string): { stop(): { openMs: (number | null)[]; closedMs: (number | null)[] } } {
   const started = Date.now();
-  const seen: (number | null)[] = workers.map(() => null);
+  const openMs: (number | null)[] = workers.map(() => null);
+  const closedMs: (number | null)[] = workers.map(() => null);
   const timer = setInterval(() => {
     workers.forEach((w, k) => {
-      if (seen[k] !== null) return;
+      if (closedMs[k] !== null) return;
       void l2StateOf(w.url, purgeToken, 1000).then((state) => {
+        const at = Date.now() - started;
         // "partial": some shard's breaker is not closed.
-        if (seen[k] === null && ["open", "half-open", "partial"].includes(state)) seen[k] = Date.now() - started;
+        if (openMs[k] === null && ["open", "half-open", "partial"].includes(state)) openMs[k] = at;
+        else if (openMs[k] !== null && closedMs[k] === null && state === "closed") closedMs[k] = at;
       });
     });
   }, 100);
-  return { stop: () => (clearInterval(timer), seen) };
+  return { stop: () => (clearInterval(timer), { openMs, closedMs }) };
 }
 
 const sum = <K extends string>(changes: Change[], pick: (c: Change) => Record<K, number> | null, keys: K[]): Record<K, number> | null => {
@@ -285,6 +296,6 @@ const errorsOf = (w: Phase) =>
         .join(", ")})`
     : "0";
 const phaseLine = (p: PhaseResult) =>
-  `${p.label}: ${p.wrk.rps} req/s, p50 ${ms(p.wrk.p50Ms)} ms, p99 ${ms(p.wrk.p99Ms)} ms, errors ${errorsOf(p.wrk)}, tiers ${tiersOf(p)}, L2 skip/fail ${l2Of(p)}, origin ${p.originRequests}, breaker open ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")}, cores workerd / others ${p.cores.workerd.toFixed(2)} / ${p.cores.others.toFixed(2)}`;
+  `${p.label}: ${p.wrk.rps} req/s, p50 ${ms(p.wrk.p50Ms)} ms, p99 ${ms(p.wrk.p99Ms)} ms, errors ${errorsOf(p.wrk)}, tiers ${tiersOf(p)}, L2 skip/fail ${l2Of(p)}, origin ${p.originRequests}, breaker open ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")}, closed again ${p.breakerClosedMs.map((ms) => ms ?? "–").join(" · ")}, cores workerd / others ${p.cores.workerd.toFixed(2)} / ${p.cores.others.toFixed(2)}`;
 
 run(main);

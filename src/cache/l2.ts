@@ -106,6 +106,12 @@ export interface L2 {
   /** Writes waiting in the backlog. */
   backlogSize(): number;
   /**
+   * While the breaker is open, sends Redis a PING under `background` now and
+   * then (breaker.ts, `recoveryProbeDue`): its answer closes the breaker and
+   * sends the backlog. Every page read calls it; cheap when nothing is due.
+   */
+  recoverIfDue(background: (work: Promise<unknown>) => void): void;
+  /**
    * Any other Redis work (purge log, known-ids filter), under the same time
    * budget and breaker: `undefined` when L2 is unavailable.
    */
@@ -303,7 +309,7 @@ export function createL2({
   const claimScript = claimer.createScript<(string | [number, string])[]>(CLAIM_FILLS);
   const writeScript = writer.createScript<number[]>(WRITE_FILLS);
   const stats = emptyStats();
-  const guarded = createL2Guard({
+  const { guarded, recoverIfDue } = createL2Guard({
     breaker,
     stats,
     prober,
@@ -390,6 +396,7 @@ export function createL2({
   return {
     breaker,
     stats,
+    recoverIfDue,
     async readMany(keys, options) {
       if (keys.length === 0) return [];
       const values = await guarded(() => reader.mget<(string | null)[]>(...keys), options);

@@ -88,7 +88,7 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
   /**
    * Asks Redis whether it is back while the breaker is open (breaker.ts,
    * `recoveryProbeDue`): within the probe's budget, under the `waitUntil` of
-   * the request that found it due. An answer closes the breaker, and the
+   * the request that found it due (every page read asks: l2.ts, `recoverIfDue`). An answer closes the breaker, and the
    * writes kept while it was open go out with the next page read.
    */
   async function probeRecovery(): Promise<void> {
@@ -102,13 +102,18 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
     await onRecovered?.();
   }
 
+  /** Sends a recovery probe, under `background`, if the breaker says one is due (it is open). */
+  function recoverIfDue(background: (work: Promise<unknown>) => void): void {
+    if (breaker.recoveryProbeDue()) background(probeRecovery());
+  }
+
   /**
    * One call, `undefined` if it failed or was skipped. `force`: try even
    * while the breaker is open (an operator's purge must be recorded if Redis
    * can take it: the breaker protects visitors from a slow Redis, not Redis
    * from an occasional admin call).
    */
-  return async function guarded<T>(
+  async function guarded<T>(
     call: () => Promise<T>,
     {
       isWrite = false,
@@ -119,8 +124,6 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
     }: L2CallOptions & { budgetMs?: number } = {},
   ): Promise<T | undefined> {
     if (!force && (passive ? breaker.state() === "open" : !breaker.allow())) {
-      // Redis may be back: one cheap ping now and then, off this call's path, closes the breaker as soon as it answers.
-      if (background && breaker.recoveryProbeDue()) background(probeRecovery());
       stats.skipped++;
       if (isWrite) stats.droppedWrites++;
       return undefined;
@@ -156,5 +159,7 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
       if (isWrite) stats.droppedWrites++;
       return undefined;
     }
-  };
+  }
+
+  return { guarded, recoverIfDue };
 }

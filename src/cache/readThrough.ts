@@ -234,8 +234,12 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     readCached: (ids, resource, background) => readCopies(tools, ids, resource, background),
 
     async read(id, resources, background, options) {
-      // Writes that L2 could not take while it was failing go out once it answers again.
-      if (l2 && l2.backlogSize() > 0) background(l2.flushBacklog());
+      // Writes that L2 could not take while it was failing go out once it answers again;
+      // while it is skipped, a PING now and then asks whether it does.
+      if (l2) {
+        l2.recoverIfDue(background);
+        if (l2.backlogSize() > 0) background(l2.flushBacklog());
+      }
       // This read's fills claim their locks and poll for other isolates' results together (fillBatch.ts).
       return readPage(id, resources, {
         background,

@@ -92,6 +92,9 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
       await Promise.all(shards.map((shard) => shard.flushBacklog()));
     },
     backlogSize: () => shards.reduce((sum, shard) => sum + shard.backlogSize(), 0),
+    recoverIfDue: (background) => {
+      for (const shard of shards) shard.recoverIfDue(background);
+    },
     accepts: (key) => shardOf(key).accepts(key),
     run: (call, options) => home.run(call, options),
     async runOnKeys<T>(keys: string[], call: (redis: Redis, keys: string[]) => Promise<T>, options?: L2CallOptions) {

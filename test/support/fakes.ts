@@ -113,6 +113,7 @@ export function testFillContext(id: string, resource: ResourceName = "product"):
 /** The parts of an L2 fake that the read path asks about but unit tests do not vary: no backlog, every key accepted, the breaker closed, locks released. */
 export const healthyL2Parts = {
   backlogSize: () => 0,
+  recoverIfDue: () => undefined,
   flushBacklog: async () => {},
   accepts: () => true,
   breaker: { state: () => "closed" },
