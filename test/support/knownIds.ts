@@ -7,7 +7,7 @@ import { createKnownIds, listingOf } from "../../src/knownIds";
 import { createOriginClient } from "../../src/origin/client";
 import { createBreaker } from "../../src/shared/breaker";
 import { systemClock } from "../../src/shared/clock";
-import { GATEWAY_TOKEN, type Stack } from "./stack";
+import { GATEWAY_TOKEN, PURGE_TOKEN, type Stack } from "./stack";
 import type { WorkerInstance } from "./worker";
 
 /** Builds the filter of every id the stack's origin lists (capacity 20,000). */
@@ -22,8 +22,11 @@ export async function buildFilter(stack: Stack): Promise<void> {
   await knownIds.rebuild(listingOf(createOriginClient({ baseUrl: stack.origin.url, policies: DEFAULT_POLICIES })));
 }
 
+/** The worker's filter state, from its authenticated status ("off" when disabled). */
 export async function filterState(instance: WorkerInstance): Promise<string> {
-  return ((await (await instance.fetch("/healthz")).json()) as { knownIds: string }).knownIds;
+  const status = await instance.fetch("/__status.json", { headers: { authorization: `Bearer ${PURGE_TOKEN}` } });
+  const { knownIds } = (await status.json()) as { knownIds: { enabled: boolean; state?: string } };
+  return knownIds.enabled ? (knownIds.state ?? "unknown") : "off";
 }
 
 /** Until the worker's filter is "ready", asking for `id` (the first look-up starts the load). */
