@@ -1,25 +1,15 @@
 // An isolate under more load than it can take (docs/architecture.md#overload):
 // how late it runs (./lag.ts), which pages may start new work (./admission.ts),
 // and what becomes of work whose visitors left (./departures.ts).
-import type { Clock } from "../shared/clock";
-import { createAdmission, type Admission, type AdmissionStats } from "./admission";
-import { createDepartures, type Departures, type DepartureStats } from "./departures";
+import { createAdmission, type Admission, type AdmissionOptions, type AdmissionStats } from "./admission";
+import { createDepartures, type Departures, type DeparturesOptions, type DepartureStats } from "./departures";
 import { createLagMeter, type LagMeter } from "./lag";
 
 export { Departed, departed } from "./departures";
 export type { Admission, Departures, LagMeter };
 
-export interface OverloadOptions {
-  clock: Clock;
-  maxLagMs: number;
-  maxColdPages: number;
-  minColdPages: number;
-  maxColdPagesQueued: number;
-  coldPageWaitMs: number;
-  coldPageLeaseMs: number;
-  maxBackgroundFills: number;
-  backgroundFillMs: number;
-}
+/** The bounds of admission and of departures (their options, each documented there); the lag meter is made here. */
+type OverloadOptions = Omit<AdmissionOptions, "lag"> & DeparturesOptions;
 
 export interface Overload {
   lag: LagMeter;

@@ -14,7 +14,7 @@ import { entryKey, lockKey } from "../../src/cache/keys";
 import { DEFAULTS } from "../../src/config/defaults";
 import type { Env } from "../../src/config";
 import { pollUntil, tierStatus, visit } from "../support/clients";
-import { clearFaults, completeProducts, gatewayCommand, injectFault, originFetches, page, sleep } from "../support/faults";
+import { clearFaults, completeProducts, gatewayCommand, injectFault, originFetches, page, sleep, type Page } from "../support/faults";
 import { freePort } from "../support/ports";
 import { startStack, type Stack } from "../support/stack";
 import { logFaults, startedWorkers, startWorker, type WorkerInstance } from "../support/worker";
@@ -58,15 +58,31 @@ const overloadOf = async (target: WorkerInstance) => ((await tierStatus(target))
 const redisHas = async (key: string) => (await gatewayCommand(stack, ["EXISTS", key])) === 1;
 const productKey = (id: string) => entryKey(DEFAULTS.keyPrefix, "product", id);
 
-/** A visitor asks for `id` and leaves (a reset) once the origin has been asked for its product. */
-async function leaveWhileProductAtOrigin(target: WorkerInstance, id: string): Promise<number> {
-  const leaving = visit(target.url!, `/products/${id}`);
+/** Until the origin has been asked for `id`'s product (which it then holds for SLOW_PRODUCT_MS). */
+async function productAtOrigin(id: string): Promise<void> {
   await pollUntil(
-    "the origin to be asked for the product",
+    `${id}'s product at the origin`,
     () => originFetches(stack, "product", id),
     (n) => n >= 1,
     3000,
   );
+}
+
+/**
+ * A page for `id`, started and held while its product is at the origin (the
+ * isolate's cold page in progress); resolves once it is held, with its answer
+ * still to come (wrapped: a returned promise would be awaited with it).
+ */
+async function heldAtOrigin(target: WorkerInstance, id: string): Promise<{ answer: Promise<Page> }> {
+  const answer = page(target, `/products/${id}`);
+  await productAtOrigin(id);
+  return { answer };
+}
+
+/** A visitor asks for `id` and leaves (a reset) once the origin has been asked for its product. */
+async function leaveWhileProductAtOrigin(target: WorkerInstance, id: string): Promise<number> {
+  const leaving = visit(target.url!, `/products/${id}`);
+  await productAtOrigin(id);
   await sleep(20);
   leaving.abort();
   expect((await leaving.done).kind).toBe("aborted");
@@ -145,13 +161,7 @@ describe("shedding", () => {
     await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
 
     // One cold page in progress: the isolate's whole allowance.
-    const holding = page(target, `/products/${held}`);
-    await pollUntil(
-      "the held page's product at the origin",
-      () => originFetches(stack, "product", held!),
-      (n) => n >= 1,
-      3000,
-    );
+    const holding = (await heldAtOrigin(target, held!)).answer;
     const refused = await page(target, `/products/${shed}`);
     expect(refused.status).toBe(503);
     expect(refused.headers.get("retry-after")).toBe("10");
@@ -179,13 +189,7 @@ describe("shedding", () => {
     const [held, waiting] = completeProducts(7500, 2);
     const target = await startWith({ COLD_PAGES_MAX: "1", COLD_PAGE_WAIT_MS: "3000" });
     await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
-    const holding = page(target, `/products/${held}`);
-    await pollUntil(
-      "the held page's product at the origin",
-      () => originFetches(stack, "product", held!),
-      (n) => n >= 1,
-      3000,
-    );
+    const holding = (await heldAtOrigin(target, held!)).answer;
     const second = page(target, `/products/${waiting}`);
     await sleep(SLOW_PRODUCT_MS / 4);
     // Still waiting for its turn: nothing of it has reached the origin.
@@ -202,13 +206,7 @@ describe("shedding", () => {
     const [id] = completeProducts(7400, 1);
     const target = await startWith({ COLD_PAGES_MAX: "1", COLD_PAGE_WAIT_MS: "0" });
     await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
-    const first = page(target, `/products/${id}`);
-    await pollUntil(
-      "the product at the origin",
-      () => originFetches(stack, "product", id!),
-      (n) => n >= 1,
-      3000,
-    );
+    const first = (await heldAtOrigin(target, id!)).answer;
     const herd = await Promise.all([first, ...Array.from({ length: 20 }, () => page(target, `/products/${id}`))]);
     expect(herd.map((p) => p.status)).toEqual(herd.map(() => 200));
     expect(await originFetches(stack, "product", id!)).toBe(1);
@@ -226,13 +224,7 @@ describe("shedding", () => {
     expect((await page(target, `/products/${stale}`)).status).toBe(200);
     await sleep(1200);
     await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
-    const holding = page(target, `/products/${held}`);
-    await pollUntil(
-      "the held page's product at the origin",
-      () => originFetches(stack, "product", held!),
-      (n) => n >= 1,
-      3000,
-    );
+    const holding = (await heldAtOrigin(target, held!)).answer;
     const fromCopy = await page(target, `/products/${stale}`);
     expect(fromCopy.status).toBe(200);
     expect(member(fromCopy.cacheStatus, "inventory")).toMatch(/^pp-l1; fwd=stale; fwd-status=503; .*detail="inventory stale-if-error"/);

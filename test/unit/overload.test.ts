@@ -12,6 +12,21 @@ function fixedLag(): LagMeter & { set(ms: number): void } {
   return { sample: () => undefined, observeReply: () => undefined, lagMs: () => lagMs, set: (ms) => void (lagMs = ms) };
 }
 
+/** An admission with these bounds over `lag` (a fixed lag meter by default), the rest as in most tests here. */
+function admissionWith(bounds: Partial<Parameters<typeof createAdmission>[0]>) {
+  return createAdmission({
+    clock: { now: () => Date.now() },
+    lag: fixedLag(),
+    maxLagMs: 30,
+    maxColdPages: 4,
+    minColdPages: 0,
+    maxColdPagesQueued: 4,
+    coldPageWaitMs: 1000,
+    coldPageLeaseMs: 10_000,
+    ...bounds,
+  });
+}
+
 describe("admission of pages that need new work", () => {
   afterEach(() => vi.useRealTimers());
 
@@ -24,15 +39,9 @@ describe("admission of pages that need new work", () => {
 
   it("runs work at once while the isolate keeps up", async () => {
     const lag = fixedLag();
-    const admission = createAdmission({
+    const admission = admissionWith({
       clock: fakeClock(),
       lag,
-      maxLagMs: 30,
-      maxColdPages: 4,
-      minColdPages: 0,
-      maxColdPagesQueued: 4,
-      coldPageWaitMs: 1000,
-      coldPageLeaseMs: 10_000,
     });
     expect(await admission.admit(async () => "read", true)).toBe("read");
     lag.set(30);
@@ -44,15 +53,9 @@ describe("admission of pages that need new work", () => {
     vi.useFakeTimers({ now: 0 });
     const lag = fixedLag();
     const clock = { now: () => Date.now() };
-    const admission = createAdmission({
+    const admission = admissionWith({
       clock,
       lag,
-      maxLagMs: 30,
-      maxColdPages: 4,
-      minColdPages: 0,
-      maxColdPagesQueued: 4,
-      coldPageWaitMs: 1000,
-      coldPageLeaseMs: 10_000,
     });
     lag.set(31);
     let ran = 0;
@@ -79,15 +82,11 @@ describe("admission of pages that need new work", () => {
     const lag = fixedLag();
     lag.set(500);
     const clock = { now: () => Date.now() };
-    const admission = createAdmission({
+    const admission = admissionWith({
       clock,
       lag,
-      maxLagMs: 30,
       maxColdPages: 8,
       minColdPages: 2,
-      maxColdPagesQueued: 4,
-      coldPageWaitMs: 1000,
-      coldPageLeaseMs: 10_000,
     });
     const [first, second] = [heldWork(), heldWork()];
     const running = [admission.admit(first.work, true), admission.admit(second.work, true)];
@@ -104,15 +103,11 @@ describe("admission of pages that need new work", () => {
   it("holds at most maxColdPages in progress and maxColdPagesQueued waiting; more are shed at once", async () => {
     vi.useFakeTimers({ now: 0 });
     const clock = { now: () => Date.now() };
-    const admission = createAdmission({
+    const admission = admissionWith({
       clock,
       lag: fixedLag(),
-      maxLagMs: 30,
       maxColdPages: 2,
-      minColdPages: 0,
       maxColdPagesQueued: 1,
-      coldPageWaitMs: 1000,
-      coldPageLeaseMs: 10_000,
     });
     const [first, second] = [heldWork(), heldWork()];
     const running = [admission.admit(first.work, true), admission.admit(second.work, true)];
@@ -130,12 +125,10 @@ describe("admission of pages that need new work", () => {
   it("takes back the slot of a page whose request vanished, at its lease's end", async () => {
     vi.useFakeTimers({ now: 0 });
     const clock = { now: () => Date.now() };
-    const admission = createAdmission({
+    const admission = admissionWith({
       clock,
       lag: fixedLag(),
-      maxLagMs: 30,
       maxColdPages: 1,
-      minColdPages: 0,
       maxColdPagesQueued: 1,
       coldPageWaitMs: 0,
       coldPageLeaseMs: 2000,
@@ -147,12 +140,11 @@ describe("admission of pages that need new work", () => {
   });
 
   it("counts what the shed pages got", () => {
-    const admission = createAdmission({
+    const admission = admissionWith({
       clock: fakeClock(),
       lag: fixedLag(),
       maxLagMs: 50,
       maxColdPages: 1,
-      minColdPages: 0,
       maxColdPagesQueued: 1,
       coldPageWaitMs: 0,
       coldPageLeaseMs: 1000,
@@ -208,27 +200,25 @@ describe("the lag meter", () => {
   it("reads how late replies are handled: the running average of L2 reply times beyond the fastest of the last windows", () => {
     const clock = fakeClock();
     const meter = createLagMeter({ clock, fastestWindowMs: 10_000, sampleLifeMs: 1000 });
+    /** `count` replies, one every 10 ms, the i-th taking `ms(i)`. */
+    const replies = (count: number, ms: (i: number) => number) => {
+      for (let i = 0; i < count; i++) {
+        meter.observeReply(ms(i));
+        clock.advance(10);
+      }
+    };
     // An idle isolate: Redis answers in 2-3 ms.
-    for (let i = 0; i < 50; i++) {
-      meter.observeReply(2 + (i % 2));
-      clock.advance(10);
-    }
+    replies(50, (i) => 2 + (i % 2));
     expect(meter.lagMs()).toBeLessThan(1);
     // Busy: each reply waits ~40 ms to be read.
-    for (let i = 0; i < 50; i++) {
-      meter.observeReply(42);
-      clock.advance(10);
-    }
+    replies(50, () => 42);
     expect(meter.lagMs()).toBeGreaterThan(35);
     expect(meter.lagMs()).toBeLessThanOrEqual(40);
     // Quiet for a second: no news is no lag.
     clock.advance(1000);
     expect(meter.lagMs()).toBe(0);
     // A Redis that got slower for good (50 ms) is its new normal once the windows have turned.
-    for (let i = 0; i < 2100; i++) {
-      meter.observeReply(50);
-      clock.advance(10);
-    }
+    replies(2100, () => 50);
     expect(meter.lagMs()).toBe(0);
   });
 
