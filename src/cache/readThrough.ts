@@ -207,7 +207,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     }
     // A page with a copy of every part it lacks does not wait for its turn: it has something to show now.
     const withCopies = pending.every((item) => item.fallback !== undefined);
-    const admitted = await deps.overload.admission.admit(readRest, !withCopies, () => !visitorLeft(request));
+    const admitted = await deps.overload.admission.admit(readRest, !withCopies, request.visitor);
     if (typeof admitted === "string" && !visitorLeft(request)) {
       deps.overload.admission.noteShed(shedPage(tools, pending, data) ? "stale" : "refused");
     }

@@ -62,10 +62,10 @@ export interface Admission {
   /**
    * Runs one page's new work once the isolate admits it, or says why it was
    * shed (and then never runs it). `wait`: whether the page may wait for its
-   * turn (not when it has a copy to serve at once); `wanted`: whether its
-   * visitor is still there (one who left gives up its place at once).
+   * turn (not when it has a copy to serve at once); `visitor`: its request's
+   * signal (one who left gives up its place, or its slot, at once).
    */
-  admit<T>(work: () => Promise<T>, wait: boolean, wanted?: () => boolean): Promise<T | ShedReason | "left">;
+  admit<T>(work: () => Promise<T>, wait: boolean, visitor?: AbortSignal): Promise<T | ShedReason | "left">;
   /** What a shed page got. */
   noteShed(outcome: "stale" | "refused"): void;
   stats(): AdmissionStats;
@@ -80,12 +80,14 @@ export function createAdmission(options: AdmissionOptions): Admission {
     maxWaitMs: options.coldPageWaitMs,
     maxHoldMs: options.coldPageLeaseMs,
     admits: () => slots.inFlight < minColdPages || keepingUp(),
+    // A page whose visitor left is in progress for nobody: what is left of it is background work.
+    freeWhenCallerLeaves: true,
     clock,
   });
   const counts = { admitted: 0, shed: { lagging: 0, busy: 0 }, shedServedStale: 0, shedRefused: 0 };
 
   return {
-    async admit(work, wait, wanted) {
+    async admit(work, wait, visitor) {
       let started = false;
       try {
         return await slots.run(
@@ -94,13 +96,13 @@ export function createAdmission(options: AdmissionOptions): Admission {
             counts.admitted++;
             return work();
           },
-          { waitMs: wait ? options.coldPageWaitMs : 0, wanted },
+          { waitMs: wait ? options.coldPageWaitMs : 0, caller: visitor },
         );
       } catch (error) {
         // The work's own LimiterFull (none is expected: the origin client turns its own into answers) is not a shed.
         if (!(error instanceof LimiterFull) || started) throw error;
         // A visitor who left while waiting was not shed: nobody is answered (overload/departures.ts counts the page).
-        if (wanted && !wanted()) return "left";
+        if (visitor?.aborted) return "left";
         const reason = keepingUp() ? "busy" : "lagging";
         counts.shed[reason]++;
         return reason;

@@ -45,8 +45,15 @@ export interface LagMeterOptions {
   fastestWindowMs?: number;
 }
 
-/** Weight of each new reply in the running average of reply times: a few dozen replies make it. */
+/** Weight of each new reply in the running average of reply times: a few dozen replies make it... */
 const REPLY_WEIGHT = 0.1;
+/**
+ * ...and time too: a reply after a gap of this many ms weighs 63%. A busy
+ * moment followed by a trickle of replies (a purge sync now and then) would
+ * otherwise keep the average of that moment for seconds, and hold cold pages
+ * back in an isolate that is idle.
+ */
+const REPLY_TIME_CONSTANT_MS = 100;
 
 export function createLagMeter({ clock, everyMs = 25, sampleLifeMs = 1000, probeLostMs = 5000, fastestWindowMs = 10_000 }: LagMeterOptions): LagMeter {
   let lastLagMs = 0;
@@ -103,7 +110,9 @@ export function createLagMeter({ clock, everyMs = 25, sampleLifeMs = 1000, probe
       }
       fastestNow = Math.min(fastestNow, ms);
       // After a quiet spell the average starts again from this reply.
-      averageReplyMs = now - lastReplyAt >= sampleLifeMs ? ms : averageReplyMs + REPLY_WEIGHT * (ms - averageReplyMs);
+      const sinceLast = now - lastReplyAt;
+      const weight = sinceLast >= sampleLifeMs ? 1 : Math.max(REPLY_WEIGHT, 1 - Math.exp(-sinceLast / REPLY_TIME_CONSTANT_MS));
+      averageReplyMs += weight * (ms - averageReplyMs);
       lastReplyAt = now;
     },
     lagMs() {

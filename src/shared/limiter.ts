@@ -31,6 +31,14 @@ export interface LimiterOptions {
    * only while the isolate keeps up). Waiters look again on their timers.
    */
   admits?: () => boolean;
+  /**
+   * A holder whose caller leaves (its `caller` signal aborts) gives its slot
+   * back then, not at its lease's deadline. For admission: what is left of a
+   * departed visitor's page is background work, bounded on its own
+   * (overload/departures.ts). Not for the origin's slots, which a fetch
+   * finishing in the background still uses.
+   */
+  freeWhenCallerLeaves?: boolean;
   clock?: { now(): number };
 }
 
@@ -41,8 +49,12 @@ interface RunOptions {
   /** The most the task may keep its slot (its own deadline), after which the slot is reclaimed. */
   holdMs?: number;
   priority?: Priority;
-  /** Whether anybody still wants the task: a waiter whose caller left gives up its place at once. */
-  wanted?: () => boolean;
+  /**
+   * The caller's own signal (a visitor's request signal): a waiter whose
+   * caller left gives up its place at once. Read and listened to only from
+   * the caller's request: in Workers another request may not touch it.
+   */
+  caller?: AbortSignal;
 }
 
 export interface Limiter {
@@ -82,6 +94,7 @@ export function createLimiter({
   maxWaitMs,
   maxHoldMs = DEFAULT_MAX_HOLD_MS,
   admits = () => true,
+  freeWhenCallerLeaves = false,
   clock = { now: () => Date.now() },
 }: LimiterOptions): Limiter {
   const slots = createLeaseTable<number, true>({ clock, capacity: maxConcurrent });
@@ -123,12 +136,12 @@ export function createLimiter({
    * from another request runs its continuation in a context the runtime may
    * have cancelled, and I/O started there belongs to the wrong request).
    */
-  async function waitForSlot(ticket: number, holdMs: number, waitedMs: number, wanted: () => boolean): Promise<void> {
+  async function waitForSlot(ticket: number, holdMs: number, waitedMs: number, caller: AbortSignal | undefined): Promise<void> {
     const giveUpAt = clock.now() + waitedMs;
     if (!waiting.take(ticket, giveUpAt, true)) throw new LimiterFull(`queue full (${maxQueued} waiting)`);
     let left = false;
     const look = () => {
-      if (!wanted()) return (left = true);
+      if (caller?.aborted) return (left = true);
       return slotFor(ticket, holdMs);
     };
     try {
@@ -140,16 +153,21 @@ export function createLimiter({
   }
 
   return {
-    async run(task, { waitMs = maxWaitMs, holdMs = maxHoldMs, priority = "visitor", wanted = () => true } = {}) {
+    async run(task, { waitMs = maxWaitMs, holdMs = maxHoldMs, priority = "visitor", caller } = {}) {
       const ticket = ++nextTicket;
       const hold = Math.max(1, Math.min(holdMs, maxHoldMs));
       if (priority === "refresh" && refreshRoom() === 0) throw new LimiterFull("origin slots kept for visitors");
       // Waiters first: a newcomer does not overtake the queue.
       const free = waiting.size() === 0 && admits() && slots.take(ticket, clock.now() + hold, true);
-      if (!free) await waitForSlot(ticket, hold, Math.max(0, Math.min(waitMs, maxWaitMs)), wanted);
+      if (!free) await waitForSlot(ticket, hold, Math.max(0, Math.min(waitMs, maxWaitMs)), caller);
+      // A cancelled request never runs its `finally`, but its signal's listeners do run when it aborts.
+      const onLeave = () => slots.release(ticket, true);
+      const listening = freeWhenCallerLeaves && caller !== undefined;
+      if (listening) caller.addEventListener("abort", onLeave, { once: true });
       try {
         return await task();
       } finally {
+        if (listening) caller.removeEventListener("abort", onLeave);
         slots.release(ticket, true);
       }
     },

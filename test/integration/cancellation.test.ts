@@ -122,7 +122,12 @@ async function abandonedWave(target: WorkerInstance, ids: readonly string[], per
 /** What these tests read of the isolate's status: the gauges (null: not reported), and how long ago it synced purges. */
 async function gauges(target: WorkerInstance) {
   const status: TierStatus = await tierStatus(target);
-  return { originSlots: status.originSlots ?? null, fills: status.fills ?? null, purgeSyncAgeMs: status.purges.syncAgeMs };
+  return {
+    originSlots: status.originSlots ?? null,
+    fills: status.fills ?? null,
+    coldPages: status.overload?.admission.coldPages ?? null,
+    purgeSyncAgeMs: status.purges.syncAgeMs,
+  };
 }
 type Gauges = Awaited<ReturnType<typeof gauges>>;
 
@@ -152,6 +157,8 @@ describe("visitors who leave mid-request", () => {
     await pollUntil("every origin slot to come back", () => gauges(target), allSlotsBack, SLOTS_BACK_MS);
     // ... and no fill is left behind.
     await pollUntil("no fill in flight", () => gauges(target), noFillInFlight, FILL_BOUND_MS + MARGIN_MS);
+    // The pages whose visitors left are no longer counted in progress by admission: not a page's lease (~7 s) later, at once.
+    expect((await gauges(target)).coldPages).toBe(0);
 
     // The isolate serves uncached pages as before.
     expectFreshFromOrigin(await page(target, `/products/${cold}`));

@@ -96,6 +96,7 @@ export function visit(baseUrl: string, path: string): Visit {
 export interface TierStatus {
   originSlots?: { inUse: number; queued: number; reclaimed: number };
   fills?: { inFlight: number; takenOver: number };
+  overload?: { admission: { coldPages: number } };
   purges: { syncAgeMs: number | null };
   l2: { shards: { name: string; state: string }[] };
 }

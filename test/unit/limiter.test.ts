@@ -134,12 +134,12 @@ describe("origin fetch limiter", () => {
     const limit = limiter(1, 5, 5_000);
     const holder = heldTask("holder");
     const holding = limit.run(holder.run);
-    let present = true;
+    const visitor = new AbortController();
     const waiterTask = vi.fn(async () => "late");
-    const outcome = limit.run(waiterTask, { wanted: () => present }).catch((error: unknown) => error);
+    const outcome = limit.run(waiterTask, { caller: visitor.signal }).catch((error: unknown) => error);
     await settle();
     expect(limit.queued).toBe(1);
-    present = false;
+    visitor.abort();
     await vi.advanceTimersByTimeAsync(20);
     const error = await outcome;
     expect(error).toBeInstanceOf(LimiterFull);
@@ -337,6 +337,35 @@ describe("origin fetch limiter", () => {
     expect(limit.inFlight).toBe(0);
     expect(limit.queued).toBe(0);
     await expect(limit.run(async () => "served")).resolves.toBe("served");
+  });
+
+  it("with freeWhenCallerLeaves, a holder whose caller left gives its slot back then, long before its deadline", async () => {
+    vi.useFakeTimers();
+    const options = { maxConcurrent: 1, maxQueued: 5, maxWaitMs: 5_000, maxHoldMs: 60_000 };
+    for (const freeWhenCallerLeaves of [true, false]) {
+      const limit = createLimiter({ ...options, freeWhenCallerLeaves });
+      const visitor = new AbortController();
+      // A cancelled request's task: it never settles, and its caller is gone.
+      void limit.run(() => new Promise<string>(() => undefined), { caller: visitor.signal });
+      await settle();
+      expect(limit.inFlight).toBe(1);
+      const waiter = heldTask("waiter");
+      const waiting = limit.run(waiter.run);
+      await vi.advanceTimersByTimeAsync(100);
+      expect(waiter.started).toBe(false);
+      visitor.abort();
+      await vi.advanceTimersByTimeAsync(40);
+      // Without the option the slot stays taken until its 60-s deadline.
+      expect(waiter.started).toBe(freeWhenCallerLeaves);
+      if (!freeWhenCallerLeaves) {
+        waiting.catch(() => undefined);
+        continue;
+      }
+      waiter.finish();
+      await expect(waiting).resolves.toBe("waiter");
+      expect(limit.inFlight).toBe(0);
+      expect(limit.reclaimed).toBe(0);
+    }
   });
 
   it("a slot handed to a waiter that never runs again comes back at the waiter's hold deadline", async () => {
