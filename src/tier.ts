@@ -5,6 +5,7 @@
 import { createBreaker } from "./shared/breaker";
 import { systemClock, type Clock } from "./shared/clock";
 import { createL2, type L2 } from "./cache/l2";
+import type { CallTiming } from "./cache/l2Guard";
 import { createRing } from "./cache/ring";
 import { createShardedL2 } from "./cache/shardedL2";
 import { createReadThrough, type ReadThrough } from "./cache/readThrough";
@@ -96,7 +97,7 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
     // A finished fill's write waits for its send (sendWindowMs), then has the write budget.
     backgroundFillMs: DEFAULTS.sendWindowMs + DEFAULTS.l2WriteTimeoutMs,
   });
-  const l2 = config.l2 ? createTierL2(config.l2.shards, config.l2TimeoutMs, clock, metrics, overload.lag.observeReply) : null;
+  const l2 = config.l2 ? createTierL2(config.l2.shards, config.l2TimeoutMs, clock, metrics, overload.lag) : null;
   const wideRetentionMs = longestEntryLifeMs(config);
   const purgeLog = l2 ? createPurgeLog({ l2, keyPrefix: config.keyPrefix, wideRetentionMs, clock }) : null;
   // The watcher judges what the cache serves, and the cache's L1 is what the watcher purges.
@@ -141,7 +142,7 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
 }
 
 /** One L2 client and breaker per shard; several shards go on a consistent-hash ring. */
-function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: Clock, metrics?: Metrics, onReply?: (ms: number) => void): L2 {
+function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: Clock, metrics?: Metrics, timing?: CallTiming): L2 {
   const clients = shards.map((shard) =>
     createL2({
       name: shard.name,
@@ -151,7 +152,7 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
       writeTimeoutMs: DEFAULTS.l2WriteTimeoutMs,
       claimTimeoutMs: Math.max(timeoutMs, DEFAULTS.l2ClaimTimeoutMs),
       probeTimeoutMs: Math.max(timeoutMs, DEFAULTS.l2ProbeTimeoutMs),
-      onReply,
+      timing,
       breaker: createBreaker({
         failureThreshold: DEFAULTS.l2BreakerFailures,
         coolDownMs: DEFAULTS.l2BreakerCoolDownMs,

@@ -95,17 +95,18 @@ export interface FillDeps {
   /** What becomes of fills nobody waits for any more (none in unit tests: they go on). */
   departures?: Departures;
   /**
-   * Whether this isolate runs late now (overload/lag.ts): then a Redis call
-   * without an answer may be a reply read too late, not a Redis that does
-   * not answer. Without it (unit tests), always assumed.
+   * Redis left a call about `key`, sent when it had answered
+   * `answeredBefore` calls, unanswered because it does not answer
+   * (readThrough.ts); otherwise the call may be a reply read late, or a
+   * fresh isolate's slow first calls. Without it (unit tests), never.
    */
-  isolateLate?: () => boolean;
+  redisSilent?: (key: string, answeredBefore: number) => boolean;
 }
 
 export function createFill(deps: FillDeps) {
   const { config, origin, l2, l2Entries, clock, departures } = deps;
-  const isolateLate = deps.isolateLate ?? (() => true);
-  const waitForWinner = createLockWait({ ...deps, isolateLate });
+  const redisSilent = deps.redisSilent ?? (() => false);
+  const waitForWinner = createLockWait({ ...deps, redisSilent });
 
   /** Nobody waits for this fill any more: `step` is not started (a lock this fill may hold is released by the caller). */
   function stopUnlessWanted(context: FillContext, step: string): void {
@@ -231,6 +232,7 @@ export function createFill(deps: FillDeps) {
     // for: the fill goes to the origin, and its write to the backlog if
     // Redis does not take it.
     const claiming = l2.accepts(key) && !context.l2Silent;
+    const answeredBefore = l2.answered(key);
     const first = claiming ? await claim() : undefined;
     if (first !== undefined) context.l2Answered = true;
     if (first?.kind === "copy") {
@@ -242,17 +244,17 @@ export function createFill(deps: FillDeps) {
     }
     if (first && first.kind !== "copy" && first.stale) context.olderCopy = decode(first.stale);
     let won = first?.kind === "won";
-    // A claim without an answer while L2's breaker stays closed: when this
-    // isolate runs late, most likely its own delay (a busy isolate reads
-    // replies late), and the lock may be taken, by this fill or another
-    // isolate's. Look before fetching, as a loser does: under a herd,
-    // fetching at once was a second origin fetch for the product. When it
-    // does not, Redis did not answer (it hangs): waiting for a winner would
+    // A claim without an answer while L2's breaker stays closed: unless
+    // Redis is silent (redisSilent), most likely a reply read late (a busy
+    // isolate), or a fresh isolate's first call, and the lock may be taken,
+    // by this fill or another isolate's. Look before fetching, as a loser
+    // does: under a herd, fetching at once was a second origin fetch for the
+    // product. When Redis is silent (it hangs), waiting for a winner would
     // be waiting for nothing (a cold page took 2.3 s while Redis was paused),
     // so it fetches at once, and its write releases the lock if the claim
     // took it after all.
     const unanswered = claiming && first === undefined && l2.accepts(key);
-    if (first?.kind === "lost" || (unanswered && isolateLate())) {
+    if (first?.kind === "lost" || (unanswered && !redisSilent(key, answeredBefore))) {
       const reclaim = async (): Promise<Reclaimed> => {
         const again = await claim();
         if (again?.kind === "copy") return decode(again.value);

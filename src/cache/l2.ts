@@ -6,7 +6,7 @@
 import { Redis } from "@upstash/redis/cloudflare";
 import { LRUCache } from "lru-cache";
 import type { Breaker } from "../shared/breaker";
-import { createL2Guard, LATE_GRACE_MS, type L2CallOptions, type L2CallStats } from "./l2Guard";
+import { createL2Guard, LATE_GRACE_MS, type CallTiming, type L2CallOptions, type L2CallStats } from "./l2Guard";
 
 // Part of the L2 interface (`run`, `runOnKeys`): its users name it from here.
 
@@ -128,6 +128,12 @@ export interface L2 {
    * made; nothing should wait for them, as a lock's loser would).
    */
   accepts(key: string): boolean;
+  /**
+   * Calls the shard of `key` has answered so far (its breaker's successes):
+   * read before a call and after it, it says whether Redis answered
+   * anything meanwhile (see readThrough.ts, redisSilent).
+   */
+  answered(key: string): number;
   /** Each shard's name and breaker (one, for a single Redis). */
   readonly shards: readonly { name: string; breaker: Breaker }[];
   readonly breaker: Breaker;
@@ -152,8 +158,8 @@ export interface L2Options {
   /** Budget of the probe that confirms an outage before time-outs open the breaker (breaker.ts: `confirmTimeouts`), ms. */
   probeTimeoutMs?: number;
   breaker: Breaker;
-  /** Told how long each answered call took (overload/lag.ts: how late this isolate reads its replies). */
-  onReply?: (ms: number) => void;
+  /** Told what the calls say of how late this isolate runs (overload/lag.ts). */
+  timing?: CallTiming;
 }
 
 // The scripts read keys that anybody with access to Redis may have written
@@ -300,7 +306,7 @@ export function createL2({
   claimTimeoutMs = timeoutMs,
   probeTimeoutMs = writeTimeoutMs,
   breaker,
-  onReply,
+  timing,
 }: L2Options): L2 {
   const reader = client(url, token, timeoutMs);
   const prober = client(url, token, probeTimeoutMs);
@@ -316,7 +322,7 @@ export function createL2({
     timeoutMs,
     writeTimeoutMs,
     probeTimeoutMs,
-    onReply,
+    timing,
     onRecovered: () => flushBacklog(),
   });
   // Newest kept: lru-cache evicts the least recently set first. Plain data only: it is replayed from other requests.
@@ -419,6 +425,7 @@ export function createL2({
       return result === undefined ? undefined : [result];
     },
     accepts: () => breaker.state() !== "open" && !breaker.confirming(),
+    answered: () => breaker.successes,
     shards: [{ name, breaker }],
   };
 }

@@ -55,16 +55,24 @@ interface L2GuardOptions {
   timeoutMs: number;
   writeTimeoutMs: number;
   probeTimeoutMs: number;
-  /** Told how long each call that Redis answered took, from its send to its reply read (overload/lag.ts). */
-  onReply?: (ms: number) => void;
+  /** Told what the calls say of how late this isolate runs (overload/lag.ts). */
+  timing?: CallTiming;
   /** Called (in the probe's background work) once a recovery probe closed the breaker: the writes kept meanwhile go out. */
   onRecovered?: () => Promise<void>;
+}
+
+/** What L2 calls tell the lag meter (overload/lag.ts). */
+export interface CallTiming {
+  /** A call Redis answered took `ms`, from its send to its reply read. */
+  observeReply(ms: number): void;
+  /** A call's time-out was this isolate's own doing: it ran `ms` late then. */
+  observeLate(ms: number): void;
 }
 
 /** A place in the request's connection gate outlives its call's budget by this much (shared/subrequests.ts). */
 export const LATE_GRACE_MS = 1000;
 
-export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutMs, probeTimeoutMs, onReply, onRecovered }: L2GuardOptions) {
+export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutMs, probeTimeoutMs, timing, onRecovered }: L2GuardOptions) {
   /**
    * Time-outs alone would open the breaker (see breaker.ts): ask Redis
    * directly, once, with a budget long enough for this isolate's own stalls.
@@ -137,15 +145,20 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
         return call();
       }, budgetMs + LATE_GRACE_MS);
       breaker.success();
-      onReply?.(Date.now() - startedAt);
+      timing?.observeReply(Date.now() - startedAt);
       return result;
     } catch (error) {
       // Not Redis's failure but this isolate's (see breaker.ts): its own
       // errors, and a time-out that this isolate noticed late, because it
       // was too busy to read the reply (or the abort) when it came.
       // A time-out while the isolate's own queue is a good part of the
-      // budget long is counted as the isolate's too.
-      if (isIsolateError(error) || noticedLate(startedAt, budgetMs) || (isTimeout(error) && (await currentLagMs()) > budgetMs / 4)) stats.isolateErrors++;
+      // budget long is counted as the isolate's too. Either lateness is told
+      // to the lag meter at once: the caller decides next whether Redis hangs
+      // (an unanswered lock claim, cache/fill.ts), and a fresh isolate in a
+      // herd has no reply yet to have measured it by.
+      const lateMs = await lateness(error, startedAt, budgetMs);
+      if (lateMs > 0) timing?.observeLate(lateMs);
+      if (isIsolateError(error) || lateMs > 0) stats.isolateErrors++;
       else if (!passive) {
         if (isTimeout(error)) stats.countedTimeouts++;
         else stats.countedErrors++;
@@ -162,4 +175,17 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
   }
 
   return { guarded, recoverIfDue };
+}
+
+/**
+ * How late this isolate ran when a call failed, if late enough to be the
+ * cause (0 otherwise): the failure was noticed well past the budget, or,
+ * for a time-out, a 1-ms timer right then waits a quarter of the budget.
+ */
+async function lateness(error: unknown, startedAt: number, budgetMs: number): Promise<number> {
+  const now = Date.now();
+  if (noticedLate(startedAt, budgetMs, now)) return now - startedAt - budgetMs;
+  if (!isTimeout(error)) return 0;
+  const lag = await currentLagMs();
+  return lag > budgetMs / 4 ? lag : 0;
 }

@@ -37,14 +37,14 @@ interface Wanted {
 
 interface LockWaitDeps {
   config: Pick<Config, "lockWaitMs">;
-  /** Whether this isolate runs late now: a poll without an answer is then one read late, not a Redis that hangs. */
-  isolateLate: () => boolean;
+  /** Redis left a call about `key` unanswered because it does not answer (readThrough.ts, redisSilent); otherwise a poll without an answer is one read late. */
+  redisSilent: (key: string, answeredBefore: number) => boolean;
   /** Decodes what L2 holds; invalid values are misses (and deleted). */
   l2Entries: L2Entries;
   clock: Clock;
 }
 
-export function createLockWait({ config, l2Entries, clock, isolateLate }: LockWaitDeps) {
+export function createLockWait({ config, l2Entries, clock, redisSilent }: LockWaitDeps) {
   /** A copy fresh enough to end a loser's wait: fresh now and beyond what the fill wants, and fetched after the last purge it knows. */
   function isWaitedFor(copy: Pick<Entry, "fetchedAt" | "freshUntil">, wanted: Wanted): boolean {
     return copy.freshUntil > Math.max(clock.now(), wanted.freshBeyond) && copy.fetchedAt >= wanted.freshAfter;
@@ -54,11 +54,12 @@ export function createLockWait({ config, l2Entries, clock, isolateLate }: LockWa
    * Polls L2 until a fresh entry appears, the winner lets go of its lock
    * without one (its origin fetch failed), L2 is skipped (its breaker
    * opened), or `lockWaitMs` is spent. Giving up is a reason to fetch, not an
-   * error. A poll that failed while the breaker stays closed, on an isolate
-   * that runs late, is one poll lost, not news that L2 is gone: under a
-   * herd, a saturated isolate reads a reply late, and taking that for an
-   * outage made it fetch what the winner was about to write. On an isolate
-   * that keeps up, it is Redis not answering: the wait ends.
+   * error. A poll that failed while the breaker stays closed is one poll
+   * lost, not news that L2 is gone: under a herd, a saturated isolate reads
+   * a reply late, and taking that for an outage made it fetch what the
+   * winner was about to write. Only when Redis is silent (redisSilent: it
+   * answered before, nothing since, and the isolate keeps up) does the wait
+   * end.
    *
    * It stops ("departed") before a poll once nobody waits for the fill.
    *
@@ -90,10 +91,11 @@ export function createLockWait({ config, l2Entries, clock, isolateLate }: LockWa
     let reclaims = 0;
     for (let delay = FIRST_POLL_MS; clock.now() + delay <= giveUpAt; delay = Math.min(delay * 2, MAX_POLL_MS)) {
       if (wanted.wanted && !wanted.wanted()) return "departed";
+      const answeredBefore = l2.answered(key);
       const [value, holder] = await calls.pollLock(key, lock, delay);
       if (value === undefined || holder === undefined) {
         if (!l2.accepts(key)) return undefined; // L2 is skipped now: nothing will come
-        if (!isolateLate()) return undefined; // Redis did not answer an isolate that reads replies on time: it hangs
+        if (redisSilent(key, answeredBefore)) return undefined; // Redis does not answer: it hangs
         continue;
       }
       // Until the winner writes, a poll finds the stale copy it is replacing:

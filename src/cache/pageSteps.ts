@@ -88,8 +88,8 @@ export interface PageTools {
   refresh(key: string, resource: ResourceName, id: string, request: PageRequest, freshBeyond?: number): void;
   /** A warm or hot product's fresh entry near its end, to refresh now so that it is never served stale. */
   dueForRefreshAhead(entry: Entry, heat: Heat): boolean;
-  /** Whether this isolate runs late now (overload/lag.ts): a Redis call without an answer may then be a reply read too late. */
-  isolateLate(): boolean;
+  /** Redis left a call about `key`, sent when it had answered `answeredBefore` calls, unanswered because it does not answer (readThrough.ts). */
+  redisSilent(key: string, answeredBefore: number): boolean;
 }
 
 /** A key's L2 read counts as under way this long past its budget (a read whose request vanished lapses then). */
@@ -158,6 +158,7 @@ export async function readFromL2(
   const toRead = pending.filter((item) => !straightToFill(item));
   if (!l2 || toRead.length === 0) return pending;
   const readStarted = clock.now();
+  const answeredBefore = l2.answered(toRead[0]!.key);
   const readUntil = readStarted + config.l2TimeoutMs + READ_LEASE_GRACE_MS;
   for (const item of toRead) reading.take(item.key, readUntil, true);
   const values = await l2
@@ -168,9 +169,10 @@ export async function readFromL2(
     .finally(() => {
       for (const item of toRead) reading.release(item.key, true);
     });
-  // No answer within the whole budget (not an error at once: a refused call costs nothing to repeat) from an isolate on time.
+  // No answer within the whole budget (not an error at once: a refused call costs nothing to repeat), and Redis silent.
   const timedOut = clock.now() - readStarted >= config.l2TimeoutMs;
-  if (timedOut && l2.accepts(toRead[0]!.key) && values.every((value) => value === undefined) && !tools.isolateLate()) request.l2Silent = true;
+  const unanswered = timedOut && l2.accepts(toRead[0]!.key) && values.every((value) => value === undefined);
+  if (unanswered && tools.redisSilent(toRead[0]!.key, answeredBefore)) request.l2Silent = true;
   const stillPending = joining;
   for (const [index, item] of toRead.entries()) {
     const value = values?.[index];

@@ -111,6 +111,19 @@ export interface ReadThrough extends L1Purging {
   l2ValueStats(): L2ValueStats;
 }
 
+/**
+ * Whether Redis left a call about `key` unanswered because it does not
+ * answer (it hangs), not because of its pace or this isolate's: it answered
+ * this isolate before (`answeredBefore`, l2.answered(key) when the call was
+ * sent, is not 0: a fresh isolate's first calls open a connection and may
+ * be slow, and under a herd after a deploy, taking that for silence made
+ * each isolate fetch the product itself), nothing since, and this isolate
+ * reads its replies on time.
+ */
+export function redisSilence(l2: Pick<L2, "answered"> | null, isolateLate: () => boolean) {
+  return (key: string, answeredBefore: number): boolean => l2 !== null && answeredBefore > 0 && l2.answered(key) === answeredBefore && !isolateLate();
+}
+
 export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const { config, l2, clock } = deps;
   const random = deps.random ?? Math.random;
@@ -121,13 +134,14 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const overload = deps.overload;
   /** Without the overload parts (unit tests), a missing answer is always taken for a late one, as before. */
   const isolateLate = () => (overload ? overload.lag.lagMs() > DEFAULTS.isolateLateMs : true);
+  const redisSilent = redisSilence(l2, isolateLate);
   const fill = createFill({
     ...deps,
     l2Entries,
     random,
     sleep,
     departures: overload?.departures,
-    isolateLate,
+    redisSilent,
   });
   const flights = createFlights({ config, clock, fill, l1, rejections });
   const hotness = createHotness({ warmPerMinute: config.warmPerMinute, hotPerMinute: config.hotPerMinute, clock });
@@ -164,7 +178,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     fillContext,
     refresh: refreshes.refresh,
     dueForRefreshAhead: refreshes.dueForRefreshAhead,
-    isolateLate,
+    redisSilent,
   };
 
   /**

@@ -96,6 +96,7 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
       for (const shard of shards) shard.recoverIfDue(background);
     },
     accepts: (key) => shardOf(key).accepts(key),
+    answered: (key) => shardOf(key).answered(key),
     run: (call, options) => home.run(call, options),
     async runOnKeys<T>(keys: string[], call: (redis: Redis, keys: string[]) => Promise<T>, options?: L2CallOptions) {
       const results = await Promise.all([...byShard(keys, (key) => key)].map(([shard, group]) => shard.runOnKeys(group.items, call, options)));

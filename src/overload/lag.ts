@@ -2,7 +2,7 @@
 // already queued in it. Admission (./admission.ts) reads it to decide
 // whether a page that needs new work may start it.
 //
-// Two measures, the larger counts:
+// Three measures, the largest recent one counts:
 //
 // - How late a reply is read. Every L2 call's time from send to reply read
 //   is reported here (cache/l2Guard.ts). Redis answers in about the same
@@ -12,6 +12,10 @@
 //   of 32 connections made cached pages wait 35 ms at the median while the
 //   timer below said 5 ms (bench:soak --flood crawler): requests and replies
 //   queue where a timer does not.
+// - How late a call that timed out was noticed, or a 1 ms timer run right
+//   after it (cache/l2Guard.ts): a fresh isolate in a herd has no reply yet
+//   to measure by, and a claim that timed out there must not be taken for a
+//   Redis that hangs (cache/fill.ts). It counts as a timer sample.
 // - How late a 1 ms timer fires, for a stall with no L2 traffic to show it:
 //   one probe at a time, started by whichever request finds none out, every
 //   25 ms at most (the meter is plain data; the timer belongs to that request
@@ -29,6 +33,8 @@ export interface LagMeter {
   sample(background: (work: Promise<unknown>) => void): void;
   /** An L2 call answered in `ms`, send to reply read. */
   observeReply(ms: number): void;
+  /** An L2 call timed out because this isolate ran `ms` late. */
+  observeLate(ms: number): void;
   /** The lag now, in ms: the larger of the replies' and the timer's, each while recent. */
   lagMs(): number;
 }
@@ -100,6 +106,10 @@ export function createLagMeter({ clock, everyMs = 25, sampleLifeMs = 1000, probe
           }, 1),
         ),
       );
+    },
+    observeLate(ms) {
+      lastLagMs = ms;
+      lastSampledAt = clock.now();
     },
     observeReply(ms) {
       const now = clock.now();

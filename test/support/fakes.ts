@@ -116,5 +116,6 @@ export const healthyL2Parts = {
   recoverIfDue: () => undefined,
   flushBacklog: async () => {},
   accepts: () => true,
+  answered: () => 1,
   breaker: { state: () => "closed" },
 };

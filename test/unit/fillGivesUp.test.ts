@@ -29,6 +29,7 @@ function losingL2(holderAt: (poll: number) => string | null, now: () => number) 
       return [null, holderAt(polls.length)].slice(0, keys.length);
     },
     accepts: () => true,
+    answered: () => 1,
     writeFills: async (batch: FillWrite[]) => (writes.push(...batch), batch.map(() => true)),
   } as unknown as L2;
   return { l2, polls, writes };

@@ -9,7 +9,7 @@ import { fakeClock } from "../support/fakes";
 /** A lag meter that says what the test says. */
 function fixedLag(): LagMeter & { set(ms: number): void } {
   let lagMs = 0;
-  return { sample: () => undefined, observeReply: () => undefined, lagMs: () => lagMs, set: (ms) => void (lagMs = ms) };
+  return { sample: () => undefined, observeReply: () => undefined, observeLate: () => undefined, lagMs: () => lagMs, set: (ms) => void (lagMs = ms) };
 }
 
 /** An admission with these bounds over `lag` (a fixed lag meter by default), the rest as in most tests here. */
@@ -226,6 +226,16 @@ describe("the lag meter", () => {
     expect(meter.lagMs()).toBe(0);
     // A Redis that got slower for good (50 ms) is its new normal once the windows have turned.
     replies(2100, () => 50);
+    expect(meter.lagMs()).toBe(0);
+  });
+
+  it("counts a time-out this isolate noticed late as a sample of its lag, until the sample is old", () => {
+    const clock = fakeClock();
+    const meter = createLagMeter({ clock, sampleLifeMs: 1000 });
+    expect(meter.lagMs()).toBe(0);
+    meter.observeLate(80);
+    expect(meter.lagMs()).toBe(80);
+    clock.advance(1000);
     expect(meter.lagMs()).toBe(0);
   });
 

@@ -2,7 +2,7 @@
 // (docs/architecture.md#entry-life-cycle), with a fake clock and a fake origin.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { storedSize } from "../../src/cache/l1";
-import { createReadThrough } from "../../src/cache/readThrough";
+import { createReadThrough, redisSilence } from "../../src/cache/readThrough";
 import type { ResourceName } from "../../src/origin/resources";
 import { encodeEntry } from "../../src/cache/codec";
 import type { FillClaim, FillClaimRequest, FillWrite, L2 } from "../../src/cache/l2";
@@ -616,6 +616,7 @@ describe("a double fault: the origin fails for a page that did not hear from L2"
     const l2 = {
       ...healthyL2Parts,
       accepts: () => state === "closed",
+      answered: () => 1,
       breaker: { state: () => state },
       async readMany(keys: readonly string[], options?: { force?: boolean }) {
         if (options?.force) reads.forced++;
@@ -659,5 +660,27 @@ describe("a double fault: the origin fails for a page that did not hear from L2"
     expect(data.product).toMatchObject({ outcome: "failed", failure: "status" });
     expect(reads.plain).toBeGreaterThanOrEqual(1);
     expect(reads.forced).toBe(0);
+  });
+});
+
+describe("Redis's silence (what ends a lock claim's or a poll's wait at once)", () => {
+  /** An L2 that has answered `answered` calls so far. */
+  const answering = (answered: number) => ({ answered: () => answered });
+
+  it("is an unanswered call from an isolate on time to a Redis that answered it before, and nothing since", () => {
+    expect(redisSilence(answering(7), () => false)("k", 7)).toBe(true);
+  });
+
+  it("is not a fresh isolate's first calls: Redis never answered it, so nothing says it stopped (a slow first connection)", () => {
+    expect(redisSilence(answering(0), () => false)("k", 0)).toBe(false);
+  });
+
+  it("is not a call that Redis outlasted while answering others meanwhile: its pace, not its silence", () => {
+    expect(redisSilence(answering(9), () => false)("k", 7)).toBe(false);
+  });
+
+  it("is not a reply this isolate may have read late, nor anything without L2", () => {
+    expect(redisSilence(answering(7), () => true)("k", 7)).toBe(false);
+    expect(redisSilence(null, () => false)("k", 7)).toBe(false);
   });
 });
