@@ -173,7 +173,7 @@ describe("a loser whose poll finds the lock free and no fresh copy", () => {
       claimFills: async (batch: readonly unknown[]) => batch.map(() => claims[Math.min(claimed++, claims.length - 1)]!),
       readMany: async () => polls[Math.min(reads++, polls.length - 1)],
       accepts: () => true,
-    answered: () => 1,
+      answered: () => 1,
       writeFills: async (batch: unknown[]) => batch.map(() => undefined),
     } as unknown as L2;
     return { l2, claims: () => claimed };
