@@ -89,6 +89,8 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
     maxLagMs: config.shedLagMs,
     maxColdPages: config.coldPagesMax,
     minColdPages: DEFAULTS.coldPagesAlways,
+    patienceMs: DEFAULTS.coldPagePatienceMs,
+    patientColdPages: DEFAULTS.coldPagesPatient,
     maxColdPagesQueued: DEFAULTS.coldPagesQueued,
     coldPageWaitMs: config.coldPageWaitMs,
     // A page's read fills its subject, then the other parts: two fills at most, one after the other.

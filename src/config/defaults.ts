@@ -99,6 +99,16 @@ export const DEFAULTS = {
    * its cached pages' p99 went from 77-100 ms to 137 ms (bench:soak --flood).
    */
   coldPagesAlways: 1,
+  /**
+   * A cold page held back this long (ms) goes while fewer than
+   * coldPagesPatient are in progress, whatever the lag. Without it, two
+   * isolates under 64 closed-loop Zipf connections (late for good from their
+   * cached pages alone) let one cold page through at a time and shed 4-7% of
+   * their pages after the wait; a crawler, whose pages are all cold, is
+   * slowed to at most coldPagesPatient pages per patience.
+   */
+  coldPagePatienceMs: 250,
+  coldPagesPatient: 16,
   /** Cold pages waiting for their turn at most; more are shed at once. */
   coldPagesQueued: 256,
   /**

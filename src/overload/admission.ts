@@ -10,7 +10,10 @@
 // queue that cached pages wait in short, whoever fills it: a crawler, a
 // flood of first views, visitors who leave. While it runs late, only
 // minColdPages cold pages are in progress, so that they never stop
-// altogether. (An allowance that shrank while the isolate ran late and grew
+// altogether, and a page held back for patienceMs goes while fewer than
+// patientColdPages are in progress: under clients that keep the isolate late
+// for good with cached pages, cold pages are late, not refused, and a
+// crawler, whose pages are all cold, is slowed by the wait. (An allowance that shrank while the isolate ran late and grew
 // back while it kept up, as TCP's window, was tried: under a closed-loop
 // load that kept the isolate late whatever the cold pages did, it sat at its
 // floor and shed 16-18% of a soak's pages, against 4% for this gate.) A page held back waits for its
@@ -37,6 +40,15 @@ export interface AdmissionOptions {
    * closed-loop load), at a CPU share these few cannot make large.
    */
   minColdPages: number;
+  /**
+   * A page held back this long goes while fewer than `patientColdPages` are
+   * in progress, whatever the lag: under a load that keeps the isolate late
+   * for good (closed-loop clients of cached pages), cold pages are late,
+   * never refused; a client that only asks for cold pages (a crawler) is
+   * slowed by the wait.
+   */
+  patienceMs: number;
+  patientColdPages: number;
   /** Pages that may wait for their turn, and how long each may wait (COLD_PAGE_WAIT_MS). */
   maxColdPagesQueued: number;
   coldPageWaitMs: number;
@@ -72,14 +84,14 @@ export interface Admission {
 }
 
 export function createAdmission(options: AdmissionOptions): Admission {
-  const { clock, lag, maxLagMs, minColdPages } = options;
+  const { clock, lag, maxLagMs, minColdPages, patienceMs, patientColdPages } = options;
   const keepingUp = () => lag.lagMs() <= maxLagMs;
   const slots = createLimiter({
     maxConcurrent: options.maxColdPages,
     maxQueued: options.maxColdPagesQueued,
     maxWaitMs: options.coldPageWaitMs,
     maxHoldMs: options.coldPageLeaseMs,
-    admits: () => slots.inFlight < minColdPages || keepingUp(),
+    admits: (waitedMs) => slots.inFlight < minColdPages || keepingUp() || (waitedMs >= patienceMs && slots.inFlight < patientColdPages),
     // A page whose visitor left is in progress for nobody: what is left of it is background work.
     freeWhenCallerLeaves: true,
     clock,

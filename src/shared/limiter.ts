@@ -27,10 +27,12 @@ export interface LimiterOptions {
    */
   maxHoldMs?: number;
   /**
-   * Whether a slot may be granted now at all, whatever the count (admission:
-   * only while the isolate keeps up). Waiters look again on their timers.
+   * Whether a slot may be granted now at all, whatever the count, to a
+   * caller that has waited `waitedMs` so far (admission: while the isolate
+   * keeps up, or to a page held back long enough). Waiters look again on
+   * their timers.
    */
-  admits?: () => boolean;
+  admits?: (waitedMs: number) => boolean;
   /**
    * A holder whose caller leaves (its `caller` signal aborts) gives its slot
    * back then, not at its lease's deadline. For admission: what is left of a
@@ -122,8 +124,8 @@ export function createLimiter({
    * look): the queue is walked only when there are fewer free slots than
    * waiters, to find whether this one is among the first.
    */
-  function slotFor(ticket: number, holdMs: number): true | undefined {
-    if (!admits()) return undefined;
+  function slotFor(ticket: number, holdMs: number, waitedMs: number): true | undefined {
+    if (!admits(waitedMs)) return undefined;
     const free = maxConcurrent - slots.size();
     if (free <= 0) return undefined;
     if (free < waiting.size() && ahead(ticket) >= free) return undefined;
@@ -137,16 +139,21 @@ export function createLimiter({
    * have cancelled, and I/O started there belongs to the wrong request).
    */
   async function waitForSlot(ticket: number, holdMs: number, waitedMs: number, caller: AbortSignal | undefined): Promise<void> {
-    const giveUpAt = clock.now() + waitedMs;
+    const askedAt = clock.now();
+    const giveUpAt = askedAt + waitedMs;
     if (!waiting.take(ticket, giveUpAt, true)) throw new LimiterFull(`queue full (${maxQueued} waiting)`);
     let left = false;
     const look = () => {
       if (caller?.aborted) return (left = true);
-      return slotFor(ticket, holdMs);
+      return slotFor(ticket, holdMs, clock.now() - askedAt);
     };
+    // A cancelled request's timers may never fire again: its place goes as its caller leaves, not when its wait would have ended.
+    const onLeave = () => waiting.release(ticket, true);
+    caller?.addEventListener("abort", onLeave, { once: true });
     try {
       if ((await pollUntil(look, giveUpAt, clock.now)) && !left) return;
     } finally {
+      caller?.removeEventListener("abort", onLeave);
       waiting.release(ticket, true);
     }
     throw new LimiterFull(left ? "the caller left while it waited" : `no slot within ${waitedMs} ms`);
@@ -158,7 +165,7 @@ export function createLimiter({
       const hold = Math.max(1, Math.min(holdMs, maxHoldMs));
       if (priority === "refresh" && refreshRoom() === 0) throw new LimiterFull("origin slots kept for visitors");
       // Waiters first: a newcomer does not overtake the queue.
-      const free = waiting.size() === 0 && admits() && slots.take(ticket, clock.now() + hold, true);
+      const free = waiting.size() === 0 && admits(0) && slots.take(ticket, clock.now() + hold, true);
       if (!free) await waitForSlot(ticket, hold, Math.max(0, Math.min(waitMs, maxWaitMs)), caller);
       // A cancelled request never runs its `finally`, but its signal's listeners do run when it aborts.
       const onLeave = () => slots.release(ticket, true);

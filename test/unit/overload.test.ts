@@ -20,6 +20,8 @@ function admissionWith(bounds: Partial<Parameters<typeof createAdmission>[0]>) {
     maxLagMs: 30,
     maxColdPages: 4,
     minColdPages: 0,
+    patienceMs: 10_000,
+    patientColdPages: 0,
     maxColdPagesQueued: 4,
     coldPageWaitMs: 1000,
     coldPageLeaseMs: 10_000,
@@ -98,6 +100,37 @@ describe("admission of pages that need new work", () => {
     expect(await third).toBe("third");
     second.release();
     await Promise.all(running);
+  });
+
+  it("lets a page held back for patienceMs go while fewer than patientColdPages are in progress, whatever the lag", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const lag = fixedLag();
+    const admission = admissionWith({
+      clock: { now: () => Date.now() },
+      lag,
+      minColdPages: 1,
+      patienceMs: 250,
+      patientColdPages: 2,
+      coldPageWaitMs: 1000,
+    });
+    lag.set(200); // late for good, as under closed-loop clients of cached pages
+    const first = heldWork();
+    const running = admission.admit(first.work, true); // the one that always goes
+    const second = heldWork();
+    let secondStarted = false;
+    const patient = admission.admit(() => ((secondStarted = true), second.work()), true);
+    const third = admission.admit(async () => "third", true);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(secondStarted).toBe(false);
+    await vi.advanceTimersByTimeAsync(70);
+    // Past its patience, with one page in progress (< 2): it goes.
+    expect(secondStarted).toBe(true);
+    // The third has waited as long, but two are in progress: it waits on, and is shed at its wait's end.
+    await vi.advanceTimersByTimeAsync(800);
+    expect(await third).toBe("lagging");
+    first.release();
+    second.release();
+    expect(await Promise.all([running, patient])).toEqual(["done", "done"]);
   });
 
   it("holds at most maxColdPages in progress and maxColdPagesQueued waiting; more are shed at once", async () => {

@@ -72,6 +72,8 @@ function setup() {
       maxLagMs: 50,
       maxColdPages: 8,
       minColdPages: 0,
+      patienceMs: 1000,
+      patientColdPages: 0,
       maxColdPagesQueued: 8,
       coldPageWaitMs: 100,
       coldPageLeaseMs: 10_000,
