@@ -76,8 +76,12 @@ function logSink(logs: string[], faults: string[]) {
 /** How long close() waits for workerd's last output once the process is gone. */
 const OUTPUT_DRAIN_MS = 1000;
 
-/** `port`: also serve real HTTP there (for callers such as the demo origin's purge notifications). */
-export async function startWorker(bindings: Env, options: { port?: number } = {}): Promise<WorkerInstance> {
+/**
+ * `port`: also serve real HTTP there (for callers such as the demo origin's
+ * purge notifications). `bundleDir`: another build of the worker than the
+ * tests' own (a deliberately broken one, say).
+ */
+export async function startWorker(bindings: Env, options: { port?: number; bundleDir?: string } = {}): Promise<WorkerInstance> {
   const logs: string[] = [];
   const faults: string[] = [];
   const keep = logSink(logs, faults);
@@ -85,7 +89,10 @@ export async function startWorker(bindings: Env, options: { port?: number } = {}
   const mf = new Miniflare({
     ...(options.port ? { host: "127.0.0.1", port: options.port } : {}),
     log: new CapturingLog(keep),
-    ...bundleOptions(BUNDLE_DIR, Object.fromEntries(Object.entries(bindings).filter(([, value]) => value !== undefined)) as Record<string, string>),
+    ...bundleOptions(
+      options.bundleDir ?? BUNDLE_DIR,
+      Object.fromEntries(Object.entries(bindings).filter(([, value]) => value !== undefined)) as Record<string, string>,
+    ),
     // workerd reports a rejection nobody handled (in `waitUntil` work, say)
     // only with --verbose: `info: uncaught exception; … Error: Cannot perform
     // I/O on behalf of a different request`. Without it that would go unseen.
