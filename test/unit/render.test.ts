@@ -357,6 +357,11 @@ describe("product page", () => {
     expect(section).toContain("Great grip");
     expect(section).toContain("By Sam");
     expect(count(section, /<li class="review">/)).toBe(3);
+    // The spaces between the stars, the rating and the count are part of the text, not layout.
+    const summary = /<p>(<span class="stars"[\s\S]*?)<\/p>/.exec(section)?.[1] ?? "";
+    expect(summary.replace(/<[^>]+>/g, "")).toBe("★★★★★ 4.6 out of 5 stars, 213 reviews");
+    const firstReview = tagText(section, "li", 'class="review"').replace(/<[^>]+>/g, "|");
+    expect(firstReview).toContain("|★★★★★| |5 out of 5 stars|");
 
     const none = renderProductPage(model({ reviews: { state: "none" } }));
     expect(none).toContain("No reviews yet");
