@@ -26,6 +26,20 @@ module.exports = {
       to: { path: "^src/cache/" },
     },
     {
+      name: "templates-lay-out-views",
+      comment: "A template (templates/*.tsx) is a function of its typed view: it imports the view types, jsonForScript and other templates, never the tiers, the origin or the routes.",
+      severity: "error",
+      from: { path: "^templates/" },
+      to: { path: "^src/", pathNot: "^src/(render/(view|jsonld)|observability/statusView)\\.ts$" },
+    },
+    {
+      name: "render-renders",
+      comment: "Pages are rendered through src/render/ (models to views to templates); the rest of the tier calls its render functions.",
+      severity: "error",
+      from: { path: "^(src|dev|bench)/", pathNot: "^src/render/" },
+      to: { path: "^templates/" },
+    },
+    {
       name: "origin-stands-alone",
       comment: "The origin client and its contract import nothing else of the tier but the Workers rules in shared/.",
       severity: "error",
@@ -59,6 +73,6 @@ module.exports = {
     exclude: { path: "^(node_modules|\\.wrangler)/" },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
-    enhancedResolveOptions: { extensions: [".ts", ".js", ".mjs", ".json", ".liquid"], exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"] },
+    enhancedResolveOptions: { extensions: [".ts", ".tsx", ".js", ".mjs", ".json"], exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"] },
   },
 };

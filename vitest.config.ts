@@ -1,19 +1,7 @@
-import { readFileSync } from "node:fs";
-import { defineConfig, type Plugin } from "vitest/config";
+import { defineConfig } from "vitest/config";
 
-// Load *.liquid files as strings in Node, as wrangler's Text rule does in the Worker bundle.
-function liquidAsText(): Plugin {
-  return {
-    name: "liquid-as-text",
-    load(id) {
-      if (!id.endsWith(".liquid")) return null;
-      return `export default ${JSON.stringify(readFileSync(id, "utf8"))};`;
-    },
-  };
-}
-
+// TSX (templates/) is compiled by vite's esbuild with tsconfig.json's jsx settings, as wrangler compiles it for the Worker.
 export default defineConfig({
-  plugins: [liquidAsText()],
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/support/globalSetup.ts"],

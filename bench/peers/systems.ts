@@ -341,7 +341,7 @@ export async function getPage(url: string, timeoutMs = 5000): Promise<Page> {
   };
 }
 
-/** The visible price of a product page (templates/partials/price.liquid), e.g. "$123.45". */
+/** The visible price of a product page (templates/partials/price.tsx), e.g. "$123.45". */
 export function priceNow(body: string): string | null {
   return /class="price-now[^"]*">([^<]+)</.exec(body)?.[1]?.trim() ?? null;
 }

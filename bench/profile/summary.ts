@@ -13,6 +13,8 @@ export interface CpuProfile {
 
 /** Parts of the request path, first match wins: [label, module path pattern]. */
 const PARTS: [string, RegExp][] = [
+  // Before routing: hono/jsx and hono/html are the render's, the rest of hono the router's.
+  ["render (view model, templates, hono/jsx)", /^(src\/render\/|templates\/|node_modules\/hono\/dist\/(jsx|helper\/html|utils\/html)\b)/],
   ["routing (Hono)", /^node_modules\/hono\//],
   ["HTTP handlers, headers", /^src\/(http|app|index)/],
   [
@@ -21,7 +23,6 @@ const PARTS: [string, RegExp][] = [
   ],
   ["L2 (client, decode, breaker)", /^(src\/cache\/(codec|l2|l2Entries|shardedL2|ring|breaker)|node_modules\/@upstash\/|node_modules\/uncrypto)/],
   ["purge judging", /^src\/invalidation\//],
-  ["render (view model, Liquid)", /^(src\/render\/|node_modules\/liquidjs\/)/],
   ["origin client, validation", /^(src\/origin\/|node_modules\/valibot\/)/],
   ["known-ids filter", /^src\/knownIds\//],
   ["metrics, logs", /^src\/observability\//],

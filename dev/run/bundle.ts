@@ -1,8 +1,8 @@
 // The deployed bundle in workerd through Miniflare, as the integration tests
-// (test/support/worker.ts) and the benchmarks (bench/stack.ts) run it: the
-// same module rules, the compatibility date and flags of wrangler.toml
-// (dev/compatibility.ts), and the worker's output read as lines rather than
-// printed. Each caller adds what is its own: ports, the inspector, where the
+// (test/support/worker.ts) and the benchmarks (bench/stack.ts) run it: one
+// module (the templates are compiled into it), the compatibility date and
+// flags of wrangler.toml (dev/compatibility.ts), and the worker's output read
+// as lines rather than printed. Each caller adds what is its own: ports, the inspector, where the
 // lines go.
 import { Log, LogLevel, type MiniflareOptions } from "miniflare";
 import { join } from "node:path";
@@ -14,7 +14,6 @@ export function bundleOptions(bundleDir: string, bindings: Record<string, string
   return {
     modules: true,
     scriptPath: join(bundleDir, "index.js"),
-    modulesRules: [{ type: "Text", include: ["**/*.liquid"] }],
     // As wrangler.toml says, so that the runtime behaves as it does when deployed.
     compatibilityDate,
     compatibilityFlags,

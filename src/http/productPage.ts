@@ -12,7 +12,7 @@ import { cacheStatus, pageCacheControl, pageEtag, pageIdentity } from "./headers
 import { errorPage } from "./errorPage";
 
 /** Bumped when templates change the HTML for the same data, so that ETags change too. */
-const RENDER_VERSION = "2";
+const RENDER_VERSION = "3";
 
 /** Seconds a visitor is asked to wait before retrying a 503. */
 const RETRY_AFTER_SECONDS = 10;

@@ -1,7 +1,8 @@
 // The status page's view: the status model (./status.ts) with every number
-// formatted for reading and the chart laid out, so that templates/status.liquid
-// only prints escaped strings and numbers.
+// formatted for reading and the chart laid out, so that templates/status.tsx
+// only places escaped strings and numbers.
 import { RESOURCE_NAMES } from "../origin/resources";
+import type { MetaView } from "../render/view";
 import type { BreakerState } from "../shared/breaker";
 import { buildChart, type ChartView } from "./chart";
 import type { ResourceSummary, WindowSummary } from "./metrics";
@@ -124,8 +125,12 @@ function l2View(model: StatusModel) {
   };
 }
 
+type KnownIdsView =
+  | { enabled: true; state: string; stateClass: string; serving: string; version: string; count: string; age: string; pendingAdds: string }
+  | { enabled: false };
+
 /** The known-ids filter's state, or that it is off. */
-function knownIdsView(model: StatusModel) {
+function knownIdsView(model: StatusModel): KnownIdsView {
   return model.knownIds.enabled
     ? {
         enabled: true,
@@ -171,6 +176,9 @@ function configView(model: StatusModel) {
   };
 }
 
+/** What templates/status.tsx is given. */
+export type StatusView = ReturnType<typeof statusView>;
+
 export function statusView(model: StatusModel) {
   const w5 = model.last5m;
   const w15 = model.last15m;
@@ -178,7 +186,7 @@ export function statusView(model: StatusModel) {
   const l1Percent = Math.min(100, Math.max(0, model.l1.usedRatio * 100));
 
   return {
-    meta: { title: `Status · isolate ${model.isolate.id}`, robots: "noindex, nofollow" },
+    meta: { title: `Status · isolate ${model.isolate.id}`, description: null, canonical: null, robots: "noindex, nofollow", og: null } satisfies MetaView,
     isolate: {
       id: model.isolate.id,
       generatedAt: model.generatedAt.replace("T", " ").replace(/\.\d+Z$/, " UTC"),

@@ -1,32 +1,50 @@
-// The render module: models in, HTML out. Rendering is synchronous (templates
-// are parsed once per isolate, see ./engine), so callers can time it and no
-// request waits on anything but CPU.
+// The render module: models in, HTML out. Each model becomes its typed view
+// (./view.ts), and the view the page's HTML through its template: a TSX
+// component in templates/, compiled with the worker (hono/jsx, escaping every
+// text and attribute), so nothing is parsed at run time. Rendering is
+// synchronous, so callers can time it and no request waits on anything but CPU.
+import type { JSX } from "hono/jsx/jsx-runtime";
 import type { ErrorPageModel, HomePageModel, ProductPageModel } from "./model";
-import { renderTemplate, type PageTemplate } from "./engine";
 import { errorView, homeView, productView } from "./view";
 import type { StatusModel } from "../observability/status";
 import { statusView } from "../observability/statusView";
+import { NotFoundPage } from "../../templates/404";
+import { UnavailablePage } from "../../templates/503";
+import { ErrorPage } from "../../templates/error";
+import { HomePage } from "../../templates/home";
+import { ProductPage } from "../../templates/product";
+import { StatusPage } from "../../templates/status";
+
+/**
+ * The page's HTML. Every template is a synchronous component, whose element
+ * stringifies to the page itself; an asynchronous one (a promise) would be a
+ * bug in a template, and fails here like any other render error.
+ */
+function html(page: JSX.Element): string {
+  const text: unknown = page instanceof Promise ? page : page.toString();
+  if (typeof text !== "string") throw new Error("a template rendered asynchronously: templates must be synchronous");
+  return text;
+}
 
 export function renderProductPage(model: ProductPageModel): string {
-  return renderTemplate("product.liquid", productView(model));
+  return html(ProductPage(productView(model)));
 }
 
 export function renderHomePage(model: HomePageModel): string {
-  return renderTemplate("home.liquid", homeView(model));
+  return html(HomePage(homeView(model)));
 }
 
 /** 404 and 503 have their own pages; any other status gets the generic one. */
 export function renderErrorPage(model: ErrorPageModel): string {
-  const template: PageTemplate = model.status === 404 ? "404.liquid" : model.status === 503 ? "503.liquid" : "error.liquid";
-  return renderTemplate(template, errorView(model));
+  const view = errorView(model);
+  return html(model.status === 404 ? NotFoundPage(view) : model.status === 503 ? UnavailablePage(view) : ErrorPage(view));
 }
 
 /** The operators' status page of one isolate (GET /__status). */
 export function renderStatusPage(model: StatusModel): string {
-  return renderTemplate("status.liquid", statusView(model));
+  return html(StatusPage(statusView(model)));
 }
 
-export { templatesParsedCount, templateCount } from "./engine";
 export { jsonLdFor, jsonForScript } from "./jsonld";
 export {
   formatMoney,

@@ -1,6 +1,6 @@
 // What the templates are given. The cache layer decides what is known; the
 // templates only decide how it looks.
-import type { Inventory, Product, Recommendations, ReviewsSummary } from "../origin/types";
+import type { PAGE_SUBJECT, PageResource, ResourceTypes } from "../origin/resources";
 
 /**
  * A section of the page other than the product itself.
@@ -10,15 +10,20 @@ import type { Inventory, Product, Recommendations, ReviewsSummary } from "../ori
  */
 export type Section<T> = { state: "ok"; data: T } | { state: "none" } | { state: "unavailable" };
 
-export interface ProductPageModel {
-  product: Product;
-  /** Not `ok` when availability is unknown (inventory failed or too old to promise stock): never shown as in stock. */
-  inventory: Section<Inventory>;
-  reviews: Section<ReviewsSummary>;
-  recommendations: Section<Recommendations>;
+/**
+ * A product page's data: one field per resource of the page, read off the
+ * registry (src/origin/resources.ts), so that a resource added there is a
+ * field here. The subject (the product) is always there, else there is no
+ * page; every other resource is a Section, which is `unavailable` when its
+ * service failed or its copy is too old to show (stock is then never shown as
+ * in stock).
+ */
+export type ProductPageModel = {
+  [R in PageResource]: R extends typeof PAGE_SUBJECT ? ResourceTypes[R] : Section<ResourceTypes[R]>;
+} & {
   /** Absolute URL of this page, for canonical/OpenGraph. */
   pageUrl: string;
-}
+};
 
 export interface HomePageModel {
   products: { id: string; title: string | null }[];

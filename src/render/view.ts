@@ -1,11 +1,14 @@
-// Turns the render models into the plain objects the templates read. Every
-// decision (formatting, fallbacks, URLs, what to omit) is made here, in typed
-// code; the templates only lay out what they are given. Every field is always
-// present (null when absent) because the engine runs with strictVariables.
-import type { ErrorPageModel, HomePageModel, ProductPageModel } from "./model";
+// Turns the render models into the typed views the templates (templates/*.tsx)
+// take as their props. Every decision (formatting, fallbacks, URLs, what to
+// omit) is made here, in typed code; the templates only lay out what they are
+// given. A field the templates may leave out is null, never missing, so that
+// each template says what it does without it.
+import type { PageResource } from "../origin/resources";
+import type { ErrorPageModel, HomePageModel, ProductPageModel, Section } from "./model";
 import { availability, discountPercent, formatMoney, ratingStars, ratingText, reviewCountText, truncateText, type Availability } from "./format";
 import { structuredDataFor } from "./jsonld";
 import { isWebUrl, productHref } from "./urls";
+import type { Recommendations, ReviewsSummary } from "../origin/types";
 
 /** Meta description length that search engines show without cutting. */
 const META_DESCRIPTION_MAX = 160;
@@ -15,7 +18,7 @@ const META_DESCRIPTION_MAX = 160;
 const MAIN_IMAGE_SIZE = 800;
 const RECOMMENDATION_IMAGE_SIZE = 240;
 
-interface MetaView {
+export interface MetaView {
   title: string;
   description: string | null;
   canonical: string | null;
@@ -29,12 +32,26 @@ interface MetaView {
   og: { title: string; description: string; image: { url: string; alt: string } | null; url: string; type: string; siteName: string } | null;
 }
 
+/** An image the page shows: an http(s) URL (urls.ts), its alt text, and the box it is given. */
 interface ImageView {
   url: string;
   alt: string;
   width: number;
   height: number;
-  eager: boolean;
+}
+
+/** What the product's own data shows: the breadcrumb, the gallery and the summary beside it. */
+export interface ProductSummaryView {
+  title: string;
+  brand: string;
+  description: string;
+  /** The category path, shown between "All products" and the title. */
+  breadcrumb: string[];
+  /** On sale: what it was, and the whole-percent discount (format.ts says when there is one). */
+  price: { now: string; sale: { was: string; percentOff: number } | null };
+  /** The first image is above the fold (loaded first), the others are thumbnails; null when there is no usable image. */
+  gallery: { main: ImageView; thumbs: ImageView[] } | null;
+  attributes: { name: string; value: string }[];
 }
 
 interface ReviewView {
@@ -45,23 +62,39 @@ interface ReviewView {
   stars: string;
 }
 
+type ReviewsView = { state: "ok"; ratingText: string; stars: string; countText: string; top: ReviewView[] } | { state: "none" } | { state: "unavailable" };
+
+interface RecommendationView {
+  href: string;
+  title: string;
+  price: string;
+  image: ImageView | null;
+}
+
+/**
+ * The view of each resource's section of the product page, by resource.
+ * Every resource of the page (PAGE_RESOURCES) must have one: a resource added
+ * to the registry without an entry here fails `tsc` at ProductSections.
+ */
+export interface SectionViews {
+  product: ProductSummaryView;
+  inventory: Availability;
+  reviews: ReviewsView;
+  /** Empty when there are none, or none could be had: the section is then left out. */
+  recommendations: RecommendationView[];
+}
+
+/** One section per resource in `R`, each of its own view type; `R` may only name resources that have one. */
+export type SectionsFor<R extends keyof SectionViews> = { [K in R]: SectionViews[K] };
+
+/** The sections of the product page: one per resource of the page, as the registry lists them. */
+export type ProductSections = SectionsFor<PageResource>;
+
 export interface ProductView {
   meta: MetaView;
-  product: { id: string; title: string; brand: string; description: string };
-  breadcrumb: string[];
-  price: { now: string; was: string | null; discountPercent: number | null };
-  availability: Availability;
-  images: ImageView[];
-  attributes: { name: string; value: string }[];
-  reviews: {
-    state: "ok" | "none" | "unavailable";
-    ratingText: string | null;
-    stars: string | null;
-    countText: string | null;
-    top: ReviewView[];
-  };
-  recommendations: { href: string; title: string; price: string; image: ImageView | null }[];
+  /** The schema.org Product, as data: templates/partials/jsonLd.tsx serialises it for its <script>. */
   structuredData: Record<string, unknown>;
+  sections: ProductSections;
 }
 
 export interface HomeView {
@@ -82,59 +115,48 @@ function attributeName(key: string): string {
   return spaced.charAt(0).toUpperCase() + spaced.slice(1);
 }
 
+function imageView(url: string, alt: string, size: number): ImageView {
+  return { url, alt, width: size, height: size };
+}
+
+function reviewsView(reviews: Section<ReviewsSummary>): ReviewsView {
+  if (reviews.state !== "ok") return { state: reviews.state };
+  const { rating, count, top } = reviews.data;
+  return {
+    state: "ok",
+    ratingText: ratingText(rating),
+    stars: ratingStars(rating),
+    countText: reviewCountText(count),
+    top: top.slice(0, 3).map((review) => ({
+      author: review.author,
+      title: review.title,
+      body: review.body,
+      ratingText: ratingText(review.rating),
+      stars: ratingStars(review.rating),
+    })),
+  };
+}
+
+function recommendationsView(recommendations: Section<Recommendations>): RecommendationView[] {
+  if (recommendations.state !== "ok") return [];
+  return recommendations.data.items.slice(0, 8).map((item) => ({
+    href: productHref(item.id),
+    title: item.title,
+    price: formatMoney(item.price),
+    // The title is right next to the image as link text: an empty alt keeps
+    // screen readers from reading it twice.
+    image: isWebUrl(item.image) ? imageView(item.image, "", RECOMMENDATION_IMAGE_SIZE) : null,
+  }));
+}
+
 export function productView(model: ProductPageModel): ProductView {
   const { product } = model;
-  const images: ImageView[] = product.images
-    .filter((image) => isWebUrl(image.url))
-    .map((image, index) => ({
-      url: image.url,
-      alt: image.alt.trim() || product.title,
-      width: MAIN_IMAGE_SIZE,
-      height: MAIN_IMAGE_SIZE,
-      // Only the first image is above the fold.
-      eager: index === 0,
-    }));
+  const images = product.images.filter((image) => isWebUrl(image.url)).map((image) => imageView(image.url, image.alt.trim() || product.title, MAIN_IMAGE_SIZE));
+  const [main, ...thumbs] = images;
 
   const description = product.description.trim();
   const metaDescription = truncateText(description || `${product.title} by ${product.brand}`, META_DESCRIPTION_MAX);
   const percent = discountPercent(product.price, product.compareAtPrice);
-
-  const reviews: ProductView["reviews"] =
-    model.reviews.state === "ok"
-      ? {
-          state: "ok",
-          ratingText: ratingText(model.reviews.data.rating),
-          stars: ratingStars(model.reviews.data.rating),
-          countText: reviewCountText(model.reviews.data.count),
-          top: model.reviews.data.top.slice(0, 3).map((review) => ({
-            author: review.author,
-            title: review.title,
-            body: review.body,
-            ratingText: ratingText(review.rating),
-            stars: ratingStars(review.rating),
-          })),
-        }
-      : { state: model.reviews.state, ratingText: null, stars: null, countText: null, top: [] };
-
-  const recommendations: ProductView["recommendations"] =
-    model.recommendations.state === "ok"
-      ? model.recommendations.data.items.slice(0, 8).map((item) => ({
-          href: productHref(item.id),
-          title: item.title,
-          price: formatMoney(item.price),
-          image: isWebUrl(item.image)
-            ? {
-                url: item.image,
-                // The title is right next to the image as link text: an empty
-                // alt keeps screen readers from reading it twice.
-                alt: "",
-                width: RECOMMENDATION_IMAGE_SIZE,
-                height: RECOMMENDATION_IMAGE_SIZE,
-                eager: false,
-              }
-            : null,
-        }))
-      : [];
 
   return {
     meta: {
@@ -145,25 +167,30 @@ export function productView(model: ProductPageModel): ProductView {
       og: {
         title: product.title,
         description: metaDescription,
-        image: images[0] ? { url: images[0].url, alt: images[0].alt } : null,
+        image: main ? { url: main.url, alt: main.alt } : null,
         url: model.pageUrl,
         type: "product",
         siteName: new URL(model.pageUrl).host,
       },
     },
-    product: { id: product.id, title: product.title, brand: product.brand, description },
-    breadcrumb: product.category.filter((name) => name.trim() !== ""),
-    price: {
-      now: formatMoney(product.price),
-      was: percent !== null && product.compareAtPrice ? formatMoney(product.compareAtPrice) : null,
-      discountPercent: percent,
-    },
-    availability: availability(model.inventory),
-    images,
-    attributes: Object.entries(product.attributes).map(([key, value]) => ({ name: attributeName(key), value })),
-    reviews,
-    recommendations,
     structuredData: structuredDataFor(model),
+    sections: {
+      product: {
+        title: product.title,
+        brand: product.brand,
+        description,
+        breadcrumb: product.category.filter((name) => name.trim() !== ""),
+        price: {
+          now: formatMoney(product.price),
+          sale: percent !== null && product.compareAtPrice ? { was: formatMoney(product.compareAtPrice), percentOff: percent } : null,
+        },
+        gallery: main ? { main, thumbs } : null,
+        attributes: Object.entries(product.attributes).map(([key, value]) => ({ name: attributeName(key), value })),
+      },
+      inventory: availability(model.inventory),
+      reviews: reviewsView(model.reviews),
+      recommendations: recommendationsView(model.recommendations),
+    },
   };
 }
 

@@ -189,9 +189,9 @@ describe("configuration", () => {
   });
 });
 
-/** HTML-escaped as liquidjs's `escape` does it. */
+/** HTML-escaped as hono/jsx escapes text. */
 function escapeHtml(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&#34;").replace(/'/g, "&#39;");
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
 }
 
 async function waitFor(condition: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {

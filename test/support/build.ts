@@ -1,6 +1,6 @@
-// Bundles the worker exactly as `wrangler deploy` would (templates as Text
-// modules), into a folder of its own, so that the integration tests run the
-// real bundle in the real Workers runtime.
+// Bundles the worker exactly as `wrangler deploy` would (the TSX templates
+// compiled in), into a folder of its own, so that the integration tests run
+// the real bundle in the real Workers runtime.
 import { execFileSync } from "node:child_process";
 import { resolve } from "node:path";
 

@@ -37,8 +37,8 @@ export function selfUrls(html: string): { canonical?: string; ogUrl?: string; js
   const script = /<script type="application\/ld\+json">([\s\S]*?)<\/script>/.exec(html)?.[1];
   const jsonLd = script ? (JSON.parse(script) as { url?: string; offers?: { url?: string } }) : undefined;
   return {
-    canonical: /<link rel="canonical" href="([^"]*)">/.exec(html)?.[1],
-    ogUrl: /<meta property="og:url" content="([^"]*)">/.exec(html)?.[1],
+    canonical: /<link rel="canonical" href="([^"]*)"\/>/.exec(html)?.[1],
+    ogUrl: /<meta property="og:url" content="([^"]*)"\/>/.exec(html)?.[1],
     jsonLd: jsonLd?.url,
     jsonLdOffer: jsonLd?.offers?.url,
   };

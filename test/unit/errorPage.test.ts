@@ -5,12 +5,19 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Hono } from "hono";
 import { errorPage } from "../../src/http/errorPage";
 import { renderErrorPage } from "../../src/render";
+import { ErrorPage } from "../../templates/error";
 
 vi.mock("../../src/render", async (importOriginal) => {
   const actual = await importOriginal<typeof import("../../src/render")>();
   return { ...actual, renderErrorPage: vi.fn(actual.renderErrorPage) };
 });
 const renders = vi.mocked(renderErrorPage);
+// The generic error page's component, for a failure inside the real render (the view, then the template).
+vi.mock("../../templates/error", async (importOriginal) => {
+  const actual = await importOriginal<typeof import("../../templates/error")>();
+  return { ...actual, ErrorPage: vi.fn(actual.ErrorPage) };
+});
+const errorTemplate = vi.mocked(ErrorPage);
 
 let errors: ReturnType<typeof vi.spyOn>;
 beforeEach(() => {
@@ -19,6 +26,7 @@ beforeEach(() => {
 afterEach(() => {
   errors.mockRestore();
   renders.mockReset();
+  errorTemplate.mockReset();
 });
 
 describe("error pages", () => {
@@ -31,7 +39,7 @@ describe("error pages", () => {
 
   it("falls back to a static page when the template throws: the status, a readable message, no stack; the cause logged once", async () => {
     renders.mockImplementation(() => {
-      throw new Error("liquid: unexpected token at layout.liquid:12");
+      throw new Error("render: unexpected view at templates/layout.tsx:12");
     });
     const app = new Hono().get("/x", (c) => errorPage(c, 500, "Something went wrong on our side.", "no-store"));
     for (let i = 0; i < 3; i++) {
@@ -42,10 +50,27 @@ describe("error pages", () => {
       const html = await response.text();
       expect(html).toContain("Something went wrong on our side.");
       expect(html).toContain('<a href="/">');
-      expect(html).not.toMatch(/liquid|at .*\.js|Error:/);
+      expect(html).not.toMatch(/render:|templates\/|at .*\.js|Error:/);
     }
     const logged = errors.mock.calls.map((call) => String(call[0])).filter((line) => line.includes('"event":"render_failed"'));
     expect(logged).toHaveLength(1);
-    expect(logged[0]).toContain("unexpected token at layout.liquid:12");
+    expect(logged[0]).toContain("unexpected view at templates/layout.tsx:12");
+  });
+
+  it("falls back to the static page when a template component throws while rendering", async () => {
+    errorTemplate.mockImplementation(() => {
+      throw new TypeError("Cannot read properties of null (reading 'title')");
+    });
+    const app = new Hono().get("/x", (c) => errorPage(c, 500, "Something went wrong on our side.", "no-store"));
+    const response = await app.request("/x");
+    expect(errorTemplate).toHaveBeenCalled();
+    expect(response.status).toBe(500);
+    const html = await response.text();
+    expect(html).toContain("Something went wrong on our side.");
+    expect(html).toContain("<p>Error 500</p>");
+    expect(html).not.toMatch(/TypeError|reading 'title'/);
+    const logged = errors.mock.calls.map((call) => String(call[0])).filter((line) => line.includes("reading 'title'"));
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toContain('"event":"render_failed"');
   });
 });

@@ -447,7 +447,7 @@ describe("status page", () => {
     });
     const html = renderStatusPage(model);
     expect(html).not.toContain("<img src=x");
-    expect(html).toContain("&lt;img src=x onerror=&#34;alert(1)&#34;&gt;");
+    expect(html).toContain("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;");
     const quiet = buildStatus(s);
     expect(quiet.purges.syncAgeMs).toBeNull();
     expect(renderStatusPage(quiet)).toContain("No product pages served yet");

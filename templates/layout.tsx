@@ -1,42 +1,21 @@
-<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="icon" href="data:,">
-<title>{{ meta.title }}</title>
-{% if meta.description %}
-<meta name="description" content="{{ meta.description }}">
-{% endif %}
-{% if meta.robots %}
-<meta name="robots" content="{{ meta.robots }}">
-{% endif %}
-{% if meta.canonical %}
-<link rel="canonical" href="{{ meta.canonical }}">
-{% endif %}
-{% if meta.og %}
-<meta property="og:type" content="{{ meta.og.type }}">
-<meta property="og:site_name" content="{{ meta.og.siteName }}">
-<meta property="og:title" content="{{ meta.og.title }}">
-<meta property="og:description" content="{{ meta.og.description }}">
-<meta property="og:url" content="{{ meta.og.url }}">
-{% if meta.og.image %}
-<meta property="og:image" content="{{ meta.og.image.url }}">
-<meta property="og:image:alt" content="{{ meta.og.image.alt }}">
-<meta name="twitter:card" content="summary_large_image">
-<meta name="twitter:image" content="{{ meta.og.image.url }}">
-<meta name="twitter:image:alt" content="{{ meta.og.image.alt }}">
-{% else %}
-<meta name="twitter:card" content="summary">
-{% endif %}
-<meta name="twitter:title" content="{{ meta.og.title }}">
-<meta name="twitter:description" content="{{ meta.og.description }}">
-{% endif %}
-{% block head %}{% endblock %}
-<style>
+// The frame of every page: the document head (title, description, canonical
+// and the cards a shared link shows) and the site header. Pages put their own
+// head elements (the product's JSON-LD, the status page's styles) in `head`.
+import { raw } from "hono/html";
+import type { Child } from "hono/jsx";
+import type { MetaView } from "../src/render/view";
+
+// JSX has no doctype. It and the CSS below are the layout's only raw text: constants.
+const DOCTYPE = raw("<!doctype html>");
+
+// Inline, so that a page is one request with nothing to block its render.
+// `overflow-wrap:anywhere` on body: untrusted text (titles, reviews) may hold
+// words longer than a phone is wide; they break rather than widen the page.
+// The site header's padding lines its text up with main's content (72rem
+// wide, 1rem or 2rem side padding).
+const PAGE_CSS = raw(`
 *,*::before,*::after{box-sizing:border-box}
 html{-webkit-text-size-adjust:100%}
-{% # Untrusted text (titles, reviews) may hold words longer than a phone is wide: break them rather than widen the page. %}
 body{margin:0;font:1rem/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1b1b1b;background:#fff;overflow-wrap:anywhere}
 a{color:#0b4fa8}
 a:hover{color:#083a7c}
@@ -45,7 +24,6 @@ img{max-width:100%;height:auto;display:block}
 .skip{position:absolute;left:-999px;top:0;background:#fff;padding:.5rem 1rem}
 .skip:focus{left:.5rem;top:.5rem;z-index:1}
 .visually-hidden{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);clip-path:inset(50%);white-space:nowrap}
-{% # The header's text lines up with main's content (72rem wide, 1rem or 2rem side padding). %}
 .site-header{background:#1b1b1b;padding:.75rem max(1rem,calc(50% - 35rem))}
 .site-header a{color:#fff;font-weight:700;text-decoration:none}
 .site-header a:focus-visible{outline-color:#fff}
@@ -91,13 +69,57 @@ h1{font-size:2.25rem}
 .product{grid-template-columns:1fr 1fr;gap:2.5rem}
 .recommendations ul{grid-template-columns:repeat(4,1fr)}
 }
-</style>
-</head>
-<body>
-<a class="skip" href="#main">Skip to content</a>
-<header class="site-header"><a href="/">Shop home</a></header>
-<main id="main">
-{% block content %}{% endblock %}
-</main>
-</body>
-</html>
+`);
+
+export function Layout({ meta, head, children }: { meta: MetaView; head?: Child; children: Child }) {
+  const { og } = meta;
+  return (
+    <>
+      {DOCTYPE}
+      <html lang="en">
+        <head>
+          <meta charset="utf-8" />
+          <meta name="viewport" content="width=device-width, initial-scale=1" />
+          <link rel="icon" href="data:," />
+          <title>{meta.title}</title>
+          {meta.description ? <meta name="description" content={meta.description} /> : null}
+          {meta.robots ? <meta name="robots" content={meta.robots} /> : null}
+          {meta.canonical ? <link rel="canonical" href={meta.canonical} /> : null}
+          {og ? (
+            <>
+              <meta property="og:type" content={og.type} />
+              <meta property="og:site_name" content={og.siteName} />
+              <meta property="og:title" content={og.title} />
+              <meta property="og:description" content={og.description} />
+              <meta property="og:url" content={og.url} />
+              {og.image ? (
+                <>
+                  <meta property="og:image" content={og.image.url} />
+                  <meta property="og:image:alt" content={og.image.alt} />
+                  <meta name="twitter:card" content="summary_large_image" />
+                  <meta name="twitter:image" content={og.image.url} />
+                  <meta name="twitter:image:alt" content={og.image.alt} />
+                </>
+              ) : (
+                <meta name="twitter:card" content="summary" />
+              )}
+              <meta name="twitter:title" content={og.title} />
+              <meta name="twitter:description" content={og.description} />
+            </>
+          ) : null}
+          {head}
+          <style>{PAGE_CSS}</style>
+        </head>
+        <body>
+          <a class="skip" href="#main">
+            Skip to content
+          </a>
+          <header class="site-header">
+            <a href="/">Shop home</a>
+          </header>
+          <main id="main">{children}</main>
+        </body>
+      </html>
+    </>
+  );
+}

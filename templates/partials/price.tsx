@@ -1,0 +1,24 @@
+import type { ProductSummaryView } from "../../src/render/view";
+
+/** The price, and on sale the price it was and the discount; each figure labelled for screen readers. */
+export function Price({ price }: { price: ProductSummaryView["price"] }) {
+  const { now, sale } = price;
+  return (
+    <p class="price">
+      {sale ? (
+        <>
+          <span class="visually-hidden">Was</span>
+          <s class="price-was">{sale.was}</s>
+          <span class="visually-hidden">, now</span>
+          <span class="price-now price-sale">{now}</span>
+          <span class="discount">Save {sale.percentOff}%</span>
+        </>
+      ) : (
+        <>
+          <span class="visually-hidden">Price:</span>
+          <span class="price-now">{now}</span>
+        </>
+      )}
+    </p>
+  );
+}
