@@ -1,15 +1,8 @@
+import { html } from "hono/html";
+
+// hono/html rather than JSX, as the reviews' partial says why.
+
 export function Breadcrumb({ crumbs, current }: { crumbs: string[]; current: string }) {
-  return (
-    <nav class="breadcrumb" aria-label="Breadcrumb">
-      <ol>
-        <li>
-          <a href="/">All products</a>
-        </li>
-        {crumbs.map((crumb) => (
-          <li>{crumb}</li>
-        ))}
-        <li aria-current="page">{current}</li>
-      </ol>
-    </nav>
-  );
+  const middle = crumbs.map((crumb) => html`<li>${crumb}</li>`);
+  return html`<nav class="breadcrumb" aria-label="Breadcrumb"><ol><li><a href="/">All products</a></li>${middle}<li aria-current="page">${current}</li></ol></nav>`;
 }
