@@ -2,6 +2,7 @@
 // comes formatted and the chart laid out from statusView (src/observability/),
 // so that this only places escaped strings and numbers.
 import { raw } from "hono/html";
+import type { Child } from "hono/jsx";
 import type { StatusView } from "../src/observability/statusView";
 import { Layout } from "./layout";
 
@@ -50,13 +51,22 @@ dl.kv dd{margin:0;font-variant-numeric:tabular-nums}
 
 const TIER_COLUMNS = ["resource", "answers", "hit ratio", "L1", "L2", "origin", "stale", "stale-if-error", "failed", "collapsed", "defaulted"];
 
-function HeaderRow({ columns }: { columns: string[] }) {
+/** A table that scrolls sideways on a narrow screen: its column heads, and its rows as given. */
+function ScrollTable({ columns, caption, children }: { columns: string[]; caption?: string; children: Child }) {
   return (
-    <tr>
-      {columns.map((column) => (
-        <th scope="col">{column}</th>
-      ))}
-    </tr>
+    <div class="scroll">
+      <table>
+        {caption !== undefined ? <caption>{caption}</caption> : null}
+        <thead>
+          <tr>
+            {columns.map((column) => (
+              <th scope="col">{column}</th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
   );
 }
 
@@ -165,90 +175,68 @@ export function StatusPage(view: StatusView) {
         while refreshing; stale-if-error: served because the origin failed; failed: defaulted section or 503; collapsed: waited for another request's fill.
       </p>
       {view.windows.map((window) => (
-        <div class="scroll">
-          <table>
-            <caption>{window.label}</caption>
-            <thead>
-              <HeaderRow columns={TIER_COLUMNS} />
-            </thead>
-            <tbody>
-              {window.rows.map((row) => (
-                <tr class={row.cls}>
-                  <td>{row.name}</td>
-                  <td>{row.answers}</td>
-                  <td>{row.hit}</td>
-                  <td>
-                    {row.l1} <small>{row.l1Count}</small>
-                  </td>
-                  <td>
-                    {row.l2} <small>{row.l2Count}</small>
-                  </td>
-                  <td>
-                    {row.origin} <small>{row.originCount}</small>
-                  </td>
-                  <td>{row.stale}</td>
-                  <td>{row.staleIfError}</td>
-                  <td>{row.failed}</td>
-                  <td>{row.collapsed}</td>
-                  <td>{row.defaulted}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <ScrollTable columns={TIER_COLUMNS} caption={window.label}>
+          {window.rows.map((row) => (
+            <tr class={row.cls}>
+              <td>{row.name}</td>
+              <td>{row.answers}</td>
+              <td>{row.hit}</td>
+              <td>
+                {row.l1} <small>{row.l1Count}</small>
+              </td>
+              <td>
+                {row.l2} <small>{row.l2Count}</small>
+              </td>
+              <td>
+                {row.origin} <small>{row.originCount}</small>
+              </td>
+              <td>{row.stale}</td>
+              <td>{row.staleIfError}</td>
+              <td>{row.failed}</td>
+              <td>{row.collapsed}</td>
+              <td>{row.defaulted}</td>
+            </tr>
+          ))}
+        </ScrollTable>
       ))}
 
       <section aria-labelledby="origin">
         <h2 id="origin">Origin services</h2>
-        <div class="scroll">
-          <table>
-            <thead>
-              <HeaderRow columns={["service", "fetches 5 min", "errors 5 min", "fetches 15 min", "errors 15 min", "shed 15 min", "breaker"]} />
-            </thead>
-            <tbody>
-              {view.origin.map((row) => (
-                <tr>
-                  <td>{row.service}</td>
-                  <td>{row.fetches5}</td>
-                  <td class={row.errorsClass}>{row.errors5}</td>
-                  <td>{row.fetches15}</td>
-                  <td>
-                    {row.errors15} <small>({row.errorRate15})</small>
-                  </td>
-                  <td>{row.shed15}</td>
-                  <td>
-                    <span class={`pill ${row.breakerClass}`}>{row.breaker}</span>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <ScrollTable columns={["service", "fetches 5 min", "errors 5 min", "fetches 15 min", "errors 15 min", "shed 15 min", "breaker"]}>
+          {view.origin.map((row) => (
+            <tr>
+              <td>{row.service}</td>
+              <td>{row.fetches5}</td>
+              <td class={row.errorsClass}>{row.errors5}</td>
+              <td>{row.fetches15}</td>
+              <td>
+                {row.errors15} <small>({row.errorRate15})</small>
+              </td>
+              <td>{row.shed15}</td>
+              <td>
+                <span class={`pill ${row.breakerClass}`}>{row.breaker}</span>
+              </td>
+            </tr>
+          ))}
+        </ScrollTable>
         <p class="note">Shed: not sent, because the isolate's origin slots were full or the service's breaker was open.</p>
       </section>
 
       <section aria-labelledby="pages">
         <h2 id="pages">Pages</h2>
-        <div class="scroll">
-          <table>
-            <thead>
-              <HeaderRow columns={["window", "views", "200", "degraded", "404 origin", "404 known-ids", "503"]} />
-            </thead>
-            <tbody>
-              {view.pages.map((row) => (
-                <tr>
-                  <td>{row.label}</td>
-                  <td>{row.views}</td>
-                  <td>{row.ok}</td>
-                  <td>{row.degraded}</td>
-                  <td>{row.absent}</td>
-                  <td>{row.filtered}</td>
-                  <td>{row.unavailable}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <ScrollTable columns={["window", "views", "200", "degraded", "404 origin", "404 known-ids", "503"]}>
+          {view.pages.map((row) => (
+            <tr>
+              <td>{row.label}</td>
+              <td>{row.views}</td>
+              <td>{row.ok}</td>
+              <td>{row.degraded}</td>
+              <td>{row.absent}</td>
+              <td>{row.filtered}</td>
+              <td>{row.unavailable}</td>
+            </tr>
+          ))}
+        </ScrollTable>
       </section>
 
       <div class="panels">
@@ -256,24 +244,17 @@ export function StatusPage(view: StatusView) {
           <h2 id="l2">L2 (Redis)</h2>
           {l2.configured ? (
             <>
-              <div class="scroll">
-                <table>
-                  <thead>
-                    <HeaderRow columns={["shard", "breaker", "since"]} />
-                  </thead>
-                  <tbody>
-                    {l2.shards.map((shard) => (
-                      <tr>
-                        <td>{shard.name}</td>
-                        <td>
-                          <span class={`pill ${shard.stateClass}`}>{shard.state}</span>
-                        </td>
-                        <td>{shard.since}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
+              <ScrollTable columns={["shard", "breaker", "since"]}>
+                {l2.shards.map((shard) => (
+                  <tr>
+                    <td>{shard.name}</td>
+                    <td>
+                      <span class={`pill ${shard.stateClass}`}>{shard.state}</span>
+                    </td>
+                    <td>{shard.since}</td>
+                  </tr>
+                ))}
+              </ScrollTable>
               <dl class="kv">
                 <dt>calls skipped</dt>
                 <dd>
@@ -449,26 +430,19 @@ export function StatusPage(view: StatusView) {
           </>
         ))}
       </dl>
-      <div class="scroll">
-        <table>
-          <thead>
-            <HeaderRow columns={["policy", "core", "ttl", "swr", "stale-if-error", "negative ttl", "origin timeout"]} />
-          </thead>
-          <tbody>
-            {config.policies.map((p) => (
-              <tr>
-                <td>{p.name}</td>
-                <td>{p.core}</td>
-                <td>{p.ttl}</td>
-                <td>{p.swr}</td>
-                <td>{p.staleIfError}</td>
-                <td>{p.negativeTtl}</td>
-                <td>{p.originTimeout}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <ScrollTable columns={["policy", "core", "ttl", "swr", "stale-if-error", "negative ttl", "origin timeout"]}>
+        {config.policies.map((p) => (
+          <tr>
+            <td>{p.name}</td>
+            <td>{p.core}</td>
+            <td>{p.ttl}</td>
+            <td>{p.swr}</td>
+            <td>{p.staleIfError}</td>
+            <td>{p.negativeTtl}</td>
+            <td>{p.originTimeout}</td>
+          </tr>
+        ))}
+      </ScrollTable>
       <p class="note">
         Also as JSON: <a href="/__status.json">/__status.json</a> (same token).
       </p>
