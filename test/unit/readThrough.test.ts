@@ -630,33 +630,33 @@ describe("a double fault: the origin fails for a page that did not hear from L2"
     return { clock, l2, reads };
   }
 
-  it("with its breaker open, L2 is read once, as the last resort before a 503, and its copy served", async () => {
-    const { clock, l2, reads } = l2Holding("open");
+  /** `id`'s page read through that L2 while the product service fails. */
+  async function readWithOriginFailing({ clock, l2 }: ReturnType<typeof l2Holding>, id: string) {
     const origin = fakeOrigin();
     origin.behaviour.product = "fail";
     const cache = createReadThrough({ config: testConfig({ KNOWN_IDS: "off" }), origin, l2, clock });
-    const { data } = await cache.read("p-1", PRODUCT, () => undefined);
+    return (await cache.read(id, PRODUCT, () => undefined)).data;
+  }
+
+  it("with its breaker open, L2 is read once, as the last resort before a 503, and its copy served", async () => {
+    const held = l2Holding("open");
+    const data = await readWithOriginFailing(held, "p-1");
     expect(data.product).toMatchObject({ outcome: "found", tier: "l2" });
     expect(data.product?.entry?.version).toBe(4);
-    expect(reads.forced).toBe(1);
+    expect(held.reads.forced).toBe(1);
   });
 
   it("with its breaker closed again but the page's read unanswered (Redis just back), L2 is read once as the last resort too", async () => {
-    const { clock, l2, reads } = l2Holding("closed", true);
-    const origin = fakeOrigin();
-    origin.behaviour.product = "fail";
-    const cache = createReadThrough({ config: testConfig({ KNOWN_IDS: "off" }), origin, l2, clock });
-    const { data } = await cache.read("p-1", PRODUCT, () => undefined);
+    const held = l2Holding("closed", true);
+    const data = await readWithOriginFailing(held, "p-1");
     expect(data.product).toMatchObject({ outcome: "found", tier: "l2" });
-    expect(reads.forced).toBe(1);
+    expect(held.reads.forced).toBe(1);
   });
 
   it("when L2 answered the page's own read (it held nothing then), no second read: the origin's failure stands", async () => {
-    const { clock, l2, reads } = l2Holding("closed");
-    const origin = fakeOrigin();
-    origin.behaviour.product = "fail";
-    const cache = createReadThrough({ config: testConfig({ KNOWN_IDS: "off" }), origin, l2, clock });
-    const { data } = await cache.read("p-2", PRODUCT, () => undefined);
+    const held = l2Holding("closed");
+    const data = await readWithOriginFailing(held, "p-2");
+    const { reads } = held;
     expect(data.product).toMatchObject({ outcome: "failed", failure: "status" });
     expect(reads.plain).toBeGreaterThanOrEqual(1);
     expect(reads.forced).toBe(0);
