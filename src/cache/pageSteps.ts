@@ -158,7 +158,9 @@ export async function readFromL2(
   const toRead = pending.filter((item) => !straightToFill(item));
   if (!l2 || toRead.length === 0) return pending;
   const readStarted = clock.now();
-  const answeredBefore = l2.answered(toRead[0]!.key);
+  // A page's keys live on its product's shard (shardedL2.ts): the first key's breaker and answers stand for them all.
+  const firstKey = toRead[0]!.key;
+  const answeredBefore = l2.answered(firstKey);
   const readUntil = readStarted + config.l2TimeoutMs + READ_LEASE_GRACE_MS;
   for (const item of toRead) reading.take(item.key, readUntil, true);
   const values = await l2
@@ -171,8 +173,8 @@ export async function readFromL2(
     });
   // No answer within the whole budget (not an error at once: a refused call costs nothing to repeat), and Redis silent.
   const timedOut = clock.now() - readStarted >= config.l2TimeoutMs;
-  const unanswered = timedOut && l2.accepts(toRead[0]!.key) && values.every((value) => value === undefined);
-  if (unanswered && tools.redisSilent(toRead[0]!.key, answeredBefore)) request.l2Silent = true;
+  const unanswered = timedOut && l2.accepts(firstKey) && values.every((value) => value === undefined);
+  if (unanswered && tools.redisSilent(firstKey, answeredBefore)) request.l2Silent = true;
   const stillPending = joining;
   for (const [index, item] of toRead.entries()) {
     const value = values?.[index];

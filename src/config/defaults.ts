@@ -77,9 +77,11 @@ export const DEFAULTS = {
    * isolate (bench:soak --flood, 2026-11-26): at 30, cached pages' p99 was
    * 77-110 ms beside a crawler of 32 connections (102-152 ms with nothing
    * held back) and 49-100 ms beside 8 departing connections; at 100 the
-   * crawler's was 128 ms. The price is paid by loads that keep the isolate
-   * late for good: two isolates under 64 closed-loop Zipf connections and
-   * 8 departing ones shed 4-7% of their pages at 30, 2.4% at 50, 0.7% at 100.
+   * crawler's was 128 ms. Loads that keep the isolate late for good (two
+   * isolates under 64 closed-loop Zipf connections and 8 departing ones)
+   * shed 4-7% of their pages at 30, 2.4% at 50, 0.7% at 100, before cold
+   * pages held back were let go after coldPagePatienceMs (0.09% at 30 over
+   * ten minutes since).
    */
   shedLagMs: 30,
   /**
