@@ -91,6 +91,8 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
     minColdPages: DEFAULTS.coldPagesAlways,
     patienceMs: DEFAULTS.coldPagePatienceMs,
     patientColdPages: DEFAULTS.coldPagesPatient,
+    paceMs: DEFAULTS.coldPagePaceMs,
+    paceBurst: DEFAULTS.coldPagesPaceBurst,
     maxColdPagesQueued: DEFAULTS.coldPagesQueued,
     coldPageWaitMs: config.coldPageWaitMs,
     // A page's read fills its subject, then the other parts: two fills at most, one after the other.

@@ -49,6 +49,9 @@ export interface AdmissionOptions {
    */
   patienceMs: number;
   patientColdPages: number;
+  /** Pages held back start one per `paceMs` at most (`paceBurst` after a pause), oldest first: see shared/limiter.ts. */
+  paceMs: number;
+  paceBurst: number;
   /** Pages that may wait for their turn, and how long each may wait (COLD_PAGE_WAIT_MS). */
   maxColdPagesQueued: number;
   coldPageWaitMs: number;
@@ -91,6 +94,8 @@ export function createAdmission(options: AdmissionOptions): Admission {
     maxQueued: options.maxColdPagesQueued,
     maxWaitMs: options.coldPageWaitMs,
     maxHoldMs: options.coldPageLeaseMs,
+    paceMs: options.paceMs,
+    paceBurst: options.paceBurst,
     admits: (waitedMs) => slots.inFlight < minColdPages || keepingUp() || (waitedMs >= patienceMs && slots.inFlight < patientColdPages),
     // A page whose visitor left is in progress for nobody: what is left of it is background work.
     freeWhenCallerLeaves: true,

@@ -41,6 +41,16 @@ export interface LimiterOptions {
    * finishing in the background still uses.
    */
   freeWhenCallerLeaves?: boolean;
+  /**
+   * Callers that waited get their slots one per `paceMs` at most, oldest
+   * first (a burst of `paceBurst` after a pause), however many a yes from
+   * `admits` would let go at once. For admission: pages held back while the
+   * isolate ran late, let go together the moment it keeps up again, made it
+   * late again at once (their replies and renders land together), and the
+   * cached pages queued behind them paid for it. Unset: no pacing.
+   */
+  paceMs?: number;
+  paceBurst?: number;
   clock?: { now(): number };
 }
 
@@ -97,6 +107,8 @@ export function createLimiter({
   maxHoldMs = DEFAULT_MAX_HOLD_MS,
   admits = () => true,
   freeWhenCallerLeaves = false,
+  paceMs = 0,
+  paceBurst = 1,
   clock = { now: () => Date.now() },
 }: LimiterOptions): Limiter {
   const slots = createLeaseTable<number, true>({ clock, capacity: maxConcurrent });
@@ -105,6 +117,18 @@ export function createLimiter({
   /** Callers waiting for a slot, oldest first; each place lapses with its caller's wait. */
   const waiting = createLeaseTable<number, true>({ clock, capacity: maxQueued });
   let nextTicket = 0;
+  /** Slots waiters may take now under the pace (a token bucket, plain numbers); refilled as time passes. */
+  let paceTokens = paceBurst;
+  let paceFilledAt = clock.now();
+
+  /** How many of the oldest waiters the pace lets through now (Infinity unpaced). */
+  function paceRoom(): number {
+    if (paceMs <= 0) return Number.POSITIVE_INFINITY;
+    const now = clock.now();
+    paceTokens = Math.min(paceBurst, paceTokens + (now - paceFilledAt) / paceMs);
+    paceFilledAt = now;
+    return Math.floor(paceTokens);
+  }
 
   const refreshRoom = () => (waiting.size() === 0 ? Math.max(0, refreshSlots - slots.size()) : 0);
 
@@ -126,10 +150,12 @@ export function createLimiter({
    */
   function slotFor(ticket: number, holdMs: number, waitedMs: number): true | undefined {
     if (!admits(waitedMs)) return undefined;
-    const free = maxConcurrent - slots.size();
-    if (free <= 0) return undefined;
-    if (free < waiting.size() && ahead(ticket) >= free) return undefined;
-    return slots.take(ticket, clock.now() + holdMs, true) || undefined;
+    const room = Math.min(maxConcurrent - slots.size(), paceRoom());
+    if (room <= 0) return undefined;
+    if (room < waiting.size() && ahead(ticket) >= room) return undefined;
+    if (!slots.take(ticket, clock.now() + holdMs, true)) return undefined;
+    if (paceMs > 0) paceTokens -= 1;
+    return true;
   }
 
   /**

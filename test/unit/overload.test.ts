@@ -22,6 +22,8 @@ function admissionWith(bounds: Partial<Parameters<typeof createAdmission>[0]>) {
     minColdPages: 0,
     patienceMs: 10_000,
     patientColdPages: 0,
+    paceMs: 0,
+    paceBurst: 1,
     maxColdPagesQueued: 4,
     coldPageWaitMs: 1000,
     coldPageLeaseMs: 10_000,

@@ -74,6 +74,8 @@ function setup() {
       minColdPages: 0,
       patienceMs: 1000,
       patientColdPages: 0,
+      paceMs: 0,
+      paceBurst: 1,
       maxColdPagesQueued: 8,
       coldPageWaitMs: 100,
       coldPageLeaseMs: 10_000,
