@@ -109,7 +109,12 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
     origin,
     l2,
     clock,
-    purges: { judge: (...args) => purges!.judge(...args), purgedAt: (...args) => purges!.purgedAt(...args) },
+    purges: {
+      judge: (...args) => purges!.judge(...args),
+      purgedAt: (...args) => purges!.purgedAt(...args),
+      stamp: () => purges!.stamp(),
+      vouches: (stamp) => purges!.vouches(stamp),
+    },
     overload,
   });
   purges = createPurgeWatcher({

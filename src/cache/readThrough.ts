@@ -52,6 +52,22 @@ interface PurgeKnowledge {
   judge(entry: Entry, id: string, resource: ResourceName, tags: readonly string[]): "ok" | "stale" | "gone";
   /** When the resource was last purged (0 if never): see PurgedAt. */
   purgedAt(id: string, resource: ResourceName, tags: readonly string[]): PurgedAt;
+  /** The position in the purge log this isolate has read up to (null: not yet read). */
+  stamp(): PurgeStamp | null;
+  /** Whether this isolate knows every id purge recorded after `stamp`. */
+  vouches(stamp: PurgeStamp): boolean;
+}
+
+/**
+ * A position in the purge log: its era (when its counter started) and a
+ * sequence number. A copy fetched by an isolate that had read the log up to
+ * it reflects every purge up to it (each was recorded before that read, so
+ * before the fetch or the L2 read that gave the copy): an isolate that knows
+ * every id purge after it can judge the copy as surely as its own L1.
+ */
+export interface PurgeStamp {
+  era: string;
+  seq: number;
 }
 
 /** When a resource was last purged: copies fetched before `hard` are not to be used at all, before `any` not as fresh. */
