@@ -7,7 +7,8 @@
 // read, the watcher decides when to read the log and what to do to L1.
 import type { Clock } from "../shared/clock";
 import type { Entry } from "../cache/entry";
-import type { PurgedAt, PurgeStamp } from "../cache/readThrough";
+import type { PurgedAt } from "../cache/readThrough";
+import type { PurgeStamp } from "../cache/purgeStamp";
 import type { ResourceName } from "../origin/resources";
 import { WIDE_MAX, type WideMark } from "./log";
 import { isWide, type PurgeRecord } from "./record";
