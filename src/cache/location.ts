@@ -40,7 +40,7 @@ const MAX_BODY_BYTES = DEFAULTS.l2ValueMaxChars * 3;
 export type LocationStore = Pick<Cache, "match" | "put">;
 
 /** A copy read back: its entry, checked against its key, and the stamp it was put with. */
-export interface LocationCopy {
+interface LocationCopy {
   entry: Entry;
   stamp: PurgeStamp;
 }
