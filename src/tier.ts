@@ -9,6 +9,7 @@ import type { CallTiming } from "./cache/l2Guard";
 import { createRing } from "./cache/ring";
 import { createShardedL2 } from "./cache/shardedL2";
 import { createReadThrough, type ReadThrough } from "./cache/readThrough";
+import { createLocationCache, LOCATION_CACHE_NAME, type LocationCache } from "./cache/location";
 import { fillBoundMs } from "./cache/fill";
 import { RESOURCE_NAMES } from "./origin/resources";
 import { createOverload, type Overload } from "./overload";
@@ -110,8 +111,14 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
     config,
     origin,
     l2,
+    location: createLocationFor(config, clock),
     clock,
-    purges: { judge: (...args) => purges!.judge(...args), purgedAt: (...args) => purges!.purgedAt(...args) },
+    purges: {
+      judge: (...args) => purges!.judge(...args),
+      purgedAt: (...args) => purges!.purgedAt(...args),
+      stamp: () => purges!.stamp(),
+      vouches: (stamp) => purges!.vouches(stamp),
+    },
     overload,
   });
   purges = createPurgeWatcher({
@@ -143,6 +150,16 @@ export function createTier(config: Config, clock: Clock = systemClock): Tier {
       sizeCalculation: (page) => page.body.byteLength + 256,
     }),
   };
+}
+
+/**
+ * The location tier, when it is on and the runtime has the Cache API (not in
+ * Node's unit tests). The named cache is opened by each request that uses it:
+ * the promise of one request is not awaited by another.
+ */
+function createLocationFor(config: Config, clock: Clock): LocationCache | null {
+  if (!config.locationCache || typeof caches === "undefined") return null;
+  return createLocationCache({ config, clock, open: () => caches.open(LOCATION_CACHE_NAME) });
 }
 
 /** One L2 client and breaker per shard; several shards go on a consistent-hash ring. */

@@ -49,7 +49,7 @@ dl.kv dd{margin:0;font-variant-numeric:tabular-nums}
 @media (min-width:60rem){.panels{grid-template-columns:1fr 1fr}}
 `);
 
-const TIER_COLUMNS = ["resource", "answers", "hit ratio", "L1", "L2", "origin", "stale", "stale-if-error", "failed", "collapsed", "defaulted"];
+const TIER_COLUMNS = ["resource", "answers", "hit ratio", "L1", "location", "L2", "origin", "stale", "stale-if-error", "failed", "collapsed", "defaulted"];
 
 /** A table that scrolls sideways on a narrow screen: its column heads, and its rows as given. */
 function ScrollTable({ columns, caption, children }: { columns: string[]; caption?: string; children: Child }) {
@@ -71,7 +71,7 @@ function ScrollTable({ columns, caption, children }: { columns: string[]; captio
 }
 
 export function StatusPage(view: StatusView) {
-  const { isolate, chart, l2, l1, leases, overload, purges, knownIds, config } = view;
+  const { isolate, chart, l2, location, l1, leases, overload, purges, knownIds, config } = view;
   return (
     <Layout meta={view.meta} head={<style>{STATUS_CSS}</style>}>
       <div class="status-head">
@@ -171,8 +171,9 @@ export function StatusPage(view: StatusView) {
 
       <h2 id="tiers">Where answers came from</h2>
       <p class="note">
-        One answer per resource per page; the small numbers are counts. L1 and origin are shares of all answers, L2 the share of what L1 missed; stale: served
-        while refreshing; stale-if-error: served because the origin failed; failed: defaulted section or 503; collapsed: waited for another request's fill.
+        One answer per resource per page; the small numbers are counts. L1 and origin are shares of all answers, location (this data center's cache) and L2 the
+        shares of what L1 missed; stale: served while refreshing; stale-if-error: served because the origin failed; failed: defaulted section or 503; collapsed:
+        waited for another request's fill.
       </p>
       {view.windows.map((window) => (
         <ScrollTable columns={TIER_COLUMNS} caption={window.label}>
@@ -183,6 +184,9 @@ export function StatusPage(view: StatusView) {
               <td>{row.hit}</td>
               <td>
                 {row.l1} <small>{row.l1Count}</small>
+              </td>
+              <td>
+                {row.location} <small>{row.locationCount}</small>
               </td>
               <td>
                 {row.l2} <small>{row.l2Count}</small>
@@ -282,6 +286,45 @@ export function StatusPage(view: StatusView) {
           ) : (
             <p>
               <span class="pill warn">off</span> No Redis configured: pages come from L1 and the origin.
+            </p>
+          )}
+        </section>
+
+        <section aria-labelledby="location">
+          <h2 id="location">Location tier (this data center's cache)</h2>
+          {location.enabled ? (
+            <dl class="kv">
+              <dt>answering</dt>
+              <dd>
+                <span class={`pill ${location.answeringClass}`}>{location.answering}</span>
+              </dd>
+              <dt>hit ratio</dt>
+              <dd>
+                {location.hitRatio}{" "}
+                <small>
+                  ({location.hits} copies served of {location.lookups} parts looked up)
+                </small>
+              </dd>
+              <dt>purge rejections</dt>
+              <dd>
+                {location.purged} <small>(purged since fetched)</small>, {location.unvouched}{" "}
+                <small>(stamped before this isolate's knowledge of purges reaches)</small>
+              </dd>
+              <dt>invalid copies</dt>
+              <dd>
+                {location.invalid} <small>(read as misses)</small>; lookups failed or late: {location.errors}
+              </dd>
+              <dt>puts</dt>
+              <dd>
+                {location.puts}{" "}
+                <small>
+                  (failed {location.putsFailed}, dropped {location.putsDropped})
+                </small>
+              </dd>
+            </dl>
+          ) : (
+            <p>
+              <span class="pill warn">off</span> LOCATION_CACHE is off, or the runtime has no Cache API.
             </p>
           )}
         </section>

@@ -21,7 +21,7 @@ export function purgeMarkerKey(prefix: string, entry: string): string {
   return `${prefix}:x:${entry.slice(prefix.length + 1)}`;
 }
 
-/** The purge log: a sequence number, recent purges by sequence, and the latest tag/all purge times (a hash, see invalidation/log.ts). */
-export function purgeLogKeys(prefix: string): { seq: string; log: string; wide: string } {
-  return { seq: `${prefix}:purge:seq`, log: `${prefix}:purge:log`, wide: `${prefix}:purge:marks` };
+/** The purge log: a sequence number, recent purges by sequence, the latest tag/all purge times (a hash), and the era of the sequence (see invalidation/log.ts). */
+export function purgeLogKeys(prefix: string): { seq: string; log: string; wide: string; era: string } {
+  return { seq: `${prefix}:purge:seq`, log: `${prefix}:purge:log`, wide: `${prefix}:purge:marks`, era: `${prefix}:purge:era` };
 }

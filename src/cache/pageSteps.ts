@@ -1,6 +1,6 @@
-// The three steps of one page's read (docs/architecture.md#the-request-path):
+// The steps of one page's read (docs/architecture.md#the-request-path):
 //
-//   for each resource the page needs:  L1 ──▶ L2 (one round trip for all) ──▶ origin (coalesced fill)
+//   for each resource the page needs:  L1 ──▶ location (all at once) ──▶ L2 (one round trip for all) ──▶ origin (coalesced fill)
 //
 // fresh ⇒ serve; stale ⇒ serve now and refresh in the background, once;
 // missing or expired ⇒ fill; the fill failed ⇒ serve what is usable on error.
@@ -20,6 +20,8 @@ import { entryKey } from "./keys";
 import type { L1 } from "./l1";
 import type { L2 } from "./l2";
 import type { L2Entries } from "./l2Entries";
+import type { LocationCache } from "./location";
+import type { PurgeStamp } from "./purgeStamp";
 import type { Rejections } from "./rejections";
 import { served, type Served, type Tier } from "./served";
 
@@ -31,6 +33,7 @@ export type PageData = { [R in ResourceName]?: Served<ResourceTypes[R]> };
  * work on the CPU alone always measures 0.
  */
 export interface Timings {
+  location?: number;
   l2?: number;
   origin?: number;
 }
@@ -43,6 +46,12 @@ export interface PageRequest {
   listed?: boolean;
   /** How often the subject is asked for in this isolate (hotness.ts): warm and hot ones are refreshed ahead. */
   heat?: Heat;
+  /**
+   * The purge log position this isolate had read when the page's read
+   * began: what the copies it reads from L2 are stored in the location tier
+   * with (null: not read yet, nothing is stored there).
+   */
+  purgeStamp?: PurgeStamp | null;
   /** The visitor's request signal, which aborts when they leave: no new work is started for nobody. Absent: nobody leaves. */
   visitor?: AbortSignal;
   /**
@@ -77,12 +86,16 @@ export interface PageTools {
   l1: L1;
   l2: L2 | null;
   l2Entries: L2Entries;
+  /** The location tier (null: off, or no Cache API here). */
+  location: LocationCache | null;
   flights: Flights;
   rejections: Rejections;
   /** Keys a request of this isolate is reading from L2 right now (leases that end with the read's budget). */
   reading: LeaseTable<string, true>;
-  /** The entry as known purges leave it: unchanged, marked stale, or gone. */
-  judged(entry: Entry | undefined, id: string, resource: ResourceName): Entry | undefined;
+  /** The entry as known purges leave it: unchanged, marked stale, or gone. `tags`: the product's, when L1 has no copy of it. */
+  judged(entry: Entry | undefined, id: string, resource: ResourceName, tags?: readonly string[]): Entry | undefined;
+  /** Whether this isolate knows every id purge after `stamp`: a location copy stamped earlier cannot be judged here. */
+  vouches(stamp: PurgeStamp): boolean;
   fillContext(resource: ResourceName, id: string, request: PageRequest): FillContext;
   /** Refreshes a copy being served, in the background; `freshBeyond`: a refresh ahead of that deadline. */
   refresh(key: string, resource: ResourceName, id: string, request: PageRequest, freshBeyond?: number): void;
@@ -120,6 +133,71 @@ export function readFromL1(
     }
   }
   return pending;
+}
+
+/** The tags a product's data carries (what tag purges match), without trusting its shape. */
+function tagsOf(data: unknown): readonly string[] | undefined {
+  const tags = (data as { tags?: unknown } | null)?.tags;
+  return Array.isArray(tags) ? (tags as string[]) : undefined;
+}
+
+/**
+ * 1½. The location tier (location.ts): every part L1 could not serve,
+ * looked up at once in this data center's cache, which every isolate here
+ * shares and which outlives deploys. A copy there is another isolate's, and
+ * may predate purges that were applied to Redis only: it is served only if
+ * this isolate knows every id purge since it was stamped (tools.vouches),
+ * and then as its L1 entries are, judged against those purges and the tag
+ * and all purges by its fetch time (fresh: served; stale or soft-purged:
+ * served while one refresh runs; usable on error only: kept for the origin's
+ * failures). Keys this isolate is reading or filling already are not looked
+ * up: they join that work. What it lacks goes on to L2.
+ */
+export async function readFromLocation(
+  tools: PageTools,
+  id: string,
+  pending: Pending[],
+  request: PageRequest,
+  data: Record<string, Served<unknown>>,
+): Promise<Pending[]> {
+  const { clock, l1, location } = tools;
+  const underWay = (item: Pending) => tools.flights.running(item.key) || tools.reading.holder(item.key) !== undefined;
+  const toRead = pending.filter((item) => !underWay(item));
+  if (!location || toRead.length === 0) return pending;
+  const copies = await location.read(toRead.map(({ key, resource }) => ({ key, resource, id })));
+  // Tag purges match the product's tags, for every part of the page: this copy's when L1 holds none.
+  const subjectCopy = copies[toRead.findIndex((item) => item.resource === PAGE_SUBJECT)];
+  const tags = l1.tags(entryKey(tools.config.keyPrefix, PAGE_SUBJECT, id)) ?? tagsOf(subjectCopy?.entry.data) ?? [];
+  /** Per part looked up: null when served, its copy usable on error when that is all there is. */
+  const outcomes = new Map<Pending, Pending | null>();
+  for (const [index, item] of toRead.entries()) {
+    const copy = copies[index];
+    if (!copy) continue;
+    if (!tools.vouches(copy.stamp)) {
+      location.note("unvouched");
+      continue;
+    }
+    const judged = tools.judged(copy.entry, id, item.resource, tags);
+    if (!judged) {
+      location.note("purged");
+      continue;
+    }
+    const best = newerOf(item.fallback, judged);
+    const state = entryState(best, clock.now());
+    if (best === judged && (state === "fresh" || state === "stale")) {
+      location.note("hit");
+      l1.keep(item.key, judged);
+      data[item.resource] = served(item.resource, judged, "location", state);
+      if (state === "stale") tools.refresh(item.key, item.resource, id, request);
+      outcomes.set(item, null);
+    } else if (best === judged && state === "usable-on-error") {
+      outcomes.set(item, { ...item, fallback: judged, fallbackTier: "location" });
+    }
+  }
+  return pending.flatMap((item) => {
+    const outcome = outcomes.get(item);
+    return outcome === null ? [] : [outcome ?? item];
+  });
 }
 
 /**
@@ -183,11 +261,12 @@ export async function readFromL2(
     const state = entryState(best, clock.now());
     if (best && best === fromL2 && (state === "fresh" || state === "stale")) {
       l1.keep(item.key, best);
+      tools.location?.put(item.key, best, request.purgeStamp ?? null, request.background);
       data[item.resource] = served(item.resource, best, "l2", state);
       if (state === "stale") tools.refresh(item.key, item.resource, id, request);
     } else {
       const usable = state === "usable-on-error" ? best : undefined;
-      stillPending.push({ ...item, fallback: usable, fallbackTier: usable === fromL2 ? "l2" : "l1", l2Answered: value !== undefined });
+      stillPending.push({ ...item, fallback: usable, fallbackTier: usable === fromL2 ? "l2" : (item.fallbackTier ?? "l1"), l2Answered: value !== undefined });
     }
   }
   return stillPending;

@@ -1,7 +1,9 @@
 // The cache's read path for one page (docs/architecture.md#the-request-path):
-// L1, then L2 in one round trip, then the origin through one coalesced fill
+// L1, then the location tier (this data center's Cache API, ./location.ts),
+// then L2 in one round trip, then the origin through one coalesced fill
 // per key (./pageSteps.ts), with purge judgements applied to every copy on the
-// way. Its parts: L1 (./l1.ts), the fills in flight (./flights.ts), the origin
+// way. What L2 or the origin gives is put into the location tier in the
+// background. Its parts: L1 (./l1.ts), the fills in flight (./flights.ts), the origin
 // answers not to ask again (./rejections.ts), L2's decoded entries
 // (./l2Entries.ts), the fill itself (./fill.ts) and the background
 // refreshes (./refreshes.ts).
@@ -19,10 +21,12 @@ import { entryKey } from "./keys";
 import { createL1, type Stored } from "./l1";
 import type { L2 } from "./l2";
 import { createL2Entries, type L2ValueStats } from "./l2Entries";
+import type { LocationCache, LocationStats } from "./location";
 import {
   readCopies,
   readFromL1,
   readFromL2,
+  readFromLocation,
   readFromOrigin,
   shedPage,
   visitorLeft,
@@ -34,6 +38,7 @@ import {
 import type { Admission, Departures, LagMeter } from "../overload";
 import { DEFAULTS } from "../config/defaults";
 import { createRejections } from "./rejections";
+import type { PurgeStamp } from "./purgeStamp";
 import { createRefreshes } from "./refreshes";
 import type { SendStats } from "./sendQueue";
 import type { Served } from "./served";
@@ -52,6 +57,10 @@ interface PurgeKnowledge {
   judge(entry: Entry, id: string, resource: ResourceName, tags: readonly string[]): "ok" | "stale" | "gone";
   /** When the resource was last purged (0 if never): see PurgedAt. */
   purgedAt(id: string, resource: ResourceName, tags: readonly string[]): PurgedAt;
+  /** The position in the purge log this isolate has read up to (null: not yet read). */
+  stamp(): PurgeStamp | null;
+  /** Whether this isolate knows every id purge recorded after `stamp`. */
+  vouches(stamp: PurgeStamp): boolean;
 }
 
 /** When a resource was last purged: copies fetched before `hard` are not to be used at all, before `any` not as fresh. */
@@ -66,6 +75,8 @@ export interface ReadThroughDeps {
   purges?: PurgeKnowledge;
   origin: OriginClient;
   l2: L2 | null;
+  /** The location tier (null or absent: off, or no Cache API here). */
+  location?: LocationCache | null;
   clock: Clock;
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
@@ -109,6 +120,8 @@ export interface ReadThrough extends L1Purging {
   fillStats(): FillStats;
   /** Values read from L2 that were not valid entries, and how many of them were deleted. */
   l2ValueStats(): L2ValueStats;
+  /** What the location tier did in this isolate (null: off). */
+  locationStats(): LocationStats | null;
 }
 
 /**
@@ -135,7 +148,8 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   /** Without the overload parts (unit tests), a missing answer is always taken for a late one, as before. */
   const isolateLate = () => (overload ? overload.lag.lagMs() > DEFAULTS.isolateLateMs : true);
   const redisSilent = redisSilence(l2, isolateLate);
-  const fill = createFill({
+  const location = deps.location ?? null;
+  const fillFromL2AndOrigin = createFill({
     ...deps,
     l2Entries,
     random,
@@ -143,6 +157,12 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     departures: overload?.departures,
     redisSilent,
   });
+  /** A fill's entry (from L2 or the origin) goes to the location tier too, stamped as of the fill's start. */
+  const fill = Object.assign(async (key: string, context: FillContext): Promise<Entry> => {
+    const entry = await fillFromL2AndOrigin(key, context);
+    location?.put(key, entry, context.purgeStamp ?? null, context.background);
+    return entry;
+  }, fillFromL2AndOrigin);
   const flights = createFlights({ config, clock, fill, l1, rejections });
   const hotness = createHotness({ warmPerMinute: config.warmPerMinute, hotPerMinute: config.hotPerMinute, clock });
   /** The page subject's tags (the product's), which tag purges match, from the best copy this isolate has. */
@@ -150,16 +170,17 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     return l1.tags(entryKey(config.keyPrefix, PAGE_SUBJECT, id)) ?? [];
   }
 
-  function judged(entry: Entry | undefined, id: string, resource: ResourceName): Entry | undefined {
+  function judged(entry: Entry | undefined, id: string, resource: ResourceName, tags?: readonly string[]): Entry | undefined {
     if (!entry || !deps.purges) return entry;
-    const verdict = deps.purges.judge(entry, id, resource, tagsOf(id));
+    const verdict = deps.purges.judge(entry, id, resource, tags ?? tagsOf(id));
     if (verdict === "gone") return undefined;
     return verdict === "stale" ? markedStale(entry, clock.now()) : entry;
   }
 
   function fillContext(resource: ResourceName, id: string, { background, batch }: PageRequest): FillContext {
     const purged = deps.purges?.purgedAt(id, resource, tagsOf(id)) ?? { hard: 0, any: 0 };
-    return { resource, id, background, batch, notBefore: purged.hard, freshAfter: purged.any, freshBeyond: 0 };
+    const purgeStamp = deps.purges?.stamp() ?? null;
+    return { resource, id, background, batch, notBefore: purged.hard, freshAfter: purged.any, freshBeyond: 0, purgeStamp };
   }
 
   const refreshes = createRefreshes({ l2, clock, sleep, random, origin: deps.origin, flights, fillContext });
@@ -171,10 +192,13 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     l1,
     l2,
     l2Entries,
+    location,
     flights,
     rejections,
     reading,
     judged,
+    // Without purge knowledge (unit tests of the life cycle) every copy is vouched for: there are no purges.
+    vouches: (stamp) => deps.purges?.vouches(stamp) ?? true,
     fillContext,
     refresh: refreshes.refresh,
     dueForRefreshAhead: refreshes.dueForRefreshAhead,
@@ -204,6 +228,12 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     const readRest = async () => {
       // The visitor may have left while the page waited for its turn.
       if (visitorLeft(request)) return;
+      if (location) {
+        started = clock.now();
+        pending = await readFromLocation(tools, id, pending, request, data);
+        timings.location = clock.now() - started;
+        if (pending.length === 0 || visitorLeft(request)) return;
+      }
       if (l2) {
         started = clock.now();
         pending = await readFromL2(tools, id, pending, request, data);
@@ -233,6 +263,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     l2,
     fillStats: () => ({ ...flights.stats(), sends: { refreshes: refreshes.stats(), writes: fill.writeStats() } }),
     l2ValueStats: () => ({ ...l2Entries.stats }),
+    locationStats: () => (location ? { ...location.stats } : null),
     forget(key) {
       l1.cache.delete(key);
       rejections.forget(key);
@@ -260,6 +291,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         batch: l2 ? createFillBatch(l2, sleep, background) : undefined,
         listed: options?.listed,
         visitor: options?.visitor,
+        purgeStamp: deps.purges?.stamp() ?? null,
         heat: hotness.offer(id),
       });
     },

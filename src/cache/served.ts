@@ -4,7 +4,8 @@ import type { OriginFailure } from "../origin/failure";
 import type { ResourceName } from "../origin/resources";
 import { isAbsent, type Entry } from "./entry";
 
-export type Tier = "l1" | "l2" | "origin";
+/** Where a copy came from: this isolate, this data center (the Cache API), Redis, or the origin. */
+export type Tier = "l1" | "location" | "l2" | "origin";
 
 export interface Served<T> {
   resource: ResourceName;

@@ -272,6 +272,22 @@ export const DEFAULTS = {
    * (warming, filter rebuilds) can do their whole job in one invocation.
    */
   maxSubrequests: 45,
+  /**
+   * The longest a page waits for the location cache's answers (one `match`
+   * per part L1 lacks, all at once): it answers from the data center in a
+   * millisecond or two, and a lookup that takes longer is a miss, costing the
+   * page no more than this before L2.
+   */
+  locationTimeoutMs: 50,
+  /**
+   * Location puts in flight at once in an isolate (each a lease of
+   * `locationPutMs`): they run in the background, and each is a subrequest of
+   * the invocation that made it. Past it a put is dropped and counted: the
+   * copy is still in L1 and L2, and the next miss in the location puts it.
+   */
+  locationPutsInFlight: 32,
+  /** How long a location put holds its place at most (a put whose request vanished gives it back then). */
+  locationPutMs: 1000,
   /** Key prefix in Redis: `pp:v1:prod:p-000123`. Bump the version to orphan every old entry. */
   keyPrefix: "pp:v1",
 } as const;

@@ -36,6 +36,8 @@ export interface Env {
   L2_READ_REPLICAS?: string;
   /** "off" disables the known-ids filter. */
   KNOWN_IDS?: string;
+  /** "off" disables the location tier (the data center's Cache API between L1 and L2). */
+  LOCATION_CACHE?: string;
   KNOWN_IDS_CAPACITY?: string | number;
   KNOWN_IDS_FP_RATE?: string | number;
   /** JSON object of per-resource overrides, e.g. `{"inventory":{"ttl":5}}` (README, "Cache policies"). */
@@ -88,6 +90,8 @@ export interface Config {
   /** Requests a minute per isolate from which a product is warm / hot (refreshed ahead of expiry). */
   warmPerMinute: number;
   hotPerMinute: number;
+  /** Whether copies are kept in and read from the data center's Cache API (cache/location.ts). */
+  locationCache: boolean;
   /** The known-ids filter's sizing; null when disabled (KNOWN_IDS=off). */
   knownIds: { capacity: number; fpRate: number } | null;
   compressAboveBytes: number;
@@ -284,6 +288,7 @@ export function parseConfig(env: Env): Config {
     coldPageWaitMs: optional("COLD_PAGE_WAIT_MS", numberSetting(0, 10_000), env.COLD_PAGE_WAIT_MS, DEFAULTS.coldPageWaitMs),
     backgroundFillsMax: optional("BACKGROUND_FILLS_MAX", numberSetting(0, 10_000), env.BACKGROUND_FILLS_MAX, DEFAULTS.backgroundFillsMax),
     knownIds: parseKnownIds(env),
+    locationCache: onOff("LOCATION_CACHE", env.LOCATION_CACHE, true),
     warmPerMinute: optional("WARM_REQUESTS_PER_MINUTE", numberSetting(1, 1_000_000), env.WARM_REQUESTS_PER_MINUTE, DEFAULTS.warmPerMinute),
     hotPerMinute: optional("HOT_REQUESTS_PER_MINUTE", numberSetting(1, 1_000_000), env.HOT_REQUESTS_PER_MINUTE, DEFAULTS.hotPerMinute),
     compressAboveBytes: DEFAULTS.compressAboveBytes,

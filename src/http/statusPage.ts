@@ -25,6 +25,7 @@ function statusSourcesOf(tier: Tier): StatusSources {
       ? { shards: l2.shards.map((shard) => ({ name: shard.name, state: shard.breaker.state() })), stats: l2.stats, invalidValues: cache.l2ValueStats() }
       : null,
     l1: { bytes: cache.l1.calculatedSize, entries: cache.l1.size },
+    location: cache.locationStats(),
     purges: tier.purges.status(),
     originSlots: { inUse: tier.originLimiter.inFlight, queued: tier.originLimiter.queued, reclaimed: tier.originLimiter.reclaimed },
     fills: cache.fillStats(),

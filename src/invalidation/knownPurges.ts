@@ -1,21 +1,24 @@
 // What this isolate knows of purges, and what that makes of an entry: the
-// latest tag/all purges (marks), the floor where dropped marks fold into, and
-// the recent id purges. Apart from the watcher (watcher.ts) because knowing
+// latest tag/all purges (marks), the floor where dropped marks fold into, the
+// recent id purges, and from which point of the log on it knows every id
+// purge (what it can vouch for in a copy that other isolates wrote: the
+// location tier's, cache/location/). Apart from the watcher (watcher.ts) because knowing
 // and learning are separate concerns: this part is plain data judged on every
 // read, the watcher decides when to read the log and what to do to L1.
 import type { Clock } from "../shared/clock";
 import type { Entry } from "../cache/entry";
 import type { PurgedAt } from "../cache/readThrough";
+import type { PurgeStamp } from "../cache/purgeStamp";
 import type { ResourceName } from "../origin/resources";
 import { WIDE_MAX, type WideMark } from "./log";
 import { isWide, type PurgeRecord } from "./record";
 
 export type Verdict = "ok" | "stale" | "gone";
 
+/** The latest hard and soft purge of one id, per resource, and the log position of the latest of them. */
 interface IdPurge {
-  at: number;
-  mode: PurgeRecord["mode"];
-  resources: readonly ResourceName[];
+  seq: number;
+  times: Partial<Record<ResourceName, { hard: number; soft: number }>>;
 }
 
 /** Recent id purges remembered for judging (races with fills in flight); older ones were applied to L1 and Redis. */
@@ -31,8 +34,24 @@ function markKey(resource: ResourceName, tag: string | null): string {
 export interface KnownPurges {
   /** Remembers a purge: its tag/all marks, and its ids for judging. */
   remember(record: PurgeRecord): void;
-  /** Forgets everything but the floor and starts over from the log's marks (a sync that could not catch up). */
-  startOver(floor: number, marks: readonly WideMark[]): void;
+  /**
+   * Forgets everything but the floor and starts over from the log's marks (a
+   * sync that could not catch up) at log position `at`, and takes what the
+   * log's latest records (`latest`) say of id purges: this isolate knows
+   * every id purge after the first of their unbroken run that ends at `at`.
+   */
+  startOver(floor: number, marks: readonly WideMark[], at: PurgeStamp, latest: readonly PurgeRecord[]): void;
+  /**
+   * The log was read from `from` up to `at` (a sync that caught up): what it
+   * returned was remembered; a number in between that it did not return (a
+   * record no purge wrote, skipped) is a purge this isolate cannot know.
+   */
+  caughtUp(from: number, at: PurgeStamp, records: readonly PurgeRecord[]): void;
+  /**
+   * Whether every id purge recorded after log position `stamp` is known
+   * here: then `judge` says all there is to say about a copy stamped with it.
+   */
+  vouches(stamp: PurgeStamp): boolean;
   /** What the purges known here make of an entry, from their times alone (the watcher adds what being blind does). */
   judge(entry: Entry, id: string, resource: ResourceName, tags: readonly string[]): Verdict;
   /** See PurgeWatcher.purgedAt. */
@@ -51,6 +70,14 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
   /** Everything fetched before this was purged (hard): where dropped marks fold into. */
   let floor = 0;
   const recentIds = new Map<string, IdPurge>();
+  /**
+   * The log's era, and the position after which this isolate knows every id
+   * purge (Infinity: none yet). It rises when an id purge is forgotten here
+   * (RECENT_ID_PURGES) or a record could not be read; it is set anew when
+   * the isolate starts over.
+   */
+  let era: string | null = null;
+  let knownAfter = Number.POSITIVE_INFINITY;
 
   function raiseMark(mark: WideMark): void {
     const key = markKey(mark.resource, mark.tag);
@@ -90,10 +117,22 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
 
   function rememberIds(record: PurgeRecord): void {
     for (const id of record.ids) {
+      const known = recentIds.get(id);
       recentIds.delete(id); // re-insert: the Map's order is the eviction order
-      recentIds.set(id, { at: record.at, mode: record.mode, resources: record.resources });
+      // An earlier purge of other resources (or a hard one before this soft one) still holds.
+      const times = { ...known?.times };
+      for (const resource of record.resources) {
+        const was = times[resource] ?? { hard: 0, soft: 0 };
+        times[resource] = record.mode === "hard" ? { ...was, hard: Math.max(was.hard, record.at) } : { ...was, soft: Math.max(was.soft, record.at) };
+      }
+      recentIds.set(id, { seq: Math.max(known?.seq ?? 0, record.seq), times });
     }
-    while (recentIds.size > RECENT_ID_PURGES) recentIds.delete(recentIds.keys().next().value!);
+    while (recentIds.size > RECENT_ID_PURGES) {
+      const [id, forgotten] = recentIds.entries().next().value!;
+      // A copy stamped before this purge can no longer be judged here.
+      knownAfter = Math.max(knownAfter, forgotten.seq);
+      recentIds.delete(id);
+    }
   }
 
   return {
@@ -102,20 +141,39 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
       rememberIds(record);
     },
 
-    startOver(newFloor, newMarks) {
+    startOver(newFloor, newMarks, at, latest) {
       marks = new Map();
       recentIds.clear();
       floor = Math.max(floor, newFloor);
       for (const mark of newMarks) raiseMark(mark);
+      era = at.era;
+      const numbers = new Set(latest.map((record) => record.seq));
+      let first = at.seq;
+      while (first > 0 && numbers.has(first)) first--;
+      knownAfter = first;
+      for (const record of [...latest].sort((a, b) => a.seq - b.seq)) if (record.seq > first && record.seq <= at.seq) rememberIds(record);
     },
+
+    caughtUp(from, at, records) {
+      if (at.era !== era) {
+        // The counter started again under this isolate's feet: nothing of the new era before now is known.
+        era = at.era;
+        knownAfter = at.seq;
+        return;
+      }
+      const numbers = new Set(records.map((record) => record.seq));
+      for (let seq = from + 1; seq <= at.seq; seq++) if (!numbers.has(seq)) knownAfter = Math.max(knownAfter, seq);
+    },
+
+    vouches: (stamp) => stamp.era === era && stamp.seq >= knownAfter,
 
     judge(entry, id, resource, tags) {
       if (entry.fetchedAt < floor) return "gone";
       let verdict: Verdict = "ok";
-      const idPurge = recentIds.get(id);
-      if (idPurge && entry.fetchedAt < idPurge.at && idPurge.resources.includes(resource)) {
-        if (idPurge.mode === "hard") return "gone";
-        verdict = "stale";
+      const idPurge = recentIds.get(id)?.times[resource];
+      if (idPurge) {
+        if (idPurge.hard > entry.fetchedAt) return "gone";
+        if (idPurge.soft > entry.fetchedAt) verdict = "stale";
       }
       const wide = marksFor(resource, tags);
       if (wide.hard > entry.fetchedAt) return "gone";
@@ -126,10 +184,10 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
     purgedAt(id, resource, tags) {
       const wide = marksFor(resource, tags);
       const at: PurgedAt = { hard: Math.max(floor, wide.hard), any: Math.max(floor, wide.hard, wide.soft) };
-      const idPurge = recentIds.get(id);
-      if (idPurge?.resources.includes(resource)) {
-        at.any = Math.max(at.any, idPurge.at);
-        if (idPurge.mode === "hard") at.hard = Math.max(at.hard, idPurge.at);
+      const idPurge = recentIds.get(id)?.times[resource];
+      if (idPurge) {
+        at.any = Math.max(at.any, idPurge.hard, idPurge.soft);
+        at.hard = Math.max(at.hard, idPurge.hard);
       }
       return at;
     },

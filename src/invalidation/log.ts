@@ -5,6 +5,8 @@
 //   pp:v1:purge:marks  per resource and tag (or "all"), the latest hard and soft purge
 //                      times: what a new isolate needs to judge entries, whatever the
 //                      number of purges (a hash of at most WIDE_MAX fields)
+//   pp:v1:purge:era    when the counter (re)started: a sequence number means
+//                      something only within its era (location copies carry both)
 //   pp:v1:x:<r>:<id>   per purged entry: when, so that an older fill cannot write it back
 //
 // Recording costs O(ids) for id purges (each key deleted or marked stale, on
@@ -63,6 +65,9 @@ end
 if foreign then redis.call('DEL', KEYS[1], KEYS[2], KEYS[3]) end
 local seq = redis.call('INCR', KEYS[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[7])
+-- A counter that starts again starts a new era: its numbers name other purges than the last era's.
+if seq == 1 then redis.call('SET', KEYS[4], ARGV[2]) end
+redis.call('PEXPIRE', KEYS[4], ARGV[7])
 local record = '{"seq":' .. seq .. ',' .. string.sub(ARGV[1], 2)
 redis.call('ZADD', KEYS[2], seq, record)
 redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[5]) + 1))
@@ -138,26 +143,37 @@ end
 return #KEYS / 2
 `;
 
-// Answers {seq, caughtUp, records, marks}: `caughtUp` 0 means the reader is
-// too far behind (new, the counter was reset, or more than ARGV[2] records
-// or ARGV[3] bytes behind) and gets the tag/all marks (HGETALL: field,
-// value, ...) instead of its missing log records.
+// Answers {seq, caughtUp, records, marks, era}: `caughtUp` 0 means the
+// reader is too far behind (new, the counter was reset, or more than ARGV[2]
+// records or ARGV[3] bytes behind) and gets the tag/all marks (HGETALL:
+// field, value, ...) instead of its missing log records, and the log's
+// latest records, newest first, within the same bounds: how far back its
+// knowledge of id purges reaches from now on (see KnownPurges.vouches).
 const READ_PURGES = `
 local seq = tonumber(redis.pcall('GET', KEYS[1])) or 0
+local era = redis.pcall('GET', KEYS[4])
+if type(era) ~= 'string' then era = '' end
 local seen = tonumber(ARGV[1])
-if seq == seen then return {seq, 1, {}, {}} end
+if seq == seen then return {seq, 1, {}, {}, era} end
 local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
 local caughtUp = seen > 0 and seq > seen and seq - seen <= tonumber(ARGV[2]) and (oldest[2] == nil or tonumber(oldest[2]) <= seen + 1)
 if caughtUp then
   local records = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. seen, '+inf', 'LIMIT', 0, ARGV[2])
   local bytes = 0
   for _, record in ipairs(records) do bytes = bytes + string.len(record) end
-  if bytes <= tonumber(ARGV[3]) then return {seq, 1, records, {}} end
+  if bytes <= tonumber(ARGV[3]) then return {seq, 1, records, {}, era} end
 end
-return {seq, 0, {}, redis.call('HGETALL', KEYS[3])}
+local latest = {}
+local bytes = 0
+for _, record in ipairs(redis.call('ZREVRANGEBYSCORE', KEYS[2], seq, '-inf', 'LIMIT', 0, ARGV[2])) do
+  bytes = bytes + string.len(record)
+  if bytes > tonumber(ARGV[3]) then break end
+  latest[#latest + 1] = record
+end
+return {seq, 0, latest, redis.call('HGETALL', KEYS[3]), era}
 `;
 
-type PurgesReply = [number, number, string[], string[]];
+type PurgesReply = [number, number, string[], string[], string];
 
 /**
  * READ_PURGES per client, hashed once and run by its SHA, read-only
@@ -195,8 +211,11 @@ const INVALID_RECORD_LOG_INTERVAL_MS = 10_000;
 
 export interface PurgesSince {
   seq: number;
+  /** When the sequence (re)started: its numbers name purges only within it. */
+  era: string;
   /** False: the reader missed purges it cannot get back one by one and must start over. */
   caughtUp: boolean;
+  /** Caught up: the records after the reader's. Not: the log's latest ones (up to the same bounds), newest first, for what they tell of id purges. */
   records: PurgeRecord[];
   /** When not caught up: the tag/all marks, and the floor (everything fetched before it is gone). */
   marks: WideMark[];
@@ -249,7 +268,7 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
         String(SEQ_TTL_MS),
         String(LOG_TTL_MS),
       ];
-      return l2.run((redis) => redis.eval<string[], number>(APPEND_LOG, [keys.seq, keys.log, keys.wide], args), { isWrite: true, force: true });
+      return l2.run((redis) => redis.eval<string[], number>(APPEND_LOG, [keys.seq, keys.log, keys.wide, keys.era], args), { isWrite: true, force: true });
     },
 
     /**
@@ -258,12 +277,12 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
      */
     async readSince(seen: number): Promise<PurgesSince | undefined> {
       const answer = await l2.run(
-        (redis) => readPurgesScript(redis).exec([keys.seq, keys.log, keys.wide], [String(seen), String(SYNC_MAX_RECORDS), String(SYNC_MAX_BYTES)]),
+        (redis) => readPurgesScript(redis).exec([keys.seq, keys.log, keys.wide, keys.era], [String(seen), String(SYNC_MAX_RECORDS), String(SYNC_MAX_BYTES)]),
         { passive: true },
       );
       if (!answer) return undefined;
-      const [seq, caughtUp, records, fields] = answer;
-      return { seq, caughtUp: caughtUp === 1, records: readable(records, keys.log), ...parseMarks(fields, clock.now()) };
+      const [seq, caughtUp, records, fields, era] = answer;
+      return { seq, era: String(era ?? ""), caughtUp: caughtUp === 1, records: readable(records, keys.log), ...parseMarks(fields, clock.now()) };
     },
   };
 }

@@ -15,6 +15,7 @@ import type { Clock } from "../shared/clock";
 import type { Entry } from "../cache/entry";
 import { entryKey } from "../cache/keys";
 import type { L1Purging, PurgedAt } from "../cache/readThrough";
+import type { PurgeStamp } from "../cache/purgeStamp";
 import type { ResourceName } from "../origin/resources";
 import { createKnownPurges, type Verdict } from "./knownPurges";
 import type { PurgeLog } from "./log";
@@ -48,12 +49,18 @@ export interface PurgeWatcher {
   purgedAt(id: string, resource: ResourceName, tags: readonly string[]): PurgedAt;
   /** Applies a purge this isolate just recorded, without waiting for the next poll. */
   apply(record: PurgeRecord): void;
+  /** The log position this isolate has read up to (null: not yet read): what a copy fetched from now on is stamped with. */
+  stamp(): PurgeStamp | null;
+  /** Whether this isolate knows every id purge after `stamp` (see KnownPurges.vouches). */
+  vouches(stamp: PurgeStamp): boolean;
   status(): { seq: number; lastSyncAt: number; blind: boolean; widePurges: number };
 }
 
 export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   const { log, l1, clock, keyPrefix } = options;
   let seq = 0;
+  /** The log's era as last read (null: never read). */
+  let era: string | null = null;
   // Never synced: the first request syncs before it is served.
   let lastSyncAt = -Infinity;
   /**
@@ -86,15 +93,21 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     if (!log) return;
     const answer = await log.readSince(seq);
     if (!answer) return; // L2 unavailable: stay as we are; `blind` tells how long
+    const at = { era: answer.era, seq: answer.seq };
     if (!answer.caughtUp) {
       // New isolate, too far behind, or the log was reset: start over from
-      // the tag/all marks (id purges are applied in Redis, where reads go next).
+      // the tag/all marks (id purges are applied in Redis, where reads go
+      // next; the log's latest records say which ones location copies may
+      // still hold, cache/location/).
       l1.forgetAll();
-      known.startOver(answer.floor, answer.marks);
+      known.startOver(answer.floor, answer.marks, at, answer.records);
     } else {
+      const from = seq;
       for (const record of answer.records) apply(record);
+      known.caughtUp(from, at, answer.records);
     }
     seq = answer.seq;
+    era = answer.era;
     lastSyncAt = clock.now();
   }
 
@@ -142,6 +155,10 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     purgedAt: (id, resource, tags) => known.purgedAt(id, resource, tags),
 
     apply,
+
+    stamp: () => (era === null ? null : { era, seq }),
+
+    vouches: (stamp) => known.vouches(stamp),
 
     status: () => ({ seq, lastSyncAt, blind: blind(), widePurges: known.wideCount() }),
   };

@@ -45,6 +45,7 @@ const SHED: ReadonlySet<OriginOutcome> = new Set<OriginOutcome>(["overloaded", "
 interface ResourceCounts {
   /** Answers served from each tier (a stale-if-error answer counts for the tier its copy came from). */
   l1: number;
+  location: number;
   l2: number;
   origin: number;
   /** Served stale while one refresh runs (stale-while-revalidate). */
@@ -80,13 +81,15 @@ interface Bucket {
 }
 
 export interface ResourceSummary extends ResourceCounts {
-  /** l1 + l2 + origin + failed. */
+  /** l1 + location + l2 + origin + failed. */
   answers: number;
-  /** (l1 + l2) / answers; null without answers. */
+  /** (l1 + location + l2) / answers; null without answers. */
   hitRatio: number | null;
   /** l1 / answers. */
   l1Ratio: number | null;
-  /** l2 / (answers − l1): what L2 caught of what L1 missed. */
+  /** location / (answers − l1): what the data center's cache caught of what L1 missed. */
+  locationRatio: number | null;
+  /** l2 / (answers − l1): what L2 caught of what L1 missed (after the location tier). */
   l2Ratio: number | null;
   /** origin / answers. */
   originRatio: number | null;
@@ -159,7 +162,7 @@ export interface Metrics {
 }
 
 function emptyResource(): ResourceCounts {
-  return { l1: 0, l2: 0, origin: 0, stale: 0, staleIfError: 0, failed: 0, collapsed: 0, defaulted: 0 };
+  return { l1: 0, location: 0, l2: 0, origin: 0, stale: 0, staleIfError: 0, failed: 0, collapsed: 0, defaulted: 0 };
 }
 
 function perResource<T>(make: (resource: ResourceName) => T): Record<ResourceName, T> {
@@ -180,12 +183,13 @@ function emptyBucket(start: number): Bucket {
 const ratio = (part: number, whole: number): number | null => (whole > 0 ? part / whole : null);
 
 function summarizeResource(counts: ResourceCounts): ResourceSummary {
-  const answers = counts.l1 + counts.l2 + counts.origin + counts.failed;
+  const answers = counts.l1 + counts.location + counts.l2 + counts.origin + counts.failed;
   return {
     ...counts,
     answers,
-    hitRatio: ratio(counts.l1 + counts.l2, answers),
+    hitRatio: ratio(counts.l1 + counts.location + counts.l2, answers),
     l1Ratio: ratio(counts.l1, answers),
+    locationRatio: ratio(counts.location, answers - counts.l1),
     l2Ratio: ratio(counts.l2, answers - counts.l1),
     originRatio: ratio(counts.origin, answers),
   };

@@ -6,6 +6,7 @@
 import type { BreakerState } from "../shared/breaker";
 import type { L2Stats } from "../cache/l2";
 import type { L2ValueStats } from "../cache/l2Entries";
+import type { LocationStats } from "../cache/location";
 import type { FillStats } from "../cache/readThrough";
 import type { Config } from "../config";
 import type { KnownIdsState } from "../knownIds";
@@ -27,6 +28,8 @@ export interface StatusSources {
   /** Null when no L2 is configured; one shard or several. `invalidValues`: values read that were not valid entries. */
   l2: { shards: readonly L2ShardStatus[]; stats: L2Stats; invalidValues: L2ValueStats } | null;
   l1: { bytes: number; entries: number };
+  /** What the location tier did since the isolate started; null when it is off (or the runtime has no Cache API). */
+  location: LocationStats | null;
   purges: { seq: number; lastSyncAt: number; blind: boolean; widePurges: number };
   /** The isolate's origin fetch slots (leases): held now, callers queued, and slots taken back from vanished holders. */
   originSlots: { inUse: number; queued: number; reclaimed: number };
@@ -73,6 +76,8 @@ export interface StatusModel {
   fills: StatusSources["fills"];
   overload: StatusSources["overload"] & { shedLagMs: number; coldPagesMax: number; backgroundFillsMax: number };
   l1: { bytes: number; maxBytes: number; entries: number; usedRatio: number };
+  /** `hitRatio`: copies served of parts looked up (null before any lookup); `stats` null when off. */
+  location: { enabled: boolean; hitRatio: number | null; stats: LocationStats | null };
   purges: { enabled: boolean; seq: number; lastSyncAt: string | null; syncAgeMs: number | null; blind: boolean; widePurges: number };
   knownIds: (NonNullable<StatusSources["knownIds"]> & { enabled: true }) | { enabled: false };
   config: {
@@ -134,6 +139,11 @@ export function buildStatus(sources: StatusSources): StatusModel {
       maxBytes: config.l1MaxBytes,
       entries: sources.l1.entries,
       usedRatio: config.l1MaxBytes > 0 ? sources.l1.bytes / config.l1MaxBytes : 0,
+    },
+    location: {
+      enabled: sources.location !== null,
+      hitRatio: sources.location && sources.location.lookups > 0 ? sources.location.hits / sources.location.lookups : null,
+      stats: sources.location ? { ...sources.location } : null,
     },
     purges: {
       enabled: config.l2 !== null,

@@ -42,6 +42,8 @@ interface TierRow {
   answers: string;
   l1: string;
   l1Count: string;
+  location: string;
+  locationCount: string;
   l2: string;
   l2Count: string;
   origin: string;
@@ -61,6 +63,8 @@ function tierRow(name: string, s: ResourceSummary, total = false): TierRow {
     answers: count(s.answers),
     l1: percent(s.l1Ratio),
     l1Count: count(s.l1),
+    location: percent(s.locationRatio),
+    locationCount: count(s.location),
     l2: percent(s.l2Ratio),
     l2Count: count(s.l2),
     origin: percent(s.originRatio),
@@ -122,6 +126,26 @@ function l2View(model: StatusModel) {
     replayedWrites: model.l2.stats ? count(model.l2.stats.replayedWrites) : DASH,
     invalidValues: model.l2.invalidValues ? count(model.l2.invalidValues.rejected) : DASH,
     invalidDeleted: model.l2.invalidValues ? count(model.l2.invalidValues.deleted) : DASH,
+  };
+}
+
+/** The location tier: whether it answers here, what it served and what it turned down. */
+function locationView(model: StatusModel) {
+  const stats = model.location.stats;
+  return {
+    enabled: model.location.enabled,
+    answering: stats === null ? "off" : stats.hits > 0 ? "yes" : stats.puts > 0 ? "stores, no hit yet" : "no answer yet (on workers.dev it stores nothing)",
+    answeringClass: stats !== null && stats.hits > 0 ? "ok" : "warn",
+    hitRatio: percent(model.location.hitRatio),
+    hits: stats ? count(stats.hits) : DASH,
+    lookups: stats ? count(stats.lookups) : DASH,
+    purged: stats ? count(stats.purged) : DASH,
+    unvouched: stats ? count(stats.unvouched) : DASH,
+    invalid: stats ? count(stats.invalid) : DASH,
+    errors: stats ? count(stats.errors) : DASH,
+    puts: stats ? count(stats.puts) : DASH,
+    putsFailed: stats ? count(stats.putsFailed) : DASH,
+    putsDropped: stats ? count(stats.putsDropped) : DASH,
   };
 }
 
@@ -227,6 +251,7 @@ export function statusView(model: StatusModel) {
     ],
     origin: originView(model),
     l2: l2View(model),
+    location: locationView(model),
     leases: {
       slotsInUse: count(model.originSlots.inUse),
       slotsQueued: count(model.originSlots.queued),

@@ -79,15 +79,19 @@ const OUTPUT_DRAIN_MS = 1000;
 /**
  * `port`: also serve real HTTP there (for callers such as the demo origin's
  * purge notifications). `bundleDir`: another build of the worker than the
- * tests' own (a deliberately broken one, say).
+ * tests' own (a deliberately broken one, say). `cachePersist`: a folder for
+ * the Cache API's contents, so that instances given the same one share a
+ * location cache (as the isolates of one data center do) and a restarted
+ * instance finds it again; without it each instance has its own, in memory.
  */
-export async function startWorker(bindings: Env, options: { port?: number; bundleDir?: string } = {}): Promise<WorkerInstance> {
+export async function startWorker(bindings: Env, options: { port?: number; bundleDir?: string; cachePersist?: string } = {}): Promise<WorkerInstance> {
   const logs: string[] = [];
   const faults: string[] = [];
   const keep = logSink(logs, faults);
   const outputEnded: Promise<void>[] = [];
   const mf = new Miniflare({
     ...(options.port ? { host: "127.0.0.1", port: options.port } : {}),
+    ...(options.cachePersist ? { cachePersist: options.cachePersist } : {}),
     log: new CapturingLog(keep),
     ...bundleOptions(
       options.bundleDir ?? BUNDLE_DIR,

@@ -379,6 +379,7 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
       invalidValues: { rejected: 2, deleted: 1 },
     },
     l1: { bytes: 12 * 1024 * 1024, entries: 3456 },
+    location: { lookups: 200, hits: 150, invalid: 1, purged: 4, unvouched: 6, errors: 0, puts: 90, putsFailed: 0, putsDropped: 2 },
     purges: { seq: 42, lastSyncAt: clock.now() - 400, blind: false, widePurges: 1 },
     originSlots: { inUse: 7, queued: 2, reclaimed: 1 },
     fills: {
@@ -416,6 +417,10 @@ describe("status page", () => {
     expect(html).not.toMatch(/<script/i);
     expect(html).toContain('href="/products/p-000001"');
     expect(html).toContain("12.0 MiB of 32.0 MiB");
+    // The location tier: whether it answers, its hit ratio and its purge rejections.
+    expect(html).toMatch(/<span class="pill ok">yes<\/span>/);
+    expect(html).toMatch(/75(\.0)?%/);
+    expect(html).toMatch(/4 <small>\(purged since fetched\)<\/small>, 6/);
     expect(html).toMatch(/<td>us<\/td><td><span class="pill bad">open<\/span>/);
     expect(html).toContain("v7");
     expect(html).toContain("42");

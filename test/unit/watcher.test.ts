@@ -25,7 +25,7 @@ function fakeLog() {
     async readSince(seen: number): Promise<PurgesSince | undefined> {
       state.reads++;
       if (!state.up) return undefined;
-      return { seq: seen, caughtUp: true, records: [], marks: [], floor: 0 };
+      return { seq: seen, era: "", caughtUp: true, records: [], marks: [], floor: 0 };
     },
     record: async () => undefined,
   } satisfies PurgeLog;
@@ -143,7 +143,12 @@ describe("the read path while the watcher is blind", () => {
       origin,
       l2: null,
       clock,
-      purges: { judge: (...args) => watcher!.judge(...args), purgedAt: (...args) => watcher!.purgedAt(...args) },
+      purges: {
+        judge: (...args) => watcher!.judge(...args),
+        purgedAt: (...args) => watcher!.purgedAt(...args),
+        stamp: () => watcher!.stamp(),
+        vouches: (stamp) => watcher!.vouches(stamp),
+      },
     });
     watcher = watcherWith(clock, log, cache);
     const background: Promise<unknown>[] = [];

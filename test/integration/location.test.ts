@@ -1,0 +1,155 @@
+// The location tier in the Workers runtime (docs/architecture.md#the-location-tier):
+// two workerd processes given the same Cache API folder stand for two
+// isolates of one data center; a worker started again on that folder is an
+// isolate after a deploy (a fresh L1 and a fresh view of purges, the same
+// location cache). Redis's own count of the calls it got (INFO commandstats)
+// says whether a page reached it.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Redis as IORedis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { member } from "../../dev/run/cacheStatus";
+import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
+import { logFaults, startWorker, type WorkerInstance } from "../support/worker";
+
+const PARTS = ["product", "inventory", "reviews", "recommendations"];
+
+let stack: Stack;
+let direct: IORedis;
+let folder: string;
+const started: WorkerInstance[] = [];
+
+beforeAll(async () => {
+  stack = await startStack({ latencyMs: 5, jitterMs: 0 });
+  direct = new IORedis({ port: stack.redis.port, protocol: 2, lazyConnect: true, maxRetriesPerRequest: 1 });
+  folder = mkdtempSync(join(tmpdir(), "pp-location-"));
+});
+
+afterAll(async () => {
+  await Promise.all(started.map((worker) => worker.close()));
+  direct?.disconnect();
+  await stack?.close();
+  rmSync(folder, { recursive: true, force: true });
+  expect(logFaults(...started)).toEqual([]);
+});
+
+/** An isolate of the data center: the known-ids filter off (its reads are not the page's). */
+async function isolate(bindings: Record<string, string> = {}): Promise<WorkerInstance> {
+  const worker = await startWorker({ ...stack.bindings, KNOWN_IDS: "off", ...bindings }, { cachePersist: folder });
+  started.push(worker);
+  return worker;
+}
+
+/**
+ * Calls about entries the tier sent Redis since the last reset (MGETs, and
+ * the fills' scripts), as Redis counted them; not the purge log's read-only
+ * sync (EVALSHA_RO), which runs on its own clock.
+ */
+async function redisCalls(): Promise<number> {
+  let total = 0;
+  for (const [, command, n] of (await direct.info("commandstats")).matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (["mget", "eval", "evalsha"].includes(command!)) total += Number(n);
+  }
+  return total;
+}
+
+/** The page's Cache-Status member for each part. */
+async function page(worker: WorkerInstance, id: string): Promise<Record<string, string>> {
+  const response = await worker.fetch(`/products/${id}`);
+  expect(response.status).toBe(200);
+  const status = response.headers.get("cache-status") ?? "";
+  return Object.fromEntries(PARTS.map((part) => [part, member(status, part)]));
+}
+
+/** What `worker`'s location tier did so far (its status page's counts). */
+async function locationStats(worker: WorkerInstance): Promise<{ puts: number; purged: number }> {
+  const status = (await (await worker.fetch("/__status.json", { headers: { authorization: `Bearer ${PURGE_TOKEN}` } })).json()) as {
+    location: { stats: { puts: number; purged: number } | null };
+  };
+  return status.location.stats ?? { puts: 0, purged: 0 };
+}
+
+const putsMade = async (worker: WorkerInstance) => (await locationStats(worker)).puts;
+
+/** A cold page of `id` in `worker`, once its four parts are in the location cache. */
+async function coldPage(worker: WorkerInstance, id: string): Promise<Record<string, string>> {
+  const before = await putsMade(worker);
+  const parts = await page(worker, id);
+  for (let i = 0; i < 100 && (await putsMade(worker)) < before + 4; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  expect(await putsMade(worker)).toBeGreaterThanOrEqual(before + 4);
+  return parts;
+}
+
+async function purge(worker: WorkerInstance, body: unknown): Promise<void> {
+  const response = await worker.fetch("/__purge", {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${PURGE_TOKEN}` },
+    body: JSON.stringify(body),
+  });
+  expect(response.status).toBe(202);
+}
+
+const fromLocation = (parts: Record<string, string>) => Object.values(parts).every((line) => line.startsWith("pp-location; hit"));
+
+describe("the location tier", () => {
+  let first: WorkerInstance;
+  let second: WorkerInstance;
+
+  beforeAll(async () => {
+    first = await isolate();
+    second = await isolate();
+  });
+
+  it("serves a second isolate a page the first one fetched, with no Redis command for its parts", async () => {
+    const cold = await coldPage(first, "p-000101");
+    expect(cold.product).toMatch(/^pp-origin/);
+    // The second isolate's first page syncs purges: a page after it is the one measured.
+    await page(second, "p-000999");
+    await direct.config("RESETSTAT");
+    const shared = await page(second, "p-000101");
+    expect(shared, JSON.stringify(shared)).toSatisfy(fromLocation);
+    expect(await redisCalls()).toBe(0);
+  });
+
+  it("makes a copy purged by id, by tag and of everything a miss in an isolate that learned of the purge", async () => {
+    for (const [id, body] of [
+      ["p-000102", { ids: ["p-000102"] }],
+      ["p-000103", { tags: [] as string[], all: true }],
+    ] as const) {
+      await coldPage(first, id);
+      await purge(first, body);
+      // The second isolate learns of it within PURGE_POLL_MS (it syncs before the page).
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      const after = await page(second, id);
+      expect(after.product, `${JSON.stringify(body)}: ${after.product}`).not.toMatch(/^pp-location/);
+    }
+    // A tag the product carries, read from its copy.
+    await coldPage(first, "p-000104");
+    const tags = (((await await stack.admin("/products/p-000104")) as { tags?: string[] }).tags ?? []).slice(0, 1);
+    if (tags.length > 0) {
+      await purge(first, { tags });
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      expect((await page(second, "p-000104")).product).not.toMatch(/^pp-location/);
+    }
+    // Found there, and turned down as purged (not merely missing): the id, the all and the tag purge.
+    expect((await locationStats(second)).purged).toBeGreaterThanOrEqual(tags.length > 0 ? 3 : 2);
+  });
+
+  it("serves a restarted isolate what the location holds, and never a copy purged before it started", async () => {
+    await coldPage(first, "p-000105");
+    await coldPage(first, "p-000106");
+    await purge(first, { ids: ["p-000106"] });
+    await first.close();
+    const restarted = await isolate();
+    await page(restarted, "p-000998");
+    expect(await page(restarted, "p-000105"), "not purged").toSatisfy(fromLocation);
+    expect((await page(restarted, "p-000106")).product, "purged before it started").not.toMatch(/^pp-location/);
+  });
+
+  it("is bypassed with LOCATION_CACHE=off", async () => {
+    const off = await isolate({ LOCATION_CACHE: "off" });
+    const parts = await page(off, "p-000105");
+    expect(Object.values(parts).some((line) => line.startsWith("pp-location"))).toBe(false);
+  });
+});
