@@ -24,10 +24,16 @@ export function storedSize(json: string): number {
   return (/[^\u0000-\u00ff]/.test(json) ? 2 * json.length : json.length) + STORED_OVERHEAD_BYTES;
 }
 
+/** The tags a product's data carries (what tag purges match), without trusting its shape. */
+export function tagsOf(data: unknown): readonly string[] | undefined {
+  const tags = (data as { tags?: unknown } | null)?.tags;
+  return Array.isArray(tags) ? (tags as string[]) : undefined;
+}
+
 function toStored(entry: Entry): Stored {
   const { data, ...deadlines } = entry;
-  const tags = (data as { tags?: unknown } | null)?.tags;
-  return { ...deadlines, json: JSON.stringify(data), ...(Array.isArray(tags) ? { tags: tags as string[] } : {}) };
+  const tags = tagsOf(data);
+  return { ...deadlines, json: JSON.stringify(data), ...(tags ? { tags } : {}) };
 }
 
 /**

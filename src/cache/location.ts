@@ -28,8 +28,12 @@ import type { PurgeStamp } from "./purgeStamp";
 
 /** The named cache the tier keeps its copies in, apart from the zone's default cache. */
 export const LOCATION_CACHE_NAME = "pp-location";
-/** The host of the synthetic URLs: `.invalid` names nothing anybody can fetch. */
-const LOCATION_ORIGIN = "https://pp-location.invalid";
+/**
+ * The path under the shop's own address (PUBLIC_URL) that the copies' URLs
+ * use: a path the worker serves nothing at. Cloudflare asks that a cache
+ * key's host be the zone's own: another host costs a DNS lookup per call.
+ */
+const LOCATION_PATH = "/__pp-location/";
 /** The response header that carries a copy's purge stamp: `<era>|<seq>`. */
 const STAMP_HEADER = "pp-purge-stamp";
 const STAMP = /^(\d{0,16})\|(\d{1,16})$/;
@@ -72,9 +76,9 @@ export interface LocationCache {
   readonly stats: Readonly<LocationStats>;
 }
 
-/** The synthetic URL of the copy of the Redis key `key` (built only from validated ids: cache/keys.ts). */
-export function locationUrl(key: string): string {
-  return `${LOCATION_ORIGIN}/${encodeURIComponent(key)}`;
+/** The synthetic URL of the copy of the Redis key `key` (built only from validated ids: cache/keys.ts) under the shop's address. */
+export function locationUrl(publicUrl: string, key: string): string {
+  return `${publicUrl}${LOCATION_PATH}${encodeURIComponent(key)}`;
 }
 
 function stampHeader(stamp: PurgeStamp): string | undefined {
@@ -125,7 +129,7 @@ export function createLocationCache(deps: { config: Config; clock: Clock; open: 
   let tickets = 0;
 
   async function readOne(store: LocationStore, item: { key: string; resource: ResourceName; id: string }): Promise<LocationCopy | undefined> {
-    const response = await subrequest(() => store.match(locationUrl(item.key)), DEFAULTS.locationTimeoutMs);
+    const response = await subrequest(() => store.match(locationUrl(config.publicUrl, item.key)), DEFAULTS.locationTimeoutMs);
     if (!response) return undefined;
     const stamp = parsedStamp(response.headers.get(STAMP_HEADER));
     const value = response.status === 200 && stamp ? await boundedText(response, MAX_BODY_BYTES) : undefined;
@@ -149,7 +153,7 @@ export function createLocationCache(deps: { config: Config; clock: Clock; open: 
       const response = new Response(value, {
         headers: { "Cache-Control": `public, max-age=${ttlSeconds}`, "Content-Type": "text/plain; charset=utf-8", [STAMP_HEADER]: stamp },
       });
-      await subrequest(() => store.put(locationUrl(key), response), DEFAULTS.locationPutMs);
+      await subrequest(() => store.put(locationUrl(config.publicUrl, key), response), DEFAULTS.locationPutMs);
       stats.puts++;
     } catch {
       // Not stored (the subrequest budget spent, the cache refusing): L1 and L2 still hold the copy.

@@ -17,7 +17,7 @@ import type { FillCalls } from "./fillBatch";
 import type { Flights } from "./flights";
 import type { Heat } from "./hotness";
 import { entryKey } from "./keys";
-import type { L1 } from "./l1";
+import { tagsOf, type L1 } from "./l1";
 import type { L2 } from "./l2";
 import type { L2Entries } from "./l2Entries";
 import type { LocationCache } from "./location";
@@ -135,12 +135,6 @@ export function readFromL1(
   return pending;
 }
 
-/** The tags a product's data carries (what tag purges match), without trusting its shape. */
-function tagsOf(data: unknown): readonly string[] | undefined {
-  const tags = (data as { tags?: unknown } | null)?.tags;
-  return Array.isArray(tags) ? (tags as string[]) : undefined;
-}
-
 /**
  * 1½. The location tier (location.ts): every part L1 could not serve,
  * looked up at once in this data center's cache, which every isolate here
@@ -254,9 +248,15 @@ export async function readFromL2(
   const unanswered = timedOut && l2.accepts(firstKey) && values.every((value) => value === undefined);
   if (unanswered && tools.redisSilent(firstKey, answeredBefore)) request.l2Silent = true;
   const stillPending = joining;
+  const entries = toRead.map((item, index) => {
+    const value = values?.[index];
+    return value ? tools.l2Entries.read(item.key, value, item.resource, id, request.background) : undefined;
+  });
+  // Tag purges match the product's tags, for every part of the page: L2's copy's when L1 holds none.
+  const tags = l1.tags(entryKey(config.keyPrefix, PAGE_SUBJECT, id)) ?? tagsOf(entries[toRead.findIndex((item) => item.resource === PAGE_SUBJECT)]?.data) ?? [];
   for (const [index, item] of toRead.entries()) {
     const value = values?.[index];
-    const fromL2 = tools.judged(value ? tools.l2Entries.read(item.key, value, item.resource, id, request.background) : undefined, id, item.resource);
+    const fromL2 = tools.judged(entries[index], id, item.resource, tags);
     const best = newerOf(item.fallback, fromL2);
     const state = entryState(best, clock.now());
     if (best && best === fromL2 && (state === "fresh" || state === "stale")) {

@@ -60,7 +60,7 @@ describe("the location tier in the read path", () => {
     const first = isolate(store);
     expect((await first.read()).data.product).toMatchObject({ tier: "origin" });
     await first.settle();
-    expect([...stored.keys()]).toEqual([locationUrl(entryKey("pp:v1", "product", "p-1"))]);
+    expect([...stored.keys()]).toEqual([locationUrl(testConfig().publicUrl, entryKey("pp:v1", "product", "p-1"))]);
     expect(first.location.stats).toMatchObject({ puts: 1, putsDropped: 0 });
 
     const second = isolate(store);
@@ -101,12 +101,12 @@ describe("the location tier in the read path", () => {
   });
 
   it("reads values it cannot trust as misses: not an entry, an entry of another id, a stamp that is not one, a body too large", async () => {
-    const url = locationUrl(entryKey("pp:v1", "product", "p-1"));
+    const url = locationUrl(testConfig().publicUrl, entryKey("pp:v1", "product", "p-1"));
     const { store, stored } = fakeStore();
     const first = isolate(store);
     await first.read("p-2");
     await first.settle();
-    const otherId = stored.get(locationUrl(entryKey("pp:v1", "product", "p-2")))!;
+    const otherId = stored.get(locationUrl(testConfig().publicUrl, entryKey("pp:v1", "product", "p-2")))!;
     const hostile = [
       { body: "not an entry", headers: otherId.headers },
       { body: otherId.body, headers: otherId.headers },
