@@ -688,7 +688,10 @@ describe("Redis's silence (what ends a lock claim's or a poll's wait at once)", 
 describe("tag purges judge L2's copies of a product this isolate has never seen", () => {
   const ALL: ResourceName[] = ["product", "inventory", "reviews", "recommendations"];
 
-  it("a part fetched before a purge of the product's tag is not served from L2, whichever part comes first", async () => {
+  it.each([
+    ["read from L2 first (not listed by the known-ids filter)", false],
+    ["claimed straight away (listed), the claims returning the copies", true],
+  ])("a part fetched before a purge of the product's tag is not served from L2, whichever part comes first: %s", async (_, listed) => {
     const clock = fakeClock();
     const fetchedAt = clock.now() - 1_000;
     const copy = (resource: ResourceName, id: string) =>
@@ -715,7 +718,12 @@ describe("tag purges judge L2's copies of a product this isolate has never seen"
         return writes.map(() => true);
       },
       async claimFills(claims: readonly FillClaimRequest[]) {
-        return claims.map((): FillClaim => ({ kind: "won" }));
+        // A claim that finds a fresh copy returns it (the script's answer) unless the purge's notBefore rules it out.
+        return claims.map(({ key, claim }): FillClaim => {
+          const id = key.split(":").at(-1)!;
+          const resource = ALL.find((r) => key === entryKey(DEFAULTS.keyPrefix, r, id))!;
+          return fetchedAt >= claim.notBefore ? { kind: "copy", value: copy(resource, id) } : { kind: "won" };
+        });
       },
     } as unknown as L2;
     // The product's tag ("brand:acme", sampleProduct) was purged (hard) after the copies were fetched.
@@ -730,8 +738,8 @@ describe("tag purges judge L2's copies of a product this isolate has never seen"
     const origin = fakeOrigin();
     const cache = createReadThrough({ config: testConfig(), origin, l2, clock, purges });
     const background: Promise<unknown>[] = [];
-    // Not listed by the known-ids filter: the page reads L2 first. Inventory asked for before the product.
-    const page = await cache.read("p-1", ["inventory", "product", "reviews"], (work) => void background.push(work));
+    // Inventory asked for before the product.
+    const page = await cache.read("p-1", ["inventory", "product", "reviews"], (work) => void background.push(work), { listed });
     while (background.length > 0) await Promise.all(background.splice(0));
     for (const resource of ["product", "inventory", "reviews"] as const) expect(page.data[resource]).toMatchObject({ tier: "origin" });
   });
