@@ -6,7 +6,7 @@
 // what the caches hold (L1, then one L2 round trip for all of them), plus a
 // few of the products not cached, filled for this view (each bounded like any
 // fill; one that fails shows its id): the page's cost in subrequests stays
-// bounded (README, "Subrequests per route") and later views show more titles.
+// bounded (docs/architecture.md, "Sharing work across requests in one isolate": subrequests per route) and later views show more titles.
 import type { Context } from "hono";
 import { LISTING, LISTING_ID, PAGE_SUBJECT } from "../origin/resources";
 import { renderHomePage } from "../render";

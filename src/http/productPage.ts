@@ -81,7 +81,7 @@ export async function productPage(c: Context, tier: Tier): Promise<Response> {
   // cold page may fill all its parts at once (cache/pageSteps.ts, readFromOrigin).
   const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, background, { listed: known === "listed", visitor });
   if (visitor.aborted) return visitorLeft(tier);
-  // Only what the runtime can measure: its clock moves across I/O alone, so L1 and the render would always read 0 (README, "Saying what happened").
+  // Only what the runtime can measure: its clock moves across I/O alone, so L1 and the render would always read 0 (docs/architecture.md, "Saying what happened").
   if (timings.location !== undefined) setMetric(c, "location", timings.location);
   if (timings.l2 !== undefined) setMetric(c, "l2", timings.l2);
   if (timings.origin !== undefined) setMetric(c, "origin", timings.origin);
