@@ -413,7 +413,20 @@ const MAX_DISTINCT_LOG_LINES = 50;
  * kept (bounded) instead of printed, so that it cannot garble the progress
  * line, and so that the report can say whether the worker logged errors.
  */
-export async function startWorker(bindings: Record<string, string>, logs: WorkerLogs, options: { inspectorPort?: number } = {}): Promise<WorkerInstance> {
+/**
+ * Where an instance's Cache API lives, and how it is reached. `cachePersist`:
+ * a folder for the location cache's contents, so that instances given the
+ * same one share it (as the isolates of one data center do) and a restarted
+ * instance finds it again; without it each instance has its own, in memory.
+ * `port`: the port to serve on (a restart keeps its instance's), else one the OS picks.
+ */
+export interface WorkerOptions {
+  inspectorPort?: number;
+  cachePersist?: string;
+  port?: number;
+}
+
+export async function startWorker(bindings: Record<string, string>, logs: WorkerLogs, options: WorkerOptions = {}): Promise<WorkerInstance> {
   const keep = (line: string) => {
     logs.count++;
     logs.onLine?.(line);
@@ -433,7 +446,8 @@ export async function startWorker(bindings: Record<string, string>, logs: Worker
     log: new CapturingLog(keep),
     ...bundleOptions(BUNDLE_DIR, bindings),
     host: "127.0.0.1",
-    port: 0,
+    port: options.port ?? 0,
+    ...(options.cachePersist === undefined ? {} : { cachePersist: options.cachePersist }),
     // No `Request.cf` download from workers.cloudflare.com: the benchmark
     // talks to loopback only (Miniflare's placeholder object is used instead).
     cf: false,
@@ -493,20 +507,30 @@ export async function startStack(settings: ServersSettings, onCleanup: OnCleanup
   return { servers, filter: await buildKnownIdsFilter(servers) };
 }
 
-/** `count` workers (with their inspectors when `inspect`), each handed to `onCleanup` as soon as it runs; `stop` stops them all. */
+/**
+ * `count` workers (with their inspectors when `inspect`), each handed to
+ * `onCleanup` as soon as it runs; `stop` stops them all. `cachePersist`: one
+ * location cache they all share; `ports`: instance i serves on ports[i] (a restart).
+ */
 export async function startWorkers(
   count: number,
   bindings: Record<string, string>,
   logs: WorkerLogs,
   onCleanup: OnCleanup,
   inspect: boolean,
+  where: { cachePersist?: string; ports?: readonly number[] } = {},
 ): Promise<{ workers: WorkerInstance[]; stop: () => Promise<void> }> {
   const workers: WorkerInstance[] = [];
   const stops: (() => Promise<void>)[] = [];
   const stop = async () => void (await Promise.all(stops.map((s) => s())));
   try {
     for (let i = 0; i < count; i++) {
-      const worker = await startWorker(bindings, logs, inspect ? { inspectorPort: 0 } : {});
+      const port = where.ports?.[i];
+      const worker = await startWorker(bindings, logs, {
+        ...(inspect ? { inspectorPort: 0 } : {}),
+        ...(where.cachePersist === undefined ? {} : { cachePersist: where.cachePersist }),
+        ...(port === undefined ? {} : { port }),
+      });
       stops.push(onCleanup(`worker ${worker.url}`, () => worker.close()));
       workers.push(worker);
     }

@@ -30,6 +30,10 @@ export interface Census {
   seconds: number;
   sent: Record<string, number>;
   inScripts: Record<string, number>;
+  /** `sent` by command and the shape of its first key (ids and numbers as `<id>`, `<n>`): `evalsha pp:v1:p:<id>`. */
+  sentByKey: Record<string, number>;
+  /** Bytes MONITOR's stream carried: redis-server's output to the census itself, to leave out of its traffic. */
+  bytes: number;
 }
 
 export class RedisProbe {
@@ -63,11 +67,14 @@ export class RedisProbe {
   async census(during: () => Promise<void>): Promise<Census> {
     const sent: Record<string, number> = {};
     const inScripts: Record<string, number> = {};
+    const sentByKey: Record<string, number> = {};
     const socket = connect({ port: this.port, host: "127.0.0.1" });
     socket.on("error", () => undefined); // a census cut short is partial, not fatal
     await once(socket, "connect");
     let rest = "";
+    let bytes = 0;
     socket.on("data", (chunk: Buffer) => {
+      bytes += chunk.length;
       const lines = (rest + chunk.toString("latin1")).split("\r\n");
       rest = lines.pop() ?? "";
       for (const line of lines) {
@@ -76,6 +83,10 @@ export class RedisProbe {
         const into = match[1] === "lua" ? inScripts : sent;
         const name = match[2]!.toLowerCase();
         into[name] = (into[name] ?? 0) + 1;
+        if (into === sent) {
+          const shape = `${name} ${keyShape(name, line)}`;
+          sentByKey[shape] = (sentByKey[shape] ?? 0) + 1;
+        }
       }
     });
     socket.write("MONITOR\r\n");
@@ -85,12 +96,19 @@ export class RedisProbe {
     } finally {
       socket.destroy();
     }
-    return { seconds: Math.round((performance.now() - started) / 100) / 10, sent, inScripts };
+    return { seconds: Math.round((performance.now() - started) / 100) / 10, sent, inScripts, sentByKey, bytes };
   }
 
   close(): void {
     this.link.disconnect();
   }
+}
+
+/** A MONITOR line's first key (a script's: after the sha and the key count), ids and numbers masked; "" without one. */
+function keyShape(name: string, line: string): string {
+  const args = [...line.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]!);
+  const key = name.startsWith("eval") ? (Number(args[2]) > 0 ? args[3] : undefined) : args[1];
+  return (key ?? "").replace(/p-\d+/g, "<id>").replace(/(^|:)\d+(?=:|$)/g, "$1<n>");
 }
 
 export function usageBetween(a: RedisSnapshot, b: RedisSnapshot): RedisUsage {

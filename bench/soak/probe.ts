@@ -3,7 +3,7 @@
 // inspector), what changed in them over a window, and the worker's log lines
 // it counts.
 import { once } from "node:events";
-import { request } from "node:http";
+import { request, type IncomingHttpHeaders } from "node:http";
 import WebSocket from "ws";
 
 const PURGE_TOKEN = "bench-purge-token"; // bench/stack.ts's bindings
@@ -13,16 +13,19 @@ const MB = 1024 * 1024;
 export interface Answer {
   status: number;
   ms: number;
+  /** The answer's headers (absent without an answer). */
+  headers?: IncomingHttpHeaders;
 }
 
 /** One GET on a socket of its own and without accept-encoding, as wrk sends them. */
 export function get(url: string, timeoutMs = 10_000): Promise<Answer> {
   const started = performance.now();
   return new Promise((done) => {
-    const answer = (status: number) => done({ status, ms: Math.round(performance.now() - started) });
+    const answer = (status: number, headers?: IncomingHttpHeaders) =>
+      done({ status, ms: Math.round((performance.now() - started) * 10) / 10, ...(headers ? { headers } : {}) });
     const req = request(url, { agent: false, timeout: timeoutMs }, (res) => {
       res
-        .on("end", () => answer(res.statusCode ?? 0))
+        .on("end", () => answer(res.statusCode ?? 0, res.headers))
         .on("error", () => answer(0))
         .resume();
     });
@@ -57,6 +60,8 @@ export interface Status {
   l2: { stats: L2Stats | null };
   breakerChanges: { name: string; since: number | null }[];
   l1: { bytes: number };
+  /** The location tier (the data center's Cache API): `stats` null when it is off. */
+  location?: { enabled: boolean; stats: LocationStats | null };
   breakerTransitions?: Record<string, number>;
   originSlots?: { inUse: number; queued: number; reclaimed: number };
   fills?: { inFlight: number; takenOver: number };
@@ -65,6 +70,8 @@ export interface Status {
 }
 interface Tiers {
   l1: number;
+  /** Absent from a worker without the location tier: read as 0. */
+  location: number;
   l2: number;
   origin: number;
   failed: number;
@@ -75,6 +82,11 @@ interface OriginCalls {
   errors: number;
   shed: number;
 }
+/**
+ * src/cache/location.ts' LocationStats, read by name (lookups, hits, purged,
+ * unvouched...): parts looked up, copies served, copies turned down, puts.
+ */
+type LocationStats = Record<string, number>;
 interface L2Stats {
   skipped: number;
   failures: number;
@@ -168,6 +180,8 @@ export interface Change {
   tiers: Tiers | null;
   workerOrigin: OriginCalls | null;
   l2: L2Stats | null;
+  /** What the location tier did in the window; null when it is off (or the worker has none). */
+  location: LocationStats | null;
   /** Breaker state changes: exact with `breakerTransitions`, else breakers whose last change fell in the window (a floor). */
   breakers: { count: number; exact: boolean; names: string[] } | null;
   slots: Status["originSlots"] | null;
@@ -196,6 +210,7 @@ export function change(before: Snapshot, after: Snapshot): Change {
     tiers: covered ? minus(pickTiers(b.last15m.total), pickTiers(a.last15m.total)) : null,
     workerOrigin: covered ? minus(pickOrigin(b.last15m.originTotal), pickOrigin(a.last15m.originTotal)) : null,
     l2: a?.l2.stats && b?.l2.stats ? minus(pickL2(b.l2.stats), pickL2(a.l2.stats)) : null,
+    location: a?.location?.stats && b?.location?.stats ? minus(b.location.stats, a.location.stats) : null,
     breakers,
     slots: b?.originSlots ?? null,
     fills: b?.fills ?? null,
@@ -233,7 +248,7 @@ export function countLogLine(counts: LogCounts, line: string): void {
   if (line.includes("from a different request context")) counts.crossRequest++;
 }
 
-const pickTiers = ({ l1, l2, origin, failed }: Tiers): Tiers => ({ l1, l2, origin, failed });
+const pickTiers = ({ l1, location, l2, origin, failed }: Tiers): Tiers => ({ l1, location: location ?? 0, l2, origin, failed });
 const pickOrigin = ({ fetches, errors, shed }: OriginCalls): OriginCalls => ({ fetches, errors, shed });
 const pickL2 = ({ skipped, failures, droppedWrites, countedTimeouts, countedErrors, outagesDismissed }: L2Stats): L2Stats => ({
   skipped,

@@ -25,6 +25,14 @@ export interface Window {
   originByService: Record<string, number>;
   /** Calls redis-server ran (INFO commandstats: a script run and each call inside it count once each), by command. */
   redisCalls: Record<string, number>;
+  /** Commands the gateway sent to redis-server (MONITOR: what Upstash would bill), by command. */
+  redisSent: Record<string, number>;
+  /** The same by command and first key's shape (`evalsha pp:v1:p:<id>`): which work sent them. */
+  redisSentByKey: Record<string, number>;
+  /** Bytes between redis-server and its clients but the census (INFO stats' net input + output, less MONITOR's stream). */
+  redisBytes: number;
+  /** The location tier's phase: "on" / "off", and whether the window is in the first minute after the isolates restarted. */
+  phase: { location: "on" | "off"; afterRestart: boolean; restarts: number };
   /** Per instance: what its status and heap said. */
   instances: Change[];
   /** Lines of the workers' logs in this window: "unhandled_error", "Cannot perform I/O", workerd's cross-request promise warning. */
@@ -43,10 +51,12 @@ const COLUMNS = [
   "5xx",
   "sock err / timeouts",
   "cancel sent / in flight",
-  "l1 / l2 / origin %",
+  "l1 / location / l2 / origin %",
+  "location hit % · purged / unvouched",
   "origin: worker fetch / err / shed · origin got",
   "origin got per page: product / inventory / reviews / recs",
   "Redis per page: scripts / MGET · all calls",
+  "Redis sent per page (MONITOR): all · top commands",
   "L2 skip / fail / drop / breaker-counted time-outs / errors / outages dismissed by a probe",
   "breaker changes",
   "slots use / queue / reclaimed",
@@ -95,7 +105,8 @@ function redisPerPage(w: Window): string {
 }
 
 export function tableRow(w: Window): string {
-  const tiers = sum(w.instances, (c) => c.tiers, ["l1", "l2", "origin", "failed"]);
+  const tiers = sum(w.instances, (c) => c.tiers, ["l1", "location", "l2", "origin", "failed"]);
+  const location = sum(w.instances, (c) => c.location, ["lookups", "hits", "purged", "unvouched"]);
   const answers = tiers ? tiers.reduce((a, b) => a + b, 0) : 0;
   const breakers = sum(w.instances, (c) => c.breakers, ["count"]);
   const exact = w.instances.every((c) => c.breakers?.exact);
@@ -113,13 +124,15 @@ export function tableRow(w: Window): string {
     ...(w.departing ? [departingText(w.departing)] : []),
     tiers && answers
       ? tiers
-          .slice(0, 3)
+          .slice(0, 4)
           .map((n) => Math.round((100 * n) / answers))
           .join(" / ")
       : "n/a",
+    location ? `${location[0] ? Math.round((100 * location[1]!) / location[0]) : "–"} · ${location[2]} / ${location[3]}` : "off",
     `${na(sum(w.instances, (c) => c.workerOrigin, ["fetches", "errors", "shed"]))} · ${w.originRequests}`,
     ["product", "inventory", "reviews", "recommendations"].map((name) => perPage(w, w.originByService[name] ?? 0)).join(" / "),
     redisPerPage(w),
+    `${perPage(w, total(w.redisSent))} · ${topCommands(w.redisSent, pagesOf(w), 4)}`,
     na(sum(w.instances, (c) => c.l2, ["skipped", "failures", "droppedWrites", "countedTimeouts", "countedErrors", "outagesDismissed"])),
     breakers ? `${exact ? "" : "≥"}${breakers[0]}${names.length ? ` (${names.join(", ")})` : ""}` : "n/a",
     na(sum(w.instances, (c) => c.slots, ["inUse", "queued", "reclaimed"])),
@@ -281,7 +294,7 @@ export function floodTable(run: FloodRun): string {
     [p.cpu.workerdS, p.cpu.harnessS, p.cpu.othersS].map((s) => (s / p.wallS).toFixed(2)).join(" / "),
   );
   floodOnly(`workerd CPU-ms ${beyond}`, perFloodRequest(run, (p) => 1000 * p.cpu.workerdS).toFixed(2));
-  text("resources from l1 / l2 / origin / failed (status, Δ)", (p) => tierText(p.status.tiers));
+  text("resources from l1 / location / l2 / origin / failed (status, Δ)", (p) => tierText(p.status.tiers));
   text("worker's origin calls: fetches / errors / shed (status, Δ)", (p) =>
     p.status.workerOrigin ? `${p.status.workerOrigin.fetches} / ${p.status.workerOrigin.errors} / ${p.status.workerOrigin.shed}` : "n/a",
   );
@@ -307,14 +320,15 @@ const statusText = (s: Record<string, number>) =>
     .map(([k, n]) => `${k}: ${fmt(n)}`)
     .join(", ");
 const okAll = (s: Record<string, number>) => (Object.keys(s).every((k) => k === "200") ? "" : ` (${statusText(s)})`);
-const topCommands = (sent: Record<string, number>) =>
+/** The most sent commands, as counts or (`per`) per page. */
+const topCommands = (sent: Record<string, number>, per = 1, top = 6) =>
   Object.entries(sent)
     .sort((x, y) => y[1] - x[1])
-    .slice(0, 6)
-    .map(([k, n]) => `${k} ${fmt(n)}`)
+    .slice(0, top)
+    .map(([k, n]) => `${k} ${per === 1 ? fmt(n) : fmt(n / Math.max(1, per), 3)}`)
     .join(", ") || "none";
 function tierText(t: Change["tiers"]): string {
-  return t ? `${t.l1} / ${t.l2} / ${t.origin} / ${t.failed}` : "n/a";
+  return t ? `${t.l1} / ${t.location} / ${t.l2} / ${t.origin} / ${t.failed}` : "n/a";
 }
 
 /** The issue's targets for the flood phase, pass / FAIL; null for a run the issue sets none for (the departing flood beside Zipf). */

@@ -7,6 +7,9 @@
 // departing visitors (the departing flood's loops, cancel.ts) run beside wrk
 // for the whole soak. See bench/README.md, "Soak".
 // With `--flood departing|crawler|both` it runs the flood scenarios instead (flood.ts).
+// The instances share one location cache; `--restart-at S` restarts every
+// isolate S seconds into the load (a redeploy), `--location-off-at S` restarts
+// them with the location tier off (restart.ts, phases.ts).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,7 +20,9 @@ import { cpuBetween, cpuSample, workerdPids } from "../cpu";
 import { describeMachine, writeResults } from "../report";
 import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "../profile/record";
 import { summaryTables } from "../profile/summary";
-import { startStack, startWorkers, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
+import { loadPrices, pricesNote } from "../cost";
+import { RedisProbe } from "../peers/redis";
+import { startStack, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
 import { ZipfSampler } from "../../dev/run/random";
 import { startCancellers, startDepartingVisitors } from "./cancel";
 import { runFloods, uniformPaths } from "./flood";
@@ -25,6 +30,8 @@ import { change, countLogLine, countStatuses, get, herd as sendHerd, snapshots, 
 import { lineChartSvg } from "../chart";
 import { departingText, pagesOf, tableHead, tableRow, type Window } from "./report";
 import { ensureWrk, runZipfWrk, Workload, type WrkFigures } from "../wrk";
+import { groupFigures, phaseGroups, phaseTable, phaseTargets, probeTable } from "./phases";
+import { probeLocation, startFleet, type LocationProbe } from "./restart";
 
 const CATALOG = 100_000;
 const ORIGIN = { latencyMs: 20, jitterMs: 2 };
@@ -38,6 +45,8 @@ const HEAP_LIMIT_MB = 96;
 const COLD_MS = 1000;
 /** The seed of the cancellers' Zipf draws. */
 const ZIPF_SEED = 20_260_426;
+/** Pages the location probe asks for right after a restart: the hottest Zipf ranks (in the location, in no new L1). */
+const PROBE_PAGES = 40;
 /** The seed of the `--departing` visitors' uniform draws. */
 const DEPARTING_SEED = ZIPF_SEED + 2;
 
@@ -79,6 +88,10 @@ const { values: args } = parseArgs({
     "flood-profile": { type: "boolean", default: false },
     // Results written as bench/results/<name>-<suffix>.* (e.g. a smoke run that must not overwrite the committed figures).
     "results-suffix": { type: "string" },
+    // Seconds into the load (multiples of 30, comma-separated) at which every isolate is stopped and started again (a redeploy).
+    "restart-at": { type: "string" },
+    // Seconds into the load (a multiple of 30) at which every isolate is restarted with LOCATION_CACHE=off, for the rest of the run.
+    "location-off-at": { type: "string" },
     help: { type: "boolean", short: "h", default: false },
   },
 });
@@ -88,6 +101,12 @@ const connections = Number(args.connections);
 const departingConnections = Number(args.departing);
 const resultsSuffix = args["results-suffix"] === undefined ? "" : `-${args["results-suffix"]}`;
 const profileWindows = (args["profile-windows"] ?? "").split(",").filter(Boolean).map(Number);
+const restartAt = (args["restart-at"] ?? "").split(",").filter(Boolean).map(Number);
+const locationOffAt = args["location-off-at"] === undefined ? null : Number(args["location-off-at"]);
+/** Restarts fall between windows, before the load's end. */
+const restartsValid = [...restartAt, ...(locationOffAt === null ? [] : [locationOffAt])].every(
+  (s) => !args.rounds && Number.isInteger(s) && s > 0 && s % 30 === 0 && s < minutes * 60,
+);
 const FLOODS = { departing: ["departing"], crawler: ["crawler"], both: ["departing", "crawler"] } as const;
 const floods = args.flood === undefined ? null : (FLOODS[args.flood as keyof typeof FLOODS] ?? []);
 const floodSeconds = Number(args["flood-seconds"]);
@@ -126,10 +145,11 @@ if (
   !/^[A-Za-z0-9_-]*$/.test(args["results-suffix"] ?? "") ||
   !policiesValid ||
   !profileWindows.every((n) => Number.isInteger(n) && n >= 1) ||
+  !restartsValid ||
   !floodsValid
 ) {
   (args.help ? console.log : console.error)(
-    "usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--departing N (0–256 departing visitors beside wrk, default 0)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)] [--results-suffix NAME]\n" +
+    "usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--departing N (0–256 departing visitors beside wrk, default 0)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)] [--restart-at S,S… (multiples of 30 s)] [--location-off-at S] [--results-suffix NAME]\n" +
       "       npm run bench:soak -- --flood departing|crawler|both [--flood-seconds N (1–120, default 15)] [--flood-connections N (2–256; default departing 8, crawler 32)] [--flood-zipf N (wrk connections beside the departing flood's second run, default 16; 0: no such run)] [--flood-profile] [--results-suffix NAME]",
   );
   process.exit(args.help ? 0 : 2);
@@ -169,13 +189,11 @@ async function main(): Promise<void> {
 
   // Set-up: bundle and servers at once, the known-ids filter, the instances with their inspectors.
   const { servers, filter } = await startStack({ catalogSize: CATALOG, ...ORIGIN }, onCleanup);
-  const { workers } = await startWorkers(
-    instances,
-    { ...servers.bindings, ...(args.policies ? { CACHE_POLICIES: args.policies } : {}) },
-    logs,
-    onCleanup,
-    true,
-  );
+  // The instances share one location cache, as two isolates of one data center do.
+  const fleet = await startFleet(instances, { ...servers.bindings, ...(args.policies ? { CACHE_POLICIES: args.policies } : {}) }, logs, onCleanup);
+  const workers = fleet.workers;
+  const redis = await RedisProbe.connect(servers.redisPort);
+  onCleanup("redis census", async () => redis.close());
   console.log(filter.built ? `known-ids filter built in ${filter.seconds} s` : `known-ids filter NOT built (${filter.detail})`);
   const targets = workers.map((w) => w.url);
 
@@ -226,9 +244,42 @@ async function main(): Promise<void> {
   const loadStart = Date.now();
   console.log(`\n${tableHead(departing !== null)}`);
   const profiles: { label: string; tables: string }[] = [];
+  const probes: { label: string; probe: LocationProbe }[] = [];
+  let location: "on" | "off" = "on";
+  let restartedAtWindow = Number.NEGATIVE_INFINITY;
   for (let i = 0; i < plan.windows && !interrupted(); i++) {
+    const atS = i * plan.windowS;
+    const redisBefore = await redis.snapshot();
+    // What the restart and the probe sent to Redis (the new isolates' first purge-log read...) counts in the window after them.
+    let restartCensus: { sent: Record<string, number>; sentByKey: Record<string, number>; bytes: number } = { sent: {}, sentByKey: {}, bytes: 0 };
+    if (restartAt.includes(atS) || locationOffAt === atS) {
+      // A redeploy: every workerd process stopped and started again on its port; Redis and the location folder stay.
+      location = locationOffAt === atS ? "off" : location;
+      const tier = location;
+      restartCensus = await redis.census(async () => {
+        const ms = await fleet.restart(tier);
+        const probe = await probeLocation(
+          targets,
+          Array.from({ length: PROBE_PAGES }, (_, k) => pathOf(k + 1)),
+          tier === "on" ? "pp-location" : "pp-l2",
+        );
+        probes.push({ label: `${atS} s (tier ${tier})`, probe });
+        console.log(`restarted every isolate at ${atS} s (tier ${tier}) in ${ms} ms; probe: ${JSON.stringify(probe)}`);
+      });
+      restartedAtWindow = i;
+      // The new isolates' counters start at 0, and their processes are new.
+      [before, cpuBefore] = [await snapshot(workers), cpuSample({ workerd: [...workerdPids()], servers: [servers.pid] })];
+    }
     const profiler = profileWindows.includes(i + 1) ? await startProfiler(workers[0]!) : null;
-    const wrk = await runWrk(targets, plan.windowS, i + 1, pathsFile);
+    let wrk: WrkFigures | undefined;
+    const census = await redis.census(async () => void (wrk = await runWrk(targets, plan.windowS, i + 1, pathsFile)));
+    const redisAfter = await redis.snapshot();
+    if (!wrk) throw new Error("wrk gave no figures");
+    const added = (a: Record<string, number>, b: Record<string, number>) => {
+      const sum = { ...a };
+      for (const [name, n] of Object.entries(b)) sum[name] = (sum[name] ?? 0) + n;
+      return sum;
+    };
     if (profiler) profiles.push({ label: plan.label(i), tables: summaryTables(summariseBundleProfile(await profiler.stop()), 15) });
     const endS = Math.round((Date.now() - loadStart) / 1000);
     const cancel = cancellers?.take() ?? null;
@@ -257,6 +308,13 @@ async function main(): Promise<void> {
       originRequests: origin.total,
       originByService: origin.services,
       redisCalls,
+      redisSent: added(census.sent, restartCensus.sent),
+      redisSentByKey: added(census.sentByKey, restartCensus.sentByKey),
+      redisBytes: Math.max(
+        0,
+        redisAfter.netInBytes - redisBefore.netInBytes + redisAfter.netOutBytes - redisBefore.netOutBytes - census.bytes - restartCensus.bytes,
+      ),
+      phase: { location, afterRestart: i - restartedAtWindow < 60 / plan.windowS, restarts: probes.length },
       instances: workers.map((_, k) => change(before[k]!, after[k]!)),
       logs: {
         unhandled: logCounts.unhandled - logsBefore.unhandled,
@@ -370,6 +428,17 @@ async function main(): Promise<void> {
   ];
   const checksTable = ["| check | value | verdict |", "| --- | --- | --- |", ...checks.map((c) => `| ${c.join(" | ")} |`)].join("\n");
   console.log(`\n${checksTable}`);
+  // The location tier: phases (on / off, steady / the minute after a restart), the probes, issue 31's targets.
+  const prices = loadPrices();
+  const phases = phaseGroups(windows).map((group) => groupFigures(group, prices));
+  const locationTargets = phaseTargets(phases, probes);
+  const locationText = [
+    phaseTable(phases),
+    ...(probes.length ? ["", probeTable(probes)] : []),
+    "",
+    ["| issue 31 target | value | verdict |", "| --- | --- | --- |", ...locationTargets.map((c) => `| ${c.join(" | ")} |`)].join("\n"),
+  ].join("\n");
+  console.log(`\n${locationText}`);
   const errorLines = [...logs.distinct]
     .filter(([line]) => /error|warn|uncaught|exception|cannot|origin_failure|slow_page/i.test(line))
     .sort((a, b) => b[1] - a[1])
@@ -407,6 +476,12 @@ async function main(): Promise<void> {
     "",
     checksTable,
     "",
+    "## The location tier: phases, probes, targets",
+    "",
+    locationText,
+    "",
+    `${pricesNote(prices)} Workers CPU is workerd's process CPU per page (the runtime's own work included), as bench:peers counts it.`,
+    "",
     ...profiles.flatMap(({ label, tables }) => [
       `## CPU profile of instance 1, window ending ${label} (sampling every ${SAMPLING_INTERVAL_US} µs; the profiler slows that window)`,
       "",
@@ -435,6 +510,8 @@ async function main(): Promise<void> {
       origin: ORIGIN,
       catalog: CATALOG,
       cancel: CANCEL,
+      restartAt,
+      locationOffAt,
     },
     filter,
     herd,
@@ -442,6 +519,7 @@ async function main(): Promise<void> {
     slotsFreeMs: slotsKnown ? slotsFreeMs : "n/a",
     cold,
     checks,
+    location: { restartAt, locationOffAt, probes, phases, targets: locationTargets },
     workerLog: errorLines,
   };
   const files = writeResults(name, { ".md": markdown, ".svg": lineChartSvg(title, subtitle, windows), ".json": JSON.stringify(raw, null, 2) });

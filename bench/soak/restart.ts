@@ -1,0 +1,110 @@
+// bench:soak's location tier (issue 31): the isolates share one location
+// cache (one Cache API folder per run, as the isolates of one data center
+// share theirs), and `--restart-at` / `--location-off-at` stop every workerd
+// process mid-soak and start it again on the same port: L1 and the purge view
+// are lost as after a deploy; L2 (Redis) and the location folder survive.
+// Right after a restart, before the load resumes, a probe asks for pages the
+// location holds but no new isolate's L1 does, then for the same pages again
+// (L1 hits now): their latencies side by side. See bench/README.md, "Soak".
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { member } from "../../dev/run/cacheStatus";
+import { startWorkers, type WorkerInstance, type WorkerLogs } from "../stack";
+import { countStatuses, get, percentile } from "./probe";
+
+type OnCleanup = Parameters<typeof startWorkers>[3];
+
+/** The isolates of one data center: workerd processes sharing one location cache folder, restartable in place. */
+export interface Fleet {
+  /** The running instances; replaced in place by a restart (same ports, new processes). */
+  readonly workers: WorkerInstance[];
+  /** Stops every workerd process, then starts them again on the same ports, the location tier `on` or `off`; the ms it took. */
+  restart(location: "on" | "off"): Promise<number>;
+}
+
+export async function startFleet(count: number, bindings: Record<string, string>, logs: WorkerLogs, onCleanup: OnCleanup): Promise<Fleet> {
+  // Emptied at the start of every run (a folder of its own), removed at exit.
+  const cachePersist = mkdtempSync(join(tmpdir(), "soak-location-"));
+  process.once("exit", () => rmSync(cachePersist, { recursive: true, force: true }));
+  let running = await startWorkers(count, bindings, logs, onCleanup, true, { cachePersist });
+  const workers = [...running.workers];
+  return {
+    workers,
+    async restart(location) {
+      const started = performance.now();
+      const ports = workers.map((w) => Number(new URL(w.url).port));
+      await running.stop();
+      const vars: Record<string, string> = location === "off" ? { LOCATION_CACHE: "off" } : {};
+      running = await startWorkers(count, { ...bindings, ...vars }, logs, onCleanup, true, { cachePersist, ports });
+      workers.splice(0, workers.length, ...running.workers);
+      return Math.round(performance.now() - started);
+    },
+  };
+}
+
+const RESOURCES = ["product", "inventory", "reviews", "recommendations"] as const;
+const DEPTH = ["pp-l1", "pp-location", "pp-l2", "pp-origin"];
+
+/** The deepest tier that answered a part of the page (Cache-Status), e.g. "pp-location"; "?" without the header. */
+function deepestTier(cacheStatus: string | undefined): string {
+  if (!cacheStatus) return "?";
+  const tiers = RESOURCES.map((resource) => member(cacheStatus, resource).split(";")[0] ?? "");
+  return DEPTH[Math.max(...tiers.map((tier) => DEPTH.indexOf(tier)))] ?? "?";
+}
+
+/** Server-Timing's `location;dur=…` (ms), if the page has one. */
+function locationDur(serverTiming: string | undefined): number | null {
+  const match = /(?:^|,)\s*location;dur=([\d.]+)/.exec(serverTiming ?? "");
+  return match ? Number(match[1]) : null;
+}
+
+interface ProbePass {
+  /** Pages by the deepest tier that answered one of their parts. */
+  byTier: Record<string, number>;
+  /** p50 ms of every page asked, and of those whose deepest tier was the expected `tier` (null: none). */
+  p50Ms: number;
+  tier: string;
+  tierP50Ms: number | null;
+  tierPages: number;
+  /** p50 of Server-Timing's location;dur over the pages that have one (null: none). */
+  locationDurP50Ms: number | null;
+  statuses: Record<string, number>;
+}
+
+export interface LocationProbe {
+  pages: number;
+  /** First ask after the restart (a location hit expected; an L2 one with the tier off), then the same pages again (L1 hits). */
+  first: ProbePass;
+  again: ProbePass;
+}
+
+/**
+ * `paths` asked one at a time, page i of instance i mod n, each on a socket
+ * of its own; then the same again. Run right after a restart and before the
+ * load, so that the first asks find the pages in the location (`expected`
+ * "pp-location"; "pp-l2" with the tier off) and not in L1.
+ */
+export async function probeLocation(targets: readonly string[], paths: readonly string[], expected: string): Promise<LocationProbe> {
+  const pass = async (tier: string): Promise<ProbePass> => {
+    const answers = [];
+    for (const [i, path] of paths.entries()) answers.push(await get(`${targets[i % targets.length]}${path}`));
+    const tiers = answers.map((a) => deepestTier(a.headers?.["cache-status"] as string | undefined));
+    const sorted = (ms: number[]) => ms.sort((a, b) => a - b);
+    const ofTier = sorted(answers.filter((_, i) => tiers[i] === tier).map((a) => a.ms));
+    const durs = sorted(answers.map((a) => locationDur(a.headers?.["server-timing"] as string | undefined)).filter((d): d is number => d !== null));
+    const count = (keys: string[]) => keys.reduce<Record<string, number>>((c, k) => ((c[k] = (c[k] ?? 0) + 1), c), {});
+    return {
+      byTier: count(tiers),
+      p50Ms: percentile(sorted(answers.map((a) => a.ms)), 50),
+      tier,
+      tierP50Ms: ofTier.length ? percentile(ofTier, 50) : null,
+      tierPages: ofTier.length,
+      locationDurP50Ms: durs.length ? percentile(durs, 50) : null,
+      statuses: countStatuses(answers),
+    };
+  };
+  const first = await pass(expected);
+  const again = await pass("pp-l1");
+  return { pages: paths.length, first, again };
+}
