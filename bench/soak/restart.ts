@@ -35,8 +35,7 @@ export async function startFleet(count: number, bindings: Record<string, string>
       const started = performance.now();
       const ports = workers.map((w) => Number(new URL(w.url).port));
       await running.stop();
-      const vars: Record<string, string> = location === "off" ? { LOCATION_CACHE: "off" } : {};
-      running = await startWorkers(count, { ...bindings, ...vars }, logs, onCleanup, true, { cachePersist, ports });
+      running = await startWorkers(count, { ...bindings, LOCATION_CACHE: location }, logs, onCleanup, true, { cachePersist, ports });
       workers.splice(0, workers.length, ...running.workers);
       return Math.round(performance.now() - started);
     },

@@ -88,6 +88,8 @@ const { values: args } = parseArgs({
     "flood-profile": { type: "boolean", default: false },
     // Results written as bench/results/<name>-<suffix>.* (e.g. a smoke run that must not overwrite the committed figures).
     "results-suffix": { type: "string" },
+    // The location tier on (the instances share one Cache API folder); off otherwise, as in every benchmark (bench/stack.ts says why).
+    location: { type: "boolean", default: false },
     // Seconds into the load (multiples of 30, comma-separated) at which every isolate is stopped and started again (a redeploy).
     "restart-at": { type: "string" },
     // Seconds into the load (a multiple of 30) at which every isolate is restarted with LOCATION_CACHE=off, for the rest of the run.
@@ -103,10 +105,12 @@ const resultsSuffix = args["results-suffix"] === undefined ? "" : `-${args["resu
 const profileWindows = (args["profile-windows"] ?? "").split(",").filter(Boolean).map(Number);
 const restartAt = (args["restart-at"] ?? "").split(",").filter(Boolean).map(Number);
 const locationOffAt = args["location-off-at"] === undefined ? null : Number(args["location-off-at"]);
-/** Restarts fall between windows, before the load's end. */
-const restartsValid = [...restartAt, ...(locationOffAt === null ? [] : [locationOffAt])].every(
-  (s) => !args.rounds && Number.isInteger(s) && s > 0 && s % 30 === 0 && s < minutes * 60,
-);
+/** Restarts fall between windows, before the load's end; turning the location tier off needs it on first. */
+const restartsValid =
+  (locationOffAt === null || args.location) &&
+  [...restartAt, ...(locationOffAt === null ? [] : [locationOffAt])].every(
+    (s) => !args.rounds && Number.isInteger(s) && s > 0 && s % 30 === 0 && s < minutes * 60,
+  );
 const FLOODS = { departing: ["departing"], crawler: ["crawler"], both: ["departing", "crawler"] } as const;
 const floods = args.flood === undefined ? null : (FLOODS[args.flood as keyof typeof FLOODS] ?? []);
 const floodSeconds = Number(args["flood-seconds"]);
@@ -149,7 +153,7 @@ if (
   !floodsValid
 ) {
   (args.help ? console.log : console.error)(
-    "usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--departing N (0–256 departing visitors beside wrk, default 0)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)] [--restart-at S,S… (multiples of 30 s)] [--location-off-at S] [--results-suffix NAME]\n" +
+    "usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--departing N (0–256 departing visitors beside wrk, default 0)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)] [--location] [--restart-at S,S… (multiples of 30 s)] [--location-off-at S (with --location)] [--results-suffix NAME]\n" +
       "       npm run bench:soak -- --flood departing|crawler|both [--flood-seconds N (1–120, default 15)] [--flood-connections N (2–256; default departing 8, crawler 32)] [--flood-zipf N (wrk connections beside the departing flood's second run, default 16; 0: no such run)] [--flood-profile] [--results-suffix NAME]",
   );
   process.exit(args.help ? 0 : 2);
@@ -190,7 +194,12 @@ async function main(): Promise<void> {
   // Set-up: bundle and servers at once, the known-ids filter, the instances with their inspectors.
   const { servers, filter } = await startStack({ catalogSize: CATALOG, ...ORIGIN }, onCleanup);
   // The instances share one location cache, as two isolates of one data center do.
-  const fleet = await startFleet(instances, { ...servers.bindings, ...(args.policies ? { CACHE_POLICIES: args.policies } : {}) }, logs, onCleanup);
+  const fleet = await startFleet(
+    instances,
+    { ...servers.bindings, LOCATION_CACHE: args.location ? "on" : "off", ...(args.policies ? { CACHE_POLICIES: args.policies } : {}) },
+    logs,
+    onCleanup,
+  );
   const workers = fleet.workers;
   const redis = await RedisProbe.connect(servers.redisPort);
   onCleanup("redis census", async () => redis.close());
@@ -245,7 +254,7 @@ async function main(): Promise<void> {
   console.log(`\n${tableHead(departing !== null)}`);
   const profiles: { label: string; tables: string }[] = [];
   const probes: { label: string; probe: LocationProbe }[] = [];
-  let location: "on" | "off" = "on";
+  let location: "on" | "off" = args.location ? "on" : "off";
   let restartedAtWindow = Number.NEGATIVE_INFINITY;
   for (let i = 0; i < plan.windows && !interrupted(); i++) {
     const atS = i * plan.windowS;
