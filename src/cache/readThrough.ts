@@ -251,7 +251,16 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     }
     // A page with a copy of every part it lacks does not wait for its turn: it has something to show now.
     const withCopies = pending.every((item) => item.fallback !== undefined);
-    const admitted = await deps.overload.admission.admit(readRest, !withCopies, request.visitor);
+    // A page that waited for its turn looks at L1 again first: a request that
+    // went ahead of it may have filled what it lacks (a burst for one cold
+    // product, released one by one, would otherwise fill it again once the
+    // first fill had ended).
+    const readAfterWait = async () => {
+      const lacking = pending.map((item) => item.resource);
+      pending = readFromL1(tools, id, lacking, request, data);
+      if (pending.length > 0) await readRest();
+    };
+    const admitted = await deps.overload.admission.admit(readAfterWait, !withCopies, request.visitor);
     if (typeof admitted === "string" && !visitorLeft(request)) {
       deps.overload.admission.noteShed(shedPage(tools, pending, data) ? "stale" : "refused");
     }

@@ -8,6 +8,7 @@ import { encodeEntry } from "../../src/cache/codec";
 import type { FillClaim, FillClaimRequest, FillWrite, L2 } from "../../src/cache/l2";
 import { fakeClock, fakeOrigin, healthyL2Parts, sample, sampleProduct, testConfig } from "../support/fakes";
 import { DEFAULTS } from "../../src/config/defaults";
+import { createDepartures } from "../../src/overload/departures";
 import { entryKey } from "../../src/cache/keys";
 
 const PRODUCT: ResourceName[] = ["product"];
@@ -742,5 +743,28 @@ describe("tag purges judge L2's copies of a product this isolate has never seen"
     const page = await cache.read("p-1", ["inventory", "product", "reviews"], (work) => void background.push(work), { listed });
     while (background.length > 0) await Promise.all(background.splice(0));
     for (const resource of ["product", "inventory", "reviews"] as const) expect(page.data[resource]).toMatchObject({ tier: "origin" });
+  });
+});
+
+describe("pages that waited for their turn", () => {
+  it("look at L1 again when let in: a burst for one cold product, let in one by one, costs one fetch", async () => {
+    const clock = fakeClock();
+    const origin = fakeOrigin();
+    // Every page of the burst asks for its turn before any has started (as while the location is looked up,
+    // or the isolate runs late); the first gets it at once, the others well after its fill has ended.
+    let admitted = 0;
+    const admission = {
+      async admit<T>(work: () => Promise<T>) {
+        await new Promise((resolve) => setTimeout(resolve, admitted++ === 0 ? 0 : 20));
+        return work();
+      },
+      noteShed: () => undefined,
+    };
+    const departures = createDepartures({ clock, maxBackgroundFills: 4, backgroundFillMs: 1000 });
+    const cache = createReadThrough({ config: testConfig(), origin, l2: null, clock, overload: { admission, departures, lag: { lagMs: () => 0 } } });
+    const pages = await Promise.all(Array.from({ length: 10 }, () => cache.read("p-1", PRODUCT, () => {})));
+    expect(admitted).toBe(10);
+    expect(origin.calls.product).toBe(1);
+    expect(pages.slice(1).map((page) => page.data.product?.tier)).toEqual(Array(9).fill("l1"));
   });
 });
