@@ -2,7 +2,7 @@
 // and the demo origin. They live here, not in the process that generates the
 // load, so that the load generator's event loop can never delay an origin
 // answer or a gateway round trip (which would show up as tier latency and,
-// past the worker's 50 ms L2 budget, as L2 failures that are not the tier's).
+// past the worker's L2 budget, L2_TIMEOUT_MS's 100 ms, as L2 failures that are not the tier's).
 //
 // Started by stack.ts with fork(); speaks to it over the IPC channel:
 //   → {type: "ready", redisPort, gatewayUrl, originUrl, shards}   once everything listens

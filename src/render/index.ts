@@ -44,13 +44,3 @@ export function renderErrorPage(model: ErrorPageModel): string {
 export function renderStatusPage(model: StatusModel): string {
   return html(StatusPage(statusView(model)));
 }
-
-export { jsonLdFor, jsonForScript } from "./jsonld";
-export {
-  formatMoney,
-  decimalAmount,
-  minorDigits,
-  discountPercent,
-  truncateText,
-  AVAILABILITY_UNKNOWN_TEXT,
-} from "./format";

@@ -2,19 +2,9 @@ import { describe, expect, it } from "vitest";
 import type { Inventory, Product, Recommendations, ReviewsSummary } from "../../src/origin/types";
 import type { ProductPageModel } from "../../src/render/model";
 import { validateResource } from "../../src/origin/validate";
-import {
-  AVAILABILITY_UNKNOWN_TEXT,
-  decimalAmount,
-  discountPercent,
-  formatMoney,
-  jsonForScript,
-  jsonLdFor,
-  minorDigits,
-  renderErrorPage,
-  renderHomePage,
-  renderProductPage,
-  truncateText,
-} from "../../src/render/index";
+import { renderErrorPage, renderHomePage, renderProductPage } from "../../src/render/index";
+import { AVAILABILITY_UNKNOWN_TEXT, decimalAmount, discountPercent, formatMoney, minorDigits, truncateText } from "../../src/render/format";
+import { jsonForScript, jsonLdFor } from "../../src/render/jsonld";
 
 const HOSTILE = `<script>alert(1)</script> "x" & 'y'`;
 const HOSTILE_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt; &quot;x&quot; &amp; &#39;y&#39;";
