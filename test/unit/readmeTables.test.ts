@@ -1,0 +1,73 @@
+// The README's configuration and cache-policy tables are what a shop
+// engineer deploys by: they are checked here against the parser and the
+// registry, so that a changed default or a new setting cannot leave them
+// behind.
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { parseConfig, type Env } from "../../src/config";
+import { DEFAULT_POLICIES } from "../../src/config/defaults";
+import { RESOURCE_NAMES } from "../../src/origin/resources";
+
+const README = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+const base = { ORIGIN_URL: "https://products.internal.example/", PUBLIC_URL: "https://shop.example" };
+
+/** The rows of the markdown table under `heading` (up to the next heading), as trimmed cells. */
+function tableUnder(heading: string): string[][] {
+  const start = README.indexOf(`\n${heading}\n`);
+  expect(start, `README has a "${heading}" section`).toBeGreaterThanOrEqual(0);
+  const section = README.slice(start + heading.length + 2).split(/\n#{1,3} /)[0]!;
+  return section
+    .split("\n")
+    .filter((line) => line.startsWith("|") && !/^\|\s*-/.test(line))
+    .slice(1)
+    .map((line) =>
+      line
+        .split("|")
+        .slice(1, -1)
+        .map((cell) => cell.trim()),
+    );
+}
+
+/** The settings the parser reads: every `Env` field (src/config/index.ts). */
+const SETTINGS = [...readFileSync(new URL("../../src/config/index.ts", import.meta.url), "utf8").matchAll(/^ {2}([A-Z][A-Z0-9_]+)\?: /gm)].map((m) => m[1]!);
+
+describe("the README's configuration table", () => {
+  const rows = tableUnder("## Configuration").map(([name = "", kind = "", defaultText = ""]) => ({ name: name.replaceAll("`", ""), kind, defaultText }));
+
+  it("names every setting the parser reads, and none it does not", () => {
+    expect(SETTINGS.length).toBeGreaterThan(20);
+    expect(rows.map((row) => row.name).sort()).toEqual([...SETTINGS].sort());
+  });
+
+  it("gives each setting's real default: the configuration with the README's value is the one without the setting", () => {
+    const checked: string[] = [];
+    for (const { name, defaultText } of rows) {
+      // A literal default (a number, on/off); "unset: …", "—" and "see below" say what no value means.
+      const literal = /^`?(\d[\d.]*|on|off)`?(\s|$)/.exec(defaultText)?.[1];
+      if (literal === undefined) continue;
+      expect(parseConfig({ ...base, [name]: literal } as Env), `${name} = ${literal}`).toEqual(parseConfig(base));
+      checked.push(name);
+    }
+    expect(checked.length).toBeGreaterThan(15);
+  });
+});
+
+describe("the README's cache-policy table", () => {
+  const seconds = (text: string) => Number(/^(\d+) s$/.exec(text)?.[1]);
+
+  it("gives every resource's default policy, as the registry does", () => {
+    const rows = tableUnder("### Cache policies");
+    expect(rows.map(([name = ""]) => name.split(" ")[0])).toEqual([...RESOURCE_NAMES]);
+    for (const [name = "", core, ttl = "", swr = "", staleIfError = "", negativeTtl = "", timeout = ""] of rows) {
+      const policy = DEFAULT_POLICIES[name.split(" ")[0] as (typeof RESOURCE_NAMES)[number]];
+      expect({
+        core: core === "yes",
+        ttl: seconds(ttl),
+        swr: seconds(swr),
+        staleIfError: seconds(staleIfError),
+        negativeTtl: seconds(negativeTtl),
+        originTimeoutMs: Number(/^(\d+) ms$/.exec(timeout)?.[1]),
+      }).toEqual(policy);
+    }
+  });
+});
