@@ -13,74 +13,20 @@ import type { Clock } from "../shared/clock";
 import type { LeaseTable } from "../shared/leases";
 import { entryState, newerOf, type Entry } from "./entry";
 import type { FillContext } from "./fill";
-import type { FillCalls } from "./fillBatch";
 import type { Flights } from "./flights";
-import type { Heat } from "./hotness";
 import { entryKey } from "./keys";
 import { tagsOf, type L1 } from "./l1";
 import type { L2 } from "./l2";
 import type { L2Entries } from "./l2Entries";
 import type { LocationCache } from "./location";
 import type { PurgeStamp } from "./purgeStamp";
+import type { RefreshTools } from "./refreshes";
 import type { Rejections } from "./rejections";
-import { served, type Served, type Tier } from "./served";
-
-export type PageData = { [R in ResourceName]?: Served<ResourceTypes[R]> };
-
-/**
- * How long the steps that wait on I/O took, ms; absent when the step did not
- * run. No L1 or render time: in Workers the clock moves only across I/O, so
- * work on the CPU alone always measures 0.
- */
-export interface Timings {
-  location?: number;
-  l2?: number;
-  origin?: number;
-}
-
-/** One page read: where its background work goes, and the batch its fills' lock claims share. */
-export interface PageRequest {
-  background: (work: Promise<unknown>) => void;
-  batch?: FillCalls;
-  /** The known-ids filter lists the page's subject: it exists, but for the filter's false positives. */
-  listed?: boolean;
-  /** How often the subject is asked for in this isolate (hotness.ts): warm and hot ones are refreshed ahead. */
-  heat?: Heat;
-  /**
-   * The purge log position this isolate had read when the page's read
-   * began: what the copies it reads from L2 are stored in the location tier
-   * with (null: not read yet, nothing is stored there).
-   */
-  purgeStamp?: PurgeStamp | null;
-  /** The visitor's request signal, which aborts when they leave: no new work is started for nobody. Absent: nobody leaves. */
-  visitor?: AbortSignal;
-  /**
-   * Set by the L2 step: Redis did not answer this page's read although the
-   * isolate reads replies on time (it hangs, and its breaker has not opened
-   * yet). The page's fills then claim no lock: a claim would wait out its
-   * budget for nothing.
-   */
-  l2Silent?: boolean;
-}
-
-/** The visitor of this read has left: no further step is started for it (overload/departures.ts). */
-export function visitorLeft(request: PageRequest): boolean {
-  return request.visitor?.aborted === true;
-}
-
-/** A resource the steps so far could not serve. */
-interface Pending {
-  resource: ResourceName;
-  key: string;
-  /** Best copy at hand that is still usable if the origin fails, and where it came from. */
-  fallback?: Entry;
-  fallbackTier?: Tier;
-  /** L2 answered this request about the key (its read found it or found nothing): no last-resort read is worth making. */
-  l2Answered?: boolean;
-}
+import { served, type Served } from "./served";
+import { visitorLeft, type Pending, type PageRequest } from "./pageRequest";
 
 /** What the steps read and fill through: the read-through's parts (readThrough.ts). */
-export interface PageTools {
+export interface PageTools extends RefreshTools {
   config: Config;
   clock: Clock;
   l1: L1;
@@ -97,10 +43,6 @@ export interface PageTools {
   /** Whether this isolate knows every id purge after `stamp`: a location copy stamped earlier cannot be judged here. */
   vouches(stamp: PurgeStamp): boolean;
   fillContext(resource: ResourceName, id: string, request: PageRequest): FillContext;
-  /** Refreshes a copy being served, in the background; `freshBeyond`: a refresh ahead of that deadline. */
-  refresh(key: string, resource: ResourceName, id: string, request: PageRequest, freshBeyond?: number): void;
-  /** A warm or hot product's fresh entry near its end, to refresh now so that it is never served stale. */
-  dueForRefreshAhead(entry: Entry, heat: Heat): boolean;
   /** Redis left a call about `key`, sent when it had answered `answeredBefore` calls, unanswered because it does not answer (readThrough.ts). */
   redisSilent(key: string, answeredBefore: number): boolean;
 }

@@ -22,19 +22,8 @@ import { createL1, type Stored } from "./l1";
 import type { L2 } from "./l2";
 import { createL2Entries, type L2ValueStats } from "./l2Entries";
 import type { LocationCache, LocationStats } from "./location";
-import {
-  readCopies,
-  readFromL1,
-  readFromL2,
-  readFromLocation,
-  readFromOrigin,
-  shedPage,
-  visitorLeft,
-  type PageData,
-  type PageRequest,
-  type PageTools,
-  type Timings,
-} from "./pageSteps";
+import { readCopies, readFromL1, readFromL2, readFromLocation, readFromOrigin, shedPage, type PageTools } from "./pageSteps";
+import { visitorLeft, type PageData, type PageRequest, type Timings } from "./pageRequest";
 import type { Admission, Departures, LagMeter } from "../overload";
 import { DEFAULTS } from "../config/defaults";
 import { createRejections } from "./rejections";

@@ -13,7 +13,7 @@ import { createFillBatch } from "./fillBatch";
 import type { Flights } from "./flights";
 import type { L2 } from "./l2";
 import type { Heat } from "./hotness";
-import type { PageRequest, PageTools } from "./pageSteps";
+import type { PageRequest } from "./pageRequest";
 import { createSendQueue, type SendStats } from "./sendQueue";
 
 /** A background refresh waiting to be sent (see createSendQueue): `freshBeyond` for a refresh ahead. */
@@ -34,7 +34,15 @@ export interface RefreshesDeps {
   fillContext(resource: ResourceName, id: string, request: PageRequest): FillContext;
 }
 
-export interface Refreshes extends Pick<PageTools, "refresh" | "dueForRefreshAhead"> {
+/** What the read path's steps call to refresh (pageSteps.ts, PageTools). */
+export interface RefreshTools {
+  /** Refreshes a copy being served, in the background; `freshBeyond`: a refresh ahead of that deadline. */
+  refresh(key: string, resource: ResourceName, id: string, request: PageRequest, freshBeyond?: number): void;
+  /** A warm or hot product's fresh entry near its end, to refresh now so that it is never served stale. */
+  dueForRefreshAhead(entry: Entry, heat: Heat): boolean;
+}
+
+export interface Refreshes extends RefreshTools {
   /** The send queue's figures (null without L2: each refresh starts at once). */
   stats(): SendStats | null;
 }
