@@ -4,13 +4,13 @@
 // isolate's life, which is what makes L1 an L1.
 import { createBreaker } from "./shared/breaker";
 import { systemClock, type Clock } from "./shared/clock";
-import { createL2, type L2 } from "./cache/l2";
-import type { CallTiming } from "./cache/l2Guard";
-import { createRing } from "./cache/ring";
-import { createShardedL2 } from "./cache/shardedL2";
+import { createL2, type L2 } from "./cache/l2/l2";
+import type { CallTiming } from "./cache/l2/l2Guard";
+import { createRing } from "./cache/l2/ring";
+import { createShardedL2 } from "./cache/l2/shardedL2";
 import { createReadThrough, type ReadThrough } from "./cache/readThrough";
-import { createLocationCache, LOCATION_CACHE_NAME, type LocationCache } from "./cache/location";
-import { fillBoundMs } from "./cache/fill";
+import { createLocationCache, LOCATION_CACHE_NAME, type LocationCache } from "./cache/location/location";
+import { fillBoundMs } from "./cache/fill/fill";
 import { RESOURCE_NAMES } from "./origin/resources";
 import { createOverload, type Overload } from "./overload";
 import { ConfigError, parseConfig, type Config, type Env, type L2Endpoint } from "./config";

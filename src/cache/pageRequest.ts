@@ -2,12 +2,12 @@
 // the request itself (where its background work goes, its fills' batch, its
 // purge stamp, its visitor), what is still pending after each step, and the
 // steps' timings. The read path (readThrough.ts, pageSteps.ts) and the
-// background refreshes (refreshes.ts) both take it; it imports none of them.
+// background refreshes (fill/refreshes.ts) both take it; it imports none of them.
 import type { ResourceName, ResourceTypes } from "../origin/resources";
 import type { Entry } from "./entry";
-import type { FillCalls } from "./fillBatch";
+import type { FillCalls } from "./l2/fillBatch";
 import type { Heat } from "./hotness";
-import type { PurgeStamp } from "./purgeStamp";
+import type { PurgeStamp } from "./location/purgeStamp";
 import type { Served, Tier } from "./served";
 
 export type PageData = { [R in ResourceName]?: Served<ResourceTypes[R]> };

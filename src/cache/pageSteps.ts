@@ -12,16 +12,16 @@ import { PAGE_SUBJECT, type ResourceName, type ResourceTypes } from "../origin/r
 import type { Clock } from "../shared/clock";
 import type { LeaseTable } from "../shared/leases";
 import { entryState, newerOf, type Entry } from "./entry";
-import type { FillContext } from "./fill";
-import type { Flights } from "./flights";
+import type { FillContext } from "./fill/fill";
+import type { Flights } from "./fill/flights";
 import { entryKey } from "./keys";
 import { tagsOf, type L1 } from "./l1";
-import type { L2 } from "./l2";
-import type { L2Entries } from "./l2Entries";
-import type { LocationCache } from "./location";
-import type { PurgeStamp } from "./purgeStamp";
-import type { RefreshTools } from "./refreshes";
-import type { Rejections } from "./rejections";
+import type { L2 } from "./l2/l2";
+import type { L2Entries } from "./l2/l2Entries";
+import type { LocationCache } from "./location/location";
+import type { PurgeStamp } from "./location/purgeStamp";
+import type { RefreshTools } from "./fill/refreshes";
+import type { Rejections } from "./fill/rejections";
 import { served, type Served } from "./served";
 import { visitorLeft, type Pending, type PageRequest } from "./pageRequest";
 
@@ -78,7 +78,7 @@ export function readFromL1(
 }
 
 /**
- * 1½. The location tier (location.ts): every part L1 could not serve,
+ * 1½. The location tier (location/location.ts): every part L1 could not serve,
  * looked up at once in this data center's cache, which every isolate here
  * shares and which outlives deploys. A copy there is another isolate's, and
  * may predate purges that were applied to Redis only: it is served only if
@@ -172,7 +172,7 @@ export async function readFromL2(
   const toRead = pending.filter((item) => !straightToFill(item));
   if (!l2 || toRead.length === 0) return pending;
   const readStarted = clock.now();
-  // A page's keys live on its product's shard (shardedL2.ts): the first key's breaker and answers stand for them all.
+  // A page's keys live on its product's shard (l2/shardedL2.ts): the first key's breaker and answers stand for them all.
   const firstKey = toRead[0]!.key;
   const answeredBefore = l2.answered(firstKey);
   const readUntil = readStarted + config.l2TimeoutMs + READ_LEASE_GRACE_MS;
@@ -218,11 +218,11 @@ export async function readFromL2(
  * 3. Origin, through the coalescing fill. The other resources are about the
  * page's subject (the product, origin/resources.ts). When the known-ids
  * filter lists the subject, every pending resource is filled at once, with
- * no L2 read before: their lock claims go in one Redis call (fillBatch.ts),
+ * no L2 read before: their lock claims go in one Redis call (l2/fillBatch.ts),
  * which returns L2's copy of each resource that has one fresh or within its
  * stale window (served, and a stale one refreshed, as an L2 read's would be)
  * and takes the lock of each that has none; then one origin round trip for
- * those, and their writes go with the isolate's other writes (sendQueue.ts).
+ * those, and their writes go with the isolate's other writes (l2/sendQueue.ts).
  * So an L1 miss costs one Redis call, whether L2 has the page or not: an
  * MGET first cost a round trip more for every page L2 did not have. An id
  * the filter lists that names no product (a false positive, about 1%, or a

@@ -6,7 +6,7 @@ import type { MetaView } from "../render/view";
 import type { BreakerState } from "../shared/breaker";
 import { buildChart, type ChartView } from "./chart";
 import type { ResourceSummary, WindowSummary } from "./metrics";
-import type { SendStats } from "../cache/sendQueue";
+import type { SendStats } from "../cache/l2/sendQueue";
 import type { StatusModel } from "./status";
 
 const DASH = "—";
@@ -313,7 +313,7 @@ function overloadView(overload: StatusModel["overload"]) {
   };
 }
 
-/** One line for a send queue (cache/sendQueue.ts): what it sent, and what it could not. */
+/** One line for a send queue (cache/l2/sendQueue.ts): what it sent, and what it could not. */
 function sendsView(stats: SendStats | null): string {
   if (!stats) return "off (no L2)";
   return `${count(stats.sends)} sends, ${count(stats.queued)} waiting; ${count(stats.expired)} dropped late, ${count(stats.refused)} refused (queue full), ${count(stats.takenOver)} sends taken over`;

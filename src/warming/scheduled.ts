@@ -17,7 +17,7 @@ const WARMING = { top: 200, perSecond: 10, concurrency: 4 } as const;
 /**
  * Subrequests one product can cost when it is cold: its L2 read, an origin
  * fetch per resource, and the claims and writes of its fills, made together
- * where they run together (cache/fillBatch.ts: the product's claim and write,
+ * where they run together (cache/l2/fillBatch.ts: the product's claim and write,
  * then the others' claims and their writes). A run warms only what fits in
  * the invocation's budget (MAX_SUBREQUESTS; the Free plan's 50 warms 5
  * products a run).
