@@ -51,7 +51,7 @@ module.exports = {
       comment: "A template (templates/*.tsx) is a function of its typed view: it imports the view types, jsonForScript and other templates, never the tiers, the origin or the routes.",
       severity: "error",
       from: { path: "^templates/" },
-      to: { path: "^src/", pathNot: "^src/(render/(view|jsonld)|observability/statusView)\\.ts$" },
+      to: { path: "^src/", pathNot: "^src/render/(view|jsonld|statusView)\\.ts$" },
     },
     {
       name: "render-renders",
