@@ -22,7 +22,7 @@ import { createKnownIds, type KnownIds } from "./knownIds";
 import { createHotReport, type HotReport } from "./warming/hotReport";
 import { LRUCache } from "lru-cache";
 import { createPurgeWatcher, type PurgeWatcher } from "./invalidation/watcher";
-import { logEvent } from "./observability/log";
+import { logEvent } from "./shared/log";
 import { createMetrics, type Metrics } from "./observability/metrics";
 import { watchBreaker, watchOrigin, watchSlowPages, type PageRead } from "./observability/wiring";
 

@@ -3,7 +3,7 @@
 import type { BreakerState } from "../shared/breaker";
 import type { Clock } from "../shared/clock";
 import type { OriginClientOptions } from "../origin/client";
-import { createRateLimitedLog, logEvent } from "./log";
+import { createRateLimitedLog, logEvent } from "../shared/log";
 import type { Metrics } from "./metrics";
 import type { Timings } from "../cache/pageRequest";
 

@@ -2,7 +2,7 @@
 // filter once a day, and warm L2 with the fleet's hottest products every
 // 15 minutes, rate-limited.
 import { listingOf } from "../knownIds";
-import { logEvent } from "../observability/log";
+import { logEvent } from "../shared/log";
 import { PAGE_RESOURCES, PAGE_SUBJECT } from "../origin/resources";
 import type { Tier } from "../tier";
 import { hottestIds } from "./hotReport";

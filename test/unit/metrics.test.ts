@@ -9,7 +9,7 @@ import { createOriginClient } from "../../src/origin/client";
 import type { OriginFailure } from "../../src/origin/failure";
 import { type PageResource, RESOURCE_NAMES, type ResourceName } from "../../src/origin/resources";
 import { buildChart } from "../../src/render/chart";
-import { createRateLimitedLog, logEvent } from "../../src/observability/log";
+import { createRateLimitedLog, logEvent } from "../../src/shared/log";
 import { BUCKET_MS, createMetrics, HOT_COUNTERS, HOT_PRODUCTS, MAX_BUCKETS, type PageRecord } from "../../src/observability/metrics";
 import { buildStatus, type StatusSources } from "../../src/observability/status";
 import { createTopK } from "../../src/observability/topK";

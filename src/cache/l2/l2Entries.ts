@@ -6,7 +6,7 @@
 // fill may have replaced it meanwhile), and counted (status page) and logged
 // (`l2_invalid_value`, at most one line per reason per interval).
 import type { Config, ResourcePolicy } from "../../config";
-import { createRateLimitedLog, type RateLimitedLog } from "../../observability/log";
+import { createRateLimitedLog, type RateLimitedLog } from "../../shared/log";
 import type { ResourceName, ResourceTypes } from "../../origin/resources";
 import type { Clock } from "../../shared/clock";
 import { decodeEntry } from "./codec";
