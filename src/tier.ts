@@ -37,7 +37,13 @@ export interface RenderedPage {
   etag: string;
 }
 
-export interface Tier {
+/**
+ * What one isolate serves with: its configuration, caches, origin client,
+ * purge watcher, metrics and overload parts, built once (createTier) and kept
+ * for the isolate's life. (Not a `Tier` of cache/served.ts: that is where a
+ * copy came from, "l1" | "location" | "l2" | "origin".)
+ */
+export interface TierServices {
   config: Config;
   cache: ReadThrough;
   purges: PurgeWatcher;
@@ -61,9 +67,9 @@ export interface Tier {
   overload: Overload;
 }
 
-const tiers = new WeakMap<object, Tier | ConfigError>();
+const tiers = new WeakMap<object, TierServices | ConfigError>();
 
-export function createTier(config: Config, clock: Clock = systemClock): Tier {
+export function createTier(config: Config, clock: Clock = systemClock): TierServices {
   const metrics = createMetrics({ clock });
   const originLimiter = createLimiter({
     maxConcurrent: config.originMaxConcurrent,
@@ -218,7 +224,7 @@ function longestEntryLifeMs(config: Config): number {
 }
 
 /** The isolate's tier for these bindings, or the configuration error that prevents it (reported once, not per request). */
-export function tierFor(env: Env): Tier | ConfigError {
+export function tierFor(env: Env): TierServices | ConfigError {
   let tier = tiers.get(env);
   if (!tier) {
     try {
