@@ -19,6 +19,27 @@ module.exports = {
       to: { path: "^src/invalidation/" },
     },
     {
+      name: "cache-l2-is-a-client",
+      comment: "src/cache/l2/ is the Redis client that the read path, the location tier and the fill call: it imports none of them, only the entry, keys and the layers below (docs/architecture.md, Layers and their folders).",
+      severity: "error",
+      from: { path: "^src/cache/l2/" },
+      to: { path: "^src/cache/(fill/|location/|(readThrough|pageSteps|pageRequest|l1|hotness|served)\\.ts$)" },
+    },
+    {
+      name: "cache-location-knows-no-fill",
+      comment: "The location tier (src/cache/location/) stores and reads copies; the fill and the read path call it, never the other way.",
+      severity: "error",
+      from: { path: "^src/cache/location/" },
+      to: { path: "^src/cache/(fill/|(readThrough|pageSteps|pageRequest)\\.ts$)" },
+    },
+    {
+      name: "cache-fill-knows-no-steps",
+      comment: "The fill (src/cache/fill/) takes a page read's types from pageRequest.ts; the read path's steps call it, never the other way.",
+      severity: "error",
+      from: { path: "^src/cache/fill/" },
+      to: { path: "^src/cache/(readThrough|pageSteps)\\.ts$" },
+    },
+    {
       name: "render-knows-no-cache",
       comment: "Rendering turns data into HTML; where the data came from is the page's business (http/).",
       severity: "error",
@@ -30,7 +51,7 @@ module.exports = {
       comment: "A template (templates/*.tsx) is a function of its typed view: it imports the view types, jsonForScript and other templates, never the tiers, the origin or the routes.",
       severity: "error",
       from: { path: "^templates/" },
-      to: { path: "^src/", pathNot: "^src/(render/(view|jsonld)|observability/statusView)\\.ts$" },
+      to: { path: "^src/", pathNot: "^src/render/(view|jsonld|statusView)\\.ts$" },
     },
     {
       name: "render-renders",

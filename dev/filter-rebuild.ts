@@ -10,7 +10,7 @@
 import { parseArgs } from "node:util";
 import { createBreaker } from "../src/shared/breaker";
 import { systemClock } from "../src/shared/clock";
-import { createL2 } from "../src/cache/l2";
+import { createL2 } from "../src/cache/l2/l2";
 import { DEFAULT_POLICIES, DEFAULTS } from "../src/config/defaults";
 import { KNOWN_IDS_DEFAULTS } from "../src/knownIds/defaults";
 import { KnownIdsRebuildError, listingOf, type RebuildProgress, type RebuildResult } from "../src/knownIds/rebuild";

@@ -23,7 +23,7 @@ import { findOnPath, startDevRedis } from "./run/redis";
 import { startWrangler } from "./run/wrangler";
 import { createBreaker } from "../src/shared/breaker";
 import { systemClock } from "../src/shared/clock";
-import { createL2 } from "../src/cache/l2";
+import { createL2 } from "../src/cache/l2/l2";
 import { DEFAULTS, DEFAULT_POLICIES } from "../src/config/defaults";
 import { createKnownIds, listingOf } from "../src/knownIds";
 import { createOriginClient } from "../src/origin/client";

@@ -10,7 +10,7 @@ import { productPage } from "./http/productPage";
 import { purgeRoute } from "./http/purgeRoute";
 import { knownIdsRoute } from "./http/knownIdsRoute";
 import { statusRoute } from "./http/statusPage";
-import { logEvent } from "./observability/log";
+import { logEvent } from "./shared/log";
 import { HTTPException } from "hono/http-exception";
 import { tierFor } from "./tier";
 import { withSubrequestGate } from "./shared/subrequests";

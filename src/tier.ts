@@ -4,13 +4,13 @@
 // isolate's life, which is what makes L1 an L1.
 import { createBreaker } from "./shared/breaker";
 import { systemClock, type Clock } from "./shared/clock";
-import { createL2, type L2 } from "./cache/l2";
-import type { CallTiming } from "./cache/l2Guard";
-import { createRing } from "./cache/ring";
-import { createShardedL2 } from "./cache/shardedL2";
+import { createL2, type L2 } from "./cache/l2/l2";
+import type { CallTiming } from "./cache/l2/l2Guard";
+import { createRing } from "./cache/l2/ring";
+import { createShardedL2 } from "./cache/l2/shardedL2";
 import { createReadThrough, type ReadThrough } from "./cache/readThrough";
-import { createLocationCache, LOCATION_CACHE_NAME, type LocationCache } from "./cache/location";
-import { fillBoundMs } from "./cache/fill";
+import { createLocationCache, LOCATION_CACHE_NAME, type LocationCache } from "./cache/location/location";
+import { fillBoundMs } from "./cache/fill/fill";
 import { RESOURCE_NAMES } from "./origin/resources";
 import { createOverload, type Overload } from "./overload";
 import { ConfigError, parseConfig, type Config, type Env, type L2Endpoint } from "./config";
@@ -22,7 +22,7 @@ import { createKnownIds, type KnownIds } from "./knownIds";
 import { createHotReport, type HotReport } from "./warming/hotReport";
 import { LRUCache } from "lru-cache";
 import { createPurgeWatcher, type PurgeWatcher } from "./invalidation/watcher";
-import { logEvent } from "./observability/log";
+import { logEvent } from "./shared/log";
 import { createMetrics, type Metrics } from "./observability/metrics";
 import { watchBreaker, watchOrigin, watchSlowPages, type PageRead } from "./observability/wiring";
 
@@ -37,7 +37,13 @@ export interface RenderedPage {
   etag: string;
 }
 
-export interface Tier {
+/**
+ * What one isolate serves with: its configuration, caches, origin client,
+ * purge watcher, metrics and overload parts, built once (createTier) and kept
+ * for the isolate's life. (Not a `Tier` of cache/served.ts: that is where a
+ * copy came from, "l1" | "location" | "l2" | "origin".)
+ */
+export interface TierServices {
   config: Config;
   cache: ReadThrough;
   purges: PurgeWatcher;
@@ -61,9 +67,9 @@ export interface Tier {
   overload: Overload;
 }
 
-const tiers = new WeakMap<object, Tier | ConfigError>();
+const tiers = new WeakMap<object, TierServices | ConfigError>();
 
-export function createTier(config: Config, clock: Clock = systemClock): Tier {
+export function createTier(config: Config, clock: Clock = systemClock): TierServices {
   const metrics = createMetrics({ clock });
   const originLimiter = createLimiter({
     maxConcurrent: config.originMaxConcurrent,
@@ -218,7 +224,7 @@ function longestEntryLifeMs(config: Config): number {
 }
 
 /** The isolate's tier for these bindings, or the configuration error that prevents it (reported once, not per request). */
-export function tierFor(env: Env): Tier | ConfigError {
+export function tierFor(env: Env): TierServices | ConfigError {
   let tier = tiers.get(env);
   if (!tier) {
     try {

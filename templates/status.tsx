@@ -1,9 +1,9 @@
 // The operators' status page of one isolate (GET /__status): every number
-// comes formatted and the chart laid out from statusView (src/observability/),
+// comes formatted and the chart laid out from statusView (src/render/),
 // so that this only places escaped strings and numbers.
 import { raw } from "hono/html";
 import type { Child } from "hono/jsx";
-import type { StatusView } from "../src/observability/statusView";
+import type { StatusView } from "../src/render/statusView";
 import { Layout } from "./layout";
 
 // The page's own styles, a constant (no untrusted text): raw, as CSS must be.

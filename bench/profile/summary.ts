@@ -19,9 +19,9 @@ const PARTS: [string, RegExp][] = [
   ["HTTP handlers, headers", /^src\/(http|app|index)/],
   [
     "cache read (read path, L1)",
-    /^(src\/cache\/(readThrough|pageSteps|l1|flights|served|rejections|fill|lockWait|entry|hotness|keys|clock)|node_modules\/lru-cache\/)/,
+    /^(src\/cache\/(readThrough|pageSteps|pageRequest|l1|served|entry|hotness|keys|fill\/(flights|rejections|fill|lockWait)|l2\/fillBatch)|node_modules\/lru-cache\/)/,
   ],
-  ["L2 (client, decode, breaker)", /^(src\/cache\/(codec|l2|l2Entries|shardedL2|ring|breaker)|node_modules\/@upstash\/|node_modules\/uncrypto)/],
+  ["L2 (client, decode, breaker)", /^(src\/cache\/l2\/(codec|l2|shardedL2|ring)|node_modules\/@upstash\/|node_modules\/uncrypto)/],
   ["purge judging", /^src\/invalidation\//],
   ["origin client, validation", /^(src\/origin\/|node_modules\/valibot\/)/],
   ["known-ids filter", /^src\/knownIds\//],

@@ -83,7 +83,7 @@ interface OriginCalls {
   shed: number;
 }
 /**
- * src/cache/location.ts' LocationStats, read by name (lookups, hits, purged,
+ * src/cache/location/location.ts' LocationStats, read by name (lookups, hits, purged,
  * unvouched...): parts looked up, copies served, copies turned down, puts.
  */
 type LocationStats = Record<string, number>;

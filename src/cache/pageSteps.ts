@@ -12,75 +12,21 @@ import { PAGE_SUBJECT, type ResourceName, type ResourceTypes } from "../origin/r
 import type { Clock } from "../shared/clock";
 import type { LeaseTable } from "../shared/leases";
 import { entryState, newerOf, type Entry } from "./entry";
-import type { FillContext } from "./fill";
-import type { FillCalls } from "./fillBatch";
-import type { Flights } from "./flights";
-import type { Heat } from "./hotness";
+import type { FillContext } from "./fill/fill";
+import type { Flights } from "./fill/flights";
 import { entryKey } from "./keys";
 import { tagsOf, type L1 } from "./l1";
-import type { L2 } from "./l2";
-import type { L2Entries } from "./l2Entries";
-import type { LocationCache } from "./location";
-import type { PurgeStamp } from "./purgeStamp";
-import type { Rejections } from "./rejections";
-import { served, type Served, type Tier } from "./served";
-
-export type PageData = { [R in ResourceName]?: Served<ResourceTypes[R]> };
-
-/**
- * How long the steps that wait on I/O took, ms; absent when the step did not
- * run. No L1 or render time: in Workers the clock moves only across I/O, so
- * work on the CPU alone always measures 0.
- */
-export interface Timings {
-  location?: number;
-  l2?: number;
-  origin?: number;
-}
-
-/** One page read: where its background work goes, and the batch its fills' lock claims share. */
-export interface PageRequest {
-  background: (work: Promise<unknown>) => void;
-  batch?: FillCalls;
-  /** The known-ids filter lists the page's subject: it exists, but for the filter's false positives. */
-  listed?: boolean;
-  /** How often the subject is asked for in this isolate (hotness.ts): warm and hot ones are refreshed ahead. */
-  heat?: Heat;
-  /**
-   * The purge log position this isolate had read when the page's read
-   * began: what the copies it reads from L2 are stored in the location tier
-   * with (null: not read yet, nothing is stored there).
-   */
-  purgeStamp?: PurgeStamp | null;
-  /** The visitor's request signal, which aborts when they leave: no new work is started for nobody. Absent: nobody leaves. */
-  visitor?: AbortSignal;
-  /**
-   * Set by the L2 step: Redis did not answer this page's read although the
-   * isolate reads replies on time (it hangs, and its breaker has not opened
-   * yet). The page's fills then claim no lock: a claim would wait out its
-   * budget for nothing.
-   */
-  l2Silent?: boolean;
-}
-
-/** The visitor of this read has left: no further step is started for it (overload/departures.ts). */
-export function visitorLeft(request: PageRequest): boolean {
-  return request.visitor?.aborted === true;
-}
-
-/** A resource the steps so far could not serve. */
-interface Pending {
-  resource: ResourceName;
-  key: string;
-  /** Best copy at hand that is still usable if the origin fails, and where it came from. */
-  fallback?: Entry;
-  fallbackTier?: Tier;
-  /** L2 answered this request about the key (its read found it or found nothing): no last-resort read is worth making. */
-  l2Answered?: boolean;
-}
+import type { L2 } from "./l2/l2";
+import type { L2Entries } from "./l2/l2Entries";
+import type { LocationCache } from "./location/location";
+import type { PurgeStamp } from "./location/purgeStamp";
+import type { RefreshTools } from "./fill/refreshes";
+import type { Rejections } from "./fill/rejections";
+import { served, type Served } from "./served";
+import { visitorLeft, type Pending, type PageRequest } from "./pageRequest";
 
 /** What the steps read and fill through: the read-through's parts (readThrough.ts). */
-export interface PageTools {
+export interface PageTools extends RefreshTools {
   config: Config;
   clock: Clock;
   l1: L1;
@@ -97,10 +43,6 @@ export interface PageTools {
   /** Whether this isolate knows every id purge after `stamp`: a location copy stamped earlier cannot be judged here. */
   vouches(stamp: PurgeStamp): boolean;
   fillContext(resource: ResourceName, id: string, request: PageRequest): FillContext;
-  /** Refreshes a copy being served, in the background; `freshBeyond`: a refresh ahead of that deadline. */
-  refresh(key: string, resource: ResourceName, id: string, request: PageRequest, freshBeyond?: number): void;
-  /** A warm or hot product's fresh entry near its end, to refresh now so that it is never served stale. */
-  dueForRefreshAhead(entry: Entry, heat: Heat): boolean;
   /** Redis left a call about `key`, sent when it had answered `answeredBefore` calls, unanswered because it does not answer (readThrough.ts). */
   redisSilent(key: string, answeredBefore: number): boolean;
 }
@@ -136,7 +78,7 @@ export function readFromL1(
 }
 
 /**
- * 1½. The location tier (location.ts): every part L1 could not serve,
+ * 1½. The location tier (location/location.ts): every part L1 could not serve,
  * looked up at once in this data center's cache, which every isolate here
  * shares and which outlives deploys. A copy there is another isolate's, and
  * may predate purges that were applied to Redis only: it is served only if
@@ -230,7 +172,7 @@ export async function readFromL2(
   const toRead = pending.filter((item) => !straightToFill(item));
   if (!l2 || toRead.length === 0) return pending;
   const readStarted = clock.now();
-  // A page's keys live on its product's shard (shardedL2.ts): the first key's breaker and answers stand for them all.
+  // A page's keys live on its product's shard (l2/shardedL2.ts): the first key's breaker and answers stand for them all.
   const firstKey = toRead[0]!.key;
   const answeredBefore = l2.answered(firstKey);
   const readUntil = readStarted + config.l2TimeoutMs + READ_LEASE_GRACE_MS;
@@ -276,11 +218,11 @@ export async function readFromL2(
  * 3. Origin, through the coalescing fill. The other resources are about the
  * page's subject (the product, origin/resources.ts). When the known-ids
  * filter lists the subject, every pending resource is filled at once, with
- * no L2 read before: their lock claims go in one Redis call (fillBatch.ts),
+ * no L2 read before: their lock claims go in one Redis call (l2/fillBatch.ts),
  * which returns L2's copy of each resource that has one fresh or within its
  * stale window (served, and a stale one refreshed, as an L2 read's would be)
  * and takes the lock of each that has none; then one origin round trip for
- * those, and their writes go with the isolate's other writes (sendQueue.ts).
+ * those, and their writes go with the isolate's other writes (l2/sendQueue.ts).
  * So an L1 miss costs one Redis call, whether L2 has the page or not: an
  * MGET first cost a round trip more for every page L2 did not have. An id
  * the filter lists that names no product (a false positive, about 1%, or a

@@ -1,50 +1,54 @@
-// The cache's read path for one page (docs/architecture.md#the-request-path):
-// L1, then the location tier (this data center's Cache API, ./location.ts),
-// then L2 in one round trip, then the origin through one coalesced fill
-// per key (./pageSteps.ts), with purge judgements applied to every copy on the
-// way. What L2 or the origin gives is put into the location tier in the
-// background. Its parts: L1 (./l1.ts), the fills in flight (./flights.ts), the origin
-// answers not to ask again (./rejections.ts), L2's decoded entries
-// (./l2Entries.ts), the fill itself (./fill.ts) and the background
-// refreshes (./refreshes.ts).
+// The cache's read path for one page (docs/architecture.md#the-request-path).
+// `read(id, resources)` does all the work; nothing calls a `set`. A cold miss,
+// one resource, step by step (the steps are pageSteps.ts's; what they pass on,
+// pageRequest.ts):
+//
+//   1. L1 (readFromL1, ./l1.ts): this isolate's lru-cache. Fresh: served. Stale:
+//      served, and refreshed once in the background (./fill/refreshes.ts). Miss:
+//      the key goes on, pending.
+//   2. Location (readFromLocation, ./location/location.ts): this data center's
+//      Cache API, read for all pending keys at once; a copy counts only if this
+//      isolate can judge it against the purges since its stamp.
+//   3. L2 (readFromL2, ./l2/): one MGET for all pending keys on the product's
+//      shard, decoded and checked (./l2/l2Entries.ts). A product the known-ids
+//      filter lists skips it: its fill's lock claim reads L2 anyway.
+//   4. Fill (readFromOrigin, ./fill/): one fill per key in the isolate
+//      (./fill/flights.ts); across isolates the Redis lock's winner fetches
+//      (./fill/fill.ts) and the others wait for its write (./fill/lockWait.ts).
+//   5. Origin (../origin/client.ts): the winner's fetch. Its entry is written
+//      to L2 by the fill, kept in L1 by the flight, and put in the location
+//      tier in the background (below, `fill`). A failed fetch serves a copy
+//      usable on error if the steps found one; an answer about the id that the
+//      tier cannot use is not asked again for a while (./fill/rejections.ts).
+//
+// Purge judgements are applied to every copy on the way (PurgeKnowledge below).
 import type { Config } from "../config";
 import type { OriginClient } from "../origin/client";
 import { PAGE_SUBJECT, type ResourceName, type ResourceTypes } from "../origin/resources";
 import type { Clock } from "../shared/clock";
 import { createLeaseTable } from "../shared/leases";
 import { markedStale, type Entry } from "./entry";
-import { createFill, type FillContext } from "./fill";
-import { createFillBatch } from "./fillBatch";
-import { createFlights } from "./flights";
+import { createFill, type FillContext } from "./fill/fill";
+import { createFillBatch } from "./l2/fillBatch";
+import { createFlights } from "./fill/flights";
 import { createHotness } from "./hotness";
 import { entryKey } from "./keys";
 import { createL1, type Stored } from "./l1";
-import type { L2 } from "./l2";
-import { createL2Entries, type L2ValueStats } from "./l2Entries";
-import type { LocationCache, LocationStats } from "./location";
-import {
-  readCopies,
-  readFromL1,
-  readFromL2,
-  readFromLocation,
-  readFromOrigin,
-  shedPage,
-  visitorLeft,
-  type PageData,
-  type PageRequest,
-  type PageTools,
-  type Timings,
-} from "./pageSteps";
+import type { L2 } from "./l2/l2";
+import { createL2Entries, type L2ValueStats } from "./l2/l2Entries";
+import type { LocationCache, LocationStats } from "./location/location";
+import { readCopies, readFromL1, readFromL2, readFromLocation, readFromOrigin, shedPage, type PageTools } from "./pageSteps";
+import { visitorLeft, type PageData, type PageRequest, type Timings } from "./pageRequest";
 import type { Admission, Departures, LagMeter } from "../overload";
 import { DEFAULTS } from "../config/defaults";
-import { createRejections } from "./rejections";
-import type { PurgeStamp } from "./purgeStamp";
-import { createRefreshes } from "./refreshes";
-import type { SendStats } from "./sendQueue";
+import { createRejections } from "./fill/rejections";
+import type { PurgeStamp } from "./location/purgeStamp";
+import { createRefreshes } from "./fill/refreshes";
+import type { SendStats } from "./l2/sendQueue";
 import type { Served } from "./served";
 import type { LRUCache } from "lru-cache";
 
-/** Fills in flight and taken over (flights.ts), and the background sends of refreshes and writes (null without L2). */
+/** Fills in flight and taken over (fill/flights.ts), and the background sends of refreshes and writes (null without L2). */
 export interface FillStats {
   inFlight: number;
   takenOver: number;
@@ -294,7 +298,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         l2.recoverIfDue(background);
         if (l2.backlogSize() > 0) background(l2.flushBacklog());
       }
-      // This read's fills claim their locks and poll for other isolates' results together (fillBatch.ts).
+      // This read's fills claim their locks and poll for other isolates' results together (l2/fillBatch.ts).
       return readPage(id, resources, {
         background,
         batch: l2 ? createFillBatch(l2, sleep, background) : undefined,

@@ -159,7 +159,7 @@ export const DEFAULTS = {
   /**
    * An isolate this late (overload/lag.ts) may read a Redis reply after its
    * budget ran out: a call without an answer is then not taken for a Redis
-   * that hangs (a fill's claim or poll waits on; cache/fill.ts). Below it,
+   * that hangs (a fill's claim or poll waits on; cache/fill/fill.ts). Below it,
    * the isolate reads replies on time, and no answer means Redis's silence.
    */
   isolateLateMs: 50,
@@ -215,7 +215,7 @@ export const DEFAULTS = {
   refreshAheadShare: { warm: 0.1, hot: 0.25 },
   /**
    * Background Redis work that an isolate's requests queue within this window
-   * goes out together (cache/sendQueue.ts): the lock claims of refreshes in
+   * goes out together (cache/l2/sendQueue.ts): the lock claims of refreshes in
    * one call and their writes in one; fill writes in one call per shard.
    * Nobody waits for it, and stock is fresh for 10 s: 20 ms later is nothing
    * to a visitor, and a write 20 ms later keeps another isolate waiting on

@@ -90,7 +90,7 @@ export interface Config {
   /** Requests a minute per isolate from which a product is warm / hot (refreshed ahead of expiry). */
   warmPerMinute: number;
   hotPerMinute: number;
-  /** Whether copies are kept in and read from the data center's Cache API (cache/location.ts). */
+  /** Whether copies are kept in and read from the data center's Cache API (cache/location/location.ts). */
   locationCache: boolean;
   /** The known-ids filter's sizing; null when disabled (KNOWN_IDS=off). */
   knownIds: { capacity: number; fpRate: number } | null;

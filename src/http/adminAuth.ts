@@ -3,10 +3,10 @@
 // configured token they do not exist: 404 for everyone.
 import type { Context, MiddlewareHandler, Next } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
-import type { Tier } from "../tier";
+import type { TierServices } from "../tier";
 import type { AppEnv } from "./appEnv";
 
-const guards = new WeakMap<Tier, MiddlewareHandler>();
+const guards = new WeakMap<TierServices, MiddlewareHandler>();
 
 /** The protection space the tier's own endpoints share (WWW-Authenticate: Bearer realm="…"). */
 const REALM = "edge-product-pages admin";

@@ -1,5 +1,5 @@
 import type { Env } from "../config";
-import type { Tier } from "../tier";
+import type { TierServices } from "../tier";
 
 /** What every route sees: the bindings, and this isolate's tier (set by the app's first middleware). */
-export type AppEnv = { Bindings: Env; Variables: { tier: Tier } };
+export type AppEnv = { Bindings: Env; Variables: { tier: TierServices } };

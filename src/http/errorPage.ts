@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { renderErrorPage } from "../render";
-import { logEvent } from "../observability/log";
+import { logEvent } from "../shared/log";
 
 /**
  * Error pages as rendered, by status, message and Retry-After. Messages are

@@ -10,13 +10,13 @@
 import type { Context } from "hono";
 import { LISTING, LISTING_ID, PAGE_SUBJECT } from "../origin/resources";
 import { renderHomePage } from "../render";
-import type { Tier } from "../tier";
+import type { TierServices } from "../tier";
 import { errorPage } from "./errorPage";
 
 /** Products filled per view: each may cost an L2 read, a lock claim, an origin fetch and an L2 write. */
 const FILLS_PER_VIEW = 4;
 
-export async function homePage(c: Context, tier: Tier): Promise<Response> {
+export async function homePage(c: Context, tier: TierServices): Promise<Response> {
   const background = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
   // As on a product page (productPage.ts): the listing is purged as the id "home".
   await tier.purges.sync(background);

@@ -7,7 +7,7 @@ import { PAGE_RESOURCES, PAGE_SUBJECT, RESOURCES, type PageResource, type Resour
 import { isValidProductId } from "../origin/types";
 import { renderProductPage } from "../render";
 import type { Section } from "../render/model";
-import type { Tier } from "../tier";
+import type { TierServices } from "../tier";
 import { cacheStatus, pageCacheControl, pageEtag, pageIdentity } from "./headers";
 import { errorPage } from "./errorPage";
 
@@ -37,7 +37,7 @@ function section<T>(state: Section<T>["state"], served: Served<T> | undefined): 
 }
 
 /** Without a core resource there is no page (503); the subject is always core: it is what the page shows. */
-function isCore(resource: PageResource, policies: Tier["config"]["policies"]): boolean {
+function isCore(resource: PageResource, policies: TierServices["config"]["policies"]): boolean {
   return resource === PAGE_SUBJECT || policies[resource].core;
 }
 
@@ -45,12 +45,12 @@ function isCore(resource: PageResource, policies: Tier["config"]["policies"]): b
  * The answer to a visitor who has left: nobody reads it, so nothing is
  * rendered or recorded as a page; the isolate counts it.
  */
-function visitorLeft(tier: Tier): Response {
+function visitorLeft(tier: TierServices): Response {
   tier.overload.departures.pageLeft();
   return new Response(null, { status: 503, headers: { "Cache-Control": "no-store" } });
 }
 
-export async function productPage(c: Context, tier: Tier): Promise<Response> {
+export async function productPage(c: Context, tier: TierServices): Promise<Response> {
   const id = c.req.param("id") ?? "";
   if (!isValidProductId(id)) {
     // Never reaches Redis or the origin: nothing is read, nothing is cached.

@@ -6,7 +6,7 @@ import { PURGE_LIMITS, purgeRequestSchema, recordFrom } from "../invalidation/re
 import type { AppEnv } from "./appEnv";
 import { requirePurgeToken } from "./adminAuth";
 import { limitedJsonBody, validJson } from "./jsonBody";
-import { logEvent } from "../observability/log";
+import { logEvent } from "../shared/log";
 
 const RETRY_AFTER_SECONDS = 5;
 

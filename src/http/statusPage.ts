@@ -5,7 +5,7 @@
 import { Hono, type Context } from "hono";
 import { buildStatus, type StatusSources } from "../observability/status";
 import { renderStatusPage } from "../render";
-import type { Tier } from "../tier";
+import type { TierServices } from "../tier";
 import type { AppEnv } from "./appEnv";
 import { requirePurgeToken } from "./adminAuth";
 
@@ -13,7 +13,7 @@ import { requirePurgeToken } from "./adminAuth";
 const CONTENT_SECURITY_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** The gauges, read now from the tier; the counters come with `metrics`. */
-function statusSourcesOf(tier: Tier): StatusSources {
+function statusSourcesOf(tier: TierServices): StatusSources {
   const { cache, metrics, config } = tier;
   const l2 = cache.l2;
   const knownIds = tier.knownIds?.status() ?? null;

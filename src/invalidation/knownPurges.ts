@@ -8,7 +8,7 @@
 import type { Clock } from "../shared/clock";
 import type { Entry } from "../cache/entry";
 import type { PurgedAt } from "../cache/readThrough";
-import type { PurgeStamp } from "../cache/purgeStamp";
+import type { PurgeStamp } from "../cache/location/purgeStamp";
 import type { ResourceName } from "../origin/resources";
 import { WIDE_MAX, type WideMark } from "./log";
 import { isWide, type PurgeRecord } from "./record";

@@ -14,12 +14,12 @@
 // products they touch (isolates judge entries against them by fetch time).
 // No KEYS, no SCAN, no FLUSHALL.
 import type { Redis } from "@upstash/redis/cloudflare";
-import type { L2 } from "../cache/l2";
+import type { L2 } from "../cache/l2/l2";
 import { SOFT_PURGE_GRACE_MS } from "../cache/entry";
 import { entryKey, purgeLogKeys, purgeMarkerKey } from "../cache/keys";
 import { systemClock, type Clock } from "../shared/clock";
 import { DEFAULTS } from "../config/defaults";
-import { createRateLimitedLog } from "../observability/log";
+import { createRateLimitedLog } from "../shared/log";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { isWide, storedRecord, type PurgeRecord } from "./record";
 

@@ -58,7 +58,7 @@ const wholeNumber = v.pipe(v.number(), v.safeInteger(), v.minValue(0));
 
 /**
  * A purge as read back from the log in Redis, which is untrusted like
- * anything Redis holds (entries too, cache/codec.ts): its ids build keys and
+ * anything Redis holds (entries too, cache/l2/codec.ts): its ids build keys and
  * its lists are searched on every read, so a record without this shape is
  * never applied. Lenient only where another release may differ: unknown
  * fields are dropped, and so are resource names this release does not know

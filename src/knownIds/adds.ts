@@ -2,7 +2,7 @@
 // added: the ADD script sets their bits in the current version and logs them
 // for other isolates to catch up and for a build under way to merge. Ids
 // Redis could not take are kept and retried at each check.
-import type { L2 } from "../cache/l2";
+import type { L2 } from "../cache/l2/l2";
 import { isValidProductId } from "../origin/types";
 import { positionsOf, redisBitOf } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "./defaults";

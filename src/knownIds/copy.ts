@@ -2,7 +2,7 @@
 // loaded copy whose health is "ok", not switching versions, built within
 // `maxAgeMs`, and with the L2 breaker closed may answer "no": every other
 // state fails open (see store.ts).
-import type { L2 } from "../cache/l2";
+import type { L2 } from "../cache/l2/l2";
 import type { Bloom } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "./defaults";
 import type { KnownIdsKeys } from "./keys";

@@ -10,7 +10,7 @@
 //   4. switch meta in one script, which refuses while more ids were logged
 //      than merged (merge those, retry) or when a newer build replaced ours;
 //   5. let the previous version's keys expire after a short grace.
-import type { L2 } from "../cache/l2";
+import type { L2 } from "../cache/l2/l2";
 import type { Clock } from "../shared/clock";
 import type { OriginClient } from "../origin/client";
 import { Bloom, bloomShape, byteLengthFor, positionsOf, redisBitOf, segmentCountFor } from "./bloom";

@@ -1,7 +1,7 @@
 // Moving a filter's segments and logs between Redis and memory. Every call
 // goes through the L2 client's `run` (time budget, breaker): `undefined`
 // means "L2 unavailable", and the callers fail open.
-import type { L2 } from "../cache/l2";
+import type { L2 } from "../cache/l2/l2";
 import { Bloom, segmentLengthFor, textToBytes } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "./defaults";
 import type { KnownIdsKeys } from "./keys";

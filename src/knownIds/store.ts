@@ -11,7 +11,7 @@
 // isolates accept it after their next check (`refreshMs`), which reads the
 // meta and catches up from the version's log of added ids.
 import type { Clock } from "../shared/clock";
-import type { L2 } from "../cache/l2";
+import type { L2 } from "../cache/l2/l2";
 import { createAdds } from "./adds";
 import { byteLengthFor } from "./bloom";
 import { createFilterCopy, type KnownIdLookup, type KnownIdsState } from "./copy";

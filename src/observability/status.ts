@@ -2,11 +2,11 @@
 // minutes, one point per minute, hot products, and the gauges read at the
 // time of asking (breakers, L2 stats, L1 size, purge watcher, known-ids
 // filter, configuration). GET /__status.json answers exactly this;
-// GET /__status renders it (see ./statusView.ts and templates/status.tsx).
+// GET /__status renders it (see ../render/statusView.ts and templates/status.tsx).
 import type { BreakerState } from "../shared/breaker";
-import type { L2Stats } from "../cache/l2";
-import type { L2ValueStats } from "../cache/l2Entries";
-import type { LocationStats } from "../cache/location";
+import type { L2Stats } from "../cache/l2/l2";
+import type { L2ValueStats } from "../cache/l2/l2Entries";
+import type { LocationStats } from "../cache/location/location";
 import type { FillStats } from "../cache/readThrough";
 import type { Config } from "../config";
 import type { KnownIdsState } from "../knownIds";
@@ -33,7 +33,7 @@ export interface StatusSources {
   purges: { seq: number; lastSyncAt: number; blind: boolean; widePurges: number };
   /** The isolate's origin fetch slots (leases): held now, callers queued, and slots taken back from vanished holders. */
   originSlots: { inUse: number; queued: number; reclaimed: number };
-  /** Fills in flight in this isolate, fills taken over from a request that vanished, and the background sends (cache/sendQueue.ts). */
+  /** Fills in flight in this isolate, fills taken over from a request that vanished, and the background sends (cache/l2/sendQueue.ts). */
   fills: FillStats;
   /** Admission of new work and what became of work whose visitors left (overload/). */
   overload: ReturnType<Overload["stats"]>;

@@ -3,9 +3,9 @@
 import type { BreakerState } from "../shared/breaker";
 import type { Clock } from "../shared/clock";
 import type { OriginClientOptions } from "../origin/client";
-import { createRateLimitedLog, logEvent } from "./log";
+import { createRateLimitedLog, logEvent } from "../shared/log";
 import type { Metrics } from "./metrics";
-import type { Timings } from "../cache/pageSteps";
+import type { Timings } from "../cache/pageRequest";
 
 /** Origin failures are logged at most once per service per this interval; the rest are counted as `suppressed`. */
 const ORIGIN_FAILURE_LOG_INTERVAL_MS = 10_000;

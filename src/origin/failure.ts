@@ -39,7 +39,7 @@ export class OriginError extends Error {
  * (an origin that canonicalises `P-1` to `p-1` names another id). That is the
  * service working, not failing, and anyone can cause it by asking for junk
  * ids: its breaker does not count it, and the read path remembers the answer
- * for that id for a short while instead (cache/rejections.ts).
+ * for that id for a short while instead (cache/fill/rejections.ts).
  */
 export function isAnswerAboutId(error: unknown): error is OriginError {
   return error instanceof OriginError && (error.failure === "rejected" || error.failure === "invalid");

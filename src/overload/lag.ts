@@ -5,7 +5,7 @@
 // Three measures, the largest recent one counts:
 //
 // - How late a reply is read. Every L2 call's time from send to reply read
-//   is reported here (cache/l2Guard.ts). Redis answers in about the same
+//   is reported here (cache/l2/l2Guard.ts). Redis answers in about the same
 //   time whatever the isolate does, so what a call takes beyond the fastest
 //   of the last 10-20 s is the time its reply waited to be read: the queue
 //   that a new request, a cached page's included, waits in too. A crawler
@@ -13,9 +13,9 @@
 //   timer below said 5 ms (bench:soak --flood crawler): requests and replies
 //   queue where a timer does not.
 // - How late a call that timed out was noticed, or a 1 ms timer run right
-//   after it (cache/l2Guard.ts): a fresh isolate in a herd has no reply yet
+//   after it (cache/l2/l2Guard.ts): a fresh isolate in a herd has no reply yet
 //   to measure by, and a claim that timed out there must not be taken for a
-//   Redis that hangs (cache/fill.ts). It counts as a timer sample.
+//   Redis that hangs (cache/fill/fill.ts). It counts as a timer sample.
 // - How late a 1 ms timer fires, for a stall with no L2 traffic to show it:
 //   one probe at a time, started by whichever request finds none out, every
 //   25 ms at most (the meter is plain data; the timer belongs to that request

@@ -7,7 +7,7 @@ import type { JSX } from "hono/jsx/jsx-runtime";
 import type { ErrorPageModel, HomePageModel, ProductPageModel } from "./model";
 import { errorView, homeView, productView } from "./view";
 import type { StatusModel } from "../observability/status";
-import { statusView } from "../observability/statusView";
+import { statusView } from "./statusView";
 import { NotFoundPage } from "../../templates/404";
 import { UnavailablePage } from "../../templates/503";
 import { ErrorPage } from "../../templates/error";

@@ -3,7 +3,7 @@
 // hot: a sorted set `pp:v1:hot` of ids scored by requests, bounded to the
 // top 1,000 and expiring a day after the last report.
 import type { Clock } from "../shared/clock";
-import type { L2 } from "../cache/l2";
+import type { L2 } from "../cache/l2/l2";
 import { createTopK } from "../observability/topK";
 
 /** Products counted per report period: a bounded top-K, whatever the traffic. */

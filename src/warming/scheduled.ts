@@ -2,9 +2,9 @@
 // filter once a day, and warm L2 with the fleet's hottest products every
 // 15 minutes, rate-limited.
 import { listingOf } from "../knownIds";
-import { logEvent } from "../observability/log";
+import { logEvent } from "../shared/log";
 import { PAGE_RESOURCES, PAGE_SUBJECT } from "../origin/resources";
-import type { Tier } from "../tier";
+import type { TierServices } from "../tier";
 import { hottestIds } from "./hotReport";
 import { warmProducts } from "./warm";
 
@@ -17,7 +17,7 @@ const WARMING = { top: 200, perSecond: 10, concurrency: 4 } as const;
 /**
  * Subrequests one product can cost when it is cold: its L2 read, an origin
  * fetch per resource, and the claims and writes of its fills, made together
- * where they run together (cache/fillBatch.ts: the product's claim and write,
+ * where they run together (cache/l2/fillBatch.ts: the product's claim and write,
  * then the others' claims and their writes). A run warms only what fits in
  * the invocation's budget (MAX_SUBREQUESTS; the Free plan's 50 warms 5
  * products a run).
@@ -29,7 +29,7 @@ export function productsPerWarmRun(maxSubrequests: number): number {
   return Math.max(0, Math.min(WARMING.top, Math.floor((maxSubrequests - 5) / SUBREQUESTS_PER_PRODUCT)));
 }
 
-export async function runScheduled(cron: string, tier: Tier, background: (work: Promise<unknown>) => void): Promise<void> {
+export async function runScheduled(cron: string, tier: TierServices, background: (work: Promise<unknown>) => void): Promise<void> {
   if (cron === REBUILD_CRON) {
     if (!tier.knownIds) return;
     try {
@@ -49,7 +49,7 @@ export async function runScheduled(cron: string, tier: Tier, background: (work: 
 }
 
 /** One product through the tier's read path: fills what is missing or stale in L2. */
-export async function warmOne(tier: Tier, id: string, background: (work: Promise<unknown>) => void): Promise<boolean> {
+export async function warmOne(tier: TierServices, id: string, background: (work: Promise<unknown>) => void): Promise<boolean> {
   const { data } = await tier.cache.read(id, PAGE_RESOURCES, background);
   return data[PAGE_SUBJECT]?.outcome === "found";
 }

@@ -16,7 +16,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { indexOf, productFor } from "../../dev/origin/catalog";
 import { DEFAULTS, DEFAULT_POLICIES } from "../../src/config/defaults";
-import { fillBoundMs } from "../../src/cache/fill";
+import { fillBoundMs } from "../../src/cache/fill/fill";
 import { pollUntil, tierStatus, visit, type TierStatus, type Visit, type VisitOutcome } from "../support/clients";
 import { member } from "../../dev/run/cacheStatus";
 import { clearFaults, completeProducts, injectFault, originFetches, page, sleep, type Page } from "../support/faults";

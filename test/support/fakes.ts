@@ -1,7 +1,7 @@
 // In-process stand-ins for unit tests of the cache engine: a clock moved by
 // hand and an origin whose answers and failures the test decides.
 import { parseConfig, type Config } from "../../src/config";
-import type { FillContext } from "../../src/cache/fill";
+import type { FillContext } from "../../src/cache/fill/fill";
 import type { Clock } from "../../src/shared/clock";
 import type { OriginAnswer, OriginClient } from "../../src/origin/client";
 import { OriginError } from "../../src/origin/failure";

@@ -1,7 +1,7 @@
 // The known-ids filter for integration tests: built in the stack's Redis with
 // the project's own code, as an operator would after a deploy, and waited for
 // in a worker.
-import { createL2 } from "../../src/cache/l2";
+import { createL2 } from "../../src/cache/l2/l2";
 import { DEFAULT_POLICIES } from "../../src/config/defaults";
 import { createKnownIds, listingOf } from "../../src/knownIds";
 import { createOriginClient } from "../../src/origin/client";

@@ -5,9 +5,9 @@
 // afterwards through the tier's own decoder.
 import { gzipSync } from "node:zlib";
 import { Redis as IORedis } from "ioredis";
-import { decodeEntry } from "../../src/cache/codec";
+import { decodeEntry } from "../../src/cache/l2/codec";
 import { entryKey } from "../../src/cache/keys";
-import { longestLifeMs } from "../../src/cache/l2Entries";
+import { longestLifeMs } from "../../src/cache/l2/l2Entries";
 import { DEFAULTS, DEFAULT_POLICIES } from "../../src/config/defaults";
 import type { ResourceName } from "../../src/origin/resources";
 import type { Stack } from "./stack";

@@ -4,7 +4,7 @@
 //
 // It runs with the deployed compatibility date and flags (read from
 // wrangler.toml), and its log is kept, not printed: what the worker writes
-// (the structured lines of src/observability/log.ts, and whatever workerd
+// (the structured lines of src/shared/log.ts, and whatever workerd
 // itself says about uncaught exceptions) and Miniflare's own warnings and
 // errors, so that tests can assert on what the worker said. Set
 // TEST_WORKER_LOGS=1 to also see the lines as they come.
@@ -102,7 +102,7 @@ export async function startWorker(bindings: Env, options: { port?: number; bundl
     // I/O on behalf of a different request`. Without it that would go unseen.
     verbose: true,
     // The worker's console output is workerd's stdout and stderr (one line
-    // per console call, as src/observability/log.ts writes them); kept here
+    // per console call, as src/shared/log.ts writes them); kept here
     // instead of being piped into the test process's output.
     handleRuntimeStdio(stdout: Readable, stderr: Readable) {
       outputEnded.push(

@@ -1,12 +1,12 @@
 // A fill that lost the lock to another isolate waits for its result in L2
-// (src/cache/fill.ts): a poll that fails while L2's breaker stays closed is
+// (src/cache/fill/fill.ts): a poll that fails while L2's breaker stays closed is
 // one poll lost, not an outage; a skipped poll (breaker open) ends the wait.
 // A claim that got no answer looks at the lock before fetching.
 import { describe, expect, it } from "vitest";
-import { encodeEntry } from "../../src/cache/codec";
-import { createFill } from "../../src/cache/fill";
-import type { FillClaim, L2 } from "../../src/cache/l2";
-import { createL2Entries } from "../../src/cache/l2Entries";
+import { encodeEntry } from "../../src/cache/l2/codec";
+import { createFill } from "../../src/cache/fill/fill";
+import type { FillClaim, L2 } from "../../src/cache/l2/l2";
+import { createL2Entries } from "../../src/cache/l2/l2Entries";
 import { fakeOrigin, sampleProduct, testConfig, testFillContext } from "../support/fakes";
 
 const config = testConfig();

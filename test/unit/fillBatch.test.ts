@@ -1,8 +1,8 @@
-// One request's fills share their lock claims (src/cache/fillBatch.ts): the
+// One request's fills share their lock claims (src/cache/l2/fillBatch.ts): the
 // claims made in one turn go out together. (Writes: sendQueue.test.ts.)
 import { describe, expect, it } from "vitest";
-import { createFillBatch } from "../../src/cache/fillBatch";
-import type { ClaimOptions, FillClaimRequest, L2 } from "../../src/cache/l2";
+import { createFillBatch } from "../../src/cache/l2/fillBatch";
+import type { ClaimOptions, FillClaimRequest, L2 } from "../../src/cache/l2/l2";
 
 const OPTIONS: ClaimOptions = { token: "t", lockTtlMs: 3000, freshBeyond: 0, notBefore: 0, freshAfter: 0 };
 

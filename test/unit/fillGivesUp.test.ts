@@ -1,13 +1,13 @@
 // A fill that lost the lock to another isolate and gives up waiting for it
-// (src/cache/fill.ts, waitForWinner): it polls L2 for the winner's result
+// (src/cache/fill/fill.ts, waitForWinner): it polls L2 for the winner's result
 // for at most lockWaitMs, then fetches from the origin itself; and when the
 // winner lets go of its lock without writing (its origin fetch failed), it
 // stops waiting at once. A fake clock that the fill's own sleeps move, so
 // that no test waits in real time.
 import { describe, expect, it } from "vitest";
-import { createFill } from "../../src/cache/fill";
-import type { FillClaim, FillWrite, L2 } from "../../src/cache/l2";
-import { createL2Entries } from "../../src/cache/l2Entries";
+import { createFill } from "../../src/cache/fill/fill";
+import type { FillClaim, FillWrite, L2 } from "../../src/cache/l2/l2";
+import { createL2Entries } from "../../src/cache/l2/l2Entries";
 import { fakeClock, fakeOrigin, testConfig, testFillContext } from "../support/fakes";
 
 const config = testConfig();

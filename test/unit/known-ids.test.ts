@@ -10,7 +10,7 @@ import { productId } from "../../dev/origin/catalog";
 import { createBreaker } from "../../src/shared/breaker";
 import { systemClock } from "../../src/shared/clock";
 import { MAX_KEY_LENGTH } from "../../src/cache/keys";
-import { createL2, type L2 } from "../../src/cache/l2";
+import { createL2, type L2 } from "../../src/cache/l2/l2";
 import { createOriginClient, type OriginClient } from "../../src/origin/client";
 import { DEFAULT_POLICIES } from "../../src/config/defaults";
 import { Bloom, positionsOf, redisBitOf, SEGMENT_BYTES } from "../../src/knownIds/bloom";

@@ -5,10 +5,10 @@ import { Redis } from "@upstash/redis";
 import { startGateway, type Gateway } from "../../dev/gateway";
 import { createBreaker } from "../../src/shared/breaker";
 import { systemClock } from "../../src/shared/clock";
-import { encodeEntry } from "../../src/cache/codec";
+import { encodeEntry } from "../../src/cache/l2/codec";
 import type { Entry } from "../../src/cache/entry";
 import { entryKey, lockKey, MAX_KEY_LENGTH, purgeMarkerKey } from "../../src/cache/keys";
-import { createL2, type ClaimOptions, type FillClaim, type FillWrite, type L2 } from "../../src/cache/l2";
+import { createL2, type ClaimOptions, type FillClaim, type FillWrite, type L2 } from "../../src/cache/l2/l2";
 import { startRedis, type RedisServer } from "../support/redis";
 
 const TOKEN = "l2-test-token";

@@ -1,4 +1,4 @@
-// The location tier in the read path (src/cache/location.ts, pageSteps.ts
+// The location tier in the read path (src/cache/location/location.ts, pageSteps.ts
 // readFromLocation): L1, then the data center's cache, then L2 and the
 // origin; every copy judged against this isolate's purge knowledge, and
 // served only when this isolate can vouch for its stamp. A fake clock, a fake
@@ -6,8 +6,8 @@
 import { describe, expect, it } from "vitest";
 import type { Entry } from "../../src/cache/entry";
 import { entryKey } from "../../src/cache/keys";
-import { createLocationCache, locationUrl, type LocationStore } from "../../src/cache/location";
-import type { PurgeStamp } from "../../src/cache/purgeStamp";
+import { createLocationCache, locationUrl, type LocationStore } from "../../src/cache/location/location";
+import type { PurgeStamp } from "../../src/cache/location/purgeStamp";
 import { createReadThrough } from "../../src/cache/readThrough";
 import type { ResourceName } from "../../src/origin/resources";
 import { fakeClock, fakeOrigin, testConfig } from "../support/fakes";

@@ -9,7 +9,7 @@ import { productId } from "../../dev/origin/catalog";
 import { createBreaker } from "../../src/shared/breaker";
 import { systemClock } from "../../src/shared/clock";
 import { entryKey, purgeLogKeys, purgeMarkerKey } from "../../src/cache/keys";
-import { createL2, type L2 } from "../../src/cache/l2";
+import { createL2, type L2 } from "../../src/cache/l2/l2";
 import { createPurgeLog, SYNC_MAX_BYTES, SYNC_MAX_RECORDS } from "../../src/invalidation/log";
 import { recordFrom } from "../../src/invalidation/record";
 import { createPurgeWatcher } from "../../src/invalidation/watcher";

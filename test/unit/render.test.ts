@@ -421,7 +421,7 @@ describe("product page", () => {
 
   it("renders whatever passes validation, however odd (as read back from L2), without throwing", () => {
     // Everything here passes the origin contract's schema, which is all that
-    // data read from L2 is checked against (src/cache/codec.ts).
+    // data read from L2 is checked against (src/cache/l2/codec.ts).
     const valid = <R extends "product" | "inventory" | "reviews" | "recommendations">(resource: R, data: unknown) => {
       const checked = validateResource(resource, "p-000123", JSON.parse(JSON.stringify(data)));
       if (checked === null) throw new Error(`${resource} does not pass validation`);

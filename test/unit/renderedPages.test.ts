@@ -1,4 +1,4 @@
-// The rendered-page cache (src/http/productPage.ts, Tier.renderedPages,
+// The rendered-page cache (src/http/productPage.ts, TierServices.renderedPages,
 // src/http/headers.ts pageIdentity): a page is rendered once per isolate for
 // the same parts in the same versions and states, and anew when any of them
 // changes. The real page handler, read path and templates, in process: a
@@ -21,7 +21,7 @@ import { PAGE_RESOURCES } from "../../src/origin/resources";
 import { renderProductPage } from "../../src/render";
 import { AVAILABILITY_UNKNOWN_TEXT } from "../../src/render/format";
 import type { PageRead } from "../../src/observability/wiring";
-import type { RenderedPage, Tier } from "../../src/tier";
+import type { RenderedPage, TierServices } from "../../src/tier";
 import { fakeClock, fakeOrigin, testConfig } from "../support/fakes";
 
 vi.mock("../../src/render", async (importOriginal) => {
@@ -44,7 +44,7 @@ function setup() {
   });
   const cache = createReadThrough({ config, origin, l2: null, clock });
   const pageReads: PageRead[] = [];
-  const tier: Tier = {
+  const tier: TierServices = {
     config,
     cache,
     purges: createPurgeWatcher({

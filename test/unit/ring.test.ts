@@ -1,7 +1,7 @@
 // The consistent-hash ring that places keys on L2 shards.
 import { describe, expect, it } from "vitest";
-import { createRing } from "../../src/cache/ring";
-import { routingKeyOf } from "../../src/cache/shardedL2";
+import { createRing } from "../../src/cache/l2/ring";
+import { routingKeyOf } from "../../src/cache/l2/shardedL2";
 
 const ids = Array.from({ length: 1_000_000 }, (_, i) => `p-${String(i + 1).padStart(6, "0")}`);
 

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { parseConfig } from "../../src/config";
 import { PAGE_RESOURCES } from "../../src/origin/resources";
-import type { Tier } from "../../src/tier";
+import type { TierServices } from "../../src/tier";
 import { hotKey } from "../../src/warming/hotReport";
 import { productsPerWarmRun, REBUILD_CRON, runScheduled, WARM_CRON } from "../../src/warming/scheduled";
 import { fakeOrigin } from "../support/fakes";
@@ -44,12 +44,12 @@ function fakeTier(options: { knownIds?: boolean; l2?: boolean; rebuild?: () => P
         return { data: { product: { outcome: "found" } }, timings: { l1: 0, l2: 0, origin: 0 } };
       },
     },
-  } as unknown as Tier;
+  } as unknown as TierServices;
   return { tier, config, rebuilds, listed, zranges, reads };
 }
 
 /** Runs the cron to its end, moving vitest's fake timers along (warming paces its starts with setTimeout). */
-async function run(cron: string, tier: Tier): Promise<void> {
+async function run(cron: string, tier: TierServices): Promise<void> {
   const done = runScheduled(cron, tier, () => undefined);
   await vi.runAllTimersAsync();
   await done;

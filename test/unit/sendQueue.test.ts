@@ -1,11 +1,11 @@
-// Background Redis work of many requests sent together (src/cache/sendQueue.ts):
+// Background Redis work of many requests sent together (src/cache/l2/sendQueue.ts):
 // one send per window, bounded, and a send whose request vanished is taken
 // over by the next request that queues something. Then the two queues that
 // use it, through the read path: background refreshes and fill writes.
 import { describe, expect, it } from "vitest";
 import { createReadThrough } from "../../src/cache/readThrough";
-import { createSendQueue } from "../../src/cache/sendQueue";
-import type { FillClaim, FillClaimRequest, FillWrite, L2 } from "../../src/cache/l2";
+import { createSendQueue } from "../../src/cache/l2/sendQueue";
+import type { FillClaim, FillClaimRequest, FillWrite, L2 } from "../../src/cache/l2/l2";
 import type { ResourceName } from "../../src/origin/resources";
 import { fakeClock, fakeOrigin, healthyL2Parts, testConfig } from "../support/fakes";
 

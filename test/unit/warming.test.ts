@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type Gateway } from "../../dev/gateway";
 import { startDemoOrigin, type DemoOrigin } from "../../dev/origin";
 import { createBreaker } from "../../src/shared/breaker";
-import { createL2 } from "../../src/cache/l2";
+import { createL2 } from "../../src/cache/l2/l2";
 import { parseConfig } from "../../src/config";
 import { createTier } from "../../src/tier";
 import { createHotReport, hottestIds } from "../../src/warming/hotReport";

@@ -8,14 +8,14 @@
 // it aborts an in-flight fetch (an AbortController of the request that
 // started it) from whichever request evicts or overwrites the key, which
 // Workers refuse ("Cannot perform I/O on behalf of a different request").
-import type { Config } from "../config";
-import { isAnswerAboutId, OriginError } from "../origin/failure";
-import type { Clock } from "../shared/clock";
-import { createLeaseTable, pollUntil, within } from "../shared/leases";
-import { Departed, departed } from "../overload";
-import { entryState, type Entry } from "./entry";
+import type { Config } from "../../config";
+import { isAnswerAboutId, OriginError } from "../../origin/failure";
+import type { Clock } from "../../shared/clock";
+import { createLeaseTable, pollUntil, within } from "../../shared/leases";
+import { Departed, departed } from "../../overload";
+import { entryState, type Entry } from "../entry";
 import { fillBoundMs, type FillContext } from "./fill";
-import type { L1 } from "./l1";
+import type { L1 } from "../l1";
 import type { Rejections } from "./rejections";
 
 /** A fill in flight: the end of its lease, and, once it settled, its outcome (plain data, read by the requests that joined it). */

@@ -1,13 +1,12 @@
-// The status page's view: the status model (./status.ts) with every number
+// The status page's view: the status model (../observability/status.ts) with every number
 // formatted for reading and the chart laid out, so that templates/status.tsx
 // only places escaped strings and numbers.
 import { RESOURCE_NAMES } from "../origin/resources";
-import type { MetaView } from "../render/view";
+import type { MetaView } from "./view";
 import type { BreakerState } from "../shared/breaker";
 import { buildChart, type ChartView } from "./chart";
-import type { ResourceSummary, WindowSummary } from "./metrics";
-import type { SendStats } from "../cache/sendQueue";
-import type { StatusModel } from "./status";
+import type { ResourceSummary, WindowSummary } from "../observability/metrics";
+import type { StatusModel } from "../observability/status";
 
 const DASH = "—";
 
@@ -313,8 +312,8 @@ function overloadView(overload: StatusModel["overload"]) {
   };
 }
 
-/** One line for a send queue (cache/sendQueue.ts): what it sent, and what it could not. */
-function sendsView(stats: SendStats | null): string {
+/** One line for a send queue (cache/l2/sendQueue.ts): what it sent, and what it could not. */
+function sendsView(stats: StatusModel["fills"]["sends"]["refreshes"]): string {
   if (!stats) return "off (no L2)";
   return `${count(stats.sends)} sends, ${count(stats.queued)} waiting; ${count(stats.expired)} dropped late, ${count(stats.refused)} refused (queue full), ${count(stats.takenOver)} sends taken over`;
 }

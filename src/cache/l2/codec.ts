@@ -19,11 +19,11 @@
 // (a 200 MB bomb took workerd from 52 to 362 MB with a reader that cancelled
 // after 1 MiB), where gunzipSync's `maxOutputLength` stops at the cap (+16 MB).
 import { gunzipSync, gzipSync } from "node:zlib";
-import { DEFAULTS } from "../config/defaults";
-import type { ResourceName, ResourceTypes } from "../origin/resources";
-import { validateResource } from "../origin/validate";
-import { base64ToBytes, bytesToBase64 } from "../shared/base64";
-import type { Entry } from "./entry";
+import { DEFAULTS } from "../../config/defaults";
+import type { ResourceName, ResourceTypes } from "../../origin/resources";
+import { validateResource } from "../../origin/validate";
+import { base64ToBytes, bytesToBase64 } from "../../shared/base64";
+import type { Entry } from "../entry";
 
 interface Payload {
   d: unknown;

@@ -5,7 +5,7 @@
 // every key still waited for, where four waits polling apart spent the
 // request's subrequest budget (45) in about a second of a slow winner, and
 // then could not even fetch. Their writes go out with the isolate's other
-// writes (fill.ts, sendQueue.ts).
+// writes (fill/fill.ts, sendQueue.ts).
 //
 // A batch belongs to one request (the read that created it) and to the fills
 // that request starts: nothing in it is shared with another request

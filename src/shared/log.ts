@@ -3,7 +3,7 @@
 // cache hit. Workers Logs and `wrangler tail` keep console output as is, so a
 // line is `{"ts":"…","event":"…",…fields}`; error-level events go to
 // console.error, warnings to console.warn, the rest to console.log.
-import type { Clock } from "../shared/clock";
+import type { Clock } from "./clock";
 
 export type LogLevel = "info" | "warn" | "error";
 

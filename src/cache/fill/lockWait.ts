@@ -2,14 +2,14 @@
 // L2, for a bounded time. Its own module because the wait is a policy of its
 // own, with its own pacing and its own reasons to give up: what the fill does
 // with the outcome (use it, or fetch) stays in fill.ts.
-import type { Config } from "../config";
-import type { ResourceName } from "../origin/resources";
-import type { Clock } from "../shared/clock";
-import { peekFreshness } from "./codec";
-import type { Entry } from "./entry";
-import type { FillCalls } from "./fillBatch";
-import type { L2 } from "./l2";
-import type { L2Entries } from "./l2Entries";
+import type { Config } from "../../config";
+import type { ResourceName } from "../../origin/resources";
+import type { Clock } from "../../shared/clock";
+import { peekFreshness } from "../l2/codec";
+import type { Entry } from "../entry";
+import type { FillCalls } from "../l2/fillBatch";
+import type { L2 } from "../l2/l2";
+import type { L2Entries } from "../l2/l2Entries";
 
 /** First poll after losing the lock, doubled each time: the winner usually needs one origin round trip. */
 const FIRST_POLL_MS = 10;
@@ -76,7 +76,7 @@ export function createLockWait({ config, l2Entries, clock, redisSilent }: LockWa
    * reads to the nearest replica): the lock is still held, and the wait goes on.
    *
    * The polls go through `calls`: the waits of one page's fills poll together
-   * (fillBatch.ts), one MGET a round.
+   * (l2/fillBatch.ts), one MGET a round.
    */
   return async function waitForWinner(
     l2: L2,

@@ -3,7 +3,7 @@
 // a 32-bit circle, in proportion to its weight, and a key belongs to the
 // first point at or after its hash. Adding a shard takes only the keys that
 // land on its new points; no key moves between two old shards.
-import { hash32 } from "../shared/hash";
+import { hash32 } from "../../shared/hash";
 
 export interface RingMember {
   /** Stable name: a shard's points come from it, so renaming a shard moves its keys. */

@@ -7,7 +7,7 @@
 // claims and the writes of refreshes, one each), whichever requests queued it,
 // and a send's worth (`maxPerSend`, `maxBytesPerSend`) goes at once.
 // Two queues use this: background refreshes (cache/readThrough.ts) and fill
-// writes (cache/fill.ts).
+// writes (cache/fill/fill.ts).
 //
 // The Workers rules (docs/architecture.md#sharing-work-across-requests-in-one-isolate):
 // a queue holds plain data (keys, encoded values). The request that finds no
@@ -20,7 +20,7 @@
 // more: the caller sends on its own or drops), at most `maxPerSend` go in one
 // send (the sending request's subrequest budget, the size of one call), and an
 // item that waited past `maxWaitMs` is dropped, not sent late.
-import type { Clock } from "../shared/clock";
+import type { Clock } from "../../shared/clock";
 
 export interface SendQueueOptions<T> {
   clock: Clock;

@@ -6,12 +6,12 @@
 // A reader with a copy at hand serves it; one without gets the "no data"
 // entry (a 404 page for a product).
 import { LRUCache } from "lru-cache";
-import type { Config } from "../config";
-import { DEFAULTS } from "../config/defaults";
-import type { OriginFailure } from "../origin/failure";
-import type { ResourceName } from "../origin/resources";
-import type { Clock } from "../shared/clock";
-import { deadlinesFor, type Entry } from "./entry";
+import type { Config } from "../../config";
+import { DEFAULTS } from "../../config/defaults";
+import type { OriginFailure } from "../../origin/failure";
+import type { ResourceName } from "../../origin/resources";
+import type { Clock } from "../../shared/clock";
+import { deadlinesFor, type Entry } from "../entry";
 
 /** An origin answer about one id that the tier could not use, and the "no data" entry that stands for it until it lapses. */
 interface Rejection {

@@ -3,7 +3,7 @@
 // needs `raw`. Bars: origin fetches per minute (errors in red over them,
 // right axis); line: hit ratio per minute (left axis, 0–100 %), broken where
 // a minute had no answers.
-import type { MinutePoint } from "./metrics";
+import type { MinutePoint } from "../observability/metrics";
 
 export interface ChartView {
   width: number;

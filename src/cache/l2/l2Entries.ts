@@ -5,12 +5,12 @@
 // L2 in the background, but only while Redis still holds that bad value (a
 // fill may have replaced it meanwhile), and counted (status page) and logged
 // (`l2_invalid_value`, at most one line per reason per interval).
-import type { Config, ResourcePolicy } from "../config";
-import { createRateLimitedLog, type RateLimitedLog } from "../observability/log";
-import type { ResourceName, ResourceTypes } from "../origin/resources";
-import type { Clock } from "../shared/clock";
+import type { Config, ResourcePolicy } from "../../config";
+import { createRateLimitedLog, type RateLimitedLog } from "../../shared/log";
+import type { ResourceName, ResourceTypes } from "../../origin/resources";
+import type { Clock } from "../../shared/clock";
 import { decodeEntry } from "./codec";
-import { SOFT_PURGE_GRACE_MS, type Entry } from "./entry";
+import { SOFT_PURGE_GRACE_MS, type Entry } from "../entry";
 import type { L2 } from "./l2";
 
 /** Invalid values are logged at most once per reason per this interval; the rest are counted as `suppressed`. */

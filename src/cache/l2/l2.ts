@@ -5,7 +5,7 @@
 // stampede.
 import { Redis } from "@upstash/redis/cloudflare";
 import { LRUCache } from "lru-cache";
-import type { Breaker } from "../shared/breaker";
+import type { Breaker } from "../../shared/breaker";
 import { createL2Guard, LATE_GRACE_MS, type CallTiming, type L2CallOptions, type L2CallStats } from "./l2Guard";
 
 // Part of the L2 interface (`run`, `runOnKeys`): its users name it from here.

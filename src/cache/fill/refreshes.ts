@@ -1,20 +1,20 @@
 // Background refreshes of copies being served (stale, or fresh near their
 // end for a warm or hot product): when they start, how many at once, and how
 // they share Redis calls. A refresh is a fill nobody waits for (flights.ts);
-// with L2, those of many requests are sent together (sendQueue.ts), no more
+// with L2, those of many requests are sent together (l2/sendQueue.ts), no more
 // at once than the origin has slots for.
-import { DEFAULTS } from "../config/defaults";
-import type { OriginClient } from "../origin/client";
-import type { ResourceName } from "../origin/resources";
-import type { Clock } from "../shared/clock";
-import type { Entry } from "./entry";
+import { DEFAULTS } from "../../config/defaults";
+import type { OriginClient } from "../../origin/client";
+import type { ResourceName } from "../../origin/resources";
+import type { Clock } from "../../shared/clock";
+import type { Entry } from "../entry";
 import type { FillContext } from "./fill";
-import { createFillBatch } from "./fillBatch";
+import { createFillBatch } from "../l2/fillBatch";
 import type { Flights } from "./flights";
-import type { L2 } from "./l2";
-import type { Heat } from "./hotness";
-import type { PageRequest, PageTools } from "./pageSteps";
-import { createSendQueue, type SendStats } from "./sendQueue";
+import type { L2 } from "../l2/l2";
+import type { Heat } from "../hotness";
+import type { PageRequest } from "../pageRequest";
+import { createSendQueue, type SendStats } from "../l2/sendQueue";
 
 /** A background refresh waiting to be sent (see createSendQueue): `freshBeyond` for a refresh ahead. */
 interface QueuedRefresh {
@@ -34,7 +34,15 @@ export interface RefreshesDeps {
   fillContext(resource: ResourceName, id: string, request: PageRequest): FillContext;
 }
 
-export interface Refreshes extends Pick<PageTools, "refresh" | "dueForRefreshAhead"> {
+/** What the read path's steps call to refresh (pageSteps.ts, PageTools). */
+export interface RefreshTools {
+  /** Refreshes a copy being served, in the background; `freshBeyond`: a refresh ahead of that deadline. */
+  refresh(key: string, resource: ResourceName, id: string, request: PageRequest, freshBeyond?: number): void;
+  /** A warm or hot product's fresh entry near its end, to refresh now so that it is never served stale. */
+  dueForRefreshAhead(entry: Entry, heat: Heat): boolean;
+}
+
+export interface Refreshes extends RefreshTools {
   /** The send queue's figures (null without L2: each refresh starts at once). */
   stats(): SendStats | null;
 }

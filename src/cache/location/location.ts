@@ -2,7 +2,7 @@
 // every isolate there and kept across deploys and restarts, between L1 and
 // L2 (docs/architecture.md#the-location-tier).
 //
-// A copy is stored as L2 stores it (codec.ts: version and deadlines in clear,
+// A copy is stored as L2 stores it (l2/codec.ts: version and deadlines in clear,
 // the data, gzipped when large) under a synthetic URL built from the Redis
 // key (itself built only from a validated id), with the purge-log position
 // its isolate had read when it got the data (PurgeStamp). Any Worker on the
@@ -15,15 +15,15 @@
 // A copy can be deleted only in the data center that holds it, and purges
 // are recorded in Redis, so nothing here is ever deleted on a purge: every
 // copy is judged on every read, as L1's entries are.
-import type { Config } from "../config";
-import { DEFAULTS } from "../config/defaults";
-import type { ResourceName } from "../origin/resources";
-import type { Clock } from "../shared/clock";
-import { createLeaseTable, within } from "../shared/leases";
-import { subrequest } from "../shared/subrequests";
-import { decodeEntry, encodeEntry } from "./codec";
-import type { Entry } from "./entry";
-import { longestLifeMs } from "./l2Entries";
+import type { Config } from "../../config";
+import { DEFAULTS } from "../../config/defaults";
+import type { ResourceName } from "../../origin/resources";
+import type { Clock } from "../../shared/clock";
+import { createLeaseTable, within } from "../../shared/leases";
+import { subrequest } from "../../shared/subrequests";
+import { decodeEntry, encodeEntry } from "../l2/codec";
+import type { Entry } from "../entry";
+import { longestLifeMs } from "../l2/l2Entries";
 import type { PurgeStamp } from "./purgeStamp";
 
 /** The named cache the tier keeps its copies in, apart from the zone's default cache. */

@@ -4,9 +4,9 @@
 // from l2.ts because that rule is the same for every call, whatever it sends
 // to Redis: l2.ts holds what the calls send.
 import type { Redis } from "@upstash/redis/cloudflare";
-import type { Breaker } from "../shared/breaker";
-import { currentLagMs, isIsolateError, isTimeout, noticedLate } from "../shared/leases";
-import { subrequest } from "../shared/subrequests";
+import type { Breaker } from "../../shared/breaker";
+import { currentLagMs, isIsolateError, isTimeout, noticedLate } from "../../shared/leases";
+import { subrequest } from "../../shared/subrequests";
 
 export interface L2CallOptions {
   /** A write: the longer background budget, and counted as dropped when it fails. */
@@ -154,7 +154,7 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
       // A time-out while the isolate's own queue is a good part of the
       // budget long is counted as the isolate's too. Either lateness is told
       // to the lag meter at once: the caller decides next whether Redis hangs
-      // (an unanswered lock claim, cache/fill.ts), and a fresh isolate in a
+      // (an unanswered lock claim, cache/fill/fill.ts), and a fresh isolate in a
       // herd has no reply yet to have measured it by.
       const lateMs = await lateness(error, startedAt, budgetMs);
       if (lateMs > 0) timing?.observeLate(lateMs);

@@ -17,22 +17,22 @@
 // into a 503 for a product the origin would have answered in 20 ms. A failing
 // origin still turns into a 503 or a default in bounded time (the sum of the
 // three), never into a queue of waiters.
-import type { Config } from "../config";
-import { originCallBoundMs, type OriginClient } from "../origin/client";
-import { DEFAULTS } from "../config/defaults";
-import type { ResourceName } from "../origin/resources";
-import type { Clock } from "../shared/clock";
-import { encodeEntry } from "./codec";
-import { deadlinesFor, type Entry } from "./entry";
-import { lockKey, purgeMarkerKey } from "./keys";
-import { createFillBatch, type FillCalls } from "./fillBatch";
-import type { FillWrite, L2 } from "./l2";
-import type { L2Entries } from "./l2Entries";
+import type { Config } from "../../config";
+import { originCallBoundMs, type OriginClient } from "../../origin/client";
+import { DEFAULTS } from "../../config/defaults";
+import type { ResourceName } from "../../origin/resources";
+import type { Clock } from "../../shared/clock";
+import { encodeEntry } from "../l2/codec";
+import { deadlinesFor, type Entry } from "../entry";
+import { lockKey, purgeMarkerKey } from "../keys";
+import { createFillBatch, type FillCalls } from "../l2/fillBatch";
+import type { FillWrite, L2 } from "../l2/l2";
+import type { L2Entries } from "../l2/l2Entries";
 import { createLockWait, type Reclaimed } from "./lockWait";
-import type { PurgeStamp } from "./purgeStamp";
-import { createSendQueue, type SendStats } from "./sendQueue";
-import { departed, type Departures } from "../overload";
-import { OriginError } from "../origin/failure";
+import type { PurgeStamp } from "../location/purgeStamp";
+import { createSendQueue, type SendStats } from "../l2/sendQueue";
+import { departed, type Departures } from "../../overload";
+import { OriginError } from "../../origin/failure";
 
 /**
  * The longest one fill can take: its lock claim, then at most the wait for
@@ -59,7 +59,7 @@ export interface FillContext {
   freshBeyond: number;
   /** A refresh of a copy that is still being served: its origin fetch gives way to visitors under load. */
   refresh?: boolean;
-  /** The lock claims of the request's other fills, to make together with this one's (fillBatch.ts). */
+  /** The lock claims of the request's other fills, to make together with this one's (l2/fillBatch.ts). */
   batch?: FillCalls;
   /** A visitor's fill: their request's signal, which aborts when they leave; none for refreshes. */
   visitor?: AbortSignal;
@@ -162,7 +162,7 @@ export function createFill(deps: FillDeps) {
     };
   }
 
-  /** Fill writes of many requests, sent together (sendQueue.ts). */
+  /** Fill writes of many requests, sent together (l2/sendQueue.ts). */
   const writes =
     l2 &&
     createSendQueue<FillWrite>({

@@ -1,0 +1,65 @@
+// What one page's read carries from step to step (docs/architecture.md#the-request-path):
+// the request itself (where its background work goes, its fills' batch, its
+// purge stamp, its visitor), what is still pending after each step, and the
+// steps' timings. The read path (readThrough.ts, pageSteps.ts) and the
+// background refreshes (fill/refreshes.ts) both take it; it imports none of them.
+import type { ResourceName, ResourceTypes } from "../origin/resources";
+import type { Entry } from "./entry";
+import type { FillCalls } from "./l2/fillBatch";
+import type { Heat } from "./hotness";
+import type { PurgeStamp } from "./location/purgeStamp";
+import type { Served, Tier } from "./served";
+
+export type PageData = { [R in ResourceName]?: Served<ResourceTypes[R]> };
+
+/**
+ * How long the steps that wait on I/O took, ms; absent when the step did not
+ * run. No L1 or render time: in Workers the clock moves only across I/O, so
+ * work on the CPU alone always measures 0.
+ */
+export interface Timings {
+  location?: number;
+  l2?: number;
+  origin?: number;
+}
+
+/** One page read: where its background work goes, and the batch its fills' lock claims share. */
+export interface PageRequest {
+  background: (work: Promise<unknown>) => void;
+  batch?: FillCalls;
+  /** The known-ids filter lists the page's subject: it exists, but for the filter's false positives. */
+  listed?: boolean;
+  /** How often the subject is asked for in this isolate (hotness.ts): warm and hot ones are refreshed ahead. */
+  heat?: Heat;
+  /**
+   * The purge log position this isolate had read when the page's read
+   * began: what the copies it reads from L2 are stored in the location tier
+   * with (null: not read yet, nothing is stored there).
+   */
+  purgeStamp?: PurgeStamp | null;
+  /** The visitor's request signal, which aborts when they leave: no new work is started for nobody. Absent: nobody leaves. */
+  visitor?: AbortSignal;
+  /**
+   * Set by the L2 step: Redis did not answer this page's read although the
+   * isolate reads replies on time (it hangs, and its breaker has not opened
+   * yet). The page's fills then claim no lock: a claim would wait out its
+   * budget for nothing.
+   */
+  l2Silent?: boolean;
+}
+
+/** The visitor of this read has left: no further step is started for it (overload/departures.ts). */
+export function visitorLeft(request: PageRequest): boolean {
+  return request.visitor?.aborted === true;
+}
+
+/** A resource the steps so far could not serve. */
+export interface Pending {
+  resource: ResourceName;
+  key: string;
+  /** Best copy at hand that is still usable if the origin fails, and where it came from. */
+  fallback?: Entry;
+  fallbackTier?: Tier;
+  /** L2 answered this request about the key (its read found it or found nothing): no last-resort read is worth making. */
+  l2Answered?: boolean;
+}
