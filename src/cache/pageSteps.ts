@@ -78,6 +78,22 @@ export function readFromL1(
 }
 
 /**
+ * The parts a request that went ahead has filled while this page waited (for
+ * its turn, or for its location or L2 read): served from L1, not filled
+ * again. A burst for one cold product whose requests all found no fill under
+ * way when they looked (none had started yet) would otherwise start one each
+ * as the one before ended. The rest keep what they had (a copy to fall back on).
+ */
+export function filledMeanwhile(tools: PageTools, id: string, pending: Pending[], data: Record<string, Served<unknown>>): Pending[] {
+  return pending.filter((item) => {
+    const entry = tools.judged(tools.l1.entry(item.key), id, item.resource);
+    if (!entry || entryState(entry, tools.clock.now()) !== "fresh") return true;
+    data[item.resource] = served(item.resource, entry, "l1", "fresh");
+    return false;
+  });
+}
+
+/**
  * 1½. The location tier (location/location.ts): every part L1 could not serve,
  * looked up at once in this data center's cache, which every isolate here
  * shares and which outlives deploys. A copy there is another isolate's, and

@@ -37,7 +37,7 @@ import { createL1, type Stored } from "./l1";
 import type { L2 } from "./l2/l2";
 import { createL2Entries, type L2ValueStats } from "./l2/l2Entries";
 import type { LocationCache, LocationStats } from "./location/location";
-import { readCopies, readFromL1, readFromL2, readFromLocation, readFromOrigin, shedPage, type PageTools } from "./pageSteps";
+import { filledMeanwhile, readCopies, readFromL1, readFromL2, readFromLocation, readFromOrigin, shedPage, type PageTools } from "./pageSteps";
 import { visitorLeft, type PageData, type PageRequest, type Timings } from "./pageRequest";
 import type { Admission, Departures, LagMeter } from "../overload";
 import { DEFAULTS } from "../config/defaults";
@@ -243,6 +243,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         pending = await readFromL2(tools, id, pending, request, data);
         timings.l2 = clock.now() - started;
       }
+      if (location || l2) pending = filledMeanwhile(tools, id, pending, data);
       if (pending.length > 0 && !visitorLeft(request)) {
         started = clock.now();
         await readFromOrigin(tools, id, pending, request, data);
@@ -255,13 +256,10 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     }
     // A page with a copy of every part it lacks does not wait for its turn: it has something to show now.
     const withCopies = pending.every((item) => item.fallback !== undefined);
-    // A page that waited for its turn looks at L1 again first: a request that
-    // went ahead of it may have filled what it lacks (a burst for one cold
-    // product, released one by one, would otherwise fill it again once the
-    // first fill had ended).
+    // A page that waited for its turn looks at L1 again first (and again before
+    // the origin, in readRest): a request that went ahead may have filled what it lacks.
     const readAfterWait = async () => {
-      const lacking = pending.map((item) => item.resource);
-      pending = readFromL1(tools, id, lacking, request, data);
+      pending = filledMeanwhile(tools, id, pending, data);
       if (pending.length > 0) await readRest();
     };
     const admitted = await deps.overload.admission.admit(readAfterWait, !withCopies, request.visitor);

@@ -144,3 +144,26 @@ describe("the location tier in the read path", () => {
     expect(location.stats.putsDropped).toBe(8);
   });
 });
+
+describe("a burst for one cold product while the location answers slowly", () => {
+  it("fills it once: the requests whose lookup came back after the fill had ended find it in L1", async () => {
+    const { store } = fakeStore();
+    // Every lookup is sent before any copy is there (a miss); the first answers at once, the others once
+    // the first request's fill has long ended.
+    let lookups = 0;
+    const slowStore: LocationStore = {
+      async match(request) {
+        const answer = store.match(request);
+        if (lookups++ > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+        return answer;
+      },
+      put: (request, response) => store.put(request, response),
+    };
+    const { origin, read, settle } = isolate(slowStore);
+    const pages = await Promise.all(Array.from({ length: 10 }, () => read()));
+    await settle();
+    expect(lookups).toBe(10);
+    expect(origin.calls.product).toBe(1);
+    expect(pages.map((page) => page.data.product?.tier).sort()).toEqual(["l1", "l1", "l1", "l1", "l1", "l1", "l1", "l1", "l1", "origin"]);
+  });
+});
