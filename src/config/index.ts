@@ -3,8 +3,7 @@
 // never a stack trace per request.
 import * as v from "valibot";
 import { RESOURCE_NAMES, type ResourceName, type ResourcePolicy } from "../origin/resources";
-import { DEFAULTS, DEFAULT_POLICIES } from "./defaults";
-import { KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "../knownIds/defaults";
+import { DEFAULTS, DEFAULT_POLICIES, KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "./defaults";
 
 export type { ResourcePolicy } from "../origin/resources";
 

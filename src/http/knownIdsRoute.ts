@@ -5,7 +5,7 @@
 // until the next rebuild.
 import { Hono } from "hono";
 import * as v from "valibot";
-import { KNOWN_IDS_LIMITS } from "../knownIds/defaults";
+import { KNOWN_IDS_LIMITS } from "../config/defaults";
 import { PRODUCT_ID_PATTERN } from "../origin/types";
 import type { AppEnv } from "./appEnv";
 import { requirePurgeToken } from "./adminAuth";

@@ -3,7 +3,7 @@
 // means "L2 unavailable", and the callers fail open.
 import type { L2 } from "../cache/l2/l2";
 import { Bloom, segmentLengthFor, textToBytes } from "./bloom";
-import { KNOWN_IDS_LIMITS } from "./defaults";
+import { KNOWN_IDS_LIMITS } from "../config/defaults";
 import type { KnownIdsKeys } from "./keys";
 import type { FilterMeta } from "./meta";
 import { scriptsFor } from "./scripts";

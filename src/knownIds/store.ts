@@ -15,7 +15,7 @@ import type { L2 } from "../cache/l2/l2";
 import { createAdds } from "./adds";
 import { byteLengthFor } from "./bloom";
 import { createFilterCopy, type KnownIdLookup, type KnownIdsState } from "./copy";
-import { KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "./defaults";
+import { KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "../config/defaults";
 import { knownIdsKeys } from "./keys";
 import { parseMeta } from "./meta";
 import { rebuildFilter, type ListIds, type RebuildProgress, type RebuildResult } from "./rebuild";
