@@ -50,6 +50,16 @@ export interface PageTools extends RefreshTools {
 /** A key's L2 read counts as under way this long past its budget (a read whose request vanished lapses then). */
 const READ_LEASE_GRACE_MS = 50;
 
+/** Whether this isolate is reading `key` from L2 or filling it right now: a page that needs it joins that work. */
+export function underWay(tools: PageTools, key: string): boolean {
+  return tools.flights.running(key) || tools.reading.holder(key) !== undefined;
+}
+
+/** The tags tag purges match for every part of a page: the product's in L1, else those of the copy of it at hand. */
+function pageTags(tools: PageTools, id: string, subjectData: unknown): readonly string[] {
+  return tools.l1.tags(entryKey(tools.config.keyPrefix, PAGE_SUBJECT, id)) ?? tagsOf(subjectData) ?? [];
+}
+
 /** 1. L1: serves what it holds fresh or stale; returns the rest. */
 export function readFromL1(
   tools: PageTools,
@@ -113,13 +123,12 @@ export async function readFromLocation(
   data: Record<string, Served<unknown>>,
 ): Promise<Pending[]> {
   const { clock, l1, location } = tools;
-  const underWay = (item: Pending) => tools.flights.running(item.key) || tools.reading.holder(item.key) !== undefined;
-  const toRead = pending.filter((item) => !underWay(item));
+  const toRead = pending.filter((item) => !underWay(tools, item.key));
   if (!location || toRead.length === 0) return pending;
   const copies = await location.read(toRead.map(({ key, resource }) => ({ key, resource, id })));
   // Tag purges match the product's tags, for every part of the page: this copy's when L1 holds none.
   const subjectCopy = copies[toRead.findIndex((item) => item.resource === PAGE_SUBJECT)];
-  const tags = l1.tags(entryKey(tools.config.keyPrefix, PAGE_SUBJECT, id)) ?? tagsOf(subjectCopy?.entry.data) ?? [];
+  const tags = pageTags(tools, id, subjectCopy?.entry.data);
   /** Per part looked up: null when served, its copy usable on error when that is all there is. */
   const outcomes = new Map<Pending, Pending | null>();
   for (const [index, item] of toRead.entries()) {
@@ -183,7 +192,7 @@ export async function readFromL2(
   // the isolate and claims far from it (L2_READ_REPLICAS): then an L2 hit
   // is cheaper read first.
   if (request.listed && !config.l2ReadReplicas) return pending;
-  const straightToFill = (item: Pending) => item.fallback !== undefined || tools.flights.running(item.key) || reading.holder(item.key) !== undefined;
+  const straightToFill = (item: Pending) => item.fallback !== undefined || underWay(tools, item.key);
   const joining = pending.filter(straightToFill);
   const toRead = pending.filter((item) => !straightToFill(item));
   if (!l2 || toRead.length === 0) return pending;
@@ -211,7 +220,7 @@ export async function readFromL2(
     return value ? tools.l2Entries.read(item.key, value, item.resource, id, request.background) : undefined;
   });
   // Tag purges match the product's tags, for every part of the page: L2's copy's when L1 holds none.
-  const tags = l1.tags(entryKey(config.keyPrefix, PAGE_SUBJECT, id)) ?? tagsOf(entries[toRead.findIndex((item) => item.resource === PAGE_SUBJECT)]?.data) ?? [];
+  const tags = pageTags(tools, id, entries[toRead.findIndex((item) => item.resource === PAGE_SUBJECT)]?.data);
   for (const [index, item] of toRead.entries()) {
     const value = values?.[index];
     const fromL2 = tools.judged(entries[index], id, item.resource, tags);

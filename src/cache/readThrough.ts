@@ -37,7 +37,7 @@ import { createL1, type Stored } from "./l1";
 import type { L2 } from "./l2/l2";
 import { createL2Entries, type L2ValueStats } from "./l2/l2Entries";
 import type { LocationCache, LocationStats } from "./location/location";
-import { filledMeanwhile, readCopies, readFromL1, readFromL2, readFromLocation, readFromOrigin, shedPage, type PageTools } from "./pageSteps";
+import { filledMeanwhile, underWay, readCopies, readFromL1, readFromL2, readFromLocation, readFromOrigin, shedPage, type PageTools } from "./pageSteps";
 import { visitorLeft, type PageData, type PageRequest, type Timings } from "./pageRequest";
 import type { Admission, Departures, LagMeter } from "../overload";
 import { DEFAULTS } from "../config/defaults";
@@ -226,9 +226,8 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     // a herd for one cold product waits for its one fill, and is not shed.
     // The subject's fill leads the page's (its other parts follow it, and are
     // joined in turn), so a page whose subject is under way is a joiner.
-    const underWay = (item: { key: string }) => tools.flights.running(item.key) || reading.holder(item.key) !== undefined;
     const subject = pending.find((item) => item.resource === PAGE_SUBJECT);
-    const newWork = subject ? !underWay(subject) : !pending.every(underWay);
+    const newWork = subject ? !underWay(tools, subject.key) : !pending.every((item) => underWay(tools, item.key));
     const readRest = async () => {
       // The visitor may have left while the page waited for its turn.
       if (visitorLeft(request)) return;
