@@ -7,6 +7,7 @@ import { OriginError } from "./failure";
 import type { ResourceName } from "./resources";
 import { isTimeout, noticedLate } from "../shared/leases";
 import { subrequest, SubrequestBudgetSpent } from "../shared/subrequests";
+import { readBounded } from "../shared/body";
 
 const RETRY_DELAY_MS = { min: 20, max: 60 };
 /**
@@ -51,36 +52,14 @@ export async function get(doFetch: typeof fetch, resource: ResourceName, url: st
 
 /** The body as JSON, read no further than `maxBodyBytes`: an origin's answer is untrusted input. */
 export async function readJson(resource: ResourceName, response: Response, maxBodyBytes: number): Promise<unknown> {
-  const tooLarge = () => new OriginError(resource, "invalid", `body over ${maxBodyBytes} bytes`);
-  if (Number(response.headers.get("content-length")) > maxBodyBytes) {
-    await response.body?.cancel();
-    throw tooLarge();
-  }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
+  let bytes: Uint8Array | undefined;
   try {
-    if (response.body) {
-      const reader = response.body.getReader();
-      for (let read = await reader.read(); !read.done; read = await reader.read()) {
-        size += read.value.byteLength;
-        if (size > maxBodyBytes) {
-          await reader.cancel();
-          throw tooLarge();
-        }
-        chunks.push(read.value);
-      }
-    }
+    bytes = await readBounded(response, maxBodyBytes);
   } catch (error) {
-    if (error instanceof OriginError) throw error;
     if (isTimeout(error)) throw new OriginError(resource, "timeout", "body too slow");
     throw new OriginError(resource, "unreachable", `body cut off: ${errorText(error)}`);
   }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.byteLength;
-  }
+  if (!bytes) throw new OriginError(resource, "invalid", `body over ${maxBodyBytes} bytes`);
   try {
     return JSON.parse(new TextDecoder().decode(bytes));
   } catch {

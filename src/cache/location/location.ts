@@ -21,6 +21,7 @@ import type { ResourceName } from "../../origin/resources";
 import type { Clock } from "../../shared/clock";
 import { createLeaseTable, within } from "../../shared/leases";
 import { subrequest } from "../../shared/subrequests";
+import { readBounded } from "../../shared/body";
 import { decodeEntry, encodeEntry } from "../l2/codec";
 import type { Entry } from "../entry";
 import { longestLifeMs } from "../l2/l2Entries";
@@ -93,35 +94,6 @@ function parsedStamp(text: string | null): PurgeStamp | undefined {
   return Number.isSafeInteger(seq) ? { era: match[1]!, seq } : undefined;
 }
 
-/** The body as text, or undefined past `maxBytes` (read no further: a hostile copy may be of any size). */
-async function boundedText(response: Response, maxBytes: number): Promise<string | undefined> {
-  const declared = Number(response.headers.get("content-length") ?? "0");
-  if (declared > maxBytes || !response.body) {
-    await response.body?.cancel();
-    return declared > maxBytes ? undefined : "";
-  }
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let bytes = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    bytes += value.byteLength;
-    if (bytes > maxBytes) {
-      await reader.cancel();
-      return undefined;
-    }
-    chunks.push(value);
-  }
-  const whole = new Uint8Array(bytes);
-  let offset = 0;
-  for (const chunk of chunks) {
-    whole.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return new TextDecoder().decode(whole);
-}
-
 export function createLocationCache(deps: { config: Config; clock: Clock; open: () => Promise<LocationStore> }): LocationCache {
   const { config, clock } = deps;
   const stats: LocationStats = { lookups: 0, hits: 0, invalid: 0, purged: 0, unvouched: 0, errors: 0, puts: 0, putsFailed: 0, putsDropped: 0 };
@@ -132,7 +104,8 @@ export function createLocationCache(deps: { config: Config; clock: Clock; open: 
     const response = await subrequest(() => store.match(locationUrl(config.publicUrl, item.key)), DEFAULTS.locationTimeoutMs);
     if (!response) return undefined;
     const stamp = parsedStamp(response.headers.get(STAMP_HEADER));
-    const value = response.status === 200 && stamp ? await boundedText(response, MAX_BODY_BYTES) : undefined;
+    const value =
+      response.status === 200 && stamp ? await readBounded(response, MAX_BODY_BYTES).then((bytes) => bytes && new TextDecoder().decode(bytes)) : undefined;
     if (!stamp || value === undefined) {
       await response.body?.cancel();
       stats.invalid++;
