@@ -107,6 +107,12 @@ export function createTier(config: Config, clock: Clock = systemClock): TierServ
     maxBackgroundFills: config.backgroundFillsMax,
     // A finished fill's write waits for its send (sendWindowMs), then has the write budget.
     backgroundFillMs: DEFAULTS.sendWindowMs + DEFAULTS.l2WriteTimeoutMs,
+    hold: {
+      maxHoldMs: config.departureHoldMaxMs,
+      departedShare: DEFAULTS.departureHoldShare,
+      windowMs: DEFAULTS.departureWindowMs,
+      minPages: DEFAULTS.departureMinPages,
+    },
   });
   const l2 = config.l2 ? createTierL2(config.l2.shards, config.l2TimeoutMs, clock, metrics, overload.lag) : null;
   const wideRetentionMs = longestEntryLifeMs(config);

@@ -387,6 +387,10 @@ export function StatusPage(view: StatusView) {
             <dd>
               {overload.pagesLeft} pages not rendered; {overload.fillsStopped} fills stopped before a claim, poll or fetch
             </dd>
+            <dt>hold while visitors leave</dt>
+            <dd>
+              <span class={`pill ${overload.holdClass}`}>{overload.hold}</span>
+            </dd>
             <dt>fills nobody waited for</dt>
             <dd>{overload.backgroundFills}</dd>
           </dl>

@@ -141,6 +141,27 @@ export const DEFAULTS = {
    * it the answer stays in this isolate's L1 and the lock is released.
    */
   backgroundFillsMax: 16,
+  /**
+   * The ceiling of the hold a cold page with no copy to show waits before
+   * its work starts, while most cold pages' visitors leave before their
+   * answer (DEPARTURE_HOLD_MAX_MS; overload/patience.ts; 0: no hold). The
+   * hold itself is how long those visitors stayed (their 95th percentile, a
+   * quarter more): visitors who give up within it cost no Redis command and
+   * no origin fetch, those who stay pay it on a first view during such a
+   * flood only. 100 ms: clients that leave later than that are rare, and a
+   * first view 100 ms late is still a fast one.
+   */
+  departureHoldMaxMs: 100,
+  /**
+   * Cold pages are held while at least this share of them were left by their
+   * visitors before their answer, over the last departureWindowMs (and
+   * departureMinPages of them at least). A half: ordinary traffic's
+   * departures are a few per cent (the soak's cancellers are 5% of its
+   * requests); a flood of visitors who leave is most of the cold pages.
+   */
+  departureHoldShare: 0.5,
+  departureWindowMs: 2000,
+  departureMinPages: 16,
   /** A product page whose data took this long to read is logged (`slow_page`, rate-limited): a healthy read takes tens of ms. */
   slowPageMs: 1000,
   /** Callers that may queue for an origin slot; more get stale data, a default or a 503 at once. */

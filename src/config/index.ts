@@ -31,6 +31,7 @@ export interface Env {
   COLD_PAGES_MAX?: string | number;
   COLD_PAGE_WAIT_MS?: string | number;
   BACKGROUND_FILLS_MAX?: string | number;
+  DEPARTURE_HOLD_MAX_MS?: string | number;
   /** "on" when the L2 database answers reads from replicas near the isolate (Upstash Global). */
   L2_READ_REPLICAS?: string;
   /** "off" disables the known-ids filter. */
@@ -86,6 +87,8 @@ export interface Config {
   coldPageWaitMs: number;
   /** Fills nobody waits for any more that may finish and write at once (overload/departures.ts). */
   backgroundFillsMax: number;
+  /** The ceiling of the hold of cold pages during a departing flood, ms (0: off). */
+  departureHoldMaxMs: number;
   /** Requests a minute per isolate from which a product is warm / hot (refreshed ahead of expiry). */
   warmPerMinute: number;
   hotPerMinute: number;
@@ -286,6 +289,7 @@ export function parseConfig(env: Env): Config {
     coldPagesMax: optional("COLD_PAGES_MAX", numberSetting(1, 10_000), env.COLD_PAGES_MAX, DEFAULTS.coldPagesMax),
     coldPageWaitMs: optional("COLD_PAGE_WAIT_MS", numberSetting(0, 10_000), env.COLD_PAGE_WAIT_MS, DEFAULTS.coldPageWaitMs),
     backgroundFillsMax: optional("BACKGROUND_FILLS_MAX", numberSetting(0, 10_000), env.BACKGROUND_FILLS_MAX, DEFAULTS.backgroundFillsMax),
+    departureHoldMaxMs: optional("DEPARTURE_HOLD_MAX_MS", numberSetting(0, 1000), env.DEPARTURE_HOLD_MAX_MS, DEFAULTS.departureHoldMaxMs),
     knownIds: parseKnownIds(env),
     locationCache: onOff("LOCATION_CACHE", env.LOCATION_CACHE, true),
     warmPerMinute: optional("WARM_REQUESTS_PER_MINUTE", numberSetting(1, 1_000_000), env.WARM_REQUESTS_PER_MINUTE, DEFAULTS.warmPerMinute),

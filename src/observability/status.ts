@@ -74,7 +74,7 @@ export interface StatusModel {
   breakerTransitions: Record<string, number>;
   originSlots: StatusSources["originSlots"];
   fills: StatusSources["fills"];
-  overload: StatusSources["overload"] & { shedLagMs: number; coldPagesMax: number; backgroundFillsMax: number };
+  overload: StatusSources["overload"] & { shedLagMs: number; coldPagesMax: number; backgroundFillsMax: number; departureHoldMaxMs: number };
   l1: { bytes: number; maxBytes: number; entries: number; usedRatio: number };
   /** `hitRatio`: copies served of parts looked up (null before any lookup); `stats` null when off. */
   location: { enabled: boolean; hitRatio: number | null; stats: LocationStats | null };
@@ -133,6 +133,7 @@ export function buildStatus(sources: StatusSources): StatusModel {
       shedLagMs: config.shedLagMs,
       coldPagesMax: config.coldPagesMax,
       backgroundFillsMax: config.backgroundFillsMax,
+      departureHoldMaxMs: config.departureHoldMaxMs,
     },
     l1: {
       bytes: sources.l1.bytes,

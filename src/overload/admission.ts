@@ -26,10 +26,13 @@
 import { createLimiter, LimiterFull } from "../shared/limiter";
 import type { Clock } from "../shared/clock";
 import type { LagMeter } from "./lag";
+import type { Patience } from "./patience";
 
 export interface AdmissionOptions {
   clock: Clock;
   lag: LagMeter;
+  /** The hold of cold pages during a departing flood (./patience.ts). */
+  patience: Patience;
   /** New work starts only while the lag is at most this, in ms (SHED_LAG_MS). */
   maxLagMs: number;
   /** Pages needing new work in progress at once (COLD_PAGES_MAX). */
@@ -87,7 +90,7 @@ export interface Admission {
 }
 
 export function createAdmission(options: AdmissionOptions): Admission {
-  const { clock, lag, maxLagMs, minColdPages, patienceMs, patientColdPages } = options;
+  const { clock, lag, patience, maxLagMs, minColdPages, patienceMs, patientColdPages } = options;
   const keepingUp = () => lag.lagMs() <= maxLagMs;
   const slots = createLimiter({
     maxConcurrent: options.maxColdPages,
@@ -103,26 +106,42 @@ export function createAdmission(options: AdmissionOptions): Admission {
   });
   const counts = { admitted: 0, shed: { lagging: 0, busy: 0 }, shedServedStale: 0, shedRefused: 0 };
 
+  async function admitNow<T>(work: () => Promise<T>, wait: boolean, visitor: AbortSignal | undefined): Promise<T | ShedReason | "left"> {
+    let started = false;
+    try {
+      return await slots.run(
+        () => {
+          started = true;
+          counts.admitted++;
+          return work();
+        },
+        { waitMs: wait ? options.coldPageWaitMs : 0, caller: visitor },
+      );
+    } catch (error) {
+      // The work's own LimiterFull (none is expected: the origin client turns its own into answers) is not a shed.
+      if (!(error instanceof LimiterFull) || started) throw error;
+      // A visitor who left while waiting was not shed: nobody is answered (overload/departures.ts counts the page).
+      if (visitor?.aborted) return "left";
+      const reason = keepingUp() ? "busy" : "lagging";
+      counts.shed[reason]++;
+      return reason;
+    }
+  }
+
   return {
     async admit(work, wait, visitor) {
-      let started = false;
+      const answered = patience.follow(visitor);
       try {
-        return await slots.run(
-          () => {
-            started = true;
-            counts.admitted++;
-            return work();
-          },
-          { waitMs: wait ? options.coldPageWaitMs : 0, caller: visitor },
-        );
-      } catch (error) {
-        // The work's own LimiterFull (none is expected: the origin client turns its own into answers) is not a shed.
-        if (!(error instanceof LimiterFull) || started) throw error;
-        // A visitor who left while waiting was not shed: nobody is answered (overload/departures.ts counts the page).
-        if (visitor?.aborted) return "left";
-        const reason = keepingUp() ? "busy" : "lagging";
-        counts.shed[reason]++;
-        return reason;
+        // A page with a copy to show is never held: it shows it.
+        const holdMs = wait ? patience.holdMs() : 0;
+        if (holdMs > 0) {
+          await new Promise((resolve) => setTimeout(resolve, holdMs));
+          patience.noteHeld(!visitor?.aborted);
+          if (visitor?.aborted) return "left";
+        }
+        return await admitNow(work, wait, visitor);
+      } finally {
+        answered();
       }
     },
     noteShed(outcome) {

@@ -297,7 +297,7 @@ export function statusView(model: StatusModel) {
 
 /** Admission and departures (overload/): how late the isolate runs, what it shed, and work nobody waited for. */
 function overloadView(overload: StatusModel["overload"]) {
-  const { admission, departures } = overload;
+  const { admission, departures, hold } = overload;
   const shed = admission.shed.lagging + admission.shed.busy;
   return {
     lag: `${count(admission.lagMs)} ms (sheds past ${count(overload.shedLagMs)} ms)`,
@@ -307,6 +307,11 @@ function overloadView(overload: StatusModel["overload"]) {
     shed: `${count(shed)} (${count(admission.shed.lagging)} while lagging, ${count(admission.shed.busy)} with no slot or no room to wait): ${count(admission.shedServedStale)} served from a copy, ${count(admission.shedRefused)} with a part missing (503 or a default)`,
     shedClass: shed > 0 ? "warn" : "ok",
     pagesLeft: count(departures.pagesLeft),
+    hold:
+      overload.departureHoldMaxMs <= 0
+        ? "off (DEPARTURE_HOLD_MAX_MS=0)"
+        : `${hold.holdMs > 0 ? `${count(hold.holdMs)} ms now` : "none now"} (${percent(hold.departedShare)} of recent cold pages left before their answer; at most ${count(overload.departureHoldMaxMs)} ms); ${count(hold.held)} pages held, ${count(hold.leftWhileHeld)} of them left during the hold`,
+    holdClass: hold.holdMs > 0 ? "warn" : "ok",
     fillsStopped: count(departures.fillsStopped),
     backgroundFills: `${count(departures.fillsFinished)} written, ${count(departures.fillsDropped)} dropped past the budget; ${count(departures.backgroundFills)} of ${count(overload.backgroundFillsMax)} now`,
   };

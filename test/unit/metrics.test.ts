@@ -393,6 +393,7 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
     overload: {
       admission: { lagMs: 12, coldPages: 3, coldPagesQueued: 5, admitted: 900, shed: { lagging: 40, busy: 2 }, shedServedStale: 30, shedRefused: 12 },
       departures: { pagesLeft: 75, fillsStopped: 60, fillsFinished: 9, fillsDropped: 4, backgroundFills: 1 },
+      hold: { holdMs: 38, departedShare: 0.9, held: 500, leftWhileHeld: 470 },
     },
     knownIds: { state: "ready", serving: true, version: "v7", count: 10_000, ageMs: 3_600_000, lastCheckAt: clock.now(), pendingAdds: 0 },
     ...overrides,
@@ -433,6 +434,7 @@ describe("status page", () => {
     expect(html).toContain("3 of 256; 5 waiting for their turn");
     expect(html).toContain("75 pages not rendered; 60 fills stopped before a claim, poll or fetch");
     expect(html).toContain("9 written, 4 dropped past the budget; 1 of 16 now");
+    expect(html).toContain("38 ms now (90.0% of recent cold pages left before their answer; at most 100 ms); 500 pages held, 470 of them left during the hold");
     // The JSON twin carries the same numbers.
     expect(model.last15m.pages).toBe(14); // the current minute is empty; the first one has left the window
     expect(model.l2.shards.find((shard) => shard.name === "us")?.since).toBe(clock.now());

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createAdmission } from "../../src/overload/admission";
 import { createDepartures } from "../../src/overload/departures";
 import { createLagMeter, type LagMeter } from "../../src/overload/lag";
+import { createPatience } from "../../src/overload/patience";
 import { fakeClock } from "../support/fakes";
 
 /** A lag meter that says what the test says. */
@@ -17,6 +18,7 @@ function admissionWith(bounds: Partial<Parameters<typeof createAdmission>[0]>) {
   return createAdmission({
     clock: { now: () => Date.now() },
     lag: fixedLag(),
+    patience: createPatience({ clock: { now: () => Date.now() }, departedShare: 0.5, maxHoldMs: 0, windowMs: 2000, minPages: 16 }),
     maxLagMs: 30,
     maxColdPages: 4,
     minColdPages: 0,
@@ -188,6 +190,101 @@ describe("admission of pages that need new work", () => {
     admission.noteShed("refused");
     admission.noteShed("refused");
     expect(admission.stats()).toMatchObject({ shedServedStale: 1, shedRefused: 2 });
+  });
+});
+
+describe("the hold while visitors leave", () => {
+  afterEach(() => vi.useRealTimers());
+
+  const options = { departedShare: 0.5, maxHoldMs: 100, windowMs: 2000, minPages: 16 };
+
+  /** `n` cold pages at once whose visitors all leave `afterMs` into them. */
+  async function leavers(patience: ReturnType<typeof createPatience>, n: number, afterMs: number) {
+    const pages = Array.from({ length: n }, () => {
+      const visitor = new AbortController();
+      return { visitor, answered: patience.follow(visitor.signal) };
+    });
+    await vi.advanceTimersByTimeAsync(afterMs);
+    for (const { visitor, answered } of pages) {
+      visitor.abort();
+      answered();
+    }
+  }
+
+  it("holds nobody while most visitors stay, or too few pages say anything", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const patience = createPatience({ ...options, clock: { now: () => Date.now() } });
+    await leavers(patience, 10, 5);
+    expect(patience.holdMs()).toBe(0); // 10 pages: too few to say
+    for (let i = 0; i < 12; i++) patience.follow(new AbortController().signal)();
+    await vi.advanceTimersByTimeAsync(50);
+    expect(patience.holdMs()).toBe(0); // 10 of 22 left: under half
+    expect(patience.stats().departedShare).toBeCloseTo(10 / 22);
+  });
+
+  it("holds cold pages a little longer than the leavers stay, at most maxHoldMs, and stops once visitors stay again", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const patience = createPatience({ ...options, clock: { now: () => Date.now() } });
+    await leavers(patience, 20, 20);
+    // 95th percentile 20 ms, a quarter more, and 1.
+    expect(patience.holdMs()).toBe(26);
+    await vi.advanceTimersByTimeAsync(50);
+    await leavers(patience, 20, 400);
+    await vi.advanceTimersByTimeAsync(50);
+    expect(patience.holdMs()).toBe(100);
+    // Two windows of visitors who stay: the flood's departures are out of the window.
+    for (let i = 0; i < 40; i++) {
+      patience.follow(new AbortController().signal)();
+      await vi.advanceTimersByTimeAsync(100);
+    }
+    expect(patience.holdMs()).toBe(0);
+  });
+
+  it("counts a visitor who leaves when the signal aborts, though the page never ends (a cancelled request)", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const patience = createPatience({ ...options, clock: { now: () => Date.now() } });
+    const visitors = Array.from({ length: 20 }, () => new AbortController());
+    for (const visitor of visitors) patience.follow(visitor.signal); // their ends never come
+    await vi.advanceTimersByTimeAsync(8);
+    for (const visitor of visitors) visitor.abort();
+    expect(patience.holdMs()).toBe(11);
+  });
+
+  it("is off at maxHoldMs 0", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const patience = createPatience({ ...options, maxHoldMs: 0, clock: { now: () => Date.now() } });
+    await leavers(patience, 20, 20);
+    expect(patience.holdMs()).toBe(0);
+  });
+
+  it("in admission: a page whose visitor leaves during the hold starts no work; one who stays starts after the hold; a page with a copy is not held", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const clock = { now: () => Date.now() };
+    const patience = createPatience({ ...options, clock });
+    const admission = admissionWith({ clock, patience });
+    await leavers(patience, 20, 20);
+    let runs = 0;
+    const work = async () => {
+      runs++;
+      return "read";
+    };
+    const leaving = new AbortController();
+    const left = admission.admit(work, true, leaving.signal);
+    await vi.advanceTimersByTimeAsync(10);
+    leaving.abort();
+    await vi.advanceTimersByTimeAsync(30);
+    expect(await left).toBe("left");
+    expect(runs).toBe(0);
+
+    const staying = admission.admit(work, true, new AbortController().signal);
+    await vi.advanceTimersByTimeAsync(25);
+    expect(runs).toBe(0);
+    await vi.advanceTimersByTimeAsync(2);
+    expect(await staying).toBe("read");
+    expect(runs).toBe(1);
+
+    expect(await admission.admit(work, false, new AbortController().signal)).toBe("read");
+    expect(patience.stats()).toMatchObject({ held: 2, leftWhileHeld: 1 });
   });
 });
 

@@ -78,6 +78,7 @@ function setup() {
       paceBurst: 1,
       maxColdPagesQueued: 8,
       coldPageWaitMs: 100,
+      hold: { maxHoldMs: 0, departedShare: 0.5, windowMs: 2000, minPages: 16 },
       coldPageLeaseMs: 10_000,
       maxBackgroundFills: 4,
       backgroundFillMs: 1000,
