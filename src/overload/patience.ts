@@ -84,15 +84,17 @@ export function createPatience({ clock, departedShare, maxHoldMs, minPages, wind
     return Math.min(maxHoldMs, Math.ceil(stayed * 1.25) + 1);
   }
 
+  function holdMs(): number {
+    if (maxHoldMs <= 0) return 0;
+    const now = clock.now();
+    roll(now);
+    // Worked out at most every 50 ms: it sorts the recent departures.
+    if (now - hold.at >= 50) hold = { at: now, ms: share() >= departedShare ? holdFor(now) : 0 };
+    return hold.ms;
+  }
+
   return {
-    holdMs() {
-      if (maxHoldMs <= 0) return 0;
-      const now = clock.now();
-      roll(now);
-      // Worked out at most every 50 ms: it sorts the recent departures.
-      if (now - hold.at >= 50) hold = { at: now, ms: share() >= departedShare ? holdFor(now) : 0 };
-      return hold.ms;
-    },
+    holdMs,
     follow(visitor) {
       const startedAt = clock.now();
       if (!visitor) {
@@ -125,6 +127,6 @@ export function createPatience({ clock, departedShare, maxHoldMs, minPages, wind
       counts.held++;
       if (!stayed) counts.leftWhileHeld++;
     },
-    stats: () => ({ holdMs: hold.ms, departedShare: share(), ...counts }),
+    stats: () => ({ holdMs: holdMs(), departedShare: share(), ...counts }),
   };
 }

@@ -52,6 +52,7 @@ interface OverloadStatus {
     coldPagesQueued: number;
   };
   departures: { pagesLeft: number; fillsStopped: number; fillsFinished: number; fillsDropped: number };
+  hold: { holdMs: number; departedShare: number; held: number; leftWhileHeld: number };
 }
 const overloadOf = async (target: WorkerInstance) => ((await tierStatus(target)) as unknown as { overload: OverloadStatus }).overload;
 
@@ -150,6 +151,75 @@ describe("visitors who leave", () => {
     // And the origin's breaker did not count the cut: no failure of the service.
     const status = (await tierStatus(target)) as unknown as { originBreakers: Record<string, { state: string }> };
     expect(status.originBreakers.product!.state).toBe("closed");
+  });
+});
+
+describe("the hold while visitors leave", () => {
+  /** The isolate's first page, which sets the tier up (its reads of Redis), before visitors who leave within ms. */
+  async function warmUp(target: WorkerInstance): Promise<void> {
+    expect((await page(target, `/products/${completeProducts(8200, 1)[0]}`)).status).toBe(200);
+  }
+
+  /** Visitors for `ids` at once, each leaving `afterMs` after it asked. */
+  async function leavers(target: WorkerInstance, ids: readonly string[], afterMs: number): Promise<void> {
+    await Promise.all(
+      ids.map(async (id) => {
+        const leaving = visit(target.url!, `/products/${id}`);
+        await sleep(afterMs);
+        leaving.abort();
+        await leaving.done;
+      }),
+    );
+  }
+
+  it("once most cold pages' visitors leave, a cold page starts its work only after a hold: one who leaves sooner costs no claim and no fetch, one who stays is served", async () => {
+    const [first, second, staying] = [completeProducts(7200, 24), completeProducts(7400, 10), completeProducts(7600, 1)];
+    const target = await startWith({});
+    await warmUp(target);
+    // Nobody is answered before leaving: the product is at the origin longer than anyone stays.
+    await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
+    await leavers(target, first, 30);
+    await pollUntil(
+      "the hold",
+      () => overloadOf(target),
+      (o) => o.hold.holdMs > 0 && o.hold.departedShare >= 0.5,
+      3000,
+    );
+    const { holdMs } = (await overloadOf(target)).hold;
+    expect(holdMs).toBeLessThanOrEqual(DEFAULTS.departureHoldMaxMs);
+
+    // Visitors who leave well within the hold: their pages never start.
+    const admitted = (await overloadOf(target)).admission.admitted;
+    await leavers(target, second, 5);
+    await sleep(SLOW_PRODUCT_MS);
+    expect((await overloadOf(target)).admission.admitted).toBe(admitted);
+    for (const id of second) {
+      expect(await originFetches(stack, "product", id), `${id} fetched for nobody`).toBe(0);
+      expect(await redisHas(lockKey(DEFAULTS.keyPrefix, productKey(id))), `${id} claimed for nobody`).toBe(false);
+    }
+
+    // A visitor who stays through the hold gets the page.
+    await clearFaults(stack);
+    const before = (await overloadOf(target)).hold.held;
+    const stayed = await page(target, `/products/${staying[0]}`);
+    expect(stayed.status).toBe(200);
+    expect(member(stayed.cacheStatus, "product")).toMatch(/^pp-origin; fwd=uri-miss; fwd-status=200/);
+    expect((await overloadOf(target)).hold.held).toBeGreaterThan(before);
+  });
+
+  it("DEPARTURE_HOLD_MAX_MS=0 holds nobody: the same visitors' pages start their work", async () => {
+    const [first, second] = [completeProducts(7800, 24), completeProducts(8000, 10)];
+    const target = await startWith({ DEPARTURE_HOLD_MAX_MS: "0" });
+    await warmUp(target);
+    await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
+    await leavers(target, first, 30);
+    await sleep(100);
+    const admitted = (await overloadOf(target)).admission.admitted;
+    await leavers(target, second, 5);
+    await sleep(200);
+    const overload = await overloadOf(target);
+    expect(overload.admission.admitted).toBeGreaterThan(admitted);
+    expect(overload.hold).toMatchObject({ holdMs: 0, held: 0 });
   });
 });
 
