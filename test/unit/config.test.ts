@@ -58,6 +58,10 @@ describe("configuration", () => {
     expect(parseConfig(base).coldPageWaitMs).toBe(DEFAULTS.coldPageWaitMs);
     expect(parseConfig({ ...base, COLD_PAGE_WAIT_MS: "0" }).coldPageWaitMs).toBe(0);
     expect(errorOf({ ...base, COLD_PAGE_WAIT_MS: "20000" })).toMatch(/^COLD_PAGE_WAIT_MS must be at most 10000/);
+    expect(parseConfig(base).departureHoldMaxMs).toBe(DEFAULTS.departureHoldMaxMs);
+    expect(parseConfig({ ...base, DEPARTURE_HOLD_MAX_MS: "0" }).departureHoldMaxMs).toBe(0);
+    expect(errorOf({ ...base, DEPARTURE_HOLD_MAX_MS: "5000" })).toMatch(/^DEPARTURE_HOLD_MAX_MS must be at most 1000/);
+    expect(errorOf({ ...base, DEPARTURE_HOLD_MAX_MS: "later" })).toMatch(/^DEPARTURE_HOLD_MAX_MS must be a number/);
   });
 
   it("sizes the isolate's origin slots from ORIGIN_MAX_CONCURRENT", () => {
