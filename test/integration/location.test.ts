@@ -153,6 +153,22 @@ describe("the location tier", () => {
     expect((await page(restarted, "p-000106")).product, "purged before it started").not.toMatch(/^pp-location/);
   });
 
+  it("keeps a cold page within the subrequest limit: at MAX_SUBREQUESTS' floor (20) every part still comes from the origin", async () => {
+    // A cold page's location lookups, L2 read and claim, origin fetches and its
+    // puts and writes in the background all count against the invocation's
+    // budget (shared/subrequests.ts): past it, a call is refused and its part
+    // would be a 503 or a default, not a 200 from the origin.
+    const tight = await isolate({ MAX_SUBREQUESTS: "20" });
+    const response = await tight.fetch("/products/p-000107");
+    expect(response.status).toBe(200);
+    expect(response.headers.get("cache-degraded")).toBeNull();
+    const status = response.headers.get("cache-status") ?? "";
+    for (const part of PARTS) expect(member(status, part), part).toMatch(/^pp-origin; fwd=uri-miss; fwd-status=200/);
+    // And its puts went out: the background did not run out of budget either.
+    for (let i = 0; i < 100 && (await putsMade(tight)) < 4; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await putsMade(tight)).toBe(4);
+  });
+
   it("is bypassed with LOCATION_CACHE=off", async () => {
     const off = await isolate({ LOCATION_CACHE: "off" });
     const parts = await page(off, "p-000105");
