@@ -9,7 +9,7 @@ import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StatusModel } from "../../src/observability/status";
 import { clearFaults, completeProducts, injectFault, page, waitFor } from "../support/faults";
-import { freePort } from "../support/ports";
+import { freePort } from "../../dev/harness/ports";
 import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
 import { startWorker, type WorkerInstance } from "../support/worker";
 
