@@ -53,13 +53,14 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const stack: Stack = { shards: [], origin: undefined, close: () => closeStack(stack) };
   try {
     for (let i = 0; i < (options.shards ?? 1); i++) {
+      // The preferred ports are the first shard's; the others take free ones.
       const redis = await startRedis(i === 0 ? options.redis : { ...options.redis, preferredPort: undefined });
-      const gatewayLog = options.gatewayLog;
+      const { gatewayLog } = options;
       const gateway = await startGateway({
         port: i === 0 ? options.gatewayPort : undefined,
         redisPort: redis.port,
         token: options.token,
-        ...(gatewayLog ? { log: (line: string) => gatewayLog(line, i) } : {}),
+        log: gatewayLog && ((line: string) => gatewayLog(line, i)),
       }).catch(async (err: unknown) => {
         await redis.stop();
         throw err;
