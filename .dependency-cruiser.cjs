@@ -82,6 +82,13 @@ module.exports = {
       to: { path: "^(dev|bench|test)/" },
     },
     {
+      name: "tests-are-no-harness",
+      comment: "The dev stack and the benchmarks share one harness with the tests, dev/harness/ (processes, ports, redis-server, the stack, the bundle); nothing outside test/ imports test/.",
+      severity: "error",
+      from: { path: "^(dev|bench)/" },
+      to: { path: "^test/" },
+    },
+    {
       name: "no-missing-module",
       comment: "An import that resolves to nothing.",
       severity: "error",

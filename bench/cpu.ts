@@ -70,7 +70,7 @@ export function cpuBetween(a: CpuSample, b: CpuSample): { wallS: number; seconds
   return { wallS: Math.round(b.at - a.at) / 1000, seconds: out };
 }
 
-/** The pid of the redis-server started (as a grandchild) by bench/servers.ts, found through /proc. */
+/** The pid of the redis-server started (as a grandchild) by the servers process (dev/harness/stackChild.ts), found through /proc. */
 export function findChildPid(parentPid: number, comm: string): number | null {
   for (const [pid, info] of readProcesses()) if (info.ppid === parentPid && info.comm === comm) return pid;
   return null;

@@ -25,7 +25,7 @@ import { describeMachine, runLine, writeResults } from "./report";
 import { change, snapshots, type Change } from "./soak/probe";
 import { startShards, startStack, startWorkers, toolVersions, type Servers, type ShardSet, type WorkerInstance, type WorkerLogs } from "./stack";
 import { ensureWrk, wrkPhase, Workload, type Phase } from "./wrk";
-import { l2StateOf } from "../dev/run/health";
+import { l2StateOf } from "../dev/harness/health";
 
 const CATALOG = 100_000;
 const ORIGIN = { catalogSize: CATALOG, latencyMs: 30, jitterMs: 10 };

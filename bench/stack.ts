@@ -1,25 +1,20 @@
-// What the benchmark runs against: the worker bundle, the servers process
-// (redis-server + Upstash REST gateway + demo origin, see servers.ts) and
-// Miniflare instances serving the bundle over real HTTP on loopback.
-import { execFile, fork, type ChildProcess } from "node:child_process";
+// What the benchmark runs against: the worker bundle, the stack in a process
+// of its own (redis-server + Upstash REST gateway + demo origin,
+// dev/harness/stackProcess.ts) and Miniflare instances serving the bundle
+// over real HTTP on loopback; and what the benchmarks read from them (Redis's
+// own counts, the known-ids filter's build, the workers' logs).
+import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { performance } from "node:perf_hooks";
-import type { Readable } from "node:stream";
-import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { Redis } from "ioredis";
-import { Miniflare } from "miniflare";
-import { bundleOptions, CapturingLog, readLines } from "../dev/run/bundle";
+import { buildBundle as buildHarnessBundle, startBundle } from "../dev/harness/bundle";
+import { OriginAdmin } from "../dev/harness/originAdmin";
+import { forkStack, type RedisAction, type ShardEndpoints, type StackProcessOptions } from "../dev/harness/stackProcess";
 import { recordBuild } from "./report";
-import { stopChild } from "../dev/run/children";
-import type { RedisAction, ServersCommand, ServersMessage, ServersOptions, ShardEndpoints } from "./servers";
 
-/**
- * The bench bundles into a folder of its own, not the tests' `.wrangler/test-bundle`:
- * a test run started meanwhile would otherwise rebuild the file under a running
- * benchmark (and the other way round).
- */
+/** The bench's own build of the worker (dev/harness/bundle.ts), not the tests' `.wrangler/test-bundle`. */
 export const BUNDLE_DIR = resolve(".wrangler/bench-bundle");
 
 const execFileAsync = promisify(execFile);
@@ -27,74 +22,14 @@ const execFileAsync = promisify(execFile);
 const GATEWAY_TOKEN = "bench-gateway-token";
 /** The shop's public address the benchmarked workers put in canonical URLs (PUBLIC_URL is required). */
 export const BENCH_PUBLIC_URL = "https://shop.example";
-const SERVERS_START_TIMEOUT_MS = 30_000;
-const SERVERS_STOP_TIMEOUT_MS = 10_000;
 
-/** Bundles the worker exactly as `wrangler deploy` would (the same call as test/support/build.ts). */
+/** Bundles the worker exactly as `wrangler deploy` would, and notes it for the report. */
 export async function buildBundle(): Promise<void> {
   recordBuild();
-  await execFileAsync("npx", ["wrangler", "deploy", "--dry-run", "--outdir", BUNDLE_DIR], {
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
-    maxBuffer: 16 * 1024 * 1024,
-  });
+  await buildHarnessBundle(BUNDLE_DIR);
 }
 
 // ---------------------------------------------------------------- servers
-
-interface OriginCounters {
-  total: number;
-  services: Record<string, number>;
-}
-
-/** The demo origin's admin API (dev/origin/index.ts), wherever the origin runs. */
-export class OriginAdmin {
-  constructor(readonly url: string) {}
-
-  private async call(path: string, method = "GET", body?: unknown): Promise<any> {
-    const response = await fetch(this.url + path, {
-      method,
-      headers: body === undefined ? {} : { "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(10_000),
-    });
-    if (!response.ok) throw new Error(`origin admin ${method} ${path}: HTTP ${response.status} ${await response.text()}`);
-    return response.json();
-  }
-
-  async counters(): Promise<OriginCounters> {
-    const body = await this.call("/__admin/counters");
-    return { total: body.total, services: body.services };
-  }
-
-  /** Requests each service received for one product since the last reset, by service. */
-  async countsOf(id: string): Promise<Record<string, number>> {
-    const body = (await this.call("/__admin/counters")) as { ids?: Record<string, number> };
-    const counts: Record<string, number> = {};
-    for (const [key, count] of Object.entries(body.ids ?? {})) {
-      const [service, of] = key.split(":");
-      if (of === id) counts[service!] = count;
-    }
-    return counts;
-  }
-
-  async resetCounters(): Promise<void> {
-    await this.call("/__admin/counters/reset", "POST");
-  }
-
-  /** `{service: "all", latencyMs, down}` as the admin API takes it. */
-  async setFaults(fault: { latencyMs?: number; down?: "refuse" | "500" | "hang" | false; errorRate?: number }): Promise<void> {
-    await this.call("/__admin/faults", "PUT", { service: "all", latencyMs: 0, errorRate: 0, down: false, ...fault });
-  }
-
-  async clearFaults(): Promise<void> {
-    await this.call("/__admin/faults", "DELETE");
-  }
-
-  /** Changes a product's price (minor units); the origin bumps its version. */
-  async changePrice(id: string, price: number): Promise<{ purge: unknown }> {
-    return this.call(`/__admin/products/${id}`, "POST", { price });
-  }
-}
 
 export interface Servers {
   originUrl: string;
@@ -130,14 +65,10 @@ export interface Servers {
   close(): Promise<void>;
 }
 
-export interface ServersSettings {
-  catalogSize: number;
-  latencyMs: number;
-  jitterMs: number;
-}
+export type ServersSettings = Pick<StackProcessOptions, "catalogSize" | "latencyMs" | "jitterMs">;
 
 export async function startServers(settings: ServersSettings): Promise<Servers> {
-  const started = await forkServers({ ...settings, gatewayToken: GATEWAY_TOKEN });
+  const started = await forkStack({ ...settings, gatewayToken: GATEWAY_TOKEN });
   const { child, ready, logs } = started;
   const redis = await connectStats(ready.redisPort);
 
@@ -187,7 +118,7 @@ export async function startServers(settings: ServersSettings): Promise<Servers> 
 
 /** A demo origin alone in a servers process: each bench:peers system's own, so that its counters and catalog changes are its alone. */
 export async function startOrigin(settings: ServersSettings): Promise<{ url: string; pid: number; admin: OriginAdmin; close(): Promise<void> }> {
-  const started = await forkServers({ ...settings, gatewayToken: GATEWAY_TOKEN, shards: 0 });
+  const started = await forkStack({ ...settings, gatewayToken: GATEWAY_TOKEN, shards: 0 });
   return { url: started.ready.originUrl, pid: started.child.pid!, admin: new OriginAdmin(started.ready.originUrl), close: () => started.close() };
 }
 
@@ -211,7 +142,7 @@ export interface ShardSet {
 }
 
 export async function startShards(count: number, settings: ServersSettings): Promise<ShardSet> {
-  const started = await forkServers({ ...settings, gatewayToken: GATEWAY_TOKEN, shards: count, origin: false });
+  const started = await forkStack({ ...settings, gatewayToken: GATEWAY_TOKEN, shards: count, origin: false });
   const endpoints = (started.ready.shards ?? []).map((shard, i) => ({ ...shard, name: `shard-${i + 1}` }));
   const links: Redis[] = [];
   try {
@@ -237,87 +168,6 @@ export async function startShards(count: number, settings: ServersSettings): Pro
     },
   };
 }
-
-interface ForkedServers {
-  child: ChildProcess;
-  ready: Extract<ServersMessage, { type: "ready" }>;
-  logs: string[];
-  control(shard: number, action: RedisAction): Promise<void>;
-  close(): Promise<void>;
-}
-
-/** Forks servers.ts with these options and waits for it to listen. */
-async function forkServers(options: ServersOptions): Promise<ForkedServers> {
-  const child = fork(fileURLToPath(new URL("./servers.ts", import.meta.url)), [], {
-    // Run the TypeScript child with tsx's loader, as `npm run bench` runs this file.
-    execArgv: ["--import", "tsx"],
-    env: { ...process.env, BENCH_SERVERS_OPTIONS: JSON.stringify(options) },
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  // Killed at exit whatever happens (the child also stops by itself when the IPC channel closes).
-  const killAtExit = () => void child.kill("SIGTERM");
-  process.once("exit", killAtExit);
-
-  const logs: string[] = [];
-  const pending = new Map<number, { done: () => void; fail: (err: Error) => void }>();
-  let nextId = 1;
-  child.on("message", (message: ServersMessage) => {
-    if (message.type === "log") logs.length < 200 && logs.push(message.line);
-    if (message.type === "redis-done") {
-      const waiter = pending.get(message.id);
-      pending.delete(message.id);
-      if (message.ok) waiter?.done();
-      else waiter?.fail(new Error(`redis-server: ${message.message}`));
-    }
-  });
-  child.once("exit", (code) => {
-    for (const waiter of pending.values()) waiter.fail(new Error(`the servers process exited (code ${code})`));
-    pending.clear();
-  });
-  let ready: Extract<ServersMessage, { type: "ready" }>;
-  try {
-    ready = await new Promise((resolveReady, reject) => {
-      const timer = setTimeout(() => reject(new Error("the servers did not start in time")), SERVERS_START_TIMEOUT_MS);
-      child.on("message", (message: ServersMessage) => {
-        if (message.type === "failed") reject(new Error(`the servers did not start: ${message.message}`));
-        if (message.type === "ready") {
-          clearTimeout(timer);
-          resolveReady(message);
-        }
-      });
-      child.once("exit", (code) => reject(new Error(`the servers process exited (code ${code})`)));
-    });
-  } catch (err) {
-    await stopChild(child, SERVERS_STOP_TIMEOUT_MS);
-    process.off("exit", killAtExit);
-    throw err;
-  }
-  return {
-    child,
-    ready,
-    logs,
-    control: (shard, action) =>
-      new Promise<void>((done, fail) => {
-        const id = nextId++;
-        const timer = setTimeout(() => {
-          pending.delete(id);
-          fail(new Error(`redis-server ${action}: no answer in time`));
-        }, REDIS_CONTROL_TIMEOUT_MS);
-        pending.set(id, {
-          done: () => (clearTimeout(timer), done()),
-          fail: (err) => (clearTimeout(timer), fail(err)),
-        });
-        const command: ServersCommand = { type: "redis", id, shard, action };
-        child.send(command);
-      }),
-    close: async () => {
-      await stopChild(child, SERVERS_STOP_TIMEOUT_MS);
-      process.off("exit", killAtExit);
-    },
-  };
-}
-
-const REDIS_CONTROL_TIMEOUT_MS = 20_000;
 
 /** The harness's own connection to a redis-server, for its statistics and resets. */
 async function connectStats(port: number): Promise<Redis> {
@@ -448,32 +298,25 @@ export async function startWorker(bindings: Record<string, string>, logs: Worker
     if (seen !== undefined) logs.distinct.set(key, seen + 1);
     else if (logs.distinct.size < room) logs.distinct.set(key, 1);
   };
-  const mf = new Miniflare({
-    log: new CapturingLog(keep),
-    ...bundleOptions(BUNDLE_DIR, bindings),
-    host: "127.0.0.1",
+  const { mf, url } = await startBundle({
+    bundleDir: BUNDLE_DIR,
+    bindings,
+    onLine: (line) => line.trim() && keep(line),
     port: options.port ?? 0,
     ...(options.cachePersist === undefined ? {} : { cachePersist: options.cachePersist }),
-    // No `Request.cf` download from workers.cloudflare.com: the benchmark
-    // talks to loopback only (Miniflare's placeholder object is used instead).
-    cf: false,
-    // workerd's own inspector (0: a free port), to read the isolate's heap.
     ...(options.inspectorPort === undefined ? {} : { inspectorPort: options.inspectorPort }),
-    handleRuntimeStdio(stdout: Readable, stderr: Readable) {
-      for (const stream of [stdout, stderr]) void readLines(stream, (line) => line.trim() && keep(line));
-    },
+    // The benchmark talks to loopback only.
+    cf: false,
   });
+  const worker: WorkerInstance = { url: url.origin, close: () => mf.dispose() };
+  if (options.inspectorPort === undefined) return worker;
   try {
-    const url = await mf.ready;
-    const worker: WorkerInstance = { url: url.origin, close: () => mf.dispose() };
-    if (options.inspectorPort !== undefined) {
-      // workerd lists one target per worker at /json; ours (unnamed) is `core:user:`.
-      const base = String(await mf.getInspectorURL())
-        .replace(/^ws/, "http")
-        .replace(/\/$/, "");
-      const targets = (await (await fetch(`${base}/json`)).json()) as { id: string; webSocketDebuggerUrl: string }[];
-      worker.inspector = targets.find((target) => target.id === "core:user:")?.webSocketDebuggerUrl;
-    }
+    // workerd lists one target per worker at /json; ours (unnamed) is `core:user:`.
+    const base = String(await mf.getInspectorURL())
+      .replace(/^ws/, "http")
+      .replace(/\/$/, "");
+    const targets = (await (await fetch(`${base}/json`)).json()) as { id: string; webSocketDebuggerUrl: string }[];
+    worker.inspector = targets.find((target) => target.id === "core:user:")?.webSocketDebuggerUrl;
     return worker;
   } catch (err) {
     await mf.dispose().catch(() => undefined);

@@ -9,7 +9,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { productId } from "../dev/origin/catalog";
-import { shuffledIndexes } from "../dev/run/random";
+import { shuffledIndexes } from "../dev/harness/random";
 
 /** The seed of the rank → id shuffle: every benchmark's hot products are the same. */
 const SHUFFLE_SEED = 42;

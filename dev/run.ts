@@ -14,19 +14,13 @@
  * PURGE_TOKEN, UPSTASH_REDIS_REST_TOKEN, DEV_NO_REDIS.
  */
 import { fileURLToPath } from "node:url";
-import { startGateway } from "./gateway";
-import { DEFAULT_CATALOG_SIZE, startDemoOrigin } from "./origin";
-import { killEverything } from "./run/children";
-import { l2StateOf, waitForHealthz } from "./run/health";
-import { portFromEnv, requireFreePorts } from "./run/ports";
-import { findOnPath, startDevRedis } from "./run/redis";
-import { startWrangler } from "./run/wrangler";
-import { createBreaker } from "../src/shared/breaker";
-import { systemClock } from "../src/shared/clock";
-import { createL2 } from "../src/cache/l2/l2";
-import { DEFAULTS, DEFAULT_POLICIES } from "../src/config/defaults";
-import { createKnownIds, listingOf } from "../src/knownIds";
-import { createOriginClient } from "../src/origin/client";
+import { DEFAULT_CATALOG_SIZE } from "./origin";
+import { killEverything } from "./harness/children";
+import { l2StateOf, waitForHealthz } from "./harness/health";
+import { portFromEnv, requireFreePorts } from "./harness/ports";
+import { findOnPath } from "./harness/redis";
+import { buildKnownIdsFilter, startStack } from "./harness/stack";
+import { startWrangler } from "./harness/wrangler";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const HEALTH_TIMEOUT_MS = 60_000;
@@ -144,66 +138,64 @@ function handleSignals(): void {
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
   process.on("SIGHUP", onSignal); // terminal closed
-  // Whatever way we exit (a crash included), no child may outlive us.
-  process.on("exit", killEverything);
+  // Whatever way we exit (a crash included), no child outlives us: the harness
+  // kills every child it tracks at exit (dev/harness/children.ts).
 }
 
 // ---------------------------------------------------------------- the stack
 
-/** redis-server and the gateway in front of it; null when L2 is off. */
-async function startL2(settings: Settings): Promise<{ redisPort: number; url: string } | null> {
+/**
+ * redis-server and the gateway in front of it (unless L2 is off), then the
+ * demo origin; `l2` null when L2 is off.
+ */
+async function startServers(settings: Settings): Promise<{ originUrl: string; l2: { redisPort: number; url: string } | null }> {
   if ("off" in settings.redis) {
     warn(
       settings.redis.off === "DEV_NO_REDIS=1"
         ? "DEV_NO_REDIS=1: L2 is OFF, pages come from L1 and the origin only"
         : "redis-server not found on PATH: L2 is OFF, pages come from L1 and the origin only (install redis-server to enable L2)",
     );
-    return null;
   }
-  const redis = await startDevRedis(settings.redis.bin, settings.redisPort, log, (how) => {
-    if (!stopping) warn(`redis-server died (${how}): L2 is unavailable, the worker falls back to the origin`);
-  });
-  steps.push({ name: "redis-server", stop: redis.stop });
-  log(`redis-server on 127.0.0.1:${redis.port}`);
-
-  const gateway = await startGateway({
-    port: settings.gatewayPort,
-    redisPort: redis.port,
-    token: settings.gatewayToken,
-    log: (line) => console.error(`[gateway] ${line.replace(/^gateway: /, "")}`),
-  });
-  steps.push({ name: "gateway", stop: gateway.close });
-  log(`Upstash REST gateway on ${gateway.url}`);
-  return { redisPort: redis.port, url: gateway.url };
-}
-
-async function startOrigin(settings: Settings): Promise<string> {
   const tier = `http://127.0.0.1:${settings.devPort}`;
-  const origin = await startDemoOrigin({
-    port: settings.originPort,
-    catalogSize: settings.catalogSize,
-    latencyMs: settings.originLatencyMs,
-    // After an admin change the origin tells the tier, as a real shop would.
-    purgeUrl: `${tier}/__purge`,
-    purgeToken: settings.purgeToken,
-    knownIdsUrl: `${tier}/__known-ids`,
+  const stack = await startStack({
+    token: settings.gatewayToken,
+    shards: "bin" in settings.redis ? 1 : 0,
+    redis: {
+      ...("bin" in settings.redis ? { bin: settings.redis.bin } : {}),
+      preferredPort: settings.redisPort,
+      ownGroup: true,
+      log,
+      onUnexpectedExit: (how) => {
+        if (!stopping) warn(`redis-server died (${how}): L2 is unavailable, the worker falls back to the origin`);
+      },
+    },
+    gatewayPort: settings.gatewayPort,
+    gatewayLog: (line) => console.error(`[gateway] ${line.replace(/^gateway: /, "")}`),
+    origin: {
+      port: settings.originPort,
+      catalogSize: settings.catalogSize,
+      latencyMs: settings.originLatencyMs,
+      // After an admin change the origin tells the tier, as a real shop would.
+      purgeUrl: `${tier}/__purge`,
+      purgeToken: settings.purgeToken,
+      knownIdsUrl: `${tier}/__known-ids`,
+    },
   });
-  steps.push({ name: "demo origin", stop: origin.close });
-  log(`demo origin on ${origin.url} (${settings.catalogSize} products, ~${settings.originLatencyMs} ms per call)`);
-  return origin.url;
+  steps.push({ name: "demo origin, gateway and redis-server", stop: stack.close });
+  const shard = stack.shards[0];
+  if (shard) {
+    log(`redis-server on 127.0.0.1:${shard.redis.port}`);
+    log(`Upstash REST gateway on ${shard.gateway.url}`);
+  }
+  const originUrl = stack.origin!.url;
+  log(`demo origin on ${originUrl} (${settings.catalogSize} products, ~${settings.originLatencyMs} ms per call)`);
+  return { originUrl, l2: shard ? { redisPort: shard.redis.port, url: shard.gateway.url } : null };
 }
 
 /** The known-ids filter from the demo catalog, as `npm run filter:rebuild` (and the daily cron) builds it. */
-async function buildKnownIdsFilter(settings: Settings, originUrl: string, l2: { url: string }): Promise<void> {
-  const breaker = createBreaker({ failureThreshold: 3, coolDownMs: 1000, clock: systemClock });
-  const knownIds = createKnownIds({
-    l2: createL2({ url: l2.url, token: settings.gatewayToken, timeoutMs: 5000, breaker }),
-    keyPrefix: DEFAULTS.keyPrefix,
-    clock: systemClock,
-    log: () => {},
-  });
+async function buildFilter(settings: Settings, originUrl: string, l2: { url: string }): Promise<void> {
   try {
-    const result = await knownIds.rebuild(listingOf(createOriginClient({ baseUrl: originUrl, policies: DEFAULT_POLICIES })));
+    const result = await buildKnownIdsFilter({ originUrl, gatewayUrl: l2.url, token: settings.gatewayToken });
     log(`known-ids filter built: ${result.count} ids, ${result.segments} segments`);
   } catch (error) {
     warn(`known-ids filter not built (requests fail open to negative caching): ${error instanceof Error ? error.message : String(error)}`);
@@ -265,11 +257,9 @@ async function main(): Promise<void> {
   ]);
 
   // A Ctrl-C during start-up is already stopping what started: start nothing more.
-  const l2 = await startL2(settings);
+  const { originUrl, l2 } = await startServers(settings);
   if (stopping) return;
-  const originUrl = await startOrigin(settings);
-  if (stopping) return;
-  if (l2) await buildKnownIdsFilter(settings, originUrl, l2);
+  if (l2) await buildFilter(settings, originUrl, l2);
   if (stopping) return;
   const wrangler = startWorker(settings, originUrl, l2);
 

@@ -7,9 +7,9 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { captureTail, isRunning, killEverything, stopChild, track } from "../../dev/run/children";
-import { waitForHealthz } from "../../dev/run/health";
-import { freePort } from "../../dev/run/ports";
+import { captureTail, isRunning, stopChild, track } from "../../dev/harness/children";
+import { waitForHealthz } from "../../dev/harness/health";
+import { freePort } from "../../dev/harness/ports";
 
 const execFileAsync = promisify(execFile);
 
@@ -75,8 +75,7 @@ export function removeTempDir(dir: string): void {
 
 // Nginx and Varnish run in a process group of their own (`detached`), so that
 // the whole group goes: a master killed alone would leave its workers listening.
-// Whatever is still running when this process exits is killed (dev/run/children).
-process.once("exit", killEverything);
+// Whatever is still running when this process exits is killed (track, dev/harness/children).
 
 /** Resolves once GET url answers 200; rejects after `ms`, or when `child` exits first. */
 async function waitForHttp(url: string, child: ChildProcess, ms: number, output: () => string): Promise<void> {

@@ -12,11 +12,11 @@
 // served stale), so that a peer caches the very HTML the tier renders and
 // each peer miss costs the origin calls a real render does.
 import { productId } from "../../dev/origin/catalog";
-import { member } from "../../dev/run/cacheStatus";
+import { member } from "../../dev/harness/cacheStatus";
+import type { OriginAdmin } from "../../dev/harness/originAdmin";
 import {
   BENCH_PUBLIC_URL,
   buildKnownIdsFilter,
-  type OriginAdmin,
   startOrigin,
   startServers,
   startWorker,

@@ -27,7 +27,7 @@ import { summaryTables } from "../profile/summary";
 import { describeMachine, runLine, writeResults } from "../report";
 import { startStack, startWorkers, toolVersions, type Servers, type WorkerInstance, type WorkerLogs } from "../stack";
 import { ensureWrk, runZipfWrk, Workload, type WrkFigures } from "../wrk";
-import { mulberry32 } from "../../dev/run/random";
+import { mulberry32 } from "../../dev/harness/random";
 import { startDepartingFlood } from "./cancel";
 import { change, countLogLine, countStatuses, get, numericChanges, percentile, snapshots, statusOf, type Answer, type LogCounts } from "./probe";
 import { floodTable, floodTargets, type FloodKind, type FloodPhase, type FloodRun, type SamplerFigures } from "./report";

@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { member } from "../../dev/run/cacheStatus";
+import { member } from "../../dev/harness/cacheStatus";
 import { startWorkers, type WorkerInstance, type WorkerLogs } from "../stack";
 import { countStatuses, get, percentile } from "./probe";
 

@@ -23,7 +23,7 @@ import { summaryTables } from "../profile/summary";
 import { loadPrices, pricesNote } from "../cost";
 import { RedisProbe } from "../peers/redis";
 import { startStack, toolVersions, type WorkerInstance, type WorkerLogs } from "../stack";
-import { ZipfSampler } from "../../dev/run/random";
+import { ZipfSampler } from "../../dev/harness/random";
 import { startCancellers, startDepartingVisitors } from "./cancel";
 import { runFloods, uniformPaths } from "./flood";
 import { change, countLogLine, countStatuses, get, herd as sendHerd, snapshots, percentile, statusOf, type LogCounts } from "./probe";

@@ -21,7 +21,7 @@ import type {
   ReviewsSummary,
   StockStatus,
 } from "../../src/origin/types";
-import { mulberry32 } from "../run/random";
+import { mulberry32 } from "../harness/random";
 
 export const MAX_CATALOG_SIZE = 1_000_000;
 /** Changed plus created products kept in memory, at most. */

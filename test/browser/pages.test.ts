@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inventoryFor, productId, reviewsFor } from "../../dev/origin/catalog";
 import { AVAILABILITY_UNKNOWN_TEXT } from "../../src/render/format";
 import { clearFaults, completeProducts, injectFault, sleep } from "../support/faults";
-import { freePort } from "../support/ports";
+import { freePort } from "../../dev/harness/ports";
 import { startStack, type Stack } from "../support/stack";
 import { startWorker, type WorkerInstance } from "../support/worker";
 

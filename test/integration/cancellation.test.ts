@@ -18,9 +18,9 @@ import { indexOf, productFor } from "../../dev/origin/catalog";
 import { DEFAULTS, DEFAULT_POLICIES } from "../../src/config/defaults";
 import { fillBoundMs } from "../../src/cache/fill/fill";
 import { pollUntil, tierStatus, visit, type TierStatus, type Visit, type VisitOutcome } from "../support/clients";
-import { member } from "../../dev/run/cacheStatus";
+import { member } from "../../dev/harness/cacheStatus";
 import { clearFaults, completeProducts, injectFault, originFetches, page, sleep, type Page } from "../support/faults";
-import { freePort } from "../support/ports";
+import { freePort } from "../../dev/harness/ports";
 import { startStack, type Stack } from "../support/stack";
 import { logFaults, startedWorkers, startWorker, type WorkerInstance } from "../support/worker";
 

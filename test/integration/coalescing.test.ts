@@ -1,7 +1,7 @@
 // One origin fetch per key however many visitors and isolates ask
 // (docs/architecture.md#coalescing), in the Workers runtime against real Redis.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { member } from "../../dev/run/cacheStatus";
+import { member } from "../../dev/harness/cacheStatus";
 import { startStack, type Stack } from "../support/stack";
 import { logFaults, startWorker, type WorkerInstance } from "../support/worker";
 

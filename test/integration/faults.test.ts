@@ -23,7 +23,7 @@ import {
   waitFor,
   type Page,
 } from "../support/faults";
-import { member } from "../../dev/run/cacheStatus";
+import { member } from "../../dev/harness/cacheStatus";
 import { startStack, type Stack } from "../support/stack";
 import { logFaults, startedWorkers, startWorker, type WorkerInstance } from "../support/worker";
 

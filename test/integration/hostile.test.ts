@@ -20,7 +20,7 @@ import { DEFAULTS, DEFAULT_POLICIES } from "../../src/config/defaults";
 import type { StatusModel } from "../../src/observability/status";
 import { RESOURCE_NAMES, type ResourceName } from "../../src/origin/resources";
 import { httpGet, startHttpWorker } from "../support/clients";
-import { member } from "../../dev/run/cacheStatus";
+import { member } from "../../dev/harness/cacheStatus";
 import { clearFaults, completeProducts, injectFault, selfUrls, sleep, waitFor } from "../support/faults";
 import { directRedis, entryHeader, goneOrGood, gzipBombValue, heldEntry, HIGH_VERSION, HOUR, jsonValue, l2KeyOf, oversizedValue } from "../support/l2Values";
 import { PUBLIC_URL, PURGE_TOKEN, startStack, type Stack } from "../support/stack";

@@ -2,7 +2,7 @@
 // reach the origin, new products are never refused, and it fails open.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildFilter, filterState, waitUntilReady } from "../support/knownIds";
-import { freePort } from "../support/ports";
+import { freePort } from "../../dev/harness/ports";
 import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
 import { startWorker, type WorkerInstance } from "../support/worker";
 

@@ -13,7 +13,7 @@ import { productFor, indexOf } from "../../dev/origin/catalog";
 import { DEFAULT_POLICIES } from "../../src/config/defaults";
 import type { StatusModel } from "../../src/observability/status";
 import type { ResourceName } from "../../src/origin/resources";
-import { member } from "../../dev/run/cacheStatus";
+import { member } from "../../dev/harness/cacheStatus";
 import { completeProducts, health, page, waitFor } from "../support/faults";
 import {
   directRedis,

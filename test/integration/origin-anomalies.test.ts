@@ -14,7 +14,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { DEFAULTS } from "../../src/config/defaults";
 import type { StatusModel } from "../../src/observability/status";
 import { tierStatus, type TierStatus } from "../support/clients";
-import { member } from "../../dev/run/cacheStatus";
+import { member } from "../../dev/harness/cacheStatus";
 import { clearFaults, completeProducts, injectFault, page, resetCounters, type Page } from "../support/faults";
 import { startStack, type Stack } from "../support/stack";
 import { logFaults, startWorker, type WorkerInstance } from "../support/worker";

@@ -9,13 +9,13 @@
 // gateway, the demo origin with a slow product service so that a visitor
 // can leave, or a page be in progress, while the product is at the origin.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { member } from "../../dev/run/cacheStatus";
+import { member } from "../../dev/harness/cacheStatus";
 import { entryKey, lockKey } from "../../src/cache/keys";
 import { DEFAULTS } from "../../src/config/defaults";
 import type { Env } from "../../src/config";
 import { pollUntil, tierStatus, visit } from "../support/clients";
 import { clearFaults, completeProducts, gatewayCommand, injectFault, originFetches, page, sleep, type Page } from "../support/faults";
-import { freePort } from "../support/ports";
+import { freePort } from "../../dev/harness/ports";
 import { startStack, type Stack } from "../support/stack";
 import { logFaults, startedWorkers, startWorker, type WorkerInstance } from "../support/worker";
 

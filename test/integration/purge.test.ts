@@ -2,7 +2,7 @@
 // purge endpoint, propagation to every isolate, and the cache-aside race.
 import { createServer, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort } from "../support/ports";
+import { freePort } from "../../dev/harness/ports";
 import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
 import { startWorker, type WorkerInstance } from "../support/worker";
 

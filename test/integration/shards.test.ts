@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type Gateway } from "../../dev/gateway";
 import { startDemoOrigin, type DemoOrigin } from "../../dev/origin";
 import { createRing } from "../../src/cache/l2/ring";
-import { startRedis, type RedisServer } from "../support/redis";
+import { startRedis, type RedisServer } from "../../dev/harness/redis";
 import { PURGE_TOKEN } from "../support/stack";
 import { startWorker } from "../support/worker";
 

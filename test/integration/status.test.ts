@@ -9,7 +9,7 @@ import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { StatusModel } from "../../src/observability/status";
 import { clearFaults, completeProducts, injectFault, page, waitFor } from "../support/faults";
-import { freePort } from "../support/ports";
+import { startHttpWorker } from "../support/clients";
 import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
 import { startWorker, type WorkerInstance } from "../support/worker";
 
@@ -22,19 +22,6 @@ async function status(worker: WorkerInstance): Promise<StatusModel> {
   expect(response.status).toBe(200);
   expect(response.headers.get("cache-control")).toBe("no-store");
   return (await response.json()) as StatusModel;
-}
-
-/** A worker serving real HTTP too (for the browser); the free port may be taken before workerd binds it. */
-async function startHttpWorker(bindings: Stack["bindings"]): Promise<WorkerInstance> {
-  let lastError: unknown;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      return await startWorker(bindings, { port: await freePort() });
-    } catch (error) {
-      lastError = error;
-    }
-  }
-  throw lastError;
 }
 
 describe("status page", () => {

@@ -11,7 +11,7 @@
 // promise continuations never run again, not even its `finally` blocks
 // (docs/architecture.md#sharing-work-across-requests-in-one-isolate). So `abort()` resets.
 import { request } from "node:http";
-import { freePort } from "./ports";
+import { freePort } from "../../dev/harness/ports";
 import { PURGE_TOKEN, type Stack } from "./stack";
 import { startWorker, type WorkerInstance } from "./worker";
 

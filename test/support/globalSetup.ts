@@ -1,6 +1,7 @@
 // Runs once before all test files: one worker bundle for every integration test.
-import { buildWorker } from "./build";
+import { buildBundle } from "../../dev/harness/bundle";
+import { BUNDLE_DIR } from "./build";
 
-export default function setup(): void {
-  buildWorker();
+export default async function setup(): Promise<void> {
+  await buildBundle(BUNDLE_DIR);
 }

@@ -1,10 +1,13 @@
-// The real processes behind the worker in integration tests: a redis-server
-// on a free port, the Upstash REST gateway in front of it, and the demo
-// origin. Everything listens on loopback and is stopped by `close()`.
-import { startGateway, type Gateway } from "../../dev/gateway";
-import { startDemoOrigin, type DemoOrigin, type DemoOriginOptions } from "../../dev/origin";
+// The real processes behind the worker in integration tests (the harness's
+// stack, dev/harness/stack.ts): a redis-server on a free port, the Upstash
+// REST gateway in front of it, and the demo origin. Everything listens on
+// loopback and is stopped by `close()`.
+import type { Gateway } from "../../dev/gateway";
+import { OriginAdmin } from "../../dev/harness/originAdmin";
+import type { RedisServer } from "../../dev/harness/redis";
+import { startStack as startHarnessStack } from "../../dev/harness/stack";
+import type { DemoOrigin, DemoOriginOptions } from "../../dev/origin";
 import type { Env } from "../../src/config";
-import { startRedis, type RedisServer } from "./redis";
 
 export const GATEWAY_TOKEN = "test-gateway-token";
 export const PURGE_TOKEN = "test-purge-token";
@@ -25,17 +28,10 @@ export interface Stack {
 }
 
 export async function startStack(origin: DemoOriginOptions = {}): Promise<Stack> {
-  const redis = await startRedis();
-  const gateway = await startGateway({ redisPort: redis.port, token: GATEWAY_TOKEN });
-  const demo = await startDemoOrigin({ latencyMs: 5, jitterMs: 2, ...origin });
-  async function admin(path: string, init: { method?: string; body?: unknown } = {}) {
-    const response = await fetch(demo.url + path, {
-      method: init.method ?? (init.body === undefined ? "GET" : "POST"),
-      headers: { "content-type": "application/json" },
-      body: init.body === undefined ? undefined : JSON.stringify(init.body),
-    });
-    return (await response.json()) as any;
-  }
+  const stack = await startHarnessStack({ token: GATEWAY_TOKEN, origin: { latencyMs: 5, jitterMs: 2, ...origin } });
+  const { redis, gateway } = stack.shards[0]!;
+  const demo = stack.origin!;
+  const admin = new OriginAdmin(demo.url);
   return {
     redis,
     gateway,
@@ -52,12 +48,8 @@ export async function startStack(origin: DemoOriginOptions = {}): Promise<Stack>
       // itself is tested where it is the subject (faults.test.ts, l2.test.ts).
       L2_TIMEOUT_MS: "1000",
     },
-    admin,
-    counters: () => admin("/__admin/counters"),
-    async close() {
-      await demo.close();
-      await gateway.close();
-      await redis.stop();
-    },
+    admin: (path, init) => admin.request(path, init),
+    counters: () => admin.request("/__admin/counters"),
+    close: stack.close,
   };
 }

@@ -8,9 +8,7 @@
 // itself says about uncaught exceptions) and Miniflare's own warnings and
 // errors, so that tests can assert on what the worker said. Set
 // TEST_WORKER_LOGS=1 to also see the lines as they come.
-import { Miniflare } from "miniflare";
-import type { Readable } from "node:stream";
-import { bundleOptions, CapturingLog, readLines } from "../../dev/run/bundle";
+import { startBundle } from "../../dev/harness/bundle";
 import type { Env } from "../../src/config";
 import { BUNDLE_DIR } from "./build";
 
@@ -88,28 +86,19 @@ export async function startWorker(bindings: Env, options: { port?: number; bundl
   const logs: string[] = [];
   const faults: string[] = [];
   const keep = logSink(logs, faults);
-  const outputEnded: Promise<void>[] = [];
-  const mf = new Miniflare({
-    ...(options.port ? { host: "127.0.0.1", port: options.port } : {}),
+  const { mf, url, outputEnded } = await startBundle({
+    bundleDir: options.bundleDir ?? BUNDLE_DIR,
+    bindings: Object.fromEntries(Object.entries(bindings).filter(([, value]) => value !== undefined)) as Record<string, string>,
+    // The worker's console output is workerd's stdout and stderr (one line
+    // per console call, as src/shared/log.ts writes them); kept here
+    // instead of being piped into the test process's output.
+    onLine: (line, stream) => keep(stream ? `[${stream}] ${line}` : line),
+    ...(options.port ? { port: options.port } : {}),
     ...(options.cachePersist ? { cachePersist: options.cachePersist } : {}),
-    log: new CapturingLog(keep),
-    ...bundleOptions(
-      options.bundleDir ?? BUNDLE_DIR,
-      Object.fromEntries(Object.entries(bindings).filter(([, value]) => value !== undefined)) as Record<string, string>,
-    ),
     // workerd reports a rejection nobody handled (in `waitUntil` work, say)
     // only with --verbose: `info: uncaught exception; … Error: Cannot perform
     // I/O on behalf of a different request`. Without it that would go unseen.
     verbose: true,
-    // The worker's console output is workerd's stdout and stderr (one line
-    // per console call, as src/shared/log.ts writes them); kept here
-    // instead of being piped into the test process's output.
-    handleRuntimeStdio(stdout: Readable, stderr: Readable) {
-      outputEnded.push(
-        readLines(stdout, (line) => keep(`[stdout] ${line}`)),
-        readLines(stderr, (line) => keep(`[stderr] ${line}`)),
-      );
-    },
   });
   let closing: Promise<void> | undefined;
   const close = () =>
@@ -117,16 +106,9 @@ export async function startWorker(bindings: Env, options: { port?: number; bundl
       await mf.dispose();
       let timer: ReturnType<typeof setTimeout> | undefined;
       const drained = new Promise<void>((resolve) => (timer = setTimeout(resolve, OUTPUT_DRAIN_MS)));
-      await Promise.race([Promise.all(outputEnded), drained]);
+      await Promise.race([outputEnded(), drained]);
       clearTimeout(timer);
     })());
-  let url: URL;
-  try {
-    url = await mf.ready;
-  } catch (err) {
-    await close().catch(() => undefined);
-    throw err;
-  }
   const instance: WorkerInstance = {
     url: options.port ? url.origin : null,
     logs,

@@ -2,7 +2,7 @@
 // false-positive rate, Redis bit order, segments and their ASCII form.
 import { describe, expect, it } from "vitest";
 import { Bloom, bloomShape, positionsOf, redisBitOf, SEGMENT_BITS, SEGMENT_BYTES, segmentCountFor, textToBytes } from "../../src/knownIds/bloom";
-import { mulberry32 } from "../../dev/run/random";
+import { mulberry32 } from "../../dev/harness/random";
 
 /** Deterministic pseudo-random ids (mulberry32), so that a failure can be replayed. */
 function randomIds(count: number, seed: number, prefix: string): string[] {

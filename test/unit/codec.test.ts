@@ -21,7 +21,7 @@ import type { Product } from "../../src/origin/types";
 import { validateResource } from "../../src/origin/validate";
 import { bytesToBase64 } from "../../src/shared/base64";
 import { sampleProduct } from "../support/fakes";
-import { startRedis, type RedisServer } from "../support/redis";
+import { startRedis, type RedisServer } from "../../dev/harness/redis";
 
 const NOW = Date.UTC(2026, 10, 22, 12);
 const ID = "p-000123";

@@ -7,7 +7,7 @@ import { Redis } from "@upstash/redis";
 import { Redis as IORedis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type Gateway } from "../../dev/gateway/index";
-import { startRedis, type RedisServer } from "../support/redis";
+import { startRedis, type RedisServer } from "../../dev/harness/redis";
 
 const TOKEN = "gateway-test-token";
 const COMMAND_TIMEOUT_MS = 1000;

@@ -20,7 +20,7 @@ import { parseMeta } from "../../src/knownIds/meta";
 import { KnownIdsRebuildError, listingOf, type ListIds } from "../../src/knownIds/rebuild";
 import { createKnownIds, type KnownIds, type KnownIdsOptions } from "../../src/knownIds/store";
 import { fakeClock, type FakeClock } from "../support/fakes";
-import { startRedis, type RedisServer } from "../support/redis";
+import { startRedis, type RedisServer } from "../../dev/harness/redis";
 
 const TOKEN = "known-ids-test-token";
 const PREFIX = "pp:v1";

@@ -9,7 +9,7 @@ import { encodeEntry } from "../../src/cache/l2/codec";
 import type { Entry } from "../../src/cache/entry";
 import { entryKey, lockKey, MAX_KEY_LENGTH, purgeMarkerKey } from "../../src/cache/keys";
 import { createL2, type ClaimOptions, type FillClaim, type FillWrite, type L2 } from "../../src/cache/l2/l2";
-import { startRedis, type RedisServer } from "../support/redis";
+import { startRedis, type RedisServer } from "../../dev/harness/redis";
 
 const TOKEN = "l2-test-token";
 let redisServer: RedisServer;

@@ -20,7 +20,7 @@ import { fakeClock, sampleProduct } from "../support/fakes";
 
 /** Every service with a 500 ms origin timeout. */
 const TIMEOUTS_500_MS = Object.fromEntries(RESOURCE_NAMES.map((name) => [name, { originTimeoutMs: 500 }])) as Record<ResourceName, { originTimeoutMs: number }>;
-import { shuffledIndexes, ZipfSampler } from "../../dev/run/random";
+import { shuffledIndexes, ZipfSampler } from "../../dev/harness/random";
 
 const MINUTE = BUCKET_MS;
 type Served = NonNullable<PageRecord["served"]>[number];
@@ -169,7 +169,7 @@ describe("metrics buckets", () => {
 
 // ------------------------------------------------------------------ top-K
 
-/** `length` draws from a Zipf distribution over `items` keys with exponent `s`, seeded (dev/run/random.ts); ranks shuffled onto ids so that the hot keys are not simply the first ones. */
+/** `length` draws from a Zipf distribution over `items` keys with exponent `s`, seeded (dev/harness/random.ts); ranks shuffled onto ids so that the hot keys are not simply the first ones. */
 function zipfStream(items: number, s: number, length: number, seed: number): string[] {
   const sampler = new ZipfSampler({ n: items, s, seed });
   const ids = shuffledIndexes(items, seed);

@@ -12,7 +12,7 @@ import type { ResourceName } from "../../src/origin/resources";
 import { startDemoOrigin, type DemoOrigin } from "../../dev/origin";
 import { productFor } from "../../dev/origin/catalog";
 import { fakeClock, sampleProduct } from "../support/fakes";
-import { freePort } from "../support/ports";
+import { freePort } from "../../dev/harness/ports";
 
 const BASE = "http://origin.test";
 

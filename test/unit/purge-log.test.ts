@@ -14,7 +14,7 @@ import { createPurgeLog, SYNC_MAX_BYTES, SYNC_MAX_RECORDS } from "../../src/inva
 import { recordFrom } from "../../src/invalidation/record";
 import { createPurgeWatcher } from "../../src/invalidation/watcher";
 import { RESOURCE_NAMES } from "../../src/origin/resources";
-import { startRedis, type RedisServer } from "../support/redis";
+import { startRedis, type RedisServer } from "../../dev/harness/redis";
 
 const TOKEN = "purge-log-test-token";
 let redisServer: RedisServer;

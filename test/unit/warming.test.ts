@@ -11,7 +11,7 @@ import { createHotReport, hottestIds } from "../../src/warming/hotReport";
 import { warmOne } from "../../src/warming/scheduled";
 import { warmProducts } from "../../src/warming/warm";
 import { fakeClock } from "../support/fakes";
-import { startRedis, type RedisServer } from "../support/redis";
+import { startRedis, type RedisServer } from "../../dev/harness/redis";
 
 const TOKEN = "warm-token";
 let redis: RedisServer;

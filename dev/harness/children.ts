@@ -1,6 +1,8 @@
-// Small helpers for the child processes `npm run dev` spawns (redis-server,
-// wrangler): waiting for exit with a bound, killing a whole process group,
-// and relaying output line by line with a prefix.
+// The child processes of `npm run dev`, the tests and the benchmarks
+// (redis-server, wrangler, Nginx, Varnish, the benchmarks' servers process):
+// waiting for exit with a bound, killing a whole process group, relaying
+// output line by line, and killing whatever is still running when this
+// process exits.
 import type { ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import type { Readable } from "node:stream";
@@ -81,6 +83,7 @@ export function captureTail(child: ChildProcess, maxChars = 4000): () => string 
 
 /** Every child we spawned that may still run, with how to kill it (and its group) for good. */
 const live = new Map<ChildProcess, () => void>();
+let killedAtExit = false;
 
 /**
  * Registers `child` for killEverything() from the moment it is spawned, so that
@@ -90,6 +93,11 @@ const live = new Map<ChildProcess, () => void>();
 export function track(child: ChildProcess, group: boolean): void {
   const pid = child.pid;
   if (pid === undefined) return;
+  if (!killedAtExit) {
+    // Whatever way this process exits (a crash, a failed test file), no child outlives it.
+    process.once("exit", killEverything);
+    killedAtExit = true;
+  }
   const kill = () => {
     if (group) signalGroup(pid, "SIGKILL");
     else if (isRunning(child)) child.kill("SIGKILL");

@@ -1,0 +1,67 @@
+// The demo origin's admin API (dev/origin, README "The demo origin"), as the
+// tests and the benchmarks call it, wherever the origin runs.
+
+interface OriginCounters {
+  total: number;
+  services: Record<string, number>;
+}
+
+export class OriginAdmin {
+  constructor(readonly url: string) {}
+
+  /** One admin call's JSON answer, whatever its status (a test may look at a refusal). */
+  async request(path: string, init: { method?: string; body?: unknown } = {}): Promise<any> {
+    return (await this.send(path, init.method ?? (init.body === undefined ? "GET" : "POST"), init.body)).json();
+  }
+
+  private send(path: string, method: string, body: unknown): Promise<Response> {
+    return fetch(this.url + path, {
+      method,
+      headers: body === undefined ? {} : { "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      // The admin endpoints are never slowed or faulted: a call this long means the origin is stuck.
+      signal: AbortSignal.timeout(10_000),
+    });
+  }
+
+  /** One admin call that must succeed: its JSON answer, or an error naming the call. */
+  private async call(path: string, method = "GET", body?: unknown): Promise<any> {
+    const response = await this.send(path, method, body);
+    if (!response.ok) throw new Error(`origin admin ${method} ${path}: HTTP ${response.status} ${await response.text()}`);
+    return response.json();
+  }
+
+  async counters(): Promise<OriginCounters> {
+    const body = await this.call("/__admin/counters");
+    return { total: body.total, services: body.services };
+  }
+
+  /** Requests each service received for one product since the last reset, by service. */
+  async countsOf(id: string): Promise<Record<string, number>> {
+    const body = (await this.call("/__admin/counters")) as { ids?: Record<string, number> };
+    const counts: Record<string, number> = {};
+    for (const [key, count] of Object.entries(body.ids ?? {})) {
+      const [service, of] = key.split(":");
+      if (of === id) counts[service!] = count;
+    }
+    return counts;
+  }
+
+  async resetCounters(): Promise<void> {
+    await this.call("/__admin/counters/reset", "POST");
+  }
+
+  /** `{service: "all", latencyMs, down}` as the admin API takes it. */
+  async setFaults(fault: { latencyMs?: number; down?: "refuse" | "500" | "hang" | false; errorRate?: number }): Promise<void> {
+    await this.call("/__admin/faults", "PUT", { service: "all", latencyMs: 0, errorRate: 0, down: false, ...fault });
+  }
+
+  async clearFaults(): Promise<void> {
+    await this.call("/__admin/faults", "DELETE");
+  }
+
+  /** Changes a product's price (minor units); the origin bumps its version. */
+  async changePrice(id: string, price: number): Promise<{ purge: unknown }> {
+    return this.call(`/__admin/products/${id}`, "POST", { price });
+  }
+}
