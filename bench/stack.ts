@@ -11,7 +11,7 @@ import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import { Miniflare } from "miniflare";
 import { bundleOptions, CapturingLog, readLines } from "../dev/run/bundle";
-import { recordBuild } from "./report";
+import { recordBuild } from "./lib/report";
 import { stopChild } from "../dev/run/children";
 import type { RedisAction, ServersCommand, ServersMessage, ServersOptions, ShardEndpoints } from "./servers";
 

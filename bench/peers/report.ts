@@ -3,12 +3,12 @@
 // origin requests per page at equal freshness, Redis commands, cost per
 // million page views, faults, CPU, configurations) and two SVG charts (p99
 // latency, origin requests per 1,000 pages).
-import { costLine, costPerMillion, pricesNote, usd, type CostPerMillion, type Prices } from "../cost";
-import { writeResults, type Machine } from "../report";
-import type { Phase } from "../wrk";
-import type { Census } from "./redis";
+import { costLine, costPerMillion, pricesNote, usd, type CostPerMillion, type Prices } from "../lib/cost";
+import { writeResults, type Machine } from "../lib/report";
+import type { Phase } from "../lib/wrk";
+import type { Census } from "../lib/redis";
 import { SCENARIO_LABELS, type Calibration, type Ceiling, type Durations, type IdleCost, type Row, type ScenarioName } from "./scenarios";
-import { barChartSvg, type BarSeries } from "../chart";
+import { barChartSvg, type BarSeries } from "../lib/chart";
 import type { Settings, SystemName } from "./systems";
 
 export interface PeersReport {
@@ -238,7 +238,7 @@ function markdown(report: PeersReport, images: { latency: string; origin: string
       (m.git ? `; commit ${m.git.commit}${m.git.dirtyFiles ? ` + ${m.git.dirtyFiles} uncommitted file(s) in src/ or templates/` : ""}` : "") +
       ".",
     "",
-    `**Generator**: wrk (C, 2 threads; thread i sends to target i, so each of the tier's 2 instances gets one thread and half the connections) with \`bench/zipf.lua\`: Zipf(s = 1.0) over ${num(s.catalogSize - 1)} products (the coldest left for the herd), ranks mapped to ids with \`npm run bench\`'s shuffle, each phase with its own seed, so every system gets the same draws. ` +
+    `**Generator**: wrk (C, 2 threads; thread i sends to target i, so each of the tier's 2 instances gets one thread and half the connections) with \`bench/lib/zipf.lua\`: Zipf(s = 1.0) over ${num(s.catalogSize - 1)} products (the coldest left for the herd), ranks mapped to ids with \`npm run bench\`'s shuffle, each phase with its own seed, so every system gets the same draws. ` +
       `Two modes: **saturation**, closed loop at ${s.connections} connections (\`wrk -t2 -c${s.connections}\`); **paced**, a constant offered rate of ${num(s.rate ?? 0)} req/s on a fixed schedule over ${s.pacedConnections} connections (zipf.lua's \`delay()\`, a wrk2-style schedule: a free connection takes the next send time; a send that finds no connection free goes out late and is counted). ` +
       `Not autocannon (its rate limit lets each connection send its share of a second as fast as it can, then stop: bursts, and closed loop per connection) nor h2load (every client replays the same URI list, and with HTTP/1.1 a client waits for each answer unless it pipelines). Errors: answers ≥ 400, socket errors and timeouts (5 s).`,
     "",

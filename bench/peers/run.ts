@@ -12,17 +12,17 @@
 // price-change poll goes on in the background (no load) until its entry
 // expires or the cap, while the next systems run. Writes
 // bench/results/peers.md, peers.json, peers-latency.svg and peers-origin.svg
-// (bench/report.ts). Every process it starts is stopped at
+// (bench/lib/report.ts). Every process it starts is stopped at
 // the end, on error and on Ctrl-C.
-import { benchmarkRun } from "../cleanup";
+import { benchmarkRun } from "../lib/cleanup";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { describeMachine } from "../report";
+import { describeMachine } from "../lib/report";
 import { buildBundle, toolVersions, type WorkerLogs } from "../stack";
-import { ensureWrk, Workload } from "../wrk";
+import { ensureWrk, Workload } from "../lib/wrk";
 import { checkTools, makeTempDir, removeTempDir, type ToolVersions } from "./procs";
-import { loadPrices } from "../cost";
+import { loadPrices } from "../lib/cost";
 import { writePeersReport, type PeersReport } from "./report";
 import { calibrate, durations, generatorCeiling, idleCost, runScenarios, type Ceiling, type Context, type IdleCost, type Row } from "./scenarios";
 import { startPeer, startTier, RENDER_ONLY_VARS, TIER_VARS, type Settings, type System, type SystemName } from "./systems";

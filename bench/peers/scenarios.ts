@@ -17,7 +17,7 @@
 //                 the fixed load (healthz-fixed): the floor's latency
 //   census        (the tiers) a short saturation with Redis MONITOR on: the
 //                 commands the gateway sent vs those run inside scripts
-//   herd          1,000 simultaneous requests for one product nobody asked for (bench/soak/probe.ts herd)
+//   herd          1,000 simultaneous requests for one product nobody asked for (bench/lib/probe.ts herd)
 //   origin-slow   +500 ms on every origin service, paced
 //   origin-down   every origin service refuses connections, paced (caches warm)
 //   price-change  a hot product's price changes under paced load; time until
@@ -27,10 +27,10 @@
 // tier-300s runs the walk, warm-up, fixed, saturation, cached and census only. Origin counters
 // are reset before each scenario and read after it.
 import { performance } from "node:perf_hooks";
-import { herd, percentile } from "../soak/probe";
-import { wrkPhase, type Phase, type Workload } from "../wrk";
-import { cpuBetween, cpuSample, findChildPid } from "../cpu";
-import { usageBetween, type Census, type RedisSnapshot, type RedisUsage } from "./redis";
+import { herd, percentile } from "../lib/probe";
+import { wrkPhase, type Phase, type Workload } from "../lib/wrk";
+import { cpuBetween, cpuSample, findChildPid } from "../lib/cpu";
+import { usageBetween, type Census, type RedisSnapshot, type RedisUsage } from "../lib/redis";
 import { getPage, PRODUCT_POLICY, priceNow, type Settings, type System, type SystemName, type Tier } from "./systems";
 
 export type ScenarioName =

@@ -25,9 +25,9 @@ import {
   type WorkerInstance,
   type WorkerLogs,
 } from "../stack";
-import { workerdPids } from "../cpu";
+import { workerdPids } from "../lib/cpu";
 import { startNginx, startVarnish, type CachePolicy, type CacheServer } from "./procs";
-import { RedisProbe } from "./redis";
+import { RedisProbe } from "../lib/redis";
 
 export type SystemName = "nginx" | "varnish" | "tier" | "tier-300s";
 export type TierName = "tier" | "tier-300s";

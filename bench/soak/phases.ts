@@ -2,8 +2,8 @@
 // grouped by phase (the location tier on or off; the minute after the
 // isolates restarted, and the last minute before the next restart or the
 // end, "steady"), each group's Redis commands sent, origin fetches, cost per
-// million pages (bench/cost.ts), and the targets, pass / FAIL.
-import { costPerMillion, usd, type Prices } from "../cost";
+// million pages (bench/lib/cost.ts), and the targets, pass / FAIL.
+import { costPerMillion, usd, type Prices } from "../lib/cost";
 import { pagesOf, type Window } from "./report";
 import type { LocationProbe } from "./restart";
 

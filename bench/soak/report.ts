@@ -1,9 +1,9 @@
 // The soak's tables: one Markdown row per window, printed as each ends (its
-// chart is bench/chart.ts's lineChartSvg); and with `--flood`, one table per
+// chart is bench/lib/chart.ts's lineChartSvg); and with `--flood`, one table per
 // flood (baseline and flood phases side by side) and its targets.
-import type { WrkFigures } from "../wrk";
+import type { WrkFigures } from "../lib/wrk";
 import type { CancelCounts, DepartingCounts } from "./cancel";
-import type { Change, LogCounts, NumericChange } from "./probe";
+import type { Change, LogCounts, NumericChange } from "../lib/probe";
 
 export interface Window {
   label: string;
@@ -203,7 +203,7 @@ export interface FloodRun {
   warmStatuses: Record<string, number>;
   baseline: FloodPhase;
   flood: FloodPhase;
-  /** With `--flood-profile`: the isolate's V8 CPU profile over the flood phase's load, as summary tables (bench/profile/summary.ts). */
+  /** With `--flood-profile`: the isolate's V8 CPU profile over the flood phase's load, as summary tables (bench/lib/cpuProfileSummary.ts). */
   profile: string | null;
 }
 

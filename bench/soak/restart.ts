@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { member } from "../../dev/run/cacheStatus";
 import { startWorkers, type WorkerInstance, type WorkerLogs } from "../stack";
-import { countStatuses, get, percentile } from "./probe";
+import { countStatuses, get, percentile } from "../lib/probe";
 
 type OnCleanup = Parameters<typeof startWorkers>[3];
 
