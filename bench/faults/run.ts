@@ -10,7 +10,7 @@
 // instance's L2 breaker was first seen open (its status polled every 100 ms).
 // Writes bench/results/faults.md and .json. Measures; asserts nothing.
 //
-// What used to be here and is covered elsewhere: the cold herd (bench:soak,
+// Not here, because another benchmark covers it: the cold herd (bench:soak,
 // bench:peers), Redis killed and the origin refusing (bench:peers, paced, on
 // the tier), the steady Zipf state (bench:soak's windows; each scenario's
 // `before` phase here is its baseline), the /healthz floor and an L1 hit
