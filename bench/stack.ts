@@ -12,7 +12,7 @@ import { Redis } from "ioredis";
 import { buildBundle as buildHarnessBundle, startBundle } from "../dev/harness/bundle";
 import { OriginAdmin } from "../dev/harness/originAdmin";
 import { forkStack, type RedisAction, type ShardEndpoints, type StackProcessOptions } from "../dev/harness/stackProcess";
-import { recordBuild } from "./report";
+import { recordBuild } from "./lib/report";
 
 /** The bench's own build of the worker (dev/harness/bundle.ts), not the tests' `.wrangler/test-bundle`. */
 export const BUNDLE_DIR = resolve(".wrangler/bench-bundle");

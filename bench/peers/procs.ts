@@ -29,7 +29,7 @@ export interface ToolVersions {
 /**
  * `nginx -v`, `varnishd -V` (both print to stderr) and `wrk -v`. Throws with
  * the install command when nginx or varnishd is missing (run.ts installs
- * wrk itself beforehand, bench/wrk.ts).
+ * wrk itself beforehand, bench/lib/wrk.ts).
  */
 export async function checkTools(): Promise<ToolVersions> {
   const version = async (bin: string, args: string[]): Promise<string | null> => {

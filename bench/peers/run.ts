@@ -12,41 +12,48 @@
 // price-change poll goes on in the background (no load) until its entry
 // expires or the cap, while the next systems run. Writes
 // bench/results/peers.md, peers.json, peers-latency.svg and peers-origin.svg
-// (bench/report.ts). Every process it starts is stopped at
+// (bench/lib/report.ts). Every process it starts is stopped at
 // the end, on error and on Ctrl-C.
-import { benchmarkRun } from "../cleanup";
+import { benchmarkRun } from "../lib/cleanup";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { describeMachine } from "../report";
+import { describeMachine } from "../lib/report";
 import { buildBundle, toolVersions, type WorkerLogs } from "../stack";
-import { ensureWrk, Workload } from "../wrk";
+import { ensureWrk, Workload } from "../lib/wrk";
 import { checkTools, makeTempDir, removeTempDir, type ToolVersions } from "./procs";
-import { loadPrices } from "../cost";
-import { writePeersReport, type PeersReport } from "./report";
-import { calibrate, durations, generatorCeiling, idleCost, runScenarios, type Ceiling, type Context, type IdleCost, type Row } from "./scenarios";
+import { loadPrices } from "../lib/cost";
+import { sleep } from "../lib/sleep";
+import type { PeersReport } from "./figures";
+import { readPeersReport, writePeersReport } from "./report";
+import { calibrate, generatorCeiling, idleCost, type Ceiling, type IdleCost } from "./calibration";
+import { durations, type Context, type Row } from "./plan";
+import { runScenarios } from "./scenarios";
 import { startPeer, startTier, RENDER_ONLY_VARS, TIER_VARS, type Settings, type System, type SystemName } from "./systems";
 
 const CLEANUP_STEP_TIMEOUT_MS = 12_000;
 const ALL_SYSTEMS: SystemName[] = ["nginx", "varnish", "tier", "tier-300s"];
 
 const USAGE = `usage: npm run bench:peers -- [--quick] [--connections N] [--rate N] [--systems nginx,varnish,tier,tier-300s]
+       npm run bench:peers -- --report-from bench/results/peers.json
 
   --quick            short phases (about 3 minutes in all): a smoke run, rough figures
   --connections N    connections of the saturation phases (default 64; the paced phases use twice as many)
   --rate N           offered rate of the paced phases, req/s (default: half the tier's saturation rate, measured first)
   --systems LIST     run only these systems (default: all; order stays nginx, varnish, tier, tier-300s)
+  --report-from FILE runs nothing: writes the report (peers.md, the charts, peers.json) again from a run's peers.json
 
 Needs nginx and varnishd on the PATH:  apt-get update && apt-get install -y nginx varnish
 (wrk is installed when missing), and redis-server, as every benchmark does.`;
 
-function readArgs(): { settings: Settings; systems: SystemName[] } {
+function readArgs(): { settings: Settings; systems: SystemName[]; reportFrom: string | null } {
   const { values } = parseArgs({
     options: {
       quick: { type: "boolean", default: false },
       connections: { type: "string" },
       rate: { type: "string" },
       systems: { type: "string" },
+      "report-from": { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -70,6 +77,7 @@ function readArgs(): { settings: Settings; systems: SystemName[] } {
     process.exit(2);
   }
   return {
+    reportFrom: values["report-from"] ?? null,
     systems: ALL_SYSTEMS.filter((s) => systems.includes(s)),
     settings: {
       quick: Boolean(values.quick),
@@ -93,7 +101,11 @@ const { onCleanup, cleanUp, signal, abortLoad, onSignal, interrupted, run } = be
 const say = (text: string) => process.stderr.write(`${text}\n`);
 
 async function main(): Promise<void> {
-  const { settings, systems } = readArgs();
+  const { settings, systems, reportFrom } = readArgs();
+  if (reportFrom) {
+    printReport(writePeersReport(readPeersReport(reportFrom)));
+    return;
+  }
   const startedAt = new Date();
   const command = ["npm run bench:peers", ...(process.argv.length > 2 ? ["--", ...process.argv.slice(2)] : [])].join(" ");
   const workerLogs: WorkerLogs = { count: 0, distinct: new Map(), scenario: "" };
@@ -241,18 +253,14 @@ async function main(): Promise<void> {
       prices,
       workerLog: [...workerLogs.distinct].map(([line, count]) => ({ count, line })),
     };
-    const files = writePeersReport(report);
-    console.log("");
-    console.log(files.summary);
-    console.log(`\nresults: ${files.written.join(", ")}`);
+    printReport(writePeersReport(report));
   }
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((done) => {
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", () => (clearTimeout(timer), done()), { once: true });
-  });
+function printReport(files: { written: string[]; summary: string }): void {
+  console.log("");
+  console.log(files.summary);
+  console.log(`\nresults: ${files.written.join(", ")}`);
 }
 
 run(main);

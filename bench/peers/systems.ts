@@ -12,6 +12,7 @@
 // served stale), so that a peer caches the very HTML the tier renders and
 // each peer miss costs the origin calls a real render does.
 import { productId } from "../../dev/origin/catalog";
+import { PAGE_RESOURCES, PAGE_SUBJECT, RESOURCES } from "../../src/origin/resources";
 import { member } from "../../dev/harness/cacheStatus";
 import type { OriginAdmin } from "../../dev/harness/originAdmin";
 import {
@@ -25,9 +26,9 @@ import {
   type WorkerInstance,
   type WorkerLogs,
 } from "../stack";
-import { workerdPids } from "../cpu";
+import { workerdPids } from "../lib/cpu";
 import { startNginx, startVarnish, type CachePolicy, type CacheServer } from "./procs";
-import { RedisProbe } from "./redis";
+import { RedisProbe } from "../lib/redis";
 
 export type SystemName = "nginx" | "varnish" | "tier" | "tier-300s";
 export type TierName = "tier" | "tier-300s";
@@ -45,8 +46,11 @@ export interface Settings {
   originJitterMs: number;
 }
 
-/** The tier's product policy (src/config/defaults.ts), which the peers are configured with. */
-export const PRODUCT_POLICY: CachePolicy = { ttlS: 300, graceS: 3600, notFoundTtlS: 60 };
+/** The tier's default policy for the product (src/origin/resources.ts), which the peers are configured with. */
+const SUBJECT_DEFAULTS = RESOURCES[PAGE_SUBJECT].defaults;
+export const PRODUCT_POLICY: CachePolicy = { ttlS: SUBJECT_DEFAULTS.ttl, graceS: SUBJECT_DEFAULTS.swr, notFoundTtlS: SUBJECT_DEFAULTS.negativeTtl };
+/** The same policy for every resource of a page, as CACHE_POLICIES takes it. */
+const everyPageResource = (policy: Record<string, number>) => JSON.stringify(Object.fromEntries(PAGE_RESOURCES.map((name) => [name, policy])));
 
 /** Caches effectively off: 1 s fresh (the minimum the config accepts), nothing stale, no jitter. */
 const OFF = { ttl: 1, swr: 0, staleIfError: 0, negativeTtl: 1 };
@@ -55,7 +59,7 @@ export const RENDER_ONLY_VARS: Record<string, string> = {
   L1_MAX_BYTES: "1048576",
   TTL_JITTER: "0",
   KNOWN_IDS: "off",
-  CACHE_POLICIES: JSON.stringify({ product: OFF, inventory: OFF, reviews: OFF, recommendations: OFF }),
+  CACHE_POLICIES: everyPageResource(OFF),
 };
 
 /** The tier with the peers' freshness: every resource of a page fresh for 300 s, then served stale while refreshing for 3600 s (Varnish's grace). */
@@ -63,7 +67,7 @@ const PEERS_FRESHNESS = { ttl: PRODUCT_POLICY.ttlS, swr: PRODUCT_POLICY.graceS }
 export const TIER_VARS: Record<TierName, Record<string, string>> = {
   tier: {},
   "tier-300s": {
-    CACHE_POLICIES: JSON.stringify({ product: PEERS_FRESHNESS, inventory: PEERS_FRESHNESS, reviews: PEERS_FRESHNESS, recommendations: PEERS_FRESHNESS }),
+    CACHE_POLICIES: everyPageResource(PEERS_FRESHNESS),
   },
 };
 
@@ -174,7 +178,7 @@ async function checkRenderOnly(url: string, origin: OriginAdmin): Promise<string
 /** Whether the product's member of a Cache-Status says the origin served it; false for a header that is not a valid list. */
 function productFromOrigin(cacheStatus: string): boolean {
   try {
-    return /^pp-origin(;|$)/.test(member(cacheStatus, "product"));
+    return /^pp-origin(;|$)/.test(member(cacheStatus, PAGE_SUBJECT));
   } catch {
     return false;
   }

@@ -9,21 +9,21 @@
 //      and in the rendered-page cache: what the read path costs on top of the floor;
 //   3. Zipf: CPU per page, Redis commands per page (INFO commandstats), answers per tier;
 //   4. the row named by --profile (Zipf by default) again, with the V8 profiler
-//      of instance 1 recording (bench/profile/summary.ts).
+//      of instance 1 recording (bench/lib/cpuProfileSummary.ts).
 // Writes bench/results/profile.md (and the raw profile.cpuprofile, git-ignored,
 // which Chrome DevTools opens). Measures and writes; asserts nothing.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { benchmarkRun } from "../cleanup";
-import { cpuBetween, cpuSample, workerdPids } from "../cpu";
-import { describeMachine, runLine, writeResults } from "../report";
-import { change, snapshots } from "../soak/probe";
+import { benchmarkRun } from "../lib/cleanup";
+import { cpuBetween, cpuSample, workerdPids } from "../lib/cpu";
+import { describeMachine, runLine, writeResults } from "../lib/report";
+import { change, snapshots } from "../lib/probe";
 import { startStack, startWorkers, toolVersions, type WorkerLogs } from "../stack";
-import { ensureWrk, runZipfWrk, Workload, type WrkFigures } from "../wrk";
-import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "./record";
-import { summaryTables } from "./summary";
+import { ensureWrk, runZipfWrk, Workload, type WrkFigures } from "../lib/wrk";
+import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "../lib/cpuProfile";
+import { summaryTables } from "../lib/cpuProfileSummary";
 
 const CATALOG = 100_000;
 /** The cached row's products: few enough that every page stays rendered in each isolate (8 MiB ≈ 800 pages). */

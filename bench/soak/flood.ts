@@ -19,17 +19,17 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { benchmarkRun } from "../cleanup";
-import { cpuBetween, cpuSample, workerdPids } from "../cpu";
-import { RedisProbe } from "../peers/redis";
-import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "../profile/record";
-import { summaryTables } from "../profile/summary";
-import { describeMachine, runLine, writeResults } from "../report";
+import type { benchmarkRun } from "../lib/cleanup";
+import { cpuBetween, cpuSample, workerdPids } from "../lib/cpu";
+import { RedisProbe } from "../lib/redis";
+import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "../lib/cpuProfile";
+import { summaryTables } from "../lib/cpuProfileSummary";
+import { describeMachine, runLine, writeResults } from "../lib/report";
 import { startStack, startWorkers, toolVersions, type Servers, type WorkerInstance, type WorkerLogs } from "../stack";
-import { ensureWrk, runZipfWrk, Workload, type WrkFigures } from "../wrk";
+import { ensureWrk, runZipfWrk, Workload, type WrkFigures } from "../lib/wrk";
 import { mulberry32 } from "../../dev/harness/random";
 import { startDepartingFlood } from "./cancel";
-import { change, countLogLine, countStatuses, get, numericChanges, percentile, snapshots, statusOf, type Answer, type LogCounts } from "./probe";
+import { change, countLogLine, countStatuses, get, numericChanges, percentile, snapshots, statusOf, type Answer, type LogCounts } from "../lib/probe";
 import { floodTable, floodTargets, type FloodKind, type FloodPhase, type FloodRun, type SamplerFigures } from "./report";
 
 export interface FloodSettings {

@@ -2,8 +2,8 @@
 // grouped by phase (the location tier on or off; the minute after the
 // isolates restarted, and the last minute before the next restart or the
 // end, "steady"), each group's Redis commands sent, origin fetches, cost per
-// million pages (bench/cost.ts), and the issue's targets, pass / FAIL.
-import { costPerMillion, usd, type Prices } from "../cost";
+// million pages (bench/lib/cost.ts), and the issue's targets, pass / FAIL.
+import { costPerMillion, usd, type Prices } from "../lib/cost";
 import { pagesOf, type Window } from "./report";
 import type { LocationProbe } from "./restart";
 
@@ -23,7 +23,7 @@ interface Group {
  * Segments of windows between restarts; each gives its first minute when it
  * follows a restart, and its last minute (when that is not also its first) as steady.
  */
-export function phaseGroups(windows: readonly Window[]): Group[] {
+function phaseGroups(windows: readonly Window[]): Group[] {
   const segments: Window[][] = [];
   for (const w of windows) (segments[w.phase.restarts] ??= []).push(w);
   return segments.filter(Boolean).flatMap((segment) => {
@@ -77,7 +77,7 @@ export interface GroupFigures {
 const sumOf = (ws: readonly Window[], pick: (w: Window) => number) => ws.reduce((n, w) => n + pick(w), 0);
 const total = (counts: Record<string, number>) => Object.values(counts).reduce((n, c) => n + c, 0);
 
-export function groupFigures(group: Group, prices: Prices): GroupFigures {
+function groupFigures(group: Group, prices: Prices): GroupFigures {
   const ws = group.windows;
   const pages = Math.max(1, sumOf(ws, pagesOf));
   const perPageOf = (pick: (w: Window) => Record<string, number>) => {
@@ -120,7 +120,7 @@ const top = (byCommand: Record<string, number>, count = 6) =>
     .join(", ") || "none";
 
 /** One row per group. */
-export function phaseTable(figures: readonly GroupFigures[]): string {
+function phaseTable(figures: readonly GroupFigures[]): string {
   const head = [
     "| phase | pages | req/s | p50 ms (mean of windows) | Redis sent per page (MONITOR) | … by command | origin got per page | location share of answers | workerd CPU-ms per page | Redis bytes per page | per million pages: Workers / Redis / total |",
     "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
@@ -134,7 +134,7 @@ export function phaseTable(figures: readonly GroupFigures[]): string {
 }
 
 /** The probe's two passes. */
-export function probeTable(probes: readonly { label: string; probe: LocationProbe }[]): string {
+function probeTable(probes: readonly { label: string; probe: LocationProbe }[]): string {
   const head = [
     "| right after the restart at | pages | pass | deepest tier of each page (Cache-Status) | p50 ms, all | p50 ms, pages of the expected tier (n) | Server-Timing location;dur p50 ms | statuses |",
     "| --- | ---: | --- | --- | ---: | ---: | ---: | --- |",
@@ -153,7 +153,7 @@ export function probeTable(probes: readonly { label: string; probe: LocationProb
 }
 
 /** Issue 31's Done-when, from this run's figures: [target, value, verdict]. */
-export function phaseTargets(figures: readonly GroupFigures[], probes: readonly { label: string; probe: LocationProbe }[]): string[][] {
+function phaseTargets(figures: readonly GroupFigures[], probes: readonly { label: string; probe: LocationProbe }[]): string[][] {
   const verdict = (ok: boolean | null) => (ok === null ? "n/a" : ok ? "pass" : "FAIL");
   const steadyOn = figures.find((g) => g.location === "on" && g.kind === "steady");
   const afterOn = figures.filter((g) => g.location === "on" && g.kind === "after restart");
@@ -191,4 +191,17 @@ export function phaseTargets(figures: readonly GroupFigures[], probes: readonly 
     ]);
   }
   return rows;
+}
+
+/** The location tier's part of the report: phases (on / off, steady / the minute after a restart), the probes, issue 31's targets. */
+export function locationSection(windows: readonly Window[], probes: readonly { label: string; probe: LocationProbe }[], prices: Prices) {
+  const phases = phaseGroups(windows).map((group) => groupFigures(group, prices));
+  const targets = phaseTargets(phases, probes);
+  const text = [
+    phaseTable(phases),
+    ...(probes.length ? ["", probeTable(probes)] : []),
+    "",
+    ["| issue 31 target | value | verdict |", "| --- | --- | --- |", ...targets.map((c) => `| ${c.join(" | ")} |`)].join("\n"),
+  ].join("\n");
+  return { phases, targets, text };
 }

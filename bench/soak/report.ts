@@ -1,9 +1,10 @@
 // The soak's tables: one Markdown row per window, printed as each ends (its
-// chart is bench/chart.ts's lineChartSvg); and with `--flood`, one table per
+// chart is bench/lib/chart.ts's lineChartSvg); and with `--flood`, one table per
 // flood (baseline and flood phases side by side) and its targets.
-import type { WrkFigures } from "../wrk";
+import { PAGE_RESOURCES } from "../../src/origin/resources";
+import type { WrkFigures } from "../lib/wrk";
 import type { CancelCounts, DepartingCounts } from "./cancel";
-import type { Change, LogCounts, NumericChange } from "./probe";
+import type { Change, LogCounts, NumericChange } from "../lib/probe";
 
 export interface Window {
   label: string;
@@ -54,7 +55,7 @@ const COLUMNS = [
   "l1 / location / l2 / origin %",
   "location hit % · purged / unvouched",
   "origin: worker fetch / err / shed · origin got",
-  "origin got per page: product / inventory / reviews / recs",
+  `origin got per page: ${PAGE_RESOURCES.join(" / ")}`,
   "Redis per page: scripts / MGET · all calls",
   "Redis sent per page (MONITOR): all · top commands",
   "L2 skip / fail / drop / breaker-counted time-outs / errors / outages dismissed by a probe",
@@ -130,7 +131,7 @@ export function tableRow(w: Window): string {
       : "n/a",
     location ? `${location[0] ? Math.round((100 * location[1]!) / location[0]) : "–"} · ${location[2]} / ${location[3]}` : "off",
     `${na(sum(w.instances, (c) => c.workerOrigin, ["fetches", "errors", "shed"]))} · ${w.originRequests}`,
-    ["product", "inventory", "reviews", "recommendations"].map((name) => perPage(w, w.originByService[name] ?? 0)).join(" / "),
+    PAGE_RESOURCES.map((name) => perPage(w, w.originByService[name] ?? 0)).join(" / "),
     redisPerPage(w),
     `${perPage(w, total(w.redisSent))} · ${topCommands(w.redisSent, pagesOf(w), 4)}`,
     na(sum(w.instances, (c) => c.l2, ["skipped", "failures", "droppedWrites", "countedTimeouts", "countedErrors", "outagesDismissed"])),
@@ -203,7 +204,7 @@ export interface FloodRun {
   warmStatuses: Record<string, number>;
   baseline: FloodPhase;
   flood: FloodPhase;
-  /** With `--flood-profile`: the isolate's V8 CPU profile over the flood phase's load, as summary tables (bench/profile/summary.ts). */
+  /** With `--flood-profile`: the isolate's V8 CPU profile over the flood phase's load, as summary tables (bench/lib/cpuProfileSummary.ts). */
   profile: string | null;
 }
 
@@ -213,8 +214,7 @@ const TARGET = { l1P99Ms: 100, rightAfterMs: 50, perFloodRequest: 1, hangS: 5 };
 const total = (counts: Record<string, number>) => Object.values(counts).reduce((n, c) => n + c, 0);
 const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const ratio = (flood: number, baseline: number) => (baseline > 0 ? `${(flood / baseline).toFixed(2)}×` : flood > 0 ? "∞" : "–");
-const SERVICES = ["product", "inventory", "reviews", "recommendations"];
-const byService = (s: Record<string, number>, per = 1, digits = 0) => SERVICES.map((name) => fmt((s[name] ?? 0) / per, digits)).join(" / ");
+const byService = (s: Record<string, number>, per = 1, digits = 0) => PAGE_RESOURCES.map((name) => fmt((s[name] ?? 0) / per, digits)).join(" / ");
 const wrkRps = (w: WrkFigures) => w.requests / (w.durationUs / 1e6);
 const changes = (list: NumericChange[] | null, all = false) =>
   list === null
@@ -284,10 +284,10 @@ export function floodTable(run: FloodRun): string {
   );
   text("Redis commands sent, by command", (p) => topCommands(p.redisSent));
   both("origin fetches (demo origin's counters)", (p) => p.origin.total);
-  text("… by service: product / inventory / reviews / recs", (p) => byService(p.origin.services));
+  text(`… by service: ${PAGE_RESOURCES.join(" / ")}`, (p) => byService(p.origin.services));
   floodOnly(
     `… ${beyond}: total · by service`,
-    `${perFloodRequest(run, (p) => p.origin.total).toFixed(2)} · ${SERVICES.map((name) => perFloodRequest(run, (p) => p.origin.services[name] ?? 0).toFixed(2)).join(" / ")}`,
+    `${perFloodRequest(run, (p) => p.origin.total).toFixed(2)} · ${PAGE_RESOURCES.map((name) => perFloodRequest(run, (p) => p.origin.services[name] ?? 0).toFixed(2)).join(" / ")}`,
   );
   both("workerd CPU s", (p) => p.cpu.workerdS, 2);
   text("cores: workerd / harness (sampler, Node flood) / other processes", (p) =>

@@ -10,8 +10,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { member } from "../../dev/harness/cacheStatus";
+import { PAGE_RESOURCES } from "../../src/origin/resources";
 import { startWorkers, type WorkerInstance, type WorkerLogs } from "../stack";
-import { countStatuses, get, percentile } from "./probe";
+import { countStatuses, get, percentile } from "../lib/probe";
 
 type OnCleanup = Parameters<typeof startWorkers>[3];
 
@@ -42,13 +43,12 @@ export async function startFleet(count: number, bindings: Record<string, string>
   };
 }
 
-const RESOURCES = ["product", "inventory", "reviews", "recommendations"] as const;
 const DEPTH = ["pp-l1", "pp-location", "pp-l2", "pp-origin"];
 
 /** The deepest tier that answered a part of the page (Cache-Status), e.g. "pp-location"; "?" without the header. */
 function deepestTier(cacheStatus: string | undefined): string {
   if (!cacheStatus) return "?";
-  const tiers = RESOURCES.map((resource) => member(cacheStatus, resource).split(";")[0] ?? "");
+  const tiers = PAGE_RESOURCES.map((resource) => member(cacheStatus, resource).split(";")[0] ?? "");
   return DEPTH[Math.max(...tiers.map((tier) => DEPTH.indexOf(tier)))] ?? "?";
 }
 

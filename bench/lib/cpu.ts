@@ -30,7 +30,7 @@ export function workerdPids(): Set<number> {
  * background poll) "other workerd", the rest "harness" (this process: the
  * orchestration, the pollers, Miniflare's controller). wrk starts and
  * exits within a phase, so /proc never shows it at a sample: its CPU comes
- * from bench/wrk.ts (bench:peers' measure). Other sessions' processes are
+ * from bench/lib/wrk.ts (bench:peers' measure). Other sessions' processes are
  * left to "others" (cpuBetween).
  */
 export function cpuSample(roots: Record<string, number[]>): CpuSample {

@@ -1,4 +1,4 @@
-// What a million page views cost at published prices (bench/prices.json):
+// What a million page views cost at published prices (bench/lib/prices.json):
 // Workers requests and CPU-ms, Redis commands and bandwidth, and the origin
 // fetches (counted, not priced: the origin is the shop's own). Marginal
 // prices: beyond the plans' included allowances, without the base fee.
@@ -29,7 +29,7 @@ export interface Prices {
   };
 }
 
-export function loadPrices(file = resolve("bench/prices.json")): Prices {
+export function loadPrices(file = resolve("bench/lib/prices.json")): Prices {
   return JSON.parse(readFileSync(file, "utf8")) as Prices;
 }
 
@@ -86,7 +86,7 @@ export function pricesNote(p: Prices): string {
   const w = p.workers;
   const r = p.redis;
   return (
-    `Prices (bench/prices.json): ${w.plan}: $${w.requestsUsdPerMillion} per million requests beyond ${w.requestsIncludedMillionsPerMonth} M included, ` +
+    `Prices (bench/lib/prices.json): ${w.plan}: $${w.requestsUsdPerMillion} per million requests beyond ${w.requestsIncludedMillionsPerMonth} M included, ` +
     `$${w.cpuMsUsdPerMillion} per million CPU-ms beyond ${w.cpuMsIncludedMillionsPerMonth} M included, $${w.monthlyBaseUsd}/month base (${w.source}, checked ${w.checked}: ${w.checkedHow}); ` +
     `${r.plan}: $${r.commandsUsdPer100k} per 100 K commands, bandwidth $${r.bandwidthUsdPerGB}/GB beyond ${r.bandwidthIncludedGBPerMonth} GB free (${r.source}, checked ${r.checked}: ${r.checkedHow}). ` +
     "Marginal: the base fee and the included allowances are not spread over the pages."

@@ -3,9 +3,9 @@
 // bench:soak's `--profile-windows`.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { openInspector } from "../inspector";
+import { openInspector } from "./inspector";
 import { BUNDLE_DIR, type WorkerInstance } from "../stack";
-import { summarise, type CpuProfile, type Summary } from "./summary";
+import { summarise, type CpuProfile, type Summary } from "./cpuProfileSummary";
 
 /** µs between samples: fine enough for functions of a few µs, coarse enough not to slow the isolate much. */
 export const SAMPLING_INTERVAL_US = 200;

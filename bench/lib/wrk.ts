@@ -8,8 +8,8 @@
 import { execFileSync, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { productId } from "../dev/origin/catalog";
-import { shuffledIndexes } from "../dev/harness/random";
+import { productId } from "../../dev/origin/catalog";
+import { shuffledIndexes } from "../../dev/harness/random";
 
 /** The seed of the rank → id shuffle: every benchmark's hot products are the same. */
 const SHUFFLE_SEED = 42;
@@ -85,7 +85,7 @@ async function runWrk<T>(run: WrkRun): Promise<{ summary: T; cpuSeconds: number 
 }
 
 /** The wrk script of every Zipf load (bench:soak, bench:profile, bench:peers). */
-const ZIPF_LUA = resolve("bench/zipf.lua");
+const ZIPF_LUA = resolve("bench/lib/zipf.lua");
 
 /** zipf.lua's inputs every run gives: the paths file, the targets (thread i → target i mod n), the seed. */
 function zipfEnv(pathsFile: string, targets: readonly string[], seed: number): Record<string, string> {

@@ -1,5 +1,5 @@
 -- The wrk script of every Zipf load: `npm run bench:peers` (bench/peers/load.ts),
--- `bench:soak` and `bench:profile` (runZipfWrk in bench/wrk.ts), and the
+-- `bench:soak` and `bench:profile` (runZipfWrk in bench/lib/wrk.ts), and the
 -- uniform crawler of `bench:soak --flood crawler`.
 --   ZIPF_PATHS     a file of "rank path" lines, hottest first: each request
 --                  draws a rank from Zipf(s) by inverse CDF (binary search

@@ -10,7 +10,7 @@
 // instance's L2 breaker was first seen open (its status polled every 100 ms).
 // Writes bench/results/faults.md and .json. Measures; asserts nothing.
 //
-// What used to be here and is covered elsewhere: the cold herd (bench:soak,
+// Not here, because another benchmark covers it: the cold herd (bench:soak,
 // bench:peers), Redis killed and the origin refusing (bench:peers, paced, on
 // the tier), the steady Zipf state (bench:soak's windows; each scenario's
 // `before` phase here is its baseline), the /healthz floor and an L1 hit
@@ -19,17 +19,20 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { benchmarkRun } from "./cleanup";
-import { cpuBetween, cpuSample, workerdPids } from "./cpu";
-import { describeMachine, runLine, writeResults } from "./report";
-import { change, snapshots, type Change } from "./soak/probe";
-import { startShards, startStack, startWorkers, toolVersions, type Servers, type ShardSet, type WorkerInstance, type WorkerLogs } from "./stack";
-import { ensureWrk, wrkPhase, Workload, type Phase } from "./wrk";
-import { l2StateOf } from "../dev/harness/health";
+import { benchmarkRun } from "../lib/cleanup";
+import { cpuBetween, cpuSample, workerdPids } from "../lib/cpu";
+import { describeMachine, runLine, writeResults } from "../lib/report";
+import { change, snapshots, type Change } from "../lib/probe";
+import { startShards, startStack, startWorkers, toolVersions, type Servers, type ShardSet, type WorkerInstance, type WorkerLogs } from "../stack";
+import { ensureWrk, wrkPhase, Workload, type Phase } from "../lib/wrk";
+import { l2StateOf } from "../../dev/harness/health";
+import { RESOURCES } from "../../src/origin/resources";
 
 const CATALOG = 100_000;
 const ORIGIN = { catalogSize: CATALOG, latencyMs: 30, jitterMs: 10 };
 const INSTANCES = 2;
+/** The hot product's stream lasts three of inventory's default ttls: about three origin fetches of it expected. */
+const INVENTORY_TTL_S = RESOURCES.inventory.defaults.ttl;
 
 /** What a phase's action and a scenario's undo get. */
 interface Stack {
@@ -80,9 +83,9 @@ const SCENARIOS: Scenario[] = [
   },
   {
     name: "hot-product",
-    what: "one product (Zipf rank 20,000, which the Zipf load almost never draws) at a constant 20 req/s for three inventory ttls (10 s), beside the Zipf load",
+    what: `one product (Zipf rank 20,000, which the Zipf load almost never draws) at a constant 20 req/s for three inventory ttls (${INVENTORY_TTL_S} s), beside the Zipf load`,
     hotRate: 20,
-    phases: [{ label: "hot", seconds: [30, 12] }],
+    phases: [{ label: "hot", seconds: [3 * INVENTORY_TTL_S, 12] }],
   },
 ];
 
@@ -231,7 +234,7 @@ async function main(): Promise<void> {
         .filter((p) => p.hot)
         .map(
           (p) =>
-            `  The hot stream (${p.hot!.askedRate}/s, paced): ${p.hot!.requests} answers, p50 ${ms(p.hot!.p50Ms)} ms, p99 ${ms(p.hot!.p99Ms)} ms, errors ${errorsOf(p.hot!)}, ${p.hot!.late} sent late; origin requests for the product: ${JSON.stringify(r.hotFetches)} (inventory ≈ one per 10 s ttl expected).`,
+            `  The hot stream (${p.hot!.askedRate}/s, paced): ${p.hot!.requests} answers, p50 ${ms(p.hot!.p50Ms)} ms, p99 ${ms(p.hot!.p99Ms)} ms, errors ${errorsOf(p.hot!)}, ${p.hot!.late} sent late; origin requests for the product: ${JSON.stringify(r.hotFetches)} (inventory ≈ one per ${INVENTORY_TTL_S} s ttl expected).`,
         ),
       `  L2 at the end (status \`l2.state\`): ${r.health.map((h) => `\`${h}\``).join(" · ")}`,
     ]),
