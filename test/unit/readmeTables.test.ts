@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parseConfig, type Env } from "../../src/config";
-import { DEFAULT_POLICIES } from "../../src/config/defaults";
+import { DEFAULT_POLICIES, DEFAULTS, PURGE_LIMITS } from "../../src/config/defaults";
 import { PAGE_RESOURCES, RESOURCE_NAMES, RESOURCES } from "../../src/origin/resources";
 
 const README = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
@@ -83,5 +83,37 @@ describe("the origin contract's endpoint table", () => {
       expect(timeout.startsWith(`${DEFAULT_POLICIES[resource].originTimeoutMs} ms`), `${name}'s timeout`).toBe(true);
       if ((PAGE_RESOURCES as readonly string[]).includes(name)) expect(request, `${name}'s request`).toBe(`\`GET ${RESOURCES[resource].path("{id}")}\``);
     }
+  });
+});
+
+describe("the policy numbers the README gives in its tables and prose", () => {
+  const MiB = 1024 * 1024;
+  const text = README.replace(/\s+/g, " ");
+
+  it("are config/defaults.ts's: each phrase, made from the number, is in the README", () => {
+    const phrases = [
+      // The configuration table.
+      `1 – ${DEFAULTS.l1MaxBytesLimit / MiB} MiB`,
+      `lock claims get ${DEFAULTS.l2ClaimTimeoutMs} ms, background writes ${DEFAULTS.l2WriteTimeoutMs / 1000} s`,
+      `at most ${DEFAULTS.originMaxQueued} callers, ${DEFAULTS.originQueueWaitMs / 1000} s`,
+      `one held back ${DEFAULTS.coldPagePatienceMs} ms goes while fewer than ${DEFAULTS.coldPagesPatient} are in progress`,
+      `At most ${DEFAULTS.coldPagesQueued} wait`,
+      // Purging.
+      `\`ids\` (≤ ${PURGE_LIMITS.ids.toLocaleString("en-US")}), \`tags\` (≤ ${PURGE_LIMITS.tags}`,
+      `\`413\` over ${PURGE_LIMITS.bodyBytes / 1024} KB`,
+      // Scaling out.
+      `the last ${DEFAULTS.refreshAheadShare.warm * 100}% of its ttl`,
+      `the last ${DEFAULTS.refreshAheadShare.hot * 100}%`,
+      // What happens when…
+      `Blind to purges after ${DEFAULTS.purgeBlindAfterMs / 1000} s, an isolate refreshes entries older than ${DEFAULTS.purgeBlindMaxAgeMs / 1000} s`,
+      `after the breaker opens (${DEFAULTS.l2BreakerFailures} failures)`,
+      `failures over ${DEFAULTS.breakerMinFailureSpanMs} ms, then a ${DEFAULTS.l2ProbeTimeoutMs}-ms probe`,
+      `a PING every ${DEFAULTS.l2RecoveryProbeEveryMs} ms`,
+      `the newest ${DEFAULTS.l2BacklogMax}, ≤ ${DEFAULTS.l2BacklogMaxBytes / MiB} MiB per isolate`,
+      `at least ${DEFAULTS.originBreakerFailures} of its last ${4 * DEFAULTS.originBreakerFailures} calls failed and they are at least half: no calls for ${DEFAULTS.originBreakerCoolDownMs / 1000} s`,
+      `1 product fetch per such id per isolate per ${DEFAULTS.rejectedAnswerTtl} s`,
+      `\`Retry-After: ${DEFAULTS.pageRetryAfterSeconds}\``,
+    ];
+    expect(phrases.filter((phrase) => !text.includes(phrase))).toEqual([]);
   });
 });
