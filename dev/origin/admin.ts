@@ -10,7 +10,8 @@ import * as v from "valibot";
 import type { ChangeResult } from "./catalog";
 import { describeIssue, errorBody, productId, type OriginEnv } from "./http";
 import { notifyTier } from "./notify";
-import { MAX_LATENCY_MS, SERVICES, type OriginState } from "./state";
+import { MAX_LATENCY_MS, type OriginState } from "./state";
+import { RESOURCE_NAMES } from "../../src/origin/resources";
 
 const MAX_BODY_BYTES = 64 * 1024;
 
@@ -20,7 +21,7 @@ const stock = v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(1_000_00
 const title = v.pipe(v.string(), v.minLength(1), v.maxLength(200));
 
 const faultBody = v.object({
-  service: v.picklist([...SERVICES, "all"], `must be one of ${SERVICES.join(", ")}, all`),
+  service: v.picklist([...RESOURCE_NAMES, "all"], `must be one of ${RESOURCE_NAMES.join(", ")}, all`),
   latencyMs: v.optional(milliseconds, 0),
   errorRate: v.optional(v.pipe(v.number(), v.minValue(0), v.maxValue(1)), 0),
   down: v.nullish(v.union([v.literal(false), v.picklist(["500", "refuse", "hang"])], 'must be false, "500", "refuse" or "hang"'), false),
@@ -56,7 +57,7 @@ export function adminRoutes({ settings, store, counters, faults, closing }: Orig
     .get("/faults", (c) => c.json(faults.snapshot()))
     .put("/faults", jsonBody(faultBody), (c) => {
       const { service, ...fault } = c.var.body;
-      faults.set(service === "all" ? SERVICES : [service], fault);
+      faults.set(service === "all" ? RESOURCE_NAMES : [service], fault);
       return c.json(faults.snapshot());
     })
     .delete("/faults", (c) => {

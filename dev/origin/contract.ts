@@ -7,10 +7,10 @@ import { sValidator } from "@hono/standard-validator";
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import * as v from "valibot";
-import { PAGE_RESOURCES, RESOURCES } from "../../src/origin/resources";
+import { LISTING, PAGE_RESOURCES, RESOURCES, type PageResource, type ResourceName } from "../../src/origin/resources";
 import { MAX_LIST_LIMIT } from "./catalog";
 import { describeIssue, errorBody, productId, type OriginEnv } from "./http";
-import { delay, type OriginState, type ServiceName } from "./state";
+import { delay, type OriginState } from "./state";
 
 const byId = v.object({ id: productId });
 
@@ -32,7 +32,6 @@ const listingQuery = v.object({
   cursor: v.optional(v.string("must be given once")),
 });
 
-type ByIdService = Exclude<ServiceName, "listing">;
 type ValidId = { in: { param: { id: string } }; out: { param: { id: string } } };
 
 /** The listing's path; each resource of a product is served at the path the tier's registry gives it (src/origin/resources.ts). */
@@ -43,23 +42,23 @@ const PATHS = [LISTING_PATH, ...PAGE_RESOURCES.map((name) => RESOURCES[name].pat
 export function contractRoutes(state: OriginState): Hono<OriginEnv> {
   const { store, faults } = state;
   const service = serviceCall(state);
-  const validId = (name: ByIdService) => sValidator("param", byId, (result, c) => (result.success ? undefined : unknownId(c, name)));
+  const validId = (name: PageResource) => sValidator("param", byId, (result, c) => (result.success ? undefined : unknownId(c, name)));
 
   /** The resource for the id asked (in lower case with canonicalIds), or the unknown-id answer. */
-  const resource = (name: ByIdService, lookup: (id: string) => unknown) => (c: Context<OriginEnv, string, ValidId>) => {
+  const resource = (name: PageResource, lookup: (id: string) => unknown) => (c: Context<OriginEnv, string, ValidId>) => {
     const { id } = c.req.valid("param");
     const value = lookup(faults.get(name).canonicalIds ? id.toLowerCase() : id);
     return value === null ? unknownId(c, name) : c.json(value);
   };
 
   /** 404 as the contract says, or the fault's unknownIdStatus (400 to 499). */
-  const unknownId = (c: Context, name: ByIdService) => {
+  const unknownId = (c: Context, name: PageResource) => {
     const status = faults.get(name).unknownIdStatus;
     return status === 404 ? c.json(errorBody("not_found"), 404) : c.json(errorBody("invalid_id"), status as ContentfulStatusCode);
   };
 
   /** Where each resource of a product comes from in the catalog. */
-  const lookups: Record<ByIdService, (id: string) => unknown> = {
+  const lookups: Record<PageResource, (id: string) => unknown> = {
     product: (id) => store.product(id),
     inventory: (id) => store.inventory(id),
     reviews: (id) => store.reviews(id),
@@ -68,7 +67,7 @@ export function contractRoutes(state: OriginState): Hono<OriginEnv> {
 
   const app = new Hono<OriginEnv>().get(
     LISTING_PATH,
-    service("listing"),
+    service(LISTING),
     sValidator("query", listingQuery, (result, c) => (result.success ? undefined : c.json(errorBody("bad_request", describeIssue(result.error)), 400))),
     (c) => {
       const { limit, cursor } = c.req.valid("query");
@@ -87,7 +86,7 @@ export function contractRoutes(state: OriginState): Hono<OriginEnv> {
  * answer 500. Admin endpoints never pass here.
  */
 function serviceCall({ settings, counters, faults, closing }: OriginState) {
-  return (service: ServiceName): MiddlewareHandler<OriginEnv> =>
+  return (service: ResourceName): MiddlewareHandler<OriginEnv> =>
     async (c, next) => {
       counters.count(service, c.req.param("id"));
       const { socket } = c.env.incoming;

@@ -1,13 +1,12 @@
 // What the admin endpoints (./admin.ts) set and the contract's routes
 // (./contract.ts) obey: the base latency, the requests counted per service
-// and id, and the faults injected per service.
+// and id, and the faults injected per service. Its services are the tier's
+// resources, as the registry (src/origin/resources.ts) lists them.
 import type { Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
+import { RESOURCE_NAMES, type ResourceName } from "../../src/origin/resources";
 import { isValidProductId } from "../../src/origin/types";
 import type { CatalogStore } from "./catalog";
-
-export const SERVICES = ["product", "inventory", "reviews", "recommendations", "listing"] as const;
-export type ServiceName = (typeof SERVICES)[number];
 
 type DownMode = false | "500" | "refuse" | "hang";
 
@@ -71,13 +70,13 @@ const MAX_COUNTED_IDS = 100_000;
 
 interface CountersSnapshot {
   total: number;
-  services: Record<ServiceName, number>;
+  services: Record<ResourceName, number>;
   /** Requests per `service:id`. */
   ids: Record<string, number>;
 }
 
 export interface Counters {
-  count(service: ServiceName, id: string | undefined): void;
+  count(service: ResourceName, id: string | undefined): void;
   reset(): void;
   snapshot(): CountersSnapshot;
 }
@@ -107,30 +106,30 @@ export function createCounters(): Counters {
   };
 }
 
-function zeroServices(): Record<ServiceName, number> {
-  return { product: 0, inventory: 0, reviews: 0, recommendations: 0, listing: 0 };
+function zeroServices(): Record<ResourceName, number> {
+  return Object.fromEntries(RESOURCE_NAMES.map((service) => [service, 0])) as Record<ResourceName, number>;
 }
 
 // ---------------------------------------------------------------- faults
 
 export interface Faults {
-  get(service: ServiceName): Fault;
-  set(services: readonly ServiceName[], fault: Fault): void;
+  get(service: ResourceName): Fault;
+  set(services: readonly ResourceName[], fault: Fault): void;
   clear(): void;
   /** Resolves at the next change of faults, at wake(), or when `socket` closes. */
   nextChange(socket: Socket): Promise<void>;
   wake(): void;
-  snapshot(): Record<ServiceName, Fault>;
+  snapshot(): Record<ResourceName, Fault>;
 }
 
 export function createFaults(): Faults {
-  const faults = new Map<ServiceName, Fault>();
+  const faults = new Map<ResourceName, Fault>();
   /** Hanging requests, woken whenever the faults change or the server closes. */
   const waiters = new Set<() => void>();
   const wake = () => {
     for (const waiter of [...waiters]) waiter();
   };
-  const get = (service: ServiceName) => faults.get(service) ?? NO_FAULT;
+  const get = (service: ResourceName) => faults.get(service) ?? NO_FAULT;
   return {
     get,
     set(services, fault) {
@@ -152,6 +151,6 @@ export function createFaults(): Faults {
         socket.once("close", done);
       }),
     wake,
-    snapshot: () => Object.fromEntries(SERVICES.map((service) => [service, get(service)])) as Record<ServiceName, Fault>,
+    snapshot: () => Object.fromEntries(RESOURCE_NAMES.map((service) => [service, get(service)])) as Record<ResourceName, Fault>,
   };
 }

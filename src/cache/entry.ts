@@ -2,6 +2,7 @@
 // Every entry carries its own deadlines, fixed (with jitter) when it was
 // fetched, so that every isolate and Redis agree on what it is at any time.
 import type { ResourcePolicy } from "../config";
+import { DEFAULTS } from "../config/defaults";
 
 export interface Entry<T = unknown> {
   /** `null` means "the origin says this does not exist" (negative caching). */
@@ -91,9 +92,6 @@ export function newerOf<T>(a: Entry<T> | undefined, b: Entry<T> | undefined): En
   return a.fetchedAt >= b.fetchedAt ? a : b;
 }
 
-/** A soft-purged entry is served stale at least this long while it refreshes. */
-export const SOFT_PURGE_GRACE_MS = 60_000;
-
 /**
  * The entry as a soft purge at `at` leaves it: no longer fresh, and servable
  * while it refreshes. The purge watcher decides that an entry is stale; the
@@ -101,5 +99,5 @@ export const SOFT_PURGE_GRACE_MS = 60_000;
  */
 export function markedStale(entry: Entry, at: number): Entry {
   if (entry.freshUntil <= at) return entry;
-  return { ...entry, freshUntil: at, staleUntil: Math.max(entry.staleUntil, at + SOFT_PURGE_GRACE_MS) };
+  return { ...entry, freshUntil: at, staleUntil: Math.max(entry.staleUntil, at + DEFAULTS.softPurgeGraceMs) };
 }

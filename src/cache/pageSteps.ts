@@ -24,6 +24,7 @@ import type { RefreshTools } from "./fill/refreshes";
 import type { Rejections } from "./fill/rejections";
 import { served, type Served } from "./served";
 import { visitorLeft, type Pending, type PageRequest } from "./pageRequest";
+import { DEFAULTS } from "../config/defaults";
 
 /** What the steps read and fill through: the read-through's parts (readThrough.ts). */
 export interface PageTools extends RefreshTools {
@@ -46,9 +47,6 @@ export interface PageTools extends RefreshTools {
   /** Redis left a call about `key`, sent when it had answered `answeredBefore` calls, unanswered because it does not answer (readThrough.ts). */
   redisSilent(key: string, answeredBefore: number): boolean;
 }
-
-/** A key's L2 read counts as under way this long past its budget (a read whose request vanished lapses then). */
-const READ_LEASE_GRACE_MS = 50;
 
 /** Whether this isolate is reading `key` from L2 or filling it right now: a page that needs it joins that work. */
 export function underWay(tools: PageTools, key: string): boolean {
@@ -200,7 +198,7 @@ export async function readFromL2(
   // A page's keys live on its product's shard (l2/shardedL2.ts): the first key's breaker and answers stand for them all.
   const firstKey = toRead[0]!.key;
   const answeredBefore = l2.answered(firstKey);
-  const readUntil = readStarted + config.l2TimeoutMs + READ_LEASE_GRACE_MS;
+  const readUntil = readStarted + config.l2TimeoutMs + DEFAULTS.l2ReadLeaseGraceMs;
   for (const item of toRead) reading.take(item.key, readUntil, true);
   const values = await l2
     .readMany(

@@ -45,6 +45,23 @@ export const DEFAULTS = {
    * the breaker opens.
    */
   l2ProbeTimeoutMs: 500,
+  /** A place in the request's connection gate outlives its L2 call's budget by this much (shared/subrequests.ts). */
+  l2GateGraceMs: 1000,
+  /** A key's L2 read counts as under way this long past its budget, for pages that join it (a read whose request vanished lapses then). */
+  l2ReadLeaseGraceMs: 50,
+  /**
+   * The backlog of writes L2 could not take (design: a double fault must not
+   * lose what the fleet fetched; cache/l2/l2.ts): the newest l2BacklogMax, at
+   * most l2BacklogMaxBytes of values, replayed l2BacklogBatch per call (one
+   * script run), a few calls per request, once L2 answers again. Replays are
+   * version- and purge-guarded like any fill's write, so a late one never
+   * wins over newer data.
+   */
+  l2BacklogMax: 256,
+  l2BacklogMaxBytes: 2 * 1024 * 1024,
+  l2BacklogBatch: 32,
+  /** Backlog calls per flush: the rest waits for the next request, which has its own subrequest budget. */
+  l2BacklogBatchesPerFlush: 4,
   /** A filler holds the cross-isolate lock at most this long, so a crashed holder blocks nobody for long. */
   lockTtlMs: 3000,
   /**
@@ -57,6 +74,20 @@ export const DEFAULTS = {
    * twice. (Nginx's proxy_cache_lock_timeout defaults to 5 s.)
    */
   lockWaitMs: 3000,
+  /** First poll of a lock's loser for the winner's result, doubled each time: the winner usually needs one origin round trip. */
+  lockPollFirstMs: 10,
+  /** Polls never further apart than this: a winner that writes late is seen soon after, at a few Redis reads a second. */
+  lockPollMaxMs: 160,
+  /** Times one wait asks the primary whether a lock that looks free is free (see cache/fill/lockWait.ts). */
+  lockReclaimsMax: 2,
+  /**
+   * A request that joined a fill in this isolate renews its interest in it
+   * this far ahead at every look (at most 16 ms apart, later on a busy
+   * isolate): a fill whose starter left goes on while a joiner's visitor is
+   * there, and stops soon after the last one leaves. A joiner that looked
+   * too late finds the fill stopped and starts its own (cache/fill/flights.ts).
+   */
+  fillInterestRenewMs: 250,
   /**
    * Origin fetches in flight per isolate (ORIGIN_MAX_CONCURRENT); more wait
    * in a queue (below). Slots = fetches a second × the origin's latency: 256
@@ -164,6 +195,18 @@ export const DEFAULTS = {
   departureMinPages: 16,
   /** A product page whose data took this long to read is logged (`slow_page`, rate-limited): a healthy read takes tens of ms. */
   slowPageMs: 1000,
+  /**
+   * A notable event that repeats (an origin failure per service, a slow page,
+   * an invalid L2 value per reason, a purge-log record that is not a purge) is
+   * logged at most once per this interval; the rest are counted as `suppressed`.
+   */
+  logEveryMs: 10_000,
+  /** Seconds a visitor is asked to wait before retrying a product page's 503. */
+  pageRetryAfterSeconds: 10,
+  /** Seconds the caller of `/__purge` or `/__known-ids` is asked to wait before retrying when Redis could not record its call. */
+  adminRetryAfterSeconds: 5,
+  /** Products of the home page's list filled per view: each may cost an L2 read, a lock claim, an origin fetch and an L2 write. */
+  homeFillsPerView: 4,
   /** Callers that may queue for an origin slot; more get stale data, a default or a 503 at once. */
   originMaxQueued: 256,
   /** How long a caller queues for an origin slot, at most: the wait also counts against the service's timeout. */
@@ -225,9 +268,46 @@ export const DEFAULTS = {
   purgeBlindAfterMs: 5000,
   /** ...and then refreshes entries older than this, so staleness stays bounded while Redis is out. */
   purgeBlindMaxAgeMs: 60_000,
+  /** A soft-purged entry is served stale at least this long while it refreshes. */
+  softPurgeGraceMs: 60_000,
+  /** Purges kept in the log for isolates catching up (invalidation/log.ts). */
+  purgeLogMax: 1000,
+  /**
+   * What one sync may read of the log: an isolate further behind (a bulk
+   * re-price of hundreds of purges of 1,000 ids each) starts over instead: it
+   * drops its L1 and takes the tag/all purges, since id purges are already
+   * applied in Redis, which is where its next reads go. One read stays small
+   * enough for its L2 budget however many purges were recorded meanwhile.
+   */
+  purgeSyncMaxRecords: 100,
+  purgeSyncMaxBytes: 256 * 1024,
+  /**
+   * Fields of the purge marks hash at most: (resource, tag) pairs purged
+   * within the retention. Past it, marks older than the retention go first,
+   * then the oldest, folded into the `~floor` field (everything fetched
+   * before it is gone: a new isolate refetches more, never serves a purged
+   * entry).
+   */
+  purgeMarksMax: 20_000,
+  /** How long a purge marker blocks older fills: longer than any fill can take. */
+  purgeMarkerTtlMs: 60_000,
+  /** The purge counter and log outlive quiet periods; they are rewritten with every purge. */
+  purgeSeqTtlMs: 30 * 86_400_000,
+  purgeLogTtlMs: 2 * 86_400_000,
+  /** Recent id purges an isolate remembers for judging (races with fills in flight); older ones were applied to L1 and Redis. */
+  recentIdPurges: 10_000,
   /** Requests a minute (in one isolate) from which a product is warm, and hot (see cache/hotness.ts). */
   warmPerMinute: 6,
   hotPerMinute: 60,
+  /** Products warmed per run (cron or `npm run warm`'s default), and how fast: 200 at 10 a second is 20 s and at most 80 origin fetches a second. */
+  warming: { top: 200, perSecond: 10, concurrency: 4 },
+  /**
+   * Each isolate's report of its most requested products to Redis
+   * (warming/hotReport.ts): `counted` per period in a bounded top-K whatever
+   * the traffic, the top `reported` sent every `everyMs`; the fleet's sorted
+   * set keeps the top `kept` and expires `ttlMs` after the last report.
+   */
+  hotReport: { counted: 50, reported: 20, everyMs: 60_000, kept: 1000, ttlMs: 86_400_000 },
   /**
    * Share of its ttl before expiry at which a fresh entry of a warm / hot
    * product is refreshed in the background: a product asked for once a
@@ -313,6 +393,14 @@ export const DEFAULTS = {
   keyPrefix: "pp:v1",
 } as const;
 
+/** The bounds of a `/__purge` request (README, "Purging"). */
+export const PURGE_LIMITS = {
+  ids: 1000,
+  tags: 100,
+  /** Bytes of a purge request body: 1,000 ids of 40 characters fit with room to spare. */
+  bodyBytes: 64 * 1024,
+} as const;
+
 // The known-ids filter's numbers (src/knownIds/): the first two are settings
 // (KNOWN_IDS_CAPACITY, KNOWN_IDS_FP_RATE), the rest the filter's own.
 export const KNOWN_IDS_DEFAULTS = {
@@ -372,6 +460,8 @@ export const KNOWN_IDS_LIMITS = {
   retryAfterFailureMs: 5_000,
   /** Ids per add() call: the known-ids endpoint's bound, and one bounded Lua call. */
   maxIdsPerAdd: 1000,
+  /** Bytes of a `/__known-ids` request body: maxIdsPerAdd ids of 40 characters fit with room to spare. */
+  bodyBytes: 64 * 1024,
   /** Ids whose add() could not be recorded, kept to retry at the next check. */
   maxPendingAdds: 10_000,
   /** The origin's largest listing page (docs/origin-contract.md#listing). */
@@ -382,4 +472,8 @@ export const KNOWN_IDS_LIMITS = {
   switchAttempts: 5,
   /** Growth room when the catalog outgrew the capacity. */
   growthFactor: 1.25,
+  /** Keys of a build that failed or lost: nobody reads them, they go at once. */
+  abandonedKeysTtlMs: 1000,
+  /** How long a check may run before another may start: the runtime ends `waitUntil` work 30 s after the response. */
+  checkLeaseMs: 30_000,
 } as const;

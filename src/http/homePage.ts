@@ -12,9 +12,7 @@ import { LISTING, LISTING_ID, PAGE_SUBJECT } from "../origin/resources";
 import { renderHomePage } from "../render";
 import type { TierServices } from "../tier";
 import { errorPage } from "./errorPage";
-
-/** Products filled per view: each may cost an L2 read, a lock claim, an origin fetch and an L2 write. */
-const FILLS_PER_VIEW = 4;
+import { DEFAULTS } from "../config/defaults";
 
 export async function homePage(c: Context, tier: TierServices): Promise<Response> {
   const background = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
@@ -29,7 +27,7 @@ export async function homePage(c: Context, tier: TierServices): Promise<Response
 
   const ids = listing.data!.ids;
   const products = await tier.cache.readCached(ids, PAGE_SUBJECT, background);
-  const toFill = ids.filter((id) => !products.has(id)).slice(0, FILLS_PER_VIEW);
+  const toFill = ids.filter((id) => !products.has(id)).slice(0, DEFAULTS.homeFillsPerView);
   await Promise.all(
     toFill.map(async (id) => {
       const product = (await tier.cache.read(id, [PAGE_SUBJECT], background)).data[PAGE_SUBJECT];

@@ -5,15 +5,11 @@
 // until the next rebuild.
 import { Hono } from "hono";
 import * as v from "valibot";
-import { KNOWN_IDS_LIMITS } from "../config/defaults";
+import { DEFAULTS, KNOWN_IDS_LIMITS } from "../config/defaults";
 import { PRODUCT_ID_PATTERN } from "../origin/types";
 import type { AppEnv } from "./appEnv";
 import { requirePurgeToken } from "./adminAuth";
 import { limitedJsonBody, validJson } from "./jsonBody";
-
-const RETRY_AFTER_SECONDS = 5;
-/** 1,000 ids of 40 characters fit with room to spare. */
-const BODY_BYTES = 64 * 1024;
 
 const knownIdsRequestSchema = v.strictObject({
   ids: v.pipe(
@@ -26,7 +22,7 @@ const knownIdsRequestSchema = v.strictObject({
 export const knownIdsRoute = new Hono<AppEnv>().post(
   "/__known-ids",
   requirePurgeToken(),
-  limitedJsonBody(BODY_BYTES),
+  limitedJsonBody(KNOWN_IDS_LIMITS.bodyBytes),
   validJson(knownIdsRequestSchema),
   async (c) => {
     const knownIds = c.get("tier").knownIds;
@@ -34,7 +30,7 @@ export const knownIdsRoute = new Hono<AppEnv>().post(
     // No L2, no filter: every id already "might exist".
     if (!knownIds) return c.json({ recorded: ids.length, filter: "off" }, 200);
     if (!(await knownIds.add(ids))) {
-      c.header("Retry-After", String(RETRY_AFTER_SECONDS));
+      c.header("Retry-After", String(DEFAULTS.adminRetryAfterSeconds));
       return c.json({ error: "l2_unavailable", message: "Redis did not record the ids; retry" }, 503);
     }
     return c.json({ recorded: ids.length, status: knownIds.status().state }, 200);

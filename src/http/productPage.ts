@@ -10,12 +10,10 @@ import type { Section } from "../render/model";
 import type { TierServices } from "../tier";
 import { cacheStatus, pageCacheControl, pageEtag, pageIdentity } from "./headers";
 import { errorPage } from "./errorPage";
+import { DEFAULTS } from "../config/defaults";
 
 /** Bumped when templates change the HTML for the same data, so that ETags change too. */
 const RENDER_VERSION = "3";
-
-/** Seconds a visitor is asked to wait before retrying a 503. */
-const RETRY_AFTER_SECONDS = 10;
 
 /**
  * What the page shows of one resource. A copy kept only for the origin's
@@ -103,12 +101,12 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   const failed = (resource: PageResource) => (data[resource]?.outcome ?? "failed") === "failed";
   const missingCore = PAGE_RESOURCES.filter((resource) => isCore(resource, tier.config.policies) && failed(resource));
   if (missingCore.length > 0) {
-    c.header("Retry-After", String(RETRY_AFTER_SECONDS));
+    c.header("Retry-After", String(DEFAULTS.pageRetryAfterSeconds));
     tier.metrics.recordPage({ id, outcome: "unavailable", served: all });
     // "overloaded": this isolate did not start the work (shed, or its origin slots were full), not a failing service.
     const busy = missingCore.every((resource) => data[resource]?.failure === "overloaded");
     const message = busy ? "We are very busy right now: please try again in a few seconds." : "The product service is not answering.";
-    return errorPage(c, 503, message, "no-store", RETRY_AFTER_SECONDS);
+    return errorPage(c, 503, message, "no-store", DEFAULTS.pageRetryAfterSeconds);
   }
 
   const states = Object.fromEntries(PAGE_RESOURCES.map((resource) => [resource, sectionState(resource, data[resource])])) as {

@@ -2,13 +2,12 @@
 // "Purging"). A purge is acknowledged only once it is recorded: with Redis
 // unavailable the answer is 503 and the caller retries, so nothing is lost.
 import { Hono } from "hono";
-import { PURGE_LIMITS, purgeRequestSchema, recordFrom } from "../invalidation/record";
+import { purgeRequestSchema, recordFrom } from "../invalidation/record";
+import { DEFAULTS, PURGE_LIMITS } from "../config/defaults";
 import type { AppEnv } from "./appEnv";
 import { requirePurgeToken } from "./adminAuth";
 import { limitedJsonBody, validJson } from "./jsonBody";
 import { logEvent } from "../shared/log";
-
-const RETRY_AFTER_SECONDS = 5;
 
 export const purgeRoute = new Hono<AppEnv>().post(
   "/__purge",
@@ -18,13 +17,13 @@ export const purgeRoute = new Hono<AppEnv>().post(
   async (c) => {
     const tier = c.get("tier");
     if (!tier.purgeLog) {
-      c.header("Retry-After", String(RETRY_AFTER_SECONDS));
+      c.header("Retry-After", String(DEFAULTS.adminRetryAfterSeconds));
       return c.json({ error: "l2_unavailable", message: "purges are recorded in Redis, and no Redis is configured" }, 503);
     }
     const record = recordFrom(c.req.valid("json"), tier.clock.now());
     const seq = await tier.purgeLog.record(record);
     if (seq === undefined) {
-      c.header("Retry-After", String(RETRY_AFTER_SECONDS));
+      c.header("Retry-After", String(DEFAULTS.adminRetryAfterSeconds));
       return c.json({ error: "l2_unavailable", message: "Redis did not record the purge; retry" }, 503);
     }
     tier.purges.apply({ ...record, seq });

@@ -10,8 +10,9 @@ import type { Entry } from "../cache/entry";
 import type { PurgedAt } from "../cache/readThrough";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
 import type { ResourceName } from "../origin/resources";
-import { WIDE_MAX, type WideMark } from "./log";
+import type { WideMark } from "./log";
 import { isWide, type PurgeRecord } from "./record";
+import { DEFAULTS } from "../config/defaults";
 
 export type Verdict = "ok" | "stale" | "gone";
 
@@ -20,9 +21,6 @@ interface IdPurge {
   seq: number;
   times: Partial<Record<ResourceName, { hard: number; soft: number }>>;
 }
-
-/** Recent id purges remembered for judging (races with fills in flight); older ones were applied to L1 and Redis. */
-const RECENT_ID_PURGES = 10_000;
 
 const NO_MARKS = { hard: 0, soft: 0 } as const;
 
@@ -73,7 +71,7 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
   /**
    * The log's era, and the position after which this isolate knows every id
    * purge (Infinity: none yet). It rises when an id purge is forgotten here
-   * (RECENT_ID_PURGES) or a record could not be read; it is set anew when
+   * (DEFAULTS.recentIdPurges) or a record could not be read; it is set anew when
    * the isolate starts over.
    */
   let era: string | null = null;
@@ -84,10 +82,10 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
     const known = marks.get(key);
     marks.delete(key); // re-insert: the Map's order is the eviction order
     marks.set(key, { hard: Math.max(known?.hard ?? 0, mark.hard), soft: Math.max(known?.soft ?? 0, mark.soft) });
-    if (marks.size <= WIDE_MAX) return;
+    if (marks.size <= DEFAULTS.purgeMarksMax) return;
     const horizon = clock.now() - wideRetentionMs;
     for (const [key, { hard, soft }] of marks) if (Math.max(hard, soft) < horizon) marks.delete(key);
-    while (marks.size > WIDE_MAX) {
+    while (marks.size > DEFAULTS.purgeMarksMax) {
       const [key, oldest] = marks.entries().next().value!;
       floor = Math.max(floor, oldest.hard, oldest.soft);
       marks.delete(key);
@@ -127,7 +125,7 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
       }
       recentIds.set(id, { seq: Math.max(known?.seq ?? 0, record.seq), times });
     }
-    while (recentIds.size > RECENT_ID_PURGES) {
+    while (recentIds.size > DEFAULTS.recentIdPurges) {
       const [id, forgotten] = recentIds.entries().next().value!;
       // A copy stamped before this purge can no longer be judged here.
       knownAfter = Math.max(knownAfter, forgotten.seq);

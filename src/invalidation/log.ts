@@ -1,10 +1,10 @@
 // The purge log in Redis (docs/architecture.md#invalidation):
 //
 //   pp:v1:purge:seq    a counter: each purge takes the next number
-//   pp:v1:purge:log    recent purges by number (the last LOG_MAX), for isolates catching up
+//   pp:v1:purge:log    recent purges by number (the last purgeLogMax), for isolates catching up
 //   pp:v1:purge:marks  per resource and tag (or "all"), the latest hard and soft purge
 //                      times: what a new isolate needs to judge entries, whatever the
-//                      number of purges (a hash of at most WIDE_MAX fields)
+//                      number of purges (a hash of at most purgeMarksMax fields)
 //   pp:v1:purge:era    when the counter (re)started: a sequence number means
 //                      something only within its era (location copies carry both)
 //   pp:v1:x:<r>:<id>   per purged entry: when, so that an older fill cannot write it back
@@ -15,7 +15,6 @@
 // No KEYS, no SCAN, no FLUSHALL.
 import type { Redis } from "@upstash/redis/cloudflare";
 import type { L2 } from "../cache/l2/l2";
-import { SOFT_PURGE_GRACE_MS } from "../cache/entry";
 import { entryKey, purgeLogKeys, purgeMarkerKey } from "../cache/keys";
 import { systemClock, type Clock } from "../shared/clock";
 import { DEFAULTS } from "../config/defaults";
@@ -23,31 +22,8 @@ import { createRateLimitedLog } from "../shared/log";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { isWide, storedRecord, type PurgeRecord } from "./record";
 
-/** Purges kept in the log for isolates catching up. */
-const LOG_MAX = 1000;
-/**
- * What one sync may read of the log: an isolate further behind (a bulk
- * re-price of hundreds of purges of 1,000 ids each) starts over instead: it
- * drops its L1 and takes the tag/all purges, since id purges are already
- * applied in Redis, which is where its next reads go. One read stays small
- * enough for its L2 budget however many purges were recorded meanwhile.
- */
-export const SYNC_MAX_RECORDS = 100;
-export const SYNC_MAX_BYTES = 256 * 1024;
-/**
- * Fields of the marks hash at most: (resource, tag) pairs purged within the
- * retention. Past it, marks older than the retention go first, then the
- * oldest, folded into the `~floor` field (everything fetched before it is
- * gone: a new isolate refetches more, never serves a purged entry).
- */
-export const WIDE_MAX = 20_000;
 /** The marks hash's field for the floor. */
 const FLOOR_FIELD = "~floor";
-/** How long a purge marker blocks older fills: longer than any fill can take. */
-const MARKER_TTL_MS = 60_000;
-/** The counter and log outlive quiet periods; they are rewritten with every purge. */
-const SEQ_TTL_MS = 30 * 86_400_000;
-const LOG_TTL_MS = 2 * 86_400_000;
 
 // Appends a purge to the log (on the home shard) and returns its number. A
 // tag or all purge also raises its marks: field "<resource>|<tag>" (or
@@ -206,9 +182,6 @@ export interface WideMark {
   soft: number;
 }
 
-/** Records of the log that are not purges (storedRecord) are logged at most once per this interval. */
-const INVALID_RECORD_LOG_INTERVAL_MS = 10_000;
-
 export interface PurgesSince {
   seq: number;
   /** When the sequence (re)started: its numbers name purges only within it. */
@@ -224,7 +197,7 @@ export interface PurgesSince {
 
 export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemClock }: PurgeLogDeps) {
   const keys = purgeLogKeys(keyPrefix);
-  const logInvalid = createRateLimitedLog({ intervalMs: INVALID_RECORD_LOG_INTERVAL_MS, clock });
+  const logInvalid = createRateLimitedLog({ intervalMs: DEFAULTS.logEveryMs, clock });
   /** The purges `members` (of `key`) hold; members that are not purges are skipped, and logged: an isolate cannot apply what it cannot read. */
   function readable(members: string[], key: string): PurgeRecord[] {
     const now = clock.now();
@@ -253,7 +226,13 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
       if (entryKeys.length > 0) {
         const applied = await l2.runOnKeys(
           entryKeys,
-          (redis, keys) => redis.eval<string[], number>(PURGE_KEYS, keys, [purge.mode, String(purge.at), String(SOFT_PURGE_GRACE_MS), String(MARKER_TTL_MS)]),
+          (redis, keys) =>
+            redis.eval<string[], number>(PURGE_KEYS, keys, [
+              purge.mode,
+              String(purge.at),
+              String(DEFAULTS.softPurgeGraceMs),
+              String(DEFAULTS.purgeMarkerTtlMs),
+            ]),
           { isWrite: true, force: true },
         );
         if (applied === undefined) return undefined;
@@ -263,10 +242,10 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
         String(purge.at),
         isWide(purge) ? "1" : "0",
         String(wideRetentionMs),
-        String(LOG_MAX),
-        String(WIDE_MAX),
-        String(SEQ_TTL_MS),
-        String(LOG_TTL_MS),
+        String(DEFAULTS.purgeLogMax),
+        String(DEFAULTS.purgeMarksMax),
+        String(DEFAULTS.purgeSeqTtlMs),
+        String(DEFAULTS.purgeLogTtlMs),
       ];
       return l2.run((redis) => redis.eval<string[], number>(APPEND_LOG, [keys.seq, keys.log, keys.wide, keys.era], args), { isWrite: true, force: true });
     },
@@ -277,7 +256,11 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
      */
     async readSince(seen: number): Promise<PurgesSince | undefined> {
       const answer = await l2.run(
-        (redis) => readPurgesScript(redis).exec([keys.seq, keys.log, keys.wide, keys.era], [String(seen), String(SYNC_MAX_RECORDS), String(SYNC_MAX_BYTES)]),
+        (redis) =>
+          readPurgesScript(redis).exec(
+            [keys.seq, keys.log, keys.wide, keys.era],
+            [String(seen), String(DEFAULTS.purgeSyncMaxRecords), String(DEFAULTS.purgeSyncMaxBytes)],
+          ),
         { passive: true },
       );
       if (!answer) return undefined;

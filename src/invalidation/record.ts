@@ -1,15 +1,8 @@
 // What a purge says, as the purge endpoint accepts it and the log keeps it.
 import * as v from "valibot";
-import { DEFAULTS } from "../config/defaults";
+import { DEFAULTS, PURGE_LIMITS } from "../config/defaults";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { PRODUCT_ID_PATTERN } from "../origin/types";
-
-export const PURGE_LIMITS = {
-  ids: 1000,
-  tags: 100,
-  /** Bytes of a purge request body: 1,000 ids of 40 characters fit with room to spare. */
-  bodyBytes: 64 * 1024,
-} as const;
 
 /** Tags as the origin writes them (`brand:acme`, `cat:running`): short, no spaces, no quotes. */
 const TAG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9:._/-]{0,63}$/;

@@ -51,9 +51,6 @@ export interface RebuildResult {
   ms: number;
 }
 
-/** Keys of a build that failed or lost: nobody reads them, they go at once. */
-const ABANDONED_KEYS_TTL_MS = 1000;
-
 export type RebuildFailure = "l2-unavailable" | "superseded" | "log-overflow" | "busy" | "origin-listing";
 
 export class KnownIdsRebuildError extends Error {
@@ -133,7 +130,7 @@ export async function rebuildFilter(
     } catch (error) {
       // Best effort: stop add() logging for a build that will never switch, and drop what it wrote.
       await l2.run((redis) => scriptsFor(redis).abandon(keys.meta, version), { isWrite: true });
-      await expireVersion(l2, keys, version, segmentCountFor(bloomShape(capacity, fpRate).m), ABANDONED_KEYS_TTL_MS);
+      await expireVersion(l2, keys, version, segmentCountFor(bloomShape(capacity, fpRate).m), KNOWN_IDS_LIMITS.abandonedKeysTtlMs);
       throw error;
     }
   }

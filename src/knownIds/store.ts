@@ -21,9 +21,6 @@ import { parseMeta } from "./meta";
 import { rebuildFilter, type ListIds, type RebuildProgress, type RebuildResult } from "./rebuild";
 import { readMeta } from "./redisFilter";
 
-/** How long a check may run before another may start: the runtime ends `waitUntil` work 30 s after the response. */
-const CHECK_LEASE_MS = 30_000;
-
 export interface KnownIdsOptions {
   l2: L2;
   /** The tier's key prefix (`pp:v1`). */
@@ -133,7 +130,7 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
       .finally(() => {
         if (checking?.work === run) checking = null;
       });
-    checking = { work: run, until: now + CHECK_LEASE_MS };
+    checking = { work: run, until: now + KNOWN_IDS_LIMITS.checkLeaseMs };
     return run;
   }
 

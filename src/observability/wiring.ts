@@ -6,11 +6,7 @@ import type { OriginClientOptions } from "../origin/client";
 import { createRateLimitedLog, logEvent } from "../shared/log";
 import type { Metrics } from "./metrics";
 import type { Timings } from "../cache/pageRequest";
-
-/** Origin failures are logged at most once per service per this interval; the rest are counted as `suppressed`. */
-const ORIGIN_FAILURE_LOG_INTERVAL_MS = 10_000;
-/** Slow pages: at most one line per this interval, the rest counted as `suppressed`. */
-const SLOW_PAGE_LOG_INTERVAL_MS = 10_000;
+import { DEFAULTS } from "../config/defaults";
 
 /** A breaker's `onChange`: one log line per change (error when it opens), and its state noted for the status page. */
 export function watchBreaker(name: string, metrics?: Metrics): (from: BreakerState, to: BreakerState) => void {
@@ -28,7 +24,7 @@ export function watchBreaker(name: string, metrics?: Metrics): (from: BreakerSta
  * on-call engineers looking for an origin problem that was not there.
  */
 export function watchOrigin(metrics: Metrics, clock: Clock): NonNullable<OriginClientOptions["onFetch"]> {
-  const failureLog = createRateLimitedLog({ intervalMs: ORIGIN_FAILURE_LOG_INTERVAL_MS, clock });
+  const failureLog = createRateLimitedLog({ intervalMs: DEFAULTS.logEveryMs, clock });
   return (service, outcome, detail, priority) => {
     metrics.recordOriginFetch(service, outcome);
     if (outcome === "found" || outcome === "absent" || outcome === "abandoned") return;
@@ -55,7 +51,7 @@ export interface PageRead {
  * lock, a slow service) that its Cache-Status and timings name.
  */
 export function watchSlowPages(slowMs: number, clock: Clock): (read: PageRead) => void {
-  const log = createRateLimitedLog({ intervalMs: SLOW_PAGE_LOG_INTERVAL_MS, clock });
+  const log = createRateLimitedLog({ intervalMs: DEFAULTS.logEveryMs, clock });
   return (read) => {
     if (read.ms >= slowMs) log("slow_page", "slow_page", { ...read, slowMs }, "warn");
   };

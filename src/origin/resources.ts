@@ -3,9 +3,11 @@
 // reason for each) and what a page does without it. Everything else reads
 // this table: the origin client and validation, L2 keys, configuration
 // parsing, purge validation, the product page's required/optional judgement,
-// metrics and the status page. Adding a resource (a delivery estimate, say)
-// is an entry here, its data type in ./types.ts, its view model in render/
-// and its partial in templates/ (README, "Contributing").
+// metrics and the status page, the demo origin and the tests' fakes. Adding
+// a resource (a delivery estimate, say) is an entry here, its data type in
+// ./types.ts, its section's view in render/ and its partial in templates/,
+// then what tsc and the tests ask for: README, "Contributing", whose list
+// test/unit/addingAResource.test.ts follows on a copy of the project.
 import * as v from "valibot";
 import { count, id, money, productIdPage, text, version } from "./schemaParts";
 import type { Inventory, Product, Recommendations, ReviewsSummary } from "./types";

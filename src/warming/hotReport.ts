@@ -5,14 +5,7 @@
 import type { Clock } from "../shared/clock";
 import type { L2 } from "../cache/l2/l2";
 import { createTopK } from "../observability/topK";
-
-/** Products counted per report period: a bounded top-K, whatever the traffic. */
-const COUNTED = 50;
-/** Products sent per report. */
-const REPORTED = 20;
-const REPORT_EVERY_MS = 60_000;
-const KEPT = 1000;
-const TTL_MS = 86_400_000;
+import { DEFAULTS } from "../config/defaults";
 
 const REPORT = `
 for i = 1, #ARGV - 2, 2 do redis.call('ZINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
@@ -31,18 +24,19 @@ export interface HotReport {
 }
 
 export function createHotReport({ l2, keyPrefix, clock }: { l2: L2; keyPrefix: string; clock: Clock }): HotReport {
-  const counts = createTopK<string>(COUNTED);
-  let periodEnds = clock.now() + REPORT_EVERY_MS;
+  const { counted, reported, everyMs, kept, ttlMs } = DEFAULTS.hotReport;
+  const counts = createTopK<string>(counted);
+  let periodEnds = clock.now() + everyMs;
 
   return {
     offer(id, background) {
       counts.offer(id);
       if (clock.now() < periodEnds) return;
-      periodEnds = clock.now() + REPORT_EVERY_MS;
-      const top = counts.top(REPORTED);
+      periodEnds = clock.now() + everyMs;
+      const top = counts.top(reported);
       counts.clear();
       const args = top.flatMap((item) => [String(item.count - item.error), item.key]);
-      background(l2.run((redis) => redis.eval(REPORT, [hotKey(keyPrefix)], [...args, String(KEPT), String(TTL_MS)]), { isWrite: true }));
+      background(l2.run((redis) => redis.eval(REPORT, [hotKey(keyPrefix)], [...args, String(kept), String(ttlMs)]), { isWrite: true }));
     },
   };
 }

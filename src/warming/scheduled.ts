@@ -7,12 +7,10 @@ import { PAGE_RESOURCES, PAGE_SUBJECT } from "../origin/resources";
 import type { TierServices } from "../tier";
 import { hottestIds } from "./hotReport";
 import { warmProducts } from "./warm";
+import { DEFAULTS } from "../config/defaults";
 
 export const REBUILD_CRON = "17 3 * * *";
 export const WARM_CRON = "*/15 * * * *";
-
-/** Products warmed per run, and how fast: 200 at 10 a second is 20 s and at most 80 origin fetches a second. */
-const WARMING = { top: 200, perSecond: 10, concurrency: 4 } as const;
 
 /**
  * Subrequests one product can cost when it is cold: its L2 read, an origin
@@ -26,7 +24,7 @@ const SUBREQUESTS_PER_PRODUCT = 9;
 
 /** Products one warm run can afford: the hot list's read and a margin come first. */
 export function productsPerWarmRun(maxSubrequests: number): number {
-  return Math.max(0, Math.min(WARMING.top, Math.floor((maxSubrequests - 5) / SUBREQUESTS_PER_PRODUCT)));
+  return Math.max(0, Math.min(DEFAULTS.warming.top, Math.floor((maxSubrequests - 5) / SUBREQUESTS_PER_PRODUCT)));
 }
 
 export async function runScheduled(cron: string, tier: TierServices, background: (work: Promise<unknown>) => void): Promise<void> {
@@ -43,7 +41,7 @@ export async function runScheduled(cron: string, tier: TierServices, background:
     const top = productsPerWarmRun(tier.config.maxSubrequests);
     if (top === 0) return;
     const ids = await hottestIds(tier.cache.l2, tier.config.keyPrefix, top);
-    const result = await warmProducts({ ids, ...WARMING, warmOne: (id) => warmOne(tier, id, background) });
+    const result = await warmProducts({ ids, ...DEFAULTS.warming, warmOne: (id) => warmOne(tier, id, background) });
     logEvent("warmed", { products: ids.length, ...result });
   }
 }

@@ -5,7 +5,8 @@ import type { FillContext } from "../../src/cache/fill/fill";
 import type { Clock } from "../../src/shared/clock";
 import type { OriginAnswer, OriginClient } from "../../src/origin/client";
 import { OriginError } from "../../src/origin/failure";
-import type { ResourceName, ResourceTypes } from "../../src/origin/resources";
+import { PAGE_RESOURCES, PAGE_SUBJECT, RESOURCE_NAMES, type PageResource, type ResourceName, type ResourceTypes } from "../../src/origin/resources";
+import type { ProductPageModel } from "../../src/render/model";
 import type { Product } from "../../src/origin/types";
 
 export interface FakeClock extends Clock {
@@ -64,11 +65,27 @@ export function sample<R extends ResourceName>(resource: R, id: string, version:
   return data[resource];
 }
 
+/** `value` for every resource of the registry. */
+export function eachResource<T>(value: T): Record<ResourceName, T> {
+  return Object.fromEntries(RESOURCE_NAMES.map((name) => [name, value])) as Record<ResourceName, T>;
+}
+
+/** `value` for every resource of the product page, as the registry lists them. */
+export function eachPageResource<T>(value: T): Record<PageResource, T> {
+  return Object.fromEntries(PAGE_RESOURCES.map((name) => [name, value])) as Record<PageResource, T>;
+}
+
+/** A product page's model: every resource of the page (the registry's) at its sample data. */
+export function samplePageModel(id: string, version = 1): ProductPageModel {
+  const parts = PAGE_RESOURCES.map((name) => [name, name === PAGE_SUBJECT ? sample(name, id, version) : { state: "ok", data: sample(name, id, version) }]);
+  return { ...Object.fromEntries(parts), pageUrl: `https://shop.example/products/${id}` } as ProductPageModel;
+}
+
 export function fakeOrigin(): FakeOrigin {
   const hung: (() => void)[] = [];
   const origin: FakeOrigin = {
-    calls: { product: 0, inventory: 0, reviews: 0, recommendations: 0, listing: 0 },
-    behaviour: { product: "ok", inventory: "ok", reviews: "ok", recommendations: "ok", listing: "ok" },
+    calls: eachResource(0),
+    behaviour: eachResource<FakeBehaviour>("ok"),
     version: 1,
     gate: null,
     refreshRoom: () => Number.POSITIVE_INFINITY,

@@ -4,6 +4,7 @@
 import { inventoryFor, productId, recommendationsFor, reviewsFor } from "../../dev/origin/catalog";
 import { GATEWAY_TOKEN, PURGE_TOKEN, type Stack } from "./stack";
 import type { WorkerInstance } from "./worker";
+import type { ResourceName } from "../../src/origin/resources";
 
 export interface Page {
   status: number;
@@ -53,7 +54,7 @@ export function serverTiming(headers: Headers, name: string): number | undefined
 }
 
 export interface OriginFault {
-  service: "product" | "inventory" | "reviews" | "recommendations" | "listing" | "all";
+  service: ResourceName | "all";
   latencyMs?: number;
   errorRate?: number;
   down?: false | "500" | "refuse" | "hang";

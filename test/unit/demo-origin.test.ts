@@ -16,6 +16,7 @@ import {
   reviewsFor,
 } from "../../dev/origin/catalog";
 import { startDemoOrigin, type DemoOrigin } from "../../dev/origin/index";
+import { eachResource } from "../support/fakes";
 
 const CATALOG_SIZE = 2500;
 
@@ -266,7 +267,7 @@ describe("counters", () => {
 
     const counters = (await get("/__admin/counters")).body;
     expect(counters.total).toBe(8);
-    expect(counters.services).toEqual({ product: 4, inventory: 1, reviews: 1, recommendations: 1, listing: 1 });
+    expect(counters.services).toEqual({ ...eachResource(0), product: 4, inventory: 1, reviews: 1, recommendations: 1, listing: 1 });
     expect(counters.ids).toEqual({
       "product:p-000001": 2,
       "product:p-009999": 1,
@@ -278,7 +279,7 @@ describe("counters", () => {
     expect((await call("POST", "/__admin/counters/reset")).status).toBe(200);
     expect((await get("/__admin/counters")).body).toEqual({
       total: 0,
-      services: { product: 0, inventory: 0, reviews: 0, recommendations: 0, listing: 0 },
+      services: eachResource(0),
       ids: {},
     });
   });

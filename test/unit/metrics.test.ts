@@ -16,7 +16,7 @@ import { createTopK } from "../../src/observability/topK";
 import { watchOrigin } from "../../src/observability/wiring";
 import { createLimiter } from "../../src/shared/limiter";
 import { renderStatusPage } from "../../src/render";
-import { fakeClock, sampleProduct } from "../support/fakes";
+import { eachPageResource, fakeClock, sampleProduct } from "../support/fakes";
 
 /** Every service with a 500 ms origin timeout. */
 const TIMEOUTS_500_MS = Object.fromEntries(RESOURCE_NAMES.map((name) => [name, { originTimeoutMs: 500 }])) as Record<ResourceName, { originTimeoutMs: number }>;
@@ -25,12 +25,10 @@ import { shuffledIndexes, ZipfSampler } from "../../dev/harness/random";
 const MINUTE = BUCKET_MS;
 type Served = NonNullable<PageRecord["served"]>[number];
 
-/** A page whose four resources were served as given (`l1`, `l2`, `origin`, or `failed`). */
-function pageOf(
-  id: string,
-  tiers: Record<PageResource, "l1" | "l2" | "origin" | "failed">,
-  extra: Partial<Record<ResourceName, Partial<Served>>> = {},
-): PageRecord {
+type ServedBy = "l1" | "l2" | "origin" | "failed";
+
+/** A page whose resources were served as given (`l1`, `l2`, `origin`, or `failed`). */
+function pageOf(id: string, tiers: Record<PageResource, ServedBy>, extra: Partial<Record<ResourceName, Partial<Served>>> = {}): PageRecord {
   const served = (Object.keys(tiers) as PageResource[]).map((resource): Served => {
     const tier = tiers[resource];
     return tier === "failed"
@@ -40,8 +38,8 @@ function pageOf(
   return { id, outcome: "ok", served };
 }
 
-const ALL_L1 = { product: "l1", inventory: "l1", reviews: "l1", recommendations: "l1" } as const;
-const ALL_ORIGIN = { product: "origin", inventory: "origin", reviews: "origin", recommendations: "origin" } as const;
+const ALL_L1 = eachPageResource<ServedBy>("l1");
+const ALL_ORIGIN = eachPageResource<ServedBy>("origin");
 
 describe("metrics buckets", () => {
   it("rolls over to a new bucket at each minute boundary of the tier's clock", () => {
@@ -112,16 +110,10 @@ describe("metrics buckets", () => {
   it("computes hit ratios per tier and per resource", () => {
     const metrics = createMetrics({ clock: fakeClock() });
     // product: l1, l1, l2, origin → hit 3/4, L1 2/4, L2 1/2 of L1's misses, origin 1/4.
-    metrics.recordPage(pageOf("p-1", { product: "l1", inventory: "l1", reviews: "l1", recommendations: "failed" }));
-    metrics.recordPage(pageOf("p-1", { product: "l1", inventory: "l2", reviews: "l1", recommendations: "failed" }));
-    metrics.recordPage(pageOf("p-2", { product: "l2", inventory: "origin", reviews: "origin", recommendations: "l1" }, { inventory: { collapsed: true } }));
-    metrics.recordPage(
-      pageOf(
-        "p-3",
-        { product: "origin", inventory: "l1", reviews: "l1", recommendations: "l1" },
-        { inventory: { freshness: "stale" }, reviews: { freshness: "stale-if-error" } },
-      ),
-    );
+    metrics.recordPage(pageOf("p-1", { ...ALL_L1, recommendations: "failed" }));
+    metrics.recordPage(pageOf("p-1", { ...ALL_L1, inventory: "l2", recommendations: "failed" }));
+    metrics.recordPage(pageOf("p-2", { ...ALL_L1, product: "l2", inventory: "origin", reviews: "origin" }, { inventory: { collapsed: true } }));
+    metrics.recordPage(pageOf("p-3", { ...ALL_L1, product: "origin" }, { inventory: { freshness: "stale" }, reviews: { freshness: "stale-if-error" } }));
     const w = metrics.window(5);
     expect(w.resources.product).toMatchObject({ answers: 4, l1: 2, l2: 1, origin: 1, hitRatio: 0.75, l1Ratio: 0.5, l2Ratio: 0.5, originRatio: 0.25 });
     expect(w.resources.inventory).toMatchObject({ answers: 4, l1: 2, l2: 1, origin: 1, stale: 1, collapsed: 1 });
@@ -140,9 +132,9 @@ describe("metrics buckets", () => {
     const metrics = createMetrics({ clock: fakeClock() });
     metrics.recordPage({ id: "p-9", outcome: "filtered" });
     metrics.recordPage({ ...pageOf("p-8", ALL_ORIGIN), outcome: "absent" });
-    metrics.recordPage({ ...pageOf("p-7", { product: "failed", inventory: "failed", reviews: "l1", recommendations: "l1" }), outcome: "unavailable" });
+    metrics.recordPage({ ...pageOf("p-7", { ...ALL_L1, product: "failed", inventory: "failed" }), outcome: "unavailable" });
     metrics.recordPage({
-      ...pageOf("p-6", { product: "l1", inventory: "l1", reviews: "failed", recommendations: "failed" }),
+      ...pageOf("p-6", { ...ALL_L1, reviews: "failed", recommendations: "failed" }),
       defaulted: ["reviews", "recommendations"],
     });
     const outcomes: ("found" | "absent" | OriginFailure)[] = ["found", "found", "absent", "timeout", "status", "circuit-open", "overloaded"];

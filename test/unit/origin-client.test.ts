@@ -8,7 +8,7 @@ import { createBreaker, type Breaker } from "../../src/shared/breaker";
 import { createOriginClient, type OriginClient, type OriginClientOptions } from "../../src/origin/client";
 import { isAnswerAboutId, OriginError, type OriginFailure } from "../../src/origin/failure";
 import { createLimiter } from "../../src/shared/limiter";
-import type { ResourceName } from "../../src/origin/resources";
+import { RESOURCE_NAMES, type ResourceName } from "../../src/origin/resources";
 import { startDemoOrigin, type DemoOrigin } from "../../dev/origin";
 import { productFor } from "../../dev/origin/catalog";
 import { fakeClock, sampleProduct } from "../support/fakes";
@@ -19,13 +19,7 @@ const BASE = "http://origin.test";
 /** Every service gets `timeoutMs` unless overridden. */
 function policies(timeoutMs: number, overrides: Partial<Record<ResourceName, number>> = {}): OriginClientOptions["policies"] {
   const policy = (resource: ResourceName) => ({ originTimeoutMs: overrides[resource] ?? timeoutMs });
-  return {
-    product: policy("product"),
-    inventory: policy("inventory"),
-    reviews: policy("reviews"),
-    recommendations: policy("recommendations"),
-    listing: policy("listing"),
-  };
+  return Object.fromEntries(RESOURCE_NAMES.map((resource) => [resource, policy(resource)])) as OriginClientOptions["policies"];
 }
 
 /** A fetch that records its calls and answers with `respond`. */

@@ -10,17 +10,11 @@ import { PAGE_RESOURCES, type PageResource } from "../../src/origin/resources";
 import type { ProductPageModel } from "../../src/render/model";
 import { type ProductSections, type ProductView, productView, type SectionsFor } from "../../src/render/view";
 import type { ProductPage } from "../../templates/product";
-import { sample } from "../support/fakes";
+import { samplePageModel } from "../support/fakes";
 
 function view(): ProductView {
   const id = "p-000001";
-  const model: ProductPageModel = {
-    product: sample("product", id, 1),
-    inventory: { state: "ok", data: sample("inventory", id, 1) },
-    reviews: { state: "ok", data: sample("reviews", id, 1) },
-    recommendations: { state: "none" },
-    pageUrl: `https://shop.example/products/${id}`,
-  };
+  const model: ProductPageModel = { ...samplePageModel(id), recommendations: { state: "none" } };
   return productView(model);
 }
 
@@ -44,10 +38,10 @@ describe("the product page's sections", () => {
 
   it("exist only for resources that have a section view: a new page resource without one does not compile", () => {
     // What `PageResource` becomes when a resource with `onProductPage: true` is added to the registry.
-    type WithDelivery = PageResource | "delivery";
-    // @ts-expect-error "delivery" has no entry in SectionViews (src/render/view.ts)
-    assertType<SectionsFor<WithDelivery> | undefined>(undefined);
+    type WithGiftWrap = PageResource | "giftWrap";
+    // @ts-expect-error "giftWrap" has no entry in SectionViews (src/render/view.ts)
+    assertType<SectionsFor<WithGiftWrap> | undefined>(undefined);
     assertType<SectionsFor<PageResource> | undefined>(undefined);
-    expect(PAGE_RESOURCES).not.toContain("delivery");
+    expect(PAGE_RESOURCES).not.toContain("giftWrap");
   });
 });

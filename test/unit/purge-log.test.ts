@@ -10,7 +10,8 @@ import { createBreaker } from "../../src/shared/breaker";
 import { systemClock } from "../../src/shared/clock";
 import { entryKey, purgeLogKeys, purgeMarkerKey } from "../../src/cache/keys";
 import { createL2, type L2 } from "../../src/cache/l2/l2";
-import { createPurgeLog, SYNC_MAX_BYTES, SYNC_MAX_RECORDS } from "../../src/invalidation/log";
+import { createPurgeLog } from "../../src/invalidation/log";
+import { DEFAULTS } from "../../src/config/defaults";
 import { recordFrom } from "../../src/invalidation/record";
 import { createPurgeWatcher } from "../../src/invalidation/watcher";
 import { RESOURCE_NAMES } from "../../src/origin/resources";
@@ -53,13 +54,13 @@ describe("the purge log", () => {
       { resource: "product", tag: "brand:acme", hard: expect.any(Number), soft: 0 },
       ...["inventory", "reviews", "recommendations", "listing"].map((resource) => ({ resource, tag: "brand:acme", hard: expect.any(Number), soft: 0 })),
     ]);
-    expect(JSON.stringify(behind).length).toBeLessThan(SYNC_MAX_BYTES);
+    expect(JSON.stringify(behind).length).toBeLessThan(DEFAULTS.purgeSyncMaxBytes);
 
     // A reader a few purges behind still gets them one by one.
     const near = await log.readSince(150);
     expect(near!.caughtUp).toBe(true);
     expect(near!.records.map((record) => record.seq)).toEqual([151, 152]);
-    expect(SYNC_MAX_RECORDS).toBeGreaterThanOrEqual(2);
+    expect(DEFAULTS.purgeSyncMaxRecords).toBeGreaterThanOrEqual(2);
   });
 
   it("is read with a read-only script sent by its hash (EVALSHA_RO), which a replica may answer", async () => {
@@ -103,7 +104,7 @@ describe("the purge log", () => {
     // What a new isolate reads does not grow with the number of purges: the
     // marks, and the log's latest records (what they say of id purges), at most one sync's worth.
     expect(JSON.stringify(fresh!.marks).length).toBeLessThan(1000);
-    expect(fresh!.records.map((record) => record.seq)).toEqual(Array.from({ length: SYNC_MAX_RECORDS }, (_, i) => 601 - i));
+    expect(fresh!.records.map((record) => record.seq)).toEqual(Array.from({ length: DEFAULTS.purgeSyncMaxRecords }, (_, i) => 601 - i));
 
     // A watcher starting from them judges as the purges say.
     const watcher = createPurgeWatcher({

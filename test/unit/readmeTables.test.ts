@@ -1,21 +1,23 @@
 // The README's configuration and cache-policy tables are what a shop
-// engineer deploys by: they are checked here against the parser and the
-// registry, so that a changed default or a new setting cannot leave them
-// behind.
+// engineer deploys by, and the origin contract's endpoint table what an
+// origin team builds by: they are checked here against the parser and the
+// registry, so that a changed default, a new setting or a new resource cannot
+// leave them behind.
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parseConfig, type Env } from "../../src/config";
-import { DEFAULT_POLICIES } from "../../src/config/defaults";
-import { RESOURCE_NAMES } from "../../src/origin/resources";
+import { DEFAULT_POLICIES, DEFAULTS, PURGE_LIMITS } from "../../src/config/defaults";
+import { PAGE_RESOURCES, RESOURCE_NAMES, RESOURCES } from "../../src/origin/resources";
 
 const README = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+const CONTRACT = readFileSync(new URL("../../docs/origin-contract.md", import.meta.url), "utf8");
 const base = { ORIGIN_URL: "https://products.internal.example/", PUBLIC_URL: "https://shop.example" };
 
-/** The rows of the markdown table under `heading` (up to the next heading), as trimmed cells. */
-function tableUnder(heading: string): string[][] {
-  const start = README.indexOf(`\n${heading}\n`);
-  expect(start, `README has a "${heading}" section`).toBeGreaterThanOrEqual(0);
-  const section = README.slice(start + heading.length + 2).split(/\n#{1,3} /)[0]!;
+/** The rows of the markdown table under `heading` (up to the next heading) of `doc`, as trimmed cells. */
+function tableUnder(heading: string, doc = README): string[][] {
+  const start = doc.indexOf(`\n${heading}\n`);
+  expect(start, `the document has a "${heading}" section`).toBeGreaterThanOrEqual(0);
+  const section = doc.slice(start + heading.length + 2).split(/\n#{1,3} /)[0]!;
   return section
     .split("\n")
     .filter((line) => line.startsWith("|") && !/^\|\s*-/.test(line))
@@ -69,5 +71,49 @@ describe("the README's cache-policy table", () => {
         originTimeoutMs: Number(/^(\d+) ms$/.exec(timeout)?.[1]),
       }).toEqual(policy);
     }
+  });
+});
+
+describe("the origin contract's endpoint table", () => {
+  it("names every resource of the registry, with each product resource's path and timeout", () => {
+    const rows = tableUnder("## Endpoints", CONTRACT);
+    expect(rows.map(([name = ""]) => name)).toEqual([...RESOURCE_NAMES]);
+    for (const [name = "", request = "", , timeout = ""] of rows) {
+      const resource = name as (typeof RESOURCE_NAMES)[number];
+      expect(timeout.startsWith(`${DEFAULT_POLICIES[resource].originTimeoutMs} ms`), `${name}'s timeout`).toBe(true);
+      if ((PAGE_RESOURCES as readonly string[]).includes(name)) expect(request, `${name}'s request`).toBe(`\`GET ${RESOURCES[resource].path("{id}")}\``);
+    }
+  });
+});
+
+describe("the policy numbers the README gives in its tables and prose", () => {
+  const MiB = 1024 * 1024;
+  const text = README.replace(/\s+/g, " ");
+
+  it("are config/defaults.ts's: each phrase, made from the number, is in the README", () => {
+    const phrases = [
+      // The configuration table.
+      `1 – ${DEFAULTS.l1MaxBytesLimit / MiB} MiB`,
+      `lock claims get ${DEFAULTS.l2ClaimTimeoutMs} ms, background writes ${DEFAULTS.l2WriteTimeoutMs / 1000} s`,
+      `at most ${DEFAULTS.originMaxQueued} callers, ${DEFAULTS.originQueueWaitMs / 1000} s`,
+      `one held back ${DEFAULTS.coldPagePatienceMs} ms goes while fewer than ${DEFAULTS.coldPagesPatient} are in progress`,
+      `At most ${DEFAULTS.coldPagesQueued} wait`,
+      // Purging.
+      `\`ids\` (≤ ${PURGE_LIMITS.ids.toLocaleString("en-US")}), \`tags\` (≤ ${PURGE_LIMITS.tags}`,
+      `\`413\` over ${PURGE_LIMITS.bodyBytes / 1024} KB`,
+      // Scaling out.
+      `the last ${DEFAULTS.refreshAheadShare.warm * 100}% of its ttl`,
+      `the last ${DEFAULTS.refreshAheadShare.hot * 100}%`,
+      // What happens when…
+      `Blind to purges after ${DEFAULTS.purgeBlindAfterMs / 1000} s, an isolate refreshes entries older than ${DEFAULTS.purgeBlindMaxAgeMs / 1000} s`,
+      `after the breaker opens (${DEFAULTS.l2BreakerFailures} failures)`,
+      `failures over ${DEFAULTS.breakerMinFailureSpanMs} ms, then a ${DEFAULTS.l2ProbeTimeoutMs}-ms probe`,
+      `a PING every ${DEFAULTS.l2RecoveryProbeEveryMs} ms`,
+      `the newest ${DEFAULTS.l2BacklogMax}, ≤ ${DEFAULTS.l2BacklogMaxBytes / MiB} MiB per isolate`,
+      `at least ${DEFAULTS.originBreakerFailures} of its last ${4 * DEFAULTS.originBreakerFailures} calls failed and they are at least half: no calls for ${DEFAULTS.originBreakerCoolDownMs / 1000} s`,
+      `1 product fetch per such id per isolate per ${DEFAULTS.rejectedAnswerTtl} s`,
+      `\`Retry-After: ${DEFAULTS.pageRetryAfterSeconds}\``,
+    ];
+    expect(phrases.filter((phrase) => !text.includes(phrase))).toEqual([]);
   });
 });

@@ -5,6 +5,7 @@ import { validateResource } from "../../src/origin/validate";
 import { renderErrorPage, renderHomePage, renderProductPage } from "../../src/render/index";
 import { AVAILABILITY_UNKNOWN_TEXT, decimalAmount, discountPercent, formatMoney, minorDigits, truncateText } from "../../src/render/format";
 import { jsonForScript, jsonLdFor } from "../../src/render/jsonld";
+import { samplePageModel } from "../support/fakes";
 
 const HOSTILE = `<script>alert(1)</script> "x" & 'y'`;
 const HOSTILE_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt; &quot;x&quot; &amp; &#39;y&#39;";
@@ -69,6 +70,7 @@ function recommendations(count = 8): Recommendations {
 
 function model(overrides: Partial<ProductPageModel> = {}): ProductPageModel {
   return {
+    ...samplePageModel("p-000123"),
     product: product(),
     inventory: { state: "ok", data: inventory() },
     reviews: { state: "ok", data: reviews() },

@@ -17,6 +17,7 @@ import { entryState, type Entry } from "../entry";
 import { fillBoundMs, type FillContext } from "./fill";
 import type { L1 } from "../l1";
 import type { Rejections } from "./rejections";
+import { DEFAULTS } from "../../config/defaults";
 
 /** A fill in flight: the end of its lease, and, once it settled, its outcome (plain data, read by the requests that joined it). */
 interface Flight {
@@ -24,19 +25,10 @@ interface Flight {
   settled?: { entry: Entry } | { error: unknown };
   /**
    * Until when a request that joined the fill is known to still have its
-   * visitor: each one renews it while it waits (plain data, see WANTED_RENEW_MS).
+   * visitor: each one renews it while it waits (plain data, see DEFAULTS.fillInterestRenewMs).
    */
   wantedUntil: number;
 }
-
-/**
- * A joined request renews its interest in the fill this far ahead at every
- * look (at most 16 ms apart, later on a busy isolate): a fill whose starter
- * left goes on while a joiner's visitor is there, and stops soon after the
- * last one leaves. A joiner that looked too late finds the fill stopped and
- * starts its own.
- */
-const WANTED_RENEW_MS = 250;
 
 export interface Flights {
   /** A fill of `key` is under way in this isolate. */
@@ -108,7 +100,7 @@ export function createFlights({ config, clock, fill, l1, rejections }: FlightsDe
   function watch(flight: Flight, { visitor }: FillContext): Flight["settled"] | "left" {
     if (flight.settled || !visitor) return flight.settled;
     if (visitor.aborted) return "left";
-    flight.wantedUntil = clock.now() + WANTED_RENEW_MS;
+    flight.wantedUntil = clock.now() + DEFAULTS.fillInterestRenewMs;
     return undefined;
   }
 

@@ -10,13 +10,7 @@ import type { Entry } from "../entry";
 import type { FillCalls } from "../l2/fillBatch";
 import type { L2 } from "../l2/l2";
 import type { L2Entries } from "../l2/l2Entries";
-
-/** First poll after losing the lock, doubled each time: the winner usually needs one origin round trip. */
-const FIRST_POLL_MS = 10;
-/** Polls never further apart than this: a winner that writes late is seen soon after, at a few Redis reads a second. */
-const MAX_POLL_MS = 160;
-/** Times one wait asks the primary whether a lock that looks free is free (see waitForWinner). */
-const MAX_RECLAIMS = 2;
+import { DEFAULTS } from "../../config/defaults";
 
 /** What claiming the lock again says: a fresh copy, the lock is now this fill's, still held by the winner, or no answer. */
 export type Reclaimed = Entry | "ours" | "held" | undefined;
@@ -89,7 +83,7 @@ export function createLockWait({ config, l2Entries, clock, redisSilent }: LockWa
   ): Promise<Entry | "ours" | "departed" | undefined> {
     const giveUpAt = clock.now() + config.lockWaitMs;
     let reclaims = 0;
-    for (let delay = FIRST_POLL_MS; clock.now() + delay <= giveUpAt; delay = Math.min(delay * 2, MAX_POLL_MS)) {
+    for (let delay: number = DEFAULTS.lockPollFirstMs; clock.now() + delay <= giveUpAt; delay = Math.min(delay * 2, DEFAULTS.lockPollMaxMs)) {
       if (wanted.wanted && !wanted.wanted()) return "departed";
       const answeredBefore = l2.answered(key);
       const [value, holder] = await calls.pollLock(key, lock, delay);
@@ -106,7 +100,7 @@ export function createLockWait({ config, l2Entries, clock, redisSilent }: LockWa
       if (entry) return entry;
       if (holder === ownToken) return "ours";
       if (holder === null) {
-        if (reclaims++ >= MAX_RECLAIMS) return undefined;
+        if (reclaims++ >= DEFAULTS.lockReclaimsMax) return undefined;
         const again = await reclaim();
         if (again !== "held") return again;
       }

@@ -6,7 +6,8 @@
 import { Redis } from "@upstash/redis/cloudflare";
 import { LRUCache } from "lru-cache";
 import type { Breaker } from "../../shared/breaker";
-import { createL2Guard, LATE_GRACE_MS, type CallTiming, type L2CallOptions, type L2CallStats } from "./l2Guard";
+import { createL2Guard, type CallTiming, type L2CallOptions, type L2CallStats } from "./l2Guard";
+import { DEFAULTS } from "../../config/defaults";
 
 // Part of the L2 interface (`run`, `runOnKeys`): its users name it from here.
 
@@ -238,19 +239,6 @@ end
 return written
 `;
 
-/**
- * The backlog of writes L2 could not take (design: a double fault must not
- * lose what the fleet fetched): the newest BACKLOG_MAX, at most
- * BACKLOG_MAX_BYTES of values, replayed BACKLOG_BATCH per call (one
- * script run), a few calls per request, once L2 answers again. Replays are version- and purge-guarded
- * like any fill's write, so a late one never wins over newer data.
- */
-const BACKLOG_MAX = 256;
-const BACKLOG_MAX_BYTES = 2 * 1024 * 1024;
-const BACKLOG_BATCH = 32;
-/** Calls per flush: the rest waits for the next request, which has its own subrequest budget. */
-const BACKLOG_BATCHES_PER_FLUSH = 4;
-
 interface Pending {
   write: FillWrite;
   /** When the entry stops being worth storing (its stale-if-error end). */
@@ -327,8 +315,8 @@ export function createL2({
   });
   // Newest kept: lru-cache evicts the least recently set first. Plain data only: it is replayed from other requests.
   const backlog = new LRUCache<string, Pending>({
-    max: BACKLOG_MAX,
-    maxSize: BACKLOG_MAX_BYTES,
+    max: DEFAULTS.l2BacklogMax,
+    maxSize: DEFAULTS.l2BacklogMaxBytes,
     sizeCalculation: (pending) => pending.write.value.length + 200,
   });
   /** The flush under way, as a lease (shared/leases.ts): a flush whose request vanished lapses at its budget. */
@@ -377,13 +365,13 @@ export function createL2({
 
   async function flushBacklog(): Promise<void> {
     if (backlog.size === 0 || flushingUntil > Date.now() || !breaker.allow()) return;
-    flushingUntil = Date.now() + BACKLOG_BATCHES_PER_FLUSH * (writeTimeoutMs + LATE_GRACE_MS);
+    flushingUntil = Date.now() + DEFAULTS.l2BacklogBatchesPerFlush * (writeTimeoutMs + DEFAULTS.l2GateGraceMs);
     try {
-      for (let round = 0; round < BACKLOG_BATCHES_PER_FLUSH && backlog.size > 0; round++) {
+      for (let round = 0; round < DEFAULTS.l2BacklogBatchesPerFlush && backlog.size > 0; round++) {
         const now = Date.now();
         // Entries past their end are not worth a write; the rest go newest first (lru-cache's order).
         for (const [key, pending] of [...backlog.entries()]) if (pending.expiresAt <= now) backlog.delete(key);
-        const batch = [...backlog.entries()].slice(0, BACKLOG_BATCH);
+        const batch = [...backlog.entries()].slice(0, DEFAULTS.l2BacklogBatch);
         if (batch.length === 0) return;
         const { keys, args } = writeArgs(batch.map(([, pending]) => ({ write: pending.write, ttlMs: pending.expiresAt - now })));
         const done = await guarded(() => writeScript.exec(keys, args), { isWrite: true, force: true });

@@ -10,11 +10,9 @@ import { createRateLimitedLog, type RateLimitedLog } from "../../shared/log";
 import type { ResourceName, ResourceTypes } from "../../origin/resources";
 import type { Clock } from "../../shared/clock";
 import { decodeEntry } from "./codec";
-import { SOFT_PURGE_GRACE_MS, type Entry } from "../entry";
+import type { Entry } from "../entry";
 import type { L2 } from "./l2";
-
-/** Invalid values are logged at most once per reason per this interval; the rest are counted as `suppressed`. */
-const INVALID_VALUE_LOG_INTERVAL_MS = 10_000;
+import { DEFAULTS } from "../../config/defaults";
 
 // Deletes KEYS[1] only while it still starts with ARGV[1], the first
 // characters of the bad value (all of it when ARGV[2] is '1'). They hold a
@@ -56,12 +54,12 @@ export interface L2Entries {
  */
 export function longestLifeMs(policy: ResourcePolicy, ttlJitter: number): number {
   const freshMs = Math.ceil(Math.max(policy.ttl, policy.negativeTtl) * (1 + ttlJitter) * 1000);
-  return freshMs + Math.max(policy.swr * 1000, policy.staleIfError * 1000, SOFT_PURGE_GRACE_MS);
+  return freshMs + Math.max(policy.swr * 1000, policy.staleIfError * 1000, DEFAULTS.softPurgeGraceMs);
 }
 
 export function createL2Entries(deps: { config: Config; l2: L2 | null; clock: Clock; log?: RateLimitedLog }): L2Entries {
   const { config, l2, clock } = deps;
-  const log = deps.log ?? createRateLimitedLog({ intervalMs: INVALID_VALUE_LOG_INTERVAL_MS, clock });
+  const log = deps.log ?? createRateLimitedLog({ intervalMs: DEFAULTS.logEveryMs, clock });
   const stats: L2ValueStats = { rejected: 0, deleted: 0 };
 
   async function deleteIfStillBad(l2: L2, key: string, value: string): Promise<void> {

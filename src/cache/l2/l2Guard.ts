@@ -7,6 +7,7 @@ import type { Redis } from "@upstash/redis/cloudflare";
 import type { Breaker } from "../../shared/breaker";
 import { currentLagMs, isIsolateError, isTimeout, noticedLate } from "../../shared/leases";
 import { subrequest } from "../../shared/subrequests";
+import { DEFAULTS } from "../../config/defaults";
 
 export interface L2CallOptions {
   /** A write: the longer background budget, and counted as dropped when it fails. */
@@ -69,9 +70,6 @@ export interface CallTiming {
   observeLate(ms: number): void;
 }
 
-/** A place in the request's connection gate outlives its call's budget by this much (shared/subrequests.ts). */
-export const LATE_GRACE_MS = 1000;
-
 export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutMs, probeTimeoutMs, timing, onRecovered }: L2GuardOptions) {
   /**
    * Time-outs alone would open the breaker (see breaker.ts): ask Redis
@@ -84,7 +82,7 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
       await subrequest(() => {
         startedAt = Date.now();
         return prober.ping();
-      }, probeTimeoutMs + LATE_GRACE_MS);
+      }, probeTimeoutMs + DEFAULTS.l2GateGraceMs);
       breaker.success();
       stats.outagesDismissed++;
       breaker.confirmed(false);
@@ -101,7 +99,7 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
    */
   async function probeRecovery(): Promise<void> {
     try {
-      await subrequest(() => prober.ping(), probeTimeoutMs + LATE_GRACE_MS);
+      await subrequest(() => prober.ping(), probeTimeoutMs + DEFAULTS.l2GateGraceMs);
     } catch {
       breaker.recovered(false);
       return;
@@ -143,7 +141,7 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
       const result = await subrequest(() => {
         startedAt = Date.now();
         return call();
-      }, budgetMs + LATE_GRACE_MS);
+      }, budgetMs + DEFAULTS.l2GateGraceMs);
       breaker.success();
       timing?.observeReply(Date.now() - startedAt);
       return result;
