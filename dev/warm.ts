@@ -13,7 +13,7 @@ import { parseConfig } from "../src/config";
 import { isValidProductId } from "../src/origin/types";
 import { createTier } from "../src/tier";
 import { hottestIds } from "../src/warming/hotReport";
-import { warmOne } from "../src/warming/scheduled";
+import { warmOne } from "../src/scheduled";
 import { warmProducts } from "../src/warming/warm";
 
 const { values } = parseArgs({

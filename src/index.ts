@@ -1,10 +1,10 @@
 // The Worker entry point: pages through the Hono app; cron triggers rebuild
-// the known-ids filter and warm L2 (see warming/scheduled.ts).
+// the known-ids filter and warm L2 (see scheduled.ts).
 import { createApp } from "./app";
 import { ConfigError, type Env } from "./config";
 import { tierFor } from "./tier";
 import { withSubrequestGate } from "./shared/subrequests";
-import { runScheduled } from "./warming/scheduled";
+import { runScheduled } from "./scheduled";
 
 const app = createApp();
 

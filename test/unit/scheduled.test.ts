@@ -1,4 +1,4 @@
-// The cron dispatch (src/warming/scheduled.ts, runScheduled): which job runs
+// The cron dispatch (src/scheduled.ts, runScheduled): which job runs
 // for which cron expression of wrangler.toml, and that an expression it does
 // not know runs nothing. A tier of fakes that records what is asked of it;
 // warming's pauses run on vitest's fake timers.
@@ -8,7 +8,7 @@ import { parseConfig } from "../../src/config";
 import { PAGE_RESOURCES } from "../../src/origin/resources";
 import type { TierServices } from "../../src/tier";
 import { hotKey } from "../../src/warming/hotReport";
-import { productsPerWarmRun, REBUILD_CRON, runScheduled, WARM_CRON } from "../../src/warming/scheduled";
+import { productsPerWarmRun, REBUILD_CRON, runScheduled, WARM_CRON } from "../../src/scheduled";
 import { fakeOrigin } from "../support/fakes";
 
 const HOT = ["p-000003", "p-000001", "p-000002"];

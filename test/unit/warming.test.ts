@@ -8,7 +8,7 @@ import { createL2 } from "../../src/cache/l2/l2";
 import { parseConfig } from "../../src/config";
 import { createTier } from "../../src/tier";
 import { createHotReport, hottestIds } from "../../src/warming/hotReport";
-import { warmOne } from "../../src/warming/scheduled";
+import { warmOne } from "../../src/scheduled";
 import { warmProducts } from "../../src/warming/warm";
 import { fakeClock } from "../support/fakes";
 import { startRedis, type RedisServer } from "../../dev/harness/redis";

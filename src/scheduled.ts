@@ -1,13 +1,14 @@
-// What the cron triggers do (wrangler.toml [triggers]): rebuild the known-ids
-// filter once a day, and warm L2 with the fleet's hottest products every
-// 15 minutes, rate-limited.
-import { listingOf } from "../knownIds";
-import { logEvent } from "../shared/log";
-import { PAGE_RESOURCES, PAGE_SUBJECT } from "../origin/resources";
-import type { TierServices } from "../tier";
-import { hottestIds } from "./hotReport";
-import { warmProducts } from "./warm";
-import { DEFAULTS } from "../config/defaults";
+// The cron entry point, beside app.ts for requests: what the cron triggers
+// do (wrangler.toml [triggers]): rebuild the known-ids filter once a day,
+// and warm L2 with the fleet's hottest products every 15 minutes,
+// rate-limited (warming/ holds how).
+import { listingOf } from "./knownIds";
+import { logEvent } from "./shared/log";
+import { PAGE_RESOURCES, PAGE_SUBJECT } from "./origin/resources";
+import type { TierServices } from "./tier";
+import { hottestIds } from "./warming/hotReport";
+import { warmProducts } from "./warming/warm";
+import { DEFAULTS } from "./config/defaults";
 
 export const REBUILD_CRON = "17 3 * * *";
 export const WARM_CRON = "*/15 * * * *";
