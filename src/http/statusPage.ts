@@ -3,7 +3,7 @@
 // endpoint of the tier's own (404 for everyone when none is configured), and
 // never stored by anybody.
 import { Hono, type Context } from "hono";
-import { buildStatus, type StatusSources } from "../observability/status";
+import { buildStatus, type StatusSources } from "../observability/statusModel";
 import { renderStatusPage } from "../render";
 import type { TierServices } from "../tier";
 import type { AppEnv } from "./appEnv";

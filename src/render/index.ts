@@ -6,7 +6,7 @@
 import type { JSX } from "hono/jsx/jsx-runtime";
 import type { ErrorPageModel, HomePageModel, ProductPageModel } from "./model";
 import { errorView, homeView, productView } from "./view";
-import type { StatusModel } from "../observability/status";
+import type { StatusModel } from "../observability/statusModel";
 import { statusView } from "./statusView";
 import { NotFoundPage } from "../../templates/404";
 import { UnavailablePage } from "../../templates/503";

@@ -1,4 +1,4 @@
-// The status page's view: the status model (../observability/status.ts) with every number
+// The status page's view: the status model (../observability/statusModel.ts) with every number
 // formatted for reading and the chart laid out, so that templates/status.tsx
 // only places escaped strings and numbers.
 import { RESOURCE_NAMES } from "../origin/resources";
@@ -6,7 +6,7 @@ import type { MetaView } from "./view";
 import type { BreakerState } from "../shared/breaker";
 import { buildChart, type ChartView } from "./chart";
 import type { ResourceSummary, WindowSummary } from "../observability/metrics";
-import type { StatusModel } from "../observability/status";
+import type { StatusModel } from "../observability/statusModel";
 
 const DASH = "—";
 

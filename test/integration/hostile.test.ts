@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { indexOf, productFor, productId } from "../../dev/origin/catalog";
 import { lockKey, purgeLogKeys, purgeMarkerKey } from "../../src/cache/keys";
 import { DEFAULTS, DEFAULT_POLICIES } from "../../src/config/defaults";
-import type { StatusModel } from "../../src/observability/status";
+import type { StatusModel } from "../../src/observability/statusModel";
 import { RESOURCE_NAMES, type ResourceName } from "../../src/origin/resources";
 import { httpGet, startHttpWorker } from "../support/clients";
 import { member } from "../../dev/harness/cacheStatus";

@@ -11,7 +11,7 @@ import type { Redis as IORedis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { productFor, indexOf } from "../../dev/origin/catalog";
 import { DEFAULT_POLICIES } from "../../src/config/defaults";
-import type { StatusModel } from "../../src/observability/status";
+import type { StatusModel } from "../../src/observability/statusModel";
 import type { ResourceName } from "../../src/origin/resources";
 import { member } from "../../dev/harness/cacheStatus";
 import { completeProducts, health, page, waitFor } from "../support/faults";

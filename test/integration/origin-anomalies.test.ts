@@ -12,7 +12,7 @@
 // not (failing open, still loading, or off).
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { DEFAULTS } from "../../src/config/defaults";
-import type { StatusModel } from "../../src/observability/status";
+import type { StatusModel } from "../../src/observability/statusModel";
 import { tierStatus, type TierStatus } from "../support/clients";
 import { member } from "../../dev/harness/cacheStatus";
 import { clearFaults, completeProducts, injectFault, page, resetCounters, type Page } from "../support/faults";

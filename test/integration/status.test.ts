@@ -7,7 +7,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { StatusModel } from "../../src/observability/status";
+import type { StatusModel } from "../../src/observability/statusModel";
 import { clearFaults, completeProducts, injectFault, page, waitFor } from "../support/faults";
 import { startHttpWorker } from "../support/clients";
 import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";

@@ -11,7 +11,7 @@ import { type PageResource, RESOURCE_NAMES, type ResourceName } from "../../src/
 import { buildChart } from "../../src/render/chart";
 import { createRateLimitedLog, logEvent } from "../../src/shared/log";
 import { BUCKET_MS, createMetrics, HOT_COUNTERS, HOT_PRODUCTS, MAX_BUCKETS, type PageRecord } from "../../src/observability/metrics";
-import { buildStatus, type StatusSources } from "../../src/observability/status";
+import { buildStatus, type StatusSources } from "../../src/observability/statusModel";
 import { createTopK } from "../../src/observability/topK";
 import { watchOrigin } from "../../src/observability/wiring";
 import { createLimiter } from "../../src/shared/limiter";
