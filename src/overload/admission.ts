@@ -22,7 +22,9 @@
 // usable on error does not wait. Past either bound it is shed: its copy, or
 // a quick 503 with Retry-After (cache/pageSteps.ts, shedPage). A closed-loop
 // client (a crawler) whose pages wait sends less meanwhile, which is how
-// the lag comes back down.
+// the lag comes back down. Before all this, while most cold pages' visitors
+// leave before their answer, a page with no copy is held (./patience.ts):
+// whoever leaves within the hold never takes a place here.
 import { createLimiter, LimiterFull } from "../shared/limiter";
 import type { Clock } from "../shared/clock";
 import type { LagMeter } from "./lag";
