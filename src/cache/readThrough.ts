@@ -161,40 +161,12 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     departures: overload?.departures,
     redisSilent,
   });
-  /**
-   * A fill's entry (from L2 or the origin) goes to the location tier too,
-   * stamped as of the fill's start. A refresh looks there first: the
-   * isolates of a data center hold copies of one L2 write with the same
-   * deadlines, refresh-ahead spreads their refreshes apart (fill/refreshes.ts),
-   * and the first to refresh puts its copy there; the others take it with
-   * no claim in Redis and no origin fetch.
-   */
+  /** A fill's entry (from L2 or the origin) goes to the location tier too, stamped as of the fill's start. */
   const fill = Object.assign(async (key: string, context: FillContext): Promise<Entry> => {
-    const refreshed = context.refresh && location ? await refreshedInLocation(location, key, context) : undefined;
-    if (refreshed) return refreshed;
     const entry = await fillFromL2AndOrigin(key, context);
     location?.put(key, entry, context.purgeStamp ?? null, context.background);
     return entry;
   }, fillFromL2AndOrigin);
-
-  /** A location copy that answers `context`'s refresh: vouched for, not purged, and as fresh as the fill's claim would want from L2. */
-  async function refreshedInLocation(location: LocationCache, key: string, context: FillContext): Promise<Entry | undefined> {
-    const [copy] = await location.read([{ key, resource: context.resource, id: context.id }]);
-    if (!copy) return undefined;
-    if (!(deps.purges?.vouches(copy.stamp) ?? true)) {
-      location.note("unvouched");
-      return undefined;
-    }
-    const entry = judged(copy.entry, context.id, context.resource);
-    if (!entry) {
-      location.note("purged");
-      return undefined;
-    }
-    const fresh = entry.freshUntil > Math.max(clock.now(), context.freshBeyond);
-    if (!fresh || entry.fetchedAt < context.freshAfter || entry.fetchedAt < context.notBefore) return undefined;
-    location.note("hit");
-    return entry;
-  }
   const flights = createFlights({ config, clock, fill, l1, rejections });
   const hotness = createHotness({ warmPerMinute: config.warmPerMinute, hotPerMinute: config.hotPerMinute, clock });
   /** The page subject's tags (the product's), which tag purges match, from the best copy this isolate has. */

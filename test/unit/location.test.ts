@@ -100,32 +100,6 @@ describe("the location tier in the read path", () => {
     expect(soft.origin.calls.product).toBe(1);
   });
 
-  it("lets a refresh take the fresh copy another isolate of the location refreshed, with no origin fetch; never a soft-purged one", async () => {
-    const { store } = fakeStore();
-    const clock = fakeClock();
-    const first = isolate(store, knowledge(), clock);
-    const second = isolate(store, knowledge(), clock);
-    await first.read();
-    await first.settle();
-    expect((await second.read()).data.product).toMatchObject({ tier: "location" });
-    // Both copies stale (past the product's ttl, within its stale window): the first isolate refreshes from the origin.
-    clock.advance(testConfig().policies.product.ttl * 1000 + 1000);
-    expect((await first.read()).data.product).toMatchObject({ tier: "l1", freshness: "stale" });
-    await first.settle();
-    expect(first.origin.calls.product).toBe(2);
-    // The second isolate's refresh finds that copy in the location: no origin fetch, and its next view is fresh.
-    expect((await second.read()).data.product).toMatchObject({ tier: "l1", freshness: "stale" });
-    await second.settle();
-    expect(second.origin.calls.product).toBe(0);
-    expect((await second.read()).data.product).toMatchObject({ tier: "l1", freshness: "fresh" });
-
-    // A copy that a soft purge made stale is no refresh: the third isolate's refresh goes to the origin.
-    const third = isolate(store, knowledge({ judge: () => "stale" }), clock);
-    expect((await third.read()).data.product).toMatchObject({ tier: "location", freshness: "stale" });
-    await third.settle();
-    expect(third.origin.calls.product).toBe(1);
-  });
-
   it("reads values it cannot trust as misses: not an entry, an entry of another id, a stamp that is not one, a body too large", async () => {
     const url = locationUrl(testConfig().publicUrl, entryKey("pp:v1", "product", "p-1"));
     const { store, stored } = fakeStore();
