@@ -224,7 +224,7 @@ async function main(): Promise<void> {
     ...results.flatMap((r) =>
       r.phases.map(
         (p) =>
-          `| ${r.name} | ${p.label} | ${p.wrk.seconds} | ${p.wrk.rps} | ${ms(p.wrk.p50Ms)} | ${ms(p.wrk.p99Ms)} | ${errorsOf(p.wrk)} | ${tiersOf(p)} | ${l2Of(p)} | ${(p.originRequests / Math.max(1, p.wrk.requests)).toFixed(2)} | ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")} | ${p.breakerClosedMs.map((ms) => ms ?? "–").join(" · ")} | ${p.cores.workerd.toFixed(2)} / ${p.cores.others.toFixed(2)} |`,
+          `| ${r.name} | ${p.label} | ${p.wrk.seconds} | ${p.wrk.rps} | ${tenths(p.wrk.p50Ms)} | ${tenths(p.wrk.p99Ms)} | ${errorsOf(p.wrk)} | ${tiersOf(p)} | ${l2Of(p)} | ${(p.originRequests / Math.max(1, p.wrk.requests)).toFixed(2)} | ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")} | ${p.breakerClosedMs.map((ms) => ms ?? "–").join(" · ")} | ${p.cores.workerd.toFixed(2)} / ${p.cores.others.toFixed(2)} |`,
       ),
     ),
     "",
@@ -234,7 +234,7 @@ async function main(): Promise<void> {
         .filter((p) => p.hot)
         .map(
           (p) =>
-            `  The hot stream (${p.hot!.askedRate}/s, paced): ${p.hot!.requests} answers, p50 ${ms(p.hot!.p50Ms)} ms, p99 ${ms(p.hot!.p99Ms)} ms, errors ${errorsOf(p.hot!)}, ${p.hot!.late} sent late; origin requests for the product: ${JSON.stringify(r.hotFetches)} (inventory ≈ one per ${INVENTORY_TTL_S} s ttl expected).`,
+            `  The hot stream (${p.hot!.askedRate}/s, paced): ${p.hot!.requests} answers, p50 ${tenths(p.hot!.p50Ms)} ms, p99 ${tenths(p.hot!.p99Ms)} ms, errors ${errorsOf(p.hot!)}, ${p.hot!.late} sent late; origin requests for the product: ${JSON.stringify(r.hotFetches)} (inventory ≈ one per ${INVENTORY_TTL_S} s ttl expected).`,
         ),
       `  L2 at the end (status \`l2.state\`): ${r.health.map((h) => `\`${h}\``).join(" · ")}`,
     ]),
@@ -291,7 +291,8 @@ function l2Of(p: PhaseResult): string {
   const l2 = sum(p.changes, (c) => c.l2, ["skipped", "failures"]);
   return l2 ? `${l2.skipped} / ${l2.failures}` : "n/a";
 }
-const ms = (value: number) => Math.round(value * 10) / 10;
+/** Milliseconds to one decimal. */
+const tenths = (ms: number) => Math.round(ms * 10) / 10;
 const errorsOf = (w: Phase) =>
   w.errors
     ? `${w.errors} (${Object.entries(w.errorKinds)
@@ -299,6 +300,6 @@ const errorsOf = (w: Phase) =>
         .join(", ")})`
     : "0";
 const phaseLine = (p: PhaseResult) =>
-  `${p.label}: ${p.wrk.rps} req/s, p50 ${ms(p.wrk.p50Ms)} ms, p99 ${ms(p.wrk.p99Ms)} ms, errors ${errorsOf(p.wrk)}, tiers ${tiersOf(p)}, L2 skip/fail ${l2Of(p)}, origin ${p.originRequests}, breaker open ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")}, closed again ${p.breakerClosedMs.map((ms) => ms ?? "–").join(" · ")}, cores workerd / others ${p.cores.workerd.toFixed(2)} / ${p.cores.others.toFixed(2)}`;
+  `${p.label}: ${p.wrk.rps} req/s, p50 ${tenths(p.wrk.p50Ms)} ms, p99 ${tenths(p.wrk.p99Ms)} ms, errors ${errorsOf(p.wrk)}, tiers ${tiersOf(p)}, L2 skip/fail ${l2Of(p)}, origin ${p.originRequests}, breaker open ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")}, closed again ${p.breakerClosedMs.map((ms) => ms ?? "–").join(" · ")}, cores workerd / others ${p.cores.workerd.toFixed(2)} / ${p.cores.others.toFixed(2)}`;
 
 run(main);

@@ -115,7 +115,7 @@ async function main(): Promise<void> {
         );
     const result = { label, wrk: figures, cpuS: cpuBetween(cpuBefore, cpuAfter).seconds.workerd ?? 0, redis, tiers };
     console.log(
-      `  ${label}: ${Math.round(rps(result))} req/s, p50 ${ms(figures.p50Us)} ms, p99 ${ms(figures.p99Us)} ms, ${(cpuPerRequestMs(result)).toFixed(3)} workerd CPU-ms per request`,
+      `  ${label}: ${Math.round(rps(result))} req/s, p50 ${msOfUs(figures.p50Us)} ms, p99 ${msOfUs(figures.p99Us)} ms, ${(cpuPerRequestMs(result)).toFixed(3)} workerd CPU-ms per request`,
     );
     return result;
   };
@@ -140,7 +140,7 @@ async function main(): Promise<void> {
     const t = p.tiers;
     const answers = t ? t.l1 + t.l2 + t.origin + t.failed : 0;
     const split = t && answers ? `${pct(t.l1, answers)} / ${pct(t.l2, answers)} / ${pct(t.origin, answers)}` : "—";
-    return `| ${p.label} | ${Math.round(rps(p))} | ${ms(p.wrk.p50Us)} | ${ms(p.wrk.p99Us)} | ${nonOk(p.wrk)} | ${cpuPerRequestMs(p).toFixed(3)} | ${(cpuPerRequestMs(p) / floor).toFixed(2)}× | ${(redisTotal / pages).toFixed(3)} | ${split} |`;
+    return `| ${p.label} | ${Math.round(rps(p))} | ${msOfUs(p.wrk.p50Us)} | ${msOfUs(p.wrk.p99Us)} | ${nonOk(p.wrk)} | ${cpuPerRequestMs(p).toFixed(3)} | ${(cpuPerRequestMs(p) / floor).toFixed(2)}× | ${(redisTotal / pages).toFixed(3)} | ${split} |`;
   });
   const perCommand = Object.entries(zipf.redis)
     .sort((a, b) => b[1] - a[1])
@@ -171,7 +171,8 @@ async function main(): Promise<void> {
 
 const rps = (p: Phase) => p.wrk.requests / (p.wrk.durationUs / 1e6);
 const cpuPerRequestMs = (p: Phase) => (1000 * p.cpuS) / Math.max(1, p.wrk.requests);
-const ms = (us: number) => Math.round(us / 100) / 10;
+/** Microseconds (wrk's unit) as milliseconds to one decimal. */
+const msOfUs = (us: number) => Math.round(us / 100) / 10;
 const pct = (n: number, of: number) => `${Math.round((100 * n) / of)}%`;
 /** Answers other than 2xx and wrk's time-outs, with their kinds ("0", or "12: 4xx 10, timeout 2"). */
 const nonOk = (w: WrkFigures) => {
