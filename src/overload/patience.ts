@@ -57,7 +57,7 @@ export function createPatience({ clock, departedShare, maxHoldMs, minPages, wind
   const half = windowMs / 2;
   let current = { from: clock.now(), left: 0, answered: 0 };
   let previous = { left: 0, answered: 0 };
-  /** When each recent departure happened and how long after its page started, oldest first (a ring). */
+  /** When each of the last AGES_KEPT departures happened and how long after its page started (a ring). */
   const ages: { at: number; ms: number }[] = [];
   let agesNext = 0;
   const counts = { held: 0, leftWhileHeld: 0 };
@@ -67,6 +67,11 @@ export function createPatience({ clock, departedShare, maxHoldMs, minPages, wind
     if (now - current.from < half) return;
     previous = now - current.from < 2 * half ? current : { left: 0, answered: 0 };
     current = { from: now, left: 0, answered: 0 };
+  }
+
+  function note(outcome: "left" | "answered", now: number): void {
+    roll(now);
+    current[outcome]++;
   }
 
   function share(): number {
@@ -97,30 +102,20 @@ export function createPatience({ clock, departedShare, maxHoldMs, minPages, wind
     holdMs,
     follow(visitor) {
       const startedAt = clock.now();
-      if (!visitor) {
-        return () => {
-          roll(clock.now());
-          current.answered++;
-        };
-      }
-      if (visitor.aborted) {
-        roll(startedAt);
-        current.left++;
+      if (visitor?.aborted) {
+        note("left", startedAt);
         return () => {};
       }
       const onLeave = () => {
         const now = clock.now();
-        roll(now);
-        current.left++;
+        note("left", now);
         ages[agesNext] = { at: now, ms: now - startedAt };
         agesNext = (agesNext + 1) % AGES_KEPT;
       };
-      visitor.addEventListener("abort", onLeave, { once: true });
+      visitor?.addEventListener("abort", onLeave, { once: true });
       return () => {
-        visitor.removeEventListener("abort", onLeave);
-        if (visitor.aborted) return;
-        roll(clock.now());
-        current.answered++;
+        visitor?.removeEventListener("abort", onLeave);
+        if (!visitor?.aborted) note("answered", clock.now());
       };
     },
     noteHeld(stayed) {
