@@ -98,6 +98,13 @@ export function createTier(config: Config, clock: Clock = systemClock): TierServ
     minColdPages: DEFAULTS.coldPagesAlways,
     patienceMs: DEFAULTS.coldPagePatienceMs,
     patientColdPages: DEFAULTS.coldPagesPatient,
+    mostlyCold: {
+      coldPages: DEFAULTS.mostlyColdPages,
+      lagMs: DEFAULTS.mostlyColdLagMs,
+      share: DEFAULTS.mostlyColdShare,
+      windowMs: DEFAULTS.mostlyColdWindowMs,
+      minPages: DEFAULTS.mostlyColdMinPages,
+    },
     paceMs: DEFAULTS.coldPagePaceMs,
     paceBurst: DEFAULTS.coldPagesPaceBurst,
     maxColdPagesQueued: DEFAULTS.coldPagesQueued,

@@ -9,6 +9,7 @@ import type { L2ValueStats } from "../cache/l2/l2Entries";
 import type { LocationStats } from "../cache/location/location";
 import type { FillStats } from "../cache/readThrough";
 import type { Config } from "../config";
+import { DEFAULTS } from "../config/defaults";
 import type { KnownIdsState } from "../knownIds";
 import type { Overload } from "../overload";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
@@ -74,7 +75,7 @@ export interface StatusModel {
   breakerTransitions: Record<string, number>;
   originSlots: StatusSources["originSlots"];
   fills: StatusSources["fills"];
-  overload: StatusSources["overload"] & { shedLagMs: number; coldPagesMax: number; backgroundFillsMax: number; departureHoldMaxMs: number };
+  overload: StatusSources["overload"] & { shedLagMs: number; coldPagesMax: number; mostlyColdPages: number; mostlyColdLagMs: number; backgroundFillsMax: number; departureHoldMaxMs: number };
   l1: { bytes: number; maxBytes: number; entries: number; usedRatio: number };
   /** `hitRatio`: copies served of parts looked up (null before any lookup); `stats` null when off. */
   location: { enabled: boolean; hitRatio: number | null; stats: LocationStats | null };
@@ -132,6 +133,8 @@ export function buildStatus(sources: StatusSources): StatusModel {
       ...sources.overload,
       shedLagMs: config.shedLagMs,
       coldPagesMax: config.coldPagesMax,
+      mostlyColdPages: DEFAULTS.mostlyColdPages,
+      mostlyColdLagMs: DEFAULTS.mostlyColdLagMs,
       backgroundFillsMax: config.backgroundFillsMax,
       departureHoldMaxMs: config.departureHoldMaxMs,
     },

@@ -12,23 +12,34 @@
 // minColdPages cold pages are in progress, so that they never stop
 // altogether, and a page held back for patienceMs goes while fewer than
 // patientColdPages are in progress: under clients that keep the isolate late
-// for good with cached pages, cold pages are late, not refused, and a
-// crawler, whose pages are all cold, is slowed by the wait. (An allowance that shrank while the isolate ran late and grew
-// back while it kept up, as TCP's window, was tried: under a closed-loop
-// load that kept the isolate late whatever the cold pages did, it sat at its
-// floor and shed 16-18% of a soak's pages, against 4% for this gate.) A page held back waits for its
-// turn on its own timers, which costs the CPU nothing, in a bounded queue for
-// a bounded time (COLD_PAGE_WAIT_MS; shared/limiter.ts); a page with a copy
-// usable on error does not wait. Past either bound it is shed: its copy, or
-// a quick 503 with Retry-After (cache/pageSteps.ts, shedPage). A closed-loop
-// client (a crawler) whose pages wait sends less meanwhile, which is how
-// the lag comes back down. Before all this, while most cold pages' visitors
-// leave before their answer, a page with no copy is held (./patience.ts):
-// whoever leaves within the hold never takes a place here.
+// for good with cached pages, cold pages are late, not refused. (An
+// allowance that shrank while the isolate ran late and grew back while it
+// kept up, as TCP's window, was tried: under a closed-loop load that kept
+// the isolate late whatever the cold pages did, it sat at its floor and shed
+// 16-18% of a soak's pages, against 4% for this gate.)
+//
+// While most recent pages start new work (a crawler, a flood of first
+// views), the cold pages are what makes the isolate late, and what waits
+// ahead of a cached page is what the cold pages in progress have landed in
+// the queue: past mostlyCold.coldPages in progress, another starts only
+// while the lag is all but nothing (mostlyCold.lagMs), never on patience.
+// The lag meter follows the queue a round trip late; the count bounds it at
+// once.
+//
+// A page held back waits for its turn on its own timers, which costs the
+// CPU nothing, in a bounded queue for a bounded time (COLD_PAGE_WAIT_MS;
+// shared/limiter.ts); a page with a copy usable on error does not wait.
+// Past either bound it is shed: its copy, or a quick 503 with Retry-After
+// (cache/pageSteps.ts, shedPage). A closed-loop client (a crawler) whose
+// pages wait sends less meanwhile, which is how the lag comes back down.
+// Before all this, while most cold pages' visitors leave before their
+// answer, a page with no copy is held (./patience.ts): whoever leaves within
+// the hold never takes a place here.
 import { createLimiter, LimiterFull } from "../shared/limiter";
 import type { Clock } from "../shared/clock";
 import type { LagMeter } from "./lag";
 import type { Patience } from "./patience";
+import { createWindowCounts } from "./window";
 
 export interface AdmissionOptions {
   clock: Clock;
@@ -54,6 +65,13 @@ export interface AdmissionOptions {
    */
   patienceMs: number;
   patientColdPages: number;
+  /**
+   * While most of the isolate's recent pages start new work (a crawler, a
+   * flood of first views: `share` of the pages of the last `windowMs`, and
+   * `minPages` of them at least), at most `coldPages` are in progress at
+   * once beyond which the lag must be at most `lagMs`.
+   */
+  mostlyCold: { coldPages: number; lagMs: number; share: number; windowMs: number; minPages: number };
   /** Pages held back start one per `paceMs` at most (`paceBurst` after a pause), oldest first: see shared/limiter.ts. */
   paceMs: number;
   paceBurst: number;
@@ -71,6 +89,9 @@ export interface AdmissionStats {
   lagMs: number;
   coldPages: number;
   coldPagesQueued: number;
+  /** Whether most recent pages start new work (the tighter bound holds), and the pages started while they did. */
+  mostlyCold: boolean;
+  startedMostlyCold: number;
   admitted: number;
   shed: Record<ShedReason, number>;
   /** What the shed pages got: every part from a copy usable on error, or a part missing (a 503, or a section's default). */
@@ -86,6 +107,8 @@ export interface Admission {
    * signal (one who left gives up its place, or its slot, at once).
    */
   admit<T>(work: () => Promise<T>, wait: boolean, visitor?: AbortSignal): Promise<T | ShedReason | "left">;
+  /** A page was read with no new work (all of it from L1, or joining work under way). */
+  noteNoWork(): void;
   /** What a shed page got. */
   noteShed(outcome: "stale" | "refused"): void;
   stats(): AdmissionStats;
@@ -94,6 +117,20 @@ export interface Admission {
 export function createAdmission(options: AdmissionOptions): Admission {
   const { clock, lag, patience, maxLagMs, minColdPages, patienceMs, patientColdPages } = options;
   const keepingUp = () => lag.lagMs() <= maxLagMs;
+  const counts = { admitted: 0, startedMostlyCold: 0, shed: { lagging: 0, busy: 0 }, shedServedStale: 0, shedRefused: 0 };
+  const pages = createWindowCounts(clock, options.mostlyCold.windowMs, ["started", "noWork"] as const);
+  const mostlyCold = () => {
+    const { started, noWork } = pages.counts();
+    return started + noWork >= options.mostlyCold.minPages && started >= options.mostlyCold.share * (started + noWork);
+  };
+  const admits = (waitedMs: number) => {
+    const inFlight = slots.inFlight;
+    if (inFlight < minColdPages) return true;
+    if (inFlight >= options.mostlyCold.coldPages && mostlyCold()) {
+      return lag.lagMs() <= options.mostlyCold.lagMs;
+    }
+    return keepingUp() || (waitedMs >= patienceMs && inFlight < patientColdPages);
+  };
   const slots = createLimiter({
     maxConcurrent: options.maxColdPages,
     maxQueued: options.maxColdPagesQueued,
@@ -101,12 +138,11 @@ export function createAdmission(options: AdmissionOptions): Admission {
     maxHoldMs: options.coldPageLeaseMs,
     paceMs: options.paceMs,
     paceBurst: options.paceBurst,
-    admits: (waitedMs) => slots.inFlight < minColdPages || keepingUp() || (waitedMs >= patienceMs && slots.inFlight < patientColdPages),
+    admits,
     // A page whose visitor left is in progress for nobody: what is left of it is background work.
     freeWhenCallerLeaves: true,
     clock,
   });
-  const counts = { admitted: 0, shed: { lagging: 0, busy: 0 }, shedServedStale: 0, shedRefused: 0 };
 
   async function admitNow<T>(work: () => Promise<T>, wait: boolean, visitor: AbortSignal | undefined): Promise<T | ShedReason | "left"> {
     let started = false;
@@ -115,6 +151,8 @@ export function createAdmission(options: AdmissionOptions): Admission {
         () => {
           started = true;
           counts.admitted++;
+          pages.note("started");
+          if (mostlyCold()) counts.startedMostlyCold++;
           return work();
         },
         { waitMs: wait ? options.coldPageWaitMs : 0, caller: visitor },
@@ -146,6 +184,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
         answered();
       }
     },
+    noteNoWork: () => pages.note("noWork"),
     noteShed(outcome) {
       if (outcome === "stale") counts.shedServedStale++;
       else counts.shedRefused++;
@@ -154,6 +193,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
       lagMs: lag.lagMs(),
       coldPages: slots.inFlight,
       coldPagesQueued: slots.queued,
+      mostlyCold: mostlyCold(),
       ...counts,
       shed: { ...counts.shed },
     }),

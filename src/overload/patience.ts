@@ -16,6 +16,7 @@
 // runs when the visitor leaves even if the request is cancelled and its
 // page never ends; a page that ends answered counts when it ends.
 import type { Clock } from "../shared/clock";
+import { createWindowCounts } from "./window";
 
 export interface PatienceOptions {
   clock: Clock;
@@ -53,30 +54,16 @@ export interface Patience {
 const AGES_KEPT = 64;
 
 export function createPatience({ clock, departedShare, maxHoldMs, minPages, windowMs }: PatienceOptions): Patience {
-  // Two half-windows of counts: the window is the current one and the one before.
-  const half = windowMs / 2;
-  let current = { from: clock.now(), left: 0, answered: 0 };
-  let previous = { left: 0, answered: 0 };
+  const outcomes = createWindowCounts(clock, windowMs, ["left", "answered"] as const);
   /** When each of the last AGES_KEPT departures happened and how long after its page started (a ring). */
   const ages: { at: number; ms: number }[] = [];
   let agesNext = 0;
   const counts = { held: 0, leftWhileHeld: 0 };
   let hold = { at: Number.NEGATIVE_INFINITY, ms: 0 };
 
-  function roll(now: number): void {
-    if (now - current.from < half) return;
-    previous = now - current.from < 2 * half ? current : { left: 0, answered: 0 };
-    current = { from: now, left: 0, answered: 0 };
-  }
-
-  function note(outcome: "left" | "answered", now: number): void {
-    roll(now);
-    current[outcome]++;
-  }
-
   function share(): number {
-    const left = current.left + previous.left;
-    const pages = left + current.answered + previous.answered;
+    const { left, answered } = outcomes.counts();
+    const pages = left + answered;
     return pages < minPages ? 0 : left / pages;
   }
 
@@ -92,7 +79,6 @@ export function createPatience({ clock, departedShare, maxHoldMs, minPages, wind
   function holdMs(): number {
     if (maxHoldMs <= 0) return 0;
     const now = clock.now();
-    roll(now);
     // Worked out at most every 50 ms: it sorts the recent departures.
     if (now - hold.at >= 50) hold = { at: now, ms: share() >= departedShare ? holdFor(now) : 0 };
     return hold.ms;
@@ -103,19 +89,19 @@ export function createPatience({ clock, departedShare, maxHoldMs, minPages, wind
     follow(visitor) {
       const startedAt = clock.now();
       if (visitor?.aborted) {
-        note("left", startedAt);
+        outcomes.note("left");
         return () => {};
       }
       const onLeave = () => {
         const now = clock.now();
-        note("left", now);
+        outcomes.note("left");
         ages[agesNext] = { at: now, ms: now - startedAt };
         agesNext = (agesNext + 1) % AGES_KEPT;
       };
       visitor?.addEventListener("abort", onLeave, { once: true });
       return () => {
         visitor?.removeEventListener("abort", onLeave);
-        if (!visitor?.aborted) note("answered", clock.now());
+        if (!visitor?.aborted) outcomes.note("answered");
       };
     },
     noteHeld(stayed) {

@@ -302,8 +302,8 @@ function overloadView(overload: StatusModel["overload"]) {
   return {
     lag: `${count(admission.lagMs)} ms (sheds past ${count(overload.shedLagMs)} ms)`,
     lagClass: admission.lagMs > overload.shedLagMs ? "bad" : "ok",
-    coldPages: `${count(admission.coldPages)} of ${count(overload.coldPagesMax)}; ${count(admission.coldPagesQueued)} waiting for their turn`,
-    admitted: count(admission.admitted),
+    coldPages: `${count(admission.coldPages)} of ${count(overload.coldPagesMax)}; ${count(admission.coldPagesQueued)} waiting for their turn${admission.mostlyCold ? `; most recent pages are cold: past ${count(overload.mostlyColdPages)} in progress, another starts only while the lag is at most ${count(overload.mostlyColdLagMs)} ms` : ""}`,
+    admitted: `${count(admission.admitted)} (${count(admission.startedMostlyCold)} while most pages were cold)`,
     shed: `${count(shed)} (${count(admission.shed.lagging)} while lagging, ${count(admission.shed.busy)} with no slot or no room to wait): ${count(admission.shedServedStale)} served from a copy, ${count(admission.shedRefused)} with a part missing (503 or a default)`,
     shedClass: shed > 0 ? "warn" : "ok",
     pagesLeft: count(departures.pagesLeft),

@@ -29,6 +29,8 @@ function admissionWith(bounds: Partial<Parameters<typeof createAdmission>[0]>) {
     maxColdPagesQueued: 4,
     coldPageWaitMs: 1000,
     coldPageLeaseMs: 10_000,
+    // Out of the way unless a test is about it: 1,000 pages in 2 s before it holds.
+    mostlyCold: { coldPages: 2, lagMs: 5, share: 0.5, windowMs: 2000, minPages: 1000 },
     ...bounds,
   });
 }
@@ -135,6 +137,55 @@ describe("admission of pages that need new work", () => {
     first.release();
     second.release();
     expect(await Promise.all([running, patient])).toEqual(["done", "done"]);
+  });
+
+  it("while most recent pages are cold, starts more than mostlyCold.coldPages only while the lag is at most mostlyCold.lagMs; while most come from L1, the usual bound holds", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const lag = fixedLag();
+    const admissionFor = () =>
+      admissionWith({
+        clock: { now: () => Date.now() },
+        lag,
+        maxLagMs: 30,
+        maxColdPages: 8,
+        minColdPages: 1,
+        patienceMs: 100,
+        patientColdPages: 8,
+        mostlyCold: { coldPages: 2, lagMs: 5, share: 0.5, windowMs: 2000, minPages: 4 },
+      });
+    /** Two pages in progress, then a third asked for at a lag of 10 ms (late by the mostly-cold bound, not by maxLagMs). */
+    async function third(admission: ReturnType<typeof admissionFor>) {
+      lag.set(0);
+      const inProgress = [heldWork(), heldWork()];
+      const running = inProgress.map((held) => admission.admit(held.work, true));
+      lag.set(10);
+      let started = false;
+      const page = admission.admit(async () => ((started = true), "third"), true);
+      await vi.advanceTimersByTimeAsync(300);
+      const startedLate = started;
+      lag.set(4);
+      await vi.advanceTimersByTimeAsync(20);
+      const startedAt4 = started;
+      for (const held of inProgress) held.release();
+      await Promise.all([...running, page]);
+      return { startedLate, startedAt4, stats: admission.stats() };
+    }
+
+    // A crawler: every recent page started new work.
+    const crawled = admissionFor();
+    for (let i = 0; i < 4; i++) await crawled.admit(async () => "cold", true);
+    const crawl = await third(crawled);
+    expect(crawl.startedLate).toBe(false); // not at 10 ms, not on patience either
+    expect(crawl.startedAt4).toBe(true);
+    expect(crawl.stats).toMatchObject({ mostlyCold: true, startedMostlyCold: 4 });
+
+    // The same pages among many served from L1: at 10 ms the isolate keeps up.
+    const mixed = admissionFor();
+    for (let i = 0; i < 4; i++) await mixed.admit(async () => "cold", true);
+    for (let i = 0; i < 10; i++) mixed.noteNoWork();
+    const zipf = await third(mixed);
+    expect(zipf.startedLate).toBe(true);
+    expect(zipf.stats).toMatchObject({ mostlyCold: false });
   });
 
   it("holds at most maxColdPages in progress and maxColdPagesQueued waiting; more are shed at once", async () => {

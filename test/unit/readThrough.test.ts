@@ -758,6 +758,7 @@ describe("pages that waited for their turn", () => {
         await new Promise((resolve) => setTimeout(resolve, admitted++ === 0 ? 0 : 20));
         return work();
       },
+      noteNoWork: () => undefined,
       noteShed: () => undefined,
     };
     const departures = createDepartures({ clock, maxBackgroundFills: 4, backgroundFillMs: 1000 });

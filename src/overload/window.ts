@@ -1,0 +1,40 @@
+// Counts over the last few seconds, as two half-windows of plain numbers:
+// the window is the current half and the one before it. Read and written by
+// the requests themselves (no timer): a half rolls over when a request finds
+// it past its end.
+import type { Clock } from "../shared/clock";
+
+export interface WindowCounts<K extends string> {
+  note(outcome: K): void;
+  /** Each outcome's count over the window (the current half and the one before). */
+  counts(): Record<K, number>;
+}
+
+export function createWindowCounts<K extends string>(clock: Clock, windowMs: number, outcomes: readonly K[]): WindowCounts<K> {
+  const half = windowMs / 2;
+  const zero = () => Object.fromEntries(outcomes.map((outcome) => [outcome, 0])) as Record<K, number>;
+  let currentFrom = clock.now();
+  let current = zero();
+  let previous = zero();
+
+  function roll(): void {
+    const now = clock.now();
+    if (now - currentFrom < half) return;
+    previous = now - currentFrom < 2 * half ? current : zero();
+    current = zero();
+    currentFrom = now;
+  }
+
+  return {
+    note(outcome) {
+      roll();
+      current[outcome]++;
+    },
+    counts() {
+      roll();
+      const sum = zero();
+      for (const outcome of outcomes) sum[outcome] = current[outcome] + previous[outcome];
+      return sum;
+    },
+  };
+}
