@@ -61,6 +61,22 @@ function entry(version: number, data: unknown = { v: version }, now = Date.now()
   return { data, version, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 90_000, errorUntil: now + 600_000 };
 }
 
+/** A command sent as is through the gateway (the Upstash REST protocol: the command as a JSON array). */
+async function redisCommand(command: string[]): Promise<unknown> {
+  const response = await fetch(gateway.url, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` }, body: JSON.stringify(command) });
+  return ((await response.json()) as { result: unknown }).result;
+}
+
+/** The calls redis-server ran inside scripts since the last CONFIG RESETSTAT (INFO commandstats), by command: the script runs and the harness's own calls left out. */
+async function innerCalls(): Promise<Record<string, number>> {
+  const info = String(await redisCommand(["INFO", "commandstats"]));
+  const calls: Record<string, number> = {};
+  for (const [, command, count] of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (!/^(eval|evalsha|script|info|config)/.test(command!)) calls[command!] = Number(count);
+  }
+  return calls;
+}
+
 describe("keys", () => {
   it("stay within 50 characters for the longest valid id, lock keys included", () => {
     const key = entryKey("pp:v1", "recommendations", "a".repeat(40));
@@ -179,6 +195,22 @@ describe("L2 writes and locks", () => {
       null,
       "someone-else",
     ]);
+  });
+
+  it("runs one MGET and a SET per item for a page's claim and write (Redis's own count of the calls inside the scripts)", async () => {
+    const client = l2();
+    const keys = ["p", "i", "r", "c"].map((code) => `pp:v1:${code}:calls-1`);
+    const claims = keys.map((key, i) => ({ key, lock: lockKey("pp:v1", key), claim: { token: `t${i}`, lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 } }));
+    await redisCommand(["CONFIG", "RESETSTAT"]);
+    expect((await client.claimFills(claims)).map((claim) => claim?.kind)).toEqual(["won", "won", "won", "won"]);
+    expect(await innerCalls()).toEqual({ mget: 1, set: 4 });
+
+    await redisCommand(["CONFIG", "RESETSTAT"]);
+    // A key twice in one run: the second write sees the first (a newer version stored), as separate runs would.
+    const written = await client.writeFills([...keys.map((key, i) => fillWrite(key, encoded(entry(5)), 5, `t${i}`)), fillWrite(keys[0]!, encoded(entry(4)), 4)]);
+    expect(written).toEqual([true, true, true, true, false]);
+    expect(await innerCalls()).toEqual({ mget: 1, set: 4, del: 4 });
+    expect(await Promise.all(claims.map(({ lock }) => redis.get(lock)))).toEqual([null, null, null, null]);
   });
 
   it("claims and writes over what no fill wrote, without an error: another type, a marker that is not a time, a lock that never expires", async () => {
