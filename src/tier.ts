@@ -13,6 +13,7 @@ import { createLocationCache, LOCATION_CACHE_NAME, type LocationCache } from "./
 import { fillBoundMs } from "./cache/fill/fill";
 import { RESOURCE_NAMES } from "./origin/resources";
 import { createOverload, type Overload } from "./overload";
+import { bypassingCaches } from "./cache/bypass";
 import { ConfigError, parseConfig, type Config, type Env, type L2Endpoint } from "./config";
 import { DEFAULTS } from "./config/defaults";
 import { createOriginClient, type OriginClient } from "./origin/client";
@@ -121,12 +122,13 @@ export function createTier(config: Config, clock: Clock = systemClock): TierServ
       minPages: DEFAULTS.departureMinPages,
     },
   });
-  const l2 = config.l2 ? createTierL2(config.l2.shards, config.l2TimeoutMs, clock, metrics, overload.lag) : null;
+  // CACHING=off: no cache at all, Redis's included (cache/bypass.ts).
+  const l2 = config.l2 && config.caching ? createTierL2(config.l2.shards, config.l2TimeoutMs, clock, metrics, overload.lag) : null;
   const wideRetentionMs = longestEntryLifeMs(config);
   const purgeLog = l2 ? createPurgeLog({ l2, keyPrefix: config.keyPrefix, wideRetentionMs, clock }) : null;
   // The watcher judges what the cache serves, and the cache's L1 is what the watcher purges.
   let purges: PurgeWatcher | undefined;
-  const cache = createReadThrough({
+  const readThrough = createReadThrough({
     config,
     origin,
     l2,
@@ -140,9 +142,10 @@ export function createTier(config: Config, clock: Clock = systemClock): TierServ
     },
     overload,
   });
+  const cache = config.caching ? readThrough : bypassingCaches(readThrough, { config, origin, clock });
   purges = createPurgeWatcher({
     log: purgeLog,
-    l1: cache,
+    l1: readThrough,
     clock,
     keyPrefix: config.keyPrefix,
     pollMs: config.purgePollMs,

@@ -19,8 +19,8 @@ export interface Served<T> {
   freshness?: "fresh" | "stale" | "stale-if-error";
   /** This request waited for a fill that another request or isolate ran. */
   collapsed: boolean;
-  /** Why the origin was asked (for Cache-Status `fwd=`). */
-  forward?: "miss" | "stale";
+  /** Why the origin was asked (for Cache-Status `fwd=`): a miss, a stale copy, or caching off (CACHING=off). */
+  forward?: "miss" | "stale" | "bypass";
   /** Why the origin could not answer, when it could not. */
   failure?: OriginFailure;
 }

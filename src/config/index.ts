@@ -38,6 +38,8 @@ export interface Env {
   KNOWN_IDS?: string;
   /** "off" disables the location tier (the data center's Cache API between L1 and L2). */
   LOCATION_CACHE?: string;
+  /** "off": every read straight from the origin, nothing kept (cache/bypass.ts): a baseline, not a way to run a shop. */
+  CACHING?: string;
   KNOWN_IDS_CAPACITY?: string | number;
   KNOWN_IDS_FP_RATE?: string | number;
   /** JSON object of per-resource overrides, e.g. `{"inventory":{"ttl":5}}` (README, "Cache policies"). */
@@ -94,6 +96,8 @@ export interface Config {
   hotPerMinute: number;
   /** Whether copies are kept in and read from the data center's Cache API (cache/location/location.ts). */
   locationCache: boolean;
+  /** False (CACHING=off): no cache at all, every read from the origin (cache/bypass.ts). */
+  caching: boolean;
   /** The known-ids filter's sizing; null when disabled (KNOWN_IDS=off). */
   knownIds: { capacity: number; fpRate: number } | null;
   compressAboveBytes: number;
@@ -292,6 +296,7 @@ export function parseConfig(env: Env): Config {
     departureHoldMaxMs: optional("DEPARTURE_HOLD_MAX_MS", numberSetting(0, 1000), env.DEPARTURE_HOLD_MAX_MS, DEFAULTS.departureHoldMaxMs),
     knownIds: parseKnownIds(env),
     locationCache: onOff("LOCATION_CACHE", env.LOCATION_CACHE, true),
+    caching: onOff("CACHING", env.CACHING, true),
     warmPerMinute: optional("WARM_REQUESTS_PER_MINUTE", numberSetting(1, 1_000_000), env.WARM_REQUESTS_PER_MINUTE, DEFAULTS.warmPerMinute),
     hotPerMinute: optional("HOT_REQUESTS_PER_MINUTE", numberSetting(1, 1_000_000), env.HOT_REQUESTS_PER_MINUTE, DEFAULTS.hotPerMinute),
     compressAboveBytes: DEFAULTS.compressAboveBytes,

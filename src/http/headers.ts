@@ -9,6 +9,7 @@
 //   pp-l1; fwd=stale; fwd-status=504; ttl=-700; detail="product stale-if-error"
 //   pp-origin; fwd=uri-miss; fwd-status=502; detail="recommendations failed"
 //   pp-origin; fwd=uri-miss; fwd-status=502; ttl=10; detail="product rejected"
+//   pp-origin; fwd=bypass; fwd-status=200; ttl=300; detail="product"  CACHING=off
 //                        the origin's answer about this id was of no use (a 422, a
 //                        body that breaks the contract): "no data" for a short while
 // `ttl` is the seconds of freshness left (negative: stale for that long).
@@ -32,22 +33,28 @@ function ttlSeconds(served: Served<unknown>, now: number): number | undefined {
   return served.entry ? Math.round((served.entry.freshUntil - now) / 1000) : undefined;
 }
 
+/** RFC 9211's `fwd`: why the origin was asked. */
+function forwardReason(served: Served<unknown>): string {
+  if (served.forward === "stale" || served.forward === "bypass") return served.forward;
+  return "uri-miss";
+}
+
 function member(served: Served<unknown>, now: number, l2Stored: boolean): string {
   const params: string[] = [`pp-${served.tier ?? "origin"}`];
   const ttl = ttlSeconds(served, now);
   let detail: string = served.resource;
   if (served.outcome === "failed") {
-    params.push(`fwd=${served.forward === "stale" ? "stale" : "uri-miss"}`, `fwd-status=${FAILURE_STATUS[served.failure ?? "unreachable"]}`);
+    params.push(`fwd=${forwardReason(served)}`, `fwd-status=${FAILURE_STATUS[served.failure ?? "unreachable"]}`);
     detail += " failed";
   } else if (served.freshness === "stale-if-error") {
     params.push("fwd=stale", `fwd-status=${FAILURE_STATUS[served.failure ?? "unreachable"]}`);
     detail += " stale-if-error";
   } else if (served.failure) {
     // An answer about this id that could not be used, standing as "no data" (never stored in L2).
-    params.push(`fwd=${served.forward === "stale" ? "stale" : "uri-miss"}`, `fwd-status=${FAILURE_STATUS[served.failure]}`);
+    params.push(`fwd=${forwardReason(served)}`, `fwd-status=${FAILURE_STATUS[served.failure]}`);
     detail += " rejected";
   } else if (served.forward) {
-    params.push(`fwd=${served.forward === "stale" ? "stale" : "uri-miss"}`, "fwd-status=200");
+    params.push(`fwd=${forwardReason(served)}`, "fwd-status=200");
     if (served.tier === "origin" && l2Stored) params.push("stored");
     if (served.collapsed) params.push("collapsed");
   } else {

@@ -125,7 +125,8 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   const pageUrl = `${tier.config.publicUrl}/products/${id}`;
   const identity = pageIdentity(all, RENDER_VERSION);
   const renderKey = `${id}|${identity}`;
-  let page = tier.renderedPages.get(renderKey);
+  // CACHING=off keeps nothing, the rendered page included (cache/bypass.ts).
+  let page = tier.config.caching ? tier.renderedPages.get(renderKey) : undefined;
   if (!page) {
     const sections = Object.fromEntries(PAGE_RESOURCES.map((resource) => [resource, section<unknown>(states[resource], data[resource])])) as {
       [R in PageResource]: Section<ResourceTypes[R]>;
@@ -133,7 +134,7 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
     const html = renderProductPage({ ...sections, product: subject.data!, pageUrl });
     // TextEncoder always returns bytes over a fresh ArrayBuffer, never a shared one.
     page = { body: new TextEncoder().encode(html) as Uint8Array<ArrayBuffer>, etag: await pageEtag(identity) };
-    tier.renderedPages.set(renderKey, page);
+    if (tier.config.caching) tier.renderedPages.set(renderKey, page);
   }
 
   c.header("Cache-Control", pageCacheControl(all, tier.config.policies, now));

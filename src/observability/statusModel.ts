@@ -75,7 +75,14 @@ export interface StatusModel {
   breakerTransitions: Record<string, number>;
   originSlots: StatusSources["originSlots"];
   fills: StatusSources["fills"];
-  overload: StatusSources["overload"] & { shedLagMs: number; coldPagesMax: number; mostlyColdPages: number; mostlyColdLagMs: number; backgroundFillsMax: number; departureHoldMaxMs: number };
+  overload: StatusSources["overload"] & {
+    shedLagMs: number;
+    coldPagesMax: number;
+    mostlyColdPages: number;
+    mostlyColdLagMs: number;
+    backgroundFillsMax: number;
+    departureHoldMaxMs: number;
+  };
   l1: { bytes: number; maxBytes: number; entries: number; usedRatio: number };
   /** `hitRatio`: copies served of parts looked up (null before any lookup); `stats` null when off. */
   location: { enabled: boolean; hitRatio: number | null; stats: LocationStats | null };

@@ -50,6 +50,7 @@ interface OverloadStatus {
     shedRefused: number;
     coldPages: number;
     coldPagesQueued: number;
+    mostlyCold: boolean;
   };
   departures: { pagesLeft: number; fillsStopped: number; fillsFinished: number; fillsDropped: number };
   hold: { holdMs: number; departedShare: number; held: number; leftWhileHeld: number };
@@ -271,6 +272,24 @@ describe("shedding", () => {
     expect(served.status).toBe(200);
     expect(member(served.cacheStatus, "product")).toMatch(/^pp-origin; fwd=uri-miss; fwd-status=200/);
     expect((await overloadOf(target)).admission).toMatchObject({ shed: { lagging: 0, busy: 0 }, coldPagesQueued: 0 });
+  });
+
+  it("an isolate whose pages are all cold but which keeps up (a slow origin) is not held to the crawler's bound: more than mostlyColdPages start at once, and all are served", async () => {
+    const ids = completeProducts(6500, 3 * DEFAULTS.mostlyColdPages);
+    // The product service slow (within its time-out) enough that the first pages are still at the origin when the last ones get there.
+    const target = await startWith({ COLD_PAGE_WAIT_MS: "5000", CACHE_POLICIES: JSON.stringify({ product: { originTimeoutMs: 5000 } }) });
+    await injectFault(stack, { service: "product", latencyMs: 3000 });
+    const answers = ids.map((id) => page(target, `/products/${id}`));
+    await pollUntil(
+      "every page's product at the origin",
+      async () => (await Promise.all(ids.map((id) => originFetches(stack, "product", id)))).filter((n) => n >= 1).length,
+      (atOrigin) => atOrigin === ids.length,
+      2500,
+    );
+    const { admission } = await overloadOf(target);
+    expect(admission.mostlyCold).toBe(true);
+    expect(admission.coldPages).toBeGreaterThan(DEFAULTS.mostlyColdPages);
+    expect((await Promise.all(answers)).map((answer) => answer.status)).toEqual(ids.map(() => 200));
   });
 
   it("a herd for one cold product joins its one fill: not shed, whatever COLD_PAGES_MAX", async () => {

@@ -200,14 +200,21 @@ describe("L2 writes and locks", () => {
   it("runs one MGET and a SET per item for a page's claim and write (Redis's own count of the calls inside the scripts)", async () => {
     const client = l2();
     const keys = ["p", "i", "r", "c"].map((code) => `pp:v1:${code}:calls-1`);
-    const claims = keys.map((key, i) => ({ key, lock: lockKey("pp:v1", key), claim: { token: `t${i}`, lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 } }));
+    const claims = keys.map((key, i) => ({
+      key,
+      lock: lockKey("pp:v1", key),
+      claim: { token: `t${i}`, lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 },
+    }));
     await redisCommand(["CONFIG", "RESETSTAT"]);
     expect((await client.claimFills(claims)).map((claim) => claim?.kind)).toEqual(["won", "won", "won", "won"]);
     expect(await innerCalls()).toEqual({ mget: 1, set: 4 });
 
     await redisCommand(["CONFIG", "RESETSTAT"]);
     // A key twice in one run: the second write sees the first (a newer version stored), as separate runs would.
-    const written = await client.writeFills([...keys.map((key, i) => fillWrite(key, encoded(entry(5)), 5, `t${i}`)), fillWrite(keys[0]!, encoded(entry(4)), 4)]);
+    const written = await client.writeFills([
+      ...keys.map((key, i) => fillWrite(key, encoded(entry(5)), 5, `t${i}`)),
+      fillWrite(keys[0]!, encoded(entry(4)), 4),
+    ]);
     expect(written).toEqual([true, true, true, true, false]);
     expect(await innerCalls()).toEqual({ mget: 1, set: 4, del: 4 });
     expect(await Promise.all(claims.map(({ lock }) => redis.get(lock)))).toEqual([null, null, null, null]);

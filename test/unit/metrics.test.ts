@@ -383,7 +383,17 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
       },
     },
     overload: {
-      admission: { lagMs: 12, coldPages: 3, coldPagesQueued: 5, admitted: 900, mostlyCold: false, startedMostlyCold: 0, shed: { lagging: 40, busy: 2 }, shedServedStale: 30, shedRefused: 12 },
+      admission: {
+        lagMs: 12,
+        coldPages: 3,
+        coldPagesQueued: 5,
+        admitted: 900,
+        mostlyCold: false,
+        startedMostlyCold: 0,
+        shed: { lagging: 40, busy: 2 },
+        shedServedStale: 30,
+        shedRefused: 12,
+      },
       departures: { pagesLeft: 75, fillsStopped: 60, fillsFinished: 9, fillsDropped: 4, backgroundFills: 1 },
       hold: { holdMs: 38, departedShare: 0.9, held: 500, leftWhileHeld: 470 },
     },

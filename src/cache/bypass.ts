@@ -1,0 +1,50 @@
+// CACHING=off: every read goes straight to the origin, and nothing is kept
+// or shared — no L1, no location tier, no L2, no coalescing, no rendered
+// page kept. Not a way to run a shop: the tier's own baseline (what the same
+// worker, origin client and render do with no cache at all, which
+// bench:peers sets the tier against), and the render-only upstream behind
+// Nginx and Varnish in that benchmark. The origin client's own bounds still
+// hold (its slots, time-outs and breakers): they protect the isolate.
+import type { Config } from "../config";
+import { OriginError, type OriginFailure } from "../origin/failure";
+import type { OriginClient } from "../origin/client";
+import type { ResourceName } from "../origin/resources";
+import type { Clock } from "../shared/clock";
+import { deadlinesFor } from "./entry";
+import type { PageData, Timings } from "./pageRequest";
+import type { ReadThrough } from "./readThrough";
+import { served, type Served } from "./served";
+
+interface BypassDeps {
+  config: Pick<Config, "policies">;
+  origin: OriginClient;
+  clock: Clock;
+}
+
+/** `cache` with its reads sent to the origin every time: what else it holds (its empty L1, its stats) stays as it is. */
+export function bypassingCaches(cache: ReadThrough, { config, origin, clock }: BypassDeps): ReadThrough {
+  async function fetchOne(resource: ResourceName, id: string): Promise<Served<unknown>> {
+    const requestedAt = clock.now();
+    try {
+      const answer = await origin.fetchResource(resource, id);
+      // No jitter: nothing is kept, the deadlines only say what the page's headers say.
+      const deadlines = deadlinesFor(answer.found, config.policies[resource], requestedAt, 0);
+      const entry = { data: answer.found ? answer.data : null, version: answer.found ? answer.data.version : 0, ...deadlines };
+      return served(resource, entry, "origin", "fresh", { forward: "bypass" });
+    } catch (error) {
+      const failure: OriginFailure = error instanceof OriginError ? error.failure : "unreachable";
+      return { resource, outcome: "failed", data: null, collapsed: false, forward: "bypass", failure };
+    }
+  }
+
+  return Object.assign(Object.create(cache) as ReadThrough, {
+    // Every part at once, as a server without a cache would ask for them.
+    async read(id: string, resources: readonly ResourceName[]): Promise<{ data: PageData; timings: Timings }> {
+      const startedAt = clock.now();
+      const answers = await Promise.all(resources.map((resource) => fetchOne(resource, id)));
+      return { data: Object.fromEntries(answers.map((answer) => [answer.resource, answer])) as PageData, timings: { origin: clock.now() - startedAt } };
+    },
+    // Lists show what the caches hold: nothing.
+    readCached: async () => new Map(),
+  });
+}
