@@ -71,7 +71,7 @@ export function setup(report: PeersReport): string[] {
   for (const sys of report.systems) out.push(`- **${sys.name}**: ${sys.description}. ${sys.check}.`);
   out.push(
     "",
-    `Render-only upstream of the peers (${method("why", "what-runs")}): the tier's own bundle, 2 instances per peer, no L2, with ${vars(report.renderOnlyVars)}.`,
+    `Render-only upstream of the peers (${method("why", "what-runs")}): the tier's own bundle, 2 instances per peer (and tier-off's 2), with ${vars(report.renderOnlyVars)}.`,
     "",
     `Tier settings: ${Object.entries(report.tierVars)
       .map(([name, v]) => `${name}: ${Object.keys(v).length ? vars(v) : "the defaults"}`)

@@ -7,7 +7,7 @@
 // theirs (the calibration: half of it is the fixed offered load of every
 // paced phase), which then stays up idle for the Redis
 // idle cost while the next systems run; then for each system in turn (nginx,
-// varnish, tier, tier-300s) starts it with its own demo origin, runs the
+// varnish, tier, tier-300s, tier-off) starts it with its own demo origin, runs the
 // scenarios (scenarios.ts) and stops it. Nginx has no purge: its
 // price-change poll goes on in the background (no load) until its entry
 // expires or the cap, while the next systems run. Writes
@@ -29,18 +29,18 @@ import { readPeersReport, writePeersReport } from "./report";
 import { calibrate, generatorCeiling, idleCost, type Ceiling, type IdleCost } from "./calibration";
 import { durations, type Context, type Row } from "./plan";
 import { runScenarios } from "./scenarios";
-import { startPeer, startTier, RENDER_ONLY_VARS, TIER_VARS, type Settings, type System, type SystemName } from "./systems";
+import { startPeer, startTier, startTierOff, RENDER_ONLY_VARS, TIER_VARS, type Settings, type System, type SystemName } from "./systems";
 
 const CLEANUP_STEP_TIMEOUT_MS = 12_000;
-const ALL_SYSTEMS: SystemName[] = ["nginx", "varnish", "tier", "tier-300s"];
+const ALL_SYSTEMS: SystemName[] = ["nginx", "varnish", "tier", "tier-300s", "tier-off"];
 
-const USAGE = `usage: npm run bench:peers -- [--quick] [--connections N] [--rate N] [--systems nginx,varnish,tier,tier-300s]
+const USAGE = `usage: npm run bench:peers -- [--quick] [--connections N] [--rate N] [--systems nginx,varnish,tier,tier-300s,tier-off]
        npm run bench:peers -- --report-from bench/results/peers.json
 
   --quick            short phases (about 3 minutes in all): a smoke run, rough figures
   --connections N    connections of the saturation phases (default 64; the paced phases use twice as many)
   --rate N           offered rate of the paced phases, req/s (default: half the tier's saturation rate, measured first)
-  --systems LIST     run only these systems (default: all; order stays nginx, varnish, tier, tier-300s)
+  --systems LIST     run only these systems (default: all; order stays nginx, varnish, tier, tier-300s, tier-off)
   --report-from FILE runs nothing: writes the report (peers.md, the charts, peers.json) again from a run's peers.json
 
 Needs nginx and varnishd on the PATH:  apt-get update && apt-get install -y nginx varnish
@@ -187,6 +187,7 @@ async function main(): Promise<void> {
       const t0 = Date.now();
       let system: System;
       if (name === "tier" || name === "tier-300s") system = await startTier(name, settings, workerLogs, onCleanup);
+      else if (name === "tier-off") system = await startTierOff(settings, workerLogs, onCleanup);
       else {
         const peerDir = join(dir, name);
         mkdirSync(peerDir);

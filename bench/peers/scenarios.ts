@@ -24,6 +24,7 @@
 //                 every answer through the system shows the new price
 //   redis-down    (the tier only) redis-server killed, paced
 //
+// tier-off (no cache at all) runs the walk, warm-up, fixed and saturation only;
 // tier-300s runs the walk, warm-up, fixed, saturation, cached and census only. Origin counters
 import { performance } from "node:perf_hooks";
 import { findChildPid } from "../lib/cpu";
@@ -74,7 +75,7 @@ export async function runScenarios(ctx: Context, system: System, onRow: (row: Ro
   if (stopped()) return out;
   ctx.phase(tag(`saturation: closed loop, ${ctx.settings.connections} connections, ${d.saturationS} s`), d.saturationS * 1000);
   add(row(system, "saturation", await measure(system, () => zipf(ctx, system, d.saturationS, SEEDS.saturation, false))));
-  if (stopped()) return out;
+  if (stopped() || system.name === "tier-off") return out;
   ctx.phase(tag(`saturation, cached set: Zipf over the ${ctx.workload.walkRanks.toLocaleString("en-US")} walked ranks, ${d.cachedS} s`), d.cachedS * 1000);
   add(row(system, "cached", await measure(system, () => zipf(ctx, system, d.cachedS, SEEDS.cached, false, ctx.workload.cachedFile))));
   if (stopped()) return out;
