@@ -6,7 +6,7 @@
 import { gzipSync } from "node:zlib";
 import { Redis as IORedis } from "ioredis";
 import { decodeEntry } from "../../src/cache/l2/codec";
-import { entryKey } from "../../src/cache/keys";
+import { entryKey, lockKey } from "../../src/cache/keys";
 import { longestLifeMs } from "../../src/cache/l2/l2Entries";
 import { DEFAULTS, DEFAULT_POLICIES } from "../../src/config/defaults";
 import type { ResourceName } from "../../src/origin/resources";
@@ -64,6 +64,19 @@ export async function heldEntry(redis: IORedis, resource: ResourceName, id: stri
   if (value === null) return "none";
   const decoded = decodeEntry(value, { resource, id, now: Date.now(), maxLifeMs: longestLifeMs(DEFAULT_POLICIES[resource], DEFAULTS.ttlJitter) });
   return "entry" in decoded && decoded.entry.version < HIGH_VERSION ? "filled" : "other";
+}
+
+/**
+ * Whether the fill lock of that resource and id no longer holds anybody up:
+ * gone, or spent (cache/l2/l2.ts, CLAIM_FILLS): it expires, and the entry
+ * stored was fetched at or after it was claimed (its token's time).
+ */
+export async function lockSpent(redis: IORedis, resource: ResourceName, id: string): Promise<boolean> {
+  const lock = lockKey(DEFAULTS.keyPrefix, l2KeyOf(resource, id));
+  if ((await redis.exists(lock)) === 0) return true;
+  const claimedAt = Number(/^(\d+)\./.exec((await redis.get(lock)) ?? "")?.[1]);
+  const fetchedAt = Number(((await redis.get(l2KeyOf(resource, id))) ?? "").split("|")[1]);
+  return (await redis.pttl(lock)) > 0 && claimedAt <= fetchedAt;
 }
 
 /** Whether `key` of that resource and id is now empty or holds an entry of it that a fill wrote. */

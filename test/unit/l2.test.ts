@@ -8,7 +8,7 @@ import { systemClock } from "../../src/shared/clock";
 import { encodeEntry } from "../../src/cache/l2/codec";
 import type { Entry } from "../../src/cache/entry";
 import { entryKey, lockKey, MAX_KEY_LENGTH, purgeMarkerKey } from "../../src/cache/keys";
-import { createL2, type ClaimOptions, type FillClaim, type FillWrite, type L2 } from "../../src/cache/l2/l2";
+import { createL2, lockToken, type ClaimOptions, type FillClaim, type FillWrite, type L2 } from "../../src/cache/l2/l2";
 import { startRedis, type RedisServer } from "../../dev/harness/redis";
 
 const TOKEN = "l2-test-token";
@@ -122,24 +122,50 @@ describe("L2 writes and locks", () => {
     expect(await writeOne(client, fillWrite(key, encoded(stale), 7, "", 60_000, purgedAt + 1))).toBe(true);
   });
 
-  it("elects one filler; others lose until it writes; the write releases only its own lock", async () => {
+  it("elects one filler; others lose until it writes; a write that does not land releases only its own lock", async () => {
     const client = l2();
     const key = "pp:v1:p:lock-test";
     const lock = lockKey("pp:v1", key);
     const now = Date.now();
-    expect(await claimOne(client, key, lock, { token: "token-a", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 })).toEqual({ kind: "won" });
-    expect(await claimOne(client, key, lock, { token: "token-b", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 })).toEqual({ kind: "lost" });
+    const [a, b] = [lockToken(now), lockToken(now)];
+    expect(await claimOne(client, key, lock, { token: a, lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 })).toEqual({ kind: "won" });
+    expect(await claimOne(client, key, lock, { token: b, lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 })).toEqual({ kind: "lost" });
     const lockTtl = await redis.pttl(lock);
     expect(lockTtl).toBeGreaterThan(0);
-    // A write by a non-holder leaves the lock in place.
-    await writeOne(client, fillWrite(key, encoded(entry(1)), 1, "token-b", 60_000));
-    expect(await redis.get(lock)).toBe("token-a");
-    await writeOne(client, fillWrite(key, encoded(entry(1)), 1, "token-a", 60_000));
+    // Writes that do not land (an older version than the one stored) release the lock only for its holder.
+    await redis.set(key, encoded(entry(5)), { px: 60_000 });
+    expect(await writeOne(client, fillWrite(key, encoded(entry(1)), 1, b, 60_000))).toBe(false);
+    expect(await redis.get(lock)).toBe(a);
+    expect(await writeOne(client, fillWrite(key, encoded(entry(1)), 1, a, 60_000))).toBe(false);
     expect(await redis.get(lock)).toBeNull();
-    // Fresh data there now: a claim hands it back instead of locking.
-    const claim = await claimOne(client, key, lock, { token: "token-c", lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 });
+    // Fresh data there: a claim hands it back instead of locking.
+    const claim = await claimOne(client, key, lock, { token: lockToken(Date.now()), lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 });
     expect(claim?.kind).toBe("copy");
     expect(await redis.get(lock)).toBeNull();
+  });
+
+  it("leaves a landed write's lock to its TTL, and takes a spent lock over: its value or a newer one stored, or claimed before the last purge the claimer knows of; never one whose fill is under way", async () => {
+    const client = l2();
+    const key = "pp:v1:p:spent-lock";
+    const lock = lockKey("pp:v1", key);
+    const claimedAt = Date.now();
+    const holder = lockToken(claimedAt);
+    const claim = (token: string, freshAfter = 0) => claimOne(client, key, lock, { token, lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter });
+    expect(await claim(holder)).toEqual({ kind: "won" });
+    // Under way: its value is not stored yet, and it began after every purge this claimer knows of.
+    expect(await claim(lockToken(Date.now()), claimedAt - 1000)).toMatchObject({ kind: "lost" });
+    // Claimed before a purge the claimer knows of: what it fetches is not fresh for that claimer: taken over.
+    const afterPurge = lockToken(Date.now());
+    expect(await claim(afterPurge, claimedAt + 1)).toMatchObject({ kind: "won" });
+    expect(await redis.get(lock)).toBe(afterPurge);
+    // The new holder's write lands (fetched after its claim) and leaves the lock.
+    const fetchedAt = Number(afterPurge.split(".")[0]) + 1;
+    expect(await writeOne(client, fillWrite(key, encoded(entry(3, { v: 3 }, fetchedAt)), 3, afterPurge, 60_000, fetchedAt))).toBe(true);
+    expect(await redis.get(lock)).toBe(afterPurge);
+    // A claim that wants fresher than what is stored (a purge since, soft): the lock is spent (its value is stored): taken over.
+    const next = lockToken(Date.now());
+    expect(await claim(next, fetchedAt + 1)).toMatchObject({ kind: "won" });
+    expect(await redis.get(lock)).toBe(next);
   });
 
   it("hands a visitor's claim (staleBeyond) a copy within its stale window, with no lock; not one past it, nor a hard-purged one, nor to a refresh", async () => {
@@ -189,15 +215,15 @@ describe("L2 writes and locks", () => {
     ]);
     expect(written).toEqual([true, false, true]);
     expect([versionOf(await redis.get(free)), versionOf(await redis.get(fresh)), versionOf(await redis.get(stale))]).toEqual([7, 4, 3]);
-    // Each write released its own lock, and only its own.
+    // The landed writes left their locks to their TTL (spent: the next claim takes them over); the lock nobody wrote under is untouched.
     expect([await redis.get(lockKey("pp:v1", free)), await redis.get(lockKey("pp:v1", stale)), await redis.get(lockKey("pp:v1", taken))]).toEqual([
-      null,
-      null,
+      "c",
+      "d",
       "someone-else",
     ]);
   });
 
-  it("runs one MGET and a SET per item for a page's claim and write (Redis's own count of the calls inside the scripts)", async () => {
+  it("runs one MGET and a SET per item for a page's claim and its write (Redis's own count of the calls inside the scripts)", async () => {
     const client = l2();
     const keys = ["p", "i", "r", "c"].map((code) => `pp:v1:${code}:calls-1`);
     const claims = keys.map((key, i) => ({
@@ -216,8 +242,9 @@ describe("L2 writes and locks", () => {
       fillWrite(keys[0]!, encoded(entry(4)), 4),
     ]);
     expect(written).toEqual([true, true, true, true, false]);
-    expect(await innerCalls()).toEqual({ mget: 1, set: 4, del: 4 });
-    expect(await Promise.all(claims.map(({ lock }) => redis.get(lock)))).toEqual([null, null, null, null]);
+    // The locks of the writes that landed are left to their TTL: no DEL.
+    expect(await innerCalls()).toEqual({ mget: 1, set: 4 });
+    expect(await Promise.all(claims.map(({ lock }) => redis.get(lock)))).toEqual(claims.map(({ claim }) => claim.token));
   });
 
   it("claims and writes over what no fill wrote, without an error: another type, a marker that is not a time, a lock that never expires", async () => {
@@ -231,7 +258,8 @@ describe("L2 writes and locks", () => {
     expect(await claim(hashed, "a")).toEqual({ kind: "won" });
     expect(await writeOne(client, fillWrite(hashed, encoded(entry(2)), 2, "a"))).toBe(true);
     expect(versionOf(await redis.get<string>(hashed))).toBe(2);
-    expect(await redis.get(lockKey("pp:v1", hashed))).toBeNull();
+    // Landed: its lock is left to its TTL.
+    expect(await redis.get(lockKey("pp:v1", hashed))).toBe("a");
 
     // A purge marker that is not a time, or not a string: no purge to respect.
     for (const [key, setMarker] of [

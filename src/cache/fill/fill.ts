@@ -26,7 +26,7 @@ import { encodeEntry } from "../l2/codec";
 import { deadlinesFor, type Entry } from "../entry";
 import { lockKey, purgeMarkerKey } from "../keys";
 import { createFillBatch, type FillCalls } from "../l2/fillBatch";
-import type { FillWrite, L2 } from "../l2/l2";
+import { lockToken, type FillWrite, type L2 } from "../l2/l2";
 import type { L2Entries } from "../l2/l2Entries";
 import { createLockWait, type Reclaimed } from "./lockWait";
 import type { PurgeStamp } from "../location/purgeStamp";
@@ -190,16 +190,16 @@ export function createFill(deps: FillDeps) {
    * isolate's other writes (one call for many, where a release of its own
    * was a call for each part of every page that stopped).
    */
-  function releaseLock(l2: L2, key: string, lockToken: string, context: FillContext): void {
+  function releaseLock(l2: L2, key: string, token: string, context: FillContext): void {
     const lock = lockKey(config.keyPrefix, key);
-    send(l2, { key, lock, purgeMarker: purgeMarkerKey(config.keyPrefix, key), value: "", version: 0, fetchedAt: 0, ttlMs: 1, lockToken }, context);
+    send(l2, { key, lock, purgeMarker: purgeMarkerKey(config.keyPrefix, key), value: "", version: 0, fetchedAt: 0, ttlMs: 1, lockToken: token }, context);
   }
 
-  function storeInL2(l2: L2, key: string, entry: Entry, lockToken: string, context: FillContext): void {
+  function storeInL2(l2: L2, key: string, entry: Entry, token: string, context: FillContext): void {
     const value = encodeEntry(entry, config.compressAboveBytes);
     if (value === undefined) {
       // Not stored: it would not be read back (over the size cap, or a version past 2^53). Waiters stop waiting.
-      if (lockToken) releaseLock(l2, key, lockToken, context);
+      if (token) releaseLock(l2, key, token, context);
       return;
     }
     const write: FillWrite = {
@@ -210,17 +210,17 @@ export function createFill(deps: FillDeps) {
       version: entry.version,
       fetchedAt: entry.fetchedAt,
       ttlMs: entry.errorUntil - clock.now(),
-      lockToken,
+      lockToken: token,
     };
     send(l2, write, context);
   }
 
   async function fillThroughL2(l2: L2, calls: FillCalls, key: string, context: FillContext): Promise<Entry> {
     const lock = lockKey(config.keyPrefix, key);
-    const lockToken = crypto.randomUUID();
+    const token = lockToken(clock.now());
     const claim = () =>
       calls.claimFill(key, lock, {
-        token: lockToken,
+        token,
         lockTtlMs: config.lockTtlMs,
         freshBeyond: Math.max(clock.now(), context.freshBeyond),
         notBefore: context.notBefore,
@@ -263,10 +263,10 @@ export function createFill(deps: FillDeps) {
         if (again?.kind === "copy") return decode(again.value);
         return again?.kind === "won" ? "ours" : again?.kind === "lost" ? "held" : undefined;
       };
-      const waited = await waitForWinner(l2, calls, key, lock, context, reclaim, unanswered ? lockToken : undefined);
+      const waited = await waitForWinner(l2, calls, key, lock, context, reclaim, unanswered ? token : undefined);
       if (waited === "departed") {
         // An unanswered claim may have taken the lock: released if so (the token says whose it is).
-        if (unanswered) releaseLock(l2, key, lockToken, context);
+        if (unanswered) releaseLock(l2, key, token, context);
         departures?.fillStopped();
         throw departed("wait for another isolate's fill");
       }
@@ -282,7 +282,7 @@ export function createFill(deps: FillDeps) {
       entry = await fetchFromOrigin(context);
     } catch (error) {
       // Let the waiters know now, rather than at the lock's expiry.
-      if (won) releaseLock(l2, key, lockToken, context);
+      if (won) releaseLock(l2, key, token, context);
       throw error;
     }
     context.via = "origin";
@@ -290,11 +290,11 @@ export function createFill(deps: FillDeps) {
       // Its visitors left (a joiner, after the starter) and the budget of
       // background fills is spent: kept in this isolate's L1 (flights.ts),
       // not written; the lock goes now.
-      if (won) releaseLock(l2, key, lockToken, context);
+      if (won) releaseLock(l2, key, token, context);
       return entry;
     }
-    // The lock is released with the write (an unanswered claim's too, if it took it).
-    storeInL2(l2, key, entry, won || unanswered ? lockToken : "", context);
+    // The write releases the lock if it does not land (an unanswered claim's too, if it took it); if it lands, the lock is spent (l2.ts, CLAIM_FILLS).
+    storeInL2(l2, key, entry, won || unanswered ? token : "", context);
     return entry;
   }
 

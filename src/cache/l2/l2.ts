@@ -22,6 +22,14 @@ export type FillClaim =
   /** Someone filled it meanwhile: here is the fresh value (or, with `staleBeyond`, a copy within its stale window). */
   | { kind: "copy"; value: string };
 
+/**
+ * A fill's lock token: when it was claimed (ms), then a random part. The
+ * time lets another claimer judge the lock spent (CLAIM_FILLS).
+ */
+export function lockToken(claimedAt: number): string {
+  return `${Math.floor(claimedAt)}.${crypto.randomUUID()}`;
+}
+
 /** One fill's claim in a batch (see `claimFills`). */
 export interface FillClaimRequest {
   key: string;
@@ -30,7 +38,7 @@ export interface FillClaimRequest {
 }
 
 export interface ClaimOptions {
-  /** The lock's value: only its holder may release it. */
+  /** The lock's value (lockToken): only its holder may release it, and it says when it was claimed. */
   token: string;
   lockTtlMs: number;
   freshBeyond: number;
@@ -172,8 +180,8 @@ export interface L2Options {
 // Each reads everything it needs in one MGET, then writes: every call a
 // script makes is a command Redis runs (and bills, on Upstash), and on
 // Upstash a script holds the database for its whole run. A claim of a
-// page's four parts runs 1 + 4 calls (5 + 8 with a GET each), a write of
-// them 1 + 4 + the lock releases (4 + 16 with a GET each).
+// page's four parts runs 1 + 4 calls (8 with a GET each), a write of them
+// 1 + 4 (20 with a GET each and the locks deleted).
 
 // Claims the fills of KEYS (pairs: value key, lock key), ARGV[1] being the
 // locks' TTL and ARGV[2..] five arguments per pair (token, freshBeyond,
@@ -186,9 +194,17 @@ export interface L2Options {
 // refreshes it, so no lock is taken for it;
 // else {1 or 0, older copy or ''}: 1 when the lock was taken, 0 when
 // somebody else holds it, with the older copy (not hard-purged: fetched at or
-// after notBefore) to fall back on if the origin fails. Every fill's lock
-// expires: a lock key that does not was never a fill's, and is taken over
-// rather than left to hold this key's fills for ever.
+// after notBefore) to fall back on if the origin fails.
+//
+// A lock held is taken over when its fill is spent: it began before the last
+// purge the claimer knows of (freshAfter: what it fetches is not fresh for
+// anybody who knows of that purge), or its value, or a newer one, is stored
+// (fetched at or after the lock was claimed). The lock's value says when it
+// was claimed (lockToken). So a write that lands leaves its lock to its TTL
+// (WRITE_FILLS): deleting it was a call per item for what the next claim
+// judges anyway. A lock that does not say when it was claimed was never a
+// fill's: it is taken over only if it never expires, rather than left to hold
+// this key's fills for ever.
 const CLAIM_FILLS = `
 local n = #KEYS / 2
 local valueKeys = {}
@@ -202,8 +218,10 @@ for i = 1, n do
   local value = values[i]
   local older = ''
   local answer = nil
+  local storedAt = nil
   if type(value) == 'string' then
     local fetchedAt, freshUntil, staleUntil = string.match(value, '^%d+|(%d+)|(%d+)|(%d+)|')
+    storedAt = tonumber(fetchedAt)
     if fetchedAt and tonumber(fetchedAt) >= notBefore then
       if tonumber(freshUntil) > freshBeyond and tonumber(fetchedAt) >= freshAfter then answer = value
       elseif staleBeyond and tonumber(staleUntil) > staleBeyond then answer = value
@@ -212,10 +230,17 @@ for i = 1, n do
   end
   if not answer then
     if redis.call('SET', lock, token, 'NX', 'PX', ARGV[1]) then answer = {1, older}
-    elseif redis.call('PTTL', lock) == -1 then
-      redis.call('SET', lock, token, 'PX', ARGV[1])
-      answer = {1, older}
-    else answer = {0, older} end
+    else
+      local held = redis.pcall('GET', lock)
+      local claimedAt = type(held) == 'string' and tonumber(string.match(held, '^(%d+)%.'))
+      local spent
+      if claimedAt then spent = claimedAt < freshAfter or (storedAt ~= nil and storedAt >= claimedAt)
+      else spent = redis.call('PTTL', lock) == -1 end
+      if spent then
+        redis.call('SET', lock, token, 'PX', ARGV[1])
+        answer = {1, older}
+      else answer = {0, older} end
+    end
   end
   answers[i] = answer
 end
@@ -228,8 +253,10 @@ return answers
 // marker holds its time) came after the fill began (fetchedAt); its lock is
 // released only for its holder's token. An absent entry (version 0: the
 // origin answered 404) is the origin's latest word and is always written,
-// so a deleted product does not linger as a stale page. An empty value only
-// releases the lock (a fill that stopped: see FillWrite). Returns 1 or 0 per write.
+// so a deleted product does not linger as a stale page. A written value
+// leaves its lock to its TTL (CLAIM_FILLS takes a spent lock over); a value
+// not written, or an empty one (a fill that stopped: see FillWrite), releases
+// the lock now, so that the next claim need not wait. Returns 1 or 0 per write.
 const WRITE_FILLS = `
 local read = redis.call('MGET', unpack(KEYS))
 -- What this run wrote or deleted, by key: a key may come twice in one run.
@@ -253,7 +280,7 @@ for i = 1, #KEYS / 3 do
       written[i] = 1
     end
   end
-  if ARGV[at + 3] ~= '' and current(3 * i - 1) == ARGV[at + 3] then
+  if written[i] == 0 and ARGV[at + 3] ~= '' and current(3 * i - 1) == ARGV[at + 3] then
     redis.call('DEL', lock)
     now[lock] = false
   end
