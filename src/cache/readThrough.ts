@@ -190,6 +190,16 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const refreshes = createRefreshes({ l2, clock, sleep, random, origin: deps.origin, flights, fillContext });
 
   const reading = createLeaseTable<string, true>({ clock });
+  /**
+   * Subjects whose page is waiting for its turn (admission, or the hold), by
+   * a number per page: later pages for the same product do not queue behind
+   * it as new work of their own, they go on and join whatever one of them
+   * starts (a herd for one product while the isolate runs late would
+   * otherwise fill the queue of cold pages, and be shed past it). A lease,
+   * so that a cancelled page's entry lapses with its longest wait.
+   */
+  const awaitingTurn = createLeaseTable<string, number>({ clock });
+  let nextPage = 0;
   const tools: PageTools = {
     config,
     clock,
@@ -228,7 +238,9 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     // The subject's fill leads the page's (its other parts follow it, and are
     // joined in turn), so a page whose subject is under way is a joiner.
     const subject = pending.find((item) => item.resource === PAGE_SUBJECT);
-    const newWork = subject ? !underWay(tools, subject.key) : !pending.every((item) => underWay(tools, item.key));
+    const newWork = subject
+      ? !underWay(tools, subject.key) && awaitingTurn.holder(subject.key) === undefined
+      : !pending.every((item) => underWay(tools, item.key));
     const readRest = async () => {
       // The visitor may have left while the page waited for its turn.
       if (visitorLeft(request)) return;
@@ -263,9 +275,19 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       pending = filledMeanwhile(tools, id, pending, data);
       if (pending.length > 0) await readRest();
     };
-    const admitted = await deps.overload.admission.admit(readAfterWait, !withCopies, request.visitor);
+    const page = ++nextPage;
+    const turnKey = subject?.key;
+    if (turnKey) awaitingTurn.take(turnKey, clock.now() + config.departureHoldMaxMs + config.coldPageWaitMs + DEFAULTS.l2ReadLeaseGraceMs, page);
+    let admitted: Awaited<ReturnType<typeof readAfterWait>> | string;
+    try {
+      admitted = await deps.overload.admission.admit(readAfterWait, !withCopies, request.visitor);
+    } finally {
+      if (turnKey) awaitingTurn.release(turnKey, page);
+    }
     if (typeof admitted === "string" && !visitorLeft(request)) {
-      deps.overload.admission.noteShed(shedPage(tools, pending, data) ? "stale" : "refused");
+      // Followers of the same product that went on meanwhile may have filled what it lacks.
+      pending = filledMeanwhile(tools, id, pending, data);
+      if (pending.length > 0) deps.overload.admission.noteShed(shedPage(tools, pending, data) ? "stale" : "refused");
     }
     return { data: data as PageData, timings };
   }
