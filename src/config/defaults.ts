@@ -141,12 +141,13 @@ export const DEFAULTS = {
    * while the isolate runs at most mostlyColdLagMs late, and none on
    * patience. Beside a crawler of 32 connections (bench:soak --flood
    * crawler, one isolate, one run each, 2026-11-26): cached pages' p99 80,
-   * 149 ms without this rule; 103, 54 ms with 8 and no start past them;
-   * 57, 66 ms with 8 and 5 ms, the crawler at 235 req/s against 185 (400
-   * with nothing held). An isolate that is not late (a slow origin, few
-   * visitors) is not held back: its lag is near 0.
+   * 149 ms without this rule (the crawler at ~400 req/s); with 8 and 5 ms,
+   * 57, 66, 77, 89, 117 ms (~190-235 req/s); with 4 and 5 ms, 39, 58, 65,
+   * 29 ms (155-215 req/s). What is left are single pauses of the isolate
+   * (garbage collection, the machine's other processes). An isolate that is
+   * not late (a slow origin, few visitors) is not held back: its lag is near 0.
    */
-  mostlyColdPages: 8,
+  mostlyColdPages: 4,
   mostlyColdLagMs: 5,
   mostlyColdShare: 0.5,
   mostlyColdWindowMs: 2000,

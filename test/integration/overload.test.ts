@@ -275,7 +275,8 @@ describe("shedding", () => {
   });
 
   it("an isolate whose pages are all cold but which keeps up (a slow origin) is not held to the crawler's bound: more than mostlyColdPages start at once, and all are served", async () => {
-    const ids = completeProducts(6500, 3 * DEFAULTS.mostlyColdPages);
+    // Enough pages for "most recent pages are cold" to hold (mostlyColdMinPages), and well past the crawler's bound.
+    const ids = completeProducts(6500, Math.max(3 * DEFAULTS.mostlyColdPages, DEFAULTS.mostlyColdMinPages + 8));
     // The product service slow (within its time-out) enough that the first pages are still at the origin when the last ones get there.
     const target = await startWith({ COLD_PAGE_WAIT_MS: "5000", CACHE_POLICIES: JSON.stringify({ product: { originTimeoutMs: 5000 } }) });
     await injectFault(stack, { service: "product", latencyMs: 3000 });
