@@ -770,7 +770,6 @@ describe("pages that waited for their turn", () => {
     expect(pages[0]!.data.product?.tier).toBe("l1");
   });
 
-
   it("look at L1 again when let in: a page whose product was filled while it waited costs no fetch", async () => {
     const clock = fakeClock();
     const origin = fakeOrigin();
