@@ -130,12 +130,10 @@ export async function startTierOff(settings: Settings, logs: WorkerLogs, onClean
         .map(([k, v]) => `${k}=${v}`)
         .join(", ")}`,
       check,
-      close: async () => {
-        for (const stop of stops.reverse()) await stop().catch(() => undefined);
-      },
+      close: () => stopAll(stops),
     };
   } catch (err) {
-    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    await stopAll(stops);
     throw err;
   }
 }
@@ -173,12 +171,10 @@ export async function startPeer(name: "nginx" | "varnish", settings: Settings, d
       },
       config: server.config,
       check: `${check}; ${same}`,
-      close: async () => {
-        for (const stop of stops.reverse()) await stop().catch(() => undefined);
-      },
+      close: () => stopAll(stops),
     };
   } catch (err) {
-    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    await stopAll(stops);
     throw err;
   }
 }
@@ -296,14 +292,17 @@ export async function startTier(name: TierName, settings: Settings, logs: Worker
       filter,
       serversPid: servers.pid,
       redis,
-      close: async () => {
-        for (const stop of stops.reverse()) await stop().catch(() => undefined);
-      },
+      close: () => stopAll(stops),
     };
   } catch (err) {
-    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    await stopAll(stops);
     throw err;
   }
+}
+
+/** Stops what a system started, last started first, each whatever became of the others. */
+async function stopAll(stops: Array<() => Promise<void>>): Promise<void> {
+  for (const stop of stops.reverse()) await stop().catch(() => undefined);
 }
 
 /** The workerd processes started since `before` was taken: one system's instances. */

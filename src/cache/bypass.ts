@@ -6,7 +6,7 @@
 // Nginx and Varnish in that benchmark. The origin client's own bounds still
 // hold (its slots, time-outs and breakers): they protect the isolate.
 import type { Config } from "../config";
-import { OriginError, type OriginFailure } from "../origin/failure";
+import { failureOf } from "../origin/failure";
 import type { OriginClient } from "../origin/client";
 import type { ResourceName } from "../origin/resources";
 import type { Clock } from "../shared/clock";
@@ -32,8 +32,7 @@ export function bypassingCaches(cache: ReadThrough, { config, origin, clock }: B
       const entry = { data: answer.found ? answer.data : null, version: answer.found ? answer.data.version : 0, ...deadlines };
       return served(resource, entry, "origin", "fresh", { forward: "bypass" });
     } catch (error) {
-      const failure: OriginFailure = error instanceof OriginError ? error.failure : "unreachable";
-      return { resource, outcome: "failed", data: null, collapsed: false, forward: "bypass", failure };
+      return { resource, outcome: "failed", data: null, collapsed: false, forward: "bypass", failure: failureOf(error) };
     }
   }
 

@@ -6,7 +6,7 @@
 // missing or expired ⇒ fill; the fill failed ⇒ serve what is usable on error.
 // Each step takes what the one before left pending.
 import type { Config } from "../config";
-import { isAnswerAboutId, OriginError, type OriginFailure } from "../origin/failure";
+import { failureOf, isAnswerAboutId } from "../origin/failure";
 import { Departed } from "../overload";
 import { PAGE_SUBJECT, type ResourceName, type ResourceTypes } from "../origin/resources";
 import type { Clock } from "../shared/clock";
@@ -307,7 +307,7 @@ async function fillOne(tools: PageTools, id: string, item: Pending, request: Pag
   } catch (error) {
     // Nobody to serve: nothing more is tried for this resource (the page is not answered).
     if (error instanceof Departed) return { resource: item.resource, outcome: "failed", data: null, collapsed: false, forward };
-    const failure: OriginFailure = error instanceof OriginError ? error.failure : "unreachable";
+    const failure = failureOf(error);
     const extra = { forward, failure } as const;
     return (
       (await fallBack(tools, id, item, request, context, error, extra)) ?? {

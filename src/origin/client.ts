@@ -11,7 +11,7 @@ import type { Breaker } from "../shared/breaker";
 import { LimiterFull, type Limiter, type Priority } from "../shared/limiter";
 import { isIsolateError } from "../shared/leases";
 import { abandoned, get, readJson, SLOT_GRACE_MS } from "./exchange";
-import { isAnswerAboutId, isServiceFailureStatus, OriginError, type OriginFailure } from "./failure";
+import { failureOf, isAnswerAboutId, isServiceFailureStatus, OriginError, type OriginFailure } from "./failure";
 
 // What an origin call's failure is: callers of the client name it from here.
 
@@ -171,7 +171,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
       return answer.then(
         (result) => (onFetch(resource, result.found ? "found" : "absent"), result),
         (error) => {
-          onFetch(resource, error instanceof OriginError ? error.failure : "unreachable", error instanceof Error ? error.message : String(error), priority);
+          onFetch(resource, failureOf(error), error instanceof Error ? error.message : String(error), priority);
           throw error;
         },
       );

@@ -33,6 +33,11 @@ export class OriginError extends Error {
   }
 }
 
+/** What a failed origin call failed of: its OriginError's failure, else (a network error, anything thrown) "unreachable". */
+export function failureOf(error: unknown): OriginFailure {
+  return error instanceof OriginError ? error.failure : "unreachable";
+}
+
 /**
  * The service answered about this one id, but with nothing the tier can use:
  * a status the contract does not give (400, 422, …) or a body that breaks it

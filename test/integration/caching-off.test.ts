@@ -1,22 +1,22 @@
 // CACHING=off (src/cache/bypass.ts): the same worker with no cache at all,
 // the baseline bench:peers sets the tier against. In the Workers runtime,
 // against the demo origin and a real Redis that it must leave alone.
-import { Redis as IORedis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { member } from "../../dev/harness/cacheStatus";
 import { PAGE_RESOURCES } from "../../src/origin/resources";
 import { originFetches, resetCounters } from "../support/faults";
+import { directRedis } from "../support/l2Values";
 import { startStack, type Stack } from "../support/stack";
 import { logFaults, startWorker, type WorkerInstance } from "../support/worker";
 
 let stack: Stack;
 let worker: WorkerInstance;
-let direct: IORedis;
+let direct: ReturnType<typeof directRedis>;
 
 beforeAll(async () => {
   stack = await startStack({ latencyMs: 5, jitterMs: 0 });
   worker = await startWorker({ ...stack.bindings, CACHING: "off", KNOWN_IDS: "off" });
-  direct = new IORedis({ port: stack.redis.port, protocol: 2, lazyConnect: true, maxRetriesPerRequest: 1 });
+  direct = directRedis(stack);
 });
 
 afterAll(async () => {
