@@ -106,6 +106,7 @@ export function createTier(config: Config, clock: Clock = systemClock): TierServ
       windowMs: DEFAULTS.mostlyColdWindowMs,
       minPages: DEFAULTS.mostlyColdMinPages,
     },
+    lastChance: { afterShare: DEFAULTS.lastChanceAfterShare, perSecond: DEFAULTS.lastChancePagesPerSecond },
     paceMs: DEFAULTS.coldPagePaceMs,
     paceBurst: DEFAULTS.coldPagesPaceBurst,
     maxColdPagesQueued: DEFAULTS.coldPagesQueued,

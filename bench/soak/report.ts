@@ -58,6 +58,7 @@ const COLUMNS = [
   `origin got per page: ${PAGE_RESOURCES.join(" / ")}`,
   "Redis per page: scripts / MGET · all calls",
   "Redis sent per page (MONITOR): all · top commands",
+  "shed lagging / busy → stale / refused",
   "L2 skip / fail / drop / breaker-counted time-outs / errors / outages dismissed by a probe",
   "breaker changes",
   "slots use / queue / reclaimed",
@@ -105,6 +106,10 @@ function redisPerPage(w: Window): string {
   return `${perPage(w, scripts)} / ${perPage(w, w.redisCalls.mget ?? 0)} · ${perPage(w, all)}`;
 }
 
+function shedText(shed: number[] | null): string {
+  return shed ? `${shed[0]} / ${shed[1]} → ${shed[2]} / ${shed[3]}` : "n/a";
+}
+
 export function tableRow(w: Window): string {
   const tiers = sum(w.instances, (c) => c.tiers, ["l1", "location", "l2", "origin", "failed"]);
   const location = sum(w.instances, (c) => c.location, ["lookups", "hits", "purged", "unvouched"]);
@@ -134,6 +139,7 @@ export function tableRow(w: Window): string {
     PAGE_RESOURCES.map((name) => perPage(w, w.originByService[name] ?? 0)).join(" / "),
     redisPerPage(w),
     `${perPage(w, total(w.redisSent))} · ${topCommands(w.redisSent, pagesOf(w), 4)}`,
+    shedText(sum(w.instances, (c) => c.shed, ["lagging", "busy", "stale", "refused"])),
     na(sum(w.instances, (c) => c.l2, ["skipped", "failures", "droppedWrites", "countedTimeouts", "countedErrors", "outagesDismissed"])),
     breakers ? `${exact ? "" : "≥"}${breakers[0]}${names.length ? ` (${names.join(", ")})` : ""}` : "n/a",
     na(sum(w.instances, (c) => c.slots, ["inUse", "queued", "reclaimed"])),

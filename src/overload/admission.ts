@@ -30,7 +30,13 @@
 // CPU nothing, in a bounded queue for a bounded time (COLD_PAGE_WAIT_MS;
 // shared/limiter.ts); a page with a copy usable on error does not wait.
 // Past either bound it is shed: its copy, or a quick 503 with Retry-After
-// (cache/pageSteps.ts, shedPage). A closed-loop client (a crawler) whose
+// (cache/pageSteps.ts, shedPage). Near the end of its wait, a page with
+// nothing to show gets a last chance: a few such pages a second go whatever
+// the bounds (a budget of cold work any isolate can afford), so that a
+// saturated isolate whose queue is not growing (closed-loop visitors, a
+// restart under ordinary traffic: the count bounds hold its cold pages back
+// while cached ones keep it late) makes its visitors wait, not fail; past
+// the budget (an overload that lasts) pages are shed as before. A closed-loop client (a crawler) whose
 // pages wait sends less meanwhile, which is how the lag comes back down.
 // Before all this, while most cold pages' visitors leave before their
 // answer, a page with no copy is held (./patience.ts): whoever leaves within
@@ -72,6 +78,12 @@ export interface AdmissionOptions {
    * once beyond which the lag must be at most `lagMs`.
    */
   mostlyCold: { coldPages: number; lagMs: number; share: number; windowMs: number; minPages: number };
+  /**
+   * A page that has waited `afterShare` of coldPageWaitMs goes whatever the
+   * other bounds (not `maxColdPages`), `perSecond` of them at most (a token
+   * bucket of `perSecond` tokens); 0: none.
+   */
+  lastChance: { afterShare: number; perSecond: number };
   /** Pages held back start one per `paceMs` at most (`paceBurst` after a pause), oldest first: see shared/limiter.ts. */
   paceMs: number;
   paceBurst: number;
@@ -93,6 +105,8 @@ export interface AdmissionStats {
   mostlyCold: boolean;
   startedMostlyCold: number;
   admitted: number;
+  /** Of those, pages let go at their last chance (the budget past the other bounds). */
+  lastChance: number;
   shed: Record<ShedReason, number>;
   /** What the shed pages got: every part from a copy usable on error, or a part missing (a 503, or a section's default). */
   shedServedStale: number;
@@ -117,19 +131,36 @@ export interface Admission {
 export function createAdmission(options: AdmissionOptions): Admission {
   const { clock, lag, patience, maxLagMs, minColdPages, patienceMs, patientColdPages } = options;
   const keepingUp = () => lag.lagMs() <= maxLagMs;
-  const counts = { admitted: 0, startedMostlyCold: 0, shed: { lagging: 0, busy: 0 }, shedServedStale: 0, shedRefused: 0 };
+  const counts = { admitted: 0, lastChance: 0, startedMostlyCold: 0, shed: { lagging: 0, busy: 0 }, shedServedStale: 0, shedRefused: 0 };
   const pages = createWindowCounts(clock, options.mostlyCold.windowMs, ["started", "noWork"] as const);
   const mostlyCold = () => {
     const { started, noWork } = pages.counts();
     return started + noWork >= options.mostlyCold.minPages && started >= options.mostlyCold.share * (started + noWork);
   };
+  const lastChanceAfterMs = options.lastChance.afterShare * options.coldPageWaitMs;
+  /** Last chances left now (plain numbers, refilled as time passes). */
+  let lastChances = options.lastChance.perSecond;
+  let lastChancesAt = clock.now();
+  /** Takes a last chance for a page that waited `waitedMs`, if it may have one. */
+  const lastChance = (waitedMs: number) => {
+    const { perSecond } = options.lastChance;
+    if (perSecond <= 0 || options.coldPageWaitMs <= 0 || waitedMs < lastChanceAfterMs) return false;
+    const now = clock.now();
+    lastChances = Math.min(perSecond, lastChances + ((now - lastChancesAt) * perSecond) / 1000);
+    lastChancesAt = now;
+    if (lastChances < 1) return false;
+    // Spent on the yes: the slot is all but certain to follow (maxColdPages is far from full when the other bounds say no).
+    lastChances -= 1;
+    counts.lastChance++;
+    return true;
+  };
   const admits = (waitedMs: number) => {
     const inFlight = slots.inFlight;
     if (inFlight < minColdPages) return true;
     if (inFlight >= options.mostlyCold.coldPages && mostlyCold()) {
-      return lag.lagMs() <= options.mostlyCold.lagMs;
+      return lag.lagMs() <= options.mostlyCold.lagMs || lastChance(waitedMs);
     }
-    return keepingUp() || (waitedMs >= patienceMs && inFlight < patientColdPages);
+    return keepingUp() || (waitedMs >= patienceMs && inFlight < patientColdPages) || lastChance(waitedMs);
   };
   const slots = createLimiter({
     maxConcurrent: options.maxColdPages,

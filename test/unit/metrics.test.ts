@@ -388,6 +388,7 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
         coldPages: 3,
         coldPagesQueued: 5,
         admitted: 900,
+        lastChance: 7,
         mostlyCold: false,
         startedMostlyCold: 0,
         shed: { lagging: 40, busy: 2 },

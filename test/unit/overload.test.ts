@@ -31,6 +31,7 @@ function admissionWith(bounds: Partial<Parameters<typeof createAdmission>[0]>) {
     coldPageLeaseMs: 10_000,
     // Out of the way unless a test is about it: 1,000 pages in 2 s before it holds.
     mostlyCold: { coldPages: 2, lagMs: 5, share: 0.5, windowMs: 2000, minPages: 1000 },
+    lastChance: { afterShare: 0.8, perSecond: 0 },
     ...bounds,
   });
 }
@@ -83,6 +84,34 @@ describe("admission of pages that need new work", () => {
     expect(await admission.admit(async () => ++ran, false)).toBe("lagging");
     expect(ran).toBe(1);
     expect(admission.stats()).toMatchObject({ admitted: 1, shed: { lagging: 2, busy: 0 }, coldPagesQueued: 0 });
+  });
+
+  it("gives a page near the end of its wait a last chance, a few a second whatever the bounds; past that budget it is shed", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const lag = fixedLag();
+    const admission = admissionWith({
+      clock: { now: () => Date.now() },
+      lag,
+      maxColdPages: 8,
+      maxColdPagesQueued: 8,
+      coldPageWaitMs: 1000,
+      lastChance: { afterShare: 0.8, perSecond: 1 },
+    });
+    lag.set(200); // late for good: no other rule lets a page go
+    let ran = 0;
+    const [first, second] = [admission.admit(async () => ++ran, true), admission.admit(async () => ++ran, true)];
+    await vi.advanceTimersByTimeAsync(790);
+    expect(ran).toBe(0);
+    // At 80% of its wait the first page takes the one last chance of this second; the second page finds none left.
+    await vi.advanceTimersByTimeAsync(30);
+    expect(ran).toBe(1);
+    expect(await first).toBe(1);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(await second).toBe("lagging");
+    // A page with a copy to show does not wait, so it never reaches a last chance.
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(await admission.admit(async () => ++ran, false)).toBe("lagging");
+    expect(admission.stats()).toMatchObject({ admitted: 1, lastChance: 1, shed: { lagging: 2, busy: 0 } });
   });
 
   it("keeps minColdPages in progress whatever the lag: cold pages move while cached pages alone keep the isolate late", async () => {

@@ -770,6 +770,31 @@ describe("pages that waited for their turn", () => {
     expect(pages[0]!.data.product?.tier).toBe("l1");
   });
 
+  it("a page with a copy it would show of every part it lacks is not made to wait; stock kept only for failures is no such copy", async () => {
+    const clock = fakeClock();
+    const origin = fakeOrigin();
+    const waits: boolean[] = [];
+    const admission = {
+      async admit<T>(work: () => Promise<T>, wait: boolean) {
+        waits.push(wait);
+        return work();
+      },
+      noteNoWork: () => undefined,
+      noteShed: () => undefined,
+    };
+    const departures = createDepartures({ clock, maxBackgroundFills: 4, backgroundFillMs: 1000 });
+    const cache = createReadThrough({ config: testConfig(), origin, l2: null, clock, overload: { admission, departures, lag: { lagMs: () => 0 } } });
+    await cache.read("p-1", ["product", "inventory", "reviews"], () => {});
+    expect(waits).toEqual([true]);
+    // 50 s on, the stock is past its grace (10 s fresh, 30 s stale): kept only for failures, and a page would not show it.
+    clock.advance(50_000);
+    await cache.read("p-1", ["product", "inventory"], () => {});
+    // Over an hour on, the product and its reviews are past their grace too: copies a page shows.
+    clock.advance(4_300_000);
+    await cache.read("p-1", ["product", "reviews"], () => {});
+    expect(waits).toEqual([true, true, false]);
+  });
+
   it("look at L1 again when let in: a page whose product was filled while it waited costs no fetch", async () => {
     const clock = fakeClock();
     const origin = fakeOrigin();

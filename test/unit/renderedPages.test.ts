@@ -79,6 +79,7 @@ function setup() {
       maxColdPagesQueued: 8,
       coldPageWaitMs: 100,
       mostlyCold: { coldPages: 8, lagMs: 5, share: 0.5, windowMs: 2000, minPages: 16 },
+      lastChance: { afterShare: 0.8, perSecond: 0 },
       hold: { maxHoldMs: 0, departedShare: 0.5, windowMs: 2000, minPages: 16 },
       coldPageLeaseMs: 10_000,
       maxBackgroundFills: 4,
