@@ -187,10 +187,14 @@ export const DEFAULTS = {
   coldPagesQueued: 256,
   /**
    * How long a cold page without a copy to show waits for its turn
-   * (COLD_PAGE_WAIT_MS) before the 503: a short pause of the isolate is
-   * waited out, a saturated isolate answers within this. Placeholder until measured.
+   * (COLD_PAGE_WAIT_MS) before the 503: a pause of the isolate is waited
+   * out, a saturated isolate answers within this. The wait is off the CPU
+   * and its queue is bounded (coldPagesQueued), so it costs latency, not
+   * work. At 1 s, one stall of two saturated isolates (a 10-minute soak on
+   * a slow day, 2026-11-26) shed 246 pages in one window, 16 of them 503s:
+   * a first view after 2 s is a slow page, a 503 is a lost one.
    */
-  coldPageWaitMs: 1000,
+  coldPageWaitMs: 2000,
   /**
    * A cold page with nothing to show that has waited lastChanceAfterShare of
    * COLD_PAGE_WAIT_MS goes whatever the other bounds, lastChancePagesPerSecond
