@@ -43,15 +43,12 @@ function toStored(entry: Entry): Stored {
  * was an eighth of an L1-hit page's CPU, bench/profile).
  */
 function fromStored(stored: Stored): Entry {
-  const deadlines = {
-    version: stored.version,
-    fetchedAt: stored.fetchedAt,
-    freshUntil: stored.freshUntil,
-    staleUntil: stored.staleUntil,
-    errorUntil: stored.errorUntil,
-  };
-  if (stored.json === "null") return { ...deadlines, data: null };
-  return withDataOnRead(deadlines, () => JSON.parse(stored.json) as unknown);
+  if (stored.json === "null") {
+    const { version, fetchedAt, freshUntil, staleUntil, errorUntil } = stored;
+    return { version, fetchedAt, freshUntil, staleUntil, errorUntil, data: null };
+  }
+  // The deadlines are read off `stored` (no copy of them first: four of these per cached page).
+  return withDataOnRead(stored, () => JSON.parse(stored.json) as unknown);
 }
 
 export interface L1 {

@@ -51,6 +51,8 @@ export function structuredDataFor(model: ProductPageModel): Record<string, unkno
   return data;
 }
 
+const SCRIPT_ESCAPES: Record<string, string> = { "<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029" };
+
 /**
  * JSON that is safe as the text of a <script> element: `<`, `>` and `&` are
  * written as \u escapes (so no `</script>` or `<!--` can appear), and so are
@@ -58,12 +60,8 @@ export function structuredDataFor(model: ProductPageModel): Record<string, unkno
  * still JSON that parses to the same value.
  */
 export function jsonForScript(value: unknown): string {
-  return (JSON.stringify(value) ?? "null")
-    .replace(/</g, "\\u003c")
-    .replace(/>/g, "\\u003e")
-    .replace(/&/g, "\\u0026")
-    .replace(/\u2028/g, "\\u2028")
-    .replace(/\u2029/g, "\\u2029");
+  // One pass over the JSON (five passes were 6% of a product page's render).
+  return (JSON.stringify(value) ?? "null").replace(/[<>&\u2028\u2029]/g, (char) => SCRIPT_ESCAPES[char]!);
 }
 
 /** The page's JSON-LD, ready to be written between <script type="application/ld+json"> tags. */

@@ -47,9 +47,10 @@ export class SubrequestBudgetSpent extends Error {
 // a gate holding the request's Hono context keeping every request's context
 // alive, ~100 MB per 30 s).
 interface Gate {
-  open: LeaseTable<number, true>;
+  /** Made at the invocation's first subrequest: most page views (L1 hits) make none. */
+  open: LeaseTable<number, true> | null;
   /** Calls waiting for a place: woken, all of them, when one is given back. */
-  waiting: Set<() => void>;
+  waiting: Set<() => void> | null;
   tickets: number;
   /** Subrequests started so far, and how many it may make. */
   made: number;
@@ -61,7 +62,7 @@ const clock = { now: () => Date.now() };
 
 /** Runs `work` (one request's or one cron run's handling) with a gate of its own, allowing `budget` subrequests. */
 export function withSubrequestGate<T>(budget: number, work: () => T): T {
-  const gate: Gate = { open: createLeaseTable({ clock, capacity: MAX_OPEN_SUBREQUESTS }), waiting: new Set(), tickets: 0, made: 0, budget };
+  const gate: Gate = { open: null, waiting: null, tickets: 0, made: 0, budget };
   return invocation.run(gate, work);
 }
 
@@ -78,28 +79,30 @@ export async function subrequest<T>(call: () => Promise<T>, holdMs = DEFAULT_HOL
   if (gate.made >= gate.budget) throw new SubrequestBudgetSpent(gate.budget);
   gate.made++;
   const ticket = ++gate.tickets;
-  while (!gate.open.take(ticket, clock.now() + holdMs, true)) {
+  const open = (gate.open ??= createLeaseTable({ clock, capacity: MAX_OPEN_SUBREQUESTS }));
+  const waiting = (gate.waiting ??= new Set());
+  while (!open.take(ticket, clock.now() + holdMs, true)) {
     // Woken when a place is given back, or when the first one falls due.
     let wake!: () => void;
     let timer: ReturnType<typeof setTimeout> | undefined;
     await new Promise<void>((resolve) => {
       wake = resolve;
-      gate.waiting.add(wake);
-      timer = setTimeout(resolve, Math.max(1, gate.open.nextDeadline() - clock.now()));
+      waiting.add(wake);
+      timer = setTimeout(resolve, Math.max(1, open.nextDeadline() - clock.now()));
     });
-    gate.waiting.delete(wake);
+    waiting.delete(wake);
     clearTimeout(timer);
   }
   try {
     return await call();
   } finally {
-    gate.open.release(ticket, true);
-    for (const waiter of gate.waiting) waiter();
+    open.release(ticket, true);
+    for (const waiter of waiting) waiter();
   }
 }
 
 /** Connections of the current invocation open and waiting, and subrequests made (for tests). */
 export function subrequestsOfThisInvocation(): { open: number; waiting: number; made: number } | null {
   const gate = invocation.getStore();
-  return gate ? { open: gate.open.size(), waiting: gate.waiting.size, made: gate.made } : null;
+  return gate ? { open: gate.open?.size() ?? 0, waiting: gate.waiting?.size ?? 0, made: gate.made } : null;
 }

@@ -306,7 +306,27 @@ describe("shedding", () => {
 
   it("a shed page with a copy usable on error is served from it", async () => {
     const [held, stale] = completeProducts(7300, 2);
-    // Stock fresh for 1 s, no stale-while-revalidate: a second later L1's copy is only usable on error.
+    // Reviews fresh for 1 s, no stale-while-revalidate: a second later L1's copy is only usable on error.
+    const target = await startWith({
+      COLD_PAGES_MAX: "1",
+      COLD_PAGE_WAIT_MS: "5000",
+      CACHE_POLICIES: JSON.stringify({ reviews: { ttl: 1, swr: 0, staleIfError: 600 } }),
+    });
+    expect((await page(target, `/products/${stale}`)).status).toBe(200);
+    await sleep(1200);
+    await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
+    const holding = (await heldAtOrigin(target, held!)).answer;
+    const fromCopy = await page(target, `/products/${stale}`);
+    expect(fromCopy.status).toBe(200);
+    expect(member(fromCopy.cacheStatus, "reviews")).toMatch(/^pp-l1; fwd=stale; fwd-status=503; .*detail="reviews stale-if-error"/);
+    // Reviews that old are still shown (origin/resources.ts): nothing is defaulted.
+    expect(fromCopy.degraded).toEqual([]);
+    expect((await holding).status).toBe(200);
+    expect((await overloadOf(target)).admission.shedServedStale).toBe(1);
+  });
+
+  it("a page whose only copy is stock kept for failures waits for its turn, and shows fresh stock", async () => {
+    const [held, stale] = completeProducts(7350, 2);
     const target = await startWith({
       COLD_PAGES_MAX: "1",
       COLD_PAGE_WAIT_MS: "5000",
@@ -316,13 +336,13 @@ describe("shedding", () => {
     await sleep(1200);
     await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
     const holding = (await heldAtOrigin(target, held!)).answer;
-    const fromCopy = await page(target, `/products/${stale}`);
-    expect(fromCopy.status).toBe(200);
-    expect(member(fromCopy.cacheStatus, "inventory")).toMatch(/^pp-l1; fwd=stale; fwd-status=503; .*detail="inventory stale-if-error"/);
-    // Stock that old is not shown as stock (origin/resources.ts): the section says so.
-    expect(fromCopy.degraded).toEqual(["inventory"]);
+    // The page would not show that stock ("availability unknown"): it is no copy to show, so the page waits, not shed.
+    const waited = await page(target, `/products/${stale}`);
+    expect(waited.status).toBe(200);
+    expect(member(waited.cacheStatus, "inventory")).toMatch(/^pp-origin; fwd=stale; fwd-status=200;/);
+    expect(waited.degraded).toEqual([]);
     expect((await holding).status).toBe(200);
-    expect((await overloadOf(target)).admission.shedServedStale).toBe(1);
+    expect((await overloadOf(target)).admission).toMatchObject({ shedServedStale: 0, shedRefused: 0 });
   });
 });
 

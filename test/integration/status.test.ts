@@ -90,7 +90,11 @@ describe("status page", () => {
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toContain("text/html");
     expect(response.headers.get("cache-control")).toBe("no-store");
+    // Its own policy, not the product pages': images are its inline SVG and data: only, never the web's.
     expect(response.headers.get("content-security-policy")).toContain("default-src 'none'");
+    expect(response.headers.get("content-security-policy")).toContain("img-src data:;");
+    expect(response.headers.get("content-security-policy")).not.toContain("https:");
+    expect(response.headers.get("x-content-type-options")).toBe("nosniff");
     const html = await response.text();
     expect(html).toContain("<svg");
     expect(html).toMatch(/<path d="M[\d.]+ [\d.]+/);
