@@ -113,18 +113,28 @@ async function main(): Promise<void> {
 
   const perRequest: Record<"A" | "B", number[]> = { A: [], B: [] };
   const rps: Record<"A" | "B", number[]> = { A: [], B: [] };
+  /** Redis per request in a turn (INFO commandstats): scripts sent (EVAL*), and every call run, a script's own included. */
+  const scripts: Record<"A" | "B", number[]> = { A: [], B: [] };
+  const calls: Record<"A" | "B", number[]> = { A: [], B: [] };
   // A B, B A, A B...: each side goes first as often as the other.
   for (let round = 0; round < rounds; round++) {
     for (const side of round % 2 === 0 ? (["A", "B"] as const) : (["B", "A"] as const)) {
+      await servers.resetRedisStats();
       const before = cpuSample({ [side]: [sides[side].pid] });
       const figures = await load(side, seconds);
       const after = cpuSample({ [side]: [sides[side].pid] });
+      const redis = Object.entries(await servers.redisCalls());
+      const requests = Math.max(1, figures.requests);
+      scripts[side].push(redis.filter(([name]) => name.startsWith("eval")).reduce((n, [, c]) => n + c, 0) / requests);
+      calls[side].push(redis.reduce((n, [, c]) => n + c, 0) / requests);
       const cpuS = cpuBetween(before, after).seconds[side] ?? 0;
       const nonOk = figures.requests - (figures.statuses["2xx"] ?? 0);
       if (nonOk > 0) console.log(`  round ${round + 1} ${side}: ${nonOk} answers not 2xx`);
       perRequest[side].push((1000 * cpuS) / Math.max(1, figures.requests));
       rps[side].push(figures.requests / (figures.durationUs / 1e6));
-      console.log(`  round ${round + 1} ${side}: ${perRequest[side].at(-1)!.toFixed(3)} CPU-ms/request, ${Math.round(rps[side].at(-1)!)} req/s`);
+      console.log(
+        `  round ${round + 1} ${side}: ${perRequest[side].at(-1)!.toFixed(3)} CPU-ms/request, ${Math.round(rps[side].at(-1)!)} req/s, Redis scripts ${scripts[side].at(-1)!.toFixed(3)} / calls ${calls[side].at(-1)!.toFixed(3)} per request`,
+      );
     }
   }
 
@@ -145,6 +155,8 @@ async function main(): Promise<void> {
     ...rows,
     "",
     `**Medians: A ${median(perRequest.A).toFixed(3)}, B ${median(perRequest.B).toFixed(3)} CPU-ms per request: B = ${ratio.toFixed(2)}× A.**`,
+    "",
+    `Redis per request (INFO commandstats over each turn; the idle side's background calls included), medians: scripts sent (EVAL, EVALSHA) A ${median(scripts.A).toFixed(3)}, B ${median(scripts.B).toFixed(3)}; every call run, a script's own included, A ${median(calls.A).toFixed(3)}, B ${median(calls.B).toFixed(3)}.`,
   ].join("\n");
   const files = writeResults(`ab-${args.load}`, { ".md": markdown });
   console.log(`\n${markdown}\n\nresults: ${files.join(", ")}`);
