@@ -231,6 +231,36 @@ describe("top-K (space-saving)", () => {
     expect(topK.size).toBe(3);
   });
 
+  it("keeps space-saving's guarantees when many counters share the minimum and grow between takeovers", () => {
+    // Three heavy keys among a uniform tail of 500: most counters sit at the minimum, and some of those grow before they are taken over.
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const stream = Array.from({ length: 20_000 }, () => (random() < 0.3 ? `hot-${Math.floor(random() * 3)}` : `k-${Math.floor(random() * 500)}`));
+    const capacity = 20;
+    const topK = createTopK<string>(capacity);
+    const truth = new Map<string, number>();
+    for (const key of stream) {
+      truth.set(key, (truth.get(key) ?? 0) + 1);
+      topK.offer(key);
+    }
+    const bound = stream.length / capacity;
+    for (const item of topK.top()) {
+      const count = truth.get(item.key) ?? 0;
+      expect(item.count).toBeGreaterThanOrEqual(count);
+      expect(item.count - item.error).toBeLessThanOrEqual(count);
+      expect(item.error).toBeLessThanOrEqual(bound);
+    }
+    const counted = new Set(topK.top().map((item) => item.key));
+    for (const [key, count] of truth) if (count > bound) expect(counted.has(key)).toBe(true);
+    expect(
+      topK
+        .top(3)
+        .map((item) => item.key)
+        .sort(),
+    ).toEqual(["hot-0", "hot-1", "hot-2"]);
+    expect(topK.total).toBe(stream.length);
+  });
+
   it("keeps memory bounded by its capacity on a stream of distinct keys", () => {
     const topK = createTopK<number>(20);
     for (let i = 0; i < 100_000; i++) topK.offer(i);
