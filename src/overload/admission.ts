@@ -36,12 +36,14 @@
 // saturated isolate whose queue is not growing (closed-loop visitors, a
 // restart under ordinary traffic: the count bounds hold its cold pages back
 // while cached ones keep it late) makes its visitors wait, not fail; past
-// the budget (an overload that lasts) pages are shed as before. A closed-loop client (a crawler) whose
-// pages wait sends less meanwhile, which is how the lag comes back down.
+// the budget (an overload that lasts) pages are shed as before. A
+// closed-loop client (a crawler) whose pages wait sends less meanwhile,
+// which is how the lag comes back down.
 // Before all this, while most cold pages' visitors leave before their
 // answer, a page with no copy is held (./patience.ts): whoever leaves within
 // the hold never takes a place here.
 import { createLimiter, LimiterFull } from "../shared/limiter";
+import { createTokenBucket } from "../shared/tokenBucket";
 import type { Clock } from "../shared/clock";
 import type { LagMeter } from "./lag";
 import type { Patience } from "./patience";
@@ -138,19 +140,14 @@ export function createAdmission(options: AdmissionOptions): Admission {
     return started + noWork >= options.mostlyCold.minPages && started >= options.mostlyCold.share * (started + noWork);
   };
   const lastChanceAfterMs = options.lastChance.afterShare * options.coldPageWaitMs;
-  /** Last chances left now (plain numbers, refilled as time passes). */
-  let lastChances = options.lastChance.perSecond;
-  let lastChancesAt = clock.now();
+  const { perSecond } = options.lastChance;
+  /** Last chances left now; none when there are none to give. */
+  const lastChances = perSecond > 0 && options.coldPageWaitMs > 0 ? createTokenBucket({ everyMs: 1000 / perSecond, burst: perSecond, clock }) : null;
   /** Takes a last chance for a page that waited `waitedMs`, if it may have one. */
   const lastChance = (waitedMs: number) => {
-    const { perSecond } = options.lastChance;
-    if (perSecond <= 0 || options.coldPageWaitMs <= 0 || waitedMs < lastChanceAfterMs) return false;
-    const now = clock.now();
-    lastChances = Math.min(perSecond, lastChances + ((now - lastChancesAt) * perSecond) / 1000);
-    lastChancesAt = now;
-    if (lastChances < 1) return false;
+    if (!lastChances || waitedMs < lastChanceAfterMs || lastChances.available() < 1) return false;
     // Spent on the yes: the slot is all but certain to follow (maxColdPages is far from full when the other bounds say no).
-    lastChances -= 1;
+    lastChances.spend();
     counts.lastChance++;
     return true;
   };

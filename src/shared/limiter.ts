@@ -12,6 +12,7 @@
 // and its place in the queue lapses with its wait. A waiter looks for a
 // free slot on timers of its own, oldest first: no request ever wakes another.
 import { createLeaseTable, pollUntil } from "../shared/leases";
+import { createTokenBucket } from "./tokenBucket";
 
 export interface LimiterOptions {
   /** Fetches in flight at once. */
@@ -117,18 +118,11 @@ export function createLimiter({
   /** Callers waiting for a slot, oldest first; each place lapses with its caller's wait. */
   const waiting = createLeaseTable<number, true>({ clock, capacity: maxQueued });
   let nextTicket = 0;
-  /** Slots waiters may take now under the pace (a token bucket, plain numbers); refilled as time passes. */
-  let paceTokens = paceBurst;
-  let paceFilledAt = clock.now();
+  /** Slots waiters may take now under the pace; none without one. */
+  const pace = paceMs > 0 ? createTokenBucket({ everyMs: paceMs, burst: paceBurst, clock }) : null;
 
   /** How many of the oldest waiters the pace lets through now (Infinity unpaced). */
-  function paceRoom(): number {
-    if (paceMs <= 0) return Number.POSITIVE_INFINITY;
-    const now = clock.now();
-    paceTokens = Math.min(paceBurst, paceTokens + (now - paceFilledAt) / paceMs);
-    paceFilledAt = now;
-    return Math.floor(paceTokens);
-  }
+  const paceRoom = () => pace?.available() ?? Number.POSITIVE_INFINITY;
 
   const refreshRoom = () => (waiting.size() === 0 ? Math.max(0, refreshSlots - slots.size()) : 0);
 
@@ -154,7 +148,7 @@ export function createLimiter({
     if (room <= 0) return undefined;
     if (room < waiting.size() && ahead(ticket) >= room) return undefined;
     if (!slots.take(ticket, clock.now() + holdMs, true)) return undefined;
-    if (paceMs > 0) paceTokens -= 1;
+    pace?.spend();
     return true;
   }
 
