@@ -304,19 +304,28 @@ describe("shedding", () => {
     expect((await overloadOf(target)).admission.shed).toEqual({ lagging: 0, busy: 0 });
   });
 
-  it("a shed page with a copy usable on error is served from it", async () => {
-    const [held, stale] = completeProducts(7300, 2);
-    // Reviews fresh for 1 s, no stale-while-revalidate: a second later L1's copy is only usable on error.
+  /**
+   * One isolate with a single cold-page slot, taken by a page held at the
+   * slow product service, and a second product whose `resource` L1 keeps
+   * only as a copy usable on error (fresh for 1 s, no stale-while-revalidate,
+   * viewed 1.2 s ago): that product's page again, and the held one's answer.
+   */
+  async function copyOnlyUsableOnError(resource: "reviews" | "inventory", fromIndex: number) {
+    const [held, stale] = completeProducts(fromIndex, 2);
     const target = await startWith({
       COLD_PAGES_MAX: "1",
       COLD_PAGE_WAIT_MS: "5000",
-      CACHE_POLICIES: JSON.stringify({ reviews: { ttl: 1, swr: 0, staleIfError: 600 } }),
+      CACHE_POLICIES: JSON.stringify({ [resource]: { ttl: 1, swr: 0, staleIfError: 600 } }),
     });
     expect((await page(target, `/products/${stale}`)).status).toBe(200);
     await sleep(1200);
     await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
     const holding = (await heldAtOrigin(target, held!)).answer;
-    const fromCopy = await page(target, `/products/${stale}`);
+    return { target, holding, again: await page(target, `/products/${stale}`) };
+  }
+
+  it("a shed page with a copy usable on error is served from it", async () => {
+    const { target, holding, again: fromCopy } = await copyOnlyUsableOnError("reviews", 7300);
     expect(fromCopy.status).toBe(200);
     expect(member(fromCopy.cacheStatus, "reviews")).toMatch(/^pp-l1; fwd=stale; fwd-status=503; .*detail="reviews stale-if-error"/);
     // Reviews that old are still shown (origin/resources.ts): nothing is defaulted.
@@ -326,18 +335,8 @@ describe("shedding", () => {
   });
 
   it("a page whose only copy is stock kept for failures waits for its turn, and shows fresh stock", async () => {
-    const [held, stale] = completeProducts(7350, 2);
-    const target = await startWith({
-      COLD_PAGES_MAX: "1",
-      COLD_PAGE_WAIT_MS: "5000",
-      CACHE_POLICIES: JSON.stringify({ inventory: { ttl: 1, swr: 0, staleIfError: 600 } }),
-    });
-    expect((await page(target, `/products/${stale}`)).status).toBe(200);
-    await sleep(1200);
-    await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
-    const holding = (await heldAtOrigin(target, held!)).answer;
     // The page would not show that stock ("availability unknown"): it is no copy to show, so the page waits, not shed.
-    const waited = await page(target, `/products/${stale}`);
+    const { target, holding, again: waited } = await copyOnlyUsableOnError("inventory", 7350);
     expect(waited.status).toBe(200);
     expect(member(waited.cacheStatus, "inventory")).toMatch(/^pp-origin; fwd=stale; fwd-status=200;/);
     expect(waited.degraded).toEqual([]);
