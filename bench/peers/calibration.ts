@@ -2,7 +2,7 @@
 // rate on a fresh stack (half of it is the fixed offered load), the Redis
 // commands of an idle tier, and the generator's own ceiling.
 import { performance } from "node:perf_hooks";
-import { usageBetween, type RedisUsage } from "../lib/redis";
+import { usageBetween, type RedisUsage } from "../../dev/harness/redisProbe";
 import { sleep } from "../lib/sleep";
 import { wrkPhase, type Phase } from "../lib/wrk";
 import { walk } from "./measure";

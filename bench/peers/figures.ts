@@ -3,7 +3,7 @@
 // counts, CPU per page, the generator's limit, the targets, the cost.
 import { PAGE_RESOURCES } from "../../src/origin/resources";
 import { costPerMillion, type CostPerMillion, type Prices } from "../lib/cost";
-import type { Census } from "../lib/redis";
+import type { Census } from "../../dev/harness/redisProbe";
 import type { Machine } from "../lib/report";
 import type { Phase } from "../lib/wrk";
 import type { Ceiling, IdleCost, Calibration } from "./calibration";

@@ -6,7 +6,7 @@ import { performance } from "node:perf_hooks";
 import { PAGE_RESOURCES } from "../../src/origin/resources";
 import { cpuBetween, cpuSample } from "../lib/cpu";
 import { percentile, type herd } from "../lib/probe";
-import { usageBetween, type RedisSnapshot, type RedisUsage } from "../lib/redis";
+import { usageBetween, type RedisSnapshot, type RedisUsage } from "../../dev/harness/redisProbe";
 import { sleep } from "../lib/sleep";
 import { wrkPhase, type Phase } from "../lib/wrk";
 import type { Context, Row, ScenarioName } from "./plan";

@@ -2,7 +2,7 @@
 // labels, their seeds and durations (full and --quick), and the Row each one
 // adds to the report. The order in which they run: scenarios.ts.
 import type { Phase, Workload } from "../lib/wrk";
-import type { RedisUsage } from "../lib/redis";
+import type { RedisUsage } from "../../dev/harness/redisProbe";
 import { PRODUCT_POLICY, type Settings, type SystemName } from "./systems";
 
 /** The cold herd: this many requests at once for one product nobody asked for. */

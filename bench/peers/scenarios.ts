@@ -29,7 +29,7 @@
 import { performance } from "node:perf_hooks";
 import { findChildPid } from "../lib/cpu";
 import { herd } from "../lib/probe";
-import type { Census } from "../lib/redis";
+import type { Census } from "../../dev/harness/redisProbe";
 import { sleep } from "../lib/sleep";
 import { wrkPhase } from "../lib/wrk";
 import { isTier, measure, phaseOfHerd, row, walk, zipf } from "./measure";

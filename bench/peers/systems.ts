@@ -30,7 +30,7 @@ import {
 } from "../stack";
 import { workerdPids } from "../lib/cpu";
 import { startNginx, startVarnish, type CachePolicy, type CacheServer } from "./procs";
-import { RedisProbe } from "../lib/redis";
+import { RedisProbe } from "../../dev/harness/redisProbe";
 
 export type SystemName = "nginx" | "varnish" | "tier" | "tier-300s" | "tier-off";
 export type TierName = "tier" | "tier-300s";

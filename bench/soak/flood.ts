@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { benchmarkRun } from "../lib/cleanup";
 import { cpuBetween, cpuSample, workerdPids } from "../lib/cpu";
-import { RedisProbe } from "../lib/redis";
+import { RedisProbe } from "../../dev/harness/redisProbe";
 import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "../lib/cpuProfile";
 import { summaryTables } from "../lib/cpuProfileSummary";
 import { describeMachine, runLine, writeResults } from "../lib/report";

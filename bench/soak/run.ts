@@ -21,7 +21,7 @@ import { cpuBetween, cpuSample, workerdPids } from "../lib/cpu";
 import { startProfiler, summariseBundleProfile } from "../lib/cpuProfile";
 import { summaryTables } from "../lib/cpuProfileSummary";
 import { change, countLogLine, countStatuses, herd as sendHerd, percentile, snapshots, type LogCounts } from "../lib/probe";
-import { RedisProbe } from "../lib/redis";
+import { RedisProbe } from "../../dev/harness/redisProbe";
 import { ensureWrk, runZipfWrk, Workload, type WrkFigures } from "../lib/wrk";
 import { startStack, type WorkerInstance, type WorkerLogs } from "../stack";
 import { coldProducts, slotsFreed } from "./afterLoad";

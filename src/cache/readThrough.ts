@@ -30,6 +30,7 @@ import { createLeaseTable } from "../shared/leases";
 import { markedStale, type Entry } from "./entry";
 import { createFill, type FillContext } from "./fill/fill";
 import { createFillBatch } from "./l2/fillBatch";
+import { createFillWrites } from "./l2/fillWrites";
 import { createFlights } from "./fill/flights";
 import { createHotness } from "./hotness";
 import { entryKey } from "./keys";
@@ -153,8 +154,11 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const isolateLate = () => (overload ? overload.lag.lagMs() > DEFAULTS.isolateLateMs : true);
   const redisSilent = redisSilence(l2, isolateLate);
   const location = deps.location ?? null;
+  /** The isolate's fill writes on their way to L2; lock claims take them along (l2/fillWrites.ts). */
+  const writes = l2 && createFillWrites(l2, { clock, sleep });
   const fillFromL2AndOrigin = createFill({
     ...deps,
+    writes,
     l2Entries,
     random,
     sleep,
@@ -187,7 +191,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     return { resource, id, background, batch, notBefore: purged.hard, freshAfter: purged.any, freshBeyond: 0, purgeStamp };
   }
 
-  const refreshes = createRefreshes({ l2, clock, sleep, random, origin: deps.origin, flights, fillContext });
+  const refreshes = createRefreshes({ l2, writes, clock, sleep, random, origin: deps.origin, flights, fillContext });
 
   const reading = createLeaseTable<string, true>({ clock });
   /**
@@ -298,7 +302,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   return {
     l1: l1.cache,
     l2,
-    fillStats: () => ({ ...flights.stats(), sends: { refreshes: refreshes.stats(), writes: fill.writeStats() } }),
+    fillStats: () => ({ ...flights.stats(), sends: { refreshes: refreshes.stats(), writes: writes?.stats() ?? null } }),
     l2ValueStats: () => ({ ...l2Entries.stats }),
     locationStats: () => (location ? { ...location.stats } : null),
     forget(key) {
@@ -325,7 +329,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       // This read's fills claim their locks and poll for other isolates' results together (l2/fillBatch.ts).
       return readPage(id, resources, {
         background,
-        batch: l2 ? createFillBatch(l2, sleep, background) : undefined,
+        batch: l2 ? createFillBatch(l2, sleep, background, writes ?? undefined) : undefined,
         listed: options?.listed,
         visitor: options?.visitor,
         purgeStamp: deps.purges?.stamp() ?? null,

@@ -372,6 +372,22 @@ export const DEFAULTS = {
   writesPerSend: 16,
   /** And their values' characters at most: half of the 1 MB an Upstash request may carry (one larger value still goes, alone). */
   writeBytesPerSend: 512 * 1024,
+  /**
+   * Fill writes a lock claim takes along, at most, and their values'
+   * characters (l2.ts, WritesToCarry): at hundreds of pages a second an
+   * isolate claims every few milliseconds, so waiting writes mostly go with
+   * the next claim instead of a call of their own. Small: the claim is on a
+   * visitor's path (one larger value still goes, alone).
+   */
+  writesPerClaim: 8,
+  writeBytesPerClaim: 32 * 1024,
+  /**
+   * While claims carry writes, a write waits this long at most for one
+   * before the queue sends it on its own (sendQueue.ts, holdWhileTakenMs).
+   * Under load a claim comes within milliseconds; when claims stop, what
+   * waits goes within a window of the last one.
+   */
+  writeHoldForClaimMs: 100,
   /** Items waiting in each queue at most: more refreshes are dropped (a later view asks again), more writes go out on their own. */
   sendQueueMax: 256,
   /** A refresh that waited this long is dropped rather than sent late (its copy has likely been read again, and asked again). */

@@ -320,5 +320,6 @@ function overloadView(overload: StatusModel["overload"]) {
 /** One line for a send queue (cache/l2/sendQueue.ts): what it sent, and what it could not. */
 function sendsView(stats: StatusModel["fills"]["sends"]["refreshes"]): string {
   if (!stats) return "off (no L2)";
-  return `${count(stats.sends)} sends, ${count(stats.queued)} waiting; ${count(stats.expired)} dropped late, ${count(stats.refused)} refused (queue full), ${count(stats.takenOver)} sends taken over`;
+  const carried = stats.carried > 0 ? `, ${count(stats.carried)} went with a lock claim` : "";
+  return `${count(stats.sends)} sends${carried}, ${count(stats.queued)} waiting; ${count(stats.expired)} dropped late, ${count(stats.refused)} refused (queue full), ${count(stats.takenOver)} sends taken over`;
 }

@@ -7,7 +7,9 @@ import { encodeEntry } from "../../src/cache/l2/codec";
 import { createFill } from "../../src/cache/fill/fill";
 import type { FillClaim, L2 } from "../../src/cache/l2/l2";
 import { createL2Entries } from "../../src/cache/l2/l2Entries";
+import { createFillWrites } from "../../src/cache/l2/fillWrites";
 import { fakeOrigin, sampleProduct, testConfig, testFillContext } from "../support/fakes";
+import { systemClock } from "../../src/shared/clock";
 
 const config = testConfig();
 const KEY = "pp:v1:p:p-000042";
@@ -41,14 +43,16 @@ function productValue(fetchedAt: number): string {
 
 async function fillOnce(l2: L2, l2Entries = createL2Entries({ config, l2, clock: { now: () => Date.now() } }), redisSilent = () => false) {
   const origin = fakeOrigin();
+  const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
   const fill = createFill({
     config,
     origin,
     l2,
+    writes: createFillWrites(l2, { clock: systemClock, sleep }),
     l2Entries,
     clock: { now: () => Date.now() },
     random: Math.random,
-    sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    sleep,
     redisSilent,
   });
   const { context, settle } = testFillContext("p-000042");

@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { createFill } from "../../src/cache/fill/fill";
 import type { FillClaim, FillWrite, L2 } from "../../src/cache/l2/l2";
 import { createL2Entries } from "../../src/cache/l2/l2Entries";
+import { createFillWrites } from "../../src/cache/l2/fillWrites";
 import { fakeClock, fakeOrigin, testConfig, testFillContext } from "../support/fakes";
 
 const config = testConfig();
@@ -49,6 +50,7 @@ function setup(holderAt: (poll: number) => string | null) {
     config,
     origin,
     l2,
+    writes: createFillWrites(l2, { clock, sleep: async (ms) => clock.advance(ms) }),
     l2Entries: createL2Entries({ config, l2, clock }),
     clock,
     random: () => 0.5,

@@ -247,6 +247,73 @@ describe("L2 writes and locks", () => {
     expect(await Promise.all(claims.map(({ lock }) => redis.get(lock)))).toEqual(claims.map(({ claim }) => claim.token));
   });
 
+  it("sends the writes waiting in the isolate with the next claim, in one command: the writes first, each judged as on its own", async () => {
+    const client = l2();
+    const [landing, older, claimed] = ["landing", "older", "claimed"].map((name) => `pp:v1:p:carry-${name}`) as [string, string, string];
+    await redis.set(older, encoded(entry(9)), { px: 60_000 });
+    await redis.set(lockKey("pp:v1", landing), "t-landing", { px: 60_000 });
+    const waiting = [
+      fillWrite(landing, encoded(entry(5)), 5, "t-landing"),
+      fillWrite(older, encoded(entry(8)), 8),
+      fillWrite("pp:v1:p:carry-other-shard", "x", 1),
+    ];
+    const asked: number[] = [];
+    const carry = {
+      take(accepts: (write: FillWrite) => boolean, maxItems: number) {
+        asked.push(maxItems);
+        const taken = waiting.filter((write) => write.key !== "pp:v1:p:carry-other-shard" && accepts(write)).slice(0, maxItems);
+        return taken;
+      },
+    };
+    const now = Date.now();
+    const claim = (key: string, token: string) => ({
+      key,
+      lock: lockKey("pp:v1", key),
+      claim: { token, lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 },
+    });
+    await redisCommand(["CONFIG", "RESETSTAT"]);
+    const claims = await client.claimFills([claim(landing, "t2"), claim(claimed, "t3")], { carry });
+    // One script run (one command sent): the writes' MGET and SET, then the claims' MGET and SET.
+    const info = String(await redisCommand(["INFO", "commandstats"]));
+    const runs = [...info.matchAll(/^cmdstat_(evalsha|eval):calls=(\d+)/gm)].reduce((sum, m) => sum + Number(m[2]), 0);
+    expect(runs).toBe(1);
+    expect(await innerCalls()).toEqual({ mget: 2, set: 2 });
+    expect(asked).toHaveLength(1);
+    // The write of `landing` landed before its claim ran: the claim finds its value, fresh.
+    expect(claims.map((c) => c?.kind)).toEqual(["copy", "won"]);
+    expect(versionOf(await redis.get(landing))).toBe(5);
+    expect(versionOf(await redis.get(older))).toBe(9); // never over a newer version
+    expect(await redis.get(lockKey("pp:v1", claimed))).toBe("t3");
+  });
+
+  it("keeps carried writes for the backlog when their claim call fails, and replays them once L2 answers", async () => {
+    const client = l2(100);
+    const key = "pp:v1:p:carry-failed";
+    const carried = [fillWrite(key, encoded(entry(6)), 6, "t-gone")];
+    redisServer.pause();
+    try {
+      const claims = await client.claimFills(
+        [
+          {
+            key: "pp:v1:p:carry-failed-claim",
+            lock: lockKey("pp:v1", "pp:v1:p:carry-failed-claim"),
+            claim: { token: "t", lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 },
+          },
+        ],
+        {
+          carry: { take: () => carried.splice(0) },
+        },
+      );
+      expect(claims).toEqual([undefined]);
+    } finally {
+      redisServer.resume();
+    }
+    expect(client.backlogSize()).toBe(1);
+    await client.flushBacklog();
+    expect(client.backlogSize()).toBe(0);
+    expect(versionOf(await redis.get(key))).toBe(6);
+  });
+
   it("claims and writes over what no fill wrote, without an error: another type, a marker that is not a time, a lock that never expires", async () => {
     const client = l2();
     const claim = (key: string, token: string) =>

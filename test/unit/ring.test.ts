@@ -1,7 +1,8 @@
-// The consistent-hash ring that places keys on L2 shards.
+// The consistent-hash ring that places keys on L2 shards, and the L2 over them.
 import { describe, expect, it } from "vitest";
 import { createRing } from "../../src/cache/l2/ring";
-import { routingKeyOf } from "../../src/cache/l2/shardedL2";
+import { createShardedL2, routingKeyOf } from "../../src/cache/l2/shardedL2";
+import type { ClaimCallOptions, FillClaim, FillClaimRequest, FillWrite, L2 } from "../../src/cache/l2/l2";
 
 const ids = Array.from({ length: 1_000_000 }, (_, i) => `p-${String(i + 1).padStart(6, "0")}`);
 
@@ -52,5 +53,53 @@ describe("consistent-hash ring", () => {
     const a = createRing([{ name: "eu" }, { name: "us" }]);
     const b = createRing([{ name: "eu" }, { name: "us" }]);
     for (const id of ids.slice(0, 1000)) expect(a.ownerOf(id)).toBe(b.ownerOf(id));
+  });
+});
+
+describe("L2 over shards", () => {
+  it("a claim on each shard takes along the waiting writes of that shard only", async () => {
+    const ring = createRing([{ name: "a" }, { name: "b" }]);
+    const shardName = (id: string) => ["a", "b"][ring.ownerOf(id)]!;
+    const idsOn = (name: string) => ids.filter((id) => shardName(id) === name).slice(0, 3);
+    const [onA, onB] = [idsOn("a"), idsOn("b")];
+    const key = (id: string) => `pp:v1:i:${id}`;
+    const carriedBy: Record<string, string[]> = { a: [], b: [] };
+    const shard = (name: string) =>
+      ({
+        async claimFills(claims: readonly FillClaimRequest[], options?: ClaimCallOptions) {
+          const taken = options?.carry?.take(() => true, 8, 32_768) ?? [];
+          carriedBy[name]!.push(...taken.map((write) => write.key));
+          return claims.map((): FillClaim => ({ kind: "won" }));
+        },
+      }) as unknown as L2;
+    const l2 = createShardedL2([shard("a"), shard("b")], ring);
+    const waiting: FillWrite[] = [...onA.slice(1), ...onB.slice(1)].map((id) => ({
+      key: key(id),
+      lock: "",
+      purgeMarker: "",
+      value: "v",
+      version: 1,
+      fetchedAt: 0,
+      ttlMs: 1000,
+      lockToken: "",
+    }));
+    const carry = {
+      take(accepts: (write: FillWrite) => boolean, maxItems: number) {
+        const taken = waiting.filter(accepts).slice(0, maxItems);
+        for (const write of taken) waiting.splice(waiting.indexOf(write), 1);
+        return taken;
+      },
+    };
+    const claim = (id: string): FillClaimRequest => ({
+      key: key(id),
+      lock: "",
+      claim: { token: "t", lockTtlMs: 1000, freshBeyond: 0, notBefore: 0, freshAfter: 0 },
+    });
+    // A page whose claims fall on shard a only: shard b's writes stay for its own claim or its send.
+    await l2.claimFills([claim(onA[0]!)], { carry });
+    expect(carriedBy).toEqual({ a: onA.slice(1).map(key), b: [] });
+    await l2.claimFills([claim(onA[0]!), claim(onB[0]!)], { carry });
+    expect(carriedBy).toEqual({ a: onA.slice(1).map(key), b: onB.slice(1).map(key) });
+    expect(waiting).toEqual([]);
   });
 });

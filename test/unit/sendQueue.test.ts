@@ -5,7 +5,8 @@
 import { describe, expect, it } from "vitest";
 import { createReadThrough } from "../../src/cache/readThrough";
 import { createSendQueue } from "../../src/cache/l2/sendQueue";
-import type { FillClaim, FillClaimRequest, FillWrite, L2 } from "../../src/cache/l2/l2";
+import { DEFAULTS } from "../../src/config/defaults";
+import type { ClaimCallOptions, FillClaim, FillClaimRequest, FillWrite, L2 } from "../../src/cache/l2/l2";
 import type { ResourceName } from "../../src/origin/resources";
 import { fakeClock, fakeOrigin, healthyL2Parts, testConfig } from "../support/fakes";
 
@@ -15,7 +16,7 @@ interface Item {
 }
 
 /** A queue on a fake clock whose sleeps end when the test says (`wake`). */
-function queueWith(limits: { maxPerSend?: number; maxQueued?: number; maxWaitMs?: number; maxBytesPerSend?: number } = {}) {
+function queueWith(limits: { maxPerSend?: number; maxQueued?: number; maxWaitMs?: number; maxBytesPerSend?: number; holdWhileTakenMs?: number } = {}) {
   const clock = fakeClock();
   const sleeping: (() => void)[] = [];
   const sent: string[][] = [];
@@ -29,6 +30,7 @@ function queueWith(limits: { maxPerSend?: number; maxQueued?: number; maxWaitMs?
     keyOf: (item) => item.key,
     sizeOf: (item) => item.size,
     maxBytesPerSend: limits.maxBytesPerSend,
+    holdWhileTakenMs: limits.holdWhileTakenMs,
     send: (batch) => sent.push(batch.map(({ key }) => key)),
   });
   const background: Promise<unknown>[] = [];
@@ -84,6 +86,55 @@ describe("a send queue", () => {
     expect(queue.stats()).toMatchObject({ queued: 0, refused: 1, expired: 2 });
   });
 
+  it("lets another call take the oldest waiting items it accepts, within its limits, dropping those past maxWaitMs on the way", async () => {
+    const { clock, queue, sent, request, wake, refresh } = queueWith({ maxWaitMs: 1000 });
+    queue.add(refresh("old"), request());
+    clock.advance(1500);
+    for (const [key, size] of [
+      ["a", 4],
+      ["b:skip", 1],
+      ["c", 4],
+      ["d", 4],
+      ["e", 1],
+    ] as const)
+      queue.add(refresh(key, size), request());
+    const taken = queue.take((item) => !item.key.endsWith(":skip"), 3, 10);
+    // "old" waited too long; "b:skip" is not accepted; "d" would bring 12 bytes: the take stops there.
+    expect(taken.map(({ key }) => key)).toEqual(["a", "c"]);
+    expect(queue.stats()).toMatchObject({ queued: 3, expired: 1, carried: 2 });
+    await wake();
+    expect(sent).toEqual([["b:skip", "d", "e"]]);
+  });
+
+  it("puts off the window's send while other calls take items, until its oldest item waited holdWhileTakenMs; never without takes", async () => {
+    const { clock, queue, sent, request, wake, refresh } = queueWith({ holdWhileTakenMs: 100 });
+    queue.add(refresh("a"), request());
+    clock.advance(5);
+    expect(queue.take(() => true, 8, 1000).map(({ key }) => key)).toEqual(["a"]);
+    queue.add(refresh("b"), request());
+    clock.advance(15);
+    await wake(); // the window ends: a take came within it, "b" waited 15 ms: held a window more
+    expect(sent).toEqual([]);
+    clock.advance(20);
+    queue.take(() => true, 8, 1000); // takes "b"
+    queue.add(refresh("c"), request());
+    for (let i = 0; i < 3; i++) {
+      clock.advance(20);
+      await wake();
+    }
+    // No take since "b": "c" goes with the first window that saw none.
+    expect(sent).toEqual([["c"]]);
+    // A take in every window: held, but not past 100 ms of waiting.
+    queue.add(refresh("d"), request());
+    for (let i = 0; i < 6; i++) {
+      clock.advance(20);
+      queue.add(refresh(`x${i}`), request());
+      queue.take((item) => item.key === `x${i}`, 1, 1000);
+      await wake();
+    }
+    expect(sent).toEqual([["c"], ["d"]]);
+  });
+
   it("takes over a send whose request vanished: the next request past its deadline sends, the vanished one never does", async () => {
     const { clock, queue, sent, request, wake, refresh, sleeping } = queueWith();
     queue.add(refresh("a"), () => {}); // its request is gone: the send it scheduled never runs
@@ -103,14 +154,19 @@ describe("a send queue", () => {
   });
 });
 
-/** A read path over an L2 that holds nothing, grants every lock, and counts the items of each claim and write call. */
-function readPathCountingCalls() {
-  const calls = { claims: [] as number[], writes: [] as number[] };
+/**
+ * A read path over an L2 that holds nothing, grants every lock, and counts
+ * the items of each claim and write call; with `carrying`, each claim takes
+ * the waiting writes along (`carried`: how many, per claim), as l2.ts does.
+ */
+function readPathCountingCalls({ carrying = false } = {}) {
+  const calls = { claims: [] as number[], writes: [] as number[], carried: [] as number[] };
   const l2 = {
     ...healthyL2Parts,
     readMany: async (keys: readonly string[]) => keys.map(() => null),
-    async claimFills(claims: readonly FillClaimRequest[]) {
+    async claimFills(claims: readonly FillClaimRequest[], options?: ClaimCallOptions) {
       calls.claims.push(claims.length);
+      if (carrying) calls.carried.push(options?.carry?.take(() => true, 8, 32_768).length ?? 0);
       return claims.map((): FillClaim => ({ kind: "won" }));
     },
     async writeFills(writes: readonly FillWrite[]) {
@@ -125,8 +181,13 @@ function readPathCountingCalls() {
   const background: Promise<unknown>[] = [];
   /** One request's read of a product's inventory. */
   const read = (id: string) => cache.read(id, ["inventory"] satisfies ResourceName[], (work) => void background.push(work));
+  /** Runs the background work to its end, the clock moving a send window per round (a held send waits for time to pass). */
   const settle = async () => {
-    while (background.length > 0) await Promise.all(background.splice(0));
+    while (background.length > 0) {
+      const round = background.splice(0);
+      clock.advance(DEFAULTS.sendWindowMs);
+      await Promise.all(round);
+    }
   };
   return { calls, clock, origin, read, settle };
 }
@@ -138,7 +199,18 @@ describe("through the read path", () => {
     const { calls, origin, read, settle } = readPathCountingCalls();
     for (const id of ids) expect((await read(id)).data.inventory).toMatchObject({ tier: "origin" });
     await settle();
-    expect(calls).toEqual({ claims: [1, 1, 1, 1, 1], writes: [5] });
+    expect(calls).toEqual({ claims: [1, 1, 1, 1, 1], writes: [5], carried: [] });
+    expect(origin.calls.inventory).toBe(5);
+  });
+
+  it("five requests filling five products in turn, where claims take writes along: each claim carries the write before it, the last goes on its own", async () => {
+    const { calls, clock, origin, read, settle } = readPathCountingCalls({ carrying: true });
+    for (const id of ids) {
+      expect((await read(id)).data.inventory).toMatchObject({ tier: "origin" });
+      clock.advance(5); // the next visitor comes 5 ms later
+    }
+    await settle();
+    expect(calls).toEqual({ claims: [1, 1, 1, 1, 1], carried: [0, 1, 1, 1, 1], writes: [1] });
     expect(origin.calls.inventory).toBe(5);
   });
 
@@ -152,7 +224,7 @@ describe("through the read path", () => {
     clock.advance(15_000); // stale: past ttl, within swr
     for (const id of ids) expect((await read(id)).data.inventory).toMatchObject({ tier: "l1", freshness: "stale" });
     await settle();
-    expect(calls).toEqual({ claims: [5], writes: [5] });
+    expect(calls).toEqual({ claims: [5], writes: [5], carried: [] });
     expect(origin.calls.inventory).toBe(10);
     // Refreshed: fresh again from L1.
     for (const id of ids) expect((await read(id)).data.inventory).toMatchObject({ tier: "l1", freshness: "fresh" });

@@ -30,7 +30,7 @@ import { lockToken, type FillWrite, type L2 } from "../l2/l2";
 import type { L2Entries } from "../l2/l2Entries";
 import { createLockWait, type Reclaimed } from "./lockWait";
 import type { PurgeStamp } from "../location/purgeStamp";
-import { createSendQueue, type SendStats } from "../l2/sendQueue";
+import type { FillWrites } from "../l2/fillWrites";
 import { departed, type Departures } from "../../overload";
 import { OriginError } from "../../origin/failure";
 
@@ -90,6 +90,8 @@ export interface FillDeps {
   config: Config;
   origin: OriginClient;
   l2: L2 | null;
+  /** Where fill writes queue for L2 (null without L2). */
+  writes: FillWrites | null;
   /** Decodes what L2 holds; invalid values are misses (and deleted). */
   l2Entries: L2Entries;
   clock: Clock;
@@ -107,7 +109,8 @@ export interface FillDeps {
 }
 
 export function createFill(deps: FillDeps) {
-  const { config, origin, l2, l2Entries, clock, departures } = deps;
+  const { config, origin, l2, writes, l2Entries, clock, departures } = deps;
+  if (l2 && !writes) throw new Error("fills through L2 need a queue for their writes");
   const redisSilent = deps.redisSilent ?? (() => false);
   const waitForWinner = createLockWait({ ...deps, redisSilent });
 
@@ -162,26 +165,9 @@ export function createFill(deps: FillDeps) {
     };
   }
 
-  /** Fill writes of many requests, sent together (l2/sendQueue.ts). */
-  const writes =
-    l2 &&
-    createSendQueue<FillWrite>({
-      clock,
-      sleep: deps.sleep,
-      windowMs: DEFAULTS.sendWindowMs,
-      maxPerSend: DEFAULTS.writesPerSend,
-      maxQueued: DEFAULTS.sendQueueMax,
-      maxWaitMs: DEFAULTS.writeMaxWaitMs,
-      // Two fills of one key (a refresh, and a fill after a purge) write with their own lock tokens: both go.
-      keyOf: (write) => `${write.key} ${write.lockToken}`,
-      sizeOf: (write) => write.value.length,
-      maxBytesPerSend: DEFAULTS.writeBytesPerSend,
-      send: (batch, background) => background(l2.writeFills(batch)),
-    });
-
-  /** Queues `write` with the isolate's other writes; past the queue's bound, it goes on its own. */
-  function send(l2: L2, write: FillWrite, context: FillContext): void {
-    if (!writes!.add(write, context.background)) context.background(l2.writeFills([write]));
+  /** Queues `write` with the isolate's other writes (l2/fillWrites.ts). */
+  function send(write: FillWrite, context: FillContext): void {
+    writes!.send(write, context.background);
   }
 
   /**
@@ -190,16 +176,16 @@ export function createFill(deps: FillDeps) {
    * isolate's other writes (one call for many, where a release of its own
    * was a call for each part of every page that stopped).
    */
-  function releaseLock(l2: L2, key: string, token: string, context: FillContext): void {
+  function releaseLock(key: string, token: string, context: FillContext): void {
     const lock = lockKey(config.keyPrefix, key);
-    send(l2, { key, lock, purgeMarker: purgeMarkerKey(config.keyPrefix, key), value: "", version: 0, fetchedAt: 0, ttlMs: 1, lockToken: token }, context);
+    send({ key, lock, purgeMarker: purgeMarkerKey(config.keyPrefix, key), value: "", version: 0, fetchedAt: 0, ttlMs: 1, lockToken: token }, context);
   }
 
-  function storeInL2(l2: L2, key: string, entry: Entry, token: string, context: FillContext): void {
+  function storeInL2(key: string, entry: Entry, token: string, context: FillContext): void {
     const value = encodeEntry(entry, config.compressAboveBytes);
     if (value === undefined) {
       // Not stored: it would not be read back (over the size cap, or a version past 2^53). Waiters stop waiting.
-      if (token) releaseLock(l2, key, token, context);
+      if (token) releaseLock(key, token, context);
       return;
     }
     const write: FillWrite = {
@@ -212,7 +198,7 @@ export function createFill(deps: FillDeps) {
       ttlMs: entry.errorUntil - clock.now(),
       lockToken: token,
     };
-    send(l2, write, context);
+    send(write, context);
   }
 
   async function fillThroughL2(l2: L2, calls: FillCalls, key: string, context: FillContext): Promise<Entry> {
@@ -266,7 +252,7 @@ export function createFill(deps: FillDeps) {
       const waited = await waitForWinner(l2, calls, key, lock, context, reclaim, unanswered ? token : undefined);
       if (waited === "departed") {
         // An unanswered claim may have taken the lock: released if so (the token says whose it is).
-        if (unanswered) releaseLock(l2, key, token, context);
+        if (unanswered) releaseLock(key, token, context);
         departures?.fillStopped();
         throw departed("wait for another isolate's fill");
       }
@@ -282,7 +268,7 @@ export function createFill(deps: FillDeps) {
       entry = await fetchFromOrigin(context);
     } catch (error) {
       // Let the waiters know now, rather than at the lock's expiry.
-      if (won) releaseLock(l2, key, token, context);
+      if (won) releaseLock(key, token, context);
       throw error;
     }
     context.via = "origin";
@@ -290,11 +276,11 @@ export function createFill(deps: FillDeps) {
       // Its visitors left (a joiner, after the starter) and the budget of
       // background fills is spent: kept in this isolate's L1 (flights.ts),
       // not written; the lock goes now.
-      if (won) releaseLock(l2, key, token, context);
+      if (won) releaseLock(key, token, context);
       return entry;
     }
     // The write releases the lock if it does not land (an unanswered claim's too, if it took it); if it lands, the lock is spent (l2.ts, CLAIM_FILLS).
-    storeInL2(l2, key, entry, won || unanswered ? token : "", context);
+    storeInL2(key, entry, won || unanswered ? token : "", context);
     return entry;
   }
 
@@ -305,7 +291,7 @@ export function createFill(deps: FillDeps) {
       context.via = "origin";
       return fetchFromOrigin(context);
     }
-    return fillThroughL2(l2, context.batch ?? createFillBatch(l2, deps.sleep, context.background), key, context);
+    return fillThroughL2(l2, context.batch ?? createFillBatch(l2, deps.sleep, context.background, writes ?? undefined), key, context);
   }
-  return Object.assign(fill, { writeStats: (): SendStats | null => writes?.stats() ?? null });
+  return fill;
 }

@@ -5,14 +5,14 @@
 // every key still waited for, where four waits polling apart spent the
 // request's subrequest budget (45) in about a second of a slow winner, and
 // then could not even fetch. Their writes go out with the isolate's other
-// writes (fill/fill.ts, sendQueue.ts).
+// writes (fillWrites.ts), and the claims take the writes waiting then along.
 //
 // A batch belongs to one request (the read that created it) and to the fills
 // that request starts: nothing in it is shared with another request
 // (docs/architecture.md#sharing-work-across-requests-in-one-isolate). A fill
 // of another request that joins one of these fills waits for the fill, not
 // for the batch.
-import type { ClaimOptions, FillClaim, FillClaimRequest, L2 } from "./l2";
+import type { ClaimOptions, FillClaim, FillClaimRequest, L2, WritesToCarry } from "./l2";
 
 /** What one poll of a lock wait read: the key's value and the lock's holder (null: none), or undefined (the read failed or was skipped). */
 type LockPoll = [value: string | null | undefined, holder: string | null | undefined];
@@ -24,7 +24,8 @@ export interface FillCalls {
   pollLock(key: string, lock: string, delayMs: number): Promise<LockPoll>;
 }
 
-export function createFillBatch(l2: L2, sleep: (ms: number) => Promise<void>, background: (work: Promise<unknown>) => void): FillCalls {
+/** `carry`: the isolate's waiting fill writes (fillWrites.ts), which the claims take along. */
+export function createFillBatch(l2: L2, sleep: (ms: number) => Promise<void>, background: (work: Promise<unknown>) => void, carry?: WritesToCarry): FillCalls {
   let claims: { request: FillClaimRequest; done: (claim: FillClaim | undefined) => void }[] = [];
   /** The next poll round's waiters; the round is scheduled when the first of them asks. */
   let polls: { key: string; lock: string; done: (poll: LockPoll) => void }[] = [];
@@ -35,7 +36,7 @@ export function createFillBatch(l2: L2, sleep: (ms: number) => Promise<void>, ba
     void l2
       .claimFills(
         sending.map(({ request }) => request),
-        { background },
+        { background, carry },
       )
       .then((answers) => sending.forEach(({ done }, i) => done(answers[i])));
   }

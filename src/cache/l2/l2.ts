@@ -67,6 +67,20 @@ export interface FillWrite {
   lockToken: string;
 }
 
+/**
+ * Fill writes waiting to go out (fill.ts queues them, sendQueue.ts): a claim
+ * call takes those of its shard along, so that the write of one fill and the
+ * claim of the next cost one call (issue: Redis commands per page).
+ */
+export interface WritesToCarry {
+  take(accepts: (write: FillWrite) => boolean, maxItems: number, maxBytes: number): FillWrite[];
+}
+
+export interface ClaimCallOptions extends Pick<L2ReadOptions, "background"> {
+  /** Where the claim call takes waiting writes from, written before the claims in the same script run. */
+  carry?: WritesToCarry;
+}
+
 interface L2ReadOptions {
   /** Tried even while the breaker is open: the last resort before a 503 (the origin failed too). */
   force?: boolean;
@@ -96,7 +110,7 @@ export interface L2 {
    * Copies fetched before `notBefore` (the last hard purge) are not even an
    * older copy. `undefined` for all when L2 is unavailable.
    */
-  claimFills(claims: readonly FillClaimRequest[], options?: Pick<L2ReadOptions, "background">): Promise<(FillClaim | undefined)[]>;
+  claimFills(claims: readonly FillClaimRequest[], options?: ClaimCallOptions): Promise<(FillClaim | undefined)[]>;
   /**
    * Stores each write's `value` unless L2 holds a newer version or the entry
    * was purged after `fetchedAt` (its fill began before the purge), and
@@ -177,42 +191,102 @@ export interface L2Options {
 // counts as absent. A script error would fail every fill of that key, and
 // its write, kept in the backlog to be replayed, every replay after it.
 //
-// Each reads everything it needs in one MGET, then writes: every call a
-// script makes is a command Redis runs (and bills, on Upstash), and on
+// Each part reads everything it needs in one MGET, then writes: every call
+// a script makes is a command Redis runs (and bills, on Upstash), and on
 // Upstash a script holds the database for its whole run. A claim of a
 // page's four parts runs 1 + 4 calls (8 with a GET each), a write of them
-// 1 + 4 (20 with a GET each and the locks deleted).
+// 1 + 4 (20 with a GET each and the locks deleted); a claim that carries
+// writes runs both, in one command sent.
 
-// Claims the fills of KEYS (pairs: value key, lock key), ARGV[1] being the
-// locks' TTL and ARGV[2..] five arguments per pair (token, freshBeyond,
-// notBefore, freshAfter, staleBeyond). For each pair, the value when it is fresh
-// (freshUntil, third field, after freshBeyond) and fetched after the last
-// purge, soft or hard (fetchedAt, second field, at or after freshAfter);
-// or, when staleBeyond is given (a visitor's read, which serves a stale copy
-// at once), when it is not hard-purged and still within its stale window
-// (staleUntil, fourth field, after staleBeyond): the caller judges it and
-// refreshes it, so no lock is taken for it;
-// else {1 or 0, older copy or ''}: 1 when the lock was taken, 0 when
-// somebody else holds it, with the older copy (not hard-purged: fetched at or
-// after notBefore) to fall back on if the origin fails.
+// Writes of fills: KEYS triples (value key, lock key, purge marker key), five
+// ARGV per triple (value, version, TTL, lock token, fetchedAt). Each value is
+// written unless the stored version (first field) is newer, or a purge (the
+// marker holds its time) came after the fill began (fetchedAt); its lock is
+// released only for its holder's token. An absent entry (version 0: the
+// origin answered 404) is the origin's latest word and is always written,
+// so a deleted product does not linger as a stale page. A written value
+// leaves its lock to its TTL (claimFills takes a spent lock over); a value
+// not written, or an empty one (a fill that stopped: see FillWrite), releases
+// the lock now, so that the next claim need not wait. Returns 1 or 0 per write.
+const WRITE_FILLS_FUNCTION = `
+local function writeFills(K, A)
+  local read = redis.call('MGET', unpack(K))
+  -- What this run wrote or deleted, by key: a key may come twice in one run.
+  local now = {}
+  local function current(i)
+    local value = now[K[i]]
+    if value == nil then value = read[i] end
+    return value
+  end
+  local written = {}
+  for i = 1, #K / 3 do
+    local key, lock, at = K[3 * i - 2], K[3 * i - 1], 5 * i - 4
+    written[i] = 0
+    local purgedAt = tonumber(current(3 * i)) or -1
+    if A[at] ~= '' and purgedAt < tonumber(A[at + 4]) then
+      local stored = current(3 * i - 2)
+      local storedVersion = type(stored) == 'string' and tonumber(string.match(stored, '^(%d+)|'))
+      if A[at + 1] == '0' or not storedVersion or storedVersion <= tonumber(A[at + 1]) then
+        redis.call('SET', key, A[at], 'PX', A[at + 2])
+        now[key] = A[at]
+        written[i] = 1
+      end
+    end
+    if written[i] == 0 and A[at + 3] ~= '' and current(3 * i - 1) == A[at + 3] then
+      redis.call('DEL', lock)
+      now[lock] = false
+    end
+  end
+  return written
+end
+`;
+
+const WRITE_FILLS = `${WRITE_FILLS_FUNCTION}
+return writeFills(KEYS, ARGV)
+`;
+
+// Claims of fills, after the writes the call carries (WritesToCarry): KEYS
+// are the writes' triples, then the claims' pairs (value key, lock key);
+// ARGV[1] the locks' TTL, ARGV[2] the number of writes, then five per write
+// (as above), then five per claim (token, freshBeyond, notBefore,
+// freshAfter, staleBeyond). Returns {answers, written}: `written` as above,
+// and per claim the value when it is fresh (freshUntil, third field, after
+// freshBeyond) and fetched after the last purge, soft or hard (fetchedAt,
+// second field, at or after freshAfter); or, when staleBeyond is given (a
+// visitor's read, which serves a stale copy at once), when it is not
+// hard-purged and still within its stale window (staleUntil, fourth field,
+// after staleBeyond): the caller judges it and refreshes it, so no lock is
+// taken for it; else {1 or 0, older copy or ''}: 1 when the lock was taken,
+// 0 when somebody else holds it, with the older copy (not hard-purged:
+// fetched at or after notBefore) to fall back on if the origin fails. The
+// writes go first: a claim of a key whose write rides along finds its value.
 //
 // A lock held is taken over when its fill is spent: it began before the last
 // purge the claimer knows of (freshAfter: what it fetches is not fresh for
 // anybody who knows of that purge), or its value, or a newer one, is stored
 // (fetched at or after the lock was claimed). The lock's value says when it
 // was claimed (lockToken). So a write that lands leaves its lock to its TTL
-// (WRITE_FILLS): deleting it was a call per item for what the next claim
+// (writeFills): deleting it was a call per item for what the next claim
 // judges anyway. A lock that does not say when it was claimed was never a
 // fill's: it is taken over only if it never expires, rather than left to hold
 // this key's fills for ever.
-const CLAIM_FILLS = `
-local n = #KEYS / 2
+const CLAIM_FILLS = `${WRITE_FILLS_FUNCTION}
+local writes = tonumber(ARGV[2])
+local written = {}
+if writes > 0 then
+  local wk, wa = {}, {}
+  for i = 1, 3 * writes do wk[i] = KEYS[i] end
+  for i = 1, 5 * writes do wa[i] = ARGV[2 + i] end
+  written = writeFills(wk, wa)
+end
+local k0, a0 = 3 * writes, 2 + 5 * writes
+local n = (#KEYS - k0) / 2
 local valueKeys = {}
-for i = 1, n do valueKeys[i] = KEYS[2 * i - 1] end
+for i = 1, n do valueKeys[i] = KEYS[k0 + 2 * i - 1] end
 local values = redis.call('MGET', unpack(valueKeys))
 local answers = {}
 for i = 1, n do
-  local lock, at = KEYS[2 * i], 5 * i - 3
+  local lock, at = KEYS[k0 + 2 * i], a0 + 5 * i - 4
   local token, freshBeyond, notBefore, freshAfter = ARGV[at], tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
   local staleBeyond = tonumber(ARGV[at + 4])
   local value = values[i]
@@ -244,48 +318,7 @@ for i = 1, n do
   end
   answers[i] = answer
 end
-return answers
-`;
-
-// Writes of KEYS (triples: value key, lock key, purge marker key), five
-// ARGV per triple (value, version, TTL, lock token, fetchedAt). Each value is
-// written unless the stored version (first field) is newer, or a purge (the
-// marker holds its time) came after the fill began (fetchedAt); its lock is
-// released only for its holder's token. An absent entry (version 0: the
-// origin answered 404) is the origin's latest word and is always written,
-// so a deleted product does not linger as a stale page. A written value
-// leaves its lock to its TTL (CLAIM_FILLS takes a spent lock over); a value
-// not written, or an empty one (a fill that stopped: see FillWrite), releases
-// the lock now, so that the next claim need not wait. Returns 1 or 0 per write.
-const WRITE_FILLS = `
-local read = redis.call('MGET', unpack(KEYS))
--- What this run wrote or deleted, by key: a key may come twice in one run.
-local now = {}
-local function current(i)
-  local value = now[KEYS[i]]
-  if value == nil then value = read[i] end
-  return value
-end
-local written = {}
-for i = 1, #KEYS / 3 do
-  local key, lock, at = KEYS[3 * i - 2], KEYS[3 * i - 1], 5 * i - 4
-  written[i] = 0
-  local purgedAt = tonumber(current(3 * i)) or -1
-  if ARGV[at] ~= '' and purgedAt < tonumber(ARGV[at + 4]) then
-    local stored = current(3 * i - 2)
-    local storedVersion = type(stored) == 'string' and tonumber(string.match(stored, '^(%d+)|'))
-    if ARGV[at + 1] == '0' or not storedVersion or storedVersion <= tonumber(ARGV[at + 1]) then
-      redis.call('SET', key, ARGV[at], 'PX', ARGV[at + 2])
-      now[key] = ARGV[at]
-      written[i] = 1
-    end
-  end
-  if written[i] == 0 and ARGV[at + 3] ~= '' and current(3 * i - 1) == ARGV[at + 3] then
-    redis.call('DEL', lock)
-    now[lock] = false
-  end
-end
-return written
+return {answers, written}
 `;
 
 interface Pending {
@@ -349,7 +382,7 @@ export function createL2({
   const prober = client(url, token, probeTimeoutMs);
   const writer = client(url, token, writeTimeoutMs);
   const claimer = client(url, token, claimTimeoutMs);
-  const claimScript = claimer.createScript<(string | [number, string])[]>(CLAIM_FILLS);
+  const claimScript = claimer.createScript<[(string | [number, string])[], number[]]>(CLAIM_FILLS);
   const writeScript = writer.createScript<number[]>(WRITE_FILLS);
   const stats = emptyStats();
   const { guarded, recoverIfDue } = createL2Guard({
@@ -371,15 +404,27 @@ export function createL2({
   /** The flush under way, as a lease (shared/leases.ts): a flush whose request vanished lapses at its budget. */
   let flushingUntil = 0;
 
-  async function claimFills(claims: readonly FillClaimRequest[], options?: Pick<L2ReadOptions, "background">): Promise<(FillClaim | undefined)[]> {
+  /** Keeps writes that L2 did not take for `flushBacklog`, without their locks (lapsed by the time they are replayed); a release alone is not replayed. */
+  function keepForReplay(writes: readonly FillWrite[]): void {
+    for (const write of writes) {
+      if (write.value !== "") backlog.set(write.key, { write: { ...write, lockToken: "" }, expiresAt: Date.now() + write.ttlMs });
+    }
+  }
+
+  async function claimFills(claims: readonly FillClaimRequest[], options?: ClaimCallOptions): Promise<(FillClaim | undefined)[]> {
     if (claims.length === 0) return [];
     const lockTtlMs = Math.max(...claims.map(({ claim }) => claim.lockTtlMs));
-    const answers = await guarded(
+    // Taken only once the call is sure to go: a skipped call leaves them to the queue's own send.
+    const carried = breaker.state() === "closed" ? (options?.carry?.take(() => true, DEFAULTS.writesPerClaim, DEFAULTS.writeBytesPerClaim) ?? []) : [];
+    const writes = writeArgs(carried.map((write) => ({ write, ttlMs: write.ttlMs })));
+    const reply = await guarded(
       () =>
         claimScript.exec(
-          claims.flatMap(({ key, lock }) => [key, lock]),
+          [...writes.keys, ...claims.flatMap(({ key, lock }) => [key, lock])],
           [
             String(lockTtlMs),
+            String(carried.length),
+            ...writes.args,
             ...claims.flatMap(({ claim }) => [
               claim.token,
               String(claim.freshBeyond),
@@ -391,6 +436,11 @@ export function createL2({
         ),
       { budgetMs: claimTimeoutMs, background: options?.background },
     );
+    if (reply === undefined && carried.length > 0) {
+      stats.droppedWrites++;
+      keepForReplay(carried);
+    }
+    const answers = reply?.[0];
     return claims.map((_, i): FillClaim | undefined => {
       const answer = answers?.[i];
       if (answer === undefined) return undefined;
@@ -405,11 +455,8 @@ export function createL2({
     if (writes.length === 0) return [];
     const { keys, args } = writeArgs(writes.map((write) => ({ write, ttlMs: write.ttlMs })));
     const written = await guarded(() => writeScript.exec(keys, args), { isWrite: true });
-    return writes.map((write, i) => {
-      // Its lock has lapsed by the time it is replayed: the replay holds none (and a release alone is not replayed).
-      if (written === undefined && write.value !== "") backlog.set(write.key, { write: { ...write, lockToken: "" }, expiresAt: Date.now() + write.ttlMs });
-      return written === undefined ? undefined : written[i] === 1;
-    });
+    if (written === undefined) keepForReplay(writes);
+    return writes.map((_, i) => (written === undefined ? undefined : written[i] === 1));
   }
 
   async function flushBacklog(): Promise<void> {

@@ -5,9 +5,11 @@
 // wait a few milliseconds for others: what the isolate's requests queue
 // within `windowMs` goes out as one send (one call per shard for writes; the
 // claims and the writes of refreshes, one each), whichever requests queued it,
-// and a send's worth (`maxPerSend`, `maxBytesPerSend`) goes at once.
-// Two queues use this: background refreshes (cache/readThrough.ts) and fill
-// writes (cache/fill/fill.ts).
+// and a send's worth (`maxPerSend`, `maxBytesPerSend`) goes at once. Another
+// call going out anyway may take waiting items along (`take`), and while
+// calls do, the window's own send is put off (`holdWhileTakenMs`).
+// Two queues use this: background refreshes (fill/refreshes.ts) and fill
+// writes (fillWrites.ts), which lock claims carry.
 //
 // The Workers rules (docs/architecture.md#sharing-work-across-requests-in-one-isolate):
 // a queue holds plain data (keys, encoded values). The request that finds no
@@ -32,6 +34,14 @@ export interface SendQueueOptions<T> {
   maxWaitMs: number;
   /** Items with one key wait once (a second `add` of the key changes nothing). */
   keyOf(item: T): string;
+  /**
+   * While other calls take items (`take`: lock claims carrying writes), a
+   * window's send is put off by another window, as long as its oldest item
+   * has waited less than this: under load the next take carries them
+   * within milliseconds, and the send would be a call for the few that came
+   * since the last one. Unset: never put off.
+   */
+  holdWhileTakenMs?: number;
   /** With `sizeOf`, a send stops short of `maxBytesPerSend` (one item always goes). */
   sizeOf?(item: T): number;
   maxBytesPerSend?: number;
@@ -42,16 +52,24 @@ export interface SendQueueOptions<T> {
 export interface SendQueue<T> {
   /** Queues `item` (unless its key waits already); `background` is this request's `waitUntil`, in case it must schedule the send. false: the queue is full. */
   add(item: T, background: (work: Promise<unknown>) => void): boolean;
+  /**
+   * Takes the oldest waiting items that `accepts`, at most `maxItems` and,
+   * past the first, `maxBytes` of them (sizeOf), out of the queue: another
+   * call going out now carries them (l2.ts: a fill claim takes the writes of
+   * its shard along). Plain data, like everything the queue holds.
+   */
+  take(accepts: (item: T) => boolean, maxItems: number, maxBytes: number): T[];
   stats(): SendStats;
 }
 
-/** `refused`: adds past maxQueued; `expired`: items dropped past maxWaitMs; `takenOver`: sends scheduled again past a lapsed lease. */
+/** `refused`: adds past maxQueued; `expired`: items dropped past maxWaitMs; `takenOver`: sends scheduled again past a lapsed lease; `carried`: items another call took along (take). */
 export interface SendStats {
   queued: number;
   sends: number;
   refused: number;
   expired: number;
   takenOver: number;
+  carried: number;
 }
 
 export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
@@ -64,6 +82,9 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
   let refused = 0;
   let expired = 0;
   let takenOver = 0;
+  let carried = 0;
+  /** When `take` last took something (holdWhileTakenMs). */
+  let lastTakenAt = Number.NEGATIVE_INFINITY;
   /** The waiting items' sizes (sizeOf), so that a full send by bytes goes at once too. */
   let waitingBytes = 0;
   const maxBytes = options.maxBytesPerSend ?? Number.POSITIVE_INFINITY;
@@ -78,12 +99,25 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
     // Another request took the send over: this one's lease had lapsed.
     if (sendAt !== due) return;
     sendAt = 0;
+    if (holdingBack()) {
+      schedule(background);
+      return;
+    }
     sendSome(background);
     // What is left goes with the next request that queues something (not this one: its subrequest budget is spent).
   }
 
-  /** Sends the oldest items, as many as one send takes; drops those that waited too long on the way. */
-  function sendSome(background: (work: Promise<unknown>) => void): void {
+  /** Whether what waits is better left for the next `take` (holdWhileTakenMs). */
+  function holdingBack(): boolean {
+    const hold = options.holdWhileTakenMs;
+    if (hold === undefined || waiting.size === 0) return false;
+    const now = clock.now();
+    const oldest = waiting.values().next().value!;
+    return now - lastTakenAt <= windowMs && now - oldest.since < hold;
+  }
+
+  /** Takes the oldest items `accepts`, within the limits, out of the queue; drops those that waited too long on the way. */
+  function pick(accepts: (item: T) => boolean, maxItems: number, maxBytesTaken: number): T[] {
     const now = clock.now();
     const items: T[] = [];
     let bytes = 0;
@@ -94,13 +128,20 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
         expired++;
         continue;
       }
-      if (items.length === options.maxPerSend) break;
-      if (items.length > 0 && bytes + size > maxBytes) break;
+      if (items.length === maxItems) break;
+      if (!accepts(item)) continue;
+      if (items.length > 0 && bytes + size > maxBytesTaken) break;
       bytes += size;
       waiting.delete(key);
       waitingBytes -= size;
       items.push(item);
     }
+    return items;
+  }
+
+  /** Sends the oldest items, as many as one send takes. */
+  function sendSome(background: (work: Promise<unknown>) => void): void {
+    const items = pick(() => true, options.maxPerSend, maxBytes);
     if (items.length === 0) return;
     sends++;
     options.send(items, background);
@@ -133,6 +174,12 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
       }
       return true;
     },
-    stats: () => ({ queued: waiting.size, sends, refused, expired, takenOver }),
+    take(accepts, maxItems, maxBytesTaken) {
+      const items = pick(accepts, maxItems, maxBytesTaken);
+      carried += items.length;
+      if (items.length > 0) lastTakenAt = clock.now();
+      return items;
+    },
+    stats: () => ({ queued: waiting.size, sends, refused, expired, takenOver, carried }),
   };
 }

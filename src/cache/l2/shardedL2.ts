@@ -10,7 +10,7 @@
 // L2, never a page. A page's reads cost one round trip per shard involved,
 // all in parallel.
 import type { Redis } from "@upstash/redis/cloudflare";
-import type { L2, L2Stats } from "./l2";
+import type { FillWrite, L2, L2Stats } from "./l2";
 import type { L2CallOptions } from "./l2Guard";
 import type { Ring } from "./ring";
 
@@ -80,7 +80,15 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
       perShard(
         claims,
         (claim) => claim.key,
-        (shard, group) => shard.claimFills(group, options),
+        (shard, group) => {
+          // Each shard's claim takes along the waiting writes of that shard only.
+          const carry = options?.carry;
+          const ofShard = carry && {
+            take: (accepts: (write: FillWrite) => boolean, items: number, bytes: number) =>
+              carry.take((write) => shardOf(write.key) === shard && accepts(write), items, bytes),
+          };
+          return shard.claimFills(group, { ...options, carry: ofShard });
+        },
       ),
     writeFills: (writes) =>
       perShard(

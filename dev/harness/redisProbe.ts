@@ -108,7 +108,24 @@ export class RedisProbe {
 function keyShape(name: string, line: string): string {
   const args = [...line.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1]!);
   const key = name.startsWith("eval") ? (Number(args[2]) > 0 ? args[3] : undefined) : args[1];
-  return (key ?? "").replace(/p-\d+/g, "<id>").replace(/(^|:)\d+(?=:|$)/g, "$1<n>");
+  const shape = (key ?? "").replace(/p-\d+/g, "<id>").replace(/(^|:)\d+(?=:|$)/g, "$1<n>");
+  return name.startsWith("eval") ? `${shape}${scriptKind(args)}` : shape;
+}
+
+/**
+ * Which of the fill scripts (src/cache/l2/l2.ts) an EVAL/EVALSHA line ran, told
+ * by its keys: a write's come in triples (value, lock, purge marker `…:x:…`),
+ * a claim's in pairs (value, lock), after the triples of the writes it
+ * carries; "" for any other script.
+ */
+function scriptKind(args: string[]): string {
+  const count = Number(args[2]);
+  const keys = args.slice(3, 3 + count);
+  if (!(count >= 2) || !/:l:/.test(keys[1] ?? "")) return "";
+  let triples = 0;
+  while (/:x:/.test(keys[3 * triples + 2] ?? "")) triples++;
+  if (3 * triples === count) return " (write)";
+  return triples > 0 ? " (claim carrying writes)" : " (claim)";
 }
 
 export function usageBetween(a: RedisSnapshot, b: RedisSnapshot): RedisUsage {
