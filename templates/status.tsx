@@ -364,6 +364,8 @@ export function StatusPage(view: StatusView) {
             <dd>{leases.refreshSends}</dd>
             <dt>fill writes</dt>
             <dd>{leases.writeSends}</dd>
+            <dt>lock claims</dt>
+            <dd>{leases.claimCalls}</dd>
           </dl>
           <p class="note">Slots and fills are leases with deadlines: a request that vanishes holding one gives it back at its deadline.</p>
         </section>

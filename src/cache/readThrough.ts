@@ -31,6 +31,7 @@ import { markedStale, type Entry } from "./entry";
 import { createFill, type FillContext } from "./fill/fill";
 import { createFillBatch } from "./l2/fillBatch";
 import { createFillWrites } from "./l2/fillWrites";
+import { createClaimOutbox, type ClaimOutboxStats } from "./l2/claimOutbox";
 import { createFlights } from "./fill/flights";
 import { createHotness } from "./hotness";
 import { entryKey } from "./keys";
@@ -54,6 +55,8 @@ export interface FillStats {
   inFlight: number;
   takenOver: number;
   sends: { refreshes: SendStats | null; writes: SendStats | null };
+  /** Lock claims and the calls they went in (null without L2). */
+  claims: ClaimOutboxStats | null;
 }
 
 /** The purges this isolate knows of (see invalidation/watcher.ts). */
@@ -154,11 +157,13 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const isolateLate = () => (overload ? overload.lag.lagMs() > DEFAULTS.isolateLateMs : true);
   const redisSilent = redisSilence(l2, isolateLate);
   const location = deps.location ?? null;
-  /** The isolate's fill writes on their way to L2; lock claims take them along (l2/fillWrites.ts). */
+  /** The isolate's fill writes on their way to L2, and its lock claims, which take them along (l2/fillWrites.ts, l2/claimOutbox.ts). */
   const writes = l2 && createFillWrites(l2, { clock, sleep });
+  const outbox = l2 && writes ? createClaimOutbox(l2, { clock, sleep, carry: writes }) : undefined;
   const fillFromL2AndOrigin = createFill({
     ...deps,
     writes,
+    outbox,
     l2Entries,
     random,
     sleep,
@@ -191,7 +196,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     return { resource, id, background, batch, notBefore: purged.hard, freshAfter: purged.any, freshBeyond: 0, purgeStamp };
   }
 
-  const refreshes = createRefreshes({ l2, writes, clock, sleep, random, origin: deps.origin, flights, fillContext });
+  const refreshes = createRefreshes({ l2, outbox, clock, sleep, random, origin: deps.origin, flights, fillContext });
 
   const reading = createLeaseTable<string, true>({ clock });
   /**
@@ -302,7 +307,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   return {
     l1: l1.cache,
     l2,
-    fillStats: () => ({ ...flights.stats(), sends: { refreshes: refreshes.stats(), writes: writes?.stats() ?? null } }),
+    fillStats: () => ({ ...flights.stats(), sends: { refreshes: refreshes.stats(), writes: writes?.stats() ?? null }, claims: outbox?.stats() ?? null }),
     l2ValueStats: () => ({ ...l2Entries.stats }),
     locationStats: () => (location ? { ...location.stats } : null),
     forget(key) {
@@ -329,7 +334,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       // This read's fills claim their locks and poll for other isolates' results together (l2/fillBatch.ts).
       return readPage(id, resources, {
         background,
-        batch: l2 ? createFillBatch(l2, sleep, background, writes ?? undefined) : undefined,
+        batch: l2 ? createFillBatch(l2, sleep, background, outbox) : undefined,
         listed: options?.listed,
         visitor: options?.visitor,
         purgeStamp: deps.purges?.stamp() ?? null,

@@ -373,6 +373,20 @@ export const DEFAULTS = {
   /** And their values' characters at most: half of the 1 MB an Upstash request may carry (one larger value still goes, alone). */
   writeBytesPerSend: 512 * 1024,
   /**
+   * Lock claims of several requests in one call (cache/l2/claimOutbox.ts):
+   * while the isolate's claim calls come less than `claimGatherWhenWithinMs`
+   * apart (over a hundred a second), a claim waits `claimGatherMs` for
+   * others to join its call; slower, it goes at once. A miss goes on to the
+   * origin (tens of ms) or to another isolate's fill: 3 ms more is little,
+   * and at 200 claims a second half of them share a call. At most
+   * `claimsPerCall` in one call; a joiner looks for its answers every
+   * `claimPollMaxMs` at most.
+   */
+  claimGatherMs: 3,
+  claimGatherWhenWithinMs: 10,
+  claimsPerCall: 32,
+  claimPollMaxMs: 2,
+  /**
    * Fill writes a lock claim takes along, at most, and their values'
    * characters (l2.ts, WritesToCarry): at hundreds of pages a second an
    * isolate claims every few milliseconds, so waiting writes mostly go with

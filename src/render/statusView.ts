@@ -260,6 +260,7 @@ export function statusView(model: StatusModel) {
       fillsTakenOver: count(model.fills.takenOver),
       refreshSends: sendsView(model.fills.sends.refreshes),
       writeSends: sendsView(model.fills.sends.writes),
+      claimCalls: claimsView(model.fills.claims),
     },
     overload: overloadView(model.overload),
     l1: {
@@ -318,6 +319,12 @@ function overloadView(overload: StatusModel["overload"]) {
 }
 
 /** One line for a send queue (cache/l2/sendQueue.ts): what it sent, and what it could not. */
+function claimsView(stats: StatusModel["fills"]["claims"]): string {
+  if (!stats) return "off (no L2)";
+  const lapsed = stats.lapsed > 0 ? `, ${count(stats.lapsed)} unanswered when their call's lease ended` : "";
+  return `${count(stats.claims)} claims in ${count(stats.calls)} calls; ${count(stats.joined)} joined another request's call${lapsed}`;
+}
+
 function sendsView(stats: StatusModel["fills"]["sends"]["refreshes"]): string {
   if (!stats) return "off (no L2)";
   const carried = stats.carried > 0 ? `, ${count(stats.carried)} went with a lock claim` : "";

@@ -411,6 +411,7 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
         refreshes: { queued: 1, sends: 40, refused: 0, expired: 2, takenOver: 0, carried: 0 },
         writes: { queued: 0, sends: 90, refused: 3, expired: 0, takenOver: 1, carried: 12 },
       },
+      claims: { calls: 70, claims: 120, joined: 45, lapsed: 0 },
     },
     overload: {
       admission: {
@@ -461,6 +462,7 @@ describe("status page", () => {
     // The background sends: what went out, and what did not.
     expect(html).toContain("40 sends, 1 waiting; 2 dropped late, 0 refused (queue full), 0 sends taken over");
     expect(html).toContain("90 sends, 12 went with a lock claim, 0 waiting; 0 dropped late, 3 refused (queue full), 1 sends taken over");
+    expect(html).toContain("120 claims in 70 calls; 45 joined another request&#39;s call");
     expect(html).toMatch(/<dt>invalid values<\/dt><dd>2 <small>\(not valid entries: read as misses; 1 deleted\)/);
     // The shedding: what was shed and why, and the work of visitors who left.
     expect(html).toContain("42 (40 while lagging, 2 with no slot or no room to wait): 30 served from a copy, 12 with a part missing (503 or a default)");

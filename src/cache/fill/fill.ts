@@ -31,6 +31,7 @@ import type { L2Entries } from "../l2/l2Entries";
 import { createLockWait, type Reclaimed } from "./lockWait";
 import type { PurgeStamp } from "../location/purgeStamp";
 import type { FillWrites } from "../l2/fillWrites";
+import type { ClaimOutbox } from "../l2/claimOutbox";
 import { departed, type Departures } from "../../overload";
 import { OriginError } from "../../origin/failure";
 
@@ -92,6 +93,8 @@ export interface FillDeps {
   l2: L2 | null;
   /** Where fill writes queue for L2 (null without L2). */
   writes: FillWrites | null;
+  /** The isolate's lock claims, which a fill's claim may join (l2/claimOutbox.ts); without it, its own call. */
+  outbox?: ClaimOutbox;
   /** Decodes what L2 holds; invalid values are misses (and deleted). */
   l2Entries: L2Entries;
   clock: Clock;
@@ -291,7 +294,7 @@ export function createFill(deps: FillDeps) {
       context.via = "origin";
       return fetchFromOrigin(context);
     }
-    return fillThroughL2(l2, context.batch ?? createFillBatch(l2, deps.sleep, context.background, writes ?? undefined), key, context);
+    return fillThroughL2(l2, context.batch ?? createFillBatch(l2, deps.sleep, context.background, deps.outbox), key, context);
   }
   return fill;
 }

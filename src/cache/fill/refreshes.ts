@@ -11,7 +11,8 @@ import type { Entry } from "../entry";
 import type { FillContext } from "./fill";
 import { createFillBatch } from "../l2/fillBatch";
 import type { Flights } from "./flights";
-import type { L2, WritesToCarry } from "../l2/l2";
+import type { L2 } from "../l2/l2";
+import type { ClaimOutbox } from "../l2/claimOutbox";
 import type { Heat } from "../hotness";
 import type { PageRequest } from "../pageRequest";
 import { createSendQueue, type SendStats } from "../l2/sendQueue";
@@ -26,8 +27,8 @@ interface QueuedRefresh {
 
 export interface RefreshesDeps {
   l2: L2 | null;
-  /** The isolate's waiting fill writes, which the refreshes' claims take along (l2/fillWrites.ts). */
-  writes: WritesToCarry | null;
+  /** The isolate's lock claims, which the refreshes' claims join (l2/claimOutbox.ts). */
+  outbox?: ClaimOutbox;
   clock: Clock;
   sleep: (ms: number) => Promise<void>;
   random: () => number;
@@ -49,7 +50,7 @@ export interface Refreshes extends RefreshTools {
   stats(): SendStats | null;
 }
 
-export function createRefreshes({ l2, writes, clock, sleep, random, origin, flights, fillContext }: RefreshesDeps): Refreshes {
+export function createRefreshes({ l2, outbox, clock, sleep, random, origin, flights, fillContext }: RefreshesDeps): Refreshes {
   /**
    * Keys of the refreshes the sends below started; plain strings, each
    * dropped once its fill no longer runs (a lease: see flights.ts). Only the
@@ -86,7 +87,7 @@ export function createRefreshes({ l2, writes, clock, sleep, random, origin, flig
       maxWaitMs: DEFAULTS.refreshMaxWaitMs,
       keyOf: (refresh) => refresh.key,
       send(batch, background) {
-        const request: PageRequest = { background, batch: createFillBatch(l2, sleep, background, writes ?? undefined) };
+        const request: PageRequest = { background, batch: createFillBatch(l2, sleep, background, outbox) };
         // No more than the origin has slots for: a refresh past the room would win its lock only to be
         // shed by the limiter, then cost a release. Those started before and still claiming hold no slot
         // yet, so they count against the room too (those already fetching count twice: on the safe side).

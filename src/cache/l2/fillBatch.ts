@@ -4,15 +4,17 @@
 // are another isolate's, the waits poll L2 together: one MGET a round for
 // every key still waited for, where four waits polling apart spent the
 // request's subrequest budget (45) in about a second of a slow winner, and
-// then could not even fetch. Their writes go out with the isolate's other
-// writes (fillWrites.ts), and the claims take the writes waiting then along.
+// then could not even fetch. The claims may share a call with other
+// requests' (claimOutbox.ts), which takes the writes waiting then along;
+// the writes go out with the isolate's other writes (fillWrites.ts).
 //
 // A batch belongs to one request (the read that created it) and to the fills
 // that request starts: nothing in it is shared with another request
 // (docs/architecture.md#sharing-work-across-requests-in-one-isolate). A fill
 // of another request that joins one of these fills waits for the fill, not
 // for the batch.
-import type { ClaimOptions, FillClaim, FillClaimRequest, L2, WritesToCarry } from "./l2";
+import type { ClaimOutbox } from "./claimOutbox";
+import type { ClaimOptions, FillClaim, FillClaimRequest, L2 } from "./l2";
 
 /** What one poll of a lock wait read: the key's value and the lock's holder (null: none), or undefined (the read failed or was skipped). */
 type LockPoll = [value: string | null | undefined, holder: string | null | undefined];
@@ -24,8 +26,8 @@ export interface FillCalls {
   pollLock(key: string, lock: string, delayMs: number): Promise<LockPoll>;
 }
 
-/** `carry`: the isolate's waiting fill writes (fillWrites.ts), which the claims take along. */
-export function createFillBatch(l2: L2, sleep: (ms: number) => Promise<void>, background: (work: Promise<unknown>) => void, carry?: WritesToCarry): FillCalls {
+/** `outbox`: the isolate's claims of other requests, which these may join (claimOutbox.ts); without it, each batch makes its own call. */
+export function createFillBatch(l2: L2, sleep: (ms: number) => Promise<void>, background: (work: Promise<unknown>) => void, outbox?: ClaimOutbox): FillCalls {
   let claims: { request: FillClaimRequest; done: (claim: FillClaim | undefined) => void }[] = [];
   /** The next poll round's waiters; the round is scheduled when the first of them asks. */
   let polls: { key: string; lock: string; done: (poll: LockPoll) => void }[] = [];
@@ -33,12 +35,10 @@ export function createFillBatch(l2: L2, sleep: (ms: number) => Promise<void>, ba
   function sendClaims(): void {
     const sending = claims;
     claims = [];
-    void l2
-      .claimFills(
-        sending.map(({ request }) => request),
-        { background, carry },
-      )
-      .then((answers) => sending.forEach(({ done }, i) => done(answers[i])));
+    const requests = sending.map(({ request }) => request);
+    void (outbox ? outbox.claim(requests, background) : l2.claimFills(requests, { background })).then((answers) =>
+      sending.forEach(({ done }, i) => done(answers[i])),
+    );
   }
 
   async function pollRound(delayMs: number): Promise<void> {
