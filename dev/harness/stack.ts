@@ -4,7 +4,8 @@
 // stack behind the worker (this file, and stackProcess.ts for a process of
 // its own), the worker's bundle in workerd (bundle.ts), wrangler dev
 // (wrangler.ts), waiting for a server (health.ts), the demo origin's admin API
-// (originAdmin.ts). It lives under dev/ because `npm run dev` is its first
+// (originAdmin.ts), what Redis itself counts and the MONITOR census of the
+// commands the worker sent (redisProbe.ts). It lives under dev/ because `npm run dev` is its first
 // user and dev/ already holds what it starts (the gateway, the demo origin);
 // test/ and bench/ import it, and it imports neither of them.
 //
