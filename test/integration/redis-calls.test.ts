@@ -85,6 +85,21 @@ describe("Redis calls of a page", () => {
     });
   });
 
+  it("cold pages of many products at once share their claim calls: every page 200, every part fetched once, fewer claim calls than pages", async () => {
+    const ids = Array.from({ length: 40 }, (_, i) => `p-${String(300 + i).padStart(6, "0")}`);
+    await stack.admin("/__admin/counters/reset", { method: "POST" });
+    const sent = await sentDuring(async () => {
+      const pages = await Promise.all(ids.map((id) => worker.fetch(`/products/${id}`)));
+      expect(pages.map((page) => page.status)).toEqual(ids.map(() => 200));
+      for (const id of ids) await stored(id);
+    });
+    const claimCalls = sent.kinds.filter((kind) => kind.includes("(claim")).reduce((sum, kind) => sum + Number(kind.split(" ")[0]), 0);
+    // Each page claims at least twice on its own (its product, then its other three parts): 80 calls or more without sharing.
+    expect(claimCalls).toBeGreaterThan(0);
+    expect(claimCalls).toBeLessThan(ids.length);
+    expect((await stack.counters()).services).toMatchObject({ product: ids.length, inventory: ids.length, reviews: ids.length, recommendations: ids.length });
+  });
+
   it("a page served from L1 makes none", async () => {
     await direct.config("RESETSTAT");
     expect((await worker.fetch("/products/p-000002")).headers.get("cache-status")).not.toMatch(/pp-l2|pp-origin/);

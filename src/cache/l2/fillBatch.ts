@@ -10,9 +10,10 @@
 //
 // A batch belongs to one request (the read that created it) and to the fills
 // that request starts: nothing in it is shared with another request
-// (docs/architecture.md#sharing-work-across-requests-in-one-isolate). A fill
-// of another request that joins one of these fills waits for the fill, not
-// for the batch.
+// (docs/architecture.md#sharing-work-across-requests-in-one-isolate); its
+// claims reach the outbox as plain data, and their answers come back the
+// same way. A fill of another request that joins one of these fills waits
+// for the fill, not for the batch.
 import type { ClaimOutbox } from "./claimOutbox";
 import type { ClaimOptions, FillClaim, FillClaimRequest, L2 } from "./l2";
 
