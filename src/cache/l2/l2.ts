@@ -353,14 +353,14 @@ function emptyStats(): L2Stats {
   return { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0, outagesDismissed: 0 };
 }
 
-/** WRITE_FILLS's keys and arguments for `writes`, each with its TTL. */
-function writeArgs(writes: readonly { write: FillWrite; ttlMs: number }[]) {
+/** The write part's keys and arguments for `writes` (writeFills, in either script), each with its TTL: its own, or `ttlMsOf`'s. */
+function writeArgs(writes: readonly FillWrite[], ttlMsOf: (write: FillWrite, index: number) => number = (write) => write.ttlMs) {
   return {
-    keys: writes.flatMap(({ write }) => [write.key, write.lock, write.purgeMarker]),
-    args: writes.flatMap(({ write, ttlMs }) => [
+    keys: writes.flatMap((write) => [write.key, write.lock, write.purgeMarker]),
+    args: writes.flatMap((write, i) => [
       write.value,
       String(write.version),
-      String(Math.max(1, Math.round(ttlMs))),
+      String(Math.max(1, Math.round(ttlMsOf(write, i)))),
       write.lockToken,
       String(write.fetchedAt),
     ]),
@@ -416,7 +416,7 @@ export function createL2({
     const lockTtlMs = Math.max(...claims.map(({ claim }) => claim.lockTtlMs));
     // Taken only once the call is sure to go: a skipped call leaves them to the queue's own send.
     const carried = breaker.state() === "closed" ? (options?.carry?.take(() => true, DEFAULTS.writesPerClaim, DEFAULTS.writeBytesPerClaim) ?? []) : [];
-    const writes = writeArgs(carried.map((write) => ({ write, ttlMs: write.ttlMs })));
+    const writes = writeArgs(carried);
     const reply = await guarded(
       () =>
         claimScript.exec(
@@ -453,7 +453,7 @@ export function createL2({
 
   async function writeFills(writes: readonly FillWrite[]): Promise<(boolean | undefined)[]> {
     if (writes.length === 0) return [];
-    const { keys, args } = writeArgs(writes.map((write) => ({ write, ttlMs: write.ttlMs })));
+    const { keys, args } = writeArgs(writes);
     const written = await guarded(() => writeScript.exec(keys, args), { isWrite: true });
     if (written === undefined) keepForReplay(writes);
     return writes.map((_, i) => (written === undefined ? undefined : written[i] === 1));
@@ -469,7 +469,11 @@ export function createL2({
         for (const [key, pending] of [...backlog.entries()]) if (pending.expiresAt <= now) backlog.delete(key);
         const batch = [...backlog.entries()].slice(0, DEFAULTS.l2BacklogBatch);
         if (batch.length === 0) return;
-        const { keys, args } = writeArgs(batch.map(([, pending]) => ({ write: pending.write, ttlMs: pending.expiresAt - now })));
+        // Replayed with what is left of their life.
+        const { keys, args } = writeArgs(
+          batch.map(([, pending]) => pending.write),
+          (_, i) => batch[i]![1].expiresAt - now,
+        );
         const done = await guarded(() => writeScript.exec(keys, args), { isWrite: true, force: true });
         if (done === undefined) return;
         for (const [key, pending] of batch) {
