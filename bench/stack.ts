@@ -270,15 +270,13 @@ const MAX_DISTINCT_LOG_LINES = 50;
  * line, and so that the report can say whether the worker logged errors.
  */
 /**
- * Where an instance's Cache API lives, and how it is reached. `cachePersist`:
- * a folder for the location cache's contents, so that instances given the
- * same one share it (as the isolates of one data center do) and a restarted
- * instance finds it again; without it each instance has its own, in memory.
- * `port`: the port to serve on (a restart keeps its instance's), else one the OS picks.
+ * How an instance is reached. `port`: the port to serve on (a restart keeps
+ * its instance's), else one the OS picks. Its Cache API is Miniflare's own,
+ * in memory, unless the process sends it to a location server
+ * (dev/harness/bundle.ts, useLocationServer: bench:soak's `--location`).
  */
 export interface WorkerOptions {
   inspectorPort?: number;
-  cachePersist?: string;
   port?: number;
 }
 
@@ -303,7 +301,6 @@ export async function startWorker(bindings: Record<string, string>, logs: Worker
     bindings,
     onLine: (line) => line.trim() && keep(line),
     port: options.port ?? 0,
-    ...(options.cachePersist === undefined ? {} : { cachePersist: options.cachePersist }),
     ...(options.inspectorPort === undefined ? {} : { inspectorPort: options.inspectorPort }),
     // The benchmark talks to loopback only.
     cf: false,
@@ -358,8 +355,8 @@ export async function startStack(settings: ServersSettings, onCleanup: OnCleanup
 
 /**
  * `count` workers (with their inspectors when `inspect`), each handed to
- * `onCleanup` as soon as it runs; `stop` stops them all. `cachePersist`: one
- * location cache they all share; `ports`: instance i serves on ports[i] (a restart).
+ * `onCleanup` as soon as it runs; `stop` stops them all. `ports`: instance i
+ * serves on ports[i] (a restart).
  */
 export async function startWorkers(
   count: number,
@@ -367,7 +364,7 @@ export async function startWorkers(
   logs: WorkerLogs,
   onCleanup: OnCleanup,
   inspect: boolean,
-  where: { cachePersist?: string; ports?: readonly number[] } = {},
+  where: { ports?: readonly number[] } = {},
 ): Promise<{ workers: WorkerInstance[]; stop: () => Promise<void> }> {
   const workers: WorkerInstance[] = [];
   const stops: (() => Promise<void>)[] = [];
@@ -377,7 +374,6 @@ export async function startWorkers(
       const port = where.ports?.[i];
       const worker = await startWorker(bindings, logs, {
         ...(inspect ? { inspectorPort: 0 } : {}),
-        ...(where.cachePersist === undefined ? {} : { cachePersist: where.cachePersist }),
         ...(port === undefined ? {} : { port }),
       });
       stops.push(onCleanup(`worker ${worker.url}`, () => worker.close()));

@@ -6,6 +6,7 @@
 import { costPerMillion, usd, type Prices } from "../lib/cost";
 import { pagesOf, type Window } from "./report";
 import type { LocationProbe } from "./restart";
+import type { LocationServerStats } from "../../dev/harness/locationServer";
 
 /** Issue 31's targets. */
 const TARGET = { sentPerPage: 0.2, locationOverL1: 2 };
@@ -194,10 +195,20 @@ function phaseTargets(figures: readonly GroupFigures[], probes: readonly { label
 }
 
 /** The location tier's part of the report: phases (on / off, steady / the minute after a restart), the probes, issue 31's targets. */
-export function locationSection(windows: readonly Window[], probes: readonly { label: string; probe: LocationProbe }[], prices: Prices) {
+/** `cache`: the location cache's own counts at the end of the run (null: the tier was never on). */
+export function locationSection(
+  windows: readonly Window[],
+  probes: readonly { label: string; probe: LocationProbe }[],
+  prices: Prices,
+  cache: LocationServerStats | null,
+) {
   const phases = phaseGroups(windows).map((group) => groupFigures(group, prices));
   const targets = phaseTargets(phases, probes);
+  const cacheLine =
+    cache &&
+    `The location cache (dev/harness/locationServer.ts, a process of its own) at the end of the run: ${cache.entries.toLocaleString("en-US")} copies in ${(cache.bytes / 2 ** 20).toFixed(0)} MiB; ${cache.matches.toLocaleString("en-US")} lookups, ${cache.hits.toLocaleString("en-US")} found (${((100 * cache.hits) / Math.max(1, cache.matches)).toFixed(0)}%, copies past their purges included); ${cache.puts.toLocaleString("en-US")} puts, ${cache.refused} refused.`;
   const text = [
+    ...(cacheLine ? [cacheLine, ""] : []),
     phaseTable(phases),
     ...(probes.length ? ["", probeTable(probes)] : []),
     "",

@@ -17,6 +17,8 @@ export const COLD_MS = 1000;
 export const ZIPF_SEED = 20_260_426;
 /** Pages the location probe asks for right after a restart: the hottest Zipf ranks (in the location, in no new L1). */
 export const PROBE_PAGES = 40;
+/** Pages asked before them (the next ranks), unmeasured, so that both passes run on warm code. */
+export const PROBE_WARM_PAGES = 200;
 /** The seed of the `--departing` visitors' uniform draws. */
 export const DEPARTING_SEED = ZIPF_SEED + 2;
 

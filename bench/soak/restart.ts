@@ -1,42 +1,48 @@
 // bench:soak's location tier (issue 31): the isolates share one location
-// cache (one Cache API folder per run, as the isolates of one data center
-// share theirs), and `--restart-at` / `--location-off-at` stop every workerd
-// process mid-soak and start it again on the same port: L1 and the purge view
-// are lost as after a deploy; L2 (Redis) and the location folder survive.
+// cache (dev/harness/locationServer.ts: a process of its own, as a data
+// center's cache is outside its isolates; emptied at the start of every run),
+// and `--restart-at` / `--location-off-at` stop every workerd process
+// mid-soak and start it again on the same port: L1 and the purge view are
+// lost as after a deploy; L2 (Redis) and the location cache survive.
 // Right after a restart, before the load resumes, a probe asks for pages the
 // location holds but no new isolate's L1 does, then for the same pages again
 // (L1 hits now): their latencies side by side. See bench/README.md, "Soak".
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { useLocationServer } from "../../dev/harness/bundle";
 import { member } from "../../dev/harness/cacheStatus";
+import { forkLocationServer, type LocationServerStats } from "../../dev/harness/locationServer";
 import { PAGE_RESOURCES } from "../../src/origin/resources";
 import { startWorkers, type WorkerInstance, type WorkerLogs } from "../stack";
 import { countStatuses, get, percentile } from "../lib/probe";
 
 type OnCleanup = Parameters<typeof startWorkers>[3];
 
-/** The isolates of one data center: workerd processes sharing one location cache folder, restartable in place. */
+/** The location's capacity: a data center's cache holds far more than an isolate (a whole 100,000-product catalog's parts take about 1 GB). */
+const LOCATION_BYTES = 2 * 1024 * 1024 * 1024;
+
+/** The isolates of one data center: workerd processes sharing one location cache, restartable in place. */
 export interface Fleet {
   /** The running instances; replaced in place by a restart (same ports, new processes). */
   readonly workers: WorkerInstance[];
+  /** What the location cache holds and answered so far. */
+  location(): Promise<LocationServerStats>;
   /** Stops every workerd process, then starts them again on the same ports, the location tier `on` or `off`; the ms it took. */
   restart(location: "on" | "off"): Promise<number>;
 }
 
 export async function startFleet(count: number, bindings: Record<string, string>, logs: WorkerLogs, onCleanup: OnCleanup): Promise<Fleet> {
-  // Emptied at the start of every run (a folder of its own), removed at exit.
-  const cachePersist = mkdtempSync(join(tmpdir(), "soak-location-"));
-  process.once("exit", () => rmSync(cachePersist, { recursive: true, force: true }));
-  let running = await startWorkers(count, bindings, logs, onCleanup, true, { cachePersist });
+  const location = await forkLocationServer({ maxBytes: LOCATION_BYTES });
+  onCleanup("location cache", () => location.close());
+  useLocationServer(location.address);
+  let running = await startWorkers(count, bindings, logs, onCleanup, true);
   const workers = [...running.workers];
   return {
     workers,
+    location: () => location.stats(),
     async restart(location) {
       const started = performance.now();
       const ports = workers.map((w) => Number(new URL(w.url).port));
       await running.stop();
-      running = await startWorkers(count, { ...bindings, LOCATION_CACHE: location }, logs, onCleanup, true, { cachePersist, ports });
+      running = await startWorkers(count, { ...bindings, LOCATION_CACHE: location }, logs, onCleanup, true, { ports });
       workers.splice(0, workers.length, ...running.workers);
       return Math.round(performance.now() - started);
     },
@@ -82,9 +88,18 @@ export interface LocationProbe {
  * `paths` asked one at a time, page i of instance i mod n, each on a socket
  * of its own; then the same again. Run right after a restart and before the
  * load, so that the first asks find the pages in the location (`expected`
- * "pp-location"; "pp-l2" with the tier off) and not in L1.
+ * "pp-location"; "pp-l2" with the tier off) and not in L1. `warmPaths`,
+ * other pages, are asked first the same way and not measured: a new
+ * isolate's first pages run its code cold (V8 compiles it as it goes), which
+ * would otherwise count against the first pass and not the second.
  */
-export async function probeLocation(targets: readonly string[], paths: readonly string[], expected: string): Promise<LocationProbe> {
+export async function probeLocation(
+  targets: readonly string[],
+  paths: readonly string[],
+  expected: string,
+  warmPaths: readonly string[],
+): Promise<LocationProbe> {
+  for (const [i, path] of warmPaths.entries()) await get(`${targets[i % targets.length]}${path}`);
   const pass = async (tier: string): Promise<ProbePass> => {
     const answers = [];
     for (const [i, path] of paths.entries()) answers.push(await get(`${targets[i % targets.length]}${path}`));

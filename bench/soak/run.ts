@@ -30,7 +30,7 @@ import { soakChecks } from "./checks";
 import { writeSoakFiles } from "./files";
 import { runFloods, uniformPaths } from "./flood";
 import { locationSection } from "./phases";
-import { CANCEL, CATALOG, COLD_RANKS, DEPARTING_SEED, FLOOD_CONNECTIONS, HERD, ORIGIN, PROBE_PAGES, soakOptions, ZIPF_SEED } from "./plan";
+import { CANCEL, CATALOG, COLD_RANKS, DEPARTING_SEED, FLOOD_CONNECTIONS, HERD, ORIGIN, PROBE_PAGES, PROBE_WARM_PAGES, soakOptions, ZIPF_SEED } from "./plan";
 import { tableHead, tableRow, type Window } from "./report";
 import { probeLocation, startFleet, type LocationProbe } from "./restart";
 
@@ -148,6 +148,7 @@ async function main(): Promise<void> {
           targets,
           Array.from({ length: PROBE_PAGES }, (_, k) => pathOf(k + 1)),
           tier === "on" ? "pp-location" : "pp-l2",
+          Array.from({ length: PROBE_WARM_PAGES }, (_, k) => pathOf(PROBE_PAGES + k + 1)),
         );
         probes.push({ label: `${atS} s (tier ${tier})`, probe });
         console.log(`restarted every isolate at ${atS} s (tier ${tier}) in ${ms} ms; probe: ${JSON.stringify(probe)}`);
@@ -228,7 +229,7 @@ async function main(): Promise<void> {
   const checksTable = ["| check | value | verdict |", "| --- | --- | --- |", ...checks.map((c) => `| ${c.join(" | ")} |`)].join("\n");
   console.log(`\n${checksTable}`);
   const prices = loadPrices();
-  const locationReport = locationSection(windows, probes, prices);
+  const locationReport = locationSection(windows, probes, prices, args.location ? await fleet.location() : null);
   console.log(`\n${locationReport.text}`);
   const errorLines = [...logs.distinct]
     .filter(([line]) => /error|warn|uncaught|exception|cannot|origin_failure|slow_page/i.test(line))

@@ -9,8 +9,28 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { promisify } from "node:util";
-import { Log, LogLevel, Miniflare } from "miniflare";
+import { Log, LogLevel, Miniflare, PLUGINS } from "miniflare";
 import { compatibilityDate, compatibilityFlags } from "../compatibility";
+
+/**
+ * The benchmarks' data center (locationServer.ts): once set, every instance
+ * this process starts sends its Cache API calls to that host:port, in
+ * another process, instead of Miniflare's cache in its own workerd process.
+ * Miniflare has no option for it, so its cache plugin's services are
+ * replaced by one external service of the name workerd is given
+ * (`cacheApiOutbound`); the tests never set it.
+ */
+let locationAddress: string | undefined;
+const miniflareCacheServices = PLUGINS.cache.getServices.bind(PLUGINS.cache);
+PLUGINS.cache.getServices = (options: Parameters<typeof miniflareCacheServices>[0]) =>
+  locationAddress === undefined
+    ? miniflareCacheServices(options)
+    : [{ name: `cache:${options.workerIndex}`, external: { address: locationAddress, http: {} } }];
+
+/** Sends the Cache API calls of every instance started from now on to `address` (undefined: Miniflare's own again). */
+export function useLocationServer(address: string | undefined): void {
+  locationAddress = address;
+}
 
 /**
  * Bundles the worker exactly as `wrangler deploy` would into `outDir`. Each
