@@ -137,7 +137,7 @@ export function availability(known: Section<Inventory>): Availability {
     return { state: "out_of_stock", text: "Out of stock" };
   }
   if (inventory.status === "low_stock") {
-    return { state: "low_stock", text: `Only ${available.toLocaleString(LOCALE)} left` };
+    return { state: "low_stock", text: `Only ${countFormat.format(available)} left` };
   }
   return { state: "in_stock", text: "In stock" };
 }

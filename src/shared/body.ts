@@ -4,9 +4,19 @@
 
 /** The body's bytes, or undefined past `maxBytes` (its stream cancelled, read no further). A broken stream rejects. */
 export async function readBounded(response: Response, maxBytes: number): Promise<Uint8Array | undefined> {
-  if (Number(response.headers.get("content-length")) > maxBytes) {
+  const declared = response.headers.get("content-length");
+  const length = declared === null ? Number.NaN : Number(declared);
+  if (length > maxBytes) {
     await response.body?.cancel();
     return undefined;
+  }
+  // A declared length within the cap, of bytes as sent (not decompressed on
+  // the way in): off the network the runtime reads that many and no more, so
+  // the whole body is read at once (one call, where a reader's loop costs a
+  // promise a chunk). A response made in code may say anything: checked after.
+  if (Number.isSafeInteger(length) && length >= 0 && !response.headers.has("content-encoding")) {
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    return bytes.byteLength <= maxBytes ? bytes : undefined;
   }
   const chunks: Uint8Array[] = [];
   let size = 0;

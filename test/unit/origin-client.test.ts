@@ -134,6 +134,10 @@ describe("origin client: answers", () => {
     const announced = recordingFetch(() => new Response(valid, { status: 200, headers: { "content-length": String(valid.length) } }));
     expect(await failureOf(client({ fetch: announced.fetch, maxBodyBytes: 1000 }).fetchResource("product", "p-000001"))).toBe("invalid");
 
+    // A length announced under the cap that the body exceeds (a response made in code: off the network, the runtime reads no further than it).
+    const understated = recordingFetch(() => new Response(valid, { status: 200, headers: { "content-length": "900" } }));
+    expect(await failureOf(client({ fetch: understated.fetch, maxBodyBytes: 1000 }).fetchResource("product", "p-000001"))).toBe("invalid");
+
     // A stream that never ends: only the cap stops the read.
     let pulled = 0;
     const endless = recordingFetch(
