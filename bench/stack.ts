@@ -83,11 +83,11 @@ export async function startServers(settings: ServersSettings): Promise<Servers> 
       UPSTASH_REDIS_REST_URL: ready.gatewayUrl,
       UPSTASH_REDIS_REST_TOKEN: GATEWAY_TOKEN,
       PURGE_TOKEN: "bench-purge-token",
-      // The location tier off unless a benchmark measures it (bench:soak --location):
-      // Miniflare's Cache API runs inside the workerd process under test, its
-      // SQLite work counted as the isolate's CPU (2.8 against 1.3 ms a page,
-      // half the req/s: bench/results/soak-location.md), and it is not
-      // Cloudflare's. The isolate's own figures are taken without it.
+      // The location tier off unless a benchmark measures it (bench:soak
+      // --location, bench:peers' tier-location, each with a location cache of
+      // its own: dev/harness/locationServer.ts): its lookups and puts are
+      // subrequests, which cost the isolate CPU, and the rows that compare the
+      // tier with its earlier runs and with the peers are taken without it.
       LOCATION_CACHE: "off",
     },
     logs,

@@ -12,6 +12,7 @@ const SERIES: Record<SystemName, BarSeries> = {
   varnish: { name: "Varnish", color: "#6a3d9a" },
   tier: { name: "tier (defaults)", color: "#e07b00" },
   "tier-300s": { name: "tier (300 s, peers' freshness)", color: "#f2b66d" },
+  "tier-location": { name: "tier, location tier on", color: "#b5651d" },
   "tier-off": { name: "tier, caching off (CACHING=off)", color: "#9e9e9e" },
 };
 

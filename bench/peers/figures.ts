@@ -32,8 +32,8 @@ export interface PeersReport {
 }
 
 /** The systems in the order the report lists them. */
-const SYSTEM_ORDER: SystemName[] = ["nginx", "varnish", "tier", "tier-300s", "tier-off"];
-export const TIERS: SystemName[] = ["tier", "tier-300s"];
+const SYSTEM_ORDER: SystemName[] = ["nginx", "varnish", "tier", "tier-300s", "tier-location", "tier-off"];
+export const TIERS: SystemName[] = ["tier", "tier-300s", "tier-location"];
 /** "others" (processes outside the run) above this many cores in a phase is reported: a neighbour took part of the machine. */
 export const NEIGHBOUR_CORES = 0.25;
 /** Roles that are not a system's own CPU (procs.ts cpuSample). */

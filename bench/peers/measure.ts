@@ -66,7 +66,7 @@ export function row(system: System, scenario: ScenarioName, m: Measured<Phase>, 
 }
 
 export function isTier(system: System): system is Tier {
-  return system.name === "tier" || system.name === "tier-300s";
+  return system.name === "tier" || system.name === "tier-300s" || system.name === "tier-location";
 }
 
 /** The herd's answers in the shape of a wrk phase. */

@@ -116,7 +116,7 @@ export function freshness(report: PeersReport, originChart: string): string[] {
   return [
     "## Origin requests per page, at two freshness settings",
     "",
-    `The peers cache the whole page for ${PRODUCT_POLICY.ttlS} s (then serve it stale while refreshing); the tier's defaults keep each resource fresh for its own time (${tierDefaults}); tier-300s is the same tier with every page resource fresh for ${PRODUCT_POLICY.ttlS} s and stale-while-revalidate ${PRODUCT_POLICY.graceS} s. Warm-up and fixed load: identical requests for every system; saturation: more requests for a faster system, so a larger share of hits.`,
+    `The peers cache the whole page for ${PRODUCT_POLICY.ttlS} s (then serve it stale while refreshing); the tier's defaults keep each resource fresh for its own time (${tierDefaults}); tier-300s is the same tier with every page resource fresh for ${PRODUCT_POLICY.ttlS} s and stale-while-revalidate ${PRODUCT_POLICY.graceS} s; tier-location the defaults with the location tier on (off in the other rows), its two instances sharing one data center's cache. Warm-up and fixed load: identical requests for every system; saturation: more requests for a faster system, so a larger share of hits.`,
     "",
     mdTable(
       ["system", "warm-up", "fixed load", "saturation", `fixed load per 1,000 pages: ${PAGE_RESOURCES.join(" / ")}`],

@@ -32,15 +32,15 @@ import { runScenarios } from "./scenarios";
 import { startPeer, startTier, startTierOff, RENDER_ONLY_VARS, TIER_VARS, type Settings, type System, type SystemName } from "./systems";
 
 const CLEANUP_STEP_TIMEOUT_MS = 12_000;
-const ALL_SYSTEMS: SystemName[] = ["nginx", "varnish", "tier", "tier-300s", "tier-off"];
+const ALL_SYSTEMS: SystemName[] = ["nginx", "varnish", "tier", "tier-300s", "tier-location", "tier-off"];
 
-const USAGE = `usage: npm run bench:peers -- [--quick] [--connections N] [--rate N] [--systems nginx,varnish,tier,tier-300s,tier-off]
+const USAGE = `usage: npm run bench:peers -- [--quick] [--connections N] [--rate N] [--systems nginx,varnish,tier,tier-300s,tier-location,tier-off]
        npm run bench:peers -- --report-from bench/results/peers.json
 
   --quick            short phases (about 3 minutes in all): a smoke run, rough figures
   --connections N    connections of the saturation phases (default 64; the paced phases use twice as many)
   --rate N           offered rate of the paced phases, req/s (default: half the tier's saturation rate, measured first)
-  --systems LIST     run only these systems (default: all; order stays nginx, varnish, tier, tier-300s, tier-off)
+  --systems LIST     run only these systems (default: all; order stays nginx, varnish, tier, tier-300s, tier-location, tier-off)
   --report-from FILE runs nothing: writes the report (peers.md, the charts, peers.json) again from a run's peers.json
 
 Needs nginx and varnishd on the PATH:  apt-get update && apt-get install -y nginx varnish
@@ -186,7 +186,7 @@ async function main(): Promise<void> {
       say(`· ${name}: start`);
       const t0 = Date.now();
       let system: System;
-      if (name === "tier" || name === "tier-300s") system = await startTier(name, settings, workerLogs, onCleanup);
+      if (name === "tier" || name === "tier-300s" || name === "tier-location") system = await startTier(name, settings, workerLogs, onCleanup);
       else if (name === "tier-off") system = await startTierOff(settings, workerLogs, onCleanup);
       else {
         const peerDir = join(dir, name);

@@ -25,7 +25,7 @@
 //   redis-down    (the tier only) redis-server killed, paced
 //
 // tier-off (no cache at all) runs the walk, warm-up, fixed and saturation only;
-// tier-300s runs the walk, warm-up, fixed, saturation, cached and census only. Origin counters
+// tier-300s and tier-location run the walk, warm-up, fixed, saturation, cached and census only. Origin counters
 import { performance } from "node:perf_hooks";
 import { findChildPid } from "../lib/cpu";
 import { herd } from "../lib/probe";
@@ -115,7 +115,7 @@ export async function runScenarios(ctx: Context, system: System, onRow: (row: Ro
     out.census = { ...census, pages };
     if (stopped()) return out;
   }
-  if (system.name === "tier-300s") return out;
+  if (system.name === "tier-300s" || system.name === "tier-location") return out;
 
   // 6. cold herd
   {

@@ -6,6 +6,8 @@
 //   tier       2 Miniflare instances of the tier (L1 + L2: redis-server behind
 //              the Upstash REST gateway, as every benchmark starts them (bench/stack.ts)) → its demo origin
 //   tier-300s  the same, every page resource fresh for the peers' 300 s (CACHE_POLICIES)
+//   tier-location  the tier's defaults with its location tier on (LOCATION_CACHE=on, off in the
+//              other rows): the two instances share one data center's cache (dev/harness/locationServer.ts)
 //   tier-off   2 render-only workers, nothing in front: the tier with no cache at all
 //
 // A render-only worker is the tier's own bundle with CACHING=off (every part
@@ -31,9 +33,11 @@ import {
 import { workerdPids } from "../lib/cpu";
 import { startNginx, startVarnish, type CachePolicy, type CacheServer } from "./procs";
 import { RedisProbe } from "../../dev/harness/redisProbe";
+import { useLocationServer } from "../../dev/harness/bundle";
+import { forkLocationServer } from "../../dev/harness/locationServer";
 
-export type SystemName = "nginx" | "varnish" | "tier" | "tier-300s" | "tier-off";
-export type TierName = "tier" | "tier-300s";
+export type SystemName = "nginx" | "varnish" | "tier" | "tier-300s" | "tier-location" | "tier-off";
+export type TierName = "tier" | "tier-300s" | "tier-location";
 
 export interface Settings {
   quick: boolean;
@@ -68,7 +72,13 @@ export const TIER_VARS: Record<TierName, Record<string, string>> = {
   "tier-300s": {
     CACHE_POLICIES: everyPageResource(PEERS_FRESHNESS),
   },
+  "tier-location": {
+    LOCATION_CACHE: "on",
+  },
 };
+
+/** The data center's cache of tier-location: room for every page part the run touches. */
+const LOCATION_BYTES = 2 * 1024 * 1024 * 1024;
 
 const RENDER_ONLY_INSTANCES = 2;
 const TIER_INSTANCES = 2;
@@ -242,12 +252,20 @@ export async function startTier(name: TierName, settings: Settings, logs: Worker
     const redis = await RedisProbe.connect(servers.redisPort);
     stops.push(onCleanup(`${name}: Redis probe`, async () => redis.close()));
     const filter = await buildKnownIdsFilter(servers);
+    // tier-location's instances send their Cache API calls to one location cache, in a process of its own.
+    const location = name === "tier-location" ? await forkLocationServer({ maxBytes: LOCATION_BYTES }) : null;
+    if (location) stops.push(onCleanup(`${name}: location cache`, () => location.close()));
     const before = workerdPids();
     const workers: WorkerInstance[] = [];
-    for (let i = 0; i < TIER_INSTANCES; i++) {
-      const worker = await startWorker({ ...servers.bindings, ...TIER_VARS[name] }, logs);
-      workers.push(worker);
-      stops.push(onCleanup(`${name}: worker ${worker.url}`, () => worker.close()));
+    useLocationServer(location?.address);
+    try {
+      for (let i = 0; i < TIER_INSTANCES; i++) {
+        const worker = await startWorker({ ...servers.bindings, ...TIER_VARS[name] }, logs);
+        workers.push(worker);
+        stops.push(onCleanup(`${name}: worker ${worker.url}`, () => worker.close()));
+      }
+    } finally {
+      useLocationServer(undefined);
     }
     const id = productId(1);
     const page = await getPage(`${workers[0]!.url}/products/${id}`);
@@ -265,12 +283,14 @@ export async function startTier(name: TierName, settings: Settings, logs: Worker
       name,
       description:
         `this tier: ${TIER_INSTANCES} Miniflare (workerd) instances, L1 lru-cache + L2 redis-server via the Upstash REST gateway, load split across them → demo origin; ` +
-        (Object.keys(vars).length
+        (name === "tier-300s"
           ? `policies: every page resource fresh for ${PEERS_FRESHNESS.ttl} s, stale-while-revalidate ${PEERS_FRESHNESS.swr} s (the peers' freshness)`
-          : "the tier's default policies"),
+          : name === "tier-location"
+            ? "the tier's default policies, its location tier on: both instances share one data center's cache (a process of its own)"
+            : "the tier's default policies"),
       targets: workers.map((w) => w.url),
       origin,
-      cpuRoots: { workerd: newPids(before), "origin+gateway": [servers.pid] },
+      cpuRoots: { workerd: newPids(before), "origin+gateway": [servers.pid], ...(location ? { location: [location.pid] } : {}) },
       purge: (productIdToPurge) =>
         retried(`POST /__purge {"ids":["${productIdToPurge}"]} to one instance`, () =>
           fetch(`${workers[0]!.url}/__purge`, {

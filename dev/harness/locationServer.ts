@@ -170,7 +170,9 @@ export async function startLocationServer(options: { maxBytes: number; port?: nu
 }
 
 /** The cache in a child process of its own (locationChild.ts), so that no load generator's event loop delays it. */
-export async function forkLocationServer(options: { maxBytes: number }): Promise<Omit<LocationServer, "stats"> & { stats(): Promise<LocationServerStats> }> {
+export async function forkLocationServer(options: {
+  maxBytes: number;
+}): Promise<Omit<LocationServer, "stats"> & { pid: number; stats(): Promise<LocationServerStats> }> {
   const child = fork(fileURLToPath(new URL("./locationChild.ts", import.meta.url)), [], {
     execArgv: ["--import", "tsx"],
     env: { ...process.env, LOCATION_SERVER_MAX_BYTES: String(options.maxBytes) },
@@ -190,6 +192,7 @@ export async function forkLocationServer(options: { maxBytes: number }): Promise
   });
   return {
     address,
+    pid: child.pid ?? 0,
     async stats() {
       const response = await fetch(`http://${address}/__stats`, { method: "POST" });
       return (await response.json()) as LocationServerStats;
