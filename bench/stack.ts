@@ -65,7 +65,7 @@ export interface Servers {
   close(): Promise<void>;
 }
 
-export type ServersSettings = Pick<StackProcessOptions, "catalogSize" | "latencyMs" | "jitterMs">;
+export type ServersSettings = Pick<StackProcessOptions, "catalogSize" | "latencyMs" | "jitterMs" | "redisLatencyMs">;
 
 export async function startServers(settings: ServersSettings): Promise<Servers> {
   const started = await forkStack({ ...settings, gatewayToken: GATEWAY_TOKEN });

@@ -35,7 +35,7 @@ export interface SoakResults {
 
 /** Writes the soak's files; returns their paths. */
 export function writeSoakFiles(options: SoakOptions, r: SoakResults): string[] {
-  const { args, mode, instances, connections, departingConnections, plan, resultsSuffix, restartAt, locationOffAt } = options;
+  const { args, mode, instances, connections, departingConnections, plan, resultsSuffix, restartAt, locationOffAt, redisRttMs } = options;
   const { command, startedAt, filter, herd, herdLine, windows, slots, cold, coldTable, checks, checksTable, probes, prices, profiles, errorLines } = r;
   const { slotsKnown, slotsFreeMs, slotsText } = slots;
   const locationText = r.location.text;
@@ -49,6 +49,7 @@ export function writeSoakFiles(options: SoakOptions, r: SoakResults): string[] {
     `\`${command}\` · ${subtitle} · Node ${machine.node}, workerd ${machine.versions.workerd}, miniflare ${machine.versions.miniflare}`,
     "",
     `Origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms, ${CATALOG.toLocaleString("en-US")} products, Zipf(1.0); known-ids filter ${filter.built ? "built" : `NOT built (${filter.detail})`}.` +
+      (redisRttMs ? ` Every Redis call held ${redisRttMs} ms by the gateway first (Redis in another region).` : "") +
       (plan.cancellers
         ? ` Cancellers: ${CANCEL.share * 100}% of the last window's wrk rate (at most ${CANCEL.cap}/s), each closed 1–30 ms after it was sent.`
         : " No cancellers.") +

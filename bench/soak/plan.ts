@@ -65,8 +65,10 @@ export function soakOptions() {
       "flood-profile": { type: "boolean", default: false },
       // Results written as bench/results/<name>-<suffix>.* (e.g. a smoke run that must not overwrite the committed figures).
       "results-suffix": { type: "string" },
-      // The location tier on (the instances share one Cache API folder); off otherwise, as in every benchmark (bench/stack.ts says why).
+      // The location tier on (the instances share one location cache); off otherwise, as in every benchmark (bench/stack.ts says why).
       location: { type: "boolean", default: false },
+      // Every Redis call held this long by the gateway first: Redis in another region, as Upstash is for a distant data center (default 0).
+      "redis-rtt": { type: "string", default: "0" },
       // Seconds into the load (multiples of 30, comma-separated) at which every isolate is stopped and started again (a redeploy).
       "restart-at": { type: "string" },
       // Seconds into the load (a multiple of 30) at which every isolate is restarted with LOCATION_CACHE=off, for the rest of the run.
@@ -82,6 +84,7 @@ export function soakOptions() {
   const profileWindows = (args["profile-windows"] ?? "").split(",").filter(Boolean).map(Number);
   const restartAt = (args["restart-at"] ?? "").split(",").filter(Boolean).map(Number);
   const locationOffAt = args["location-off-at"] === undefined ? null : Number(args["location-off-at"]);
+  const redisRttMs = Number(args["redis-rtt"]);
   /** Restarts fall between windows, before the load's end; turning the location tier off needs it on first. */
   const restartsValid =
     (locationOffAt === null || args.location) &&
@@ -127,10 +130,13 @@ export function soakOptions() {
     !policiesValid ||
     !profileWindows.every((n) => Number.isInteger(n) && n >= 1) ||
     !restartsValid ||
-    !floodsValid
+    !floodsValid ||
+    !Number.isInteger(redisRttMs) ||
+    redisRttMs < 0 ||
+    redisRttMs > 200
   ) {
     (args.help ? console.log : console.error)(
-      "usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--departing N (0–256 departing visitors beside wrk, default 0)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)] [--location] [--restart-at S,S… (multiples of 30 s)] [--location-off-at S (with --location)] [--results-suffix NAME]\n" +
+      "usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--departing N (0–256 departing visitors beside wrk, default 0)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)] [--location] [--restart-at S,S… (multiples of 30 s)] [--location-off-at S (with --location)] [--redis-rtt MS (0–200, default 0)] [--results-suffix NAME]\n" +
         "       npm run bench:soak -- --flood departing|crawler|both [--flood-seconds N (1–120, default 15)] [--flood-connections N (2–256; default departing 8, crawler 32)] [--flood-zipf N (wrk connections beside the departing flood's second run, default 16; 0: no such run)] [--flood-profile] [--results-suffix NAME]",
     );
     process.exit(args.help ? 0 : 2);
@@ -145,6 +151,7 @@ export function soakOptions() {
     profileWindows,
     restartAt,
     locationOffAt,
+    redisRttMs,
     floods,
     floodSeconds,
     floodConnections,

@@ -35,7 +35,7 @@ import { tableHead, tableRow, type Window } from "./report";
 import { probeLocation, startFleet, type LocationProbe } from "./restart";
 
 const options = soakOptions();
-const { args, mode, plan, instances, connections, departingConnections, profileWindows, restartAt, locationOffAt, resultsSuffix } = options;
+const { args, mode, plan, instances, connections, departingConnections, profileWindows, restartAt, locationOffAt, redisRttMs, resultsSuffix } = options;
 const { floods, floodSeconds, floodConnections, floodZipf } = options;
 
 const { onCleanup, interrupted, run, signal } = benchmarkRun("soak");
@@ -65,11 +65,11 @@ async function main(): Promise<void> {
     onLine: (line) => countLogLine(logCounts, line),
   };
   console.log(
-    `soak (${mode}): ${instances} instance(s), wrk -t2 -c${connections}${departingConnections ? ` + ${departingConnections} departing connections` : ""}, ${plan.windows} × ${plan.windowS} s; origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms, ${CATALOG.toLocaleString("en-US")} products${args.policies ? `; CACHE_POLICIES ${args.policies}` : ""}`,
+    `soak (${mode}): ${instances} instance(s), wrk -t2 -c${connections}${departingConnections ? ` + ${departingConnections} departing connections` : ""}, ${plan.windows} × ${plan.windowS} s; origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms, ${CATALOG.toLocaleString("en-US")} products${redisRttMs ? `; every Redis call held ${redisRttMs} ms` : ""}${args.policies ? `; CACHE_POLICIES ${args.policies}` : ""}`,
   );
 
   // Set-up: bundle and servers at once, the known-ids filter, the instances with their inspectors.
-  const { servers, filter } = await startStack({ catalogSize: CATALOG, ...ORIGIN }, onCleanup);
+  const { servers, filter } = await startStack({ catalogSize: CATALOG, ...ORIGIN, redisLatencyMs: redisRttMs }, onCleanup);
   // The instances share one location cache, as two isolates of one data center do.
   const fleet = await startFleet(
     instances,

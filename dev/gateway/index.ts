@@ -30,6 +30,12 @@ export interface GatewayOptions {
   commandTimeoutMs?: number;
   /** Where connection-state lines go (default: stderr). */
   log?: (line: string) => void;
+  /**
+   * Held before each request is handled, ms (default 0): the round trip to
+   * a database in another region (Upstash is in one region; a data center
+   * far from it is tens of milliseconds away), for the benchmarks.
+   */
+  latencyMs?: number;
 }
 
 export interface Gateway {
@@ -65,11 +71,15 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   });
   const context: Context = { redis, authorized: bearerCheck(options.token), log };
 
+  const latencyMs = options.latencyMs ?? 0;
   const server = createServer((req, res) => {
-    handle(req, res, context).catch((err: unknown) => {
-      log(`gateway: unexpected failure: ${(err as Error)?.stack ?? String(err)}`);
-      sendJson(res, 500, { error: "ERR internal gateway error" });
-    });
+    const answer = () =>
+      handle(req, res, context).catch((err: unknown) => {
+        log(`gateway: unexpected failure: ${(err as Error)?.stack ?? String(err)}`);
+        sendJson(res, 500, { error: "ERR internal gateway error" });
+      });
+    if (latencyMs > 0) setTimeout(answer, latencyMs);
+    else void answer();
   });
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
 

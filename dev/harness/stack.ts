@@ -33,6 +33,8 @@ export interface StackOptions {
   gatewayPort?: number;
   /** Where gateway `shard` writes its connection-state lines (default: stderr). */
   gatewayLog?: (line: string, shard: number) => void;
+  /** Each gateway holds every request this long first (a database in another region; default 0). */
+  gatewayLatencyMs?: number;
   /** The demo origin's options, or false for none. */
   origin: DemoOriginOptions | false;
 }
@@ -62,6 +64,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
         redisPort: redis.port,
         token: options.token,
         log: gatewayLog && ((line: string) => gatewayLog(line, i)),
+        latencyMs: options.gatewayLatencyMs,
       }).catch(async (err: unknown) => {
         await redis.stop();
         throw err;

@@ -62,6 +62,7 @@ async function main(): Promise<void> {
     token: options.gatewayToken,
     shards: count,
     gatewayLog: (line, shard) => send({ type: "log", line: count > 1 ? `#${shard} ${line}` : line }),
+    gatewayLatencyMs: options.redisLatencyMs,
     origin: options.origin !== false && { catalogSize: options.catalogSize, latencyMs: options.latencyMs, jitterMs: options.jitterMs },
   });
   const shards = stack.shards.map(({ redis, gateway }) => ({ redisPort: redis.port, gatewayUrl: gateway.url }));

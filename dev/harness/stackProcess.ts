@@ -17,6 +17,8 @@ export interface StackProcessOptions {
   shards?: number;
   /** Run the demo origin too (default true). */
   origin?: boolean;
+  /** Each gateway holds every request this long first: Redis in another region (default 0). */
+  redisLatencyMs?: number;
 }
 
 export interface ShardEndpoints {

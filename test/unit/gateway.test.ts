@@ -234,6 +234,22 @@ describe("the HTTP protocol", () => {
     await other.close();
     expect(Date.now() - started).toBeLessThan(1500);
   });
+
+  it("holds every request for its latency first, when given one (Redis in another region)", async () => {
+    const far = await startGateway({ redisPort: server.port, token: TOKEN, log: () => {}, latencyMs: 80 });
+    try {
+      const ping = async (url: string) => {
+        const started = performance.now();
+        const res = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${TOKEN}` }, body: '["PING"]' });
+        expect(await res.json()).toEqual({ result: "PONG" });
+        return performance.now() - started;
+      };
+      expect(await ping(far.url)).toBeGreaterThanOrEqual(79);
+      expect(await ping(gateway.url)).toBeLessThan(79);
+    } finally {
+      await far.close();
+    }
+  });
 });
 
 describe("when redis fails", () => {
