@@ -15,12 +15,13 @@ import { existsSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { buildBundle, startBundle } from "../../dev/harness/bundle";
+import { buildBundle, startBundle, useLocationServer } from "../../dev/harness/bundle";
 import { benchmarkRun } from "../lib/cleanup";
 import { cpuBetween, cpuSample, workerdPids } from "../lib/cpu";
 import { describeMachine, runLine, writeResults } from "../lib/report";
 import { ensureWrk, runZipfWrk, Workload } from "../lib/wrk";
 import { startServers, toolVersions, buildKnownIdsFilter } from "../stack";
+import { forkLocationServer } from "../../dev/harness/locationServer";
 
 const CATALOG = 100_000;
 /** As bench:profile's cached row: few enough that every page stays rendered. */
@@ -33,6 +34,8 @@ const { values: args } = parseArgs({
     rounds: { type: "string", default: "6" },
     seconds: { type: "string", default: "8" },
     connections: { type: "string", default: "32" },
+    // The location tier on, each side with a location cache of its own (dev/harness/locationServer.ts).
+    location: { type: "boolean", default: false },
     help: { type: "boolean", short: "h", default: false },
   },
 });
@@ -41,7 +44,7 @@ const seconds = Number(args.seconds);
 const connections = Number(args.connections);
 if (args.help || ![rounds, seconds, connections].every((n) => Number.isInteger(n) && n >= 1) || !["cached", "zipf", "healthz"].includes(args.load)) {
   (args.help ? console.log : console.error)(
-    "usage: npm run bench:ab -- [--base REF (default HEAD)] [--load cached|zipf|healthz (default cached)] [--rounds N (6)] [--seconds N (8)] [--connections N (32)]",
+    "usage: npm run bench:ab -- [--base REF (default HEAD)] [--load cached|zipf|healthz (default cached)] [--rounds N (6)] [--seconds N (8)] [--connections N (32)] [--location]",
   );
   process.exit(args.help ? 0 : 2);
 }
@@ -89,13 +92,16 @@ async function main(): Promise<void> {
   const sides = {} as Record<"A" | "B", { url: string; pid: number }>;
   for (const side of ["A", "B"] as const) {
     const before = workerdPids();
+    const location = args.location ? await forkLocationServer({ maxBytes: 2 ** 30 }) : null;
+    if (location) onCleanup(`location cache ${side}`, () => location.close());
+    useLocationServer(location?.address);
     const { mf, url } = await startBundle({
       bundleDir: bundles[side],
-      bindings: servers.bindings,
+      bindings: { ...servers.bindings, ...(location ? { LOCATION_CACHE: "on" } : {}) },
       onLine: (line) => void (/error|fail/i.test(line) && console.error(`  ${side}: ${line}`)),
       port: 0,
       cf: false,
-    });
+    }).finally(() => useLocationServer(undefined));
     onCleanup(`worker ${side}`, () => mf.dispose());
     const pid = [...workerdPids()].find((p) => !before.has(p));
     if (pid === undefined) throw new Error(`no workerd process found for ${side}`);
@@ -144,11 +150,11 @@ async function main(): Promise<void> {
       `| ${i + 1} | ${a.toFixed(3)} | ${perRequest.B[i]!.toFixed(3)} | ${(perRequest.B[i]! / a).toFixed(2)}× | ${Math.round(rps.A[i]!)} | ${Math.round(rps.B[i]!)} |`,
   );
   const markdown = [
-    `# A/B: ${base} against the working tree, ${args.load}`,
+    `# A/B: ${base} against the working tree, ${args.load}${args.location ? ", the location tier on" : ""}`,
     "",
     runLine("npm run bench:ab", describeMachine(toolVersions()), startedAt),
     "",
-    `One workerd isolate each, the same stack (demo origin 20 ± 2 ms, ${CATALOG.toLocaleString("en-US")} products, Redis behind the gateway); wrk -t2 -c${connections}, ${seconds} s per turn after 10 s of warm-up each; ${args.load === "cached" ? `Zipf over the ${HOT_RANKS} hottest products (every page in L1 and rendered)` : args.load === "zipf" ? "Zipf(1.0) over the catalog" : "/healthz"}. CPU: the isolate's workerd process, from /proc.`,
+    `One workerd isolate each, the same stack (demo origin 20 ± 2 ms, ${CATALOG.toLocaleString("en-US")} products, Redis behind the gateway${args.location ? "; the location tier on, each side with a location cache of its own" : ""}); wrk -t2 -c${connections}, ${seconds} s per turn after 10 s of warm-up each; ${args.load === "cached" ? `Zipf over the ${HOT_RANKS} hottest products (every page in L1 and rendered)` : args.load === "zipf" ? "Zipf(1.0) over the catalog" : "/healthz"}. CPU: the isolate's workerd process, from /proc.`,
     "",
     "| round | A CPU-ms / request | B CPU-ms / request | B ÷ A | A req/s | B req/s |",
     "| ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -158,7 +164,7 @@ async function main(): Promise<void> {
     "",
     `Redis per request (INFO commandstats over each turn; the idle side's background calls included), medians: scripts sent (EVAL, EVALSHA) A ${median(scripts.A).toFixed(3)}, B ${median(scripts.B).toFixed(3)}; every call run, a script's own included, A ${median(calls.A).toFixed(3)}, B ${median(calls.B).toFixed(3)}.`,
   ].join("\n");
-  const files = writeResults(`ab-${args.load}`, { ".md": markdown });
+  const files = writeResults(`ab-${args.load}${args.location ? "-location" : ""}`, { ".md": markdown });
   console.log(`\n${markdown}\n\nresults: ${files.join(", ")}`);
 }
 
