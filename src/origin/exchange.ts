@@ -46,6 +46,8 @@ export async function get(doFetch: typeof fetch, resource: ResourceName, url: st
         throw new OriginError(resource, "unreachable", errorText(error));
       }
       await new Promise((resolve) => setTimeout(resolve, delay));
+      // A busy isolate may wake past the deadline: the call failed on its connection, not for want of one.
+      if (Date.now() >= deadline) throw new OriginError(resource, "unreachable", errorText(error));
     }
   }
 }

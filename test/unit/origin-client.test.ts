@@ -3,7 +3,7 @@
 // against the contract, a breaker per service and the isolate's fetch limiter.
 // Most cases use an injected `fetch`; a few run against the real demo origin
 // over HTTP, where faults are injected through its admin API.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { createBreaker, type Breaker } from "../../src/shared/breaker";
 import { createOriginClient, type OriginClient, type OriginClientOptions } from "../../src/origin/client";
 import { isAnswerAboutId, OriginError, type OriginFailure } from "../../src/origin/failure";
@@ -307,6 +307,25 @@ describe("origin client: per-service breaker", () => {
     mode = "500";
     expect(await failureOf(c.fetchResource("reviews", "p-000001"))).toBe("status");
     expect(breakers.get("reviews")!.state()).toBe("open");
+  });
+
+  it("counts a refused connection against the service even when a busy isolate wakes for its retry past the deadline", async () => {
+    // The retry waits 20 ms (the shortest); the isolate is busy for 80 ms meanwhile, past the call's 50 ms.
+    const random = vi.spyOn(Math, "random").mockReturnValue(0);
+    try {
+      const origin = recordingFetch(() => {
+        setTimeout(() => {
+          const until = Date.now() + 80;
+          while (Date.now() < until);
+        }, 1);
+        return Promise.reject(new TypeError("fetch failed"));
+      });
+      const { c, breakers } = withBreakers(origin.fetch, { policies: policies(50) });
+      for (let i = 0; i < THRESHOLD; i++) expect(await failureOf(c.fetchResource("reviews", "p-000001"))).toBe("unreachable");
+      expect(breakers.get("reviews")!.state()).toBe("open");
+    } finally {
+      random.mockRestore();
+    }
   });
 
   it("a call cut short because nobody waits any more is 'abandoned', and never counted against the service", async () => {
