@@ -5,10 +5,10 @@
 // the tests' setup too. Its HTTP answers alone: test/unit/location-server.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useLocationServer } from "../../dev/harness/bundle";
-import { member } from "../../dev/harness/cacheStatus";
 import { startLocationServer, type LocationServer } from "../../dev/harness/locationServer";
-import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
+import { startStack, type Stack } from "../support/stack";
 import { logFaults, startWorker, type WorkerInstance } from "../support/worker";
+import { locationStats, pageParts } from "../support/location";
 
 const PARTS = ["product", "inventory", "reviews", "recommendations"];
 
@@ -36,28 +36,14 @@ async function isolate(): Promise<WorkerInstance> {
   return worker;
 }
 
-async function page(worker: WorkerInstance, id: string): Promise<Record<string, string>> {
-  const response = await worker.fetch(`/products/${id}`);
-  expect(response.status).toBe(200);
-  const status = response.headers.get("cache-status") ?? "";
-  return Object.fromEntries(PARTS.map((part) => [part, member(status, part)]));
-}
-
-async function locationPuts(worker: WorkerInstance): Promise<number> {
-  const status = (await (await worker.fetch("/__status.json", { headers: { authorization: `Bearer ${PURGE_TOKEN}` } })).json()) as {
-    location: { stats: { puts: number } | null };
-  };
-  return status.location.stats?.puts ?? 0;
-}
-
 describe("the benchmarks' location server", () => {
   it("holds what one isolate put, for another isolate to read", async () => {
     const [first, second] = [await isolate(), await isolate()];
-    const cold = await page(first, "p-000202");
+    const cold = await pageParts(first, "p-000202");
     expect(cold.product).toMatch(/^pp-origin/);
-    for (let i = 0; i < 100 && (await locationPuts(first)) < 4; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    for (let i = 0; i < 100 && (await locationStats(first)).puts < 4; i++) await new Promise((resolve) => setTimeout(resolve, 20));
     expect(location.stats()).toMatchObject({ puts: 4, refused: 0, entries: 4 });
-    const shared = await page(second, "p-000202");
+    const shared = await pageParts(second, "p-000202");
     for (const part of PARTS) expect(shared[part], JSON.stringify(shared)).toMatch(/^pp-location; hit/);
     expect(location.stats().hits).toBeGreaterThanOrEqual(4);
   });

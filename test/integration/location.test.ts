@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { member } from "../../dev/harness/cacheStatus";
 import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
 import { logFaults, startWorker, type WorkerInstance } from "../support/worker";
+import { locationStats, pageParts } from "../support/location";
 
 const PARTS = ["product", "inventory", "reviews", "recommendations"];
 
@@ -56,28 +57,12 @@ async function redisCalls(): Promise<number> {
   return total;
 }
 
-/** The page's Cache-Status member for each part. */
-async function page(worker: WorkerInstance, id: string): Promise<Record<string, string>> {
-  const response = await worker.fetch(`/products/${id}`);
-  expect(response.status).toBe(200);
-  const status = response.headers.get("cache-status") ?? "";
-  return Object.fromEntries(PARTS.map((part) => [part, member(status, part)]));
-}
-
-/** What `worker`'s location tier did so far (its status page's counts). */
-async function locationStats(worker: WorkerInstance): Promise<{ puts: number; purged: number }> {
-  const status = (await (await worker.fetch("/__status.json", { headers: { authorization: `Bearer ${PURGE_TOKEN}` } })).json()) as {
-    location: { stats: { puts: number; purged: number } | null };
-  };
-  return status.location.stats ?? { puts: 0, purged: 0 };
-}
-
 const putsMade = async (worker: WorkerInstance) => (await locationStats(worker)).puts;
 
 /** A cold page of `id` in `worker`, once its four parts are in the location cache. */
 async function coldPage(worker: WorkerInstance, id: string): Promise<Record<string, string>> {
   const before = await putsMade(worker);
-  const parts = await page(worker, id);
+  const parts = await pageParts(worker, id);
   for (let i = 0; i < 100 && (await putsMade(worker)) < before + 4; i++) await new Promise((resolve) => setTimeout(resolve, 20));
   expect(await putsMade(worker)).toBeGreaterThanOrEqual(before + 4);
   // And in L2: the fills' writes go in a send of their own, after the puts (they must not land in a later test's count).
@@ -113,7 +98,7 @@ describe("the location tier", () => {
     // The second isolate's first page syncs purges: a page after it is the one measured (and its own fills' writes land before).
     await coldPage(second, "p-000999");
     await direct.config("RESETSTAT");
-    const shared = await page(second, "p-000101");
+    const shared = await pageParts(second, "p-000101");
     expect(shared, JSON.stringify(shared)).toSatisfy(fromLocation);
     expect(await redisCalls()).toBe(0);
   });
@@ -127,7 +112,7 @@ describe("the location tier", () => {
       await purge(first, body);
       // The second isolate learns of it within PURGE_POLL_MS (it syncs before the page).
       await new Promise((resolve) => setTimeout(resolve, 1100));
-      const after = await page(second, id);
+      const after = await pageParts(second, id);
       expect(after.product, `${JSON.stringify(body)}: ${after.product}`).not.toMatch(/^pp-location/);
     }
     // A tag the product carries, read from its copy.
@@ -136,7 +121,7 @@ describe("the location tier", () => {
     if (tags.length > 0) {
       await purge(first, { tags });
       await new Promise((resolve) => setTimeout(resolve, 1100));
-      expect((await page(second, "p-000104")).product).not.toMatch(/^pp-location/);
+      expect((await pageParts(second, "p-000104")).product).not.toMatch(/^pp-location/);
     }
     // Found there, and turned down as purged (not merely missing): the id, the all and the tag purge.
     expect((await locationStats(second)).purged).toBeGreaterThanOrEqual(tags.length > 0 ? 3 : 2);
@@ -148,9 +133,9 @@ describe("the location tier", () => {
     await purge(first, { ids: ["p-000106"] });
     await first.close();
     const restarted = await isolate();
-    await page(restarted, "p-000998");
-    expect(await page(restarted, "p-000105"), "not purged").toSatisfy(fromLocation);
-    expect((await page(restarted, "p-000106")).product, "purged before it started").not.toMatch(/^pp-location/);
+    await pageParts(restarted, "p-000998");
+    expect(await pageParts(restarted, "p-000105"), "not purged").toSatisfy(fromLocation);
+    expect((await pageParts(restarted, "p-000106")).product, "purged before it started").not.toMatch(/^pp-location/);
   });
 
   it("keeps a cold page within the subrequest limit: at MAX_SUBREQUESTS' floor (20) every part still comes from the origin", async () => {
@@ -171,7 +156,7 @@ describe("the location tier", () => {
 
   it("is bypassed with LOCATION_CACHE=off", async () => {
     const off = await isolate({ LOCATION_CACHE: "off" });
-    const parts = await page(off, "p-000105");
+    const parts = await pageParts(off, "p-000105");
     expect(Object.values(parts).some((line) => line.startsWith("pp-location"))).toBe(false);
   });
 });
