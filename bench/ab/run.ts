@@ -92,7 +92,7 @@ async function main(): Promise<void> {
   const sides = {} as Record<"A" | "B", { url: string; pid: number }>;
   for (const side of ["A", "B"] as const) {
     const before = workerdPids();
-    const location = args.location ? await forkLocationServer({ maxBytes: 2 ** 30 }) : null;
+    const location = args.location ? await forkLocationServer() : null;
     if (location) onCleanup(`location cache ${side}`, () => location.close());
     useLocationServer(location?.address);
     const { mf, url } = await startBundle({

@@ -77,9 +77,6 @@ export const TIER_VARS: Record<TierName, Record<string, string>> = {
   },
 };
 
-/** The data center's cache of tier-location: room for every page part the run touches. */
-const LOCATION_BYTES = 2 * 1024 * 1024 * 1024;
-
 const RENDER_ONLY_INSTANCES = 2;
 const TIER_INSTANCES = 2;
 const PURGE_TOKEN = "bench-purge-token";
@@ -253,7 +250,7 @@ export async function startTier(name: TierName, settings: Settings, logs: Worker
     stops.push(onCleanup(`${name}: Redis probe`, async () => redis.close()));
     const filter = await buildKnownIdsFilter(servers);
     // tier-location's instances send their Cache API calls to one location cache, in a process of its own.
-    const location = name === "tier-location" ? await forkLocationServer({ maxBytes: LOCATION_BYTES }) : null;
+    const location = name === "tier-location" ? await forkLocationServer() : null;
     if (location) stops.push(onCleanup(`${name}: location cache`, () => location.close()));
     const before = workerdPids();
     const workers: WorkerInstance[] = [];

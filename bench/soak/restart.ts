@@ -16,9 +16,6 @@ import { countStatuses, get, percentile } from "../lib/probe";
 
 type OnCleanup = Parameters<typeof startWorkers>[3];
 
-/** The location's capacity: a data center's cache holds far more than an isolate (a whole 100,000-product catalog's parts take about 1 GB). */
-const LOCATION_BYTES = 2 * 1024 * 1024 * 1024;
-
 /** The isolates of one data center: workerd processes sharing one location cache, restartable in place. */
 export interface Fleet {
   /** The running instances; replaced in place by a restart (same ports, new processes). */
@@ -30,7 +27,7 @@ export interface Fleet {
 }
 
 export async function startFleet(count: number, bindings: Record<string, string>, logs: WorkerLogs, onCleanup: OnCleanup): Promise<Fleet> {
-  const location = await forkLocationServer({ maxBytes: LOCATION_BYTES });
+  const location = await forkLocationServer();
   onCleanup("location cache", () => location.close());
   useLocationServer(location.address);
   let running = await startWorkers(count, bindings, logs, onCleanup, true);
