@@ -44,6 +44,8 @@ export interface PageTools extends RefreshTools {
   /** Whether this isolate knows every id purge after `stamp`: a location copy stamped earlier cannot be judged here. */
   vouches(stamp: PurgeStamp): boolean;
   fillContext(resource: ResourceName, id: string, request: PageRequest): FillContext;
+  /** Puts the location tier's copy of `id`'s parts kept with `resource`, from L1 (readThrough.ts). */
+  keepInLocation(id: string, resource: ResourceName, background: (work: Promise<unknown>) => void): void;
   /** Redis left a call about `key`, sent when it had answered `answeredBefore` calls, unanswered because it does not answer (readThrough.ts). */
   redisSilent(key: string, answeredBefore: number): boolean;
 }
@@ -123,7 +125,10 @@ export async function readFromLocation(
   const { clock, l1, location } = tools;
   const toRead = pending.filter((item) => !underWay(tools, item.key));
   if (!location || toRead.length === 0) return pending;
-  const copies = await location.read(toRead.map(({ key, resource }) => ({ key, resource, id })));
+  const copies = await location.read(
+    id,
+    toRead.map(({ resource }) => resource),
+  );
   // Tag purges match the product's tags, for every part of the page: this copy's when L1 holds none.
   const subjectCopy = copies[toRead.findIndex((item) => item.resource === PAGE_SUBJECT)];
   const tags = pageTags(tools, id, subjectCopy?.entry.data);
@@ -226,7 +231,6 @@ export async function readFromL2(
     const state = entryState(best, clock.now());
     if (best && best === fromL2 && (state === "fresh" || state === "stale")) {
       l1.keep(item.key, best);
-      tools.location?.put(item.key, best, request.purgeStamp ?? null, request.background);
       data[item.resource] = served(item.resource, best, "l2", state);
       if (state === "stale") tools.refresh(item.key, item.resource, id, request);
     } else {
@@ -234,6 +238,8 @@ export async function readFromL2(
       stillPending.push({ ...item, fallback: usable, fallbackTier: usable === fromL2 ? "l2" : (item.fallbackTier ?? "l1"), l2Answered: value !== undefined });
     }
   }
+  // What L2 gave goes to the location tier with the page's other parts; if some still go to their fills, the last of those puts it.
+  if (stillPending.length === 0 && entries.some((entry) => entry !== undefined)) tools.keepInLocation(id, toRead[0]!.resource, request.background);
   return stillPending;
 }
 

@@ -38,7 +38,7 @@ import { entryKey } from "./keys";
 import { createL1, type Stored } from "./l1";
 import type { L2 } from "./l2/l2";
 import { createL2Entries, type L2ValueStats } from "./l2/l2Entries";
-import type { LocationCache, LocationStats } from "./location/location";
+import { keptWith, type LocationCache, type LocationPart, type LocationStats } from "./location/location";
 import { filledMeanwhile, underWay, readCopies, readFromL1, readFromL2, readFromLocation, readFromOrigin, shedPage, type PageTools } from "./pageSteps";
 import { visitorLeft, type PageData, type PageRequest, type Timings } from "./pageRequest";
 import type { Admission, Departures, LagMeter } from "../overload";
@@ -170,13 +170,15 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     departures: overload?.departures,
     redisSilent,
   });
-  /** A fill's entry (from L2 or the origin) goes to the location tier too, stamped as of the fill's start. */
-  const fill = Object.assign(async (key: string, context: FillContext): Promise<Entry> => {
-    const entry = await fillFromL2AndOrigin(key, context);
-    location?.put(key, entry, context.purgeStamp ?? null, context.background);
-    return entry;
-  }, fillFromL2AndOrigin);
-  const flights = createFlights({ config, clock, fill, l1, rejections });
+  /** A fill's entry (from L2 or the origin) goes to the location tier with the other parts of its page, once they landed too. */
+  const flights = createFlights({
+    config,
+    clock,
+    fill: fillFromL2AndOrigin,
+    l1,
+    rejections,
+    landed: (_key, context) => keepInLocation(context.id, context.resource, context.background),
+  });
   const hotness = createHotness({ warmPerMinute: config.warmPerMinute, hotPerMinute: config.hotPerMinute, clock });
   /** The page subject's tags (the product's), which tag purges match, from the best copy this isolate has. */
   function tagsOf(id: string): readonly string[] {
@@ -188,6 +190,29 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     const verdict = deps.purges.judge(entry, id, resource, tags ?? tagsOf(id));
     if (verdict === "gone") return undefined;
     return verdict === "stale" ? markedStale(entry, clock.now()) : entry;
+  }
+
+  /**
+   * Puts the location tier's copy of `id`'s parts kept with `resource`
+   * (location.ts, keptWith): what L1 holds of each, as this isolate's purge
+   * knowledge leaves it, stamped with the purge-log position it has read.
+   * Sound because the parts are judged now: a purge up to that position has
+   * made each part gone (left out) or stale already. Not while another of
+   * those parts is being filled here: the last fill of a page to land puts
+   * the copy, once, with all of them. Not a part this isolate keeps only as
+   * its own "no data" after a useless origin answer (fill/rejections.ts).
+   */
+  function keepInLocation(id: string, resource: ResourceName, background: (work: Promise<unknown>) => void): void {
+    if (!location) return;
+    const resources = keptWith(resource);
+    const keys = resources.map((part) => entryKey(config.keyPrefix, part, id));
+    if (keys.some((key) => flights.running(key))) return;
+    const parts: LocationPart[] = [];
+    for (const [index, part] of resources.entries()) {
+      const entry = rejections.of(keys[index]!) ? undefined : judged(l1.entry(keys[index]!), id, part);
+      if (entry) parts.push({ resource: part, entry });
+    }
+    location.put(id, parts, deps.purges?.stamp() ?? null, background);
   }
 
   function fillContext(resource: ResourceName, id: string, { background, batch }: PageRequest): FillContext {
@@ -223,6 +248,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     // Without purge knowledge (unit tests of the life cycle) every copy is vouched for: there are no purges.
     vouches: (stamp) => deps.purges?.vouches(stamp) ?? true,
     fillContext,
+    keepInLocation,
     refresh: refreshes.refresh,
     dueForRefreshAhead: refreshes.dueForRefreshAhead,
     redisSilent,

@@ -6,6 +6,14 @@ import { PAGE_RESOURCES } from "../../src/origin/resources";
 import { PURGE_TOKEN } from "./stack";
 import type { WorkerInstance } from "./worker";
 
+/**
+ * Puts of a cold page's copy in the location (one copy holds the page's four
+ * parts), with the known-ids filter off as in these tests: the product is
+ * filled first, alone, and its landing puts a copy of it; the last of the
+ * other three to land puts the copy with all four.
+ */
+export const COLD_PAGE_PUTS = 2;
+
 /** The product page's Cache-Status member for each part (the page must be a 200). */
 export async function pageParts(worker: WorkerInstance, id: string): Promise<Record<string, string>> {
   const response = await worker.fetch(`/products/${id}`);

@@ -5,11 +5,10 @@
 // origin, and a Map standing for the Cache API.
 import { describe, expect, it } from "vitest";
 import type { Entry } from "../../src/cache/entry";
-import { entryKey } from "../../src/cache/keys";
 import { createLocationCache, locationUrl, type LocationStore } from "../../src/cache/location/location";
 import type { PurgeStamp } from "../../src/cache/location/purgeStamp";
 import { createReadThrough } from "../../src/cache/readThrough";
-import type { ResourceName } from "../../src/origin/resources";
+import { PAGE_RESOURCES, type ResourceName } from "../../src/origin/resources";
 import { fakeClock, fakeOrigin, testConfig } from "../support/fakes";
 
 const PRODUCT: ResourceName[] = ["product"];
@@ -18,16 +17,19 @@ const STAMP: PurgeStamp = { era: "1", seq: 10 };
 /** A data center's cache: what was put, by URL, answered as the Cache API does (a new Response each time). */
 function fakeStore() {
   const stored = new Map<string, { body: string; headers: [string, string][] }>();
+  const calls = { match: 0, put: 0 };
   const store: LocationStore = {
     async match(request) {
+      calls.match++;
       const found = stored.get(String(request));
       return found && new Response(found.body, { headers: found.headers });
     },
     async put(request, response) {
+      calls.put++;
       stored.set(String(request), { body: await response.text(), headers: [...response.headers] });
     },
   };
-  return { store, stored };
+  return { store, stored, calls };
 }
 
 /** What the isolate knows of purges: a verdict per fetch time, and the stamps it vouches for. */
@@ -47,7 +49,8 @@ function isolate(store: LocationStore, purges = knowledge(), clock = fakeClock()
   const location = createLocationCache({ config, clock, open: async () => store });
   const cache = createReadThrough({ config, origin, l2: null, location, clock, purges });
   const background: Promise<unknown>[] = [];
-  const read = (id = "p-1", resources = PRODUCT) => cache.read(id, resources, (work) => void background.push(work));
+  /** `listed`: the known-ids filter lists the product, so that a cold page's parts are filled at once (else the product first). */
+  const read = (id = "p-1", resources = PRODUCT, listed?: boolean) => cache.read(id, resources, (work) => void background.push(work), { listed });
   const settle = async () => {
     while (background.length > 0) await Promise.all(background.splice(0));
   };
@@ -60,7 +63,7 @@ describe("the location tier in the read path", () => {
     const first = isolate(store);
     expect((await first.read()).data.product).toMatchObject({ tier: "origin" });
     await first.settle();
-    expect([...stored.keys()]).toEqual([locationUrl(testConfig().publicUrl, entryKey("pp:v1", "product", "p-1"))]);
+    expect([...stored.keys()]).toEqual([locationUrl(testConfig(), "product", "p-1")]);
     expect(first.location.stats).toMatchObject({ puts: 1, putsDropped: 0 });
 
     const second = isolate(store);
@@ -100,18 +103,69 @@ describe("the location tier in the read path", () => {
     expect(soft.origin.calls.product).toBe(1);
   });
 
-  it("reads values it cannot trust as misses: not an entry, an entry of another id, a stamp that is not one, a body too large", async () => {
-    const url = locationUrl(testConfig().publicUrl, entryKey("pp:v1", "product", "p-1"));
+  it("keeps a page's parts in one copy: one put for a cold page, one lookup for a page that lacks them all", async () => {
+    const { store, stored, calls } = fakeStore();
+    const first = isolate(store);
+    await first.read("p-1", PAGE_RESOURCES, true);
+    await first.settle();
+    expect([...stored.keys()]).toEqual([locationUrl(testConfig(), "product", "p-1")]);
+    expect(calls.put).toBe(1);
+
+    const second = isolate(store);
+    const { data } = await second.read("p-1", PAGE_RESOURCES);
+    for (const resource of PAGE_RESOURCES) expect(data[resource], resource).toMatchObject({ tier: "location", freshness: "fresh", outcome: "found" });
+    expect(calls.match).toBe(2);
+    expect(second.location.stats).toMatchObject({ lookups: 4, hits: 4 });
+    for (const resource of PAGE_RESOURCES) expect(second.origin.calls[resource], resource).toBe(0);
+  });
+
+  it("puts the copy again when a part is refreshed, with the page's other parts from L1", async () => {
+    const { store, stored } = fakeStore();
+    const clock = fakeClock();
+    const first = isolate(store, knowledge(), clock);
+    await first.read("p-1", PAGE_RESOURCES, true);
+    await first.settle();
+    expect(first.location.stats.puts).toBe(1);
+    const copy = () => stored.get(locationUrl(testConfig(), "product", "p-1"))!;
+    const framing = () => new Map(copy().headers).get("pp-parts");
+    const before = copy().body;
+    // Stock is fresh for 10 s, the other parts for minutes: only stock is refreshed.
+    clock.advance(15_000);
+    expect((await first.read("p-1", PAGE_RESOURCES)).data.inventory).toMatchObject({ tier: "l1", freshness: "stale" });
+    await first.settle();
+    expect(first.origin.calls.inventory).toBe(2);
+    expect(first.origin.calls.product).toBe(1);
+    expect(first.location.stats.puts).toBe(2);
+    expect(
+      framing()
+        ?.split(",")
+        .map((part) => part[0]),
+    ).toEqual(["p", "i", "r", "c"]);
+    expect(copy().body).not.toBe(before);
+
+    // Another isolate gets the refreshed stock from the location, fresh.
+    const second = isolate(store, knowledge(), clock);
+    expect((await second.read("p-1", PAGE_RESOURCES)).data.inventory).toMatchObject({ tier: "location", freshness: "fresh" });
+  });
+
+  it("reads values it cannot trust as misses: not an entry, an entry of another id, a stamp that is not one, framing that does not add up, a body too large", async () => {
+    const url = locationUrl(testConfig(), "product", "p-1");
     const { store, stored } = fakeStore();
     const first = isolate(store);
     await first.read("p-2");
     await first.settle();
-    const otherId = stored.get(locationUrl(testConfig().publicUrl, entryKey("pp:v1", "product", "p-2")))!;
+    const otherId = stored.get(locationUrl(testConfig(), "product", "p-2"))!;
+    const withHeader = (name: string, value: string) => otherId.headers.map(([key, old]): [string, string] => [key, key === name ? value : old]);
+    const length = otherId.body.length;
     const hostile = [
-      { body: "not an entry", headers: otherId.headers },
+      { body: "not an entry", headers: withHeader("pp-parts", "p=12") },
       { body: otherId.body, headers: otherId.headers },
-      { body: otherId.body.replace('"p-2"', '"p-1"'), headers: [["pp-purge-stamp", "1|x"]] as [string, string][] },
-      { body: "x".repeat(3 * 768 * 1024 + 1), headers: otherId.headers },
+      { body: otherId.body.replace('"p-2"', '"p-1"'), headers: withHeader("pp-purge-stamp", "1|x") },
+      { body: otherId.body, headers: withHeader("pp-parts", `p=${length - 1}`) },
+      { body: `${otherId.body}x`, headers: withHeader("pp-parts", `p=${length},i=1`) },
+      { body: otherId.body.repeat(2), headers: withHeader("pp-parts", `p=${length},p=${length}`) },
+      { body: otherId.body, headers: withHeader("pp-parts", `p=${length}; i=0`) },
+      { body: "x".repeat(4 * 3 * 768 * 1024 + 1), headers: withHeader("pp-parts", `p=${4 * 3 * 768 * 1024 + 1}`) },
     ];
     for (const [index, value] of hostile.entries()) {
       stored.set(url, value);
@@ -136,11 +190,11 @@ describe("the location tier in the read path", () => {
       staleUntil: clock.now() + 1000,
       errorUntil: clock.now() + 60_000,
     };
-    for (let i = 0; i < 40; i++) location.put(entryKey("pp:v1", "product", `p-${i}`), entry, STAMP, () => undefined);
+    for (let i = 0; i < 40; i++) location.put(`p-${i}`, [{ resource: "product", entry }], STAMP, () => undefined);
     expect(location.stats.putsDropped).toBe(8);
     // Past their deadline, the places come back.
     clock.advance(1001);
-    location.put(entryKey("pp:v1", "product", "p-99"), entry, STAMP, () => undefined);
+    location.put("p-99", [{ resource: "product", entry }], STAMP, () => undefined);
     expect(location.stats.putsDropped).toBe(8);
   });
 });

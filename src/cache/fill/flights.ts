@@ -46,9 +46,11 @@ export interface FlightsDeps {
   fill: (key: string, context: FillContext) => Promise<Entry>;
   l1: L1;
   rejections: Rejections;
+  /** Told of each fill that landed, once its entry is in L1 and its lease released (the location tier's puts: readThrough.ts). */
+  landed?: (key: string, context: FillContext) => void;
 }
 
-export function createFlights({ config, clock, fill, l1, rejections }: FlightsDeps): Flights {
+export function createFlights({ config, clock, fill, l1, rejections, landed }: FlightsDeps): Flights {
   /** Fills in flight in this isolate, by key: leases that end at the fill's bound. */
   const fills = createLeaseTable<string, Flight>({ clock });
   let takenOver = 0;
@@ -78,6 +80,7 @@ export function createFlights({ config, clock, fill, l1, rejections }: FlightsDe
         l1.keep(key, entry);
         flight.settled = { entry };
         fills.release(key, flight);
+        landed?.(key, context);
         return entry;
       },
       (error: unknown) => {

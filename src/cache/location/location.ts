@@ -2,22 +2,28 @@
 // every isolate there and kept across deploys and restarts, between L1 and
 // L2 (docs/architecture.md#the-location-tier).
 //
-// A copy is stored as L2 stores it (l2/codec.ts: version and deadlines in clear,
-// the data, gzipped when large) under a synthetic URL built from the Redis
-// key (itself built only from a validated id), with the purge-log position
-// its isolate had read when it got the data (PurgeStamp). Any Worker on the
+// A product page's parts are kept together, one copy per page: a page that
+// lacks parts makes one lookup, and a page whose parts were filled makes one
+// put, where a copy per part cost up to four of each, every one a subrequest
+// that workerd carries as HTTP (docs/performance.md, "The location tier").
+// Each part is stored as L2 stores it (l2/codec.ts: version and deadlines in
+// clear, the data, gzipped when large), one after the other in the body, with
+// a header that says each part's length; the copy carries the purge-log
+// position its isolate had read when it judged the parts (PurgeStamp). The
+// URL is synthetic, built from the page's id (validated). Any Worker on the
 // zone can write there, so what comes back is checked as L2's values are
-// (size, header, schema for its key); anything else is a miss. This file
-// only stores and reads copies: whether one may be served (the purges it
-// missed, the stamp this isolate can vouch for) is the read path's call
-// (pageSteps.ts, readFromLocation).
+// (framing, size, header, schema for its key), part by part; anything else is
+// a miss. This file only stores and reads copies: whether a part may be
+// served (the purges it missed, the stamp this isolate can vouch for) is the
+// read path's call (pageSteps.ts, readFromLocation); what a copy holds, the
+// read-through's (readThrough.ts, putInLocation).
 //
 // A copy can be deleted only in the data center that holds it, and purges
 // are recorded in Redis, so nothing here is ever deleted on a purge: every
 // copy is judged on every read, as L1's entries are.
 import type { Config } from "../../config";
 import { DEFAULTS } from "../../config/defaults";
-import type { ResourceName } from "../../origin/resources";
+import { PAGE_RESOURCES, RESOURCES, type ResourceName } from "../../origin/resources";
 import type { Clock } from "../../shared/clock";
 import { createLeaseTable, within } from "../../shared/leases";
 import { subrequest } from "../../shared/subrequests";
@@ -38,16 +44,25 @@ const LOCATION_PATH = "/__pp-location/";
 /** The response header that carries a copy's purge stamp: `<era>|<seq>`. */
 const STAMP_HEADER = "pp-purge-stamp";
 const STAMP = /^(\d{0,16})\|(\d{1,16})$/;
-/** Bytes of a body read at most: a valid value of l2ValueMaxChars characters takes at most 3 bytes each in UTF-8 (no surrogates in JSON's escapes). */
-const MAX_BODY_BYTES = DEFAULTS.l2ValueMaxChars * 3;
+/** The response header that frames the body: each part's resource code and its length in characters, in the body's order. */
+const PARTS_HEADER = "pp-parts";
+const PARTS = /^[a-z]=\d{1,9}(,[a-z]=\d{1,9}){0,7}$/;
+/** Bytes of one part at most: a valid value of l2ValueMaxChars characters takes at most 3 bytes each in UTF-8 (no surrogates in JSON's escapes). */
+const MAX_PART_BYTES = DEFAULTS.l2ValueMaxChars * 3;
 
 /** What of the Cache API the tier uses (a fake one in unit tests). */
 export type LocationStore = Pick<Cache, "match" | "put">;
 
-/** A copy read back: its entry, checked against its key, and the stamp it was put with. */
+/** A part read back: its entry, checked against its key, and the stamp its copy was put with. */
 interface LocationCopy {
   entry: Entry;
   stamp: PurgeStamp;
+}
+
+/** A part to keep: the entry as its isolate judged it when the copy was put. */
+export interface LocationPart {
+  resource: ResourceName;
+  entry: Entry;
 }
 
 /** What the location tier did in this isolate since it started (status page). */
@@ -55,31 +70,40 @@ export interface LocationStats {
   /** Parts looked up, and those served from a copy. */
   lookups: number;
   hits: number;
-  /** Copies not served: not valid values, purged (by id, tag or all), or stamped before what this isolate can vouch for. */
+  /** Parts not served: not valid values, purged (by id, tag or all), or stamped before what this isolate can vouch for. */
   invalid: number;
   purged: number;
   unvouched: number;
-  /** Lookups that failed or took longer than locationTimeoutMs. */
+  /** Lookups (one per page) that failed or took longer than locationTimeoutMs. */
   errors: number;
-  /** Puts that completed, failed, or were dropped past locationPutsInFlight (or for a stamp this isolate cannot give). */
+  /** Copies put (one per page), failed, or dropped past locationPutsInFlight (or for a stamp this isolate cannot give). */
   puts: number;
   putsFailed: number;
   putsDropped: number;
 }
 
 export interface LocationCache {
-  /** The valid copies of `items`, all looked up at once; undefined for each one missing, invalid or not answered in time. */
-  read(items: readonly { key: string; resource: ResourceName; id: string }[]): Promise<(LocationCopy | undefined)[]>;
-  /** Stores `entry` under `key` in the background, stamped with `stamp`; dropped when too many puts are under way. */
-  put(key: string, entry: Entry, stamp: PurgeStamp | null, background: (work: Promise<unknown>) => void): void;
-  /** The read path's verdicts on the copies it was given. */
+  /** The valid parts `resources` of `id`'s copy, in one lookup; undefined for each one missing, invalid or not answered in time. */
+  read(id: string, resources: readonly ResourceName[]): Promise<(LocationCopy | undefined)[]>;
+  /** Stores `parts` as `id`'s copy in the background, stamped with `stamp`; dropped when too many puts are under way. */
+  put(id: string, parts: readonly LocationPart[], stamp: PurgeStamp | null, background: (work: Promise<unknown>) => void): void;
+  /** The read path's verdicts on the parts it was given. */
   note(outcome: "hit" | "purged" | "unvouched"): void;
   readonly stats: Readonly<LocationStats>;
 }
 
-/** The synthetic URL of the copy of the Redis key `key` (built only from validated ids: cache/keys.ts) under the shop's address. */
-export function locationUrl(publicUrl: string, key: string): string {
-  return `${publicUrl}${LOCATION_PATH}${encodeURIComponent(key)}`;
+/**
+ * The resources kept in one copy with `resource`: a product page's parts
+ * together (a page reads them together), any other resource alone.
+ */
+export function keptWith(resource: ResourceName): readonly ResourceName[] {
+  return RESOURCES[resource].onProductPage ? PAGE_RESOURCES : [resource];
+}
+
+/** The synthetic URL of the copy that holds `resource` of `id` (ids are validated before any key is built: cache/keys.ts). */
+export function locationUrl(config: Pick<Config, "publicUrl" | "keyPrefix">, resource: ResourceName, id: string): string {
+  const group = RESOURCES[resource].onProductPage ? "page" : RESOURCES[resource].code;
+  return `${config.publicUrl}${LOCATION_PATH}${encodeURIComponent(`${config.keyPrefix}:${group}:${id}`)}`;
 }
 
 function stampHeader(stamp: PurgeStamp): string | undefined {
@@ -94,78 +118,114 @@ function parsedStamp(text: string | null): PurgeStamp | undefined {
   return Number.isSafeInteger(seq) ? { era: match[1]!, seq } : undefined;
 }
 
+/** The parts header read: each code's place in the body, or undefined unless it frames exactly `total` characters, each part within L2's bound. */
+function parsedParts(text: string | null, total: number): Map<string, { from: number; to: number }> | undefined {
+  if (text === null || !PARTS.test(text)) return undefined;
+  const parts = new Map<string, { from: number; to: number }>();
+  let from = 0;
+  for (const field of text.split(",")) {
+    const code = field[0]!;
+    const length = Number(field.slice(2));
+    if (parts.has(code) || length > DEFAULTS.l2ValueMaxChars) return undefined;
+    parts.set(code, { from, to: from + length });
+    from += length;
+  }
+  return from === total ? parts : undefined;
+}
+
 export function createLocationCache(deps: { config: Config; clock: Clock; open: () => Promise<LocationStore> }): LocationCache {
   const { config, clock } = deps;
   const stats: LocationStats = { lookups: 0, hits: 0, invalid: 0, purged: 0, unvouched: 0, errors: 0, puts: 0, putsFailed: 0, putsDropped: 0 };
   const putsUnderWay = createLeaseTable<number, true>({ clock, capacity: DEFAULTS.locationPutsInFlight });
   let tickets = 0;
+  const decoder = new TextDecoder();
 
-  async function readOne(store: LocationStore, item: { key: string; resource: ResourceName; id: string }): Promise<LocationCopy | undefined> {
-    const response = await subrequest(() => store.match(locationUrl(config.publicUrl, item.key)), DEFAULTS.locationTimeoutMs);
-    if (!response) return undefined;
+  async function lookup(id: string, resources: readonly ResourceName[]): Promise<(LocationCopy | undefined)[]> {
+    const store = await deps.open();
+    const response = await subrequest(() => store.match(locationUrl(config, resources[0]!, id)), DEFAULTS.locationTimeoutMs);
+    if (!response) return resources.map(() => undefined);
     const stamp = parsedStamp(response.headers.get(STAMP_HEADER));
-    const value =
-      response.status === 200 && stamp ? await readBounded(response, MAX_BODY_BYTES).then((bytes) => bytes && new TextDecoder().decode(bytes)) : undefined;
-    if (!stamp || value === undefined) {
-      await response.body?.cancel();
-      stats.invalid++;
-      return undefined;
+    const bytes = response.status === 200 && stamp ? await readBounded(response, MAX_PART_BYTES * keptWith(resources[0]!).length) : undefined;
+    const body = bytes && decoder.decode(bytes);
+    const parts = body !== undefined ? parsedParts(response.headers.get(PARTS_HEADER), body.length) : undefined;
+    if (!stamp || body === undefined || !parts) {
+      if (!bytes) await response.body?.cancel();
+      stats.invalid += resources.length;
+      return resources.map(() => undefined);
     }
-    const maxLifeMs = longestLifeMs(config.policies[item.resource], config.ttlJitter);
-    const decoded = decodeEntry(value, { resource: item.resource, id: item.id, now: clock.now(), maxLifeMs });
-    if (!("entry" in decoded)) {
-      stats.invalid++;
-      return undefined;
-    }
-    return { entry: decoded.entry, stamp };
+    return resources.map((resource) => {
+      const place = parts.get(RESOURCES[resource].code);
+      if (!place) return undefined;
+      const value = body.slice(place.from, place.to);
+      const maxLifeMs = longestLifeMs(config.policies[resource], config.ttlJitter);
+      const decoded = decodeEntry(value, { resource, id, now: clock.now(), maxLifeMs });
+      if (!("entry" in decoded)) {
+        stats.invalid++;
+        return undefined;
+      }
+      return { entry: decoded.entry, stamp };
+    });
   }
 
-  async function putOne(key: string, value: string, ttlSeconds: number, stamp: string, ticket: number): Promise<void> {
+  async function putOne(url: string, body: string, framing: string, ttlSeconds: number, stamp: string, ticket: number): Promise<void> {
     try {
       const store = await deps.open();
-      const response = new Response(value, {
-        headers: { "Cache-Control": `public, max-age=${ttlSeconds}`, "Content-Type": "text/plain; charset=utf-8", [STAMP_HEADER]: stamp },
+      const response = new Response(body, {
+        headers: {
+          "Cache-Control": `public, max-age=${ttlSeconds}`,
+          "Content-Type": "text/plain; charset=utf-8",
+          [STAMP_HEADER]: stamp,
+          [PARTS_HEADER]: framing,
+        },
       });
-      await subrequest(() => store.put(locationUrl(config.publicUrl, key), response), DEFAULTS.locationPutMs);
+      await subrequest(() => store.put(url, response), DEFAULTS.locationPutMs);
       stats.puts++;
     } catch {
-      // Not stored (the subrequest budget spent, the cache refusing): L1 and L2 still hold the copy.
+      // Not stored (the subrequest budget spent, the cache refusing): L1 and L2 still hold the parts.
       stats.putsFailed++;
     } finally {
       putsUnderWay.release(ticket, true);
     }
   }
 
+  /** The body and its framing header: the parts still usable (on error at least), each encoded as for L2; undefined when none is. */
+  function encoded(parts: readonly LocationPart[], now: number): { body: string; framing: string; ttlSeconds: number } | undefined {
+    let body = "";
+    const framing: string[] = [];
+    let until = now;
+    for (const { resource, entry } of parts) {
+      const value = entry.errorUntil > now ? encodeEntry(entry, config.compressAboveBytes) : undefined;
+      if (value === undefined) continue;
+      body += value;
+      framing.push(`${RESOURCES[resource].code}=${value.length}`);
+      until = Math.max(until, entry.errorUntil);
+    }
+    // Kept until its last part is no longer usable even on error, as L1 and L2 keep each.
+    const ttlSeconds = Math.floor((until - now) / 1000);
+    return framing.length > 0 && ttlSeconds > 0 ? { body, framing: framing.join(","), ttlSeconds } : undefined;
+  }
+
   return {
     stats,
-    async read(items) {
-      stats.lookups += items.length;
-      const lookups = (async () => {
-        const store = await deps.open();
-        return Promise.all(
-          items.map((item) =>
-            readOne(store, item).catch(() => {
-              stats.errors++;
-              return undefined;
-            }),
-          ),
-        );
-      })().catch(() => items.map(() => undefined));
-      const copies = await within(lookups, DEFAULTS.locationTimeoutMs, () => undefined);
+    async read(id, resources) {
+      stats.lookups += resources.length;
+      const copies = await within(
+        lookup(id, resources).catch(() => undefined),
+        DEFAULTS.locationTimeoutMs,
+        () => undefined,
+      );
       if (!copies) stats.errors++;
-      return copies ?? items.map(() => undefined);
+      return copies ?? resources.map(() => undefined);
     },
-    put(key, entry, stamp, background) {
+    put(id, parts, stamp, background) {
       const stampText = stamp && stampHeader(stamp);
-      // Kept until it is no longer usable even on error, as L1 and L2 keep it.
-      const ttlSeconds = Math.floor((entry.errorUntil - clock.now()) / 1000);
-      const value = stampText && ttlSeconds > 0 ? encodeEntry(entry, config.compressAboveBytes) : undefined;
+      const copy = stampText && parts.length > 0 ? encoded(parts, clock.now()) : undefined;
       const ticket = ++tickets;
-      if (!value || !stampText || !putsUnderWay.take(ticket, clock.now() + DEFAULTS.locationPutMs, true)) {
+      if (!copy || !stampText || !putsUnderWay.take(ticket, clock.now() + DEFAULTS.locationPutMs, true)) {
         stats.putsDropped++;
         return;
       }
-      background(putOne(key, value, ttlSeconds, stampText, ticket));
+      background(putOne(locationUrl(config, parts[0]!.resource, id), copy.body, copy.framing, copy.ttlSeconds, stampText, ticket));
     },
     note(outcome) {
       if (outcome === "hit") stats.hits++;
