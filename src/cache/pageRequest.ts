@@ -7,7 +7,6 @@ import type { ResourceName, ResourceTypes } from "../origin/resources";
 import type { Entry } from "./entry";
 import type { FillCalls } from "./l2/fillBatch";
 import type { Heat } from "./hotness";
-import type { PurgeStamp } from "./location/purgeStamp";
 import type { Served, Tier } from "./served";
 
 export type PageData = { [R in ResourceName]?: Served<ResourceTypes[R]> };
@@ -31,12 +30,6 @@ export interface PageRequest {
   listed?: boolean;
   /** How often the subject is asked for in this isolate (hotness.ts): warm and hot ones are refreshed ahead. */
   heat?: Heat;
-  /**
-   * The purge log position this isolate had read when the page's read
-   * began: what the copies it reads from L2 are stored in the location tier
-   * with (null: not read yet, nothing is stored there).
-   */
-  purgeStamp?: PurgeStamp | null;
   /** The visitor's request signal, which aborts when they leave: no new work is started for nobody. Absent: nobody leaves. */
   visitor?: AbortSignal;
   /**

@@ -7,8 +7,9 @@
 //      served, and refreshed once in the background (./fill/refreshes.ts). Miss:
 //      the key goes on, pending.
 //   2. Location (readFromLocation, ./location/location.ts): this data center's
-//      Cache API, read for all pending keys at once; a copy counts only if this
-//      isolate can judge it against the purges since its stamp.
+//      Cache API, one lookup for the page's copy (its parts kept together); a
+//      part counts only if this isolate can judge it against the purges since
+//      the copy's stamp.
 //   3. L2 (readFromL2, ./l2/): one MGET for all pending keys on the product's
 //      shard, decoded and checked (./l2/l2Entries.ts). A product the known-ids
 //      filter lists skips it: its fill's lock claim reads L2 anyway.
@@ -17,7 +18,8 @@
 //      (./fill/fill.ts) and the others wait for its write (./fill/lockWait.ts).
 //   5. Origin (../origin/client.ts): the winner's fetch. Its entry is written
 //      to L2 by the fill, kept in L1 by the flight, and put in the location
-//      tier in the background (below, `fill`). A failed fetch serves a copy
+//      tier in the background with the page's other parts, once the last of
+//      the page's fills landed (below, `keepInLocation`). A failed fetch serves a copy
 //      usable on error if the steps found one; an answer about the id that the
 //      tier cannot use is not asked again for a while (./fill/rejections.ts).
 //
@@ -217,8 +219,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
 
   function fillContext(resource: ResourceName, id: string, { background, batch }: PageRequest): FillContext {
     const purged = deps.purges?.purgedAt(id, resource, tagsOf(id)) ?? { hard: 0, any: 0 };
-    const purgeStamp = deps.purges?.stamp() ?? null;
-    return { resource, id, background, batch, notBefore: purged.hard, freshAfter: purged.any, freshBeyond: 0, purgeStamp };
+    return { resource, id, background, batch, notBefore: purged.hard, freshAfter: purged.any, freshBeyond: 0 };
   }
 
   const refreshes = createRefreshes({ l2, outbox, clock, sleep, random, origin: deps.origin, flights, fillContext });
@@ -363,7 +364,6 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         batch: l2 ? createFillBatch(l2, sleep, background, outbox) : undefined,
         listed: options?.listed,
         visitor: options?.visitor,
-        purgeStamp: deps.purges?.stamp() ?? null,
         heat: hotness.offer(id),
       });
     },

@@ -29,7 +29,6 @@ import { createFillBatch, type FillCalls } from "../l2/fillBatch";
 import { lockToken, type FillWrite, type L2 } from "../l2/l2";
 import type { L2Entries } from "../l2/l2Entries";
 import { createLockWait, type Reclaimed } from "./lockWait";
-import type { PurgeStamp } from "../location/purgeStamp";
 import type { FillWrites } from "../l2/fillWrites";
 import type { ClaimOutbox } from "../l2/claimOutbox";
 import { departed, type Departures } from "../../overload";
@@ -54,8 +53,6 @@ export interface FillContext {
   notBefore: number;
   /** Copies fetched before this (any purge, soft included) are not taken as fresh: a soft purge's refresh must reach the origin. */
   freshAfter: number;
-  /** The purge log position this isolate had read when the fill began: what its entry is stamped with in the location tier. */
-  purgeStamp?: PurgeStamp | null;
   /** Copies in L2 fresh only until this are not worth taking (refresh-ahead wants fresher); 0: fresh now. */
   freshBeyond: number;
   /** A refresh of a copy that is still being served: its origin fetch gives way to visitors under load. */
