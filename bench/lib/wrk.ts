@@ -103,6 +103,9 @@ export interface WrkFigures {
   errors: { connect: number; read: number; write: number; status: number; timeout: number };
   /** With `byCode`: 503 answers without a Retry-After header. */
   noRetryAfter: number;
+  /** Paced: sends that left more than 1 ms after their time (no connection free), and the largest delay. */
+  late: number;
+  lateMaxMs: number;
 }
 
 export interface ZipfRun {
@@ -119,6 +122,12 @@ export interface ZipfRun {
   timeoutS?: number;
   /** Count answers by status code rather than by class, and the 503s without Retry-After. */
   byCode?: boolean;
+  /**
+   * Requests a second in all, on zipf.lua's schedule, for `seconds` (wrk
+   * runs WRK.pacedStartMs before and WRK.pacedExtraS after it); undefined:
+   * the closed loop. Paced, the figures' rate is `requests / seconds`.
+   */
+  rate?: number;
   signal?: AbortSignal;
 }
 
@@ -127,11 +136,16 @@ export async function runZipfWrk(run: ZipfRun): Promise<WrkFigures> {
   const { summary } = await runWrk<WrkFigures>({
     script: ZIPF_LUA,
     url: `${run.targets[0]}/`,
-    threads: 2,
+    threads: WRK.threads,
     connections: run.connections,
-    seconds: run.seconds,
+    seconds: run.rate ? run.seconds + WRK.pacedExtraS : run.seconds,
     timeoutS: run.timeoutS ?? 2,
-    env: { ...zipfEnv(run.pathsFile, run.targets, run.seed), ZIPF_STATUSES: run.byCode ? "codes" : "1", ZIPF_S: String(run.s ?? 1) },
+    env: {
+      ...zipfEnv(run.pathsFile, run.targets, run.seed),
+      ZIPF_STATUSES: run.byCode ? "codes" : "1",
+      ZIPF_S: String(run.s ?? 1),
+      ...(run.rate ? pacedEnv(run.rate, run.seconds) : {}),
+    },
     marker: "ZIPF",
     signal: run.signal,
   });
@@ -258,6 +272,16 @@ export interface PhaseSpec {
 /** CLOCK_MONOTONIC in ms, the clock of zipf.lua's schedule (libuv's hrtime is CLOCK_MONOTONIC on Linux). */
 const monotonicMs = () => Number(process.hrtime.bigint() / 1_000_000n);
 
+/** zipf.lua's schedule: `rate` requests a second in all for `seconds`, from a start both threads share. */
+function pacedEnv(rate: number, seconds: number): Record<string, string> {
+  return {
+    ZIPF_RATE: String(rate),
+    ZIPF_THREADS: String(WRK.threads),
+    ZIPF_T0: String(monotonicMs() + WRK.pacedStartMs),
+    ZIPF_SPAN_MS: String(seconds * 1000),
+  };
+}
+
 export async function wrkPhase(spec: PhaseSpec): Promise<Phase> {
   const rate = spec.rate ?? 0;
   const { summary: f, cpuSeconds } = await runWrk<PacedFigures>({
@@ -267,13 +291,7 @@ export async function wrkPhase(spec: PhaseSpec): Promise<Phase> {
     connections: spec.connections,
     seconds: rate ? spec.seconds + WRK.pacedExtraS : spec.seconds,
     timeoutS: WRK.timeoutS,
-    env: {
-      ...zipfEnv(spec.paths, spec.targets, spec.seed),
-      ZIPF_RATE: String(rate),
-      ZIPF_THREADS: String(WRK.threads),
-      ZIPF_T0: String(monotonicMs() + WRK.pacedStartMs),
-      ZIPF_SPAN_MS: String(spec.seconds * 1000),
-    },
+    env: { ...zipfEnv(spec.paths, spec.targets, spec.seed), ...pacedEnv(rate, spec.seconds) },
     marker: "ZIPF",
     signal: spec.signal,
   });

@@ -47,6 +47,8 @@ export function soakOptions() {
       minutes: { type: "string", default: "10" },
       instances: { type: "string", default: "1" },
       connections: { type: "string", default: "64" },
+      // wrk's requests a second in all, on a fixed schedule (the Zipf load paced, not a closed loop: phases compare at one rate).
+      rate: { type: "string" },
       // Departing visitors beside wrk for the whole soak: N closed loops, each request left 1–30 ms after it was sent (0: none).
       departing: { type: "string", default: "0" },
       rounds: { type: "boolean", default: false },
@@ -85,6 +87,7 @@ export function soakOptions() {
   const restartAt = (args["restart-at"] ?? "").split(",").filter(Boolean).map(Number);
   const locationOffAt = args["location-off-at"] === undefined ? null : Number(args["location-off-at"]);
   const redisRttMs = Number(args["redis-rtt"]);
+  const rate = args.rate === undefined ? null : Number(args.rate);
   /** Restarts fall between windows, before the load's end; turning the location tier off needs it on first. */
   const restartsValid =
     (locationOffAt === null || args.location) &&
@@ -131,12 +134,13 @@ export function soakOptions() {
     !profileWindows.every((n) => Number.isInteger(n) && n >= 1) ||
     !restartsValid ||
     !floodsValid ||
+    (rate !== null && (!Number.isInteger(rate) || rate < 1 || args.rounds || floods !== null)) ||
     !Number.isInteger(redisRttMs) ||
     redisRttMs < 0 ||
     redisRttMs > 200
   ) {
     (args.help ? console.log : console.error)(
-      "usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--departing N (0–256 departing visitors beside wrk, default 0)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)] [--location] [--restart-at S,S… (multiples of 30 s)] [--location-off-at S (with --location)] [--redis-rtt MS (0–200, default 0)] [--results-suffix NAME]\n" +
+      "usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--rate N (req/s in all, paced; default: closed loop)] [--departing N (0–256 departing visitors beside wrk, default 0)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)] [--location] [--restart-at S,S… (multiples of 30 s)] [--location-off-at S (with --location)] [--redis-rtt MS (0–200, default 0)] [--results-suffix NAME]\n" +
         "       npm run bench:soak -- --flood departing|crawler|both [--flood-seconds N (1–120, default 15)] [--flood-connections N (2–256; default departing 8, crawler 32)] [--flood-zipf N (wrk connections beside the departing flood's second run, default 16; 0: no such run)] [--flood-profile] [--results-suffix NAME]",
     );
     process.exit(args.help ? 0 : 2);
@@ -152,6 +156,7 @@ export function soakOptions() {
     restartAt,
     locationOffAt,
     redisRttMs,
+    rate,
     floods,
     floodSeconds,
     floodConnections,

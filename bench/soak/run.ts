@@ -35,7 +35,7 @@ import { tableHead, tableRow, type Window } from "./report";
 import { probeLocation, startFleet, type LocationProbe } from "./restart";
 
 const options = soakOptions();
-const { args, mode, plan, instances, connections, departingConnections, profileWindows, restartAt, locationOffAt, redisRttMs, resultsSuffix } = options;
+const { args, mode, plan, instances, connections, departingConnections, profileWindows, restartAt, locationOffAt, redisRttMs, rate, resultsSuffix } = options;
 const { floods, floodSeconds, floodConnections, floodZipf } = options;
 
 const { onCleanup, interrupted, run, signal } = benchmarkRun("soak");
@@ -45,7 +45,7 @@ async function runWrk(targets: string[], seconds: number, seed: number, pathsFil
   const abort = new AbortController();
   const stop = onCleanup("wrk", async () => abort.abort());
   try {
-    return await runZipfWrk({ targets, seconds, connections, seed, pathsFile, signal: abort.signal });
+    return await runZipfWrk({ targets, seconds, connections, seed, pathsFile, rate: rate ?? undefined, signal: abort.signal });
   } finally {
     await stop();
   }
@@ -65,7 +65,7 @@ async function main(): Promise<void> {
     onLine: (line) => countLogLine(logCounts, line),
   };
   console.log(
-    `soak (${mode}): ${instances} instance(s), wrk -t2 -c${connections}${departingConnections ? ` + ${departingConnections} departing connections` : ""}, ${plan.windows} × ${plan.windowS} s; origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms, ${CATALOG.toLocaleString("en-US")} products${redisRttMs ? `; every Redis call held ${redisRttMs} ms` : ""}${args.policies ? `; CACHE_POLICIES ${args.policies}` : ""}`,
+    `soak (${mode}): ${instances} instance(s), wrk -t2 -c${connections}${rate ? ` paced at ${rate} req/s` : ""}${departingConnections ? ` + ${departingConnections} departing connections` : ""}, ${plan.windows} × ${plan.windowS} s; origin ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms, ${CATALOG.toLocaleString("en-US")} products${redisRttMs ? `; every Redis call held ${redisRttMs} ms` : ""}${args.policies ? `; CACHE_POLICIES ${args.policies}` : ""}`,
   );
 
   // Set-up: bundle and servers at once, the known-ids filter, the instances with their inspectors.
@@ -162,6 +162,9 @@ async function main(): Promise<void> {
     const census = await redis.census(async () => void (wrk = await runWrk(targets, plan.windowS, i + 1, pathsFile)));
     const redisAfter = await redis.snapshot();
     if (!wrk) throw new Error("wrk gave no figures");
+    if (rate && wrk.late > 0) {
+      console.log(`${plan.label(i)}: ${wrk.late} sends left late (up to ${Math.round(wrk.lateMaxMs)} ms): the isolates did not keep up with --rate ${rate}`);
+    }
     const added = (a: Record<string, number>, b: Record<string, number>) => {
       const sum = { ...a };
       for (const [name, n] of Object.entries(b)) sum[name] = (sum[name] ?? 0) + n;
@@ -183,7 +186,8 @@ async function main(): Promise<void> {
     const window: Window = {
       label: plan.label(i),
       endS,
-      rps: wrk.requests / (wrk.durationUs / 1e6),
+      // Paced, wrk's duration holds the schedule's start and the last answers' wait.
+      rps: wrk.requests / (rate ? plan.windowS : wrk.durationUs / 1e6),
       p50Ms: Math.round(wrk.p50Us / 100) / 10,
       p99Ms: Math.round(wrk.p99Us / 100) / 10,
       maxMs: Math.round(wrk.maxUs / 1000),
