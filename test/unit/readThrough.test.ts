@@ -577,7 +577,7 @@ describe("a page whose product the known-ids filter lists, cold in this isolate"
     await vi.waitFor(() => expect(refreshClaims()).toBe(4));
     // Another product's four stale parts, while the first four refreshes still run: room for two more, not six.
     await cache.read("p-9", ALL, (work) => void background.push(work), { listed: true });
-    await new Promise((resolve) => setTimeout(resolve, 60)); // past the send window
+    await new Promise((resolve) => setTimeout(resolve, DEFAULTS.refreshWindowMs + 40)); // past the send window
     expect(refreshClaims()).toBe(6);
     open();
     while (background.length > 0) await Promise.all(background.splice(0));

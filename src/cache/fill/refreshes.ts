@@ -81,7 +81,7 @@ export function createRefreshes({ l2, outbox, clock, sleep, random, origin, flig
     createSendQueue<QueuedRefresh>({
       clock,
       sleep,
-      windowMs: DEFAULTS.sendWindowMs,
+      windowMs: DEFAULTS.refreshWindowMs,
       maxPerSend: DEFAULTS.refreshesPerSend,
       maxQueued: DEFAULTS.sendQueueMax,
       maxWaitMs: DEFAULTS.refreshMaxWaitMs,

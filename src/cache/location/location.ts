@@ -219,9 +219,12 @@ export function createLocationCache(deps: { config: Config; clock: Clock; open: 
     },
     put(id, parts, stamp, background) {
       const stampText = stamp && stampHeader(stamp);
-      const copy = stampText && parts.length > 0 ? encoded(parts, clock.now()) : undefined;
       const ticket = ++tickets;
-      if (!copy || !stampText || !putsUnderWay.take(ticket, clock.now() + DEFAULTS.locationPutMs, true)) {
+      // The place first: past the bound, the parts are not even encoded.
+      const placed = !!stampText && parts.length > 0 && putsUnderWay.take(ticket, clock.now() + DEFAULTS.locationPutMs, true);
+      const copy = placed ? encoded(parts, clock.now()) : undefined;
+      if (!copy || !stampText) {
+        if (placed) putsUnderWay.release(ticket, true);
         stats.putsDropped++;
         return;
       }
