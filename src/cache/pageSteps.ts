@@ -1,6 +1,6 @@
 // The steps of one page's read (docs/architecture.md#the-request-path):
 //
-//   for each resource the page needs:  L1 ──▶ location (all at once) ──▶ L2 (one round trip for all) ──▶ origin (coalesced fill)
+//   for each resource the page needs:  L1 ──▶ location (one copy for the page) ──▶ L2 (one round trip for all) ──▶ origin (coalesced fill)
 //
 // fresh ⇒ serve; stale ⇒ serve now and refresh in the background, once;
 // missing or expired ⇒ fill; the fill failed ⇒ serve what is usable on error.
@@ -105,8 +105,8 @@ export function filledMeanwhile(tools: PageTools, id: string, pending: Pending[]
 
 /**
  * 1½. The location tier (location/location.ts): every part L1 could not serve,
- * looked up at once in this data center's cache, which every isolate here
- * shares and which outlives deploys. A copy there is another isolate's, and
+ * in one lookup of the page's copy in this data center's cache, which every
+ * isolate here shares and which outlives deploys. A copy there is another isolate's, and
  * may predate purges that were applied to Redis only: it is served only if
  * this isolate knows every id purge since it was stamped (tools.vouches),
  * and then as its L1 entries are, judged against those purges and the tag

@@ -454,8 +454,8 @@ export const DEFAULTS = {
    */
   maxSubrequests: 45,
   /**
-   * The longest a page waits for the location cache's answers (one `match`
-   * per part L1 lacks, all at once): it answers from the data center in a
+   * The longest a page waits for the location cache's answer (one `match`
+   * of the page's copy, for the parts L1 lacks): it answers from the data center in a
    * millisecond or two, and a lookup that takes longer is a miss, costing the
    * page no more than this before L2.
    */
