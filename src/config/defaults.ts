@@ -383,26 +383,30 @@ export const DEFAULTS = {
   /**
    * Lock claims of several requests in one call (cache/l2/claimOutbox.ts):
    * while the isolate's claim calls come less than `claimGatherWhenWithinMs`
-   * apart (over a hundred a second), a claim waits `claimGatherMs` for
-   * others to join its call; slower, it goes at once. A miss goes on to the
-   * origin (tens of ms) or to another isolate's fill: 3 ms more is little,
-   * and at 200 claims a second half of them share a call. At most
-   * `claimsPerCall` in one call; a joiner looks for its answers every
-   * `claimPollMaxMs` at most.
+   * apart (over forty a second), a claim waits `claimGatherMs` for others
+   * to join its call; slower, it goes at once. A miss goes on to the origin
+   * (tens of ms) or to another isolate's fill: 6 ms more is little, and
+   * claims are most of the tier's Redis commands (the cost per page that
+   * issue 31 measures). Against 3 ms within 10 ms, one isolate at a few
+   * hundred pages a second sent 0.75x the scripts per page (bench:ab zipf,
+   * 2026-11-28). At most `claimsPerCall` in one call; a joiner looks for its
+   * answers from the call's due time, every `claimPollMaxMs` at most.
    */
-  claimGatherMs: 3,
-  claimGatherWhenWithinMs: 10,
+  claimGatherMs: 6,
+  claimGatherWhenWithinMs: 25,
   claimsPerCall: 32,
   claimPollMaxMs: 2,
   /**
    * Fill writes a lock claim takes along, at most, and their values'
    * characters (l2.ts, WritesToCarry): at hundreds of pages a second an
    * isolate claims every few milliseconds, so waiting writes mostly go with
-   * the next claim instead of a call of their own. Small: the claim is on a
-   * visitor's path (one larger value still goes, alone).
+   * the next claim instead of a call of their own. Enough for the writes
+   * that come between two gathered claim calls (a few hundred fills a second
+   * at 40 calls), and small: the claim is on a visitor's path (one larger
+   * value still goes, alone).
    */
-  writesPerClaim: 8,
-  writeBytesPerClaim: 32 * 1024,
+  writesPerClaim: 16,
+  writeBytesPerClaim: 64 * 1024,
   /**
    * While claims carry writes, a write waits this long at most for one
    * before the queue sends it on its own (sendQueue.ts, holdWhileTakenMs).

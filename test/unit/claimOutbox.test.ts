@@ -80,7 +80,10 @@ describe("a claim outbox", () => {
     advance(1);
     void outbox.claim([claim("lost")], () => {}); // its request is gone: its wait never ends
     const joiner = outbox.claim([claim("x")], request());
+    // The joiner sleeps until the call is due (its own timer), then looks for answers until its lease ends.
+    expect(sleeping).toHaveLength(2);
     advance(DEFAULTS.claimGatherMs + DEFAULTS.l2ClaimTimeoutMs + DEFAULTS.l2GateGraceMs + 1);
+    sleeping.splice(1, 1)[0]!();
     expect(values(await joiner)).toEqual([undefined]);
     expect(outbox.stats().lapsed).toBe(1);
     // Past the gathering's due time, a new claim goes on its own (claims are rare again by then).

@@ -64,6 +64,9 @@ export function createClaimOutbox(l2: L2, deps: { clock: Clock; sleep: (ms: numb
     gathering.requests.push(...requests);
     stats.joined += requests.length;
     const until = gathering.due + DEFAULTS.l2ClaimTimeoutMs + DEFAULTS.l2GateGraceMs;
+    // No answer can come before the call is made: the first look is then, not every few ms of the gathering.
+    const callIn = gathering.due - clock.now();
+    if (callIn > 0) await deps.sleep(callIn);
     const answers = await pollUntil(() => gathering.answers, until, clock.now, DEFAULTS.claimPollMaxMs);
     if (!answers) {
       stats.lapsed++;
