@@ -16,7 +16,9 @@ interface Item {
 }
 
 /** A queue on a fake clock whose sleeps end when the test says (`wake`). */
-function queueWith(limits: { maxPerSend?: number; maxQueued?: number; maxWaitMs?: number; maxBytesPerSend?: number; holdWhileTakenMs?: number } = {}) {
+function queueWith(
+  limits: { maxPerSend?: number; maxQueued?: number; maxWaitMs?: number; maxBytesPerSend?: number; holdWhileTakenMs?: number; takenWithinMs?: number } = {},
+) {
   const clock = fakeClock();
   const sleeping: (() => void)[] = [];
   const sent: string[][] = [];
@@ -31,6 +33,7 @@ function queueWith(limits: { maxPerSend?: number; maxQueued?: number; maxWaitMs?
     sizeOf: (item) => item.size,
     maxBytesPerSend: limits.maxBytesPerSend,
     holdWhileTakenMs: limits.holdWhileTakenMs,
+    takenWithinMs: limits.takenWithinMs,
     send: (batch) => sent.push(batch.map(({ key }) => key)),
   });
   const background: Promise<unknown>[] = [];
@@ -135,6 +138,22 @@ describe("a send queue", () => {
     expect(sent).toEqual([["c"], ["d"]]);
   });
 
+  it("holds the window's send for a take as far back as takenWithinMs (the other calls' usual spacing), not only within the window", async () => {
+    for (const [takenWithinMs, held] of [
+      [undefined, false],
+      [50, true],
+    ] as const) {
+      const { clock, queue, sent, request, wake, refresh } = queueWith({ holdWhileTakenMs: 100, takenWithinMs });
+      queue.add(refresh("a"), request());
+      queue.take(() => true, 8, 1000); // takes "a"
+      clock.advance(10);
+      queue.add(refresh("b"), request());
+      clock.advance(20);
+      await wake(); // "b"'s window ends 30 ms after the last take
+      expect(sent).toEqual(held ? [] : [["b"]]);
+    }
+  });
+
   it("takes over a send whose request vanished: the next request past its deadline sends, the vanished one never does", async () => {
     const { clock, queue, sent, request, wake, refresh, sleeping } = queueWith();
     queue.add(refresh("a"), () => {}); // its request is gone: the send it scheduled never runs
@@ -196,8 +215,11 @@ describe("through the read path", () => {
   const ids = ["p-1", "p-2", "p-3", "p-4", "p-5"];
 
   it("five requests filling five products: a claim each (their visitors wait for it), the five writes in one call", async () => {
-    const { calls, origin, read, settle } = readPathCountingCalls();
-    for (const id of ids) expect((await read(id)).data.inventory).toMatchObject({ tier: "origin" });
+    const { calls, clock, origin, read, settle } = readPathCountingCalls();
+    for (const id of ids) {
+      expect((await read(id)).data.inventory).toMatchObject({ tier: "origin" });
+      clock.advance(DEFAULTS.claimGatherWhenWithinMs); // claims this far apart go at once (claimOutbox.ts), no gathering
+    }
     await settle();
     expect(calls).toEqual({ claims: [1, 1, 1, 1, 1], writes: [5], carried: [] });
     expect(origin.calls.inventory).toBe(5);

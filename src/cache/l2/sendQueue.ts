@@ -42,6 +42,8 @@ export interface SendQueueOptions<T> {
    * since the last one. Unset: never put off.
    */
   holdWhileTakenMs?: number;
+  /** How recent the last `take` must be for the window's send to be put off (default `windowMs`): how often the other calls come while they come often. */
+  takenWithinMs?: number;
   /** With `sizeOf`, a send stops short of `maxBytesPerSend` (one item always goes). */
   sizeOf?(item: T): number;
   maxBytesPerSend?: number;
@@ -113,7 +115,7 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
     if (hold === undefined || waiting.size === 0) return false;
     const now = clock.now();
     const oldest = waiting.values().next().value!;
-    return now - lastTakenAt <= windowMs && now - oldest.since < hold;
+    return now - lastTakenAt <= (options.takenWithinMs ?? windowMs) && now - oldest.since < hold;
   }
 
   /** Takes the oldest items `accepts`, within the limits, out of the queue; drops those that waited too long on the way. */
