@@ -16,9 +16,7 @@ interface Item {
 }
 
 /** A queue on a fake clock whose sleeps end when the test says (`wake`). */
-function queueWith(
-  limits: { maxPerSend?: number; maxQueued?: number; maxWaitMs?: number; maxBytesPerSend?: number; holdWhileTakenMs?: number; takenWithinMs?: number } = {},
-) {
+function queueWith(limits: { maxPerSend?: number; maxQueued?: number; maxWaitMs?: number; maxBytesPerSend?: number; holdWhileTakenMs?: number } = {}) {
   const clock = fakeClock();
   const sleeping: (() => void)[] = [];
   const sent: string[][] = [];
@@ -33,7 +31,6 @@ function queueWith(
     sizeOf: (item) => item.size,
     maxBytesPerSend: limits.maxBytesPerSend,
     holdWhileTakenMs: limits.holdWhileTakenMs,
-    takenWithinMs: limits.takenWithinMs,
     send: (batch) => sent.push(batch.map(({ key }) => key)),
   });
   const background: Promise<unknown>[] = [];
@@ -109,7 +106,7 @@ describe("a send queue", () => {
     expect(sent).toEqual([["b:skip", "d", "e"]]);
   });
 
-  it("puts off the window's send while other calls take items, until its oldest item waited holdWhileTakenMs; never without takes", async () => {
+  it("puts off the window's send while other calls take items, until its oldest item waited holdWhileTakenMs; not once takes stopped that long ago", async () => {
     const { clock, queue, sent, request, wake, refresh } = queueWith({ holdWhileTakenMs: 100 });
     queue.add(refresh("a"), request());
     clock.advance(5);
@@ -121,11 +118,15 @@ describe("a send queue", () => {
     clock.advance(20);
     queue.take(() => true, 8, 1000); // takes "b"
     queue.add(refresh("c"), request());
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < 4; i++) {
       clock.advance(20);
       await wake();
     }
-    // No take since "b": "c" goes with the first window that saw none.
+    // No take since "b", 80 ms ago: still held (the next claim may come yet).
+    expect(sent).toEqual([]);
+    clock.advance(20);
+    await wake();
+    // The last take is 100 ms old: claims have stopped, "c" goes on its own.
     expect(sent).toEqual([["c"]]);
     // A take in every window: held, but not past 100 ms of waiting.
     queue.add(refresh("d"), request());
@@ -138,18 +139,18 @@ describe("a send queue", () => {
     expect(sent).toEqual([["c"], ["d"]]);
   });
 
-  it("holds the window's send for a take as far back as takenWithinMs (the other calls' usual spacing), not only within the window", async () => {
-    for (const [takenWithinMs, held] of [
-      [undefined, false],
-      [50, true],
+  it("holds the window's send for a take as far back as holdWhileTakenMs, not only within the window; not for an older one", async () => {
+    for (const [sinceTake, held] of [
+      [30, true],
+      [100, false],
     ] as const) {
-      const { clock, queue, sent, request, wake, refresh } = queueWith({ holdWhileTakenMs: 100, takenWithinMs });
+      const { clock, queue, sent, request, wake, refresh } = queueWith({ holdWhileTakenMs: 100 });
       queue.add(refresh("a"), request());
       queue.take(() => true, 8, 1000); // takes "a"
-      clock.advance(10);
-      queue.add(refresh("b"), request());
+      clock.advance(sinceTake - 20);
+      queue.add(refresh("b"), request()); // schedules the window's send: 20 ms from now
       clock.advance(20);
-      await wake(); // "b"'s window ends 30 ms after the last take
+      await wake(); // "b"'s window ends `sinceTake` ms after the last take
       expect(sent).toEqual(held ? [] : [["b"]]);
     }
   });

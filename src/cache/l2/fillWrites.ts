@@ -31,8 +31,6 @@ export function createFillWrites(l2: L2, deps: { clock: Clock; sleep: (ms: numbe
     sizeOf: (write) => write.value.length,
     maxBytesPerSend: DEFAULTS.writeBytesPerSend,
     holdWhileTakenMs: DEFAULTS.writeHoldForClaimMs,
-    // Claims are frequent while they come within this of each other (claimOutbox.ts): the next one is near.
-    takenWithinMs: DEFAULTS.claimGatherWhenWithinMs,
     send: (batch, background) => background(l2.writeFills(batch)),
   });
   return {

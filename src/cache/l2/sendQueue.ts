@@ -35,15 +35,14 @@ export interface SendQueueOptions<T> {
   /** Items with one key wait once (a second `add` of the key changes nothing). */
   keyOf(item: T): string;
   /**
-   * While other calls take items (`take`: lock claims carrying writes), a
-   * window's send is put off by another window, as long as its oldest item
-   * has waited less than this: under load the next take carries them
-   * within milliseconds, and the send would be a call for the few that came
-   * since the last one. Unset: never put off.
+   * While other calls take items (`take`: lock claims carrying writes; the
+   * last take less than this ago), a window's send is put off by another
+   * window, as long as its oldest item has waited less than this too: under
+   * load the next take carries them within tens of milliseconds, and the
+   * send would be a call for the few that came since the last one. Unset:
+   * never put off.
    */
   holdWhileTakenMs?: number;
-  /** How recent the last `take` must be for the window's send to be put off (default `windowMs`): how often the other calls come while they come often. */
-  takenWithinMs?: number;
   /** With `sizeOf`, a send stops short of `maxBytesPerSend` (one item always goes). */
   sizeOf?(item: T): number;
   maxBytesPerSend?: number;
@@ -115,7 +114,7 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
     if (hold === undefined || waiting.size === 0) return false;
     const now = clock.now();
     const oldest = waiting.values().next().value!;
-    return now - lastTakenAt <= (options.takenWithinMs ?? windowMs) && now - oldest.since < hold;
+    return now - lastTakenAt < hold && now - oldest.since < hold;
   }
 
   /** Takes the oldest items `accepts`, within the limits, out of the queue; drops those that waited too long on the way. */
