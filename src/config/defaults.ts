@@ -376,8 +376,14 @@ export const DEFAULTS = {
   refreshWindowMs: 100,
   /** Refreshes in one send at most: each may cost an origin fetch out of the sending request's subrequest budget (45 by default). */
   refreshesPerSend: 8,
-  /** Fill writes in one send at most: one call per shard, whose body holds their values. */
-  writesPerSend: 16,
+  /**
+   * Fill writes in one send at most: one call per shard, whose body holds
+   * their values. Twice what a claim carries: at 16 (as many as a claim
+   * then carried), a busy isolate's queue filled between two claim calls
+   * and went on its own, a quarter of the Redis commands two isolates at
+   * 500 pages a second each sent (soak, 2026-11-28).
+   */
+  writesPerSend: 32,
   /** And their values' characters at most: half of the 1 MB an Upstash request may carry (one larger value still goes, alone). */
   writeBytesPerSend: 512 * 1024,
   /**
@@ -401,12 +407,14 @@ export const DEFAULTS = {
    * characters (l2.ts, WritesToCarry): at hundreds of pages a second an
    * isolate claims every few milliseconds, so waiting writes mostly go with
    * the next claim instead of a call of their own. Enough for the writes
-   * that come between two gathered claim calls (a few hundred fills a second
-   * at 40 calls), and small: the claim is on a visitor's path (one larger
-   * value still goes, alone).
+   * that come between two gathered claim calls (hundreds of fills a second
+   * at 30 to 40 calls), and small: the claim is on a visitor's path (one
+   * larger value still goes, alone). Against 16 and 64 KiB, one isolate at
+   * 950 pages a second sent 0.78x the scripts per page, at 600 0.84x, at
+   * 0.96x-0.97x the CPU (bench:ab zipf --location, 2026-11-28).
    */
-  writesPerClaim: 16,
-  writeBytesPerClaim: 64 * 1024,
+  writesPerClaim: 32,
+  writeBytesPerClaim: 128 * 1024,
   /**
    * While claims carry writes (the last took some less than this ago), a
    * write waits this long at most for one before the queue sends it on its
