@@ -140,6 +140,7 @@ export function createTier(config: Config, clock: Clock = systemClock): TierServ
       purgedAt: (...args) => purges!.purgedAt(...args),
       stamp: () => purges!.stamp(),
       vouches: (stamp) => purges!.vouches(stamp),
+      readAlong: () => purges!.readAlong(),
     },
     overload,
   });

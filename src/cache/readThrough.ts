@@ -38,7 +38,7 @@ import { createFlights } from "./fill/flights";
 import { createHotness } from "./hotness";
 import { entryKey } from "./keys";
 import { createL1, type Stored } from "./l1";
-import type { L2 } from "./l2/l2";
+import type { L2, ReadAlong } from "./l2/l2";
 import { createL2Entries, type L2ValueStats } from "./l2/l2Entries";
 import { keptWith, type LocationCache, type LocationPart, type LocationStats } from "./location/location";
 import { filledMeanwhile, underWay, readCopies, readFromL1, readFromL2, readFromLocation, readFromOrigin, shedPage, type PageTools } from "./pageSteps";
@@ -71,6 +71,8 @@ interface PurgeKnowledge {
   stamp(): PurgeStamp | null;
   /** Whether this isolate knows every id purge recorded after `stamp`. */
   vouches(stamp: PurgeStamp): boolean;
+  /** What a lock claim going out now reads along for them (the purge log's position; null: nothing now). */
+  readAlong?(): ReadAlong | null;
 }
 
 /** When a resource was last purged: copies fetched before `hard` are not to be used at all, before `any` not as fresh. */
@@ -161,7 +163,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const location = deps.location ?? null;
   /** The isolate's fill writes on their way to L2, and its lock claims, which take them along (l2/fillWrites.ts, l2/claimOutbox.ts). */
   const writes = l2 && createFillWrites(l2, { clock, sleep });
-  const outbox = l2 && writes ? createClaimOutbox(l2, { clock, sleep, carry: writes }) : undefined;
+  const outbox = l2 && writes ? createClaimOutbox(l2, { clock, sleep, carry: writes, readAlong: () => deps.purges?.readAlong?.() ?? null }) : undefined;
   const fillFromL2AndOrigin = createFill({
     ...deps,
     writes,

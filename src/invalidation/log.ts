@@ -272,6 +272,22 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
 
 export type PurgeLog = ReturnType<typeof createPurgeLog>;
 
+/** The keys that say where the log stands, its sequence and era: what a lock claim reads along for the watcher (watcher.ts). */
+export function logPositionKeys(keyPrefix: string): readonly [string, string] {
+  const keys = purgeLogKeys(keyPrefix);
+  return [keys.seq, keys.era];
+}
+
+/**
+ * Where the log stands, from the values of logPositionKeys (null: no such
+ * key), as READ_PURGES reads them: no counter is 0, no era ''. A counter
+ * that is not a count says nothing (undefined): the next sync reads it.
+ */
+export function logPosition([seq, era]: readonly (string | null)[]): { seq: number; era: string } | undefined {
+  if (seq != null && !/^\d{1,15}$/.test(seq)) return undefined;
+  return { seq: seq == null ? 0 : Number(seq), era: era ?? "" };
+}
+
 /**
  * HGETALL's field, value, field, value… of the marks hash. Fields that are
  * not ours are skipped, and so are times in the future: "everything fetched

@@ -15,10 +15,11 @@ import type { Clock } from "../shared/clock";
 import type { Entry } from "../cache/entry";
 import { entryKey } from "../cache/keys";
 import type { L1Purging, PurgedAt } from "../cache/readThrough";
+import type { ReadAlong } from "../cache/l2/l2";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
 import type { ResourceName } from "../origin/resources";
 import { createKnownPurges, type Verdict } from "./knownPurges";
-import type { PurgeLog } from "./log";
+import { logPosition, logPositionKeys, type PurgeLog } from "./log";
 import type { PurgeRecord } from "./record";
 import { pollUntil, within } from "../shared/leases";
 
@@ -53,6 +54,15 @@ export interface PurgeWatcher {
   stamp(): PurgeStamp | null;
   /** Whether this isolate knows every id purge after `stamp` (see KnownPurges.vouches). */
   vouches(stamp: PurgeStamp): boolean;
+  /**
+   * What a lock claim going out now reads along (cache/l2/claimOutbox.ts):
+   * the log's position, once this isolate's knowledge is a quarter of
+   * `pollMs` old (null: not now). When the log stands where this isolate
+   * has read it up to, its knowledge holds as of the claim's sending, as if
+   * it had synced then: a busy isolate claims every few tens of
+   * milliseconds, and its own sync reads were a call every half `pollMs`.
+   */
+  readAlong(): ReadAlong | null;
   status(): { seq: number; lastSyncAt: number; blind: boolean; widePurges: number };
 }
 
@@ -70,6 +80,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    */
   let syncing: { work: Promise<void>; until: number } | null = null;
   const known = createKnownPurges(options);
+  const positionKeys = logPositionKeys(keyPrefix);
 
   function applyToL1(record: PurgeRecord): void {
     for (const id of record.ids) {
@@ -159,6 +170,19 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     stamp: () => (era === null ? null : { era, seq }),
 
     vouches: (stamp) => known.vouches(stamp),
+
+    readAlong() {
+      if (!log || era === null || clock.now() - lastSyncAt < options.pollMs / 4) return null;
+      const sentAt = clock.now();
+      return {
+        keys: positionKeys,
+        read(values) {
+          // Read after `sentAt`: any purge recorded before then has a number at most this one.
+          const position = logPosition(values);
+          if (position && position.era === era && position.seq === seq) lastSyncAt = Math.max(lastSyncAt, sentAt);
+        },
+      };
+    },
 
     status: () => ({ seq, lastSyncAt, blind: blind(), widePurges: known.wideCount() }),
   };

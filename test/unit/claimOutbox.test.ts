@@ -3,7 +3,7 @@
 // own, and a joiner never waits past its lease for a call that is not made.
 import { describe, expect, it } from "vitest";
 import { createClaimOutbox } from "../../src/cache/l2/claimOutbox";
-import type { ClaimCallOptions, FillClaim, FillClaimRequest, L2 } from "../../src/cache/l2/l2";
+import type { ClaimCallOptions, FillClaim, FillClaimRequest, L2, ReadAlong } from "../../src/cache/l2/l2";
 import { DEFAULTS } from "../../src/config/defaults";
 
 /** A claim of `key` (its answer, from the fake L2 below, is a copy whose value is the key). */
@@ -12,25 +12,32 @@ function claim(key: string): FillClaimRequest {
 }
 
 /** An outbox over an L2 that records each call's keys, on a clock the test moves, with sleeps that end when the test says. */
-function outboxWith() {
+function outboxWith(readAlong?: () => ReadAlong | null) {
   let offset = 0;
   const clock = { now: () => Date.now() + offset };
   const calls: string[][] = [];
   const carried: unknown[] = [];
+  const alongs: unknown[] = [];
   const l2 = {
     async claimFills(requests: readonly FillClaimRequest[], options?: ClaimCallOptions) {
       calls.push(requests.map(({ key }) => key));
       carried.push(options?.carry);
+      alongs.push(options?.readAlong);
       return requests.map(({ key }): FillClaim => ({ kind: "copy", value: key }));
     },
   } as unknown as L2;
   const sleeping: (() => void)[] = [];
   const carry = { take: () => [] };
-  const outbox = createClaimOutbox(l2, { clock, sleep: () => new Promise<void>((resolve) => sleeping.push(resolve)), carry });
+  const outbox = createClaimOutbox(l2, {
+    clock,
+    sleep: () => new Promise<void>((resolve) => sleeping.push(resolve)),
+    carry,
+    ...(readAlong ? { readAlong } : {}),
+  });
   const background: Promise<unknown>[] = [];
   const request = () => (work: Promise<unknown>) => void background.push(work);
   const values = (answers: (FillClaim | undefined)[]) => answers.map((answer) => (answer?.kind === "copy" ? answer.value : answer?.kind));
-  return { outbox, calls, carried, carry, sleeping, request, values, advance: (ms: number) => (offset += ms) };
+  return { outbox, calls, carried, alongs, carry, sleeping, request, values, advance: (ms: number) => (offset += ms) };
 }
 
 describe("a claim outbox", () => {
@@ -60,6 +67,22 @@ describe("a claim outbox", () => {
     expect(values(await another)).toEqual(["y", "z"]);
     expect(calls).toEqual([["first"], ["p", "i", "x", "y", "z"]]);
     expect(outbox.stats()).toEqual({ calls: 2, claims: 6, joined: 3, lapsed: 0 });
+  });
+
+  it("asks what to read along when a call goes out, once per call, and sends it with that call only", async () => {
+    const along: ReadAlong = { keys: ["seq"], read: () => undefined };
+    const asked: number[] = [];
+    const { outbox, alongs, sleeping, request, advance } = outboxWith(() => (asked.push(asked.length), asked.length === 2 ? along : null));
+    await outbox.claim([claim("first")], request()); // at once: nothing to read along (null)
+    advance(1);
+    const leader = outbox.claim([claim("p")], request());
+    advance(1);
+    const joiner = outbox.claim([claim("x")], request());
+    expect(asked).toHaveLength(1); // not while the call gathers
+    sleeping.splice(0).forEach((wake) => wake());
+    await Promise.all([leader, joiner]);
+    expect(asked).toHaveLength(2);
+    expect(alongs).toEqual([undefined, along]);
   });
 
   it("does not let a call grow past claimsPerCall: the claim that would overflow it gathers a call of its own", async () => {

@@ -286,6 +286,53 @@ describe("L2 writes and locks", () => {
     expect(await redis.get(lockKey("pp:v1", claimed))).toBe("t3");
   });
 
+  it("reads keys along in the claim's own script run, after the carried writes and the claims: a string's value, null for a missing key or another type", async () => {
+    const client = l2();
+    const [counter, missing, hash] = ["counter", "missing", "hash"].map((name) => `pp:v1:along-${name}`) as [string, string, string];
+    const claimed = "pp:v1:p:along-claimed";
+    const written = "pp:v1:p:along-written";
+    await redis.set(counter, "17", { px: 60_000 });
+    await redis.hset(hash, { field: "x" });
+    const carry = { take: (accepts: (write: FillWrite) => boolean) => [fillWrite(written, encoded(entry(3)), 3)].filter(accepts) };
+    const seen: (readonly (string | null)[])[] = [];
+    const now = Date.now();
+    await redisCommand(["CONFIG", "RESETSTAT"]);
+    const claims = await client.claimFills(
+      [{ key: claimed, lock: lockKey("pp:v1", claimed), claim: { token: "t-along", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 } }],
+      { carry, readAlong: { keys: [counter, missing, hash], read: (values) => seen.push(values) } },
+    );
+    const info = String(await redisCommand(["INFO", "commandstats"]));
+    const runs = [...info.matchAll(/^cmdstat_(evalsha|eval):calls=(\d+)/gm)].reduce((sum, m) => sum + Number(m[2]), 0);
+    expect(runs).toBe(1);
+    expect(seen).toEqual([["17", null, null]]);
+    // The keys read along are not taken for claims: the one claim won its lock, and the carried write landed.
+    expect(claims.map((c) => c?.kind)).toEqual(["won"]);
+    expect(await redis.get(lockKey("pp:v1", claimed))).toBe("t-along");
+    expect(versionOf(await redis.get(written))).toBe(3);
+  });
+
+  it("reads nothing along when the claim call fails", async () => {
+    const client = createL2({
+      url: "http://127.0.0.1:9",
+      token: TOKEN,
+      timeoutMs: 100,
+      breaker: createBreaker({ failureThreshold: 3, coolDownMs: 60_000, clock: systemClock }),
+    });
+    const seen: unknown[] = [];
+    const claims = await client.claimFills(
+      [
+        {
+          key: "pp:v1:p:along-down",
+          lock: lockKey("pp:v1", "pp:v1:p:along-down"),
+          claim: { token: "t", lockTtlMs: 3000, freshBeyond: 0, notBefore: 0, freshAfter: 0 },
+        },
+      ],
+      { readAlong: { keys: ["pp:v1:along-counter"], read: (values) => seen.push(values) } },
+    );
+    expect(claims).toEqual([undefined]);
+    expect(seen).toEqual([]);
+  });
+
   it("keeps carried writes for the backlog when their claim call fails, and replays them once L2 answers", async () => {
     const client = l2(100);
     const key = "pp:v1:p:carry-failed";

@@ -216,3 +216,53 @@ describe("the read path while the watcher is blind", () => {
     expect(origin.calls.product).toBe(callsBefore);
   });
 });
+
+describe("the purge log's position, read along a lock claim", () => {
+  it("is asked for only once the isolate has synced, and its knowledge is a quarter of pollMs old", async () => {
+    const clock = fakeClock();
+    const { log } = fakeLog();
+    const watcher = watcherWith(clock, log);
+    expect(watcher.readAlong()).toBeNull(); // never synced: the first request syncs anyway
+    await sync(watcher);
+    clock.advance(POLL_MS / 4 - 1);
+    expect(watcher.readAlong()).toBeNull();
+    clock.advance(1);
+    expect(watcher.readAlong()?.keys).toEqual(["pp:v1:purge:seq", "pp:v1:purge:era"]);
+    expect(watcherWith(clock, null).readAlong()).toBeNull(); // no log, no position
+  });
+
+  it("where the log stands where the isolate has read it up to, counts as a sync at the claim's sending: no read of the log until it is due from then", async () => {
+    const clock = fakeClock();
+    const { log, state } = fakeLog();
+    const watcher = watcherWith(clock, log);
+    await sync(watcher);
+    clock.advance(POLL_MS / 2 - 100);
+    const along = watcher.readAlong()!;
+    clock.advance(20); // the claim's round trip
+    along.read([null, null]); // no purge ever: no counter, no era
+    clock.advance(POLL_MS / 2 - 21); // just short of half pollMs after the claim went (the log was read 899 ms ago)
+    await sync(watcher);
+    expect(state.reads).toBe(1);
+    clock.advance(1);
+    await sync(watcher);
+    expect(state.reads).toBe(2); // due again: a background read, as usual
+  });
+
+  it("leaves the next read of the log due as before when the log stands elsewhere: a purge not read yet, another era, a counter that is not a count", async () => {
+    for (const values of [
+      ["3", null],
+      [null, "1764300000000"],
+      ["x1", null],
+    ] as const) {
+      const clock = fakeClock();
+      const { log, state } = fakeLog();
+      const watcher = watcherWith(clock, log);
+      await sync(watcher);
+      clock.advance(POLL_MS / 4);
+      watcher.readAlong()!.read(values);
+      clock.advance(POLL_MS / 4);
+      await sync(watcher);
+      expect(state.reads, `position ${JSON.stringify(values)}`).toBe(2);
+    }
+  });
+});

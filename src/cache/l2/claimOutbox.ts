@@ -19,7 +19,7 @@
 import { DEFAULTS } from "../../config/defaults";
 import type { Clock } from "../../shared/clock";
 import { pollUntil } from "../../shared/leases";
-import type { FillClaim, FillClaimRequest, L2, WritesToCarry } from "./l2";
+import type { FillClaim, FillClaimRequest, L2, ReadAlong, WritesToCarry } from "./l2";
 
 export interface ClaimOutbox {
   /** `requests`' answers, in their order, from a call of this request or one it joined; undefined for each when L2 did not answer. */
@@ -45,7 +45,16 @@ interface Gathering {
   answers?: (FillClaim | undefined)[];
 }
 
-export function createClaimOutbox(l2: L2, deps: { clock: Clock; sleep: (ms: number) => Promise<void>; carry?: WritesToCarry }): ClaimOutbox {
+export interface ClaimOutboxDeps {
+  clock: Clock;
+  sleep: (ms: number) => Promise<void>;
+  /** The waiting fill writes each call takes along (fillWrites.ts). */
+  carry?: WritesToCarry;
+  /** What each call reads along, asked when it goes out (null: nothing this time). */
+  readAlong?: () => ReadAlong | null;
+}
+
+export function createClaimOutbox(l2: L2, deps: ClaimOutboxDeps): ClaimOutbox {
   const { clock } = deps;
   /** The gathering that still takes claims (until its due time). */
   let open: Gathering | undefined;
@@ -56,7 +65,8 @@ export function createClaimOutbox(l2: L2, deps: { clock: Clock; sleep: (ms: numb
     lastCallAt = clock.now();
     stats.calls++;
     stats.claims += requests.length;
-    return l2.claimFills(requests, { background, carry: deps.carry });
+    const readAlong = deps.readAlong?.() ?? undefined;
+    return l2.claimFills(requests, { background, carry: deps.carry, ...(readAlong ? { readAlong } : {}) });
   }
 
   async function join(gathering: Gathering, requests: readonly FillClaimRequest[]): Promise<(FillClaim | undefined)[]> {

@@ -79,6 +79,18 @@ export interface WritesToCarry {
 export interface ClaimCallOptions extends Pick<L2ReadOptions, "background"> {
   /** Where the claim call takes waiting writes from, written before the claims in the same script run. */
   carry?: WritesToCarry;
+  /** Keys another part of the tier reads in the same script run (the purge log's position: invalidation/watcher.ts). */
+  readAlong?: ReadAlong;
+}
+
+/**
+ * Keys a claim call reads along, and what is done with their values: a read
+ * that would be a call of its own rides with a claim going out anyway.
+ */
+export interface ReadAlong {
+  keys: readonly string[];
+  /** Their values as the call read them (null: no such key, or not a string); not called when the call failed. */
+  read(values: readonly (string | null)[]): void;
 }
 
 interface L2ReadOptions {
@@ -246,10 +258,12 @@ return writeFills(KEYS, ARGV)
 `;
 
 // Claims of fills, after the writes the call carries (WritesToCarry): KEYS
-// are the writes' triples, then the claims' pairs (value key, lock key);
-// ARGV[1] the locks' TTL, ARGV[2] the number of writes, then five per write
-// (as above), then five per claim (token, freshBeyond, notBefore,
-// freshAfter, staleBeyond). Returns {answers, written}: `written` as above,
+// are the writes' triples, then the claims' pairs (value key, lock key),
+// then the keys read along (ReadAlong); ARGV[1] the locks' TTL, ARGV[2] the
+// number of writes, ARGV[3] the number of keys read along, then five per
+// write (as above), then five per claim (token, freshBeyond, notBefore,
+// freshAfter, staleBeyond). Returns {answers, written, along}: `along` the
+// values read along (false: none, or not a string), `written` as above,
 // and per claim the value when it is fresh (freshUntil, third field, after
 // freshBeyond) and fetched after the last purge, soft or hard (fetchedAt,
 // second field, at or after freshAfter); or, when staleBeyond is given (a
@@ -271,16 +285,16 @@ return writeFills(KEYS, ARGV)
 // fill's: it is taken over only if it never expires, rather than left to hold
 // this key's fills for ever.
 const CLAIM_FILLS = `${WRITE_FILLS_FUNCTION}
-local writes = tonumber(ARGV[2])
+local writes, alongCount = tonumber(ARGV[2]), tonumber(ARGV[3])
 local written = {}
 if writes > 0 then
   local wk, wa = {}, {}
   for i = 1, 3 * writes do wk[i] = KEYS[i] end
-  for i = 1, 5 * writes do wa[i] = ARGV[2 + i] end
+  for i = 1, 5 * writes do wa[i] = ARGV[3 + i] end
   written = writeFills(wk, wa)
 end
-local k0, a0 = 3 * writes, 2 + 5 * writes
-local n = (#KEYS - k0) / 2
+local k0, a0 = 3 * writes, 3 + 5 * writes
+local n = (#KEYS - k0 - alongCount) / 2
 local valueKeys = {}
 for i = 1, n do valueKeys[i] = KEYS[k0 + 2 * i - 1] end
 local values = redis.call('MGET', unpack(valueKeys))
@@ -318,7 +332,12 @@ for i = 1, n do
   end
   answers[i] = answer
 end
-return {answers, written}
+local along = {}
+for i = 1, alongCount do
+  local value = redis.pcall('GET', KEYS[k0 + 2 * n + i])
+  along[i] = type(value) == 'string' and value or false
+end
+return {answers, written, along}
 `;
 
 interface Pending {
@@ -382,7 +401,7 @@ export function createL2({
   const prober = client(url, token, probeTimeoutMs);
   const writer = client(url, token, writeTimeoutMs);
   const claimer = client(url, token, claimTimeoutMs);
-  const claimScript = claimer.createScript<[(string | [number, string])[], number[]]>(CLAIM_FILLS);
+  const claimScript = claimer.createScript<[(string | [number, string])[], number[], (string | null)[]]>(CLAIM_FILLS);
   const writeScript = writer.createScript<number[]>(WRITE_FILLS);
   const stats = emptyStats();
   const { guarded, recoverIfDue } = createL2Guard({
@@ -417,13 +436,15 @@ export function createL2({
     // Taken only once the call is sure to go: a skipped call leaves them to the queue's own send.
     const carried = breaker.state() === "closed" ? (options?.carry?.take(() => true, DEFAULTS.writesPerClaim, DEFAULTS.writeBytesPerClaim) ?? []) : [];
     const writes = writeArgs(carried);
+    const along = options?.readAlong;
     const reply = await guarded(
       () =>
         claimScript.exec(
-          [...writes.keys, ...claims.flatMap(({ key, lock }) => [key, lock])],
+          [...writes.keys, ...claims.flatMap(({ key, lock }) => [key, lock]), ...(along?.keys ?? [])],
           [
             String(lockTtlMs),
             String(carried.length),
+            String(along?.keys.length ?? 0),
             ...writes.args,
             ...claims.flatMap(({ claim }) => [
               claim.token,
@@ -440,6 +461,7 @@ export function createL2({
       stats.droppedWrites++;
       keepForReplay(carried);
     }
+    if (reply !== undefined && along) along.read(along.keys.map((_, i) => (typeof reply[2]?.[i] === "string" ? reply[2][i] : null)));
     const answers = reply?.[0];
     return claims.map((_, i): FillClaim | undefined => {
       const answer = answers?.[i];

@@ -87,7 +87,9 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
             take: (accepts: (write: FillWrite) => boolean, items: number, bytes: number) =>
               carry.take((write) => shardOf(write.key) === shard && accepts(write), items, bytes),
           };
-          return shard.claimFills(group, { ...options, carry: ofShard });
+          // What is read along (the purge log's position) lives on the home shard.
+          const readAlong = shard === home ? options?.readAlong : undefined;
+          return shard.claimFills(group, { ...options, carry: ofShard, readAlong });
         },
       ),
     writeFills: (writes) =>
