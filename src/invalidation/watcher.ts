@@ -172,8 +172,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     vouches: (stamp) => known.vouches(stamp),
 
     readAlong() {
-      if (!log || era === null || clock.now() - lastSyncAt < options.pollMs / 4) return null;
       const sentAt = clock.now();
+      if (!log || era === null || sentAt - lastSyncAt < options.pollMs / 4) return null;
       return {
         keys: positionKeys,
         read(values) {

@@ -65,8 +65,7 @@ export function createClaimOutbox(l2: L2, deps: ClaimOutboxDeps): ClaimOutbox {
     lastCallAt = clock.now();
     stats.calls++;
     stats.claims += requests.length;
-    const readAlong = deps.readAlong?.() ?? undefined;
-    return l2.claimFills(requests, { background, carry: deps.carry, ...(readAlong ? { readAlong } : {}) });
+    return l2.claimFills(requests, { background, carry: deps.carry, readAlong: deps.readAlong?.() ?? undefined });
   }
 
   async function join(gathering: Gathering, requests: readonly FillClaimRequest[]): Promise<(FillClaim | undefined)[]> {
