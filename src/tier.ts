@@ -114,7 +114,7 @@ export function createTier(config: Config, clock: Clock = systemClock): TierServ
     // A page's read fills its subject, then the other parts: two fills at most, one after the other.
     coldPageLeaseMs: 2 * Math.max(...RESOURCE_NAMES.map((resource) => fillBoundMs(config, resource))),
     maxBackgroundFills: config.backgroundFillsMax,
-    // A finished fill's write waits for its send (its window, or a claim to carry it: writeHoldForClaimMs at most), then has the write budget.
+    // A finished fill's write waits for its send (its window, or a claim to carry it: writeHoldForClaimMs at most, sendQueue.ts holds no write longer), then has the write budget.
     backgroundFillMs: Math.max(DEFAULTS.sendWindowMs, DEFAULTS.writeHoldForClaimMs) + DEFAULTS.l2WriteTimeoutMs,
     hold: {
       maxHoldMs: config.departureHoldMaxMs,

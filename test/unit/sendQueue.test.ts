@@ -19,10 +19,14 @@ interface Item {
 function queueWith(limits: { maxPerSend?: number; maxQueued?: number; maxWaitMs?: number; maxBytesPerSend?: number; holdWhileTakenMs?: number } = {}) {
   const clock = fakeClock();
   const sleeping: (() => void)[] = [];
+  const slept: number[] = [];
   const sent: string[][] = [];
   const queue = createSendQueue<Item>({
     clock,
-    sleep: () => new Promise<void>((resolve) => sleeping.push(resolve)),
+    sleep: (ms) => {
+      slept.push(ms);
+      return new Promise<void>((resolve) => sleeping.push(resolve));
+    },
     windowMs: 20,
     maxPerSend: limits.maxPerSend ?? 8,
     maxQueued: limits.maxQueued ?? 100,
@@ -40,7 +44,7 @@ function queueWith(limits: { maxPerSend?: number; maxQueued?: number; maxWaitMs?
     await Promise.all(background.splice(0));
   };
   const refresh = (key: string, size = 1): Item => ({ key, size });
-  return { clock, queue, sent, request, wake, refresh, sleeping };
+  return { clock, queue, sent, request, wake, refresh, sleeping, slept };
 }
 
 describe("a send queue", () => {
@@ -137,6 +141,29 @@ describe("a send queue", () => {
       await wake();
     }
     expect(sent).toEqual([["c"], ["d"]]);
+  });
+
+  it("holds an item that came in the middle of a window no longer than holdWhileTakenMs: the last hold is what is left of it, not a whole window", async () => {
+    const { clock, queue, sent, request, wake, refresh, slept } = queueWith({ holdWhileTakenMs: 100 });
+    const start = clock.now();
+    queue.add(refresh("a"), request()); // schedules the window's send, due at 20
+    clock.advance(10);
+    queue.take((item) => item.key === "a", 1, 1000);
+    clock.advance(5);
+    queue.add(refresh("b"), request()); // at 15, mid-window
+    // Claims keep coming (each takes an item of its own), never "b".
+    let untilDue = 5;
+    for (let i = 0; sent.length === 0 && i < 20; i++) {
+      clock.advance(untilDue);
+      queue.add(refresh(`x${i}`), request());
+      queue.take((item) => item.key === `x${i}`, 1, 1000);
+      await wake();
+      untilDue = slept.at(-1)!;
+    }
+    expect(sent).toEqual([["b"]]);
+    // Sent when "b" had waited exactly 100 ms (windows ending at 20, 40, 60, 80, 100, then 15 ms more), not at 120.
+    expect(clock.now() - start - 15).toBe(100);
+    expect(slept).toEqual([20, 20, 20, 20, 20, 15]);
   });
 
   it("holds the window's send for a take as far back as holdWhileTakenMs, not only within the window; not for an older one", async () => {

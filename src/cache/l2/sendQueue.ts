@@ -37,7 +37,7 @@ export interface SendQueueOptions<T> {
   /**
    * While other calls take items (`take`: lock claims carrying writes; the
    * last take less than this ago), a window's send is put off by another
-   * window, as long as its oldest item has waited less than this too: under
+   * window, or until its oldest item has waited this long if sooner: under
    * load the next take carries them within tens of milliseconds, and the
    * send would be a call for the few that came since the last one. Unset:
    * never put off.
@@ -90,31 +90,38 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
   let waitingBytes = 0;
   const maxBytes = options.maxBytesPerSend ?? Number.POSITIVE_INFINITY;
 
-  function schedule(background: (work: Promise<unknown>) => void): void {
-    const due = clock.now() + windowMs;
+  function schedule(background: (work: Promise<unknown>) => void, delayMs = windowMs): void {
+    const due = clock.now() + delayMs;
     sendAt = due;
-    background(options.sleep(windowMs).then(() => sendDue(due, background)));
+    background(options.sleep(delayMs).then(() => sendDue(due, background)));
   }
 
   function sendDue(due: number, background: (work: Promise<unknown>) => void): void {
     // Another request took the send over: this one's lease had lapsed.
     if (sendAt !== due) return;
     sendAt = 0;
-    if (holdingBack()) {
-      schedule(background);
+    const heldFor = holdingBackFor();
+    if (heldFor > 0) {
+      schedule(background, heldFor);
       return;
     }
     sendSome(background);
     // What is left goes with the next request that queues something (not this one: its subrequest budget is spent).
   }
 
-  /** Whether what waits is better left for the next `take` (holdWhileTakenMs). */
-  function holdingBack(): boolean {
+  /**
+   * How much longer what waits is better left for the next `take`
+   * (holdWhileTakenMs; 0: send now): a window at most, and no further than
+   * the oldest item's hold, so that no item waits past holdWhileTakenMs for
+   * the hold (a departed fill's lease counts on it: tier.ts backgroundFillMs).
+   */
+  function holdingBackFor(): number {
     const hold = options.holdWhileTakenMs;
-    if (hold === undefined || waiting.size === 0) return false;
+    if (hold === undefined || waiting.size === 0) return 0;
     const now = clock.now();
     const oldest = waiting.values().next().value!;
-    return now - lastTakenAt < hold && now - oldest.since < hold;
+    if (now - lastTakenAt >= hold) return 0;
+    return Math.max(0, Math.min(windowMs, hold - (now - oldest.since)));
   }
 
   /** Takes the oldest items `accepts`, within the limits, out of the queue; drops those that waited too long on the way. */
