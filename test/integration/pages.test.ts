@@ -120,6 +120,23 @@ describe("product pages", () => {
     expect(second.headers.get("cache-status")).toContain("pp-l1");
   });
 
+  it("gives every answer the pages' security headers: a page, its 304, a bad id, an unknown address, the home page, an endpoint refusing", async () => {
+    const page = await worker.fetch("/products/p-000031");
+    const notModified = await worker.fetch("/products/p-000031", { headers: { "if-none-match": page.headers.get("etag")! } });
+    const others = await Promise.all(["/products/not-an-id!", "/no/such/page", "/"].map((path) => worker.fetch(path)));
+    const refused = await worker.fetch("/__purge", { method: "POST", body: "{}" });
+    expect([page, notModified, ...others].map((answer) => answer.status)).toEqual([200, 304, 400, 404, 200]);
+    expect(refused.status).toBeGreaterThanOrEqual(400);
+    for (const answer of [page, notModified, ...others, refused]) {
+      expect(answer.headers.get("content-security-policy")).toBe(
+        "default-src 'none'; img-src https: http: data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+      );
+      expect(answer.headers.get("x-content-type-options")).toBe("nosniff");
+      expect(answer.headers.get("referrer-policy")).toBe("no-referrer");
+      expect(answer.headers.get("strict-transport-security")).toMatch(/^max-age=\d+/);
+    }
+  });
+
   it("says what happened: Server-Timing and Cache-Control", async () => {
     const response = await worker.fetch("/products/p-000040");
     // Only what the Workers clock can measure: the steps that wait on I/O, and the total.
