@@ -1,5 +1,5 @@
 // The Hono app: routes and the middleware that Hono already ships.
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import { etag, RETAINED_304_HEADERS } from "hono/etag";
 import { secureHeaders } from "hono/secure-headers";
 import { timing } from "hono/timing";
@@ -15,6 +15,13 @@ import { HTTPException } from "hono/http-exception";
 import { tierFor } from "./tier";
 import { withSubrequestGate } from "./shared/subrequests";
 import type { AppEnv } from "./http/appEnv";
+
+/** The methods a page takes (HEAD: Hono answers it as GET, without the body). */
+const PAGE_METHODS = "GET, HEAD, OPTIONS";
+
+function pageMethods(c: Context): Response {
+  return c.body(null, 204, { Allow: PAGE_METHODS });
+}
 
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -71,6 +78,15 @@ export function createApp(): Hono<AppEnv> {
   app.route("/", statusRoute);
   app.get("/", (c) => homePage(c, c.get("tier")));
   app.get("/products/:id", (c) => productPage(c, c.get("tier")));
+  // The pages are there to be read: another method is told which ones they
+  // take (RFC 9110: 405 with Allow; OPTIONS answered with Allow), not that
+  // the address does not exist.
+  app.options("/", pageMethods);
+  app.options("/products/:id", pageMethods);
+  app.on(["POST", "PUT", "PATCH", "DELETE"], ["/", "/products/:id"], (c) => {
+    c.header("Allow", PAGE_METHODS);
+    return errorPage(c, 405, "This page can only be read.", "no-store");
+  });
 
   app.notFound((c) => errorPage(c, 404, "There is no page at this address.", "public, max-age=60"));
   app.onError((error, c) => {

@@ -26,7 +26,7 @@ function staticErrorPage(status: number, message: string): string {
 }
 
 /** A readable HTML error page; never an exception text or a stack trace. */
-export function errorPage(c: Context, status: 400 | 404 | 413 | 500 | 503, message: string, cacheControl: string, retryAfterSeconds?: number): Response {
+export function errorPage(c: Context, status: 400 | 404 | 405 | 413 | 500 | 503, message: string, cacheControl: string, retryAfterSeconds?: number): Response {
   c.header("Cache-Control", cacheControl);
   const key = `${status}|${retryAfterSeconds ?? ""}|${message}`;
   let html = rendered.get(key);

@@ -468,9 +468,21 @@ describe("hostile input at one running tier", () => {
         expect(answer.status, path).toBeLessThan(500);
         expect(answer.body).not.toContain("pwned");
       }
-      for (const method of ["POST", "PUT", "DELETE", "PATCH"]) {
-        const answer = await ask("other methods", isolate, "/products/p-000001", { method, body: "x" });
-        expect(answer.status, method).toBeLessThan(500);
+      // A page takes GET and HEAD: any other method is told so (405 with Allow, a readable page), OPTIONS too (204).
+      for (const path of ["/products/p-000001", "/"]) {
+        for (const method of ["POST", "PUT", "DELETE", "PATCH"]) {
+          const answer = await ask("other methods", isolate, path, { method, body: "x" });
+          expect(answer.status, `${method} ${path}`).toBe(405);
+          expect(answer.headers.allow, `${method} ${path}`).toBe("GET, HEAD, OPTIONS");
+          expect(answer.headers["content-type"]).toContain("text/html");
+          expect(answer.body).toContain("can only be read");
+        }
+        const options = await ask("other methods", isolate, path, { method: "OPTIONS" });
+        expect(options.status, `OPTIONS ${path}`).toBe(204);
+        expect(options.headers.allow).toBe("GET, HEAD, OPTIONS");
+        const head = await ask("other methods", isolate, path, { method: "HEAD" });
+        expect(head.status, `HEAD ${path}`).toBe(200);
+        expect(head.body).toBe("");
       }
     }
   });

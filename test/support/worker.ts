@@ -117,7 +117,8 @@ export async function startWorker(bindings: Env, options: { port?: number; bundl
       const response = await mf.dispatchFetch(`http://tier.test${path}`, init as never);
       // Read the body at once, so that no connection to workerd stays half-read
       // while a test fires hundreds of requests.
-      const body = response.status === 304 ? null : await response.arrayBuffer();
+      // (A 204 or 304 has no body, and a Response made with one is refused.)
+      const body = response.status === 204 || response.status === 304 ? null : await response.arrayBuffer();
       return new Response(body, { status: response.status, headers: response.headers as unknown as Headers });
     },
     close,
