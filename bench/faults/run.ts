@@ -4,7 +4,8 @@
 // Redis behind the gateway, the demo origin). A scenario starts fresh worker
 // instances (and, for `shard-down`, its own three L2 shards), warms them with
 // Zipf traffic, then runs its phases back to back; a phase may act first (freeze
-// Redis, kill a shard). Per phase: wrk's req/s, latency and errors, where the
+// Redis, kill a shard), or run a stream beside the load (a hot product's, the
+// purges of purge-storm: purgeStorm.ts). Per phase: wrk's req/s, latency and errors, where the
 // pages' resources came from and what L2 skipped or failed (each instance's
 // /__status.json, before and after), the origin's requests, and when each
 // instance's L2 breaker was first seen open (its status polled every 100 ms).
@@ -27,12 +28,18 @@ import { startShards, startStack, startWorkers, toolVersions, type Servers, type
 import { ensureWrk, wrkPhase, Workload, type Phase } from "../lib/wrk";
 import { l2StateOf } from "../../dev/harness/health";
 import { RESOURCES } from "../../src/origin/resources";
+import { DEFAULTS } from "../../src/config/defaults";
+import { purgeStorm, type PurgeStormResult } from "./purgeStorm";
 
 const CATALOG = 100_000;
 const ORIGIN = { catalogSize: CATALOG, latencyMs: 30, jitterMs: 10 };
 const INSTANCES = 2;
 /** The hot product's stream lasts three of inventory's default ttls: about three origin fetches of it expected. */
 const INVENTORY_TTL_S = RESOURCES.inventory.defaults.ttl;
+/** purge-storm: a backend that purges every product whose stock or price changed, on a busy day. */
+const PURGE_RATE = 50;
+/** purge-storm: how long to wait at most for the changed price on every instance (the purge bound is PURGE_POLL_MS and the read). */
+const PRICE_CAP_MS = 10 * DEFAULTS.purgePollMs;
 
 /** What a phase's action and a scenario's undo get. */
 interface Stack {
@@ -47,6 +54,8 @@ interface PhaseSpec {
   seconds: [number, number];
   /** Done right before the phase's load starts. */
   act?: (stack: Stack) => Promise<unknown>;
+  /** The scenario's purge stream runs beside this phase's load (purge-storm). */
+  storm?: boolean;
 }
 
 interface Scenario {
@@ -56,6 +65,8 @@ interface Scenario {
   shards?: number;
   /** A constant-rate stream of one product beside the Zipf load: requests a second in all. */
   hotRate?: number;
+  /** Purges a second in the phases marked `storm` (purgeStorm.ts). */
+  purgeRate?: number;
   phases: PhaseSpec[];
   /** Run whatever happened: leaves the stack as the next scenario expects it. */
   undo?: (stack: Stack) => Promise<unknown>;
@@ -87,6 +98,15 @@ const SCENARIOS: Scenario[] = [
     hotRate: 20,
     phases: [{ label: "hot", seconds: [3 * INVENTORY_TTL_S, 12] }],
   },
+  {
+    name: "purge-storm",
+    what: `the shop's backend purging ${PURGE_RATE} products a second (each one drawn uniformly from the catalog, POST /__purge to the instances in turn) beside the Zipf load, and a second into it the most popular product's price changed at the origin and purged`,
+    purgeRate: PURGE_RATE,
+    phases: [
+      { label: "before", seconds: [5, 2] },
+      { label: "storm", seconds: [15, 6], storm: true },
+    ],
+  },
 ];
 
 const { values: args } = parseArgs({
@@ -117,6 +137,8 @@ interface PhaseResult {
   wrk: Phase;
   /** The hot stream's own wrk figures (hot-product). */
   hot?: Phase;
+  /** The purge stream beside the load (purge-storm). */
+  storm?: PurgeStormResult;
   /** Per instance: what changed in its /__status.json over the phase. */
   changes: Change[];
   originRequests: number;
@@ -179,9 +201,21 @@ async function main(): Promise<void> {
         const originBefore = (await servers.origin.counters()).total;
         const polling = pollBreakers(workers, bindings.PURGE_TOKEN!);
         const cpuBefore = cpuSample(cpuRoots);
-        const [wrk, hot] = await Promise.all([
+        const [wrk, hot, storm] = await Promise.all([
           zipf(seconds),
           scenario.hotRate ? wrkPhase({ targets, connections: 4, seconds, rate: scenario.hotRate, paths: hotPaths, seed: seed++, signal }) : undefined,
+          spec.storm && scenario.purgeRate
+            ? purgeStorm({
+                targets,
+                token: bindings.PURGE_TOKEN!,
+                origin: servers.origin,
+                rate: scenario.purgeRate,
+                ms: seconds * 1000,
+                randomId: () => workload.idOfRank(1 + Math.floor(Math.random() * CATALOG)),
+                hotId: workload.hotId(),
+                capMs: PRICE_CAP_MS,
+              })
+            : undefined,
         ]);
         const { openMs: breakerOpenMs, closedMs: breakerClosedMs } = polling.stop();
         const used = cpuBetween(cpuBefore, cpuSample(cpuRoots));
@@ -191,6 +225,7 @@ async function main(): Promise<void> {
           label: spec.label,
           wrk,
           hot,
+          storm,
           changes: workers.map((_, k) => change(before[k]!, after[k]!)),
           originRequests: (await servers.origin.counters()).total - originBefore,
           breakerOpenMs,
@@ -198,6 +233,7 @@ async function main(): Promise<void> {
           cores,
         };
         console.log(`  ${phaseLine(result)}`);
+        if (storm) console.log(`  ${stormLine(storm)}`);
         phases.push(result);
       }
       const health = await Promise.all(workers.map((w) => l2StateOf(w.url, bindings.PURGE_TOKEN!, 3000)));
@@ -236,6 +272,7 @@ async function main(): Promise<void> {
           (p) =>
             `  The hot stream (${p.hot!.askedRate}/s, paced): ${p.hot!.requests} answers, p50 ${tenths(p.hot!.p50Ms)} ms, p99 ${tenths(p.hot!.p99Ms)} ms, errors ${errorsOf(p.hot!)}, ${p.hot!.late} sent late; origin requests for the product: ${JSON.stringify(r.hotFetches)} (inventory ≈ one per ${INVENTORY_TTL_S} s ttl expected).`,
         ),
+      ...r.phases.filter((p) => p.storm).map((p) => `  ${stormLine(p.storm!)}`),
       `  L2 at the end (status \`l2.state\`): ${r.health.map((h) => `\`${h}\``).join(" · ")}`,
     ]),
     "",
@@ -299,6 +336,12 @@ const errorsOf = (w: Phase) =>
         .map(([k, n]) => `${k} ${n}`)
         .join(", ")})`
     : "0";
+const stormLine = (s: PurgeStormResult) =>
+  `The purge stream (${s.rate}/s): ${s.sent} purges, answers ${JSON.stringify(s.statuses)}, p50 ${s.p50Ms} ms, p99 ${s.p99Ms} ms; ${s.price.id}'s price ${s.price.from} → ${s.price.to} at the origin, then purged: ${
+    s.price.seenAfterMs === null
+      ? `not served by every instance within ${s.price.capMs} ms`
+      : `served by every instance ${s.price.seenAfterMs} ms after the change`
+  } (PURGE_POLL_MS ${DEFAULTS.purgePollMs}).`;
 const phaseLine = (p: PhaseResult) =>
   `${p.label}: ${p.wrk.rps} req/s, p50 ${tenths(p.wrk.p50Ms)} ms, p99 ${tenths(p.wrk.p99Ms)} ms, errors ${errorsOf(p.wrk)}, tiers ${tiersOf(p)}, L2 skip/fail ${l2Of(p)}, origin ${p.originRequests}, breaker open ${p.breakerOpenMs.map((ms) => ms ?? "–").join(" · ")}, closed again ${p.breakerClosedMs.map((ms) => ms ?? "–").join(" · ")}, cores workerd / others ${p.cores.workerd.toFixed(2)} / ${p.cores.others.toFixed(2)}`;
 
