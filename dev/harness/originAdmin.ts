@@ -9,9 +9,9 @@ interface OriginCounters {
 export class OriginAdmin {
   constructor(readonly url: string) {}
 
-  /** One admin call's JSON answer, whatever its status (a test may look at a refusal). */
-  async request(path: string, init: { method?: string; body?: unknown } = {}): Promise<any> {
-    return (await this.send(path, init.method ?? (init.body === undefined ? "GET" : "POST"), init.body)).json();
+  /** One admin call's JSON answer, whatever its status (a test may look at a refusal), taken to be a `T` (the admin API's own answer: not checked). */
+  async request<T = unknown>(path: string, init: { method?: string; body?: unknown } = {}): Promise<T> {
+    return (await this.send(path, init.method ?? (init.body === undefined ? "GET" : "POST"), init.body)).json() as Promise<T>;
   }
 
   private send(path: string, method: string, body: unknown): Promise<Response> {
@@ -25,20 +25,20 @@ export class OriginAdmin {
   }
 
   /** One admin call that must succeed: its JSON answer, or an error naming the call. */
-  private async call(path: string, method = "GET", body?: unknown): Promise<any> {
+  private async call<T = unknown>(path: string, method = "GET", body?: unknown): Promise<T> {
     const response = await this.send(path, method, body);
     if (!response.ok) throw new Error(`origin admin ${method} ${path}: HTTP ${response.status} ${await response.text()}`);
-    return response.json();
+    return response.json() as Promise<T>;
   }
 
   async counters(): Promise<OriginCounters> {
-    const body = await this.call("/__admin/counters");
+    const body = await this.call<OriginCounters>("/__admin/counters");
     return { total: body.total, services: body.services };
   }
 
   /** Requests each service received for one product since the last reset, by service. */
   async countsOf(id: string): Promise<Record<string, number>> {
-    const body = (await this.call("/__admin/counters")) as { ids?: Record<string, number> };
+    const body = await this.call<{ ids?: Record<string, number> }>("/__admin/counters");
     const counts: Record<string, number> = {};
     for (const [key, count] of Object.entries(body.ids ?? {})) {
       const [service, of] = key.split(":");
@@ -62,6 +62,6 @@ export class OriginAdmin {
 
   /** Changes a product's price (minor units); the origin bumps its version. */
   async changePrice(id: string, price: number): Promise<{ purge: unknown }> {
-    return this.call(`/__admin/products/${id}`, "POST", { price });
+    return this.call<{ purge: unknown }>(`/__admin/products/${id}`, "POST", { price });
   }
 }

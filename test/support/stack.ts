@@ -49,7 +49,7 @@ export async function startStack(origin: DemoOriginOptions = {}): Promise<Stack>
       L2_TIMEOUT_MS: "1000",
     },
     admin: (path, init) => admin.request(path, init),
-    counters: () => admin.request("/__admin/counters"),
+    counters: () => admin.request<{ total: number; services: Record<string, number>; ids: Record<string, number> }>("/__admin/counters"),
     close: stack.close,
   };
 }
