@@ -16,7 +16,8 @@ import { tierFor } from "./tier";
 import { withSubrequestGate } from "./shared/subrequests";
 import type { AppEnv } from "./http/appEnv";
 
-/** The methods a page takes (HEAD: Hono answers it as GET, without the body). */
+/** The pages' addresses, and the methods they take (HEAD: Hono answers it as GET, without the body). */
+const PAGE_PATHS = ["/", "/products/:id"];
 const PAGE_METHODS = "GET, HEAD, OPTIONS";
 
 function pageMethods(c: Context): Response {
@@ -81,9 +82,8 @@ export function createApp(): Hono<AppEnv> {
   // The pages are there to be read: another method is told which ones they
   // take (RFC 9110: 405 with Allow; OPTIONS answered with Allow), not that
   // the address does not exist.
-  app.options("/", pageMethods);
-  app.options("/products/:id", pageMethods);
-  app.on(["POST", "PUT", "PATCH", "DELETE"], ["/", "/products/:id"], (c) => {
+  app.on("OPTIONS", PAGE_PATHS, pageMethods);
+  app.on(["POST", "PUT", "PATCH", "DELETE"], PAGE_PATHS, (c) => {
     c.header("Allow", PAGE_METHODS);
     return errorPage(c, 405, "This page can only be read.", "no-store");
   });

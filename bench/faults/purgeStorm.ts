@@ -6,7 +6,7 @@
 // others: how long until every instance serves the new price.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { OriginAdmin } from "../../dev/harness/originAdmin";
-import { getPage, priceNow } from "../peers/systems";
+import { getPage, priceNow, priceOtherThan } from "../peers/systems";
 import { percentile } from "../lib/probe";
 
 export interface PurgeStormResult {
@@ -22,8 +22,6 @@ export interface PurgeStormResult {
 
 const PURGE_DEADLINE_MS = 5000;
 const POLL_MS = 50;
-/** $123.45: no demo-origin price ends in 45 (they all end in 99). */
-const NEW_PRICE_MINOR = 12_345;
 
 async function purge(target: string, token: string, id: string): Promise<{ status: number; ms: number }> {
   const started = performance.now();
@@ -59,8 +57,7 @@ export async function purgeStorm(options: {
   const priceSeen = (async () => {
     await sleep(1000);
     const from = priceNow((await getPage(`${targets[0]}/products/${options.hotId}`)).body);
-    const minor = from === "$123.45" ? NEW_PRICE_MINOR + 1 : NEW_PRICE_MINOR;
-    const to = `$${Math.floor(minor / 100)}.${String(minor % 100).padStart(2, "0")}`;
+    const { minor, shown: to } = priceOtherThan(from);
     await options.origin.changePrice(options.hotId, minor);
     const changedAt = performance.now();
     answers.push(purge(targets[0]!, token, options.hotId));

@@ -5,20 +5,17 @@ import { performance } from "node:perf_hooks";
 import { sleep } from "../lib/sleep";
 import { measure, row, zipf } from "./measure";
 import { SEEDS, type Context, type Durations, type Row, type Staleness } from "./plan";
-import { getPage, priceNow, type System } from "./systems";
+import { getPage, priceNow, priceOtherThan, type System } from "./systems";
 
 const POLL_MS = 50;
 /** Every target must show the new price this long before the change counts as complete. */
 const CONFIRM_MS = 1000;
-/** $123.45: no demo-origin price ends in 45 (they all end in 99). */
-const NEW_PRICE_MINOR = 12_345;
 
 export async function priceChange(ctx: Context, system: System, d: Durations, startedAt: number): Promise<{ row: Row; pending?: Promise<void> }> {
   const id = ctx.workload.hotId();
   const before = await getPage(`${system.targets[0]}/products/${id}`);
   const oldPrice = priceNow(before.body);
-  const newMinor = oldPrice === "$123.45" ? NEW_PRICE_MINOR + 1 : NEW_PRICE_MINOR;
-  const newPrice = `$${Math.floor(newMinor / 100)}.${String(newMinor % 100).padStart(2, "0")}`;
+  const { minor: newMinor, shown: newPrice } = priceOtherThan(oldPrice);
   ctx.phase(`${system.name} · price change: ${id} ${oldPrice} → ${newPrice} under paced load`, d.priceLoadS * 1000);
 
   const stale: Staleness = {

@@ -391,6 +391,16 @@ export async function getPage(url: string, timeoutMs = 5000): Promise<Page> {
   };
 }
 
+/**
+ * A price to change a product to that its page cannot be showing already, in
+ * minor units and as the page shows it: $123.45 (no demo-origin price ends in
+ * 45: they all end in 99), or $123.46 where it somehow is.
+ */
+export function priceOtherThan(shown: string | null): { minor: number; shown: string } {
+  const minor = shown === "$123.45" ? 12_346 : 12_345;
+  return { minor, shown: `$${Math.floor(minor / 100)}.${String(minor % 100).padStart(2, "0")}` };
+}
+
 /** The visible price of a product page (templates/partials/price.tsx), e.g. "$123.45". */
 export function priceNow(body: string): string | null {
   return /class="price-now[^"]*">([^<]+)</.exec(body)?.[1]?.trim() ?? null;
