@@ -16,6 +16,7 @@
 import type { Served } from "../cache/served";
 import type { ResourcePolicy } from "../config";
 import type { OriginFailure } from "../origin/failure";
+import { hashPair } from "../shared/hash";
 
 const FAILURE_STATUS: Record<OriginFailure, number> = {
   timeout: 504,
@@ -95,12 +96,13 @@ export function pageIdentity(page: Served<unknown>[], renderVersion: string): st
   return `${renderVersion}|${parts.join("|")}`;
 }
 
-/** A strong validator from the page's identity: same versions and states, same HTML. */
-export async function pageEtag(identity: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-1", new TextEncoder().encode(identity));
-  const hex = [...new Uint8Array(digest)]
-    .slice(0, 12)
-    .map((b) => b.toString(16).padStart(2, "0"))
-    .join("");
-  return `"${hex}"`;
+/**
+ * A strong validator from the page's identity: same versions and states, same
+ * HTML. 64 bits of a fast hash, the same in every isolate: an ETag only has
+ * to tell this URL's versions apart, and a digest through crypto.subtle cost
+ * a render a promise and a call into the runtime (1.6% of the Zipf profile).
+ */
+export function pageEtag(identity: string): string {
+  const [high, low] = hashPair(identity);
+  return `"${high!.toString(16).padStart(8, "0")}${low!.toString(16).padStart(8, "0")}"`;
 }

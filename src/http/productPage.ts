@@ -133,7 +133,7 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
     };
     const html = renderProductPage({ ...sections, product: subject.data!, pageUrl });
     // TextEncoder always returns bytes over a fresh ArrayBuffer, never a shared one.
-    page = { body: new TextEncoder().encode(html) as Uint8Array<ArrayBuffer>, etag: await pageEtag(identity) };
+    page = { body: new TextEncoder().encode(html) as Uint8Array<ArrayBuffer>, etag: pageEtag(identity) };
     if (tier.config.caching) tier.renderedPages.set(renderKey, page);
   }
 
