@@ -60,6 +60,13 @@ export interface L1 {
   /** The tags of the entry under `key`, without parsing it. */
   tags(key: string): readonly string[] | undefined;
   markStale(key: string, at: number): void;
+  /**
+   * Every entry from now on usable only when the origin fails for it (its
+   * freshness and stale window ended `at`, its error window kept): for an
+   * isolate that can no longer tell which of its entries a purge it missed
+   * has made gone (invalidation/watcher.ts, starting over).
+   */
+  keepOnlyForErrors(at: number): void;
 }
 
 export function createL1({ maxBytes, clock }: { maxBytes: number; clock: Clock }): L1 {
@@ -90,6 +97,14 @@ export function createL1({ maxBytes, clock }: { maxBytes: number; clock: Clock }
     markStale(key, at) {
       const found = entry(key);
       if (found) keep(key, markedStale(found, at));
+    },
+    keepOnlyForErrors(at) {
+      // In place, in one pass: its size and its time in lru-cache (the error window) do not change,
+      // and entries already handed out have copied their deadlines (fromStored).
+      cache.forEach((stored) => {
+        stored.freshUntil = Math.min(stored.freshUntil, at);
+        stored.staleUntil = Math.min(stored.staleUntil, at);
+      });
     },
   };
 }

@@ -103,7 +103,8 @@ export interface ReadThroughDeps {
 export interface L1Purging {
   forget(key: string): void;
   markStale(key: string, at: number): void;
-  forgetAll(): void;
+  /** Every L1 entry usable only when the origin fails for it (see L1.keepOnlyForErrors). */
+  keepOnlyForErrors(at: number): void;
 }
 
 export interface ReadThrough extends L1Purging {
@@ -347,8 +348,8 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       l1.markStale(key, at);
       rejections.forget(key);
     },
-    forgetAll() {
-      l1.cache.clear();
+    keepOnlyForErrors(at) {
+      l1.keepOnlyForErrors(at);
       rejections.forgetAll();
     },
     readCached: (ids, resource, background) => readCopies(tools, ids, resource, background),

@@ -109,8 +109,12 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       // New isolate, too far behind, or the log was reset: start over from
       // the tag/all marks (id purges are applied in Redis, where reads go
       // next; the log's latest records say which ones location copies may
-      // still hold, cache/location/).
-      l1.forgetAll();
+      // still hold, cache/location/). What L1 holds may have been purged
+      // meanwhile: none of it is served while the origin answers, but it
+      // stays the last resort when the origin fails, where dropping it
+      // turned a Redis that lost its data and an origin failing at once into
+      // 503s for pages the isolate had.
+      l1.keepOnlyForErrors(clock.now());
       known.startOver(answer.floor, answer.marks, at, answer.records);
     } else {
       const from = seq;

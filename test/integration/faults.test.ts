@@ -24,7 +24,7 @@ import {
   type Page,
 } from "../support/faults";
 import { member } from "../../dev/harness/cacheStatus";
-import { startStack, type Stack } from "../support/stack";
+import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
 import { logFaults, startedWorkers, startWorker, type WorkerInstance } from "../support/worker";
 
 /** Product and inventory fresh for 1 s, then only usable on error for a minute: expiry within a test. */
@@ -317,6 +317,32 @@ describe("when Redis fails", () => {
       workers.push(b);
       const pages = await Promise.all(filled.map((id) => page(b, `/products/${id}`)));
       expect(pages.map((p) => p.status)).toEqual(filled.map(() => 200));
+    });
+
+    it("Redis loses its data (a purge log reset under the isolate), then the origin goes down: the pages the isolate had, stale-if-error, not 503s", async () => {
+      // L1 alone: with the location tier on, its copies of these pages would answer first (cache/location/).
+      const a = await startWorker({ ...bindings(), LOCATION_CACHE: "off" });
+      workers.push(a);
+      const viewed = completeProducts(2600, 10);
+      for (const id of viewed) expect((await page(a, `/products/${id}`)).status).toBe(200);
+      // A purge starts the log's era; the isolate reads it (its knowledge renewed within PURGE_POLL_MS).
+      const purged = await a.fetch("/__purge", {
+        method: "POST",
+        headers: { authorization: `Bearer ${PURGE_TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify({ ids: ["p-009999"] }),
+      });
+      expect(purged.status).toBe(202);
+      await sleep(DEFAULTS.purgePollMs + 100);
+      expect((await page(a, `/products/${viewed[0]}`)).status).toBe(200);
+
+      // Redis restarted empty: the next sync finds another era, and the isolate cannot tell which of its copies a lost purge made gone.
+      expect(await gatewayCommand(stack, ["FLUSHALL"])).toBe("OK");
+      await sleep(DEFAULTS.purgePollMs + 100);
+      await injectFault(stack, { service: "all", down: "refuse" });
+      const pages = await Promise.all(viewed.map((id) => page(a, `/products/${id}`)));
+      expect(pages.map((p) => p.status)).toEqual(viewed.map(() => 200));
+      // Not served as they were: each asked the origin first, and is marked as a copy kept for errors.
+      for (const p of pages) expect(member(p.cacheStatus, "product")).toMatch(/^pp-l1; fwd=stale; fwd-status=50\d; .*detail="product stale-if-error"$/);
     });
 
     it("an isolate that skipped L2 while Redis hung tries it once before a 503 when the origin fails too", async () => {

@@ -11,7 +11,7 @@ import { createPurgeWatcher, type PurgeWatcher } from "../../src/invalidation/wa
 import { fakeClock, type FakeClock } from "../support/fakes";
 
 const POLL_MS = 1000;
-const noL1: L1Purging = { forget: () => undefined, markStale: () => undefined, forgetAll: () => undefined };
+const noL1: L1Purging = { forget: () => undefined, markStale: () => undefined, keepOnlyForErrors: () => undefined };
 
 /** A purge log that answers whatever `next` holds. */
 function scriptedLog() {

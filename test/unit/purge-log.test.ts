@@ -109,7 +109,7 @@ describe("the purge log", () => {
     // A watcher starting from them judges as the purges say.
     const watcher = createPurgeWatcher({
       log,
-      l1: { forget: () => undefined, markStale: () => undefined, forgetAll: () => undefined },
+      l1: { forget: () => undefined, markStale: () => undefined, keepOnlyForErrors: () => undefined },
       clock: systemClock,
       keyPrefix: "marks",
       pollMs: 1000,
@@ -140,7 +140,7 @@ describe("the purge log", () => {
     const forgotten: string[] = [];
     const watcher = createPurgeWatcher({
       log,
-      l1: { forget: (key) => forgotten.push(key), markStale: () => undefined, forgetAll: () => undefined },
+      l1: { forget: (key) => forgotten.push(key), markStale: () => undefined, keepOnlyForErrors: () => undefined },
       clock: systemClock,
       keyPrefix: "own",
       pollMs: 1000,

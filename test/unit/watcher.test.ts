@@ -20,19 +20,22 @@ const PRODUCT: ResourceName[] = ["product"];
 
 /** A purge log with no purges in it, that answers while `up` and fails (L2 unavailable: undefined) otherwise. */
 function fakeLog() {
-  const state = { up: true, reads: 0 };
+  /** `era`: set anew to stand for a log that was reset (Redis lost its data): the next read is not caught up. */
+  const state = { up: true, reads: 0, era: "", readEra: "" };
   const log = {
     async readSince(seen: number): Promise<PurgesSince | undefined> {
       state.reads++;
       if (!state.up) return undefined;
-      return { seq: seen, era: "", caughtUp: true, records: [], marks: [], floor: 0 };
+      const caughtUp = state.era === state.readEra;
+      state.readEra = state.era;
+      return { seq: caughtUp ? seen : 0, era: state.era, caughtUp, records: [], marks: [], floor: 0 };
     },
     record: async () => undefined,
   } satisfies PurgeLog;
   return { log, state };
 }
 
-const noL1: L1Purging = { forget: () => undefined, markStale: () => undefined, forgetAll: () => undefined };
+const noL1: L1Purging = { forget: () => undefined, markStale: () => undefined, keepOnlyForErrors: () => undefined };
 
 function watcherWith(clock: FakeClock, log: PurgeLog | null, l1: L1Purging = noL1): PurgeWatcher {
   return createPurgeWatcher({
@@ -128,7 +131,7 @@ describe("the purge watcher's blind mode", () => {
 // The watcher as the read path uses it (as src/tier.ts wires them). L2 is
 // left out of the read path here (l2: null), so a refresh goes straight to
 // the fake origin; the failing purge log stands for the failing L2.
-describe("the read path while the watcher is blind", () => {
+describe("the read path when purges may have been missed: blind, or after the log was reset", () => {
   function setup() {
     const clock = fakeClock();
     const origin = fakeOrigin();
@@ -190,6 +193,27 @@ describe("the read path while the watcher is blind", () => {
     // Refreshed once: the new copy is young, and still blind the next pages take it as fresh.
     for (let i = 0; i < 10; i++) expect(await page()).toMatchObject({ tier: "l1", freshness: "fresh" });
     expect(origin.calls.product).toBe(2);
+  });
+
+  it("after the log was reset under it (Redis lost its data), serves nothing L1 held while the origin answers, and L1's copy when the origin fails", async () => {
+    const { clock, origin, state, page } = setup();
+    await page("p-1");
+    await page("p-2");
+    expect(origin.calls.product).toBe(2);
+    // Purges recorded before the loss may never reach this isolate: what it holds is not served as it was.
+    state.era = "after-the-loss";
+    clock.advance(POLL_MS);
+    origin.version = 2;
+    const refetched = await page("p-1");
+    expect(refetched).toMatchObject({ tier: "origin", freshness: "fresh" });
+    expect(refetched.entry?.version).toBe(2);
+    expect(origin.calls.product).toBe(3);
+    // The origin failing: the copy L1 had, as a last resort (stale-if-error), not a failed page.
+    origin.behaviour.product = "fail";
+    const fallback = await page("p-2");
+    expect(fallback).toMatchObject({ tier: "l1", freshness: "stale-if-error" });
+    expect(fallback.entry?.version).toBe(1);
+    expect(origin.calls.product).toBe(4);
   });
 
   it("serves the same old entry fresh, without asking the origin, while the purge log answers", async () => {
