@@ -4,6 +4,7 @@ import { etag, RETAINED_304_HEADERS } from "hono/etag";
 import { secureHeaders } from "hono/secure-headers";
 import { timing } from "hono/timing";
 import { ConfigError } from "./config";
+import { closedEndpoint } from "./http/adminAuth";
 import { errorPage } from "./http/errorPage";
 import { homePage } from "./http/homePage";
 import { productPage } from "./http/productPage";
@@ -19,6 +20,13 @@ import type { AppEnv } from "./http/appEnv";
 /** The pages' addresses, and the methods they take (HEAD: Hono answers it as GET, without the body). */
 const PAGE_PATHS = ["/", "/products/:id"];
 const PAGE_METHODS = "GET, HEAD, OPTIONS";
+/** The operators' endpoints, and the methods they take. */
+const API_METHODS = [
+  ["/__purge", "POST"],
+  ["/__known-ids", "POST"],
+  ["/__status", "GET, HEAD"],
+  ["/__status.json", "GET, HEAD"],
+] as const;
 
 function pageMethods(c: Context): Response {
   return c.body(null, 204, { Allow: PAGE_METHODS });
@@ -83,10 +91,23 @@ export function createApp(): Hono<AppEnv> {
   // take (RFC 9110: 405 with Allow; OPTIONS answered with Allow), not that
   // the address does not exist.
   app.on("OPTIONS", PAGE_PATHS, pageMethods);
-  app.on(["POST", "PUT", "PATCH", "DELETE"], PAGE_PATHS, (c) => {
-    c.header("Allow", PAGE_METHODS);
-    return errorPage(c, 405, "This page can only be read.", "no-store");
-  });
+  for (const path of PAGE_PATHS) {
+    // Any method but those above (POST, TRACE, PROPFIND...): GET and HEAD have answered before this handler.
+    app.all(path, (c) => {
+      c.header("Allow", PAGE_METHODS);
+      return errorPage(c, 405, "This page can only be read.", "no-store");
+    });
+  }
+  // The endpoints asked with another method: a JSON answer in their own language, with what they take
+  // (closed without a token: 404 whatever the method, as for the methods they take).
+  for (const [path, allow] of API_METHODS) {
+    app.all(path, (c) => {
+      if (!c.get("tier").config.purgeToken) return closedEndpoint(c);
+      c.header("Allow", allow);
+      c.header("Cache-Control", "no-store");
+      return c.json({ error: "method_not_allowed", message: `${path} takes ${allow}` }, 405);
+    });
+  }
 
   app.notFound((c) => errorPage(c, 404, "There is no page at this address.", "public, max-age=60"));
   app.onError((error, c) => {

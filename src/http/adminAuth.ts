@@ -11,11 +11,16 @@ const guards = new WeakMap<TierServices, MiddlewareHandler>();
 /** The protection space the tier's own endpoints share (WWW-Authenticate: Bearer realm="…"). */
 const REALM = "edge-product-pages admin";
 
+/** What the endpoints answer while no token is configured, whatever the method. */
+export function closedEndpoint(c: Context<AppEnv>): Response {
+  return c.json({ error: "not_found", message: "this endpoint is closed: no PURGE_TOKEN is configured" }, 404);
+}
+
 export function requirePurgeToken(): MiddlewareHandler<AppEnv> {
   return async (c: Context<AppEnv>, next: Next) => {
     const tier = c.get("tier");
     const token = tier.config.purgeToken;
-    if (!token) return c.json({ error: "not_found", message: "this endpoint is closed: no PURGE_TOKEN is configured" }, 404);
+    if (!token) return closedEndpoint(c);
     let guard = guards.get(tier);
     if (!guard) {
       // RFC 6750: each 401 names the scheme and realm (WWW-Authenticate), and the body says what to send.

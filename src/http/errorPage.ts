@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { renderErrorPage } from "../render";
+import type { ErrorPageModel } from "../render/model";
 import { logEvent } from "../shared/log";
 
 /**
@@ -26,13 +27,19 @@ function staticErrorPage(status: number, message: string): string {
 }
 
 /** A readable HTML error page; never an exception text or a stack trace. */
-export function errorPage(c: Context, status: 400 | 404 | 405 | 413 | 500 | 503, message: string, cacheControl: string, retryAfterSeconds?: number): Response {
+export function errorPage(
+  c: Context,
+  status: 400 | 404 | 405 | 413 | 500 | 503,
+  message: string,
+  cacheControl: string,
+  { retryAfterSeconds, heading }: Pick<ErrorPageModel, "retryAfterSeconds" | "heading"> = {},
+): Response {
   c.header("Cache-Control", cacheControl);
-  const key = `${status}|${retryAfterSeconds ?? ""}|${message}`;
+  const key = `${status}|${retryAfterSeconds ?? ""}|${heading ?? ""}|${message}`;
   let html = rendered.get(key);
   if (html === undefined) {
     try {
-      html = renderErrorPage({ status, message, retryAfterSeconds });
+      html = renderErrorPage({ status, message, retryAfterSeconds, heading });
       rendered.set(key, html);
     } catch (error) {
       const cause = String(error);

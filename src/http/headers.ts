@@ -10,6 +10,7 @@
 //   pp-origin; fwd=uri-miss; fwd-status=502; detail="recommendations failed"
 //   pp-origin; fwd=uri-miss; fwd-status=502; ttl=10; detail="product rejected"
 //   pp-origin; fwd=bypass; fwd-status=200; ttl=300; detail="product"  CACHING=off
+//   pp-origin; fwd=uri-miss; fwd-status=404; stored; ttl=60; detail="product absent"
 //                        the origin's answer about this id was of no use (a 422, a
 //                        body that breaks the contract): "no data" for a short while
 // `ttl` is the seconds of freshness left (negative: stale for that long).
@@ -55,7 +56,8 @@ function member(served: Served<unknown>, now: number, l2Stored: boolean): string
     params.push(`fwd=${forwardReason(served)}`, `fwd-status=${FAILURE_STATUS[served.failure]}`);
     detail += " rejected";
   } else if (served.forward) {
-    params.push(`fwd=${forwardReason(served)}`, "fwd-status=200");
+    // The origin's own status: 404 for an id it says does not exist (kept as "absent"), 200 for data.
+    params.push(`fwd=${forwardReason(served)}`, `fwd-status=${served.outcome === "absent" ? 404 : 200}`);
     if (served.tier === "origin" && l2Stored) params.push("stored");
     if (served.collapsed) params.push("collapsed");
   } else {

@@ -22,7 +22,7 @@ export async function homePage(c: Context, tier: TierServices): Promise<Response
   const listing = data[LISTING];
   if (listing?.outcome !== "found") {
     c.header("Retry-After", "10");
-    return errorPage(c, 503, "The product list is not available right now.", "no-store", 10);
+    return errorPage(c, 503, "The product list is not available right now.", "no-store", { retryAfterSeconds: 10 });
   }
 
   const ids = listing.data!.ids;

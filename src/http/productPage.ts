@@ -12,6 +12,9 @@ import { cacheStatus, pageCacheControl, pageEtag, pageIdentity } from "./headers
 import { errorPage } from "./errorPage";
 import { DEFAULTS } from "../config/defaults";
 
+/** What a visitor is told of a product that does not exist. */
+const PRODUCT_NOT_FOUND = "We could not find that product. It does not exist or is no longer available.";
+
 /** Bumped when templates change the HTML for the same data, so that ETags change too. */
 const RENDER_VERSION = "3";
 
@@ -61,7 +64,7 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
     // downstream, since another isolate learns of a new product within its refresh.
     c.header("Cache-Status", 'pp-known-ids; hit; detail="product absent"');
     tier.metrics.recordPage({ id, outcome: "filtered" });
-    return errorPage(c, 404, "We could not find that product.", "public, max-age=10");
+    return errorPage(c, 404, PRODUCT_NOT_FOUND, "public, max-age=10", { heading: "Product not found" });
   }
 
   const arrivedAt = tier.clock.now();
@@ -95,7 +98,7 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   if (subject.outcome === "absent") {
     const remaining = Math.max(0, Math.floor((subject.entry!.freshUntil - now) / 1000));
     tier.metrics.recordPage({ id, outcome: "absent", served: all });
-    return errorPage(c, 404, "We could not find that product.", `public, max-age=${remaining}`);
+    return errorPage(c, 404, PRODUCT_NOT_FOUND, `public, max-age=${remaining}`, { heading: "Product not found" });
   }
   // The others are read whenever the subject exists (cache/readThrough.ts): a core one missing is one that failed.
   const failed = (resource: PageResource) => (data[resource]?.outcome ?? "failed") === "failed";
@@ -106,7 +109,7 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
     // "overloaded": this isolate did not start the work (shed, or its origin slots were full), not a failing service.
     const busy = missingCore.every((resource) => data[resource]?.failure === "overloaded");
     const message = busy ? "We are very busy right now: please try again in a few seconds." : "The product service is not answering.";
-    return errorPage(c, 503, message, "no-store", DEFAULTS.pageRetryAfterSeconds);
+    return errorPage(c, 503, message, "no-store", { retryAfterSeconds: DEFAULTS.pageRetryAfterSeconds });
   }
 
   const states = Object.fromEntries(PAGE_RESOURCES.map((resource) => [resource, sectionState(resource, data[resource])])) as {

@@ -9,7 +9,7 @@
 // then what tsc and the tests ask for: README, "Contributing", whose list
 // test/unit/addingAResource.test.ts follows on a copy of the project.
 import * as v from "valibot";
-import { count, id, money, productIdPage, text, version } from "./schemaParts";
+import { count, id, money, productIdPage, shownText, text, version } from "./schemaParts";
 import type { Inventory, Product, Recommendations, ReviewsSummary } from "./types";
 
 /** How long an entry of one resource may be used, in seconds. */
@@ -57,14 +57,14 @@ export const RESOURCES = {
     schema: v.pipe(
       v.object({
         id,
-        title: text(500),
-        description: text(20_000),
-        brand: text(200),
-        category: v.pipe(v.array(text(200)), v.maxLength(10)),
+        title: shownText(500),
+        description: shownText(20_000),
+        brand: shownText(200),
+        category: v.pipe(v.array(shownText(200)), v.maxLength(10)),
         price: money,
         compareAtPrice: v.optional(v.nullable(money)),
-        images: v.optional(v.pipe(v.array(v.object({ url: text(2000), alt: v.optional(text(500), "") })), v.maxLength(20)), []),
-        attributes: v.optional(v.record(text(100), text(500)), {}),
+        images: v.optional(v.pipe(v.array(v.object({ url: text(2000), alt: v.optional(shownText(500), "") })), v.maxLength(20)), []),
+        attributes: v.optional(v.record(shownText(100), shownText(500)), {}),
         tags: v.optional(v.pipe(v.array(text(100)), v.maxLength(50)), []),
         version,
         updatedAt: text(64),
@@ -103,7 +103,7 @@ export const RESOURCES = {
       rating: v.pipe(v.number(), v.minValue(0), v.maxValue(5)),
       count,
       top: v.pipe(
-        v.array(v.object({ author: text(200), rating: v.pipe(v.number(), v.minValue(0), v.maxValue(5)), title: text(300), body: text(5000) })),
+        v.array(v.object({ author: shownText(200), rating: v.pipe(v.number(), v.minValue(0), v.maxValue(5)), title: shownText(300), body: shownText(5000) })),
         v.maxLength(3),
       ),
       version,
@@ -118,7 +118,7 @@ export const RESOURCES = {
     path: (id) => `/recommendations/${id}`,
     schema: v.object({
       id,
-      items: v.pipe(v.array(v.object({ id, title: text(500), price: money, image: text(2000) })), v.maxLength(8)),
+      items: v.pipe(v.array(v.object({ id, title: shownText(500), price: money, image: text(2000) })), v.maxLength(8)),
       version,
     }),
     onProductPage: true,

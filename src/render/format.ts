@@ -79,7 +79,9 @@ export function decimalAmount(money: Money): string {
 export function formatMoney(money: Money): string {
   const formatter = currencyFormatter(money.currency);
   if (!formatter) return `${decimalAmount(money)} ${money.currency}`.trim();
-  return formatter.format.format(minorUnits(money) / 10 ** formatter.digits);
+  // The decimal string, not minor units ÷ 10^digits: Intl formats a string exactly, where a
+  // large amount divided in floating point would print other cents than the JSON-LD's price.
+  return formatter.format.format(decimalAmount(money) as Intl.StringNumericLiteral);
 }
 
 /**

@@ -36,4 +36,6 @@ export interface ErrorPageModel {
   message: string;
   /** Seconds, for 503 pages. */
   retryAfterSeconds?: number;
+  /** The page's heading, when the status's own ("Page not found") says less than it could ("Product not found"). */
+  heading?: string;
 }

@@ -207,7 +207,7 @@ export function homeView(model: HomePageModel): HomeView {
 const STATUS_HEADINGS: Record<number, string> = {
   400: "Bad request",
   403: "Forbidden",
-  404: "Product not found",
+  404: "Page not found",
   405: "Method not allowed",
   429: "Too many requests",
   503: "Temporarily unavailable",
@@ -222,7 +222,7 @@ function retryText(seconds: number | undefined): string {
 }
 
 export function errorView(model: ErrorPageModel): ErrorView {
-  const heading = STATUS_HEADINGS[model.status] ?? "Something went wrong";
+  const heading = model.heading ?? STATUS_HEADINGS[model.status] ?? "Something went wrong";
   const message = model.message.trim();
   return {
     meta: { title: heading, description: null, canonical: null, robots: "noindex", og: null },

@@ -392,7 +392,17 @@ describe("hostile input at one running tier", () => {
       expect(expected, `${name}: ${answer.status} ${answer.body.slice(0, 200)}`).toContain(answer.status);
       expect(JSON.parse(answer.body), name).toMatchObject({ error: expect.any(String), message: expect.any(String) });
     }
-    expect((await ask("purge: wrong method", 1, "/__purge")).status).toBe(404);
+    // Another method: 405 in the endpoint's own language, with the method it takes.
+    for (const [path, allow] of [
+      ["/__purge", "POST"],
+      ["/__known-ids", "POST"],
+      ["/__status.json", "GET, HEAD"],
+    ] as const) {
+      const wrongMethod = await ask("endpoint: wrong method", 1, path, { method: path.startsWith("/__status") ? "POST" : "GET" });
+      expect(wrongMethod.status, path).toBe(405);
+      expect(wrongMethod.headers.allow, path).toBe(allow);
+      expect(JSON.parse(wrongMethod.body), path).toMatchObject({ error: "method_not_allowed" });
+    }
   });
 
   it("junk ids against an origin that answers 400 or 422, or canonicalises case; path tricks, long ids, percent-encoding, unicode: 400 or 404", {
@@ -470,7 +480,7 @@ describe("hostile input at one running tier", () => {
       }
       // A page takes GET and HEAD: any other method is told so (405 with Allow, a readable page), OPTIONS too (204).
       for (const path of ["/products/p-000001", "/"]) {
-        for (const method of ["POST", "PUT", "DELETE", "PATCH"]) {
+        for (const method of ["POST", "PUT", "DELETE", "PATCH", "PROPFIND", "PURGE"]) {
           const answer = await ask("other methods", isolate, path, { method, body: "x" });
           expect(answer.status, `${method} ${path}`).toBe(405);
           expect(answer.headers.allow, `${method} ${path}`).toBe("GET, HEAD, OPTIONS");

@@ -47,7 +47,9 @@ describe("product pages", () => {
   it("answers an unknown product with the 404 page, and remembers that it is absent", async () => {
     const first = await worker.fetch("/products/p-999999");
     expect(first.status).toBe(404);
-    expect(await first.text()).toContain("Product not found");
+    expect(await first.text()).toContain("<h1>Product not found</h1>");
+    // Cache-Status gives the origin's own status for what it said (RFC 9211 fwd-status).
+    expect(first.headers.get("cache-status")).toMatch(/^pp-origin; fwd=uri-miss; fwd-status=404; stored; ttl=\d+; detail="product absent"/);
     const second = await worker.fetch("/products/p-999999");
     expect(second.status).toBe(404);
     const counters = await stack.counters();
@@ -126,6 +128,8 @@ describe("product pages", () => {
     const others = await Promise.all(["/products/not-an-id!", "/no/such/page", "/"].map((path) => worker.fetch(path)));
     const refused = await worker.fetch("/__purge", { method: "POST", body: "{}" });
     expect([page, notModified, ...others].map((answer) => answer.status)).toEqual([200, 304, 400, 404, 200]);
+    // An address that is no product's is not called a missing product.
+    expect(await others[1]!.clone().text()).toContain("<h1>Page not found</h1>");
     expect(refused.status).toBeGreaterThanOrEqual(400);
     for (const answer of [page, notModified, ...others, refused]) {
       expect(answer.headers.get("content-security-policy")).toBe(

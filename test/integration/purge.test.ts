@@ -42,6 +42,12 @@ describe("the purge endpoint", () => {
       const response = await purge(closed, { ids: ["p-000001"] });
       expect(response.status).toBe(404);
       expect(await response.json()).toMatchObject({ error: "not_found" });
+      // Closed whatever the method: no 405 telling which methods a closed endpoint would take.
+      for (const path of ["/__purge", "/__known-ids", "/__status.json"]) {
+        const other = await closed.fetch(path, { method: "PUT" });
+        expect(other.status, path).toBe(404);
+        expect(await other.json(), path).toMatchObject({ error: "not_found" });
+      }
     } finally {
       await closed.close();
     }

@@ -117,6 +117,11 @@ describe("format", () => {
     expect(formatMoney({ amount: 12345, currency: "KWD" })).toMatch(/^KWD\s12\.345$/);
     expect(minorDigits("JPY")).toBe(0);
     expect(minorDigits("KWD")).toBe(3);
+    // The page's figure and the JSON-LD's decimal agree to the cent, up to the largest amount the contract takes.
+    const largest = { amount: Number.MAX_SAFE_INTEGER, currency: "USD" };
+    expect(formatMoney(largest)).toBe("$90,071,992,547,409.91");
+    expect(decimalAmount(largest)).toBe("90071992547409.91");
+    expect(formatMoney({ amount: -5, currency: "USD" })).toBe("-$0.05");
     expect(minorDigits("USD")).toBe(2);
   });
 
@@ -430,7 +435,7 @@ describe("product page", () => {
       return checked;
     };
     const odd = [
-      product({ price: { amount: 1e300, currency: "USD" }, compareAtPrice: { amount: Number.MAX_VALUE, currency: "USD" } }),
+      product({ price: { amount: Number.MAX_SAFE_INTEGER, currency: "USD" }, compareAtPrice: { amount: Number.MIN_SAFE_INTEGER, currency: "USD" } }),
       product({ price: { amount: -5, currency: "ZZZ" }, compareAtPrice: { amount: 0, currency: "JPY" } }),
       product({ title: "\uD800".repeat(500), description: "\u0001\uDFFF".repeat(10_000), brand: "", category: ["", "{{ x }}", "{% raw %}"] }),
       product({ attributes: JSON.parse('{"__proto__":"x","constructor":"y","toString":"z","":"empty"}'), tags: ["constructor", "__proto__"] }),
@@ -447,13 +452,26 @@ describe("product page", () => {
             state: "ok",
             data: valid("recommendations", {
               ...recommendations(8),
-              items: recommendations(8).items.map((item) => ({ ...item, price: { amount: -1e300, currency: "XXX" }, image: "" })),
+              items: recommendations(8).items.map((item) => ({ ...item, price: { amount: Number.MIN_SAFE_INTEGER, currency: "XXX" }, image: "" })),
             }),
           },
         }),
       );
       expect(html).toContain("</html>");
     }
+  });
+
+  it("shows no control, noncharacter or bidirectional override the origin's text carried: validation takes them out", () => {
+    const unshowable = "\u0000\u0001\u001f\u007f\u0085\u202e\u2066\ufffe";
+    const checked = validateResource(
+      "product",
+      "p-000123",
+      product({ title: `Trail${unshowable} Runner`, description: "Line one\nLine two\tend\u0007", attributes: { [`Co${unshowable}lor`]: `Red${unshowable}` } }),
+    );
+    expect(checked).toMatchObject({ title: "Trail Runner", description: "Line one\nLine two\tend", attributes: { Color: "Red" } });
+    const html = renderProductPage(model({ product: checked! }));
+    expect(html).not.toMatch(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069\ufffe\uffff]/);
+    expect(tagText(html, "h1")).toBe("Trail Runner");
   });
 
   it("keeps a typical product page under 30 KB", () => {
@@ -484,8 +502,11 @@ describe("home page", () => {
 });
 
 describe("error pages", () => {
-  it("404: product not found, with a link home, not indexed", () => {
-    const html = renderErrorPage({ status: 404, message: "Product not found" });
+  it("404: page not found, or the product when the caller says so, with a link home, not indexed", () => {
+    const page = renderErrorPage({ status: 404, message: "There is no page at this address." });
+    expect(tagText(page, "h1")).toBe("Page not found");
+    expect(tagText(page, "title")).toBe("Page not found");
+    const html = renderErrorPage({ status: 404, message: "We could not find that product.", heading: "Product not found" });
     expect(tagText(html, "h1")).toBe("Product not found");
     expect(count(html, /<h1[\s>]/)).toBe(1);
     expect(html).toContain('<a href="/">Back to the home page</a>');
