@@ -388,7 +388,9 @@ async function startRecorder(statuses: number[] = []) {
         authorization: req.headers.authorization,
         body: JSON.parse(Buffer.concat(chunks).toString("utf8")),
       });
-      res.writeHead(statuses.shift() ?? 200, { "content-type": "application/json" });
+      const status = statuses.shift() ?? 200;
+      // As the tier's endpoints do when Redis could not record: retry, in a second.
+      res.writeHead(status, { "content-type": "application/json", ...(status === 503 ? { "retry-after": "1" } : {}) });
       res.end('{"ok":true}');
     });
   });
@@ -445,6 +447,24 @@ describe("changes", () => {
       expect(recorder.requests).toHaveLength(3);
     } finally {
       await shop.close();
+    }
+    // Failing for longer than the quick retries (Redis down at the tier): the call says so, and the notifier goes on
+    // in the background at the pace the tier's Retry-After asks, until the tier takes it.
+    const outage = await startRecorder([503, 503, 503, 503, 503]);
+    const during = await startDemoOrigin({ catalogSize: 100, latencyMs: 0, purgeUrl: outage.url, purgeToken: "t" });
+    try {
+      const changed = await callOn(during.url)("POST", "/__admin/products/p-000002", { price: 200 });
+      expect(changed.body.purge).toEqual({ status: 503, error: "HTTP 503", retrying: true });
+      expect(outage.requests).toHaveLength(4);
+      const deadline = Date.now() + 5_000;
+      while (outage.requests.length < 6 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(outage.requests.map((request) => request.body)).toEqual(Array.from({ length: 6 }, () => ({ ids: ["p-000002"] })));
+      // Taken (the 6th answered 200): no more attempts.
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
+      expect(outage.requests).toHaveLength(6);
+    } finally {
+      await during.close();
+      await outage.close();
     }
     // Nobody listening any more: every attempt fails.
     const orphan = await startDemoOrigin({ catalogSize: 100, latencyMs: 0, purgeUrl: recorder.url });
