@@ -3,6 +3,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { renderErrorPage } from "../render";
 import type { ErrorPageModel } from "../render/model";
 import { logEvent } from "../shared/log";
+import { VARY_ON_ENCODING } from "./headers";
 
 /**
  * Error pages as rendered, by status, message and Retry-After. Messages are
@@ -50,5 +51,6 @@ export function errorPage(
       html = staticErrorPage(status, message);
     }
   }
+  c.header(...VARY_ON_ENCODING);
   return c.html(html, status as ContentfulStatusCode);
 }

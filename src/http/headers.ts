@@ -19,6 +19,13 @@ import type { ResourcePolicy } from "../config";
 import type { OriginFailure } from "../origin/failure";
 import { hashPair } from "../shared/hash";
 
+/**
+ * Every HTML answer's Vary: the runtime compresses what it sends for the
+ * clients that accept it (workerd and Cloudflare alike, Content-Encoding
+ * gzip or br), so a cache downstream must keep the encodings apart.
+ */
+export const VARY_ON_ENCODING = ["Vary", "Accept-Encoding"] as const;
+
 const FAILURE_STATUS: Record<OriginFailure, number> = {
   timeout: 504,
   unreachable: 502,

@@ -12,6 +12,7 @@ import { LISTING, LISTING_ID, PAGE_SUBJECT } from "../origin/resources";
 import { renderHomePage } from "../render";
 import type { TierServices } from "../tier";
 import { errorPage } from "./errorPage";
+import { VARY_ON_ENCODING } from "./headers";
 import { DEFAULTS } from "../config/defaults";
 
 export async function homePage(c: Context, tier: TierServices): Promise<Response> {
@@ -36,5 +37,6 @@ export async function homePage(c: Context, tier: TierServices): Promise<Response
   );
 
   c.header("Cache-Control", "public, max-age=60");
+  c.header(...VARY_ON_ENCODING);
   return c.html(renderHomePage({ products: ids.map((id) => ({ id, title: products.get(id)?.title ?? null })) }));
 }

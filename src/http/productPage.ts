@@ -8,7 +8,7 @@ import { isValidProductId } from "../origin/types";
 import { renderProductPage } from "../render";
 import type { Section } from "../render/model";
 import type { TierServices } from "../tier";
-import { cacheStatus, pageCacheControl, pageEtag, pageIdentity } from "./headers";
+import { cacheStatus, pageCacheControl, pageEtag, pageIdentity, VARY_ON_ENCODING } from "./headers";
 import { errorPage } from "./errorPage";
 import { DEFAULTS } from "../config/defaults";
 
@@ -143,6 +143,7 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   c.header("Cache-Control", pageCacheControl(all, tier.config.policies, now));
   c.header("ETag", page.etag);
   c.header("Content-Type", "text/html; charset=UTF-8");
+  c.header(...VARY_ON_ENCODING);
   // The Response copies the bytes (Fetch's "extract a body"): the cached page is never handed over.
   return c.body(page.body, 200);
 }

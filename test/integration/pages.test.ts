@@ -128,6 +128,8 @@ describe("product pages", () => {
     const others = await Promise.all(["/products/not-an-id!", "/no/such/page", "/"].map((path) => worker.fetch(path)));
     const refused = await worker.fetch("/__purge", { method: "POST", body: "{}" });
     expect([page, notModified, ...others].map((answer) => answer.status)).toEqual([200, 304, 400, 404, 200]);
+    // The runtime compresses the HTML for clients that accept it: a cache downstream keeps the encodings apart.
+    for (const answer of [page, notModified, ...others]) expect(answer.headers.get("vary")).toBe("Accept-Encoding");
     // An address that is no product's is not called a missing product.
     expect(await others[1]!.clone().text()).toContain("<h1>Page not found</h1>");
     expect(refused.status).toBeGreaterThanOrEqual(400);
