@@ -1,7 +1,7 @@
 // The cron entry point, beside app.ts for requests: what the cron triggers
 // do (wrangler.toml [triggers]): rebuild the known-ids filter once a day,
-// and warm L2 with the fleet's hottest products every 15 minutes,
-// rate-limited (warming/ holds how).
+// and every 15 minutes warm L2 with the fleet's hottest products,
+// rate-limited (warming/ holds how), or build the filter if Redis has none.
 import { listingOf } from "./knownIds";
 import { logEvent } from "./shared/log";
 import { PAGE_RESOURCES, PAGE_SUBJECT } from "./origin/resources";
@@ -28,14 +28,24 @@ export function productsPerWarmRun(maxSubrequests: number): number {
   return Math.max(0, Math.min(DEFAULTS.warming.top, Math.floor((maxSubrequests - 5) / SUBREQUESTS_PER_PRODUCT)));
 }
 
+/** A new version of the known-ids filter from the origin's listing; `reason`: why now. Logged, never thrown. */
+async function rebuildKnownIds(knownIds: NonNullable<TierServices["knownIds"]>, tier: TierServices, reason: "daily" | "missing"): Promise<void> {
+  try {
+    logEvent("known_ids_rebuilt", { reason, ...(await knownIds.rebuild(listingOf(tier.origin))) });
+  } catch (error) {
+    logEvent("known_ids_rebuild_failed", { reason, message: String(error) }, "error");
+  }
+}
+
 export async function runScheduled(cron: string, tier: TierServices, background: (work: Promise<unknown>) => void): Promise<void> {
   if (cron === REBUILD_CRON) {
-    if (!tier.knownIds) return;
-    try {
-      logEvent("known_ids_rebuilt", { ...(await tier.knownIds.rebuild(listingOf(tier.origin))) });
-    } catch (error) {
-      logEvent("known_ids_rebuild_failed", { message: String(error) }, "error");
-    }
+    if (tier.knownIds) await rebuildKnownIds(tier.knownIds, tier, "daily");
+    return;
+  }
+  // A filter Redis lacks (the first deploy, or lost with Redis's data) is built within the quarter hour, not
+  // at the next night's run: until then every junk id reaches the origin. The build takes this run's budget.
+  if (cron === WARM_CRON && tier.knownIds && (await tier.knownIds.needsBuilding())) {
+    await rebuildKnownIds(tier.knownIds, tier, "missing");
     return;
   }
   if (cron === WARM_CRON && tier.cache.l2) {

@@ -557,6 +557,13 @@ export const KNOWN_IDS_LIMITS = {
   loadConcurrency: 2,
   /** After a failed check (Redis out), try again this soon rather than a whole refresh interval later. */
   retryAfterFailureMs: 5_000,
+  /**
+   * A build announced this recently counts as under way: the quarter-hourly
+   * cron, which builds a filter Redis lacks, leaves it be (a second build
+   * would replace it). A build lists the catalog in a cron invocation, within
+   * Cloudflare's 15 minutes of wall time for one.
+   */
+  buildUnderWayMs: 30 * 60_000,
   /** Ids per add() call: the known-ids endpoint's bound, and one bounded Lua call. */
   maxIdsPerAdd: 1000,
   /** Bytes of a `/__known-ids` request body: maxIdsPerAdd ids of 40 characters fit with room to spare. */

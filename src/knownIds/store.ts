@@ -75,6 +75,12 @@ export interface KnownIds {
    * the caller should answer 503 so that the notifier retries too).
    */
   add(ids: string[]): Promise<boolean>;
+  /**
+   * Whether Redis holds no filter to serve (never built, expired, damaged, or
+   * lost with Redis's data) and no build was announced within
+   * `buildUnderWayMs`. False when Redis does not answer.
+   */
+  needsBuilding(): Promise<boolean>;
   /** Builds a new version from the listing and switches to it. Throws KnownIdsRebuildError. */
   rebuild(listIds: ListIds, onProgress?: (progress: RebuildProgress) => void): Promise<RebuildResult>;
   status(): KnownIdsStatus;
@@ -142,6 +148,15 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
     },
 
     add: adds.add,
+
+    async needsBuilding() {
+      const raw = await readMeta(l2, keys);
+      if (raw === undefined) return false;
+      const meta = raw === null ? null : parseMeta(raw);
+      if (meta?.current && !meta.damaged) return false;
+      const started = meta?.next?.startedAt;
+      return started === undefined || clock.now() - started >= KNOWN_IDS_LIMITS.buildUnderWayMs;
+    },
 
     rebuild(listIds, onProgress) {
       // One build per isolate at a time: a second caller shares the first's result.

@@ -15,7 +15,7 @@ import { createOriginClient, type OriginClient } from "../../src/origin/client";
 import { DEFAULT_POLICIES } from "../../src/config/defaults";
 import { Bloom, positionsOf, redisBitOf, SEGMENT_BYTES } from "../../src/knownIds/bloom";
 import { KNOWN_IDS_LIMITS } from "../../src/config/defaults";
-import { knownIdsKeys } from "../../src/knownIds/keys";
+import { knownIdsKeys, newVersion } from "../../src/knownIds/keys";
 import { parseMeta } from "../../src/knownIds/meta";
 import { KnownIdsRebuildError, listingOf, type ListIds } from "../../src/knownIds/rebuild";
 import { createKnownIds, type KnownIds, type KnownIdsOptions } from "../../src/knownIds/store";
@@ -568,5 +568,29 @@ describe("when Redis dies", () => {
     }
     expect(state).toBe("missing");
     expect(ask(reader, "n-absent-id")).toBe(true);
+  });
+
+  it("says a filter needs building when Redis lost it, unless a build was announced within buildUnderWayMs", async () => {
+    const clock = fakeClock();
+    await direct.flushall();
+    const store = isolate(clock);
+    expect(await store.needsBuilding()).toBe(true);
+    await store.rebuild(listingOf(origin));
+    expect(await store.needsBuilding()).toBe(false);
+
+    // Lost with Redis's data, and another isolate's build announced meanwhile: under way, then given up on.
+    await direct.flushall();
+    await direct.set(keys.meta, JSON.stringify({ next: { version: newVersion(clock.now()), startedAt: clock.now() } }));
+    expect(await store.needsBuilding()).toBe(false);
+    clock.advance(KNOWN_IDS_LIMITS.buildUnderWayMs);
+    expect(await store.needsBuilding()).toBe(true);
+
+    // Redis not answering: nothing to decide on (the next quarter hour asks again).
+    await redisServer.kill();
+    try {
+      expect(await isolate(clock).needsBuilding()).toBe(false);
+    } finally {
+      await redisServer.restart();
+    }
   });
 });

@@ -13,7 +13,7 @@ import { fakeOrigin } from "../support/fakes";
 
 const HOT = ["p-000003", "p-000001", "p-000002"];
 
-function fakeTier(options: { knownIds?: boolean; l2?: boolean; rebuild?: () => Promise<unknown> } = {}) {
+function fakeTier(options: { knownIds?: boolean; l2?: boolean; rebuild?: () => Promise<unknown>; filterMissing?: boolean } = {}) {
   const config = parseConfig({ ORIGIN_URL: "http://origin.test", PUBLIC_URL: "https://shop.example" });
   const origin = fakeOrigin();
   const listed: (string | null)[] = [];
@@ -32,6 +32,7 @@ function fakeTier(options: { knownIds?: boolean; l2?: boolean; rebuild?: () => P
       options.knownIds === false
         ? null
         : {
+            needsBuilding: async () => options.filterMissing ?? false,
             rebuild: (listing: unknown) => {
               rebuilds.push(listing);
               return options.rebuild ? options.rebuild() : Promise.resolve({ count: 0 });
@@ -119,6 +120,18 @@ describe("the cron dispatch", () => {
     expect(rebuilds).toEqual([]);
     expect(events()).toEqual(["warmed"]);
     expect(JSON.parse(logs[0]!)).toMatchObject({ products: 3, warmed: 3, failed: 0 });
+  });
+
+  it("on the quarter-hourly cron, builds the known-ids filter instead of warming when Redis holds none (first deploy, or lost with its data)", async () => {
+    const { tier, rebuilds, listed, zranges, reads } = fakeTier({ filterMissing: true });
+    await run(WARM_CRON, tier);
+    expect(rebuilds).toHaveLength(1);
+    await (rebuilds[0] as (cursor: string | null) => Promise<unknown>)(null);
+    expect(listed).toEqual([null]);
+    expect(zranges).toEqual([]);
+    expect(reads).toEqual([]);
+    expect(events()).toEqual(["known_ids_rebuilt"]);
+    expect(JSON.parse(logs[0]!)).toMatchObject({ reason: "missing" });
   });
 
   it("on the quarter-hourly cron, does nothing without L2", async () => {
