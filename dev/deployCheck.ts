@@ -18,6 +18,10 @@ const SECRETS_TAKEN_AS_SET: Partial<Env> = {
   PURGE_TOKEN: "set-with-wrangler-secret",
 };
 
+/** The vars that name another service or the shop: on Cloudflare, an address on this machine reaches nothing. */
+const ADDRESSES = ["ORIGIN_URL", "UPSTASH_REDIS_REST_URL", "PUBLIC_URL"] as const;
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\]|0\.0\.0\.0)$/i;
+
 /** The configuration error a deploy of `toml` (its `envName` environment, or the top level) would meet; null when there is none. */
 export function deployConfigError(toml: string, envName?: string): string | null {
   const document = parse(toml) as { vars?: Record<string, unknown>; env?: Record<string, { vars?: Record<string, unknown> }> };
@@ -25,11 +29,18 @@ export function deployConfigError(toml: string, envName?: string): string | null
   const vars = envName === undefined ? (document.vars ?? {}) : (document.env![envName]!.vars ?? {});
   try {
     parseConfig({ ...SECRETS_TAKEN_AS_SET, ...vars } as Env);
-    return null;
   } catch (error) {
     if (error instanceof ConfigError) return `Configuration error: ${error.message}`;
     throw error;
   }
+  // wrangler.toml's own [vars] are the local stack's (wrangler dev): a deploy that kept one points the Worker at itself.
+  for (const name of ADDRESSES) {
+    const value = vars[name];
+    if (typeof value === "string" && LOOPBACK.test(new URL(value).hostname)) {
+      return `Configuration error: ${name} is ${value}, an address on this machine (the local stack's): give the deployed service's address`;
+    }
+  }
+  return null;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
@@ -38,7 +49,10 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const toml = readFileSync(fileURLToPath(new URL("../wrangler.toml", import.meta.url)), "utf8");
   const problem = deployConfigError(toml, envName);
   if (problem) {
-    console.error(`${problem}.\nNot deploying: set it in wrangler.toml's [vars]${envName ? ` of [env.${envName}]` : ""} (README, "Configuration").`);
+    const where = problem.startsWith("wrangler.toml has no")
+      ? "add that environment to wrangler.toml"
+      : `set it in wrangler.toml's [vars]${envName ? ` of [env.${envName}]` : ""}`;
+    console.error(`${problem}.\nNot deploying: ${where} (README, "Configuration").`);
     process.exit(1);
   }
   console.log(`configuration of ${envName ? `[env.${envName}]` : "wrangler.toml"}: ok`);

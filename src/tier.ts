@@ -249,9 +249,10 @@ export function tierFor(env: Env): TierServices | ConfigError {
       tier = createTier(parseConfig(env));
       if (!tier.config.l2) logEvent("l2_off", { message: "UPSTASH_REDIS_REST_URL is not set: serving from L1 and the origin only" }, "warn");
     } catch (error) {
-      if (!(error instanceof ConfigError)) throw error;
-      tier = error;
-      logEvent("config_error", { setting: error.setting, message: error.message }, "error");
+      // What parseConfig let through and a component refused when built (a client that checks its own
+      // settings): still the configuration's fault, named on every route rather than a 500 page.
+      tier = error instanceof ConfigError ? error : new ConfigError("configuration", `was refused while starting the tier: ${String(error)}`);
+      logEvent("config_error", { setting: tier.setting, message: tier.message }, "error");
     }
     tiers.set(env, tier);
   }

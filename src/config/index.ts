@@ -132,6 +132,19 @@ const httpUrl = v.pipe(
   v.transform((s) => s.replace(/\/+$/, "")),
 );
 
+/**
+ * A Redis REST URL: an http(s) URL that @upstash/redis also takes (its
+ * constructor refuses a host it cannot use, `http://x` say, and would
+ * otherwise throw on every route instead of naming the setting).
+ */
+const redisUrl = v.pipe(
+  httpUrl,
+  v.check(
+    (s) => /^https?:\/\/[^\s#$./?].\S*$/.test(s),
+    "is not a URL the Upstash client takes: give the database's REST URL, such as https://eu1-example.upstash.io",
+  ),
+);
+
 /** A number given as a var (string) or as a TOML number. */
 function numberSetting(min: number, max: number, integer = true) {
   return v.pipe(
@@ -170,12 +183,28 @@ const publicOrigin = v.pipe(
   v.transform((s) => new URL(s).origin),
 );
 
-function read<T>(setting: string, schema: v.GenericSchema<unknown, T>, value: unknown): T {
+/**
+ * The first problem with a setting, named by its path and said in words: a
+ * key the setting does not take, one it lacks, a value of the wrong type.
+ * `keys`: what the setting takes, for the message about a key it does not.
+ */
+function read<T>(setting: string, schema: v.GenericSchema<unknown, T>, value: unknown, keys?: string): T {
   const result = v.safeParse(schema, value);
   if (result.success) return result.output;
   const issue = result.issues[0];
-  const path = issue.path?.map((p) => String(p.key)).join(".");
-  throw new ConfigError(path ? `${setting}.${path}` : setting, issue.message);
+  const path = issue.path?.map((p) => String(p.key)) ?? [];
+  const named = (parts: string[]) => [setting, ...parts].join(".");
+  if (issue.type === "strict_object" && issue.expected === "never") {
+    throw new ConfigError(named(path.slice(0, -1)), `has no setting ${issue.received}${keys ? ` (${keys})` : ""}`);
+  }
+  if (issue.kind === "schema" && issue.received === "undefined") throw new ConfigError(named(path), "is missing");
+  if (issue.kind === "schema" && issue.message.startsWith("Invalid type")) {
+    throw new ConfigError(
+      named(path),
+      `must be a ${issue.expected}, not ${issue.received}${issue.expected === "boolean" ? " (true or false, without quotes)" : ""}`,
+    );
+  }
+  throw new ConfigError(named(path), issue.message);
 }
 
 function optional<T>(setting: string, schema: v.GenericSchema<unknown, T>, value: unknown, fallback: T): T {
@@ -186,7 +215,7 @@ const shardList = v.pipe(
   v.array(
     v.strictObject({
       name: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_-]{1,32}$/, "must be 1-32 letters, digits, _ or -"))),
-      url: httpUrl,
+      url: redisUrl,
       token: v.pipe(v.string(), v.minLength(1, "must not be empty")),
       weight: v.optional(v.pipe(v.number(), v.minValue(0.1), v.maxValue(10)), 1),
     }),
@@ -203,14 +232,17 @@ function parseL2(env: Env): Config["l2"] {
     } catch {
       throw new ConfigError("UPSTASH_REDIS_SHARDS", 'must be a JSON array such as [{"name":"a","url":"https://…","token":"…"}]');
     }
-    const shards = read("UPSTASH_REDIS_SHARDS", shardList, json).map((shard, i) => ({ ...shard, name: shard.name ?? `shard-${i + 1}` }));
+    const shards = read("UPSTASH_REDIS_SHARDS", shardList, json, "a shard takes name, url, token, weight").map((shard, i) => ({
+      ...shard,
+      name: shard.name ?? `shard-${i + 1}`,
+    }));
     if (new Set(shards.map((shard) => shard.name)).size !== shards.length) {
       throw new ConfigError("UPSTASH_REDIS_SHARDS", "must give each shard a different name");
     }
     return { shards };
   }
   if (!env.UPSTASH_REDIS_REST_URL) return null;
-  const url = read("UPSTASH_REDIS_REST_URL", httpUrl, env.UPSTASH_REDIS_REST_URL);
+  const url = read("UPSTASH_REDIS_REST_URL", redisUrl, env.UPSTASH_REDIS_REST_URL);
   if (!env.UPSTASH_REDIS_REST_TOKEN) {
     throw new ConfigError(
       "UPSTASH_REDIS_REST_TOKEN",
@@ -233,7 +265,11 @@ function parsePolicies(raw: Env["CACHE_POLICIES"]): Record<ResourceName, Resourc
       );
     }
   }
-  const overrides = read("CACHE_POLICIES", policyOverrides, json);
+  if (typeof json !== "object" || json === null || Array.isArray(json)) {
+    throw new ConfigError("CACHE_POLICIES", `must be a JSON object of per-resource overrides such as {"${RESOURCE_NAMES[1]}":{"ttl":5}}`);
+  }
+  const fields = Object.keys(DEFAULT_POLICIES[RESOURCE_NAMES[0]!]).join(", ");
+  const overrides = read("CACHE_POLICIES", policyOverrides, json, `resources: ${RESOURCE_NAMES.join(", ")}; their fields: ${fields}`);
   const merged = { ...DEFAULT_POLICIES };
   for (const name of Object.keys(overrides) as ResourceName[]) {
     merged[name] = { ...DEFAULT_POLICIES[name], ...overrides[name] };

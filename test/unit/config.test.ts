@@ -41,6 +41,34 @@ describe("configuration", () => {
     expect(errorOf({ ...base, ORIGIN_MAX_CONCURRENT: "8.5" })).toMatch(/^ORIGIN_MAX_CONCURRENT must be a whole number/);
   });
 
+  it("says in words what is wrong inside a JSON setting: a key it does not take (and the ones it does), one it lacks, a wrong type", () => {
+    expect(errorOf({ ...base, CACHE_POLICIES: '{"inventroy":{"ttl":5}}' })).toMatch(
+      /^CACHE_POLICIES has no setting "inventroy" \(resources: product, inventory/,
+    );
+    expect(errorOf({ ...base, CACHE_POLICIES: '{"inventory":{"tll":5}}' })).toMatch(/^CACHE_POLICIES\.inventory has no setting "tll" \(.*fields: ttl, swr,/);
+    expect(errorOf({ ...base, CACHE_POLICIES: '{"inventory":{"core":"false"}}' })).toBe(
+      'CACHE_POLICIES.inventory.core must be a boolean, not "false" (true or false, without quotes)',
+    );
+    expect(errorOf({ ...base, CACHE_POLICIES: "[1]" })).toMatch(/^CACHE_POLICIES must be a JSON object/);
+    expect(errorOf({ ...base, UPSTASH_REDIS_SHARDS: '[{"name":"a","token":"t"}]' })).toBe("UPSTASH_REDIS_SHARDS.0.url is missing");
+    expect(errorOf({ ...base, UPSTASH_REDIS_SHARDS: '[{"name":"a","url":"https://r.example","token":"t","tls":true}]' })).toMatch(
+      /^UPSTASH_REDIS_SHARDS\.0 has no setting "tls" \(a shard takes name, url, token, weight\)/,
+    );
+  });
+
+  it("refuses a Redis URL the Upstash client would refuse on every request, naming the setting", () => {
+    expect(errorOf({ ...base, UPSTASH_REDIS_REST_URL: "http://x", UPSTASH_REDIS_REST_TOKEN: "t" })).toMatch(
+      /^UPSTASH_REDIS_REST_URL is not a URL the Upstash client takes/,
+    );
+    expect(errorOf({ ...base, UPSTASH_REDIS_SHARDS: '[{"name":"a","url":"http://x","token":"t"}]' })).toMatch(
+      /^UPSTASH_REDIS_SHARDS\.0\.url is not a URL the Upstash client takes/,
+    );
+    // Every URL it takes, the tier's own parts take too: built without throwing.
+    for (const url of ["http://127.0.0.1:8789", "http://localhost:8789", "https://eu1-example.upstash.io"]) {
+      expect(() => createTier(parseConfig({ ...base, UPSTASH_REDIS_REST_URL: url, UPSTASH_REDIS_REST_TOKEN: "t" }))).not.toThrow();
+    }
+  });
+
   it("reads the overload bounds, with their defaults, and names a bad one", () => {
     const config = parseConfig(base);
     expect([config.shedLagMs, config.coldPagesMax, config.backgroundFillsMax]).toEqual([

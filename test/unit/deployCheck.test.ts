@@ -21,6 +21,18 @@ describe("the deploy's configuration check", () => {
     expect(deployConfigError(toml)).toBe("Configuration error: SHED_LAG_MS must be a number");
   });
 
+  it("fails a deploy that kept the local stack's addresses (wrangler.toml's own [vars] are for wrangler dev)", () => {
+    const toml = (origin: string, redis: string) =>
+      `${BASE}[vars]\nORIGIN_URL = "${origin}"\nPUBLIC_URL = "https://shop.example"\nUPSTASH_REDIS_REST_URL = "${redis}"\n`;
+    expect(deployConfigError(toml("http://127.0.0.1:8788", "https://eu.upstash.io"))).toBe(
+      "Configuration error: ORIGIN_URL is http://127.0.0.1:8788, an address on this machine (the local stack's): give the deployed service's address",
+    );
+    expect(deployConfigError(toml("https://products.internal", "http://localhost:8789"))).toMatch(
+      /^Configuration error: UPSTASH_REDIS_REST_URL is http:\/\/localhost:8789/,
+    );
+    expect(deployConfigError(toml("https://products.internal", "https://eu.upstash.io"))).toBeNull();
+  });
+
   it("reads an environment's own vars, which do not inherit the top level's", () => {
     const toml = `${BASE}[vars]\nORIGIN_URL = "https://a"\nPUBLIC_URL = "https://shop.example"\n[env.staging.vars]\nORIGIN_URL = "https://b"\n`;
     expect(deployConfigError(toml)).toBeNull();
