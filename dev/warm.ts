@@ -16,19 +16,41 @@ import { hottestIds } from "../src/warming/hotReport";
 import { warmOne } from "../src/scheduled";
 import { warmProducts } from "../src/warming/warm";
 
-const { values } = parseArgs({
-  options: {
-    origin: { type: "string" },
-    "redis-url": { type: "string" },
-    token: { type: "string" },
-    top: { type: "string", default: "200" },
-    ids: { type: "string" },
-    rate: { type: "string", default: "10" },
-    concurrency: { type: "string", default: "4" },
-  },
-});
+const USAGE = `usage: npm run warm -- [--top N | --ids FILE] [--rate PER_SECOND] [--concurrency N]
+                        [--origin URL] [--redis-url URL] [--token TOKEN]
+  --top N            the fleet's N hottest products, as the isolates report them to Redis (default 200)
+  --ids FILE         these ids instead (one per line)
+  --rate, --concurrency   products started per second (default 10), at most this many at once (default 4)
+  --origin, --redis-url, --token   default: ORIGIN_URL, UPSTASH_REDIS_REST_URL, UPSTASH_REDIS_REST_TOKEN
+                     from the environment, else the local stack's (npm run dev)`;
+
+function options() {
+  try {
+    return parseArgs({
+      options: {
+        help: { type: "boolean", short: "h" },
+        origin: { type: "string" },
+        "redis-url": { type: "string" },
+        token: { type: "string" },
+        top: { type: "string", default: "200" },
+        ids: { type: "string" },
+        rate: { type: "string", default: "10" },
+        concurrency: { type: "string", default: "4" },
+      },
+    }).values;
+  } catch (error) {
+    console.error(`warm: ${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+    process.exit(2);
+  }
+}
+
+const values = options();
 
 async function main(): Promise<number> {
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
   const config = parseConfig({
     ORIGIN_URL: values.origin ?? process.env.ORIGIN_URL ?? "http://127.0.0.1:8788",
     // Required by the configuration; warming renders no page, so any address does.
@@ -38,6 +60,11 @@ async function main(): Promise<number> {
     KNOWN_IDS: "off",
   });
   const tier = createTier(config);
+  // Redis first: an address that does not answer is said so, not taken for an empty hot list.
+  if ((await tier.cache.l2!.run((redis) => redis.ping())) === undefined) {
+    console.error(`warm: Redis at ${config.l2!.shards[0]!.url} does not answer (give --redis-url and --token, or UPSTASH_REDIS_REST_URL and _TOKEN)`);
+    return 2;
+  }
   const ids = values.ids
     ? readFileSync(values.ids, "utf8")
         .split(/\s+/)
