@@ -88,17 +88,35 @@ export interface StatusModel {
   location: { enabled: boolean; hitRatio: number | null; stats: LocationStats | null };
   purges: { enabled: boolean; seq: number; lastSyncAt: string | null; syncAgeMs: number | null; blind: boolean; widePurges: number };
   knownIds: (NonNullable<StatusSources["knownIds"]> & { enabled: true }) | { enabled: false };
-  config: {
+  /** The configuration this isolate runs with, but for the tokens. */
+  config: Pick<
+    Config,
+    | "caching"
+    | "originUrl"
+    | "publicUrl"
+    | "l2ReadReplicas"
+    | "locationCache"
+    | "l1MaxBytes"
+    | "l2TimeoutMs"
+    | "ttlJitter"
+    | "lockTtlMs"
+    | "lockWaitMs"
+    | "purgePollMs"
+    | "originMaxConcurrent"
+    | "maxSubrequests"
+    | "shedLagMs"
+    | "coldPagesMax"
+    | "coldPageWaitMs"
+    | "backgroundFillsMax"
+    | "departureHoldMaxMs"
+    | "warmPerMinute"
+    | "hotPerMinute"
+    | "knownIds"
+    | "policies"
+  > & {
     l2: boolean;
+    l2Shards: { name: string; url: string; weight: number }[];
     purgeEndpoint: boolean;
-    l1MaxBytes: number;
-    l2TimeoutMs: number;
-    ttlJitter: number;
-    lockTtlMs: number;
-    lockWaitMs: number;
-    purgePollMs: number;
-    knownIds: Config["knownIds"];
-    policies: Config["policies"];
   };
 }
 
@@ -166,7 +184,14 @@ export function buildStatus(sources: StatusSources): StatusModel {
     },
     knownIds: sources.knownIds ? { enabled: true, ...sources.knownIds } : { enabled: false },
     config: {
+      // Every setting but the tokens (the shards' names and URLs are no secret; their tokens are).
+      caching: config.caching,
+      originUrl: config.originUrl,
+      publicUrl: config.publicUrl,
       l2: config.l2 !== null,
+      l2Shards: config.l2?.shards.map(({ name, url, weight }) => ({ name, url, weight })) ?? [],
+      l2ReadReplicas: config.l2ReadReplicas,
+      locationCache: config.locationCache,
       purgeEndpoint: config.purgeToken !== null,
       l1MaxBytes: config.l1MaxBytes,
       l2TimeoutMs: config.l2TimeoutMs,
@@ -174,6 +199,15 @@ export function buildStatus(sources: StatusSources): StatusModel {
       lockTtlMs: config.lockTtlMs,
       lockWaitMs: config.lockWaitMs,
       purgePollMs: config.purgePollMs,
+      originMaxConcurrent: config.originMaxConcurrent,
+      maxSubrequests: config.maxSubrequests,
+      shedLagMs: config.shedLagMs,
+      coldPagesMax: config.coldPagesMax,
+      coldPageWaitMs: config.coldPageWaitMs,
+      backgroundFillsMax: config.backgroundFillsMax,
+      departureHoldMaxMs: config.departureHoldMaxMs,
+      warmPerMinute: config.warmPerMinute,
+      hotPerMinute: config.hotPerMinute,
       knownIds: config.knownIds,
       policies: config.policies,
     },

@@ -182,7 +182,10 @@ function configView(model: StatusModel) {
 
   return {
     rows: [
-      { name: "L2 (Redis)", value: model.config.l2 ? "configured" : "off" },
+      { name: "Caching", value: model.config.caching ? "on" : "off (CACHING=off: every page from the origin)" },
+      { name: "Origin", value: model.config.originUrl },
+      { name: "L2 (Redis)", value: model.config.l2 ? model.config.l2Shards.map((shard) => `${shard.name} ${shard.url}`).join(", ") : "off" },
+      { name: "Location tier", value: model.config.locationCache ? "on" : "off" },
       { name: "L1 bound", value: bytes(model.config.l1MaxBytes) },
       { name: "L2 timeout", value: `${model.config.l2TimeoutMs} ms` },
       { name: "TTL jitter", value: `± ${Math.round(model.config.ttlJitter * 100)} %` },

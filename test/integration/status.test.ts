@@ -63,6 +63,15 @@ describe("status page", () => {
     expect(after.l1.bytes).toBeLessThanOrEqual(after.l1.maxBytes);
     expect(after.purges.syncAgeMs).not.toBeNull();
     expect(after.config.policies.product.ttl).toBe(300);
+    // The configuration it runs with, every setting but the tokens.
+    expect(after.config).toMatchObject({
+      caching: true,
+      locationCache: true,
+      l2: true,
+      l2Shards: [{ name: "l2", url: stack.bindings.UPSTASH_REDIS_REST_URL }],
+    });
+    const text = JSON.stringify(after);
+    for (const secret of [PURGE_TOKEN, stack.bindings.UPSTASH_REDIS_REST_TOKEN]) expect(text).not.toContain(secret);
   });
 
   it("counts 404s, defaulted sections and origin errors", async () => {
