@@ -36,6 +36,8 @@ export function errorPage(
   { retryAfterSeconds, heading }: Pick<ErrorPageModel, "retryAfterSeconds" | "heading"> = {},
 ): Response {
   c.header("Cache-Control", cacheControl);
+  // The page says when to come back; so does the header a client or crawler acts on.
+  if (retryAfterSeconds !== undefined) c.header("Retry-After", String(retryAfterSeconds));
   const key = `${status}|${retryAfterSeconds ?? ""}|${heading ?? ""}|${message}`;
   let html = rendered.get(key);
   if (html === undefined) {

@@ -22,7 +22,6 @@ export async function homePage(c: Context, tier: TierServices): Promise<Response
   const { data } = await tier.cache.read(LISTING_ID, [LISTING], background);
   const listing = data[LISTING];
   if (listing?.outcome !== "found") {
-    c.header("Retry-After", "10");
     return errorPage(c, 503, "The product list is not available right now.", "no-store", { retryAfterSeconds: 10 });
   }
 

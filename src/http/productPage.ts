@@ -104,7 +104,6 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   const failed = (resource: PageResource) => (data[resource]?.outcome ?? "failed") === "failed";
   const missingCore = PAGE_RESOURCES.filter((resource) => isCore(resource, tier.config.policies) && failed(resource));
   if (missingCore.length > 0) {
-    c.header("Retry-After", String(DEFAULTS.pageRetryAfterSeconds));
     tier.metrics.recordPage({ id, outcome: "unavailable", served: all });
     // "overloaded": this isolate did not start the work (shed, or its origin slots were full), not a failing service.
     const busy = missingCore.every((resource) => data[resource]?.failure === "overloaded");

@@ -35,6 +35,15 @@ describe("error pages", () => {
     const response = await app.request("/x");
     expect(response.status).toBe(404);
     expect(await response.text()).toContain("We could not find that product.");
+    expect(response.headers.get("retry-after")).toBeNull();
+  });
+
+  it("gives a page that asks to come back later the Retry-After header of the same seconds", async () => {
+    const app = new Hono().get("/x", (c) => errorPage(c, 503, "Busy.", "no-store", { retryAfterSeconds: 7 }));
+    const response = await app.request("/x");
+    expect(response.status).toBe(503);
+    expect(response.headers.get("retry-after")).toBe("7");
+    expect(await response.text()).toContain("7 seconds");
   });
 
   it("falls back to a static page when the template throws: the status, a readable message, no stack; the cause logged once", async () => {
