@@ -49,6 +49,18 @@ function fakeTier(options: { knownIds?: boolean; l2?: boolean; rebuild?: () => P
   return { tier, config, rebuilds, listed, zranges, reads };
 }
 
+/** That the cron rebuilt the filter once, from the origin's listing, for `reason`, and warmed nothing. */
+async function expectRebuiltOnly({ rebuilds, listed, zranges, reads }: ReturnType<typeof fakeTier>, reason: "daily" | "missing"): Promise<void> {
+  expect(rebuilds).toHaveLength(1);
+  // The listing it rebuilds from is the origin's.
+  await (rebuilds[0] as (cursor: string | null) => Promise<unknown>)(null);
+  expect(listed).toEqual([null]);
+  expect(zranges).toEqual([]);
+  expect(reads).toEqual([]);
+  expect(events()).toEqual(["known_ids_rebuilt"]);
+  expect(JSON.parse(logs[0]!)).toMatchObject({ reason });
+}
+
 /** Runs the cron to its end, moving vitest's fake timers along (warming paces its starts with setTimeout). */
 async function run(cron: string, tier: TierServices): Promise<void> {
   const done = runScheduled(cron, tier, () => undefined);
@@ -83,15 +95,9 @@ describe("the cron dispatch", () => {
   });
 
   it("rebuilds the known-ids filter from the origin's listing on the daily cron, and warms nothing", async () => {
-    const { tier, rebuilds, listed, zranges, reads } = fakeTier();
-    await run(REBUILD_CRON, tier);
-    expect(rebuilds).toHaveLength(1);
-    // The listing it rebuilds from is the origin's.
-    await (rebuilds[0] as (cursor: string | null) => Promise<unknown>)(null);
-    expect(listed).toEqual([null]);
-    expect(zranges).toEqual([]);
-    expect(reads).toEqual([]);
-    expect(events()).toEqual(["known_ids_rebuilt"]);
+    const fake = fakeTier();
+    await run(REBUILD_CRON, fake.tier);
+    await expectRebuiltOnly(fake, "daily");
   });
 
   it("on the daily cron, does nothing when the known-ids filter is off", async () => {
@@ -123,15 +129,9 @@ describe("the cron dispatch", () => {
   });
 
   it("on the quarter-hourly cron, builds the known-ids filter instead of warming when Redis holds none (first deploy, or lost with its data)", async () => {
-    const { tier, rebuilds, listed, zranges, reads } = fakeTier({ filterMissing: true });
-    await run(WARM_CRON, tier);
-    expect(rebuilds).toHaveLength(1);
-    await (rebuilds[0] as (cursor: string | null) => Promise<unknown>)(null);
-    expect(listed).toEqual([null]);
-    expect(zranges).toEqual([]);
-    expect(reads).toEqual([]);
-    expect(events()).toEqual(["known_ids_rebuilt"]);
-    expect(JSON.parse(logs[0]!)).toMatchObject({ reason: "missing" });
+    const fake = fakeTier({ filterMissing: true });
+    await run(WARM_CRON, fake.tier);
+    await expectRebuiltOnly(fake, "missing");
   });
 
   it("on the quarter-hourly cron, does nothing without L2", async () => {
