@@ -72,7 +72,8 @@ export const DELIVERY_EDITS: Edit[] = [
   {
     file: "templates/partials/delivery.tsx",
     askedByTsc: false,
-    apply: () => `export function DeliveryNote({ text }: { text: string }) {\n  return text ? <p class="delivery">{text}</p> : null;\n}\n`,
+    apply: () =>
+      `import { html } from "hono/html";\n\nexport function DeliveryNote({ text }: { text: string }) {\n  return text ? html\`<p class="delivery">\${text}</p>\` : null;\n}\n`,
   },
   {
     file: "templates/product.tsx",
@@ -80,7 +81,7 @@ export const DELIVERY_EDITS: Edit[] = [
     apply: steps(
       before("import { Gallery }", 'import { DeliveryNote } from "./partials/delivery";\n'),
       after("recommendations, ", "delivery, "),
-      after("          <AvailabilityNote availability={inventory} />\n", "          <DeliveryNote text={delivery} />\n"),
+      after(`\${AvailabilityNote({ availability: inventory })}`, `\${DeliveryNote({ text: delivery })}`),
     ),
   },
   {
