@@ -163,7 +163,9 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
       for (let seq = from + 1; seq <= at.seq; seq++) if (!numbers.has(seq)) knownAfter = Math.max(knownAfter, seq);
     },
 
-    vouches: (stamp) => stamp.era === era && stamp.seq >= knownAfter,
+    // No era is no knowledge: a copy stamped without one (before the log had
+    // an era) may predate purges that Redis has since lost with its data.
+    vouches: (stamp) => stamp.era !== "" && stamp.era === era && stamp.seq >= knownAfter,
 
     judge(entry, id, resource, tags) {
       if (entry.fetchedAt < floor) return "gone";

@@ -6,7 +6,9 @@
 //                      times: what a new isolate needs to judge entries, whatever the
 //                      number of purges (a hash of at most purgeMarksMax fields)
 //   pp:v1:purge:era    when the counter (re)started: a sequence number means
-//                      something only within its era (location copies carry both)
+//                      something only within its era (location copies carry both);
+//                      set by the first reader that finds none (START_ERA), so that
+//                      a log that was never written has an era of its own too
 //   pp:v1:x:<r>:<id>   per purged entry: when, so that an older fill cannot write it back
 //
 // Recording costs O(ids) for id purges (each key deleted or marked stale, on
@@ -42,7 +44,8 @@ if foreign then redis.call('DEL', KEYS[1], KEYS[2], KEYS[3]) end
 local seq = redis.call('INCR', KEYS[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[7])
 -- A counter that starts again starts a new era: its numbers name other purges than the last era's.
-if seq == 1 then redis.call('SET', KEYS[4], ARGV[2]) end
+-- One a reader started at 0 (START_ERA) goes on in its era.
+if foreign or not counter or redis.call('EXISTS', KEYS[4]) == 0 then redis.call('SET', KEYS[4], ARGV[2]) end
 redis.call('PEXPIRE', KEYS[4], ARGV[7])
 local record = '{"seq":' .. seq .. ',' .. string.sub(ARGV[1], 2)
 redis.call('ZADD', KEYS[2], seq, record)
@@ -147,6 +150,24 @@ for _, record in ipairs(redis.call('ZREVRANGEBYSCORE', KEYS[2], seq, '-inf', 'LI
   latest[#latest + 1] = record
 end
 return {seq, 0, latest, redis.call('HGETALL', KEYS[3]), era}
+`;
+
+// Gives a log without an era one: its counter at 0 (unless it has one) and
+// an era of ARGV[1] (the time), both kept ARGV[2] ms like an append's.
+// Answers {seq, era} as they stand after it (another reader's era, if it
+// came first). A log that was never written (a new deployment, or after 30
+// quiet days) and one that Redis lost are then two eras, never the same
+// empty one: a location copy stamped before the loss cannot pass for one
+// stamped after (docs/architecture.md#the-location-tier).
+const START_ERA = `
+local era = redis.pcall('GET', KEYS[2])
+if type(era) ~= 'string' then
+  if not redis.pcall('GET', KEYS[1]) then redis.call('SET', KEYS[1], '0', 'PX', ARGV[2]) end
+  era = ARGV[1]
+  redis.call('SET', KEYS[2], era, 'PX', ARGV[2])
+end
+local seq = redis.pcall('GET', KEYS[1])
+return {type(seq) == 'string' and tonumber(seq) or 0, era}
 `;
 
 type PurgesReply = [number, number, string[], string[], string];
@@ -266,6 +287,15 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
       if (!answer) return undefined;
       const [seq, caughtUp, records, fields, era] = answer;
       return { seq, era: String(era ?? ""), caughtUp: caughtUp === 1, records: readable(records, keys.log), ...parseMarks(fields, clock.now()) };
+    },
+
+    /** Gives the log an era if it has none (START_ERA): where the log stands then; undefined when Redis did not answer. */
+    async startEra(): Promise<{ seq: number; era: string } | undefined> {
+      const answer = await l2.run(
+        (redis) => redis.eval<string[], [number, string]>(START_ERA, [keys.seq, keys.era], [String(clock.now()), String(DEFAULTS.purgeSeqTtlMs)]),
+        { isWrite: true, passive: true },
+      );
+      return answer && { seq: Number(answer[0]), era: String(answer[1]) };
     },
   };
 }

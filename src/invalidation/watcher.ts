@@ -105,6 +105,14 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     const answer = await log.readSince(seq);
     if (!answer) return; // L2 unavailable: stay as we are; `blind` tells how long
     const at = { era: answer.era, seq: answer.seq };
+    // A log with no era (never written, or lost with Redis's data) is given
+    // one, taken at once if no purge came in between (else the next sync
+    // reads both); without one, this isolate neither stamps nor vouches for a
+    // copy (KnownPurges.vouches).
+    if (at.era === "") {
+      const started = await log.startEra();
+      if (started?.seq === at.seq) at.era = started.era;
+    }
     if (!answer.caughtUp) {
       // New isolate, too far behind, or the log was reset: start over from
       // the tag/all marks (id purges are applied in Redis, where reads go
@@ -122,7 +130,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       known.caughtUp(from, at, answer.records);
     }
     seq = answer.seq;
-    era = answer.era;
+    era = at.era;
     lastSyncAt = clock.now();
   }
 
@@ -171,7 +179,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
 
     apply,
 
-    stamp: () => (era === null ? null : { era, seq }),
+    stamp: () => (era ? { era, seq } : null),
 
     vouches: (stamp) => known.vouches(stamp),
 

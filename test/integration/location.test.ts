@@ -159,4 +159,23 @@ describe("the location tier", () => {
     const parts = await pageParts(off, "p-000105");
     expect(Object.values(parts).some((line) => line.startsWith("pp-location"))).toBe(false);
   });
+
+  // Last: it empties Redis.
+  it("never vouches, after Redis lost its data, for a copy stamped before it: not even one put before the log's first purge", async () => {
+    // A log never written: the isolate's first read gives it an era, and its copies carry it.
+    await direct.flushall();
+    const before = await isolate();
+    await coldPage(before, "p-000108");
+    await coldPage(before, "p-000109");
+    // Applied in Redis; the location copy stays, to be judged.
+    await purge(before, { ids: ["p-000108"] });
+    await before.close();
+    // Redis loses everything, the purge included (a restart without persistence).
+    await direct.flushall();
+    const after = await isolate();
+    expect((await pageParts(after, "p-000108")).product, "purged, then lost with Redis's data").not.toMatch(/^pp-location/);
+    expect((await pageParts(after, "p-000109")).product, "of the era Redis lost").not.toMatch(/^pp-location/);
+    // Found there, and turned down: the two pages' four parts each.
+    expect((await locationStats(after)).unvouched).toBe(8);
+  });
 });

@@ -23,9 +23,9 @@ export async function pageParts(worker: WorkerInstance, id: string): Promise<Rec
 }
 
 /** What `worker`'s location tier did so far (its status page's counts; zeros with the tier off). */
-export async function locationStats(worker: WorkerInstance): Promise<{ puts: number; purged: number }> {
+export async function locationStats(worker: WorkerInstance): Promise<{ puts: number; purged: number; unvouched: number }> {
   const status = (await (await worker.fetch("/__status.json", { headers: { authorization: `Bearer ${PURGE_TOKEN}` } })).json()) as {
-    location: { stats: { puts: number; purged: number } | null };
+    location: { stats: { puts: number; purged: number; unvouched: number } | null };
   };
-  return status.location.stats ?? { puts: 0, purged: 0 };
+  return status.location.stats ?? { puts: 0, purged: 0, unvouched: 0 };
 }

@@ -13,11 +13,17 @@ import { fakeClock, type FakeClock } from "../support/fakes";
 const POLL_MS = 1000;
 const noL1: L1Purging = { forget: () => undefined, markStale: () => undefined, keepOnlyForErrors: () => undefined };
 
-/** A purge log that answers whatever `next` holds. */
+/**
+ * A purge log that answers whatever `next` holds; one without an era gets
+ * "e0" when asked to start one, as Redis would, at `next`'s number plus
+ * `appendedBeforeEra` (purges recorded between the read and the start).
+ */
 function scriptedLog() {
-  const state: { next: PurgesSince; asked: number[] } = {
+  const state: { next: PurgesSince; asked: number[]; erasStarted: number; appendedBeforeEra: number } = {
     next: { seq: 0, era: "", caughtUp: true, records: [], marks: [], floor: 0 },
     asked: [],
+    erasStarted: 0,
+    appendedBeforeEra: 0,
   };
   const log = {
     async readSince(seen: number) {
@@ -25,6 +31,11 @@ function scriptedLog() {
       return state.next;
     },
     record: async () => undefined,
+    async startEra() {
+      if (state.next.era === "") state.erasStarted++;
+      state.next = { ...state.next, seq: state.next.seq + state.appendedBeforeEra, era: state.next.era || "e0" };
+      return { seq: state.next.seq, era: state.next.era };
+    },
   } satisfies PurgeLog;
   return { log, state };
 }
@@ -95,13 +106,33 @@ describe("what a fresh isolate can vouch for", () => {
     expect(watcher.vouches({ era: "e1", seq: 7 })).toBe(false);
   });
 
-  it("vouches for every copy of the era when the log has never held a purge", async () => {
+  it("gives a log without an era one, and vouches for every copy of it while the log holds no purge; never for a copy stamped without one", async () => {
     const clock = fakeClock();
-    const { log } = scriptedLog();
+    const { log, state } = scriptedLog();
     const watcher = watcherWith(clock, log);
     await sync(watcher);
-    expect(watcher.stamp()).toEqual({ era: "", seq: 0 });
-    expect(watcher.vouches({ era: "", seq: 0 })).toBe(true);
+    expect(state.erasStarted).toBe(1);
+    expect(watcher.stamp()).toEqual({ era: "e0", seq: 0 });
+    expect(watcher.vouches({ era: "e0", seq: 0 })).toBe(true);
+    // Stamped before the log had an era: it may predate purges Redis lost with its data.
+    expect(watcher.vouches({ era: "", seq: 0 })).toBe(false);
+  });
+
+  it("takes no era started after a purge it has not read: neither stamps nor vouches until the next sync reads both", async () => {
+    const clock = fakeClock();
+    const { log, state } = scriptedLog();
+    state.appendedBeforeEra = 1;
+    const watcher = watcherWith(clock, log);
+    await sync(watcher);
+    expect(watcher.stamp()).toBeNull();
+    expect(watcher.vouches({ era: "", seq: 0 })).toBe(false);
+    expect(watcher.vouches({ era: "e0", seq: 1 })).toBe(false);
+    state.appendedBeforeEra = 0;
+    state.next = { seq: 1, era: "e0", caughtUp: false, records: [idPurge(1, clock.now(), ["a"])], marks: [], floor: 0 };
+    clock.advance(POLL_MS);
+    await sync(watcher);
+    expect(watcher.stamp()).toEqual({ era: "e0", seq: 1 });
+    expect(watcher.vouches({ era: "e0", seq: 0 })).toBe(true);
   });
 });
 

@@ -16,6 +16,7 @@ import { recordFrom } from "../../src/invalidation/record";
 import { createPurgeWatcher } from "../../src/invalidation/watcher";
 import { RESOURCE_NAMES } from "../../src/origin/resources";
 import { startRedis, type RedisServer } from "../../dev/harness/redis";
+import { fakeClock } from "../support/fakes";
 
 const TOKEN = "purge-log-test-token";
 let redisServer: RedisServer;
@@ -217,6 +218,44 @@ describe("the purge log", () => {
     expect(await log.record(recordFrom({ tags: ["brand:acme"], mode: "hard", resources: ["product"] }, Date.now()))).toBe(1);
     // A reader takes the sequence that went back as a reset: it starts over from the marks.
     expect(await log.readSince(5)).toMatchObject({ seq: 1, caughtUp: false, marks: [expect.objectContaining({ resource: "product", tag: "brand:acme" })] });
+  });
+
+  it("gives a log without an era one at a reader's asking, which its purges go on in; a log that lost its keys gets another", async () => {
+    const clock = fakeClock(5_000);
+    const log = createPurgeLog({ l2, keyPrefix: "era", wideRetentionMs: 60_000, clock });
+    const keys = purgeLogKeys("era");
+    const direct = new IORedis({ port: redisServer.port, lazyConnect: true });
+    try {
+      expect(await log.readSince(0)).toMatchObject({ seq: 0, era: "" });
+      expect(await log.startEra()).toEqual({ seq: 0, era: "5000" });
+      clock.advance(1_000);
+      expect(await log.startEra()).toEqual({ seq: 0, era: "5000" }); // another reader's came first: that one stands
+      expect(await log.readSince(0)).toMatchObject({ seq: 0, era: "5000" });
+      // Kept as an append keeps them, not forever.
+      for (const key of [keys.seq, keys.era]) expect(await direct.pttl(key)).toBeGreaterThan(DEFAULTS.purgeSeqTtlMs - 60_000);
+      // The first purge goes on in that era: a copy stamped "5000|0" is judged against it.
+      expect(await log.record(recordFrom({ ids: ["p-000001"], resources: ["product"], mode: "hard" }, 6_000))).toBe(1);
+      expect(await log.readSince(0)).toMatchObject({ seq: 1, era: "5000" });
+      // Redis lost the log (a restart without persistence, FLUSHALL): the next era is another one, never the empty one again.
+      await direct.del(keys.seq, keys.log, keys.wide, keys.era);
+      expect(await log.readSince(1)).toMatchObject({ seq: 0, era: "" });
+      clock.advance(1_000);
+      expect(await log.startEra()).toEqual({ seq: 0, era: "7000" });
+      expect(await log.readSince(0)).toMatchObject({ seq: 0, era: "7000" });
+      // The counter lost alone (evicted): its numbers start again, in a new era.
+      await direct.del(keys.seq);
+      expect(await log.record(recordFrom({ ids: ["p-000002"], resources: ["product"], mode: "hard" }, 8_000))).toBe(1);
+      expect(await log.readSince(0)).toMatchObject({ seq: 1, era: "8000" });
+      // The era lost alone: a new one at the counter's number.
+      await direct.del(keys.era);
+      clock.advance(2_000);
+      expect(await log.startEra()).toEqual({ seq: 1, era: "9000" });
+      expect(await log.readSince(0)).toMatchObject({ seq: 1, era: "9000" });
+      expect(await log.record(recordFrom({ ids: ["p-000003"], resources: ["product"], mode: "hard" }, 10_000))).toBe(2);
+      expect(await log.readSince(0)).toMatchObject({ seq: 2, era: "9000" });
+    } finally {
+      direct.disconnect();
+    }
   });
 
   it("records a soft purge of ids whose keys hold what no fill wrote: another type, or not an entry", async () => {

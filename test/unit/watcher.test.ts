@@ -21,7 +21,7 @@ const PRODUCT: ResourceName[] = ["product"];
 /** A purge log with no purges in it, that answers while `up` and fails (L2 unavailable: undefined) otherwise. */
 function fakeLog() {
   /** `era`: set anew to stand for a log that was reset (Redis lost its data): the next read is not caught up. */
-  const state = { up: true, reads: 0, era: "", readEra: "" };
+  const state = { up: true, reads: 0, era: "e0", readEra: "e0" };
   const log = {
     async readSince(seen: number): Promise<PurgesSince | undefined> {
       state.reads++;
@@ -31,6 +31,7 @@ function fakeLog() {
       return { seq: caughtUp ? seen : 0, era: state.era, caughtUp, records: [], marks: [], floor: 0 };
     },
     record: async () => undefined,
+    startEra: async () => ({ seq: 0, era: state.era }),
   } satisfies PurgeLog;
   return { log, state };
 }
@@ -263,7 +264,7 @@ describe("the purge log's position, read along a lock claim", () => {
     clock.advance(POLL_MS / 2 - 100);
     const along = watcher.readAlong()!;
     clock.advance(20); // the claim's round trip
-    along.read([null, null]); // no purge ever: no counter, no era
+    along.read(["0", "e0"]); // no purge yet: the counter a reader started at 0, and its era
     clock.advance(POLL_MS / 2 - 21); // just short of half pollMs after the claim went (the log was read 899 ms ago)
     await sync(watcher);
     expect(state.reads).toBe(1);
