@@ -32,6 +32,11 @@ function pageMethods(c: Context): Response {
   return c.body(null, 204, { Allow: PAGE_METHODS });
 }
 
+/** What every route says of a bad configuration, /healthz included: the same words wherever an operator looks. */
+function configErrorText(error: ConfigError): string {
+  return `Configuration error: ${error.message}. See the README's configuration reference.`;
+}
+
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
@@ -40,7 +45,7 @@ export function createApp(): Hono<AppEnv> {
   // authenticated status page (/__status.json, `l2.state`, `knownIds`).
   app.get("/healthz", (c) => {
     const tier = tierFor(c.env);
-    if (tier instanceof ConfigError) return c.json({ ok: false, error: `configuration: ${tier.message}` }, 500);
+    if (tier instanceof ConfigError) return c.json({ ok: false, error: configErrorText(tier) }, 500);
     return c.json({ ok: true });
   });
 
@@ -48,7 +53,7 @@ export function createApp(): Hono<AppEnv> {
   app.use("*", async (c, next) => {
     const tier = tierFor(c.env);
     if (tier instanceof ConfigError) {
-      return c.text(`Configuration error: ${tier.message}. See the README's configuration reference.`, 500);
+      return c.text(configErrorText(tier), 500);
     }
     c.set("tier", tier);
     // How late the isolate runs, for admission (overload/lag.ts): a probe now and then, whatever the route.

@@ -1,5 +1,5 @@
 // The worker's configuration: wrangler vars and secrets, validated once per
-// isolate. A bad setting yields one message naming it (see `describeConfigError`),
+// isolate. Bad settings yield one message naming each of them (ConfigError),
 // never a stack trace per request.
 import * as v from "valibot";
 import { RESOURCE_NAMES, type ResourceName, type ResourcePolicy } from "../origin/resources";
@@ -121,6 +121,14 @@ export class ConfigError extends Error {
   ) {
     super(`${setting} ${detail}`);
     this.name = "ConfigError";
+  }
+
+  /** Several settings' problems as one error, each in its own words: a deploy is mended in one round, not a setting a try. */
+  static of(problems: readonly [ConfigError, ...ConfigError[]]): ConfigError {
+    if (problems.length === 1) return problems[0];
+    const error = new ConfigError(problems.map((problem) => problem.setting).join(", "), "");
+    error.message = `${problems.length} settings are wrong: ${problems.map((problem) => problem.message).join("; ")}`;
+    return error;
   }
 }
 
@@ -293,50 +301,70 @@ function parseKnownIds(env: Env): Config["knownIds"] {
   };
 }
 
-/** Validates the bindings. Throws a ConfigError naming the first bad setting. */
+/** Validates the bindings. Throws a ConfigError naming every bad setting. */
 export function parseConfig(env: Env): Config {
-  if (env.ORIGIN_URL === undefined || env.ORIGIN_URL === "") {
-    throw new ConfigError("ORIGIN_URL", "is not set: give the base URL of the product services");
+  const problems: ConfigError[] = [];
+  /** The setting as `parse` reads it, or `fallback` with its problem noted, so that the settings after it are read too. */
+  function setting<T>(parse: () => T, fallback: T): T {
+    try {
+      return parse();
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push(error);
+      return fallback;
+    }
   }
-  const originUrl = read("ORIGIN_URL", httpUrl, env.ORIGIN_URL);
-  if (env.PUBLIC_URL === undefined || env.PUBLIC_URL === "") {
-    // Required, with no fallback to the request's own URL: a deploy that
-    // forgot it must say so, not build canonical URLs from the Host header.
-    throw new ConfigError(
-      "PUBLIC_URL",
-      "is not set: give the shop's public address, such as https://shop.example (canonical and OpenGraph URLs are built from it, never from the request); `npm run dev` and the tests set it themselves",
-    );
-  }
-  const publicUrl = read("PUBLIC_URL", publicOrigin, env.PUBLIC_URL);
+  const originUrl = setting(() => {
+    if (env.ORIGIN_URL === undefined || env.ORIGIN_URL === "") {
+      throw new ConfigError("ORIGIN_URL", "is not set: give the base URL of the product services");
+    }
+    return read("ORIGIN_URL", httpUrl, env.ORIGIN_URL);
+  }, "");
+  const publicUrl = setting(() => {
+    if (env.PUBLIC_URL === undefined || env.PUBLIC_URL === "") {
+      // Required, with no fallback to the request's own URL: a deploy that
+      // forgot it must say so, not build canonical URLs from the Host header.
+      throw new ConfigError(
+        "PUBLIC_URL",
+        "is not set: give the shop's public address, such as https://shop.example (canonical and OpenGraph URLs are built from it, never from the request); `npm run dev` and the tests set it themselves",
+      );
+    }
+    return read("PUBLIC_URL", publicOrigin, env.PUBLIC_URL);
+  }, "");
+  const number = (name: keyof Env, min: number, max: number, fallback: number, integer = true) =>
+    setting(() => optional(name, numberSetting(min, max, integer), env[name], fallback), fallback);
+  const onOffSetting = (name: "L2_READ_REPLICAS" | "LOCATION_CACHE" | "CACHING", fallback: boolean) =>
+    setting(() => onOff(name, env[name], fallback), fallback);
 
-  const l2 = parseL2(env);
-
-  return {
+  const config: Config = {
     originUrl,
-    l2,
+    l2: setting(() => parseL2(env), null),
     purgeToken: env.PURGE_TOKEN ? env.PURGE_TOKEN : null,
     publicUrl,
-    l1MaxBytes: optional("L1_MAX_BYTES", numberSetting(1024 * 1024, DEFAULTS.l1MaxBytesLimit), env.L1_MAX_BYTES, DEFAULTS.l1MaxBytes),
-    l2TimeoutMs: optional("L2_TIMEOUT_MS", numberSetting(5, 5000), env.L2_TIMEOUT_MS, DEFAULTS.l2TimeoutMs),
-    l2ReadReplicas: onOff("L2_READ_REPLICAS", env.L2_READ_REPLICAS, false),
-    ttlJitter: optional("TTL_JITTER", numberSetting(0, 0.5, false), env.TTL_JITTER, DEFAULTS.ttlJitter),
-    lockTtlMs: optional("LOCK_TTL_MS", numberSetting(100, 30_000), env.LOCK_TTL_MS, DEFAULTS.lockTtlMs),
-    lockWaitMs: optional("LOCK_WAIT_MS", numberSetting(0, 10_000), env.LOCK_WAIT_MS, DEFAULTS.lockWaitMs),
-    originMaxConcurrent: optional("ORIGIN_MAX_CONCURRENT", numberSetting(4, 2000), env.ORIGIN_MAX_CONCURRENT, DEFAULTS.originMaxConcurrent),
-    purgePollMs: optional("PURGE_POLL_MS", numberSetting(100, 60_000), env.PURGE_POLL_MS, DEFAULTS.purgePollMs),
-    maxSubrequests: optional("MAX_SUBREQUESTS", numberSetting(20, 10_000), env.MAX_SUBREQUESTS, DEFAULTS.maxSubrequests),
-    shedLagMs: optional("SHED_LAG_MS", numberSetting(5, 10_000), env.SHED_LAG_MS, DEFAULTS.shedLagMs),
-    coldPagesMax: optional("COLD_PAGES_MAX", numberSetting(1, 10_000), env.COLD_PAGES_MAX, DEFAULTS.coldPagesMax),
-    coldPageWaitMs: optional("COLD_PAGE_WAIT_MS", numberSetting(0, 10_000), env.COLD_PAGE_WAIT_MS, DEFAULTS.coldPageWaitMs),
-    backgroundFillsMax: optional("BACKGROUND_FILLS_MAX", numberSetting(0, 10_000), env.BACKGROUND_FILLS_MAX, DEFAULTS.backgroundFillsMax),
-    departureHoldMaxMs: optional("DEPARTURE_HOLD_MAX_MS", numberSetting(0, 1000), env.DEPARTURE_HOLD_MAX_MS, DEFAULTS.departureHoldMaxMs),
-    knownIds: parseKnownIds(env),
-    locationCache: onOff("LOCATION_CACHE", env.LOCATION_CACHE, true),
-    caching: onOff("CACHING", env.CACHING, true),
-    warmPerMinute: optional("WARM_REQUESTS_PER_MINUTE", numberSetting(1, 1_000_000), env.WARM_REQUESTS_PER_MINUTE, DEFAULTS.warmPerMinute),
-    hotPerMinute: optional("HOT_REQUESTS_PER_MINUTE", numberSetting(1, 1_000_000), env.HOT_REQUESTS_PER_MINUTE, DEFAULTS.hotPerMinute),
+    l1MaxBytes: number("L1_MAX_BYTES", 1024 * 1024, DEFAULTS.l1MaxBytesLimit, DEFAULTS.l1MaxBytes),
+    l2TimeoutMs: number("L2_TIMEOUT_MS", 5, 5000, DEFAULTS.l2TimeoutMs),
+    l2ReadReplicas: onOffSetting("L2_READ_REPLICAS", false),
+    ttlJitter: number("TTL_JITTER", 0, 0.5, DEFAULTS.ttlJitter, false),
+    lockTtlMs: number("LOCK_TTL_MS", 100, 30_000, DEFAULTS.lockTtlMs),
+    lockWaitMs: number("LOCK_WAIT_MS", 0, 10_000, DEFAULTS.lockWaitMs),
+    originMaxConcurrent: number("ORIGIN_MAX_CONCURRENT", 4, 2000, DEFAULTS.originMaxConcurrent),
+    purgePollMs: number("PURGE_POLL_MS", 100, 60_000, DEFAULTS.purgePollMs),
+    maxSubrequests: number("MAX_SUBREQUESTS", 20, 10_000, DEFAULTS.maxSubrequests),
+    shedLagMs: number("SHED_LAG_MS", 5, 10_000, DEFAULTS.shedLagMs),
+    coldPagesMax: number("COLD_PAGES_MAX", 1, 10_000, DEFAULTS.coldPagesMax),
+    coldPageWaitMs: number("COLD_PAGE_WAIT_MS", 0, 10_000, DEFAULTS.coldPageWaitMs),
+    backgroundFillsMax: number("BACKGROUND_FILLS_MAX", 0, 10_000, DEFAULTS.backgroundFillsMax),
+    departureHoldMaxMs: number("DEPARTURE_HOLD_MAX_MS", 0, 1000, DEFAULTS.departureHoldMaxMs),
+    knownIds: setting(() => parseKnownIds(env), null),
+    locationCache: onOffSetting("LOCATION_CACHE", true),
+    caching: onOffSetting("CACHING", true),
+    warmPerMinute: number("WARM_REQUESTS_PER_MINUTE", 1, 1_000_000, DEFAULTS.warmPerMinute),
+    hotPerMinute: number("HOT_REQUESTS_PER_MINUTE", 1, 1_000_000, DEFAULTS.hotPerMinute),
     compressAboveBytes: DEFAULTS.compressAboveBytes,
     keyPrefix: DEFAULTS.keyPrefix,
-    policies: parsePolicies(env.CACHE_POLICIES),
+    policies: setting(() => parsePolicies(env.CACHE_POLICIES), DEFAULT_POLICIES),
   };
+  const [first, ...others] = problems;
+  if (first) throw ConfigError.of([first, ...others]);
+  return config;
 }

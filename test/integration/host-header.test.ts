@@ -85,7 +85,8 @@ describe("a worker deployed without PUBLIC_URL", () => {
       expect(answer.body).not.toMatch(/at .*\.js|Error:/);
     }
     const health = await get(worker.url!, "/healthz");
-    expect(JSON.parse(health.body)).toMatchObject({ ok: false, error: expect.stringContaining("PUBLIC_URL") });
+    // In the same words as the pages'.
+    expect(JSON.parse(health.body)).toMatchObject({ ok: false, error: expect.stringMatching(/^Configuration error: PUBLIC_URL is not set/) });
     expect((await stack.counters()).total).toBe(0);
 
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -24,9 +24,27 @@ describe("configuration", () => {
     expect(config.policies).toEqual(DEFAULT_POLICIES);
   });
 
+  it("names every bad setting at once, each in its own words, so that a deploy is mended in one round", () => {
+    expect(errorOf({})).toBe(
+      "2 settings are wrong: ORIGIN_URL is not set: give the base URL of the product services; PUBLIC_URL is not set: give the shop's public address, such as https://shop.example (canonical and OpenGraph URLs are built from it, never from the request); `npm run dev` and the tests set it themselves",
+    );
+    const error = (() => {
+      try {
+        parseConfig({ ...base, L2_TIMEOUT_MS: "fast", LOCATION_CACHE: "yes", CACHE_POLICIES: '{"inventory":{"tll":5}}' } as never);
+      } catch (caught) {
+        return caught as ConfigError;
+      }
+      throw new Error("expected a ConfigError");
+    })();
+    expect(error.setting).toBe("L2_TIMEOUT_MS, LOCATION_CACHE, CACHE_POLICIES.inventory");
+    expect(error.message).toMatch(
+      /^3 settings are wrong: L2_TIMEOUT_MS must be a number; LOCATION_CACHE must be "on" or "off"; CACHE_POLICIES.inventory has no setting "tll"/,
+    );
+  });
+
   it("names the missing or malformed setting", () => {
-    expect(errorOf({})).toMatch(/^ORIGIN_URL is not set/);
-    expect(errorOf({ ORIGIN_URL: "ftp://x" })).toMatch(/^ORIGIN_URL must start with http/);
+    expect(errorOf({ PUBLIC_URL: base.PUBLIC_URL })).toMatch(/^ORIGIN_URL is not set/);
+    expect(errorOf({ ...base, ORIGIN_URL: "ftp://x" })).toMatch(/^ORIGIN_URL must start with http/);
     expect(errorOf({ ...base, UPSTASH_REDIS_REST_URL: "https://r.example" })).toMatch(/^UPSTASH_REDIS_REST_TOKEN is not set/);
     expect(errorOf({ ...base, L1_MAX_BYTES: "lots" })).toMatch(/^L1_MAX_BYTES must be a number/);
     expect(errorOf({ ...base, L1_MAX_BYTES: "1000" })).toMatch(/^L1_MAX_BYTES must be at least/);
