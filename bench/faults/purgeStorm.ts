@@ -6,7 +6,7 @@
 // others: how long until every instance serves the new price.
 import { setTimeout as sleep } from "node:timers/promises";
 import type { OriginAdmin } from "../../dev/harness/originAdmin";
-import { getPage, priceNow, priceOtherThan } from "../peers/systems";
+import { getPage, priceNow, priceOtherThan } from "../lib/page";
 import { percentile } from "../lib/probe";
 
 export interface PurgeStormResult {

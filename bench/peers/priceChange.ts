@@ -5,7 +5,8 @@ import { performance } from "node:perf_hooks";
 import { sleep } from "../lib/sleep";
 import { measure, row, zipf } from "./measure";
 import { SEEDS, type Context, type Durations, type Row, type Staleness } from "./plan";
-import { getPage, priceNow, priceOtherThan, type System } from "./systems";
+import { getPage, priceNow, priceOtherThan } from "../lib/page";
+import type { System } from "./systems";
 
 const POLL_MS = 50;
 /** Every target must show the new price this long before the change counts as complete. */
