@@ -106,12 +106,15 @@ export function pageIdentity(page: Served<unknown>[], renderVersion: string): st
 }
 
 /**
- * A strong validator from the page's identity: same versions and states, same
- * HTML. 64 bits of a fast hash, the same in every isolate: an ETag only has
- * to tell this URL's versions apart, and a digest through crypto.subtle cost
- * a render a promise and a call into the runtime (1.6% of the Zipf profile).
+ * A validator from the page's identity: same versions and states, same HTML.
+ * Weak (W/), because the runtime sends the same page gzipped or not, and a
+ * strong validator names one sequence of bytes (RFC 9110, 8.8.1; Cloudflare
+ * weakens a strong one when it compresses); If-None-Match compares weakly,
+ * so 304s are unchanged. 64 bits of a fast hash, the same in every isolate:
+ * an ETag only has to tell this URL's versions apart, and a digest through
+ * crypto.subtle cost a render a promise and a call into the runtime.
  */
 export function pageEtag(identity: string): string {
   const [high, low] = hashPair(identity);
-  return `"${high!.toString(16).padStart(8, "0")}${low!.toString(16).padStart(8, "0")}"`;
+  return `W/"${high!.toString(16).padStart(8, "0")}${low!.toString(16).padStart(8, "0")}"`;
 }
