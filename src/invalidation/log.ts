@@ -6,9 +6,9 @@
 //                      times: what a new isolate needs to judge entries, whatever the
 //                      number of purges (a hash of at most purgeMarksMax fields)
 //   pp:v1:purge:era    when the counter (re)started: a sequence number means
-//                      something only within its era (location copies carry both);
-//                      set by the first reader that finds none (START_ERA), so that
-//                      a log that was never written has an era of its own too
+//                      something only within its era (location copies carry both).
+//                      An era stands only beside its counter and is never empty; a
+//                      log without one gets one from its first reader (START_ERA)
 //   pp:v1:x:<r>:<id>   per purged entry: when, so that an older fill cannot write it back
 //
 // Recording costs O(ids) for id purges (each key deleted or marked stale, on
@@ -45,7 +45,8 @@ local seq = redis.call('INCR', KEYS[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[7])
 -- A counter that starts again starts a new era: its numbers name other purges than the last era's.
 -- One a reader started at 0 (START_ERA) goes on in its era.
-if foreign or not counter or redis.call('EXISTS', KEYS[4]) == 0 then redis.call('SET', KEYS[4], ARGV[2]) end
+local era = redis.pcall('GET', KEYS[4])
+if foreign or not counter or type(era) ~= 'string' or era == '' then redis.call('SET', KEYS[4], ARGV[2]) end
 redis.call('PEXPIRE', KEYS[4], ARGV[7])
 local record = '{"seq":' .. seq .. ',' .. string.sub(ARGV[1], 2)
 redis.call('ZADD', KEYS[2], seq, record)
@@ -123,19 +124,24 @@ return #KEYS / 2
 `;
 
 // Answers {seq, caughtUp, records, marks, era}: `caughtUp` 0 means the
-// reader is too far behind (new, the counter was reset, or more than ARGV[2]
-// records or ARGV[3] bytes behind) and gets the tag/all marks (HGETALL:
+// reader is too far behind (new, of another era than the log's ARGV[4]:
+// the counter started again, or more than ARGV[2] records or ARGV[3] bytes
+// behind) and gets the tag/all marks (HGETALL:
 // field, value, ...) instead of its missing log records, and the log's
 // latest records, newest first, within the same bounds: how far back its
 // knowledge of id purges reaches from now on (see KnownPurges.vouches).
 const READ_PURGES = `
-local seq = tonumber(redis.pcall('GET', KEYS[1])) or 0
+local counter = redis.pcall('GET', KEYS[1])
+local seq = type(counter) == 'string' and tonumber(counter) or 0
 local era = redis.pcall('GET', KEYS[4])
-if type(era) ~= 'string' then era = '' end
+-- An era stands only beside its counter (START_ERA).
+if type(counter) ~= 'string' or type(era) ~= 'string' then era = '' end
 local seen = tonumber(ARGV[1])
-if seq == seen then return {seq, 1, {}, {}, era} end
+-- Numbers of another era name other purges: a reader of another era starts over.
+local sameEra = era == ARGV[4]
+if seq == seen and sameEra then return {seq, 1, {}, {}, era} end
 local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-local caughtUp = seen > 0 and seq > seen and seq - seen <= tonumber(ARGV[2]) and (oldest[2] == nil or tonumber(oldest[2]) <= seen + 1)
+local caughtUp = sameEra and seq > seen and seq - seen <= tonumber(ARGV[2]) and (oldest[2] == nil or tonumber(oldest[2]) <= seen + 1)
 if caughtUp then
   local records = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. seen, '+inf', 'LIMIT', 0, ARGV[2])
   local bytes = 0
@@ -152,22 +158,24 @@ end
 return {seq, 0, latest, redis.call('HGETALL', KEYS[3]), era}
 `;
 
-// Gives a log without an era one: its counter at 0 (unless it has one) and
-// an era of ARGV[1] (the time), both kept ARGV[2] ms like an append's.
+// Gives a log without an era (none, an empty one, or one whose counter is
+// gone) one: its counter at 0 (unless it has one) and an era of ARGV[1] (the
+// time), both kept ARGV[2] ms like an append's.
 // Answers {seq, era} as they stand after it (another reader's era, if it
 // came first). A log that was never written (a new deployment, or after 30
 // quiet days) and one that Redis lost are then two eras, never the same
 // empty one: a location copy stamped before the loss cannot pass for one
 // stamped after (docs/architecture.md#the-location-tier).
 const START_ERA = `
+local counter = redis.pcall('GET', KEYS[1])
 local era = redis.pcall('GET', KEYS[2])
-if type(era) ~= 'string' then
-  if not redis.pcall('GET', KEYS[1]) then redis.call('SET', KEYS[1], '0', 'PX', ARGV[2]) end
+if type(counter) ~= 'string' or type(era) ~= 'string' or era == '' then
+  if type(counter) ~= 'string' then counter = '0' end
+  redis.call('SET', KEYS[1], counter, 'PX', ARGV[2])
   era = ARGV[1]
   redis.call('SET', KEYS[2], era, 'PX', ARGV[2])
 end
-local seq = redis.pcall('GET', KEYS[1])
-return {type(seq) == 'string' and tonumber(seq) or 0, era}
+return {tonumber(counter) or 0, era}
 `;
 
 type PurgesReply = [number, number, string[], string[], string];
@@ -272,15 +280,16 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
     },
 
     /**
-     * Purges after `seen`, in one round trip of bounded size. Off the page
+     * Purges after `seen` of `era` (the reader's; null: none yet), in one round trip of bounded size. Off the page
      * path's breaker: a slow sync read must not make every page skip L2.
      */
-    async readSince(seen: number): Promise<PurgesSince | undefined> {
+    async readSince(seen: number, readerEra: string | null): Promise<PurgesSince | undefined> {
       const answer = await l2.run(
         (redis) =>
           readPurgesScript(redis).exec(
             [keys.seq, keys.log, keys.wide, keys.era],
-            [String(seen), String(DEFAULTS.purgeSyncMaxRecords), String(DEFAULTS.purgeSyncMaxBytes)],
+            // "-" is no era (eras are times or ''): a reader that has read none starts over.
+            [String(seen), String(DEFAULTS.purgeSyncMaxRecords), String(DEFAULTS.purgeSyncMaxBytes), readerEra ?? "-"],
           ),
         { passive: true },
       );
@@ -310,12 +319,12 @@ export function logPositionKeys(keyPrefix: string): readonly [string, string] {
 
 /**
  * Where the log stands, from the values of logPositionKeys (null: no such
- * key), as READ_PURGES reads them: no counter is 0, no era ''. A counter
- * that is not a count says nothing (undefined): the next sync reads it.
+ * key), as READ_PURGES reads them: no counter is 0 and has no era, no era is
+ * ''. A counter that is not a count says nothing (undefined): the next sync reads it.
  */
 export function logPosition([seq, era]: readonly (string | null)[]): { seq: number; era: string } | undefined {
   if (seq != null && !/^\d{1,15}$/.test(seq)) return undefined;
-  return { seq: seq == null ? 0 : Number(seq), era: era ?? "" };
+  return seq == null ? { seq: 0, era: "" } : { seq: Number(seq), era: era ?? "" };
 }
 
 /**

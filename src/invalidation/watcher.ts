@@ -79,6 +79,9 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * anyway the next request starts another once `syncWaitMs` has passed.
    */
   let syncing: { work: Promise<void>; until: number } | null = null;
+  /** Syncs started, and the latest of them whose answer was applied. */
+  let syncsStarted = 0;
+  let newestApplied = 0;
   const known = createKnownPurges(options);
   const positionKeys = logPositionKeys(keyPrefix);
 
@@ -102,7 +105,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
 
   async function syncNow(): Promise<void> {
     if (!log) return;
-    const answer = await log.readSince(seq);
+    const generation = ++syncsStarted;
+    const answer = await log.readSince(seq, era);
     if (!answer) return; // L2 unavailable: stay as we are; `blind` tells how long
     const at = { era: answer.era, seq: answer.seq };
     // A log with no era (never written, or lost with Redis's data) is given
@@ -113,6 +117,10 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       const started = await log.startEra();
       if (started?.seq === at.seq) at.era = started.era;
     }
+    // A sync outrun by a newer one (its era's start waited on a slow Redis
+    // past the sync's lease) would take this isolate back: dropped.
+    if (generation < newestApplied) return;
+    newestApplied = generation;
     if (!answer.caughtUp) {
       // New isolate, too far behind, or the log was reset: start over from
       // the tag/all marks (id purges are applied in Redis, where reads go
@@ -185,7 +193,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
 
     readAlong() {
       const sentAt = clock.now();
-      if (!log || era === null || sentAt - lastSyncAt < options.pollMs / 4) return null;
+      // Not without an era: the syncs that give the log one must go on.
+      if (!log || !era || sentAt - lastSyncAt < options.pollMs / 4) return null;
       return {
         keys: positionKeys,
         read(values) {

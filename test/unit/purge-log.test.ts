@@ -47,7 +47,8 @@ describe("the purge log", () => {
       expect(await log.record(idPurge(Array.from({ length: 1000 }, (_, i) => productId(n * 1000 + i))))).toBeDefined();
     }
 
-    const behind = await log.readSince(first!);
+    const era = (await log.readSince(0, null))!.era;
+    const behind = await log.readSince(first!, era);
     expect(behind).toBeDefined();
     expect(behind!.caughtUp).toBe(false);
     expect(behind!.seq).toBe(152);
@@ -58,7 +59,7 @@ describe("the purge log", () => {
     expect(JSON.stringify(behind).length).toBeLessThan(DEFAULTS.purgeSyncMaxBytes);
 
     // A reader a few purges behind still gets them one by one.
-    const near = await log.readSince(150);
+    const near = await log.readSince(150, era);
     expect(near!.caughtUp).toBe(true);
     expect(near!.records.map((record) => record.seq)).toEqual([151, 152]);
     expect(DEFAULTS.purgeSyncMaxRecords).toBeGreaterThanOrEqual(2);
@@ -70,7 +71,7 @@ describe("the purge log", () => {
     const direct = new IORedis({ port: redisServer.port, protocol: 2, lazyConnect: true, maxRetriesPerRequest: 1 });
     try {
       await direct.config("RESETSTAT");
-      for (let i = 0; i < 3; i++) expect((await log.readSince(0))?.seq).toBe(1);
+      for (let i = 0; i < 3; i++) expect((await log.readSince(0, null))?.seq).toBe(1);
       const stats = await direct.info("commandstats");
       const calls = (command: string) => Number(new RegExp(`^cmdstat_${command}:calls=(\\d+)`, "m").exec(stats)?.[1] ?? 0);
       // The first run may load the script (EVAL_RO after a NOSCRIPT); the others go by hash.
@@ -91,7 +92,7 @@ describe("the purge log", () => {
     }
     await log.record(recordFrom({ all: true, mode: "soft", resources: ["inventory"] }, started + 1000));
 
-    const fresh = await log.readSince(0);
+    const fresh = await log.readSince(0, null);
     expect(fresh!.caughtUp).toBe(false);
     expect(fresh!.seq).toBe(601);
     const byKey = Object.fromEntries(fresh!.marks.map((mark) => [`${mark.resource}|${mark.tag}`, [mark.hard, mark.soft]]));
@@ -134,6 +135,63 @@ describe("the purge log", () => {
     expect(watcher.judge(entry(started + 10), "p-1", "product", ["brand:other"])).toBe("ok");
     expect(watcher.judge(entry(started + 999), "p-1", "inventory", [])).toBe("stale");
     expect(watcher.purgedAt("p-1", "product", ["cat:shoes"])).toEqual({ hard: started + 598, any: started + 599 });
+  });
+
+  it("starts an isolate over that was idle while Redis lost the log and a new era recorded purges: none of them is skipped", async () => {
+    const log = createPurgeLog({ l2, keyPrefix: "idle", wideRetentionMs: 60_000 });
+    const keys = purgeLogKeys("idle");
+    const direct = new IORedis({ port: redisServer.port, lazyConnect: true });
+    const forgotten: string[] = [];
+    let startedOver = 0;
+    const clock = fakeClock(Date.now());
+    const watcher = createPurgeWatcher({
+      log,
+      l1: { forget: (key) => forgotten.push(key), markStale: () => undefined, keepOnlyForErrors: () => void startedOver++ },
+      clock,
+      keyPrefix: "idle",
+      pollMs: 1000,
+      wideRetentionMs: 60_000,
+      blindAfterMs: 5000,
+      blindMaxAgeMs: 60_000,
+      syncWaitMs: 1000,
+    });
+    const sync = async () => {
+      clock.advance(1000);
+      await watcher.sync(() => undefined);
+    };
+    try {
+      for (const id of ["p-000001", "p-000002", "p-000003"]) await log.record(idPurge([id]));
+      await sync();
+      const before = watcher.stamp()!;
+      expect(before.seq).toBe(3);
+      expect(startedOver).toBe(1); // its first sync, as a new isolate
+      // Redis loses the log; the new era takes numbers 1-3 again (the same count: nothing to read "since 3")...
+      await direct.del(keys.seq, keys.log, keys.wide, keys.era);
+      for (const id of ["p-000011", "p-000012", "p-000013"]) await log.record(idPurge([id]));
+      await sync();
+      expect(startedOver).toBe(2);
+      expect(watcher.stamp()).toEqual({ era: expect.not.stringMatching(`^${before.era}$`), seq: 3 });
+      // ...and 1-5, of which 4-5 would have looked like the next ones.
+      await direct.del(keys.seq, keys.log, keys.wide, keys.era);
+      for (const id of ["p-000021", "p-000022", "p-000023", "p-000024", "p-000025"]) await log.record(idPurge([id]));
+      clock.advance(1);
+      await sync();
+      expect(startedOver).toBe(3);
+      expect(watcher.stamp()?.seq).toBe(5);
+      // Starting over, it knows the log's latest id purges: a copy stamped before them is judged against them.
+      expect(watcher.vouches({ era: watcher.stamp()!.era, seq: 0 })).toBe(true);
+      // Within its era, a reader at 0 (a deployment's first purge) catches up instead of starting over.
+      await direct.del(keys.seq, keys.log, keys.wide, keys.era);
+      await sync();
+      expect(startedOver).toBe(4);
+      expect(watcher.stamp()).toMatchObject({ seq: 0 });
+      await log.record(idPurge(["p-000031"]));
+      await sync();
+      expect(startedOver).toBe(4);
+      expect(forgotten).toContain("idle:p:p-000031");
+    } finally {
+      direct.disconnect();
+    }
   });
 
   it("lets the isolate that recorded a purge advance its own sequence", async () => {
@@ -192,12 +250,13 @@ describe("the purge log", () => {
       "~floor": `${now + 365 * 86_400_000}|0`,
     });
     // A reader starting over takes the marks: only what it can read.
-    const fresh = await log.readSince(0);
+    const fresh = await log.readSince(0, null);
     // And the log's latest records it can read, for what they say of id purges.
     expect(fresh).toMatchObject({ seq: 7, caughtUp: false, records: [good], floor: 0 });
     expect(fresh!.marks).toEqual([{ resource: "product", tag: "brand:acme", hard: now, soft: 0 }]);
     // A reader catching up takes the log: only what it can read.
-    const behind = await log.readSince(1);
+    // (Of the log's era: it has none, its counter written by hand.)
+    const behind = await log.readSince(1, "");
     expect(behind).toMatchObject({ seq: 7, caughtUp: true, marks: [] });
     expect(behind!.records).toEqual([good]);
   });
@@ -207,17 +266,21 @@ describe("the purge log", () => {
     const keys = purgeLogKeys("reset");
     const redis = new Redis({ url: gateway.url, token: TOKEN, automaticDeserialization: false, enableTelemetry: false });
     expect(await log.record(recordFrom({ ids: ["p-000006"], resources: ["product"], mode: "hard" }, 1_000))).toBe(1);
-    expect((await log.readSince(0))?.era).toBe("1000");
+    expect((await log.readSince(0, null))?.era).toBe("1000");
     await redis.set(keys.seq, "garbage");
     expect(await log.record(recordFrom({ ids: ["p-000007"], resources: ["product"], mode: "hard" }, 2_000))).toBe(1);
     // The numbers start again, in a new era: a copy stamped with the old era's numbers is not taken for this one's.
-    expect((await log.readSince(0))?.era).toBe("2000");
+    expect((await log.readSince(0, null))?.era).toBe("2000");
     await redis.set(keys.log, "not a sorted set");
     expect(await log.record(idPurge(["p-000008"]))).toBe(1);
     await redis.set(keys.wide, "not a hash");
     expect(await log.record(recordFrom({ tags: ["brand:acme"], mode: "hard", resources: ["product"] }, Date.now()))).toBe(1);
     // A reader takes the sequence that went back as a reset: it starts over from the marks.
-    expect(await log.readSince(5)).toMatchObject({ seq: 1, caughtUp: false, marks: [expect.objectContaining({ resource: "product", tag: "brand:acme" })] });
+    expect(await log.readSince(5, null)).toMatchObject({
+      seq: 1,
+      caughtUp: false,
+      marks: [expect.objectContaining({ resource: "product", tag: "brand:acme" })],
+    });
   });
 
   it("gives a log without an era one at a reader's asking, which its purges go on in; a log that lost its keys gets another", async () => {
@@ -226,33 +289,39 @@ describe("the purge log", () => {
     const keys = purgeLogKeys("era");
     const direct = new IORedis({ port: redisServer.port, lazyConnect: true });
     try {
-      expect(await log.readSince(0)).toMatchObject({ seq: 0, era: "" });
+      expect(await log.readSince(0, null)).toMatchObject({ seq: 0, era: "" });
       expect(await log.startEra()).toEqual({ seq: 0, era: "5000" });
       clock.advance(1_000);
       expect(await log.startEra()).toEqual({ seq: 0, era: "5000" }); // another reader's came first: that one stands
-      expect(await log.readSince(0)).toMatchObject({ seq: 0, era: "5000" });
+      expect(await log.readSince(0, null)).toMatchObject({ seq: 0, era: "5000" });
       // Kept as an append keeps them, not forever.
       for (const key of [keys.seq, keys.era]) expect(await direct.pttl(key)).toBeGreaterThan(DEFAULTS.purgeSeqTtlMs - 60_000);
       // The first purge goes on in that era: a copy stamped "5000|0" is judged against it.
       expect(await log.record(recordFrom({ ids: ["p-000001"], resources: ["product"], mode: "hard" }, 6_000))).toBe(1);
-      expect(await log.readSince(0)).toMatchObject({ seq: 1, era: "5000" });
+      expect(await log.readSince(0, null)).toMatchObject({ seq: 1, era: "5000" });
       // Redis lost the log (a restart without persistence, FLUSHALL): the next era is another one, never the empty one again.
       await direct.del(keys.seq, keys.log, keys.wide, keys.era);
-      expect(await log.readSince(1)).toMatchObject({ seq: 0, era: "" });
+      expect(await log.readSince(1, null)).toMatchObject({ seq: 0, era: "" });
       clock.advance(1_000);
       expect(await log.startEra()).toEqual({ seq: 0, era: "7000" });
-      expect(await log.readSince(0)).toMatchObject({ seq: 0, era: "7000" });
-      // The counter lost alone (evicted): its numbers start again, in a new era.
+      expect(await log.readSince(0, null)).toMatchObject({ seq: 0, era: "7000" });
+      // The counter lost alone (evicted): its era goes with it (its numbers start again, in a new era).
       await direct.del(keys.seq);
+      expect(await log.readSince(1, "7000")).toMatchObject({ seq: 0, era: "", caughtUp: false });
       expect(await log.record(recordFrom({ ids: ["p-000002"], resources: ["product"], mode: "hard" }, 8_000))).toBe(1);
-      expect(await log.readSince(0)).toMatchObject({ seq: 1, era: "8000" });
+      expect(await log.readSince(0, null)).toMatchObject({ seq: 1, era: "8000" });
       // The era lost alone: a new one at the counter's number.
       await direct.del(keys.era);
       clock.advance(2_000);
       expect(await log.startEra()).toEqual({ seq: 1, era: "9000" });
-      expect(await log.readSince(0)).toMatchObject({ seq: 1, era: "9000" });
+      expect(await log.readSince(0, null)).toMatchObject({ seq: 1, era: "9000" });
       expect(await log.record(recordFrom({ ids: ["p-000003"], resources: ["product"], mode: "hard" }, 10_000))).toBe(2);
-      expect(await log.readSince(0)).toMatchObject({ seq: 2, era: "9000" });
+      expect(await log.readSince(0, null)).toMatchObject({ seq: 2, era: "9000" });
+      // An era that is an empty string is none: replaced.
+      await direct.set(keys.era, "");
+      clock.advance(1_000);
+      expect(await log.readSince(2, "9000")).toMatchObject({ seq: 2, era: "", caughtUp: false });
+      expect(await log.startEra()).toEqual({ seq: 2, era: "10000" });
     } finally {
       direct.disconnect();
     }
