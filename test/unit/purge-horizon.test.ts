@@ -136,6 +136,40 @@ describe("what a fresh isolate can vouch for", () => {
   });
 });
 
+describe("a log without an era", () => {
+  const answer = (seq: number, era: string): PurgesSince => ({ seq, era, caughtUp: false, records: [], marks: [], floor: 0 });
+
+  it("while its era cannot be started (Redis refusing writes), keeps the isolate syncing: no claim reads the position along for it", async () => {
+    const clock = fakeClock();
+    const log = { readSince: async () => answer(0, ""), record: async () => undefined, startEra: async () => undefined } satisfies PurgeLog;
+    const watcher = watcherWith(clock, log);
+    await sync(watcher);
+    expect(watcher.stamp()).toBeNull();
+    clock.advance(POLL_MS / 2);
+    // A claim reading (0, "") along would count as a sync, and the era would never be asked for again.
+    expect(watcher.readAlong()).toBeNull();
+  });
+
+  it("drops a sync that a newer one outran (its era's start waiting on a slow Redis): the isolate never goes back", async () => {
+    const clock = fakeClock();
+    const answers = [answer(0, ""), answer(7, "e1")];
+    let release!: (position: { seq: number; era: string }) => void;
+    const log = {
+      readSince: async () => answers.shift()!,
+      record: async () => undefined,
+      startEra: () => new Promise<{ seq: number; era: string } | undefined>((resolve) => (release = resolve)),
+    } satisfies PurgeLog;
+    const watcher = watcherWith(clock, log);
+    await sync(watcher); // gives up waiting after syncWaitMs; the sync goes on
+    clock.advance(POLL_MS);
+    await sync(watcher);
+    expect(watcher.stamp()).toEqual({ era: "e1", seq: 7 });
+    release({ seq: 0, era: "e0" });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(watcher.stamp()).toEqual({ era: "e1", seq: 7 });
+  });
+});
+
 describe("what an isolate that follows the log can vouch for", () => {
   async function followingFrom(seq: number) {
     const clock = fakeClock();
