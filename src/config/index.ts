@@ -251,13 +251,18 @@ function parseL2(env: Env): Config["l2"] {
   }
   if (!env.UPSTASH_REDIS_REST_URL) return null;
   const url = read("UPSTASH_REDIS_REST_URL", redisUrl, env.UPSTASH_REDIS_REST_URL);
-  if (!env.UPSTASH_REDIS_REST_TOKEN) {
+  // A missing token is reported on its own (parseConfig), with a bad URL if both are wrong.
+  return { shards: [{ name: "l2", url, token: env.UPSTASH_REDIS_REST_TOKEN ?? "", weight: 1 }] };
+}
+
+/** The token beside a single database's URL. */
+function checkRedisToken(env: Env): void {
+  if (env.UPSTASH_REDIS_REST_URL && !env.UPSTASH_REDIS_SHARDS && !env.UPSTASH_REDIS_REST_TOKEN) {
     throw new ConfigError(
       "UPSTASH_REDIS_REST_TOKEN",
       "is not set while UPSTASH_REDIS_REST_URL is: add it with `wrangler secret put UPSTASH_REDIS_REST_TOKEN` (or .dev.vars locally)",
     );
   }
-  return { shards: [{ name: "l2", url, token: env.UPSTASH_REDIS_REST_TOKEN, weight: 1 }] };
 }
 
 function parsePolicies(raw: Env["CACHE_POLICIES"]): Record<ResourceName, ResourcePolicy> {
@@ -292,15 +297,6 @@ function onOff(name: string, value: string | undefined, fallback: boolean): bool
   return value === "on";
 }
 
-function parseKnownIds(env: Env): Config["knownIds"] {
-  if (!onOff("KNOWN_IDS", env.KNOWN_IDS, true)) return null;
-  const { capacity, fpRate } = KNOWN_IDS_DEFAULTS;
-  return {
-    capacity: optional("KNOWN_IDS_CAPACITY", numberSetting(1, KNOWN_IDS_LIMITS.maxCapacity), env.KNOWN_IDS_CAPACITY, capacity),
-    fpRate: optional("KNOWN_IDS_FP_RATE", numberSetting(KNOWN_IDS_LIMITS.minFpRate, KNOWN_IDS_LIMITS.maxFpRate, false), env.KNOWN_IDS_FP_RATE, fpRate),
-  };
-}
-
 /** Validates the bindings. Throws a ConfigError naming every bad setting. */
 export function parseConfig(env: Env): Config {
   const problems: ConfigError[] = [];
@@ -333,8 +329,14 @@ export function parseConfig(env: Env): Config {
   }, "");
   const number = (name: keyof Env, min: number, max: number, fallback: number, integer = true) =>
     setting(() => optional(name, numberSetting(min, max, integer), env[name], fallback), fallback);
-  const onOffSetting = (name: "L2_READ_REPLICAS" | "LOCATION_CACHE" | "CACHING", fallback: boolean) =>
+  const onOffSetting = (name: "L2_READ_REPLICAS" | "LOCATION_CACHE" | "CACHING" | "KNOWN_IDS", fallback: boolean) =>
     setting(() => onOff(name, env[name], fallback), fallback);
+  setting(() => checkRedisToken(env), undefined);
+  // Read whether the filter is on or not, so that a bad switch does not hide a bad size.
+  const knownIdsFilter = {
+    capacity: number("KNOWN_IDS_CAPACITY", 1, KNOWN_IDS_LIMITS.maxCapacity, KNOWN_IDS_DEFAULTS.capacity),
+    fpRate: number("KNOWN_IDS_FP_RATE", KNOWN_IDS_LIMITS.minFpRate, KNOWN_IDS_LIMITS.maxFpRate, KNOWN_IDS_DEFAULTS.fpRate, false),
+  };
 
   const config: Config = {
     originUrl,
@@ -355,7 +357,7 @@ export function parseConfig(env: Env): Config {
     coldPageWaitMs: number("COLD_PAGE_WAIT_MS", 0, 10_000, DEFAULTS.coldPageWaitMs),
     backgroundFillsMax: number("BACKGROUND_FILLS_MAX", 0, 10_000, DEFAULTS.backgroundFillsMax),
     departureHoldMaxMs: number("DEPARTURE_HOLD_MAX_MS", 0, 1000, DEFAULTS.departureHoldMaxMs),
-    knownIds: setting(() => parseKnownIds(env), null),
+    knownIds: onOffSetting("KNOWN_IDS", true) ? knownIdsFilter : null,
     locationCache: onOffSetting("LOCATION_CACHE", true),
     caching: onOffSetting("CACHING", true),
     warmPerMinute: number("WARM_REQUESTS_PER_MINUTE", 1, 1_000_000, DEFAULTS.warmPerMinute),
