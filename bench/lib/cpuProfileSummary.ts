@@ -14,7 +14,7 @@ export interface CpuProfile {
 /** Parts of the request path, first match wins: [label, module path pattern]. */
 const PARTS: [string, RegExp][] = [
   // Before routing: hono/jsx and hono/html are the render's, the rest of hono the router's.
-  ["render (view model, templates, hono/jsx)", /^(src\/render\/|templates\/|node_modules\/hono\/dist\/(jsx|helper\/html|utils\/html)\b)/],
+  ["render (view model, templates, hono/jsx and hono/html)", /^(src\/render\/|templates\/|node_modules\/hono\/dist\/(jsx|helper\/html|utils\/html)\b)/],
   ["routing (Hono)", /^node_modules\/hono\//],
   ["HTTP handlers, headers", /^src\/(http|app|index)/],
   [
