@@ -79,9 +79,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * anyway the next request starts another once `syncWaitMs` has passed.
    */
   let syncing: { work: Promise<void>; until: number } | null = null;
-  /** Syncs started, and the latest of them whose answer was applied. */
-  let syncsStarted = 0;
-  let newestApplied = 0;
+  /** Sync answers applied so far: a sync applies its answer only if none was applied since it started. */
+  let syncsApplied = 0;
   const known = createKnownPurges(options);
   const positionKeys = logPositionKeys(keyPrefix);
 
@@ -105,7 +104,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
 
   async function syncNow(): Promise<void> {
     if (!log) return;
-    const generation = ++syncsStarted;
+    const appliedBefore = syncsApplied;
     const answer = await log.readSince(seq, era);
     if (!answer) return; // L2 unavailable: stay as we are; `blind` tells how long
     const at = { era: answer.era, seq: answer.seq };
@@ -117,10 +116,13 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       const started = await log.startEra();
       if (started?.seq === at.seq) at.era = started.era;
     }
-    // A sync outrun by a newer one (its era's start waited on a slow Redis
-    // past the sync's lease) would take this isolate back: dropped.
-    if (generation < newestApplied) return;
-    newestApplied = generation;
+    // Another sync applied its answer meanwhile (this one outlived its lease:
+    // a slow Redis, or its era's start): this answer was read against a
+    // position the isolate has left, and would take it back or start it
+    // over once more (a new isolate's first syncs, under a burst). Dropped:
+    // the next sync reads from where the isolate stands.
+    if (syncsApplied !== appliedBefore) return;
+    syncsApplied++;
     if (!answer.caughtUp) {
       // New isolate, too far behind, or the log was reset: start over from
       // the tag/all marks (id purges are applied in Redis, where reads go

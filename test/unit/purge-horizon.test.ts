@@ -168,6 +168,39 @@ describe("a log without an era", () => {
     await new Promise((resolve) => setTimeout(resolve, 10));
     expect(watcher.stamp()).toEqual({ era: "e1", seq: 7 });
   });
+
+  it("starts a new isolate over once, however many of its first syncs overlap (a burst on a slow Redis)", async () => {
+    const clock = fakeClock();
+    let startedOver = 0;
+    const reads: ((answer: PurgesSince) => void)[] = [];
+    const log = {
+      readSince: () => new Promise<PurgesSince>((resolve) => reads.push(resolve)),
+      record: async () => undefined,
+      startEra: async () => undefined,
+    } satisfies PurgeLog;
+    const watcher = createPurgeWatcher({
+      log,
+      l1: { ...noL1, keepOnlyForErrors: () => void startedOver++ },
+      clock,
+      keyPrefix: "pp:v1",
+      pollMs: POLL_MS,
+      wideRetentionMs: 3_600_000,
+      blindAfterMs: 5000,
+      blindMaxAgeMs: 60_000,
+      syncWaitMs: 200,
+    });
+    const first = sync(watcher);
+    clock.advance(POLL_MS); // past the first sync's lease: the next page starts another
+    const second = sync(watcher);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(reads).toHaveLength(2);
+    reads[0]!({ seq: 4, era: "e1", caughtUp: false, records: [], marks: [], floor: 0 });
+    reads[1]!({ seq: 4, era: "e1", caughtUp: false, records: [], marks: [], floor: 0 });
+    await Promise.all([first, second]);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(startedOver).toBe(1);
+    expect(watcher.stamp()).toEqual({ era: "e1", seq: 4 });
+  });
 });
 
 describe("what an isolate that follows the log can vouch for", () => {
