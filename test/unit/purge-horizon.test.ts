@@ -40,10 +40,10 @@ function scriptedLog() {
   return { log, state };
 }
 
-function watcherWith(clock: FakeClock, log: PurgeLog): PurgeWatcher {
+function watcherWith(clock: FakeClock, log: PurgeLog, l1: L1Purging = noL1): PurgeWatcher {
   return createPurgeWatcher({
     log,
-    l1: noL1,
+    l1,
     clock,
     keyPrefix: "pp:v1",
     pollMs: POLL_MS,
@@ -178,17 +178,7 @@ describe("a log without an era", () => {
       record: async () => undefined,
       startEra: async () => undefined,
     } satisfies PurgeLog;
-    const watcher = createPurgeWatcher({
-      log,
-      l1: { ...noL1, keepOnlyForErrors: () => void startedOver++ },
-      clock,
-      keyPrefix: "pp:v1",
-      pollMs: POLL_MS,
-      wideRetentionMs: 3_600_000,
-      blindAfterMs: 5000,
-      blindMaxAgeMs: 60_000,
-      syncWaitMs: 200,
-    });
+    const watcher = watcherWith(clock, log, { ...noL1, keepOnlyForErrors: () => void startedOver++ });
     const first = sync(watcher);
     clock.advance(POLL_MS); // past the first sync's lease: the next page starts another
     const second = sync(watcher);
