@@ -64,7 +64,11 @@ function minorUnits(money: Money): number {
  * with integer arithmetic so that no binary floating point rounding shows.
  */
 export function decimalAmount(money: Money): string {
-  const digits = minorDigits(money.currency);
+  return decimalOf(money, minorDigits(money.currency));
+}
+
+/** decimalAmount with the currency's minor digits already known (formatMoney has its formatter's). */
+function decimalOf(money: Money, digits: number): string {
   const minor = minorUnits(money);
   const sign = minor < 0 ? "-" : "";
   const abs = Math.abs(minor);
@@ -78,10 +82,10 @@ export function decimalAmount(money: Money): string {
 /** "$129.99", "€129.99", "¥1,500", "KWD 12.345"; unknown currency: "12.34 XYZ". Never throws. */
 export function formatMoney(money: Money): string {
   const formatter = currencyFormatter(money.currency);
-  if (!formatter) return `${decimalAmount(money)} ${money.currency}`.trim();
+  if (!formatter) return `${decimalOf(money, FALLBACK_MINOR_DIGITS)} ${money.currency}`.trim();
   // The decimal string, not minor units ÷ 10^digits: Intl formats a string exactly, where a
   // large amount divided in floating point would print other cents than the JSON-LD's price.
-  return formatter.format.format(decimalAmount(money) as Intl.StringNumericLiteral);
+  return formatter.format.format(decimalOf(money, formatter.digits) as Intl.StringNumericLiteral);
 }
 
 /**
