@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { openInspector } from "./inspector";
 import { BUNDLE_DIR, type WorkerInstance } from "../stack";
-import { summarise, type CpuProfile, type Summary } from "./cpuProfileSummary";
+import { inclusiveMs, summarise, type CpuProfile, type Summary } from "./cpuProfileSummary";
 
 /** µs between samples: fine enough for functions of a few µs, coarse enough not to slow the isolate much. */
 export const SAMPLING_INTERVAL_US = 200;
@@ -36,4 +36,9 @@ export async function startProfiler(worker: WorkerInstance): Promise<{ stop: () 
 /** The profile split by part of the request path, its functions placed by the bundle's module markers. */
 export function summariseBundleProfile(profile: CpuProfile): Summary {
   return summarise(profile, readFileSync(join(BUNDLE_DIR, "index.js"), "utf8"), (url) => url.endsWith("index.js"), SAMPLING_INTERVAL_US);
+}
+
+/** The time of the samples with the bundle's `functionName` on the stack, ms (cpuProfileSummary.ts, inclusiveMs). */
+export function bundleInclusiveMs(profile: CpuProfile, functionName: string): number {
+  return inclusiveMs(profile, functionName, (url) => url.endsWith("index.js"), SAMPLING_INTERVAL_US);
 }

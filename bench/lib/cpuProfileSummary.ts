@@ -4,7 +4,7 @@
 // `// node_modules/…` markers (esbuild writes one before each module).
 
 export interface CpuProfile {
-  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number }[];
+  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number }; hitCount?: number; children?: number[] }[];
   samples?: number[];
   timeDeltas?: number[];
   startTime: number;
@@ -111,6 +111,32 @@ export function summarise(profile: CpuProfile, bundle: string, isBundle: (url: s
     parts: [...parts].map(([part, us]) => ({ part, ms: us / 1000 })).sort((a, b) => b.ms - a.ms),
     functions: [...functions.values()].sort((a, b) => b.ms - a.ms),
   };
+}
+
+/**
+ * The time of the samples taken while `functionName` (of the bundle) was on
+ * the stack, ms: its inclusive time, the built-ins and the garbage
+ * collection it set off while it ran included (the tables above count self
+ * time only). V8 keeps inlined functions as frames of their own.
+ */
+export function inclusiveMs(profile: CpuProfile, functionName: string, isBundle: (url: string) => boolean, intervalUs: number): number {
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const within = new Map<number, boolean>();
+  const isWithin = (id: number): boolean => {
+    const known = within.get(id);
+    if (known !== undefined) return known;
+    const frame = byId.get(id)?.callFrame;
+    const up = parent.get(id);
+    const answer = (!!frame && frame.functionName === functionName && isBundle(frame.url)) || (up !== undefined && isWithin(up));
+    within.set(id, answer);
+    return answer;
+  };
+  let us = 0;
+  if (profile.samples?.length) for (const id of profile.samples) us += isWithin(id) ? intervalUs : 0;
+  else for (const node of profile.nodes) us += isWithin(node.id) ? (node.hitCount ?? 0) * intervalUs : 0;
+  return us / 1000;
 }
 
 /** Markdown tables: parts of the request path, then the top functions, as shares of busy (non-idle) time. */

@@ -56,7 +56,7 @@ export const percentile = (sorted: readonly number[], p: number) => sorted[Math.
  */
 export interface Status {
   isolate: { startedAt: string };
-  last15m: { from: number; total: Tiers; originTotal: OriginCalls };
+  last15m: { from: number; pages: number; total: Tiers; originTotal: OriginCalls };
   l2: { stats: L2Stats | null };
   breakerChanges: { name: string; since: number | null }[];
   l1: { bytes: number };
@@ -178,6 +178,8 @@ export function snapshots(workers: readonly { url: string; inspector?: string }[
 export interface Change {
   /** Resource answers by tier; null once the status' 15 minutes no longer reach back to the isolate's start. */
   tiers: Tiers | null;
+  /** Product pages the isolate answered (every outcome); null as `tiers`. */
+  pages: number | null;
   workerOrigin: OriginCalls | null;
   l2: L2Stats | null;
   /** What the location tier did in the window; null when it is off (or the worker has none). */
@@ -210,6 +212,7 @@ export function change(before: Snapshot, after: Snapshot): Change {
   }
   return {
     tiers: covered ? minus(pickTiers(b.last15m.total), pickTiers(a.last15m.total)) : null,
+    pages: covered ? b.last15m.pages - a.last15m.pages : null,
     workerOrigin: covered ? minus(pickOrigin(b.last15m.originTotal), pickOrigin(a.last15m.originTotal)) : null,
     l2: a?.l2.stats && b?.l2.stats ? minus(pickL2(b.l2.stats), pickL2(a.l2.stats)) : null,
     location: a?.location?.stats && b?.location?.stats ? minus(b.location.stats, a.location.stats) : null,

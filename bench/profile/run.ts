@@ -22,7 +22,7 @@ import { describeMachine, runLine, writeResults } from "../lib/report";
 import { change, snapshots } from "../lib/probe";
 import { startStack, startWorkers, toolVersions, type WorkerLogs } from "../stack";
 import { ensureWrk, runZipfWrk, Workload, type WrkFigures } from "../lib/wrk";
-import { SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "../lib/cpuProfile";
+import { bundleInclusiveMs, SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "../lib/cpuProfile";
 import { summaryTables } from "../lib/cpuProfileSummary";
 
 const CATALOG = 100_000;
@@ -67,6 +67,8 @@ interface Phase {
   redis: Record<string, number>;
   /** Resource answers by tier, summed over the instances (null if a status could not say). */
   tiers: { l1: number; l2: number; origin: number; failed: number } | null;
+  /** Product pages instance 1 answered (the one profiled; null if its status could not say). */
+  firstPages: number | null;
 }
 
 async function main(): Promise<void> {
@@ -113,7 +115,8 @@ async function main(): Promise<void> {
           (sum, t) => ({ l1: sum.l1 + t!.l1, l2: sum.l2 + t!.l2, origin: sum.origin + t!.origin, failed: sum.failed + t!.failed }),
           { l1: 0, l2: 0, origin: 0, failed: 0 },
         );
-    const result = { label, wrk: figures, cpuS: cpuBetween(cpuBefore, cpuAfter).seconds.workerd ?? 0, redis, tiers };
+    const firstPages = change(before[0]!, after[0]!).pages;
+    const result = { label, wrk: figures, cpuS: cpuBetween(cpuBefore, cpuAfter).seconds.workerd ?? 0, redis, tiers, firstPages };
     console.log(
       `  ${label}: ${Math.round(rps(result))} req/s, p50 ${msOfUs(figures.p50Us)} ms, p99 ${msOfUs(figures.p99Us)} ms, ${(cpuPerRequestMs(result)).toFixed(3)} workerd CPU-ms per request`,
     );
@@ -130,6 +133,7 @@ async function main(): Promise<void> {
   const profiled = await phase(`${profiledLabel}, profiled`, profiledPaths);
   const profile = await profiler.stop();
   const summary = summariseBundleProfile(profile);
+  const renderMs = bundleInclusiveMs(profile, RENDER_ENTRY);
 
   // Report.
   const machine = describeMachine(toolVersions());
@@ -163,10 +167,29 @@ async function main(): Promise<void> {
     "",
     summaryTables(summary),
     "",
+    renderLine(renderMs, profiled.firstPages, floor),
+    "",
     `Raw profile: \`profile.cpuprofile\` (not committed; open it in Chrome DevTools → Performance).`,
   ].join("\n");
   const files = writeResults("profile", { ".md": markdown, ".cpuprofile": JSON.stringify(profile) });
   console.log(`\n${markdown}\n\nresults: ${files.join(", ")}`);
+}
+
+/** The product page's render: view model, templates and what they call (src/render/index.ts). */
+const RENDER_ENTRY = "renderProductPage";
+
+/**
+ * The render's CPU per page: the samples of instance 1 with RENDER_ENTRY on
+ * the stack (its inclusive time, built-ins and garbage collection it set off
+ * included) over the pages that instance answered in the profiled row, pages
+ * kept rendered included (they cost no render), against the floor's CPU per
+ * request (issue 30's render target).
+ */
+function renderLine(renderMs: number, pages: number | null, floorMs: number): string {
+  const head = `Render, inclusive: ${Math.round(renderMs)} ms of samples with \`${RENDER_ENTRY}\` on the stack`;
+  if (!pages) return `${head}; the instance's page count is not known.`;
+  const perPageMs = renderMs / pages;
+  return `${head}, over the ${pages.toLocaleString("en-US")} pages instance 1 answered: ${(perPageMs * 1000).toFixed(1)} µs a page, ${(perPageMs / floorMs).toFixed(2)}× the floor's CPU per request.`;
 }
 
 const rps = (p: Phase) => p.wrk.requests / (p.wrk.durationUs / 1e6);
