@@ -88,9 +88,9 @@ export interface LocationProbe {
  * no new L1, the second in L1. Run right after a restart and before the
  * load. Interleaved, so that whatever drifts over the probe's seconds (the
  * isolate's code still being compiled, its first purge-log reads, other
- * processes) falls on both kinds alike; two passes (every first ask, then
- * every second) put it on the first pass alone, and gave 2.1–2.9× where
- * this gives 1.8–2.0× (docs/performance.md, "The location tier").
+ * processes) falls on both kinds alike, where two passes (every first ask,
+ * then every second) put it on the first pass alone (docs/performance.md,
+ * "The location tier").
  * `warmPaths`, other pages, are asked first the same way and not measured: a
  * new isolate's first pages run its code cold (V8 compiles it as it goes).
  */
