@@ -5,10 +5,12 @@
 // products, 20 ± 2 ms) and Redis behind the gateway; wrk makes all the load.
 // After a warm-up of Zipf(1.0) traffic it runs, with the same connections:
 //   1. /healthz (a static string): the runtime's floor, workerd CPU per request;
-//   2. cached: Zipf over the HOT_RANKS hottest products only, every page in L1
+//   2. the hottest page's bytes and headers from a worker of nothing else
+//      (./constantPage.ts): the floor of a cached page;
+//   3. cached: Zipf over the HOT_RANKS hottest products only, every page in L1
 //      and in the rendered-page cache: what the read path costs on top of the floor;
-//   3. Zipf: CPU per page, Redis commands per page (INFO commandstats), answers per tier;
-//   4. the row named by --profile (Zipf by default) again, with the V8 profiler
+//   4. Zipf: CPU per page, Redis commands per page (INFO commandstats), answers per tier;
+//   5. the row named by --profile (Zipf by default) again, with the V8 profiler
 //      of instance 1 recording (bench/lib/cpuProfileSummary.ts).
 // Writes bench/results/profile.md (and the raw profile.cpuprofile, git-ignored,
 // which Chrome DevTools opens). Measures and writes; asserts nothing.
@@ -24,6 +26,7 @@ import { startStack, startWorkers, toolVersions, type WorkerLogs } from "../stac
 import { ensureWrk, runZipfWrk, Workload, type WrkFigures } from "../lib/wrk";
 import { bundleInclusiveMs, SAMPLING_INTERVAL_US, startProfiler, summariseBundleProfile } from "../lib/cpuProfile";
 import { summaryTables } from "../lib/cpuProfileSummary";
+import { startConstantPage } from "./constantPage";
 
 const CATALOG = 100_000;
 /** The cached row's products: few enough that every page stays rendered in each isolate (8 MiB ≈ 800 pages). */
@@ -122,7 +125,28 @@ async function main(): Promise<void> {
     );
     return result;
   };
+  /**
+   * The hottest product's page, its bytes and headers, from a worker that
+   * returns them as a constant (./constantPage.ts): the floor of a cached
+   * page. Its CPU is its own workerd's; the tier's isolates sit idle.
+   */
+  const constantPhase = async (pageUrl: string): Promise<Phase> => {
+    const page = await startConstantPage(pageUrl, instances);
+    const stop = onCleanup("constant page", page.close);
+    try {
+      const label = `the same page as a constant (${Math.round(page.bytes / 102.4) / 10} KB, ${page.headers} headers; no tier)`;
+      const cpuBefore = cpuSample({ workerd: page.pids });
+      const figures = await runZipfWrk({ targets: page.urls, seconds, connections, seed: seed++, pathsFile: workload.single(new URL(pageUrl).pathname) });
+      const cpuAfter = cpuSample({ workerd: page.pids });
+      const result = { label, wrk: figures, cpuS: cpuBetween(cpuBefore, cpuAfter).seconds.workerd ?? 0, redis: {}, tiers: null, firstPages: null };
+      console.log(`  ${label}: ${Math.round(rps(result))} req/s, ${cpuPerRequestMs(result).toFixed(3)} workerd CPU-ms per request`);
+      return result;
+    } finally {
+      await stop();
+    }
+  };
   const healthz = await phase("/healthz", healthzPaths);
+  const constant = await constantPhase(`${targets[0]}/products/${workload.hotId()}`);
   const cached = await phase(`cached (${HOT_RANKS} hottest)`, cachedPaths);
   const zipf = await phase("Zipf", zipfPaths);
 
@@ -138,12 +162,12 @@ async function main(): Promise<void> {
   // Report.
   const machine = describeMachine(toolVersions());
   const floor = cpuPerRequestMs(healthz);
-  const rows = [healthz, cached, zipf, profiled].map((p) => {
+  const rows = [healthz, constant, cached, zipf, profiled].map((p) => {
     const pages = p.wrk.requests;
     const redisTotal = Object.values(p.redis).reduce((a, b) => a + b, 0);
     const t = p.tiers;
     const answers = t ? t.l1 + t.l2 + t.origin + t.failed : 0;
-    const split = t && answers ? `${pct(t.l1, answers)} / ${pct(t.l2, answers)} / ${pct(t.origin, answers)}` : "—";
+    const split = t && answers ? `${pct(t.l1, answers)} / ${pct(t.l2, answers)} / ${pct(t.origin, answers)}` : "–";
     return `| ${p.label} | ${Math.round(rps(p))} | ${msOfUs(p.wrk.p50Us)} | ${msOfUs(p.wrk.p99Us)} | ${nonOk(p.wrk)} | ${cpuPerRequestMs(p).toFixed(3)} | ${(cpuPerRequestMs(p) / floor).toFixed(2)}× | ${(redisTotal / pages).toFixed(3)} | ${split} |`;
   });
   const perCommand = Object.entries(zipf.redis)
