@@ -111,14 +111,15 @@ async function main(): Promise<void> {
     const cpuAfter = cpuSample({ workerd: [...workerdPids()], servers: [servers.pid] });
     const redis = await servers.redisCalls();
     const after = await snapshots(workers);
-    const changes = workers.map((_, k) => change(before[k]!, after[k]!).tiers);
+    const moved = workers.map((_, k) => change(before[k]!, after[k]!));
+    const changes = moved.map((m) => m.tiers);
     const tiers = changes.some((t) => t === null)
       ? null
       : changes.reduce<Phase["tiers"] & object>(
           (sum, t) => ({ l1: sum.l1 + t!.l1, l2: sum.l2 + t!.l2, origin: sum.origin + t!.origin, failed: sum.failed + t!.failed }),
           { l1: 0, l2: 0, origin: 0, failed: 0 },
         );
-    const firstPages = change(before[0]!, after[0]!).pages;
+    const firstPages = moved[0]!.pages;
     const result = { label, wrk: figures, cpuS: cpuBetween(cpuBefore, cpuAfter).seconds.workerd ?? 0, redis, tiers, firstPages };
     console.log(
       `  ${label}: ${Math.round(rps(result))} req/s, p50 ${msOfUs(figures.p50Us)} ms, p99 ${msOfUs(figures.p99Us)} ms, ${(cpuPerRequestMs(result)).toFixed(3)} workerd CPU-ms per request`,
