@@ -22,7 +22,7 @@ export function get(url: string, timeoutMs = 10_000): Promise<Answer> {
   const started = performance.now();
   return new Promise((done) => {
     const answer = (status: number, headers?: IncomingHttpHeaders) =>
-      done({ status, ms: Math.round((performance.now() - started) * 10) / 10, ...(headers ? { headers } : {}) });
+      done({ status, ms: Math.round((performance.now() - started) * 100) / 100, ...(headers ? { headers } : {}) });
     const req = request(url, { agent: false, timeout: timeoutMs }, (res) => {
       res
         .on("end", () => answer(res.statusCode ?? 0, res.headers))

@@ -16,7 +16,7 @@ export const COLD_MS = 1000;
 /** The seed of the cancellers' Zipf draws. */
 export const ZIPF_SEED = 20_260_426;
 /** Pages the location probe asks for right after a restart: the hottest Zipf ranks (in the location, in no new L1). */
-export const PROBE_PAGES = 40;
+export const PROBE_PAGES = 100;
 /** Pages asked before them (the next ranks), unmeasured, so that both passes run on warm code. */
 export const PROBE_WARM_PAGES = 200;
 /** The seed of the `--departing` visitors' uniform draws. */

@@ -20,32 +20,37 @@ export interface Entry<T = unknown> {
 export type EntryState = "fresh" | "stale" | "usable-on-error" | "expired";
 
 /**
- * Marks entries whose data is parsed on its first read (`withDataOnRead`):
- * they hold data, known without parsing it. A property, not a WeakSet: an
- * L1 hit made four such entries, and the set's insertions were a visible
- * part of a cached page's CPU; a spread copy (markedStale) keeps it.
+ * The JSON text an entry read from L1 keeps its data as (`withDataOnRead`).
+ * Its presence marks an entry that holds data, known without parsing it; and
+ * keeping or encoding the entry again reuses the text, where stringifying
+ * the data cost a parse and a stringify (a location copy re-encodes every
+ * part of its page from L1 each time one of them is refreshed). A property,
+ * not a WeakSet: an L1 hit made four such entries, and the set's insertions
+ * were a visible part of a cached page's CPU; a spread copy (markedStale)
+ * keeps it.
  */
-const PARSED_ON_READ = Symbol("data parsed on read");
+const DATA_JSON = Symbol("data as JSON text");
 
 /**
- * An entry whose `data` is `parse()`d on its first read, once. L1 keeps data
- * as JSON text (cache/l1.ts), and most reads of it need only the deadlines
- * and the version: a page whose HTML is already rendered never reads its
- * data. `parse` must return the data of a found entry (never null).
+ * An entry whose `data` is parsed from `json` on its first read, once. L1
+ * keeps data as JSON text (cache/l1.ts), and most reads of it need only the
+ * deadlines and the version: a page whose HTML is already rendered never
+ * reads its data. `json` must be the JSON.stringify of a found entry's data
+ * (never "null").
  */
-export function withDataOnRead<T>(deadlines: Omit<Entry<T>, "data">, parse: () => T): Entry<T> {
+export function withDataOnRead<T>(deadlines: Omit<Entry<T>, "data">, json: string): Entry<T> {
   let data: T | undefined;
   let parsed = false;
-  const entry: Entry<T> & { [PARSED_ON_READ]: true } = {
+  const entry: Entry<T> & { [DATA_JSON]: string } = {
     version: deadlines.version,
     fetchedAt: deadlines.fetchedAt,
     freshUntil: deadlines.freshUntil,
     staleUntil: deadlines.staleUntil,
     errorUntil: deadlines.errorUntil,
-    [PARSED_ON_READ]: true,
+    [DATA_JSON]: json,
     get data(): T {
       if (!parsed) {
-        data = parse();
+        data = JSON.parse(json) as T;
         parsed = true;
       }
       return data as T;
@@ -54,9 +59,14 @@ export function withDataOnRead<T>(deadlines: Omit<Entry<T>, "data">, parse: () =
   return entry;
 }
 
+/** The JSON.stringify of the entry's data, when the entry carries it (read from L1); undefined otherwise. */
+export function dataJson(entry: Entry): string | undefined {
+  return (entry as { [DATA_JSON]?: string })[DATA_JSON];
+}
+
 /** Whether the origin said there is no such thing (negative entry), without parsing data kept for later. */
 export function isAbsent(entry: Entry): boolean {
-  return !(PARSED_ON_READ in entry) && entry.data === null;
+  return !(DATA_JSON in entry) && entry.data === null;
 }
 
 export function entryState(entry: Entry | undefined, now: number): EntryState {

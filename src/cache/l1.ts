@@ -9,7 +9,7 @@
 // every request, are kept parsed beside it.
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../shared/clock";
-import { markedStale, withDataOnRead, type Entry } from "./entry";
+import { dataJson, markedStale, withDataOnRead, type Entry } from "./entry";
 
 export interface Stored extends Omit<Entry, "data"> {
   json: string;
@@ -31,9 +31,9 @@ export function tagsOf(data: unknown): readonly string[] | undefined {
 }
 
 function toStored(entry: Entry): Stored {
-  const { data, ...deadlines } = entry;
+  const { version, fetchedAt, freshUntil, staleUntil, errorUntil, data } = entry;
   const tags = tagsOf(data);
-  return { ...deadlines, json: JSON.stringify(data), ...(tags ? { tags } : {}) };
+  return { version, fetchedAt, freshUntil, staleUntil, errorUntil, json: dataJson(entry) ?? JSON.stringify(data), ...(tags ? { tags } : {}) };
 }
 
 /**
@@ -48,7 +48,7 @@ function fromStored(stored: Stored): Entry {
     return { version, fetchedAt, freshUntil, staleUntil, errorUntil, data: null };
   }
   // The deadlines are read off `stored` (no copy of them first: four of these per cached page).
-  return withDataOnRead(stored, () => JSON.parse(stored.json) as unknown);
+  return withDataOnRead(stored, stored.json);
 }
 
 export interface L1 {

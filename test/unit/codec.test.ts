@@ -10,7 +10,8 @@ import { startGateway, type Gateway } from "../../dev/gateway";
 import { createBreaker } from "../../src/shared/breaker";
 import { systemClock } from "../../src/shared/clock";
 import { decodeEntry, encodeEntry, type EntryExpectation } from "../../src/cache/l2/codec";
-import type { Entry } from "../../src/cache/entry";
+import { dataJson, type Entry } from "../../src/cache/entry";
+import { createL1 } from "../../src/cache/l1";
 import { entryKey } from "../../src/cache/keys";
 import { createL2 } from "../../src/cache/l2/l2";
 import { createL2Entries, longestLifeMs } from "../../src/cache/l2/l2Entries";
@@ -37,7 +38,7 @@ function productEntry(product: Product = sampleProduct(ID, 17), agoMs = 1000): E
   return { data: product, version: product.version, fetchedAt, freshUntil, staleUntil: freshUntil + 3_600_000, errorUntil: freshUntil + 86_400_000 };
 }
 
-function encoded(entry: Entry, compressAboveBytes = DEFAULTS.compressAboveBytes): string {
+function encoded(entry: Entry, compressAboveBytes: number = DEFAULTS.compressAboveBytes): string {
   const value = encodeEntry(entry, compressAboveBytes);
   if (value === undefined) throw new Error("not storable");
   return value;
@@ -95,6 +96,18 @@ describe("codec: values that are entries", () => {
     const decodedLarge = decodeEntry(largeValue, expecting("product"));
     if (!("entry" in decodedLarge)) throw new Error(decodedLarge.invalid);
     expect(decodedLarge.entry.data).toEqual(large.data);
+  });
+
+  it("encodes an entry read from L1 from the JSON text L1 keeps, to the same value as the entry it kept", () => {
+    const l1 = createL1({ maxBytes: 1024 * 1024, clock: { now: () => NOW } });
+    for (const entry of [productEntry(), productEntry({ ...sampleProduct(ID, 18), description: 'Lorem ipsum — 日本語 <b>"x"</b> '.repeat(500) })]) {
+      l1.keep("key", entry);
+      const fromL1 = l1.entry("key")!;
+      // Nothing parsed it on the way: the text itself was written out.
+      expect(dataJson(fromL1)).toBe(JSON.stringify(entry.data));
+      expect(encoded(fromL1)).toBe(encoded(entry));
+      expect(encoded(fromL1, Number.POSITIVE_INFINITY)).toBe(encoded(entry, Number.POSITIVE_INFINITY));
+    }
   });
 
   it("reads the values the previous release wrote, JSON and gzip alike, and fills in what older data lacks", async () => {

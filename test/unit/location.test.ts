@@ -148,6 +148,47 @@ describe("the location tier in the read path", () => {
     expect((await second.read("p-1", PAGE_RESOURCES)).data.inventory).toMatchObject({ tier: "location", freshness: "fresh" });
   });
 
+  it("keeps each part as JSON text, however large, and re-encodes the parts it did not refresh from L1 as they were", async () => {
+    const { store, stored } = fakeStore();
+    const clock = fakeClock();
+    const origin = fakeOrigin();
+    // Every part above the threshold at which L2 gzips its values.
+    const config = { ...testConfig(), compressAboveBytes: 16 };
+    const location = createLocationCache({ config, clock, open: async () => store });
+    const cache = createReadThrough({ config, origin, l2: null, location, clock, purges: knowledge() });
+    const background: Promise<unknown>[] = [];
+    const read = () => cache.read("p-1", PAGE_RESOURCES, (work) => void background.push(work), { listed: true });
+    const settle = async () => {
+      while (background.length > 0) await Promise.all(background.splice(0));
+    };
+    const parts = () => {
+      const copy = stored.get(locationUrl(config, "product", "p-1"))!;
+      let at = 0;
+      return new Map(
+        new Map(copy.headers)
+          .get("pp-parts")!
+          .split(",")
+          .map((field) => {
+            const length = Number(field.slice(2));
+            const value = copy.body.slice(at, (at += length));
+            return [field[0]!, value] as const;
+          }),
+      );
+    };
+    await read();
+    await settle();
+    const first = parts();
+    expect([...first.values()].every((value) => /^\d+\|\d+\|\d+\|\d+\|j\|/.test(value))).toBe(true);
+    // Stock is refreshed (fresh 10 s); the copy is put again, the other parts as the first put wrote them.
+    clock.advance(15_000);
+    await read();
+    await settle();
+    expect(location.stats.puts).toBe(2);
+    const second = parts();
+    expect(second.get("i")).not.toBe(first.get("i"));
+    for (const code of ["p", "r", "c"]) expect(second.get(code)).toBe(first.get(code));
+  });
+
   it("reads values it cannot trust as misses: not an entry, an entry of another id, a stamp that is not one, framing that does not add up, a body too large", async () => {
     const url = locationUrl(testConfig(), "product", "p-1");
     const { store, stored } = fakeStore();

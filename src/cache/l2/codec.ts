@@ -23,7 +23,7 @@ import { DEFAULTS } from "../../config/defaults";
 import type { ResourceName, ResourceTypes } from "../../origin/resources";
 import { validateResource } from "../../origin/validate";
 import { base64ToBytes, bytesToBase64 } from "../../shared/base64";
-import type { Entry } from "../entry";
+import { dataJson, type Entry } from "../entry";
 
 interface Payload {
   d: unknown;
@@ -61,6 +61,8 @@ type InvalidReason =
 export type Decoded<T> = { entry: Entry<T> } | { invalid: InvalidReason };
 
 const HEADER = /^(\d{1,16})\|(\d{1,16})\|(\d{1,16})\|(\d{1,16})\|([jz])\|/;
+/** The longest header HEADER reads: four integers of 16 digits, their bars, the payload's kind and its bar. */
+export const HEADER_MAX_CHARS = 4 * 17 + 2;
 
 type Header = Pick<Entry, "version" | "fetchedAt" | "freshUntil" | "staleUntil">;
 
@@ -81,8 +83,9 @@ function inOrder({ fetchedAt, freshUntil, staleUntil }: Header, errorUntil: numb
  */
 export function encodeEntry(entry: Entry, compressAboveBytes: number): string | undefined {
   if (!areSafe(entry.version, entry.fetchedAt, entry.freshUntil, entry.staleUntil, entry.errorUntil) || !inOrder(entry, entry.errorUntil)) return undefined;
-  const payload: Payload = { d: entry.data, e: entry.errorUntil };
-  const json = JSON.stringify(payload);
+  // An entry read from L1 carries its data's JSON text: the same payload without parsing and stringifying it again.
+  const text = dataJson(entry);
+  const json = text === undefined ? JSON.stringify({ d: entry.data, e: entry.errorUntil } satisfies Payload) : `{"d":${text},"e":${entry.errorUntil}}`;
   const head = `${entry.version}|${entry.fetchedAt}|${entry.freshUntil}|${entry.staleUntil}|`;
   if (json.length <= compressAboveBytes) return `${head}j|${json}`;
   const bytes = new TextEncoder().encode(json);

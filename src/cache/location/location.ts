@@ -7,7 +7,11 @@
 // put, where a copy per part cost up to four of each, every one a subrequest
 // that workerd carries as HTTP (docs/performance.md, "The location tier").
 // Each part is stored as L2 stores it (l2/codec.ts: version and deadlines in
-// clear, the data, gzipped when large), one after the other in the body, with
+// clear, then the data), but as JSON text however large, unless it would be
+// too long for a value's cap (then gzipped, as in L2): the Cache API is not
+// billed by the byte, and gzip cost every put (a page's copy is put again
+// each time one of its parts is refreshed) a compression, and every read a
+// base64 decoding and an inflation. The parts lie one after the other in the body, with
 // a header that says each part's length; the copy carries the purge-log
 // position its isolate had read when it judged the parts (PurgeStamp). The
 // URL is synthetic, built from the page's id (validated). Any Worker on the
@@ -16,7 +20,7 @@
 // a miss. This file only stores and reads copies: whether a part may be
 // served (the purges it missed, the stamp this isolate can vouch for) is the
 // read path's call (pageSteps.ts, readFromLocation); what a copy holds, the
-// read-through's (readThrough.ts, putInLocation).
+// read-through's (readThrough.ts, keepInLocation).
 //
 // A copy can be deleted only in the data center that holds it, and purges
 // are recorded in Redis, so nothing here is ever deleted on a purge: every
@@ -28,7 +32,7 @@ import type { Clock } from "../../shared/clock";
 import { createLeaseTable, within } from "../../shared/leases";
 import { subrequest } from "../../shared/subrequests";
 import { readBounded } from "../../shared/body";
-import { decodeEntry, encodeEntry } from "../l2/codec";
+import { decodeEntry, encodeEntry, HEADER_MAX_CHARS } from "../l2/codec";
 import type { Entry } from "../entry";
 import { longestLifeMs } from "../l2/l2Entries";
 import type { PurgeStamp } from "./purgeStamp";
@@ -47,6 +51,8 @@ const STAMP = /^(\d{0,16})\|(\d{1,16})$/;
 /** The response header that frames the body: each part's resource code and its length in characters, in the body's order. */
 const PARTS_HEADER = "pp-parts";
 const PARTS = /^[a-z]=\d{1,9}(,[a-z]=\d{1,9}){0,7}$/;
+/** JSON of a part's data longer than this is gzipped, so that the part stays within a value's cap (l2ValueMaxChars). */
+const UNCOMPRESSED_MAX_CHARS = DEFAULTS.l2ValueMaxChars - HEADER_MAX_CHARS;
 /** Bytes of one part at most: a valid value of l2ValueMaxChars characters takes at most 3 bytes each in UTF-8 (no surrogates in JSON's escapes). */
 const MAX_PART_BYTES = DEFAULTS.l2ValueMaxChars * 3;
 
@@ -194,7 +200,7 @@ export function createLocationCache(deps: { config: Config; clock: Clock; open: 
     const framing: string[] = [];
     let until = now;
     for (const { resource, entry } of parts) {
-      const value = entry.errorUntil > now ? encodeEntry(entry, config.compressAboveBytes) : undefined;
+      const value = entry.errorUntil > now ? encodeEntry(entry, UNCOMPRESSED_MAX_CHARS) : undefined;
       if (value === undefined) continue;
       body += value;
       framing.push(`${RESOURCES[resource].code}=${value.length}`);
