@@ -103,7 +103,7 @@ describe("codec: values that are entries", () => {
     for (const entry of [productEntry(), productEntry({ ...sampleProduct(ID, 18), description: 'Lorem ipsum — 日本語 <b>"x"</b> '.repeat(500) })]) {
       l1.keep("key", entry);
       const fromL1 = l1.entry("key")!;
-      // Nothing parsed it on the way: the text itself was written out.
+      // It carries the text L1 keeps, and that text is what gets written out.
       expect(dataJson(fromL1)).toBe(JSON.stringify(entry.data));
       expect(encoded(fromL1)).toBe(encoded(entry));
       expect(encoded(fromL1, Number.POSITIVE_INFINITY)).toBe(encoded(entry, Number.POSITIVE_INFINITY));

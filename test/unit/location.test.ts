@@ -43,9 +43,8 @@ function knowledge(overrides: { judge?: (entry: Entry) => "ok" | "stale" | "gone
 }
 
 /** One isolate: its own L1, the shared `store`, and the purge knowledge given. */
-function isolate(store: LocationStore, purges = knowledge(), clock = fakeClock()) {
+function isolate(store: LocationStore, purges = knowledge(), clock = fakeClock(), config = testConfig()) {
   const origin = fakeOrigin();
-  const config = testConfig();
   const location = createLocationCache({ config, clock, open: async () => store });
   const cache = createReadThrough({ config, origin, l2: null, location, clock, purges });
   const background: Promise<unknown>[] = [];
@@ -151,16 +150,9 @@ describe("the location tier in the read path", () => {
   it("keeps each part as JSON text, however large, and re-encodes the parts it did not refresh from L1 as they were", async () => {
     const { store, stored } = fakeStore();
     const clock = fakeClock();
-    const origin = fakeOrigin();
     // Every part above the threshold at which L2 gzips its values.
     const config = { ...testConfig(), compressAboveBytes: 16 };
-    const location = createLocationCache({ config, clock, open: async () => store });
-    const cache = createReadThrough({ config, origin, l2: null, location, clock, purges: knowledge() });
-    const background: Promise<unknown>[] = [];
-    const read = () => cache.read("p-1", PAGE_RESOURCES, (work) => void background.push(work), { listed: true });
-    const settle = async () => {
-      while (background.length > 0) await Promise.all(background.splice(0));
-    };
+    const { read, settle, location } = isolate(store, knowledge(), clock, config);
     const parts = () => {
       const copy = stored.get(locationUrl(config, "product", "p-1"))!;
       let at = 0;
@@ -175,13 +167,14 @@ describe("the location tier in the read path", () => {
           }),
       );
     };
-    await read();
+    await read("p-1", PAGE_RESOURCES, true);
     await settle();
     const first = parts();
+    expect(first.size).toBe(4);
     expect([...first.values()].every((value) => /^\d+\|\d+\|\d+\|\d+\|j\|/.test(value))).toBe(true);
     // Stock is refreshed (fresh 10 s); the copy is put again, the other parts as the first put wrote them.
     clock.advance(15_000);
-    await read();
+    await read("p-1", PAGE_RESOURCES);
     await settle();
     expect(location.stats.puts).toBe(2);
     const second = parts();

@@ -11,8 +11,8 @@
 // too long for a value's cap (then gzipped, as in L2): the Cache API is not
 // billed by the byte, and gzip cost every put (a page's copy is put again
 // each time one of its parts is refreshed) a compression, and every read a
-// base64 decoding and an inflation. The parts lie one after the other in the body, with
-// a header that says each part's length; the copy carries the purge-log
+// base64 decoding and an inflation. The parts lie one after the other in the
+// body, with a header that says each part's length; the copy carries the purge-log
 // position its isolate had read when it judged the parts (PurgeStamp). The
 // URL is synthetic, built from the page's id (validated). Any Worker on the
 // zone can write there, so what comes back is checked as L2's values are
