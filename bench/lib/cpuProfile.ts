@@ -33,12 +33,16 @@ export async function startProfiler(worker: WorkerInstance): Promise<{ stop: () 
   };
 }
 
+/** The deployed bundle's file, and whether a profile frame's script is it (the rest is the runtime's built-ins). */
+const BUNDLE_FILE = "index.js";
+const isBundle = (url: string) => url.endsWith(BUNDLE_FILE);
+
 /** The profile split by part of the request path, its functions placed by the bundle's module markers. */
 export function summariseBundleProfile(profile: CpuProfile): Summary {
-  return summarise(profile, readFileSync(join(BUNDLE_DIR, "index.js"), "utf8"), (url) => url.endsWith("index.js"), SAMPLING_INTERVAL_US);
+  return summarise(profile, readFileSync(join(BUNDLE_DIR, BUNDLE_FILE), "utf8"), isBundle, SAMPLING_INTERVAL_US);
 }
 
 /** The time of the samples with the bundle's `functionName` on the stack, ms (cpuProfileSummary.ts, inclusiveMs). */
 export function bundleInclusiveMs(profile: CpuProfile, functionName: string): number {
-  return inclusiveMs(profile, functionName, (url) => url.endsWith("index.js"), SAMPLING_INTERVAL_US);
+  return inclusiveMs(profile, functionName, isBundle, SAMPLING_INTERVAL_US);
 }
