@@ -10,9 +10,10 @@ import { readdirSync, readFileSync } from "node:fs";
 import type { Redis as IORedis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { productFor, indexOf } from "../../dev/origin/catalog";
-import { DEFAULT_POLICIES } from "../../src/config/defaults";
+import { DEFAULT_POLICIES, DEFAULTS } from "../../src/config/defaults";
+import { lockKey } from "../../src/cache/keys";
 import type { StatusModel } from "../../src/observability/statusModel";
-import type { ResourceName } from "../../src/origin/resources";
+import { PAGE_RESOURCES, type ResourceName } from "../../src/origin/resources";
 import { member } from "../../dev/harness/cacheStatus";
 import { completeProducts, health, page, waitFor } from "../support/faults";
 import {
@@ -20,6 +21,7 @@ import {
   entryHeader as header,
   goneOrGood as goneOrGoodIn,
   gzipBombValue,
+  heldEntry,
   HIGH_VERSION,
   HOUR,
   jsonValue,
@@ -134,6 +136,45 @@ describe("invalid values in L2", () => {
     await waitFor("an l2_invalid_value log line", () => logged().length > 0);
     expect(logged()[0]).toMatch(/"key":"pp:v1:[pi]:p-\d+","resource":"(product|inventory)","reason":"[a-z-]+","chars":\d+/);
   });
+});
+
+// ------------------------------------------------------------------ foreign locks
+
+describe("a lock key holding what no fill wrote, for ten minutes", () => {
+  let worker: WorkerInstance;
+
+  beforeAll(async () => {
+    worker = await startWorker({ ...stack.bindings, TTL_JITTER: "0" });
+  });
+  afterAll(async () => {
+    await worker?.close();
+  });
+
+  // Another release's lock format, a bad writer, a restored backup: none of it is a fill's lock.
+  const values: { name: string; value: () => string }[] = [
+    { name: "a plain string", value: () => "held-by-release-41" },
+    { name: "a token of another format", value: () => `${Date.now()}:${"f".repeat(32)}` },
+    { name: "a token of this format, with a TTL no lock has", value: () => `${Date.now()}.${crypto.randomUUID()}` },
+  ];
+  const ids = completeProducts(7400, values.length);
+
+  it.each(values.map((v, i) => ({ ...v, id: ids[i]! })))(
+    "$name, on every part's lock: the page is a 200 in the origin's time, and the value is replaced",
+    async ({ id, value }) => {
+      const written = value();
+      for (const resource of PAGE_RESOURCES) await direct.set(lockKey(DEFAULTS.keyPrefix, keyOf(resource, id)), written, "PX", 10 * 60_000);
+      const p = await page(worker, `/products/${id}`);
+      expect(p.status).toBe(200);
+      for (const resource of PAGE_RESOURCES) expect(member(p.cacheStatus, resource), resource).toMatch(/^pp-origin; fwd=uri-miss; fwd-status=200/);
+      // The origin's time (a few ms here) plus one L2 round trip, with room for a loaded machine: a fill waiting on the
+      // foreign value would take LOCK_WAIT_MS (3 s) at least.
+      expect(p.ms).toBeLessThan(1500);
+      for (const resource of PAGE_RESOURCES) {
+        await waitFor(`${resource}:${id} filled`, async () => (await heldEntry(direct, resource, id)) === "filled");
+        expect(await direct.get(lockKey(DEFAULTS.keyPrefix, keyOf(resource, id))), resource).not.toBe(written);
+      }
+    },
+  );
 });
 
 // ------------------------------------------------------------------ gzip bomb

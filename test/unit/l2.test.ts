@@ -195,7 +195,8 @@ describe("L2 writes and locks", () => {
     const [fresh, taken, free, stale] = ["fresh", "taken", "free", "stale"].map((name) => `pp:v1:p:batch-${name}`) as [string, string, string, string];
     const now = Date.now();
     await redis.set(fresh, encoded(entry(4)), { px: 60_000 });
-    await redis.set(lockKey("pp:v1", taken), "someone-else", { px: 60_000 });
+    const othersToken = lockToken(now);
+    await redis.set(lockKey("pp:v1", taken), othersToken, { px: 3000 });
     const old = entry(2, { v: 2 }, now - 120_000);
     await redis.set(stale, encoded({ ...old, freshUntil: now - 60_000 }), { px: 60_000 });
     const claim = (key: string, token: string) => ({
@@ -219,7 +220,7 @@ describe("L2 writes and locks", () => {
     expect([await redis.get(lockKey("pp:v1", free)), await redis.get(lockKey("pp:v1", stale)), await redis.get(lockKey("pp:v1", taken))]).toEqual([
       "c",
       "d",
-      "someone-else",
+      othersToken,
     ]);
   });
 
@@ -402,6 +403,35 @@ describe("L2 writes and locks", () => {
     // None of it was an error: nothing counted against L2, nothing kept to be replayed.
     expect(client.stats).toMatchObject({ failures: 0, droppedWrites: 0 });
     expect(client.backlogSize()).toBe(0);
+  });
+
+  it("a lock key holding what no fill wrote is not a lock: the claim takes it over at once", async () => {
+    const client = l2();
+    const now = Date.now();
+    const foreign: [string, (lock: string) => Promise<unknown>][] = [
+      ["a value that is not a token, for ten minutes", (lock) => redis.set(lock, "someone-else", { px: 600_000 })],
+      ["a token's shape with no UUID", (lock) => redis.set(lock, `${now}.abc`, { px: 2000 })],
+      ["a token that outlives any lock (ten minutes)", (lock) => redis.set(lock, lockToken(now), { px: 600_000 })],
+      ["a token that never expires", (lock) => redis.set(lock, lockToken(now))],
+      ["another type", (lock) => redis.hset(lock, { holder: "x" })],
+    ];
+    for (const [name, write] of foreign) {
+      const key = `pp:v1:p:foreign-lock-${name.replace(/\W+/g, "-")}`;
+      const lock = lockKey("pp:v1", key);
+      await write(lock);
+      const token = lockToken(now);
+      expect(await claimOne(client, key, lock, { token, lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 }), name).toEqual({ kind: "won" });
+      expect(await redis.get(lock), name).toBe(token);
+      expect(await redis.pttl(lock), name).toBeLessThanOrEqual(3000);
+    }
+    // A fill's own lock, within its TTL, still holds.
+    const key = "pp:v1:p:real-lock";
+    const lock = lockKey("pp:v1", key);
+    await redis.set(lock, lockToken(now), { px: 3000 });
+    expect(await claimOne(client, key, lock, { token: lockToken(now), lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 })).toEqual({
+      kind: "lost",
+    });
+    expect(client.stats).toMatchObject({ failures: 0 });
   });
 
   it("a lock always expires, so a crashed holder blocks nobody for long", async () => {

@@ -281,9 +281,14 @@ return writeFills(KEYS, ARGV)
 // (fetched at or after the lock was claimed). The lock's value says when it
 // was claimed (lockToken). So a write that lands leaves its lock to its TTL
 // (writeFills): deleting it was a call per item for what the next claim
-// judges anyway. A lock that does not say when it was claimed was never a
-// fill's: it is taken over only if it never expires, rather than left to hold
-// this key's fills for ever.
+// judges anyway. A lock is a fill's only if it holds a token (lockToken:
+// digits, a dot, a UUID) and lives no longer than a lock's TTL: anything else
+// (another release's lock, a bad writer, a restored backup, another type)
+// was never a fill's and is taken over at once, where it used to hold this
+// key's fills for as long as its TTL (minutes: every visitor of the page
+// waited LOCK_WAIT_MS, then fetched alone). A claimer whose LOCK_TTL_MS is
+// shorter than the holder's (during a rollout) takes a real lock over early:
+// one fetch more, never a wait.
 const CLAIM_FILLS = `${WRITE_FILLS_FUNCTION}
 local writes, alongCount = tonumber(ARGV[2]), tonumber(ARGV[3])
 local written = {}
@@ -320,10 +325,12 @@ for i = 1, n do
     if redis.call('SET', lock, token, 'NX', 'PX', ARGV[1]) then answer = {1, older}
     else
       local held = redis.pcall('GET', lock)
-      local claimedAt = type(held) == 'string' and tonumber(string.match(held, '^(%d+)%.'))
-      local spent
-      if claimedAt then spent = claimedAt < freshAfter or (storedAt ~= nil and storedAt >= claimedAt)
-      else spent = redis.call('PTTL', lock) == -1 end
+      local claimedAt = type(held) == 'string' and tonumber(string.match(held, '^(%d+)%.%x+%-%x+%-%x+%-%x+%-%x+$'))
+      local spent = true
+      if claimedAt then
+        local ttl = redis.call('PTTL', lock)
+        spent = claimedAt < freshAfter or (storedAt ~= nil and storedAt >= claimedAt) or ttl < 0 or ttl > tonumber(ARGV[1])
+      end
       if spent then
         redis.call('SET', lock, token, 'PX', ARGV[1])
         answer = {1, older}
