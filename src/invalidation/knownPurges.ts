@@ -40,11 +40,12 @@ export interface KnownPurges {
    */
   startOver(floor: number, marks: readonly WideMark[], at: PurgeStamp, latest: readonly PurgeRecord[]): void;
   /**
-   * The log was read from `from` up to `at` (a sync that caught up): what it
-   * returned was remembered; a number in between that it did not return (a
-   * record no purge wrote, skipped) is a purge this isolate cannot know.
+   * The log was read from `from` up to `at` (a page of a sync that follows
+   * the log): what it returned was remembered; a number in between that it
+   * did not return (a record no purge wrote, skipped) is a purge this
+   * isolate cannot know.
    */
-  caughtUp(from: number, at: PurgeStamp, records: readonly PurgeRecord[]): void;
+  followed(from: number, at: PurgeStamp, records: readonly PurgeRecord[]): void;
   /**
    * Whether every id purge recorded after log position `stamp` is known
    * here: then `judge` says all there is to say about a copy stamped with it.
@@ -152,7 +153,7 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
       for (const record of [...latest].sort((a, b) => a.seq - b.seq)) if (record.seq > first && record.seq <= at.seq) rememberIds(record);
     },
 
-    caughtUp(from, at, records) {
+    followed(from, at, records) {
       if (at.era !== era) {
         // The counter started again under this isolate's feet: nothing of the new era before now is known.
         era = at.era;

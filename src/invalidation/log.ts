@@ -123,13 +123,18 @@ end
 return #KEYS / 2
 `;
 
-// Answers {seq, caughtUp, records, marks, era}: `caughtUp` 0 means the
-// reader is too far behind (new, of another era than the log's ARGV[4]:
-// the counter started again, or more than ARGV[2] records or ARGV[3] bytes
-// behind) and gets the tag/all marks (HGETALL:
-// field, value, ...) instead of its missing log records, and the log's
-// latest records, newest first, within the same bounds: how far back its
-// knowledge of id purges reaches from now on (see KnownPurges.vouches).
+// Answers {seq, follows, records, marks, era, upTo}. A reader of the log's
+// era (ARGV[4]) that the log still holds the next record for follows it (1):
+// it gets the records after its position ARGV[1] in order, one page of at
+// most ARGV[2] records or ARGV[3] bytes (at least one record), and `upTo`,
+// the number of the last one: less than `seq` when there is more to read (a
+// bulk re-price: hundreds of purges of 1,000 ids), which the reader asks for
+// next, page by page. Any other reader (new, of another era: the counter
+// started again, or behind what the log still holds) starts over (0): it
+// gets the tag/all marks (HGETALL: field, value, ...) instead of the records
+// it missed, and the log's latest records, newest first, within the same
+// bounds: how far back its knowledge of id purges reaches from now on (see
+// KnownPurges.vouches).
 const READ_PURGES = `
 local counter = redis.pcall('GET', KEYS[1])
 local seq = type(counter) == 'string' and tonumber(counter) or 0
@@ -139,14 +144,18 @@ if type(counter) ~= 'string' or type(era) ~= 'string' then era = '' end
 local seen = tonumber(ARGV[1])
 -- Numbers of another era name other purges: a reader of another era starts over.
 local sameEra = era == ARGV[4]
-if seq == seen and sameEra then return {seq, 1, {}, {}, era} end
+if seq == seen and sameEra then return {seq, 1, {}, {}, era, seq} end
 local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-local caughtUp = sameEra and seq > seen and seq - seen <= tonumber(ARGV[2]) and (oldest[2] == nil or tonumber(oldest[2]) <= seen + 1)
-if caughtUp then
-  local records = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. seen, '+inf', 'LIMIT', 0, ARGV[2])
-  local bytes = 0
-  for _, record in ipairs(records) do bytes = bytes + string.len(record) end
-  if bytes <= tonumber(ARGV[3]) then return {seq, 1, records, {}, era} end
+if sameEra and seq > seen and oldest[2] ~= nil and tonumber(oldest[2]) <= seen + 1 then
+  local found = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. seen, '+inf', 'WITHSCORES', 'LIMIT', 0, ARGV[2])
+  local page, upTo, bytes = {}, seen, 0
+  for i = 1, #found, 2 do
+    bytes = bytes + string.len(found[i])
+    if #page > 0 and bytes > tonumber(ARGV[3]) then break end
+    page[#page + 1] = found[i]
+    upTo = tonumber(found[i + 1])
+  end
+  if #page > 0 then return {seq, 1, page, {}, era, math.min(upTo, seq)} end
 end
 local latest = {}
 local bytes = 0
@@ -155,7 +164,7 @@ for _, record in ipairs(redis.call('ZREVRANGEBYSCORE', KEYS[2], seq, '-inf', 'LI
   if bytes > tonumber(ARGV[3]) then break end
   latest[#latest + 1] = record
 end
-return {seq, 0, latest, redis.call('HGETALL', KEYS[3]), era}
+return {seq, 0, latest, redis.call('HGETALL', KEYS[3]), era, seq}
 `;
 
 // Gives a log without an era (none, an empty one, or one whose counter is
@@ -178,7 +187,7 @@ end
 return {tonumber(counter) or 0, era}
 `;
 
-type PurgesReply = [number, number, string[], string[], string];
+type PurgesReply = [number, number, string[], string[], string, number];
 
 /**
  * READ_PURGES per client, hashed once and run by its SHA, read-only
@@ -215,11 +224,18 @@ export interface PurgesSince {
   seq: number;
   /** When the sequence (re)started: its numbers name purges only within it. */
   era: string;
-  /** False: the reader missed purges it cannot get back one by one and must start over. */
-  caughtUp: boolean;
-  /** Caught up: the records after the reader's. Not: the log's latest ones (up to the same bounds), newest first, for what they tell of id purges. */
+  /** True: the records follow on from the reader's position. False: the reader missed purges it cannot get back one by one and must start over. */
+  follows: boolean;
+  /**
+   * Following: the records after the reader's, in order, up to number `upTo`
+   * (`seq` unless more are left to read: one page of a bulk re-price). Not:
+   * the log's latest ones (up to the same bounds), newest first, for what
+   * they tell of id purges.
+   */
   records: PurgeRecord[];
-  /** When not caught up: the tag/all marks, and the floor (everything fetched before it is gone). */
+  /** The last number these records reach, whether or not each could be read (`seq` when not following). */
+  upTo: number;
+  /** When not following: the tag/all marks, and the floor (everything fetched before it is gone). */
   marks: WideMark[];
   floor: number;
 }
@@ -280,8 +296,8 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
     },
 
     /**
-     * Purges after `seen` of `era` (the reader's; null: none yet), in one round trip of bounded size. Off the page
-     * path's breaker: a slow sync read must not make every page skip L2.
+     * Purges after `seen` of `era` (the reader's; null: none yet), in one round trip of bounded size (a page of
+     * them: see READ_PURGES). Off the page path's breaker: a slow sync read must not make every page skip L2.
      */
     async readSince(seen: number, readerEra: string | null): Promise<PurgesSince | undefined> {
       const answer = await l2.run(
@@ -294,8 +310,15 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
         { passive: true },
       );
       if (!answer) return undefined;
-      const [seq, caughtUp, records, fields, era] = answer;
-      return { seq, era: String(era ?? ""), caughtUp: caughtUp === 1, records: readable(records, keys.log), ...parseMarks(fields, clock.now()) };
+      const [seq, follows, records, fields, era, upTo] = answer;
+      return {
+        seq,
+        era: String(era ?? ""),
+        follows: follows === 1,
+        records: readable(records, keys.log),
+        upTo: Number(upTo ?? seq),
+        ...parseMarks(fields, clock.now()),
+      };
     },
 
     /** Gives the log an era if it has none (START_ERA): where the log stands then; undefined when Redis did not answer. */

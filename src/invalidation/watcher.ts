@@ -19,9 +19,10 @@ import type { ReadAlong } from "../cache/l2/l2";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
 import type { ResourceName } from "../origin/resources";
 import { createKnownPurges, type Verdict } from "./knownPurges";
-import { logPosition, logPositionKeys, type PurgeLog } from "./log";
+import { logPosition, logPositionKeys, type PurgeLog, type PurgesSince } from "./log";
 import type { PurgeRecord } from "./record";
 import { pollUntil, within } from "../shared/leases";
+import { DEFAULTS } from "../config/defaults";
 
 export interface PurgeWatcherOptions {
   log: PurgeLog | null;
@@ -102,10 +103,17 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     if (record.seq === seq + 1) seq = record.seq;
   }
 
-  async function syncNow(): Promise<void> {
+  /**
+   * Reads the log from where this isolate stands and applies it: the records
+   * that follow, page by page (a bulk re-price is hundreds of purges of
+   * 1,000 ids: each page is read at once, in the background, and costs only
+   * what was purged), or, for an isolate that cannot follow the log, a start
+   * over. `renew` extends the sync's lease while pages come in.
+   */
+  async function syncNow(renew: () => void): Promise<void> {
     if (!log) return;
     const appliedBefore = syncsApplied;
-    const answer = await log.readSince(seq, era);
+    let answer = await log.readSince(seq, era);
     if (!answer) return; // L2 unavailable: stay as we are; `blind` tells how long
     const at = { era: answer.era, seq: answer.seq };
     // A log with no era (never written, or lost with Redis's data) is given
@@ -122,35 +130,58 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     // over once more (a new isolate's first syncs, under a burst). Dropped:
     // the next sync reads from where the isolate stands.
     if (syncsApplied !== appliedBefore) return;
-    syncsApplied++;
-    if (!answer.caughtUp) {
-      // New isolate, too far behind, or the log was reset: start over from
-      // the tag/all marks (id purges are applied in Redis, where reads go
-      // next; the log's latest records say which ones location copies may
-      // still hold, cache/location/). What L1 holds may have been purged
-      // meanwhile: none of it is served while the origin answers, but it
-      // stays the last resort when the origin fails, where dropping it
-      // turned a Redis that lost its data and an origin failing at once into
-      // 503s for pages the isolate had.
-      l1.keepOnlyForErrors(clock.now());
-      known.startOver(answer.floor, answer.marks, at, answer.records);
-    } else {
+    for (let pages = 1; ; pages++) {
+      const mine = ++syncsApplied;
+      if (!answer.follows) {
+        startOver(answer, at);
+        break;
+      }
       const from = seq;
       for (const record of answer.records) apply(record);
-      known.caughtUp(from, at, answer.records);
+      known.followed(from, { era: at.era, seq: answer.upTo }, answer.records);
+      seq = answer.upTo;
+      era = at.era;
+      if (answer.upTo >= answer.seq) break;
+      // More to read. Past the pages one sync may read, starting over costs less (DEFAULTS.purgeCatchUpMaxPages).
+      renew();
+      const next = pages < DEFAULTS.purgeCatchUpMaxPages ? await log.readSince(seq, era) : await log.readSince(0, null);
+      // L2 failed mid-way (the next sync goes on from here: this isolate's
+      // knowledge stays as old as its last complete read), or another sync
+      // took over (this one's lease ran out on a slow read).
+      if (!next || syncsApplied !== mine) return;
+      answer = next;
+      Object.assign(at, { era: answer.era, seq: answer.seq });
     }
     seq = answer.seq;
     era = at.era;
     lastSyncAt = clock.now();
   }
 
+  /**
+   * New isolate, too far behind, or the log was reset: start over from the
+   * tag/all marks (id purges are applied in Redis, where reads go next; the
+   * log's latest records say which ones location copies may still hold,
+   * cache/location/). What L1 holds may have been purged meanwhile: none of
+   * it is served while the origin answers, but it stays the last resort when
+   * the origin fails, where dropping it turned a Redis that lost its data and
+   * an origin failing at once into 503s for pages the isolate had.
+   */
+  function startOver(answer: PurgesSince, at: PurgeStamp): void {
+    l1.keepOnlyForErrors(clock.now());
+    known.startOver(answer.floor, answer.marks, at, answer.records);
+  }
+
   /** Starts a sync in this request, unless one is under way: then `undefined` (this request does not await another's). */
   function startSync(background: (work: Promise<unknown>) => void): Promise<void> | undefined {
     if (syncing && syncing.until > clock.now()) return undefined;
-    const work = syncNow().finally(() => {
-      if (syncing?.work === work) syncing = null;
+    const lease = { work: Promise.resolve(), until: clock.now() + options.syncWaitMs };
+    const work = syncNow(() => {
+      lease.until = clock.now() + options.syncWaitMs;
+    }).finally(() => {
+      if (syncing === lease) syncing = null;
     });
-    syncing = { work, until: clock.now() + options.syncWaitMs };
+    lease.work = work;
+    syncing = lease;
     background(work.catch(() => undefined));
     return work;
   }

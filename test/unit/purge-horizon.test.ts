@@ -20,7 +20,7 @@ const noL1: L1Purging = { forget: () => undefined, markStale: () => undefined, k
  */
 function scriptedLog() {
   const state: { next: PurgesSince; asked: number[]; erasStarted: number; appendedBeforeEra: number } = {
-    next: { seq: 0, era: "", caughtUp: true, records: [], marks: [], floor: 0 },
+    next: { seq: 0, era: "", follows: true, upTo: 0, records: [], marks: [], floor: 0 },
     asked: [],
     erasStarted: 0,
     appendedBeforeEra: 0,
@@ -79,7 +79,7 @@ describe("what a fresh isolate can vouch for", () => {
     const t = clock.now();
     // Purges 1..10 were recorded; the log still holds 4..10, newest first.
     const latest = [10, 9, 8, 7, 6, 5, 4].map((seq) => idPurge(seq, t - 60_000 + seq * 1000, [`p-${seq}`]));
-    state.next = { seq: 10, era: "e1", caughtUp: false, records: latest, marks: [], floor: 0 };
+    state.next = { seq: 10, era: "e1", follows: false, upTo: 10, records: latest, marks: [], floor: 0 };
     const watcher = watcherWith(clock, log);
     await sync(watcher);
 
@@ -99,7 +99,7 @@ describe("what a fresh isolate can vouch for", () => {
     const clock = fakeClock();
     const { log, state } = scriptedLog();
     const latest = [10, 9, 7, 6].map((seq) => idPurge(seq, clock.now(), [`p-${seq}`]));
-    state.next = { seq: 10, era: "e1", caughtUp: false, records: latest, marks: [], floor: 0 };
+    state.next = { seq: 10, era: "e1", follows: false, upTo: 10, records: latest, marks: [], floor: 0 };
     const watcher = watcherWith(clock, log);
     await sync(watcher);
     expect(watcher.vouches({ era: "e1", seq: 8 })).toBe(true);
@@ -128,7 +128,7 @@ describe("what a fresh isolate can vouch for", () => {
     expect(watcher.vouches({ era: "", seq: 0 })).toBe(false);
     expect(watcher.vouches({ era: "e0", seq: 1 })).toBe(false);
     state.appendedBeforeEra = 0;
-    state.next = { seq: 1, era: "e0", caughtUp: false, records: [idPurge(1, clock.now(), ["a"])], marks: [], floor: 0 };
+    state.next = { seq: 1, era: "e0", follows: false, upTo: 1, records: [idPurge(1, clock.now(), ["a"])], marks: [], floor: 0 };
     clock.advance(POLL_MS);
     await sync(watcher);
     expect(watcher.stamp()).toEqual({ era: "e0", seq: 1 });
@@ -137,7 +137,7 @@ describe("what a fresh isolate can vouch for", () => {
 });
 
 describe("a log without an era", () => {
-  const answer = (seq: number, era: string): PurgesSince => ({ seq, era, caughtUp: false, records: [], marks: [], floor: 0 });
+  const answer = (seq: number, era: string): PurgesSince => ({ seq, era, follows: false, upTo: seq, records: [], marks: [], floor: 0 });
 
   it("while its era cannot be started (Redis refusing writes), keeps the isolate syncing: no claim reads the position along for it", async () => {
     const clock = fakeClock();
@@ -184,8 +184,8 @@ describe("a log without an era", () => {
     const second = sync(watcher);
     await new Promise((resolve) => setTimeout(resolve, 0));
     expect(reads).toHaveLength(2);
-    reads[0]!({ seq: 4, era: "e1", caughtUp: false, records: [], marks: [], floor: 0 });
-    reads[1]!({ seq: 4, era: "e1", caughtUp: false, records: [], marks: [], floor: 0 });
+    reads[0]!({ seq: 4, era: "e1", follows: false, upTo: 4, records: [], marks: [], floor: 0 });
+    reads[1]!({ seq: 4, era: "e1", follows: false, upTo: 4, records: [], marks: [], floor: 0 });
     await Promise.all([first, second]);
     await new Promise((resolve) => setTimeout(resolve, 0));
     expect(startedOver).toBe(1);
@@ -197,7 +197,7 @@ describe("what an isolate that follows the log can vouch for", () => {
   async function followingFrom(seq: number) {
     const clock = fakeClock();
     const { log, state } = scriptedLog();
-    state.next = { seq, era: "e1", caughtUp: false, records: [], marks: [], floor: 0 };
+    state.next = { seq, era: "e1", follows: false, upTo: seq, records: [], marks: [], floor: 0 };
     const watcher = watcherWith(clock, log);
     await sync(watcher);
     return { clock, state, watcher };
@@ -205,7 +205,7 @@ describe("what an isolate that follows the log can vouch for", () => {
 
   it("keeps vouching from where it started while it reads every record", async () => {
     const { clock, state, watcher } = await followingFrom(5);
-    state.next = { seq: 7, era: "e1", caughtUp: true, records: [idPurge(6, clock.now(), ["a"]), idPurge(7, clock.now(), ["b"])], marks: [], floor: 0 };
+    state.next = { seq: 7, era: "e1", follows: true, upTo: 7, records: [idPurge(6, clock.now(), ["a"]), idPurge(7, clock.now(), ["b"])], marks: [], floor: 0 };
     clock.advance(POLL_MS);
     await sync(watcher);
     expect(state.asked).toEqual([0, 5]);
@@ -215,7 +215,7 @@ describe("what an isolate that follows the log can vouch for", () => {
 
   it("moves its horizon past a record it could not read", async () => {
     const { clock, state, watcher } = await followingFrom(5);
-    state.next = { seq: 8, era: "e1", caughtUp: true, records: [idPurge(6, clock.now(), ["a"]), idPurge(8, clock.now(), ["b"])], marks: [], floor: 0 };
+    state.next = { seq: 8, era: "e1", follows: true, upTo: 8, records: [idPurge(6, clock.now(), ["a"]), idPurge(8, clock.now(), ["b"])], marks: [], floor: 0 };
     clock.advance(POLL_MS);
     await sync(watcher);
     expect(watcher.vouches({ era: "e1", seq: 6 })).toBe(false);
@@ -224,7 +224,7 @@ describe("what an isolate that follows the log can vouch for", () => {
 
   it("takes a new era as knowing nothing of it before now", async () => {
     const { clock, state, watcher } = await followingFrom(5);
-    state.next = { seq: 5, era: "e2", caughtUp: true, records: [], marks: [], floor: 0 };
+    state.next = { seq: 5, era: "e2", follows: true, upTo: 5, records: [], marks: [], floor: 0 };
     clock.advance(POLL_MS);
     await sync(watcher);
     expect(watcher.vouches({ era: "e1", seq: 5 })).toBe(false);
@@ -241,7 +241,7 @@ describe("what an isolate that follows the log can vouch for", () => {
         Array.from({ length: 1000 }, (_, i) => `p-${n}-${i}`),
       ),
     );
-    state.next = { seq: 11, era: "e1", caughtUp: true, records, marks: [], floor: 0 };
+    state.next = { seq: 11, era: "e1", follows: true, upTo: 11, records, marks: [], floor: 0 };
     clock.advance(POLL_MS);
     await sync(watcher);
     expect(watcher.vouches({ era: "e1", seq: 0 })).toBe(false);
@@ -254,7 +254,8 @@ describe("what an isolate that follows the log can vouch for", () => {
     state.next = {
       seq: 2,
       era: "e1",
-      caughtUp: true,
+      follows: true,
+      upTo: 2,
       records: [idPurge(1, clock.now() - 5000, ["p-1"]), idPurge(2, clock.now() - 4000, ["p-1"], { mode: "soft", resources: ["inventory"] })],
       marks: [],
       floor: 0,

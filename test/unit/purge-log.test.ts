@@ -37,32 +37,80 @@ afterAll(async () => {
 const idPurge = (ids: string[]) => recordFrom({ ids, resources: ["product"], mode: "hard" }, Date.now());
 
 describe("the purge log", () => {
-  it("hands a reader that fell far behind a bounded answer: start over, not megabytes of records", async () => {
+  it("hands a reader that fell far behind the purges it missed page by page, each read bounded; a reader that cannot follow starts over", async () => {
     const log = createPurgeLog({ l2, keyPrefix: "bulk", wideRetentionMs: 60_000 });
     const first = await log.record(idPurge(["p-000001"]));
     expect(first).toBe(1);
     await log.record(recordFrom({ tags: ["brand:acme"], mode: "hard" }, Date.now()));
-    // A bulk re-price: 150 purges of 1,000 ids each (≈ 2.3 MB of records).
+    // A bulk re-price: 150 purges of 1,000 ids each (≈ 1.7 MB of records).
     for (let n = 0; n < 150; n++) {
       expect(await log.record(idPurge(Array.from({ length: 1000 }, (_, i) => productId(n * 1000 + i))))).toBeDefined();
     }
 
     const era = (await log.readSince(0, null))!.era;
-    const behind = await log.readSince(first!, era);
-    expect(behind).toBeDefined();
-    expect(behind!.caughtUp).toBe(false);
-    expect(behind!.seq).toBe(152);
-    expect(behind!.marks).toEqual([
+    const read: number[] = [];
+    let pages = 0;
+    for (let seen = first!; seen < 152; pages++) {
+      const page = await log.readSince(seen, era);
+      expect(page).toMatchObject({ follows: true, seq: 152, marks: [] });
+      // Each page follows on from the last, within one read's bounds.
+      expect(page!.records[0]!.seq).toBe(seen + 1);
+      expect(page!.upTo).toBe(page!.records.at(-1)!.seq);
+      expect(page!.records.length).toBeLessThanOrEqual(DEFAULTS.purgeSyncMaxRecords);
+      expect(JSON.stringify(page!.records).length).toBeLessThan(DEFAULTS.purgeSyncMaxBytes * 1.05);
+      read.push(...page!.records.map((record) => record.seq));
+      seen = page!.upTo;
+    }
+    expect(read).toEqual(Array.from({ length: 151 }, (_, i) => i + 2));
+    expect(pages).toBeGreaterThan(1);
+
+    // A reader of no era (a new isolate) starts over: the marks and the latest records, within the same bounds.
+    const fresh = await log.readSince(0, null);
+    expect(fresh!.follows).toBe(false);
+    expect(fresh!.marks).toEqual([
       { resource: "product", tag: "brand:acme", hard: expect.any(Number), soft: 0 },
       ...["inventory", "reviews", "recommendations", "listing"].map((resource) => ({ resource, tag: "brand:acme", hard: expect.any(Number), soft: 0 })),
     ]);
-    expect(JSON.stringify(behind).length).toBeLessThan(DEFAULTS.purgeSyncMaxBytes);
+    expect(JSON.stringify(fresh).length).toBeLessThan(DEFAULTS.purgeSyncMaxBytes);
+  });
 
-    // A reader a few purges behind still gets them one by one.
-    const near = await log.readSince(150, era);
-    expect(near!.caughtUp).toBe(true);
-    expect(near!.records.map((record) => record.seq)).toEqual([151, 152]);
-    expect(DEFAULTS.purgeSyncMaxRecords).toBeGreaterThanOrEqual(2);
+  it("brings a watcher that follows the log through a bulk re-price in one sync: L1 loses only what was purged", async () => {
+    const log = createPurgeLog({ l2, keyPrefix: "reprice", wideRetentionMs: 60_000 });
+    const forgotten = new Set<string>();
+    let startedOver = 0;
+    const watcher = createPurgeWatcher({
+      log,
+      l1: { forget: (key) => forgotten.add(key), markStale: () => undefined, keepOnlyForErrors: () => startedOver++ },
+      clock: systemClock,
+      keyPrefix: "reprice",
+      pollMs: 1000,
+      wideRetentionMs: 60_000,
+      blindAfterMs: 5000,
+      blindMaxAgeMs: 60_000,
+      syncWaitMs: 1000,
+    });
+    await log.record(idPurge(["p-000001"]));
+    await watcher.sync(() => undefined);
+    expect(startedOver).toBe(1); // a new isolate starts over once
+    const before = watcher.status();
+
+    // 300 purges of 1,000 ids each, none of them p-999999 (≈ 3.4 MB: fourteen pages).
+    for (let n = 0; n < 300; n++) {
+      expect(await log.record(idPurge(Array.from({ length: 1000 }, (_, i) => productId(n * 1000 + i))))).toBeDefined();
+    }
+    const background: Promise<unknown>[] = [];
+    // Due in the background (half a poll old): the whole backlog in one sync, page after page.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await watcher.sync((work) => background.push(work));
+    await Promise.all(background);
+    expect(watcher.status().seq).toBe(before.seq + 300);
+    expect(watcher.status().lastSyncAt).toBeGreaterThan(before.lastSyncAt);
+    expect(startedOver).toBe(1);
+    expect(forgotten.size).toBe(300_000);
+    expect(forgotten.has(entryKey("reprice", "product", productId(299_999)))).toBe(true);
+    expect(forgotten.has(entryKey("reprice", "product", productId(999_999)))).toBe(false);
+    // What it holds of other products is still vouched for: it knows every purge since.
+    expect(watcher.vouches(watcher.stamp()!)).toBe(true);
   });
 
   it("is read with a read-only script sent by its hash (EVALSHA_RO), which a replica may answer", async () => {
@@ -93,7 +141,7 @@ describe("the purge log", () => {
     await log.record(recordFrom({ all: true, mode: "soft", resources: ["inventory"] }, started + 1000));
 
     const fresh = await log.readSince(0, null);
-    expect(fresh!.caughtUp).toBe(false);
+    expect(fresh!.follows).toBe(false);
     expect(fresh!.seq).toBe(601);
     const byKey = Object.fromEntries(fresh!.marks.map((mark) => [`${mark.resource}|${mark.tag}`, [mark.hard, mark.soft]]));
     expect(byKey).toEqual({
@@ -252,12 +300,12 @@ describe("the purge log", () => {
     // A reader starting over takes the marks: only what it can read.
     const fresh = await log.readSince(0, null);
     // And the log's latest records it can read, for what they say of id purges.
-    expect(fresh).toMatchObject({ seq: 7, caughtUp: false, records: [good], floor: 0 });
+    expect(fresh).toMatchObject({ seq: 7, follows: false, records: [good], floor: 0 });
     expect(fresh!.marks).toEqual([{ resource: "product", tag: "brand:acme", hard: now, soft: 0 }]);
     // A reader catching up takes the log: only what it can read.
     // (Of the log's era: it has none, its counter written by hand.)
     const behind = await log.readSince(1, "");
-    expect(behind).toMatchObject({ seq: 7, caughtUp: true, marks: [] });
+    expect(behind).toMatchObject({ seq: 7, follows: true, marks: [] });
     expect(behind!.records).toEqual([good]);
   });
 
@@ -278,7 +326,7 @@ describe("the purge log", () => {
     // A reader takes the sequence that went back as a reset: it starts over from the marks.
     expect(await log.readSince(5, null)).toMatchObject({
       seq: 1,
-      caughtUp: false,
+      follows: false,
       marks: [expect.objectContaining({ resource: "product", tag: "brand:acme" })],
     });
   });
@@ -307,7 +355,7 @@ describe("the purge log", () => {
       expect(await log.readSince(0, null)).toMatchObject({ seq: 0, era: "7000" });
       // The counter lost alone (evicted): its era goes with it (its numbers start again, in a new era).
       await direct.del(keys.seq);
-      expect(await log.readSince(1, "7000")).toMatchObject({ seq: 0, era: "", caughtUp: false });
+      expect(await log.readSince(1, "7000")).toMatchObject({ seq: 0, era: "", follows: false });
       expect(await log.record(recordFrom({ ids: ["p-000002"], resources: ["product"], mode: "hard" }, 8_000))).toBe(1);
       expect(await log.readSince(0, null)).toMatchObject({ seq: 1, era: "8000" });
       // The era lost alone: a new one at the counter's number.
@@ -320,7 +368,7 @@ describe("the purge log", () => {
       // An era that is an empty string is none: replaced.
       await direct.set(keys.era, "");
       clock.advance(1_000);
-      expect(await log.readSince(2, "9000")).toMatchObject({ seq: 2, era: "", caughtUp: false });
+      expect(await log.readSince(2, "9000")).toMatchObject({ seq: 2, era: "", follows: false });
       expect(await log.startEra()).toEqual({ seq: 2, era: "10000" });
     } finally {
       direct.disconnect();

@@ -26,9 +26,10 @@ function fakeLog() {
     async readSince(seen: number): Promise<PurgesSince | undefined> {
       state.reads++;
       if (!state.up) return undefined;
-      const caughtUp = state.era === state.readEra;
+      const follows = state.era === state.readEra;
       state.readEra = state.era;
-      return { seq: caughtUp ? seen : 0, era: state.era, caughtUp, records: [], marks: [], floor: 0 };
+      const seq = follows ? seen : 0;
+      return { seq, era: state.era, follows, records: [], upTo: seq, marks: [], floor: 0 };
     },
     record: async () => undefined,
     startEra: async () => ({ seq: 0, era: state.era }),
@@ -126,6 +127,94 @@ describe("the purge watcher's blind mode", () => {
     clock.advance(BLIND_MAX_AGE_MS * 10);
     expect(watcher.status().blind).toBe(false);
     expect(watcher.judge(entryFetchedAt(clock, clock.now() - BLIND_MAX_AGE_MS * 10), "p-1", "product", [])).toBe("ok");
+  });
+});
+
+describe("a bulk re-price, read page by page", () => {
+  /** A log of one-id purges (p-<n>) that hands a follower at most `perPage` of them a read, as READ_PURGES does. */
+  function pagedLog(perPage: number) {
+    /** `failRead`: the number of the read that fails (L2 unavailable). */
+    const state = { seq: 1, reads: 0, startOvers: 0, failRead: 0 };
+    const record = (seq: number) => ({ seq, at: 1, ids: [`p-${seq}`], tags: [], all: false, mode: "hard" as const, resources: PRODUCT });
+    const log = {
+      async readSince(seen: number, era: string | null): Promise<PurgesSince | undefined> {
+        if (++state.reads === state.failRead) return undefined;
+        if (era !== "e1") {
+          state.startOvers++;
+          return { seq: state.seq, era: "e1", follows: false, records: [], upTo: state.seq, marks: [], floor: 0 };
+        }
+        const upTo = Math.min(state.seq, seen + perPage);
+        const records = Array.from({ length: upTo - seen }, (_, i) => record(seen + 1 + i));
+        return { seq: state.seq, era: "e1", follows: true, records, upTo, marks: [], floor: 0 };
+      },
+      record: async () => undefined,
+      startEra: async () => ({ seq: state.seq, era: "e1" }),
+    } satisfies PurgeLog;
+    return { log, state };
+  }
+
+  function l1Recorder() {
+    const l1 = { forgotten: new Set<string>(), keptOnlyForErrors: 0 };
+    const purging: L1Purging = {
+      forget: (key) => void l1.forgotten.add(key),
+      markStale: () => undefined,
+      keepOnlyForErrors: () => void l1.keptOnlyForErrors++,
+    };
+    return { l1, purging };
+  }
+
+  /** One background sync (due at half a poll), awaited to its end. */
+  async function backgroundSync(clock: FakeClock, watcher: PurgeWatcher): Promise<void> {
+    const work: Promise<unknown>[] = [];
+    clock.advance(POLL_MS / 2);
+    await watcher.sync((w) => work.push(w));
+    await Promise.all(work);
+  }
+
+  it("reads every page of the backlog in one sync and keeps L1 for the products not purged", async () => {
+    const clock = fakeClock();
+    const { log, state } = pagedLog(3);
+    const { l1, purging } = l1Recorder();
+    const watcher = watcherWith(clock, log, purging);
+    await sync(watcher);
+    expect(l1.keptOnlyForErrors).toBe(1); // a new isolate starts over, once
+
+    state.seq = 61;
+    await backgroundSync(clock, watcher);
+    expect(watcher.status()).toMatchObject({ seq: 61, lastSyncAt: clock.now() });
+    expect(state.reads).toBe(1 + 20);
+    expect(l1.keptOnlyForErrors).toBe(1);
+    expect(l1.forgotten).toEqual(new Set(Array.from({ length: 60 }, (_, i) => `pp:v1:p:p-${i + 2}`)));
+    expect(watcher.vouches(watcher.stamp()!)).toBe(true);
+  });
+
+  it(`starts over past ${DEFAULTS.purgeCatchUpMaxPages} pages in one sync, where reading on would cost more than L1's pages`, async () => {
+    const clock = fakeClock();
+    const { log, state } = pagedLog(2);
+    const { l1, purging } = l1Recorder();
+    const watcher = watcherWith(clock, log, purging);
+    await sync(watcher);
+    state.seq = 1 + 2 * (DEFAULTS.purgeCatchUpMaxPages + 5);
+    await backgroundSync(clock, watcher);
+    expect(state.startOvers).toBe(2);
+    expect(state.reads).toBe(1 + DEFAULTS.purgeCatchUpMaxPages + 1);
+    expect(l1.keptOnlyForErrors).toBe(2);
+    expect(watcher.status()).toMatchObject({ seq: state.seq, lastSyncAt: clock.now() });
+  });
+
+  it("stays due while a page cannot be read: its knowledge is as old as its last complete read", async () => {
+    const clock = fakeClock();
+    const { log, state } = pagedLog(3);
+    const watcher = watcherWith(clock, log);
+    await sync(watcher);
+    const synced = watcher.status().lastSyncAt;
+    state.seq = 31;
+    state.failRead = 4; // the third page's
+    await backgroundSync(clock, watcher);
+    expect(watcher.status()).toMatchObject({ seq: 7, lastSyncAt: synced });
+    // The next sync goes on from there.
+    await backgroundSync(clock, watcher);
+    expect(watcher.status()).toMatchObject({ seq: 31, lastSyncAt: clock.now() });
   });
 });
 
