@@ -67,6 +67,14 @@ export interface PurgeWatcher {
   status(): { seq: number; lastSyncAt: number; blind: boolean; widePurges: number };
 }
 
+/**
+ * How long a sync may run before the next request starts another: the log's
+ * reads have the background budget (a visitor waits for one at most
+ * `syncWaitMs`; invalidation/log.ts), and the subrequest gate's grace.
+ * Renewed at each page of a bulk re-price.
+ */
+export const SYNC_LEASE_MS = DEFAULTS.l2WriteTimeoutMs + DEFAULTS.l2GateGraceMs;
+
 export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   const { log, l1, clock, keyPrefix } = options;
   let seq = 0;
@@ -77,9 +85,17 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   /**
    * The sync under way, as a lease (src/shared/leases.ts): it runs under the
    * `waitUntil` of the request that started it, and if that request vanishes
-   * anyway the next request starts another once `syncWaitMs` has passed.
+   * anyway the next request starts another once SYNC_LEASE_MS has passed.
    */
   let syncing: { work: Promise<void>; until: number } | null = null;
+  /**
+   * Whether Redis answered the last read of the log. While it does not, no
+   * visitor waits for the next sync: a read that failed within its budget
+   * will most likely fail again, and no wait can give the visitor fresher
+   * knowledge (the isolate turns blind after `blindAfterMs` instead). Syncs
+   * go on in the background, one at a time.
+   */
+  let lastReadAnswered = true;
   /** Sync answers applied so far: a sync applies its answer only if none was applied since it started. */
   let syncsApplied = 0;
   const known = createKnownPurges(options);
@@ -114,6 +130,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     if (!log) return;
     const appliedBefore = syncsApplied;
     let answer = await log.readSince(seq, era);
+    lastReadAnswered = answer !== undefined;
     if (!answer) return; // L2 unavailable: stay as we are; `blind` tells how long
     const at = { era: answer.era, seq: answer.seq };
     // A log with no era (never written, or lost with Redis's data) is given
@@ -145,6 +162,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       // More to read. Past the pages one sync may read, starting over costs less (DEFAULTS.purgeCatchUpMaxPages).
       renew();
       const next = pages < DEFAULTS.purgeCatchUpMaxPages ? await log.readSince(seq, era) : await log.readSince(0, null);
+      lastReadAnswered = next !== undefined;
       // L2 failed mid-way (the next sync goes on from here: this isolate's
       // knowledge stays as old as its last complete read), or another sync
       // took over (this one's lease ran out on a slow read).
@@ -174,9 +192,9 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   /** Starts a sync in this request, unless one is under way: then `undefined` (this request does not await another's). */
   function startSync(background: (work: Promise<unknown>) => void): Promise<void> | undefined {
     if (syncing && syncing.until > clock.now()) return undefined;
-    const lease = { work: Promise.resolve(), until: clock.now() + options.syncWaitMs };
+    const lease = { work: Promise.resolve(), until: clock.now() + SYNC_LEASE_MS };
     const work = syncNow(() => {
-      lease.until = clock.now() + options.syncWaitMs;
+      lease.until = clock.now() + SYNC_LEASE_MS;
     }).finally(() => {
       if (syncing === lease) syncing = null;
     });
@@ -194,7 +212,9 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     async sync(background) {
       if (!log) return;
       const age = clock.now() - lastSyncAt;
-      if (age >= options.pollMs) {
+      if (age >= options.pollMs && !lastReadAnswered) {
+        void startSync(background)?.catch(() => undefined);
+      } else if (age >= options.pollMs) {
         const mine = startSync(background);
         const until = clock.now() + options.syncWaitMs;
         // Another request's sync is watched for on this request's own timers (shared/leases.ts, pollUntil).

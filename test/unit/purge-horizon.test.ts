@@ -7,7 +7,7 @@ import type { Entry } from "../../src/cache/entry";
 import type { L1Purging } from "../../src/cache/readThrough";
 import type { PurgeLog, PurgesSince } from "../../src/invalidation/log";
 import type { PurgeRecord } from "../../src/invalidation/record";
-import { createPurgeWatcher, type PurgeWatcher } from "../../src/invalidation/watcher";
+import { createPurgeWatcher, type PurgeWatcher, SYNC_LEASE_MS } from "../../src/invalidation/watcher";
 import { fakeClock, type FakeClock } from "../support/fakes";
 
 const POLL_MS = 1000;
@@ -161,7 +161,7 @@ describe("a log without an era", () => {
     } satisfies PurgeLog;
     const watcher = watcherWith(clock, log);
     await sync(watcher); // gives up waiting after syncWaitMs; the sync goes on
-    clock.advance(POLL_MS);
+    clock.advance(SYNC_LEASE_MS); // past its lease: the next page starts another
     await sync(watcher);
     expect(watcher.stamp()).toEqual({ era: "e1", seq: 7 });
     release({ seq: 0, era: "e0" });
@@ -180,7 +180,7 @@ describe("a log without an era", () => {
     } satisfies PurgeLog;
     const watcher = watcherWith(clock, log, { ...noL1, keepOnlyForErrors: () => void startedOver++ });
     const first = sync(watcher);
-    clock.advance(POLL_MS); // past the first sync's lease: the next page starts another
+    clock.advance(SYNC_LEASE_MS); // past the first sync's lease: the next page starts another
     const second = sync(watcher);
     await new Promise((resolve) => setTimeout(resolve, 0));
     expect(reads).toHaveLength(2);

@@ -113,6 +113,28 @@ describe("the purge log", () => {
     expect(watcher.vouches(watcher.stamp()!)).toBe(true);
   });
 
+  it("is read with the background budget: a Redis slower than the page path's budget still answers a sync", async () => {
+    const slow = await startGateway({ redisPort: redisServer.port, token: TOKEN, log: () => {}, latencyMs: 250 });
+    try {
+      const pagePathBudget = createL2({
+        url: slow.url,
+        token: TOKEN,
+        timeoutMs: 100,
+        writeTimeoutMs: 1000,
+        breaker: createBreaker({ failureThreshold: 3, coolDownMs: 60_000, clock: systemClock }),
+      });
+      const log = createPurgeLog({ l2: pagePathBudget, keyPrefix: "slow", wideRetentionMs: 60_000 });
+      const seq = await log.record(idPurge(["p-000011"]));
+      expect(seq).toBeDefined();
+      const read = await log.readSince(0, null);
+      expect(read).toMatchObject({ seq });
+      // An MGET on the page path, with its 100 ms, does not get its answer.
+      expect(await pagePathBudget.readMany(["slow:p:p-000011"])).toEqual([undefined]);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it("is read with a read-only script sent by its hash (EVALSHA_RO), which a replica may answer", async () => {
     const log = createPurgeLog({ l2, keyPrefix: "readonly", wideRetentionMs: 60_000 });
     await log.record(idPurge(["p-000009"]));

@@ -61,6 +61,13 @@ function entryFetchedAt(clock: FakeClock, fetchedAt: number): Entry {
 
 const sync = (watcher: PurgeWatcher) => watcher.sync(() => undefined);
 
+/** A sync, and whatever it left in the background, awaited. */
+async function syncAll(watcher: PurgeWatcher): Promise<void> {
+  const work: Promise<unknown>[] = [];
+  await watcher.sync((w) => work.push(w));
+  await Promise.all(work);
+}
+
 describe("the purge watcher's blind mode", () => {
   it("counts itself blind only once the log has not answered for longer than blindAfterMs", async () => {
     const clock = fakeClock();
@@ -73,7 +80,7 @@ describe("the purge watcher's blind mode", () => {
     // Failed syncs, one per poll, up to blindAfterMs after the last answer: not blind yet.
     for (let waited = POLL_MS; waited <= BLIND_AFTER_MS; waited += POLL_MS) {
       clock.advance(POLL_MS);
-      await sync(watcher);
+      await syncAll(watcher);
       expect(watcher.status().blind, `${waited} ms without news`).toBe(false);
     }
     expect(state.reads).toBe(1 + BLIND_AFTER_MS / POLL_MS);
@@ -118,6 +125,61 @@ describe("the purge watcher's blind mode", () => {
     await sync(watcher);
     expect(watcher.status()).toMatchObject({ blind: false, lastSyncAt: clock.now() });
     expect(watcher.judge(oldOne, "p-1", "product", [])).toBe("ok");
+  });
+
+  it("while Redis does not answer the log, keeps no visitor waiting for a sync: they go on in the background, one at a time", async () => {
+    const clock = fakeClock();
+    const { log, state } = fakeLog();
+    const watcher = watcherWith(clock, log);
+    await sync(watcher);
+    state.up = false;
+    clock.advance(POLL_MS);
+    await syncAll(watcher); // the visitor's own sync, waited for: Redis does not answer it
+    expect(state.reads).toBe(2);
+
+    // Redis hangs now: a visitor's sync returns at once, and starts the one read under way.
+    let release!: (answer: undefined) => void;
+    log.readSince = () => {
+      state.reads++;
+      return new Promise((resolve) => (release = resolve));
+    };
+    clock.advance(POLL_MS);
+    const work: Promise<unknown>[] = [];
+    let returned = false;
+    const visitor = watcher.sync((w) => work.push(w)).then(() => (returned = true));
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(returned).toBe(true);
+    await watcher.sync((w) => work.push(w));
+    expect(state.reads).toBe(3);
+    release(undefined);
+    await Promise.all([visitor, ...work]);
+  });
+
+  it("once the log answers again, a visitor waits for a due sync as before (the bound)", async () => {
+    const clock = fakeClock();
+    const { log, state } = fakeLog();
+    const watcher = watcherWith(clock, log);
+    await sync(watcher);
+    state.up = false;
+    clock.advance(POLL_MS);
+    await syncAll(watcher);
+    state.up = true;
+    clock.advance(POLL_MS);
+    await syncAll(watcher); // in the background: it answers
+    let release!: () => void;
+    const answer = log.readSince.bind(log);
+    log.readSince = async (seen: number) => {
+      await new Promise<void>((resolve) => (release = resolve));
+      return answer(seen);
+    };
+    clock.advance(POLL_MS);
+    let returned = false;
+    const visitor = sync(watcher).then(() => (returned = true));
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(returned).toBe(false);
+    release();
+    await visitor;
+    expect(watcher.status().lastSyncAt).toBe(clock.now());
   });
 
   it("is never blind without a purge log (no L2: no purges to miss)", async () => {

@@ -530,8 +530,9 @@ export function createL2({
     backlogSize: () => backlog.size,
     flushBacklog,
     run(call, options) {
-      const isWrite = options?.isWrite ?? false;
-      return guarded(() => call(isWrite ? writer : reader), options);
+      // Writes and passive reads have the background budget (l2Guard.ts): the client whose own deadline is that budget.
+      const background = (options?.isWrite ?? false) || (options?.passive ?? false);
+      return guarded(() => call(background ? writer : reader), options);
     },
     async runOnKeys(keys, call, options) {
       const result = await guarded(() => call(options?.isWrite ? writer : reader, keys), {

@@ -16,8 +16,9 @@ export interface L2CallOptions {
   force?: boolean;
   /**
    * Off the breaker: skipped while it is open, and its failures never count
-   * toward opening it (background reads whose size or cost is not the
-   * page path's: a purge-log sync).
+   * toward opening it; with the background budget (background reads whose
+   * size or cost is not the page path's: a purge-log sync, which a visitor
+   * waits for at most its own bound).
    */
   passive?: boolean;
   /**
@@ -126,7 +127,7 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
       force = false,
       passive = false,
       background,
-      budgetMs = isWrite ? writeTimeoutMs : timeoutMs,
+      budgetMs = isWrite || passive ? writeTimeoutMs : timeoutMs,
     }: L2CallOptions & { budgetMs?: number } = {},
   ): Promise<T | undefined> {
     if (!force && (passive ? breaker.state() === "open" : !breaker.allow())) {
