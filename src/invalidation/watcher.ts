@@ -87,7 +87,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * `waitUntil` of the request that started it, and if that request vanishes
    * anyway the next request starts another once SYNC_LEASE_MS has passed.
    */
-  let syncing: { work: Promise<void>; until: number } | null = null;
+  let syncing: { work: Promise<void>; until: number; startedAt: number } | null = null;
   /**
    * Whether Redis answered the last read of the log. While it does not, no
    * visitor waits for the next sync: a read that failed within its budget
@@ -192,7 +192,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   /** Starts a sync in this request, unless one is under way: then `undefined` (this request does not await another's). */
   function startSync(background: (work: Promise<unknown>) => void): Promise<void> | undefined {
     if (syncing && syncing.until > clock.now()) return undefined;
-    const lease = { work: Promise.resolve(), until: clock.now() + SYNC_LEASE_MS };
+    const lease = { work: Promise.resolve(), until: clock.now() + SYNC_LEASE_MS, startedAt: clock.now() };
     const work = syncNow(() => {
       lease.until = clock.now() + SYNC_LEASE_MS;
     }).finally(() => {
@@ -216,8 +216,11 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
         void startSync(background)?.catch(() => undefined);
       } else if (age >= options.pollMs) {
         const mine = startSync(background);
-        const until = clock.now() + options.syncWaitMs;
-        // Another request's sync is watched for on this request's own timers (shared/leases.ts, pollUntil).
+        // Another request's sync is watched for on this request's own timers
+        // (shared/leases.ts, pollUntil), and only within `syncWaitMs` of its
+        // start: a read that has run longer is one Redis is slow to answer,
+        // and the visitors after the first do not each wait for it in turn.
+        const until = Math.min(clock.now(), syncing?.startedAt ?? Number.POSITIVE_INFINITY) + options.syncWaitMs;
         if (mine)
           await within(
             mine.catch(() => undefined),

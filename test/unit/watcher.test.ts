@@ -155,6 +155,32 @@ describe("the purge watcher's blind mode", () => {
     await Promise.all([visitor, ...work]);
   });
 
+  it("waits for another request's sync only within syncWaitMs of its start: the visitors after that do not wait for a slow read in turn", async () => {
+    const clock = fakeClock();
+    const { log } = fakeLog();
+    const watcher = watcherWith(clock, log);
+    await sync(watcher);
+    let release!: () => void;
+    const answer = log.readSince.bind(log);
+    log.readSince = async (seen: number) => {
+      await new Promise<void>((resolve) => (release = resolve));
+      return answer(seen);
+    };
+    clock.advance(POLL_MS);
+    const first = sync(watcher); // starts the read, and waits for it
+    clock.advance(100);
+    const done = { second: false, third: false };
+    const second = sync(watcher).then(() => (done.second = true));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(done.second).toBe(false); // within syncWaitMs of the read's start: it waits
+    clock.advance(101); // the read is now older than syncWaitMs (200)
+    const third = sync(watcher).then(() => (done.third = true));
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(done.third).toBe(true);
+    release();
+    await Promise.all([first, second, third]);
+  });
+
   it("once the log answers again, a visitor waits for a due sync as before (the bound)", async () => {
     const clock = fakeClock();
     const { log, state } = fakeLog();
