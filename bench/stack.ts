@@ -11,7 +11,7 @@ import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import { buildBundle as buildHarnessBundle, startBundle } from "../dev/harness/bundle";
 import { OriginAdmin } from "../dev/harness/originAdmin";
-import { forkStack, type RedisAction, type ShardEndpoints, type StackProcessOptions } from "../dev/harness/stackProcess";
+import { forkStack, type GatewayAction, type RedisAction, type ShardEndpoints, type StackProcessOptions } from "../dev/harness/stackProcess";
 import { recordBuild } from "./lib/report";
 
 /** The bench's own build of the worker (dev/harness/bundle.ts), not the tests' `.wrangler/test-bundle`. */
@@ -62,6 +62,13 @@ export interface Servers {
    * resetL2...) must not be made while it is paused or down.
    */
   redisControl(action: RedisAction): Promise<void>;
+  /**
+   * Does this to the gateway in front of redis-server: `{action: "latency",
+   * ms}` holds every Redis call `ms` first from now on (a slow or distant
+   * Redis; 0 again for none), `down` makes it unreachable (every connection
+   * reset) until `up`.
+   */
+  gatewayControl(control: GatewayAction): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -109,6 +116,7 @@ export async function startServers(settings: ServersSettings): Promise<Servers> 
       await started.control(0, action);
       if (action === "restart") await untilPong(redis);
     },
+    gatewayControl: (control) => started.gatewayControl(0, control),
     close: async () => {
       redis.disconnect();
       await started.close();

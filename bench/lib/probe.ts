@@ -15,19 +15,21 @@ export interface Answer {
   ms: number;
   /** The answer's headers (absent without an answer). */
   headers?: IncomingHttpHeaders;
+  /** The answer's body, when asked for (`keepBody`). */
+  body?: string;
 }
 
-/** One GET on a socket of its own and without accept-encoding, as wrk sends them. */
-export function get(url: string, timeoutMs = 10_000): Promise<Answer> {
+/** One GET on a socket of its own and without accept-encoding, as wrk sends them; its body kept with `keepBody`. */
+export function get(url: string, timeoutMs = 10_000, keepBody = false): Promise<Answer> {
   const started = performance.now();
   return new Promise((done) => {
-    const answer = (status: number, headers?: IncomingHttpHeaders) =>
-      done({ status, ms: Math.round((performance.now() - started) * 100) / 100, ...(headers ? { headers } : {}) });
+    const answer = (status: number, headers?: IncomingHttpHeaders, body?: string) =>
+      done({ status, ms: Math.round((performance.now() - started) * 100) / 100, ...(headers ? { headers } : {}), ...(body === undefined ? {} : { body }) });
     const req = request(url, { agent: false, timeout: timeoutMs }, (res) => {
-      res
-        .on("end", () => answer(res.statusCode ?? 0, res.headers))
-        .on("error", () => answer(0))
-        .resume();
+      const chunks: Buffer[] = [];
+      if (keepBody) res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => answer(res.statusCode ?? 0, res.headers, keepBody ? Buffer.concat(chunks).toString("utf8") : undefined)).on("error", () => answer(0));
+      if (!keepBody) res.resume();
     });
     req
       .on("timeout", () => req.destroy())
@@ -59,7 +61,8 @@ export interface Status {
   last15m: { from: number; pages: number; total: Tiers; originTotal: OriginCalls };
   l2: { stats: L2Stats | null };
   breakerChanges: { name: string; since: number | null }[];
-  l1: { bytes: number };
+  /** `entries`: what L1 holds, counted in entries (one per resource of a product). */
+  l1: { bytes: number; entries?: number };
   /** The location tier (the data center's Cache API): `stats` null when it is off. */
   location?: { enabled: boolean; stats: LocationStats | null };
   breakerTransitions?: Record<string, number>;
@@ -67,6 +70,8 @@ export interface Status {
   fills?: { inFlight: number; takenOver: number };
   /** What the worker shed under load (pages, fills dropped or stopped...), being added to it: read generically (numericChanges). */
   overload?: Record<string, unknown>;
+  /** The settings the isolate runs with (those the benchmarks read). */
+  config?: { purgePollMs: number; l2TimeoutMs: number; policies: Record<string, { ttl: number; core: boolean; originTimeoutMs: number }> };
 }
 interface Tiers {
   l1: number;

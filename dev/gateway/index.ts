@@ -10,9 +10,13 @@
  *
  * Redis unreachable or too slow → 503 {"error": ...}, promptly; the connection
  * keeps reconnecting in the background, so the gateway heals by itself.
+ *
+ * The benchmarks change two things while it runs (bench:chaos): the latency
+ * it holds every request first (setLatency), and whether it is reachable at
+ * all (setDown: every open connection reset, every new one reset at once).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { encodeResult, type CommandResult } from "./encode";
 import { connectRedis, RedisReplyError, RedisUnavailableError, type RedisLink, type Settled } from "./redis-link";
 import { bearerCheck, HttpError, parseCommand, parseCommandList, parseJson, parsePathCommand, readBody } from "./request";
@@ -41,6 +45,10 @@ export interface GatewayOptions {
 export interface Gateway {
   url: string;
   port: number;
+  /** From now on, holds every request this long first (GatewayOptions.latencyMs at runtime). */
+  setLatency(ms: number): void;
+  /** `true`: unreachable (open connections reset, new ones reset as they come) until `setDown(false)`. */
+  setDown(down: boolean): void;
   close(): Promise<void>;
 }
 
@@ -71,7 +79,9 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   });
   const context: Context = { redis, authorized: bearerCheck(options.token), log };
 
-  const latencyMs = options.latencyMs ?? 0;
+  let latencyMs = options.latencyMs ?? 0;
+  let down = false;
+  const sockets = new Set<Socket>();
   const server = createServer((req, res) => {
     const answer = () =>
       handle(req, res, context).catch((err: unknown) => {
@@ -82,6 +92,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
     else void answer();
   });
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  server.on("connection", (socket: Socket) => {
+    if (down) return void socket.resetAndDestroy();
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  });
 
   try {
     await redis.waitReady(Math.min(INITIAL_CONNECT_WAIT_MS, commandTimeoutMs));
@@ -94,6 +109,11 @@ export async function startGateway(options: GatewayOptions): Promise<Gateway> {
   return {
     url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
     port,
+    setLatency: (ms) => void (latencyMs = ms),
+    setDown: (value) => {
+      down = value;
+      if (down) for (const socket of sockets) socket.resetAndDestroy();
+    },
     close: once(() => closeGateway(server, redis)),
   };
 }

@@ -1,5 +1,6 @@
 // The demo origin's admin API (dev/origin, README "The demo origin"), as the
 // tests and the benchmarks call it, wherever the origin runs.
+import type { ResourceName } from "../../src/origin/resources";
 
 interface OriginCounters {
   total: number;
@@ -51,8 +52,8 @@ export class OriginAdmin {
     await this.call("/__admin/counters/reset", "POST");
   }
 
-  /** `{service: "all", latencyMs, down}` as the admin API takes it. */
-  async setFaults(fault: { latencyMs?: number; down?: "refuse" | "500" | "hang" | false; errorRate?: number }): Promise<void> {
+  /** `{service, latencyMs, errorRate, down}` as the admin API takes it: one service's faults, or every service's (`all`, the default). */
+  async setFaults(fault: { service?: ResourceName | "all"; latencyMs?: number; down?: "refuse" | "500" | "hang" | false; errorRate?: number }): Promise<void> {
     await this.call("/__admin/faults", "PUT", { service: "all", latencyMs: 0, errorRate: 0, down: false, ...fault });
   }
 
@@ -60,8 +61,12 @@ export class OriginAdmin {
     await this.call("/__admin/faults", "DELETE");
   }
 
-  /** Changes a product's price (minor units); the origin bumps its version. */
-  async changePrice(id: string, price: number): Promise<{ purge: unknown }> {
-    return this.call<{ purge: unknown }>(`/__admin/products/${id}`, "POST", { price });
+  /**
+   * Changes a product's price (minor units); the origin bumps its version
+   * and tells the tier (its purge URL), unless `notify` is false: then the
+   * caller is the shop's backend that purges.
+   */
+  async changePrice(id: string, price: number, { notify = true } = {}): Promise<{ purge: unknown }> {
+    return this.call<{ purge: unknown }>(`/__admin/products/${id}`, "POST", notify ? { price } : { price, notify });
   }
 }

@@ -5,7 +5,9 @@
 //   → {type: "failed", message}                           could not start
 //   ← {type: "redis", id, shard, action}                  pause (SIGSTOP), resume (SIGCONT),
 //                                                         kill (SIGKILL), restart (empty, same port)
-//   → {type: "redis-done", id, ok, message?}              that action is done
+//   ← {type: "gateway", id, shard, action, ms?}           latency (hold every request ms first),
+//                                                         down (unreachable), up
+//   → {type: "done", id, ok, message?}                    that action is done
 // With `shards: N` it runs N redis-server + gateway pairs (`origin: false`
 // leaves the demo origin out). It stops everything it started on
 // SIGTERM/SIGINT, and when the parent goes away (IPC disconnect), so that no
@@ -34,19 +36,23 @@ process.once("SIGINT", () => void stop(0));
 process.once("disconnect", () => void stop(0));
 
 process.on("message", (message: StackCommand) => {
-  if (message?.type !== "redis") return;
+  if (message?.type !== "redis" && message?.type !== "gateway") return;
   void (async () => {
-    const redis = stack?.shards[message.shard]?.redis;
     try {
-      if (!redis) throw new Error(`no redis-server #${message.shard}`);
-      if (message.action === "pause") redis.pause();
-      else if (message.action === "resume") redis.resume();
-      else if (message.action === "kill") await redis.kill();
-      else if (message.action === "restart") await redis.restart();
+      const shard = stack?.shards[message.shard];
+      if (!shard) throw new Error(`no shard #${message.shard}`);
+      if (message.type === "gateway") {
+        if (message.action === "latency") shard.gateway.setLatency(message.ms);
+        else if (message.action === "down" || message.action === "up") shard.gateway.setDown(message.action === "down");
+        else throw new Error(`unknown gateway action ${String((message as { action: unknown }).action)}`);
+      } else if (message.action === "pause") shard.redis.pause();
+      else if (message.action === "resume") shard.redis.resume();
+      else if (message.action === "kill") await shard.redis.kill();
+      else if (message.action === "restart") await shard.redis.restart();
       else throw new Error(`unknown action ${String(message.action)}`);
-      send({ type: "redis-done", id: message.id, ok: true });
+      send({ type: "done", id: message.id, ok: true });
     } catch (err) {
-      send({ type: "redis-done", id: message.id, ok: false, message: err instanceof Error ? err.message : String(err) });
+      send({ type: "done", id: message.id, ok: false, message: err instanceof Error ? err.message : String(err) });
     }
   })();
 });

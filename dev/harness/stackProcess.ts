@@ -3,7 +3,8 @@
 // process that generates load (the benchmarks) can never delay an origin
 // answer or a gateway round trip, which would show up as the tier's latency
 // and, past the worker's L2 budget, as L2 failures that are not the tier's.
-// The parent controls each redis-server over the IPC channel (outages).
+// The parent controls each redis-server and each gateway over the IPC
+// channel (outages, a slow or unreachable Redis).
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { stopChild } from "./children";
@@ -29,15 +30,18 @@ export interface ShardEndpoints {
 /** What the parent can do to a redis-server: freeze it, thaw it, crash it, start it again (empty, same port). */
 export type RedisAction = "pause" | "resume" | "kill" | "restart";
 
+/** What the parent can do to a gateway: hold every request `ms` first, or make it unreachable (`down`) and reachable again (`up`). */
+export type GatewayAction = { action: "latency"; ms: number } | { action: "down" | "up" };
+
 /** Parent → child. */
-export type StackCommand = { type: "redis"; id: number; shard: number; action: RedisAction };
+export type StackCommand = { type: "redis"; id: number; shard: number; action: RedisAction } | ({ type: "gateway"; id: number; shard: number } & GatewayAction);
 
 /** Child → parent. */
 export type StackMessage =
   | { type: "ready"; redisPort: number; gatewayUrl: string; originUrl: string; shards?: ShardEndpoints[] }
   | { type: "log"; line: string }
   | { type: "failed"; message: string }
-  | { type: "redis-done"; id: number; ok: boolean; message?: string };
+  | { type: "done"; id: number; ok: boolean; message?: string };
 
 export interface StackProcess {
   child: ChildProcess;
@@ -46,12 +50,14 @@ export interface StackProcess {
   logs: string[];
   /** Does `action` to redis-server `shard`; resolves once done. */
   control(shard: number, action: RedisAction): Promise<void>;
+  /** Does `control` to gateway `shard`; resolves once done. */
+  gatewayControl(shard: number, control: GatewayAction): Promise<void>;
   close(): Promise<void>;
 }
 
 const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 10_000;
-const REDIS_CONTROL_TIMEOUT_MS = 20_000;
+const CONTROL_TIMEOUT_MS = 20_000;
 
 /** Forks stackChild.ts with these options and waits for it to listen. */
 export async function forkStack(options: StackProcessOptions): Promise<StackProcess> {
@@ -70,11 +76,11 @@ export async function forkStack(options: StackProcessOptions): Promise<StackProc
   let nextId = 1;
   child.on("message", (message: StackMessage) => {
     if (message.type === "log") logs.length < 200 && logs.push(message.line);
-    if (message.type === "redis-done") {
+    if (message.type === "done") {
       const waiter = pending.get(message.id);
       pending.delete(message.id);
       if (message.ok) waiter?.done();
-      else waiter?.fail(new Error(`redis-server: ${message.message}`));
+      else waiter?.fail(new Error(message.message));
     }
   });
   child.once("exit", (code) => {
@@ -99,24 +105,26 @@ export async function forkStack(options: StackProcessOptions): Promise<StackProc
     process.off("exit", killAtExit);
     throw err;
   }
+  /** Sends one command and waits for its "done" (CONTROL_TIMEOUT_MS at most). */
+  const command = (what: string, send: (id: number) => StackCommand) =>
+    new Promise<void>((done, fail) => {
+      const id = nextId++;
+      const timer = setTimeout(() => {
+        pending.delete(id);
+        fail(new Error(`${what}: no answer in time`));
+      }, CONTROL_TIMEOUT_MS);
+      pending.set(id, {
+        done: () => (clearTimeout(timer), done()),
+        fail: (err) => (clearTimeout(timer), fail(new Error(`${what}: ${err.message}`))),
+      });
+      child.send(send(id));
+    });
   return {
     child,
     ready,
     logs,
-    control: (shard, action) =>
-      new Promise<void>((done, fail) => {
-        const id = nextId++;
-        const timer = setTimeout(() => {
-          pending.delete(id);
-          fail(new Error(`redis-server ${action}: no answer in time`));
-        }, REDIS_CONTROL_TIMEOUT_MS);
-        pending.set(id, {
-          done: () => (clearTimeout(timer), done()),
-          fail: (err) => (clearTimeout(timer), fail(err)),
-        });
-        const command: StackCommand = { type: "redis", id, shard, action };
-        child.send(command);
-      }),
+    control: (shard, action) => command(`redis-server ${action}`, (id) => ({ type: "redis", id, shard, action })),
+    gatewayControl: (shard, control) => command(`gateway ${control.action}`, (id) => ({ type: "gateway", id, shard, ...control })),
     close: async () => {
       await stopChild(child, STOP_TIMEOUT_MS);
       process.off("exit", killAtExit);

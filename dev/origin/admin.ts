@@ -1,6 +1,7 @@
 // The admin endpoints under /__admin/, outside the contract: count requests,
 // inject faults, change the base latency, and change or create products as
-// a shop's back office would (telling the tier, ./notify.ts). Never slowed
+// a shop's back office would (telling the tier, ./notify.ts, unless the change
+// says `notify: false`). Never slowed
 // or faulted. Bodies are JSON, at most 64 KiB, checked with valibot.
 import { sValidator } from "@hono/standard-validator";
 import { Hono, type Context, type MiddlewareHandler } from "hono";
@@ -33,9 +34,10 @@ const latencyBody = v.object({ latencyMs: v.optional(milliseconds), jitterMs: v.
 
 const newProductBody = v.object({ id: productId, title, price: cents, available: v.optional(stock) });
 
+// `notify: false`: the tier is not told (the caller purges, as a shop's backend would; bench:chaos).
 const changeBody = v.pipe(
-  v.object({ price: v.optional(cents), title: v.optional(title), available: v.optional(stock) }),
-  v.check((change) => Object.values(change).some((value) => value !== undefined), "give price, title or available"),
+  v.object({ price: v.optional(cents), title: v.optional(title), available: v.optional(stock), notify: v.optional(v.boolean(), true) }),
+  v.check(({ notify: _, ...change }) => Object.values(change).some((value) => value !== undefined), "give price, title or available"),
 );
 
 export function adminRoutes({ settings, store, counters, faults, closing }: OriginState): Hono<OriginEnv> {
@@ -91,10 +93,11 @@ export function adminRoutes({ settings, store, counters, faults, closing }: Orig
       jsonBody(changeBody),
       async (c) => {
         const { id } = c.req.valid("param");
-        const result = store.change(id, c.var.body, Date.now());
+        const { notify: tellTier, ...change } = c.var.body;
+        const result = store.change(id, change, Date.now());
         if (!result.ok) return refused(c, result);
         // Answer only once the tier knows, so that callers (tests) can rely on it.
-        const purge = await notify(settings.purgeUrl, id);
+        const purge = tellTier ? await notify(settings.purgeUrl, id) : null;
         return c.json({ product: result.product, inventory: result.inventory, purge });
       },
     );

@@ -1,0 +1,246 @@
+// bench:chaos's faults, done and undone (schedule.ts says when): redis-server
+// frozen or killed and restarted empty, the gateway slowed or unreachable
+// (Servers.redisControl / gatewayControl), origin services failing, hanging
+// or slow (the demo origin's admin faults, several at once combined per
+// service), every isolate restarted (a deploy). What was done when is kept
+// as a timeline of the times it really happened, which the oracle judges
+// against: when Redis was unreachable, when any Redis fault or a core
+// origin fault was on, how slow the gateway was, when the fleet restarted.
+import type { OriginAdmin } from "../../dev/harness/originAdmin";
+import { PAGE_RESOURCES, RESOURCES } from "../../src/origin/resources";
+import type { Servers } from "../stack";
+import { describe, type Fault, type FaultSpec, type Service } from "./schedule";
+
+interface Span {
+  start: number;
+  /** Infinity while it lasts. */
+  end: number;
+}
+
+/** One fault as it really happened (ms from the load's start). */
+export interface FaultRecord {
+  fault: Fault;
+  span: Span;
+  /** Redis unreachable: paused, killed (until restarted), the gateway down, or slowed past the L2 budget. */
+  redisOut: Span | null;
+  /** Any fault of Redis or the gateway (a slow one within the budget too). */
+  redisFault: Span | null;
+  /** A core origin service (a page without it is a 503) failing, hanging or slow. */
+  coreFault: Span | null;
+  /** The gateway's added latency while this fault was on (redis-slow), else 0. */
+  slowMs: number;
+  /** The fleet's restart (deploy): from the first isolate stopped to the last one serving. */
+  restart: Span | null;
+  /** Redis killed, then restarted empty: every entry in L2 lost at its start. */
+  lost: Span | null;
+}
+
+const overlaps = (span: Span | null, a: number, b: number) => span !== null && span.start <= b && a <= span.end;
+const open = (at: number): Span => ({ start: at, end: Number.POSITIVE_INFINITY });
+
+/**
+ * What happened when: the queries the oracle asks. A fault's effect on the
+ * tier outlasts its undo by its breaker's way back (`tails`): an origin
+ * service's breaker stays open its cool-down, then probes once (a fetch);
+ * the L2 breaker closes at its next PING.
+ */
+export class Timeline {
+  readonly records: FaultRecord[] = [];
+
+  constructor(private readonly tails: { coreMs: number; redisMs: number }) {}
+
+  /** The faults on at some time in [a, b]. */
+  activeDuring(a: number, b = a): FaultRecord[] {
+    return this.records.filter((r) => overlaps(r.span, a, b));
+  }
+
+  /** The spans of Redis unreachable, in order of start. */
+  redisOut(): Span[] {
+    return this.records.flatMap((r) => (r.redisOut ? [r.redisOut] : [])).sort((x, y) => x.start - y.start);
+  }
+
+  /** Any Redis fault over [a, b], its tail included. */
+  redisFaulted(a: number, b = a): boolean {
+    return this.records.some((r) => overlaps(r.redisFault, a - this.tails.redisMs, b));
+  }
+
+  /** A core origin service faulted over [a, b], its tail included. */
+  coreFaulted(a: number, b = a): boolean {
+    return this.records.some((r) => overlaps(r.coreFault, a - this.tails.coreMs, b));
+  }
+
+  /** When Redis last came back empty before `t` (null: never). */
+  lastLossBefore(t: number): Span | null {
+    return (
+      this.records
+        .flatMap((r) => (r.lost && r.lost.start < t ? [r.lost] : []))
+        .sort((x, y) => x.start - y.start)
+        .at(-1) ?? null
+    );
+  }
+
+  /** The gateway's added latency at its highest in [a, b]. */
+  slowMs(a: number, b: number): number {
+    return Math.max(0, ...this.records.filter((r) => r.slowMs > 0 && overlaps(r.span, a, b)).map((r) => r.slowMs));
+  }
+
+  /** When the fleet last finished restarting before `t` (−Infinity: never). */
+  lastRestartBefore(t: number): number {
+    return Math.max(Number.NEGATIVE_INFINITY, ...this.records.flatMap((r) => (r.restart && r.restart.end <= t ? [r.restart.end] : [])));
+  }
+
+  /** Closes what is still open (at the end of the run). */
+  closeAll(at: number): void {
+    for (const r of this.records)
+      for (const span of [r.span, r.redisOut, r.redisFault, r.coreFault, r.restart, r.lost]) if (span && span.end === Infinity) span.end = at;
+  }
+}
+
+/** "#3 redis-pause", for the tables. */
+export const faultName = (fault: Fault) => `#${fault.n} ${describe(fault.spec)}`;
+
+const isCore = (service: Service) => service === "all" || RESOURCES[service].defaults.core;
+
+interface OriginFault {
+  service: Service;
+  latencyMs?: number;
+  errorRate?: number;
+  down?: "hang";
+}
+
+/** The origin fault a spec sets (for redis-then-origin, its second step's). */
+function originFault(spec: FaultSpec): OriginFault | null {
+  if (spec.kind === "origin-failing") return { service: spec.service, errorRate: spec.errorRate };
+  if (spec.kind === "origin-hang") return { service: spec.service, down: "hang" };
+  if (spec.kind === "origin-slow") return { service: spec.service, latencyMs: spec.latencyMs };
+  if (spec.kind === "redis-then-origin")
+    return spec.errorRate === "hang" ? { service: spec.service, down: "hang" } : { service: spec.service, errorRate: spec.errorRate };
+  return null;
+}
+
+/**
+ * Does and undoes the schedule's faults (all but the bulk re-price, which
+ * run.ts runs: it is load, not a fault of a part), noting each in the
+ * timeline. `restartFleet`: every isolate stopped and started again.
+ */
+export function faultControls(deps: {
+  servers: Servers;
+  origin: OriginAdmin;
+  now: () => number;
+  l2TimeoutMs: number;
+  tails: { coreMs: number; redisMs: number };
+  restartFleet: () => Promise<void>;
+}) {
+  const { servers, origin, now } = deps;
+  const timeline = new Timeline(deps.tails);
+  const byFault = new Map<number, FaultRecord>();
+  /** The origin faults on now, by fault number: several at once are combined per service. */
+  const originFaults = new Map<number, OriginFault>();
+  const state = { paused: false, killed: false, gatewayDown: false, latencyMs: 0 };
+
+  async function applyOrigin(): Promise<void> {
+    await Promise.all(
+      PAGE_RESOURCES.map((service) => {
+        const on = [...originFaults.values()].filter((f) => f.service === service || f.service === "all");
+        return origin.setFaults({
+          service,
+          latencyMs: Math.max(0, ...on.map((f) => f.latencyMs ?? 0)),
+          errorRate: Math.max(0, ...on.map((f) => f.errorRate ?? 0)),
+          down: on.some((f) => f.down === "hang") ? "hang" : false,
+        });
+      }),
+    );
+  }
+  const redis = async (action: "pause" | "resume" | "kill" | "restart") => {
+    await servers.redisControl(action);
+    state.paused = action === "pause";
+    state.killed = action === "kill";
+  };
+  const gateway = async (down: boolean) => {
+    await servers.gatewayControl({ action: down ? "down" : "up" });
+    state.gatewayDown = down;
+  };
+  const latency = async (ms: number) => {
+    await servers.gatewayControl({ action: "latency", ms });
+    state.latencyMs = ms;
+  };
+  const setOrigin = async (fault: Fault, record: FaultRecord) => {
+    const set = originFault(fault.spec)!;
+    originFaults.set(fault.n, set);
+    await applyOrigin();
+    if (isCore(set.service)) record.coreFault = open(now());
+  };
+  const close = (span: Span | null) => span && span.end === Infinity && (span.end = now());
+
+  return {
+    timeline,
+    async start(fault: Fault): Promise<void> {
+      const record: FaultRecord = { fault, span: open(now()), redisOut: null, redisFault: null, coreFault: null, slowMs: 0, restart: null, lost: null };
+      timeline.records.push(record);
+      byFault.set(fault.n, record);
+      const { spec } = fault;
+      switch (spec.kind) {
+        case "redis-pause":
+        case "redis-restart-empty":
+        case "gateway-down":
+        case "redis-then-origin":
+          record.redisOut = open(now());
+          record.redisFault = open(now());
+          if (spec.kind === "gateway-down") await gateway(true);
+          else if (spec.kind === "redis-pause" || (spec.kind === "redis-then-origin" && spec.redis === "pause")) await redis("pause");
+          else {
+            record.lost = record.redisOut;
+            await redis("kill");
+          }
+          return;
+        case "redis-slow":
+          record.redisFault = open(now());
+          record.slowMs = spec.ms;
+          if (spec.ms > deps.l2TimeoutMs) record.redisOut = open(now());
+          await latency(spec.ms);
+          return;
+        case "deploy":
+          record.restart = open(now());
+          await deps.restartFleet();
+          record.restart.end = now();
+          return;
+        case "bulk-reprice":
+          return;
+        default:
+          await setOrigin(fault, record);
+      }
+    },
+    /** The second step: Redis restarted (empty), or the origin fault after Redis's. */
+    async step(fault: Fault): Promise<void> {
+      const record = byFault.get(fault.n)!;
+      if (fault.spec.kind === "redis-restart-empty") {
+        await redis("restart");
+        close(record.redisOut);
+      } else if (fault.spec.kind === "redis-then-origin") await setOrigin(fault, record);
+    },
+    async end(fault: Fault): Promise<void> {
+      const record = byFault.get(fault.n)!;
+      const { spec } = fault;
+      if (spec.kind === "redis-pause" || (spec.kind === "redis-then-origin" && spec.redis === "pause")) await redis("resume");
+      if (spec.kind === "redis-then-origin" && spec.redis === "kill") await redis("restart");
+      if (spec.kind === "gateway-down") await gateway(false);
+      if (spec.kind === "redis-slow") await latency(0);
+      close(record.redisOut);
+      close(record.redisFault);
+      if (originFaults.delete(fault.n)) await applyOrigin();
+      close(record.coreFault);
+      close(record.span);
+    },
+    /** Undoes whatever is still on (the end of the run, Ctrl-C, a failure). */
+    async undoAll(): Promise<void> {
+      if (state.paused) await redis("resume");
+      if (state.killed) await redis("restart");
+      if (state.gatewayDown) await gateway(false);
+      if (state.latencyMs) await latency(0);
+      if (originFaults.size) {
+        originFaults.clear();
+        await origin.clearFaults();
+      }
+    },
+  };
+}

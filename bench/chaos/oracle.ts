@@ -1,0 +1,378 @@
+// bench:chaos's oracle: it judges the tier from the outside, never from its
+// own counters. A prober asks the hot products in turn and Zipf draws, and
+// records every answer (instance, product, when sent and answered, status,
+// the price shown, Cache-Status); a price changer, the shop's backend,
+// changes a hot product's price at the origin (the origin itself tells
+// nobody) and purges it, retrying until the 202. After the run, every answer
+// is judged against the price changes and the timeline of faults (faults.ts):
+// freshness (no old price after a purge's deadline) and availability (no
+// failure for a page the tier has served). All times are ms from the load's
+// start, on this process's one monotonic clock. The rules: bench/README.md, "Chaos".
+import { setTimeout as sleep } from "node:timers/promises";
+import { member } from "../../dev/harness/cacheStatus";
+import type { OriginAdmin } from "../../dev/harness/originAdmin";
+import { mulberry32 } from "../../dev/harness/random";
+import { PAGE_RESOURCES, PAGE_SUBJECT } from "../../src/origin/resources";
+import { priceNow } from "../lib/page";
+import { get, percentile } from "../lib/probe";
+import { faultName, type Timeline } from "./faults";
+import { PRICE_CHANGE_EVERY_MS, PROBE_TIMEOUT_MS } from "./plan";
+
+/** One answer (or none) the prober got. */
+export interface ProbeRecord {
+  inst: number;
+  id: string;
+  hot: boolean;
+  sent: number;
+  answered: number;
+  /** 0: no answer (socket error, or none within PROBE_TIMEOUT_MS). */
+  status: number;
+  price: string | null;
+  cacheStatus: string;
+  /** The tier's own account of the page's time (Server-Timing): where a slow answer spent it. */
+  serverTiming: string;
+}
+
+/**
+ * `rate` requests a second, each on a socket of its own (a restarted isolate
+ * leaves no dead pooled connection behind), half for the hot products in
+ * turn, half Zipf draws (`zipfRank`), each to an instance drawn from `seed`.
+ * `pause()` stops sending and waits for the requests in flight (a deploy);
+ * `stop()` the same, for good.
+ */
+export function startProber(o: { targets: readonly string[]; rate: number; hotIds: readonly string[]; zipfId: () => string; seed: number; now: () => number }) {
+  const records: ProbeRecord[] = [];
+  const random = mulberry32(o.seed);
+  let [credit, sent, inFlight, paused, hot] = [0, 0, 0, false, 0];
+  const send = () => {
+    const isHot = sent++ % 2 === 0;
+    const id = isHot ? o.hotIds[hot++ % o.hotIds.length]! : o.zipfId();
+    const inst = Math.floor(random() * o.targets.length);
+    const at = o.now();
+    inFlight++;
+    void get(`${o.targets[inst]}/products/${id}`, PROBE_TIMEOUT_MS, true).then((answer) => {
+      inFlight--;
+      const ok = answer.status === 200 && answer.body !== undefined;
+      const cacheStatus = answer.headers?.["cache-status"];
+      const serverTiming = answer.headers?.["server-timing"];
+      records.push({
+        inst,
+        id,
+        hot: isHot,
+        sent: at,
+        answered: at + answer.ms,
+        status: answer.status,
+        price: ok ? priceNow(answer.body!) : null,
+        cacheStatus: typeof cacheStatus === "string" ? cacheStatus : "",
+        serverTiming: typeof serverTiming === "string" ? serverTiming : "",
+      });
+    });
+  };
+  // This process's own lateness (its event loop busy: a herd's 200 answers, the re-price's bodies), sampled
+  // with the ticks: an answer read late here is timed late, and a p99 taken then says as much about the prober.
+  const lags: { at: number; ms: number }[] = [];
+  let lastTick = o.now();
+  const timer = setInterval(() => {
+    const at = o.now();
+    if (at - lastTick - 20 > 5) lags.push({ at, ms: Math.round(at - lastTick - 20) });
+    lastTick = at;
+    if (paused) return;
+    credit += o.rate / 50;
+    // A bound on what hangs (the tier answers within seconds; the time-out is 10 s).
+    for (; credit >= 1; credit--) if (inFlight < 400) send();
+  }, 20);
+  const drained = async () => {
+    for (let waited = 0; inFlight > 0 && waited < PROBE_TIMEOUT_MS + 1000; waited += 20) await sleep(20);
+  };
+  return {
+    records,
+    /** The prober's own lateness over [a, b): its largest, ms (0: never over 5 ms). */
+    lagMax: (a: number, b: number) => Math.max(0, ...lags.filter((l) => l.at >= a && l.at < b).map((l) => l.ms)),
+    async pause(): Promise<void> {
+      paused = true;
+      credit = 0;
+      await drained();
+    },
+    resume: () => void (paused = false),
+    async stop(): Promise<void> {
+      clearInterval(timer);
+      await drained();
+    },
+  };
+}
+
+/** One price change: made at the origin at `changedAt`, its purge acknowledged (202) at `ackAt` (null: never). */
+export interface PriceChange {
+  id: string;
+  /** The price in minor units: unique to this change. */
+  minor: number;
+  changedAt: number;
+  ackAt: number | null;
+  /** The instance whose /__purge answered 202, and the attempts it took. */
+  ackInst: number | null;
+  attempts: number;
+}
+
+/** The minor units of a price as a page shows it ("$100.07" → 10007). */
+const minorOf = (shown: string) => Number(shown.replace(/[^\d]/g, ""));
+
+/**
+ * Every 2–3 s: a hot product's price changed at the origin (`notify: false`:
+ * the origin tells nobody), then POST /__purge {"ids": [id]} to the
+ * instances in turn until one answers 202 (a 503, Redis could not record
+ * it: again after its Retry-After, 1 s at most). Prices are unique per change
+ * ($100.00 and up, never ending in 99 as the catalog's do), so a price shown
+ * names its change.
+ */
+export function startPriceChanger(o: {
+  targets: readonly string[];
+  origin: OriginAdmin;
+  token: string;
+  hotIds: readonly string[];
+  seed: number;
+  now: () => number;
+}) {
+  const changes: PriceChange[] = [];
+  const random = mulberry32(o.seed);
+  let stopped = false;
+  let next = 10_000;
+  let turn = 0;
+  const purge = async (change: PriceChange) => {
+    while (!stopped) {
+      const inst = turn++ % o.targets.length;
+      change.attempts++;
+      let wait = 250;
+      try {
+        const response = await fetch(`${o.targets[inst]}/__purge`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${o.token}`, "content-type": "application/json" },
+          body: JSON.stringify({ ids: [change.id] }),
+          signal: AbortSignal.timeout(5000),
+        });
+        await response.arrayBuffer();
+        if (response.status === 202) {
+          change.ackAt = o.now();
+          change.ackInst = inst;
+          return;
+        }
+        if (response.status === 503) wait = Math.min(1000, 1000 * (Number(response.headers.get("retry-after")) || 1));
+      } catch {
+        // no answer (an isolate restarting): the next instance
+      }
+      await sleep(wait);
+    }
+  };
+  const loop = (async () => {
+    while (!stopped) {
+      const [lo, hi] = PRICE_CHANGE_EVERY_MS;
+      await sleep(lo + random() * (hi - lo));
+      if (stopped) break;
+      const id = o.hotIds[Math.floor(random() * o.hotIds.length)]!;
+      if (++next % 100 === 99) next++;
+      const change: PriceChange = { id, minor: next, changedAt: o.now(), ackAt: null, ackInst: null, attempts: 0 };
+      await o.origin.changePrice(id, change.minor, { notify: false });
+      change.changedAt = o.now();
+      changes.push(change);
+      await purge(change);
+    }
+  })();
+  return {
+    changes,
+    /** Stops after the change under way (its purge acknowledged or given up). */
+    async stop(): Promise<void> {
+      stopped = true;
+      await loop;
+    },
+  };
+}
+
+/** The tier's settings the deadlines are made of, as the workers report them. */
+export interface TierTimes {
+  pollMs: number;
+  l2TimeoutMs: number;
+}
+
+/**
+ * When a purge acknowledged at `ack` must show everywhere: ack + PURGE_POLL_MS
+ * + one L2 round trip (L2_TIMEOUT_MS plus the gateway's added latency). While
+ * Redis is unreachable the isolates cannot read the purge log (blind): a
+ * purge whose window such a span overlaps is counted from that span's end.
+ */
+function purgeDeadline(ack: number, timeline: Timeline, times: TierTimes): number {
+  const after = (from: number) => from + times.pollMs + times.l2TimeoutMs + timeline.slowMs(from, from + times.pollMs + times.l2TimeoutMs);
+  let deadline = after(ack);
+  for (const out of timeline.redisOut()) if (out.start <= deadline && ack <= out.end) deadline = Math.max(deadline, after(out.end));
+  return deadline;
+}
+
+/** The faults on over [a, b], named; "none". */
+const faultsDuring = (timeline: Timeline, a: number, b = a) => timeline.activeDuring(a, b).map((r) => faultName(r.fault));
+
+export interface FreshnessViolation {
+  id: string;
+  inst: number;
+  sent: number;
+  /** ms after the deadline the request was sent. */
+  lateMs: number;
+  shown: string;
+  expected: string;
+  cacheStatus: string;
+  /** The change that should have shown: acknowledged at, by which instance, its deadline. */
+  ackAt: number;
+  ackInst: number;
+  deadline: number;
+  faults: string[];
+}
+
+const dollars = (minor: number) => `$${Math.floor(minor / 100)}.${String(minor % 100).padStart(2, "0")}`;
+
+/** Every 200 showing a price older than a change whose deadline had passed when the request was sent. */
+export function judgeFreshness(records: readonly ProbeRecord[], changes: readonly PriceChange[], timeline: Timeline, times: TierTimes): FreshnessViolation[] {
+  const byId = new Map<string, { change: PriceChange; deadline: number }[]>();
+  for (const change of changes) {
+    const list = byId.get(change.id) ?? [];
+    list.push({ change, deadline: change.ackAt === null ? Infinity : purgeDeadline(change.ackAt, timeline, times) });
+    byId.set(change.id, list);
+  }
+  const violations: FreshnessViolation[] = [];
+  for (const r of records) {
+    const list = byId.get(r.id);
+    if (r.status !== 200 || !list || r.price === null) continue;
+    // The latest change due by the time the request was sent (changes are in order, and so are their deadlines but for outages).
+    let due = -1;
+    for (const [k, { deadline }] of list.entries()) if (deadline < r.sent) due = k;
+    if (due < 0) continue;
+    const shownMinor = minorOf(r.price);
+    const shown = list.findIndex(({ change }) => change.minor === shownMinor);
+    if (shown >= due) continue;
+    const { change, deadline } = list[due]!;
+    violations.push({
+      id: r.id,
+      inst: r.inst,
+      sent: Math.round(r.sent),
+      lateMs: Math.round(r.sent - deadline),
+      shown: r.price,
+      expected: dollars(change.minor),
+      cacheStatus: r.cacheStatus,
+      ackAt: Math.round(change.ackAt!),
+      ackInst: change.ackInst!,
+      deadline: Math.round(deadline),
+      faults: faultsDuring(timeline, r.sent),
+    });
+  }
+  return violations;
+}
+
+/** A non-200 answer, judged. */
+export interface Failure {
+  id: string;
+  inst: number;
+  sent: number;
+  ms: number;
+  status: number;
+  /** violation: a page already served; excused / allowed: see the reason; restart: the harness stopped the isolate under it. */
+  verdict: "violation" | "excused" | "allowed" | "not served" | "restart";
+  reason: string;
+  faults: string[];
+}
+
+/**
+ * Every answer other than 200. A page counts as served once some instance
+ * answered it 200 to a request sent after its latest purge's 202 (and
+ * before this one). Allowed: a 503 for a page not served while a core
+ * service is faulted. Excused: a 503 for a served page while a core service
+ * is faulted, from an isolate that holds no copy of it (it has not answered
+ * it 200 since it started and the purge: restarted since, or never did)
+ * while L2 cannot have it either: Redis faulted, or emptied since and the
+ * page not written to it again (no answer since whose product came from L2
+ * or the origin). Nothing could hold it. Any other failure of a served page
+ * is a violation; of a page not served yet (no core fault), it is listed,
+ * not judged.
+ */
+export function judgeAvailability(records: readonly ProbeRecord[], changes: readonly PriceChange[], timeline: Timeline): Failure[] {
+  const acks = new Map<string, number[]>();
+  for (const c of changes) if (c.ackAt !== null) acks.set(c.id, [...(acks.get(c.id) ?? []), c.ackAt]);
+  const oks = new Map<string, ProbeRecord[]>();
+  for (const r of records) if (r.status === 200) oks.set(r.id, [...(oks.get(r.id) ?? []), r]);
+  const failures: Failure[] = [];
+  for (const r of records) {
+    if (r.status === 200) continue;
+    const end = r.answered;
+    const failure = (verdict: Failure["verdict"], reason: string): Failure => ({
+      id: r.id,
+      inst: r.inst,
+      sent: Math.round(r.sent),
+      ms: Math.round(r.answered - r.sent),
+      status: r.status,
+      verdict,
+      reason,
+      faults: faultsDuring(timeline, r.sent, end),
+    });
+    if (timeline.activeDuring(r.sent, end).some((f) => f.restart && f.restart.start <= end && r.sent <= f.restart.end)) {
+      failures.push(failure("restart", "the harness restarted the isolate meanwhile (deploy)"));
+      continue;
+    }
+    const lastAck = Math.max(Number.NEGATIVE_INFINITY, ...(acks.get(r.id) ?? []).filter((at) => at < r.sent));
+    const ok = (oks.get(r.id) ?? []).filter((q) => q.answered < r.sent);
+    const served = ok.filter((q) => q.sent > lastAck);
+    const core = timeline.coreFaulted(r.sent, end);
+    if (served.length === 0) {
+      if (r.status === 503 && core) failures.push(failure("allowed", "not served yet, a core service faulted"));
+      else failures.push(failure("not served", core ? "not served yet (not a 503)" : "not served yet, no core fault"));
+      continue;
+    }
+    const started = timeline.lastRestartBefore(r.sent);
+    const heldHere = served.some((q) => q.inst === r.inst && q.answered > started);
+    const loss = timeline.lastLossBefore(r.sent);
+    const l2Lost = loss !== null && !ok.some((q) => q.sent > loss.end && ["pp-l2", "pp-origin"].includes(tierOf(q.cacheStatus, PAGE_SUBJECT)));
+    const l2Out = timeline.redisFaulted(r.sent, end);
+    if (r.status === 503 && core && !heldHere && (l2Out || l2Lost)) {
+      const restarted = ok.some((q) => q.inst === r.inst && q.answered < started);
+      const here = restarted ? "isolate restarted since its last 200 of the page" : "isolate never answered it 200 since its start and the page's purge";
+      failures.push(failure("excused", `${here}; ${l2Out ? "Redis faulted" : "Redis emptied since the page was in it"}; a core service faulted`));
+      continue;
+    }
+    failures.push(failure("violation", "a served page"));
+  }
+  return failures;
+}
+
+/**
+ * Whether every part of a page came from L1 or the location (Cache-Status)
+ * with no origin asked first: a cached page; anything else is cold (a copy
+ * usable on error, `fwd=stale`, is served only after the origin failed or
+ * ran out of time: the page waited for that).
+ */
+export function isCached(cacheStatus: string): boolean {
+  if (!cacheStatus) return false;
+  try {
+    return PAGE_RESOURCES.every((resource) => {
+      const part = member(cacheStatus, resource);
+      return ["pp-l1", "pp-location"].includes(part.split(";")[0]!.trim()) && !part.includes("fwd=");
+    });
+  } catch {
+    return false;
+  }
+}
+
+/** The tier of one part of a page ("pp-l1"...; "" when absent). */
+export function tierOf(cacheStatus: string, resource: string): string {
+  try {
+    return member(cacheStatus, resource).split(";")[0]!.trim();
+  } catch {
+    return "";
+  }
+}
+
+/** What the prober got over [a, b) (by time sent): answers by status, the p99 ms of cached and of cold pages. */
+export function probeFigures(records: readonly ProbeRecord[], a: number, b: number) {
+  const within = records.filter((r) => r.sent >= a && r.sent < b);
+  const statuses: Record<string, number> = {};
+  for (const r of within) statuses[r.status || "none"] = (statuses[r.status || "none"] ?? 0) + 1;
+  const ms = (list: ProbeRecord[]) => list.map((r) => r.answered - r.sent).sort((x, y) => x - y);
+  const answered = within.filter((r) => r.status !== 0);
+  const cached = ms(answered.filter((r) => isCached(r.cacheStatus)));
+  const cold = ms(answered.filter((r) => !isCached(r.cacheStatus)));
+  const p99 = (sorted: number[]) => (sorted.length ? Math.round(percentile(sorted, 99) * 10) / 10 : null);
+  return { count: within.length, statuses, cachedP99: p99(cached), cached: cached.length, coldP99: p99(cold), cold: cold.length };
+}

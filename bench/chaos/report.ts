@@ -1,0 +1,252 @@
+// bench:chaos's tables (printed, and written to bench/results/chaos.md with
+// the run's figures in chaos.json): the schedule, one row per segment (each
+// fault window, settling and quiet stretch), one per fault, the violations'
+// examples, the herds, the bulk re-price, the isolates, the verdicts.
+import type { WrkFigures } from "../lib/wrk";
+import type { heapFlat } from "./isolate";
+import { faultName, type Timeline } from "./faults";
+import { type Failure, type FreshnessViolation, isCached, type ProbeRecord, probeFigures } from "./oracle";
+import type { HerdResult, StretchVerdict } from "./protection";
+import type { RepriceFigures, RepriceRun } from "./reprice";
+import type { Segment } from "./schedule";
+
+/** One segment as it ran (ms from the load's start), with the quiet stretch's origin verdict. */
+export interface SegmentRow extends Segment {
+  start: number;
+  end: number;
+  stretch: StretchVerdict | null;
+}
+
+const verdict = (ok: boolean | null) => (ok === null ? "n/a" : ok ? "PASS" : "**FAIL**");
+const counts = (c: Record<string, number | string>) =>
+  Object.entries(c)
+    .map(([k, n]) => `${k}: ${n}`)
+    .join(", ") || "–";
+const ms = (v: number | null) => (v === null ? "–" : String(v));
+const s = (msFromStart: number) => (msFromStart / 1000).toFixed(1);
+
+/** wrk's whole run: what it sent against its pace, its statuses, and whether it kept the pace (sends left late: the isolates fell behind). */
+export function wrkLine(w: WrkFigures, rate: number): string {
+  const e = w.errors;
+  const seconds = w.durationUs / 1e6;
+  return `${w.requests.toLocaleString("en-US")} requests (paced at ${rate} req/s), 2xx ${w.statuses["2xx"] ?? 0} / 4xx ${w.statuses["4xx"] ?? 0} / 5xx ${w.statuses["5xx"] ?? 0}; socket errors (a deploy breaks wrk's connections: they count here): connect ${e.connect}, read ${e.read}, write ${e.write}, time-outs ${e.timeout}; p50 ${(w.p50Us / 1000).toFixed(1)} ms, p99 ${(w.p99Us / 1000).toFixed(1)} ms over ${seconds.toFixed(0)} s; ${w.late} sends late (at most ${Math.round(w.lateMaxMs)} ms)`;
+}
+
+/** Failures in [a, b) by verdict: "violations / excused / allowed · not served". */
+function failureCells(failures: readonly Failure[], a: number, b: number): string {
+  const within = failures.filter((f) => f.sent >= a && f.sent < b);
+  const n = (v: Failure["verdict"]) => within.filter((f) => f.verdict === v).length;
+  return `${n("violation")} / ${n("excused")} / ${n("allowed")} · ${n("not served")}${n("restart") ? ` · restart ${n("restart")}` : ""}`;
+}
+
+export interface ChaosInput {
+  rows: SegmentRow[];
+  /** wrk's load over the whole run (null: it failed), and its pace. */
+  wrk: WrkFigures | null;
+  rate: number;
+  timeline: Timeline;
+  records: readonly ProbeRecord[];
+  /** The prober's own event-loop lateness over [a, b), its largest (ms): answers read late are timed late. */
+  proberLagMax: (a: number, b: number) => number;
+  fresh: readonly FreshnessViolation[];
+  failures: readonly Failure[];
+  herds: readonly HerdResult[];
+  bulk: { fault: number; run: RepriceRun; figures: RepriceFigures }[];
+  isolate: {
+    logs: { unhandled: number; io: number; crossRequest: number };
+    heap: ReturnType<typeof heapFlat>;
+    slots: { slotsFreeMs: number | null; slotsKnown: boolean; slotsText: string };
+    work: { ms: number | null; gauges: Record<string, number | "n/a">; ok: boolean | null };
+  };
+}
+
+function timelineTable(rows: readonly SegmentRow[], i: ChaosInput): string {
+  const head = [
+    "| s | state | probes | oracle statuses | cached p99 ms | cold p99 ms | prober's own lag, max ms | stale | failures: violations / excused / allowed · not served | origin fetches (quiet) |",
+    "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | --- | --- |",
+  ];
+  const lines = rows.map((row) => {
+    const p = probeFigures(i.records, row.start, row.end);
+    const stale = i.fresh.filter((v) => v.sent >= row.start && v.sent < row.end).length;
+    const state = row.state === "fault" ? row.active.map(faultName).join(" + ") : row.state;
+    const stretch = !row.stretch
+      ? ""
+      : row.stretch.ok === null
+        ? `n/a: ${row.stretch.worst}`
+        : `${verdict(row.stretch.ok)} ${row.stretch.keys} keys, ${row.stretch.over} over; worst ${row.stretch.worst}`;
+    return `| ${s(row.start)}–${s(row.end)} | ${state} | ${p.count} | ${counts(p.statuses)} | ${ms(p.cachedP99)} | ${ms(p.coldP99)} | ${i.proberLagMax(row.start, row.end)} | ${stale} | ${failureCells(i.failures, row.start, row.end)} | ${stretch} |`;
+  });
+  return [...head, ...lines].join("\n");
+}
+
+function faultTable(i: ChaosInput): string {
+  const head = [
+    "| fault | s (as run) | probes | oracle statuses | cached p99 ms | cold p99 ms | prober's own lag, max ms | stale | failures: violations / excused / allowed · not served | herd |",
+    "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | --- | --- |",
+  ];
+  const lines = i.timeline.records.map((r) => {
+    const name = faultName(r.fault);
+    const p = probeFigures(i.records, r.span.start, r.span.end);
+    const stale = i.fresh.filter((v) => v.faults.includes(name)).length;
+    const mine = i.failures.filter((f) => f.faults.includes(name));
+    const herd = i.herds.find((h) => h.fault === r.fault.n);
+    return `| ${name} | ${s(r.span.start)}–${s(r.span.end)} | ${p.count} | ${counts(p.statuses)} | ${ms(p.cachedP99)} | ${ms(p.coldP99)} | ${i.proberLagMax(r.span.start, r.span.end)} | ${stale} | ${failureCells(mine, -Infinity, Infinity)} | ${herd ? `${verdict(herd.ok)} ${herd.fetches ? counts(herd.fetches) : "n/a"} (≤ ${herd.bound})` : ""} |`;
+  });
+  return [...head, ...lines].join("\n");
+}
+
+function examples(i: ChaosInput): string[] {
+  const fresh = i.fresh
+    .slice(0, 15)
+    .map(
+      (v) =>
+        `| ${v.id} | ${v.inst + 1} | ${s(v.sent)} | ${v.lateMs} | ${v.shown} | ${v.expected} | ${s(v.ackAt)} (#${v.ackInst + 1}) | \`${v.cacheStatus}\` | ${v.faults.join(", ") || "none"} |`,
+    );
+  const served = i.failures.filter((f) => f.verdict === "violation" || f.verdict === "excused");
+  const byFault = new Map<string, number>();
+  for (const f of served.filter((f) => f.verdict === "violation"))
+    for (const name of f.faults.length ? f.faults : ["no fault"]) byFault.set(name, (byFault.get(name) ?? 0) + 1);
+  const failures = served
+    .slice(0, 15)
+    .map((f) => `| ${f.id} | ${f.inst + 1} | ${s(f.sent)} | ${f.status || "none"} | ${f.ms} | ${f.verdict}: ${f.reason} | ${f.faults.join(", ") || "none"} |`);
+  return [
+    `### Freshness violations (${i.fresh.length}; the first 15)`,
+    "",
+    ...(fresh.length
+      ? [
+          "| product | instance | sent s | ms after the deadline | shown | expected | purge 202 s (instance) | Cache-Status | faults then |",
+          "| --- | ---: | ---: | ---: | --- | --- | --- | --- | --- |",
+          ...fresh,
+        ]
+      : ["none"]),
+    "",
+    `### Failures of served pages (${served.filter((f) => f.verdict === "violation").length} violations, ${served.filter((f) => f.verdict === "excused").length} excused; the first 15)`,
+    "",
+    `Violations per fault: ${counts(Object.fromEntries(byFault))}. Excused, by reason: ${counts(
+      served.filter((f) => f.verdict === "excused").reduce<Record<string, number>>((c, f) => ((c[f.reason] = (c[f.reason] ?? 0) + 1), c), {}),
+    )}.`,
+    "",
+    ...(failures.length
+      ? ["| product | instance | sent s | status | ms | verdict | faults then |", "| --- | ---: | ---: | ---: | ---: | --- | --- |", ...failures]
+      : ["none"]),
+  ];
+}
+
+function herdTable(herds: readonly HerdResult[]): string[] {
+  if (!herds.length) return ["No herd in this schedule."];
+  return [
+    "| fault | product | at s | answers | p50 / max ms | origin fetches per service | Redis faulted | bound | verdict |",
+    "| --- | --- | ---: | --- | --- | --- | --- | ---: | --- |",
+    ...herds.map(
+      (h) =>
+        `| #${h.fault} | ${h.id} | ${s(h.at)} | ${counts(h.statuses)} | ${h.p50Ms} / ${h.maxMs} | ${h.fetches ? counts(h.fetches) : "n/a (counters reset meanwhile)"} | ${h.redisFaulted ? "yes" : "no"} | ${h.bound} | ${verdict(h.ok)} |`,
+    ),
+  ];
+}
+
+function bulkLines(bulk: ChaosInput["bulk"]): string[] {
+  if (!bulk.length) return ["No bulk re-price in this schedule."];
+  return bulk.flatMap(({ fault, run, figures: f }) => [
+    `- **#${fault}**: ${run.acknowledged} purges acknowledged in ${f.seconds} s (${s(run.start)}–${s(run.end)} s; attempts ${counts(run.statuses)}).`,
+    `- Warm pages (the hot products, those re-priced around it left out) p99: before ${ms(f.p99.before)} ms, after ${ms(f.p99.after)} ms (limit 2 × before + one L2 budget = ${ms(f.p99.limit)} ms: ${verdict(f.p99.ok)}); during the re-price ${ms(f.p99.during)} ms.`,
+    `- Warm pages an isolate served from L1 before, no longer from L1 once (from the re-price's start to the window's end): ${f.l1.left} of ${f.l1.pages} (${f.l1.share === null ? "n/a" : `${(f.l1.share * 100).toFixed(1)}%`}; ${counts(f.l1.byTier)}); at most 5%: ${verdict(f.l1.ok)}.`,
+    `- Redis commands sent in the ${run.after.seconds} s after: ${run.after.total} (${counts(run.after.sent)}) against ${run.l1Entries ?? "n/a"} L1 entries held before (${f.commandsPerL1Entry ?? "n/a"} per entry).`,
+  ]);
+}
+
+/** The verdict rows: [check, value, verdict]. */
+function verdicts(i: ChaosInput): string[][] {
+  const violations = i.failures.filter((f) => f.verdict === "violation").length;
+  const excused = i.failures.filter((f) => f.verdict === "excused").length;
+  const stretches = i.rows.flatMap((r) => (r.stretch && r.stretch.ok !== null ? [r.stretch] : []));
+  const herds = i.herds.filter((h) => h.ok !== null);
+  const heap = i.isolate.heap.instances
+    .map(
+      (h, k) =>
+        `#${k + 1} ${h.beyondL1MB[0] ?? "?"} → ${h.beyondL1MB[1] ?? "?"} MB (${h.ratio ?? "?"}×; whole heap ${h.heapMB[0] ?? "?"} → ${h.heapMB[1] ?? "?"} MB)`,
+    )
+    .join(" · ");
+  const work = i.isolate.work;
+  const rows: [string, string, boolean | null][] = [
+    ["0 freshness violations", String(i.fresh.length), i.fresh.length === 0],
+    ["0 non-200 answers for served pages", `${violations} (excused ${excused})`, violations === 0],
+    [
+      "0 unhandled errors",
+      `${i.isolate.logs.unhandled} (I/O ${i.isolate.logs.io}, cross-request ${i.isolate.logs.crossRequest})`,
+      i.isolate.logs.unhandled === 0,
+    ],
+    ["heap flat (after GC, beyond L1: end ≤ 1.5 × or + 16 MB its reading after the warm-up)", heap, i.isolate.heap.ok],
+    ["origin slots back to 0", i.isolate.slots.slotsText, i.isolate.slots.slotsKnown ? i.isolate.slots.slotsFreeMs !== null : null],
+    ["fills, sends, cold pages back to 0", `${work.ms === null ? "not within 10 s" : `${work.ms} ms`}: ${counts(work.gauges)}`, work.ok],
+    [
+      "origin fetches within bound in quiet stretches",
+      `${stretches.filter((x) => !x.ok).length} of ${stretches.length} stretches over`,
+      stretches.length ? stretches.every((x) => x.ok) : null,
+    ],
+    [
+      "herds: origin fetches ≤ 1 per service (≤ instances, Redis faulted)",
+      `${herds.filter((h) => !h.ok).length} of ${herds.length} over`,
+      herds.length ? herds.every((h) => h.ok) : null,
+    ],
+    [
+      "bulk re-price: L1 kept (≤ 5% of warm pages leave it)",
+      i.bulk.map((b) => `${b.figures.l1.left} / ${b.figures.l1.pages}`).join(", ") || "–",
+      i.bulk.length ? (i.bulk.some((b) => b.figures.l1.ok === false) ? false : i.bulk.every((b) => b.figures.l1.ok) ? true : null) : null,
+    ],
+    [
+      "bulk re-price: warm p99 after ≤ 2 × before + one L2 budget",
+      i.bulk.map((b) => `${ms(b.figures.p99.before)} → ${ms(b.figures.p99.after)} (≤ ${ms(b.figures.p99.limit)})`).join(", ") || "–",
+      i.bulk.length ? (i.bulk.some((b) => b.figures.p99.ok === false) ? false : i.bulk.every((b) => b.figures.p99.ok) ? true : null) : null,
+    ],
+  ];
+  return rows.map(([check, value, ok]) => [check, value, verdict(ok)]);
+}
+
+/** Per fault, the slowest answers of cached pages (every part from L1 or the location), with the tier's own Server-Timing: where to look first. */
+function slowestCached(i: ChaosInput, perFault = 3): string[] {
+  const lines = i.timeline.records.flatMap((r) =>
+    i.records
+      .filter((q) => q.sent >= r.span.start && q.sent < r.span.end && q.status !== 0 && isCached(q.cacheStatus))
+      .sort((a, b) => b.answered - b.sent - (a.answered - a.sent))
+      .slice(0, perFault)
+      .map((q) => `| ${faultName(r.fault)} | ${s(q.sent)} | ${q.inst + 1} | ${Math.round(q.answered - q.sent)} | ${q.status} | \`${q.serverTiming}\` |`),
+  );
+  if (!lines.length) return ["none"];
+  return ["| fault | sent s | instance | ms | status | Server-Timing |", "| --- | ---: | ---: | ---: | ---: | --- |", ...lines];
+}
+
+/** Every table after the schedule, as printed and written. */
+export function chaosTables(i: ChaosInput): string {
+  const verdictRows = verdicts(i);
+  return [
+    "## Segments (the oracle's answers by time sent)",
+    "",
+    `wrk's load beside it, the whole run: ${i.wrk ? wrkLine(i.wrk, i.rate) : "no figures (wrk failed)"}.`,
+    "",
+    timelineTable(i.rows, i),
+    "",
+    "## Faults (as run: from the fault's start to its undo)",
+    "",
+    faultTable(i),
+    "",
+    ...examples(i),
+    "",
+    "## The slowest answers of cached pages, per fault",
+    "",
+    ...slowestCached(i),
+    "",
+    "## Herds (200 requests at once for a cold product)",
+    "",
+    ...herdTable(i.herds),
+    "",
+    "## Bulk re-price",
+    "",
+    ...bulkLines(i.bulk),
+    "",
+    "## Verdicts",
+    "",
+    "| check | value | verdict |",
+    "| --- | --- | --- |",
+    ...verdictRows.map((r) => `| ${r.join(" | ")} |`),
+  ].join("\n");
+}
