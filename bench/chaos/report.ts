@@ -151,6 +151,9 @@ function bulkLines(bulk: ChaosInput["bulk"]): string[] {
     `- Warm pages (the hot products, those re-priced around it left out) p99: before ${ms(f.p99.before)} ms, after ${ms(f.p99.after)} ms (limit 2 × before + one L2 budget = ${ms(f.p99.limit)} ms: ${verdict(f.p99.ok)}); during the re-price ${ms(f.p99.during)} ms.`,
     `- Warm pages an isolate served from L1 before, no longer from L1 once (from the re-price's start to the window's end): ${f.l1.left} of ${f.l1.pages} (${f.l1.share === null ? "n/a" : `${(f.l1.share * 100).toFixed(1)}%`}; ${counts(f.l1.byTier)}); at most 5%: ${verdict(f.l1.ok)}.`,
     `- Redis commands sent in the ${run.after.seconds} s after: ${run.after.total} (${counts(run.after.sent)}) against ${run.l1Entries ?? "n/a"} L1 entries held before (${f.commandsPerL1Entry ?? "n/a"} per entry).`,
+    f.redis
+      ? `- Beyond the load's own rate (${f.redis.perSecond.before} commands a second in the quiet stretch before; ${f.redis.perSecond.after} after): ${f.redis.extra} commands, ${(f.redis.share * 100).toFixed(2)}% of the L1 entries held; at most 5%: ${verdict(f.redis.ok)}.`
+      : "- Beyond the load's own rate: n/a (no census of the stretch before).",
   ]);
 }
 
@@ -192,6 +195,13 @@ function verdicts(i: ChaosInput): string[][] {
       "bulk re-price: L1 kept (≤ 5% of warm pages leave it)",
       i.bulk.map((b) => `${b.figures.l1.left} / ${b.figures.l1.pages}`).join(", ") || "–",
       i.bulk.length ? (i.bulk.some((b) => b.figures.l1.ok === false) ? false : i.bulk.every((b) => b.figures.l1.ok) ? true : null) : null,
+    ],
+    [
+      "bulk re-price: Redis commands beyond the load's in the minute after ≤ 5% of L1 entries",
+      i.bulk
+        .map((b) => (b.figures.redis ? `${b.figures.redis.extra} of ${b.run.l1Entries} (${(b.figures.redis.share * 100).toFixed(2)}%)` : "n/a"))
+        .join(", ") || "–",
+      i.bulk.length ? (i.bulk.some((b) => b.figures.redis?.ok === false) ? false : i.bulk.every((b) => b.figures.redis?.ok) ? true : null) : null,
     ],
     [
       "bulk re-price: warm p99 after ≤ 2 × before + one L2 budget",

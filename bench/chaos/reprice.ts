@@ -26,6 +26,12 @@ export interface RepriceRun {
   after: { seconds: number; sent: Record<string, number>; total: number };
 }
 
+/** Redis commands sent over the quiet stretch right before a re-price: the load's own rate, to tell the re-price's from it. */
+export interface RepriceBaseline {
+  seconds: number;
+  total: number;
+}
+
 /** Runs the re-price, then the census of the window after it (`afterMs`). */
 export async function bulkReprice(o: {
   targets: readonly string[];
@@ -86,7 +92,7 @@ export function repriceFigures(
   run: RepriceRun,
   records: readonly ProbeRecord[],
   changes: readonly PriceChange[],
-  o: { beforeMs: number; afterMs: number; l2TimeoutMs: number },
+  o: { beforeMs: number; afterMs: number; l2TimeoutMs: number; baseline: RepriceBaseline | null },
 ) {
   const from = run.start - o.beforeMs;
   const until = run.end + o.afterMs;
@@ -125,6 +131,25 @@ export function repriceFigures(
     p99: { before, during, after, limit: p99Limit, ok: p99Limit === null || after === null ? null : after <= p99Limit },
     l1: { pages: later.size, left: leftCount, byTier: left, share, ok: share === null ? null : share <= BULK_LIMITS.leftL1Share },
     commandsPerL1Entry: run.l1Entries ? Math.round((run.after.total / run.l1Entries) * 1000) / 1000 : null,
+    redis: redisBeyondLoad(run, o.baseline),
   };
 }
 export type RepriceFigures = ReturnType<typeof repriceFigures>;
+
+/**
+ * The Redis commands the minute after a re-price sent beyond the load's own
+ * rate (the quiet stretch before it), against the L1 entries the isolates
+ * held: what re-reading pages L1 lost would cost. At most 5% of them.
+ */
+function redisBeyondLoad(run: RepriceRun, baseline: RepriceBaseline | null) {
+  if (!baseline || baseline.seconds <= 0 || !run.l1Entries || run.after.seconds <= 0) return null;
+  const perSecond = { before: baseline.total / baseline.seconds, after: run.after.total / run.after.seconds };
+  const extra = Math.max(0, Math.round((perSecond.after - perSecond.before) * run.after.seconds));
+  const share = extra / run.l1Entries;
+  return {
+    perSecond: { before: Math.round(perSecond.before * 10) / 10, after: Math.round(perSecond.after * 10) / 10 },
+    extra,
+    share,
+    ok: share <= BULK_LIMITS.leftL1Share,
+  };
+}

@@ -29,7 +29,7 @@ import { judgeAvailability, judgeFreshness, probeFigures, startPriceChanger, sta
 import { chaosOptions, HERD_RANK_COUNT, HOT_RANKS, PROBE_RATE, SEEDS } from "./plan";
 import { type HerdResult, judgeStretch, originCounters, sendHerd } from "./protection";
 import { chaosTables, type ChaosInput, type SegmentRow, wrkLine } from "./report";
-import { bulkReprice, type RepriceRun, repriceFigures } from "./reprice";
+import { bulkReprice, type RepriceBaseline, type RepriceRun, repriceFigures } from "./reprice";
 import { describe, drawSchedule, scheduleTable, segments, spans, type Step, steps } from "./schedule";
 
 const options = chaosOptions();
@@ -151,6 +151,7 @@ async function main(): Promise<void> {
 
   // The load runs through every segment; a segment is the time from one boundary of the schedule to the next, the steps due run between two.
   const allSteps = steps(faults);
+  const baselines = new Map<number, RepriceBaseline>();
   const rows: SegmentRow[] = [];
   let afterWarmup: Snapshot[] = [];
   const load = runWrk(targets, span.totalS, seed * 1000 + SEEDS.wrk, workload.zipfFile).catch((err: unknown) => {
@@ -163,7 +164,13 @@ async function main(): Promise<void> {
     for (const step of allSteps.filter((x) => x.atS === segment.startS)) await doStep(step);
     const start = now();
     const epoch = segment.state === "quiet" ? await counters.reset() : null;
-    await sleep(Math.max(0, segment.endS * 1000 - now()), undefined, { signal }).catch(() => undefined);
+    const untilEnd = () => sleep(Math.max(0, segment.endS * 1000 - now()), undefined, { signal }).catch(() => undefined);
+    // The quiet stretch right before a bulk re-price: Redis's commands at the load's own rate, its baseline.
+    const repriceNext = faults.find((f) => f.spec.kind === "bulk-reprice" && f.atS === segment.endS);
+    if (repriceNext) {
+      const census = await redis.census(untilEnd);
+      baselines.set(repriceNext.n, { seconds: census.seconds, total: Object.values(census.sent).reduce((sum, n) => sum + n, 0) });
+    } else await untilEnd();
     const end = now();
     const stretch = epoch === null ? null : await judgeStretch(counters, epoch, { start, end }, { instances, policies, changes: prices.changes });
     rows.push({ ...segment, start, end, stretch });
@@ -202,7 +209,12 @@ async function main(): Promise<void> {
     bulk: repriced.map(({ fault, run }) => ({
       fault,
       run,
-      figures: repriceFigures(run, records, changes, { beforeMs: span.bulk.beforeS * 1000, afterMs: span.bulk.afterS * 1000, l2TimeoutMs: times.l2TimeoutMs }),
+      figures: repriceFigures(run, records, changes, {
+        beforeMs: span.bulk.beforeS * 1000,
+        afterMs: span.bulk.afterS * 1000,
+        l2TimeoutMs: times.l2TimeoutMs,
+        baseline: baselines.get(fault) ?? null,
+      }),
     })),
     isolate: { logs: { ...logCounts }, heap, slots, work },
   };
