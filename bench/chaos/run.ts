@@ -111,7 +111,6 @@ async function main(): Promise<void> {
     servers,
     origin: servers.origin,
     now,
-    l2TimeoutMs: times.l2TimeoutMs,
     tails,
     restartFleet: () => (restarting = restartFleet()),
   });
