@@ -274,6 +274,9 @@ export interface Failure {
   verdict: "violation" | "excused" | "allowed" | "not served" | "restart";
   reason: string;
   faults: string[];
+  /** The failed answer's Cache-Status (what each part came to), and the page's last 200s before it (instance, s sent, the product part's tier and the inventory's): what held it. */
+  cacheStatus: string;
+  history: string;
 }
 
 /**
@@ -307,6 +310,12 @@ export function judgeAvailability(records: readonly ProbeRecord[], changes: read
       verdict,
       reason,
       faults: faultsDuring(timeline, r.sent, end),
+      cacheStatus: r.cacheStatus,
+      history: (oks.get(r.id) ?? [])
+        .filter((q) => q.answered < r.sent)
+        .slice(-3)
+        .map((q) => `#${q.inst + 1} ${(q.sent / 1000).toFixed(1)} s ${tierOf(q.cacheStatus, PAGE_SUBJECT)}/${tierOf(q.cacheStatus, "inventory")}`)
+        .join(", "),
     });
     if (timeline.activeDuring(r.sent, end).some((f) => f.restart && f.restart.start <= end && r.sent <= f.restart.end)) {
       failures.push(failure("restart", "the harness restarted the isolate meanwhile (deploy)"));

@@ -102,13 +102,17 @@ function examples(i: ChaosInput): string[] {
       (v) =>
         `| ${v.id} | ${v.inst + 1} | ${s(v.sent)} | ${v.lateMs} | ${v.shown} | ${v.expected} | ${s(v.ackAt)} (#${v.ackInst + 1}) | \`${v.cacheStatus}\` | ${v.faults.join(", ") || "none"} |`,
     );
-  const served = i.failures.filter((f) => f.verdict === "violation" || f.verdict === "excused");
+  // Violations first: they are what a reader looks for.
+  const served = [...i.failures.filter((f) => f.verdict === "violation"), ...i.failures.filter((f) => f.verdict === "excused")];
   const byFault = new Map<string, number>();
   for (const f of served.filter((f) => f.verdict === "violation"))
     for (const name of f.faults.length ? f.faults : ["no fault"]) byFault.set(name, (byFault.get(name) ?? 0) + 1);
   const failures = served
     .slice(0, 15)
-    .map((f) => `| ${f.id} | ${f.inst + 1} | ${s(f.sent)} | ${f.status || "none"} | ${f.ms} | ${f.verdict}: ${f.reason} | ${f.faults.join(", ") || "none"} |`);
+    .map(
+      (f) =>
+        `| ${f.id} | ${f.inst + 1} | ${s(f.sent)} | ${f.status || "none"} | ${f.ms} | ${f.verdict}: ${f.reason} | ${f.faults.join(", ") || "none"} | ${f.history || "–"} | \`${f.cacheStatus}\` |`,
+    );
   return [
     `### Freshness violations (${i.fresh.length}; the first 15)`,
     "",
@@ -127,7 +131,11 @@ function examples(i: ChaosInput): string[] {
     )}.`,
     "",
     ...(failures.length
-      ? ["| product | instance | sent s | status | ms | verdict | faults then |", "| --- | ---: | ---: | ---: | ---: | --- | --- |", ...failures]
+      ? [
+          "| product | instance | sent s | status | ms | verdict | faults then | its last 200s (instance, s, product/inventory tier) | Cache-Status |",
+          "| --- | ---: | ---: | ---: | ---: | --- | --- | --- | --- |",
+          ...failures,
+        ]
       : ["none"]),
   ];
 }
