@@ -126,11 +126,16 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
       }
       recentIds.set(id, { seq: Math.max(known?.seq ?? 0, record.seq), times });
     }
-    while (recentIds.size > DEFAULTS.recentIdPurges) {
-      const [id, forgotten] = recentIds.entries().next().value!;
+    // The oldest go, in one pass: a fresh iterator per entry (entries().next())
+    // walks past every slot deleted before it, and a re-price's page of 100
+    // purges of 1,000 ids took 0.76 s of CPU, the isolate's pages waiting.
+    let excess = recentIds.size - DEFAULTS.recentIdPurges;
+    if (excess <= 0) return;
+    for (const [id, forgotten] of recentIds) {
       // A copy stamped before this purge can no longer be judged here.
       knownAfter = Math.max(knownAfter, forgotten.seq);
       recentIds.delete(id);
+      if (--excess === 0) break;
     }
   }
 
