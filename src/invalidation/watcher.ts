@@ -212,9 +212,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     async sync(background) {
       if (!log) return;
       const age = clock.now() - lastSyncAt;
-      if (age >= options.pollMs && !lastReadAnswered) {
-        void startSync(background)?.catch(() => undefined);
-      } else if (age >= options.pollMs) {
+      // Due, and Redis answered the last read: the visitor waits for the sync (the bound). Otherwise it goes on in the background.
+      if (age >= options.pollMs && lastReadAnswered) {
         const mine = startSync(background);
         // Another request's sync is watched for on this request's own timers
         // (shared/leases.ts, pollUntil), and only within `syncWaitMs` of its

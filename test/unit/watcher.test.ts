@@ -61,6 +61,17 @@ function entryFetchedAt(clock: FakeClock, fetchedAt: number): Entry {
 
 const sync = (watcher: PurgeWatcher) => watcher.sync(() => undefined);
 
+/** From now on each read of `log` waits until the returned function is called (a slow Redis), then answers as before. */
+function holdReads(log: ReturnType<typeof fakeLog>["log"]): () => void {
+  let release!: () => void;
+  const answer = log.readSince.bind(log);
+  log.readSince = async (seen: number) => {
+    await new Promise<void>((resolve) => (release = resolve));
+    return answer(seen);
+  };
+  return () => release();
+}
+
 /** A sync, and whatever it left in the background, awaited. */
 async function syncAll(watcher: PurgeWatcher): Promise<void> {
   const work: Promise<unknown>[] = [];
@@ -160,12 +171,7 @@ describe("the purge watcher's blind mode", () => {
     const { log } = fakeLog();
     const watcher = watcherWith(clock, log);
     await sync(watcher);
-    let release!: () => void;
-    const answer = log.readSince.bind(log);
-    log.readSince = async (seen: number) => {
-      await new Promise<void>((resolve) => (release = resolve));
-      return answer(seen);
-    };
+    const release = holdReads(log);
     clock.advance(POLL_MS);
     const first = sync(watcher); // starts the read, and waits for it
     clock.advance(100);
@@ -192,12 +198,7 @@ describe("the purge watcher's blind mode", () => {
     state.up = true;
     clock.advance(POLL_MS);
     await syncAll(watcher); // in the background: it answers
-    let release!: () => void;
-    const answer = log.readSince.bind(log);
-    log.readSince = async (seen: number) => {
-      await new Promise<void>((resolve) => (release = resolve));
-      return answer(seen);
-    };
+    const release = holdReads(log);
     clock.advance(POLL_MS);
     let returned = false;
     const visitor = sync(watcher).then(() => (returned = true));
