@@ -17,6 +17,7 @@ import { priceNow } from "../lib/page";
 import { get, percentile } from "../lib/probe";
 import { faultName, type Timeline } from "./faults";
 import { PRICE_CHANGE_EVERY_MS, PROBE_TIMEOUT_MS } from "./plan";
+import { purgeUntilAccepted } from "./purge";
 
 /** One answer (or none) the prober got. */
 export interface ProbeRecord {
@@ -138,29 +139,18 @@ export function startPriceChanger(o: {
   let next = 10_000;
   let turn = 0;
   const purge = async (change: PriceChange) => {
-    while (!stopped) {
-      const inst = turn++ % o.targets.length;
-      change.attempts++;
-      let wait = 250;
-      try {
-        const response = await fetch(`${o.targets[inst]}/__purge`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${o.token}`, "content-type": "application/json" },
-          body: JSON.stringify({ ids: [change.id] }),
-          signal: AbortSignal.timeout(5000),
-        });
-        await response.arrayBuffer();
-        if (response.status === 202) {
-          change.ackAt = o.now();
-          change.ackInst = inst;
-          return;
-        }
-        if (response.status === 503) wait = Math.min(1000, 1000 * (Number(response.headers.get("retry-after")) || 1));
-      } catch {
-        // no answer (an isolate restarting): the next instance
-      }
-      await sleep(wait);
-    }
+    const inst = await purgeUntilAccepted({
+      targets: o.targets,
+      token: o.token,
+      body: JSON.stringify({ ids: [change.id] }),
+      first: turn++,
+      timeoutMs: 5000,
+      stopped: () => stopped,
+      onAttempt: () => void change.attempts++,
+    });
+    if (inst === null) return;
+    change.ackAt = o.now();
+    change.ackInst = inst;
   };
   const loop = (async () => {
     while (!stopped) {

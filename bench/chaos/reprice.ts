@@ -13,6 +13,7 @@ import { PAGE_SUBJECT } from "../../src/origin/resources";
 import { percentile, statusOf } from "../lib/probe";
 import { type PriceChange, type ProbeRecord, tierOf } from "./oracle";
 import { BULK, BULK_LIMITS } from "./plan";
+import { purgeUntilAccepted } from "./purge";
 
 export interface RepriceRun {
   start: number;
@@ -53,28 +54,16 @@ export async function bulkReprice(o: {
       ids: Array.from({ length: BULK.idsPerPurge }, (_, j) => productId(BULK.firstIndex + k * BULK.idsPerPurge + j)),
       resources: [PAGE_SUBJECT],
     });
-    for (let attempt = 0; !o.signal.aborted; attempt++) {
-      const target = o.targets[(k + attempt) % o.targets.length]!;
-      let status = 0;
-      let wait = 250;
-      try {
-        const response = await fetch(`${target}/__purge`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${o.token}`, "content-type": "application/json" },
-          body,
-          signal: AbortSignal.timeout(10_000),
-        });
-        await response.arrayBuffer();
-        status = response.status;
-        if (status === 503) wait = Math.min(1000, 1000 * (Number(response.headers.get("retry-after")) || 1));
-      } catch {
-        // no answer: again, on the next instance
-      }
-      statuses[status || "none"] = (statuses[status || "none"] ?? 0) + 1;
-      if (status === 202) return void acknowledged++;
-      if (status >= 400 && status < 500 && status !== 429) return;
-      await sleep(wait);
-    }
+    const inst = await purgeUntilAccepted({
+      targets: o.targets,
+      token: o.token,
+      body,
+      first: k,
+      timeoutMs: 10_000,
+      stopped: () => o.signal.aborted,
+      onAttempt: (status) => void (statuses[status || "none"] = (statuses[status || "none"] ?? 0) + 1),
+    });
+    if (inst !== null) acknowledged++;
   };
   await Promise.all(
     Array.from({ length: BULK.concurrency }, async () => {
