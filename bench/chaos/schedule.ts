@@ -2,7 +2,9 @@
 // `--seed N` replays the same run. A warm-up without faults, then faults one
 // after another with quiet gaps, a quarter of them starting while another is
 // active (when they touch different parts: Redis, the origin, the fleet);
-// the bulk re-price overlaps nothing and comes after a quiet spell. Some
+// the bulk re-price overlaps nothing and comes after a quiet spell (a longer
+// one after Redis lost its data, so that the rate it is measured against is
+// the load's own, not L2 refilling). Some
 // faults carry a herd for a cold product. Times are whole seconds from the
 // start of the load; with fewer than 10 minutes every span but the
 // smallest shrinks in proportion, so that a short run still sees several kinds.
@@ -62,7 +64,13 @@ export function spans(minutes: number) {
     /** A quiet stretch starts this long after the last fault ended (before, "settling"). */
     settleS: Math.max(5, Math.round(15 * scale)),
     /** The bulk re-price: quiet before it (its "before"), time allowed for the re-price, the window after it. */
-    bulk: { beforeS: Math.max(10, Math.round(30 * scale)), allowS: 15, afterS: Math.max(20, Math.round(60 * scale)) },
+    bulk: {
+      beforeS: Math.max(10, Math.round(30 * scale)),
+      /** ...and this long after Redis lost its data: until L2 is full again, Redis's command rate is not the load's own. */
+      afterLossS: Math.max(30, Math.round(120 * scale)),
+      allowS: 15,
+      afterS: Math.max(20, Math.round(60 * scale)),
+    },
   };
 }
 export type Spans = ReturnType<typeof spans>;
@@ -73,6 +81,11 @@ function parts(spec: FaultSpec): string[] {
   if (spec.kind === "deploy") return ["fleet"];
   if (spec.kind === "redis-then-origin") return ["redis", "origin"];
   return spec.kind.startsWith("origin-") ? ["origin"] : ["redis"];
+}
+
+/** Whether a fault empties Redis (a kill restarts it empty). */
+function losesData(spec: FaultSpec): boolean {
+  return spec.kind === "redis-restart-empty" || (spec.kind === "redis-then-origin" && spec.redis === "kill");
 }
 
 /** The seeded schedule of a run of `minutes`. */
@@ -119,6 +132,7 @@ export function drawSchedule(seed: number, minutes: number): Fault[] {
 
   const faults: Fault[] = [];
   const lastEnd = () => Math.max(span.warmupS, ...faults.map((f) => f.atS + f.durationS));
+  const lastLossEnd = () => Math.max(0, ...faults.filter((f) => losesData(f.spec)).map((f) => f.atS + f.durationS));
   const limit = span.totalS - span.settleS - 5;
   for (let misses = 0; misses < KINDS.length; ) {
     const kind = nextKind();
@@ -132,7 +146,7 @@ export function drawSchedule(seed: number, minutes: number): Fault[] {
       if (clash) atS = lastEnd() + between(...span.gapS);
     } else {
       atS = (faults.length ? lastEnd() : span.warmupS) + (faults.length ? between(...span.gapS) : 0);
-      if (spec.kind === "bulk-reprice") atS = Math.max(atS, lastEnd() + span.bulk.beforeS);
+      if (spec.kind === "bulk-reprice") atS = Math.max(atS, lastEnd() + span.bulk.beforeS, lastLossEnd() + span.bulk.afterLossS);
     }
     // A bulk re-price's window must hold no other fault, nor its quiet spell before.
     const bulkClash = faults.some((f) => f.spec.kind === "bulk-reprice" && atS < f.atS + f.durationS + 1);
