@@ -128,6 +128,8 @@ export interface ZipfRun {
    * the closed loop. Paced, the figures' rate is `requests / seconds`.
    */
   rate?: number;
+  /** wrk's threads (default 2): thread i sends to targets[i mod n], so a load over more targets needs as many. */
+  threads?: number;
   signal?: AbortSignal;
 }
 
@@ -136,7 +138,7 @@ export async function runZipfWrk(run: ZipfRun): Promise<WrkFigures> {
   const { summary } = await runWrk<WrkFigures>({
     script: ZIPF_LUA,
     url: `${run.targets[0]}/`,
-    threads: WRK.threads,
+    threads: run.threads ?? WRK.threads,
     connections: run.connections,
     seconds: run.rate ? run.seconds + WRK.pacedExtraS : run.seconds,
     timeoutS: run.timeoutS ?? 2,
@@ -144,7 +146,7 @@ export async function runZipfWrk(run: ZipfRun): Promise<WrkFigures> {
       ...zipfEnv(run.pathsFile, run.targets, run.seed),
       ZIPF_STATUSES: run.byCode ? "codes" : "1",
       ZIPF_S: String(run.s ?? 1),
-      ...(run.rate ? pacedEnv(run.rate, run.seconds) : {}),
+      ...(run.rate ? pacedEnv(run.rate, run.seconds, run.threads) : {}),
     },
     marker: "ZIPF",
     signal: run.signal,
@@ -273,10 +275,10 @@ export interface PhaseSpec {
 const monotonicMs = () => Number(process.hrtime.bigint() / 1_000_000n);
 
 /** zipf.lua's schedule: `rate` requests a second in all for `seconds`, from a start both threads share. */
-function pacedEnv(rate: number, seconds: number): Record<string, string> {
+function pacedEnv(rate: number, seconds: number, threads: number = WRK.threads): Record<string, string> {
   return {
     ZIPF_RATE: String(rate),
-    ZIPF_THREADS: String(WRK.threads),
+    ZIPF_THREADS: String(threads),
     ZIPF_T0: String(monotonicMs() + WRK.pacedStartMs),
     ZIPF_SPAN_MS: String(seconds * 1000),
   };

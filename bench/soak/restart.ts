@@ -24,11 +24,13 @@ export interface Fleet {
   location(): Promise<LocationServerStats>;
   /** Stops every workerd process, then starts them again on the same ports, the location tier `on` or `off`; the ms it took. */
   restart(location: "on" | "off"): Promise<number>;
+  /** Stops every workerd process and the location cache. */
+  stop(): Promise<void>;
 }
 
 export async function startFleet(count: number, bindings: Record<string, string>, logs: WorkerLogs, onCleanup: OnCleanup): Promise<Fleet> {
   const location = await forkLocationServer();
-  onCleanup("location cache", () => location.close());
+  const closeLocation = onCleanup("location cache", () => location.close());
   useLocationServer(location.address);
   let running = await startWorkers(count, bindings, logs, onCleanup, true);
   const workers = [...running.workers];
@@ -42,6 +44,10 @@ export async function startFleet(count: number, bindings: Record<string, string>
       running = await startWorkers(count, { ...bindings, LOCATION_CACHE: location }, logs, onCleanup, true, { ports });
       workers.splice(0, workers.length, ...running.workers);
       return Math.round(performance.now() - started);
+    },
+    async stop() {
+      await running.stop();
+      await closeLocation();
     },
   };
 }
