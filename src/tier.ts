@@ -19,7 +19,7 @@ import { DEFAULTS } from "./config/defaults";
 import { createOriginClient, type OriginClient } from "./origin/client";
 import { createLimiter, type Limiter } from "./shared/limiter";
 import { createPurgeLog, type PurgeLog } from "./invalidation/log";
-import { createKnownIds, type KnownIds } from "./knownIds";
+import { createFilterShelf, createKnownIds, type KnownIds } from "./knownIds";
 import { createHotReport, type HotReport } from "./warming/hotReport";
 import { LRUCache } from "lru-cache";
 import { createPurgeWatcher, type PurgeWatcher } from "./invalidation/watcher";
@@ -227,10 +227,16 @@ function createKnownIdsFor(config: Config, clock: Clock, metrics?: Metrics): Kno
     onChange: watchBreaker(`known-ids:${home.name}`, metrics),
   });
   const l2 = createL2({ name: home.name, url: home.url, token: home.token, timeoutMs: DEFAULTS.knownIdsL2TimeoutMs, breaker });
+  // With the location tier on, new isolates take the filter's segments from this data center's copy.
+  const shelf =
+    config.locationCache && typeof caches !== "undefined"
+      ? createFilterShelf({ publicUrl: config.publicUrl, keyPrefix: config.keyPrefix, open: () => caches.open(LOCATION_CACHE_NAME) })
+      : null;
   return createKnownIds({
     l2,
     keyPrefix: config.keyPrefix,
     clock,
+    shelf,
     ...config.knownIds,
     log: ({ event, ...fields }) => logEvent(String(event), fields, fields.state === "ok" ? "info" : "warn"),
   });

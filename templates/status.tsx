@@ -444,6 +444,8 @@ export function StatusPage(view: StatusView) {
               <dd>{knownIds.age}</dd>
               <dt>adds pending</dt>
               <dd>{knownIds.pendingAdds}</dd>
+              <dt>loads</dt>
+              <dd>{knownIds.loads}</dd>
             </dl>
           ) : (
             <p>

@@ -562,6 +562,16 @@ export const KNOWN_IDS_LIMITS = {
    * it make that rebuild fail (it cannot prove it holds them).
    */
   logCap: 10_000,
+  /**
+   * A new isolate that finds no copy of the filter in the location tier waits
+   * a random part of this (full jitter) and looks again before it reads the
+   * segments from Redis: isolates started together (a deploy) then read them
+   * about once per data center, the first one's put serving the rest. It
+   * delays no page: the filter fails open while it loads.
+   */
+  locationSpreadMs: 2_000,
+  /** A look for the filter's copy in the location tier (its headers, then its body of up to maxFilterBytes) gives up after this. */
+  locationReadMs: 1_000,
   /** Segments per Redis call: 4 × 8 KB (≈ 44 KB on the wire, base64 in JSON) keeps each call well inside the L2 time budget. */
   segmentsPerCall: 4,
   /** Segment calls in flight at once while loading: a Worker request may hold 6 connections. */

@@ -52,6 +52,8 @@ function statusSourcesOf(tier: TierServices): StatusSources {
       ageMs: knownIds.ageMs,
       lastCheckAt: knownIds.lastCheckAt,
       pendingAdds: knownIds.pendingAdds,
+      loads: knownIds.loads,
+      location: knownIds.location,
     },
   };
 }

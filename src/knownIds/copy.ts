@@ -7,6 +7,7 @@ import type { Bloom } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "../config/defaults";
 import type { KnownIdsKeys } from "./keys";
 import type { FilterMeta, Meta } from "./meta";
+import type { FilterShelf } from "./locationShelf";
 import { loadFilter, readTail } from "./redisFilter";
 
 /**
@@ -38,6 +39,8 @@ export interface FilterCopyOptions {
   keys: KnownIdsKeys;
   maxAgeMs: number;
   log: (event: Record<string, unknown>) => void;
+  /** The location tier's copy of the filter (null: off, or no Cache API). */
+  shelf: FilterShelf | null;
 }
 
 type Health = "cold" | "ok" | "missing" | "unavailable" | "damaged";
@@ -49,7 +52,7 @@ interface View {
   synced: number;
 }
 
-export function createFilterCopy({ l2, keys, maxAgeMs, log }: FilterCopyOptions) {
+export function createFilterCopy({ l2, keys, maxAgeMs, log, shelf }: FilterCopyOptions) {
   let view: View | null = null;
   let health: Health = "cold";
   /** A version other than the view's is loading: answers fail open until it is in. */
@@ -76,41 +79,69 @@ export function createFilterCopy({ l2, keys, maxAgeMs, log }: FilterCopyOptions)
    * further behind than that.
    */
   async function sync(current: View, filter: FilterMeta): Promise<boolean> {
-    const missed = filter.changedAt - current.synced;
-    if (missed > KNOWN_IDS_LIMITS.logCap) return load(filter);
-    if (missed > 0) {
-      const tail = await readTail(l2, keys, filter.version, current.synced);
-      if (tail === undefined) return unavailable();
-      if (tail === "behind") return load(filter);
-      if (tail === "replaced") return true; // a rebuild switched meanwhile: the next check loads it
-      tail.ids.forEach((id) => current.bloom.add(id));
-      current.synced = tail.changedAt;
-    }
+    const caught = await catchUp(current, filter);
+    if (caught === "unavailable") return unavailable();
+    if (caught === "behind") return load(filter, false);
+    if (caught === "replaced") return true;
     current.filter = filter;
     setHealth("ok");
     return true;
   }
 
-  async function load(filter: FilterMeta): Promise<boolean> {
+  /** Applies to `current` the ids added to `filter`'s version since it was synced ("replaced": a rebuild switched meanwhile, the next check loads it). */
+  async function catchUp(current: View, filter: FilterMeta): Promise<"ok" | "behind" | "replaced" | "unavailable"> {
+    const missed = filter.changedAt - current.synced;
+    if (missed > KNOWN_IDS_LIMITS.logCap) return "behind";
+    if (missed <= 0) return "ok";
+    const tail = await readTail(l2, keys, filter.version, current.synced);
+    if (tail === undefined) return "unavailable";
+    if (typeof tail === "string") return tail;
+    tail.ids.forEach((id) => current.bloom.add(id));
+    current.synced = tail.changedAt;
+    return "ok";
+  }
+
+  /**
+   * Loads `filter`'s version: from the location tier's copy when there is one
+   * (then only the adds since come from Redis), else its segments from Redis,
+   * then kept in the location tier for the next isolate.
+   */
+  async function load(filter: FilterMeta, fromShelf = true): Promise<boolean> {
     switching = view?.filter.version !== filter.version;
     try {
+      const shelved = fromShelf && shelf ? await shelf.read(filter, true) : null;
+      if (shelved) {
+        const candidate: View = { bloom: shelved.bloom, filter, synced: shelved.synced };
+        const caught = await catchUp(candidate, filter);
+        if (caught === "unavailable") return unavailable();
+        if (caught === "ok") {
+          take(candidate);
+          return true;
+        }
+      }
       const loaded = await loadFilter(l2, keys, filter);
       if (loaded.kind === "unavailable") return unavailable();
       if (loaded.kind === "damaged") {
         unusable("damaged", loaded.reason);
         return true;
       }
-      // A rebuild in this isolate may have installed a newer version meanwhile: keep that one.
-      const newerHere = view && view.filter.version !== filter.version && view.filter.builtAt > filter.builtAt;
-      if (!newerHere) {
-        view = { bloom: loaded.bloom, filter, synced: filter.changedAt };
-        loads++;
-      }
-      setHealth("ok");
+      take({ bloom: loaded.bloom, filter, synced: filter.changedAt });
+      switching = false;
+      await shelf?.put(filter, loaded.bloom, filter.changedAt);
       return true;
     } finally {
       switching = false;
     }
+  }
+
+  /** Serves `loaded` from now on, unless a rebuild in this isolate installed a newer version meanwhile. */
+  function take(loaded: View): void {
+    const newerHere = view && view.filter.version !== loaded.filter.version && view.filter.builtAt > loaded.filter.builtAt;
+    if (!newerHere) {
+      view = loaded;
+      loads++;
+    }
+    setHealth("ok");
   }
 
   function unavailable(): false {

@@ -3,4 +3,5 @@
 // without touching L2 or the origin. See store.ts for its guarantees.
 export type { KnownIdsState } from "./copy";
 export { listingOf } from "./rebuild";
+export { createFilterShelf } from "./locationShelf";
 export { createKnownIds, type KnownIds } from "./store";

@@ -15,6 +15,7 @@ import type { L2 } from "../cache/l2/l2";
 import { createAdds } from "./adds";
 import { byteLengthFor } from "./bloom";
 import { createFilterCopy, type KnownIdLookup, type KnownIdsState } from "./copy";
+import type { FilterShelf, ShelfStats } from "./locationShelf";
 import { KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "../config/defaults";
 import { knownIdsKeys } from "./keys";
 import { parseMeta } from "./meta";
@@ -30,6 +31,8 @@ export interface KnownIdsOptions {
   fpRate?: number;
   refreshMs?: number;
   maxAgeMs?: number;
+  /** The location tier's copy of the filter, which new isolates load from instead of Redis (null or absent: none). */
+  shelf?: FilterShelf | null;
   /** Structured log events (state changes only); console.warn as JSON by default. */
   log?: (event: Record<string, unknown>) => void;
 }
@@ -50,8 +53,10 @@ interface KnownIdsStatus {
   ageMs: number | null;
   /** Adds to this version applied here. */
   changedAt: number | null;
-  /** Times this isolate read the filter's segments (its first load, version switches, falling behind the add log). */
+  /** Times this isolate loaded the filter's segments (its first load, version switches, falling behind the add log), from Redis or the location tier. */
   loads: number;
+  /** The location tier's copy: loads taken from it, looks in vain, copies refused, puts. Null without one. */
+  location: ShelfStats | null;
   lastCheckAt: number | null;
   nextCheckAt: number;
   /** Ids whose add could not be recorded in Redis yet (retried at each check). */
@@ -95,7 +100,8 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
   const log = options.log ?? ((event) => console.warn(JSON.stringify(event)));
   checkSettings(capacity, fpRate, refreshMs, maxAgeMs);
   const keys = knownIdsKeys(options.keyPrefix);
-  const copy = createFilterCopy({ l2, keys, maxAgeMs, log });
+  const shelf = options.shelf ?? null;
+  const copy = createFilterCopy({ l2, keys, maxAgeMs, log, shelf });
   const adds = createAdds({ l2, keys, log, acceptHere: copy.addLocally });
   let rebuilding: Promise<RebuildResult> | null = null;
   /**
@@ -191,6 +197,7 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
         ageMs: filter ? now - filter.builtAt : null,
         changedAt: copy.current()?.synced ?? null,
         loads: copy.loads(),
+        location: shelf ? { ...shelf.stats } : null,
         lastCheckAt,
         nextCheckAt,
         pendingAdds: adds.pending(),

@@ -46,6 +46,9 @@ export interface StatusSources {
     ageMs: number | null;
     lastCheckAt: number | null;
     pendingAdds: number;
+    /** Loads of the filter's segments in this isolate, and the location tier's copy: taken, looked for in vain, refused, put. */
+    loads: number;
+    location: { hits: number; misses: number; refused: number; puts: number; putsFailed: number } | null;
   } | null;
 }
 

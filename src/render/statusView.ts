@@ -149,7 +149,7 @@ function locationView(model: StatusModel) {
 }
 
 type KnownIdsView =
-  | { enabled: true; state: string; stateClass: string; serving: string; version: string; count: string; age: string; pendingAdds: string }
+  | { enabled: true; state: string; stateClass: string; serving: string; version: string; count: string; age: string; pendingAdds: string; loads: string }
   | { enabled: false };
 
 /** The known-ids filter's state, or that it is off. */
@@ -164,6 +164,9 @@ function knownIdsView(model: StatusModel): KnownIdsView {
         count: model.knownIds.count === null ? DASH : count(model.knownIds.count),
         age: model.knownIds.ageMs === null ? DASH : duration(model.knownIds.ageMs),
         pendingAdds: count(model.knownIds.pendingAdds),
+        loads: model.knownIds.location
+          ? `${count(model.knownIds.loads)} (${count(model.knownIds.location.hits)} from the location tier, which lacked it ${count(model.knownIds.location.misses)} times; ${count(model.knownIds.location.puts)} put there)`
+          : count(model.knownIds.loads),
       }
     : { enabled: false };
 }

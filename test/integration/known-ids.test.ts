@@ -1,8 +1,12 @@
 // The known-ids filter in the Workers runtime: ids that cannot exist never
 // reach the origin, new products are never refused, and it fails open.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildFilter, filterState, waitUntilReady } from "../support/knownIds";
 import { freePort } from "../../dev/harness/ports";
+import { RedisProbe } from "../../dev/harness/redisProbe";
 import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
 import { startWorker, type WorkerInstance } from "../support/worker";
 
@@ -60,6 +64,34 @@ describe("the known-ids filter", () => {
     const response = await worker.fetch("/products/new-arrival-1");
     expect(response.status).toBe(200);
     expect(await response.text()).toContain("Brand new");
+  });
+
+  it("is loaded once per data center: a second isolate sharing the location tier reads no segment from Redis", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "pp-kid-location-"));
+    const probe = await RedisProbe.connect(stack.redis.port);
+    /** The filter's segment reads (MGETs of `pp:v1:kid:<version>:<n>`) Redis got while `during` ran. */
+    const segmentReads = async (during: () => Promise<void>) =>
+      Object.entries((await probe.census(during)).sentByKey)
+        .filter(([shape]) => shape.startsWith("mget pp:v1:kid:"))
+        .reduce((sum, [, n]) => sum + n, 0);
+    const isolates: WorkerInstance[] = [];
+    try {
+      const first = await startWorker(stack.bindings, { cachePersist: folder });
+      isolates.push(first);
+      expect(await segmentReads(() => waitUntilReady(first))).toBeGreaterThan(0);
+      const second = await startWorker(stack.bindings, { cachePersist: folder });
+      isolates.push(second);
+      expect(await segmentReads(() => waitUntilReady(second))).toBe(0);
+      const status = await second.fetch("/__status.json", { headers: { authorization: `Bearer ${PURGE_TOKEN}` } });
+      const { knownIds } = (await status.json()) as { knownIds: { location: { hits: number } | null } };
+      expect(knownIds.location?.hits).toBe(1);
+      expect((await second.fetch("/products/p-000042")).status).toBe(200);
+      expect((await second.fetch("/products/zz-not-a-product")).headers.get("cache-status")).toContain("pp-known-ids");
+    } finally {
+      await Promise.all(isolates.map((instance) => instance.close()));
+      probe.close();
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 
   it("fails open when no filter was ever built", async () => {

@@ -1,7 +1,9 @@
 // In-process stand-ins for unit tests of the cache engine: a clock moved by
-// hand and an origin whose answers and failures the test decides.
+// hand, an origin whose answers and failures the test decides, and a data
+// center's cache.
 import { parseConfig, type Config } from "../../src/config";
 import type { FillContext } from "../../src/cache/fill/fill";
+import type { LocationStore } from "../../src/cache/location/location";
 import type { Clock } from "../../src/shared/clock";
 import type { OriginAnswer, OriginClient } from "../../src/origin/client";
 import { OriginError } from "../../src/origin/failure";
@@ -136,3 +138,21 @@ export const healthyL2Parts = {
   answered: () => 1,
   breaker: { state: () => "closed" },
 };
+
+/** A data center's cache (the location tier): what was put, by URL, answered as the Cache API does (a new Response each time). */
+export function fakeStore() {
+  const stored = new Map<string, { body: string; headers: [string, string][] }>();
+  const calls = { match: 0, put: 0 };
+  const store: LocationStore = {
+    async match(request) {
+      calls.match++;
+      const found = stored.get(String(request));
+      return found && new Response(found.body, { headers: found.headers });
+    },
+    async put(request, response) {
+      calls.put++;
+      stored.set(String(request), { body: await response.text(), headers: [...response.headers] });
+    },
+  };
+  return { store, stored, calls };
+}

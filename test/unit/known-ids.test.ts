@@ -18,8 +18,9 @@ import { KNOWN_IDS_LIMITS } from "../../src/config/defaults";
 import { knownIdsKeys, newVersion } from "../../src/knownIds/keys";
 import { parseMeta } from "../../src/knownIds/meta";
 import { KnownIdsRebuildError, listingOf, type ListIds } from "../../src/knownIds/rebuild";
+import { createFilterShelf } from "../../src/knownIds/locationShelf";
 import { createKnownIds, type KnownIds, type KnownIdsOptions } from "../../src/knownIds/store";
-import { fakeClock, type FakeClock } from "../support/fakes";
+import { fakeClock, fakeStore, type FakeClock } from "../support/fakes";
 import { startRedis, type RedisServer } from "../../dev/harness/redis";
 
 const TOKEN = "known-ids-test-token";
@@ -386,6 +387,87 @@ describe("failing open", () => {
     const late = isolate(clock);
     await refreshed(late);
     expect(ask(late, "n-during-outage")).toBe(true);
+  });
+});
+
+describe("the location tier's copy (isolates of one data center)", () => {
+  const clock = fakeClock();
+  const PUBLIC = "https://shop.example";
+  let location: ReturnType<typeof fakeStore>;
+
+  /** An isolate of this data center: its filter takes the location's copy when there is one; `random` picks its wait on a miss. */
+  function neighbour(random = () => 0, spreadMs = 0) {
+    const shelf = createFilterShelf({ publicUrl: PUBLIC, keyPrefix: PREFIX, open: async () => location.store, spreadMs, random });
+    return { filter: isolate(clock, { shelf }), shelf };
+  }
+  /** Redis's MGET calls so far (the segments' reads: the meta is a GET, the adds a script). */
+  const mgets = async () => Number(/cmdstat_mget:calls=(\d+)/.exec(await direct.info("commandstats"))?.[1] ?? 0);
+
+  beforeEach(async () => {
+    await direct.flushall();
+    await buildFresh(clock);
+    location = fakeStore();
+  });
+
+  it("is put by the first isolate that reads Redis; the next ones read no segment from Redis, and refuse no product", async () => {
+    const first = neighbour();
+    await refreshed(first.filter);
+    expect(first.shelf.stats).toMatchObject({ misses: 1, puts: 1 });
+    const before = await mgets();
+    for (let i = 0; i < 3; i++) {
+      const next = neighbour();
+      await refreshed(next.filter);
+      expect(next.shelf.stats).toMatchObject({ hits: 1, misses: 0, refused: 0 });
+      expect(next.filter.status()).toMatchObject({ state: "ready", serving: true });
+      expect(catalog.every((id) => ask(next.filter, id))).toBe(true);
+      expect(ask(next.filter, "n-never")).toBe(false);
+    }
+    expect(await mgets()).toBe(before);
+  });
+
+  it("is brought up to date from the add log: an id added after the copy was put is listed", async () => {
+    const first = neighbour();
+    await refreshed(first.filter);
+    expect(await first.filter.add(["n-after-copy"])).toBe(true);
+    const next = neighbour();
+    await refreshed(next.filter);
+    expect(next.shelf.stats.hits).toBe(1);
+    expect(ask(next.filter, "n-after-copy")).toBe(true);
+    expect(next.filter.status().changedAt).toBe(1);
+  });
+
+  it("is refused when it is not what this tier wrote (changed bytes, digest, a byte with its top bit set, more adds than Redis knows): Redis is read instead", async () => {
+    const first = neighbour();
+    await refreshed(first.filter);
+    const [url, copy] = [...location.stored.entries()][0]!;
+    const header = (name: string, value: string): [string, string][] => copy.headers.map(([k, v]) => [k, k === name ? value : v]);
+    const flipped = `${copy.body.slice(0, 100)}${String.fromCharCode(copy.body.charCodeAt(100) ^ 1)}${copy.body.slice(101)}`;
+    const bad = [
+      { body: flipped, headers: copy.headers },
+      { body: copy.body, headers: header("pp-kid-digest", "0".repeat(64)) },
+      { body: copy.body.slice(0, -1), headers: copy.headers },
+      { body: copy.body, headers: header("pp-kid-synced", "5") },
+      { body: copy.body, headers: header("pp-kid-synced", "-1") },
+    ];
+    for (const forged of bad) {
+      location.stored.set(url, forged);
+      const before = await mgets();
+      const next = neighbour();
+      await refreshed(next.filter);
+      expect(next.shelf.stats).toMatchObject({ hits: 0, refused: 1 });
+      expect(await mgets()).toBeGreaterThan(before);
+      expect(catalog.every((id) => ask(next.filter, id))).toBe(true);
+    }
+  });
+
+  it("spreads isolates that start together: on a miss each waits a random part of the spread, and only the first reads Redis", async () => {
+    const before = await mgets();
+    const fleet = [0, 0.25, 0.5, 0.75, 1].map((draw) => neighbour(() => draw, 400));
+    await Promise.all(fleet.map((n) => refreshed(n.filter)));
+    expect(fleet.map((n) => n.shelf.stats.hits)).toEqual([0, 1, 1, 1, 1]);
+    // One load's worth of segment reads (20,000 ids at 1%: a few segments, one MGET of up to four).
+    expect((await mgets()) - before).toBe(1);
+    expect(fleet.every((n) => n.filter.status().serving)).toBe(true);
   });
 });
 

@@ -9,28 +9,10 @@ import { createLocationCache, locationUrl, type LocationStore } from "../../src/
 import type { PurgeStamp } from "../../src/cache/location/purgeStamp";
 import { createReadThrough } from "../../src/cache/readThrough";
 import { PAGE_RESOURCES, type ResourceName } from "../../src/origin/resources";
-import { fakeClock, fakeOrigin, testConfig } from "../support/fakes";
+import { fakeClock, fakeOrigin, fakeStore, testConfig } from "../support/fakes";
 
 const PRODUCT: ResourceName[] = ["product"];
 const STAMP: PurgeStamp = { era: "1", seq: 10 };
-
-/** A data center's cache: what was put, by URL, answered as the Cache API does (a new Response each time). */
-function fakeStore() {
-  const stored = new Map<string, { body: string; headers: [string, string][] }>();
-  const calls = { match: 0, put: 0 };
-  const store: LocationStore = {
-    async match(request) {
-      calls.match++;
-      const found = stored.get(String(request));
-      return found && new Response(found.body, { headers: found.headers });
-    },
-    async put(request, response) {
-      calls.put++;
-      stored.set(String(request), { body: await response.text(), headers: [...response.headers] });
-    },
-  };
-  return { store, stored, calls };
-}
 
 /** What the isolate knows of purges: a verdict per fetch time, and the stamps it vouches for. */
 function knowledge(overrides: { judge?: (entry: Entry) => "ok" | "stale" | "gone"; vouchesFrom?: number } = {}) {

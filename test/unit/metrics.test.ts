@@ -429,7 +429,17 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
       departures: { pagesLeft: 75, fillsStopped: 60, fillsFinished: 9, fillsDropped: 4, backgroundFills: 1 },
       hold: { holdMs: 38, departedShare: 0.9, held: 500, leftWhileHeld: 470 },
     },
-    knownIds: { state: "ready", serving: true, version: "v7", count: 10_000, ageMs: 3_600_000, lastCheckAt: clock.now(), pendingAdds: 0 },
+    knownIds: {
+      state: "ready",
+      serving: true,
+      version: "v7",
+      count: 10_000,
+      ageMs: 3_600_000,
+      lastCheckAt: clock.now(),
+      pendingAdds: 0,
+      loads: 1,
+      location: { hits: 1, misses: 0, refused: 0, puts: 0, putsFailed: 0 },
+    },
     ...overrides,
   };
 }

@@ -109,7 +109,12 @@ export function keptWith(resource: ResourceName): readonly ResourceName[] {
 /** The synthetic URL of the copy that holds `resource` of `id` (ids are validated before any key is built: cache/keys.ts). */
 export function locationUrl(config: Pick<Config, "publicUrl" | "keyPrefix">, resource: ResourceName, id: string): string {
   const group = RESOURCES[resource].onProductPage ? "page" : RESOURCES[resource].code;
-  return `${config.publicUrl}${LOCATION_PATH}${encodeURIComponent(`${config.keyPrefix}:${group}:${id}`)}`;
+  return locationUrlOf(config.publicUrl, `${config.keyPrefix}:${group}:${id}`);
+}
+
+/** The synthetic URL of the location copy named `name` (a key of the tier's own: `pp:v1:page:<id>`, `pp:v1:kid:<version>`). */
+export function locationUrlOf(publicUrl: string, name: string): string {
+  return `${publicUrl}${LOCATION_PATH}${encodeURIComponent(name)}`;
 }
 
 function stampHeader(stamp: PurgeStamp): string | undefined {

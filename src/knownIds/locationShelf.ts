@@ -1,0 +1,152 @@
+// The filter's copy in the location tier (the data center's Cache API, shared
+// by its isolates and kept across deploys): a new isolate takes the segments
+// from there and reads only the meta and the adds since from Redis, so that
+// loading the filter costs Redis once per data center and version, not once
+// per isolate (docs/architecture.md#the-known-ids-filter, "Across a fleet").
+//
+// One copy per version: the segments one after the other (7-bit bytes,
+// bloom.ts), with the number of adds they include and their SHA-256. Adds
+// only set bits, so a copy behind the version's add log is brought up to
+// date from the log (copy.ts); a copy more than the log holds behind is not
+// used. Any Worker on the zone could write the copy, as the page copies
+// (cache/location/location.ts): what comes back is checked (length, bytes,
+// digest, a count of adds no greater than Redis's) and anything else is a
+// miss, never a filter.
+//
+// Isolates that start together (a deploy) all miss at once: the one that
+// misses waits a random part of `spreadMs` and looks again before it reads
+// Redis, so that the first to load puts the copy the others take (full
+// jitter, as in "Exponential Backoff and Jitter", AWS Architecture Blog).
+import { locationUrlOf, type LocationStore } from "../cache/location/location";
+import { DEFAULTS, KNOWN_IDS_LIMITS } from "../config/defaults";
+import { readBounded } from "../shared/body";
+import { within } from "../shared/leases";
+import { subrequest } from "../shared/subrequests";
+import { Bloom, byteLengthFor, segmentCountFor, segmentLengthFor } from "./bloom";
+import type { FilterMeta } from "./meta";
+
+/** The response header with the number of adds the copy includes. */
+const SYNCED_HEADER = "pp-kid-synced";
+/** The response header with the SHA-256 (hex) of the body. */
+const DIGEST_HEADER = "pp-kid-digest";
+const DIGEST = /^[0-9a-f]{64}$/;
+
+export interface FilterShelf {
+  /**
+   * This location's copy of `filter`'s version, and how many of its adds it
+   * includes; null when there is none usable. `patient`: on a miss, wait a
+   * random part of the spread and look once more (a neighbour may be
+   * loading it).
+   */
+  read(filter: FilterMeta, patient: boolean): Promise<{ bloom: Bloom; synced: number } | null>;
+  /** Keeps `bloom`, which includes `synced` adds of `filter`'s version, as this location's copy. */
+  put(filter: FilterMeta, bloom: Bloom, synced: number): Promise<void>;
+  readonly stats: Readonly<ShelfStats>;
+}
+
+export interface ShelfStats {
+  /** Copies taken, looked for in vain, refused (invalid, or too far behind), put, and puts that failed. */
+  hits: number;
+  misses: number;
+  refused: number;
+  puts: number;
+  putsFailed: number;
+}
+
+export function createFilterShelf(deps: {
+  publicUrl: string;
+  keyPrefix: string;
+  open: () => Promise<LocationStore>;
+  /** How long a copy is kept: a version's keys' life in Redis. */
+  ttlMs?: number;
+  spreadMs?: number;
+  wait?: (ms: number) => Promise<void>;
+  random?: () => number;
+}): FilterShelf {
+  const spreadMs = deps.spreadMs ?? KNOWN_IDS_LIMITS.locationSpreadMs;
+  const wait = deps.wait ?? ((ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const random = deps.random ?? Math.random;
+  const stats: ShelfStats = { hits: 0, misses: 0, refused: 0, puts: 0, putsFailed: 0 };
+  const urlOf = (version: string) => locationUrlOf(deps.publicUrl, `${deps.keyPrefix}:kid:${version}`);
+
+  async function lookOnce(filter: FilterMeta): Promise<{ bloom: Bloom; synced: number } | "missing" | "refused"> {
+    let response: Response | undefined;
+    try {
+      const store = await deps.open();
+      response = await subrequest(() => store.match(urlOf(filter.version)), KNOWN_IDS_LIMITS.locationReadMs);
+    } catch {
+      return "missing";
+    }
+    if (!response) return "missing";
+    const synced = Number(response.headers.get(SYNCED_HEADER));
+    const digest = response.headers.get(DIGEST_HEADER) ?? "";
+    const length = byteLengthFor(filter.m);
+    const usable =
+      response.status === 200 &&
+      Number.isSafeInteger(synced) &&
+      synced >= 0 &&
+      synced <= filter.changedAt &&
+      filter.changedAt - synced <= KNOWN_IDS_LIMITS.logCap &&
+      DIGEST.test(digest);
+    if (!usable) {
+      await response.body?.cancel();
+      return "refused";
+    }
+    const body = await within(readBounded(response, length), KNOWN_IDS_LIMITS.locationReadMs, () => undefined).catch(() => undefined);
+    if (!body || body.length !== length || (await sha256(body)) !== digest) return "refused";
+    // Every segment but the last is full (bloom.ts): segment i starts at i full segments.
+    const full = segmentLengthFor(filter.m, 0);
+    const segments = Array.from({ length: segmentCountFor(filter.m) }, (_, i) => body.slice(i * full, i * full + segmentLengthFor(filter.m, i)));
+    try {
+      return { bloom: new Bloom(filter, segments), synced };
+    } catch {
+      // A byte with its top bit set: not a segment this tier wrote.
+      return "refused";
+    }
+  }
+
+  return {
+    stats,
+    async read(filter, patient) {
+      let found = await lookOnce(filter);
+      if (found === "missing" && patient && spreadMs > 0) {
+        await wait(random() * spreadMs);
+        found = await lookOnce(filter);
+      }
+      if (found === "missing") stats.misses++;
+      else if (found === "refused") stats.refused++;
+      else stats.hits++;
+      return typeof found === "string" ? null : found;
+    },
+    async put(filter, bloom, synced) {
+      try {
+        const body = new Uint8Array(byteLengthFor(filter.m));
+        let at = 0;
+        for (const segment of bloom.segments) {
+          body.set(segment, at);
+          at += segment.length;
+        }
+        const store = await deps.open();
+        const ttlSeconds = Math.floor((deps.ttlMs ?? KNOWN_IDS_LIMITS.keyTtlMs) / 1000);
+        const response = new Response(body, {
+          headers: {
+            "Cache-Control": `public, max-age=${ttlSeconds}`,
+            "Content-Type": "application/octet-stream",
+            [SYNCED_HEADER]: String(synced),
+            [DIGEST_HEADER]: await sha256(body),
+          },
+        });
+        await subrequest(() => store.put(urlOf(filter.version), response), DEFAULTS.locationPutMs);
+        stats.puts++;
+      } catch {
+        // Not kept (the cache refusing, the subrequest budget spent): the next isolate reads Redis, as before.
+        stats.putsFailed++;
+      }
+    },
+  };
+}
+
+async function sha256(bytes: Uint8Array): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
