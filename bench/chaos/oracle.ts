@@ -271,8 +271,9 @@ export interface Failure {
 
 /**
  * Every answer other than 200. A page counts as served once some instance
- * answered it 200 to a request sent after its latest purge's 202 (and
- * before this one). Allowed: a 503 for a page not served while a core
+ * answered it 200, showing its latest price change's price, to a request
+ * sent after that change's purge's 202 (and before this one): a 200 within
+ * the purge's deadline may show the copy the purge then takes away. Allowed: a 503 for a page not served while a core
  * service is faulted. Excused: a 503 for a served page while a core service
  * is faulted, from an isolate that holds no copy of it (it has not answered
  * it 200 since it started and the purge: restarted since, or never did)
@@ -283,8 +284,8 @@ export interface Failure {
  * not judged.
  */
 export function judgeAvailability(records: readonly ProbeRecord[], changes: readonly PriceChange[], timeline: Timeline): Failure[] {
-  const acks = new Map<string, number[]>();
-  for (const c of changes) if (c.ackAt !== null) acks.set(c.id, [...(acks.get(c.id) ?? []), c.ackAt]);
+  const acks = new Map<string, PriceChange[]>();
+  for (const c of changes) if (c.ackAt !== null) acks.set(c.id, [...(acks.get(c.id) ?? []), c]);
   const oks = new Map<string, ProbeRecord[]>();
   for (const r of records) if (r.status === 200) oks.set(r.id, [...(oks.get(r.id) ?? []), r]);
   const failures: Failure[] = [];
@@ -311,9 +312,11 @@ export function judgeAvailability(records: readonly ProbeRecord[], changes: read
       failures.push(failure("restart", "the harness restarted the isolate meanwhile (deploy)"));
       continue;
     }
-    const lastAck = Math.max(Number.NEGATIVE_INFINITY, ...(acks.get(r.id) ?? []).filter((at) => at < r.sent));
+    // The page as of its latest purge: a 200 sent after the purge's 202 that shows the new price (one sent
+    // within the purge's deadline may still show the old copy, which the purge then takes away).
+    const lastChange = (acks.get(r.id) ?? []).filter((c) => c.ackAt! < r.sent).at(-1);
     const ok = (oks.get(r.id) ?? []).filter((q) => q.answered < r.sent);
-    const served = ok.filter((q) => q.sent > lastAck);
+    const served = ok.filter((q) => !lastChange || (q.sent > lastChange.ackAt! && q.price !== null && minorOf(q.price) === lastChange.minor));
     const core = timeline.coreFaulted(r.sent, end);
     if (served.length === 0) {
       if (r.status === 503 && core) failures.push(failure("allowed", "not served yet, a core service faulted"));

@@ -25,7 +25,7 @@ export interface Usage {
 }
 
 /** What a command was for, from its shape (dev/harness/redisProbe.ts's keyShape). */
-export function purposeOf(shape: string): string {
+function purposeOf(shape: string): string {
   if (shape.includes(":purge:")) return "purge log";
   if (shape.includes(":kid:")) return "known-ids filter";
   if (shape.includes("(claim")) return "fill claims";
@@ -85,7 +85,7 @@ export async function windows(redis: RedisProbe, everyS: number, during: Promise
 const minorOf = (shown: string | null) => (shown === null ? Number.NaN : Number(shown.replace(/[^\d]/g, "")));
 
 /** One purge's reach: ms from its 202 until each isolate showed the new price (null: not within REACH.giveUpMs). */
-export interface Reach {
+interface Reach {
   id: string;
   ms: (number | null)[];
 }
@@ -108,7 +108,14 @@ export async function purgeStorm(o: { targets: readonly string[]; token: string;
       (async () => {
         await o.origin.changePrice(id, minor, { notify: false });
         const started = performance.now();
-        const inst = await purgeUntilAccepted({ targets: o.targets, token: o.token, body: JSON.stringify({ ids: [id] }), first: k, timeoutMs: 5000, stopped: () => false });
+        const inst = await purgeUntilAccepted({
+          targets: o.targets,
+          token: o.token,
+          body: JSON.stringify({ ids: [id] }),
+          first: k,
+          timeoutMs: 5000,
+          stopped: () => false,
+        });
         const ackAt = performance.now();
         acks.push(Math.round(ackAt - started));
         if (inst === null || k % REACH.reachEvery !== 0) return;

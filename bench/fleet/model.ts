@@ -118,7 +118,8 @@ function main(): void {
       const peak = commandsAt(average * PEAK_FACTOR);
       const gbMonth = (average * pageBytes * SECONDS_A_MONTH) / 1e9;
       const originPerSecond = average * ((1 - tail) * m.points.at(-1)!.origin + tail * 4);
-      const redisUsd = ((commands * SECONDS_A_MONTH) / 100_000) * prices.redis.commandsUsdPer100k + Math.max(0, gbMonth - UPSTASH_FREE_GB) * prices.redis.bandwidthUsdPerGB;
+      const redisUsd =
+        ((commands * SECONDS_A_MONTH) / 100_000) * prices.redis.commandsUsdPer100k + Math.max(0, gbMonth - UPSTASH_FREE_GB) * prices.redis.bandwidthUsdPerGB;
       const pagesMonth = average * SECONDS_A_MONTH;
       const workersUsd =
         prices.workers.monthlyBaseUsd +
@@ -127,7 +128,10 @@ function main(): void {
       rows.push(
         `| ${catalog.toLocaleString("en-US")} | ${isolates.toLocaleString("en-US")} (${Math.max(1, Math.round(isolates / LOCATIONS))} a location) | ${perIsolate.toFixed(2)} | ${(commands / average).toFixed(2)} | ${Math.round(commands)} / ${Math.round(peak)} | ${usd(redisUsd)} | ${gbMonth.toFixed(1)} | ${originPerSecond.toFixed(1)} | ${usd(workersUsd)} | ${((100 * peak) / UPSTASH_COMMANDS_PER_SECOND).toFixed(1)}% |`,
       );
-      if (peak > UPSTASH_COMMANDS_PER_SECOND) limits.push(`${catalog} products, ${isolates} isolates: peak ${Math.round(peak)} commands/s exceeds Upstash's ${UPSTASH_COMMANDS_PER_SECOND}/s per database`);
+      if (peak > UPSTASH_COMMANDS_PER_SECOND)
+        limits.push(
+          `${catalog} products, ${isolates} isolates: peak ${Math.round(peak)} commands/s exceeds Upstash's ${UPSTASH_COMMANDS_PER_SECOND}/s per database`,
+        );
     }
   }
   console.log(
@@ -138,7 +142,9 @@ function main(): void {
       "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
       ...rows,
       "",
-      limits.length ? `First limit met: ${limits[0]}.` : `No published limit is met: the nearest is Upstash's ${UPSTASH_COMMANDS_PER_SECOND} commands/s per database (the last column); Workers' limits (10,000 subrequests and 6 connections a request, 128 MB an isolate) are per request and per isolate, not per fleet.`,
+      limits.length
+        ? `First limit met: ${limits[0]}.`
+        : `No published limit is met: the nearest is Upstash's ${UPSTASH_COMMANDS_PER_SECOND} commands/s per database (the last column); Workers' limits (10,000 subrequests and 6 connections a request, 128 MB an isolate) are per request and per isolate, not per fleet.`,
     ].join("\n"),
   );
 }

@@ -43,14 +43,9 @@ export function fleetOptions() {
     },
   });
   const sizes = (args.sizes ?? "").split(",").map(Number);
-  const [rate, warmS, steadyS, afterDeployS, departing, seed] = [args.rate, args.warm, args.steady, args["after-deploy"], args.departing, args.seed].map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
+  const [rate, warmS, steadyS, afterDeployS, departing, seed] = [args.rate, args.warm, args.steady, args["after-deploy"], args.departing, args.seed].map(
+    Number,
+  ) as [number, number, number, number, number, number];
   const whole = (n: number, lo: number, hi: number) => Number.isInteger(n) && n >= lo && n <= hi;
   if (
     args.help ||

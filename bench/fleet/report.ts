@@ -45,7 +45,7 @@ const perSecond = (u: Usage) => (u.seconds > 0 ? u.commands / u.seconds : 0);
 const perPage = (u: Usage & { pages: number }) => (u.pages > 0 ? u.commands / u.pages : 0);
 
 /** A size's derived figures. */
-export function figures(r: SizeResult) {
+function figures(r: SizeResult) {
   const steadyRate = perSecond(r.steady);
   const deployCommands = r.deploy.first.commands + r.deploy.minute.commands;
   const deploySeconds = r.deploy.first.seconds + r.deploy.minute.seconds;
@@ -63,7 +63,13 @@ export function figures(r: SizeResult) {
   };
 }
 
-export function fleetReport(o: { head: string; options: FleetOptions; results: SizeResult[]; logCounts: LogCounts; filterBuilt: boolean }): Record<string, string> {
+export function fleetReport(o: {
+  head: string;
+  options: FleetOptions;
+  results: SizeResult[];
+  logCounts: LogCounts;
+  filterBuilt: boolean;
+}): Record<string, string> {
   const { results, options } = o;
   const one = results.find((r) => r.size === 1) ?? results[0];
   const base = one ? figures(one) : null;
@@ -80,7 +86,9 @@ export function fleetReport(o: { head: string; options: FleetOptions; results: S
     const f = figures(r);
     const share = r.reprice.l1Entries ? `${round((100 * f.repriceBeyond) / r.reprice.l1Entries, 1)}% of ${r.reprice.l1Entries} L1 entries` : "n/a";
     const s = r.storm;
-    return `| ${r.size} | ${r.reprice.acknowledged} in ${r.reprice.seconds} s; ${Math.round(f.repriceBeyond)} commands beyond the load (${share}) | ${s.purges} (202 p50 ${s.ackP50Ms} ms) | ${s.reachP50Ms ?? "–"} / ${s.reachP99Ms ?? "–"} / ${s.reachMaxMs ?? "–"} (${s.samples - s.missed} of ${s.samples}) | ${Object.entries(r.herd.fetches)
+    return `| ${r.size} | ${r.reprice.acknowledged} in ${r.reprice.seconds} s; ${Math.round(f.repriceBeyond)} commands beyond the load (${share}) | ${s.purges} (202 p50 ${s.ackP50Ms} ms) | ${s.reachP50Ms ?? "–"} / ${s.reachP99Ms ?? "–"} / ${s.reachMaxMs ?? "–"} (${s.samples - s.missed} of ${s.samples}) | ${Object.entries(
+      r.herd.fetches,
+    )
       .map(([k, n]) => `${k} ${n}`)
       .join(", ")} (${Object.entries(r.herd.statuses)
       .map(([k, n]) => `${k}: ${n}`)
@@ -172,5 +180,10 @@ export function fleetReport(o: { head: string; options: FleetOptions; results: S
     scale: "linear",
     label: (v) => String(round(v, 2)),
   });
-  return { ".md": markdown, "-redis.svg": redisSvg, "-events.svg": costSvg, ".json": JSON.stringify({ options, results: results.map((r) => ({ ...r, figures: figures(r) })) }, null, 2) };
+  return {
+    ".md": markdown,
+    "-redis.svg": redisSvg,
+    "-events.svg": costSvg,
+    ".json": JSON.stringify({ options, results: results.map((r) => ({ ...r, figures: figures(r) })) }, null, 2),
+  };
 }

@@ -105,7 +105,9 @@ async function main(): Promise<void> {
       50,
     );
     const backAt = deployWindows.findIndex((_, i) => deployWindows.slice(i).every((n) => n <= steadyWindow * STEADY_FACTOR));
-    console.log(`deploy: restart ${restartMs} ms; first pages ${deployFirst.commands} commands, ${deployFirst.bytesOut} bytes out; minute after ${deploy.commands} commands; windows ${deployWindows.join(" ")} (steady ${steadyWindow})`);
+    console.log(
+      `deploy: restart ${restartMs} ms; first pages ${deployFirst.commands} commands, ${deployFirst.bytesOut} bytes out; minute after ${deploy.commands} commands; windows ${deployWindows.join(" ")} (steady ${steadyWindow})`,
+    );
 
     // 3. Bulk re-price, purge storm, herd.
     const background = load(45, options.seed + 10 * index + 3);
