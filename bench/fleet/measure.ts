@@ -24,6 +24,9 @@ export interface Usage {
   originFetches: number;
 }
 
+/** Commands the harness sends on its own connection (dev/harness/redisProbe.ts leaves them out of its counts too). */
+const HARNESS = /^(info|monitor|ping|select|config|client)\b/;
+
 /** What a command was for, from its shape (dev/harness/redisProbe.ts's keyShape). */
 function purposeOf(shape: string): string {
   if (shape.includes(":purge:")) return "purge log";
@@ -40,16 +43,14 @@ export async function measure(redis: RedisProbe, origin: OriginAdmin, during: ()
   const census: Census = await redis.census(async () => void (await during()));
   const [after, fetchesAfter] = [await redis.snapshot(), (await origin.counters()).total];
   const usage = usageBetween(before, after);
+  // The harness's own readings (INFO, while `windows` runs) are not the tier's.
+  const tier = Object.entries(census.sentByKey).filter(([shape]) => !HARNESS.test(shape));
   const byPurpose: Record<string, number> = {};
-  for (const [shape, n] of Object.entries(census.sentByKey)) byPurpose[purposeOf(shape)] = (byPurpose[purposeOf(shape)] ?? 0) + n;
-  const byShape = Object.fromEntries(
-    Object.entries(census.sentByKey)
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, 12),
-  );
+  for (const [shape, n] of tier) byPurpose[purposeOf(shape)] = (byPurpose[purposeOf(shape)] ?? 0) + n;
+  const byShape = Object.fromEntries(tier.sort((a, b) => b[1] - a[1]).slice(0, 12));
   return {
     seconds: census.seconds,
-    commands: Object.values(census.sent).reduce((sum, n) => sum + n, 0),
+    commands: tier.reduce((sum, [, n]) => sum + n, 0),
     byPurpose,
     byShape,
     bytesIn: usage.netInBytes,

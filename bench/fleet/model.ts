@@ -5,23 +5,21 @@
 // the published figures (prices, limits) and their sources are in
 // bench/lib/prices.json and bench/fleet/sources.md.
 //
-// The model, per second of the shop's average and peak traffic T (pages/s)
-// spread over I isolates (L locations):
-//   - Redis commands = pages' own commands + purge-log reads.
-//     · Purge-log reads are what an isolate does whatever its traffic: at
-//       most `pollReadsPerSecond` per isolate (measured with one isolate at
-//       bench:fleet's load), and at most one per page it serves (the read
-//       is made for a request): I × min(T / I, pollReadsPerSecond).
-//     · A page's own commands (fills' claims and writes, L2 reads, the
-//       filter) depend on how many pages an isolate serves: measured at
-//       bench:fleet's per-isolate rates (its load over 1..16 isolates);
-//       below the lowest, every page is taken to cost what a new isolate's
-//       first page costs (measured after the deploy): an upper bound, as an
-//       isolate that sees a product less often than its parts' TTLs holds
-//       nothing fresh of it.
-//     · With a million products, the views beyond the top 100,000 (Zipf(1):
-//       1 − H(100,000)/H(1,000,000) of them) cost what a new isolate's first page costs.
-//   - Bandwidth to Redis: the same split for bytes.
+// The model: the shop's traffic T (pages/s, its daily average and peak) spread
+// evenly over I isolates, each serving T / I pages a second.
+//   - Redis commands and bytes a page depend on how many pages an isolate
+//     serves (what its L1 holds, how many of its writes ride on its claims,
+//     how often its purge-log reads are due), not on how many isolates there
+//     are: bench:fleet measures them at 80, 40, 20, 10 and 5 pages/s per
+//     isolate (its same load over 1..16 isolates); between two, interpolated
+//     on a log scale; below the lowest, every page is taken to cost what a
+//     cold page costs an isolate with no other traffic (measured:
+//     never-viewed products one at a time, the load stopped, so that its
+//     writes and purge-log reads go alone): an upper bound, as an isolate
+//     that sees a product less often than its parts' TTLs holds nothing
+//     fresh of it.
+//   - With a million products, the views beyond the top 100,000 (Zipf(1):
+//     1 − H(100,000)/H(1,000,000) of them) cost what such a cold page costs.
 //   - Origin fetches: the measured fetches a page (L2 is one for the fleet:
 //     the origin sees one fetch per product part per TTL, whatever the
 //     isolates), the tail beyond 100,000 products at four fetches a view.
@@ -56,7 +54,7 @@ function harmonic(n: number): number {
 interface Measured {
   size: number;
   perIsolateRate: number;
-  /** A page's own commands and bytes (purge-log reads left out). */
+  /** Redis commands and bytes a page, everything the isolates sent. */
   commands: number;
   bytes: number;
   origin: number;
@@ -68,21 +66,19 @@ function readMeasured(file: string) {
   if (!results.length) throw new Error(`${file} holds no sizes`);
   const points: Measured[] = results.map((r) => {
     const pages = Math.max(1, r.steady.pages);
-    const log = r.steady.byPurpose["purge log"] ?? 0;
     return {
       size: r.size,
       perIsolateRate: r.steady.pages / Math.max(1, r.steady.seconds) / r.size,
-      commands: (r.steady.commands - log) / pages,
+      commands: r.steady.commands / pages,
       bytes: (r.steady.bytesIn + r.steady.bytesOut) / pages,
       origin: r.steady.originFetches / pages,
     };
   });
-  const one = results.find((r) => r.size === 1) ?? results[0]!;
-  const pollReadsPerSecond = (one.steady.byPurpose["purge log"] ?? 0) / Math.max(1, one.steady.seconds) / one.size;
-  // A new isolate's first page, the largest fleet's (after the deploy: the location cache and L2 warm).
+  // A cold page in a quiet isolate (the load stopped), the largest fleet's: its writes go alone.
   const last = results.at(-1)!;
-  const cold = { commands: last.deploy.first.commands / last.size, bytes: (last.deploy.first.bytesIn + last.deploy.first.bytesOut) / last.size };
-  return { points: points.sort((a, b) => b.perIsolateRate - a.perIsolateRate), pollReadsPerSecond, cold, rate: options.rate };
+  if (!last.cold) throw new Error(`${file} has no cold pages (a bench:fleet from before they were measured): run it again`);
+  const cold = { commands: last.cold.usage.commands / last.cold.pages, bytes: (last.cold.usage.bytesIn + last.cold.usage.bytesOut) / last.cold.pages };
+  return { points: points.sort((a, b) => b.perIsolateRate - a.perIsolateRate), cold, rate: options.rate };
 }
 
 /** A page's own figure at `rate` pages/s per isolate: log-interpolated between measured rates, the cold page's below them. */
@@ -112,10 +108,10 @@ function main(): void {
       const own = (pick: (x: Measured) => number, cold: number) => (1 - tail) * atRate(m.points, perIsolate, pick, cold) + tail * cold;
       const pageCommands = own((x) => x.commands, m.cold.commands);
       const pageBytes = own((x) => x.bytes, m.cold.bytes);
-      const logReads = (t: number) => isolates * Math.min(t / isolates, m.pollReadsPerSecond);
-      const commandsAt = (t: number) => t * pageCommands + logReads(t);
-      const commands = commandsAt(average);
-      const peak = commandsAt(average * PEAK_FACTOR);
+      const commands = average * pageCommands;
+      // At peak each isolate serves more pages: its figure at that rate.
+      const peak =
+        average * PEAK_FACTOR * ((1 - tail) * atRate(m.points, perIsolate * PEAK_FACTOR, (x) => x.commands, m.cold.commands) + tail * m.cold.commands);
       const gbMonth = (average * pageBytes * SECONDS_A_MONTH) / 1e9;
       const originPerSecond = average * ((1 - tail) * m.points.at(-1)!.origin + tail * 4);
       const redisUsd =
@@ -136,7 +132,7 @@ function main(): void {
   }
   console.log(
     [
-      `Fleet model (bench/fleet/model.ts) from ${values.from}: ${PAGES_PER_DAY.toLocaleString("en-US")} pages a day (${average.toFixed(0)}/s average, ×${PEAK_FACTOR} at peak), ${LOCATIONS} locations; purge-log reads at most ${m.pollReadsPerSecond.toFixed(2)}/s per isolate (one isolate measured); a page's own commands ${m.points.map((p) => `${p.commands.toFixed(2)} at ${p.perIsolateRate.toFixed(1)}/s`).join(", ")} per isolate; a new isolate's first page ${m.cold.commands.toFixed(1)} commands, ${(m.cold.bytes / 1024).toFixed(1)} KB.`,
+      `Fleet model (bench/fleet/model.ts) from ${values.from}: ${PAGES_PER_DAY.toLocaleString("en-US")} pages a day (${average.toFixed(0)}/s average, ×${PEAK_FACTOR} at peak), ${LOCATIONS} locations; Redis commands a page ${m.points.map((p) => `${p.commands.toFixed(2)} at ${p.perIsolateRate.toFixed(1)}/s`).join(", ")} per isolate; a cold page alone ${m.cold.commands.toFixed(1)} commands, ${(m.cold.bytes / 1024).toFixed(1)} KB.`,
       "",
       "| products | isolates | pages/s per isolate | Redis commands a page | Redis commands/s average / peak | Upstash a month (pay-as-you-go) | Redis GB a month | origin fetches/s | Workers a month | peak vs Upstash's 10,000 commands/s |",
       "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",

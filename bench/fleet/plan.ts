@@ -4,8 +4,10 @@
 // that what changes from one size to the next is the number of isolates.
 import { parseArgs } from "node:util";
 
-/** Zipf ranks left out of every draw: the herds' cold products (one per size, the last ranks). */
-export const COLD_RANKS = 8;
+/** Zipf ranks left out of every draw: the herds' cold products (one per size, the last ranks), then the cold pages'. */
+export const COLD_RANKS = 8 + 5 * 24;
+/** Cold pages measured one at a time in each size, with the load stopped: what a page costs an isolate that holds nothing of it. */
+export const COLD_PAGES = { count: 24, gapMs: 250 } as const;
 /** Requests of the hot-product herd, at once, spread over the isolates. */
 export const HERD_REQUESTS = 200;
 /** The purge storm: this many single-product purges (each a price change at the origin first), `perSecond` of them. */

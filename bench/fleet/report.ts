@@ -4,7 +4,7 @@
 import { barChartSvg } from "../lib/chart";
 import type { LogCounts } from "../lib/probe";
 import type { Usage } from "./measure";
-import { type FleetOptions, HERD_REQUESTS, REACH, STEADY_FACTOR, STORM, TARGETS, DEPLOY_WINDOW_S } from "./plan";
+import { COLD_PAGES, DEPLOY_WINDOW_S, type FleetOptions, HERD_REQUESTS, REACH, STEADY_FACTOR, STORM, TARGETS } from "./plan";
 
 export interface SizeResult {
   size: number;
@@ -35,7 +35,10 @@ export interface SizeResult {
     samples: number;
   };
   herd: { statuses: Record<string, number>; fetches: Record<string, number> };
-  location: { hits: number; matches: number; puts: number };
+  /** The location cache's counts over the whole size (hits and lookups as it saw them), and the isolates' own verdicts on the parts (warm-up and steady). */
+  location: { hits: number; matches: number; puts: number; verdicts?: Record<string, number> };
+  /** Cold pages one at a time with the load stopped (COLD_PAGES): an upper bound of a page's cost in an isolate that sees little traffic. */
+  cold: { pages: number; statuses: Record<string, number>; usage: Usage };
 }
 
 const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** digits;
@@ -86,7 +89,8 @@ export function fleetReport(o: {
     const f = figures(r);
     const share = r.reprice.l1Entries ? `${round((100 * f.repriceBeyond) / r.reprice.l1Entries, 1)}% of ${r.reprice.l1Entries} L1 entries` : "n/a";
     const s = r.storm;
-    return `| ${r.size} | ${r.reprice.acknowledged} in ${r.reprice.seconds} s; ${Math.round(f.repriceBeyond)} commands beyond the load (${share}) | ${s.purges} (202 p50 ${s.ackP50Ms} ms) | ${s.reachP50Ms ?? "–"} / ${s.reachP99Ms ?? "–"} / ${s.reachMaxMs ?? "–"} (${s.samples - s.missed} of ${s.samples}) | ${Object.entries(
+    const coldCell = `${round(r.cold.usage.commands / r.cold.pages, 2)} commands, ${kb((r.cold.usage.bytesIn + r.cold.usage.bytesOut) / r.cold.pages)}, ${round(r.cold.usage.originFetches / r.cold.pages, 2)} origin fetches`;
+    return `| ${r.size} | ${coldCell} | ${r.reprice.acknowledged} in ${r.reprice.seconds} s; ${Math.round(f.repriceBeyond)} commands beyond the load (${share}) | ${s.purges} (202 p50 ${s.ackP50Ms} ms) | ${s.reachP50Ms ?? "–"} / ${s.reachP99Ms ?? "–"} / ${s.reachMaxMs ?? "–"} (${s.samples - s.missed} of ${s.samples}) | ${Object.entries(
       r.herd.fetches,
     )
       .map(([k, n]) => `${k} ${n}`)
@@ -124,6 +128,13 @@ export function fleetReport(o: {
     `| ---: | ---: | ---: | ---: | ---: | ${purposes.map(() => "---:").join(" | ")} | ---: | ---: |`,
     ...rows,
     "",
+    `The location tier in the warm-up and steady stretch, the isolates' parts summed (looked up / served / turned down: invalid, purged, unvouched): ${results
+      .map((r) => {
+        const v = r.location.verdicts ?? {};
+        return `**${r.size}** ${v.lookups ?? "–"} / ${v.hits ?? "–"} / ${v.invalid ?? "–"}, ${v.purged ?? "–"}, ${v.unvouched ?? "–"}`;
+      })
+      .join("; ")}.`,
+    "",
     "The commands a page by shape (the largest eight):",
     "",
     ...breakdown,
@@ -136,10 +147,10 @@ export function fleetReport(o: {
     "",
     "## Fleet events",
     "",
-    `Bulk re-price: 300 purges of 1,000 ids nobody reads, under the load; commands in the 30 s after beyond the steady rate. Purge storm: ${STORM.purges} price changes of warm products, ${STORM.perSecond} a second, each purged until 202; reach = ms from the 202 until an isolate shows the new price (every ${REACH.reachEvery}th purge, every isolate polled every ${REACH.pollMs} ms). Herd: ${HERD_REQUESTS} requests at once for a cold product, spread over the isolates.`,
+    `Bulk re-price: 300 purges of 1,000 ids nobody reads, under the load; commands in the 30 s after beyond the steady rate. Purge storm: ${STORM.purges} price changes of warm products, ${STORM.perSecond} a second, each purged until 202; reach = ms from the 202 until an isolate shows the new price (every ${REACH.reachEvery}th purge, every isolate polled every ${REACH.pollMs} ms). Herd: ${HERD_REQUESTS} requests at once for a cold product, spread over the isolates. A cold page alone: ${COLD_PAGES.count} never-viewed products one at a time, ${COLD_PAGES.gapMs} ms apart, the load stopped (what a page costs an isolate that sees little traffic: its writes go alone).`,
     "",
-    "| isolates | bulk re-price | purge storm | reach p50 / p99 / max ms | herd: origin fetches per service | location hits / lookups |",
-    "| ---: | --- | --- | --- | --- | --- |",
+    "| isolates | a cold page alone | bulk re-price | purge storm | reach p50 / p99 / max ms | herd: origin fetches per service | location hits / lookups |",
+    "| ---: | --- | --- | --- | --- | --- | --- |",
     ...eventRows,
     "",
     "## Targets",

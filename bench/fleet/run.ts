@@ -23,7 +23,7 @@ import { RedisProbe } from "../../dev/harness/redisProbe";
 import { PAGE_RESOURCES } from "../../src/origin/resources";
 import { bulkReprice } from "../chaos/reprice";
 import { benchmarkRun } from "../lib/cleanup";
-import { countLogLine, countStatuses, get, herd, type LogCounts, percentile } from "../lib/probe";
+import { countLogLine, countStatuses, get, herd, type LogCounts, percentile, statusOf } from "../lib/probe";
 import { describeMachine, runLine, writeResults } from "../lib/report";
 import { ensureWrk, runZipfWrk, Workload } from "../lib/wrk";
 import { startCancellers } from "../soak/cancel";
@@ -31,7 +31,7 @@ import { CATALOG, ORIGIN } from "../soak/plan";
 import { startFleet } from "../soak/restart";
 import { startStack, toolVersions, type WorkerLogs } from "../stack";
 import { measure, purgeStorm, type Usage, windows } from "./measure";
-import { COLD_RANKS, DEPLOY_WINDOW_S, fleetOptions, HERD_REQUESTS, STEADY_FACTOR } from "./plan";
+import { COLD_PAGES, COLD_RANKS, DEPLOY_WINDOW_S, fleetOptions, HERD_REQUESTS, STEADY_FACTOR } from "./plan";
 import { fleetReport, type SizeResult } from "./report";
 
 const options = fleetOptions();
@@ -88,6 +88,11 @@ async function main(): Promise<void> {
     });
     console.log(`steady: ${steady.commands} commands (${(steady.commands / steadyPages).toFixed(3)} a page) ${JSON.stringify(steady.byPurpose)}`);
 
+    // What the isolates made of the location tier so far (warm-up and steady): parts looked up, served, turned down and why.
+    const verdicts: Record<string, number> = {};
+    for (const status of await Promise.all(targets.map(statusOf)))
+      for (const [name, n] of Object.entries(status?.location?.stats ?? {})) verdicts[name] = (verdicts[name] ?? 0) + n;
+
     // 2. A deploy.
     await departing.stop();
     const restartMs = await fleet.restart("on");
@@ -121,6 +126,17 @@ async function main(): Promise<void> {
     const herdAnswers = await herd(targets, `/products/${coldId}`, HERD_REQUESTS);
     await sleep(1000);
     const herdCounts = await servers.origin.countsOf(coldId);
+    // Cold pages one at a time, the load stopped: each isolate's writes then go alone, as in an isolate that sees little traffic.
+    const coldIds = Array.from({ length: COLD_PAGES.count }, (_, k) => workload.idOfRank(CATALOG - 8 - index * COLD_PAGES.count - k));
+    const coldStatuses: Record<string, number> = {};
+    const cold = await measure(redis, servers.origin, async () => {
+      for (const [k, id] of coldIds.entries()) {
+        const answer = await get(`${targets[k % size]}/products/${id}`, 10_000);
+        coldStatuses[answer.status] = (coldStatuses[answer.status] ?? 0) + 1;
+        await sleep(COLD_PAGES.gapMs);
+      }
+      await sleep(1000);
+    });
     const location = await fleet.location();
     await fleet.stop();
 
@@ -161,7 +177,8 @@ async function main(): Promise<void> {
         statuses: countStatuses(herdAnswers.answers),
         fetches: Object.fromEntries(PAGE_RESOURCES.map((r) => [r, herdCounts[r] ?? 0])),
       },
-      location: { hits: location.hits, matches: location.matches, puts: location.puts },
+      location: { hits: location.hits, matches: location.matches, puts: location.puts, verdicts },
+      cold: { pages: coldIds.length, statuses: coldStatuses, usage: cold },
     };
     results.push(result);
     console.log(
