@@ -440,6 +440,20 @@ export const DEFAULTS = {
    * scripts and 0.93x the CPU per request.
    */
   writeHoldForClaimMs: 100,
+  /**
+   * A refresh's write (its isolate serves its copy meanwhile) waits this long
+   * at most for a lock claim to carry it, where a visitor's fill's goes
+   * within its window. An isolate that sees a few pages a second claims
+   * every few hundred milliseconds: with the window alone, nearly every
+   * write went on its own, a call per fill, and Redis's commands a page grew
+   * with the number of isolates sharing a load (bench:fleet: 0.004 writes
+   * alone a page with one isolate, 0.6 with 16). What it costs: a visitor in
+   * another isolate with no copy of the key, whose claim finds this lock,
+   * waits for the write up to this much longer (a product's first view in an
+   * isolate while another refreshes it). Well within the lock's life
+   * (lockTtlMs) and a write's wait (writeMaxWaitMs).
+   */
+  refreshWriteHoldMs: 300,
   /** Items waiting in each queue at most: more refreshes are dropped (a later view asks again), more writes go out on their own. */
   sendQueueMax: 256,
   /** A refresh that waited this long is dropped rather than sent late (its copy has likely been read again, and asked again). */

@@ -16,7 +16,9 @@ interface Item {
 }
 
 /** A queue on a fake clock whose sleeps end when the test says (`wake`). */
-function queueWith(limits: { maxPerSend?: number; maxQueued?: number; maxWaitMs?: number; maxBytesPerSend?: number; holdWhileTakenMs?: number } = {}) {
+function queueWith(
+  limits: { maxPerSend?: number; maxQueued?: number; maxWaitMs?: number; maxBytesPerSend?: number; holdWhileTakenMs?: number; patientHoldMs?: number } = {},
+) {
   const clock = fakeClock();
   const sleeping: (() => void)[] = [];
   const slept: number[] = [];
@@ -35,6 +37,9 @@ function queueWith(limits: { maxPerSend?: number; maxQueued?: number; maxWaitMs?
     sizeOf: (item) => item.size,
     maxBytesPerSend: limits.maxBytesPerSend,
     holdWhileTakenMs: limits.holdWhileTakenMs,
+    // Items whose key starts with "r" are patient (a refresh's write).
+    patient: (item) => item.key.startsWith("r"),
+    patientHoldMs: limits.patientHoldMs,
     send: (batch) => sent.push(batch.map(({ key }) => key)),
   });
   const background: Promise<unknown>[] = [];
@@ -182,6 +187,37 @@ describe("a send queue", () => {
     }
   });
 
+  it("holds patient items alone until the oldest waited patientHoldMs, for a take to carry them; then sends them", async () => {
+    const { clock, queue, sent, request, wake, slept } = queueWith({ patientHoldMs: 800 });
+    queue.add({ key: "r1", size: 1 }, request());
+    clock.advance(20);
+    await wake(); // the window ends with only patient items: put off until r1 waited 800 ms
+    expect(sent).toEqual([]);
+    expect(slept.at(-1)).toBe(780);
+    clock.advance(400);
+    queue.add({ key: "r2", size: 1 }, request()); // patient too: changes nothing
+    expect(queue.take((item) => item.key === "r1", 8, 1000).map(({ key }) => key)).toEqual(["r1"]);
+    clock.advance(380);
+    await wake(); // r2 has waited 380 ms: put off again, until it has waited 800
+    expect(sent).toEqual([]);
+    expect(slept.at(-1)).toBe(420);
+    clock.advance(420);
+    await wake();
+    expect(sent).toEqual([["r2"]]);
+  });
+
+  it("sends patient items with the first impatient one, at its window, not at theirs", async () => {
+    const { clock, queue, sent, request, wake } = queueWith({ patientHoldMs: 800 });
+    queue.add({ key: "r1", size: 1 }, request());
+    clock.advance(20);
+    await wake();
+    clock.advance(100);
+    queue.add({ key: "v1", size: 1 }, request()); // a visitor's fill's write: its window, 20 ms
+    clock.advance(20);
+    await wake();
+    expect(sent).toEqual([["r1", "v1"]]);
+  });
+
   it("takes over a send whose request vanished: the next request past its deadline sends, the vanished one never does", async () => {
     const { clock, queue, sent, request, wake, refresh, sleeping } = queueWith();
     queue.add(refresh("a"), () => {}); // its request is gone: the send it scheduled never runs
@@ -228,11 +264,11 @@ function readPathCountingCalls({ carrying = false } = {}) {
   const background: Promise<unknown>[] = [];
   /** One request's read of a product's inventory. */
   const read = (id: string) => cache.read(id, ["inventory"] satisfies ResourceName[], (work) => void background.push(work));
-  /** Runs the background work to its end, the clock moving a send window per round (a held send waits for time to pass). */
-  const settle = async () => {
+  /** Runs the background work to its end, the clock moving `stepMs` (a send window) per round (a held send waits for time to pass). */
+  const settle = async (stepMs: number = DEFAULTS.sendWindowMs) => {
     while (background.length > 0) {
       const round = background.splice(0);
-      clock.advance(DEFAULTS.sendWindowMs);
+      clock.advance(stepMs);
       await Promise.all(round);
     }
   };
@@ -273,7 +309,8 @@ describe("through the read path", () => {
 
     clock.advance(15_000); // stale: past ttl, within swr
     for (const id of ids) expect((await read(id)).data.inventory).toMatchObject({ tier: "l1", freshness: "stale" });
-    await settle();
+    // The refreshes' writes wait for a claim to carry them (refreshWriteHoldMs); none comes: they go on their own after it.
+    await settle(DEFAULTS.refreshWriteHoldMs);
     expect(calls).toEqual({ claims: [5], writes: [5], carried: [] });
     expect(origin.calls.inventory).toBe(10);
     // Refreshed: fresh again from L1.

@@ -197,6 +197,7 @@ export function createFill(deps: FillDeps) {
       fetchedAt: entry.fetchedAt,
       ttlMs: entry.errorUntil - clock.now(),
       lockToken: token,
+      patient: context.refresh === true,
     };
     send(write, context);
   }

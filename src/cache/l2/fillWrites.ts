@@ -31,6 +31,8 @@ export function createFillWrites(l2: L2, deps: { clock: Clock; sleep: (ms: numbe
     sizeOf: (write) => write.value.length,
     maxBytesPerSend: DEFAULTS.writeBytesPerSend,
     holdWhileTakenMs: DEFAULTS.writeHoldForClaimMs,
+    patient: (write) => write.patient === true,
+    patientHoldMs: DEFAULTS.refreshWriteHoldMs,
     send: (batch, background) => background(l2.writeFills(batch)),
   });
   return {

@@ -65,6 +65,8 @@ export interface FillWrite {
   ttlMs: number;
   /** The lock token, or "" when this fill does not hold the lock. */
   lockToken: string;
+  /** A refresh's write (its isolate serves its copy meanwhile): it may wait longer for a claim to carry it (refreshWriteHoldMs). */
+  patient?: boolean;
 }
 
 /**

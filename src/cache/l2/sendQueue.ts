@@ -43,6 +43,15 @@ export interface SendQueueOptions<T> {
    * never put off.
    */
   holdWhileTakenMs?: number;
+  /**
+   * Items nobody could be waiting for (`patient`: a refresh's write, whose
+   * key L2 still holds a usable copy of) wait up to `patientHoldMs` for a
+   * call to carry them: while only they wait, the window's send is put off
+   * until the oldest has waited that long. An item that is not patient
+   * sends them all at its window, as before.
+   */
+  patient?(item: T): boolean;
+  patientHoldMs?: number;
   /** With `sizeOf`, a send stops short of `maxBytesPerSend` (one item always goes). */
   sizeOf?(item: T): number;
   maxBytesPerSend?: number;
@@ -76,7 +85,9 @@ export interface SendStats {
 export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
   const { clock, windowMs } = options;
   /** Items by key, oldest first, each with when it came and its size (sizeOf, 0 without). */
-  const waiting = new Map<string, { item: T; since: number; size: number }>();
+  const waiting = new Map<string, { item: T; since: number; size: number; patient: boolean }>();
+  /** How many of `waiting` are not patient. */
+  let impatient = 0;
   /** The scheduled send's lease: due at `sendAt`, taken over once past `sendAt + windowMs` (0: none scheduled). */
   let sendAt = 0;
   let sends = 0;
@@ -116,11 +127,12 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
    * the hold (a departed fill's lease counts on it: tier.ts backgroundFillMs).
    */
   function holdingBackFor(): number {
-    const hold = options.holdWhileTakenMs;
-    if (hold === undefined || waiting.size === 0) return 0;
+    if (waiting.size === 0) return 0;
     const now = clock.now();
     const oldest = waiting.values().next().value!;
-    if (now - lastTakenAt >= hold) return 0;
+    if (impatient === 0 && options.patientHoldMs !== undefined) return Math.max(0, options.patientHoldMs - (now - oldest.since));
+    const hold = options.holdWhileTakenMs;
+    if (hold === undefined || now - lastTakenAt >= hold) return 0;
     return Math.max(0, Math.min(windowMs, hold - (now - oldest.since)));
   }
 
@@ -129,10 +141,14 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
     const now = clock.now();
     const items: T[] = [];
     let bytes = 0;
-    for (const [key, { item, since, size }] of waiting) {
+    const remove = (key: string, size: number, patient: boolean) => {
+      waiting.delete(key);
+      waitingBytes -= size;
+      if (!patient) impatient--;
+    };
+    for (const [key, { item, since, size, patient }] of waiting) {
       if (now - since > options.maxWaitMs) {
-        waiting.delete(key);
-        waitingBytes -= size;
+        remove(key, size, patient);
         expired++;
         continue;
       }
@@ -140,8 +156,7 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
       if (!accepts(item)) continue;
       if (items.length > 0 && bytes + size > maxBytesTaken) break;
       bytes += size;
-      waiting.delete(key);
-      waitingBytes -= size;
+      remove(key, size, patient);
       items.push(item);
     }
     return items;
@@ -164,8 +179,10 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
           return false;
         }
         const size = options.sizeOf?.(item) ?? 0;
-        waiting.set(key, { item, since: clock.now(), size });
+        const patient = options.patient?.(item) ?? false;
+        waiting.set(key, { item, since: clock.now(), size, patient });
         waitingBytes += size;
+        if (!patient) impatient++;
       }
       // A full send goes at once, from this request: under load the window
       // is for grouping, not for holding a queue back (one send per window
@@ -176,6 +193,8 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
         return true;
       }
       if (sendAt === 0) schedule(background);
+      // Patient items alone had put the send off: an impatient one brings it back to its window.
+      else if (!waiting.get(key)!.patient && sendAt > clock.now() + windowMs) schedule(background);
       else if (clock.now() > sendAt + windowMs) {
         takenOver++;
         schedule(background);
