@@ -44,11 +44,10 @@ export interface SendQueueOptions<T> {
    */
   holdWhileTakenMs?: number;
   /**
-   * Items nobody could be waiting for (`patient`: a refresh's write, whose
-   * key L2 still holds a usable copy of) wait up to `patientHoldMs` for a
-   * call to carry them: while only they wait, the window's send is put off
-   * until the oldest has waited that long. An item that is not patient
-   * sends them all at its window, as before.
+   * Items nobody waits for (`patient`: a refresh's write) wait up to
+   * `patientHoldMs` for a call to carry them: a send scheduled by a patient
+   * item goes that long after it, unless an item that is not patient comes
+   * meanwhile, whose window sends them all.
    */
   patient?(item: T): boolean;
   patientHoldMs?: number;
@@ -86,8 +85,6 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
   const { clock, windowMs } = options;
   /** Items by key, oldest first, each with when it came and its size (sizeOf, 0 without). */
   const waiting = new Map<string, { item: T; since: number; size: number; patient: boolean }>();
-  /** How many of `waiting` are not patient. */
-  let impatient = 0;
   /** The scheduled send's lease: due at `sendAt`, taken over once past `sendAt + windowMs` (0: none scheduled). */
   let sendAt = 0;
   let sends = 0;
@@ -127,12 +124,11 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
    * the hold (a departed fill's lease counts on it: tier.ts backgroundFillMs).
    */
   function holdingBackFor(): number {
-    if (waiting.size === 0) return 0;
+    const hold = options.holdWhileTakenMs;
+    if (hold === undefined || waiting.size === 0) return 0;
     const now = clock.now();
     const oldest = waiting.values().next().value!;
-    if (impatient === 0 && options.patientHoldMs !== undefined) return Math.max(0, options.patientHoldMs - (now - oldest.since));
-    const hold = options.holdWhileTakenMs;
-    if (hold === undefined || now - lastTakenAt >= hold) return 0;
+    if (now - lastTakenAt >= hold) return 0;
     return Math.max(0, Math.min(windowMs, hold - (now - oldest.since)));
   }
 
@@ -141,14 +137,13 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
     const now = clock.now();
     const items: T[] = [];
     let bytes = 0;
-    const remove = (key: string, size: number, patient: boolean) => {
+    const remove = (key: string, size: number) => {
       waiting.delete(key);
       waitingBytes -= size;
-      if (!patient) impatient--;
     };
-    for (const [key, { item, since, size, patient }] of waiting) {
+    for (const [key, { item, since, size }] of waiting) {
       if (now - since > options.maxWaitMs) {
-        remove(key, size, patient);
+        remove(key, size);
         expired++;
         continue;
       }
@@ -156,7 +151,7 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
       if (!accepts(item)) continue;
       if (items.length > 0 && bytes + size > maxBytesTaken) break;
       bytes += size;
-      remove(key, size, patient);
+      remove(key, size);
       items.push(item);
     }
     return items;
@@ -182,7 +177,6 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
         const patient = options.patient?.(item) ?? false;
         waiting.set(key, { item, since: clock.now(), size, patient });
         waitingBytes += size;
-        if (!patient) impatient++;
       }
       // A full send goes at once, from this request: under load the window
       // is for grouping, not for holding a queue back (one send per window
@@ -192,9 +186,11 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
         sendSome(background);
         return true;
       }
-      if (sendAt === 0) schedule(background);
+      const patient = waiting.get(key)!.patient;
+      // A patient item alone is sent after its hold (one sleep: the send does not depend on the clock moving meanwhile).
+      if (sendAt === 0) schedule(background, patient ? (options.patientHoldMs ?? windowMs) : windowMs);
       // Patient items alone had put the send off: an impatient one brings it back to its window.
-      else if (!waiting.get(key)!.patient && sendAt > clock.now() + windowMs) schedule(background);
+      else if (!patient && sendAt > clock.now() + windowMs) schedule(background);
       else if (clock.now() > sendAt + windowMs) {
         takenOver++;
         schedule(background);
