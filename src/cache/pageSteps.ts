@@ -39,6 +39,8 @@ export interface PageTools extends RefreshTools {
   rejections: Rejections;
   /** Keys a request of this isolate is reading from L2 right now (leases that end with the read's budget). */
   reading: LeaseTable<string, true>;
+  /** Products whose page copy a request is looking up in the location tier for refreshes (refreshParts), leases. */
+  lookingUpForRefresh: LeaseTable<string, true>;
   /** The entry as known purges leave it: unchanged, marked stale, or gone. `tags`: the product's, when L1 has no copy of it. */
   judged(entry: Entry | undefined, id: string, resource: ResourceName, tags?: readonly string[]): Entry | undefined;
   /** Whether this isolate knows every id purge after `stamp`: a location copy stamped earlier cannot be judged here. */
@@ -70,21 +72,79 @@ export function readFromL1(
 ): Pending[] {
   const { config, clock, l1 } = tools;
   const pending: Pending[] = [];
+  const toRefresh: RefreshItem[] = [];
   for (const resource of resources) {
     const key = entryKey(config.keyPrefix, resource, id);
     const entry = tools.judged(l1.entry(key), id, resource);
     const state = entryState(entry, clock.now());
     if (entry && state === "fresh") {
       data[resource] = served(resource, entry, "l1", "fresh");
-      if (request.heat && tools.dueForRefreshAhead(entry, request.heat)) tools.refresh(key, resource, id, request, entry.freshUntil);
+      if (request.heat && tools.dueForRefreshAhead(entry, request.heat)) toRefresh.push({ key, resource, freshBeyond: entry.freshUntil, held: entry });
     } else if (entry && state === "stale") {
       data[resource] = served(resource, entry, "l1", "stale");
-      tools.refresh(key, resource, id, request);
+      toRefresh.push({ key, resource, freshBeyond: 0, held: entry });
     } else {
       pending.push({ resource, key, fallback: state === "usable-on-error" ? entry : undefined, fallbackTier: "l1" });
     }
   }
+  if (toRefresh.length > 0) refreshParts(tools, id, toRefresh, request);
   return pending;
+}
+
+/** A part L1 served stale or near its end: its key, what a refresh must beat (refresh-ahead), the copy served. */
+interface RefreshItem {
+  key: string;
+  resource: ResourceName;
+  freshBeyond: number;
+  held: Entry;
+}
+
+/**
+ * 1a. Refreshes of the parts L1 served stale or near their end. With the
+ * location tier, first one lookup of the page's copy there, in the
+ * background: a part another isolate of this data center has refreshed
+ * since is taken from it, as readFromLocation would (vouched for, judged,
+ * fresh beyond what the refresh wants, newer than the copy held), at no
+ * Redis call; the rest is refreshed as before (a lock claim, the origin).
+ * Each isolate refreshing its own copy by a claim made Redis's commands a
+ * page grow with the isolates sharing a load (bench:fleet). One lookup per
+ * product at a time (a lease): a page whose lookup is under way leaves its
+ * refreshes to a later view.
+ */
+function refreshParts(tools: PageTools, id: string, items: RefreshItem[], request: PageRequest): void {
+  const { location, clock } = tools;
+  const refresh = (item: RefreshItem) => tools.refresh(item.key, item.resource, id, request, item.freshBeyond || undefined);
+  const wanted = items.filter((item) => !tools.flights.running(item.key));
+  if (!location || wanted.length === 0) {
+    wanted.forEach(refresh);
+    return;
+  }
+  if (!tools.lookingUpForRefresh.take(id, clock.now() + 4 * DEFAULTS.locationTimeoutMs, true)) return;
+  request.background(
+    (async () => {
+      try {
+        const copies = await location.read(
+          id,
+          wanted.map(({ resource }) => resource),
+        );
+        for (const [index, item] of wanted.entries()) {
+          const copy = copies[index];
+          const judged = copy && tools.vouches(copy.stamp) ? tools.judged(copy.entry, id, item.resource) : undefined;
+          const fresher =
+            judged !== undefined &&
+            entryState(judged, clock.now()) === "fresh" &&
+            judged.freshUntil > item.freshBeyond &&
+            judged.fetchedAt > item.held.fetchedAt;
+          if (fresher) {
+            location.note("hit");
+            tools.l1.keep(item.key, judged);
+          } else refresh(item);
+        }
+      } finally {
+        tools.lookingUpForRefresh.release(id, true);
+      }
+    })(),
+  );
 }
 
 /**

@@ -248,6 +248,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     flights,
     rejections,
     reading,
+    lookingUpForRefresh: createLeaseTable<string, true>({ clock }),
     judged,
     // Without purge knowledge (unit tests of the life cycle) every copy is vouched for: there are no purges.
     vouches: (stamp) => deps.purges?.vouches(stamp) ?? true,

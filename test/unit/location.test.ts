@@ -100,6 +100,29 @@ describe("the location tier in the read path", () => {
     for (const resource of PAGE_RESOURCES) expect(second.origin.calls[resource], resource).toBe(0);
   });
 
+  it("takes a stale part another isolate has refreshed since from the location copy, not from a refresh of its own", async () => {
+    const { store, calls } = fakeStore();
+    const clock = fakeClock();
+    const first = isolate(store, knowledge(), clock);
+    const second = isolate(store, knowledge(), clock);
+    await first.read("p-1", PAGE_RESOURCES, true);
+    await first.settle();
+    expect((await second.read("p-1", PAGE_RESOURCES)).data.inventory).toMatchObject({ tier: "location", freshness: "fresh" });
+    await second.settle();
+    clock.advance(15_000); // stock stale in both isolates
+    expect((await first.read("p-1", PAGE_RESOURCES)).data.inventory).toMatchObject({ tier: "l1", freshness: "stale" });
+    await first.settle();
+    expect(first.origin.calls.inventory).toBe(2); // the copy there was as old as its own: refreshed from the origin, and put
+    const matches = calls.match;
+    expect((await second.read("p-1", PAGE_RESOURCES)).data.inventory).toMatchObject({ tier: "l1", freshness: "stale" });
+    await second.settle();
+    expect(calls.match).toBe(matches + 1);
+    expect(second.origin.calls.inventory).toBe(0);
+    // Kept in L1: the next view is fresh, from L1.
+    expect((await second.read("p-1", PAGE_RESOURCES)).data.inventory).toMatchObject({ tier: "l1", freshness: "fresh" });
+    expect(second.origin.calls.inventory).toBe(0);
+  });
+
   it("puts the copy again when a part is refreshed, with the page's other parts from L1", async () => {
     const { store, stored } = fakeStore();
     const clock = fakeClock();
