@@ -137,13 +137,10 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
     const now = clock.now();
     const items: T[] = [];
     let bytes = 0;
-    const remove = (key: string, size: number) => {
-      waiting.delete(key);
-      waitingBytes -= size;
-    };
     for (const [key, { item, since, size }] of waiting) {
       if (now - since > options.maxWaitMs) {
-        remove(key, size);
+        waiting.delete(key);
+        waitingBytes -= size;
         expired++;
         continue;
       }
@@ -151,7 +148,8 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
       if (!accepts(item)) continue;
       if (items.length > 0 && bytes + size > maxBytesTaken) break;
       bytes += size;
-      remove(key, size);
+      waiting.delete(key);
+      waitingBytes -= size;
       items.push(item);
     }
     return items;
