@@ -23,6 +23,7 @@ import { createFilterShelf, createKnownIds, type KnownIds } from "./knownIds";
 import { createHotReport, type HotReport } from "./warming/hotReport";
 import { LRUCache } from "lru-cache";
 import { createPurgeWatcher, type PurgeWatcher } from "./invalidation/watcher";
+import { createPositionShelf } from "./invalidation/sharedPosition";
 import { logEvent } from "./shared/log";
 import { createMetrics, type Metrics } from "./observability/metrics";
 import { watchBreaker, watchOrigin, watchSlowPages, type PageRead } from "./observability/wiring";
@@ -114,8 +115,8 @@ export function createTier(config: Config, clock: Clock = systemClock): TierServ
     // A page's read fills its subject, then the other parts: two fills at most, one after the other.
     coldPageLeaseMs: 2 * Math.max(...RESOURCE_NAMES.map((resource) => fillBoundMs(config, resource))),
     maxBackgroundFills: config.backgroundFillsMax,
-    // A finished fill's write waits for its send (its window, or a claim to carry it: writeHoldForClaimMs at most, sendQueue.ts holds no write longer), then has the write budget.
-    backgroundFillMs: Math.max(DEFAULTS.sendWindowMs, DEFAULTS.writeHoldForClaimMs) + DEFAULTS.l2WriteTimeoutMs,
+    // A finished fill's write waits for its send (its window, or a claim to carry it: patientWriteHoldMs at most, sendQueue.ts holds no write longer), then has the write budget.
+    backgroundFillMs: Math.max(DEFAULTS.sendWindowMs, DEFAULTS.writeHoldForClaimMs, DEFAULTS.patientWriteHoldMs) + DEFAULTS.l2WriteTimeoutMs,
     hold: {
       maxHoldMs: config.departureHoldMaxMs,
       departedShare: DEFAULTS.departureHoldShare,
@@ -155,6 +156,11 @@ export function createTier(config: Config, clock: Clock = systemClock): TierServ
     blindAfterMs: DEFAULTS.purgeBlindAfterMs,
     blindMaxAgeMs: DEFAULTS.purgeBlindMaxAgeMs,
     syncWaitMs: config.l2TimeoutMs * 2,
+    // With the location tier on, the data center's isolates share their reads of the log.
+    shared:
+      config.locationCache && typeof caches !== "undefined"
+        ? createPositionShelf({ publicUrl: config.publicUrl, keyPrefix: config.keyPrefix, open: () => caches.open(LOCATION_CACHE_NAME) })
+        : null,
   });
   return {
     config,

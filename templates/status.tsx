@@ -416,6 +416,8 @@ export function StatusPage(view: StatusView) {
               <dd>
                 <span class={`pill ${purges.blindClass}`}>{purges.blind}</span>
               </dd>
+              <dt>reads of the log</dt>
+              <dd>{purges.reads}</dd>
               <dt>tag / all purges held</dt>
               <dd>{purges.widePurges}</dd>
             </dl>

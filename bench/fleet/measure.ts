@@ -101,6 +101,8 @@ interface Reach {
 export async function purgeStorm(o: { targets: readonly string[]; token: string; origin: OriginAdmin; ids: readonly string[]; firstPrice: number }) {
   const reaches: Reach[] = [];
   const acks: number[] = [];
+  /** Every purge attempt's status (0: no answer): a purge goes again, on the next isolate, until a 202. */
+  const attempts: Record<string, number> = {};
   const tasks: Promise<void>[] = [];
   for (let k = 0; k < STORM.purges; k++) {
     const id = o.ids[k % o.ids.length]!;
@@ -116,6 +118,9 @@ export async function purgeStorm(o: { targets: readonly string[]; token: string;
           first: k,
           timeoutMs: 5000,
           stopped: () => false,
+          onAttempt: (status) => {
+            attempts[status] = (attempts[status] ?? 0) + 1;
+          },
         });
         const ackAt = performance.now();
         acks.push(Math.round(ackAt - started));
@@ -137,5 +142,5 @@ export async function purgeStorm(o: { targets: readonly string[]; token: string;
     await sleep(1000 / STORM.perSecond);
   }
   await Promise.all(tasks);
-  return { reaches, acks };
+  return { reaches, acks, attempts };
 }

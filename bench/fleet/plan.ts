@@ -3,11 +3,16 @@
 // (soak/plan.ts); the load is paced and the same in all for every size, so
 // that what changes from one size to the next is the number of isolates.
 import { parseArgs } from "node:util";
+import { DEFAULTS } from "../../src/config/defaults";
 
 /** Zipf ranks left out of every draw: the herds' cold products (one per size, the last ranks), then the cold pages'. */
 export const COLD_RANKS = 8 + 5 * 24;
-/** Cold pages measured one at a time in each size, with the load stopped: what a page costs an isolate that holds nothing of it. */
-export const COLD_PAGES = { count: 24, gapMs: 250 } as const;
+/**
+ * Cold pages measured one at a time in each size, with the load stopped: what a page costs an isolate that holds nothing of it
+ * and sees no other traffic. Further apart than a write may wait for a claim to carry it (DEFAULTS.patientWriteHoldMs), so
+ * that each page's writes go alone.
+ */
+export const COLD_PAGES = { count: 24, gapMs: DEFAULTS.patientWriteHoldMs + 500 } as const;
 /** Requests of the hot-product herd, at once, spread over the isolates. */
 export const HERD_REQUESTS = 200;
 /** The purge storm: this many single-product purges (each a price change at the origin first), `perSecond` of them. */

@@ -135,7 +135,6 @@ async function main(): Promise<void> {
         coldStatuses[answer.status] = (coldStatuses[answer.status] ?? 0) + 1;
         await sleep(COLD_PAGES.gapMs);
       }
-      await sleep(1000);
     });
     const location = await fleet.location();
     await fleet.stop();
@@ -182,7 +181,7 @@ async function main(): Promise<void> {
     };
     results.push(result);
     console.log(
-      `re-price: ${reprice.after.total} commands in ${reprice.after.seconds} s after; storm reach p50 ${result.storm.reachP50Ms} p99 ${result.storm.reachP99Ms} ms (${result.storm.missed} missed); herd ${JSON.stringify(result.herd.fetches)}`,
+      `re-price: ${reprice.after.total} commands in ${reprice.after.seconds} s after; storm reach p50 ${result.storm.reachP50Ms} p99 ${result.storm.reachP99Ms} ms (${result.storm.missed} missed), purge attempts ${JSON.stringify(storm.attempts)}; herd ${JSON.stringify(result.herd.fetches)}`,
     );
   }
 

@@ -441,19 +441,22 @@ export const DEFAULTS = {
    */
   writeHoldForClaimMs: 100,
   /**
-   * A refresh's write (its isolate serves its copy meanwhile) waits this long
-   * at most for a lock claim to carry it, where a visitor's fill's goes
-   * within its window. An isolate that sees a few pages a second claims
-   * every few hundred milliseconds: with the window alone, nearly every
-   * write went on its own, a call per fill, and Redis's commands a page grew
-   * with the number of isolates sharing a load (bench:fleet: 0.004 writes
-   * alone a page with one isolate, 0.6 with 16). What it costs: a visitor in
-   * another isolate with no copy of the key, whose claim finds this lock,
-   * waits for the write up to this much longer (a product's first view in an
-   * isolate while another refreshes it). Well within the lock's life
-   * (lockTtlMs) and a write's wait (writeMaxWaitMs).
+   * A fill's write that nobody is known to wait for (a refresh of a copy
+   * served meanwhile, a product's first view here that no other request
+   * joined: fill.ts, mayWait) waits this long at most for a lock claim to
+   * carry it, where others go within their window. An isolate that sees a
+   * few pages a second claims every few hundred milliseconds: with the
+   * window alone, nearly every write went on its own, a call per fill, and
+   * Redis's commands a page grew with the number of isolates sharing a load
+   * (bench:fleet: 0.004 writes alone a page with one isolate, 0.6 with 16;
+   * 0.47 with refreshes' writes alone held 300 ms). What it costs: a visitor
+   * in another data center with no copy of the key whose claim finds this
+   * lock waits for the write up to this much longer (in this one, the copy
+   * is in the location tier from the fill's landing; L2's stale copy, if
+   * there is one, is served at once, as usual). Half the lock's life at
+   * most (lockTtlMs), well within a write's wait (writeMaxWaitMs).
    */
-  refreshWriteHoldMs: 300,
+  patientWriteHoldMs: 1000,
   /** Items waiting in each queue at most: more refreshes are dropped (a later view asks again), more writes go out on their own. */
   sendQueueMax: 256,
   /** A refresh that waited this long is dropped rather than sent late (its copy has likely been read again, and asked again). */

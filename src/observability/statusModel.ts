@@ -12,6 +12,7 @@ import type { Config } from "../config";
 import { DEFAULTS } from "../config/defaults";
 import type { KnownIdsState } from "../knownIds";
 import type { Overload } from "../overload";
+import type { PurgeWatcherStatus } from "../invalidation/watcher";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { HOT_PRODUCTS, type BreakerNote, type Metrics, type MinutePoint, type WindowSummary } from "./metrics";
 
@@ -31,7 +32,7 @@ export interface StatusSources {
   l1: { bytes: number; entries: number };
   /** What the location tier did since the isolate started; null when it is off (or the runtime has no Cache API). */
   location: LocationStats | null;
-  purges: { seq: number; lastSyncAt: number; blind: boolean; widePurges: number };
+  purges: PurgeWatcherStatus;
   /** The isolate's origin fetch slots (leases): held now, callers queued, and slots taken back from vanished holders. */
   originSlots: { inUse: number; queued: number; reclaimed: number };
   /** Fills in flight in this isolate, fills taken over from a request that vanished, and the background sends (cache/l2/sendQueue.ts). */
@@ -89,7 +90,17 @@ export interface StatusModel {
   l1: { bytes: number; maxBytes: number; entries: number; usedRatio: number };
   /** `hitRatio`: copies served of parts looked up (null before any lookup); `stats` null when off. */
   location: { enabled: boolean; hitRatio: number | null; stats: LocationStats | null };
-  purges: { enabled: boolean; seq: number; lastSyncAt: string | null; syncAgeMs: number | null; blind: boolean; widePurges: number };
+  /** `logReads`: syncs that read the log in Redis; `sharedReadsTaken`: syncs that took a read another isolate of the data center shared. */
+  purges: {
+    enabled: boolean;
+    seq: number;
+    lastSyncAt: string | null;
+    syncAgeMs: number | null;
+    blind: boolean;
+    widePurges: number;
+    logReads: number;
+    sharedReadsTaken: number;
+  };
   knownIds: (NonNullable<StatusSources["knownIds"]> & { enabled: true }) | { enabled: false };
   /** The configuration this isolate runs with, but for the tokens. */
   config: Pick<
@@ -184,6 +195,8 @@ export function buildStatus(sources: StatusSources): StatusModel {
       syncAgeMs: lastSyncAt === null ? null : Math.max(0, now - lastSyncAt),
       blind: sources.purges.blind,
       widePurges: sources.purges.widePurges,
+      logReads: sources.purges.logReads,
+      sharedReadsTaken: sources.purges.sharedReadsTaken,
     },
     knownIds: sources.knownIds ? { enabled: true, ...sources.knownIds } : { enabled: false },
     config: {

@@ -285,6 +285,7 @@ export function statusView(model: StatusModel) {
       blind: model.purges.blind ? "yes: Redis unreachable, old entries are refreshed" : "no",
       blindClass: model.purges.blind ? "bad" : "ok",
       widePurges: count(model.purges.widePurges),
+      reads: `${count(model.purges.logReads)} from Redis, ${count(model.purges.sharedReadsTaken)} shared by another isolate here`,
       pollMs: `${model.config.purgePollMs} ms`,
     },
     knownIds: knownIdsView(model),

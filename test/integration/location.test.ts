@@ -160,6 +160,42 @@ describe("the location tier", () => {
     expect(Object.values(parts).some((line) => line.startsWith("pp-location"))).toBe(false);
   });
 
+  it("shares reads of the purge log: an isolate takes the read another one sent less than half a poll ago, and a purge still reaches it within the bound", async () => {
+    const purgeStatus = async (worker: WorkerInstance) =>
+      (
+        (await (await worker.fetch("/__status.json", { headers: { authorization: `Bearer ${PURGE_TOKEN}` } })).json()) as {
+          purges: { logReads: number; sharedReadsTaken: number };
+        }
+      ).purges;
+    const [first, second] = [await isolate(), await isolate()];
+    await coldPage(first, "p-000110");
+    await pageParts(second, "p-000110");
+    // A second read of each finds the log where it stood (a new isolate's first read gave it its era): from then on they share.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await pageParts(first, "p-000110");
+    await pageParts(second, "p-000110");
+    // Both isolates' knowledge a whole poll old (PURGE_POLL_MS, 1 s): the next page of each waits for a sync.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await pageParts(first, "p-000110"); // reads Redis, shares the read
+    await new Promise((resolve) => setTimeout(resolve, 50)); // its put lands (in the background)
+    const before = await purgeStatus(second);
+    await pageParts(second, "p-000110");
+    const after = await purgeStatus(second);
+    expect(after.sharedReadsTaken - before.sharedReadsTaken, JSON.stringify({ before, after })).toBe(1);
+    expect(after.logReads).toBe(before.logReads);
+
+    // A purge recorded by the first isolate after that read: the second, holding the page in L1, sees it within a poll (and the L2 round trip).
+    await purge(first, { ids: ["p-000110"] });
+    const purgedAt = Date.now();
+    let product = "";
+    while (Date.now() - purgedAt < 1500) {
+      product = (await pageParts(second, "p-000110")).product!;
+      if (product.startsWith("pp-origin")) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(product, "the purged product is fetched anew within the bound").toMatch(/^pp-origin/);
+  });
+
   // Last: it empties Redis.
   it("never vouches, after Redis lost its data, for a copy stamped before it: not even one put before the log's first purge", async () => {
     // A log never written: the isolate's first read gives it an era, and its copies carry it.

@@ -7,7 +7,11 @@ import { encodeEntry } from "../../src/cache/l2/codec";
 import { createFill } from "../../src/cache/fill/fill";
 import type { FillClaim, L2 } from "../../src/cache/l2/l2";
 import { createL2Entries } from "../../src/cache/l2/l2Entries";
-import { createFillWrites } from "../../src/cache/l2/fillWrites";
+import { createFillWrites, type FillWrites } from "../../src/cache/l2/fillWrites";
+import { DEFAULTS } from "../../src/config/defaults";
+import { createFlights } from "../../src/cache/fill/flights";
+import { createL1 } from "../../src/cache/l1";
+import { createRejections } from "../../src/cache/fill/rejections";
 import { fakeOrigin, sampleProduct, testConfig, testFillContext } from "../support/fakes";
 import { systemClock } from "../../src/shared/clock";
 
@@ -205,5 +209,94 @@ describe("a loser whose poll finds the lock free and no fresh copy", () => {
     expect(claims()).toBe(2);
     expect(originCalls).toBe(1);
     expect(context.via).toBe("origin");
+  });
+});
+
+describe("a won fill's write", () => {
+  /** A won fill of the product, its origin fetch taking `originMs` on a clock of its own, and the write it hands the queue. */
+  const START = 1_764_000_000_000;
+  async function wonFill(options: { originMs?: number; joined?: boolean; refresh?: boolean; purgedAt?: number } = {}) {
+    let now = START;
+    const clock = { now: () => now };
+    const origin = fakeOrigin();
+    const fetch = origin.fetchResource.bind(origin);
+    origin.fetchResource = (async (...args: Parameters<typeof fetch>) => {
+      now += options.originMs ?? 20;
+      return fetch(...args);
+    }) as typeof origin.fetchResource;
+    const l2 = {
+      claimFills: async (claims: readonly unknown[]) => claims.map((): FillClaim => ({ kind: "won" })),
+      accepts: () => true,
+      answered: () => 1,
+    } as unknown as L2;
+    const sent: { patient?: boolean; lockToken: string }[] = [];
+    const writes = {
+      send: (write: { patient?: boolean; lockToken: string }) => void sent.push(write),
+      take: () => [],
+      stats: () => ({}),
+    } as unknown as FillWrites;
+    const sleep = async () => undefined;
+    const fill = createFill({ config, origin, l2, writes, l2Entries: createL2Entries({ config, l2, clock }), clock, random: Math.random, sleep });
+    const { context } = testFillContext("p-000042");
+    if (options.joined !== undefined) context.joinedHere = () => options.joined!;
+    context.refresh = options.refresh;
+    if (options.purgedAt !== undefined) context.freshAfter = options.purgedAt;
+    await fill(KEY, context);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.lockToken).not.toBe("");
+    return sent[0]!;
+  }
+
+  it(`may wait up to patientWriteHoldMs (${DEFAULTS.patientWriteHoldMs} ms) for a claim to carry it when nobody else here waits for it: a first view, or a refresh`, async () => {
+    expect((await wonFill({ joined: false })).patient).toBe(true);
+    expect((await wonFill({ refresh: true })).patient).toBe(true);
+  });
+
+  it("goes within its window when other requests here joined the fill (a herd: likely awaited in other isolates too)", async () => {
+    expect((await wonFill({ joined: true })).patient).toBe(false);
+  });
+
+  it("goes within its window when the key was purged within a poll and a lock's life: the isolates that held a copy come back for it now", async () => {
+    const lately = config.purgePollMs + config.lockTtlMs;
+    expect((await wonFill({ purgedAt: START - lately })).patient).toBe(false);
+    expect((await wonFill({ purgedAt: START - lately - 1 })).patient).toBe(true);
+  });
+
+  it("goes within its window when its lock would not outlive the hold by half its life (a slow origin): another isolate would take the lock over", async () => {
+    const slowest = config.lockTtlMs / 2 - DEFAULTS.patientWriteHoldMs;
+    expect((await wonFill({ originMs: slowest })).patient).toBe(true);
+    expect((await wonFill({ originMs: slowest + 1 })).patient).toBe(false);
+  });
+});
+
+describe("a fill that other requests of the isolate joined", () => {
+  it("says so to the fill before it writes (its write then goes within its window), and a fill nobody joined says not", async () => {
+    const clock = systemClock;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const joinedAtLanding: boolean[] = [];
+    const flights = createFlights({
+      config,
+      clock,
+      l1: createL1({ maxBytes: 1 << 20, clock }),
+      rejections: createRejections({ config, clock, random: Math.random }),
+      async fill(_key, context) {
+        await gate;
+        joinedAtLanding.push(context.joinedHere?.() ?? false);
+        return {
+          data: sampleProduct("p-000042", 1),
+          version: 1,
+          fetchedAt: Date.now(),
+          freshUntil: Date.now() + 60_000,
+          staleUntil: Date.now() + 90_000,
+          errorUntil: Date.now() + 600_000,
+        };
+      },
+    });
+    const herd = Array.from({ length: 3 }, () => flights.await(KEY, testFillContext("p-000042").context));
+    const alone = flights.await("pp:v1:p:p-000043", testFillContext("p-000043").context);
+    release();
+    await Promise.all([...herd, alone]);
+    expect(joinedAtLanding.sort()).toEqual([false, true]);
   });
 });

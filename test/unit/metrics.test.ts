@@ -402,7 +402,7 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
     },
     l1: { bytes: 12 * 1024 * 1024, entries: 3456 },
     location: { lookups: 200, hits: 150, invalid: 1, purged: 4, unvouched: 6, errors: 0, puts: 90, putsFailed: 0, putsDropped: 2 },
-    purges: { seq: 42, lastSyncAt: clock.now() - 400, blind: false, widePurges: 1 },
+    purges: { seq: 42, lastSyncAt: clock.now() - 400, blind: false, widePurges: 1, logReads: 30, sharedReadsTaken: 12 },
     originSlots: { inUse: 7, queued: 2, reclaimed: 1 },
     fills: {
       inFlight: 5,
@@ -488,7 +488,7 @@ describe("status page", () => {
   });
 
   it("escapes what it prints, and renders with no L2, no filter and no traffic", () => {
-    const s = sources({ l2: null, knownIds: null, purges: { seq: 0, lastSyncAt: -Infinity, blind: false, widePurges: 0 } });
+    const s = sources({ l2: null, knownIds: null, purges: { seq: 0, lastSyncAt: -Infinity, blind: false, widePurges: 0, logReads: 0, sharedReadsTaken: 0 } });
     const model = buildStatus({
       ...s,
       l2: {

@@ -187,17 +187,42 @@ describe("a send queue", () => {
     }
   });
 
-  it("sends patient items alone patientHoldMs after the first, leaving them meanwhile for a take to carry", async () => {
+  it("sends patient items alone patientHoldMs after the oldest came, leaving them meanwhile for a take to carry", async () => {
     const { clock, queue, sent, request, wake, slept, sleeping } = queueWith({ patientHoldMs: 800 });
     queue.add({ key: "r1", size: 1 }, request());
     expect(slept).toEqual([800]);
     clock.advance(400);
-    queue.add({ key: "r2", size: 1 }, request()); // patient too: goes with r1's send
+    queue.add({ key: "r2", size: 1 }, request()); // patient too: no send of its own scheduled
     expect(sleeping).toHaveLength(1);
+    clock.advance(400);
+    await wake();
+    expect(sent).toEqual([["r1", "r2"]]); // r1's hold is up: both go
+  });
+
+  it("leaves an item that came after the one a take carried its own hold, not what was left of the first one's", async () => {
+    const { clock, queue, sent, request, wake, slept } = queueWith({ patientHoldMs: 800 });
+    queue.add({ key: "r1", size: 1 }, request());
+    clock.advance(400);
+    queue.add({ key: "r2", size: 1 }, request());
     expect(queue.take((item) => item.key === "r1", 8, 1000).map(({ key }) => key)).toEqual(["r1"]);
+    clock.advance(400);
+    await wake(); // the send scheduled for r1: r2 has waited 400 ms, and waits 400 more
+    expect(sent).toEqual([]);
+    expect(slept).toEqual([800, 400]);
     clock.advance(400);
     await wake();
     expect(sent).toEqual([["r2"]]);
+  });
+
+  it("with a clock that does not move, puts a send off once at most: nothing waits for ever", async () => {
+    const { queue, sent, request, wake, slept } = queueWith({ patientHoldMs: 800 });
+    queue.add({ key: "r1", size: 1 }, request());
+    queue.add({ key: "r2", size: 1 }, request());
+    queue.take((item) => item.key === "r1", 8, 1000);
+    await wake();
+    await wake();
+    expect(sent).toEqual([["r2"]]);
+    expect(slept.length).toBeLessThanOrEqual(2);
   });
 
   it("sends patient items with the first impatient one, at its window, not at theirs", async () => {
@@ -302,8 +327,8 @@ describe("through the read path", () => {
 
     clock.advance(15_000); // stale: past ttl, within swr
     for (const id of ids) expect((await read(id)).data.inventory).toMatchObject({ tier: "l1", freshness: "stale" });
-    // The refreshes' writes wait for a claim to carry them (refreshWriteHoldMs); none comes: they go on their own after it.
-    await settle(DEFAULTS.refreshWriteHoldMs);
+    // The refreshes' writes wait for a claim to carry them (patientWriteHoldMs); none comes: they go on their own after it.
+    await settle(DEFAULTS.patientWriteHoldMs);
     expect(calls).toEqual({ claims: [5], writes: [5], carried: [] });
     expect(origin.calls.inventory).toBe(10);
     // Refreshed: fresh again from L1.

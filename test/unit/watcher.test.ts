@@ -9,9 +9,10 @@ import type { Entry } from "../../src/cache/entry";
 import { createReadThrough, type L1Purging } from "../../src/cache/readThrough";
 import { DEFAULTS } from "../../src/config/defaults";
 import type { PurgeLog, PurgesSince } from "../../src/invalidation/log";
-import { createPurgeWatcher, type PurgeWatcher } from "../../src/invalidation/watcher";
+import { createPurgeWatcher, type PurgeWatcher, type PurgeWatcherOptions } from "../../src/invalidation/watcher";
+import { createPositionShelf, type PositionShelf, type SharedPosition } from "../../src/invalidation/sharedPosition";
 import type { ResourceName } from "../../src/origin/resources";
-import { fakeClock, fakeOrigin, type FakeClock, testConfig } from "../support/fakes";
+import { fakeClock, fakeOrigin, fakeStore, type FakeClock, testConfig } from "../support/fakes";
 
 const POLL_MS = 1000;
 const BLIND_AFTER_MS = DEFAULTS.purgeBlindAfterMs;
@@ -39,7 +40,7 @@ function fakeLog() {
 
 const noL1: L1Purging = { forget: () => undefined, markStale: () => undefined, keepOnlyForErrors: () => undefined };
 
-function watcherWith(clock: FakeClock, log: PurgeLog | null, l1: L1Purging = noL1): PurgeWatcher {
+function watcherWith(clock: FakeClock, log: PurgeLog | null, l1: L1Purging = noL1, more: Partial<PurgeWatcherOptions> = {}): PurgeWatcher {
   return createPurgeWatcher({
     log,
     l1,
@@ -50,6 +51,9 @@ function watcherWith(clock: FakeClock, log: PurgeLog | null, l1: L1Purging = noL
     blindAfterMs: BLIND_AFTER_MS,
     blindMaxAgeMs: BLIND_MAX_AGE_MS,
     syncWaitMs: 200,
+    // The background sync's random part at its most: due at half a poll, as these tests count.
+    random: () => 1,
+    ...more,
   });
 }
 
@@ -467,5 +471,154 @@ describe("the purge log's position, read along a lock claim", () => {
       await sync(watcher);
       expect(state.reads, `position ${JSON.stringify(values)}`).toBe(2);
     }
+  });
+});
+
+/** The data center's shared read of the log (sharedPosition.ts), as a plain variable: what `put` shares, `read` answers. */
+function fakeShelf() {
+  const state: { position: SharedPosition | undefined; lookups: number; puts: SharedPosition[] } = { position: undefined, lookups: 0, puts: [] };
+  const shelf: PositionShelf = {
+    async read() {
+      state.lookups++;
+      return state.position && { ...state.position };
+    },
+    put(position) {
+      state.puts.push(position);
+      state.position = { ...position };
+    },
+  };
+  return { shelf, state };
+}
+
+describe("reads of the log shared by the isolates of a data center", () => {
+  it("shares each read as of its sending, and an isolate at that position takes it for its own: no Redis read until it is due from then", async () => {
+    const clock = fakeClock();
+    const { shelf, state: shared } = fakeShelf();
+    const first = fakeLog();
+    const second = fakeLog();
+    const a = watcherWith(clock, first.log, noL1, { shared: shelf });
+    const b = watcherWith(clock, second.log, noL1, { shared: shelf });
+    await syncAll(a);
+    await syncAll(b); // a new isolate reads the log itself (it has no era yet), and shares nothing: it found the log elsewhere than it stood
+    expect(shared.puts).toEqual([]);
+    clock.advance(POLL_MS / 2);
+    await syncAll(a); // due: reads Redis, finds the log where it stood, and shares the read
+    await syncAll(b); // the same (a's read is as old as its own would be): both found the log still
+    expect(shared.puts.map((p) => p.readAt)).toEqual([clock.now(), clock.now()]);
+
+    clock.advance(POLL_MS / 2);
+    await syncAll(a); // due: the shared read is no newer than its own: reads Redis, and shares
+    expect(first.state.reads).toBe(3);
+    const readAt = clock.now();
+    clock.advance(100);
+    await syncAll(b); // due: takes a's read, sent 100 ms ago
+    expect(second.state.reads).toBe(2);
+    expect(b.status()).toMatchObject({ lastSyncAt: readAt, logReads: 2, sharedReadsTaken: 1 });
+    clock.advance(POLL_MS / 2 - 101);
+    await syncAll(b); // not yet due from a's read
+    expect(second.state.reads + b.status().sharedReadsTaken).toBe(3);
+  });
+
+  it("reads Redis itself when the shared read is not its position, not its era, half a poll old, no newer than its own, or in its future", async () => {
+    // Each case: the shared read, given now and when the isolate read the log itself.
+    const cases: [string, (now: number, own: number) => SharedPosition][] = [
+      ["a purge it has not read", (now) => ({ era: "e0", seq: 1, readAt: now })],
+      ["another era", (now) => ({ era: "e1", seq: 0, readAt: now })],
+      ["half a poll old", (now) => ({ era: "e0", seq: 0, readAt: now - POLL_MS / 2 })],
+      ["no newer than its own read", (_now, own) => ({ era: "e0", seq: 0, readAt: own })],
+      ["in the future", (now) => ({ era: "e0", seq: 0, readAt: now + 1 })],
+    ];
+    for (const [what, position] of cases) {
+      const clock = fakeClock();
+      const { shelf, state: shared } = fakeShelf();
+      const { log, state } = fakeLog();
+      const watcher = watcherWith(clock, log, noL1, { shared: shelf });
+      await syncAll(watcher);
+      clock.advance(POLL_MS / 2);
+      await syncAll(watcher); // the log stood still: the next sync looks for a shared read
+      const own = clock.now();
+      clock.advance(POLL_MS / 2);
+      shared.position = position(clock.now(), own);
+      await syncAll(watcher);
+      expect(state.reads, what).toBe(3);
+      expect(watcher.status().sharedReadsTaken, what).toBe(0);
+    }
+  });
+
+  it("spreads the background syncs of isolates over the quarter of a poll before the half, so that the first due reads and the others take its read", async () => {
+    for (const [random, dueAfter] of [
+      [0, POLL_MS / 4],
+      [0.5, (POLL_MS * 3) / 8],
+      [0.999, Math.ceil(POLL_MS * 0.49975)],
+    ] as const) {
+      const clock = fakeClock();
+      const { log, state } = fakeLog();
+      const watcher = watcherWith(clock, log, noL1, { random: () => random });
+      await syncAll(watcher);
+      clock.advance(dueAfter - 1);
+      await syncAll(watcher);
+      expect(state.reads, `random ${random}: ${dueAfter - 1} ms after`).toBe(1);
+      clock.advance(1);
+      await syncAll(watcher);
+      expect(state.reads, `random ${random}: ${dueAfter} ms after`).toBe(2);
+    }
+  });
+
+  it("while purges come, neither looks for a shared read nor shares its own: the isolates' positions differ, and each reads the log", async () => {
+    const clock = fakeClock();
+    const { shelf, state: shared } = fakeShelf();
+    const { log, state } = fakeLog();
+    const moving = log.readSince.bind(log);
+    let purges = 0;
+    // Each read finds one purge more than the reader has read.
+    log.readSince = async (seen: number) => {
+      const answer = (await moving(seen))!;
+      purges++;
+      return {
+        ...answer,
+        seq: seen + 1,
+        upTo: seen + 1,
+        records: [{ seq: seen + 1, at: clock.now(), ids: ["p-1"], tags: [], all: false, mode: "hard", resources: ["product"] }],
+      } as PurgesSince;
+    };
+    const watcher = watcherWith(clock, log, noL1, { shared: shelf });
+    for (let i = 0; i < 4; i++) {
+      await syncAll(watcher);
+      clock.advance(POLL_MS / 2);
+    }
+    expect(purges).toBe(4);
+    expect(state.reads).toBe(4);
+    expect(shared.lookups).toBe(0);
+    expect(shared.puts).toEqual([]);
+  });
+
+  it("takes no shared read without a location tier, and still serves the bound: a visitor waits for a due sync", async () => {
+    const clock = fakeClock();
+    const { log, state } = fakeLog();
+    const watcher = watcherWith(clock, log);
+    await sync(watcher);
+    clock.advance(POLL_MS);
+    await sync(watcher);
+    expect(state.reads).toBe(2);
+    expect(watcher.status()).toMatchObject({ logReads: 2, sharedReadsTaken: 0 });
+  });
+});
+
+describe("the location tier's shelf for shared reads (sharedPosition.ts)", () => {
+  it("reads back the read it put, and takes anything else under its URL for no position", async () => {
+    const { store, stored } = fakeStore();
+    const shelf = createPositionShelf({ publicUrl: "https://shop.example", keyPrefix: "pp:v1", open: async () => store });
+    expect(await shelf.read()).toBeUndefined();
+    const work: Promise<unknown>[] = [];
+    shelf.put({ era: "1764300000000", seq: 42, readAt: 1_764_300_001_234 }, (w) => void work.push(w));
+    await Promise.all(work);
+    expect(await shelf.read()).toEqual({ era: "1764300000000", seq: 42, readAt: 1_764_300_001_234 });
+    const [url] = [...stored.keys()];
+    for (const header of ["", "1764300000000|42", "x|42|1", "1764300000000|-1|5", `1|${"9".repeat(17)}|1`]) {
+      stored.set(url!, { body: "", headers: [["pp-purge-position", header]] });
+      expect(await shelf.read(), header).toBeUndefined();
+    }
+    const failing = createPositionShelf({ publicUrl: "https://shop.example", keyPrefix: "pp:v1", open: async () => Promise.reject(new Error("no cache")) });
+    expect(await failing.read()).toBeUndefined();
   });
 });

@@ -71,6 +71,8 @@ export interface FillContext {
   l2Answered?: boolean;
   /** Redis did not answer the page's read on time (pageSteps.ts, PageRequest.l2Silent): no lock is claimed. */
   l2Silent?: boolean;
+  /** Set by flights.ts: whether other requests of this isolate joined the fill (its write then goes at once: see storeInL2). */
+  joinedHere?: () => boolean;
   /** Set by the fill: its visitors left while it was at the origin, and it finishes as background work (within the budget). */
   finishingForNobody?: boolean;
   /**
@@ -181,7 +183,30 @@ export function createFill(deps: FillDeps) {
     send({ key, lock, purgeMarker: purgeMarkerKey(config.keyPrefix, key), value: "", version: 0, fetchedAt: 0, ttlMs: 1, lockToken: token }, context);
   }
 
-  function storeInL2(key: string, entry: Entry, token: string, context: FillContext): void {
+  /**
+   * Whether a fill's write may wait for a lock claim of this isolate to
+   * carry it (DEFAULTS.patientWriteHoldMs) rather than go within its window:
+   * most fills are a product's first view in this isolate, or a refresh of a
+   * copy served meanwhile, and nobody else waits for them; so at a few pages
+   * a second, where claims are hundreds of milliseconds apart, a write that
+   * went on its own was a call per fill, and Redis's commands a page grew
+   * with the isolates sharing a load (bench:fleet). Not when others are
+   * likely to wait for it:
+   * - other requests here joined the fill: a herd, likely in other isolates too;
+   * - the key was purged lately (within a poll and a lock's life): every
+   *   isolate that held a copy comes back for it as it learns of the purge,
+   *   and their claims find this lock (held 1 s more, a purge storm's reach
+   *   at 16 isolates went from 0.36 to 1.4 s at its median);
+   * - its lock would not outlive the hold by half its life (a slow origin):
+   *   another isolate would take the lock over and fetch again.
+   */
+  function mayWait(context: FillContext, claimedAt: number): boolean {
+    if (context.joinedHere?.() === true) return false;
+    if (claimedAt - context.freshAfter <= config.purgePollMs + config.lockTtlMs) return false;
+    return clock.now() + DEFAULTS.patientWriteHoldMs <= claimedAt + config.lockTtlMs / 2;
+  }
+
+  function storeInL2(key: string, entry: Entry, token: string, context: FillContext, claimedAt: number): void {
     const value = encodeEntry(entry, config.compressAboveBytes);
     if (value === undefined) {
       // Not stored: it would not be read back (over the size cap, or a version past 2^53). Waiters stop waiting.
@@ -197,14 +222,15 @@ export function createFill(deps: FillDeps) {
       fetchedAt: entry.fetchedAt,
       ttlMs: entry.errorUntil - clock.now(),
       lockToken: token,
-      patient: context.refresh === true,
+      patient: mayWait(context, claimedAt),
     };
     send(write, context);
   }
 
   async function fillThroughL2(l2: L2, calls: FillCalls, key: string, context: FillContext): Promise<Entry> {
     const lock = lockKey(config.keyPrefix, key);
-    const token = lockToken(clock.now());
+    const claimedAt = clock.now();
+    const token = lockToken(claimedAt);
     const claim = () =>
       calls.claimFill(key, lock, {
         token,
@@ -281,7 +307,7 @@ export function createFill(deps: FillDeps) {
       return entry;
     }
     // The write releases the lock if it does not land (an unanswered claim's too, if it took it); if it lands, the lock is spent (l2.ts, CLAIM_FILLS).
-    storeInL2(key, entry, won || unanswered ? token : "", context);
+    storeInL2(key, entry, won || unanswered ? token : "", context, claimedAt);
     return entry;
   }
 

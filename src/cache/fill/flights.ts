@@ -28,6 +28,8 @@ interface Flight {
    * visitor: each one renews it while it waits (plain data, see DEFAULTS.fillInterestRenewMs).
    */
   wantedUntil: number;
+  /** Other requests of this isolate joined the fill: others elsewhere may well be waiting for it too (fill.ts, storeInL2). */
+  joined?: boolean;
 }
 
 export interface Flights {
@@ -75,6 +77,7 @@ export function createFlights({ config, clock, fill, l1, rejections, landed }: F
     // A visitor's fill goes on while its visitor, or one who joined it, is there (fill.ts checks before each step).
     const visitor = context.visitor;
     if (visitor) context.wanted = () => !visitor.aborted || flight.wantedUntil > clock.now();
+    context.joinedHere = () => flight.joined === true;
     const work = fill(key, context).then(
       (entry) => {
         l1.keep(key, entry);
@@ -117,6 +120,7 @@ export function createFlights({ config, clock, fill, l1, rejections, landed }: F
           if (entry) return { entry, joined: false };
           break;
         }
+        flight.joined = true;
         const outcome = await pollUntil(() => watch(flight, context), flight.until, clock.now);
         if (outcome === "left") throw departed("wait for a fill");
         if (outcome && "entry" in outcome) return { entry: outcome.entry, joined: true };

@@ -32,7 +32,7 @@ export function createFillWrites(l2: L2, deps: { clock: Clock; sleep: (ms: numbe
     maxBytesPerSend: DEFAULTS.writeBytesPerSend,
     holdWhileTakenMs: DEFAULTS.writeHoldForClaimMs,
     patient: (write) => write.patient === true,
-    patientHoldMs: DEFAULTS.refreshWriteHoldMs,
+    patientHoldMs: DEFAULTS.patientWriteHoldMs,
     send: (batch, background) => background(l2.writeFills(batch)),
   });
   return {

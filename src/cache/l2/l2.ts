@@ -65,7 +65,7 @@ export interface FillWrite {
   ttlMs: number;
   /** The lock token, or "" when this fill does not hold the lock. */
   lockToken: string;
-  /** A refresh's write (its isolate serves its copy meanwhile): it may wait longer for a claim to carry it (refreshWriteHoldMs). */
+  /** A write nobody is known to wait for: it may wait longer for a claim to carry it (patientWriteHoldMs; fill.ts, mayWait). */
   patient?: boolean;
 }
 

@@ -44,10 +44,11 @@ export interface SendQueueOptions<T> {
    */
   holdWhileTakenMs?: number;
   /**
-   * Items nobody waits for (`patient`: a refresh's write) wait up to
-   * `patientHoldMs` for a call to carry them: a send scheduled by a patient
-   * item goes that long after it, unless an item that is not patient comes
-   * meanwhile, whose window sends them all.
+   * Items nobody waits for (`patient`: most fills' writes) wait up to
+   * `patientHoldMs` for a call to carry them: while only patient items wait,
+   * the send goes that long after the oldest of them came (patientHoldLeft),
+   * unless an item that is not patient comes meanwhile, whose window sends
+   * them all.
    */
   patient?(item: T): boolean;
   patientHoldMs?: number;
@@ -96,11 +97,16 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
   let lastTakenAt = Number.NEGATIVE_INFINITY;
   /** The waiting items' sizes (sizeOf), so that a full send by bytes goes at once too. */
   let waitingBytes = 0;
+  /** Waiting items that are not patient: while there is one, the send goes at its window. */
+  let impatientWaiting = 0;
+  /** When the oldest item waiting came, as the scheduled send was made for it. */
+  let sendFor = Number.NEGATIVE_INFINITY;
   const maxBytes = options.maxBytesPerSend ?? Number.POSITIVE_INFINITY;
 
   function schedule(background: (work: Promise<unknown>) => void, delayMs = windowMs): void {
     const due = clock.now() + delayMs;
     sendAt = due;
+    sendFor = waiting.values().next().value?.since ?? clock.now();
     background(options.sleep(delayMs).then(() => sendDue(due, background)));
   }
 
@@ -108,7 +114,7 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
     // Another request took the send over: this one's lease had lapsed.
     if (sendAt !== due) return;
     sendAt = 0;
-    const heldFor = holdingBackFor();
+    const heldFor = Math.max(holdingBackFor(), patientHoldLeft());
     if (heldFor > 0) {
       schedule(background, heldFor);
       return;
@@ -132,15 +138,35 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
     return Math.max(0, Math.min(windowMs, hold - (now - oldest.since)));
   }
 
+  /**
+   * How much longer the patient items waiting may wait for a take (0: send
+   * now). A send is scheduled by the first item that finds none scheduled;
+   * if a take carried what it was scheduled for, the items that came since
+   * wait out their own hold from when they came, not what was left of the
+   * first one's (with one schedule for all, a write that came just before
+   * the send waited for nothing: at a few pages a second, a third of the
+   * patient writes went alone). Only items newer than what the send was
+   * scheduled for: with a clock that does not move, nothing is put off twice.
+   */
+  function patientHoldLeft(): number {
+    const oldest = waiting.values().next().value;
+    if (!oldest || impatientWaiting > 0 || !oldest.patient || oldest.since <= sendFor) return 0;
+    return Math.max(0, (options.patientHoldMs ?? windowMs) - (clock.now() - oldest.since));
+  }
+
   /** Takes the oldest items `accepts`, within the limits, out of the queue; drops those that waited too long on the way. */
   function pick(accepts: (item: T) => boolean, maxItems: number, maxBytesTaken: number): T[] {
     const now = clock.now();
     const items: T[] = [];
     let bytes = 0;
-    for (const [key, { item, since, size }] of waiting) {
+    const remove = (key: string, size: number, patient: boolean) => {
+      waiting.delete(key);
+      waitingBytes -= size;
+      if (!patient) impatientWaiting--;
+    };
+    for (const [key, { item, since, size, patient }] of waiting) {
       if (now - since > options.maxWaitMs) {
-        waiting.delete(key);
-        waitingBytes -= size;
+        remove(key, size, patient);
         expired++;
         continue;
       }
@@ -148,8 +174,7 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
       if (!accepts(item)) continue;
       if (items.length > 0 && bytes + size > maxBytesTaken) break;
       bytes += size;
-      waiting.delete(key);
-      waitingBytes -= size;
+      remove(key, size, patient);
       items.push(item);
     }
     return items;
@@ -175,6 +200,7 @@ export function createSendQueue<T>(options: SendQueueOptions<T>): SendQueue<T> {
         const patient = options.patient?.(item) ?? false;
         waiting.set(key, { item, since: clock.now(), size, patient });
         waitingBytes += size;
+        if (!patient) impatientWaiting++;
       }
       // A full send goes at once, from this request: under load the window
       // is for grouping, not for holding a queue back (one send per window
