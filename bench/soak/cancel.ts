@@ -28,7 +28,7 @@ const zero = (): CancelCounts => ({ sent: 0, abortedInFlight: 0, abortedUnsent: 
  * called then, with how far it got (and the status, when answered first);
  * `closed` once its socket is closed.
  */
-function sendAndLeave(url: string, on: { left(outcome: Exclude<keyof CancelCounts, "sent">, status: number): void; closed(): void }): void {
+function sendAndLeave(url: string, on: { left(outcome: Exclude<keyof CancelCounts, "sent">, status: number): void; closed(): void }, reported = true): void {
   const req = request(url, { agent: false });
   let status = 0;
   let written = false;
@@ -42,8 +42,10 @@ function sendAndLeave(url: string, on: { left(outcome: Exclude<keyof CancelCount
       const answered = status !== 0;
       on.left(answered ? "answered" : written ? "abortedInFlight" : "abortedUnsent", status);
       // A reset, as a closed tab or a lost mobile connection often is: workerd
-      // cancels the request at once (a plain close it notices only when it writes).
-      if (req.socket && !answered) req.socket.resetAndDestroy();
+      // cancels the request at once (a plain close it notices only when it
+      // writes). Unreported: the plain close, as proxies and CDNs may leave a
+      // departure to the worker, which then never hears of it.
+      if (reported && req.socket && !answered) req.socket.resetAndDestroy();
       else req.destroy();
     },
     1 + Math.random() * 29,
@@ -103,9 +105,11 @@ export interface DepartingCounts extends CancelCounts {
 /**
  * The departing flood: `connections` visitors, each in a closed loop: a
  * request for `nextPath()`, left 1–30 ms after it was sent, then at once the
- * next one. `stop()` ends the loops and resolves once every socket is closed.
+ * next one; `reported`: left with a reset (workerd cancels the request), or
+ * with a plain close (it never hears of it). `stop()` ends the loops and
+ * resolves once every socket is closed.
  */
-export function startDepartingFlood(target: string, nextPath: () => string, connections: number) {
+export function startDepartingFlood(target: string, nextPath: () => string, connections: number, reported = true) {
   const counts: DepartingCounts = { ...zero(), statuses: {} };
   // Sockets not closed yet, and requests not yet left (an answered one may close first).
   let pending = 0;
@@ -116,15 +120,19 @@ export function startDepartingFlood(target: string, nextPath: () => string, conn
     counts.sent++;
     pending++;
     staying++;
-    sendAndLeave(`${target}${nextPath()}`, {
-      left: (outcome, status) => {
-        staying--;
-        counts[outcome]++;
-        if (status) counts.statuses[status] = (counts.statuses[status] ?? 0) + 1;
-        send();
+    sendAndLeave(
+      `${target}${nextPath()}`,
+      {
+        left: (outcome, status) => {
+          staying--;
+          counts[outcome]++;
+          if (status) counts.statuses[status] = (counts.statuses[status] ?? 0) + 1;
+          send();
+        },
+        closed: () => pending--,
       },
-      closed: () => pending--,
-    });
+      reported,
+    );
   };
   for (let i = 0; i < connections; i++) send();
   return {

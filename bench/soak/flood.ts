@@ -39,6 +39,8 @@ export interface FloodSettings {
   connections: Record<FloodKind, number>;
   /** wrk's connections of the Zipf load beside the departing flood's second run (0: no such run). */
   zipfConnections: number;
+  /** Whether the departing visitors leave with a reset (workerd cancels their requests) or a plain close (it never hears of it). */
+  departuresReported: boolean;
   catalog: number;
   origin: { latencyMs: number; jitterMs: number };
   /** Record the isolate's V8 CPU profile during each flood phase (not the baseline), summarised after the run's table. */
@@ -182,7 +184,7 @@ async function floodRun(ctx: Context, kind: FloodKind, zipfConnections: number):
   const connections = settings.connections[kind];
   const title =
     kind === "departing"
-      ? `departing flood, ${connections} connections${zipfConnections ? `, beside wrk -c${zipfConnections} Zipf` : ""}`
+      ? `departing flood, ${connections} connections${settings.departuresReported ? "" : ", departures not reported"}${zipfConnections ? `, beside wrk -c${zipfConnections} Zipf` : ""}`
       : `crawler, ${connections} connections`;
   logs.scenario = title;
   console.log(`\n${title}: warming ${CACHED_PAGES} pages, then ${settings.seconds} s baseline, ${settings.seconds} s flood`);
@@ -244,7 +246,7 @@ async function phase(
     const sampler = startSampler(target, workload.walkPaths());
     const stopSampler = cleanups.onCleanup("sampler", async () => void sampler.stop());
     const uniformPath = uniformPaths(workload, SEED + ctx.nextSeed());
-    const leaving = flood === "departing" ? startDepartingFlood(target, uniformPath, settings.connections.departing) : null;
+    const leaving = flood === "departing" ? startDepartingFlood(target, uniformPath, settings.connections.departing, settings.departuresReported) : null;
     const stopLeaving = leaving ? cleanups.onCleanup("departing flood", () => leaving.stop()) : null;
     const wrk = (connections: number, uniform: boolean) =>
       runZipfWrk({

@@ -272,6 +272,7 @@ run(
             seconds: floodSeconds,
             connections: { departing: floodConnections ?? FLOOD_CONNECTIONS.departing, crawler: floodConnections ?? FLOOD_CONNECTIONS.crawler },
             zipfConnections: floodZipf,
+            departuresReported: options.departuresReported,
             catalog: CATALOG,
             origin: ORIGIN,
             profile: args["flood-profile"],
