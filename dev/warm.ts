@@ -14,7 +14,7 @@ import { isValidProductId } from "../src/origin/types";
 import { createTier } from "../src/tier";
 import { hottestIds } from "../src/warming/hotReport";
 import { warmOne } from "../src/scheduled";
-import { warmProducts } from "../src/warming/warm";
+import { idsListed, warmProducts } from "../src/warming/warm";
 
 const USAGE = `usage: npm run warm -- [--top N | --ids FILE] [--rate PER_SECOND] [--concurrency N]
                         [--origin URL] [--redis-url URL] [--token TOKEN]
@@ -65,11 +65,7 @@ async function main(): Promise<number> {
     console.error(`warm: Redis at ${config.l2!.shards[0]!.url} does not answer (give --redis-url and --token, or UPSTASH_REDIS_REST_URL and _TOKEN)`);
     return 2;
   }
-  const ids = values.ids
-    ? readFileSync(values.ids, "utf8")
-        .split(/\s+/)
-        .filter((id) => id !== "")
-    : await hottestIds(tier.cache.l2!, config.keyPrefix, Number(values.top));
+  const ids = values.ids ? idsListed(readFileSync(values.ids, "utf8")) : await hottestIds(tier.cache.l2!, config.keyPrefix, Number(values.top));
   const invalid = ids.filter((id) => !isValidProductId(id));
   if (invalid.length > 0) {
     console.error(`warm: not valid product ids: ${invalid.slice(0, 5).join(", ")}${invalid.length > 5 ? " …" : ""}`);

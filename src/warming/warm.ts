@@ -46,3 +46,15 @@ export async function warmProducts(options: WarmOptions): Promise<WarmResult> {
   await Promise.all(Array.from({ length: Math.max(1, Math.min(options.concurrency, options.ids.length)) }, worker));
   return { warmed: done - failed, failed, ms: now() - started };
 }
+
+/**
+ * The ids of a `--ids` file: one per line, spaces around it and blank lines
+ * ignored. A line is an id whole: `not valid!` stays one id, refused as such,
+ * where splitting on whitespace made it `not` and `valid!`.
+ */
+export function idsListed(text: string): string[] {
+  return text
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== "");
+}

@@ -9,7 +9,7 @@ import { parseConfig } from "../../src/config";
 import { createTier } from "../../src/tier";
 import { createHotReport, hottestIds } from "../../src/warming/hotReport";
 import { warmOne } from "../../src/scheduled";
-import { warmProducts } from "../../src/warming/warm";
+import { idsListed, warmProducts } from "../../src/warming/warm";
 import { fakeClock } from "../support/fakes";
 import { startRedis, type RedisServer } from "../../dev/harness/redis";
 
@@ -90,5 +90,14 @@ describe("warming", () => {
     const { data } = await visitor.cache.read("p-000777", ["product", "inventory"], () => {});
     expect(data.product?.tier).toBe("l2");
     expect(data.inventory?.tier).toBe("l2");
+  });
+});
+
+describe("a --ids file", () => {
+  it("is read one id per line, spaces around a line and blank lines ignored, a line never split into ids", () => {
+    expect(idsListed("p-000001\n  p-000002  \r\n\n\np-000003\n")).toEqual(["p-000001", "p-000002", "p-000003"]);
+    // Whole lines: refused as what they are (dev/warm.ts names the invalid ids), never half taken.
+    expect(idsListed("p-000001\nnot valid!\n")).toEqual(["p-000001", "not valid!"]);
+    expect(idsListed("")).toEqual([]);
   });
 });
