@@ -157,10 +157,7 @@ export function createTier(config: Config, clock: Clock = systemClock): TierServ
     blindMaxAgeMs: DEFAULTS.purgeBlindMaxAgeMs,
     syncWaitMs: config.l2TimeoutMs * 2,
     // With the location tier on, the data center's isolates share their reads of the log.
-    shared:
-      config.locationCache && typeof caches !== "undefined"
-        ? createPositionShelf({ publicUrl: config.publicUrl, keyPrefix: config.keyPrefix, open: () => caches.open(LOCATION_CACHE_NAME) })
-        : null,
+    shared: withLocation(config, (open) => createPositionShelf({ publicUrl: config.publicUrl, keyPrefix: config.keyPrefix, open })),
   });
   return {
     config,
@@ -183,13 +180,18 @@ export function createTier(config: Config, clock: Clock = systemClock): TierServ
 }
 
 /**
- * The location tier, when it is on and the runtime has the Cache API (not in
- * Node's unit tests). The named cache is opened by each request that uses it:
- * the promise of one request is not awaited by another.
+ * What `make` builds on the location tier, when it is on and the runtime has
+ * the Cache API (not in Node's unit tests); null otherwise. The named cache is
+ * opened by each request that uses it: the promise of one request is not
+ * awaited by another.
  */
-function createLocationFor(config: Config, clock: Clock): LocationCache | null {
+function withLocation<T>(config: Config, make: (open: () => Promise<Cache>) => T): T | null {
   if (!config.locationCache || typeof caches === "undefined") return null;
-  return createLocationCache({ config, clock, open: () => caches.open(LOCATION_CACHE_NAME) });
+  return make(() => caches.open(LOCATION_CACHE_NAME));
+}
+
+function createLocationFor(config: Config, clock: Clock): LocationCache | null {
+  return withLocation(config, (open) => createLocationCache({ config, clock, open }));
 }
 
 /** One L2 client and breaker per shard; several shards go on a consistent-hash ring. */
@@ -234,10 +236,7 @@ function createKnownIdsFor(config: Config, clock: Clock, metrics?: Metrics): Kno
   });
   const l2 = createL2({ name: home.name, url: home.url, token: home.token, timeoutMs: DEFAULTS.knownIdsL2TimeoutMs, breaker });
   // With the location tier on, new isolates take the filter's segments from this data center's copy.
-  const shelf =
-    config.locationCache && typeof caches !== "undefined"
-      ? createFilterShelf({ publicUrl: config.publicUrl, keyPrefix: config.keyPrefix, open: () => caches.open(LOCATION_CACHE_NAME) })
-      : null;
+  const shelf = withLocation(config, (open) => createFilterShelf({ publicUrl: config.publicUrl, keyPrefix: config.keyPrefix, open }));
   return createKnownIds({
     l2,
     keyPrefix: config.keyPrefix,

@@ -174,7 +174,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     if (!log) return;
     if (shared && era && logStill && (await tookSharedRead(shared))) return;
     const appliedBefore = syncsApplied;
-    let sentAt = clock.now();
+    const sentAt = clock.now();
     logReads++;
     const seqBefore = seq;
     let answer = await log.readSince(seq, era);
@@ -210,7 +210,6 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       if (answer.upTo >= answer.seq) break;
       // More to read. Past the pages one sync may read, starting over costs less (DEFAULTS.purgeCatchUpMaxPages).
       renew();
-      sentAt = clock.now();
       const next = pages < DEFAULTS.purgeCatchUpMaxPages ? await log.readSince(seq, era) : await log.readSince(0, null);
       lastReadAnswered = next !== undefined;
       // L2 failed mid-way (the next sync goes on from here: this isolate's
@@ -223,7 +222,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     seq = answer.seq;
     era = at.era;
     syncedAt(clock.now());
-    // Shared as of its sending: any purge recorded before then is in it.
+    // Shared as of its sending (a read that found the log still is one page): any purge recorded before then is in it.
     if (era && logStill) shared?.put({ era, seq, readAt: sentAt }, background);
   }
 
