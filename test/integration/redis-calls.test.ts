@@ -8,6 +8,7 @@ import { buildFilter, filterState, waitUntilReady } from "../support/knownIds";
 import { startStack, type Stack } from "../support/stack";
 import { logFaults, startWorker, type WorkerInstance } from "../support/worker";
 import { RedisProbe } from "../../dev/harness/redisProbe";
+import { DEFAULTS } from "../../src/config/defaults";
 
 let stack: Stack;
 let worker: WorkerInstance;
@@ -109,13 +110,21 @@ describe("Redis calls of a page", () => {
   });
 });
 
-/** Until the worker has sent Redis nothing for 300 ms. */
+/**
+ * Until the worker has sent Redis nothing for longer than a write may wait
+ * for a claim to carry it (DEFAULTS.patientWriteHoldMs): a held write is
+ * background work too, and a shorter silence let one land in the next
+ * test's count.
+ */
 async function quiet(): Promise<void> {
+  const silentChecks = Math.ceil(DEFAULTS.patientWriteHoldMs / 300) + 1;
   let last = JSON.stringify(await calls());
-  for (let i = 0; i < 20; i++) {
+  let silent = 0;
+  for (let i = 0; i < 40; i++) {
     await new Promise((resolve) => setTimeout(resolve, 300));
     const now = JSON.stringify(await calls());
-    if (now === last) return;
+    silent = now === last ? silent + 1 : 0;
+    if (silent === silentChecks) return;
     last = now;
   }
   throw new Error("the worker kept calling Redis");
