@@ -84,6 +84,9 @@ async function runWrk<T>(run: WrkRun): Promise<{ summary: T; cpuSeconds: number 
   return { summary: JSON.parse(line[1]!) as T, cpuSeconds };
 }
 
+/** zipf.lua's ZIPF_CLIENTS for a shop's traffic: each request from an address of its own in 10.5.0.0/16. */
+const MANY_VISITORS = "10.5.*";
+
 /** The wrk script of every Zipf load (bench:soak, bench:profile, bench:peers). */
 const ZIPF_LUA = resolve("bench/lib/zipf.lua");
 
@@ -100,8 +103,10 @@ export interface WrkFigures {
   maxUs: number;
   /** Answers by status class ("2xx": n), or by code ("503": n) with `byCode`. */
   statuses: Record<string, number>;
+  /** The same per wrk thread, in thread order: per client with `clients: "A.B.C."` (thread i is A.B.C.i). */
+  threads: Record<string, number>[];
   errors: { connect: number; read: number; write: number; status: number; timeout: number };
-  /** With `byCode`: 503 answers without a Retry-After header. */
+  /** With `byCode`: 429 and 503 answers without a Retry-After header. */
   noRetryAfter: number;
   /** Paced: sends that left more than 1 ms after their time (no connection free), and the largest delay. */
   late: number;
@@ -130,6 +135,13 @@ export interface ZipfRun {
   rate?: number;
   /** wrk's threads (default 2): thread i sends to targets[i mod n], so a load over more targets needs as many. */
   threads?: number;
+  /**
+   * Who the load is (`CF-Connecting-IP`, the header the worker names a client
+   * by): "A.B.C." each thread a client of its own (thread i, from 1, is
+   * A.B.C.i); "A.B.C.D" every thread that one client; "A.B.*" each request
+   * from an address of its own. Undefined: many visitors (MANY_VISITORS).
+   */
+  clients?: string;
   signal?: AbortSignal;
 }
 
@@ -146,6 +158,8 @@ export async function runZipfWrk(run: ZipfRun): Promise<WrkFigures> {
       ...zipfEnv(run.pathsFile, run.targets, run.seed),
       ZIPF_STATUSES: run.byCode ? "codes" : "1",
       ZIPF_S: String(run.s ?? 1),
+      // Unless told otherwise, many visitors: each request from an address of its own (src/overload/client.ts shares cold work per address).
+      ZIPF_CLIENTS: run.clients ?? MANY_VISITORS,
       ...(run.rate ? pacedEnv(run.rate, run.seconds, run.threads) : {}),
     },
     marker: "ZIPF",

@@ -14,10 +14,16 @@
 --   ZIPF_T0       (CLOCK_MONOTONIC, ms) for
 --   ZIPF_SPAN_MS  ms: rate × span requests in all, then none (wrk's -d must
 --                  leave room for the start and the last answers)
+--   ZIPF_CLIENTS   "A.B.C.": each thread is a client of its own, thread i sending
+--                  `CF-Connecting-IP: A.B.C.i` (the address Cloudflare's edge
+--                  sets), its answers counted apart ("threads" in the output);
+--                  "A.B.C.D" (a whole address): every thread is that one client;
+--                  "A.B.*": each request from an address of its own in A.B.0.0/16
+--                  (many visitors, as a shop's traffic is)
 --   ZIPF_STATUSES  "1": count the answers by status class (a Lua call per
 --                  answer, so off where wrk's own ceiling matters); "codes": by
---                  status code ("200", "503"), and count the 503s that carry
---                  no Retry-After header (noRetryAfter)
+--                  status code ("200", "503"), and count the 429s and 503s that
+--                  carry no Retry-After header (noRetryAfter)
 -- At the end, one line: "ZIPF {json}".
 --
 -- The constant rate: each thread has a schedule of send times, one every
@@ -77,6 +83,12 @@ function init()
   math.randomseed(tonumber(os.getenv("ZIPF_SEED")) * 1000 + id)
   -- globals: done() reads them from each thread
   late, lateMaxMs, sent, statuses, noRetryAfter = 0, 0, 0, {}, 0
+  local client = os.getenv("ZIPF_CLIENTS")
+  if client and string.sub(client, -1) == "*" then
+    visitors = string.sub(client, 1, -2)
+  elseif client and client ~= "" then
+    wrk.headers["CF-Connecting-IP"] = string.sub(client, -1) == "." and client .. id or client
+  end
   if rate > 0 then
     local threadCount = tonumber(os.getenv("ZIPF_THREADS"))
     interval = 1000 * threadCount / rate
@@ -102,6 +114,7 @@ end
 if rate <= 0 then delay = nil end
 
 function request()
+  if visitors then wrk.headers["CF-Connecting-IP"] = visitors .. math.random(0, 255) .. "." .. math.random(1, 254) end
   if #paths == 1 then return wrk.format("GET", paths[1]) end
   local u = math.random()
   local lo, hi = 1, #cdf
@@ -122,7 +135,7 @@ end
 function response(status, headers)
   local key = byCode and tostring(status) or math.floor(status / 100) .. "xx"
   statuses[key] = (statuses[key] or 0) + 1
-  if byCode and status == 503 and not hasRetryAfter(headers) then noRetryAfter = noRetryAfter + 1 end
+  if byCode and (status == 503 or status == 429) and not hasRetryAfter(headers) then noRetryAfter = noRetryAfter + 1 end
 end
 -- Not counted: no response() at all (wrk then skips the call).
 if os.getenv("ZIPF_STATUSES") ~= "1" and not byCode then response = nil end
@@ -136,12 +149,17 @@ function done(summary, latency)
     sentCount = sentCount + (thread:get("sent") or 0)
     for class, count in pairs(thread:get("statuses") or {}) do classes[class] = (classes[class] or 0) + count end
   end
-  local parts = {}
-  for class, count in pairs(classes) do parts[#parts + 1] = string.format('"%s":%d', class, count) end
+  local function counts(byKey)
+    local parts = {}
+    for key, count in pairs(byKey) do parts[#parts + 1] = string.format('"%s":%d', key, count) end
+    return "{" .. table.concat(parts, ",") .. "}"
+  end
+  local perThread = {}
+  for _, thread in ipairs(threads) do perThread[#perThread + 1] = counts(thread:get("statuses") or {}) end
   local e = summary.errors
   io.write(string.format(
-    'ZIPF {"requests":%d,"durationUs":%d,"bytes":%d,"p50Us":%d,"p99Us":%d,"maxUs":%d,"meanUs":%.1f,"statuses":{%s},' ..
+    'ZIPF {"requests":%d,"durationUs":%d,"bytes":%d,"p50Us":%d,"p99Us":%d,"maxUs":%d,"meanUs":%.1f,"statuses":%s,"threads":[%s],' ..
     '"errors":{"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d},"late":%d,"lateMaxMs":%.1f,"sent":%d,"noRetryAfter":%d}\n',
     summary.requests, summary.duration, summary.bytes, latency:percentile(50), latency:percentile(99), latency.max, latency.mean,
-    table.concat(parts, ","), e.connect, e.read, e.write, e.status, e.timeout, lateCount, lateMax, sentCount, bare))
+    counts(classes), table.concat(perThread, ","), e.connect, e.read, e.write, e.status, e.timeout, lateCount, lateMax, sentCount, bare))
 end

@@ -26,10 +26,16 @@ const zero = (): CancelCounts => ({ sent: 0, abortedInFlight: 0, abortedUnsent: 
 /**
  * One GET on a socket of its own, left 1–30 ms after it was sent: `left` is
  * called then, with how far it got (and the status, when answered first);
- * `closed` once its socket is closed.
+ * `closed` once its socket is closed. `client`: sent as `CF-Connecting-IP`,
+ * the address the worker names a client by (none: no header).
  */
-function sendAndLeave(url: string, on: { left(outcome: Exclude<keyof CancelCounts, "sent">, status: number): void; closed(): void }, reported = true): void {
-  const req = request(url, { agent: false });
+function sendAndLeave(
+  url: string,
+  on: { left(outcome: Exclude<keyof CancelCounts, "sent">, status: number): void; closed(): void },
+  reported = true,
+  client?: string,
+): void {
+  const req = request(url, { agent: false, ...(client ? { headers: { "CF-Connecting-IP": client } } : {}) });
   let status = 0;
   let written = false;
   req.on("response", (res) => ((status = res.statusCode ?? 0), res.resume().on("error", () => undefined)));
@@ -102,22 +108,35 @@ export interface DepartingCounts extends CancelCounts {
   statuses: Record<string, number>;
 }
 
+/** One departing client's share of the flood: requests sent, left in flight (written, unanswered), answered before leaving (by status). */
+export interface DepartingClientCounts {
+  sent: number;
+  abortedInFlight: number;
+  answered: number;
+  statuses: Record<string, number>;
+}
+
 /**
  * The departing flood: `connections` visitors, each in a closed loop: a
  * request for `nextPath()`, left 1–30 ms after it was sent, then at once the
  * next one; `reported`: left with a reset (workerd cancels the request), or
- * with a plain close (it never hears of it). `stop()` ends the loops and
- * resolves once every socket is closed.
+ * with a plain close (it never hears of it). `client(i)`: connection i's
+ * address (`CF-Connecting-IP`, i from 0), its requests then also counted per
+ * client in `clients`; without it no header, and `clients` stays empty.
+ * `stop()` ends the loops and resolves once every socket is closed.
  */
-export function startDepartingFlood(target: string, nextPath: () => string, connections: number, reported = true) {
+export function startDepartingFlood(target: string, nextPath: () => string, connections: number, reported = true, client?: (i: number) => string) {
   const counts: DepartingCounts = { ...zero(), statuses: {} };
+  const clients: Record<string, DepartingClientCounts> = {};
   // Sockets not closed yet, and requests not yet left (an answered one may close first).
   let pending = 0;
   let staying = 0;
   let stopped = false;
-  const send = () => {
+  const send = (address: string | undefined) => {
     if (stopped) return;
+    const mine = address === undefined ? null : (clients[address] ??= { sent: 0, abortedInFlight: 0, answered: 0, statuses: {} });
     counts.sent++;
+    if (mine) mine.sent++;
     pending++;
     staying++;
     sendAndLeave(
@@ -127,16 +146,21 @@ export function startDepartingFlood(target: string, nextPath: () => string, conn
           staying--;
           counts[outcome]++;
           if (status) counts.statuses[status] = (counts.statuses[status] ?? 0) + 1;
-          send();
+          if (mine && outcome !== "abortedUnsent") mine[outcome]++;
+          if (mine && status) mine.statuses[status] = (mine.statuses[status] ?? 0) + 1;
+          send(address);
         },
         closed: () => pending--,
       },
       reported,
+      address,
     );
   };
-  for (let i = 0; i < connections; i++) send();
+  for (let i = 0; i < connections; i++) send(client?.(i));
   return {
     counts,
+    /** Per client (with `client`), by address. */
+    clients,
     /** Ends the loops; resolves once every request has left and its socket is closed (counts final). */
     async stop(): Promise<void> {
       stopped = true;

@@ -3,10 +3,14 @@
 // products (nearly all misses) goes on? Two floods (issue 28):
 //   departing  N Node connections, each in a closed loop: a request, left
 //              1–30 ms after it was sent (a reset), then at once the next
-//              (cancel.ts); run alone with the sampler, then beside a modest
-//              wrk Zipf load (`--flood-zipf`);
+//              (cancel.ts), connection i the client 10.3.0.(i+1);
 //   crawler    wrk, N connections in a closed loop over uniform random
-//              products (zipf.lua with s = 0), nobody leaving, 5 s timeout.
+//              products (zipf.lua with s = 0), nobody leaving, 5 s timeout,
+//              one client (10.2.0.1).
+// Each run alone with the sampler, then beside a wrk Zipf load
+// (`--flood-zipf`), a client per 4 of its connections (10.1.0.i): the worker
+// names a client by `CF-Connecting-IP`, and the sampler, sending none, is
+// one more (Miniflare's 127.0.0.1).
 // Each on a fresh isolate (L2 emptied but for the known-ids filter, 100
 // cached pages warmed into L1), a baseline phase without the flood, then the
 // flood phase: a sampler times a cached page every 100 ms throughout; right
@@ -37,7 +41,7 @@ export interface FloodSettings {
   seconds: number;
   /** The flood's connections, per kind. */
   connections: Record<FloodKind, number>;
-  /** wrk's connections of the Zipf load beside the departing flood's second run (0: no such run). */
+  /** wrk's connections of the Zipf load beside each flood's second run (0: no such run). */
   zipfConnections: number;
   /** Whether the departing visitors leave with a reset (workerd cancels their requests) or a plain close (it never hears of it). */
   departuresReported: boolean;
@@ -62,6 +66,18 @@ const CRAWLER_TIMEOUT_S = 5;
 const PROFILE_TOP = 20;
 /** The departing flood's uniform draws; wrk's seeds are 1, 2... per phase. */
 const SEED = 20_260_428;
+/**
+ * The clients (`CF-Connecting-IP`): the Zipf load's wrk thread i is
+ * 10.1.0.i, the crawler 10.2.0.1 (both its threads), the departing flood's
+ * connection i 10.3.0.(i+1). The sampler sends no header: Miniflare then
+ * writes 127.0.0.1, a client of its own.
+ */
+const CLIENTS = { zipf: "10.1.0.", crawler: "10.2.0.1", departing: (i: number) => `10.3.0.${i + 1}` };
+/** The Zipf load's connections per wrk thread, that is per client. */
+const ZIPF_CONNECTIONS_PER_CLIENT = 4;
+
+/** The Zipf load's wrk threads, each a client: one per ZIPF_CONNECTIONS_PER_CLIENT connections, 2 at least. */
+const zipfClients = (zipfConnections: number) => Math.max(2, Math.floor(zipfConnections / ZIPF_CONNECTIONS_PER_CLIENT));
 
 /**
  * Product paths drawn uniformly over the catalog's ranks, `except` left out
@@ -115,7 +131,7 @@ export async function runFloods(settings: FloodSettings, cleanups: Cleanups): Pr
   const ctx: Context = { settings, cleanups, servers, redis, workload, logs, logCounts, nextSeed: () => ++seed };
 
   const plan: { kind: FloodKind; zipf: number }[] = settings.floods.flatMap((kind) =>
-    kind === "departing" && settings.zipfConnections > 0
+    settings.zipfConnections > 0
       ? [
           { kind, zipf: 0 },
           { kind, zipf: settings.zipfConnections },
@@ -128,8 +144,7 @@ export async function runFloods(settings: FloodSettings, cleanups: Cleanups): Pr
     const run = await floodRun(ctx, step.kind, step.zipf);
     runs.push(run);
     console.log(`\n${floodTable(run)}\n`);
-    const targets = floodTargets(run);
-    if (targets) console.log(`${targets}\n`);
+    console.log(`${floodTargets(run)}\n`);
     if (run.profile) console.log(`${profileHeading(run)}\n\n${run.profile}\n`);
   }
 
@@ -156,7 +171,8 @@ export async function runFloods(settings: FloodSettings, cleanups: Cleanups): Pr
       "",
       floodTable(run),
       "",
-      ...(floodTargets(run) ? [floodTargets(run)!, ""] : []),
+      floodTargets(run),
+      "",
       ...(run.profile ? [`### ${profileHeading(run)}`, "", run.profile, ""] : []),
     ]),
     ...(errorLines.length
@@ -182,10 +198,11 @@ export async function runFloods(settings: FloodSettings, cleanups: Cleanups): Pr
 async function floodRun(ctx: Context, kind: FloodKind, zipfConnections: number): Promise<FloodRun> {
   const { settings, servers, workload, logs, cleanups } = ctx;
   const connections = settings.connections[kind];
+  const beside = zipfConnections ? `, beside wrk -c${zipfConnections} Zipf (${zipfClients(zipfConnections)} clients)` : "";
   const title =
     kind === "departing"
-      ? `departing flood, ${connections} connections${settings.departuresReported ? "" : ", departures not reported"}${zipfConnections ? `, beside wrk -c${zipfConnections} Zipf` : ""}`
-      : `crawler, ${connections} connections`;
+      ? `departing flood, ${connections} connections${settings.departuresReported ? "" : ", departures not reported"}${beside}`
+      : `crawler, ${connections} connections${beside}`;
   logs.scenario = title;
   console.log(`\n${title}: warming ${CACHED_PAGES} pages, then ${settings.seconds} s baseline, ${settings.seconds} s flood`);
   await servers.resetL2();
@@ -246,7 +263,8 @@ async function phase(
     const sampler = startSampler(target, workload.walkPaths());
     const stopSampler = cleanups.onCleanup("sampler", async () => void sampler.stop());
     const uniformPath = uniformPaths(workload, SEED + ctx.nextSeed());
-    const leaving = flood === "departing" ? startDepartingFlood(target, uniformPath, settings.connections.departing, settings.departuresReported) : null;
+    const leaving =
+      flood === "departing" ? startDepartingFlood(target, uniformPath, settings.connections.departing, settings.departuresReported, CLIENTS.departing) : null;
     const stopLeaving = leaving ? cleanups.onCleanup("departing flood", () => leaving.stop()) : null;
     const wrk = (connections: number, uniform: boolean) =>
       runZipfWrk({
@@ -256,10 +274,12 @@ async function phase(
         seed: ctx.nextSeed(),
         pathsFile: workload.zipfFile,
         signal: cleanups.signal,
-        ...(uniform ? { s: 0, timeoutS: CRAWLER_TIMEOUT_S, byCode: true } : {}),
+        // Counted by code: the 429s (a client over its share) apart from the 503s (the isolate shedding).
+        byCode: true,
+        ...(uniform ? { s: 0, timeoutS: CRAWLER_TIMEOUT_S, clients: CLIENTS.crawler } : { threads: zipfClients(connections), clients: CLIENTS.zipf }),
       });
     const started = performance.now();
-    // wrk's -d counts from its threads' start, a moment after the spawn: the phase ends when wrk does.
+    // wrk's -d counts from its threads' start, a moment after the spawn: the phase ends when wrk does (both, beside Zipf).
     [zipf, crawler] = await Promise.all([
       zipfConnections ? wrk(zipfConnections, false) : null,
       flood === "crawler" ? wrk(settings.connections.crawler, true) : null,
@@ -270,7 +290,7 @@ async function phase(
     await stopSampler();
     if (leaving && stopLeaving) {
       await stopLeaving();
-      departing = leaving.counts;
+      departing = { ...leaving.counts, clients: leaving.clients };
     }
     // Stopped before the right-after pages: the profile's transfer must not delay them.
     if (profiler && closeProfiler) {

@@ -61,7 +61,7 @@ export function soakOptions() {
       "flood-seconds": { type: "string", default: "15" },
       // Both floods' connections (default: departing 8, crawler 32).
       "flood-connections": { type: "string" },
-      // wrk's connections of the Zipf load beside the departing flood's second run (0: no second run).
+      // wrk's connections of the Zipf load beside each flood's second run, a client per 4 (0: no second run).
       "flood-zipf": { type: "string", default: "16" },
       // How the departing visitors leave: "reported" (a reset: workerd cancels the request) or "unreported" (a plain close: it never hears of it).
       "flood-departures": { type: "string", default: "reported" },
@@ -144,7 +144,7 @@ export function soakOptions() {
   ) {
     (args.help ? console.log : console.error)(
       "usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--rate N (req/s in all, paced; default: closed loop)] [--departing N (0–256 departing visitors beside wrk, default 0)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)] [--location] [--restart-at S,S… (multiples of 30 s)] [--location-off-at S (with --location)] [--redis-rtt MS (0–200, default 0)] [--results-suffix NAME]\n" +
-        "       npm run bench:soak -- --flood departing|crawler|both [--flood-seconds N (1–120, default 15)] [--flood-connections N (2–256; default departing 8, crawler 32)] [--flood-zipf N (wrk connections beside the departing flood's second run, default 16; 0: no such run)] [--flood-departures reported|unreported (a reset, or a plain close the worker never hears of; default reported)] [--flood-profile] [--results-suffix NAME]",
+        "       npm run bench:soak -- --flood departing|crawler|both [--flood-seconds N (1–120, default 15)] [--flood-connections N (2–256; default departing 8, crawler 32)] [--flood-zipf N (wrk connections beside each flood's second run, default 16; 0: no such run)] [--flood-departures reported|unreported (a reset, or a plain close the worker never hears of; default reported)] [--flood-profile] [--results-suffix NAME]",
     );
     process.exit(args.help ? 0 : 2);
   }
