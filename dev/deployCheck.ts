@@ -22,25 +22,46 @@ const SECRETS_TAKEN_AS_SET: Partial<Env> = {
 const ADDRESSES = ["ORIGIN_URL", "UPSTASH_REDIS_REST_URL", "PUBLIC_URL"] as const;
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\]|0\.0\.0\.0)$/i;
 
-/** The configuration error a deploy of `toml` (its `envName` environment, or the top level) would meet; null when there is none. */
+/** The host of `value` when it is a URL, else null (parseConfig names a value that is not). */
+function hostnameOf(value: string): string | null {
+  try {
+    return new URL(value).hostname;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The configuration error a deploy of `toml` (its `envName` environment, or
+ * the top level) would meet; null when there is none. Every problem it knows
+ * of at once, in the Worker's own words (`Configuration error: N settings are
+ * wrong: …; …`): parseConfig's, then the addresses left on this machine, so
+ * that a deploy is mended in one round, not a run a setting.
+ */
 export function deployConfigError(toml: string, envName?: string): string | null {
   const document = parse(toml) as { vars?: Record<string, unknown>; env?: Record<string, { vars?: Record<string, unknown> }> };
   if (envName !== undefined && !document.env?.[envName]) return `wrangler.toml has no [env.${envName}]`;
   const vars = envName === undefined ? (document.vars ?? {}) : (document.env![envName]!.vars ?? {});
+  let parsed: ConfigError | null = null;
   try {
     parseConfig({ ...SECRETS_TAKEN_AS_SET, ...vars } as Env);
   } catch (error) {
-    if (error instanceof ConfigError) return `Configuration error: ${error.message}`;
-    throw error;
+    if (!(error instanceof ConfigError)) throw error;
+    parsed = error;
   }
+  const named = parsed ? parsed.problems.map((problem) => problem.setting) : [];
   // wrangler.toml's own [vars] are the local stack's (wrangler dev): a deploy that kept one points the Worker at itself.
+  const local: ConfigError[] = [];
   for (const name of ADDRESSES) {
     const value = vars[name];
-    if (typeof value === "string" && LOOPBACK.test(new URL(value).hostname)) {
-      return `Configuration error: ${name} is ${value}, an address on this machine (the local stack's): give the deployed service's address`;
+    if (named.includes(name) || typeof value !== "string") continue;
+    const hostname = hostnameOf(value);
+    if (hostname !== null && LOOPBACK.test(hostname)) {
+      local.push(new ConfigError(name, `is ${value}, an address on this machine (the local stack's): give the deployed service's address`));
     }
   }
-  return null;
+  const [first, ...others] = [...(parsed?.problems ?? []), ...local];
+  return first ? `Configuration error: ${ConfigError.of([first, ...others]).message}` : null;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
@@ -51,7 +72,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   if (problem) {
     const where = problem.startsWith("wrangler.toml has no")
       ? "add that environment to wrangler.toml"
-      : `set it in wrangler.toml's [vars]${envName ? ` of [env.${envName}]` : ""}`;
+      : `set ${/^Configuration error: \d+ settings are wrong/.test(problem) ? "them" : "it"} in wrangler.toml's [vars]${envName ? ` of [env.${envName}]` : ""}`;
     console.error(`${problem}.\nNot deploying: ${where} (README, "Configuration").`);
     process.exit(1);
   }

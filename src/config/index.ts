@@ -123,11 +123,16 @@ export class ConfigError extends Error {
     this.name = "ConfigError";
   }
 
+  /** The single problems this error stands for: itself, or those ConfigError.of joined. */
+  problems: readonly ConfigError[] = [this];
+
   /** Several settings' problems as one error, each in its own words: a deploy is mended in one round, not a setting a try. */
   static of(problems: readonly [ConfigError, ...ConfigError[]]): ConfigError {
-    if (problems.length === 1) return problems[0];
-    const error = new ConfigError(problems.map((problem) => problem.setting).join(", "), "");
-    error.message = `${problems.length} settings are wrong: ${problems.map((problem) => problem.message).join("; ")}`;
+    const single = problems.flatMap((problem) => problem.problems);
+    if (single.length === 1) return single[0]!;
+    const error = new ConfigError(single.map((problem) => problem.setting).join(", "), "");
+    error.message = `${single.length} settings are wrong: ${single.map((problem) => problem.message).join("; ")}`;
+    error.problems = single;
     return error;
   }
 }
