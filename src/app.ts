@@ -6,6 +6,7 @@ import { timing } from "hono/timing";
 import { ConfigError } from "./config";
 import { closedEndpoint } from "./http/adminAuth";
 import { errorPage } from "./http/errorPage";
+import { MALFORMED_JSON } from "./http/jsonBody";
 import { homePage } from "./http/homePage";
 import { productPage } from "./http/productPage";
 import { purgeRoute } from "./http/purgeRoute";
@@ -121,7 +122,8 @@ export function createApp(): Hono<AppEnv> {
     if (error instanceof HTTPException && error.status < 500) {
       // Malformed requests (bad JSON and the like): a readable answer in the endpoint's own language.
       const path = new URL(c.req.url).pathname;
-      if (path.startsWith("/__")) return c.json({ error: "bad_request", message: error.message }, error.status);
+      const message = error.message === MALFORMED_JSON.thrown ? MALFORMED_JSON.said : error.message;
+      if (path.startsWith("/__")) return c.json({ error: "bad_request", message }, error.status);
       return errorPage(c, 400, "That request could not be understood.", "no-store");
     }
     // Last resort: log the detail, show the visitor a page, never the stack.

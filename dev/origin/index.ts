@@ -109,12 +109,16 @@ function resolveSettings(opts: DemoOriginOptions): Settings {
     knownIdsUrl: opts.knownIdsUrl,
   };
   if (!Number.isInteger(settings.catalogSize) || settings.catalogSize < 1 || settings.catalogSize > MAX_CATALOG_SIZE) {
-    throw new RangeError(`catalogSize must be an integer from 1 to ${MAX_CATALOG_SIZE}`);
+    throw new RangeError(`CATALOG_SIZE (--catalog-size) must be a whole number from 1 to ${MAX_CATALOG_SIZE}, got ${settings.catalogSize}`);
   }
-  for (const key of ["latencyMs", "jitterMs"] as const) {
+  // Named as the operator sets them (the environment, and dev/origin/main.ts's flags).
+  for (const [key, name] of [
+    ["latencyMs", "ORIGIN_LATENCY_MS (--latency)"],
+    ["jitterMs", "ORIGIN_JITTER_MS (--jitter)"],
+  ] as const) {
     const value = settings[key];
     if (!(Number.isFinite(value) && value >= 0 && value <= MAX_LATENCY_MS)) {
-      throw new RangeError(`${key} must be from 0 to ${MAX_LATENCY_MS}`);
+      throw new RangeError(`${name} must be from 0 to ${MAX_LATENCY_MS} ms, got ${value}`);
     }
   }
   return settings;

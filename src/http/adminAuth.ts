@@ -28,10 +28,15 @@ export function requirePurgeToken(): MiddlewareHandler<AppEnv> {
         token,
         realm: REALM,
         noAuthenticationHeader: { message: { error: "unauthorized", message: "send Authorization: Bearer <PURGE_TOKEN>" } },
+        // Every challenge names the realm (hono's own omit it past the first: RFC 6750, section 3).
         invalidAuthenticationHeader: {
+          wwwAuthenticateHeader: `Bearer realm="${REALM}", error="invalid_request"`,
           message: { error: "bad_request", message: "malformed Authorization header: send Authorization: Bearer <PURGE_TOKEN>" },
         },
-        invalidToken: { message: { error: "unauthorized", message: "invalid token: send Authorization: Bearer <PURGE_TOKEN>, the PURGE_TOKEN secret" } },
+        invalidToken: {
+          wwwAuthenticateHeader: `Bearer realm="${REALM}", error="invalid_token"`,
+          message: { error: "unauthorized", message: "invalid token: send Authorization: Bearer <PURGE_TOKEN>, the PURGE_TOKEN secret" },
+        },
       });
       guards.set(tier, guard);
     }

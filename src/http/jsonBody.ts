@@ -21,13 +21,23 @@ export function limitedJsonBody(maxBytes: number): MiddlewareHandler<AppEnv> {
   };
 }
 
-/** hono's standard validator, answering a failed check with the first issue and where it is. */
-export function validJson<S extends GenericSchema>(schema: S) {
+/**
+ * hono's standard validator, answering a failed check with the first issue
+ * and where it is; a field the endpoint does not take is named as such,
+ * with the fields it does take (`fields`), not in the validation library's words.
+ */
+export function validJson<S extends GenericSchema>(schema: S, fields: readonly string[]) {
   return sValidator("json", schema, (result, c) => {
     if (!result.success) {
       const issue = result.error[0];
       const where = issue?.path?.map((part) => (typeof part === "object" ? String(part.key) : String(part))).join(".");
+      if (where && (issue as { expected?: unknown } | undefined)?.expected === "never") {
+        return c.json({ error: "bad_request", message: `unknown field "${where}": this endpoint takes ${fields.join(", ")}` }, 400);
+      }
       return c.json({ error: "bad_request", message: where ? `${where}: ${issue?.message}` : issue?.message }, 400);
     }
   });
 }
+
+/** What hono's JSON body parser throws on an empty or malformed body, and the tier's words for it. */
+export const MALFORMED_JSON = { thrown: "Malformed JSON in request body", said: "the body is not valid JSON (empty or malformed): send one JSON object" };

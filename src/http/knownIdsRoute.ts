@@ -23,7 +23,7 @@ export const knownIdsRoute = new Hono<AppEnv>().post(
   "/__known-ids",
   requirePurgeToken(),
   limitedJsonBody(KNOWN_IDS_LIMITS.bodyBytes),
-  validJson(knownIdsRequestSchema),
+  validJson(knownIdsRequestSchema, Object.keys(knownIdsRequestSchema.entries)),
   async (c) => {
     const knownIds = c.get("tier").knownIds;
     const { ids } = c.req.valid("json");

@@ -13,7 +13,7 @@ export const purgeRoute = new Hono<AppEnv>().post(
   "/__purge",
   requirePurgeToken(),
   limitedJsonBody(PURGE_LIMITS.bodyBytes),
-  validJson(purgeRequestSchema),
+  validJson(purgeRequestSchema, Object.keys(purgeRequestSchema.pipe[0].entries)),
   async (c) => {
     const tier = c.get("tier");
     if (!tier.purgeLog) {

@@ -121,6 +121,14 @@ function expectRecommendations(r: Recommendations, id: string) {
   expect(r.version).toBe(1);
 }
 
+describe("settings", () => {
+  it("names a bad setting as the operator sets it, with the value given", async () => {
+    await expect(startDemoOrigin({ catalogSize: 0 })).rejects.toThrow(/^CATALOG_SIZE \(--catalog-size\) must be a whole number from 1 to [\d]+, got 0$/);
+    await expect(startDemoOrigin({ latencyMs: -5 })).rejects.toThrow(/^ORIGIN_LATENCY_MS \(--latency\) must be from 0 to \d+ ms, got -5$/);
+    await expect(startDemoOrigin({ jitterMs: Number.NaN })).rejects.toThrow(/^ORIGIN_JITTER_MS \(--jitter\) must be/);
+  });
+});
+
 describe("catalog ids", () => {
   it("spells ids p- and six digits, and parses only that spelling within the catalog", () => {
     expect(productId(1)).toBe("p-000001");
