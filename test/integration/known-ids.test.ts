@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clearFaults, completeProducts, injectFault, originFetches, page } from "../support/faults";
 import { buildFilter, filterState, waitUntilReady } from "../support/knownIds";
 import { freePort } from "../../dev/harness/ports";
 import { RedisProbe } from "../../dev/harness/redisProbe";
@@ -42,6 +43,19 @@ describe("the known-ids filter", () => {
     );
     expect(productFetches).toBeLessThanOrEqual(200);
   }, 120_000);
+
+  it("a product the filter lists is asked for with its other parts: when its service fails, the page is a 503 and the other three were each asked once (the README's fault table)", async () => {
+    const [id] = completeProducts(50, 1);
+    await injectFault(stack, { service: "product", down: "500" });
+    try {
+      const failed = await page(worker, `/products/${id}`);
+      expect(failed.status).toBe(503);
+      expect(failed.headers.get("retry-after")).toBe("10");
+      for (const service of ["product", "inventory", "reviews", "recommendations"]) expect(await originFetches(stack, service, id!), service).toBe(1);
+    } finally {
+      await clearFaults(stack);
+    }
+  });
 
   it("answers a filtered id with the 404 page and says so", async () => {
     const response = await worker.fetch("/products/zz-not-a-product");
