@@ -84,9 +84,11 @@ export function createApp(): Hono<AppEnv> {
       },
     }),
   );
-  app.use("/products/*", timing({ total: true, crossOrigin: false }));
-  // The page sets a version-derived ETag; hono/etag answers 304 to a matching If-None-Match.
-  app.use("/products/*", etag({ retainedHeaders: [...RETAINED_304_HEADERS, "cache-status", "server-timing"] }));
+  for (const pages of ["/", "/products/*"]) {
+    app.use(pages, timing({ total: true, crossOrigin: false }));
+    // A product page sets a version-derived ETag, the home page gets one from its body; hono/etag answers 304 to a matching If-None-Match.
+    app.use(pages, etag({ retainedHeaders: [...RETAINED_304_HEADERS, "cache-status", "server-timing"] }));
+  }
 
   app.route("/", purgeRoute);
   app.route("/", knownIdsRoute);

@@ -7,23 +7,35 @@
 // few of the products not cached, filled for this view (each bounded like any
 // fill; one that fails shows its id): the page's cost in subrequests stays
 // bounded (docs/architecture.md, "Sharing work across requests in one isolate": subrequests per route) and later views show more titles.
+// Its answer says what happened as a product page's does: Cache-Status (the
+// listing's part), Server-Timing, an ETag (hono/etag, from the body, in app.ts),
+// and the view is counted on the status page.
 import type { Context } from "hono";
+import { setMetric } from "hono/timing";
 import { LISTING, LISTING_ID, PAGE_SUBJECT } from "../origin/resources";
 import { renderHomePage } from "../render";
 import type { TierServices } from "../tier";
 import { errorPage } from "./errorPage";
-import { VARY_ON_ENCODING } from "./headers";
+import { cacheStatus, VARY_ON_ENCODING } from "./headers";
 import { DEFAULTS } from "../config/defaults";
 
 export async function homePage(c: Context, tier: TierServices): Promise<Response> {
   const background = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
   // As on a product page (productPage.ts): the listing is purged as the id "home".
   await tier.purges.sync(background);
-  const { data } = await tier.cache.read(LISTING_ID, [LISTING], background);
+  const { data, timings } = await tier.cache.read(LISTING_ID, [LISTING], background);
+  if (timings.location !== undefined) setMetric(c, "location", timings.location);
+  if (timings.l2 !== undefined) setMetric(c, "l2", timings.l2);
+  if (timings.origin !== undefined) setMetric(c, "origin", timings.origin);
   const listing = data[LISTING];
+  const served = listing ? [listing] : [];
+  c.header("Cache-Status", cacheStatus(served, tier.clock.now(), tier.cache.l2?.breaker.state() === "closed"));
+  // Not offered as a hot product: "home" is the listing's id, not a product to warm.
   if (listing?.outcome !== "found") {
+    tier.metrics.recordPage({ id: LISTING_ID, outcome: "unavailable", served, hot: false });
     return errorPage(c, 503, "The product list is not available right now.", "no-store", { retryAfterSeconds: 10 });
   }
+  tier.metrics.recordPage({ id: LISTING_ID, outcome: "ok", served, hot: false });
 
   const ids = listing.data!.ids;
   const products = await tier.cache.readCached(ids, PAGE_SUBJECT, background);

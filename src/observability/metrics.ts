@@ -140,6 +140,8 @@ export interface PageRecord {
   served?: readonly Pick<Served<unknown>, "resource" | "tier" | "freshness" | "outcome" | "collapsed">[];
   /** Sections shown with defaults. */
   defaulted?: readonly string[];
+  /** Whether the id is offered to the hot products (default: a product page's is; the home page's "home" is not). */
+  hot?: boolean;
 }
 
 export interface Metrics {
@@ -308,7 +310,7 @@ export function createMetrics(options: { clock: Clock; hotCounters?: number }): 
     recordPage(page) {
       countPage(current(), page);
       // Products that exist (or may: a 503) and are asked for; 404s are not "hot".
-      if (page.outcome === "ok" || page.outcome === "unavailable") hot.offer(page.id);
+      if (page.hot !== false && (page.outcome === "ok" || page.outcome === "unavailable")) hot.offer(page.id);
     },
 
     recordOriginFetch(service, outcome) {

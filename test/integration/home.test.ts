@@ -7,6 +7,7 @@ import { DEFAULTS } from "../../src/config/defaults";
 import { LISTING_ID } from "../../src/origin/resources";
 import { clearFaults, injectFault } from "../support/faults";
 import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
+import { tierStatus } from "../support/clients";
 import { logFaults, startWorker, type WorkerInstance } from "../support/worker";
 
 let stack: Stack;
@@ -111,5 +112,33 @@ describe("the home page", () => {
     expect((await home(second)).status).toBe(200);
     // Gone from its L1 and from L2: fetched again, by an isolate that never served a product page.
     expect(await listingCalls()).toBe(2);
+  });
+  it("answers as a product page does: Cache-Status for its list, Server-Timing, an ETag (304 on a match), and each view counted", async () => {
+    await purgeListing(await isolate());
+    const worker = await isolate();
+    const first = await worker.fetch("/");
+    expect(first.status).toBe(200);
+    expect(first.headers.get("cache-status")).toMatch(/^pp-(origin|l2); .*detail="listing"$/);
+    expect(first.headers.get("server-timing")).toMatch(/(origin|l2);dur=[\d.]+.*total;dur=/);
+    let [body, etag] = [await first.text(), first.headers.get("etag")];
+    // Each view fills a few more titles: the page (and its ETag) changes until every title is known.
+    let views = 1;
+    for (let same = false; !same && views < 30; views++) {
+      const next = await worker.fetch("/");
+      expect(next.headers.get("cache-status")).toMatch(/^pp-l1; hit; ttl=\d+; detail="listing"$/);
+      const html = await next.text();
+      same = html === body && next.headers.get("etag") === etag;
+      [body, etag] = [html, next.headers.get("etag")];
+    }
+    expect(etag).toBeTruthy();
+    const notModified = await worker.fetch("/", { headers: { "if-none-match": etag! } });
+    views++;
+    expect(notModified.status).toBe(304);
+    expect(notModified.headers.get("cache-status")).toMatch(/detail="listing"/);
+    const status = (await tierStatus(worker)) as unknown as { last5m: { pages: number; outcomes: { ok: number } }; hotProducts: { id: string }[] };
+    expect(status.last5m.pages).toBe(views);
+    expect(status.last5m.outcomes.ok).toBe(views);
+    // "home" is the list's id, not a product: never among the hot products to warm.
+    expect(status.hotProducts.map((product) => product.id)).not.toContain(LISTING_ID);
   });
 });
