@@ -7,7 +7,9 @@
  *
  * Without redis-server on PATH (or with DEV_NO_REDIS=1) the worker runs with
  * L2 off. Ctrl-C stops everything in reverse order and leaves no process
- * behind; a second Ctrl-C kills what is left at once.
+ * behind; a second Ctrl-C kills what is left at once. So do SIGTERM and SIGHUP,
+ * to this process or to npm or tsx above it (a supervisor, an IDE, a closed
+ * terminal), and the launcher's death: the tier never outlives its command.
  *
  * Environment: DEV_PORT (8787), ORIGIN_PORT (8788), GATEWAY_PORT (8789),
  * DEV_REDIS_PORT (6390), CATALOG_SIZE (10000), ORIGIN_LATENCY_MS (30),
@@ -35,6 +37,8 @@ const CLOSE_TIMEOUT_MS = 10_000;
  * A repeat this soon is that same keypress, not a request to force.
  */
 const SAME_KEYPRESS_MS = 500;
+/** How often we check that the process that launched us (tsx) is still there. */
+const LAUNCHER_POLL_MS = 250;
 
 interface Settings {
   devPort: number;
@@ -122,12 +126,15 @@ function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promi
 
 function handleSignals(): void {
   let firstAt = 0;
+  const stopFor = (reason: string) => {
+    firstAt = Date.now();
+    log(`${reason}: stopping (press Ctrl-C again to force)`);
+    void shutdown(0);
+  };
   const onSignal = (signal: NodeJS.Signals) => {
     if (!stopping) {
-      firstAt = Date.now();
       console.log(""); // the terminal echoed ^C without a newline
-      log(`${signal}: stopping (press Ctrl-C again to force)`);
-      void shutdown(0);
+      stopFor(signal);
       return;
     }
     if (Date.now() - firstAt < SAME_KEYPRESS_MS) return;
@@ -138,8 +145,34 @@ function handleSignals(): void {
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
   process.on("SIGHUP", onSignal); // terminal closed
+  // A launcher killed outright relays nothing (below): its death is our SIGTERM.
+  watchLauncher((gone) => {
+    if (!stopping) stopFor(`${gone} is gone`);
+  });
+  // A closed terminal (EIO) or a pipe nobody reads any more (EPIPE) fails our
+  // writes: that must not crash the orderly stop half way.
+  for (const stream of [process.stdout, process.stderr]) stream.on("error", () => {});
   // Whatever way we exit (a crash included), no child outlives us: the harness
   // kills every child it tracks at exit (dev/harness/children.ts).
+}
+
+// ---------------------------------------------------------------- the launcher
+
+/**
+ * `npm run dev` is npm → tsx → node (this file; the script `exec`s tsx, so no
+ * shell sits between them that would die of a SIGTERM without relaying it).
+ * npm relays SIGINT and SIGTERM to tsx, tsx to us. A launcher that is killed
+ * outright (SIGKILL, a crash) relays nothing: we are then re-parented, and
+ * take that for a SIGTERM, so that no orphaned tier keeps its ports.
+ */
+function watchLauncher(onGone: (gone: string) => void): void {
+  const launcher = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === launcher) return;
+    clearInterval(timer);
+    onGone(`the process that started this one (pid ${launcher})`);
+  }, LAUNCHER_POLL_MS);
+  timer.unref();
 }
 
 // ---------------------------------------------------------------- the stack
