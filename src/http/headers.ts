@@ -14,6 +14,9 @@
 //                        the origin's answer about this id was of no use (a 422, a
 //                        body that breaks the contract): "no data" for a short while
 // `ttl` is the seconds of freshness left (negative: stale for that long).
+import type { Context } from "hono";
+import { setMetric } from "hono/timing";
+import type { Timings } from "../cache/pageRequest";
 import type { Served } from "../cache/served";
 import type { ResourcePolicy } from "../config";
 import type { OriginFailure } from "../origin/failure";
@@ -117,4 +120,15 @@ export function pageIdentity(page: Served<unknown>[], renderVersion: string): st
 export function pageEtag(identity: string): string {
   const [high, low] = hashPair(identity);
   return `W/"${high!.toString(16).padStart(8, "0")}${low!.toString(16).padStart(8, "0")}"`;
+}
+
+/**
+ * Server-Timing: what the steps of a page's read that wait on I/O took. Only
+ * what the runtime can measure: its clock moves across I/O alone, so L1 and
+ * the render would always read 0 (docs/architecture.md, "Saying what happened").
+ */
+export function setStepTimings(c: Context, timings: Timings): void {
+  if (timings.location !== undefined) setMetric(c, "location", timings.location);
+  if (timings.l2 !== undefined) setMetric(c, "l2", timings.l2);
+  if (timings.origin !== undefined) setMetric(c, "origin", timings.origin);
 }

@@ -11,12 +11,11 @@
 // listing's part), Server-Timing, an ETag (hono/etag, from the body, in app.ts),
 // and the view is counted on the status page.
 import type { Context } from "hono";
-import { setMetric } from "hono/timing";
 import { LISTING, LISTING_ID, PAGE_SUBJECT } from "../origin/resources";
 import { renderHomePage } from "../render";
 import type { TierServices } from "../tier";
 import { errorPage } from "./errorPage";
-import { cacheStatus, VARY_ON_ENCODING } from "./headers";
+import { cacheStatus, setStepTimings, VARY_ON_ENCODING } from "./headers";
 import { DEFAULTS } from "../config/defaults";
 
 export async function homePage(c: Context, tier: TierServices): Promise<Response> {
@@ -24,9 +23,7 @@ export async function homePage(c: Context, tier: TierServices): Promise<Response
   // As on a product page (productPage.ts): the listing is purged as the id "home".
   await tier.purges.sync(background);
   const { data, timings } = await tier.cache.read(LISTING_ID, [LISTING], background);
-  if (timings.location !== undefined) setMetric(c, "location", timings.location);
-  if (timings.l2 !== undefined) setMetric(c, "l2", timings.l2);
-  if (timings.origin !== undefined) setMetric(c, "origin", timings.origin);
+  setStepTimings(c, timings);
   const listing = data[LISTING];
   const served = listing ? [listing] : [];
   c.header("Cache-Status", cacheStatus(served, tier.clock.now(), tier.cache.l2?.breaker.state() === "closed"));

@@ -1,14 +1,13 @@
 // GET /products/:id — validate, read the page's resources through the cache
 // tiers, decide what the visitor gets, render, and say what happened.
 import type { Context } from "hono";
-import { setMetric } from "hono/timing";
 import type { Served } from "../cache/served";
 import { PAGE_RESOURCES, PAGE_SUBJECT, RESOURCES, type PageResource, type ResourceTypes } from "../origin/resources";
 import { isValidProductId } from "../origin/types";
 import { renderProductPage } from "../render";
 import type { Section } from "../render/model";
 import type { TierServices } from "../tier";
-import { cacheStatus, pageCacheControl, pageEtag, pageIdentity, VARY_ON_ENCODING } from "./headers";
+import { cacheStatus, pageCacheControl, pageEtag, pageIdentity, setStepTimings, VARY_ON_ENCODING } from "./headers";
 import { errorPage } from "./errorPage";
 import { DEFAULTS } from "../config/defaults";
 
@@ -82,10 +81,7 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   // cold page may fill all its parts at once (cache/pageSteps.ts, readFromOrigin).
   const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, background, { listed: known === "listed", visitor });
   if (visitor.aborted) return visitorLeft(tier);
-  // Only what the runtime can measure: its clock moves across I/O alone, so L1 and the render would always read 0 (docs/architecture.md, "Saying what happened").
-  if (timings.location !== undefined) setMetric(c, "location", timings.location);
-  if (timings.l2 !== undefined) setMetric(c, "l2", timings.l2);
-  if (timings.origin !== undefined) setMetric(c, "origin", timings.origin);
+  setStepTimings(c, timings);
 
   const all: Served<unknown>[] = PAGE_RESOURCES.flatMap((resource) => data[resource] ?? []);
   const now = tier.clock.now();
