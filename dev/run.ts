@@ -7,9 +7,11 @@
  *
  * Without redis-server on PATH (or with DEV_NO_REDIS=1) the worker runs with
  * L2 off. Ctrl-C stops everything in reverse order and leaves no process
- * behind; a second Ctrl-C kills what is left at once. So do SIGTERM and SIGHUP,
- * to this process or to npm or tsx above it (a supervisor, an IDE, a closed
- * terminal), and the launcher's death: the tier never outlives its command.
+ * behind; a second Ctrl-C kills what is left at once. So does a SIGTERM to
+ * this process or to npm or tsx above it (a supervisor, an IDE), a SIGHUP to
+ * this process or tsx (a closed terminal sends it to all three), and tsx's
+ * death (see "the launcher"). Not covered: a SIGHUP to npm alone, which npm
+ * does not relay.
  *
  * Environment: DEV_PORT (8787), ORIGIN_PORT (8788), GATEWAY_PORT (8789),
  * DEV_REDIS_PORT (6390), CATALOG_SIZE (10000), ORIGIN_LATENCY_MS (30),
