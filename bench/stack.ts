@@ -286,6 +286,8 @@ const MAX_DISTINCT_LOG_LINES = 50;
 export interface WorkerOptions {
   inspectorPort?: number;
   port?: number;
+  /** The local fleet recorder's points address (dev/fleet/recorder.ts): where the FLEET binding delivers. */
+  fleetPointsUrl?: string;
 }
 
 export async function startWorker(bindings: Record<string, string>, logs: WorkerLogs, options: WorkerOptions = {}): Promise<WorkerInstance> {
@@ -310,6 +312,7 @@ export async function startWorker(bindings: Record<string, string>, logs: Worker
     onLine: (line) => line.trim() && keep(line),
     port: options.port ?? 0,
     ...(options.inspectorPort === undefined ? {} : { inspectorPort: options.inspectorPort }),
+    ...(options.fleetPointsUrl === undefined ? {} : { fleetPointsUrl: options.fleetPointsUrl }),
     // The benchmark talks to loopback only.
     cf: false,
   });
@@ -372,7 +375,7 @@ export async function startWorkers(
   logs: WorkerLogs,
   onCleanup: OnCleanup,
   inspect: boolean,
-  where: { ports?: readonly number[] } = {},
+  where: { ports?: readonly number[]; fleetPointsUrl?: string } = {},
 ): Promise<{ workers: WorkerInstance[]; stop: () => Promise<void> }> {
   const workers: WorkerInstance[] = [];
   const stops: (() => Promise<void>)[] = [];
@@ -383,6 +386,7 @@ export async function startWorkers(
       const worker = await startWorker(bindings, logs, {
         ...(inspect ? { inspectorPort: 0 } : {}),
         ...(port === undefined ? {} : { port }),
+        ...(where.fleetPointsUrl === undefined ? {} : { fleetPointsUrl: where.fleetPointsUrl }),
       });
       stops.push(onCleanup(`worker ${worker.url}`, () => worker.close()));
       workers.push(worker);

@@ -25,8 +25,9 @@ import { LRUCache } from "lru-cache";
 import { createPurgeWatcher, type PurgeWatcher } from "./invalidation/watcher";
 import { createPositionShelf } from "./invalidation/sharedPosition";
 import { logEvent } from "./shared/log";
+import { createFleet, type Fleet, type FleetDataset } from "./observability/fleet";
 import { createMetrics, type Metrics } from "./observability/metrics";
-import { watchBreaker, watchOrigin, watchSlowPages, type PageRead } from "./observability/wiring";
+import { recordPages, watchBreaker, watchOrigin, watchSlowPages, type PageRead, type RecordPage } from "./observability/wiring";
 
 /**
  * A product page as rendered once: its HTML as UTF-8 bytes, and its
@@ -63,6 +64,10 @@ export interface TierServices {
   clock: Clock;
   /** What this isolate has been doing, for the status page (observability/metrics.ts). */
   metrics: Metrics;
+  /** What the fleet is told of this isolate's pages and events (observability/fleet.ts). */
+  fleet: Fleet;
+  /** Counts a page view, for the status page and the fleet. */
+  recordPage: RecordPage;
   /** Told of every product page's read; logs the slow ones (observability/wiring.ts). */
   pageRead: (read: PageRead) => void;
   /** How late the isolate runs, which pages may start new work, and what became of work nobody waited for. */
@@ -71,8 +76,9 @@ export interface TierServices {
 
 const tiers = new WeakMap<object, TierServices | ConfigError>();
 
-export function createTier(config: Config, clock: Clock = systemClock): TierServices {
+export function createTier(config: Config, clock: Clock = systemClock, fleetDataset?: FleetDataset): TierServices {
   const metrics = createMetrics({ clock });
+  const fleet = createFleet(fleetDataset, { isolateId: metrics.isolateId, pageSample: config.fleetPageSample });
   const originLimiter = createLimiter({
     maxConcurrent: config.originMaxConcurrent,
     maxQueued: DEFAULTS.originMaxQueued,
@@ -89,9 +95,9 @@ export function createTier(config: Config, clock: Clock = systemClock): TierServ
         coolDownMs: DEFAULTS.originBreakerCoolDownMs,
         minFailureSpanMs: DEFAULTS.breakerMinFailureSpanMs,
         clock,
-        onChange: watchBreaker(`origin:${service}`, metrics),
+        onChange: watchBreaker(`origin:${service}`, metrics, fleet),
       }),
-    onFetch: watchOrigin(metrics, clock),
+    onFetch: watchOrigin(metrics, clock, fleet),
   });
   const overload = createOverload({
     clock,
@@ -125,7 +131,7 @@ export function createTier(config: Config, clock: Clock = systemClock): TierServ
     },
   });
   // CACHING=off: no cache at all, Redis's included (cache/bypass.ts).
-  const l2 = config.l2 && config.caching ? createTierL2(config.l2.shards, config.l2TimeoutMs, clock, metrics, overload.lag) : null;
+  const l2 = config.l2 && config.caching ? createTierL2(config.l2.shards, config.l2TimeoutMs, clock, overload.lag, metrics, fleet) : null;
   const wideRetentionMs = longestEntryLifeMs(config);
   const purgeLog = l2 ? createPurgeLog({ l2, keyPrefix: config.keyPrefix, wideRetentionMs, clock }) : null;
   // The watcher judges what the cache serves, and the cache's L1 is what the watcher purges.
@@ -158,6 +164,7 @@ export function createTier(config: Config, clock: Clock = systemClock): TierServ
     syncWaitMs: config.l2TimeoutMs * 2,
     // With the location tier on, the data center's isolates share their reads of the log.
     shared: withLocation(config, (open) => createPositionShelf({ publicUrl: config.publicUrl, keyPrefix: config.keyPrefix, open })),
+    reached: (record, background) => fleet.purgeReached(record.mode, clock.now() - record.at, background),
   });
   return {
     config,
@@ -167,8 +174,10 @@ export function createTier(config: Config, clock: Clock = systemClock): TierServ
     cache,
     purges,
     purgeLog,
-    knownIds: createKnownIdsFor(config, clock, metrics),
+    knownIds: createKnownIdsFor(config, clock, metrics, fleet),
     metrics,
+    fleet,
+    recordPage: recordPages(metrics, fleet),
     overload,
     pageRead: watchSlowPages(DEFAULTS.slowPageMs, clock),
     hotReport: l2 ? createHotReport({ l2, keyPrefix: config.keyPrefix, clock }) : null,
@@ -195,7 +204,7 @@ function createLocationFor(config: Config, clock: Clock): LocationCache | null {
 }
 
 /** One L2 client and breaker per shard; several shards go on a consistent-hash ring. */
-function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: Clock, metrics?: Metrics, timing?: CallTiming): L2 {
+function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: Clock, timing?: CallTiming, metrics?: Metrics, fleet?: Fleet): L2 {
   const clients = shards.map((shard) =>
     createL2({
       name: shard.name,
@@ -213,7 +222,7 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
         confirmTimeouts: true,
         recoveryProbeEveryMs: DEFAULTS.l2RecoveryProbeEveryMs,
         clock,
-        onChange: watchBreaker(`l2:${shard.name}`, metrics),
+        onChange: watchBreaker(`l2:${shard.name}`, metrics, fleet),
       }),
     }),
   );
@@ -225,14 +234,14 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
  * takes longer than the page path's budget, and a slow load must not open
  * the breaker that pages depend on.
  */
-function createKnownIdsFor(config: Config, clock: Clock, metrics?: Metrics): KnownIds | null {
+function createKnownIdsFor(config: Config, clock: Clock, metrics?: Metrics, fleet?: Fleet): KnownIds | null {
   if (!config.l2 || !config.knownIds) return null;
   const home = config.l2.shards[0]!;
   const breaker = createBreaker({
     failureThreshold: DEFAULTS.l2BreakerFailures,
     coolDownMs: DEFAULTS.l2BreakerCoolDownMs,
     clock,
-    onChange: watchBreaker(`known-ids:${home.name}`, metrics),
+    onChange: watchBreaker(`known-ids:${home.name}`, metrics, fleet),
   });
   const l2 = createL2({ name: home.name, url: home.url, token: home.token, timeoutMs: DEFAULTS.knownIdsL2TimeoutMs, breaker });
   // With the location tier on, new isolates take the filter's segments from this data center's copy.
@@ -257,7 +266,7 @@ export function tierFor(env: Env): TierServices | ConfigError {
   let tier = tiers.get(env);
   if (!tier) {
     try {
-      tier = createTier(parseConfig(env));
+      tier = createTier(parseConfig(env), systemClock, env.FLEET);
       if (!tier.config.l2) logEvent("l2_off", { message: "UPSTASH_REDIS_REST_URL is not set: serving from L1 and the origin only" }, "warn");
     } catch (error) {
       // What parseConfig let through and a component refused when built (a client that checks its own

@@ -82,7 +82,8 @@ export function StatusPage(view: StatusView) {
       </div>
       <p class="note">
         Counters of this isolate only (every isolate has its own L1 and its own counters), in 1-minute buckets: "last 5 minutes" is the current minute and the 4
-        before it.
+        before it. Every isolate together, this isolate among them by its name: <code>npm run fleet -- --since 1h</code> (the fleet's figures from Workers
+        Analytics Engine; the README's "Seeing the fleet").
       </p>
 
       <h2 id="glance" class="glance">

@@ -58,7 +58,13 @@ export const percentile = (sorted: readonly number[], p: number) => sorted[Math.
  */
 export interface Status {
   isolate: { startedAt: string };
-  last15m: { from: number; pages: number; total: Tiers; originTotal: OriginCalls };
+  last15m: {
+    from: number;
+    pages: number;
+    outcomes: { ok: number; absent: number; filtered: number; unavailable: number };
+    total: Tiers;
+    originTotal: OriginCalls;
+  };
   l2: { stats: L2Stats | null };
   breakerChanges: { name: string; since: number | null }[];
   /** `entries`: what L1 holds, counted in entries (one per resource of a product). */

@@ -31,6 +31,8 @@ export interface SoakResults {
   prices: Prices;
   profiles: { label: string; tables: string }[];
   errorLines: [string, number][];
+  /** The fleet view against the status pages (fleetView.ts); null when isolates restarted (their status pages started over). */
+  fleetView: { table: string; pass: boolean; pointsPerPage: number | null; rows: unknown[] } | null;
 }
 
 /** Writes the soak's files; returns their paths. */
@@ -70,6 +72,17 @@ export function writeSoakFiles(options: SoakOptions, r: SoakResults): string[] {
     "",
     checksTable,
     "",
+    ...(r.fleetView
+      ? [
+          "## The fleet view",
+          "",
+          "`npm run fleet`'s figures for the instances together (the recorder, dev/fleet/recorder.ts, answering the queries Analytics Engine would), against the sum of their status pages, with the default sampling of plain pages" +
+            (r.fleetView.pointsPerPage === null ? "." : `: ${r.fleetView.pointsPerPage.toFixed(3)} data points written per page.`),
+          "",
+          r.fleetView.table,
+          "",
+        ]
+      : []),
     "## The location tier: phases, probes, targets",
     "",
     locationText,
@@ -115,6 +128,7 @@ export function writeSoakFiles(options: SoakOptions, r: SoakResults): string[] {
     checks,
     location: { restartAt, locationOffAt, probes, phases: r.location.phases, targets: r.location.targets },
     workerLog: errorLines,
+    fleetView: r.fleetView ? { pass: r.fleetView.pass, pointsPerPage: r.fleetView.pointsPerPage, rows: r.fleetView.rows } : null,
   };
   return writeResults(name, { ".md": markdown, ".svg": lineChartSvg(title, subtitle, windows), ".json": JSON.stringify(raw, null, 2) });
 }

@@ -28,11 +28,18 @@ export interface Fleet {
   stop(): Promise<void>;
 }
 
-export async function startFleet(count: number, bindings: Record<string, string>, logs: WorkerLogs, onCleanup: OnCleanup): Promise<Fleet> {
+export async function startFleet(
+  count: number,
+  bindings: Record<string, string>,
+  logs: WorkerLogs,
+  onCleanup: OnCleanup,
+  fleetPointsUrl?: string,
+): Promise<Fleet> {
   const location = await forkLocationServer();
   const closeLocation = onCleanup("location cache", () => location.close());
   useLocationServer(location.address);
-  let running = await startWorkers(count, bindings, logs, onCleanup, true);
+  const recorded = fleetPointsUrl === undefined ? {} : { fleetPointsUrl };
+  let running = await startWorkers(count, bindings, logs, onCleanup, true, recorded);
   const workers = [...running.workers];
   return {
     workers,
@@ -41,7 +48,7 @@ export async function startFleet(count: number, bindings: Record<string, string>
       const started = performance.now();
       const ports = workers.map((w) => Number(new URL(w.url).port));
       await running.stop();
-      running = await startWorkers(count, { ...bindings, LOCATION_CACHE: location }, logs, onCleanup, true, { ports });
+      running = await startWorkers(count, { ...bindings, LOCATION_CACHE: location }, logs, onCleanup, true, { ports, ...recorded });
       workers.splice(0, workers.length, ...running.workers);
       return Math.round(performance.now() - started);
     },

@@ -33,6 +33,13 @@ import { locationSection } from "./phases";
 import { CANCEL, CATALOG, COLD_RANKS, DEPARTING_SEED, FLOOD_CONNECTIONS, HERD, ORIGIN, PROBE_PAGES, PROBE_WARM_PAGES, soakOptions, ZIPF_SEED } from "./plan";
 import { tableHead, tableRow, type Window } from "./report";
 import { probeLocation, startFleet, type LocationProbe } from "./restart";
+import { startRecorder } from "../../dev/fleet/recorder";
+import { checkFleetView, FLEET_VIEW_TOLERANCE, type FleetViewCheck } from "./fleetView";
+
+/** The soak's own token for its fleet recorder. */
+const RECORDER_TOKEN = "soak-fleet-token";
+/** A data point reaches the recorder within its binding's flush (100 ms) and a POST: waited for before the count. */
+const FLEET_DELIVERY_MS = 1000;
 
 const options = soakOptions();
 const { args, mode, plan, instances, connections, departingConnections, profileWindows, restartAt, locationOffAt, redisRttMs, rate, resultsSuffix } = options;
@@ -71,11 +78,15 @@ async function main(): Promise<void> {
   // Set-up: bundle and servers at once, the known-ids filter, the instances with their inspectors.
   const { servers, filter } = await startStack({ catalogSize: CATALOG, ...ORIGIN, redisLatencyMs: redisRttMs }, onCleanup);
   // The instances share one location cache, as two isolates of one data center do.
+  // The instances' FLEET binding delivers to a local recorder: after the load, the fleet view is held against their status pages.
+  const recorder = await startRecorder({ port: 0, token: RECORDER_TOKEN });
+  onCleanup("fleet recorder", () => recorder.close());
   const fleet = await startFleet(
     instances,
     { ...servers.bindings, LOCATION_CACHE: args.location ? "on" : "off", ...(args.policies ? { CACHE_POLICIES: args.policies } : {}) },
     logs,
     onCleanup,
+    recorder.pointsUrl,
   );
   const workers = fleet.workers;
   const redis = await RedisProbe.connect(servers.redisPort);
@@ -230,6 +241,23 @@ async function main(): Promise<void> {
   const last = await snapshot(workers);
 
   const checks = soakChecks({ windows, herdAnswers, cold, logCounts, first, last, slots, departingTotal: departing?.total() ?? null, plan });
+  // What npm run fleet says of the instances together, against their status pages (after the deliveries' last batch).
+  let fleetView: FleetViewCheck | null = null;
+  if (probes.length === 0) {
+    await sleep(FLEET_DELIVERY_MS);
+    fleetView = await checkFleetView(
+      { url: recorder.sqlUrl, token: RECORDER_TOKEN },
+      Math.ceil((Date.now() - startedAt.getTime()) / 1000) + 60,
+      (await snapshots(workers)).map((s) => s.status),
+      recorder.points(),
+    );
+    console.log(`\nthe fleet view (npm run fleet) against the status pages summed:\n${fleetView.table}`);
+    checks.push([
+      `the fleet view within ${FLEET_VIEW_TOLERANCE * 100}% of the status pages summed (figures of 1,000 or more)`,
+      fleetView.rows.map(([name, , , ratio]) => `${name} ${ratio === null ? "—" : ratio.toFixed(3)}`).join(", "),
+      fleetView.pass ? "pass" : "FAIL",
+    ]);
+  }
   const checksTable = ["| check | value | verdict |", "| --- | --- | --- |", ...checks.map((c) => `| ${c.join(" | ")} |`)].join("\n");
   console.log(`\n${checksTable}`);
   const prices = loadPrices();
@@ -259,6 +287,7 @@ async function main(): Promise<void> {
     prices,
     profiles,
     errorLines,
+    fleetView,
   });
   console.log(`\nresults: ${files.join(", ")}`);
 }

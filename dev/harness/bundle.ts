@@ -7,9 +7,11 @@
 // where the lines go.
 import { execFile } from "node:child_process";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { Readable } from "node:stream";
 import { promisify } from "node:util";
 import { Log, LogLevel, Miniflare, PLUGINS } from "miniflare";
+import { FLEET_DATASET } from "../../src/observability/fleetPoints";
 import { compatibilityDate, compatibilityFlags } from "../compatibility";
 
 /**
@@ -61,19 +63,37 @@ export interface BundleOptions {
   verbose?: boolean;
   /** false: no `Request.cf` download from workers.cloudflare.com (Miniflare's placeholder object instead). */
   cf?: false;
+  /**
+   * The local fleet recorder's points address (dev/fleet/recorder.ts): the
+   * worker's FLEET binding then delivers its data points there, as
+   * Analytics Engine would keep them. Without it FLEET is unbound.
+   */
+  fleetPointsUrl?: string;
 }
+
+/** The module that stands in for the Analytics Engine binding (dev/fleet/recorderBinding.js). */
+const RECORDER_BINDING = fileURLToPath(new URL("../fleet/recorderBinding.js", import.meta.url));
 
 /** One instance of the bundle: its own workerd process, so its own isolate and L1; `outputEnded()` resolves once its output is read to the end. */
 export async function startBundle(options: BundleOptions): Promise<{ mf: Miniflare; url: URL; outputEnded: () => Promise<unknown> }> {
   const { onLine } = options;
   const outputEnded: Promise<void>[] = [];
+  const fleet = options.fleetPointsUrl;
   const mf = new Miniflare({
-    modules: true,
-    scriptPath: join(options.bundleDir, "index.js"),
-    // As wrangler.toml says, so that the runtime behaves as it does when deployed.
-    compatibilityDate,
-    compatibilityFlags,
-    bindings: options.bindings,
+    workers: [
+      {
+        // Unnamed, as a single worker is: workerd names its inspector target `core:user:` (bench/stack.ts looks for it).
+        modules: true,
+        scriptPath: join(options.bundleDir, "index.js"),
+        // As wrangler.toml says, so that the runtime behaves as it does when deployed.
+        compatibilityDate,
+        compatibilityFlags,
+        bindings: options.bindings,
+        ...(fleet ? { wrappedBindings: { FLEET: { scriptName: "fleet-recorder", bindings: { url: fleet, dataset: FLEET_DATASET } } } } : {}),
+      },
+      // A wrapped binding's module runs in the tier's isolate, with its compatibility date.
+      ...(fleet ? [{ name: "fleet-recorder", modules: true, scriptPath: RECORDER_BINDING }] : []),
+    ],
     log: new CapturingLog((line) => onLine(line)),
     ...(options.port === undefined ? {} : { host: "127.0.0.1", port: options.port }),
     ...(options.cachePersist === undefined ? {} : { cachePersist: options.cachePersist }),

@@ -44,6 +44,9 @@ export interface Env {
   KNOWN_IDS_FP_RATE?: string | number;
   /** JSON object of per-resource overrides, e.g. `{"inventory":{"ttl":5}}` (README, "Cache policies"). */
   CACHE_POLICIES?: string | Record<string, unknown>;
+  /** The Workers Analytics Engine dataset the fleet's figures go to (observability/fleet.ts); unbound: none are written. */
+  FLEET?: AnalyticsEngineDataset;
+  FLEET_PAGE_SAMPLE?: string | number;
 }
 
 export interface Config {
@@ -94,6 +97,8 @@ export interface Config {
   /** Requests a minute per isolate from which a product is warm / hot (refreshed ahead of expiry). */
   warmPerMinute: number;
   hotPerMinute: number;
+  /** One in this many plain pages is written to the fleet's dataset (observability/fleet.ts). */
+  fleetPageSample: number;
   /** Whether copies are kept in and read from the data center's Cache API (cache/location/location.ts). */
   locationCache: boolean;
   /** False (CACHING=off): no cache at all, every read from the origin (cache/bypass.ts). */
@@ -367,6 +372,7 @@ export function parseConfig(env: Env): Config {
     caching: onOffSetting("CACHING", true),
     warmPerMinute: number("WARM_REQUESTS_PER_MINUTE", 1, 1_000_000, DEFAULTS.warmPerMinute),
     hotPerMinute: number("HOT_REQUESTS_PER_MINUTE", 1, 1_000_000, DEFAULTS.hotPerMinute),
+    fleetPageSample: number("FLEET_PAGE_SAMPLE", 1, 1000, DEFAULTS.fleetPageSample),
     compressAboveBytes: DEFAULTS.compressAboveBytes,
     keyPrefix: DEFAULTS.keyPrefix,
     policies: setting(() => parsePolicies(env.CACHE_POLICIES), DEFAULT_POLICIES),

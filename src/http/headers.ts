@@ -132,3 +132,9 @@ export function setStepTimings(c: Context, timings: Timings): void {
   if (timings.l2 !== undefined) setMetric(c, "l2", timings.l2);
   if (timings.origin !== undefined) setMetric(c, "origin", timings.origin);
 }
+
+/** The Cloudflare location that took the request (`request.cf.colo`), for the fleet's figures; undefined off the platform. */
+export function requestColo(c: Context): string | undefined {
+  const colo = (c.req.raw.cf as { colo?: unknown } | undefined)?.colo;
+  return typeof colo === "string" && colo.length <= 8 ? colo : undefined;
+}

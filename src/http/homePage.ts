@@ -15,24 +15,27 @@ import { LISTING, LISTING_ID, PAGE_SUBJECT } from "../origin/resources";
 import { renderHomePage } from "../render";
 import type { TierServices } from "../tier";
 import { errorPage } from "./errorPage";
-import { cacheStatus, setStepTimings, VARY_ON_ENCODING } from "./headers";
+import { cacheStatus, requestColo, setStepTimings, VARY_ON_ENCODING } from "./headers";
 import { DEFAULTS } from "../config/defaults";
 
 export async function homePage(c: Context, tier: TierServices): Promise<Response> {
   const background = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
+  const arrivedAt = tier.clock.now();
   // As on a product page (productPage.ts): the listing is purged as the id "home".
   await tier.purges.sync(background);
   const { data, timings } = await tier.cache.read(LISTING_ID, [LISTING], background);
   setStepTimings(c, timings);
   const listing = data[LISTING];
   const served = listing ? [listing] : [];
-  c.header("Cache-Status", cacheStatus(served, tier.clock.now(), tier.cache.l2?.breaker.state() === "closed"));
+  const now = tier.clock.now();
+  c.header("Cache-Status", cacheStatus(served, now, tier.cache.l2?.breaker.state() === "closed"));
+  const view = { route: "/", id: LISTING_ID, served, hot: false, ms: now - arrivedAt } as const;
   // Not offered as a hot product: "home" is the listing's id, not a product to warm.
   if (listing?.outcome !== "found") {
-    tier.metrics.recordPage({ id: LISTING_ID, outcome: "unavailable", served, hot: false });
+    tier.recordPage({ ...view, outcome: "unavailable", status: 503 }, requestColo(c), background);
     return errorPage(c, 503, "The product list is not available right now.", "no-store", { retryAfterSeconds: 10 });
   }
-  tier.metrics.recordPage({ id: LISTING_ID, outcome: "ok", served, hot: false });
+  tier.recordPage({ ...view, outcome: "ok", status: 200 }, requestColo(c), background);
 
   const ids = listing.data!.ids;
   const products = await tier.cache.readCached(ids, PAGE_SUBJECT, background);

@@ -7,7 +7,7 @@ import { isValidProductId } from "../origin/types";
 import { renderProductPage } from "../render";
 import type { Section } from "../render/model";
 import type { TierServices } from "../tier";
-import { cacheStatus, pageCacheControl, pageEtag, pageIdentity, setStepTimings, VARY_ON_ENCODING } from "./headers";
+import { cacheStatus, pageCacheControl, pageEtag, pageIdentity, requestColo, setStepTimings, VARY_ON_ENCODING } from "./headers";
 import { errorPage } from "./errorPage";
 import { DEFAULTS } from "../config/defaults";
 
@@ -45,8 +45,9 @@ function isCore(resource: PageResource, policies: TierServices["config"]["polici
  * The answer to a visitor who has left: nobody reads it, so nothing is
  * rendered or recorded as a page; the isolate counts it.
  */
-function visitorLeft(tier: TierServices): Response {
+function visitorLeft(tier: TierServices, id: string, colo: string | undefined, background: (work: Promise<unknown>) => void): Response {
   tier.overload.departures.pageLeft();
+  tier.fleet.page({ route: "/products/:id", id, outcome: "left", status: 503 }, colo, background);
   return new Response(null, { status: 503, headers: { "Cache-Control": "no-store" } });
 }
 
@@ -57,17 +58,18 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
     return errorPage(c, 400, "That is not a valid product id.", "public, max-age=300");
   }
 
-  const known = tier.knownIds?.lookup(id, (work) => c.executionCtx.waitUntil(work)) ?? "unknown";
+  const background = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
+  const colo = requestColo(c);
+  const known = tier.knownIds?.lookup(id, background) ?? "unknown";
   if (known === "absent") {
     // Not in the filter of existing ids: no L2 read, no origin fetch. Kept short
     // downstream, since another isolate learns of a new product within its refresh.
     c.header("Cache-Status", 'pp-known-ids; hit; detail="product absent"');
-    tier.metrics.recordPage({ id, outcome: "filtered" });
+    tier.recordPage({ route: "/products/:id", id, outcome: "filtered", status: 404 }, colo, background);
     return errorPage(c, 404, PRODUCT_NOT_FOUND, "public, max-age=10", { heading: "Product not found" });
   }
 
   const arrivedAt = tier.clock.now();
-  const background = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
   // The visitor closing the connection aborts the request's signal (the
   // enable_request_signal flag): from then on nothing new is started for
   // this page, and it is not rendered (overload/departures.ts).
@@ -76,11 +78,11 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   // synced before every page read through the cache, and only then (a
   // malformed or unknown id costs Redis nothing).
   await tier.purges.sync(background);
-  if (visitor.aborted) return visitorLeft(tier);
+  if (visitor.aborted) return visitorLeft(tier, id, colo, background);
   // An id the filter lists is a product (but for its ~1% false positives): a
   // cold page may fill all its parts at once (cache/pageSteps.ts, readFromOrigin).
   const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, background, { listed: known === "listed", visitor });
-  if (visitor.aborted) return visitorLeft(tier);
+  if (visitor.aborted) return visitorLeft(tier, id, colo, background);
   setStepTimings(c, timings);
 
   const all: Served<unknown>[] = PAGE_RESOURCES.flatMap((resource) => data[resource] ?? []);
@@ -88,21 +90,22 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   // "stored": written to L2 as well as L1, which an open breaker prevents.
   const status = cacheStatus(all, now, tier.cache.l2?.breaker.state() === "closed");
   c.header("Cache-Status", status);
-  tier.pageRead({ id, ms: now - arrivedAt, timings, cacheStatus: status });
+  const ms = now - arrivedAt;
+  tier.pageRead({ id, ms, timings, cacheStatus: status });
 
   const subject = data[PAGE_SUBJECT]!;
   if (subject.outcome === "absent") {
     const remaining = Math.max(0, Math.floor((subject.entry!.freshUntil - now) / 1000));
-    tier.metrics.recordPage({ id, outcome: "absent", served: all });
+    tier.recordPage({ route: "/products/:id", id, outcome: "absent", status: 404, ms, served: all }, colo, background);
     return errorPage(c, 404, PRODUCT_NOT_FOUND, `public, max-age=${remaining}`, { heading: "Product not found" });
   }
   // The others are read whenever the subject exists (cache/readThrough.ts): a core one missing is one that failed.
   const failed = (resource: PageResource) => (data[resource]?.outcome ?? "failed") === "failed";
   const missingCore = PAGE_RESOURCES.filter((resource) => isCore(resource, tier.config.policies) && failed(resource));
   if (missingCore.length > 0) {
-    tier.metrics.recordPage({ id, outcome: "unavailable", served: all });
     // "overloaded": this isolate did not start the work (shed, or its origin slots were full), not a failing service.
     const busy = missingCore.every((resource) => data[resource]?.failure === "overloaded");
+    tier.recordPage({ route: "/products/:id", id, outcome: "unavailable", status: 503, ms, served: all, shed: busy }, colo, background);
     const message = busy ? "We are very busy right now: please try again in a few seconds." : "The product service is not answering.";
     return errorPage(c, 503, message, "no-store", { retryAfterSeconds: DEFAULTS.pageRetryAfterSeconds });
   }
@@ -112,8 +115,8 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   };
   const defaulted = PAGE_RESOURCES.filter((resource) => states[resource] === "unavailable");
   if (defaulted.length > 0) c.header("Cache-Degraded", defaulted.join(", "));
-  tier.metrics.recordPage({ id, outcome: "ok", served: all, defaulted });
-  tier.hotReport?.offer(id, (work) => c.executionCtx.waitUntil(work));
+  tier.recordPage({ route: "/products/:id", id, outcome: "ok", status: 200, ms, served: all, defaulted }, colo, background);
+  tier.hotReport?.offer(id, background);
 
   // The same parts in the same states render the same HTML: rendered once per
   // isolate and kept (bounded in bytes) until one of them changes. Nothing of

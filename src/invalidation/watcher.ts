@@ -50,6 +50,8 @@ export interface PurgeWatcherOptions {
   syncWaitMs: number;
   /** Where the data center's isolates share their reads of the log (null: the location tier is off). */
   shared?: PositionShelf | null;
+  /** Told of each purge this isolate applies from the log, with the sync's `background` (the fleet's purge reach). */
+  reached?: (record: PurgeRecord, background: (work: Promise<unknown>) => void) => void;
   random?: () => number;
 }
 
@@ -203,7 +205,10 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
         break;
       }
       const from = seq;
-      for (const record of answer.records) apply(record);
+      for (const record of answer.records) {
+        apply(record);
+        options.reached?.(record, background);
+      }
       known.followed(from, { era: at.era, seq: answer.upTo }, answer.records);
       seq = answer.upTo;
       era = at.era;

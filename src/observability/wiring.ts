@@ -4,14 +4,36 @@ import type { BreakerState } from "../shared/breaker";
 import type { Clock } from "../shared/clock";
 import type { OriginClientOptions } from "../origin/client";
 import { createRateLimitedLog, logEvent } from "../shared/log";
-import type { Metrics } from "./metrics";
+import type { Fleet, FleetPage } from "./fleet";
+import type { Metrics, PageRecord } from "./metrics";
 import type { Timings } from "../cache/pageRequest";
 import { DEFAULTS } from "../config/defaults";
 
-/** A breaker's `onChange`: one log line per change (error when it opens), and its state noted for the status page. */
-export function watchBreaker(name: string, metrics?: Metrics): (from: BreakerState, to: BreakerState) => void {
+/** A page view as the status page and the fleet count it. */
+interface PageView extends PageRecord {
+  route: FleetPage["route"];
+  status: number;
+  /** From the request's arrival to its data read. */
+  ms?: number;
+  /** A 503 because this isolate shed the work. */
+  shed?: boolean;
+}
+
+export type RecordPage = (view: PageView, colo: string | undefined, background: (work: Promise<unknown>) => void) => void;
+
+/** Counts a page view on this isolate's status page and tells the fleet of it: the one place pages are counted. */
+export function recordPages(metrics: Metrics, fleet: Fleet): RecordPage {
+  return (view, colo, background) => {
+    metrics.recordPage(view);
+    fleet.page(view, colo, background);
+  };
+}
+
+/** A breaker's `onChange`: one log line per change (error when it opens), its state noted for the status page and told to the fleet. */
+export function watchBreaker(name: string, metrics?: Metrics, fleet?: Fleet): (from: BreakerState, to: BreakerState) => void {
   return (from, to) => {
     metrics?.noteBreaker(name, to);
+    fleet?.breaker(name, from, to);
     logEvent("breaker", { name, from, to }, to === "open" ? "error" : to === "half-open" ? "warn" : "info");
   };
 }
@@ -23,10 +45,11 @@ export function watchBreaker(name: string, metrics?: Metrics): (from: BreakerSta
  * working as designed (the visitor got the stale copy), and logging it sent
  * on-call engineers looking for an origin problem that was not there.
  */
-export function watchOrigin(metrics: Metrics, clock: Clock): NonNullable<OriginClientOptions["onFetch"]> {
+export function watchOrigin(metrics: Metrics, clock: Clock, fleet?: Fleet): NonNullable<OriginClientOptions["onFetch"]> {
   const failureLog = createRateLimitedLog({ intervalMs: DEFAULTS.logEveryMs, clock });
   return (service, outcome, detail, priority) => {
     metrics.recordOriginFetch(service, outcome);
+    fleet?.origin(service, outcome);
     if (outcome === "found" || outcome === "absent" || outcome === "abandoned") return;
     if (outcome === "overloaded" && priority === "refresh") return;
     failureLog(service, "origin_failure", { service, failure: outcome, detail });

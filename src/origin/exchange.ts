@@ -35,6 +35,7 @@ export async function get(doFetch: typeof fetch, resource: ResourceName, url: st
           return doFetch(url, { headers: { accept: "application/json" }, signal: stop ? AbortSignal.any([timeout, stop]) : timeout });
         },
         deadline - Date.now() + SLOT_GRACE_MS,
+        "origin",
       );
     } catch (error) {
       if (error instanceof OriginError) throw error;

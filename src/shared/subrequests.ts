@@ -55,14 +55,20 @@ interface Gate {
   /** Subrequests started so far, and how many it may make. */
   made: number;
   budget: number;
+  /** Of those, the L2 calls and origin fetches (the fleet's figures per page). */
+  l2: number;
+  origin: number;
 }
+
+/** What a subrequest is, for the counts the fleet reports per page (observability/fleet.ts). */
+export type SubrequestKind = "l2" | "origin" | "other";
 
 const invocation = new AsyncLocalStorage<Gate>();
 const clock = { now: () => Date.now() };
 
 /** Runs `work` (one request's or one cron run's handling) with a gate of its own, allowing `budget` subrequests. */
 export function withSubrequestGate<T>(budget: number, work: () => T): T {
-  const gate: Gate = { open: null, waiting: null, tickets: 0, made: 0, budget };
+  const gate: Gate = { open: null, waiting: null, tickets: 0, made: 0, budget, l2: 0, origin: 0 };
   return invocation.run(gate, work);
 }
 
@@ -73,11 +79,12 @@ export function withSubrequestGate<T>(budget: number, work: () => T): T {
  * its place is taken back after that, whatever became of it. Outside an
  * invocation (tests, tools), it runs at once.
  */
-export async function subrequest<T>(call: () => Promise<T>, holdMs = DEFAULT_HOLD_MS): Promise<T> {
+export async function subrequest<T>(call: () => Promise<T>, holdMs = DEFAULT_HOLD_MS, kind: SubrequestKind = "other"): Promise<T> {
   const gate = invocation.getStore();
   if (!gate) return call();
   if (gate.made >= gate.budget) throw new SubrequestBudgetSpent(gate.budget);
   gate.made++;
+  if (kind !== "other") gate[kind]++;
   const ticket = ++gate.tickets;
   const open = (gate.open ??= createLeaseTable({ clock, capacity: MAX_OPEN_SUBREQUESTS }));
   const waiting = (gate.waiting ??= new Set());
@@ -99,6 +106,12 @@ export async function subrequest<T>(call: () => Promise<T>, holdMs = DEFAULT_HOL
     open.release(ticket, true);
     for (const waiter of waiting) waiter();
   }
+}
+
+/** The L2 calls and origin fetches the current invocation has started so far; null outside one. */
+export function callsOfThisInvocation(): { l2: number; origin: number } | null {
+  const gate = invocation.getStore();
+  return gate ? { l2: gate.l2, origin: gate.origin } : null;
 }
 
 /** Connections of the current invocation open and waiting, and subrequests made (for tests). */

@@ -81,8 +81,13 @@ const OUTPUT_DRAIN_MS = 1000;
  * the Cache API's contents, so that instances given the same one share a
  * location cache (as the isolates of one data center do) and a restarted
  * instance finds it again; without it each instance has its own, in memory.
+ * `fleetPointsUrl`: the local fleet recorder's points address
+ * (dev/fleet/recorder.ts), where the FLEET binding then delivers.
  */
-export async function startWorker(bindings: Env, options: { port?: number; bundleDir?: string; cachePersist?: string } = {}): Promise<WorkerInstance> {
+export async function startWorker(
+  bindings: Env,
+  options: { port?: number; bundleDir?: string; cachePersist?: string; fleetPointsUrl?: string } = {},
+): Promise<WorkerInstance> {
   const logs: string[] = [];
   const faults: string[] = [];
   const keep = logSink(logs, faults);
@@ -95,6 +100,7 @@ export async function startWorker(bindings: Env, options: { port?: number; bundl
     onLine: (line, stream) => keep(stream ? `[${stream}] ${line}` : line),
     ...(options.port ? { port: options.port } : {}),
     ...(options.cachePersist ? { cachePersist: options.cachePersist } : {}),
+    ...(options.fleetPointsUrl ? { fleetPointsUrl: options.fleetPointsUrl } : {}),
     // workerd reports a rejection nobody handled (in `waitUntil` work, say)
     // only with --verbose: `info: uncaught exception; … Error: Cannot perform
     // I/O on behalf of a different request`. Without it that would go unseen.

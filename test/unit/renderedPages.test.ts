@@ -20,7 +20,8 @@ import { createLimiter } from "../../src/shared/limiter";
 import { PAGE_RESOURCES } from "../../src/origin/resources";
 import { renderProductPage } from "../../src/render";
 import { AVAILABILITY_UNKNOWN_TEXT } from "../../src/render/format";
-import type { PageRead } from "../../src/observability/wiring";
+import { recordPages, type PageRead } from "../../src/observability/wiring";
+import { createFleet } from "../../src/observability/fleet";
 import type { RenderedPage, TierServices } from "../../src/tier";
 import { fakeClock, fakeOrigin, testConfig } from "../support/fakes";
 
@@ -44,6 +45,8 @@ function setup() {
   });
   const cache = createReadThrough({ config, origin, l2: null, clock });
   const pageReads: PageRead[] = [];
+  const metrics = createMetrics({ clock });
+  const fleet = createFleet(undefined, { isolateId: metrics.isolateId, pageSample: 1 });
   const tier: TierServices = {
     config,
     cache,
@@ -65,7 +68,9 @@ function setup() {
     origin,
     originLimiter: createLimiter({ maxConcurrent: 8, maxQueued: 8, maxWaitMs: 1000, clock }),
     clock,
-    metrics: createMetrics({ clock }),
+    metrics,
+    fleet,
+    recordPage: recordPages(metrics, fleet),
     pageRead: (read) => void pageReads.push(read),
     overload: createOverload({
       clock,

@@ -80,10 +80,14 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
   async function confirmOutage(): Promise<void> {
     let startedAt = 0;
     try {
-      await subrequest(() => {
-        startedAt = Date.now();
-        return prober.ping();
-      }, probeTimeoutMs + DEFAULTS.l2GateGraceMs);
+      await subrequest(
+        () => {
+          startedAt = Date.now();
+          return prober.ping();
+        },
+        probeTimeoutMs + DEFAULTS.l2GateGraceMs,
+        "l2",
+      );
       breaker.success();
       stats.outagesDismissed++;
       breaker.confirmed(false);
@@ -100,7 +104,7 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
    */
   async function probeRecovery(): Promise<void> {
     try {
-      await subrequest(() => prober.ping(), probeTimeoutMs + DEFAULTS.l2GateGraceMs);
+      await subrequest(() => prober.ping(), probeTimeoutMs + DEFAULTS.l2GateGraceMs, "l2");
     } catch {
       breaker.recovered(false);
       return;
@@ -139,10 +143,14 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
     let startedAt = 0;
     try {
       // The call's time budget starts once this request has a connection free.
-      const result = await subrequest(() => {
-        startedAt = Date.now();
-        return call();
-      }, budgetMs + DEFAULTS.l2GateGraceMs);
+      const result = await subrequest(
+        () => {
+          startedAt = Date.now();
+          return call();
+        },
+        budgetMs + DEFAULTS.l2GateGraceMs,
+        "l2",
+      );
       breaker.success();
       timing?.observeReply(Date.now() - startedAt);
       return result;

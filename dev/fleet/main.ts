@@ -1,0 +1,75 @@
+/**
+ * `npm run fleet -- --since 1h`: the fleet's figures, every isolate together
+ * (README, "Seeing the fleet"): runs the queries of dev/fleet/queries.ts
+ * against Workers Analytics Engine's SQL API and prints them as tables, with a
+ * chart per minute of what is better seen than read.
+ *
+ *   CLOUDFLARE_ACCOUNT_ID, CLOUDFLARE_API_TOKEN (Account Analytics: Read)
+ *   --since 15m | 1h | 1d   how far back (default 1h; at most 90 days, what Analytics Engine keeps)
+ *   --dataset NAME          the dataset wrangler.toml binds as FLEET (default edge_product_pages)
+ *   --local [URL]           the local recorder instead (dev/fleet/recorder.ts; default http://127.0.0.1:8790)
+ *   --json                  the figures as JSON, for scripts
+ */
+import { parseArgs } from "node:util";
+import { FLEET_DATASET } from "../../src/observability/fleetPoints";
+import { fleetFigures, type SqlEndpoint } from "./fleetTables";
+import { printFigures } from "./print";
+
+/** Where the local recorder listens unless told otherwise (dev/fleet/recorder.ts). */
+const LOCAL_RECORDER = "http://127.0.0.1:8790";
+/** The token the local recorder takes by default. */
+const LOCAL_TOKEN = "dev-fleet-token";
+const MAX_SINCE_SECONDS = 90 * 86_400;
+
+function parseSince(text: string): number {
+  const match = /^(\d+(?:\.\d+)?)\s*(s|m|min|h|d)$/.exec(text.trim());
+  if (!match) throw new Error(`--since takes a duration such as 15m, 1h or 2d, not ${JSON.stringify(text)}`);
+  const seconds = Number(match[1]) * { s: 1, m: 60, min: 60, h: 3600, d: 86_400 }[match[2] as "s" | "m" | "min" | "h" | "d"];
+  if (seconds <= 0 || seconds > MAX_SINCE_SECONDS)
+    throw new Error(`--since must be more than 0 and at most 90 days (what Analytics Engine keeps), not ${text}`);
+  return seconds;
+}
+
+function endpointFrom(local: string | undefined, env: NodeJS.ProcessEnv): SqlEndpoint {
+  if (local !== undefined) {
+    const base = local === "" ? LOCAL_RECORDER : local.replace(/\/$/, "");
+    return { url: `${base}/client/v4/accounts/local/analytics_engine/sql`, token: env.FLEET_RECORDER_TOKEN || LOCAL_TOKEN };
+  }
+  const account = env.CLOUDFLARE_ACCOUNT_ID;
+  const token = env.CLOUDFLARE_API_TOKEN;
+  const missing = [
+    !account && "CLOUDFLARE_ACCOUNT_ID (the dashboard's account id)",
+    !token && "CLOUDFLARE_API_TOKEN (a token with Account Analytics: Read)",
+  ].filter(Boolean);
+  if (missing.length > 0) throw new Error(`set ${missing.join(" and ")}, or pass --local for the local recorder`);
+  if (!/^[0-9a-f]{32}$/.test(account!)) throw new Error(`CLOUDFLARE_ACCOUNT_ID must be the 32 hex digits of the account id, not ${JSON.stringify(account)}`);
+  return { url: `https://api.cloudflare.com/client/v4/accounts/${account}/analytics_engine/sql`, token: token! };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      since: { type: "string", default: "1h" },
+      dataset: { type: "string", default: FLEET_DATASET },
+      local: { type: "string" },
+      json: { type: "boolean", default: false },
+      help: { type: "boolean", default: false },
+    },
+    // `--local` alone: the default recorder.
+    args: process.argv.slice(2).map((arg, i, all) => (arg === "--local" && (all[i + 1] === undefined || all[i + 1]!.startsWith("--")) ? "--local=" : arg)),
+  });
+  if (values.help) {
+    console.log("npm run fleet -- [--since 1h] [--dataset edge_product_pages] [--local [http://127.0.0.1:8790]] [--json]");
+    return;
+  }
+  if (!/^[A-Za-z0-9_]{1,64}$/.test(values.dataset))
+    throw new Error(`--dataset must be a dataset name (letters, digits, _), not ${JSON.stringify(values.dataset)}`);
+  const endpoint = endpointFrom(values.local, process.env);
+  const figures = await fleetFigures(endpoint, { sinceSeconds: parseSince(values.since), dataset: values.dataset });
+  console.log(values.json ? JSON.stringify(figures, null, 2) : printFigures(figures));
+}
+
+main().catch((error: unknown) => {
+  console.error(`npm run fleet: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+});

@@ -1,0 +1,132 @@
+// What the fleet sees: one data point per page view, origin call, breaker
+// change and purge reaching an isolate, written to Workers Analytics Engine
+// (the FLEET binding in wrangler.toml), so that the questions asked during an
+// incident (the fleet's hit ratio this minute, where pages were shed, origin
+// fetches per page, which breakers opened, how long purges took to arrive)
+// have answers across every isolate: `npm run fleet` asks them
+// (dev/fleet/queries.ts). The status page stays one isolate's live view.
+//
+// Writes never wait: the runtime sends them after the response. Pages every
+// part of which came fresh from L1 are most of the traffic and say least, so
+// one in `pageSample` of them is written, standing for `pageSample` pages
+// (its weight, double1); every other page is written (README, "Seeing the
+// fleet": what it costs). Without the binding nothing is written.
+import type { Served } from "../cache/served";
+import type { OriginFailure } from "../origin/failure";
+import type { ResourceName } from "../origin/resources";
+import type { BreakerState } from "../shared/breaker";
+import { logEvent } from "../shared/log";
+import { callsOfThisInvocation } from "../shared/subrequests";
+import { BLOB, DOUBLE, type FleetOutcome, type PointKind, resourceBlob } from "./fleetPoints";
+
+/** The binding's one method (workers-types' AnalyticsEngineDataset, whose write returns nothing on the platform). */
+export interface FleetDataset {
+  writeDataPoint(point?: AnalyticsEngineDataPoint): unknown;
+}
+
+export interface FleetPage {
+  /** The route, as app.ts names it. */
+  route: "/products/:id" | "/";
+  id: string;
+  outcome: FleetOutcome;
+  status: number;
+  /** From the request's arrival to its data read. */
+  ms?: number;
+  served?: readonly Pick<Served<unknown>, "resource" | "tier" | "freshness" | "outcome" | "collapsed">[];
+  defaulted?: readonly string[];
+  /** A 503 because this isolate shed the work, not because a service failed. */
+  shed?: boolean;
+}
+
+type Background = (work: Promise<unknown>) => void;
+
+export interface Fleet {
+  /** `colo`: the request's `cf.colo`. `background`: the request's waitUntil. */
+  page(page: FleetPage, colo: string | undefined, background: Background): void;
+  origin(service: ResourceName, outcome: "found" | "absent" | OriginFailure): void;
+  breaker(name: string, from: BreakerState, to: BreakerState): void;
+  /** A purge recorded `ms` ago (by its recorder's clock) now applied in this isolate. */
+  purgeReached(mode: "hard" | "soft", ms: number, background: Background): void;
+}
+
+export interface FleetOptions {
+  isolateId: string;
+  /** One in this many plain pages (every part fresh from L1) is written. */
+  pageSample: number;
+  random?: () => number;
+}
+
+/** Where an isolate runs when the runtime does not say (wrangler dev, Miniflare). */
+const NO_COLO = "local";
+
+/** Columns given by position (1-based) as a dense array up to the last one given, the others empty; isolate and colo always. */
+function columns<T>(given: Record<number, T>, empty: T, least: number): T[] {
+  const last = Math.max(least, ...Object.keys(given).map(Number));
+  return Array.from({ length: last }, (_, i) => given[i + 1] ?? empty);
+}
+
+export function createFleet(dataset: FleetDataset | undefined, options: FleetOptions): Fleet {
+  const random = options.random ?? Math.random;
+  // An isolate runs in one location: learned from its pages, named on its other points.
+  let colo = NO_COLO;
+  let failures = 0;
+
+  function write(kind: PointKind, blobs: Record<number, string>, doubles: Record<number, number>, background?: Background): void {
+    if (!dataset) return;
+    const point = {
+      indexes: [kind],
+      blobs: columns({ ...blobs, [BLOB.isolate]: options.isolateId, [BLOB.colo]: colo }, "", BLOB.colo),
+      doubles: columns(doubles, 0, DOUBLE.weight),
+    };
+    try {
+      // The platform's write returns nothing. The local recorder's binding
+      // (dev/fleet/recorderBinding.js) offers a delivery, which must live on with
+      // a request: taken only by a caller that has one to keep it alive.
+      const offered = dataset.writeDataPoint(point) as { deliver?: () => Promise<unknown> | undefined } | undefined;
+      const delivery = background && typeof offered?.deliver === "function" ? offered.deliver() : undefined;
+      if (delivery) background!(delivery);
+    } catch (error) {
+      // A point the platform refuses costs the fleet view one point, never the page.
+      if (failures++ % 1000 === 0) logEvent("fleet_write_failed", { kind, message: String(error), failures }, "warn");
+    }
+  }
+
+  return {
+    page(page, pageColo, background) {
+      if (pageColo) colo = pageColo;
+      const served = page.served ?? [];
+      const plain = page.outcome === "ok" && !page.defaulted?.length && served.every((s) => s.tier === "l1" && s.freshness === "fresh" && !s.collapsed);
+      const weight = plain ? options.pageSample : 1;
+      if (plain && weight > 1 && random() * weight >= 1) return;
+      const blobs: Record<number, string> = { [BLOB.what]: page.route, [BLOB.outcome]: page.outcome, [BLOB.detail]: page.id };
+      const doubles: Record<number, number> = { [DOUBLE.weight]: weight, [DOUBLE.status]: page.status, [DOUBLE.ms]: page.ms ?? 0 };
+      const add = (position: number) => (doubles[position] = (doubles[position] ?? 0) + 1);
+      for (const s of served) {
+        const answered = s.outcome === "failed" ? "failed" : (s.tier ?? "failed");
+        blobs[resourceBlob(s.resource)] = answered;
+        add(DOUBLE[answered]);
+        if (s.freshness === "stale") add(DOUBLE.stale);
+        else if (s.freshness === "stale-if-error") add(DOUBLE.staleIfError);
+        if (s.collapsed) add(DOUBLE.collapsed);
+      }
+      if (page.defaulted?.length) doubles[DOUBLE.defaulted] = page.defaulted.length;
+      if (page.shed) doubles[DOUBLE.shed] = 1;
+      const calls = callsOfThisInvocation();
+      if (calls?.l2) doubles[DOUBLE.l2Calls] = calls.l2;
+      if (calls?.origin) doubles[DOUBLE.originFetches] = calls.origin;
+      write("page", blobs, doubles, background);
+    },
+
+    origin(service, outcome) {
+      write("origin", { [BLOB.what]: service, [BLOB.outcome]: outcome }, { [DOUBLE.weight]: 1 });
+    },
+
+    breaker(name, from, to) {
+      write("breaker", { [BLOB.what]: name, [BLOB.outcome]: to, [BLOB.detail]: from }, { [DOUBLE.weight]: 1 });
+    },
+
+    purgeReached(mode, ms, background) {
+      write("purge", { [BLOB.what]: mode }, { [DOUBLE.weight]: 1, [DOUBLE.ms]: Math.max(0, ms) }, background);
+    },
+  };
+}
