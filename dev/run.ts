@@ -13,9 +13,19 @@
  * death (see "the launcher"). Not covered: a SIGHUP to npm alone, which npm
  * does not relay.
  *
+ * With DEV_ISOLATES=N (2 – 8) the worker runs instead as the deployed bundle
+ * in N isolates (workerd through Miniflare, as the tests and benchmarks run
+ * it; no reload on edits), the first on DEV_PORT and isolate k on
+ * DEV_PORT + 100·(k−1), sharing Redis and the origin as a fleet does; their
+ * FLEET binding delivers to a local recorder on FLEET_PORT (8790), which `npm
+ * run fleet -- --local` asks (dev/fleet/), every page written
+ * (FLEET_PAGE_SAMPLE=1: the fleet's figures then add up to the status pages'
+ * exactly). Under `wrangler dev` that binding drops its writes, as
+ * Miniflare's does.
+ *
  * Environment: DEV_PORT (8787), ORIGIN_PORT (8788), GATEWAY_PORT (8789),
  * DEV_REDIS_PORT (6390), CATALOG_SIZE (10000), ORIGIN_LATENCY_MS (30),
- * PURGE_TOKEN, UPSTASH_REDIS_REST_TOKEN, DEV_NO_REDIS.
+ * DEV_ISOLATES (1), FLEET_PORT (8790), PURGE_TOKEN, UPSTASH_REDIS_REST_TOKEN, DEV_NO_REDIS.
  */
 import { fileURLToPath } from "node:url";
 import { DEFAULT_CATALOG_SIZE } from "./origin";
@@ -25,6 +35,10 @@ import { portFromEnv, requireFreePorts } from "./harness/ports";
 import { findOnPath } from "./harness/redis";
 import { buildKnownIdsFilter, startStack } from "./harness/stack";
 import { startWrangler } from "./harness/wrangler";
+import { buildBundle, startBundle } from "./harness/bundle";
+import { LOCAL_RECORDER_PORT, LOCAL_RECORDER_TOKEN } from "./fleet/local";
+import { startRecorder } from "./fleet/recorder";
+import { join } from "node:path";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const HEALTH_TIMEOUT_MS = 60_000;
@@ -41,9 +55,18 @@ const CLOSE_TIMEOUT_MS = 10_000;
 const SAME_KEYPRESS_MS = 500;
 /** How often we check that the process that launched us (tsx) is still there. */
 const LAUNCHER_POLL_MS = 250;
+/** Isolates DEV_ISOLATES may ask for: each is a workerd process. */
+const MAX_ISOLATES = 8;
+/** Isolate k (from 0) of DEV_ISOLATES listens on DEV_PORT + ISOLATE_PORT_STEP·k. */
+const ISOLATE_PORT_STEP = 100;
+/** Where the isolates' bundle is built (`wrangler deploy --dry-run`), apart from the tests' and the benchmarks'. */
+const ISOLATES_BUNDLE = join(ROOT, ".wrangler", "dev-bundle");
 
 interface Settings {
   devPort: number;
+  /** 1: wrangler dev; more: the bundle in that many isolates, with the fleet recorder on fleetPort. */
+  isolates: number;
+  fleetPort: number;
   originPort: number;
   gatewayPort: number;
   redisPort: number;
@@ -59,6 +82,8 @@ function readSettings(): Settings {
   const env = process.env;
   return {
     devPort: portFromEnv("DEV_PORT", 8787),
+    isolates: isolatesFromEnv(),
+    fleetPort: portFromEnv("FLEET_PORT", LOCAL_RECORDER_PORT),
     originPort: portFromEnv("ORIGIN_PORT", 8788),
     gatewayPort: portFromEnv("GATEWAY_PORT", 8789),
     redisPort: portFromEnv("DEV_REDIS_PORT", 6390),
@@ -76,6 +101,14 @@ function numberFromEnv(name: string, fallback: number): number {
   const value = Number(raw);
   if (!Number.isFinite(value)) throw new Error(`${name} must be a number, got ${JSON.stringify(raw)}`);
   return value;
+}
+
+function isolatesFromEnv(): number {
+  const isolates = numberFromEnv("DEV_ISOLATES", 1);
+  if (!Number.isInteger(isolates) || isolates < 1 || isolates > MAX_ISOLATES) {
+    throw new Error(`DEV_ISOLATES must be a whole number from 1 to ${MAX_ISOLATES}, got ${process.env.DEV_ISOLATES}`);
+  }
+  return isolates;
 }
 
 function whichRedis(): Settings["redis"] {
@@ -237,20 +270,48 @@ async function buildFilter(settings: Settings, originUrl: string, l2: { url: str
   }
 }
 
+/** The worker's settings in the dev stack, whichever way it runs. */
+function workerVars(settings: Settings, originUrl: string, l2: { url: string } | null): Record<string, string> {
+  return {
+    ORIGIN_URL: originUrl,
+    // Canonical and OpenGraph URLs: required, and never taken from the request.
+    PUBLIC_URL: `http://localhost:${settings.devPort}`,
+    // "" is "unset" for the worker's config: L2 off. It must be given, or
+    // wrangler.toml's default URL would switch L2 on against nothing.
+    UPSTASH_REDIS_REST_URL: l2 ? l2.url : "",
+    UPSTASH_REDIS_REST_TOKEN: l2 ? settings.gatewayToken : "",
+    PURGE_TOKEN: settings.purgeToken,
+  };
+}
+
+const isolatePort = (settings: Settings, k: number) => settings.devPort + ISOLATE_PORT_STEP * k;
+
+/** DEV_ISOLATES: the bundle in that many workerd isolates, their FLEET binding delivering to the local recorder. */
+async function startIsolates(settings: Settings, originUrl: string, l2: { url: string } | null): Promise<void> {
+  const recorder = await startRecorder({ port: settings.fleetPort, token: LOCAL_RECORDER_TOKEN });
+  steps.push({ name: "fleet recorder", stop: recorder.close });
+  log(`fleet recorder on ${recorder.url} (npm run fleet -- --local${settings.fleetPort === LOCAL_RECORDER_PORT ? "" : ` ${recorder.url}`})`);
+  log("building the bundle as wrangler deploy does…");
+  await buildBundle(ISOLATES_BUNDLE);
+  for (let k = 0; k < settings.isolates && !stopping; k++) {
+    const { mf } = await startBundle({
+      bundleDir: ISOLATES_BUNDLE,
+      bindings: { ...workerVars(settings, originUrl, l2), FLEET_PAGE_SAMPLE: "1" },
+      onLine: (line) => line.trim() && console.log(`[isolate ${k + 1}] ${line}`),
+      port: isolatePort(settings, k),
+      fleetPointsUrl: recorder.pointsUrl,
+      cf: false,
+    });
+    steps.push({ name: `isolate ${k + 1}`, stop: () => mf.dispose() });
+    log(`isolate ${k + 1} on http://127.0.0.1:${isolatePort(settings, k)}`);
+  }
+}
+
 function startWorker(settings: Settings, originUrl: string, l2: { url: string } | null) {
   const wrangler = startWrangler({
     root: ROOT,
     port: settings.devPort,
-    vars: {
-      ORIGIN_URL: originUrl,
-      // Canonical and OpenGraph URLs: required, and never taken from the request.
-      PUBLIC_URL: `http://localhost:${settings.devPort}`,
-      // "" is "unset" for the worker's config: L2 off. It must be given, or
-      // wrangler.toml's default URL would switch L2 on against nothing.
-      UPSTASH_REDIS_REST_URL: l2 ? l2.url : "",
-      UPSTASH_REDIS_REST_TOKEN: l2 ? settings.gatewayToken : "",
-      PURGE_TOKEN: settings.purgeToken,
-    },
+    vars: workerVars(settings, originUrl, l2),
     print: (line) => console.log(line),
   });
   steps.push({ name: "wrangler", stop: wrangler.stop });
@@ -271,6 +332,12 @@ function printBanner(settings: Settings, originUrl: string, l2: { redisPort: num
       `   hostile title     ${site}/products/p-000003   (markup in the title, must show as text)`,
       `   origin counters   ${originUrl}/__admin/counters`,
       `   L2                ${l2Line}`,
+      ...(settings.isolates > 1
+        ? [
+            `   isolates          ${Array.from({ length: settings.isolates }, (_, k) => `:${isolatePort(settings, k)}`).join(" ")} (each its own L1)`,
+            `   the fleet         npm run fleet -- --local${settings.fleetPort === LOCAL_RECORDER_PORT ? "" : ` http://127.0.0.1:${settings.fleetPort}`} --since 15m`,
+          ]
+        : []),
       "",
       " Change a price at the origin (it then asks the tier to purge the page):",
       `   curl -X POST ${originUrl}/__admin/products/p-000001 -H 'content-type: application/json' -d '{"price": 999}'`,
@@ -286,7 +353,9 @@ async function main(): Promise<void> {
   handleSignals();
   const settings = readSettings();
   await requireFreePorts([
-    { port: settings.devPort, what: "the worker, wrangler dev", env: "DEV_PORT" },
+    { port: settings.devPort, what: settings.isolates > 1 ? "the first isolate" : "the worker, wrangler dev", env: "DEV_PORT" },
+    ...Array.from({ length: settings.isolates - 1 }, (_, k) => ({ port: isolatePort(settings, k + 1), what: `isolate ${k + 2}`, env: "DEV_PORT" })),
+    ...(settings.isolates > 1 ? [{ port: settings.fleetPort, what: "the fleet recorder", env: "FLEET_PORT" }] : []),
     { port: settings.originPort, what: "the demo origin", env: "ORIGIN_PORT" },
     ...("bin" in settings.redis ? [{ port: settings.gatewayPort, what: "the Upstash REST gateway", env: "GATEWAY_PORT" }] : []),
   ]);
@@ -296,6 +365,17 @@ async function main(): Promise<void> {
   if (stopping) return;
   if (l2) await buildFilter(settings, originUrl, l2);
   if (stopping) return;
+  if (settings.isolates > 1) {
+    await startIsolates(settings, originUrl, l2);
+    if (stopping) return;
+    // Miniflare answers once workerd is up: one look at each isolate's /healthz says whether it is configured.
+    for (let k = 0; k < settings.isolates; k++) {
+      const health = await fetch(`http://127.0.0.1:${isolatePort(settings, k)}/healthz`);
+      if (!health.ok) throw new Error(`isolate ${k + 1} is up but unhealthy: ${await health.text()}`);
+    }
+    printBanner(settings, originUrl, l2, `breaker ${await l2StateOf(`http://127.0.0.1:${settings.devPort}`, settings.purgeToken)}`);
+    return;
+  }
   const wrangler = startWorker(settings, originUrl, l2);
 
   // Wrangler dying on its own takes the whole stack down: a tier without its worker is no use.

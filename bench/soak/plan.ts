@@ -71,6 +71,8 @@ export function soakOptions() {
       "results-suffix": { type: "string" },
       // The location tier on (the instances share one location cache); off otherwise, as in every benchmark (bench/stack.ts says why).
       location: { type: "boolean", default: false },
+      // The instances' FLEET binding delivers to a local recorder, and the fleet view is checked after the load; off: unbound (to measure what the local binding costs).
+      "no-fleet": { type: "boolean", default: false },
       // Every Redis call held this long by the gateway first: Redis in another region, as Upstash is for a distant data center (default 0).
       "redis-rtt": { type: "string", default: "0" },
       // Seconds into the load (multiples of 30, comma-separated) at which every isolate is stopped and started again (a redeploy).
@@ -143,7 +145,7 @@ export function soakOptions() {
     redisRttMs > 200
   ) {
     (args.help ? console.log : console.error)(
-      "usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--rate N (req/s in all, paced; default: closed loop)] [--departing N (0–256 departing visitors beside wrk, default 0)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)] [--location] [--restart-at S,S… (multiples of 30 s)] [--location-off-at S (with --location)] [--redis-rtt MS (0–200, default 0)] [--results-suffix NAME]\n" +
+      "usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--rate N (req/s in all, paced; default: closed loop)] [--departing N (0–256 departing visitors beside wrk, default 0)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)] [--location] [--restart-at S,S… (multiples of 30 s)] [--location-off-at S (with --location)] [--redis-rtt MS (0–200, default 0)] [--no-fleet] [--results-suffix NAME]\n" +
         "       npm run bench:soak -- --flood departing|crawler|both [--flood-seconds N (1–120, default 15)] [--flood-connections N (2–256; default departing 8, crawler 32)] [--flood-zipf N (wrk connections beside each flood's second run, default 16; 0: no such run)] [--flood-departures reported|unreported (a reset, or a plain close the worker never hears of; default reported)] [--flood-profile] [--results-suffix NAME]",
     );
     process.exit(args.help ? 0 : 2);

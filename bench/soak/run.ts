@@ -79,14 +79,14 @@ async function main(): Promise<void> {
   const { servers, filter } = await startStack({ catalogSize: CATALOG, ...ORIGIN, redisLatencyMs: redisRttMs }, onCleanup);
   // The instances share one location cache, as two isolates of one data center do.
   // The instances' FLEET binding delivers to a local recorder: after the load, the fleet view is held against their status pages.
-  const recorder = await startRecorder({ port: 0, token: RECORDER_TOKEN });
-  onCleanup("fleet recorder", () => recorder.close());
+  const recorder = args["no-fleet"] ? null : await startRecorder({ port: 0, token: RECORDER_TOKEN });
+  if (recorder) onCleanup("fleet recorder", () => recorder.close());
   const fleet = await startFleet(
     instances,
     { ...servers.bindings, LOCATION_CACHE: args.location ? "on" : "off", ...(args.policies ? { CACHE_POLICIES: args.policies } : {}) },
     logs,
     onCleanup,
-    recorder.pointsUrl,
+    recorder?.pointsUrl,
   );
   const workers = fleet.workers;
   const redis = await RedisProbe.connect(servers.redisPort);
@@ -243,7 +243,7 @@ async function main(): Promise<void> {
   const checks = soakChecks({ windows, herdAnswers, cold, logCounts, first, last, slots, departingTotal: departing?.total() ?? null, plan });
   // What npm run fleet says of the instances together, against their status pages (after the deliveries' last batch).
   let fleetView: FleetViewCheck | null = null;
-  if (probes.length === 0) {
+  if (recorder && probes.length === 0) {
     await sleep(FLEET_DELIVERY_MS);
     fleetView = await checkFleetView(
       { url: recorder.sqlUrl, token: RECORDER_TOKEN },

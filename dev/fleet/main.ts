@@ -7,18 +7,15 @@
  *   CLOUDFLARE_ACCOUNT_ID, CLOUDFLARE_API_TOKEN (Account Analytics: Read)
  *   --since 15m | 1h | 1d   how far back (default 1h; at most 90 days, what Analytics Engine keeps)
  *   --dataset NAME          the dataset wrangler.toml binds as FLEET (default edge_product_pages)
- *   --local [URL]           the local recorder instead (dev/fleet/recorder.ts; default http://127.0.0.1:8790)
+ *   --local [URL]           the local recorder instead (`DEV_ISOLATES=2 npm run dev` runs one; default http://127.0.0.1:8790)
  *   --json                  the figures as JSON, for scripts
  */
 import { parseArgs } from "node:util";
 import { FLEET_DATASET } from "../../src/observability/fleetPoints";
 import { fleetFigures, type SqlEndpoint } from "./fleetTables";
+import { LOCAL_RECORDER_PORT, LOCAL_RECORDER_TOKEN, localSqlUrl } from "./local";
 import { printFigures } from "./print";
 
-/** Where the local recorder listens unless told otherwise (dev/fleet/recorder.ts). */
-const LOCAL_RECORDER = "http://127.0.0.1:8790";
-/** The token the local recorder takes by default. */
-const LOCAL_TOKEN = "dev-fleet-token";
 const MAX_SINCE_SECONDS = 90 * 86_400;
 
 function parseSince(text: string): number {
@@ -32,8 +29,7 @@ function parseSince(text: string): number {
 
 function endpointFrom(local: string | undefined, env: NodeJS.ProcessEnv): SqlEndpoint {
   if (local !== undefined) {
-    const base = local === "" ? LOCAL_RECORDER : local.replace(/\/$/, "");
-    return { url: `${base}/client/v4/accounts/local/analytics_engine/sql`, token: env.FLEET_RECORDER_TOKEN || LOCAL_TOKEN };
+    return { url: localSqlUrl(local === "" ? `http://127.0.0.1:${LOCAL_RECORDER_PORT}` : local), token: LOCAL_RECORDER_TOKEN };
   }
   const account = env.CLOUDFLARE_ACCOUNT_ID;
   const token = env.CLOUDFLARE_API_TOKEN;
@@ -65,7 +61,13 @@ async function main(): Promise<void> {
   if (!/^[A-Za-z0-9_]{1,64}$/.test(values.dataset))
     throw new Error(`--dataset must be a dataset name (letters, digits, _), not ${JSON.stringify(values.dataset)}`);
   const endpoint = endpointFrom(values.local, process.env);
-  const figures = await fleetFigures(endpoint, { sinceSeconds: parseSince(values.since), dataset: values.dataset });
+  const figures = await fleetFigures(endpoint, { sinceSeconds: parseSince(values.since), dataset: values.dataset }).catch((error: unknown) => {
+    // fetch's own words for a refused connection are "fetch failed": say which address and what usually runs there.
+    if (error instanceof TypeError && values.local !== undefined) {
+      throw new Error(`no recorder answers at ${endpoint.url} (DEV_ISOLATES=2 npm run dev runs one on port ${LOCAL_RECORDER_PORT})`);
+    }
+    throw error;
+  });
   console.log(values.json ? JSON.stringify(figures, null, 2) : printFigures(figures));
 }
 

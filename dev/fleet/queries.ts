@@ -40,16 +40,19 @@ function from(window: QueryWindow, kind: "page" | "origin" | "breaker" | "purge"
 }
 
 const OUTCOME = blob(BLOB.outcome);
+// Comparisons spelled with = and != only: the SQL reference documents those (no IN list is relied on).
+const oneOf = (column: string, values: readonly string[]) => `(${values.map((value) => `${column} = '${value}'`).join(" OR ")})`;
+const noneOf = (column: string, values: readonly string[]) => `(${values.map((value) => `${column} != '${value}'`).join(" AND ")})`;
 /** Origin outcomes that are calls not made: this isolate shed them (metrics.ts counts them apart too). */
-const NOT_MADE = "('overloaded', 'circuit-open')";
-/** Outcomes of calls made that are the service's failures (an answer, or the tier cutting short a call nobody waited for, are not). */
-const ANSWERED = "('found', 'absent', 'abandoned')";
+const NOT_MADE = ["overloaded", "circuit-open"];
+/** Outcomes of calls made that are not the service's failures: an answer, or the tier cutting short a call nobody waited for. */
+const ANSWERED = ["found", "absent", "abandoned"];
 
 export const PAGES_BY_OUTCOME: FleetQuery = {
   name: "pages",
   question: "How many pages did the fleet serve each minute, and how did they end?",
   sql: (w) =>
-    `SELECT ${MINUTE} AS minute, ${weighted(`${OUTCOME} != 'left'`)} AS pages, ${weighted(`${OUTCOME} = 'ok'`)} AS ok, ${weighted(`${OUTCOME} IN ('absent', 'filtered')`)} AS not_found, ` +
+    `SELECT ${MINUTE} AS minute, ${weighted(`${OUTCOME} != 'left'`)} AS pages, ${weighted(`${OUTCOME} = 'ok'`)} AS ok, ${weighted(oneOf(OUTCOME, ["absent", "filtered"]))} AS not_found, ` +
     `${weighted(`${OUTCOME} = 'unavailable'`)} AS unavailable, ${weightedSum(DOUBLE.shed)} AS shed, ${weighted(`${OUTCOME} = 'left'`)} AS left_early, ` +
     `${weightedSum(DOUBLE.defaulted)} AS defaulted_sections, ${weightedSum(DOUBLE.stale)} AS stale, ${weightedSum(DOUBLE.staleIfError)} AS stale_if_error, ` +
     `${weightedSum(DOUBLE.l2Calls)} AS l2_calls, ${weightedSum(DOUBLE.originFetches)} AS page_origin_fetches, ` +
@@ -73,8 +76,8 @@ export const ORIGIN_BY_MINUTE: FleetQuery = {
   name: "origin",
   question: "How many origin calls did the fleet make each minute (fills and refreshes alike), and how many failed or were shed?",
   sql: (w) =>
-    `SELECT ${MINUTE} AS minute, ${weighted(`${OUTCOME} NOT IN ${NOT_MADE}`)} AS fetches, ` +
-    `${weighted(`${OUTCOME} NOT IN ${NOT_MADE} AND ${OUTCOME} NOT IN ${ANSWERED}`)} AS errors, ${weighted(`${OUTCOME} IN ${NOT_MADE}`)} AS shed ` +
+    `SELECT ${MINUTE} AS minute, ${weighted(noneOf(OUTCOME, NOT_MADE))} AS fetches, ` +
+    `${weighted(noneOf(OUTCOME, [...NOT_MADE, ...ANSWERED]))} AS errors, ${weighted(oneOf(OUTCOME, NOT_MADE))} AS shed ` +
     `${from(w, "origin")} GROUP BY minute ORDER BY minute FORMAT JSON`,
 };
 

@@ -54,13 +54,10 @@
 // strings as ClickHouse writes 64-bit integers, so read numbers with Number());
 // rows_before_limit_at_least is the number of rows returned.
 //
-// From the command line: `tsx dev/fleet/recorder.ts --port 8790 --token T`
-// (flags win over RECORDER_PORT and RECORDER_TOKEN; --max-points N) prints its
-// addresses; a GET of / answers its counts as JSON.
+// `DEV_ISOLATES=2 npm run dev` runs one on LOCAL_RECORDER (dev/fleet/local.ts),
+// the tests and bench:soak their own; a GET of / answers its counts as JSON.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
 import initSqlJs from "sql.js";
 
 type SqlDatabase = initSqlJs.Database;
@@ -534,39 +531,4 @@ export async function startRecorder(options: RecorderOptions = {}): Promise<Reco
         });
       })),
   };
-}
-
-// ---------------------------------------------------------------- the command line
-
-const DEFAULT_PORT = 8790;
-
-async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { port: { type: "string" }, token: { type: "string" }, "max-points": { type: "string" } } });
-  const number = (name: string, raw: string | undefined): number | undefined => {
-    if (raw === undefined || raw.trim() === "") return undefined;
-    const parsed = Number(raw);
-    if (!Number.isInteger(parsed) || parsed < 0) throw new Error(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
-    return parsed;
-  };
-  const recorder = await startRecorder({
-    port: number("--port", values.port ?? process.env.RECORDER_PORT) ?? DEFAULT_PORT,
-    token: values.token ?? process.env.RECORDER_TOKEN,
-    maxPoints: number("--max-points", values["max-points"]),
-  });
-  console.log(`AE recorder on ${recorder.url}\n  points (the binding's env.url): ${recorder.pointsUrl}\n  SQL API: ${recorder.sqlUrl}`);
-  const stop = () => {
-    recorder.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
-}
-
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  main().catch((err: unknown) => {
-    console.error(`AE recorder: ${err instanceof Error ? err.message : String(err)}`);
-    process.exit(2);
-  });
 }
