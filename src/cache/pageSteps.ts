@@ -439,20 +439,15 @@ async function fallBack(
  * Retry-After, another gets its section's default. Nothing is read or
  * fetched. Returns whether every part had a copy.
  */
-export function shedPage(
-  tools: PageTools,
-  pending: Pending[],
-  data: Record<string, Served<unknown>>,
-  failure: "overloaded" | "over-share" = "overloaded",
-): boolean {
+export function shedPage(tools: PageTools, pending: Pending[], data: Record<string, Served<unknown>>): boolean {
   let allServed = true;
   for (const item of pending) {
     const forward = item.fallback ? "stale" : "miss";
     if (item.fallback && entryState(item.fallback, tools.clock.now()) !== "expired") {
-      data[item.resource] = served(item.resource, item.fallback, item.fallbackTier ?? "l1", "stale-if-error", { forward, failure });
+      data[item.resource] = served(item.resource, item.fallback, item.fallbackTier ?? "l1", "stale-if-error", { forward, failure: "overloaded" });
     } else {
       allServed = false;
-      data[item.resource] = { resource: item.resource, outcome: "failed", data: null, collapsed: false, forward, failure };
+      data[item.resource] = { resource: item.resource, outcome: "failed", data: null, collapsed: false, forward, failure: "overloaded" };
     }
   }
   return allServed;

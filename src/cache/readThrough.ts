@@ -119,7 +119,7 @@ export interface ReadThrough extends L1Purging {
     id: string,
     resources: readonly ResourceName[],
     background: (work: Promise<unknown>) => void,
-    options?: Pick<PageRequest, "listed" | "visitor" | "client">,
+    options?: Pick<PageRequest, "listed" | "visitor">,
   ): Promise<{ data: PageData; timings: Timings }>;
   /**
    * The copies of one resource of many products that this isolate can serve
@@ -323,17 +323,14 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     if (turnKey) awaitingTurn.take(turnKey, clock.now() + config.departureHoldMaxMs + config.coldPageWaitMs + DEFAULTS.l2ReadLeaseGraceMs, page);
     let admitted: Awaited<ReturnType<typeof readAfterWait>> | string;
     try {
-      admitted = await deps.overload.admission.admit(readAfterWait, !withCopies, request.visitor, request.client);
+      admitted = await deps.overload.admission.admit(readAfterWait, !withCopies, request.visitor);
     } finally {
       if (turnKey) awaitingTurn.release(turnKey, page);
     }
     if (typeof admitted === "string" && !visitorLeft(request)) {
       // Followers of the same product that went on meanwhile may have filled what it lacks.
       pending = filledMeanwhile(tools, id, pending, data);
-      if (pending.length > 0) {
-        const failure = admitted === "over-share" ? "over-share" : "overloaded";
-        deps.overload.admission.noteShed(shedPage(tools, pending, data, failure) ? "stale" : "refused");
-      }
+      if (pending.length > 0) deps.overload.admission.noteShed(shedPage(tools, pending, data) ? "stale" : "refused");
     }
     return { data: data as PageData, timings };
   }
@@ -371,7 +368,6 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         batch: l2 ? createFillBatch(l2, sleep, background, outbox) : undefined,
         listed: options?.listed,
         visitor: options?.visitor,
-        client: options?.client,
         heat: hotness.offer(id),
       });
     },

@@ -37,8 +37,6 @@ const FAILURE_STATUS: Record<OriginFailure, number> = {
   invalid: 502,
   overloaded: 503,
   "circuit-open": 503,
-  // Too many requests from this client: it holds more than its share of the isolate's cold work.
-  "over-share": 429,
   // Nobody is answered: the client closed the request (as Nginx's 499 says).
   abandoned: 499,
 };

@@ -9,7 +9,6 @@ import type { Section } from "../render/model";
 import type { TierServices } from "../tier";
 import { cacheStatus, pageCacheControl, pageEtag, pageIdentity, requestColo, setStepTimings, VARY_ON_ENCODING } from "./headers";
 import { errorPage } from "./errorPage";
-import { clientOf } from "../overload/client";
 import { DEFAULTS } from "../config/defaults";
 
 /** What a visitor is told of a product that does not exist. */
@@ -82,9 +81,7 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   if (visitor.aborted) return visitorLeft(tier, id, colo, background);
   // An id the filter lists is a product (but for its ~1% false positives): a
   // cold page may fill all its parts at once (cache/pageSteps.ts, readFromOrigin).
-  // Who asks: a client holding more than its share of the cold work is refused more while the isolate is under pressure (overload/fairShare.ts).
-  const client = clientOf(c.req.header("cf-connecting-ip"));
-  const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, background, { listed: known === "listed", visitor, client });
+  const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, background, { listed: known === "listed", visitor });
   if (visitor.aborted) return visitorLeft(tier, id, colo, background);
   setStepTimings(c, timings);
 
@@ -106,16 +103,8 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   const failed = (resource: PageResource) => (data[resource]?.outcome ?? "failed") === "failed";
   const missingCore = PAGE_RESOURCES.filter((resource) => isCore(resource, tier.config.policies) && failed(resource));
   if (missingCore.length > 0) {
-    const failures = missingCore.map((resource) => data[resource]?.failure);
-    // "over-share": this client holds more than its share of the isolate's cold work: a 429, its other pages are served as ever.
-    if (failures.every((failure) => failure === "over-share")) {
-      tier.recordPage({ route: "/products/:id", id, outcome: "unavailable", status: 429, ms, served: all, shed: true }, colo, background);
-      return errorPage(c, 429, "You are asking for many pages at once: please try again in a few seconds.", "no-store", {
-        retryAfterSeconds: DEFAULTS.pageRetryAfterSeconds,
-      });
-    }
     // "overloaded": this isolate did not start the work (shed, or its origin slots were full), not a failing service.
-    const busy = failures.every((failure) => failure === "overloaded" || failure === "over-share");
+    const busy = missingCore.every((resource) => data[resource]?.failure === "overloaded");
     tier.recordPage({ route: "/products/:id", id, outcome: "unavailable", status: 503, ms, served: all, shed: busy }, colo, background);
     const message = busy ? "We are very busy right now: please try again in a few seconds." : "The product service is not answering.";
     return errorPage(c, 503, message, "no-store", { retryAfterSeconds: DEFAULTS.pageRetryAfterSeconds });

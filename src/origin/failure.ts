@@ -17,8 +17,6 @@ export type OriginFailure =
   | "overloaded"
   /** Not attempted: the service failed repeatedly and its breaker is open. */
   | "circuit-open"
-  /** Not attempted: its client held more than its share of this isolate's cold work while it was under pressure (overload/fairShare.ts). */
-  | "over-share"
   /** Cut short by the caller: nobody waited for the answer any more (its visitor left). */
   | "abandoned";
 

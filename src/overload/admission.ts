@@ -41,26 +41,19 @@
 // which is how the lag comes back down.
 // Before all this, while most cold pages' visitors leave before their
 // answer, a page with no copy is held (./patience.ts): whoever leaves within
-// the hold never takes a place here. And while the isolate is under pressure,
-// a client holding more cold pages than the others do on average gets no more (./fairShare.ts):
-// refused at once, it leaves the places to the others.
+// the hold never takes a place here.
 import { createLimiter, LimiterFull } from "../shared/limiter";
 import { createTokenBucket } from "../shared/tokenBucket";
 import type { Clock } from "../shared/clock";
 import type { LagMeter } from "./lag";
 import type { Patience } from "./patience";
-import { createFairShare } from "./fairShare";
 import { createWindowCounts } from "./window";
-
-/** A waiting page's place among its client's waiters outlasts its wait by this, at most (its timer late). */
-const WAIT_GRACE_MS = 1000;
 
 export interface AdmissionOptions {
   clock: Clock;
   lag: LagMeter;
-  /** The hold of cold pages during a departing flood (./patience.ts), and its longest. */
+  /** The hold of cold pages during a departing flood (./patience.ts). */
   patience: Patience;
-  maxHoldMs: number;
   /** New work starts only while the lag is at most this, in ms (SHED_LAG_MS). */
   maxLagMs: number;
   /** Pages needing new work in progress at once (COLD_PAGES_MAX). */
@@ -103,17 +96,11 @@ export interface AdmissionOptions {
   coldPageLeaseMs: number;
 }
 
-/**
- * Why a cold page was shed: the isolate ran late all the while it could wait,
- * no slot came free (or the queue was full), or its client held the most cold
- * pages while the isolate was under pressure (refused at once).
- */
-type ShedReason = "lagging" | "busy" | "over-share";
+/** Why a cold page was shed: the isolate ran late all the while it could wait, or no slot came free (or the queue was full). */
+type ShedReason = "lagging" | "busy";
 
 export interface AdmissionStats {
   lagMs: number;
-  /** Clients with cold pages in admission's hands now (held, waiting or in progress). */
-  clients: number;
   coldPages: number;
   coldPagesQueued: number;
   /** Whether most recent pages start new work (the tighter bound holds), and the pages started while they did. */
@@ -133,10 +120,9 @@ export interface Admission {
    * Runs one page's new work once the isolate admits it, or says why it was
    * shed (and then never runs it). `wait`: whether the page may wait for its
    * turn (not when it has a copy to serve at once); `visitor`: its request's
-   * signal (one who left gives up its place, or its slot, at once); `client`:
-   * who asks (./client.ts), for the share of the cold work it may hold.
+   * signal (one who left gives up its place, or its slot, at once).
    */
-  admit<T>(work: () => Promise<T>, wait: boolean, visitor?: AbortSignal, client?: string): Promise<T | ShedReason | "left">;
+  admit<T>(work: () => Promise<T>, wait: boolean, visitor?: AbortSignal): Promise<T | ShedReason | "left">;
   /** A page was read with no new work (all of it from L1, or joining work under way). */
   noteNoWork(): void;
   /** What a shed page got. */
@@ -147,12 +133,7 @@ export interface Admission {
 export function createAdmission(options: AdmissionOptions): Admission {
   const { clock, lag, patience, maxLagMs, minColdPages, patienceMs, patientColdPages } = options;
   const keepingUp = () => lag.lagMs() <= maxLagMs;
-  const counts = { admitted: 0, lastChance: 0, startedMostlyCold: 0, shed: { lagging: 0, busy: 0, "over-share": 0 }, shedServedStale: 0, shedRefused: 0 };
-  const fair = createFairShare(clock);
-  /** The longest a cold page is in admission's hands: its hold, its wait and its work. */
-  const pageLeaseMs = options.maxHoldMs + options.coldPageWaitMs + options.coldPageLeaseMs;
-  /** Cold pages wait for a slot, or the isolate runs late: the cold work is scarce, and is shared. */
-  const underPressure = () => slots.queued > 0 || slots.inFlight >= options.maxColdPages || !keepingUp();
+  const counts = { admitted: 0, lastChance: 0, startedMostlyCold: 0, shed: { lagging: 0, busy: 0 }, shedServedStale: 0, shedRefused: 0 };
   const pages = createWindowCounts(clock, options.mostlyCold.windowMs, ["started", "noWork"] as const);
   const mostlyCold = () => {
     const { started, noWork } = pages.counts();
@@ -191,43 +172,33 @@ export function createAdmission(options: AdmissionOptions): Admission {
     clock,
   });
 
-  async function admitNow<T>(work: () => Promise<T>, wait: boolean, visitor: AbortSignal | undefined, client: string): Promise<T | ShedReason | "left"> {
+  async function admitNow<T>(work: () => Promise<T>, wait: boolean, visitor: AbortSignal | undefined): Promise<T | ShedReason | "left"> {
     let started = false;
-    // A waiting page whose client has come to hold more than its share of the cold work gives its place to another client's waiting page.
-    let gaveWay = false;
-    const stopWaiting = fair.wait(client, options.coldPageWaitMs + WAIT_GRACE_MS);
     try {
       return await slots.run(
         () => {
           started = true;
-          stopWaiting();
           counts.admitted++;
           pages.note("started");
           if (mostlyCold()) counts.startedMostlyCold++;
           return work();
         },
-        { waitMs: wait ? options.coldPageWaitMs : 0, caller: visitor, yieldIf: () => (gaveWay = fair.othersWait(client) && fair.overShare(client)) },
+        { waitMs: wait ? options.coldPageWaitMs : 0, caller: visitor },
       );
     } catch (error) {
-      stopWaiting();
       // The work's own LimiterFull (none is expected: the origin client turns its own into answers) is not a shed.
       if (!(error instanceof LimiterFull) || started) throw error;
       // A visitor who left while waiting was not shed: nobody is answered (overload/departures.ts counts the page).
       if (visitor?.aborted) return "left";
-      const reason = gaveWay ? "over-share" : keepingUp() ? "busy" : "lagging";
+      const reason = keepingUp() ? "busy" : "lagging";
       counts.shed[reason]++;
       return reason;
     }
   }
 
   return {
-    async admit(work, wait, visitor, client = "unknown") {
-      if (underPressure() && fair.overShare(client)) {
-        counts.shed["over-share"]++;
-        return "over-share";
-      }
+    async admit(work, wait, visitor) {
       const answered = patience.follow(visitor);
-      const release = fair.start(client, pageLeaseMs);
       try {
         // A page with a copy to show is never held: it shows it.
         const holdMs = wait ? patience.holdMs() : 0;
@@ -236,10 +207,9 @@ export function createAdmission(options: AdmissionOptions): Admission {
           patience.noteHeld(!visitor?.aborted);
           if (visitor?.aborted) return "left";
         }
-        return await admitNow(work, wait, visitor, client);
+        return await admitNow(work, wait, visitor);
       } finally {
         answered();
-        release();
       }
     },
     noteNoWork: () => pages.note("noWork"),
@@ -249,7 +219,6 @@ export function createAdmission(options: AdmissionOptions): Admission {
     },
     stats: () => ({
       lagMs: lag.lagMs(),
-      clients: fair.clients(),
       coldPages: slots.inFlight,
       coldPagesQueued: slots.queued,
       mostlyCold: mostlyCold(),

@@ -68,8 +68,6 @@ interface RunOptions {
    * the caller's request: in Workers another request may not touch it.
    */
   caller?: AbortSignal;
-  /** Asked at each look while waiting: true gives up the place (LimiterFull) for others (admission: a client over its share). */
-  yieldIf?: () => boolean;
 }
 
 export interface Limiter {
@@ -160,43 +158,35 @@ export function createLimiter({
    * from another request runs its continuation in a context the runtime may
    * have cancelled, and I/O started there belongs to the wrong request).
    */
-  async function waitForSlot(
-    ticket: number,
-    holdMs: number,
-    waitedMs: number,
-    caller: AbortSignal | undefined,
-    yieldIf: (() => boolean) | undefined,
-  ): Promise<void> {
+  async function waitForSlot(ticket: number, holdMs: number, waitedMs: number, caller: AbortSignal | undefined): Promise<void> {
     const askedAt = clock.now();
     const giveUpAt = askedAt + waitedMs;
     if (!waiting.take(ticket, giveUpAt, true)) throw new LimiterFull(`queue full (${maxQueued} waiting)`);
     let left = false;
-    let yielded = false;
     const look = () => {
       if (caller?.aborted) return (left = true);
-      if (yieldIf?.()) return (yielded = true);
       return slotFor(ticket, holdMs, clock.now() - askedAt);
     };
     // A cancelled request's timers may never fire again: its place goes as its caller leaves, not when its wait would have ended.
     const onLeave = () => waiting.release(ticket, true);
     caller?.addEventListener("abort", onLeave, { once: true });
     try {
-      if ((await pollUntil(look, giveUpAt, clock.now)) && !left && !yielded) return;
+      if ((await pollUntil(look, giveUpAt, clock.now)) && !left) return;
     } finally {
       caller?.removeEventListener("abort", onLeave);
       waiting.release(ticket, true);
     }
-    throw new LimiterFull(left ? "the caller left while it waited" : yielded ? "gave its place to others" : `no slot within ${waitedMs} ms`);
+    throw new LimiterFull(left ? "the caller left while it waited" : `no slot within ${waitedMs} ms`);
   }
 
   return {
-    async run(task, { waitMs = maxWaitMs, holdMs = maxHoldMs, priority = "visitor", caller, yieldIf } = {}) {
+    async run(task, { waitMs = maxWaitMs, holdMs = maxHoldMs, priority = "visitor", caller } = {}) {
       const ticket = ++nextTicket;
       const hold = Math.max(1, Math.min(holdMs, maxHoldMs));
       if (priority === "refresh" && refreshRoom() === 0) throw new LimiterFull("origin slots kept for visitors");
       // Waiters first: a newcomer does not overtake the queue.
       const free = waiting.size() === 0 && admits(0) && slots.take(ticket, clock.now() + hold, true);
-      if (!free) await waitForSlot(ticket, hold, Math.max(0, Math.min(waitMs, maxWaitMs)), caller, yieldIf);
+      if (!free) await waitForSlot(ticket, hold, Math.max(0, Math.min(waitMs, maxWaitMs)), caller);
       // A cancelled request never runs its `finally`, but its signal's listeners do run when it aborts.
       const onLeave = () => slots.release(ticket, true);
       const listening = freeWhenCallerLeaves && caller !== undefined;

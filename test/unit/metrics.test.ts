@@ -422,8 +422,7 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
         lastChance: 7,
         mostlyCold: false,
         startedMostlyCold: 0,
-        clients: 3,
-        shed: { lagging: 40, busy: 2, "over-share": 5 },
+        shed: { lagging: 40, busy: 2 },
         shedServedStale: 30,
         shedRefused: 12,
       },
@@ -476,9 +475,7 @@ describe("status page", () => {
     expect(html).toContain("120 claims in 70 calls; 45 joined another request&#39;s call");
     expect(html).toMatch(/<dt>invalid values<\/dt><dd>2 <small>\(not valid entries: read as misses; 1 deleted\)/);
     // The shedding: what was shed and why, and the work of visitors who left.
-    expect(html).toContain(
-      "47 (40 while lagging, 2 with no slot or no room to wait, 5 of clients over their share, among 3 with cold pages now): 30 served from a copy, 12 with a part missing (503, 429 or a default)",
-    );
+    expect(html).toContain("42 (40 while lagging, 2 with no slot or no room to wait): 30 served from a copy, 12 with a part missing (503 or a default)");
     expect(html).toContain("3 of 256; 5 waiting for their turn");
     expect(html).toContain("75 pages not rendered; 60 fills stopped before a claim, poll or fetch");
     expect(html).toContain("9 written, 4 dropped past the budget; 1 of 16 now");

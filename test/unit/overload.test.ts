@@ -19,7 +19,6 @@ function admissionWith(bounds: Partial<Parameters<typeof createAdmission>[0]>) {
     clock: { now: () => Date.now() },
     lag: fixedLag(),
     patience: createPatience({ clock: { now: () => Date.now() }, departedShare: 0.5, maxHoldMs: 0, windowMs: 2000, minPages: 16 }),
-    maxHoldMs: 0,
     maxLagMs: 30,
     maxColdPages: 4,
     minColdPages: 0,
@@ -46,30 +45,6 @@ describe("admission of pages that need new work", () => {
     const done = new Promise<string>((resolve) => (release = () => resolve("done")));
     return { work: () => done, release };
   }
-
-  it("shares the cold work among clients under pressure: a client over its share is refused at once; a client alone is not", async () => {
-    vi.useFakeTimers({ now: 0 });
-    const admission = admissionWith({ clock: { now: () => Date.now() }, maxColdPages: 2, maxColdPagesQueued: 8, coldPageWaitMs: 1000 });
-    const flood = [heldWork(), heldWork()];
-    const running = flood.map((held) => admission.admit(held.work, true, undefined, "198.51.100.9"));
-    // At its cap, with one client: its next page waits for its turn as any page would.
-    const queued = admission.admit(async () => "flood's third", true, undefined, "198.51.100.9");
-    await vi.advanceTimersByTimeAsync(10);
-    expect(admission.stats()).toMatchObject({ coldPages: 2, coldPagesQueued: 1, clients: 1 });
-    // Another client's page waits its turn; the flood's waiting page gives it its place, and the flood's next page is refused at once.
-    const visitor = admission.admit(async () => "visitor's page", true, undefined, "203.0.113.7");
-    await vi.advanceTimersByTimeAsync(50);
-    expect(await queued).toBe("over-share");
-    expect(await admission.admit(async () => "flood's fourth", true, undefined, "198.51.100.9")).toBe("over-share");
-    flood[0]!.release();
-    await vi.advanceTimersByTimeAsync(50);
-    expect(await visitor).toBe("visitor's page");
-    flood[1]!.release();
-    await Promise.all(running);
-    expect(admission.stats()).toMatchObject({ admitted: 3, shed: { lagging: 0, busy: 0, "over-share": 2 }, clients: 0 });
-    // No pressure any more: the same client's pages run at once.
-    expect(await admission.admit(async () => "later", true, undefined, "198.51.100.9")).toBe("later");
-  });
 
   it("runs work at once while the isolate keeps up", async () => {
     const lag = fixedLag();
