@@ -119,7 +119,7 @@ export interface ReadThrough extends L1Purging {
     id: string,
     resources: readonly ResourceName[],
     background: (work: Promise<unknown>) => void,
-    options?: Pick<PageRequest, "listed" | "visitor">,
+    options?: Pick<PageRequest, "listed" | "visitor" | "client">,
   ): Promise<{ data: PageData; timings: Timings }>;
   /**
    * The copies of one resource of many products that this isolate can serve
@@ -323,7 +323,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     if (turnKey) awaitingTurn.take(turnKey, clock.now() + config.departureHoldMaxMs + config.coldPageWaitMs + DEFAULTS.l2ReadLeaseGraceMs, page);
     let admitted: Awaited<ReturnType<typeof readAfterWait>> | string;
     try {
-      admitted = await deps.overload.admission.admit(readAfterWait, !withCopies, request.visitor);
+      admitted = await deps.overload.admission.admit(readAfterWait, !withCopies, request.visitor, request.client);
     } finally {
       if (turnKey) awaitingTurn.release(turnKey, page);
     }
@@ -368,6 +368,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         batch: l2 ? createFillBatch(l2, sleep, background, outbox) : undefined,
         listed: options?.listed,
         visitor: options?.visitor,
+        client: options?.client,
         heat: hotness.offer(id),
       });
     },

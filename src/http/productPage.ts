@@ -9,6 +9,7 @@ import type { Section } from "../render/model";
 import type { TierServices } from "../tier";
 import { cacheStatus, pageCacheControl, pageEtag, pageIdentity, requestColo, setStepTimings, VARY_ON_ENCODING } from "./headers";
 import { errorPage } from "./errorPage";
+import { clientOf } from "../overload/client";
 import { DEFAULTS } from "../config/defaults";
 
 /** What a visitor is told of a product that does not exist. */
@@ -81,7 +82,9 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   if (visitor.aborted) return visitorLeft(tier, id, colo, background);
   // An id the filter lists is a product (but for its ~1% false positives): a
   // cold page may fill all its parts at once (cache/pageSteps.ts, readFromOrigin).
-  const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, background, { listed: known === "listed", visitor });
+  // Who asks: a client's waiting cold pages go after those of clients holding fewer (overload/fairShare.ts).
+  const client = clientOf(c.req.header("cf-connecting-ip"));
+  const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, background, { listed: known === "listed", visitor, client });
   if (visitor.aborted) return visitorLeft(tier, id, colo, background);
   setStepTimings(c, timings);
 

@@ -41,19 +41,23 @@
 // which is how the lag comes back down.
 // Before all this, while most cold pages' visitors leave before their
 // answer, a page with no copy is held (./patience.ts): whoever leaves within
-// the hold never takes a place here.
+// the hold never takes a place here. Waiting pages go in the order of their
+// clients' share of the cold work (./fairShare.ts): the client holding
+// fewest first, so that a flood or a crawl waits behind everybody else.
 import { createLimiter, LimiterFull } from "../shared/limiter";
 import { createTokenBucket } from "../shared/tokenBucket";
 import type { Clock } from "../shared/clock";
 import type { LagMeter } from "./lag";
 import type { Patience } from "./patience";
+import { createFairShare } from "./fairShare";
 import { createWindowCounts } from "./window";
 
 export interface AdmissionOptions {
   clock: Clock;
   lag: LagMeter;
-  /** The hold of cold pages during a departing flood (./patience.ts). */
+  /** The hold of cold pages during a departing flood (./patience.ts), and its longest. */
   patience: Patience;
+  maxHoldMs: number;
   /** New work starts only while the lag is at most this, in ms (SHED_LAG_MS). */
   maxLagMs: number;
   /** Pages needing new work in progress at once (COLD_PAGES_MAX). */
@@ -101,6 +105,8 @@ type ShedReason = "lagging" | "busy";
 
 export interface AdmissionStats {
   lagMs: number;
+  /** Clients with cold pages in admission's hands now (held, waiting or in progress). */
+  clients: number;
   coldPages: number;
   coldPagesQueued: number;
   /** Whether most recent pages start new work (the tighter bound holds), and the pages started while they did. */
@@ -120,9 +126,10 @@ export interface Admission {
    * Runs one page's new work once the isolate admits it, or says why it was
    * shed (and then never runs it). `wait`: whether the page may wait for its
    * turn (not when it has a copy to serve at once); `visitor`: its request's
-   * signal (one who left gives up its place, or its slot, at once).
+   * signal (one who left gives up its place, or its slot, at once); `client`:
+   * who asks (./client.ts), for the order of the waiting pages.
    */
-  admit<T>(work: () => Promise<T>, wait: boolean, visitor?: AbortSignal): Promise<T | ShedReason | "left">;
+  admit<T>(work: () => Promise<T>, wait: boolean, visitor?: AbortSignal, client?: string): Promise<T | ShedReason | "left">;
   /** A page was read with no new work (all of it from L1, or joining work under way). */
   noteNoWork(): void;
   /** What a shed page got. */
@@ -133,6 +140,9 @@ export interface Admission {
 export function createAdmission(options: AdmissionOptions): Admission {
   const { clock, lag, patience, maxLagMs, minColdPages, patienceMs, patientColdPages } = options;
   const keepingUp = () => lag.lagMs() <= maxLagMs;
+  const fair = createFairShare(clock);
+  /** The longest a cold page is in admission's hands: its hold, its wait and its work. */
+  const pageLeaseMs = options.maxHoldMs + options.coldPageWaitMs + options.coldPageLeaseMs;
   const counts = { admitted: 0, lastChance: 0, startedMostlyCold: 0, shed: { lagging: 0, busy: 0 }, shedServedStale: 0, shedRefused: 0 };
   const pages = createWindowCounts(clock, options.mostlyCold.windowMs, ["started", "noWork"] as const);
   const mostlyCold = () => {
@@ -169,10 +179,11 @@ export function createAdmission(options: AdmissionOptions): Admission {
     admits,
     // A page whose visitor left is in progress for nobody: what is left of it is background work.
     freeWhenCallerLeaves: true,
+    rank: (client) => fair.holding(client),
     clock,
   });
 
-  async function admitNow<T>(work: () => Promise<T>, wait: boolean, visitor: AbortSignal | undefined): Promise<T | ShedReason | "left"> {
+  async function admitNow<T>(work: () => Promise<T>, wait: boolean, visitor: AbortSignal | undefined, client: string): Promise<T | ShedReason | "left"> {
     let started = false;
     try {
       return await slots.run(
@@ -183,7 +194,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
           if (mostlyCold()) counts.startedMostlyCold++;
           return work();
         },
-        { waitMs: wait ? options.coldPageWaitMs : 0, caller: visitor },
+        { waitMs: wait ? options.coldPageWaitMs : 0, caller: visitor, key: client },
       );
     } catch (error) {
       // The work's own LimiterFull (none is expected: the origin client turns its own into answers) is not a shed.
@@ -197,8 +208,9 @@ export function createAdmission(options: AdmissionOptions): Admission {
   }
 
   return {
-    async admit(work, wait, visitor) {
+    async admit(work, wait, visitor, client = "unknown") {
       const answered = patience.follow(visitor);
+      const release = fair.start(client, pageLeaseMs);
       try {
         // A page with a copy to show is never held: it shows it.
         const holdMs = wait ? patience.holdMs() : 0;
@@ -207,9 +219,10 @@ export function createAdmission(options: AdmissionOptions): Admission {
           patience.noteHeld(!visitor?.aborted);
           if (visitor?.aborted) return "left";
         }
-        return await admitNow(work, wait, visitor);
+        return await admitNow(work, wait, visitor, client);
       } finally {
         answered();
+        release();
       }
     },
     noteNoWork: () => pages.note("noWork"),
@@ -219,6 +232,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
     },
     stats: () => ({
       lagMs: lag.lagMs(),
+      clients: fair.clients(),
       coldPages: slots.inFlight,
       coldPagesQueued: slots.queued,
       mostlyCold: mostlyCold(),

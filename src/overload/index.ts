@@ -11,7 +11,7 @@ export { Departed, departed } from "./departures";
 export type { Admission, Departures, LagMeter };
 
 /** The bounds of admission and of departures (their options, each documented there); the lag meter is made here. */
-type OverloadOptions = Omit<AdmissionOptions, "lag" | "patience"> & DeparturesOptions & { hold: Omit<PatienceOptions, "clock"> };
+type OverloadOptions = Omit<AdmissionOptions, "lag" | "patience" | "maxHoldMs"> & DeparturesOptions & { hold: Omit<PatienceOptions, "clock"> };
 
 export interface Overload {
   lag: LagMeter;
@@ -23,7 +23,7 @@ export interface Overload {
 export function createOverload(options: OverloadOptions): Overload {
   const lag = createLagMeter({ clock: options.clock });
   const patience = createPatience({ ...options.hold, clock: options.clock });
-  const admission = createAdmission({ ...options, lag, patience });
+  const admission = createAdmission({ ...options, lag, patience, maxHoldMs: options.hold.maxHoldMs });
   const departures = createDepartures(options);
   return {
     lag,

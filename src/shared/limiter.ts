@@ -52,6 +52,12 @@ export interface LimiterOptions {
    */
   paceMs?: number;
   paceBurst?: number;
+  /**
+   * The order of the waiters: a waiter whose key ranks lower goes first, the
+   * oldest first among equals (admission: the client holding fewest cold
+   * pages, overload/fairShare.ts). Unset: oldest first.
+   */
+  rank?: (key: string) => number;
   clock?: { now(): number };
 }
 
@@ -68,6 +74,8 @@ interface RunOptions {
    * the caller's request: in Workers another request may not touch it.
    */
   caller?: AbortSignal;
+  /** Whose call this is, for `rank` (admission: the page's client). */
+  key?: string;
 }
 
 export interface Limiter {
@@ -110,13 +118,14 @@ export function createLimiter({
   freeWhenCallerLeaves = false,
   paceMs = 0,
   paceBurst = 1,
+  rank,
   clock = { now: () => Date.now() },
 }: LimiterOptions): Limiter {
   const slots = createLeaseTable<number, true>({ clock, capacity: maxConcurrent });
   /** Slots a refresh may use: the rest are kept for visitors. */
   const refreshSlots = Math.max(1, Math.floor((maxConcurrent * 3) / 4));
   /** Callers waiting for a slot, oldest first; each place lapses with its caller's wait. */
-  const waiting = createLeaseTable<number, true>({ clock, capacity: maxQueued });
+  const waiting = createLeaseTable<number, string>({ clock, capacity: maxQueued });
   let nextTicket = 0;
   /** Slots waiters may take now under the pace; none without one. */
   const pace = paceMs > 0 ? createTokenBucket({ everyMs: paceMs, burst: paceBurst, clock }) : null;
@@ -126,12 +135,27 @@ export function createLimiter({
 
   const refreshRoom = () => (waiting.size() === 0 ? Math.max(0, refreshSlots - slots.size()) : 0);
 
-  /** Live waiters queued before `ticket`: a free slot goes to them first. */
-  function ahead(ticket: number): number {
+  /** Live waiters a free slot goes to before `ticket`: those queued before it, or with `rank`, those ranking lower, then older. */
+  function ahead(ticket: number, key: string): number {
     let count = 0;
-    for (const [other] of waiting.entries()) {
-      if (other === ticket) break;
-      count++;
+    if (!rank) {
+      for (const [other] of waiting.entries()) {
+        if (other === ticket) break;
+        count++;
+      }
+      return count;
+    }
+    const ranks = new Map<string, number>();
+    const rankOf = (of: string) => ranks.get(of) ?? (ranks.set(of, rank(of)), ranks.get(of)!);
+    const mine = rankOf(key);
+    let older = true;
+    for (const [other, otherKey] of waiting.entries()) {
+      if (other === ticket) {
+        older = false;
+        continue;
+      }
+      const theirs = rankOf(otherKey);
+      if (theirs < mine || (theirs === mine && older)) count++;
     }
     return count;
   }
@@ -142,11 +166,11 @@ export function createLimiter({
    * look): the queue is walked only when there are fewer free slots than
    * waiters, to find whether this one is among the first.
    */
-  function slotFor(ticket: number, holdMs: number, waitedMs: number): true | undefined {
+  function slotFor(ticket: number, key: string, holdMs: number, waitedMs: number): true | undefined {
     if (!admits(waitedMs)) return undefined;
     const room = Math.min(maxConcurrent - slots.size(), paceRoom());
     if (room <= 0) return undefined;
-    if (room < waiting.size() && ahead(ticket) >= room) return undefined;
+    if (room < waiting.size() && ahead(ticket, key) >= room) return undefined;
     if (!slots.take(ticket, clock.now() + holdMs, true)) return undefined;
     pace?.spend();
     return true;
@@ -158,35 +182,35 @@ export function createLimiter({
    * from another request runs its continuation in a context the runtime may
    * have cancelled, and I/O started there belongs to the wrong request).
    */
-  async function waitForSlot(ticket: number, holdMs: number, waitedMs: number, caller: AbortSignal | undefined): Promise<void> {
+  async function waitForSlot(ticket: number, key: string, holdMs: number, waitedMs: number, caller: AbortSignal | undefined): Promise<void> {
     const askedAt = clock.now();
     const giveUpAt = askedAt + waitedMs;
-    if (!waiting.take(ticket, giveUpAt, true)) throw new LimiterFull(`queue full (${maxQueued} waiting)`);
+    if (!waiting.take(ticket, giveUpAt, key)) throw new LimiterFull(`queue full (${maxQueued} waiting)`);
     let left = false;
     const look = () => {
       if (caller?.aborted) return (left = true);
-      return slotFor(ticket, holdMs, clock.now() - askedAt);
+      return slotFor(ticket, key, holdMs, clock.now() - askedAt);
     };
     // A cancelled request's timers may never fire again: its place goes as its caller leaves, not when its wait would have ended.
-    const onLeave = () => waiting.release(ticket, true);
+    const onLeave = () => waiting.release(ticket, key);
     caller?.addEventListener("abort", onLeave, { once: true });
     try {
       if ((await pollUntil(look, giveUpAt, clock.now)) && !left) return;
     } finally {
       caller?.removeEventListener("abort", onLeave);
-      waiting.release(ticket, true);
+      waiting.release(ticket, key);
     }
     throw new LimiterFull(left ? "the caller left while it waited" : `no slot within ${waitedMs} ms`);
   }
 
   return {
-    async run(task, { waitMs = maxWaitMs, holdMs = maxHoldMs, priority = "visitor", caller } = {}) {
+    async run(task, { waitMs = maxWaitMs, holdMs = maxHoldMs, priority = "visitor", caller, key = "" } = {}) {
       const ticket = ++nextTicket;
       const hold = Math.max(1, Math.min(holdMs, maxHoldMs));
       if (priority === "refresh" && refreshRoom() === 0) throw new LimiterFull("origin slots kept for visitors");
       // Waiters first: a newcomer does not overtake the queue.
       const free = waiting.size() === 0 && admits(0) && slots.take(ticket, clock.now() + hold, true);
-      if (!free) await waitForSlot(ticket, hold, Math.max(0, Math.min(waitMs, maxWaitMs)), caller);
+      if (!free) await waitForSlot(ticket, key, hold, Math.max(0, Math.min(waitMs, maxWaitMs)), caller);
       // A cancelled request never runs its `finally`, but its signal's listeners do run when it aborts.
       const onLeave = () => slots.release(ticket, true);
       const listening = freeWhenCallerLeaves && caller !== undefined;

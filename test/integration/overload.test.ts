@@ -257,6 +257,27 @@ describe("shedding", () => {
     expect((await page(target, `/products/${shed}`)).status).toBe(200);
   });
 
+  it("orders waiting cold pages by client (CF-Connecting-IP): while one floods, another's page goes ahead of the flood's waiting pages", async () => {
+    const [warm, ...ids] = completeProducts(7700, 10);
+    const target = await startWith({ COLD_PAGES_MAX: "1", COLD_PAGE_WAIT_MS: "5000" });
+    const as = (client: string, id: string) => page(target, `/products/${id}`, { "cf-connecting-ip": client });
+    expect((await as("198.51.100.9", warm!)).status).toBe(200);
+    await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
+    // The flood: six cold pages at once from one address; one takes the isolate's one place, five wait.
+    const flood = ids.slice(0, 6).map((id) => as("198.51.100.9", id));
+    await sleep(SLOW_PRODUCT_MS / 4);
+    const visitor = as("2001:db8:0:7::1", ids[6]!);
+    // Its cached pages are served meanwhile.
+    expect((await as("198.51.100.9", warm!)).status).toBe(200);
+    const served = await visitor;
+    expect(served.status).toBe(200);
+    // Served second, right after the page that held the place: two rounds of the product service, not six.
+    expect(served.ms).toBeLessThan(2.5 * SLOW_PRODUCT_MS);
+    const answers = await Promise.all(flood);
+    expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 200));
+    expect(Math.max(...answers.map((answer) => answer.ms))).toBeGreaterThan(served.ms + SLOW_PRODUCT_MS);
+  });
+
   it("a cold page past COLD_PAGES_MAX waits for its turn (COLD_PAGE_WAIT_MS), off the CPU, and is served", async () => {
     const [held, waiting] = completeProducts(7500, 2);
     const target = await startWith({ COLD_PAGES_MAX: "1", COLD_PAGE_WAIT_MS: "3000" });

@@ -17,9 +17,9 @@ export interface Page {
   degraded: string[];
 }
 
-export async function page(worker: WorkerInstance, path: string): Promise<Page> {
+export async function page(worker: WorkerInstance, path: string, headers: Record<string, string> = {}): Promise<Page> {
   const started = performance.now();
-  const response = await worker.fetch(path);
+  const response = await worker.fetch(path, { headers });
   const html = await response.text();
   const ms = performance.now() - started;
   const degraded = response.headers.get("cache-degraded");

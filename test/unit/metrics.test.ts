@@ -422,6 +422,7 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
         lastChance: 7,
         mostlyCold: false,
         startedMostlyCold: 0,
+        clients: 3,
         shed: { lagging: 40, busy: 2 },
         shedServedStale: 30,
         shedRefused: 12,

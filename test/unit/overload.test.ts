@@ -19,6 +19,7 @@ function admissionWith(bounds: Partial<Parameters<typeof createAdmission>[0]>) {
     clock: { now: () => Date.now() },
     lag: fixedLag(),
     patience: createPatience({ clock: { now: () => Date.now() }, departedShare: 0.5, maxHoldMs: 0, windowMs: 2000, minPages: 16 }),
+    maxHoldMs: 0,
     maxLagMs: 30,
     maxColdPages: 4,
     minColdPages: 0,
@@ -45,6 +46,35 @@ describe("admission of pages that need new work", () => {
     const done = new Promise<string>((resolve) => (release = () => resolve("done")));
     return { work: () => done, release };
   }
+
+  it("lets waiting pages go by client, the client holding fewest cold pages first: a flood's waiting pages go after another client's", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const admission = admissionWith({ clock: { now: () => Date.now() }, maxColdPages: 1, maxColdPagesQueued: 8, coldPageWaitMs: 5000 });
+    const order: string[] = [];
+    const first = heldWork();
+    const running = admission.admit(first.work, true, undefined, "198.51.100.9");
+    // The flood's next pages wait; then another client's page comes.
+    const flood = [1, 2, 3].map((n) => admission.admit(async () => void order.push(`flood ${n}`), true, undefined, "198.51.100.9"));
+    await vi.advanceTimersByTimeAsync(10);
+    const visitor = admission.admit(async () => void order.push("visitor"), true, undefined, "203.0.113.7");
+    await vi.advanceTimersByTimeAsync(10);
+    expect(admission.stats()).toMatchObject({ coldPages: 1, coldPagesQueued: 4, clients: 2 });
+    first.release();
+    await vi.advanceTimersByTimeAsync(200);
+    await Promise.all([running, visitor, ...flood]);
+    expect(order).toEqual(["visitor", "flood 1", "flood 2", "flood 3"]);
+    // One client alone: oldest first, as ever.
+    const alone: string[] = [];
+    const held = heldWork();
+    const holding = admission.admit(held.work, true);
+    const pages = [1, 2, 3].map((n) => admission.admit(async () => void alone.push(`page ${n}`), true));
+    await vi.advanceTimersByTimeAsync(10);
+    held.release();
+    await vi.advanceTimersByTimeAsync(200);
+    await Promise.all([holding, ...pages]);
+    expect(alone).toEqual(["page 1", "page 2", "page 3"]);
+    expect(admission.stats()).toMatchObject({ admitted: 9, shed: { lagging: 0, busy: 0 }, clients: 0 });
+  });
 
   it("runs work at once while the isolate keeps up", async () => {
     const lag = fixedLag();

@@ -1,0 +1,51 @@
+// Cold work shared among clients (./client.ts names them): a page waiting for
+// a place among the cold pages goes before the waiting pages of clients that
+// hold more cold pages than its own does (./admission.ts orders the waiters
+// by it), so that one client's flood or crawl waits behind everybody else's
+// pages instead of ahead of them. No page is refused for it and nobody is
+// answered sooner: a closed-loop client (a crawler) whose pages wait sends
+// less meanwhile; one refused at once would only ask again at once (a
+// refusal per client tried before: docs/performance.md, "Overload floods").
+// That is fair queueing by client, max-min: the client holding least is
+// served first. With one client (off the platform every request is
+// "unknown") the order is the queue's own, oldest first.
+//
+// A client's pages are leases (shared/leases.ts): given back when the page
+// leaves admission's hands, reclaimed at their deadline if its request vanished.
+import type { Clock } from "../shared/clock";
+import { createLeaseTable, type LeaseTable } from "../shared/leases";
+
+export interface FairShare {
+  /** Cold pages of `client` in admission's hands now (held, waiting or in progress). */
+  holding(client: string): number;
+  /** A cold page of `client` enters admission's hands: until the returned release, or `leaseMs` at most. */
+  start(client: string, leaseMs: number): () => void;
+  /** Clients with cold pages in admission's hands now. */
+  clients(): number;
+}
+
+export function createFairShare(clock: Clock): FairShare {
+  /** Per client, its pages; a client's entry goes when it holds none (so at most one entry per page held). */
+  const held = new Map<string, LeaseTable<number, true>>();
+  let tickets = 0;
+  const holding = (client: string) => {
+    const table = held.get(client);
+    const size = table?.size() ?? 0;
+    if (table && size === 0) held.delete(client);
+    return size;
+  };
+  return {
+    holding,
+    start(client, leaseMs) {
+      let table = held.get(client);
+      if (!table) held.set(client, (table = createLeaseTable<number, true>({ clock })));
+      const ticket = ++tickets;
+      table.take(ticket, clock.now() + leaseMs, true);
+      return () => {
+        table.release(ticket, true);
+        holding(client);
+      };
+    },
+    clients: () => [...held.keys()].filter((client) => holding(client) > 0).length,
+  };
+}
