@@ -1,0 +1,31 @@
+// Who a client is, and what it holds of the cold work (src/overload/client.ts, fairShare.ts).
+import { describe, expect, it } from "vitest";
+import { clientOf } from "../../src/overload/client";
+import { createFairShare } from "../../src/overload/fairShare";
+import { fakeClock } from "../support/fakes";
+
+describe("a client's name", () => {
+  it("is its IPv4 address, its IPv6 /64, or unknown", () => {
+    expect(clientOf("203.0.113.7")).toBe("203.0.113.7");
+    expect(clientOf("2001:db8:0:1:aaaa:bbbb:cccc:dddd")).toBe("2001:db8:0:1::/64");
+    expect(clientOf("2001:DB8:0:1::5")).toBe("2001:db8:0:1::/64");
+    expect(clientOf("2001:db8::1")).toBe("2001:db8:0:0::/64");
+    for (const junk of [null, undefined, "", "not an address", "1.2.3", "2001:db8::1::2", "<script>", "1.2.3.4, 5.6.7.8"])
+      expect(clientOf(junk)).toBe("unknown");
+  });
+});
+
+describe("what a client holds of the cold work", () => {
+  it("counts its pages until each is released, or reclaimed at its deadline if its request vanished", () => {
+    const clock = fakeClock();
+    const fair = createFairShare(clock);
+    const released = fair.start("flood", 60_000);
+    for (let i = 0; i < 3; i++) fair.start("flood", 1000); // never released
+    fair.start("visitor", 60_000);
+    expect([fair.holding("flood"), fair.holding("visitor"), fair.clients()]).toEqual([4, 1, 2]);
+    released();
+    expect(fair.holding("flood")).toBe(3);
+    clock.advance(1001);
+    expect([fair.holding("flood"), fair.holding("nobody"), fair.clients()]).toEqual([0, 0, 1]);
+  });
+});
