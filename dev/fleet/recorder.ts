@@ -59,6 +59,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import initSqlJs from "sql.js";
+import { bearerCheck } from "../gateway/request";
+import { readBodyUpTo } from "../harness/body";
 
 type SqlDatabase = initSqlJs.Database;
 type SqlStatement = initSqlJs.Statement;
@@ -435,18 +437,6 @@ class Store {
 
 // ---------------------------------------------------------------- HTTP
 
-/** The body, or undefined once it passes `max` bytes (the rest is not read). */
-async function readBody(request: IncomingMessage, max: number): Promise<Buffer | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > max) return undefined;
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
-}
-
 function send(response: ServerResponse, status: number, body: string, type: string, close = false): void {
   const bytes = Buffer.from(body);
   response.writeHead(status, { "Content-Type": type, "Content-Length": String(bytes.length), ...(close ? { Connection: "close" } : {}) });
@@ -465,12 +455,13 @@ export async function startRecorder(options: RecorderOptions = {}): Promise<Reco
   const SQL = await initSqlJs({ useOldExtensionFunctions: false } as initSqlJs.SqlJsConfig);
   const db = new SQL.Database();
   const store = new Store(db, maxPoints);
+  const authorized = options.token === undefined ? () => true : bearerCheck(options.token);
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const path = new URL(request.url ?? "/", "http://recorder").pathname;
     if (path === "/points") {
       if (request.method !== "POST") return sendJson(response, 405, { error: "POST the points" });
-      const body = await readBody(request, MAX_BODY_BYTES);
+      const body = await readBodyUpTo(request, MAX_BODY_BYTES);
       if (!body) return tooLarge(response, MAX_BODY_BYTES);
       let parsed: unknown;
       try {
@@ -485,11 +476,11 @@ export async function startRecorder(options: RecorderOptions = {}): Promise<Reco
     }
     if (SQL_PATH.test(path)) {
       if (request.method !== "POST") return sendText(response, 405, "POST the query");
-      if (options.token !== undefined && request.headers.authorization !== `Bearer ${options.token}`) {
+      if (!authorized(request.headers.authorization)) {
         // Cloudflare's API answers a missing or wrong token with its JSON envelope.
         return sendJson(response, 401, { success: false, errors: [{ code: 10000, message: "Authentication error" }], messages: [], result: null });
       }
-      const body = await readBody(request, MAX_SQL_BYTES);
+      const body = await readBodyUpTo(request, MAX_SQL_BYTES);
       if (!body) return tooLarge(response, MAX_SQL_BYTES);
       const translated = translateSql(body.toString("utf8"));
       if ("error" in translated) return sendText(response, 422, `Query not understood: ${translated.error}`);

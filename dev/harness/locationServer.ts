@@ -19,10 +19,11 @@
 // out past `maxBytes` (lru-cache). Not implemented, because the tier never
 // asks: ranges, conditional requests, `Vary` on request headers.
 import { fork } from "node:child_process";
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { LRUCache } from "lru-cache";
+import { readBodyUpTo } from "./body";
 import { stopChild } from "./children";
 
 /** One stored response: its status, its headers as stored, its body, and when it was put (for `Age`). */
@@ -90,17 +91,6 @@ function parseResponseMessage(message: Buffer): Omit<Stored, "putAt"> | undefine
   return { status: Number(status[1]), headers, body: message.subarray(end + 4) };
 }
 
-async function readBody(request: IncomingMessage): Promise<Buffer | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_PUT_BYTES) return undefined;
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
-}
-
 /** Starts the cache on 127.0.0.1:`port` (0: one the OS picks), holding at most `maxBytes`. */
 export async function startLocationServer(options: { maxBytes: number; port?: number }): Promise<LocationServer> {
   const store = new LRUCache<string, Stored>({
@@ -129,7 +119,7 @@ export async function startLocationServer(options: { maxBytes: number; port?: nu
         return response.end(stored.body);
       }
       if (request.method === "PUT") {
-        const message = await readBody(request);
+        const message = await readBodyUpTo(request, MAX_PUT_BYTES);
         const parsed = message && parseResponseMessage(message);
         const now = Date.now();
         const ttl = parsed && lifetimeMs(parsed.headers, now);
