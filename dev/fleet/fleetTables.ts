@@ -53,15 +53,29 @@ export async function runQuery(endpoint: SqlEndpoint, query: FleetQuery, window:
 /** Analytics Engine answers 64-bit sums as strings (ClickHouse's JSON); the recorder as numbers. */
 export const num = (value: Row[string] | undefined): number => (value === null || value === undefined || value === "" ? 0 : Number(value));
 
-interface MinuteFigures {
-  /** Unix seconds of the minute's start. */
-  minute: number;
+/** Pages by how they ended: pages answered (left aside), 200, 404 (absent or filtered), 503 and of them shed, visitor gone first. */
+interface PageCounts {
   pages: number;
   ok: number;
   notFound: number;
   unavailable: number;
   shed: number;
   left: number;
+}
+
+/** A row of PAGES_BY_OUTCOME (or their sum) as page counts. */
+const pageCounts = (row: Row): PageCounts => ({
+  pages: num(row.pages),
+  ok: num(row.ok),
+  notFound: num(row.not_found),
+  unavailable: num(row.unavailable),
+  shed: num(row.shed),
+  left: num(row.left_early),
+});
+
+interface MinuteFigures extends PageCounts {
+  /** Unix seconds of the minute's start. */
+  minute: number;
   /** Resource answers from a cache (L1, location, L2) over all answers; null without answers. */
   hitRatio: number | null;
   /** Origin calls made (fills and refreshes), and those that failed. */
@@ -74,13 +88,7 @@ interface MinuteFigures {
 
 export interface FleetFigures {
   sinceSeconds: number;
-  totals: {
-    pages: number;
-    ok: number;
-    notFound: number;
-    unavailable: number;
-    shed: number;
-    left: number;
+  totals: PageCounts & {
     stale: number;
     staleIfError: number;
     defaultedSections: number;
@@ -148,12 +156,7 @@ export async function fleetFigures(endpoint: SqlEndpoint, window: QueryWindow): 
       const counts = tierCounts(row);
       return {
         minute,
-        pages: num(row.pages),
-        ok: num(row.ok),
-        notFound: num(row.not_found),
-        unavailable: num(row.unavailable),
-        shed: num(row.shed),
-        left: num(row.left_early),
+        ...pageCounts(row),
         hitRatio: ratio(hits(counts), answers(counts)),
         originFetches: num(originRow.fetches),
         originErrors: num(originRow.errors),
@@ -162,33 +165,30 @@ export async function fleetFigures(endpoint: SqlEndpoint, window: QueryWindow): 
       };
     });
 
-  const sum = (key: string) => pages.reduce((total, row) => total + num(row[key]), 0);
-  const totalTiers = Object.fromEntries(ANSWER_TIERS.map((tier) => [tier, sum(tier)])) as Record<(typeof ANSWER_TIERS)[number], number>;
+  // Every column of the minutes' rows summed: the window's row.
+  const summed: Row = {};
+  for (const row of pages) for (const [column, value] of Object.entries(row)) summed[column] = num(summed[column]) + num(value);
+  const totalTiers = tierCounts(summed);
   const tierRow = tiers[0] ?? {};
   const resources = Object.fromEntries(
     RESOURCE_NAMES.map((resource) => [resource, Object.fromEntries(ANSWER_TIERS.map((tier) => [tier, num(tierRow[resourceColumn(resource, tier)])]))]),
   ) as FleetFigures["resources"];
   const originFetches = origin.reduce((total, row) => total + num(row.fetches), 0);
-  const totalPages = sum("pages");
+  const totalPages = num(summed.pages);
   return {
     sinceSeconds: window.sinceSeconds,
     totals: {
-      pages: totalPages,
-      ok: sum("ok"),
-      notFound: sum("not_found"),
-      unavailable: sum("unavailable"),
-      shed: sum("shed"),
-      left: sum("left_early"),
-      stale: sum("stale"),
-      staleIfError: sum("stale_if_error"),
-      defaultedSections: sum("defaulted_sections"),
+      ...pageCounts(summed),
+      stale: num(summed.stale),
+      staleIfError: num(summed.stale_if_error),
+      defaultedSections: num(summed.defaulted_sections),
       tiers: totalTiers,
       hitRatio: ratio(hits(totalTiers), answers(totalTiers)),
       originFetches,
       originErrors: origin.reduce((total, row) => total + num(row.errors), 0),
       originShed: origin.reduce((total, row) => total + num(row.shed), 0),
       originFetchesPerPage: ratio(originFetches, totalPages),
-      l2CallsPerPage: ratio(sum("l2_calls"), totalPages),
+      l2CallsPerPage: ratio(num(summed.l2_calls), totalPages),
       purges: {
         arrivals: allReach.reduce((total, item) => total + item.weight, 0),
         p50Ms: quantile(allReach, 0.5),

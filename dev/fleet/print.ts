@@ -104,25 +104,11 @@ export function printFigures(figures: FleetFigures): string {
   );
   if (figures.minutes.length > 1) {
     out.push("");
-    out.push(
-      chart(
-        "Hit ratio",
-        figures,
-        (m) => m.hitRatio,
-        (v) => pct(v),
-      ),
-    );
+    out.push(chart("Hit ratio", figures, (m) => m.hitRatio, pct));
     out.push(chart("Pages", figures, (m) => m.pages, count));
     out.push(chart("503 (shed or failed)", figures, (m) => m.unavailable, count));
     out.push(chart("Origin calls", figures, (m) => m.originFetches, count));
-    out.push(
-      chart(
-        "Purge reach p99",
-        figures,
-        (m) => m.purgeReachP99Ms,
-        (v) => ms(v),
-      ),
-    );
+    out.push(chart("Purge reach p99", figures, (m) => m.purgeReachP99Ms, ms));
   }
   out.push("");
   out.push("Origin calls by service and outcome:");
