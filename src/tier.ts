@@ -78,7 +78,7 @@ const tiers = new WeakMap<object, TierServices | ConfigError>();
 
 export function createTier(config: Config, clock: Clock = systemClock, fleetDataset?: FleetDataset): TierServices {
   const metrics = createMetrics({ clock });
-  const fleet = createFleet(fleetDataset, { isolateId: metrics.isolateId, pageSample: config.fleetPageSample });
+  const fleet = createFleet(fleetDataset, { isolateId: metrics.isolateId, pageSample: config.fleetPageSample, clock });
   const originLimiter = createLimiter({
     maxConcurrent: config.originMaxConcurrent,
     maxQueued: DEFAULTS.originMaxQueued,

@@ -15,7 +15,9 @@ import type { Served } from "../cache/served";
 import type { OriginFailure } from "../origin/failure";
 import type { ResourceName } from "../origin/resources";
 import type { BreakerState } from "../shared/breaker";
-import { logEvent } from "../shared/log";
+import type { Clock } from "../shared/clock";
+import { createRateLimitedLog } from "../shared/log";
+import { DEFAULTS } from "../config/defaults";
 import { callsOfThisInvocation } from "../shared/subrequests";
 import { BLOB, DOUBLE, type FleetOutcome, type PointKind, resourceBlob } from "./fleetPoints";
 
@@ -53,6 +55,7 @@ export interface FleetOptions {
   isolateId: string;
   /** One in this many plain pages (every part fresh from L1) is written. */
   pageSample: number;
+  clock: Clock;
   random?: () => number;
 }
 
@@ -69,7 +72,7 @@ export function createFleet(dataset: FleetDataset | undefined, options: FleetOpt
   const random = options.random ?? Math.random;
   // An isolate runs in one location: learned from its pages, named on its other points.
   let colo = NO_COLO;
-  let failures = 0;
+  const failureLog = createRateLimitedLog({ intervalMs: DEFAULTS.logEveryMs, clock: options.clock });
 
   function write(kind: PointKind, blobs: Record<number, string>, doubles: Record<number, number>, background?: Background): void {
     if (!dataset) return;
@@ -87,7 +90,7 @@ export function createFleet(dataset: FleetDataset | undefined, options: FleetOpt
       if (delivery) background!(delivery);
     } catch (error) {
       // A point the platform refuses costs the fleet view one point, never the page.
-      if (failures++ % 1000 === 0) logEvent("fleet_write_failed", { kind, message: String(error), failures }, "warn");
+      failureLog(kind, "fleet_write_failed", { kind, message: String(error) }, "warn");
     }
   }
 

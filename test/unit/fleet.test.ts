@@ -3,6 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { createFleet, type FleetDataset, type FleetPage } from "../../src/observability/fleet";
 import { BLOB, DOUBLE, resourceBlob } from "../../src/observability/fleetPoints";
+import { fakeClock } from "../support/fakes";
 
 function recording(): FleetDataset & { points: AnalyticsEngineDataPoint[] } {
   const points: AnalyticsEngineDataPoint[] = [];
@@ -22,7 +23,7 @@ const none = () => undefined;
 describe("the fleet's data points", () => {
   it("write a page's outcome, status and the tier of each resource in their columns, and the isolate and its colo", () => {
     const dataset = recording();
-    const fleet = createFleet(dataset, { isolateId: "iso1", pageSample: 1 });
+    const fleet = createFleet(dataset, { isolateId: "iso1", pageSample: 1, clock: fakeClock() });
     fleet.page(
       {
         ...plain,
@@ -70,7 +71,7 @@ describe("the fleet's data points", () => {
     const dataset = recording();
     let draw = 0;
     // Draws 0.05, 0.15, … 0.95: one in ten falls under 1/10.
-    const fleet = createFleet(dataset, { isolateId: "iso1", pageSample: 10, random: () => ((draw++ % 10) + 0.5) / 10 });
+    const fleet = createFleet(dataset, { isolateId: "iso1", pageSample: 10, clock: fakeClock(), random: () => ((draw++ % 10) + 0.5) / 10 });
     for (let i = 0; i < 100; i++) fleet.page(plain, undefined, none);
     expect(dataset.points).toHaveLength(10);
     expect(dataset.points.every((point) => point.doubles![DOUBLE.weight - 1] === 10)).toBe(true);
@@ -88,8 +89,8 @@ describe("the fleet's data points", () => {
         throw new TypeError("too many blobs");
       },
     };
-    expect(() => createFleet(refusing, { isolateId: "i", pageSample: 1 }).page(plain, undefined, none)).not.toThrow();
-    expect(() => createFleet(undefined, { isolateId: "i", pageSample: 1 }).origin("product", "timeout")).not.toThrow();
+    expect(() => createFleet(refusing, { isolateId: "i", pageSample: 1, clock: fakeClock() }).page(plain, undefined, none)).not.toThrow();
+    expect(() => createFleet(undefined, { isolateId: "i", pageSample: 1, clock: fakeClock() }).origin("product", "timeout")).not.toThrow();
   });
 
   it("takes the local recorder's delivery only where a request can keep it alive", () => {
@@ -104,7 +105,7 @@ describe("the fleet's data points", () => {
         },
       }),
     };
-    const fleet = createFleet(dataset, { isolateId: "i", pageSample: 1 });
+    const fleet = createFleet(dataset, { isolateId: "i", pageSample: 1, clock: fakeClock() });
     fleet.origin("product", "found");
     expect(offered).toBe(0);
     fleet.page(plain, undefined, (work) => void kept.push(work));

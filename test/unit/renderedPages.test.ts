@@ -46,7 +46,7 @@ function setup() {
   const cache = createReadThrough({ config, origin, l2: null, clock });
   const pageReads: PageRead[] = [];
   const metrics = createMetrics({ clock });
-  const fleet = createFleet(undefined, { isolateId: metrics.isolateId, pageSample: 1 });
+  const fleet = createFleet(undefined, { isolateId: metrics.isolateId, pageSample: 1, clock });
   const tier: TierServices = {
     config,
     cache,
