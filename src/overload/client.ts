@@ -12,8 +12,9 @@ export function clientOf(connectingIp: string | null | undefined): string {
   const ip = connectingIp?.trim() ?? "";
   if (IPV4.test(ip)) return ip;
   if (!IPV6.test(ip) || !ip.includes(":")) return UNKNOWN;
-  const [head = "", tail] = ip.split("::");
-  if (ip.split("::").length > 2) return UNKNOWN;
+  const halves = ip.split("::");
+  if (halves.length > 2) return UNKNOWN;
+  const [head = "", tail] = halves;
   const front = head ? head.split(":") : [];
   const back = tail ? tail.split(":") : [];
   // The first four groups, with "::" standing for as many zero groups as the address lacks.
