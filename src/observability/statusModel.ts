@@ -9,7 +9,6 @@ import type { L2ValueStats } from "../cache/l2/l2Entries";
 import type { LocationStats } from "../cache/location/location";
 import type { FillStats } from "../cache/readThrough";
 import type { Config } from "../config";
-import { DEFAULTS } from "../config/defaults";
 import type { KnownIdsState } from "../knownIds";
 import type { Overload } from "../overload";
 import type { PurgeWatcherStatus } from "../invalidation/watcher";
@@ -82,8 +81,6 @@ export interface StatusModel {
   overload: StatusSources["overload"] & {
     shedLagMs: number;
     coldPagesMax: number;
-    mostlyColdPages: number;
-    mostlyColdLagMs: number;
     backgroundFillsMax: number;
     departureHoldMaxMs: number;
   };
@@ -172,8 +169,6 @@ export function buildStatus(sources: StatusSources): StatusModel {
       ...sources.overload,
       shedLagMs: config.shedLagMs,
       coldPagesMax: config.coldPagesMax,
-      mostlyColdPages: DEFAULTS.mostlyColdPages,
-      mostlyColdLagMs: DEFAULTS.mostlyColdLagMs,
       backgroundFillsMax: config.backgroundFillsMax,
       departureHoldMaxMs: config.departureHoldMaxMs,
     },
