@@ -101,8 +101,21 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
   });
   const overload = createOverload({
     clock,
-    targetLagMs: config.shedLagMs,
+    maxLagMs: config.shedLagMs,
     maxColdPages: config.coldPagesMax,
+    minColdPages: DEFAULTS.coldPagesAlways,
+    patienceMs: DEFAULTS.coldPagePatienceMs,
+    patientColdPages: DEFAULTS.coldPagesPatient,
+    mostlyCold: {
+      coldPages: DEFAULTS.mostlyColdPages,
+      lagMs: DEFAULTS.mostlyColdLagMs,
+      share: DEFAULTS.mostlyColdShare,
+      windowMs: DEFAULTS.mostlyColdWindowMs,
+      minPages: DEFAULTS.mostlyColdMinPages,
+    },
+    lastChance: { afterShare: DEFAULTS.lastChanceAfterShare, perSecond: DEFAULTS.lastChancePagesPerSecond },
+    paceMs: DEFAULTS.coldPagePaceMs,
+    paceBurst: DEFAULTS.coldPagesPaceBurst,
     maxColdPagesQueued: DEFAULTS.coldPagesQueued,
     coldPageWaitMs: config.coldPageWaitMs,
     // A page's read fills its subject, then the other parts: two fills at most, one after the other.

@@ -84,7 +84,7 @@ export interface Config {
   purgePollMs: number;
   /** Subrequests one invocation may make (the plan's limit, less a margin; see shared/subrequests.ts). */
   maxSubrequests: number;
-  /** The lag the adaptive limit of cold pages aims at, ms (overload/coldLimit.ts). */
+  /** Lag past which pages that need new work are shed (overload/admission.ts). */
   shedLagMs: number;
   /** Pages needing new work in progress at once, at most; more wait for their turn, then are shed. */
   coldPagesMax: number;
@@ -362,7 +362,7 @@ export function parseConfig(env: Env): Config {
     originMaxConcurrent: number("ORIGIN_MAX_CONCURRENT", 4, 2000, DEFAULTS.originMaxConcurrent),
     purgePollMs: number("PURGE_POLL_MS", 100, 60_000, DEFAULTS.purgePollMs),
     maxSubrequests: number("MAX_SUBREQUESTS", 20, 10_000, DEFAULTS.maxSubrequests),
-    shedLagMs: number("SHED_LAG_MS", 1, 1000, DEFAULTS.shedLagMs),
+    shedLagMs: number("SHED_LAG_MS", 5, 10_000, DEFAULTS.shedLagMs),
     coldPagesMax: number("COLD_PAGES_MAX", 1, 10_000, DEFAULTS.coldPagesMax),
     coldPageWaitMs: number("COLD_PAGE_WAIT_MS", 0, 10_000, DEFAULTS.coldPageWaitMs),
     backgroundFillsMax: number("BACKGROUND_FILLS_MAX", 0, 10_000, DEFAULTS.backgroundFillsMax),

@@ -9,6 +9,7 @@ import type { L2ValueStats } from "../cache/l2/l2Entries";
 import type { LocationStats } from "../cache/location/location";
 import type { FillStats } from "../cache/readThrough";
 import type { Config } from "../config";
+import { DEFAULTS } from "../config/defaults";
 import type { KnownIdsState } from "../knownIds";
 import type { Overload } from "../overload";
 import type { PurgeWatcherStatus } from "../invalidation/watcher";
@@ -81,6 +82,8 @@ export interface StatusModel {
   overload: StatusSources["overload"] & {
     shedLagMs: number;
     coldPagesMax: number;
+    mostlyColdPages: number;
+    mostlyColdLagMs: number;
     backgroundFillsMax: number;
     departureHoldMaxMs: number;
   };
@@ -169,6 +172,8 @@ export function buildStatus(sources: StatusSources): StatusModel {
       ...sources.overload,
       shedLagMs: config.shedLagMs,
       coldPagesMax: config.coldPagesMax,
+      mostlyColdPages: DEFAULTS.mostlyColdPages,
+      mostlyColdLagMs: DEFAULTS.mostlyColdLagMs,
       backgroundFillsMax: config.backgroundFillsMax,
       departureHoldMaxMs: config.departureHoldMaxMs,
     },

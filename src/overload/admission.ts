@@ -1,34 +1,56 @@
-// Admission of new work (docs/architecture.md#overload): one controller. A
-// page that L1 can serve is always served, never queued. A page that needs
-// new work (an L1 miss: an L2 read, a lock claim, an origin fetch) takes a
-// place among the cold pages in progress, as many as an adaptive limit
-// allows (./coldLimit.ts: Gradient2's update, steered by how late the
-// isolate runs against SHED_LAG_MS; COLD_PAGES_MAX at most).
+// Admission of new work (docs/architecture.md#overload): a page that L1 can
+// serve is always served; a page that needs new work (an L1 miss: an L2 read,
+// a lock claim, an origin fetch) starts it only while the isolate keeps up:
+// while it runs at most SHED_LAG_MS late (./lag.ts), with fewer than
+// COLD_PAGES_MAX such pages in progress.
 //
-// Past the limit it waits for its turn, off the CPU (on its own timers;
-// shared/limiter.ts), in an order fair per client (./fairShare.ts: the
-// client holding fewest cold pages first), for COLD_PAGE_WAIT_MS at most.
-// Under overload a flood's pages wait less, as in Facebook's controlled
-// delay ("Fail at Scale", after CoDel): while the queue has not emptied for
-// an interval and the isolate runs late, a page that has waited an interval
-// gives its place up if its client holds more cold pages than the isolate's
-// whole limit. A queue that stands is not absorbing a burst, and a client
-// that alone could fill the isolate (a flood whose visitors left unseen, a
-// crawl) is shed past that (its copy, or a quick 503 with Retry-After;
-// cache/pageSteps.ts, shedPage) rather than held: a waiting page costs the
-// isolate its looks. Clients that hold a few pages each (visitors, closed
-// loops of a few connections) wait their turn, COLD_PAGE_WAIT_MS at most.
-// A page with a copy usable on error does not wait.
+// Every request an isolate takes queues behind the work already in it, and
+// a cold page's work (replies to parse, a page to render) lands in that
+// queue. Holding new cold work back while the isolate runs late keeps the
+// queue that cached pages wait in short, whoever fills it: a crawler, a
+// flood of first views, visitors who leave. While it runs late, only
+// minColdPages cold pages are in progress, so that they never stop
+// altogether, and a page held back for patienceMs goes while fewer than
+// patientColdPages are in progress: under clients that keep the isolate late
+// for good with cached pages, cold pages are late, not refused. (An
+// allowance that shrank while the isolate ran late and grew back while it
+// kept up, as TCP's window, was tried: under a closed-loop load that kept
+// the isolate late whatever the cold pages did, it sat at its floor and shed
+// 16-18% of a soak's pages, against 4% for this gate.)
 //
+// While most recent pages start new work (a crawler, a flood of first
+// views), the cold pages are what makes the isolate late, and what waits
+// ahead of a cached page is what the cold pages in progress have landed in
+// the queue: past mostlyCold.coldPages in progress, another starts only
+// while the lag is all but nothing (mostlyCold.lagMs), never on patience.
+// The lag meter follows the queue a round trip late; the count bounds it at
+// once.
+//
+// A page held back waits for its turn on its own timers, which costs the
+// CPU nothing, in a bounded queue for a bounded time (COLD_PAGE_WAIT_MS;
+// shared/limiter.ts); a page with a copy usable on error does not wait.
+// Past either bound it is shed: its copy, or a quick 503 with Retry-After
+// (cache/pageSteps.ts, shedPage). Near the end of its wait, a page with
+// nothing to show gets a last chance: a few such pages a second go whatever
+// the bounds (a budget of cold work any isolate can afford), so that a
+// saturated isolate whose queue is not growing (closed-loop visitors, a
+// restart under ordinary traffic: the count bounds hold its cold pages back
+// while cached ones keep it late) makes its visitors wait, not fail; past
+// the budget (an overload that lasts) pages are shed as before. A
+// closed-loop client (a crawler) whose pages wait sends less meanwhile,
+// which is how the lag comes back down.
 // Before all this, while most cold pages' visitors leave before their
 // answer, a page with no copy is held (./patience.ts): whoever leaves within
-// the hold never takes a place here.
+// the hold never takes a place here. Waiting pages go in the order of their
+// clients' share of the cold work (./fairShare.ts): the client holding
+// fewest first, so that a flood or a crawl waits behind everybody else.
 import { createLimiter, LimiterFull } from "../shared/limiter";
+import { createTokenBucket } from "../shared/tokenBucket";
 import type { Clock } from "../shared/clock";
 import type { LagMeter } from "./lag";
 import type { Patience } from "./patience";
-import { createColdLimit } from "./coldLimit";
 import { createFairShare } from "./fairShare";
+import { createWindowCounts } from "./window";
 
 export interface AdmissionOptions {
   clock: Clock;
@@ -36,10 +58,41 @@ export interface AdmissionOptions {
   /** The hold of cold pages during a departing flood (./patience.ts), and its longest. */
   patience: Patience;
   maxHoldMs: number;
-  /** The lag the limit holds cold work to, ms (SHED_LAG_MS). */
-  targetLagMs: number;
-  /** The limit's ceiling: cold pages in progress at once (COLD_PAGES_MAX). */
+  /** New work starts only while the lag is at most this, in ms (SHED_LAG_MS). */
+  maxLagMs: number;
+  /** Pages needing new work in progress at once (COLD_PAGES_MAX). */
   maxColdPages: number;
+  /**
+   * Pages needing new work that may be in progress whatever the lag: cold
+   * pages keep moving while pages in L1 alone keep the isolate late (a
+   * closed-loop load), at a CPU share these few cannot make large.
+   */
+  minColdPages: number;
+  /**
+   * A page held back this long goes while fewer than `patientColdPages` are
+   * in progress, whatever the lag: under a load that keeps the isolate late
+   * for good (closed-loop clients of cached pages), cold pages are late,
+   * never refused; a client that only asks for cold pages (a crawler) is
+   * slowed by the wait.
+   */
+  patienceMs: number;
+  patientColdPages: number;
+  /**
+   * While most of the isolate's recent pages start new work (a crawler, a
+   * flood of first views: `share` of the pages of the last `windowMs`, and
+   * `minPages` of them at least), at most `coldPages` are in progress at
+   * once beyond which the lag must be at most `lagMs`.
+   */
+  mostlyCold: { coldPages: number; lagMs: number; share: number; windowMs: number; minPages: number };
+  /**
+   * A page that has waited `afterShare` of coldPageWaitMs goes whatever the
+   * other bounds (not `maxColdPages`), `perSecond` of them at most (a token
+   * bucket of `perSecond` tokens); 0: none.
+   */
+  lastChance: { afterShare: number; perSecond: number };
+  /** Pages held back start one per `paceMs` at most (`paceBurst` after a pause), oldest first: see shared/limiter.ts. */
+  paceMs: number;
+  paceBurst: number;
   /** Pages that may wait for their turn, and how long each may wait (COLD_PAGE_WAIT_MS). */
   maxColdPagesQueued: number;
   coldPageWaitMs: number;
@@ -47,21 +100,21 @@ export interface AdmissionOptions {
   coldPageLeaseMs: number;
 }
 
-/** Why a cold page was shed: it gave its place up in a standing queue while the isolate ran late, or no slot came free (or the queue was full). */
+/** Why a cold page was shed: the isolate ran late all the while it could wait, or no slot came free (or the queue was full). */
 type ShedReason = "lagging" | "busy";
-
-/** CoDel's interval: a queue that has not emptied for this long stands, and under it a page waits this long at most. */
-const STANDING_MS = 100;
 
 export interface AdmissionStats {
   lagMs: number;
-  /** Cold pages that may be in progress now (the adaptive limit). */
-  limit: number;
   /** Clients with cold pages in admission's hands now (held, waiting or in progress). */
   clients: number;
   coldPages: number;
   coldPagesQueued: number;
+  /** Whether most recent pages start new work (the tighter bound holds), and the pages started while they did. */
+  mostlyCold: boolean;
+  startedMostlyCold: number;
   admitted: number;
+  /** Of those, pages let go at their last chance (the budget past the other bounds). */
+  lastChance: number;
   shed: Record<ShedReason, number>;
   /** What the shed pages got: every part from a copy usable on error, or a part missing (a 503, or a section's default). */
   shedServedStale: number;
@@ -77,27 +130,53 @@ export interface Admission {
    * who asks (./client.ts), for the order of the waiting pages.
    */
   admit<T>(work: () => Promise<T>, wait: boolean, visitor?: AbortSignal, client?: string): Promise<T | ShedReason | "left">;
+  /** A page was read with no new work (all of it from L1, or joining work under way). */
+  noteNoWork(): void;
   /** What a shed page got. */
   noteShed(outcome: "stale" | "refused"): void;
   stats(): AdmissionStats;
 }
 
 export function createAdmission(options: AdmissionOptions): Admission {
-  const { clock, lag, patience } = options;
-  const limit = createColdLimit({ clock, targetMs: options.targetLagMs, ceiling: options.maxColdPages });
+  const { clock, lag, patience, maxLagMs, minColdPages, patienceMs, patientColdPages } = options;
+  const keepingUp = () => lag.lagMs() <= maxLagMs;
   const fair = createFairShare(clock);
   /** The longest a cold page is in admission's hands: its hold, its wait and its work. */
   const pageLeaseMs = options.maxHoldMs + options.coldPageWaitMs + options.coldPageLeaseMs;
-  const counts = { admitted: 0, shed: { lagging: 0, busy: 0 }, shedServedStale: 0, shedRefused: 0 };
-  const look = () => limit.observe(lag.lagMs(), slots.inFlight);
+  const counts = { admitted: 0, lastChance: 0, startedMostlyCold: 0, shed: { lagging: 0, busy: 0 }, shedServedStale: 0, shedRefused: 0 };
+  const pages = createWindowCounts(clock, options.mostlyCold.windowMs, ["started", "noWork"] as const);
+  const mostlyCold = () => {
+    const { started, noWork } = pages.counts();
+    return started + noWork >= options.mostlyCold.minPages && started >= options.mostlyCold.share * (started + noWork);
+  };
+  const lastChanceAfterMs = options.lastChance.afterShare * options.coldPageWaitMs;
+  const { perSecond } = options.lastChance;
+  /** Last chances left now; none when there are none to give. */
+  const lastChances = perSecond > 0 && options.coldPageWaitMs > 0 ? createTokenBucket({ everyMs: 1000 / perSecond, burst: perSecond, clock }) : null;
+  /** Takes a last chance for a page that waited `waitedMs`, if it may have one. */
+  const lastChance = (waitedMs: number) => {
+    if (!lastChances || waitedMs < lastChanceAfterMs || lastChances.available() < 1) return false;
+    // Spent on the yes: the slot is all but certain to follow (maxColdPages is far from full when the other bounds say no).
+    lastChances.spend();
+    counts.lastChance++;
+    return true;
+  };
+  const admits = (waitedMs: number) => {
+    const inFlight = slots.inFlight;
+    if (inFlight < minColdPages) return true;
+    if (inFlight >= options.mostlyCold.coldPages && mostlyCold()) {
+      return lag.lagMs() <= options.mostlyCold.lagMs || lastChance(waitedMs);
+    }
+    return keepingUp() || (waitedMs >= patienceMs && inFlight < patientColdPages) || lastChance(waitedMs);
+  };
   const slots = createLimiter({
     maxConcurrent: options.maxColdPages,
     maxQueued: options.maxColdPagesQueued,
     maxWaitMs: options.coldPageWaitMs,
     maxHoldMs: options.coldPageLeaseMs,
-    admits: () => (look(), slots.inFlight < limit.limit()),
-    givesUp: (waitedMs, client) =>
-      waitedMs >= STANDING_MS && limit.late() && clock.now() - slots.lastEmptyAt >= STANDING_MS && fair.holding(client) > limit.limit(),
+    paceMs: options.paceMs,
+    paceBurst: options.paceBurst,
+    admits,
     // A page whose visitor left is in progress for nobody: what is left of it is background work.
     freeWhenCallerLeaves: true,
     rank: (client) => fair.holding(client),
@@ -111,6 +190,8 @@ export function createAdmission(options: AdmissionOptions): Admission {
         () => {
           started = true;
           counts.admitted++;
+          pages.note("started");
+          if (mostlyCold()) counts.startedMostlyCold++;
           return work();
         },
         { waitMs: wait ? options.coldPageWaitMs : 0, caller: visitor, key: client },
@@ -120,7 +201,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
       if (!(error instanceof LimiterFull) || started) throw error;
       // A visitor who left while waiting was not shed: nobody is answered (overload/departures.ts counts the page).
       if (visitor?.aborted) return "left";
-      const reason = limit.late() ? "lagging" : "busy";
+      const reason = keepingUp() ? "busy" : "lagging";
       counts.shed[reason]++;
       return reason;
     }
@@ -144,16 +225,17 @@ export function createAdmission(options: AdmissionOptions): Admission {
         release();
       }
     },
+    noteNoWork: () => pages.note("noWork"),
     noteShed(outcome) {
       if (outcome === "stale") counts.shedServedStale++;
       else counts.shedRefused++;
     },
     stats: () => ({
       lagMs: lag.lagMs(),
-      limit: limit.limit(),
       clients: fair.clients(),
       coldPages: slots.inFlight,
       coldPagesQueued: slots.queued,
+      mostlyCold: mostlyCold(),
       ...counts,
       shed: { ...counts.shed },
     }),

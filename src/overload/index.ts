@@ -1,8 +1,7 @@
 // An isolate under more load than it can take (docs/architecture.md#overload):
-// how late it runs (./lag.ts), which pages may start new work and when
-// (./admission.ts, with its adaptive limit, ./coldLimit.ts), how long a cold
-// page is held while most visitors leave (./patience.ts), and what becomes
-// of work whose visitors left (./departures.ts).
+// how late it runs (./lag.ts), which pages may start new work (./admission.ts),
+// how long a cold page is held while most visitors leave (./patience.ts), and
+// what becomes of work whose visitors left (./departures.ts).
 import { createAdmission, type Admission, type AdmissionOptions, type AdmissionStats } from "./admission";
 import { createDepartures, type Departures, type DeparturesOptions, type DepartureStats } from "./departures";
 import { createLagMeter, type LagMeter } from "./lag";

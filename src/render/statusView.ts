@@ -308,11 +308,11 @@ function overloadView(overload: StatusModel["overload"]) {
   const { admission, departures, hold } = overload;
   const shed = admission.shed.lagging + admission.shed.busy;
   return {
-    lag: `${count(admission.lagMs)} ms (the limit of cold pages aims at ${count(overload.shedLagMs)} ms)`,
+    lag: `${count(admission.lagMs)} ms (sheds past ${count(overload.shedLagMs)} ms)`,
     lagClass: admission.lagMs > overload.shedLagMs ? "bad" : "ok",
-    coldPages: `${count(admission.coldPages)} of a limit of ${count(admission.limit)} now (at most ${count(overload.coldPagesMax)}); ${count(admission.coldPagesQueued)} waiting for their turn`,
-    admitted: count(admission.admitted),
-    shed: `${count(shed)} (${count(admission.shed.lagging)} gave their place up in a standing queue while the isolate ran late, ${count(admission.shed.busy)} with no slot within their wait or no room to wait): ${count(admission.shedServedStale)} served from a copy, ${count(admission.shedRefused)} with a part missing (503 or a default)`,
+    coldPages: `${count(admission.coldPages)} of ${count(overload.coldPagesMax)}; ${count(admission.coldPagesQueued)} waiting for their turn${admission.mostlyCold ? `; most recent pages are cold: past ${count(overload.mostlyColdPages)} in progress, another starts only while the lag is at most ${count(overload.mostlyColdLagMs)} ms` : ""}`,
+    admitted: `${count(admission.admitted)} (${count(admission.startedMostlyCold)} while most pages were cold; ${count(admission.lastChance)} at their last chance, past the other bounds)`,
+    shed: `${count(shed)} (${count(admission.shed.lagging)} while lagging, ${count(admission.shed.busy)} with no slot or no room to wait): ${count(admission.shedServedStale)} served from a copy, ${count(admission.shedRefused)} with a part missing (503 or a default)`,
     shedClass: shed > 0 ? "warn" : "ok",
     pagesLeft: count(departures.pagesLeft),
     hold:

@@ -12,6 +12,7 @@
 // and its place in the queue lapses with its wait. A waiter looks for a
 // free slot on timers of its own, oldest first: no request ever wakes another.
 import { createLeaseTable, pollUntil } from "../shared/leases";
+import { createTokenBucket } from "./tokenBucket";
 
 export interface LimiterOptions {
   /** Fetches in flight at once. */
@@ -27,18 +28,12 @@ export interface LimiterOptions {
    */
   maxHoldMs?: number;
   /**
-   * Whether a slot may be granted now at all, whatever the count (admission:
-   * while fewer cold pages than its adaptive limit are in progress). Waiters
-   * look again on their timers.
+   * Whether a slot may be granted now at all, whatever the count, to a
+   * caller that has waited `waitedMs` so far (admission: while the isolate
+   * keeps up, or to a page held back long enough). Waiters look again on
+   * their timers.
    */
-  admits?: () => boolean;
-  /**
-   * Whether a waiter whose call is `key`'s and has waited `waitedMs` gives
-   * its place up now, before its wait is over (admission: under overload,
-   * the pages of a client that holds more than the isolate's whole limit).
-   * Looked at on the waiter's own timers.
-   */
-  givesUp?: (waitedMs: number, key: string) => boolean;
+  admits?: (waitedMs: number) => boolean;
   /**
    * A holder whose caller leaves (its `caller` signal aborts) gives its slot
    * back then, not at its lease's deadline. For admission: what is left of a
@@ -47,6 +42,16 @@ export interface LimiterOptions {
    * finishing in the background still uses.
    */
   freeWhenCallerLeaves?: boolean;
+  /**
+   * Callers that waited get their slots one per `paceMs` at most, oldest
+   * first (a burst of `paceBurst` after a pause), however many a yes from
+   * `admits` would let go at once. For admission: pages held back while the
+   * isolate ran late, let go together the moment it keeps up again, made it
+   * late again at once (their replies and renders land together), and the
+   * cached pages queued behind them paid for it. Unset: no pacing.
+   */
+  paceMs?: number;
+  paceBurst?: number;
   /**
    * The order of the waiters: a waiter whose key ranks lower goes first, the
    * oldest first among equals (admission: the client holding fewest cold
@@ -84,8 +89,6 @@ export interface Limiter {
   readonly queued: number;
   /** Slots taken back from holders past their deadline: requests that vanished holding one. */
   readonly reclaimed: number;
-  /** When the queue was last seen empty (now, while it is): a queue that has not emptied for a while is standing. */
-  readonly lastEmptyAt: number;
 }
 
 /**
@@ -112,8 +115,9 @@ export function createLimiter({
   maxWaitMs,
   maxHoldMs = DEFAULT_MAX_HOLD_MS,
   admits = () => true,
-  givesUp = () => false,
   freeWhenCallerLeaves = false,
+  paceMs = 0,
+  paceBurst = 1,
   rank,
   clock = { now: () => Date.now() },
 }: LimiterOptions): Limiter {
@@ -123,10 +127,11 @@ export function createLimiter({
   /** Callers waiting for a slot, oldest first; each place lapses with its caller's wait. */
   const waiting = createLeaseTable<number, string>({ clock, capacity: maxQueued });
   let nextTicket = 0;
-  let lastEmptyAt = clock.now();
-  const noteEmpty = () => {
-    if (waiting.size() === 0) lastEmptyAt = clock.now();
-  };
+  /** Slots waiters may take now under the pace; none without one. */
+  const pace = paceMs > 0 ? createTokenBucket({ everyMs: paceMs, burst: paceBurst, clock }) : null;
+
+  /** How many of the oldest waiters the pace lets through now (Infinity unpaced). */
+  const paceRoom = () => pace?.available() ?? Number.POSITIVE_INFINITY;
 
   const refreshRoom = () => (waiting.size() === 0 ? Math.max(0, refreshSlots - slots.size()) : 0);
 
@@ -161,12 +166,14 @@ export function createLimiter({
    * look): the queue is walked only when there are fewer free slots than
    * waiters, to find whether this one is among the first.
    */
-  function slotFor(ticket: number, key: string, holdMs: number): true | undefined {
-    if (!admits()) return undefined;
-    const room = maxConcurrent - slots.size();
+  function slotFor(ticket: number, key: string, holdMs: number, waitedMs: number): true | undefined {
+    if (!admits(waitedMs)) return undefined;
+    const room = Math.min(maxConcurrent - slots.size(), paceRoom());
     if (room <= 0) return undefined;
     if (room < waiting.size() && ahead(ticket, key) >= room) return undefined;
-    return slots.take(ticket, clock.now() + holdMs, true) || undefined;
+    if (!slots.take(ticket, clock.now() + holdMs, true)) return undefined;
+    pace?.spend();
+    return true;
   }
 
   /**
@@ -180,24 +187,20 @@ export function createLimiter({
     const giveUpAt = askedAt + waitedMs;
     if (!waiting.take(ticket, giveUpAt, key)) throw new LimiterFull(`queue full (${maxQueued} waiting)`);
     let left = false;
-    let gaveUp = false;
     const look = () => {
       if (caller?.aborted) return (left = true);
-      const slot = slotFor(ticket, key, holdMs);
-      if (slot || !givesUp(clock.now() - askedAt, key)) return slot;
-      return (gaveUp = true);
+      return slotFor(ticket, key, holdMs, clock.now() - askedAt);
     };
     // A cancelled request's timers may never fire again: its place goes as its caller leaves, not when its wait would have ended.
     const onLeave = () => waiting.release(ticket, key);
     caller?.addEventListener("abort", onLeave, { once: true });
     try {
-      if ((await pollUntil(look, giveUpAt, clock.now)) && !left && !gaveUp) return;
+      if ((await pollUntil(look, giveUpAt, clock.now)) && !left) return;
     } finally {
       caller?.removeEventListener("abort", onLeave);
       waiting.release(ticket, key);
-      noteEmpty();
     }
-    throw new LimiterFull(left ? "the caller left while it waited" : gaveUp ? "gave its place up" : `no slot within ${waitedMs} ms`);
+    throw new LimiterFull(left ? "the caller left while it waited" : `no slot within ${waitedMs} ms`);
   }
 
   return {
@@ -205,9 +208,8 @@ export function createLimiter({
       const ticket = ++nextTicket;
       const hold = Math.max(1, Math.min(holdMs, maxHoldMs));
       if (priority === "refresh" && refreshRoom() === 0) throw new LimiterFull("origin slots kept for visitors");
-      noteEmpty();
       // Waiters first: a newcomer does not overtake the queue.
-      const free = waiting.size() === 0 && admits() && slots.take(ticket, clock.now() + hold, true);
+      const free = waiting.size() === 0 && admits(0) && slots.take(ticket, clock.now() + hold, true);
       if (!free) await waitForSlot(ticket, key, hold, Math.max(0, Math.min(waitMs, maxWaitMs)), caller);
       // A cancelled request never runs its `finally`, but its signal's listeners do run when it aborts.
       const onLeave = () => slots.release(ticket, true);
@@ -229,10 +231,6 @@ export function createLimiter({
     },
     get reclaimed() {
       return slots.reclaimed;
-    },
-    get lastEmptyAt() {
-      noteEmpty();
-      return lastEmptyAt;
     },
   };
 }

@@ -416,10 +416,12 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
     overload: {
       admission: {
         lagMs: 12,
-        limit: 8,
         coldPages: 3,
         coldPagesQueued: 5,
         admitted: 900,
+        lastChance: 7,
+        mostlyCold: false,
+        startedMostlyCold: 0,
         clients: 3,
         shed: { lagging: 40, busy: 2 },
         shedServedStale: 30,
@@ -474,8 +476,8 @@ describe("status page", () => {
     expect(html).toContain("120 claims in 70 calls; 45 joined another request&#39;s call");
     expect(html).toMatch(/<dt>invalid values<\/dt><dd>2 <small>\(not valid entries: read as misses; 1 deleted\)/);
     // The shedding: what was shed and why, and the work of visitors who left.
-    expect(html).toContain("42 (40 gave their place up in a standing queue while the isolate ran late, 2 with no slot within their wait or no room to wait): 30 served from a copy, 12 with a part missing (503 or a default)");
-    expect(html).toContain("3 of a limit of 8 now (at most 256); 5 waiting for their turn");
+    expect(html).toContain("42 (40 while lagging, 2 with no slot or no room to wait): 30 served from a copy, 12 with a part missing (503 or a default)");
+    expect(html).toContain("3 of 256; 5 waiting for their turn");
     expect(html).toContain("75 pages not rendered; 60 fills stopped before a claim, poll or fetch");
     expect(html).toContain("9 written, 4 dropped past the budget; 1 of 16 now");
     expect(html).toContain("38 ms now (90.0% of recent cold pages left before their answer; at most 100 ms); 500 pages held, 470 of them left during the hold");

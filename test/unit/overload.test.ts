@@ -2,7 +2,6 @@
 // (docs/architecture.md#overload), with a clock moved by hand.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createAdmission } from "../../src/overload/admission";
-import { createColdLimit } from "../../src/overload/coldLimit";
 import { createDepartures } from "../../src/overload/departures";
 import { createLagMeter, type LagMeter } from "../../src/overload/lag";
 import { createPatience } from "../../src/overload/patience";
@@ -21,79 +20,22 @@ function admissionWith(bounds: Partial<Parameters<typeof createAdmission>[0]>) {
     lag: fixedLag(),
     patience: createPatience({ clock: { now: () => Date.now() }, departedShare: 0.5, maxHoldMs: 0, windowMs: 2000, minPages: 16 }),
     maxHoldMs: 0,
-    targetLagMs: 5,
+    maxLagMs: 30,
     maxColdPages: 4,
+    minColdPages: 0,
+    patienceMs: 10_000,
+    patientColdPages: 0,
+    paceMs: 0,
+    paceBurst: 1,
     maxColdPagesQueued: 4,
     coldPageWaitMs: 1000,
     coldPageLeaseMs: 10_000,
+    // Out of the way unless a test is about it: 1,000 pages in 2 s before it holds.
+    mostlyCold: { coldPages: 2, lagMs: 5, share: 0.5, windowMs: 2000, minPages: 1000 },
+    lastChance: { afterShare: 0.8, perSecond: 0 },
     ...bounds,
   });
 }
-
-describe("the adaptive limit of cold pages", () => {
-  /** A limit whose intervals the test steps through: each step, one look at `lagMs` with `inProgress` cold pages, 100 ms apart. */
-  function steppedLimit(ceiling: number) {
-    const clock = fakeClock();
-    const limit = createColdLimit({ clock, targetMs: 5, ceiling });
-    return {
-      limit,
-      step(lagMs: number, inProgress: number, times = 1) {
-        for (let i = 0; i < times; i++) {
-          limit.observe(lagMs, inProgress);
-          clock.advance(100);
-        }
-        limit.observe(lagMs, inProgress);
-        return limit.limit();
-      },
-    };
-  }
-
-  it("shrinks while each interval's smallest lag is over the target, to 8 and no lower while the isolate stays late", () => {
-    const { limit, step } = steppedLimit(256);
-    expect(limit.limit()).toBe(16);
-    const after = [1, 5, 100].map((times) => step(20, 16, times));
-    expect(after[0]).toBeLessThan(16);
-    expect(after[1]).toBeLessThan(after[0]!);
-    expect(after[2]).toBe(8);
-    expect(limit.late()).toBe(true);
-  });
-
-  it("follows the smallest lag of the interval, not a moment's: one late look among quick ones is no standing lag", () => {
-    const clock = fakeClock();
-    const limit = createColdLimit({ clock, targetMs: 5, ceiling: 256 });
-    for (let i = 0; i < 10; i++) {
-      limit.observe(200, 16);
-      clock.advance(50);
-      limit.observe(1, 16);
-      clock.advance(50);
-    }
-    limit.observe(1, 16);
-    expect(limit.late()).toBe(false);
-    expect(limit.limit()).toBeGreaterThan(16);
-  });
-
-  it("grows within the target while at least half used, up to its ceiling; not while unused", () => {
-    const unused = steppedLimit(256);
-    expect(unused.step(0, 2, 20)).toBe(16);
-    const used = steppedLimit(64);
-    const grown = [1, 10, 100].map((times) => used.step(0, 64, times));
-    expect(grown[0]).toBeGreaterThan(16);
-    expect(grown[1]).toBeGreaterThan(grown[0]!);
-    expect(grown[2]).toBe(64);
-  });
-
-  it("after a quiet spell, is no longer late", () => {
-    const clock = fakeClock();
-    const limit = createColdLimit({ clock, targetMs: 5, ceiling: 256 });
-    limit.observe(50, 16);
-    clock.advance(100);
-    limit.observe(50, 16);
-    expect(limit.late()).toBe(true);
-    clock.advance(5000);
-    limit.observe(50, 16);
-    expect(limit.late()).toBe(false);
-  });
-});
 
 describe("admission of pages that need new work", () => {
   afterEach(() => vi.useRealTimers());
@@ -107,7 +49,7 @@ describe("admission of pages that need new work", () => {
 
   it("lets waiting pages go by client, the client holding fewest cold pages first: a flood's waiting pages go after another client's", async () => {
     vi.useFakeTimers({ now: 0 });
-    const admission = admissionWith({ maxColdPages: 1, maxColdPagesQueued: 8, coldPageWaitMs: 5000 });
+    const admission = admissionWith({ clock: { now: () => Date.now() }, maxColdPages: 1, maxColdPagesQueued: 8, coldPageWaitMs: 5000 });
     const order: string[] = [];
     const first = heldWork();
     const running = admission.admit(first.work, true, undefined, "198.51.100.9");
@@ -134,84 +76,186 @@ describe("admission of pages that need new work", () => {
     expect(admission.stats()).toMatchObject({ admitted: 9, shed: { lagging: 0, busy: 0 }, clients: 0 });
   });
 
-  it("runs work at once within the limit, however late the isolate runs", async () => {
+  it("runs work at once while the isolate keeps up", async () => {
     const lag = fixedLag();
-    const admission = admissionWith({ clock: fakeClock(), lag });
+    const admission = admissionWith({
+      clock: fakeClock(),
+      lag,
+    });
     expect(await admission.admit(async () => "read", true)).toBe("read");
-    lag.set(300);
+    lag.set(30);
     expect(await admission.admit(async () => "read", false)).toBe("read");
-    expect(admission.stats()).toMatchObject({ admitted: 2, shed: { lagging: 0, busy: 0 }, coldPages: 0, limit: 4 });
+    expect(admission.stats()).toMatchObject({ admitted: 2, shed: { lagging: 0, busy: 0 }, coldPages: 0 });
   });
 
-  it("past the limit, a page waits: while its queue drains now and then, up to coldPageWaitMs, and it is served when a place frees", async () => {
+  it("holds new work back while the isolate runs late: a page waits for the lag to come down, or is shed once its wait is over", async () => {
     vi.useFakeTimers({ now: 0 });
-    const admission = admissionWith({ maxColdPages: 1, coldPageWaitMs: 1000 });
-    const first = heldWork();
-    const running = admission.admit(first.work, true);
+    const lag = fixedLag();
+    const clock = { now: () => Date.now() };
+    const admission = admissionWith({
+      clock,
+      lag,
+    });
+    lag.set(31);
     let ran = 0;
     const waiting = admission.admit(async () => ++ran, true);
     await vi.advanceTimersByTimeAsync(500);
     expect(ran).toBe(0);
     expect(admission.stats().coldPagesQueued).toBe(1);
-    first.release();
+    lag.set(10);
     await vi.advanceTimersByTimeAsync(20);
     expect(await waiting).toBe(1);
-    // Not late: a page waits its whole wait before it is shed, as no slot came.
-    const second = heldWork();
-    const holding = admission.admit(second.work, true);
+
+    lag.set(31);
     const shed = admission.admit(async () => ++ran, true);
-    await vi.advanceTimersByTimeAsync(990);
-    expect(admission.stats().coldPagesQueued).toBe(1);
-    await vi.advanceTimersByTimeAsync(30);
-    expect(await shed).toBe("busy");
+    await vi.advanceTimersByTimeAsync(1001);
+    expect(await shed).toBe("lagging");
     // A page with a copy to show does not wait.
-    expect(await admission.admit(async () => ++ran, false)).toBe("busy");
-    second.release();
-    await Promise.all([running, holding]);
+    expect(await admission.admit(async () => ++ran, false)).toBe("lagging");
     expect(ran).toBe(1);
-    expect(admission.stats()).toMatchObject({ admitted: 3, shed: { lagging: 0, busy: 2 } });
+    expect(admission.stats()).toMatchObject({ admitted: 1, shed: { lagging: 2, busy: 0 }, coldPagesQueued: 0 });
   });
 
-  it("under overload (the isolate late, the queue standing an interval), a page of a client holding more than the limit gives its place up after an interval; another client's waits its turn", async () => {
+  it("gives a page near the end of its wait a last chance, a few a second whatever the bounds; past that budget it is shed", async () => {
     vi.useFakeTimers({ now: 0 });
     const lag = fixedLag();
-    lag.set(50);
-    const admission = admissionWith({ lag, maxColdPages: 2, coldPageWaitMs: 2000 });
-    const [flood, visitor] = ["198.51.100.9", "203.0.113.7"];
-    const [first, second] = [heldWork(), heldWork()];
-    const running = [admission.admit(first.work, true, undefined, flood), admission.admit(second.work, true, undefined, flood)];
+    const admission = admissionWith({
+      clock: { now: () => Date.now() },
+      lag,
+      maxColdPages: 8,
+      maxColdPagesQueued: 8,
+      coldPageWaitMs: 1000,
+      lastChance: { afterShare: 0.8, perSecond: 1 },
+    });
+    lag.set(200); // late for good: no other rule lets a page go
     let ran = 0;
-    const shed = admission.admit(async () => ++ran, true, undefined, flood);
-    const waiting = admission.admit(async () => ++ran, true, undefined, visitor);
-    await vi.advanceTimersByTimeAsync(60);
-    expect(admission.stats().coldPagesQueued).toBe(2);
-    await vi.advanceTimersByTimeAsync(100);
-    expect(await shed).toBe("lagging");
-    expect(admission.stats().coldPagesQueued).toBe(1);
-    await vi.advanceTimersByTimeAsync(500);
+    const [first, second] = [admission.admit(async () => ++ran, true), admission.admit(async () => ++ran, true)];
+    await vi.advanceTimersByTimeAsync(790);
     expect(ran).toBe(0);
+    // At 80% of its wait the first page takes the one last chance of this second; the second page finds none left.
+    await vi.advanceTimersByTimeAsync(30);
+    expect(ran).toBe(1);
+    expect(await first).toBe(1);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(await second).toBe("lagging");
+    // A page with a copy to show does not wait, so it never reaches a last chance.
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(await admission.admit(async () => ++ran, false)).toBe("lagging");
+    expect(admission.stats()).toMatchObject({ admitted: 1, lastChance: 1, shed: { lagging: 2, busy: 0 } });
+  });
+
+  it("keeps minColdPages in progress whatever the lag: cold pages move while cached pages alone keep the isolate late", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const lag = fixedLag();
+    lag.set(500);
+    const clock = { now: () => Date.now() };
+    const admission = admissionWith({
+      clock,
+      lag,
+      maxColdPages: 8,
+      minColdPages: 2,
+    });
+    const [first, second] = [heldWork(), heldWork()];
+    const running = [admission.admit(first.work, true), admission.admit(second.work, true)];
+    const third = admission.admit(async () => "third", true);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(admission.stats()).toMatchObject({ coldPages: 2, coldPagesQueued: 1 });
     first.release();
     await vi.advanceTimersByTimeAsync(20);
-    expect(await waiting).toBe(1);
-    // Once the isolate keeps up again, the flood's page waits for its place too.
-    lag.set(0);
-    await vi.advanceTimersByTimeAsync(200);
-    const third = heldWork();
-    const holding = admission.admit(third.work, true, undefined, flood);
-    const patient = admission.admit(async () => ++ran, true, undefined, flood);
-    await vi.advanceTimersByTimeAsync(400);
-    expect(admission.stats().coldPagesQueued).toBe(1);
+    expect(await third).toBe("third");
     second.release();
-    await vi.advanceTimersByTimeAsync(20);
-    expect(await patient).toBe(2);
-    third.release();
-    await Promise.all([...running, holding]);
-    expect(admission.stats()).toMatchObject({ admitted: 5, shed: { lagging: 1, busy: 0 } });
+    await Promise.all(running);
+  });
+
+  it("lets a page held back for patienceMs go while fewer than patientColdPages are in progress, whatever the lag", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const lag = fixedLag();
+    const admission = admissionWith({
+      clock: { now: () => Date.now() },
+      lag,
+      minColdPages: 1,
+      patienceMs: 250,
+      patientColdPages: 2,
+      coldPageWaitMs: 1000,
+    });
+    lag.set(200); // late for good, as under closed-loop clients of cached pages
+    const first = heldWork();
+    const running = admission.admit(first.work, true); // the one that always goes
+    const second = heldWork();
+    let secondStarted = false;
+    const patient = admission.admit(() => ((secondStarted = true), second.work()), true);
+    const third = admission.admit(async () => "third", true);
+    await vi.advanceTimersByTimeAsync(200);
+    expect(secondStarted).toBe(false);
+    await vi.advanceTimersByTimeAsync(70);
+    // Past its patience, with one page in progress (< 2): it goes.
+    expect(secondStarted).toBe(true);
+    // The third has waited as long, but two are in progress: it waits on, and is shed at its wait's end.
+    await vi.advanceTimersByTimeAsync(800);
+    expect(await third).toBe("lagging");
+    first.release();
+    second.release();
+    expect(await Promise.all([running, patient])).toEqual(["done", "done"]);
+  });
+
+  it("while most recent pages are cold, starts more than mostlyCold.coldPages only while the lag is at most mostlyCold.lagMs; while most come from L1, the usual bound holds", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const lag = fixedLag();
+    const admissionFor = () =>
+      admissionWith({
+        clock: { now: () => Date.now() },
+        lag,
+        maxLagMs: 30,
+        maxColdPages: 8,
+        minColdPages: 1,
+        patienceMs: 100,
+        patientColdPages: 8,
+        mostlyCold: { coldPages: 2, lagMs: 5, share: 0.5, windowMs: 2000, minPages: 4 },
+      });
+    /** Two pages in progress, then a third asked for at a lag of 10 ms (late by the mostly-cold bound, not by maxLagMs). */
+    async function third(admission: ReturnType<typeof admissionFor>) {
+      lag.set(0);
+      const inProgress = [heldWork(), heldWork()];
+      const running = inProgress.map((held) => admission.admit(held.work, true));
+      lag.set(10);
+      let started = false;
+      const page = admission.admit(async () => ((started = true), "third"), true);
+      await vi.advanceTimersByTimeAsync(300);
+      const startedLate = started;
+      lag.set(4);
+      await vi.advanceTimersByTimeAsync(20);
+      const startedAt4 = started;
+      for (const held of inProgress) held.release();
+      await Promise.all([...running, page]);
+      return { startedLate, startedAt4, stats: admission.stats() };
+    }
+
+    // A crawler: every recent page started new work.
+    const crawled = admissionFor();
+    for (let i = 0; i < 4; i++) await crawled.admit(async () => "cold", true);
+    const crawl = await third(crawled);
+    expect(crawl.startedLate).toBe(false); // not at 10 ms, not on patience either
+    expect(crawl.startedAt4).toBe(true);
+    expect(crawl.stats).toMatchObject({ mostlyCold: true, startedMostlyCold: 4 });
+
+    // The same pages among many served from L1: at 10 ms the isolate keeps up.
+    const mixed = admissionFor();
+    for (let i = 0; i < 4; i++) await mixed.admit(async () => "cold", true);
+    for (let i = 0; i < 10; i++) mixed.noteNoWork();
+    const zipf = await third(mixed);
+    expect(zipf.startedLate).toBe(true);
+    expect(zipf.stats).toMatchObject({ mostlyCold: false });
   });
 
   it("holds at most maxColdPages in progress and maxColdPagesQueued waiting; more are shed at once", async () => {
     vi.useFakeTimers({ now: 0 });
-    const admission = admissionWith({ maxColdPages: 2, maxColdPagesQueued: 1 });
+    const clock = { now: () => Date.now() };
+    const admission = admissionWith({
+      clock,
+      lag: fixedLag(),
+      maxColdPages: 2,
+      maxColdPagesQueued: 1,
+    });
     const [first, second] = [heldWork(), heldWork()];
     const running = [admission.admit(first.work, true), admission.admit(second.work, true)];
     const queued = admission.admit(async () => "third", true);
@@ -227,7 +271,15 @@ describe("admission of pages that need new work", () => {
 
   it("takes back the slot of a page whose request vanished, at its lease's end", async () => {
     vi.useFakeTimers({ now: 0 });
-    const admission = admissionWith({ maxColdPages: 1, maxColdPagesQueued: 1, coldPageWaitMs: 0, coldPageLeaseMs: 2000 });
+    const clock = { now: () => Date.now() };
+    const admission = admissionWith({
+      clock,
+      lag: fixedLag(),
+      maxColdPages: 1,
+      maxColdPagesQueued: 1,
+      coldPageWaitMs: 0,
+      coldPageLeaseMs: 2000,
+    });
     void admission.admit(() => new Promise<never>(() => {}), true); // never settles, as a cancelled request's work may not
     expect(await admission.admit(async () => "next", true)).toBe("busy");
     vi.setSystemTime(2001);
@@ -235,7 +287,15 @@ describe("admission of pages that need new work", () => {
   });
 
   it("counts what the shed pages got", () => {
-    const admission = admissionWith({ clock: fakeClock(), maxColdPages: 1, maxColdPagesQueued: 1, coldPageWaitMs: 0, coldPageLeaseMs: 1000 });
+    const admission = admissionWith({
+      clock: fakeClock(),
+      lag: fixedLag(),
+      maxLagMs: 50,
+      maxColdPages: 1,
+      maxColdPagesQueued: 1,
+      coldPageWaitMs: 0,
+      coldPageLeaseMs: 1000,
+    });
     admission.noteShed("stale");
     admission.noteShed("refused");
     admission.noteShed("refused");

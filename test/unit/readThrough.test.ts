@@ -758,6 +758,7 @@ describe("pages that waited for their turn", () => {
         await new Promise((resolve) => setTimeout(resolve, 30));
         return "lagging";
       },
+      noteNoWork: () => undefined,
       noteShed: () => undefined,
     };
     const departures = createDepartures({ clock, maxBackgroundFills: 4, backgroundFillMs: 1000 });
@@ -778,6 +779,7 @@ describe("pages that waited for their turn", () => {
         waits.push(wait);
         return work();
       },
+      noteNoWork: () => undefined,
       noteShed: () => undefined,
     };
     const departures = createDepartures({ clock, maxBackgroundFills: 4, backgroundFillMs: 1000 });
@@ -804,6 +806,7 @@ describe("pages that waited for their turn", () => {
         await new Promise((resolve) => setTimeout(resolve, 20));
         return work();
       },
+      noteNoWork: () => undefined,
       noteShed: () => undefined,
     };
     const departures = createDepartures({ clock, maxBackgroundFills: 4, backgroundFillMs: 1000 });
