@@ -43,7 +43,11 @@
 // answer, a page with no copy is held (./patience.ts): whoever leaves within
 // the hold never takes a place here. Waiting pages go in the order of their
 // clients' share of the cold work (./fairShare.ts): the client holding
-// fewest first, so that a flood or a crawl waits behind everybody else.
+// fewest first, so that a flood or a crawl waits behind everybody else; and
+// a page finding the queue full takes the place of the oldest waiting page
+// of the client holding most, if that holds more than its own
+// (shared/limiter.ts): a flood that fills the queue sheds its own pages,
+// not another client's.
 import { createLimiter, LimiterFull } from "../shared/limiter";
 import { createTokenBucket } from "../shared/tokenBucket";
 import type { Clock } from "../shared/clock";
@@ -116,6 +120,8 @@ export interface AdmissionStats {
   /** Of those, pages let go at their last chance (the budget past the other bounds). */
   lastChance: number;
   shed: Record<ShedReason, number>;
+  /** Of those, waiting pages whose place in the full queue went to another client's page (a client holding fewer). */
+  pushedOut: number;
   /** What the shed pages got: every part from a copy usable on error, or a part missing (a 503, or a section's default). */
   shedServedStale: number;
   shedRefused: number;
@@ -235,6 +241,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
       clients: fair.clients(),
       coldPages: slots.inFlight,
       coldPagesQueued: slots.queued,
+      pushedOut: slots.pushedOut,
       mostlyCold: mostlyCold(),
       ...counts,
       shed: { ...counts.shed },

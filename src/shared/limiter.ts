@@ -55,7 +55,11 @@ export interface LimiterOptions {
   /**
    * The order of the waiters: a waiter whose key ranks lower goes first, the
    * oldest first among equals (admission: the client holding fewest cold
-   * pages, overload/fairShare.ts). Unset: oldest first.
+   * pages, overload/fairShare.ts). Unset: oldest first. With a rank, a
+   * caller finding the queue full takes the place of the oldest waiter of
+   * the key ranking highest, if that ranks higher than its own (FQ-CoDel's
+   * drop from the fattest flow, RFC 8290): a flood fills the queue, and
+   * another client's page still gets a place.
    */
   rank?: (key: string) => number;
   clock?: { now(): number };
@@ -89,6 +93,8 @@ export interface Limiter {
   readonly queued: number;
   /** Slots taken back from holders past their deadline: requests that vanished holding one. */
   readonly reclaimed: number;
+  /** Waiters whose place in a full queue went to a caller of a key ranking lower. */
+  readonly pushedOut: number;
 }
 
 /**
@@ -127,6 +133,7 @@ export function createLimiter({
   /** Callers waiting for a slot, oldest first; each place lapses with its caller's wait. */
   const waiting = createLeaseTable<number, string>({ clock, capacity: maxQueued });
   let nextTicket = 0;
+  let pushedOut = 0;
   /** Slots waiters may take now under the pace; none without one. */
   const pace = paceMs > 0 ? createTokenBucket({ everyMs: paceMs, burst: paceBurst, clock }) : null;
 
@@ -135,12 +142,12 @@ export function createLimiter({
 
   const refreshRoom = () => (waiting.size() === 0 ? Math.max(0, refreshSlots - slots.size()) : 0);
 
-  /** Live waiters a free slot goes to before `ticket`: those queued before it, or with `rank`, those ranking lower, then older. */
-  function ahead(ticket: number, key: string): number {
+  /** Live waiters a free slot goes to before `ticket` (counted up to `enough`): those queued before it, or with `rank`, those ranking lower, then older. */
+  function ahead(ticket: number, key: string, enough: number): number {
     let count = 0;
     if (!rank) {
       for (const [other] of waiting.entries()) {
-        if (other === ticket) break;
+        if (other === ticket || count >= enough) break;
         count++;
       }
       return count;
@@ -156,6 +163,8 @@ export function createLimiter({
       }
       const theirs = rankOf(otherKey);
       if (theirs < mine || (theirs === mine && older)) count++;
+      // Past `enough` the answer is known: under a flood, hundreds of waiters look every few ms, and most stop here after a few steps.
+      if (count >= enough) break;
     }
     return count;
   }
@@ -170,9 +179,28 @@ export function createLimiter({
     if (!admits(waitedMs)) return undefined;
     const room = Math.min(maxConcurrent - slots.size(), paceRoom());
     if (room <= 0) return undefined;
-    if (room < waiting.size() && ahead(ticket, key) >= room) return undefined;
+    if (room < waiting.size() && ahead(ticket, key, room) >= room) return undefined;
     if (!slots.take(ticket, clock.now() + holdMs, true)) return undefined;
     pace?.spend();
+    return true;
+  }
+
+  /** Frees a place for a caller of `key` in a full queue: the oldest waiter of the key ranking highest gives its place up, if that ranks higher than `key`. */
+  function pushOut(key: string): boolean {
+    if (!rank) return false;
+    const ranks = new Map<string, number>([[key, rank(key)]]);
+    let worst = ranks.get(key)!;
+    let victim: [number, string] | undefined;
+    for (const [ticket, other] of waiting.entries()) {
+      const theirs = ranks.get(other) ?? (ranks.set(other, rank(other)), ranks.get(other)!);
+      if (theirs > worst) {
+        worst = theirs;
+        victim = [ticket, other];
+      }
+    }
+    if (!victim) return false;
+    waiting.release(...victim);
+    pushedOut++;
     return true;
   }
 
@@ -185,22 +213,26 @@ export function createLimiter({
   async function waitForSlot(ticket: number, key: string, holdMs: number, waitedMs: number, caller: AbortSignal | undefined): Promise<void> {
     const askedAt = clock.now();
     const giveUpAt = askedAt + waitedMs;
-    if (!waiting.take(ticket, giveUpAt, key)) throw new LimiterFull(`queue full (${maxQueued} waiting)`);
+    const placed = () => waiting.take(ticket, giveUpAt, key);
+    if (!placed() && !(pushOut(key) && placed())) throw new LimiterFull(`queue full (${maxQueued} waiting)`);
     let left = false;
+    let out = false;
     const look = () => {
       if (caller?.aborted) return (left = true);
+      // Its place was given to another key's caller (pushOut), rather than lapsed with its wait.
+      if (waiting.holder(ticket) === undefined && clock.now() < giveUpAt) return (out = true);
       return slotFor(ticket, key, holdMs, clock.now() - askedAt);
     };
     // A cancelled request's timers may never fire again: its place goes as its caller leaves, not when its wait would have ended.
     const onLeave = () => waiting.release(ticket, key);
     caller?.addEventListener("abort", onLeave, { once: true });
     try {
-      if ((await pollUntil(look, giveUpAt, clock.now)) && !left) return;
+      if ((await pollUntil(look, giveUpAt, clock.now)) && !left && !out) return;
     } finally {
       caller?.removeEventListener("abort", onLeave);
       waiting.release(ticket, key);
     }
-    throw new LimiterFull(left ? "the caller left while it waited" : `no slot within ${waitedMs} ms`);
+    throw new LimiterFull(left ? "the caller left while it waited" : out ? "its place went to another caller" : `no slot within ${waitedMs} ms`);
   }
 
   return {
@@ -231,6 +263,9 @@ export function createLimiter({
     },
     get reclaimed() {
       return slots.reclaimed;
+    },
+    get pushedOut() {
+      return pushedOut;
     },
   };
 }

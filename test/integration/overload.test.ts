@@ -50,6 +50,7 @@ interface OverloadStatus {
     shedRefused: number;
     coldPages: number;
     coldPagesQueued: number;
+    pushedOut: number;
     mostlyCold: boolean;
   };
   departures: { pagesLeft: number; fillsStopped: number; fillsFinished: number; fillsDropped: number };
@@ -277,6 +278,48 @@ describe("shedding", () => {
     expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 200));
     expect(Math.max(...answers.map((answer) => answer.ms))).toBeGreaterThan(served.ms + SLOW_PRODUCT_MS);
   });
+
+  it("a full queue of one client's waiting pages: another client's page takes the place of the flood's oldest, which is a quick 503, and is served", async () => {
+    const [warm, held, ...ids] = completeProducts(1000, DEFAULTS.coldPagesQueued + 4);
+    const target = await startWith({ COLD_PAGES_MAX: "1", COLD_PAGE_WAIT_MS: "10000" });
+    const as = (client: string, id: string) => page(target, `/products/${id}`, { "cf-connecting-ip": client });
+    const flooder = "198.51.100.9";
+    expect((await as(flooder, warm!)).status).toBe(200);
+    await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
+    const holding = (await heldAtOrigin(target, held!)).answer;
+    // The flood fills the queue; its next page is refused at once (it cannot take its own pages' places).
+    const answered: Page[] = [];
+    const flood = ids.slice(0, DEFAULTS.coldPagesQueued).map((id) => as(flooder, id).then((answer) => (answered.push(answer), answer)));
+    await pollUntil(
+      "the queue full",
+      () => overloadOf(target),
+      (o) => o.admission.coldPagesQueued === DEFAULTS.coldPagesQueued,
+      5000,
+    );
+    const refused = await as(flooder, ids[DEFAULTS.coldPagesQueued]!);
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toBe("10");
+    expect(answered).toEqual([]);
+    // Another client's page takes the oldest waiting page's place: that one is answered at once, with a 503.
+    const visitor = as("2001:db8:0:7::1", ids[DEFAULTS.coldPagesQueued + 1]!);
+    await pollUntil(
+      "a flood page answered",
+      async () => answered.length,
+      (n) => n >= 1,
+      SLOW_PRODUCT_MS / 2,
+    );
+    expect(answered.map((answer) => [answer.status, answer.headers.get("retry-after")])).toEqual([[503, "10"]]);
+    expect((await overloadOf(target)).admission).toMatchObject({ pushedOut: 1, coldPagesQueued: DEFAULTS.coldPagesQueued });
+    // The visitor's page goes first, right after the page in progress: served within two rounds of the slow product service.
+    const served = await visitor;
+    expect(served.status).toBe(200);
+    expect(served.ms).toBeLessThan(2.5 * SLOW_PRODUCT_MS);
+    expect((await holding).status).toBe(200);
+    // The rest of the flood is answered in its turn once the product service is quick again (served, or shed at its wait's end).
+    await clearFaults(stack);
+    const statuses = new Set((await Promise.all(flood)).map((answer) => answer.status));
+    expect([...statuses].filter((status) => status !== 200 && status !== 503)).toEqual([]);
+  }, 60_000);
 
   it("a cold page past COLD_PAGES_MAX waits for its turn (COLD_PAGE_WAIT_MS), off the CPU, and is served", async () => {
     const [held, waiting] = completeProducts(7500, 2);

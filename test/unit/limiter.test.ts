@@ -206,6 +206,39 @@ describe("origin fetch limiter", () => {
     await Promise.all(runs);
   });
 
+  it("with a rank, a caller finding the queue full takes the place of the oldest waiter of the key ranking highest, if that ranks higher than its own", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const holding: Record<string, number> = { flood: 5, visitor: 1, other: 2 };
+    const limit = createLimiter({ maxConcurrent: 1, maxQueued: 2, maxWaitMs: 5_000, rank: (key) => holding[key] ?? 0, clock: { now: () => Date.now() } });
+    const log: string[] = [];
+    const holder = heldTask("holder", log);
+    const held = limit.run(holder.run, { key: "flood" });
+    const floodTasks = ["flood 1", "flood 2"].map((name) => heldTask(name, log));
+    const flood = floodTasks.map((task) => limit.run(task.run, { key: "flood" }).catch((error: unknown) => error));
+    await settle();
+    // The queue is full; one more of the flood's is refused at once: it cannot push out its own.
+    await expect(limit.run(async () => "flood 3", { key: "flood" })).rejects.toBeInstanceOf(LimiterFull);
+    expect(limit.pushedOut).toBe(0);
+    // Another client's page takes the place of the flood's oldest waiter, which gives up on its next look.
+    const visitor = heldTask("visitor", log);
+    const visiting = limit.run(visitor.run, { key: "visitor" });
+    await vi.advanceTimersByTimeAsync(20);
+    expect(await flood[0]).toBeInstanceOf(LimiterFull);
+    expect(limit.pushedOut).toBe(1);
+    expect(limit.queued).toBe(2);
+    // A caller ranking no lower than every waiter is refused, as before.
+    holding.flood = 2;
+    await expect(limit.run(async () => "other", { key: "other" })).rejects.toBeInstanceOf(LimiterFull);
+    holder.finish();
+    await vi.advanceTimersByTimeAsync(40);
+    expect(log).toEqual(["holder", "visitor"]);
+    visitor.finish();
+    await vi.advanceTimersByTimeAsync(40);
+    floodTasks[1]!.finish();
+    expect(await Promise.all([held, visiting, flood[1]])).toEqual(["holder", "visitor", "flood 2"]);
+    expect(floodTasks[0]!.started).toBe(false);
+  });
+
   it("gives up on a waiter after maxWaitMs with LimiterFull, and its task never runs", async () => {
     vi.useFakeTimers();
     const limit = limiter(1, 5, 500);
