@@ -45,6 +45,8 @@ export interface FloodSettings {
   zipfConnections: number;
   /** Whether the departing visitors leave with a reset (workerd cancels their requests) or a plain close (it never hears of it). */
   departuresReported: boolean;
+  /** The departing flood asks this path instead of random products (`/healthz`: what its requests cost the runtime alone); undefined: products. */
+  departingPath?: string;
   catalog: number;
   origin: { latencyMs: number; jitterMs: number };
   /** Record the isolate's V8 CPU profile during each flood phase (not the baseline), summarised after the run's table. */
@@ -201,7 +203,7 @@ async function floodRun(ctx: Context, kind: FloodKind, zipfConnections: number):
   const beside = zipfConnections ? `, beside wrk -c${zipfConnections} Zipf (${zipfClients(zipfConnections)} clients)` : "";
   const title =
     kind === "departing"
-      ? `departing flood, ${connections} connections${settings.departuresReported ? "" : ", departures not reported"}${beside}`
+      ? `departing flood, ${connections} connections${settings.departuresReported ? "" : ", departures not reported"}${settings.departingPath ? `, asking ${settings.departingPath}` : ""}${beside}`
       : `crawler, ${connections} connections${beside}`;
   logs.scenario = title;
   console.log(`\n${title}: warming ${CACHED_PAGES} pages, then ${settings.seconds} s baseline, ${settings.seconds} s flood`);
@@ -262,7 +264,9 @@ async function phase(
     const closeProfiler = profiler ? cleanups.onCleanup("profiler", async () => profiler.close()) : null;
     const sampler = startSampler(target, workload.walkPaths());
     const stopSampler = cleanups.onCleanup("sampler", async () => void sampler.stop());
-    const uniformPath = uniformPaths(workload, SEED + ctx.nextSeed());
+    const products = uniformPaths(workload, SEED + ctx.nextSeed());
+    const { departingPath } = settings;
+    const uniformPath = departingPath ? () => departingPath : products;
     const leaving =
       flood === "departing" ? startDepartingFlood(target, uniformPath, settings.connections.departing, settings.departuresReported, CLIENTS.departing) : null;
     const stopLeaving = leaving ? cleanups.onCleanup("departing flood", () => leaving.stop()) : null;

@@ -67,6 +67,8 @@ export function soakOptions() {
       "flood-departures": { type: "string", default: "reported" },
       // The isolate's V8 CPU profile over each flood phase (not the baselines), summarised after the run's table.
       "flood-profile": { type: "boolean", default: false },
+      // The departing flood asks this path instead of random products: /healthz measures what its requests cost the runtime alone.
+      "flood-path": { type: "string" },
       // Results written as bench/results/<name>-<suffix>.* (e.g. a smoke run that must not overwrite the committed figures).
       "results-suffix": { type: "string" },
       // The location tier on (the instances share one location cache); off otherwise, as in every benchmark (bench/stack.ts says why).
@@ -112,7 +114,8 @@ export function soakOptions() {
       (floodConnections === null || (Number.isInteger(floodConnections) && floodConnections >= 2 && floodConnections <= 256)) &&
       Number.isInteger(floodZipf) &&
       (floodZipf === 0 || (floodZipf >= 2 && floodZipf <= 256)) &&
-      ["reported", "unreported"].includes(args["flood-departures"] ?? ""));
+      ["reported", "unreported"].includes(args["flood-departures"] ?? "") &&
+      (args["flood-path"] === undefined || /^\/[\w./?=&-]*$/.test(args["flood-path"])));
   const policiesValid =
     args.policies === undefined ||
     (() => {
@@ -146,7 +149,7 @@ export function soakOptions() {
   ) {
     (args.help ? console.log : console.error)(
       "usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--rate N (req/s in all, paced; default: closed loop)] [--departing N (0–256 departing visitors beside wrk, default 0)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)] [--location] [--restart-at S,S… (multiples of 30 s)] [--location-off-at S (with --location)] [--redis-rtt MS (0–200, default 0)] [--no-fleet] [--results-suffix NAME]\n" +
-        "       npm run bench:soak -- --flood departing|crawler|both [--flood-seconds N (1–120, default 15)] [--flood-connections N (2–256; default departing 8, crawler 32)] [--flood-zipf N (wrk connections beside each flood's second run, default 16; 0: no such run)] [--flood-departures reported|unreported (a reset, or a plain close the worker never hears of; default reported)] [--flood-profile] [--results-suffix NAME]",
+        "       npm run bench:soak -- --flood departing|crawler|both [--flood-seconds N (1–120, default 15)] [--flood-connections N (2–256; default departing 8, crawler 32)] [--flood-zipf N (wrk connections beside each flood's second run, default 16; 0: no such run)] [--flood-departures reported|unreported (a reset, or a plain close the worker never hears of; default reported)] [--flood-path /healthz (the departing flood asks this instead of random products)] [--flood-profile] [--results-suffix NAME]",
     );
     process.exit(args.help ? 0 : 2);
   }
@@ -167,6 +170,7 @@ export function soakOptions() {
     floodConnections,
     floodZipf,
     departuresReported: args["flood-departures"] !== "unreported",
+    departingPath: args["flood-path"],
     mode: args.rounds ? ("rounds" as const) : ("soak" as const),
     plan: args.rounds ? PLANS.rounds() : PLANS.soak(minutes),
   };

@@ -302,6 +302,7 @@ run(
             connections: { departing: floodConnections ?? FLOOD_CONNECTIONS.departing, crawler: floodConnections ?? FLOOD_CONNECTIONS.crawler },
             zipfConnections: floodZipf,
             departuresReported: options.departuresReported,
+            departingPath: options.departingPath,
             catalog: CATALOG,
             origin: ORIGIN,
             profile: args["flood-profile"],
