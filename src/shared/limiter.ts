@@ -113,6 +113,26 @@ export class LimiterFull extends Error {
   }
 }
 
+const fullFor = new Map<string, LimiterFull>();
+/** Reasons kept: they are few (a bound's number in each), and an unexpected variety must not grow the map. */
+const REASONS_KEPT = 64;
+
+/**
+ * The LimiterFull of `reason`, made once: under a flood, thousands a second
+ * are thrown, and an Error's stack trace is taken when it is made (2.5% of
+ * a flooded isolate's CPU, bench:soak --flood-profile). It carries no
+ * request's data, so one per reason is shared (as overload/departures.ts's
+ * Departed).
+ */
+function full(reason: string): LimiterFull {
+  let error = fullFor.get(reason);
+  if (!error) {
+    error = new LimiterFull(reason);
+    if (fullFor.size < REASONS_KEPT) fullFor.set(reason, error);
+  }
+  return error;
+}
+
 const DEFAULT_MAX_HOLD_MS = 10_000;
 
 export function createLimiter({
@@ -214,7 +234,7 @@ export function createLimiter({
     const askedAt = clock.now();
     const giveUpAt = askedAt + waitedMs;
     const placed = () => waiting.take(ticket, giveUpAt, key);
-    if (!placed() && !(pushOut(key) && placed())) throw new LimiterFull(`queue full (${maxQueued} waiting)`);
+    if (!placed() && !(pushOut(key) && placed())) throw full(`queue full (${maxQueued} waiting)`);
     let left = false;
     let out = false;
     const look = () => {
@@ -232,14 +252,14 @@ export function createLimiter({
       caller?.removeEventListener("abort", onLeave);
       waiting.release(ticket, key);
     }
-    throw new LimiterFull(left ? "the caller left while it waited" : out ? "its place went to another caller" : `no slot within ${waitedMs} ms`);
+    throw full(left ? "the caller left while it waited" : out ? "its place went to another caller" : `no slot within ${waitedMs} ms`);
   }
 
   return {
     async run(task, { waitMs = maxWaitMs, holdMs = maxHoldMs, priority = "visitor", caller, key = "" } = {}) {
       const ticket = ++nextTicket;
       const hold = Math.max(1, Math.min(holdMs, maxHoldMs));
-      if (priority === "refresh" && refreshRoom() === 0) throw new LimiterFull("origin slots kept for visitors");
+      if (priority === "refresh" && refreshRoom() === 0) throw full("origin slots kept for visitors");
       // Waiters first: a newcomer does not overtake the queue.
       const free = waiting.size() === 0 && admits(0) && slots.take(ticket, clock.now() + hold, true);
       if (!free) await waitForSlot(ticket, key, hold, Math.max(0, Math.min(waitMs, maxWaitMs)), caller);
