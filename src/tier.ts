@@ -98,6 +98,8 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
         onChange: watchBreaker(`origin:${service}`, metrics, fleet),
       }),
     onFetch: watchOrigin(metrics, clock, fleet),
+    // Each service's replies are one more measure of how late the isolate runs: a delay every service shows is the isolate's.
+    onReply: (service, ms) => overload.lag.observeReply(ms, `origin:${service}`),
   });
   const overload = createOverload({
     clock,

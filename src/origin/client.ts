@@ -56,6 +56,8 @@ export interface OriginClientOptions {
   fetch?: typeof fetch;
   /** Told of every service call's outcome, once (metrics, rate-limited logs); must not throw. */
   onFetch?: (service: ResourceName, outcome: "found" | "absent" | OriginFailure, detail?: string, priority?: Priority) => void;
+  /** Told how long each answer took to be read, per service (the isolate's lag meter, overload/lag.ts). */
+  onReply?: (service: ResourceName, ms: number) => void;
 }
 
 /** A time-out is the service's only when its fetch had at least this share of the service's timeout (see guarded). */
@@ -137,7 +139,15 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
   }
 
   async function exchange<R extends ResourceName>(resource: R, id: string, deadline: number, stop?: AbortSignal): Promise<OriginAnswer<ResourceTypes[R]>> {
-    const response = await get(doFetch, resource, options.baseUrl + pathFor(resource, id), Math.max(1, deadline - Date.now()), stop);
+    const { onReply } = options;
+    const response = await get(
+      doFetch,
+      resource,
+      options.baseUrl + pathFor(resource, id),
+      Math.max(1, deadline - Date.now()),
+      stop,
+      onReply && ((ms) => onReply(resource, ms)),
+    );
     if (response.status === 404) {
       await response.body?.cancel();
       return { found: false };

@@ -22,7 +22,15 @@ export const SLOT_GRACE_MS = 500;
  * GET with a deadline; one retry when the connection itself failed (the
  * request never reached a handler). `stop` cuts it short: "abandoned".
  */
-export async function get(doFetch: typeof fetch, resource: ResourceName, url: string, timeoutMs: number, stop?: AbortSignal): Promise<Response> {
+export async function get(
+  doFetch: typeof fetch,
+  resource: ResourceName,
+  url: string,
+  timeoutMs: number,
+  stop?: AbortSignal,
+  /** Told how long the answer's headers took to be read, from the fetch sent (the lag meter's measure, overload/lag.ts). */
+  onReply?: (ms: number) => void,
+): Promise<Response> {
   const deadline = Date.now() + timeoutMs;
   for (let attempt = 0; ; attempt++) {
     try {
@@ -32,7 +40,9 @@ export async function get(doFetch: typeof fetch, resource: ResourceName, url: st
           const remaining = deadline - Date.now();
           if (remaining <= 0) throw new OriginError(resource, "overloaded", "no connection of this request free in time");
           const timeout = AbortSignal.timeout(remaining);
-          return doFetch(url, { headers: { accept: "application/json" }, signal: stop ? AbortSignal.any([timeout, stop]) : timeout });
+          const sentAt = Date.now();
+          const answer = doFetch(url, { headers: { accept: "application/json" }, signal: stop ? AbortSignal.any([timeout, stop]) : timeout });
+          return onReply ? answer.then((response) => (onReply(Date.now() - sentAt), response)) : answer;
         },
         deadline - Date.now() + SLOT_GRACE_MS,
         "origin",

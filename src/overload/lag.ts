@@ -5,13 +5,19 @@
 // Three measures, the largest recent one counts:
 //
 // - How late a reply is read. Every L2 call's time from send to reply read
-//   is reported here (cache/l2/l2Guard.ts). Redis answers in about the same
-//   time whatever the isolate does, so what a call takes beyond the fastest
-//   of the last 10-20 s is the time its reply waited to be read: the queue
-//   that a new request, a cached page's included, waits in too. A crawler
-//   of 32 connections made cached pages wait 35 ms at the median while the
-//   timer below said 5 ms (bench:soak --flood crawler): requests and replies
-//   queue where a timer does not.
+//   is reported here (cache/l2/l2Guard.ts), and every origin service's
+//   (origin/client.ts). A service answers in about the same time whatever
+//   the isolate does, so what a call takes beyond the fastest of the last
+//   10-20 s is the time its reply waited to be read: the queue that a new
+//   request, a cached page's included, waits in too. A crawler of 32
+//   connections made cached pages wait 35 ms at the median while the timer
+//   below said 5 ms (bench:soak --flood crawler): requests and replies queue
+//   where a timer does not. Each service is measured against its own
+//   fastest, and the lag is the smallest of theirs (those heard from in the
+//   last second): the isolate's queue delays every service's replies alike,
+//   while a service that got slower (Redis 63 ms slower, bench:chaos seed
+//   29111905) delays only its own, and was taken for the isolate running
+//   late until its window turned: cold pages held back, and shed.
 // - How late a call that timed out was noticed, or a 1 ms timer run right
 //   after it (cache/l2/l2Guard.ts): a fresh isolate in a herd has no reply yet
 //   to measure by, and a claim that timed out there must not be taken for a
@@ -31,8 +37,8 @@ import type { Clock } from "../shared/clock";
 export interface LagMeter {
   /** Starts a timer probe if none is out and the last one is older than `everyMs`; cheap otherwise. */
   sample(background: (work: Promise<unknown>) => void): void;
-  /** An L2 call answered in `ms`, send to reply read. */
-  observeReply(ms: number): void;
+  /** A call to `source` (L2 by default, or an origin service) answered in `ms`, send to reply read. */
+  observeReply(ms: number, source?: string): void;
   /** An L2 call timed out because this isolate ran `ms` late. */
   observeLate(ms: number): void;
   /** The lag now, in ms: the larger of the replies' and the timer's, each while recent. */
@@ -51,6 +57,14 @@ export interface LagMeterOptions {
   fastestWindowMs?: number;
 }
 
+interface ReplyTimes {
+  fastestNow: number;
+  fastestBefore: number;
+  windowStartedAt: number;
+  averageMs: number;
+  lastReplyAt: number;
+}
+
 /** Weight of each new reply in the running average of reply times: a few dozen replies make it... */
 const REPLY_WEIGHT = 0.1;
 /**
@@ -67,12 +81,8 @@ export function createLagMeter({ clock, everyMs = 25, sampleLifeMs = 1000, probe
   /** When the probe that is out started; undefined when none is. */
   let probeStartedAt: number | undefined;
 
-  /** The fastest reply of the current window and of the one before, and the running average. */
-  let fastestNow = Infinity;
-  let fastestBefore = Infinity;
-  let windowStartedAt = -Infinity;
-  let averageReplyMs = 0;
-  let lastReplyAt = -Infinity;
+  /** Per source, the fastest reply of the current window and of the one before, and the running average. */
+  const sources = new Map<string, ReplyTimes>();
 
   function timerLagMs(now: number): number {
     const sampled = now - lastSampledAt < sampleLifeMs ? lastLagMs : 0;
@@ -80,9 +90,14 @@ export function createLagMeter({ clock, everyMs = 25, sampleLifeMs = 1000, probe
     return Math.max(sampled, outstanding);
   }
 
+  /** The smallest lag of the sources heard from recently: a delay they all show is the isolate's. */
   function replyLagMs(now: number): number {
-    if (now - lastReplyAt >= sampleLifeMs) return 0;
-    return Math.max(0, averageReplyMs - Math.min(fastestNow, fastestBefore));
+    let smallest = Number.POSITIVE_INFINITY;
+    for (const times of sources.values()) {
+      if (now - times.lastReplyAt >= sampleLifeMs) continue;
+      smallest = Math.min(smallest, Math.max(0, times.averageMs - Math.min(times.fastestNow, times.fastestBefore)));
+    }
+    return smallest === Number.POSITIVE_INFINITY ? 0 : smallest;
   }
 
   return {
@@ -111,19 +126,22 @@ export function createLagMeter({ clock, everyMs = 25, sampleLifeMs = 1000, probe
       lastLagMs = ms;
       lastSampledAt = clock.now();
     },
-    observeReply(ms) {
+    observeReply(ms, source = "l2") {
       const now = clock.now();
-      if (now - windowStartedAt >= fastestWindowMs) {
-        fastestBefore = fastestNow;
-        fastestNow = Infinity;
-        windowStartedAt = now;
+      let times = sources.get(source);
+      // Sources are L2 and the origin's few services: a handful of entries.
+      if (!times) sources.set(source, (times = { fastestNow: Infinity, fastestBefore: Infinity, windowStartedAt: now, averageMs: ms, lastReplyAt: -Infinity }));
+      if (now - times.windowStartedAt >= fastestWindowMs) {
+        times.fastestBefore = times.fastestNow;
+        times.fastestNow = Infinity;
+        times.windowStartedAt = now;
       }
-      fastestNow = Math.min(fastestNow, ms);
+      times.fastestNow = Math.min(times.fastestNow, ms);
       // After a quiet spell the average starts again from this reply.
-      const sinceLast = now - lastReplyAt;
+      const sinceLast = now - times.lastReplyAt;
       const weight = sinceLast >= sampleLifeMs ? 1 : Math.max(REPLY_WEIGHT, 1 - Math.exp(-sinceLast / REPLY_TIME_CONSTANT_MS));
-      averageReplyMs += weight * (ms - averageReplyMs);
-      lastReplyAt = now;
+      times.averageMs += weight * (ms - times.averageMs);
+      times.lastReplyAt = now;
     },
     lagMs() {
       const now = clock.now();

@@ -471,6 +471,33 @@ describe("the lag meter", () => {
     expect(meter.lagMs()).toBe(0);
   });
 
+  it("takes the smallest lag of the services heard from: a service that got slower alone is no lag of the isolate's; a delay they all show is", () => {
+    const clock = fakeClock();
+    const meter = createLagMeter({ clock, fastestWindowMs: 10_000, sampleLifeMs: 1000 });
+    /** `count` rounds 10 ms apart, each an L2 reply taking `l2` ms and a product reply taking `product` ms. */
+    const rounds = (count: number, l2: number, product: number) => {
+      for (let i = 0; i < count; i++) {
+        meter.observeReply(l2);
+        meter.observeReply(product, "origin:product");
+        clock.advance(10);
+      }
+    };
+    rounds(50, 2, 20);
+    expect(meter.lagMs()).toBeLessThan(1);
+    // Redis 63 ms slower, the origin as before: the isolate is not late.
+    rounds(50, 65, 20);
+    expect(meter.lagMs()).toBeLessThan(1);
+    // Redis alone heard from (no page went to the origin in the last second): its delay is all there is to go by.
+    for (let i = 0; i < 150; i++) {
+      meter.observeReply(65);
+      clock.advance(10);
+    }
+    expect(meter.lagMs()).toBeGreaterThan(50);
+    // Every reply 40 ms late: the isolate's queue.
+    rounds(50, 2 + 40, 20 + 40);
+    expect(meter.lagMs()).toBeGreaterThan(35);
+  });
+
   it("counts a time-out this isolate noticed late as a sample of its lag, until the sample is old", () => {
     const clock = fakeClock();
     const meter = createLagMeter({ clock, sampleLifeMs: 1000 });
