@@ -166,26 +166,23 @@ export function createLimiter({
   function ahead(ticket: number, key: string, enough: number): number {
     let count = 0;
     if (!rank) {
-      for (const [other] of waiting.entries()) {
-        if (other === ticket || count >= enough) break;
-        count++;
-      }
+      waiting.each((other) => other !== ticket && ++count < enough);
       return count;
     }
     const ranks = new Map<string, number>();
     const rankOf = (of: string) => ranks.get(of) ?? (ranks.set(of, rank(of)), ranks.get(of)!);
     const mine = rankOf(key);
     let older = true;
-    for (const [other, otherKey] of waiting.entries()) {
+    waiting.each((other, otherKey) => {
       if (other === ticket) {
         older = false;
-        continue;
+        return;
       }
       const theirs = rankOf(otherKey);
       if (theirs < mine || (theirs === mine && older)) count++;
       // Past `enough` the answer is known: under a flood, hundreds of waiters look every few ms, and most stop here after a few steps.
-      if (count >= enough) break;
-    }
+      return count < enough;
+    });
     return count;
   }
 
@@ -211,13 +208,13 @@ export function createLimiter({
     const ranks = new Map<string, number>([[key, rank(key)]]);
     let worst = ranks.get(key)!;
     let victim: [number, string] | undefined;
-    for (const [ticket, other] of waiting.entries()) {
+    waiting.each((ticket, other) => {
       const theirs = ranks.get(other) ?? (ranks.set(other, rank(other)), ranks.get(other)!);
       if (theirs > worst) {
         worst = theirs;
         victim = [ticket, other];
       }
-    }
+    });
     if (!victim) return false;
     waiting.release(...victim);
     pushedOut++;

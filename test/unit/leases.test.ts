@@ -42,6 +42,22 @@ describe("lease table", () => {
     expect(table.take(3, clock.now() + 80, true)).toBe(true);
     expect(table.size()).toBe(2);
   });
+
+  it("visits the live leases oldest first, skips those past due, and stops where the visitor says", () => {
+    const clock = fakeClock();
+    const table = createLeaseTable<string, number>({ clock });
+    table.take("a", clock.now() + 100, 1);
+    table.take("b", clock.now() + 10, 2);
+    table.take("c", clock.now() + 100, 3);
+    table.take("d", clock.now() + 100, 4);
+    clock.advance(20);
+    const all: string[] = [];
+    table.each((key, value) => void all.push(`${key}${value}`));
+    expect(all).toEqual(["a1", "c3", "d4"]);
+    const some: string[] = [];
+    table.each((key) => (some.push(key), key !== "c"));
+    expect(some).toEqual(["a", "c"]);
+  });
 });
 
 describe("within", () => {
