@@ -135,6 +135,16 @@ function full(reason: string): LimiterFull {
 
 const DEFAULT_MAX_HOLD_MS = 10_000;
 
+/** `rank`, asked once per key for one walk of the queue: many waiters share a key (a client's pages). */
+function ranksOf(rank: (key: string) => number): (key: string) => number {
+  const ranks = new Map<string, number>();
+  return (key) => {
+    let value = ranks.get(key);
+    if (value === undefined) ranks.set(key, (value = rank(key)));
+    return value;
+  };
+}
+
 export function createLimiter({
   maxConcurrent,
   maxQueued,
@@ -169,8 +179,7 @@ export function createLimiter({
       waiting.each((other) => other !== ticket && ++count < enough);
       return count;
     }
-    const ranks = new Map<string, number>();
-    const rankOf = (of: string) => ranks.get(of) ?? (ranks.set(of, rank(of)), ranks.get(of)!);
+    const rankOf = ranksOf(rank);
     const mine = rankOf(key);
     let older = true;
     waiting.each((other, otherKey) => {
@@ -205,11 +214,11 @@ export function createLimiter({
   /** Frees a place for a caller of `key` in a full queue: the oldest waiter of the key ranking highest gives its place up, if that ranks higher than `key`. */
   function pushOut(key: string): boolean {
     if (!rank) return false;
-    const ranks = new Map<string, number>([[key, rank(key)]]);
-    let worst = ranks.get(key)!;
+    const rankOf = ranksOf(rank);
+    let worst = rankOf(key);
     let victim: [number, string] | undefined;
     waiting.each((ticket, other) => {
-      const theirs = ranks.get(other) ?? (ranks.set(other, rank(other)), ranks.get(other)!);
+      const theirs = rankOf(other);
       if (theirs > worst) {
         worst = theirs;
         victim = [ticket, other];
