@@ -50,6 +50,7 @@
 // not another client's.
 import { createLimiter, LimiterFull } from "../shared/limiter";
 import { createTokenBucket } from "../shared/tokenBucket";
+import { POLL_MAX_MS } from "../shared/leases";
 import type { Clock } from "../shared/clock";
 import type { LagMeter } from "./lag";
 import type { Patience } from "./patience";
@@ -103,6 +104,9 @@ export interface AdmissionOptions {
   /** A cold page's slot ends here at the latest, whatever became of its request: the longest a page read may take. */
   coldPageLeaseMs: number;
 }
+
+/** A waiting page looks for its place at least every POLL_MAX_MS × this: a page pushed out of the full queue is answered at its next look. */
+const LOOKS_SLOWED_AT_MOST = 16;
 
 /** Why a cold page was shed: the isolate ran late all the while it could wait, or no slot came free (or the queue was full). */
 type ShedReason = "lagging" | "busy";
@@ -189,6 +193,16 @@ export function createAdmission(options: AdmissionOptions): Admission {
     clock,
   });
 
+  /**
+   * How often a waiting page of `client` looks for its place: a client
+   * holding k times its share of the queue looks k times less often (up to
+   * LOOKS_SLOWED_AT_MOST), since the pages of every client holding less go
+   * first. A flood whose visitors left unseen fills the queue, and its
+   * waiters' looks, each on its own timer, were a tenth of the isolate's busy
+   * time beside the visitors who stay (bench:soak --flood-profile).
+   */
+  const lookEveryMs = (client: string) => POLL_MAX_MS * Math.min(LOOKS_SLOWED_AT_MOST, Math.max(1, fair.timesShare(client, options.maxColdPagesQueued)));
+
   async function admitNow<T>(work: () => Promise<T>, wait: boolean, visitor: AbortSignal | undefined, client: string): Promise<T | ShedReason | "left"> {
     let started = false;
     try {
@@ -200,7 +214,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
           if (mostlyCold()) counts.startedMostlyCold++;
           return work();
         },
-        { waitMs: wait ? options.coldPageWaitMs : 0, caller: visitor, key: client },
+        { waitMs: wait ? options.coldPageWaitMs : 0, caller: visitor, key: client, lookEveryMs: lookEveryMs(client) },
       );
     } catch (error) {
       // The work's own LimiterFull (none is expected: the origin client turns its own into answers) is not a shed.

@@ -22,6 +22,8 @@ export interface FairShare {
   start(client: string, leaseMs: number): () => void;
   /** Clients with cold pages in admission's hands now. */
   clients(): number;
+  /** How many times its fair share of `places` (shared equally among the clients holding pages) `client` holds: 2 is twice its share. */
+  timesShare(client: string, places: number): number;
 }
 
 export function createFairShare(clock: Clock): FairShare {
@@ -34,6 +36,11 @@ export function createFairShare(clock: Clock): FairShare {
     if (table && size === 0) held.delete(client);
     return size;
   };
+  function clients(): number {
+    let count = 0;
+    for (const client of held.keys()) if (holding(client) > 0) count++;
+    return count;
+  }
   return {
     holding,
     start(client, leaseMs) {
@@ -46,6 +53,7 @@ export function createFairShare(clock: Clock): FairShare {
         holding(client);
       };
     },
-    clients: () => [...held.keys()].filter((client) => holding(client) > 0).length,
+    clients,
+    timesShare: (client, places) => (holding(client) * clients()) / places,
   };
 }

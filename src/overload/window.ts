@@ -6,8 +6,8 @@ import type { Clock } from "../shared/clock";
 
 export interface WindowCounts<K extends string> {
   note(outcome: K): void;
-  /** Each outcome's count over the window (the current half and the one before). */
-  counts(): Record<K, number>;
+  /** Each outcome's count over the window (the current half and the one before), in an object the next call fills again: read it at once. */
+  counts(): Readonly<Record<K, number>>;
 }
 
 export function createWindowCounts<K extends string>(clock: Clock, windowMs: number, outcomes: readonly K[]): WindowCounts<K> {
@@ -16,6 +16,8 @@ export function createWindowCounts<K extends string>(clock: Clock, windowMs: num
   let currentFrom = clock.now();
   let current = zero();
   let previous = zero();
+  /** The sums counts() gives, one object filled again on every call: waiting pages ask on every look, and a new one each time was garbage by the thousand a second. */
+  const sum = zero();
 
   function roll(): void {
     const now = clock.now();
@@ -32,7 +34,6 @@ export function createWindowCounts<K extends string>(clock: Clock, windowMs: num
     },
     counts() {
       roll();
-      const sum = zero();
       for (const outcome of outcomes) sum[outcome] = current[outcome] + previous[outcome];
       return sum;
     },

@@ -28,4 +28,16 @@ describe("what a client holds of the cold work", () => {
     clock.advance(1001);
     expect([fair.holding("flood"), fair.holding("nobody"), fair.clients()]).toEqual([0, 0, 1]);
   });
+
+  it("says how many times its share of a number of places a client holds, the places shared equally among the clients holding pages", () => {
+    const fair = createFairShare(fakeClock());
+    for (let i = 0; i < 12; i++) fair.start("flood", 60_000);
+    const [first] = [fair.start("visitor", 60_000), fair.start("visitor", 60_000)];
+    fair.start("other", 60_000);
+    // 3 clients share 24 places: 8 each.
+    expect([fair.timesShare("flood", 24), fair.timesShare("visitor", 24), fair.timesShare("other", 24)]).toEqual([1.5, 0.25, 0.125]);
+    first();
+    expect(fair.timesShare("visitor", 24)).toBe(0.125);
+    expect(fair.timesShare("nobody", 24)).toBe(0);
+  });
 });
