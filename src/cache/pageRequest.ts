@@ -22,6 +22,17 @@ export interface Timings {
   origin?: number;
 }
 
+/**
+ * A page's data and its steps' timings; `overShare`: its new work was shed
+ * while its client held more than its share of the cold work
+ * (overload/admission.ts): the page is the client's own excess (a 429).
+ */
+export interface PageRead {
+  data: PageData;
+  timings: Timings;
+  overShare?: boolean;
+}
+
 /** One page read: where its background work goes, and the batch its fills' lock claims share. */
 export interface PageRequest {
   background: (work: Promise<unknown>) => void;

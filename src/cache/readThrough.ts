@@ -42,7 +42,7 @@ import type { L2, ReadAlong } from "./l2/l2";
 import { createL2Entries, type L2ValueStats } from "./l2/l2Entries";
 import { keptWith, type LocationCache, type LocationPart, type LocationStats } from "./location/location";
 import { filledMeanwhile, underWay, readCopies, readFromL1, readFromL2, readFromLocation, readFromOrigin, shedPage, type PageTools } from "./pageSteps";
-import { visitorLeft, type PageData, type PageRequest, type Timings } from "./pageRequest";
+import { visitorLeft, type PageData, type PageRead, type PageRequest, type Timings } from "./pageRequest";
 import type { Admission, Departures, LagMeter } from "../overload";
 import { DEFAULTS } from "../config/defaults";
 import { createRejections } from "./fill/rejections";
@@ -120,7 +120,7 @@ export interface ReadThrough extends L1Purging {
     resources: readonly ResourceName[],
     background: (work: Promise<unknown>) => void,
     options?: Pick<PageRequest, "listed" | "visitor" | "client">,
-  ): Promise<{ data: PageData; timings: Timings }>;
+  ): Promise<PageRead>;
   /**
    * The copies of one resource of many products that this isolate can serve
    * without the origin: from L1, then from L2 in one round trip. For lists
@@ -266,7 +266,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
    * new work. A page whose visitor left gets no more steps; the
    * parts still pending are left out (nobody reads the answer).
    */
-  async function readPage(id: string, resources: readonly ResourceName[], request: PageRequest): Promise<{ data: PageData; timings: Timings }> {
+  async function readPage(id: string, resources: readonly ResourceName[], request: PageRequest): Promise<PageRead> {
     const data: Record<string, Served<unknown>> = {};
     const timings: Timings = {};
     let started: number;
@@ -331,6 +331,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       // Followers of the same product that went on meanwhile may have filled what it lacks.
       pending = filledMeanwhile(tools, id, pending, data);
       if (pending.length > 0) deps.overload.admission.noteShed(shedPage(tools, pending, data) ? "stale" : "refused");
+      if (pending.length > 0 && admitted === "over share") return { data: data as PageData, timings, overShare: true };
     }
     return { data: data as PageData, timings };
   }

@@ -30,7 +30,7 @@ function staticErrorPage(status: number, message: string): string {
 /** A readable HTML error page; never an exception text or a stack trace. */
 export function errorPage(
   c: Context,
-  status: 400 | 404 | 405 | 413 | 500 | 503,
+  status: 400 | 404 | 405 | 413 | 429 | 500 | 503,
   message: string,
   cacheControl: string,
   { retryAfterSeconds, heading }: Pick<ErrorPageModel, "retryAfterSeconds" | "heading"> = {},

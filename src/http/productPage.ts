@@ -15,6 +15,9 @@ import { DEFAULTS } from "../config/defaults";
 /** What a visitor is told of a product that does not exist. */
 const PRODUCT_NOT_FOUND = "We could not find that product. It does not exist or is no longer available.";
 
+/** What a client asking for more new pages at once than its share is told (pages already cached are served to it as usual). */
+const TOO_MANY_PAGES = "You are asking for many pages at once: please try again in a few seconds.";
+
 /** Bumped when templates change the HTML for the same data, so that ETags change too. */
 const RENDER_VERSION = "3";
 
@@ -84,7 +87,7 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   // cold page may fill all its parts at once (cache/pageSteps.ts, readFromOrigin).
   // Who asks: a client's waiting cold pages go after those of clients holding fewer (overload/fairShare.ts).
   const client = clientOf(c.req.header("cf-connecting-ip"));
-  const { data, timings } = await tier.cache.read(id, PAGE_RESOURCES, background, { listed: known === "listed", visitor, client });
+  const { data, timings, overShare } = await tier.cache.read(id, PAGE_RESOURCES, background, { listed: known === "listed", visitor, client });
   if (visitor.aborted) return visitorLeft(tier, id, colo, background);
   setStepTimings(c, timings);
 
@@ -108,9 +111,12 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   if (missingCore.length > 0) {
     // "overloaded": this isolate did not start the work (shed, or its origin slots were full), not a failing service.
     const busy = missingCore.every((resource) => data[resource]?.failure === "overloaded");
-    tier.recordPage({ route: "/products/:id", id, outcome: "unavailable", status: 503, ms, served: all, shed: busy }, colo, background);
-    const message = busy ? "We are very busy right now: please try again in a few seconds." : "The product service is not answering.";
-    return errorPage(c, 503, message, "no-store", { retryAfterSeconds: DEFAULTS.pageRetryAfterSeconds });
+    // Shed while its client held more than its share of the cold work: that client's own excess (RFC 6585's 429), not the isolate's busyness.
+    const status = busy && overShare ? 429 : 503;
+    tier.recordPage({ route: "/products/:id", id, outcome: "unavailable", status, ms, served: all, shed: busy }, colo, background);
+    const message =
+      status === 429 ? TOO_MANY_PAGES : busy ? "We are very busy right now: please try again in a few seconds." : "The product service is not answering.";
+    return errorPage(c, status, message, "no-store", { retryAfterSeconds: DEFAULTS.pageRetryAfterSeconds });
   }
 
   const states = Object.fromEntries(PAGE_RESOURCES.map((resource) => [resource, sectionState(resource, data[resource])])) as {

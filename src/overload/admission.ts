@@ -55,6 +55,7 @@ import type { Clock } from "../shared/clock";
 import type { LagMeter } from "./lag";
 import type { Patience } from "./patience";
 import { createFairShare } from "./fairShare";
+import { UNKNOWN_CLIENT } from "./client";
 import { createWindowCounts } from "./window";
 
 export interface AdmissionOptions {
@@ -110,6 +111,12 @@ const LOOKS_SLOWED_AT_MOST = 16;
 
 /** Why a cold page was shed: the isolate ran late all the while it could wait, or no slot came free (or the queue was full). */
 type ShedReason = "lagging" | "busy";
+/**
+ * What admit says of a shed page: its reason, or "over share" when its
+ * client held more than its share of the queue (the page is a 429, the
+ * client's own excess, not the isolate's busyness: a 503).
+ */
+type Shed = ShedReason | "over share";
 
 export interface AdmissionStats {
   lagMs: number;
@@ -126,6 +133,8 @@ export interface AdmissionStats {
   shed: Record<ShedReason, number>;
   /** Of those, waiting pages whose place in the full queue went to another client's page (a client holding fewer). */
   pushedOut: number;
+  /** Of those, pages of a client holding more than its share of the queue: answered 429, not 503. */
+  overShare: number;
   /** What the shed pages got: every part from a copy usable on error, or a part missing (a 503, or a section's default). */
   shedServedStale: number;
   shedRefused: number;
@@ -139,7 +148,7 @@ export interface Admission {
    * signal (one who left gives up its place, or its slot, at once); `client`:
    * who asks (./client.ts), for the order of the waiting pages.
    */
-  admit<T>(work: () => Promise<T>, wait: boolean, visitor?: AbortSignal, client?: string): Promise<T | ShedReason | "left">;
+  admit<T>(work: () => Promise<T>, wait: boolean, visitor?: AbortSignal, client?: string): Promise<T | Shed | "left">;
   /** A page was read with no new work (all of it from L1, or joining work under way). */
   noteNoWork(): void;
   /** What a shed page got. */
@@ -153,7 +162,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
   const fair = createFairShare(clock);
   /** The longest a cold page is in admission's hands: its hold, its wait and its work. */
   const pageLeaseMs = options.maxHoldMs + options.coldPageWaitMs + options.coldPageLeaseMs;
-  const counts = { admitted: 0, lastChance: 0, startedMostlyCold: 0, shed: { lagging: 0, busy: 0 }, shedServedStale: 0, shedRefused: 0 };
+  const counts = { admitted: 0, lastChance: 0, startedMostlyCold: 0, shed: { lagging: 0, busy: 0 }, overShare: 0, shedServedStale: 0, shedRefused: 0 };
   const pages = createWindowCounts(clock, options.mostlyCold.windowMs, ["started", "noWork"] as const);
   const mostlyCold = () => {
     const { started, noWork } = pages.counts();
@@ -203,7 +212,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
    */
   const lookEveryMs = (client: string) => POLL_MAX_MS * Math.min(LOOKS_SLOWED_AT_MOST, Math.max(1, fair.timesShare(client, options.maxColdPagesQueued)));
 
-  async function admitNow<T>(work: () => Promise<T>, wait: boolean, visitor: AbortSignal | undefined, client: string): Promise<T | ShedReason | "left"> {
+  async function admitNow<T>(work: () => Promise<T>, wait: boolean, visitor: AbortSignal | undefined, client: string): Promise<T | Shed | "left"> {
     let started = false;
     try {
       return await slots.run(
@@ -223,12 +232,15 @@ export function createAdmission(options: AdmissionOptions): Admission {
       if (visitor?.aborted) return "left";
       const reason = keepingUp() ? "busy" : "lagging";
       counts.shed[reason]++;
-      return reason;
+      // Every request off the platform is "unknown": all visitors, never one client asking too much.
+      if (client === UNKNOWN_CLIENT || fair.timesShare(client, options.maxColdPagesQueued) <= 1) return reason;
+      counts.overShare++;
+      return "over share";
     }
   }
 
   return {
-    async admit(work, wait, visitor, client = "unknown") {
+    async admit(work, wait, visitor, client = UNKNOWN_CLIENT) {
       const answered = patience.follow(visitor);
       const release = fair.start(client, pageLeaseMs);
       try {

@@ -312,7 +312,7 @@ function overloadView(overload: StatusModel["overload"]) {
     lagClass: admission.lagMs > overload.shedLagMs ? "bad" : "ok",
     coldPages: `${count(admission.coldPages)} of ${count(overload.coldPagesMax)}; ${count(admission.coldPagesQueued)} waiting for their turn${admission.mostlyCold ? `; most recent pages are cold: past ${count(overload.mostlyColdPages)} in progress, another starts only while the lag is at most ${count(overload.mostlyColdLagMs)} ms` : ""}`,
     admitted: `${count(admission.admitted)} (${count(admission.startedMostlyCold)} while most pages were cold; ${count(admission.lastChance)} at their last chance, past the other bounds)`,
-    shed: `${count(shed)} (${count(admission.shed.lagging)} while lagging, ${count(admission.shed.busy)} with no slot or no room to wait; ${count(admission.pushedOut)} of them gave their place in the full queue to a client holding fewer): ${count(admission.shedServedStale)} served from a copy, ${count(admission.shedRefused)} with a part missing (503 or a default)`,
+    shed: `${count(shed)} (${count(admission.shed.lagging)} while lagging, ${count(admission.shed.busy)} with no slot or no room to wait; ${count(admission.pushedOut)} of them gave their place in the full queue to a client holding fewer; ${count(admission.overShare)} of clients holding more than their share, answered 429): ${count(admission.shedServedStale)} served from a copy, ${count(admission.shedRefused)} with a part missing (503 or a default)`,
     shedClass: shed > 0 ? "warn" : "ok",
     pagesLeft: count(departures.pagesLeft),
     hold:

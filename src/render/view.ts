@@ -230,6 +230,6 @@ export function errorView(model: ErrorPageModel): ErrorView {
     heading,
     // The heading already says it: do not print the same sentence twice.
     message: message && message !== heading ? message : null,
-    retryText: model.status === 503 ? retryText(model.retryAfterSeconds) : null,
+    retryText: model.status === 503 || model.status === 429 ? retryText(model.retryAfterSeconds) : null,
   };
 }

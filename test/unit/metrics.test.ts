@@ -419,6 +419,7 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
         coldPages: 3,
         coldPagesQueued: 5,
         pushedOut: 6,
+        overShare: 5,
         admitted: 900,
         lastChance: 7,
         mostlyCold: false,
@@ -478,7 +479,7 @@ describe("status page", () => {
     expect(html).toMatch(/<dt>invalid values<\/dt><dd>2 <small>\(not valid entries: read as misses; 1 deleted\)/);
     // The shedding: what was shed and why, and the work of visitors who left.
     expect(html).toContain(
-      "42 (40 while lagging, 2 with no slot or no room to wait; 6 of them gave their place in the full queue to a client holding fewer): 30 served from a copy, 12 with a part missing (503 or a default)",
+      "42 (40 while lagging, 2 with no slot or no room to wait; 6 of them gave their place in the full queue to a client holding fewer; 5 of clients holding more than their share, answered 429): 30 served from a copy, 12 with a part missing (503 or a default)",
     );
     expect(html).toContain("3 of 256; 5 waiting for their turn");
     expect(html).toContain("75 pages not rendered; 60 fills stopped before a claim, poll or fetch");
