@@ -54,14 +54,15 @@ export function createTopK<K = string>(capacity: number): TopK<K> {
         return;
       }
       // Replace the smallest counter; the newcomer may have been seen up to that many times before.
+      // forEach, not for-of: an iterator's [key, value] pair per counter was garbage on every page of a flood of first views.
       let minKey: K | undefined;
       let min = Infinity;
-      for (const [candidate, { count }] of counters) {
+      counters.forEach(({ count }, candidate) => {
         if (count < min) {
           min = count;
           minKey = candidate;
         }
-      }
+      });
       counters.delete(minKey as K);
       counters.set(key, { count: min + weight, error: min });
     },
