@@ -96,8 +96,7 @@ describe("the policy numbers the README gives in its tables and prose", () => {
       `1 – ${DEFAULTS.l1MaxBytesLimit / MiB} MiB`,
       `lock claims get ${DEFAULTS.l2ClaimTimeoutMs} ms, background writes ${DEFAULTS.l2WriteTimeoutMs / 1000} s`,
       `at most ${DEFAULTS.originMaxQueued} callers, ${DEFAULTS.originQueueWaitMs / 1000} s`,
-      `one held back ${DEFAULTS.coldPagePatienceMs} ms goes while fewer than ${DEFAULTS.coldPagesPatient} are in progress`,
-      `At most ${DEFAULTS.coldPagesQueued} wait`,
+      `among at most ${DEFAULTS.coldPagesQueued}`,
       // Purging.
       `\`ids\` (≤ ${PURGE_LIMITS.ids.toLocaleString("en-US")}), \`tags\` (≤ ${PURGE_LIMITS.tags}`,
       `\`413\` over ${PURGE_LIMITS.bodyBytes / 1024} KB`,
