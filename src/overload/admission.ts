@@ -47,7 +47,10 @@
 // a page finding the queue full takes the place of the oldest waiting page
 // of the client holding most, if that holds more than its own
 // (shared/limiter.ts): a flood that fills the queue sheds its own pages,
-// not another client's.
+// not another client's. A client holding more than its share of the queue
+// (its places shared equally among the clients holding cold pages) is told
+// so: its waiting pages look for their place less often, and a page of its
+// that is shed is a 429, its own excess, where another's is a 503.
 import { createLimiter, LimiterFull } from "../shared/limiter";
 import { createTokenBucket } from "../shared/tokenBucket";
 import { POLL_MAX_MS } from "../shared/leases";

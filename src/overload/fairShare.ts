@@ -8,7 +8,10 @@
 // refusal per client tried before: docs/performance.md, "Overload floods").
 // That is fair queueing by client, max-min: the client holding least is
 // served first. With one client (off the platform every request is
-// "unknown") the order is the queue's own, oldest first.
+// "unknown") the order is the queue's own, oldest first. How many times its
+// share of the queue a client holds (timesShare) tells admission how often
+// its waiting pages need to look, and whether a page of its that is shed is
+// its own excess (a 429).
 //
 // A client's pages are leases (shared/leases.ts): given back when the page
 // leaves admission's hands, reclaimed at their deadline if its request vanished.
