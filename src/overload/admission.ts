@@ -226,7 +226,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
           if (mostlyCold()) counts.startedMostlyCold++;
           return work();
         },
-        { waitMs: wait ? options.coldPageWaitMs : 0, caller: visitor, key: client, lookEveryMs: lookEveryMs(client) },
+        { waitMs: wait ? options.coldPageWaitMs : 0, caller: visitor, key: client, lookEveryMs: () => lookEveryMs(client) },
       );
     } catch (error) {
       // The work's own LimiterFull (none is expected: the origin client turns its own into answers) is not a shed.

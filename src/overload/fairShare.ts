@@ -44,9 +44,10 @@ export function createFairShare(clock: Clock): FairShare {
   let counted = { at: Number.NEGATIVE_INFINITY, clients: 0 };
   /**
    * Clients holding pages, counted again at most every CLIENTS_COUNTED_EVERY_MS:
-   * the count walks every client, and admission asks for it on every cold
-   * page (walked each time, 2% of a flooded isolate's busy time,
-   * bench:soak --flood-profile).
+   * the count walks every client (to reclaim their lapsed pages), and
+   * admission asks for it on every look of every waiting cold page (walked
+   * on every cold page, it was 2% of a flooded isolate's busy time,
+   * bench:soak --flood-profile). A count up to 10 ms old is as good a share.
    */
   function clients(): number {
     const now = clock.now();

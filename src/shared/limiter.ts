@@ -82,10 +82,11 @@ interface RunOptions {
   key?: string;
   /**
    * The longest pause between a waiter's looks for a slot (16 ms unless
-   * said): a waiter that others go before (admission: a client holding more
-   * than its share) may look less often.
+   * said), asked before every pause: a waiter that others go before
+   * (admission: a client holding more than its share, which changes while
+   * it waits) may look less often.
    */
-  lookEveryMs?: number;
+  lookEveryMs?: () => number;
 }
 
 export interface Limiter {
@@ -248,7 +249,7 @@ export function createLimiter({
     holdMs: number,
     waitedMs: number,
     caller: AbortSignal | undefined,
-    lookEveryMs?: number,
+    lookEveryMs?: () => number,
   ): Promise<void> {
     const askedAt = clock.now();
     const giveUpAt = askedAt + waitedMs;

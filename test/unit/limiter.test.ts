@@ -171,7 +171,7 @@ describe("origin fetch limiter", () => {
     const looks = { usual: 0, slowed: 0 };
     const waiterOf = (which: keyof typeof looks, lookEveryMs?: number) => {
       const limit = createLimiter({ maxConcurrent: 4, maxQueued: 4, maxWaitMs: 5_000, admits: () => (looks[which]++, admitting) });
-      return limit.run(async () => which, lookEveryMs === undefined ? {} : { lookEveryMs });
+      return limit.run(async () => which, lookEveryMs === undefined ? {} : { lookEveryMs: () => lookEveryMs });
     };
     const usual = waiterOf("usual");
     const slowed = waiterOf("slowed", 160);
