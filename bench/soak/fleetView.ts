@@ -32,7 +32,7 @@ export async function checkFleetView(
     [
       ["pages", figures.totals.pages, sum((s) => s.last15m.pages)],
       ["200 pages", figures.totals.ok, sum((s) => s.last15m.outcomes.ok)],
-      ["503 pages", figures.totals.unavailable, sum((s) => s.last15m.outcomes.unavailable)],
+      ["503 and 429 pages", figures.totals.unavailable, sum((s) => s.last15m.outcomes.unavailable)],
       ["answers from L1", tiers.l1, sum((s) => s.last15m.total.l1)],
       ["answers from the location tier", tiers.location, sum((s) => s.last15m.total.location ?? 0)],
       ["answers from L2", tiers.l2, sum((s) => s.last15m.total.l2)],

@@ -54,7 +54,7 @@ export function printFigures(figures: FleetFigures): string {
         ["pages", count(t.pages)],
         ["  200", count(t.ok)],
         ["  404 (absent, filtered)", count(t.notFound)],
-        ["  503", count(t.unavailable)],
+        ["  503 or 429", count(t.unavailable)],
         ["    of which shed", count(t.shed)],
         ["  visitor left first", count(t.left)],
         ["hit ratio (resource answers from L1, location, L2)", pct(t.hitRatio)],
@@ -85,7 +85,7 @@ export function printFigures(figures: FleetFigures): string {
   out.push("Per minute (UTC):");
   out.push(
     table(
-      ["minute", "pages", "200", "404", "503", "shed", "left", "hit ratio", "origin", "failed", "L2/page", "purge p99"],
+      ["minute", "pages", "200", "404", "503/429", "shed", "left", "hit ratio", "origin", "failed", "L2/page", "purge p99"],
       figures.minutes.map((m) => [
         clock(m.minute),
         count(m.pages),
@@ -106,7 +106,7 @@ export function printFigures(figures: FleetFigures): string {
     out.push("");
     out.push(chart("Hit ratio", figures, (m) => m.hitRatio, pct));
     out.push(chart("Pages", figures, (m) => m.pages, count));
-    out.push(chart("503 (shed or failed)", figures, (m) => m.unavailable, count));
+    out.push(chart("503 or 429 (shed or failed)", figures, (m) => m.unavailable, count));
     out.push(chart("Origin calls", figures, (m) => m.originFetches, count));
     out.push(chart("Purge reach p99", figures, (m) => m.purgeReachP99Ms, ms));
   }
@@ -117,7 +117,7 @@ export function printFigures(figures: FleetFigures): string {
   out.push("Where pages were shed or 503:");
   out.push(
     table(
-      ["colo", "pages", "503", "shed", "left", "stale-if-error"],
+      ["colo", "pages", "503/429", "shed", "left", "stale-if-error"],
       rowsOf(figures.locations, ["colo", "pages", "unavailable", "shed", "left_early", "stale_if_error"]),
     ),
   );
@@ -125,7 +125,7 @@ export function printFigures(figures: FleetFigures): string {
   out.push("Isolates (the name each status page shows):");
   out.push(
     table(
-      ["isolate", "colo", "pages", "200", "503", ...ANSWER_TIERS],
+      ["isolate", "colo", "pages", "200", "503/429", ...ANSWER_TIERS],
       rowsOf(figures.isolates, ["isolate", "colo", "pages", "ok", "unavailable", ...ANSWER_TIERS]),
     ),
   );

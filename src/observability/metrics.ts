@@ -33,7 +33,8 @@ export const HOT_COUNTERS = 5 * HOT_PRODUCTS;
  * How a product page ended: `ok` (200, possibly with defaulted sections),
  * `absent` (404: the origin says there is no such product), `filtered` (404
  * from the known-ids filter, nothing read), `unavailable` (503: a core
- * resource failed with nothing usable).
+ * resource failed with nothing usable; or 429: shed as its client's excess,
+ * overload/admission.ts).
  */
 type PageOutcome = "ok" | "absent" | "filtered" | "unavailable";
 

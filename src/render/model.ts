@@ -34,7 +34,7 @@ export interface ErrorPageModel {
   status: number;
   /** A short, human message; never an exception text. */
   message: string;
-  /** Seconds, for 503 pages. */
+  /** Seconds, for 503 and 429 pages. */
   retryAfterSeconds?: number;
   /** The page's heading, when the status's own ("Page not found") says less than it could ("Product not found"). */
   heading?: string;

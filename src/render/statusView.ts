@@ -229,7 +229,12 @@ export function statusView(model: StatusModel) {
         value: count(w5.originTotal.fetches),
         detail: `${plural(w5.originTotal.errors, "error", "errors")} · ${count(w15.originTotal.fetches)} in 15 min`,
       },
-      { label: "503 pages", value: count(w5.outcomes.unavailable), detail: `${count(w15.outcomes.unavailable)} in 15 min`, bad: w5.outcomes.unavailable > 0 },
+      {
+        label: "503 and 429 pages",
+        value: count(w5.outcomes.unavailable),
+        detail: `${count(w15.outcomes.unavailable)} in 15 min`,
+        bad: w5.outcomes.unavailable > 0,
+      },
       { label: "Degraded pages", value: count(w5.degradedPages), detail: `${count(w15.degradedPages)} in 15 min`, bad: w5.degradedPages > 0 },
       { label: "Known-ids 404s", value: count(w5.outcomes.filtered), detail: `${plural(w5.outcomes.absent, "origin 404", "origin 404s")}` },
     ].map(({ bad, ...card }) => ({ ...card, cls: bad ? "card bad" : "card" })),
