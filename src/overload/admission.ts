@@ -205,6 +205,8 @@ export function createAdmission(options: AdmissionOptions): Admission {
     clock,
   });
 
+  /** How many times its share of the waiting queue `client` holds: what decides its looks and its shed pages' status. */
+  const timesShare = (client: string) => fair.timesShare(client, options.maxColdPagesQueued);
   /**
    * How often a waiting page of `client` looks for its place: a client
    * holding k times its share of the queue looks k times less often (up to
@@ -213,7 +215,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
    * waiters' looks, each on its own timer, were a tenth of the isolate's busy
    * time beside the visitors who stay (bench:soak --flood-profile).
    */
-  const lookEveryMs = (client: string) => POLL_MAX_MS * Math.min(LOOKS_SLOWED_AT_MOST, Math.max(1, fair.timesShare(client, options.maxColdPagesQueued)));
+  const lookEveryMs = (client: string) => POLL_MAX_MS * Math.min(LOOKS_SLOWED_AT_MOST, Math.max(1, timesShare(client)));
 
   async function admitNow<T>(work: () => Promise<T>, wait: boolean, visitor: AbortSignal | undefined, client: string): Promise<T | Shed | "left"> {
     let started = false;
@@ -236,7 +238,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
       const reason = keepingUp() ? "busy" : "lagging";
       counts.shed[reason]++;
       // Every request off the platform is "unknown": all visitors, never one client asking too much.
-      if (client === UNKNOWN_CLIENT || fair.timesShare(client, options.maxColdPagesQueued) <= 1) return reason;
+      if (client === UNKNOWN_CLIENT || timesShare(client) <= 1) return reason;
       counts.overShare++;
       return "over share";
     }
