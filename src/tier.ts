@@ -126,7 +126,7 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     // A finished fill's write waits for its send (its window, or a claim to carry it: patientWriteHoldMs at most, sendQueue.ts holds no write longer), then has the write budget.
     backgroundFillMs: Math.max(DEFAULTS.sendWindowMs, DEFAULTS.writeHoldForClaimMs, DEFAULTS.patientWriteHoldMs) + DEFAULTS.l2WriteTimeoutMs,
     hold: {
-      maxHoldMs: config.departureHoldMaxMs,
+      maxHoldMs: DEFAULTS.departureHoldMaxMs,
       departedShare: DEFAULTS.departureHoldShare,
       windowMs: DEFAULTS.departureWindowMs,
       minPages: DEFAULTS.departureMinPages,

@@ -320,7 +320,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     };
     const page = ++nextPage;
     const turnKey = subject?.key;
-    if (turnKey) awaitingTurn.take(turnKey, clock.now() + config.departureHoldMaxMs + config.coldPageWaitMs + DEFAULTS.l2ReadLeaseGraceMs, page);
+    if (turnKey) awaitingTurn.take(turnKey, clock.now() + DEFAULTS.departureHoldMaxMs + config.coldPageWaitMs + DEFAULTS.l2ReadLeaseGraceMs, page);
     let admitted: Awaited<ReturnType<typeof readAfterWait>> | string;
     try {
       admitted = await deps.overload.admission.admit(readAfterWait, !withCopies, request.visitor, request.client);

@@ -208,16 +208,19 @@ export const DEFAULTS = {
   lastChanceAfterShare: 0.8,
   lastChancePagesPerSecond: 8,
   /**
-   * Fills whose visitors all left, finishing at once (BACKGROUND_FILLS_MAX):
-   * an answer already fetched is worth writing for the next visitor, but a
-   * flood of departing requests must not turn into a flood of writes. Past
-   * it the answer stays in this isolate's L1 and the lock is released.
+   * Fills whose visitors all left that may finish at once: one per this
+   * many of COLD_PAGES_MAX (16 at its default 256; none below 16). An
+   * answer already fetched is worth writing for the next visitor, but a
+   * flood of departing requests must not turn into a flood of writes, and
+   * an isolate allowed few cold pages keeps them for visitors. Past it the
+   * answer stays in this isolate's L1 and the lock is released. Not a
+   * setting: it follows the isolate's allowance of cold work.
    */
-  backgroundFillsMax: 16,
+  coldPagesPerBackgroundFill: 16,
   /**
    * The ceiling of the hold a cold page with no copy to show waits before
    * its work starts, while most cold pages' visitors leave before their
-   * answer (DEPARTURE_HOLD_MAX_MS; overload/patience.ts; 0: no hold). The
+   * answer (overload/patience.ts; not a setting). The
    * hold itself is how long those visitors stayed (their 95th percentile, a
    * quarter more): visitors who give up within it cost no Redis command and
    * no origin fetch, those who stay pay it on a first view during such a

@@ -30,8 +30,6 @@ export interface Env {
   SHED_LAG_MS?: string | number;
   COLD_PAGES_MAX?: string | number;
   COLD_PAGE_WAIT_MS?: string | number;
-  BACKGROUND_FILLS_MAX?: string | number;
-  DEPARTURE_HOLD_MAX_MS?: string | number;
   /** "on" when the L2 database answers reads from replicas near the isolate (Upstash Global). */
   L2_READ_REPLICAS?: string;
   /** "off" disables the known-ids filter. */
@@ -90,10 +88,8 @@ export interface Config {
   coldPagesMax: number;
   /** How long a cold page waits for its turn before it is shed. */
   coldPageWaitMs: number;
-  /** Fills nobody waits for any more that may finish and write at once (overload/departures.ts). */
+  /** Fills nobody waits for any more that may finish and write at once (overload/departures.ts): not a setting, a share of coldPagesMax. */
   backgroundFillsMax: number;
-  /** The ceiling of the hold of cold pages during a departing flood, ms (0: off). */
-  departureHoldMaxMs: number;
   /** Requests a minute per isolate from which a product is warm / hot (refreshed ahead of expiry). */
   warmPerMinute: number;
   hotPerMinute: number;
@@ -348,6 +344,8 @@ export function parseConfig(env: Env): Config {
     fpRate: number("KNOWN_IDS_FP_RATE", KNOWN_IDS_LIMITS.minFpRate, KNOWN_IDS_LIMITS.maxFpRate, KNOWN_IDS_DEFAULTS.fpRate, false),
   };
 
+  const coldPagesMax = number("COLD_PAGES_MAX", 1, 10_000, DEFAULTS.coldPagesMax);
+
   const config: Config = {
     originUrl,
     l2: setting(() => parseL2(env), null),
@@ -363,10 +361,9 @@ export function parseConfig(env: Env): Config {
     purgePollMs: number("PURGE_POLL_MS", 100, 60_000, DEFAULTS.purgePollMs),
     maxSubrequests: number("MAX_SUBREQUESTS", 20, 10_000, DEFAULTS.maxSubrequests),
     shedLagMs: number("SHED_LAG_MS", 5, 10_000, DEFAULTS.shedLagMs),
-    coldPagesMax: number("COLD_PAGES_MAX", 1, 10_000, DEFAULTS.coldPagesMax),
+    coldPagesMax,
     coldPageWaitMs: number("COLD_PAGE_WAIT_MS", 0, 10_000, DEFAULTS.coldPageWaitMs),
-    backgroundFillsMax: number("BACKGROUND_FILLS_MAX", 0, 10_000, DEFAULTS.backgroundFillsMax),
-    departureHoldMaxMs: number("DEPARTURE_HOLD_MAX_MS", 0, 1000, DEFAULTS.departureHoldMaxMs),
+    backgroundFillsMax: Math.floor(coldPagesMax / DEFAULTS.coldPagesPerBackgroundFill),
     knownIds: onOffSetting("KNOWN_IDS", true) ? knownIdsFilter : null,
     locationCache: onOffSetting("LOCATION_CACHE", true),
     caching: onOffSetting("CACHING", true),

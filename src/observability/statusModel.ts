@@ -121,8 +121,6 @@ export interface StatusModel {
     | "shedLagMs"
     | "coldPagesMax"
     | "coldPageWaitMs"
-    | "backgroundFillsMax"
-    | "departureHoldMaxMs"
     | "warmPerMinute"
     | "hotPerMinute"
     | "knownIds"
@@ -175,7 +173,7 @@ export function buildStatus(sources: StatusSources): StatusModel {
       mostlyColdPages: DEFAULTS.mostlyColdPages,
       mostlyColdLagMs: DEFAULTS.mostlyColdLagMs,
       backgroundFillsMax: config.backgroundFillsMax,
-      departureHoldMaxMs: config.departureHoldMaxMs,
+      departureHoldMaxMs: DEFAULTS.departureHoldMaxMs,
     },
     l1: {
       bytes: sources.l1.bytes,
@@ -220,8 +218,6 @@ export function buildStatus(sources: StatusSources): StatusModel {
       shedLagMs: config.shedLagMs,
       coldPagesMax: config.coldPagesMax,
       coldPageWaitMs: config.coldPageWaitMs,
-      backgroundFillsMax: config.backgroundFillsMax,
-      departureHoldMaxMs: config.departureHoldMaxMs,
       warmPerMinute: config.warmPerMinute,
       hotPerMinute: config.hotPerMinute,
       knownIds: config.knownIds,

@@ -58,7 +58,7 @@ export interface Departures {
 
 export interface DeparturesOptions {
   clock: Clock;
-  /** Fills nobody waits for that may finish at once (BACKGROUND_FILLS_MAX). */
+  /** Fills nobody waits for that may finish at once (a share of COLD_PAGES_MAX, config/defaults.ts). */
   maxBackgroundFills: number;
   /** How long one counts against the budget: the longest its write may take (queued, then sent). */
   backgroundFillMs: number;

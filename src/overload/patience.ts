@@ -22,7 +22,7 @@ export interface PatienceOptions {
   clock: Clock;
   /** Cold pages hold while at least this share of them were left before their answer (0–1). */
   departedShare: number;
-  /** The hold's ceiling, ms (DEPARTURE_HOLD_MAX_MS); 0 turns the hold off. */
+  /** The hold's ceiling, ms (DEFAULTS.departureHoldMaxMs); 0 turns the hold off. */
   maxHoldMs: number;
   /** Fewer cold pages than this in the window say nothing. */
   minPages: number;

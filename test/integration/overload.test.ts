@@ -121,7 +121,8 @@ describe("visitors who leave", () => {
 
   it("past the budget of background fills, a fill nobody waits for is cut short at the origin, and its lock released at once", async () => {
     const [id] = completeProducts(7100, 1);
-    const target = await startWith({ BACKGROUND_FILLS_MAX: "0" });
+    // The budget is a sixteenth of COLD_PAGES_MAX: none for an isolate allowed fewer than 16 cold pages.
+    const target = await startWith({ COLD_PAGES_MAX: "8" });
     await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
     const leftAt = await leaveWhileProductAtOrigin(target, id!);
 
@@ -208,21 +209,6 @@ describe("the hold while visitors leave", () => {
     expect(stayed.status).toBe(200);
     expect(member(stayed.cacheStatus, "product")).toMatch(/^pp-origin; fwd=uri-miss; fwd-status=200/);
     expect((await overloadOf(target)).hold.held).toBeGreaterThan(before);
-  });
-
-  it("DEPARTURE_HOLD_MAX_MS=0 holds nobody: the same visitors' pages start their work", async () => {
-    const [first, second] = [completeProducts(5800, 24), completeProducts(6200, 10)];
-    const target = await startWith({ DEPARTURE_HOLD_MAX_MS: "0" });
-    await warmUp(target);
-    await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
-    await leavers(target, first, 60);
-    await sleep(100);
-    const admitted = (await overloadOf(target)).admission.admitted;
-    await leavers(target, second, 20);
-    await sleep(200);
-    const overload = await overloadOf(target);
-    expect(overload.admission.admitted).toBeGreaterThan(admitted);
-    expect(overload.hold).toMatchObject({ holdMs: 0, held: 0 });
   });
 });
 
@@ -358,7 +344,8 @@ describe("shedding", () => {
       2500,
     );
     const { admission } = await overloadOf(target);
-    expect(admission.mostlyCold).toBe(true);
+    // Started while most pages were cold (counted at each start: on a loaded machine the pages reach the origin over more than the 2-s window, and the flag itself may have lapsed by now).
+    expect(admission.startedMostlyCold).toBeGreaterThan(DEFAULTS.mostlyColdPages);
     expect(admission.coldPages).toBeGreaterThan(DEFAULTS.mostlyColdPages);
     expect((await Promise.all(answers)).map((answer) => answer.status)).toEqual(ids.map(() => 200));
   });
