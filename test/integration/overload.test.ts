@@ -52,6 +52,7 @@ interface OverloadStatus {
     coldPagesQueued: number;
     pushedOut: number;
     mostlyCold: boolean;
+    startedMostlyCold: number;
   };
   departures: { pagesLeft: number; fillsStopped: number; fillsFinished: number; fillsDropped: number };
   hold: { holdMs: number; departedShare: number; held: number; leftWhileHeld: number };
