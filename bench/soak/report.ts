@@ -308,6 +308,16 @@ export function floodTable(run: FloodRun): string {
     text(`Zipf clients (${f.zipf.threads.length}): 200s a second per client, min / median / max`, (p) =>
       spread(p.zipf!.threads.map((counts) => ok200Rate(p.zipf!, counts))),
     );
+    // What one flood request cost the isolate, in the Zipf clients' own pages: a ratio of the isolate's
+    // work, comparable across hosts and across floods (--flood-path /healthz, a cached page, a 404).
+    const floodPerSecond = floodRequests(run) / Math.max(0.001, f.loadS);
+    if (floodPerSecond > 0) {
+      const [kept, alone] = [ok200Rate(f.zipf), ok200Rate(b.zipf)];
+      floodOnly(
+        "a flood request's cost in Zipf pages: (Zipf 200s a second alone − during) ÷ flood req/s",
+        `${fmt((alone - kept) / floodPerSecond, 2)} (${TARGET.zipfKept}× needs ≤ ${fmt(((1 - TARGET.zipfKept) * alone) / floodPerSecond, 2)})`,
+      );
+    }
     both("Zipf wrk p99 ms", (p) => p.zipf!.p99Us / 1000, 1);
     text("Zipf 429 / 503 / other non-2xx / socket errors / timeouts (2 s)", (p) => {
       const z = p.zipf!;
