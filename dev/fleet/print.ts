@@ -35,10 +35,13 @@ function chart(title: string, figures: FleetFigures, value: (minute: FleetFigure
   return [`${title}`, ...lines].join("\n");
 }
 
-function rowsOf(rows: Row[], columns: string[]): string[][] {
-  return rows.map((row) =>
-    columns.map((column) => (typeof row[column] === "string" && Number.isNaN(Number(row[column])) ? String(row[column]) : count(num(row[column])))),
-  );
+/**
+ * Table rows: `labels` as they are (an isolate's id is hex, and one of only
+ * digits is still a name, not a count), then `counts` as numbers (the SQL
+ * API may give them as strings).
+ */
+function rowsOf(rows: Row[], labels: string[], counts: string[]): string[][] {
+  return rows.map((row) => [...labels.map((column) => String(row[column] ?? "")), ...counts.map((column) => count(num(row[column])))]);
 }
 
 export function printFigures(figures: FleetFigures): string {
@@ -112,13 +115,13 @@ export function printFigures(figures: FleetFigures): string {
   }
   out.push("");
   out.push("Origin calls by service and outcome:");
-  out.push(table(["service", "outcome", "calls"], rowsOf(figures.services, ["service", "outcome", "calls"])));
+  out.push(table(["service", "outcome", "calls"], rowsOf(figures.services, ["service", "outcome"], ["calls"])));
   out.push("");
   out.push("Where pages were shed or 503:");
   out.push(
     table(
       ["colo", "pages", "503/429", "shed", "left", "stale-if-error"],
-      rowsOf(figures.locations, ["colo", "pages", "unavailable", "shed", "left_early", "stale_if_error"]),
+      rowsOf(figures.locations, ["colo"], ["pages", "unavailable", "shed", "left_early", "stale_if_error"]),
     ),
   );
   out.push("");
@@ -126,7 +129,7 @@ export function printFigures(figures: FleetFigures): string {
   out.push(
     table(
       ["isolate", "colo", "pages", "200", "503/429", ...ANSWER_TIERS],
-      rowsOf(figures.isolates, ["isolate", "colo", "pages", "ok", "unavailable", ...ANSWER_TIERS]),
+      rowsOf(figures.isolates, ["isolate", "colo"], ["pages", "ok", "unavailable", ...ANSWER_TIERS]),
     ),
   );
   out.push("");

@@ -170,6 +170,8 @@ describe("the fleet view", () => {
 
     const printed = printFigures(figures);
     expect(printed).toContain("origin:reviews");
+    // An isolate's id is hex: one of digits only (one isolate in ~40) is still its name, printed as is, not as a count.
+    expect(printFigures({ ...figures, isolates: [{ ...figures.isolates[0]!, isolate: "72662290" }] })).toMatch(/^72662290\s/m);
     expect(printed).toMatch(/hit ratio .*\d+\.\d%/);
   });
 
