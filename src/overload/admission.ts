@@ -54,12 +54,10 @@
 // pages of a flood whose visitors left unseen cost the isolate their looks
 // and, whenever nobody else waited, their work: beside 16 Zipf clients the
 // flood's requests cost 0.68-0.72 of a Zipf page each, 0.42-0.69 refused,
-// docs/performance.md); its waiting pages look for their place less often;
-// and a page of its that is shed is a 429, its own excess, where another's
-// is a 503.
+// docs/performance.md); and a page of its that is shed is a 429, its own
+// excess, where another's is a 503.
 import { createLimiter, LimiterFull } from "../shared/limiter";
 import { createTokenBucket } from "../shared/tokenBucket";
-import { POLL_MAX_MS } from "../shared/leases";
 import type { Clock } from "../shared/clock";
 import type { LagMeter } from "./lag";
 import type { Patience } from "./patience";
@@ -115,9 +113,6 @@ export interface AdmissionOptions {
   /** A cold page's slot ends here at the latest, whatever became of its request: the longest a page read may take. */
   coldPageLeaseMs: number;
 }
-
-/** A waiting page looks for its place at least every POLL_MAX_MS × this: a page pushed out of the full queue is answered at its next look. */
-const LOOKS_SLOWED_AT_MOST = 16;
 
 /** Why a cold page was shed: the isolate ran late all the while it could wait, or no slot came free (or the queue was full). */
 type ShedReason = "lagging" | "busy";
@@ -221,19 +216,10 @@ export function createAdmission(options: AdmissionOptions): Admission {
     clock,
   });
 
-  /** How many times its share of the waiting queue `client` holds: what decides its looks and its shed pages' status. */
+  /** How many times its share of the waiting queue `client` holds: whether its next page is queued, and its shed pages' status. */
   const timesShare = (client: string) => fair.timesShare(client, options.maxColdPagesQueued);
   /** Whether `client` holds its share of the queue already while pages wait: its next cold page is refused, not queued. */
   const holdsItsShare = (client: string) => client !== UNKNOWN_CLIENT && slots.queued > 0 && timesShare(client) >= 1;
-  /**
-   * How often a waiting page of `client` looks for its place: a client
-   * holding k times its share of the queue looks k times less often (up to
-   * LOOKS_SLOWED_AT_MOST), since the pages of every client holding less go
-   * first. A flood whose visitors left unseen fills the queue, and its
-   * waiters' looks, each on its own timer, were a tenth of the isolate's busy
-   * time beside the visitors who stay (bench:soak --flood-profile).
-   */
-  const lookEveryMs = (client: string) => POLL_MAX_MS * Math.min(LOOKS_SLOWED_AT_MOST, Math.max(1, timesShare(client)));
 
   async function admitNow<T>(work: () => Promise<T>, wait: boolean, visitor: AbortSignal | undefined, client: string): Promise<T | Shed | "left"> {
     let started = false;
@@ -246,7 +232,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
           if (mostlyCold()) counts.startedMostlyCold++;
           return work();
         },
-        { waitMs: wait ? options.coldPageWaitMs : 0, caller: visitor, key: client, lookEveryMs: () => lookEveryMs(client) },
+        { waitMs: wait ? options.coldPageWaitMs : 0, caller: visitor, key: client },
       );
     } catch (error) {
       // The work's own LimiterFull (none is expected: the origin client turns its own into answers) is not a shed.
