@@ -182,7 +182,7 @@ export async function currentLagMs(): Promise<number> {
 
 /** First pause of a poll, doubled up to POLL_MAX_MS: a shared fill usually ends within one origin round trip. */
 const POLL_FIRST_MS = 1;
-export const POLL_MAX_MS = 16;
+const POLL_MAX_MS = 16;
 
 /**
  * Waits, on this request's own timers, until `check` returns a value or
