@@ -216,10 +216,18 @@ export function createAdmission(options: AdmissionOptions): Admission {
     clock,
   });
 
-  /** How many times its share of the waiting queue `client` holds: whether its next page is queued, and its shed pages' status. */
-  const timesShare = (client: string) => fair.timesShare(client, options.maxColdPagesQueued);
+  /**
+   * How many times its share of the waiting queue `client` holds: whether
+   * its next page is queued, and its shed pages' status. None for "unknown"
+   * (every request off the platform: all visitors, never one client asking
+   * too much) nor for a client alone: with nobody to share with, what it
+   * meets is the isolate's busyness (a 503 after its wait), not its excess
+   * (a restarted isolate's only client, Redis down, was told 429:
+   * bench:chaos seed 29119402).
+   */
+  const timesShare = (client: string) => (client === UNKNOWN_CLIENT || fair.clients() < 2 ? 0 : fair.timesShare(client, options.maxColdPagesQueued));
   /** Whether `client` holds its share of the queue already while pages wait: its next cold page is refused, not queued. */
-  const holdsItsShare = (client: string) => client !== UNKNOWN_CLIENT && slots.queued > 0 && timesShare(client) >= 1;
+  const holdsItsShare = (client: string) => slots.queued > 0 && timesShare(client) >= 1;
 
   async function admitNow<T>(work: () => Promise<T>, wait: boolean, visitor: AbortSignal | undefined, client: string): Promise<T | Shed | "left"> {
     let started = false;
@@ -241,8 +249,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
       if (visitor?.aborted) return "left";
       const reason = keepingUp() ? "busy" : "lagging";
       counts.shed[reason]++;
-      // Every request off the platform is "unknown": all visitors, never one client asking too much.
-      if (client === UNKNOWN_CLIENT || timesShare(client) <= 1) return reason;
+      if (timesShare(client) <= 1) return reason;
       counts.overShare++;
       return "over share";
     }

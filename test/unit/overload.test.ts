@@ -105,7 +105,7 @@ describe("admission of pages that need new work", () => {
     expect(new Set(unknown.answers.slice(0, 50))).toEqual(new Set(["lagging"]));
   });
 
-  it("a client already holding its share of the queue while pages wait: its next cold page is not queued but answered 'over share' after 50 ms, its work never started; 'unknown' never is", async () => {
+  it("a client already holding its share of the queue while pages wait: its next cold page is not queued but answered 'over share' after 50 ms, its work never started; 'unknown' never is, nor a client alone", async () => {
     vi.useFakeTimers({ now: 0 });
     const lag = fixedLag();
     lag.set(31);
@@ -144,6 +144,14 @@ describe("admission of pages that need new work", () => {
     await vi.advanceTimersByTimeAsync(200);
     await Promise.all(unknown);
     expect(ran).toBe(14);
+    // A client alone has nobody to share with: its pages are queued whatever their number, and shed ones are the isolate's busyness.
+    lag.set(31);
+    const alone = Array.from({ length: 9 }, () => admission.admit(work, true, undefined, flood));
+    await vi.advanceTimersByTimeAsync(20);
+    expect(admission.stats()).toMatchObject({ coldPagesQueued: 8, shed: { lagging: 1, overShare: 2 }, overShare: 2 });
+    lag.set(0);
+    await vi.advanceTimersByTimeAsync(200);
+    expect((await Promise.all(alone)).sort()).toEqual(["lagging", ...Array.from({ length: 8 }, () => "ran")]);
   });
 
   it("runs work at once while the isolate keeps up", async () => {
