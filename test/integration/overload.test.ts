@@ -251,19 +251,24 @@ describe("shedding", () => {
     const as = (client: string, id: string) => page(target, `/products/${id}`, { "cf-connecting-ip": client });
     expect((await as("198.51.100.9", warm!)).status).toBe(200);
     await injectFault(stack, { service: "product", latencyMs: SLOW_PRODUCT_MS });
+    // The order the pages are answered in: each takes one round of the slow product service, one after the other.
+    const order: string[] = [];
+    const answeredAs = (name: string, answer: Promise<Page>) => answer.then((got) => (order.push(name), got));
     // The flood: six cold pages at once from one address; one takes the isolate's one place, five wait.
-    const flood = ids.slice(0, 6).map((id) => as("198.51.100.9", id));
+    const flood = ids.slice(0, 6).map((id) => answeredAs("flood", as("198.51.100.9", id)));
+    // Handled here too: should the test fail early, the worker closes under them.
+    for (const request of flood) request.catch(() => undefined);
     await sleep(SLOW_PRODUCT_MS / 4);
-    const visitor = as("2001:db8:0:7::1", ids[6]!);
+    const visitor = answeredAs("visitor", as("2001:db8:0:7::1", ids[6]!));
     // Its cached pages are served meanwhile.
     expect((await as("198.51.100.9", warm!)).status).toBe(200);
     const served = await visitor;
     expect(served.status).toBe(200);
-    // Served second, right after the page that held the place: two rounds of the product service, not six.
-    expect(served.ms).toBeLessThan(2.5 * SLOW_PRODUCT_MS);
     const answers = await Promise.all(flood);
     expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 200));
-    expect(Math.max(...answers.map((answer) => answer.ms))).toBeGreaterThan(served.ms + SLOW_PRODUCT_MS);
+    // Served second, right after the page that held the place, ahead of the flood's five waiting pages
+    // (by order, not by a time bound: on a loaded machine a round of the product service takes longer than it says).
+    expect(order).toEqual(["flood", "visitor", "flood", "flood", "flood", "flood", "flood"]);
   });
 
   it("a full queue of one client's waiting pages: its next is a quick 429, and another client's page takes the place of the flood's oldest, which is a quick 429, and is served", async () => {
