@@ -6,7 +6,7 @@
 // the README says it asks for, and with all of them the copy type-checks and
 // the resource is served by the demo origin, answered by the fakes, rendered
 // on the page and checked in the documents' tables.
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -114,16 +114,29 @@ describe("a resource added to a copy of the project by the README's steps alone"
       writeFileSync(path, apply(text));
     }
   };
-  const run = (args: string[]) => spawnSync(join(copy, "node_modules/.bin", args[0]!), args.slice(1), { cwd: copy, encoding: "utf8", timeout: 240_000 });
+  /**
+   * Runs a tool of the copy's, and gives its exit status and output. Not
+   * spawnSync: a test worker blocked for a minute misses vitest's own calls
+   * (an "onTaskUpdate" time-out failed a CI run whose tests all passed).
+   */
+  const run = (args: string[]) =>
+    new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+      const child = spawn(join(copy, "node_modules/.bin", args[0]!), args.slice(1), { cwd: copy, timeout: 240_000 });
+      const out = { stdout: "", stderr: "" };
+      child.stdout.setEncoding("utf8").on("data", (chunk: string) => void (out.stdout += chunk));
+      child.stderr.setEncoding("utf8").on("data", (chunk: string) => void (out.stderr += chunk));
+      child.on("error", reject);
+      child.on("close", (status) => resolve({ status, ...out }));
+    });
   /** The files `tsc` finds errors in. */
-  const tscComplaints = () => {
-    const { stdout } = run(["tsc", "-p", "."]);
+  const tscComplaints = async () => {
+    const { stdout } = await run(["tsc", "-p", "."]);
     return [...new Set([...stdout.matchAll(/^([\w/.-]+)\(\d+,\d+\): error/gm)].map((m) => m[1]!))].sort();
   };
 
-  it("makes tsc ask for the steps the README says it asks for, and complain nowhere the README does not name", () => {
+  it("makes tsc ask for the steps the README says it asks for, and complain nowhere the README does not name", async () => {
     apply(DELIVERY_EDITS.filter((edit) => !edit.askedByTsc));
-    const complaints = tscComplaints();
+    const complaints = await tscComplaints();
     const asked = DELIVERY_EDITS.filter((edit) => edit.askedByTsc).map((edit) => edit.file);
     expect(asked.filter((file) => !complaints.includes(file))).toEqual([]);
     const namedWithTsc = addingSteps()
@@ -132,14 +145,14 @@ describe("a resource added to a copy of the project by the README's steps alone"
     expect(complaints.filter((file) => !named(namedWithTsc, file))).toEqual([]);
   }, 240_000);
 
-  it("type-checks with every step taken, and the resource flows through the demo origin, the fakes, the page and the tables", () => {
+  it("type-checks with every step taken, and the resource flows through the demo origin, the fakes, the page and the tables", async () => {
     apply(DELIVERY_EDITS.filter((edit) => edit.askedByTsc));
-    expect(tscComplaints()).toEqual([]);
+    expect(await tscComplaints()).toEqual([]);
     writeFileSync(join(copy, "test/unit/deliveryFlow.test.ts"), DELIVERY_FLOW_TEST);
     // No global set-up: these tests bundle no worker.
     writeFileSync(join(copy, "vitest.fixture.config.mjs"), "export default { test: { testTimeout: 30000 } };\n");
     const specs = ["deliveryFlow", "readmeTables", "productSections", "render", "demo-origin"].map((name) => `test/unit/${name}.test.ts`);
-    const result = run(["vitest", "run", "--config", "vitest.fixture.config.mjs", ...specs]);
+    const result = await run(["vitest", "run", "--config", "vitest.fixture.config.mjs", ...specs]);
     expect(result.status, `${result.stdout}\n${result.stderr}`).toBe(0);
   }, 240_000);
 });
