@@ -202,8 +202,8 @@ export interface Change {
   heap: Heap | null;
   /** What L1 says it holds (its own byte count, capped by L1_MAX_BYTES): the heap grows with it until it is full. */
   l1MB: number | null;
-  /** Cold pages admission shed in the window (lagging, busy), and what they got (every part from a stale copy, or a part missing: a 503 or a default). */
-  shed: { lagging: number; busy: number; stale: number; refused: number } | null;
+  /** Cold pages admission shed in the window (lagging, busy, on arrival past their client's share), and what they got (every part from a stale copy, or a part missing: a 503, a 429 or a default). */
+  shed: { lagging: number; busy: number; overShare: number; stale: number; refused: number } | null;
 }
 
 export function change(before: Snapshot, after: Snapshot): Change {
@@ -239,13 +239,22 @@ export function change(before: Snapshot, after: Snapshot): Change {
 /** Admission's shed counts (status `overload.admission`) moved between two readings; null when either lacks them. */
 function shedChange(before: Status["overload"], after: Status["overload"]): Change["shed"] {
   const pick = (o: Status["overload"]) => {
-    const admission = o?.admission as { shed?: { lagging?: number; busy?: number }; shedServedStale?: number; shedRefused?: number } | undefined;
+    const admission = o?.admission as
+      | { shed?: { lagging?: number; busy?: number; overShare?: number }; shedServedStale?: number; shedRefused?: number }
+      | undefined;
     if (typeof admission?.shed?.lagging !== "number") return null;
-    return { lagging: admission.shed.lagging, busy: admission.shed.busy ?? 0, stale: admission.shedServedStale ?? 0, refused: admission.shedRefused ?? 0 };
+    const { lagging, busy = 0, overShare = 0 } = admission.shed;
+    return { lagging, busy, overShare, stale: admission.shedServedStale ?? 0, refused: admission.shedRefused ?? 0 };
   };
   const [x, y] = [pick(before), pick(after)];
   if (!x || !y) return null;
-  return { lagging: y.lagging - x.lagging, busy: y.busy - x.busy, stale: y.stale - x.stale, refused: y.refused - x.refused };
+  return {
+    lagging: y.lagging - x.lagging,
+    busy: y.busy - x.busy,
+    overShare: y.overShare - x.overShare,
+    stale: y.stale - x.stale,
+    refused: y.refused - x.refused,
+  };
 }
 
 /** One number of a status section (nested keys joined with "."), and how much it moved since the earlier reading (null: not there then). */

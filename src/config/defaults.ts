@@ -186,6 +186,16 @@ export const DEFAULTS = {
   /** Cold pages waiting for their turn at most; more are shed at once. */
   coldPagesQueued: 256,
   /**
+   * A cold page of a client already holding its share of the queue while
+   * other pages wait is not queued: it is answered 429 this long after it
+   * came (ms), its work never started (overload/admission.ts). Not at once:
+   * a closed-loop client (a crawler) asks again as soon as it is answered,
+   * and 50 ms holds each of its connections to 20 such answers a second;
+   * within issue 50's bound for a refusal, and past the 1-30 ms of a flood
+   * of visitors who leave, who never read it.
+   */
+  overShareAnswerMs: 50,
+  /**
    * How long a cold page without a copy to show waits for its turn
    * (COLD_PAGE_WAIT_MS) before the 503: a pause of the isolate is waited
    * out, a saturated isolate answers within this. The wait is off the CPU

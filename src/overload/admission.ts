@@ -47,19 +47,24 @@
 // a page finding the queue full takes the place of the oldest waiting page
 // of the client holding most, if that holds more than its own
 // (shared/limiter.ts): a flood that fills the queue sheds its own pages,
-// not another client's. A client holding more than its share of the queue
-// (its places shared equally among the clients holding cold pages) is told
-// so: its waiting pages look for their place less often, and a page of its
-// that is shed is a 429, its own excess, where another's is a 503.
+// not another client's. A client holding its share of the queue already
+// (its places shared equally among the clients holding cold pages, and at
+// least ONE_BROWSER's pages) while pages wait is told so: its next cold page is not queued but answered 429
+// after DEFAULTS.overShareAnswerMs, its work never started (queued, the
+// pages of a flood whose visitors left unseen cost the isolate their looks
+// and, whenever nobody else waited, their work: beside 16 Zipf clients the
+// flood's requests cost 0.68-0.72 of a Zipf page each, 0.42-0.69 refused,
+// docs/performance.md); and a page of its that is shed is a 429, its own
+// excess, where another's is a 503.
 import { createLimiter, LimiterFull } from "../shared/limiter";
 import { createTokenBucket } from "../shared/tokenBucket";
-import { POLL_MAX_MS } from "../shared/leases";
 import type { Clock } from "../shared/clock";
 import type { LagMeter } from "./lag";
 import type { Patience } from "./patience";
 import { createFairShare } from "./fairShare";
 import { UNKNOWN_CLIENT } from "./client";
 import { createWindowCounts } from "./window";
+import { DEFAULTS } from "../config/defaults";
 
 export interface AdmissionOptions {
   clock: Clock;
@@ -109,8 +114,15 @@ export interface AdmissionOptions {
   coldPageLeaseMs: number;
 }
 
-/** A waiting page looks for its place at least every POLL_MAX_MS × this: a page pushed out of the full queue is answered at its next look. */
-const LOOKS_SLOWED_AT_MOST = 16;
+/**
+ * A client holding fewer cold pages than this is never past its share: one
+ * browser asks one host for as many pages at once over HTTP/1.1 (its six
+ * connections). With hundreds of visitors holding a cold page each (an
+ * isolate restarted under a shop's traffic), an equal split of the queue is
+ * about one page each, and a visitor with a second tab open was refused
+ * while the queue stood nearly empty (bench:chaos seed 29120427).
+ */
+const ONE_BROWSER = 6;
 
 /** Why a cold page was shed: the isolate ran late all the while it could wait, or no slot came free (or the queue was full). */
 type ShedReason = "lagging" | "busy";
@@ -133,10 +145,11 @@ export interface AdmissionStats {
   admitted: number;
   /** Of those, pages let go at their last chance (the budget past the other bounds). */
   lastChance: number;
-  shed: Record<ShedReason, number>;
+  /** Pages shed: while lagging or busy (after waiting, or at once), or on arrival, their client holding its share of the queue already while pages waited. */
+  shed: Record<ShedReason, number> & { overShare: number };
   /** Of those, waiting pages whose place in the full queue went to another client's page (a client holding fewer). */
   pushedOut: number;
-  /** Of those, pages of a client holding more than its share of the queue: answered 429, not 503. */
+  /** Of those, pages beyond their client's share of the queue (those shed on arrival included): answered 429, not 503. */
   overShare: number;
   /** What the shed pages got: every part from a copy usable on error, or a part missing (a 503, or a section's default). */
   shedServedStale: number;
@@ -165,7 +178,15 @@ export function createAdmission(options: AdmissionOptions): Admission {
   const fair = createFairShare(clock);
   /** The longest a cold page is in admission's hands: its hold, its wait and its work. */
   const pageLeaseMs = options.maxHoldMs + options.coldPageWaitMs + options.coldPageLeaseMs;
-  const counts = { admitted: 0, lastChance: 0, startedMostlyCold: 0, shed: { lagging: 0, busy: 0 }, overShare: 0, shedServedStale: 0, shedRefused: 0 };
+  const counts = {
+    admitted: 0,
+    lastChance: 0,
+    startedMostlyCold: 0,
+    shed: { lagging: 0, busy: 0, overShare: 0 },
+    overShare: 0,
+    shedServedStale: 0,
+    shedRefused: 0,
+  };
   const pages = createWindowCounts(clock, options.mostlyCold.windowMs, ["started", "noWork"] as const);
   const mostlyCold = () => {
     const { started, noWork } = pages.counts();
@@ -205,17 +226,19 @@ export function createAdmission(options: AdmissionOptions): Admission {
     clock,
   });
 
-  /** How many times its share of the waiting queue `client` holds: what decides its looks and its shed pages' status. */
-  const timesShare = (client: string) => fair.timesShare(client, options.maxColdPagesQueued);
   /**
-   * How often a waiting page of `client` looks for its place: a client
-   * holding k times its share of the queue looks k times less often (up to
-   * LOOKS_SLOWED_AT_MOST), since the pages of every client holding less go
-   * first. A flood whose visitors left unseen fills the queue, and its
-   * waiters' looks, each on its own timer, were a tenth of the isolate's busy
-   * time beside the visitors who stay (bench:soak --flood-profile).
+   * How many times its share of the waiting queue `client` holds: whether
+   * its next page is queued, and its shed pages' status. None for "unknown"
+   * (every request off the platform: all visitors, never one client asking
+   * too much) nor for a client alone: with nobody to share with, what it
+   * meets is the isolate's busyness (a 503 after its wait), not its excess
+   * (a restarted isolate's only client, Redis down, was told 429:
+   * bench:chaos seed 29119402).
    */
-  const lookEveryMs = (client: string) => POLL_MAX_MS * Math.min(LOOKS_SLOWED_AT_MOST, Math.max(1, timesShare(client)));
+  const timesShare = (client: string) =>
+    client === UNKNOWN_CLIENT || fair.clients() < 2 || fair.holding(client) < ONE_BROWSER ? 0 : fair.timesShare(client, options.maxColdPagesQueued);
+  /** Whether `client` holds its share of the queue already while pages wait: its next cold page is refused, not queued. */
+  const holdsItsShare = (client: string) => slots.queued > 0 && timesShare(client) >= 1;
 
   async function admitNow<T>(work: () => Promise<T>, wait: boolean, visitor: AbortSignal | undefined, client: string): Promise<T | Shed | "left"> {
     let started = false;
@@ -228,7 +251,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
           if (mostlyCold()) counts.startedMostlyCold++;
           return work();
         },
-        { waitMs: wait ? options.coldPageWaitMs : 0, caller: visitor, key: client, lookEveryMs: () => lookEveryMs(client) },
+        { waitMs: wait ? options.coldPageWaitMs : 0, caller: visitor, key: client },
       );
     } catch (error) {
       // The work's own LimiterFull (none is expected: the origin client turns its own into answers) is not a shed.
@@ -237,8 +260,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
       if (visitor?.aborted) return "left";
       const reason = keepingUp() ? "busy" : "lagging";
       counts.shed[reason]++;
-      // Every request off the platform is "unknown": all visitors, never one client asking too much.
-      if (client === UNKNOWN_CLIENT || timesShare(client) <= 1) return reason;
+      if (timesShare(client) <= 1) return reason;
       counts.overShare++;
       return "over share";
     }
@@ -247,6 +269,18 @@ export function createAdmission(options: AdmissionOptions): Admission {
   return {
     async admit(work, wait, visitor, client = UNKNOWN_CLIENT) {
       const answered = patience.follow(visitor);
+      if (wait && holdsItsShare(client)) {
+        try {
+          // Nothing started, nothing holding a place: one timer, then the answer (DEFAULTS.overShareAnswerMs says why not at once).
+          await new Promise((resolve) => setTimeout(resolve, DEFAULTS.overShareAnswerMs));
+          if (visitor?.aborted) return "left";
+          counts.shed.overShare++;
+          counts.overShare++;
+          return "over share";
+        } finally {
+          answered();
+        }
+      }
       const release = fair.start(client, pageLeaseMs);
       try {
         // A page with a copy to show is never held: it shows it.

@@ -2,7 +2,9 @@
 // Cloudflare puts in CF-Connecting-IP (a client cannot set it: Cloudflare
 // overwrites it), an IPv6 address by its /64 (one host, or one home, holds a
 // whole /64 and could take a new address for every request), anything else
-// one name for all ("unknown": off the platform, every request).
+// one name for all ("unknown": off the platform, every request). A loopback
+// address is off the platform too: Miniflare gives a request without the
+// header 127.0.0.1, which no visitor of Cloudflare's edge ever has.
 export const UNKNOWN_CLIENT = "unknown";
 const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/;
 const IPV6 = /^[0-9a-f:.]{2,45}$/i;
@@ -10,7 +12,8 @@ const IPV6 = /^[0-9a-f:.]{2,45}$/i;
 /** The client's name: an IPv4 address, an IPv6 /64 ("2001:db8:1:2::/64"), or "unknown". */
 export function clientOf(connectingIp: string | null | undefined): string {
   const ip = connectingIp?.trim() ?? "";
-  if (IPV4.test(ip)) return ip;
+  if (IPV4.test(ip)) return ip.startsWith("127.") ? UNKNOWN_CLIENT : ip;
+  if (ip === "::1") return UNKNOWN_CLIENT;
   if (!IPV6.test(ip) || !ip.includes(":")) return UNKNOWN_CLIENT;
   const halves = ip.split("::");
   if (halves.length > 2) return UNKNOWN_CLIENT;

@@ -182,7 +182,7 @@ export async function currentLagMs(): Promise<number> {
 
 /** First pause of a poll, doubled up to POLL_MAX_MS: a shared fill usually ends within one origin round trip. */
 const POLL_FIRST_MS = 1;
-export const POLL_MAX_MS = 16;
+const POLL_MAX_MS = 16;
 
 /**
  * Waits, on this request's own timers, until `check` returns a value or
@@ -192,17 +192,11 @@ export const POLL_MAX_MS = 16;
  * wrong request ("Cannot perform I/O on behalf of a different request"),
  * or never run at all if that request was cancelled. Only the plain data
  * that `check` reads crosses requests. The pause between looks doubles from
- * 1 ms up to `maxPauseMs` (asked again before every pause when a function):
+ * 1 ms up to `maxPauseMs`:
  * a short one where the work takes milliseconds.
  */
-export async function pollUntil<T>(
-  check: () => T | undefined,
-  until: number,
-  now: () => number = Date.now,
-  maxPauseMs: number | (() => number) = POLL_MAX_MS,
-): Promise<T | undefined> {
-  const longest = typeof maxPauseMs === "function" ? maxPauseMs : () => maxPauseMs;
-  for (let pause = POLL_FIRST_MS; ; pause = Math.min(pause * 2, longest())) {
+export async function pollUntil<T>(check: () => T | undefined, until: number, now: () => number = Date.now, maxPauseMs = POLL_MAX_MS): Promise<T | undefined> {
+  for (let pause = POLL_FIRST_MS; ; pause = Math.min(pause * 2, maxPauseMs)) {
     const value = check();
     if (value !== undefined) return value;
     const left = until - now();

@@ -80,13 +80,6 @@ interface RunOptions {
   caller?: AbortSignal;
   /** Whose call this is, for `rank` (admission: the page's client). */
   key?: string;
-  /**
-   * The longest pause between a waiter's looks for a slot (16 ms unless
-   * said), asked before every pause: a waiter that others go before
-   * (admission: a client holding more than its share, which changes while
-   * it waits) may look less often.
-   */
-  lookEveryMs?: () => number;
 }
 
 export interface Limiter {
@@ -243,14 +236,7 @@ export function createLimiter({
    * from another request runs its continuation in a context the runtime may
    * have cancelled, and I/O started there belongs to the wrong request).
    */
-  async function waitForSlot(
-    ticket: number,
-    key: string,
-    holdMs: number,
-    waitedMs: number,
-    caller: AbortSignal | undefined,
-    lookEveryMs?: () => number,
-  ): Promise<void> {
+  async function waitForSlot(ticket: number, key: string, holdMs: number, waitedMs: number, caller: AbortSignal | undefined): Promise<void> {
     const askedAt = clock.now();
     const giveUpAt = askedAt + waitedMs;
     const placed = () => waiting.take(ticket, giveUpAt, key);
@@ -267,7 +253,7 @@ export function createLimiter({
     const onLeave = () => waiting.release(ticket, key);
     caller?.addEventListener("abort", onLeave, { once: true });
     try {
-      if ((await pollUntil(look, giveUpAt, clock.now, lookEveryMs)) && !left && !out) return;
+      if ((await pollUntil(look, giveUpAt, clock.now)) && !left && !out) return;
     } finally {
       caller?.removeEventListener("abort", onLeave);
       waiting.release(ticket, key);
@@ -276,13 +262,13 @@ export function createLimiter({
   }
 
   return {
-    async run(task, { waitMs = maxWaitMs, holdMs = maxHoldMs, priority = "visitor", caller, key = "", lookEveryMs } = {}) {
+    async run(task, { waitMs = maxWaitMs, holdMs = maxHoldMs, priority = "visitor", caller, key = "" } = {}) {
       const ticket = ++nextTicket;
       const hold = Math.max(1, Math.min(holdMs, maxHoldMs));
       if (priority === "refresh" && refreshRoom() === 0) throw full("origin slots kept for visitors");
       // Waiters first: a newcomer does not overtake the queue.
       const free = waiting.size() === 0 && admits(0) && slots.take(ticket, clock.now() + hold, true);
-      if (!free) await waitForSlot(ticket, key, hold, Math.max(0, Math.min(waitMs, maxWaitMs)), caller, lookEveryMs);
+      if (!free) await waitForSlot(ticket, key, hold, Math.max(0, Math.min(waitMs, maxWaitMs)), caller);
       // A cancelled request never runs its `finally`, but its signal's listeners do run when it aborts.
       const onLeave = () => slots.release(ticket, true);
       const listening = freeWhenCallerLeaves && caller !== undefined;

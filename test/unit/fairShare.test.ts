@@ -5,12 +5,12 @@ import { createFairShare } from "../../src/overload/fairShare";
 import { fakeClock } from "../support/fakes";
 
 describe("a client's name", () => {
-  it("is its IPv4 address, its IPv6 /64, or unknown", () => {
+  it("is its IPv4 address, its IPv6 /64, or unknown (loopback included: Miniflare's stand-in for a request off the platform)", () => {
     expect(clientOf("203.0.113.7")).toBe("203.0.113.7");
     expect(clientOf("2001:db8:0:1:aaaa:bbbb:cccc:dddd")).toBe("2001:db8:0:1::/64");
     expect(clientOf("2001:DB8:0:1::5")).toBe("2001:db8:0:1::/64");
     expect(clientOf("2001:db8::1")).toBe("2001:db8:0:0::/64");
-    for (const junk of [null, undefined, "", "not an address", "1.2.3", "2001:db8::1::2", "<script>", "1.2.3.4, 5.6.7.8"])
+    for (const junk of [null, undefined, "", "127.0.0.1", "127.1.2.3", "::1", "not an address", "1.2.3", "2001:db8::1::2", "<script>", "1.2.3.4, 5.6.7.8"])
       expect(clientOf(junk)).toBe("unknown");
   });
 });

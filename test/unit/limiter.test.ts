@@ -165,26 +165,6 @@ describe("origin fetch limiter", () => {
     await expect(waiting).resolves.toBe("ran");
   });
 
-  it("a waiter told to look less often (lookEveryMs) looks for a slot that much less often, and still gets it", async () => {
-    vi.useFakeTimers();
-    let admitting = false;
-    const looks = { usual: 0, slowed: 0 };
-    const waiterOf = (which: keyof typeof looks, lookEveryMs?: number) => {
-      const limit = createLimiter({ maxConcurrent: 4, maxQueued: 4, maxWaitMs: 5_000, admits: () => (looks[which]++, admitting) });
-      return limit.run(async () => which, lookEveryMs === undefined ? {} : { lookEveryMs: () => lookEveryMs });
-    };
-    const usual = waiterOf("usual");
-    const slowed = waiterOf("slowed", 160);
-    await vi.advanceTimersByTimeAsync(1_000);
-    // Pauses of 1, 2, 4, 8 ms, then the longest: 16 ms (about 62 looks in a second) or 160 (about 6).
-    expect(looks.usual).toBeGreaterThan(55);
-    expect(looks.slowed).toBeLessThan(15);
-    admitting = true;
-    await vi.advanceTimersByTimeAsync(170);
-    await expect(usual).resolves.toBe("usual");
-    await expect(slowed).resolves.toBe("slowed");
-  });
-
   it("paced, lets waiters go one per paceMs, oldest first, once `admits` says yes to all of them at once", async () => {
     vi.useFakeTimers({ now: 0 });
     let admitting = false;

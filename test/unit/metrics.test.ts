@@ -425,7 +425,7 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
         mostlyCold: false,
         startedMostlyCold: 0,
         clients: 3,
-        shed: { lagging: 40, busy: 2 },
+        shed: { lagging: 40, busy: 2, overShare: 3 },
         shedServedStale: 30,
         shedRefused: 12,
       },
@@ -479,7 +479,7 @@ describe("status page", () => {
     expect(html).toMatch(/<dt>invalid values<\/dt><dd>2 <small>\(not valid entries: read as misses; 1 deleted\)/);
     // The shedding: what was shed and why, and the work of visitors who left.
     expect(html).toContain(
-      "42 (40 while lagging, 2 with no slot or no room to wait; 6 of them gave their place in the full queue to a client holding fewer; 5 of clients holding more than their share, answered 429): 30 served from a copy, 12 with a part missing (503 or a default)",
+      "45 (40 while lagging, 2 with no slot or no room to wait, 3 on arrival, their client holding its share of the queue already; 6 of them gave their place in the full queue to a client holding fewer; 5 of clients holding more than their share, answered 429): 30 served from a copy, 12 with a part missing (503 or a default)",
     );
     expect(html).toContain("3 of 256; 5 waiting for their turn");
     expect(html).toContain("75 pages not rendered; 60 fills stopped before a claim, poll or fetch");
