@@ -49,13 +49,12 @@
 // (shared/limiter.ts): a flood that fills the queue sheds its own pages,
 // not another client's. A client holding its share of the queue already
 // (its places shared equally among the clients holding cold pages, and at
-// least ONE_BROWSER's pages) while pages wait is told so: its next cold page is not queued but answered 429
-// after DEFAULTS.overShareAnswerMs, its work never started (queued, the
-// pages of a flood whose visitors left unseen cost the isolate their looks
-// and, whenever nobody else waited, their work: beside 16 Zipf clients the
-// flood's requests cost 0.68-0.72 of a Zipf page each, 0.42-0.69 refused,
-// docs/performance.md); and a page of its that is shed is a 429, its own
-// excess, where another's is a 503.
+// least ONE_BROWSER's pages) while pages wait is told so: its next cold
+// page is not queued but answered 429 after DEFAULTS.overShareAnswerMs,
+// its work never started (queued, the pages of a flood whose visitors left
+// unseen cost the isolate their looks and, whenever nobody else waited,
+// their work: docs/performance.md, "Overload floods"); and a page of its
+// that is shed is a 429, its own excess, where another's is a 503.
 import { createLimiter, LimiterFull } from "../shared/limiter";
 import { createTokenBucket } from "../shared/tokenBucket";
 import type { Clock } from "../shared/clock";
