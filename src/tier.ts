@@ -119,6 +119,7 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     paceMs: DEFAULTS.coldPagePaceMs,
     paceBurst: DEFAULTS.coldPagesPaceBurst,
     maxColdPagesQueued: DEFAULTS.coldPagesQueued,
+    overShareAnswerMs: DEFAULTS.overShareAnswerMs,
     coldPageWaitMs: config.coldPageWaitMs,
     // A page's read fills its subject, then the other parts: two fills at most, one after the other.
     coldPageLeaseMs: 2 * Math.max(...RESOURCE_NAMES.map((resource) => fillBoundMs(config, resource))),

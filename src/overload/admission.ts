@@ -50,7 +50,7 @@
 // not another client's. A client holding its share of the queue already
 // (its places shared equally among the clients holding cold pages, and at
 // least ONE_BROWSER's pages) while pages wait is told so: its next cold
-// page is not queued but answered 429 after DEFAULTS.overShareAnswerMs,
+// page is not queued but answered 429 after overShareAnswerMs,
 // its work never started (queued, the pages of a flood whose visitors left
 // unseen cost the isolate their looks and, whenever nobody else waited,
 // their work: docs/performance.md, "Overload floods"); and a page of its
@@ -63,7 +63,6 @@ import type { Patience } from "./patience";
 import { createFairShare } from "./fairShare";
 import { UNKNOWN_CLIENT } from "./client";
 import { createWindowCounts } from "./window";
-import { DEFAULTS } from "../config/defaults";
 
 export interface AdmissionOptions {
   clock: Clock;
@@ -106,6 +105,8 @@ export interface AdmissionOptions {
   /** Pages held back start one per `paceMs` at most (`paceBurst` after a pause), oldest first: see shared/limiter.ts. */
   paceMs: number;
   paceBurst: number;
+  /** A cold page of a client holding its share of the queue while pages wait is answered 429 this long after it came, its work never started (DEFAULTS.overShareAnswerMs says why not at once). */
+  overShareAnswerMs: number;
   /** Pages that may wait for their turn, and how long each may wait (COLD_PAGE_WAIT_MS). */
   maxColdPagesQueued: number;
   coldPageWaitMs: number;
@@ -270,8 +271,8 @@ export function createAdmission(options: AdmissionOptions): Admission {
       const answered = patience.follow(visitor);
       if (wait && holdsItsShare(client)) {
         try {
-          // Nothing started, nothing holding a place: one timer, then the answer (DEFAULTS.overShareAnswerMs says why not at once).
-          await new Promise((resolve) => setTimeout(resolve, DEFAULTS.overShareAnswerMs));
+          // Nothing started, nothing holding a place: one timer, then the answer.
+          await new Promise((resolve) => setTimeout(resolve, options.overShareAnswerMs));
           if (visitor?.aborted) return "left";
           counts.shed.overShare++;
           counts.overShare++;

@@ -29,6 +29,7 @@ function admissionWith(bounds: Partial<Parameters<typeof createAdmission>[0]>) {
     paceMs: 0,
     paceBurst: 1,
     maxColdPagesQueued: 4,
+    overShareAnswerMs: DEFAULTS.overShareAnswerMs,
     coldPageWaitMs: 1000,
     coldPageLeaseMs: 10_000,
     // Out of the way unless a test is about it: 1,000 pages in 2 s before it holds.

@@ -82,6 +82,7 @@ function setup() {
       paceMs: 0,
       paceBurst: 1,
       maxColdPagesQueued: 8,
+      overShareAnswerMs: 50,
       coldPageWaitMs: 100,
       mostlyCold: { coldPages: 8, lagMs: 5, share: 0.5, windowMs: 2000, minPages: 16 },
       lastChance: { afterShare: 0.8, perSecond: 0 },
