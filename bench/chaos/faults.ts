@@ -6,13 +6,16 @@
 // as a timeline of the times it really happened, which the oracle judges
 // against: when Redis was unreachable, when any Redis fault or a core
 // origin fault was on, how slow the gateway was, when the fleet restarted.
+// A purge-through-redis also has the shop's backend change a price and purge
+// it at the start of each of its Redis outages (`purgeNow`), the purge
+// retried through the outage.
 import type { OriginAdmin } from "../../dev/harness/originAdmin";
 import { DEFAULTS } from "../../src/config/defaults";
 import { PAGE_RESOURCES, RESOURCES } from "../../src/origin/resources";
 import type { Servers } from "../stack";
-import { describe, type Fault, type FaultSpec, type Service } from "./schedule";
+import { describe, type Fault, type FaultSpec, type PurgeThrough, type Service } from "./schedule";
 
-interface Span {
+export interface Span {
   start: number;
   /** Infinity while it lasts. */
   end: number;
@@ -22,14 +25,14 @@ interface Span {
 export interface FaultRecord {
   fault: Fault;
   span: Span;
-  /** Redis unreachable for the purge log: paused, killed (until restarted), the gateway down, or slowed past a log read's budget (1 s). */
-  redisOut: Span | null;
-  /** Any fault of Redis or the gateway (a slow one within the budget too). */
-  redisFault: Span | null;
+  /** Redis unreachable for the purge log: paused, killed (until restarted), the gateway down, or slowed past a log read's budget (1 s); each span (a double has two). */
+  redisOut: Span[];
+  /** Any fault of Redis or the gateway (a slow one within the budget too), each span. */
+  redisFault: Span[];
   /** A core origin service (a page without it is a 503) failing, hanging or slow. */
   coreFault: Span | null;
-  /** The gateway's added latency while this fault was on (redis-slow), else 0. */
-  slowMs: number;
+  /** The gateway's added latency, and while it was on (redis-slow: the fault's span), else null. */
+  slow: { ms: number; span: Span } | null;
   /** The fleet's restart (deploy): from the first isolate stopped to the last one serving. */
   restart: Span | null;
   /** Redis killed, then restarted empty: every entry in L2 lost at its start. */
@@ -38,6 +41,9 @@ export interface FaultRecord {
 
 const overlaps = (span: Span | null, a: number, b: number) => span !== null && span.start <= b && a <= span.end;
 const open = (at: number): Span => ({ start: at, end: Number.POSITIVE_INFINITY });
+/** Every span a record holds. */
+const spansOf = (r: FaultRecord): Span[] =>
+  [r.span, ...r.redisOut, ...r.redisFault, r.coreFault, r.slow?.span ?? null, r.restart, r.lost].filter((span) => span !== null);
 
 /**
  * What happened when: the queries the oracle asks. A fault's effect on the
@@ -57,12 +63,12 @@ export class Timeline {
 
   /** The spans of Redis unreachable, in order of start. */
   redisOut(): Span[] {
-    return this.records.flatMap((r) => (r.redisOut ? [r.redisOut] : [])).sort((x, y) => x.start - y.start);
+    return this.records.flatMap((r) => r.redisOut).sort((x, y) => x.start - y.start);
   }
 
   /** Any Redis fault over [a, b], its tail included. */
   redisFaulted(a: number, b = a): boolean {
-    return this.records.some((r) => overlaps(r.redisFault, a - this.tails.redisMs, b));
+    return this.records.some((r) => r.redisFault.some((span) => overlaps(span, a - this.tails.redisMs, b)));
   }
 
   /** A core origin service faulted over [a, b], its tail included. */
@@ -82,7 +88,7 @@ export class Timeline {
 
   /** The gateway's added latency at its highest in [a, b]. */
   slowMs(a: number, b: number): number {
-    return Math.max(0, ...this.records.filter((r) => r.slowMs > 0 && overlaps(r.span, a, b)).map((r) => r.slowMs));
+    return Math.max(0, ...this.records.flatMap((r) => (r.slow && overlaps(r.slow.span, a, b) ? [r.slow.ms] : [])));
   }
 
   /** When the fleet last finished restarting before `t` (−Infinity: never). */
@@ -92,8 +98,7 @@ export class Timeline {
 
   /** Closes what is still open (at the end of the run). */
   closeAll(at: number): void {
-    for (const r of this.records)
-      for (const span of [r.span, r.redisOut, r.redisFault, r.coreFault, r.restart, r.lost]) if (span && span.end === Infinity) span.end = at;
+    for (const r of this.records) for (const span of spansOf(r)) if (span.end === Infinity) span.end = at;
   }
 }
 
@@ -109,20 +114,26 @@ interface OriginFault {
   down?: "hang";
 }
 
-/** The origin fault a spec sets (for redis-then-origin, its second step's). */
+/** The origin fault a spec sets (for redis-then-origin, its second step's; for a purge-through-redis "double", the core service down). */
 function originFault(spec: FaultSpec): OriginFault | null {
   if (spec.kind === "origin-failing") return { service: spec.service, errorRate: spec.errorRate };
   if (spec.kind === "origin-hang") return { service: spec.service, down: "hang" };
   if (spec.kind === "origin-slow") return { service: spec.service, latencyMs: spec.latencyMs };
   if (spec.kind === "redis-then-origin")
     return spec.errorRate === "hang" ? { service: spec.service, down: "hang" } : { service: spec.service, errorRate: spec.errorRate };
+  if (spec.kind === "purge-through-redis" && spec.redis === "double") return { service: spec.service, errorRate: 1 };
   return null;
 }
+
+/** Whether a fault pauses redis-server (and resumes it at its end). */
+const pauses = (spec: FaultSpec) => spec.kind === "redis-pause" || (spec.kind === "redis-then-origin" && spec.redis === "pause");
 
 /**
  * Does and undoes the schedule's faults (all but the bulk re-price, which
  * run.ts runs: it is load, not a fault of a part), noting each in the
- * timeline. `restartFleet`: every isolate stopped and started again.
+ * timeline. `restartFleet`: every isolate stopped and started again;
+ * `purgeNow`: the shop's backend changes a hot product's price and purges it
+ * at once, retrying through what is on (not waited for).
  */
 export function faultControls(deps: {
   servers: Servers;
@@ -130,6 +141,7 @@ export function faultControls(deps: {
   now: () => number;
   tails: { coreMs: number; redisMs: number };
   restartFleet: () => Promise<void>;
+  purgeNow: (fault: Fault) => void;
 }) {
   const { servers, origin, now } = deps;
   const timeline = new Timeline(deps.tails);
@@ -170,12 +182,62 @@ export function faultControls(deps: {
     await applyOrigin();
     if (isCore(set.service)) record.coreFault = open(now());
   };
-  const close = (span: Span | null) => span && span.end === Infinity && (span.end = now());
+  const clearOrigin = async (fault: Fault) => {
+    if (originFaults.delete(fault.n)) await applyOrigin();
+  };
+  const close = (span: Span | null | undefined) => span && span.end === Infinity && (span.end = now());
+  /** Redis out from now (and faulted): a span of each, noted as the fault's latest. */
+  const out = (record: FaultRecord) => {
+    record.redisOut.push(open(now()));
+    record.redisFault.push(open(now()));
+  };
+  const latest = (spans: Span[]) => spans.at(-1);
+
+  /** A purge-through-redis: its Redis fault, then the price changed and purged at once (its retries run through it). */
+  async function startThrough(fault: Fault, spec: PurgeThrough, record: FaultRecord): Promise<void> {
+    out(record);
+    if (spec.redis === "slow") {
+      // As redis-slow past the purge log's budget: Redis out while the latency is on (its own span).
+      record.slow = { ms: spec.ms, span: open(now()) };
+      await latency(spec.ms);
+    } else if (spec.redis === "kill") {
+      record.lost = latest(record.redisOut)!;
+      await redis("kill");
+    } else await redis("pause");
+    deps.purgeNow(fault);
+  }
+  /** Its steps (stepOffsets): Redis back; for a double, then the core service down, back, Redis paused again (a purge retried through it too), back. */
+  async function stepThrough(fault: Fault, spec: PurgeThrough, record: FaultRecord, k: number): Promise<void> {
+    if (k === 0 && spec.redis === "kill") {
+      // As redis-restart-empty: Redis back (empty), still faulted until the fault's end.
+      await redis("restart");
+      close(latest(record.redisOut));
+      return;
+    }
+    if (k === 0 && spec.redis === "slow") {
+      await latency(0);
+      close(record.slow?.span);
+    } else if (k === 0 || k === 3) await redis("resume");
+    if (k === 0 || k === 3) {
+      close(latest(record.redisOut));
+      close(latest(record.redisFault));
+    }
+    if (k === 0 && spec.redis === "double") await setOrigin(fault, record);
+    if (k === 1) {
+      await clearOrigin(fault);
+      close(record.coreFault);
+    }
+    if (k === 2) {
+      out(record);
+      await redis("pause");
+      deps.purgeNow(fault);
+    }
+  }
 
   return {
     timeline,
     async start(fault: Fault): Promise<void> {
-      const record: FaultRecord = { fault, span: open(now()), redisOut: null, redisFault: null, coreFault: null, slowMs: 0, restart: null, lost: null };
+      const record: FaultRecord = { fault, span: open(now()), redisOut: [], redisFault: [], coreFault: null, slow: null, restart: null, lost: null };
       timeline.records.push(record);
       byFault.set(fault.n, record);
       const { spec } = fault;
@@ -184,22 +246,23 @@ export function faultControls(deps: {
         case "redis-restart-empty":
         case "gateway-down":
         case "redis-then-origin":
-          record.redisOut = open(now());
-          record.redisFault = open(now());
+          out(record);
           if (spec.kind === "gateway-down") await gateway(true);
-          else if (spec.kind === "redis-pause" || (spec.kind === "redis-then-origin" && spec.redis === "pause")) await redis("pause");
+          else if (pauses(spec)) await redis("pause");
           else {
-            record.lost = record.redisOut;
+            record.lost = latest(record.redisOut)!;
             await redis("kill");
           }
           return;
         case "redis-slow":
-          record.redisFault = open(now());
-          record.slowMs = spec.ms;
+          record.redisFault.push(open(now()));
+          record.slow = { ms: spec.ms, span: record.span };
           // The purge log is read with the background budget (invalidation/log.ts): slower than that, no isolate can read it.
-          if (spec.ms >= DEFAULTS.l2WriteTimeoutMs) record.redisOut = open(now());
+          if (spec.ms >= DEFAULTS.l2WriteTimeoutMs) record.redisOut.push(open(now()));
           await latency(spec.ms);
           return;
+        case "purge-through-redis":
+          return startThrough(fault, spec, record);
         case "deploy":
           record.restart = open(now());
           await deps.restartFleet();
@@ -211,25 +274,27 @@ export function faultControls(deps: {
           await setOrigin(fault, record);
       }
     },
-    /** The second step: Redis restarted (empty), or the origin fault after Redis's. */
-    async step(fault: Fault): Promise<void> {
+    /** Its `k`th step (schedule.ts stepOffsets): Redis restarted (empty), the origin fault after Redis's, a purge-through-redis's. */
+    async step(fault: Fault, k: number): Promise<void> {
       const record = byFault.get(fault.n)!;
-      if (fault.spec.kind === "redis-restart-empty") {
+      const { spec } = fault;
+      if (spec.kind === "redis-restart-empty") {
         await redis("restart");
-        close(record.redisOut);
-      } else if (fault.spec.kind === "redis-then-origin") await setOrigin(fault, record);
+        close(latest(record.redisOut));
+      } else if (spec.kind === "redis-then-origin") await setOrigin(fault, record);
+      else if (spec.kind === "purge-through-redis") await stepThrough(fault, spec, record, k);
     },
     async end(fault: Fault): Promise<void> {
       const record = byFault.get(fault.n)!;
       const { spec } = fault;
-      if (spec.kind === "redis-pause" || (spec.kind === "redis-then-origin" && spec.redis === "pause")) await redis("resume");
+      if (pauses(spec)) await redis("resume");
       if (spec.kind === "redis-then-origin" && spec.redis === "kill") await redis("restart");
       if (spec.kind === "gateway-down") await gateway(false);
       if (spec.kind === "redis-slow") await latency(0);
-      close(record.redisOut);
-      close(record.redisFault);
-      if (originFaults.delete(fault.n)) await applyOrigin();
+      for (const span of [...record.redisOut, ...record.redisFault]) close(span);
+      await clearOrigin(fault);
       close(record.coreFault);
+      close(record.slow?.span);
       close(record.span);
     },
     /** Undoes whatever is still on (the end of the run, Ctrl-C, a failure). */

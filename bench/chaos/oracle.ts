@@ -3,21 +3,21 @@
 // records every answer (instance, product, when sent and answered, status,
 // the price shown, Cache-Status); a price changer, the shop's backend,
 // changes a hot product's price at the origin (the origin itself tells
-// nobody) and purges it, retrying until the 202. After the run, every answer
-// is judged against the price changes and the timeline of faults (faults.ts):
-// freshness (no old price after a purge's deadline) and availability (no
-// failure for a page the tier has served). All times are ms from the load's
-// start, on this process's one monotonic clock. The rules: bench/README.md, "Chaos".
+// nobody) and purges it, retrying until the 202 (priceChanger.ts). After the
+// run, every answer is judged against the price changes and the timeline of
+// faults (faults.ts): freshness (no old price after a purge's deadline) and
+// availability (no failure for a page the tier has served). All times are ms
+// from the load's start, on this process's one monotonic clock. The rules:
+// bench/README.md, "Chaos".
 import { setTimeout as sleep } from "node:timers/promises";
 import { member } from "../../dev/harness/cacheStatus";
-import type { OriginAdmin } from "../../dev/harness/originAdmin";
 import { mulberry32 } from "../../dev/harness/random";
 import { PAGE_RESOURCES, PAGE_SUBJECT } from "../../src/origin/resources";
 import { priceNow } from "../lib/page";
 import { get, percentile } from "../lib/probe";
 import { faultName, type Timeline } from "./faults";
-import { PRICE_CHANGE_EVERY_MS, PROBE_TIMEOUT_MS } from "./plan";
-import { purgeUntilAccepted } from "./purge";
+import { PROBE_TIMEOUT_MS, WATCH } from "./plan";
+import type { PriceChange } from "./priceChanger";
 
 /** One answer (or none) the prober got. */
 export interface ProbeRecord {
@@ -38,17 +38,25 @@ export interface ProbeRecord {
  * `rate` requests a second, each on a socket of its own (a restarted isolate
  * leaves no dead pooled connection behind), half for the hot products in
  * turn, half Zipf draws (`zipfRank`), each to an instance drawn from `seed`.
- * `pause()` stops sending and waits for the requests in flight (a deploy);
- * `stop()` the same, for good.
+ * `watch(id, until)`: WATCH.rate more a second for that product, to the
+ * instances in turn, until `until` settles (a purge-through-redis's
+ * product: an old copy shown past the deadline is seen, not missed between
+ * two of the turn's visits). `pause()` stops sending and waits for the
+ * requests in flight (a deploy); `stop()` the same, for good.
  */
 export function startProber(o: { targets: readonly string[]; rate: number; hotIds: readonly string[]; zipfId: () => string; seed: number; now: () => number }) {
   const records: ProbeRecord[] = [];
   const random = mulberry32(o.seed);
   let [credit, sent, inFlight, paused, hot] = [0, 0, 0, false, 0];
+  /** The products watched, each with how many watches are on. */
+  const watched = new Map<string, number>();
+  let [watchCredit, watchTurn] = [0, 0];
   const send = () => {
     const isHot = sent++ % 2 === 0;
     const id = isHot ? o.hotIds[hot++ % o.hotIds.length]! : o.zipfId();
-    const inst = Math.floor(random() * o.targets.length);
+    sendTo(id, Math.floor(random() * o.targets.length), isHot);
+  };
+  const sendTo = (id: string, inst: number, isHot: boolean) => {
     const at = o.now();
     inFlight++;
     void get(`${o.targets[inst]}/products/${id}`, PROBE_TIMEOUT_MS, true).then((answer) => {
@@ -81,6 +89,8 @@ export function startProber(o: { targets: readonly string[]; rate: number; hotId
     credit += o.rate / 50;
     // A bound on what hangs (the tier answers within seconds; the time-out is 10 s).
     for (; credit >= 1; credit--) if (inFlight < 400) send();
+    if (watched.size) watchCredit += WATCH.rate / 50;
+    for (; watchCredit >= 1; watchCredit--) for (const id of watched.keys()) if (inFlight < 400) sendTo(id, watchTurn++ % o.targets.length, false);
   }, 20);
   const drained = async () => {
     for (let waited = 0; inFlight > 0 && waited < PROBE_TIMEOUT_MS + 1000; waited += 20) await sleep(20);
@@ -95,6 +105,15 @@ export function startProber(o: { targets: readonly string[]; rate: number; hotId
       await drained();
     },
     resume: () => void (paused = false),
+    watch(id: string, until: Promise<unknown>): void {
+      watched.set(id, (watched.get(id) ?? 0) + 1);
+      const done = () => {
+        const left = (watched.get(id) ?? 1) - 1;
+        if (left > 0) watched.set(id, left);
+        else watched.delete(id);
+      };
+      until.then(done, done);
+    },
     async stop(): Promise<void> {
       clearInterval(timer);
       await drained();
@@ -102,79 +121,8 @@ export function startProber(o: { targets: readonly string[]; rate: number; hotId
   };
 }
 
-/** One price change: made at the origin at `changedAt`, its purge acknowledged (202) at `ackAt` (null: never). */
-export interface PriceChange {
-  id: string;
-  /** The price in minor units: unique to this change. */
-  minor: number;
-  changedAt: number;
-  ackAt: number | null;
-  /** The instance whose /__purge answered 202, and the attempts it took. */
-  ackInst: number | null;
-  attempts: number;
-}
-
 /** The minor units of a price as a page shows it ("$100.07" → 10007). */
 const minorOf = (shown: string) => Number(shown.replace(/[^\d]/g, ""));
-
-/**
- * Every 2–3 s: a hot product's price changed at the origin (`notify: false`:
- * the origin tells nobody), then POST /__purge {"ids": [id]} to the
- * instances in turn until one answers 202 (a 503, Redis could not record
- * it: again after its Retry-After, 1 s at most). Prices are unique per change
- * ($100.00 and up, never ending in 99 as the catalog's do), so a price shown
- * names its change.
- */
-export function startPriceChanger(o: {
-  targets: readonly string[];
-  origin: OriginAdmin;
-  token: string;
-  hotIds: readonly string[];
-  seed: number;
-  now: () => number;
-}) {
-  const changes: PriceChange[] = [];
-  const random = mulberry32(o.seed);
-  let stopped = false;
-  let next = 10_000;
-  let turn = 0;
-  const purge = async (change: PriceChange) => {
-    const inst = await purgeUntilAccepted({
-      targets: o.targets,
-      token: o.token,
-      body: JSON.stringify({ ids: [change.id] }),
-      first: turn++,
-      timeoutMs: 5000,
-      stopped: () => stopped,
-      onAttempt: () => void change.attempts++,
-    });
-    if (inst === null) return;
-    change.ackAt = o.now();
-    change.ackInst = inst;
-  };
-  const loop = (async () => {
-    while (!stopped) {
-      const [lo, hi] = PRICE_CHANGE_EVERY_MS;
-      await sleep(lo + random() * (hi - lo));
-      if (stopped) break;
-      const id = o.hotIds[Math.floor(random() * o.hotIds.length)]!;
-      if (++next % 100 === 99) next++;
-      const change: PriceChange = { id, minor: next, changedAt: o.now(), ackAt: null, ackInst: null, attempts: 0 };
-      await o.origin.changePrice(id, change.minor, { notify: false });
-      change.changedAt = o.now();
-      changes.push(change);
-      await purge(change);
-    }
-  })();
-  return {
-    changes,
-    /** Stops after the change under way (its purge acknowledged or given up). */
-    async stop(): Promise<void> {
-      stopped = true;
-      await loop;
-    },
-  };
-}
 
 /** The tier's settings the deadlines are made of, as the workers report them. */
 export interface TierTimes {
@@ -183,15 +131,23 @@ export interface TierTimes {
 }
 
 /**
- * When a purge acknowledged at `ack` must show everywhere: ack + PURGE_POLL_MS
- * + one L2 round trip (L2_TIMEOUT_MS plus the gateway's added latency). While
- * Redis is unreachable the isolates cannot read the purge log (blind): a
- * purge whose window such a span overlaps is counted from that span's end.
+ * When a purge acknowledged at `ack` must show everywhere. It counts from its
+ * 202 (Redis was up then, or there would be no 202): ack + PURGE_POLL_MS +
+ * one L2 round trip (L2_TIMEOUT_MS plus the gateway's added latency then).
+ * While Redis is unreachable the isolates cannot read the purge log (blind):
+ * an outage (`timeline.redisOut()`) that BEGINS within the purge's window
+ * [ack, deadline] moves the deadline by its length, and so does each one
+ * that begins within the window so extended (in order of start). An outage
+ * that began before the 202 moves nothing, even one whose recorded end is
+ * after it: the purge was retried through it, and its 202 says Redis is back.
  */
-function purgeDeadline(ack: number, timeline: Timeline, times: TierTimes): number {
-  const after = (from: number) => from + times.pollMs + times.l2TimeoutMs + timeline.slowMs(from, from + times.pollMs + times.l2TimeoutMs);
-  let deadline = after(ack);
-  for (const out of timeline.redisOut()) if (out.start <= deadline && ack <= out.end) deadline = Math.max(deadline, after(out.end));
+export function purgeDeadline(ack: number, timeline: Timeline, times: TierTimes): number {
+  const roundTrip = times.pollMs + times.l2TimeoutMs;
+  let deadline = ack + roundTrip + timeline.slowMs(ack, ack + roundTrip);
+  for (const out of timeline.redisOut()) {
+    if (out.start > deadline) break;
+    if (out.start >= ack) deadline += out.end - out.start;
+  }
   return deadline;
 }
 

@@ -19,6 +19,15 @@ export const PROBE_RATE = 60;
 export const PROBE_TIMEOUT_MS = 10_000;
 /** The price changer's pause between two changes, ms (drawn in this range). */
 export const PRICE_CHANGE_EVERY_MS = [2000, 3000] as const;
+/** The price changer's wait before it sends a purge again after a 503, ms (a shop's backend retrying). */
+export const PURGE_RETRY_MS = 500;
+/**
+ * A purge-through-redis changes one of this many hottest products: the Zipf
+ * draws (the prober's and wrk's) keep them in every isolate's cache.
+ */
+export const THROUGH_HOT_RANKS = 20;
+/** The prober's watch of a product a purge-through-redis purged: requests a second, from the change until this long after its 202. */
+export const WATCH = { rate: 10, afterMs: 5000 } as const;
 /** The bulk re-price: purges of this many ids each, ids outside the catalog (productId(BULK.firstIndex + n)), at most `concurrency` at once. */
 export const BULK = { purges: 300, idsPerPurge: 1000, firstIndex: 200_001, concurrency: 4 } as const;
 /** The bulk re-price's verdicts: at most this share of warm pages leave L1; their p99 after within this factor of before (plus one L2 round trip). */

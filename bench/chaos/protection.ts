@@ -10,7 +10,7 @@ import type { OriginAdmin } from "../../dev/harness/originAdmin";
 import { PAGE_RESOURCES, type ResourcePolicy } from "../../src/origin/resources";
 import { countStatuses, herd, percentile } from "../lib/probe";
 import type { Timeline } from "./faults";
-import type { PriceChange } from "./oracle";
+import type { PriceChange } from "./priceChanger";
 import { HERD_REQUESTS } from "./plan";
 
 /** The origin's counters, reset by one owner at a time: `epoch` tells a reading whether it was reset meanwhile. */

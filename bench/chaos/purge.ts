@@ -6,7 +6,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 /**
  * POST /__purge with `body`, to the instances in turn from `first`, until
  * one answers 202; the instance that did, or null. A 503 (Redis did not
- * record it) is tried again after its Retry-After (1 s at most), no answer
+ * record it) is tried again after `retryMs` when given (the price changer's:
+ * a shop's backend retrying every 500 ms), else after its Retry-After (1 s at
+ * most: the bulk re-price's), no answer
  * (an isolate restarting) on the next instance after 250 ms; another 4xx
  * is final (null). Each attempt's status (0: no answer) goes to `onAttempt`.
  */
@@ -16,6 +18,8 @@ export async function purgeUntilAccepted(o: {
   body: string;
   first: number;
   timeoutMs: number;
+  /** The wait after a 503, ms; without it, the answer's Retry-After (1 s at most). */
+  retryMs?: number;
   stopped: () => boolean;
   onAttempt?: (status: number) => void;
 }): Promise<number | null> {
@@ -32,7 +36,7 @@ export async function purgeUntilAccepted(o: {
       });
       await response.arrayBuffer();
       status = response.status;
-      if (status === 503) wait = Math.min(1000, 1000 * (Number(response.headers.get("retry-after")) || 1));
+      if (status === 503) wait = o.retryMs ?? Math.min(1000, 1000 * (Number(response.headers.get("retry-after")) || 1));
     } catch {
       // no answer: again, on the next instance
     }

@@ -1,11 +1,14 @@
 // bench:chaos's tables (printed, and written to bench/results/chaos.md with
 // the run's figures in chaos.json): the schedule, one row per segment (each
 // fault window, settling and quiet stretch), one per fault, the violations'
-// examples, the herds, the bulk re-price, the isolates, the verdicts.
+// examples, the purges retried through a Redis fault, the herds, the bulk
+// re-price, the isolates, the verdicts.
 import type { WrkFigures } from "../lib/wrk";
 import type { heapFlat } from "./isolate";
 import { faultName, type Timeline } from "./faults";
-import { type Failure, type FreshnessViolation, isCached, type ProbeRecord, probeFigures } from "./oracle";
+import { type Failure, type FreshnessViolation, isCached, type ProbeRecord, probeFigures, purgeDeadline, type TierTimes } from "./oracle";
+import { WATCH } from "./plan";
+import type { PriceChange } from "./priceChanger";
 import type { HerdResult, StretchVerdict } from "./protection";
 import type { RepriceFigures, RepriceRun } from "./reprice";
 import type { Segment } from "./schedule";
@@ -46,6 +49,9 @@ export interface ChaosInput {
   rate: number;
   timeline: Timeline;
   records: readonly ProbeRecord[];
+  /** The price changes, and the tier's settings their deadlines are made of. */
+  changes: readonly PriceChange[];
+  times: TierTimes;
   /** The prober's own event-loop lateness over [a, b), its largest (ms): answers read late are timed late. */
   proberLagMax: (a: number, b: number) => number;
   fresh: readonly FreshnessViolation[];
@@ -137,6 +143,26 @@ function examples(i: ChaosInput): string[] {
           ...failures,
         ]
       : ["none"]),
+  ];
+}
+
+/** Each purge a purge-through-redis had retried through its Redis outage: its 202, its deadline, what the prober saw then. */
+function throughTable(i: ChaosInput): string[] {
+  const through = i.changes.filter((c) => c.fault !== null);
+  if (!through.length) return ["No purge-through-redis in this schedule."];
+  const lines = through.map((c) => {
+    const record = i.timeline.records.find((r) => r.fault.n === c.fault);
+    const name = record ? faultName(record.fault) : `#${c.fault}`;
+    if (c.ackAt === null) return `| ${name} | ${c.id} | ${s(c.changedAt)} | ${c.attempts} | never | – | – | – |`;
+    const deadline = purgeDeadline(c.ackAt, i.timeline, i.times);
+    const seen = i.records.filter((r) => r.id === c.id && r.status === 200 && r.sent >= c.ackAt! && r.sent < c.ackAt! + WATCH.afterMs);
+    const stale = i.fresh.filter((v) => v.id === c.id && v.ackAt === Math.round(c.ackAt!)).length;
+    return `| ${name} | ${c.id} | ${s(c.changedAt)} | ${c.attempts} | ${s(c.ackAt)} (#${c.ackInst! + 1}) | ${s(deadline)} | ${seen.length} (${seen.filter((r) => r.sent > deadline).length}) | ${stale} |`;
+  });
+  return [
+    `| fault | product | changed s | purge attempts | purge 202 s (instance) | deadline s | 200s sent in the ${WATCH.afterMs / 1000} s after the 202 (after the deadline) | stale after the deadline |`,
+    "| --- | --- | ---: | ---: | --- | ---: | --- | ---: |",
+    ...lines,
   ];
 }
 
@@ -248,6 +274,10 @@ export function chaosTables(i: ChaosInput): string {
     faultTable(i),
     "",
     ...examples(i),
+    "",
+    "## Purges retried through a Redis fault (purge-through-redis)",
+    "",
+    ...throughTable(i),
     "",
     "## The slowest answers of cached pages, per fault",
     "",

@@ -11,7 +11,8 @@ import type { RedisProbe } from "../../dev/harness/redisProbe";
 import { productId } from "../../dev/origin/catalog";
 import { PAGE_SUBJECT } from "../../src/origin/resources";
 import { percentile, statusOf } from "../lib/probe";
-import { type PriceChange, type ProbeRecord, tierOf } from "./oracle";
+import { type ProbeRecord, tierOf } from "./oracle";
+import type { PriceChange } from "./priceChanger";
 import { BULK, BULK_LIMITS } from "./plan";
 import { purgeUntilAccepted } from "./purge";
 

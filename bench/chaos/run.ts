@@ -25,8 +25,9 @@ import { startFleet } from "../soak/restart";
 import { startStack, toolVersions, type WorkerLogs } from "../stack";
 import { faultControls, faultName } from "./faults";
 import { heapFlat, workSettled } from "./isolate";
-import { judgeAvailability, judgeFreshness, probeFigures, startPriceChanger, startProber, type TierTimes } from "./oracle";
-import { chaosOptions, HERD_RANK_COUNT, HOT_RANKS, PROBE_RATE, SEEDS } from "./plan";
+import { judgeAvailability, judgeFreshness, probeFigures, startProber, type TierTimes } from "./oracle";
+import { chaosOptions, HERD_RANK_COUNT, HOT_RANKS, PROBE_RATE, SEEDS, WATCH } from "./plan";
+import { startPriceChanger } from "./priceChanger";
 import { type HerdResult, judgeStretch, originCounters, sendHerd } from "./protection";
 import { chaosTables, type ChaosInput, type SegmentRow, wrkLine } from "./report";
 import { bulkReprice, type RepriceBaseline, type RepriceRun, repriceFigures } from "./reprice";
@@ -107,16 +108,24 @@ async function main(): Promise<void> {
   // How long a fault's effect outlasts its undo: an origin breaker's cool-down and one probe (a fetch); the L2 breaker's next PING and its budget.
   const coreTimeoutMs = Math.max(...Object.values(policies).map((p) => (p.core ? p.originTimeoutMs : 0)));
   const tails = { coreMs: DEFAULTS.originBreakerCoolDownMs + coreTimeoutMs, redisMs: DEFAULTS.l2RecoveryProbeEveryMs + DEFAULTS.l2ProbeTimeoutMs };
+  const prices = startPriceChanger({ targets, origin: servers.origin, token: servers.bindings.PURGE_TOKEN!, hotIds, seed: seed + SEEDS.prices, now });
+  onCleanup("price changer", () => prices.stop());
   const controls = faultControls({
     servers,
     origin: servers.origin,
     now,
     tails,
     restartFleet: () => (restarting = restartFleet()),
+    // A purge-through-redis: a price changed and purged as its Redis outage starts, the product watched until 5 s after the 202.
+    purgeNow: (fault) => {
+      const { id, done } = prices.changeNow(fault.n);
+      prober.watch(
+        id,
+        done.then(() => sleep(WATCH.afterMs)),
+      );
+    },
   });
   onCleanup("faults", () => controls.undoAll());
-  const prices = startPriceChanger({ targets, origin: servers.origin, token: servers.bindings.PURGE_TOKEN!, hotIds, seed: seed + SEEDS.prices, now });
-  onCleanup("price changer", () => prices.stop());
   const leaving = new ZipfSampler({ n: CATALOG, s: 1, seed: seed + SEEDS.departing });
   const leavingPath = () => {
     for (;;) {
@@ -131,15 +140,15 @@ async function main(): Promise<void> {
   const herds: Promise<HerdResult>[] = [];
   const repricing = new Map<number, Promise<RepriceRun>>();
   const repriced: { fault: number; run: RepriceRun }[] = [];
-  const doStep = async ({ fault, what }: Step) => {
-    console.log(`${(now() / 1000).toFixed(1)} s: ${what} ${faultName(fault)}`);
+  const doStep = async ({ fault, what, k }: Step) => {
+    console.log(`${(now() / 1000).toFixed(1)} s: ${what}${what === "step" ? ` ${k + 1}` : ""} ${faultName(fault)}`);
     if (fault.spec.kind === "bulk-reprice" && what === "start") {
       const afterMs = span.bulk.afterS * 1000;
       repricing.set(fault.n, bulkReprice({ targets, token: servers.bindings.PURGE_TOKEN!, redis, now, afterMs, signal }));
     }
     if (fault.spec.kind === "bulk-reprice" && what === "end") repriced.push({ fault: fault.n, run: await repricing.get(fault.n)! });
     if (what === "start") await controls.start(fault);
-    else if (what === "step") await controls.step(fault);
+    else if (what === "step") await controls.step(fault, k);
     else await controls.end(fault);
     if (what === "start" && fault.herdAtS !== null) {
       const id = workload.idOfRank(herdRanks[herds.length]!);
@@ -202,6 +211,8 @@ async function main(): Promise<void> {
     rate,
     timeline,
     records,
+    changes,
+    times,
     fresh: judgeFreshness(records, changes, timeline, times),
     failures: judgeAvailability(records, changes, timeline),
     herds: herdResults,

@@ -8,8 +8,12 @@
 // faults carry a herd for a cold product. Times are whole seconds from the
 // start of the load; with fewer than 10 minutes every span but the
 // smallest shrinks in proportion, so that a short run still sees several kinds.
+// Every third fault, from the first, is a purge-through-redis: a purge the shop's
+// backend retries through a short Redis fault (a pause, a kill, a gateway
+// past the log's budget, or two pauses around a core service down), each
+// variant in turn.
 // The run cuts wrk into segments at every boundary the schedule has (a
-// fault's start, step, end, and the end of the settling after it).
+// fault's start, steps, end, and the end of the settling after it).
 import { mulberry32 } from "../../dev/harness/random";
 import { PAGE_RESOURCES, RESOURCES } from "../../src/origin/resources";
 import { HERD_RANK_COUNT } from "./plan";
@@ -26,7 +30,15 @@ const KINDS = [
   "deploy",
   "redis-then-origin",
 ] as const;
-type FaultKind = (typeof KINDS)[number];
+type FaultKind = (typeof KINDS)[number] | "purge-through-redis";
+/** One fault in this many is a purge-through-redis: the first, and every this many after it. */
+const PURGE_THROUGH_EVERY = 3;
+/** The Redis faults a purge-through-redis retries its purge through, drawn in turn (a shuffled cycle). */
+const THROUGH = ["pause", "kill", "slow", "double"] as const;
+/** purge-through-redis "slow": the gateway's added latency, past a purge-log read's and a purge's budget (l2WriteTimeoutMs, 1 s). */
+const THROUGH_SLOW_MS = 1200;
+/** purge-through-redis "double": a core service down this long once Redis is back, and Redis paused again this long after it came back. */
+const DOUBLE = { coreDownS: 4, againAfterS: 6 } as const;
 
 /** An origin service a fault may hit, or all of them. */
 export type Service = (typeof PAGE_RESOURCES)[number] | "all";
@@ -40,7 +52,21 @@ export type FaultSpec =
   | { kind: "origin-failing"; service: Service; errorRate: number }
   | { kind: "origin-hang"; service: Service }
   | { kind: "origin-slow"; service: Service; latencyMs: number }
-  | { kind: "redis-then-origin"; redis: "pause" | "kill"; service: Service; errorRate: number | "hang" };
+  | { kind: "redis-then-origin"; redis: "pause" | "kill"; service: Service; errorRate: number | "hang" }
+  | PurgeThrough;
+
+/**
+ * A purge the shop's backend retries through a Redis fault: at the start a
+ * hot product's price changed and purged at once, Redis out for `outS` (paused;
+ * killed, then restarted empty; or the gateway `ms` slow); "double": then
+ * `service` down (every request fails) for DOUBLE.coreDownS from Redis's
+ * return, and Redis paused again for `againS`, DOUBLE.againAfterS after it
+ * came back (a second purge retried through that pause).
+ */
+export type PurgeThrough =
+  | { kind: "purge-through-redis"; redis: "pause" | "kill"; outS: number }
+  | { kind: "purge-through-redis"; redis: "slow"; outS: number; ms: number }
+  | { kind: "purge-through-redis"; redis: "double"; outS: number; service: Service; againS: number };
 
 export interface Fault {
   /** 1-based, in order of start. */
@@ -79,13 +105,28 @@ export type Spans = ReturnType<typeof spans>;
 function parts(spec: FaultSpec): string[] {
   if (spec.kind === "bulk-reprice") return ["redis", "origin", "fleet"];
   if (spec.kind === "deploy") return ["fleet"];
-  if (spec.kind === "redis-then-origin") return ["redis", "origin"];
+  if (spec.kind === "redis-then-origin" || (spec.kind === "purge-through-redis" && spec.redis === "double")) return ["redis", "origin"];
   return spec.kind.startsWith("origin-") ? ["origin"] : ["redis"];
+}
+
+/**
+ * When a fault's steps come, s after its start, in order: Redis restarted
+ * (redis-restart-empty); the origin fault after Redis's (redis-then-origin);
+ * Redis back (purge-through-redis), and for a "double" the core service
+ * back, Redis paused again, and back again.
+ */
+function stepOffsets(spec: FaultSpec): number[] {
+  if (spec.kind === "redis-restart-empty") return [spec.downS];
+  if (spec.kind === "redis-then-origin") return [1];
+  if (spec.kind !== "purge-through-redis") return [];
+  if (spec.redis !== "double") return [spec.outS];
+  const again = spec.outS + DOUBLE.againAfterS;
+  return [spec.outS, spec.outS + DOUBLE.coreDownS, again, again + spec.againS];
 }
 
 /** Whether a fault empties Redis (a kill restarts it empty). */
 function losesData(spec: FaultSpec): boolean {
-  return spec.kind === "redis-restart-empty" || (spec.kind === "redis-then-origin" && spec.redis === "kill");
+  return spec.kind === "redis-restart-empty" || ((spec.kind === "redis-then-origin" || spec.kind === "purge-through-redis") && spec.redis === "kill");
 }
 
 /** The seeded schedule of a run of `minutes`. */
@@ -96,16 +137,30 @@ export function drawSchedule(seed: number, minutes: number): Fault[] {
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const rate = () => Math.round((0.3 + random() * 0.7) * 20) / 20;
   const services: readonly Service[] = [...PAGE_RESOURCES, "all"];
-  let bag: FaultKind[] = [];
-  const nextKind = (): FaultKind => {
-    if (bag.length === 0) {
-      bag = [...KINDS];
-      for (let i = bag.length - 1; i > 0; i--) {
-        const j = Math.floor(random() * (i + 1));
-        [bag[i], bag[j]] = [bag[j]!, bag[i]!];
-      }
+  const faults: Fault[] = [];
+  const shuffled = <T>(items: readonly T[]): T[] => {
+    const out = [...items];
+    for (let i = out.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [out[i], out[j]] = [out[j]!, out[i]!];
     }
+    return out;
+  };
+  // The other kinds from a shuffled bag (each once before any comes again); every PURGE_THROUGH_EVERY-th fault
+  // placed, from the first, is a purge-through-redis (one that did not fit lets the bag's next kind try first).
+  let bag: FaultKind[] = [];
+  let through: (typeof THROUGH)[number][] = [];
+  let throughMissed = false;
+  const nextKind = (): FaultKind => {
+    const placed = faults.filter((f) => f.spec.kind === "purge-through-redis").length;
+    if (!throughMissed && placed * PURGE_THROUGH_EVERY <= faults.length) return "purge-through-redis";
+    throughMissed = false;
+    if (bag.length === 0) bag = shuffled(KINDS);
     return bag.pop()!;
+  };
+  const nextThrough = () => {
+    if (through.length === 0) through = shuffled(THROUGH);
+    return through.pop()!;
   };
   const draw = (kind: FaultKind): { spec: FaultSpec; durationS: number } => {
     const durationS = between(...span.durationS);
@@ -125,16 +180,27 @@ export function drawSchedule(seed: number, minutes: number): Fault[] {
         return { spec: { kind, redis: pick(["pause", "kill"] as const), service: pick(CORE), errorRate: random() < 0.5 ? "hang" : rate() }, durationS };
       case "bulk-reprice":
         return { spec: { kind }, durationS: span.bulk.allowS + span.bulk.afterS };
+      case "purge-through-redis": {
+        // Short outages: what is judged is the moment Redis comes back. The window goes on a few seconds after the last.
+        const redis = nextThrough();
+        const outS = between(2, 4);
+        const spec: PurgeThrough =
+          redis === "double"
+            ? { kind, redis, outS, service: pick(CORE), againS: between(2, 3) }
+            : redis === "slow"
+              ? { kind, redis, outS, ms: THROUGH_SLOW_MS }
+              : { kind, redis, outS };
+        return { spec, durationS: (stepOffsets(spec).at(-1) ?? outS) + between(4, 8) };
+      }
       default:
         return { spec: { kind }, durationS };
     }
   };
 
-  const faults: Fault[] = [];
   const lastEnd = () => Math.max(span.warmupS, ...faults.map((f) => f.atS + f.durationS));
   const lastLossEnd = () => Math.max(0, ...faults.filter((f) => losesData(f.spec)).map((f) => f.atS + f.durationS));
   const limit = span.totalS - span.settleS - 5;
-  for (let misses = 0; misses < KINDS.length; ) {
+  for (let misses = 0; misses < KINDS.length + 1; ) {
     const kind = nextKind();
     const { spec, durationS } = draw(kind);
     const previous = faults.at(-1);
@@ -152,6 +218,7 @@ export function drawSchedule(seed: number, minutes: number): Fault[] {
     const bulkClash = faults.some((f) => f.spec.kind === "bulk-reprice" && atS < f.atS + f.durationS + 1);
     if (atS + durationS > limit || bulkClash) {
       misses++;
+      throughMissed = spec.kind === "purge-through-redis";
       continue;
     }
     misses = 0;
@@ -186,6 +253,11 @@ export function describe(spec: FaultSpec): string {
       return `${spec.kind} ${spec.service} ${spec.latencyMs} ms`;
     case "redis-then-origin":
       return `${spec.kind} (redis ${spec.redis}, then ${spec.service} ${spec.errorRate === "hang" ? "hangs" : `fails ${spec.errorRate}`})`;
+    case "purge-through-redis":
+      if (spec.redis === "slow") return `${spec.kind} (redis slow +${spec.ms} ms for ${spec.outS} s)`;
+      if (spec.redis === "double")
+        return `${spec.kind} (redis double: paused ${spec.outS} s, then ${spec.service} down ${DOUBLE.coreDownS} s, paused again ${spec.againS} s)`;
+      return `${spec.kind} (redis ${spec.redis === "kill" ? "killed, down" : "paused"} ${spec.outS} s)`;
     default:
       return spec.kind;
   }
@@ -197,20 +269,20 @@ export function scheduleTable(faults: readonly Fault[]): string {
   return ["| # | at s | fault | s | herd |", "| ---: | ---: | --- | ---: | --- |", ...rows].join("\n");
 }
 
-/** What happens at a boundary: a fault starts, takes its second step (Redis restarted; the origin fault after Redis's), or ends. */
+/** What happens at a boundary: a fault starts, takes its `k`th step (0-based, stepOffsets: Redis restarted; the origin fault after Redis's; ...), or ends. */
 export interface Step {
   atS: number;
   fault: Fault;
   what: "start" | "step" | "end";
+  k: number;
 }
 
 export function steps(faults: readonly Fault[]): Step[] {
   const all: Step[] = [];
   for (const fault of faults) {
-    all.push({ atS: fault.atS, fault, what: "start" });
-    if (fault.spec.kind === "redis-restart-empty") all.push({ atS: fault.atS + fault.spec.downS, fault, what: "step" });
-    if (fault.spec.kind === "redis-then-origin") all.push({ atS: fault.atS + 1, fault, what: "step" });
-    all.push({ atS: fault.atS + fault.durationS, fault, what: "end" });
+    all.push({ atS: fault.atS, fault, what: "start", k: 0 });
+    for (const [k, offset] of stepOffsets(fault.spec).entries()) all.push({ atS: fault.atS + offset, fault, what: "step", k });
+    all.push({ atS: fault.atS + fault.durationS, fault, what: "end", k: 0 });
   }
   // Ends first at one time, so that a fault ending as another starts is undone before.
   const order = { end: 0, step: 1, start: 2 };

@@ -176,7 +176,10 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     if (!log) return;
     if (shared && era && logStill && (await tookSharedRead(shared))) return;
     const appliedBefore = syncsApplied;
-    const sentAt = clock.now();
+    // When the read now going out was sent: what it finds holds as of then, not as of its reply, which a
+    // Redis that was paused or slow gives seconds later, after purges recorded meanwhile (each page's own).
+    let sentAt = clock.now();
+    const sharedAs = sentAt;
     logReads++;
     const seqBefore = seq;
     let answer = await log.readSince(seq, era);
@@ -210,11 +213,13 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
         options.reached?.(record, background);
       }
       known.followed(from, { era: at.era, seq: answer.upTo }, answer.records);
-      seq = answer.upTo;
+      // Never back: a purge this isolate recorded itself while the read was out is known (apply) though the read predates it.
+      seq = Math.max(seq, answer.upTo);
       era = at.era;
       if (answer.upTo >= answer.seq) break;
       // More to read. Past the pages one sync may read, starting over costs less (DEFAULTS.purgeCatchUpMaxPages).
       renew();
+      sentAt = clock.now();
       const next = pages < DEFAULTS.purgeCatchUpMaxPages ? await log.readSince(seq, era) : await log.readSince(0, null);
       lastReadAnswered = next !== undefined;
       // L2 failed mid-way (the next sync goes on from here: this isolate's
@@ -224,11 +229,12 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       answer = next;
       Object.assign(at, { era: answer.era, seq: answer.seq });
     }
-    seq = answer.seq;
+    if (!answer.follows) seq = answer.seq;
+    else seq = Math.max(seq, answer.seq);
     era = at.era;
-    syncedAt(clock.now());
+    syncedAt(sentAt);
     // Shared as of its sending (a read that found the log still is one page): any purge recorded before then is in it.
-    if (era && logStill) shared?.put({ era, seq, readAt: sentAt }, background);
+    if (era && logStill) shared?.put({ era, seq: answer.seq, readAt: sharedAs }, background);
   }
 
   /**

@@ -213,6 +213,46 @@ describe("the purge watcher's blind mode", () => {
     expect(watcher.status().lastSyncAt).toBe(clock.now());
   });
 
+  it("counts what a read found from when it was sent, not from its late reply: a purge recorded while it was out is due a poll after the send", async () => {
+    const clock = fakeClock();
+    const { log, state } = fakeLog();
+    const watcher = watcherWith(clock, log);
+    await sync(watcher);
+    // Redis paused: the due read goes out and is answered 900 ms later (after purges recorded meanwhile, which it does not hold).
+    const answering = log.readSince;
+    const release = holdReads(log);
+    clock.advance(POLL_MS);
+    const sentAt = clock.now();
+    const visitor = sync(watcher);
+    clock.advance(900);
+    release();
+    await visitor;
+    log.readSince = answering;
+    expect(watcher.status().lastSyncAt).toBe(sentAt);
+    // A poll after the send, not after the reply, the next visitor waits for a read of its own.
+    const readsBefore = state.reads;
+    clock.advance(POLL_MS - 900);
+    await sync(watcher);
+    expect(state.reads).toBe(readsBefore + 1);
+  });
+
+  it("keeps a purge it recorded itself while a read of the log was out: the read's older position takes nothing back", async () => {
+    const clock = fakeClock();
+    const { log } = fakeLog();
+    const watcher = watcherWith(clock, log);
+    await sync(watcher);
+    expect(watcher.status().seq).toBe(0);
+    const release = holdReads(log);
+    clock.advance(POLL_MS);
+    const visitor = sync(watcher);
+    // This isolate's /__purge recorded purge 1 while the read (sent before it, at position 0) was out.
+    watcher.apply({ seq: 1, at: clock.now(), ids: ["p-1"], tags: [], all: false, mode: "hard", resources: ["product"] });
+    release();
+    await visitor;
+    expect(watcher.status().seq).toBe(1);
+    expect(watcher.stamp()).toEqual({ era: "e0", seq: 1 });
+  });
+
   it("is never blind without a purge log (no L2: no purges to miss)", async () => {
     const clock = fakeClock();
     const watcher = watcherWith(clock, null);

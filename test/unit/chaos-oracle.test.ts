@@ -1,0 +1,239 @@
+// bench:chaos's oracle (bench/chaos/oracle.ts), judged on answers and
+// faults written by hand: when a purge is due (from its 202, moved only by a
+// Redis outage that begins within its window), which old prices are stale,
+// and which failures of a page are violations, excused or allowed. Times are
+// ms from the load's start, as the oracle's clock counts them.
+import { describe, expect, it } from "vitest";
+import { type FaultRecord, type Span, Timeline } from "../../bench/chaos/faults";
+import { judgeAvailability, judgeFreshness, type ProbeRecord, purgeDeadline, type TierTimes } from "../../bench/chaos/oracle";
+import type { PriceChange } from "../../bench/chaos/priceChanger";
+import type { FaultSpec } from "../../bench/chaos/schedule";
+
+/** PURGE_POLL_MS and L2_TIMEOUT_MS: a purge is due 1,100 ms after its 202 when nothing moves it. */
+const TIMES: TierTimes = { pollMs: 1000, l2TimeoutMs: 100 };
+const BOUND_MS = TIMES.pollMs + TIMES.l2TimeoutMs;
+/** How long a fault's effect outlasts its undo (run.ts: the origin breaker's way back; the L2 breaker's). */
+const TAILS = { coreMs: 2500, redisMs: 750 };
+
+const span = (start: number, end: number): Span => ({ start, end });
+
+/** A fault as it ran: its spec, its window, and what it did when (the spans faultControls notes). */
+function ran(n: number, spec: FaultSpec, window: Span, did: Partial<Omit<FaultRecord, "fault" | "span">> = {}): FaultRecord {
+  return {
+    fault: { n, atS: Math.round(window.start / 1000), durationS: Math.round((window.end - window.start) / 1000), spec, herdAtS: null },
+    span: window,
+    redisOut: [],
+    redisFault: [],
+    coreFault: null,
+    slow: null,
+    restart: null,
+    lost: null,
+    ...did,
+  };
+}
+
+function timelineOf(...records: FaultRecord[]): Timeline {
+  const timeline = new Timeline(TAILS);
+  timeline.records.push(...records);
+  return timeline;
+}
+
+/** A Redis pause over `out`, within a purge-through-redis's window (which goes on 5 s after it). */
+function pauseThrough(n: number, out: Span): FaultRecord {
+  const spec: FaultSpec = { kind: "purge-through-redis", redis: "pause", outS: Math.round((out.end - out.start) / 1000) };
+  return ran(n, spec, span(out.start, out.end + 5000), { redisOut: [{ ...out }], redisFault: [{ ...out }] });
+}
+
+/** "$100.02" for 10002, as a page shows a price. */
+const shown = (minor: number) => `$${Math.floor(minor / 100)}.${String(minor % 100).padStart(2, "0")}`;
+
+function change(id: string, minor: number, ackAt: number | null, ackInst = 0): PriceChange {
+  return { id, minor, changedAt: (ackAt ?? 0) - 50, ackAt, ackInst: ackAt === null ? null : ackInst, attempts: 1, fault: null };
+}
+
+/** One answer the prober got: a 200 showing `price` (minor units), or another status. */
+function answer(o: { id: string; sent: number; inst?: number; status?: number; price?: number; cacheStatus?: string }): ProbeRecord {
+  const status = o.status ?? 200;
+  return {
+    inst: o.inst ?? 0,
+    id: o.id,
+    hot: true,
+    sent: o.sent,
+    answered: o.sent + 20,
+    status,
+    price: status === 200 && o.price !== undefined ? shown(o.price) : null,
+    cacheStatus: o.cacheStatus ?? "",
+    serverTiming: "",
+  };
+}
+
+const ID = "p-000042";
+/** The page's price before the change judged, and after it; the change's 202 at ACK. */
+const [OLD, NEW] = [10_001, 10_002];
+const ACK = 10_000;
+const changes = [change(ID, OLD, 5000), change(ID, NEW, ACK)];
+
+describe("when a purge is due (purgeDeadline)", () => {
+  it("counts from the 202: PURGE_POLL_MS and one L2 round trip", () => {
+    expect(purgeDeadline(ACK, timelineOf(), TIMES)).toBe(ACK + BOUND_MS);
+  });
+
+  it("adds the gateway's latency while a slow Redis is on then", () => {
+    const slow = ran(1, { kind: "redis-slow", ms: 80 }, span(9000, 20_000), { redisFault: [span(9000, 20_000)], slow: { ms: 80, span: span(9000, 20_000) } });
+    expect(purgeDeadline(ACK, timelineOf(slow), TIMES)).toBe(ACK + BOUND_MS + 80);
+  });
+
+  it("is moved by the length of an outage that begins within its window", () => {
+    expect(purgeDeadline(ACK, timelineOf(pauseThrough(1, span(10_500, 13_500))), TIMES)).toBe(ACK + BOUND_MS + 3000);
+  });
+
+  it("is moved again by an outage that begins within the window so extended, not by one that begins after it", () => {
+    // The first moves the deadline to 13,100; the second begins at 13,000 (within it) and moves it 1 s more, to 14,100;
+    // the third begins at 14,200, after it.
+    const timeline = timelineOf(pauseThrough(1, span(10_500, 12_500)), pauseThrough(2, span(13_000, 14_000)), pauseThrough(3, span(14_200, 16_000)));
+    expect(purgeDeadline(ACK, timeline, TIMES)).toBe(ACK + BOUND_MS + 2000 + 1000);
+  });
+
+  it.each([
+    ["ended before the 202", 9980],
+    ["ended at the 202", ACK],
+    ["is recorded as ending after the 202 (the harness heard of Redis's return after the tier did)", ACK + 200],
+  ])("is not moved by an outage that began before the 202 and %s", (_, end) => {
+    expect(purgeDeadline(ACK, timelineOf(pauseThrough(1, span(7000, end))), TIMES)).toBe(ACK + BOUND_MS);
+  });
+});
+
+describe("freshness (judgeFreshness)", () => {
+  it("catches a late purge: an old price in a 200 to a request sent after the deadline", () => {
+    const records = [answer({ id: ID, sent: ACK + BOUND_MS + 200, inst: 1, price: OLD, cacheStatus: 'pp-l1; hit; detail="product"' })];
+    const [violation, ...more] = judgeFreshness(records, changes, timelineOf(), TIMES);
+    expect(more).toEqual([]);
+    expect(violation).toMatchObject({
+      id: ID,
+      inst: 1,
+      lateMs: 200,
+      shown: shown(OLD),
+      expected: shown(NEW),
+      ackAt: ACK,
+      deadline: ACK + BOUND_MS,
+      cacheStatus: 'pp-l1; hit; detail="product"',
+      faults: [],
+    });
+  });
+
+  it("takes an old price sent before the deadline, and the new one after it, as no violation", () => {
+    const records = [
+      answer({ id: ID, sent: ACK + 300, price: OLD }),
+      answer({ id: ID, sent: ACK + BOUND_MS - 1, price: OLD }),
+      answer({ id: ID, sent: ACK + 5000, price: NEW }),
+    ];
+    expect(judgeFreshness(records, changes, timelineOf(), TIMES)).toEqual([]);
+  });
+
+  it("excuses an old price while an outage that began within the purge's window delays it, up to the deadline moved by its length, not after", () => {
+    const timeline = timelineOf(pauseThrough(1, span(ACK + 500, ACK + 3500)));
+    const moved = ACK + BOUND_MS + 3000;
+    const excused = answer({ id: ID, sent: moved - 100, price: OLD });
+    const late = answer({ id: ID, sent: moved + 100, price: OLD });
+    const violations = judgeFreshness([excused, late], changes, timeline, TIMES);
+    expect(violations.map((v) => ({ sent: v.sent, lateMs: v.lateMs, deadline: v.deadline }))).toEqual([{ sent: moved + 100, lateMs: 100, deadline: moved }]);
+    expect(violations[0]!.faults).toEqual(["#1 purge-through-redis (redis paused 3 s)"]);
+  });
+
+  it.each([
+    ["just before the 202", ACK - 20],
+    ["at the 202", ACK],
+  ])("excuses nothing for an outage that ended %s (the purge was retried through it): an old price 1.5 s after the 202 is caught", (_, end) => {
+    const timeline = timelineOf(pauseThrough(1, span(ACK - 3000, end)));
+    const violations = judgeFreshness([answer({ id: ID, sent: ACK + 1500, price: OLD })], changes, timeline, TIMES);
+    expect(violations).toMatchObject([{ lateMs: 1500 - BOUND_MS, deadline: ACK + BOUND_MS, shown: shown(OLD), expected: shown(NEW) }]);
+  });
+
+  it("excuses nothing for an outage recorded as ending just after the 202: it began before it", () => {
+    const timeline = timelineOf(pauseThrough(1, span(ACK - 3000, ACK + 200)));
+    const violations = judgeFreshness([answer({ id: ID, sent: ACK + BOUND_MS + 100, price: OLD })], changes, timeline, TIMES);
+    expect(violations).toMatchObject([{ lateMs: 100, deadline: ACK + BOUND_MS }]);
+  });
+
+  it("judges no change whose purge was never acknowledged", () => {
+    const unacknowledged = [change(ID, OLD, 5000), change(ID, NEW, null)];
+    expect(judgeFreshness([answer({ id: ID, sent: 60_000, price: OLD })], unacknowledged, timelineOf(), TIMES)).toEqual([]);
+  });
+});
+
+describe("availability (judgeAvailability)", () => {
+  /** The page served: instance 0 answered it 200 with its latest price, to a request sent after the purge's 202. */
+  const served = answer({ id: ID, sent: ACK + 500, inst: 0, price: NEW, cacheStatus: 'pp-origin; fwd=miss; detail="product"' });
+  const verdictOf = (records: ProbeRecord[], timeline: Timeline) => judgeAvailability(records, changes, timeline).map((f) => f.verdict);
+
+  it('calls a 503 for a page already served, with no fault on, a "violation"', () => {
+    const failed = answer({ id: ID, sent: ACK + 2000, inst: 1, status: 503 });
+    const [failure] = judgeAvailability([served, failed], changes, timelineOf());
+    expect(failure).toMatchObject({ verdict: "violation", reason: "a served page", status: 503, inst: 1, faults: [] });
+  });
+
+  it("does not count a 200 showing the old price, even after the 202, as serving the page", () => {
+    const old = answer({ id: ID, sent: ACK + 500, inst: 0, price: OLD });
+    expect(verdictOf([old, answer({ id: ID, sent: ACK + 2000, status: 503 })], timelineOf())).toEqual(["not served"]);
+  });
+
+  it('calls a 503 for a page not served yet, while a core service is faulted, "allowed"', () => {
+    const failing = ran(1, { kind: "origin-failing", service: "product", errorRate: 1 }, span(ACK + 1000, ACK + 5000), {
+      coreFault: span(ACK + 1000, ACK + 5000),
+    });
+    const failed = answer({ id: ID, sent: ACK + 2000, status: 503 });
+    expect(verdictOf([failed], timelineOf(failing))).toEqual(["allowed"]);
+    // The same 503 with no fault on is listed, not judged.
+    expect(verdictOf([failed], timelineOf())).toEqual(["not served"]);
+  });
+
+  describe('"excused": a 503 for a served page while a core service is faulted, which nothing could hold', () => {
+    /** Redis paused at ACK + 1 s, and a second later the product service failing, both to ACK + 6 s. */
+    const redisThenOrigin = ran(2, { kind: "redis-then-origin", redis: "pause", service: "product", errorRate: 1 }, span(ACK + 1000, ACK + 6000), {
+      redisOut: [span(ACK + 1000, ACK + 6000)],
+      redisFault: [span(ACK + 1000, ACK + 6000)],
+      coreFault: span(ACK + 2000, ACK + 6000),
+    });
+
+    it("from an isolate that never answered it 200, while Redis is faulted", () => {
+      const failed = answer({ id: ID, sent: ACK + 3000, inst: 1, status: 503 });
+      const [failure] = judgeAvailability([served, failed], changes, timelineOf(redisThenOrigin));
+      expect(failure?.verdict).toBe("excused");
+      expect(failure?.reason).toContain("Redis faulted");
+    });
+
+    it("but not from the isolate that served it: it held a copy", () => {
+      const failed = answer({ id: ID, sent: ACK + 3000, inst: 0, status: 503 });
+      expect(verdictOf([served, failed], timelineOf(redisThenOrigin))).toEqual(["violation"]);
+    });
+
+    it("nor with Redis healthy and holding it, the core service alone faulted", () => {
+      const coreOnly = ran(2, { kind: "origin-failing", service: "product", errorRate: 1 }, span(ACK + 2000, ACK + 6000), {
+        coreFault: span(ACK + 2000, ACK + 6000),
+      });
+      const failed = answer({ id: ID, sent: ACK + 3000, inst: 1, status: 503 });
+      expect(verdictOf([served, failed], timelineOf(coreOnly))).toEqual(["violation"]);
+    });
+
+    /** Redis killed at ACK + 1 s and restarted empty at ACK + 3 s; later, from ACK + 20 s, the product service hanging. */
+    const emptied = ran(3, { kind: "redis-restart-empty", downS: 2 }, span(ACK + 1000, ACK + 5000), {
+      redisOut: [span(ACK + 1000, ACK + 3000)],
+      redisFault: [span(ACK + 1000, ACK + 5000)],
+      lost: span(ACK + 1000, ACK + 3000),
+    });
+    const hang = ran(4, { kind: "origin-hang", service: "product" }, span(ACK + 20_000, ACK + 25_000), { coreFault: span(ACK + 20_000, ACK + 25_000) });
+
+    it("from an isolate that never answered it 200, after Redis came back empty and no answer since wrote the page to it", () => {
+      const failed = answer({ id: ID, sent: ACK + 21_000, inst: 1, status: 503 });
+      const [failure] = judgeAvailability([served, failed], changes, timelineOf(emptied, hang));
+      expect(failure?.verdict).toBe("excused");
+      expect(failure?.reason).toContain("Redis emptied since the page was in it");
+    });
+
+    it("but not once an answer since the loss read the page from the origin (and wrote it to L2)", () => {
+      const refilled = answer({ id: ID, sent: ACK + 10_000, inst: 0, price: NEW, cacheStatus: 'pp-origin; fwd=miss; detail="product"' });
+      const failed = answer({ id: ID, sent: ACK + 21_000, inst: 1, status: 503 });
+      expect(verdictOf([served, refilled, failed], timelineOf(emptied, hang))).toEqual(["violation"]);
+    });
+  });
+});
