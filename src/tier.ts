@@ -167,7 +167,7 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     syncWaitMs: config.l2TimeoutMs * 2,
     // With the location tier on, the data center's isolates share their reads of the log.
     shared: withLocation(config, (open) => createPositionShelf({ publicUrl: config.publicUrl, keyPrefix: config.keyPrefix, open })),
-    reached: (record, background) => fleet.purgeReached(record.mode, clock.now() - record.at, background),
+    reached: (reaches, background) => fleet.purgesReached(reaches, background),
   });
   return {
     config,

@@ -30,8 +30,13 @@ function markKey(resource: ResourceName, tag: string | null): string {
 }
 
 export interface KnownPurges {
-  /** Remembers a purge: its tag/all marks, and its ids for judging. */
-  remember(record: PurgeRecord): void;
+  /**
+   * Remembers a purge: its tag/all marks, and its ids for judging. `ids`
+   * false: not its ids (a bulk re-price's page holds more ids than are kept,
+   * and these would be forgotten before the page ends): copies stamped
+   * before it are then no longer vouched for, as if they had been forgotten.
+   */
+  remember(record: PurgeRecord, options?: { ids: boolean }): void;
   /**
    * Forgets everything but the floor and starts over from the log's marks (a
    * sync that could not catch up) at log position `at`, and takes what the
@@ -117,9 +122,10 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
   function rememberIds(record: PurgeRecord): void {
     for (const id of record.ids) {
       const known = recentIds.get(id);
-      recentIds.delete(id); // re-insert: the Map's order is the eviction order
-      // An earlier purge of other resources (or a hard one before this soft one) still holds.
-      const times = { ...known?.times };
+      // Re-inserted: the Map's order is the eviction order. An earlier purge of
+      // other resources (or a hard one before this soft one) still holds.
+      if (known) recentIds.delete(id);
+      const times: IdPurge["times"] = known ? { ...known.times } : {};
       for (const resource of record.resources) {
         const was = times[resource] ?? { hard: 0, soft: 0 };
         times[resource] = record.mode === "hard" ? { ...was, hard: Math.max(was.hard, record.at) } : { ...was, soft: Math.max(was.soft, record.at) };
@@ -140,9 +146,10 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
   }
 
   return {
-    remember(record) {
+    remember(record, options) {
       if (isWide(record)) rememberWide(record);
-      rememberIds(record);
+      if (options?.ids !== false) rememberIds(record);
+      else if (record.ids.length > 0) knownAfter = Math.max(knownAfter, record.seq);
     },
 
     startOver(newFloor, newMarks, at, latest) {

@@ -50,9 +50,19 @@ export interface PurgeWatcherOptions {
   syncWaitMs: number;
   /** Where the data center's isolates share their reads of the log (null: the location tier is off). */
   shared?: PositionShelf | null;
-  /** Told of each purge this isolate applies from the log, with the sync's `background` (the fleet's purge reach). */
-  reached?: (record: PurgeRecord, background: (work: Promise<unknown>) => void) => void;
+  /**
+   * Told, once a sync ends, how long after its recording each purge it
+   * applied reached this isolate, with the sync's `background` (the fleet's
+   * purge reach: observability/fleet.ts bounds the points one sync writes).
+   */
+  reached?: (reaches: readonly PurgeReach[], background: (work: Promise<unknown>) => void) => void;
   random?: () => number;
+}
+
+/** How long after its recording a purge reached this isolate. */
+export interface PurgeReach {
+  mode: PurgeRecord["mode"];
+  ms: number;
 }
 
 export interface PurgeWatcher {
@@ -101,6 +111,21 @@ export interface PurgeWatcherStatus {
  * Renewed at each page of a bulk re-price.
  */
 export const SYNC_LEASE_MS = DEFAULTS.l2WriteTimeoutMs + DEFAULTS.l2GateGraceMs;
+
+/**
+ * The index of the first of a page's records whose ids are worth
+ * remembering: the ids of the records before it would be forgotten before
+ * the page ends (DEFAULTS.recentIdPurges are kept, the newest), so they are
+ * applied to L1 and not remembered (KnownPurges.remember).
+ */
+function firstWithIdsKept(records: readonly PurgeRecord[]): number {
+  let kept = 0;
+  for (let index = records.length - 1; index >= 0; index--) {
+    kept += records[index]!.ids.length;
+    if (kept > DEFAULTS.recentIdPurges) return index + 1;
+  }
+  return 0;
+}
 
 export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   const { log, l1, clock, keyPrefix } = options;
@@ -157,8 +182,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     }
   }
 
-  function apply(record: PurgeRecord): void {
-    known.remember(record);
+  function apply(record: PurgeRecord, keepIds = true): void {
+    known.remember(record, { ids: keepIds });
     applyToL1(record);
     // The next purge in sequence (one this isolate recorded itself, or the
     // next of a sync): nothing before it is missing, so the sync need not read it again.
@@ -173,6 +198,15 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * over. `renew` extends the sync's lease while pages come in.
    */
   async function syncNow(renew: () => void, background: (work: Promise<unknown>) => void): Promise<void> {
+    const reaches: PurgeReach[] = [];
+    try {
+      await readAndApply(renew, background, reaches);
+    } finally {
+      if (reaches.length > 0) options.reached?.(reaches, background);
+    }
+  }
+
+  async function readAndApply(renew: () => void, background: (work: Promise<unknown>) => void, reaches: PurgeReach[]): Promise<void> {
     if (!log) return;
     if (shared && era && logStill && (await tookSharedRead(shared))) return;
     const appliedBefore = syncsApplied;
@@ -208,9 +242,11 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
         break;
       }
       const from = seq;
-      for (const record of answer.records) {
-        apply(record);
-        options.reached?.(record, background);
+      const idsKeptFrom = firstWithIdsKept(answer.records);
+      // All at once: a visitor served between two of them could be shown a page a later one purged.
+      for (const [index, record] of answer.records.entries()) {
+        apply(record, index >= idsKeptFrom);
+        reaches.push({ mode: record.mode, ms: clock.now() - record.at });
       }
       known.followed(from, { era: at.era, seq: answer.upTo }, answer.records);
       // Never back: a purge this isolate recorded itself while the read was out is known (apply) though the read predates it.
@@ -320,7 +356,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
 
     purgedAt: (id, resource, tags) => known.purgedAt(id, resource, tags),
 
-    apply,
+    apply: (record) => apply(record),
 
     stamp: () => (era ? { era, seq } : null),
 

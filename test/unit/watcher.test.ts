@@ -321,6 +321,58 @@ describe("a bulk re-price, read page by page", () => {
     expect(watcher.vouches(watcher.stamp()!)).toBe(true);
   });
 
+  it("tells the fleet of a sync's purges once, together, when it ends", async () => {
+    const clock = fakeClock();
+    const { log, state } = pagedLog(4);
+    const reaches: number[] = [];
+    const watcher = watcherWith(clock, log, noL1, { reached: (batch) => void reaches.push(batch.length) });
+    await sync(watcher);
+    state.seq = 11;
+    await backgroundSync(clock, watcher);
+    expect(watcher.status()).toMatchObject({ seq: 11, lastSyncAt: clock.now() });
+    expect(reaches).toEqual([10]);
+  });
+
+  it(`remembers only the ids it keeps (the newest ${DEFAULTS.recentIdPurges}) of a page that holds more, and vouches for no copy stamped before the others`, async () => {
+    const clock = fakeClock();
+    const perPurge = 1000;
+    const purges = Math.ceil(DEFAULTS.recentIdPurges / perPurge) + 3;
+    const record = (seq: number) => ({
+      seq,
+      at: clock.now(),
+      ids: Array.from({ length: perPurge }, (_, i) => `p-${seq}-${i}`),
+      tags: [],
+      all: false,
+      mode: "hard" as const,
+      resources: PRODUCT,
+    });
+    const log = {
+      async readSince(seen: number, era: string | null): Promise<PurgesSince | undefined> {
+        if (era !== "e1") return { seq: 0, era: "e1", follows: false, records: [], upTo: 0, marks: [], floor: 0 };
+        const records = Array.from({ length: purges - seen }, (_, i) => record(seen + 1 + i));
+        return { seq: purges, era: "e1", follows: true, records, upTo: purges, marks: [], floor: 0 };
+      },
+      record: async () => undefined,
+      startEra: async () => ({ seq: 0, era: "e1" }),
+    } satisfies PurgeLog;
+    const { l1, purging } = l1Recorder();
+    const watcher = watcherWith(clock, log, purging);
+    await sync(watcher);
+    const before = { era: "e1", seq: 0 };
+    expect(watcher.vouches(before)).toBe(true);
+    clock.advance(1);
+    const fetchedEarlier = entryFetchedAt(clock, clock.now() - 10);
+    clock.advance(POLL_MS);
+    await syncAll(watcher);
+    // Every purged id left L1, the first purges' as the last's...
+    expect(l1.forgotten.size).toBe(purges * perPurge);
+    // ...the last purge's ids are remembered (a copy from before it is gone), the first's not, and a copy stamped before them is not vouched for.
+    expect(watcher.judge(fetchedEarlier, `p-${purges}-0`, "product", [])).toBe("gone");
+    expect(watcher.judge(fetchedEarlier, "p-1-0", "product", [])).toBe("ok");
+    expect(watcher.vouches(before)).toBe(false);
+    expect(watcher.vouches(watcher.stamp()!)).toBe(true);
+  });
+
   it(`starts over past ${DEFAULTS.purgeCatchUpMaxPages} pages in one sync, where reading on would cost more than L1's pages`, async () => {
     const clock = fakeClock();
     const { log, state } = pagedLog(2);
