@@ -60,7 +60,7 @@ export interface PurgeWatcherOptions {
 }
 
 /** How long after its recording a purge reached this isolate. */
-export interface PurgeReach {
+interface PurgeReach {
   mode: PurgeRecord["mode"];
   ms: number;
 }

@@ -117,7 +117,13 @@ describe("the fleet's purge-reach points", () => {
   it("write one point per purge of a small sync, and for a sync of hundreds at most 32, weighted to count every purge", () => {
     const dataset = recording();
     const fleet = createFleet(dataset, { isolateId: "iso1", pageSample: 1, clock: fakeClock() });
-    fleet.purgesReached([{ mode: "hard", ms: 120 }, { mode: "soft", ms: 80 }], none);
+    fleet.purgesReached(
+      [
+        { mode: "hard", ms: 120 },
+        { mode: "soft", ms: 80 },
+      ],
+      none,
+    );
     expect(dataset.points.map((p) => [p.blobs![BLOB.what - 1], p.doubles![DOUBLE.weight - 1], p.doubles![DOUBLE.ms - 1]])).toEqual([
       ["hard", 1, 120],
       ["soft", 1, 80],
@@ -125,7 +131,10 @@ describe("the fleet's purge-reach points", () => {
 
     dataset.points.length = 0;
     // A bulk re-price caught up in one sync: 600 hard purges reaching 0-599 ms after their recording.
-    fleet.purgesReached(Array.from({ length: 600 }, (_, i) => ({ mode: "hard" as const, ms: 599 - i })), none);
+    fleet.purgesReached(
+      Array.from({ length: 600 }, (_, i) => ({ mode: "hard" as const, ms: 599 - i })),
+      none,
+    );
     expect(dataset.points.length).toBeLessThanOrEqual(32);
     const weights = dataset.points.map((p) => p.doubles![DOUBLE.weight - 1]!);
     expect(weights.reduce((a, b) => a + b, 0)).toBeCloseTo(600);
