@@ -14,6 +14,7 @@
 import { locationUrlOf, type LocationStore } from "../cache/location/location";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
 import { DEFAULTS } from "../config/defaults";
+import { within } from "../shared/leases";
 import { subrequest } from "../shared/subrequests";
 
 /** The response header: `<era>|<seq>|<readAt>`, readAt when the read was sent (ms since the epoch). */
@@ -47,7 +48,14 @@ export function createPositionShelf(deps: { publicUrl: string; keyPrefix: string
   }
 
   return {
-    read: () => look().catch(() => undefined),
+    // Bounded as a page's lookup is (location.ts): a sync waits no longer for the shelf than a page for its copy,
+    // and a lookup that hung held the sync's lease, and every other sync behind it, while Redis answered.
+    read: () =>
+      within(
+        look().catch(() => undefined),
+        DEFAULTS.locationTimeoutMs,
+        () => undefined,
+      ),
     put(position, background) {
       const work = (async () => {
         const store = await deps.open();

@@ -713,4 +713,11 @@ describe("the location tier's shelf for shared reads (sharedPosition.ts)", () =>
     const failing = createPositionShelf({ publicUrl: "https://shop.example", keyPrefix: "pp:v1", open: async () => Promise.reject(new Error("no cache")) });
     expect(await failing.read()).toBeUndefined();
   });
+
+  it("answers no position when the location tier does not answer in time, so that a sync goes on to Redis rather than wait for it", async () => {
+    const { store } = fakeStore();
+    const hanging = { ...store, match: () => new Promise<Response | undefined>(() => undefined) };
+    const shelf = createPositionShelf({ publicUrl: "https://shop.example", keyPrefix: "pp:v1", open: async () => hanging as typeof store });
+    expect(await shelf.read()).toBeUndefined();
+  });
 });
