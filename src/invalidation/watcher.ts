@@ -30,8 +30,9 @@ import type { ReadAlong } from "../cache/l2/l2";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
 import type { ResourceName } from "../origin/resources";
 import { createKnownPurges, type Verdict } from "./knownPurges";
+import { createPendingPurges } from "./pendingPurges";
 import { logPosition, logPositionKeys, type PurgeLog, type PurgesSince } from "./log";
-import type { PurgeRecord } from "./record";
+import { isWide, type PurgeRecord } from "./record";
 import { pollUntil, within } from "../shared/leases";
 import { DEFAULTS } from "../config/defaults";
 import type { PositionShelf } from "./sharedPosition";
@@ -189,6 +190,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     // next of a sync): nothing before it is missing, so the sync need not read it again.
     if (record.seq === seq + 1) seq = record.seq;
   }
+  /** Id purges a sync has read, judged by id at once and applied to L1 in the background (pendingPurges.ts). */
+  const pending = createPendingPurges({ clock, applyOne: apply, leaseMs: SYNC_LEASE_MS });
 
   /**
    * Reads the log from where this isolate stands and applies it: the records
@@ -243,17 +246,28 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       }
       const from = seq;
       const idsKeptFrom = firstWithIdsKept(answer.records);
-      // All at once: a visitor served between two of them could be shown a page a later one purged.
+      // Tag and all purges at once (a mark each); id purges judged by id from now on, and applied to L1 in the background.
+      const byId: PurgeRecord[] = [];
+      const kept: boolean[] = [];
       for (const [index, record] of answer.records.entries()) {
-        apply(record, index >= idsKeptFrom);
+        if (isWide(record) || record.ids.length === 0) apply(record, index >= idsKeptFrom);
+        else {
+          byId.push(record);
+          kept.push(index >= idsKeptFrom);
+        }
         reaches.push({ mode: record.mode, ms: clock.now() - record.at });
       }
+      pending.add(byId, (index) => kept[index]!);
+      pending.apply(background);
       known.followed(from, { era: at.era, seq: answer.upTo }, answer.records);
       // Never back: a purge this isolate recorded itself while the read was out is known (apply) though the read predates it.
       seq = Math.max(seq, answer.upTo);
       era = at.era;
       if (answer.upTo >= answer.seq) break;
       // More to read. Past the pages one sync may read, starting over costs less (DEFAULTS.purgeCatchUpMaxPages).
+      // Not before the pages read so far are mostly applied: what waits to be applied is bounded.
+      renew();
+      await pending.whenRoom(background);
       renew();
       sentAt = clock.now();
       const next = pages < DEFAULTS.purgeCatchUpMaxPages ? await log.readSince(seq, era) : await log.readSince(0, null);
@@ -301,6 +315,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * an origin failing at once into 503s for pages the isolate had.
    */
   function startOver(answer: PurgesSince, at: PurgeStamp): void {
+    pending.clear();
     l1.keepOnlyForErrors(clock.now());
     known.startOver(answer.floor, answer.marks, at, answer.records);
   }
@@ -350,11 +365,18 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
 
     judge(entry, id, resource, tags) {
       const verdict = known.judge(entry, id, resource, tags);
+      if (verdict === "gone") return verdict;
+      const waiting = pending.judge(entry, id, resource);
+      if (waiting !== "ok") return waiting;
       if (verdict === "ok" && blind() && clock.now() - entry.fetchedAt > options.blindMaxAgeMs) return "stale";
       return verdict;
     },
 
-    purgedAt: (id, resource, tags) => known.purgedAt(id, resource, tags),
+    purgedAt(id, resource, tags) {
+      const at = known.purgedAt(id, resource, tags);
+      const waiting = pending.purgedAt(id, resource);
+      return { hard: Math.max(at.hard, waiting.hard), any: Math.max(at.any, waiting.any) };
+    },
 
     apply: (record) => apply(record),
 

@@ -321,6 +321,26 @@ describe("a bulk re-price, read page by page", () => {
     expect(watcher.vouches(watcher.stamp()!)).toBe(true);
   });
 
+  it("judges a page's purges from the moment it is read, and drops their keys from L1 in the background, a record at a time", async () => {
+    const clock = fakeClock();
+    const { log, state } = pagedLog(10);
+    const { l1, purging } = l1Recorder();
+    const watcher = watcherWith(clock, log, purging);
+    await sync(watcher);
+    state.seq = 11;
+    clock.advance(POLL_MS);
+    const work: Promise<unknown>[] = [];
+    await watcher.sync((w) => work.push(w)); // the visitor waits for the read, not for L1
+    expect(watcher.status()).toMatchObject({ seq: 11, lastSyncAt: clock.now() });
+    expect(l1.forgotten.size).toBeLessThan(10);
+    // A copy of the last purge's product, fetched before it, is gone already.
+    expect(watcher.judge(entryFetchedAt(clock, 0), "p-11", "product", [])).toBe("gone");
+    expect(watcher.purgedAt("p-11", "product", []).hard).toBe(1);
+    for (let i = 0; i < 20 && l1.forgotten.size < 10; i++) await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(l1.forgotten).toEqual(new Set(Array.from({ length: 10 }, (_, i) => `pp:v1:p:p-${i + 2}`)));
+    expect(watcher.judge(entryFetchedAt(clock, 0), "p-11", "product", [])).toBe("gone");
+  });
+
   it("tells the fleet of a sync's purges once, together, when it ends", async () => {
     const clock = fakeClock();
     const { log, state } = pagedLog(4);
