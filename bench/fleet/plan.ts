@@ -31,6 +31,8 @@ export const TARGETS = {
   deployMinuteRatio: 2,
   /** What a new isolate reads from Redis before its first pages are served from its filter, bytes. */
   newIsolateReadBytes: 50 * 1024,
+  /** The Redis bytes a bulk re-price costs at the largest size ≤ this × at the smallest (the log read once per data center: issue 65). */
+  repriceBytesRatio: 1.5,
 } as const;
 
 /** The command line, read and checked: exits with the usage when it is wrong (or asked for). */

@@ -24,7 +24,7 @@ export interface SizeResult {
     /** From the deploy's load start until every window after is within STEADY_FACTOR of steady; null: not within the minute. */
     backToSteadyS: number | null;
   };
-  reprice: { acknowledged: number; seconds: number; afterSeconds: number; afterCommands: number; l1Entries: number | null };
+  reprice: { acknowledged: number; seconds: number; afterSeconds: number; afterCommands: number; l1Entries: number | null; usage: Usage };
   storm: {
     purges: number;
     ackP50Ms: number;
@@ -63,6 +63,9 @@ function figures(r: SizeResult) {
     newIsolateCommands: r.deploy.first.commands / r.size,
     deployRatio: steadyRate > 0 && deploySeconds > 0 ? deployCommands / deploySeconds / steadyRate : 0,
     repriceBeyond: Math.max(0, r.reprice.afterCommands - steadyRate * r.reprice.afterSeconds),
+    // The re-price's stretch against the steady load's rate over as long: what recording and reading it cost.
+    repriceCommands: Math.max(0, r.reprice.usage.commands - steadyRate * r.reprice.usage.seconds),
+    repriceBytesOut: Math.max(0, r.reprice.usage.bytesOut - (r.steady.bytesOut / Math.max(1, r.steady.seconds)) * r.reprice.usage.seconds),
   };
 }
 
@@ -90,7 +93,7 @@ export function fleetReport(o: {
     const share = r.reprice.l1Entries ? `${round((100 * f.repriceBeyond) / r.reprice.l1Entries, 1)}% of ${r.reprice.l1Entries} L1 entries` : "n/a";
     const s = r.storm;
     const coldCell = `${round(r.cold.usage.commands / r.cold.pages, 2)} commands, ${kb((r.cold.usage.bytesIn + r.cold.usage.bytesOut) / r.cold.pages)}, ${round(r.cold.usage.originFetches / r.cold.pages, 2)} origin fetches`;
-    return `| ${r.size} | ${coldCell} | ${r.reprice.acknowledged} in ${r.reprice.seconds} s; ${Math.round(f.repriceBeyond)} commands beyond the load (${share}) | ${s.purges} (202 p50 ${s.ackP50Ms} ms) | ${s.reachP50Ms ?? "–"} / ${s.reachP99Ms ?? "–"} / ${s.reachMaxMs ?? "–"} (${s.samples - s.missed} of ${s.samples}) | ${Object.entries(
+    return `| ${r.size} | ${coldCell} | ${r.reprice.acknowledged} in ${r.reprice.seconds} s; ${Math.round(f.repriceBeyond)} commands beyond the load in the 30 s after (${share}); the whole stretch: ${Math.round(f.repriceCommands)} commands and ${kb(f.repriceBytesOut)} from Redis beyond the load | ${s.purges} (202 p50 ${s.ackP50Ms} ms) | ${s.reachP50Ms ?? "–"} / ${s.reachP99Ms ?? "–"} / ${s.reachMaxMs ?? "–"} (${s.samples - s.missed} of ${s.samples}) | ${Object.entries(
       r.herd.fetches,
     )
       .map(([k, n]) => `${k} ${n}`)
@@ -99,6 +102,7 @@ export function fleetReport(o: {
       .join(", ")}) | ${r.location.hits} / ${r.location.matches} |`;
   });
   const largest = results.at(-1);
+  const smallest = results[0];
   const lf = largest ? figures(largest) : null;
   const checks =
     largest && lf && base
@@ -108,6 +112,13 @@ export function fleetReport(o: {
           `| a new isolate reads ≤ ${kb(TARGETS.newIsolateReadBytes)} from Redis for its first page | ${kb(Math.max(...results.map((r) => figures(r).newIsolateBytes)))} (the largest of all sizes) | ${verdict(results.every((r) => figures(r).newIsolateBytes <= TARGETS.newIsolateReadBytes))} |`,
         ]
       : [];
+  // The re-price's bytes: the log read once per data center, whatever the number of isolates (issue 65), against the smallest size run.
+  if (largest && lf && smallest && smallest !== largest) {
+    const sf = figures(smallest);
+    checks.push(
+      `| the Redis bytes a bulk re-price costs at ${largest.size} isolates ≤ ${TARGETS.repriceBytesRatio} × at ${smallest.size} | ${kb(lf.repriceBytesOut)} vs ${kb(sf.repriceBytesOut)} (${round(lf.repriceBytesOut / Math.max(1, sf.repriceBytesOut))}×) | ${verdict(lf.repriceBytesOut <= TARGETS.repriceBytesRatio * sf.repriceBytesOut)} |`,
+    );
+  }
   const breakdown = results.map(
     (r) =>
       `- **${r.size}**: ${Object.entries(r.steady.byShape)

@@ -116,7 +116,11 @@ async function main(): Promise<void> {
 
     // 3. Bulk re-price, purge storm, herd.
     const background = load(45, options.seed + 10 * index + 3);
-    const reprice = await bulkReprice({ targets, token: servers.bindings.PURGE_TOKEN!, redis, now: () => performance.now(), afterMs: 30_000, signal });
+    // What the re-price costs Redis, recording and reading together (the census of its stretch and the 30 s after).
+    let reprice!: Awaited<ReturnType<typeof bulkReprice>>;
+    const repriceUsage = await measure(redis, servers.origin, async () => {
+      reprice = await bulkReprice({ targets, token: servers.bindings.PURGE_TOKEN!, redis, now: () => performance.now(), afterMs: 30_000, signal });
+    });
     await background;
     const stormLoad = load(20, options.seed + 10 * index + 4);
     const storm = await purgeStorm({ targets, token: servers.bindings.PURGE_TOKEN!, origin: servers.origin, ids: stormIds, firstPrice: 20_000 + 1000 * index });
@@ -159,6 +163,7 @@ async function main(): Promise<void> {
         afterSeconds: reprice.after.seconds,
         afterCommands: reprice.after.total,
         l1Entries: reprice.l1Entries,
+        usage: repriceUsage,
       },
       storm: {
         purges: storm.acks.length,

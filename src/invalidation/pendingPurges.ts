@@ -29,6 +29,8 @@ export interface PendingPurges {
   judge(entry: Entry, id: string, resource: ResourceName): Verdict;
   /** When the resource was purged by the purges waiting here (0: not). */
   purgedAt(id: string, resource: ResourceName): PurgedAt;
+  /** Applies everything that waits, at once (a visitor waits for it: see watcher.ts); an application under way stops at its next step. */
+  applyNow(): void;
   /** Starts applying what waits, one record at a time, under `background`, unless that is under way. */
   apply(background: (work: Promise<unknown>) => void): void;
   /** Resolves once there is room for another page (fewer than PAGES_PENDING_MAX wait), applying meanwhile. */
@@ -133,6 +135,17 @@ export function createPendingPurges(deps: {
     },
 
     apply,
+
+    applyNow() {
+      applier++;
+      applyingUntil = 0;
+      for (const page of pages.splice(0))
+        for (const { record, keepIds } of page) {
+          deps.applyOne(record, keepIds);
+          unindex(record);
+        }
+      for (const wake of waiting) wake();
+    },
 
     async whenRoom(background) {
       while (pages.length >= PAGES_PENDING_MAX) {

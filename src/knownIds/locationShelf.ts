@@ -24,6 +24,7 @@ import { within } from "../shared/leases";
 import { subrequest } from "../shared/subrequests";
 import { Bloom, byteLengthFor, segmentCountFor, segmentLengthFor } from "./bloom";
 import type { FilterMeta } from "./meta";
+import { sha256Hex } from "../shared/hash";
 
 /** The response header with the number of adds the copy includes. */
 const SYNCED_HEADER = "pp-kid-synced";
@@ -93,7 +94,7 @@ export function createFilterShelf(deps: {
       return "refused";
     }
     const body = await within(readBounded(response, length), KNOWN_IDS_LIMITS.locationReadMs, () => undefined).catch(() => undefined);
-    if (!body || body.length !== length || (await sha256(body)) !== digest) return "refused";
+    if (!body || body.length !== length || (await sha256Hex(body)) !== digest) return "refused";
     // Every segment but the last is full (bloom.ts): segment i starts at i full segments.
     const full = segmentLengthFor(filter.m, 0);
     const segments = Array.from({ length: segmentCountFor(filter.m) }, (_, i) => body.slice(i * full, i * full + segmentLengthFor(filter.m, i)));
@@ -133,7 +134,7 @@ export function createFilterShelf(deps: {
             "Cache-Control": `public, max-age=${ttlSeconds}`,
             "Content-Type": "application/octet-stream",
             [SYNCED_HEADER]: String(synced),
-            [DIGEST_HEADER]: await sha256(body),
+            [DIGEST_HEADER]: await sha256Hex(body),
           },
         });
         await subrequest(() => store.put(urlOf(filter.version), response), DEFAULTS.locationPutMs);
@@ -144,9 +145,4 @@ export function createFilterShelf(deps: {
       }
     },
   };
-}
-
-async function sha256(bytes: Uint8Array): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-  return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }

@@ -28,3 +28,9 @@ export function hashPair(text: string): Uint32Array {
 export function hash32(text: string): number {
   return hashPair(text)[0]!;
 }
+
+/** The SHA-256 of `bytes`, in hex: what the location tier's shared copies are checked by (Web Crypto, as in Workers). */
+export async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}

@@ -107,6 +107,19 @@ describe("purges read but not applied yet", () => {
     expect(applied).toEqual(["1", "2", "3"]);
   });
 
+  it("are applied all at once when a visitor waits for them, and the application under way stops at its next step", async () => {
+    const { applied, steps, pending, background } = setup();
+    pending.add([purge(1, ["a"]), purge(2, ["b"])], () => true);
+    pending.add([purge(3, ["c"])], () => true);
+    pending.apply(background);
+    expect(applied).toEqual(["1"]);
+    pending.applyNow();
+    expect(applied).toEqual(["1", "2", "3"]);
+    expect(pending.size()).toBe(0);
+    await steps.step();
+    expect(applied).toEqual(["1", "2", "3"]);
+  });
+
   it("are forgotten when the isolate starts over", () => {
     const { pending } = setup();
     pending.add([purge(1, ["p-1"])], () => true);
