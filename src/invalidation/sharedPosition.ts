@@ -34,7 +34,7 @@ export interface SharedPosition extends PurgeStamp {
 }
 
 /** A page of the log as an isolate of this data center read it: the records after `from`, up to `upTo`. */
-export interface SharedPage {
+interface SharedPage {
   upTo: number;
   records: PurgeRecord[];
 }
