@@ -30,9 +30,8 @@ import type { ReadAlong } from "../cache/l2/l2";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
 import type { ResourceName } from "../origin/resources";
 import { createKnownPurges, type Verdict } from "./knownPurges";
-import { createPendingPurges } from "./pendingPurges";
 import { logPosition, logPositionKeys, type PurgeLog, type PurgesSince } from "./log";
-import { isWide, type PurgeRecord } from "./record";
+import type { PurgeRecord } from "./record";
 import { pollUntil, within } from "../shared/leases";
 import { DEFAULTS } from "../config/defaults";
 import type { PositionShelf } from "./sharedPosition";
@@ -61,12 +60,11 @@ export interface PurgeWatcherOptions {
 }
 
 /** How long after its recording a purge reached this isolate. */
-/** One sync under way: its lease's renewal, its request's `waitUntil`, the reaches it gathers, and whether a visitor waits for it. */
+/** One sync under way: its lease's renewal, its request's `waitUntil`, the reaches it gathers. */
 interface SyncRun {
   renew: () => void;
   background: (work: Promise<unknown>) => void;
   reaches: PurgeReach[];
-  urgent: boolean;
 }
 
 interface PurgeReach {
@@ -190,8 +188,6 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     // next of a sync): nothing before it is missing, so the sync need not read it again.
     if (record.seq === seq + 1) seq = record.seq;
   }
-  /** Id purges a sync has read, judged by id at once and applied to L1 in the background (pendingPurges.ts). */
-  const pending = createPendingPurges({ clock, applyOne: apply, leaseMs: SYNC_LEASE_MS });
 
   /**
    * Reads the log from where this isolate stands and applies it: the records
@@ -200,10 +196,10 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * what was purged), or, for an isolate that cannot follow the log, a start
    * over. `renew` extends the sync's lease while pages come in.
    */
-  async function syncNow(renew: () => void, background: (work: Promise<unknown>) => void, urgent: boolean): Promise<void> {
+  async function syncNow(renew: () => void, background: (work: Promise<unknown>) => void): Promise<void> {
     const reaches: PurgeReach[] = [];
     try {
-      await readAndApply({ renew, background, reaches, urgent });
+      await readAndApply({ renew, background, reaches });
     } finally {
       if (reaches.length > 0) options.reached?.(reaches, background);
     }
@@ -250,8 +246,6 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       // More to read. Past the pages one sync may read, starting over costs less (DEFAULTS.purgeCatchUpMaxPages).
       // Not before the pages read so far are mostly applied: what waits to be applied is bounded.
       renew();
-      if (!sync.urgent) await pending.whenRoom(background);
-      renew();
       sentAt = clock.now();
       const next = pages < DEFAULTS.purgeCatchUpMaxPages ? await log.readSince(seq, era) : await log.readSince(0, null);
       lastReadAnswered = next !== undefined;
@@ -272,28 +266,19 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
 
   /**
    * Applies a page of the log that follows from where this isolate stands
-   * (read from Redis, or taken from the data center's shelf): tag and all
-   * purges at once (a mark each), id purges judged by id from now on and
-   * applied to L1 in the background (pendingPurges.ts).
+   * (read from Redis, or taken from the data center's shelf), all at once: a
+   * visitor served between two of its records could be shown a page a later
+   * one purged. (Indexing a page by id and applying it between the
+   * isolate's requests was tried: warm pages' p99 through a re-price within
+   * the noise of this, bench/results/reprice-warm-ab.md.)
    */
-  function followPage(records: readonly PurgeRecord[], upTo: number, pageEra: string, { reaches, background, urgent }: SyncRun) {
+  function followPage(records: readonly PurgeRecord[], upTo: number, pageEra: string, { reaches }: SyncRun) {
     const from = seq;
     const idsKeptFrom = firstWithIdsKept(records);
-    const byId: PurgeRecord[] = [];
-    const kept: boolean[] = [];
     for (const [index, record] of records.entries()) {
-      if (isWide(record) || record.ids.length === 0) apply(record, index >= idsKeptFrom);
-      else {
-        byId.push(record);
-        kept.push(index >= idsKeptFrom);
-      }
+      apply(record, index >= idsKeptFrom);
       reaches.push({ mode: record.mode, ms: clock.now() - record.at });
     }
-    pending.add(byId, (index) => kept[index]!);
-    // A visitor waits for this sync (the isolate's knowledge is past the bound): the purges read are past
-    // their bound too, and are applied now, page by page as they come; otherwise, between the isolate's requests.
-    if (urgent) pending.applyNow();
-    else pending.apply(background);
     known.followed(from, { era: pageEra, seq: upTo }, records);
     // Never back: a purge this isolate recorded itself while the read was out is known (apply) though the read predates it.
     seq = Math.max(seq, upTo);
@@ -318,7 +303,6 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     if (!usable(clock.now())) return false;
     const mine = syncsApplied;
     while (seq < found!.seq) {
-      if (!sync.urgent) await pending.whenRoom(sync.background);
       const page = await shelf.page(found!.era, seq);
       // Another sync applied its answer meanwhile, or the page is not there (yet): Redis, from here.
       if (!page || syncsApplied !== mine) return false;
@@ -341,19 +325,18 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * an origin failing at once into 503s for pages the isolate had.
    */
   function startOver(answer: PurgesSince, at: PurgeStamp): void {
-    pending.clear();
     l1.keepOnlyForErrors(clock.now());
     known.startOver(answer.floor, answer.marks, at, answer.records);
   }
 
   /** Starts a sync in this request, unless one is under way: then `undefined` (this request does not await another's). */
-  function startSync(background: (work: Promise<unknown>) => void, urgent: boolean): Promise<void> | undefined {
+  function startSync(background: (work: Promise<unknown>) => void): Promise<void> | undefined {
     if (syncing && syncing.until > clock.now()) return undefined;
     const lease = { work: Promise.resolve(), until: clock.now() + SYNC_LEASE_MS, startedAt: clock.now() };
     const renew = () => {
       lease.until = clock.now() + SYNC_LEASE_MS;
     };
-    const work = syncNow(renew, background, urgent).finally(() => {
+    const work = syncNow(renew, background).finally(() => {
       if (syncing === lease) syncing = null;
     });
     lease.work = work;
@@ -372,7 +355,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       const age = clock.now() - lastSyncAt;
       // Due, and Redis answered the last read: the visitor waits for the sync (the bound). Otherwise it goes on in the background.
       if (age >= options.pollMs && lastReadAnswered) {
-        const mine = startSync(background, true);
+        const mine = startSync(background);
         // Another request's sync is watched for on this request's own timers
         // (shared/leases.ts, pollUntil), and only within `syncWaitMs` of its
         // start: a read that has run longer is one Redis is slow to answer,
@@ -386,24 +369,17 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
           );
         else await pollUntil(() => (syncUnderWay() ? undefined : true), until, clock.now);
       } else if (clock.now() >= backgroundDueAt && !syncUnderWay()) {
-        void startSync(background, false)?.catch(() => undefined);
+        void startSync(background)?.catch(() => undefined);
       }
     },
 
     judge(entry, id, resource, tags) {
       const verdict = known.judge(entry, id, resource, tags);
-      if (verdict === "gone") return verdict;
-      const waiting = pending.judge(entry, id, resource);
-      if (waiting !== "ok") return waiting;
       if (verdict === "ok" && blind() && clock.now() - entry.fetchedAt > options.blindMaxAgeMs) return "stale";
       return verdict;
     },
 
-    purgedAt(id, resource, tags) {
-      const at = known.purgedAt(id, resource, tags);
-      const waiting = pending.purgedAt(id, resource);
-      return { hard: Math.max(at.hard, waiting.hard), any: Math.max(at.any, waiting.any) };
-    },
+    purgedAt: (id, resource, tags) => known.purgedAt(id, resource, tags),
 
     apply: (record) => apply(record),
 

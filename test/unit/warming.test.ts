@@ -1,5 +1,8 @@
 // Warming: the fleet's hot products reported to Redis, and rate-limited
 // warming through the tier's own read path.
+import { execFile } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startGateway, type Gateway } from "../../dev/gateway";
 import { startDemoOrigin, type DemoOrigin } from "../../dev/origin";
@@ -7,13 +10,14 @@ import { createBreaker } from "../../src/shared/breaker";
 import { createL2 } from "../../src/cache/l2/l2";
 import { parseConfig } from "../../src/config";
 import { createTier } from "../../src/tier";
-import { createHotReport, hottestIds } from "../../src/warming/hotReport";
+import { createHotReport, hotKey, hottestIds } from "../../src/warming/hotReport";
 import { warmOne } from "../../src/scheduled";
 import { idsListed, warmProducts } from "../../src/warming/warm";
 import { fakeClock } from "../support/fakes";
 import { startRedis, type RedisServer } from "../../dev/harness/redis";
 
 const TOKEN = "warm-token";
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 let redis: RedisServer;
 let gateway: Gateway;
 let origin: DemoOrigin;
@@ -90,6 +94,31 @@ describe("warming", () => {
     const { data } = await visitor.cache.read("p-000777", ["product", "inventory"], () => {});
     expect(data.product?.tier).toBe("l2");
     expect(data.inventory?.tier).toBe("l2");
+  });
+
+  it("npm run warm -- --top 500 says why it warms fewer: the fleet's hot list holds what the isolates reported, 20 products here", async () => {
+    const clock = fakeClock();
+    const l2 = createL2({ url: gateway.url, token: TOKEN, timeoutMs: 1000, breaker: createBreaker({ failureThreshold: 3, coolDownMs: 1000, clock }) });
+    await l2.run((redis) => redis.del(hotKey("pp:v1")));
+    // One isolate's minute of traffic over 30 products: it reports its 20 most requested.
+    const report = createHotReport({ l2, keyPrefix: "pp:v1", clock });
+    const writes: Promise<unknown>[] = [];
+    const background = (work: Promise<unknown>) => void writes.push(work);
+    for (let i = 1; i <= 30; i++) for (let n = 0; n < i; n++) report.offer(`p-${String(i).padStart(6, "0")}`, background);
+    clock.advance(60_000);
+    report.offer("p-000030", background);
+    await Promise.all(writes);
+    expect(await hottestIds(l2, "pp:v1", 500)).toHaveLength(20);
+
+    const { stdout } = await promisify(execFile)(
+      "node_modules/.bin/tsx",
+      ["dev/warm.ts", "--top", "500", "--rate", "1000", "--origin", origin.url, "--redis-url", gateway.url, "--token", TOKEN],
+      { cwd: ROOT },
+    );
+    expect(stdout).toContain(
+      "warm: asked for 500, the fleet's hot list holds 20 (each isolate reports its 20 most requested products a minute, kept for a day): warming 20",
+    );
+    expect(stdout).toMatch(/^warmed 20, failed 0, in /m);
   });
 });
 

@@ -322,28 +322,7 @@ describe("a bulk re-price, read page by page", () => {
     expect(watcher.vouches(watcher.stamp()!)).toBe(true);
   });
 
-  it("judges a page's purges from the moment it is read, and drops their keys from L1 in the background, a record at a time", async () => {
-    const clock = fakeClock();
-    const { log, state } = pagedLog(10);
-    const { l1, purging } = l1Recorder();
-    const watcher = watcherWith(clock, log, purging);
-    await sync(watcher);
-    state.seq = 11;
-    clock.advance(POLL_MS / 2); // a background sync: the isolate's knowledge is within the bound
-    const work: Promise<unknown>[] = [];
-    await watcher.sync((w) => work.push(w));
-    await work[0]; // the sync: its read, not L1's application
-    expect(watcher.status()).toMatchObject({ seq: 11, lastSyncAt: clock.now() });
-    expect(l1.forgotten.size).toBeLessThan(10);
-    // A copy of the last purge's product, fetched before it, is gone already.
-    expect(watcher.judge(entryFetchedAt(clock, 0), "p-11", "product", [])).toBe("gone");
-    expect(watcher.purgedAt("p-11", "product", []).hard).toBe(1);
-    for (let i = 0; i < 20 && l1.forgotten.size < 10; i++) await new Promise((resolve) => setTimeout(resolve, 0));
-    expect(l1.forgotten).toEqual(new Set(Array.from({ length: 10 }, (_, i) => `pp:v1:p:p-${i + 2}`)));
-    expect(watcher.judge(entryFetchedAt(clock, 0), "p-11", "product", [])).toBe("gone");
-  });
-
-  it("applies what it reads at once when a visitor waits for the sync (its knowledge past the bound): every purged key is out of L1 when the visitor goes on", async () => {
+  it("applies what it reads at once: every purged key is out of L1 when the visitor who waited for the sync goes on", async () => {
     const clock = fakeClock();
     const { log, state } = pagedLog(4);
     const { l1, purging } = l1Recorder();
