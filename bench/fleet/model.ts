@@ -24,6 +24,12 @@
 //     the origin sees one fetch per product part per TTL, whatever the
 //     isolates), the tail beyond 100,000 products at four fetches a view.
 //   - Workers: a request and `CPU_MS_PER_PAGE` a page.
+//   - A bulk re-price (300 purges of 1,000 ids): its recording costs Redis
+//     the same whatever the fleet; its reading, the largest measured data
+//     center's (the isolates of a location share the log's pages:
+//     invalidation/sharedPosition.ts), once per location, within the time
+//     it took: against Upstash's commands a second, its request size (a
+//     page of the log is at most 256 KiB) and its bandwidth's price.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { loadPrices, usd } from "../lib/cost";
@@ -78,7 +84,17 @@ function readMeasured(file: string) {
   const last = results.at(-1)!;
   if (!last.cold) throw new Error(`${file} has no cold pages (a bench:fleet from before they were measured): run it again`);
   const cold = { commands: last.cold.usage.commands / last.cold.pages, bytes: (last.cold.usage.bytesIn + last.cold.usage.bytesOut) / last.cold.pages };
-  return { points: points.sort((a, b) => b.perIsolateRate - a.perIsolateRate), cold, rate: options.rate };
+  // The re-price at the largest size: what one data center cost Redis beyond its load (recording included), and how long it took.
+  const steadyRate = (r: SizeResult) => r.steady.commands / Math.max(1, r.steady.seconds);
+  const reprice = last.reprice.usage
+    ? {
+        isolates: last.size,
+        seconds: last.reprice.usage.seconds,
+        commands: Math.max(0, last.reprice.usage.commands - steadyRate(last) * last.reprice.usage.seconds),
+        bytes: Math.max(0, last.reprice.usage.bytesOut - (last.steady.bytesOut / Math.max(1, last.steady.seconds)) * last.reprice.usage.seconds),
+      }
+    : null;
+  return { points: points.sort((a, b) => b.perIsolateRate - a.perIsolateRate), cold, rate: options.rate, reprice };
 }
 
 /** A page's own figure at `rate` pages/s per isolate: log-interpolated between measured rates, the cold page's below them. */
@@ -92,6 +108,15 @@ function atRate(points: Measured[], rate: number, pick: (m: Measured) => number,
     }
   }
   return Math.max(cold, pick(points.at(-1)!));
+}
+
+/** A bulk re-price at 1,000 isolates in LOCATIONS locations, from one data center's measured cost. */
+function repriceLine(r: { isolates: number; seconds: number; commands: number; bytes: number } | null, usdPerGB: number): string {
+  if (!r) return "Bulk re-price: not measured in this bench:fleet run (run it again).";
+  const commands = r.commands * LOCATIONS;
+  const perSecond = commands / Math.max(1, r.seconds);
+  const gb = (r.bytes * LOCATIONS) / 1e9;
+  return `Bulk re-price (300 purges of 1,000 ids), 1,000 isolates in ${LOCATIONS} locations, from one data center of ${r.isolates} measured (${Math.round(r.commands)} commands and ${(r.bytes / 1e6).toFixed(2)} MB from Redis beyond the load, over ${Math.round(r.seconds)} s): ${Math.round(commands).toLocaleString("en-US")} commands, ${Math.round(perSecond).toLocaleString("en-US")} a second (${((100 * perSecond) / UPSTASH_COMMANDS_PER_SECOND).toFixed(1)}% of Upstash's ${UPSTASH_COMMANDS_PER_SECOND.toLocaleString("en-US")}/s: the nearest limit), ${gb.toFixed(2)} GB (${usd(gb * usdPerGB)} past the free 200 GB a month); no request over a page of the log, 256 KiB (Upstash: 10 MB).`;
 }
 
 function main(): void {
@@ -141,6 +166,8 @@ function main(): void {
       limits.length
         ? `First limit met: ${limits[0]}.`
         : `No published limit is met: the nearest is Upstash's ${UPSTASH_COMMANDS_PER_SECOND} commands/s per database (the last column); Workers' limits (10,000 subrequests and 6 connections a request, 128 MB an isolate) are per request and per isolate, not per fleet.`,
+      "",
+      repriceLine(m.reprice, prices.redis.bandwidthUsdPerGB),
     ].join("\n"),
   );
 }
