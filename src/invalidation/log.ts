@@ -126,8 +126,7 @@ return #KEYS / 2
 // Answers {seq, follows, records, marks, era, upTo}. A reader of the log's
 // era (ARGV[4]) that the log still holds the next record for follows it (1):
 // it gets the records after its position ARGV[1] in order, one page of at
-// most ARGV[2] records or ARGV[3] bytes (at least one record), numbered up
-// to ARGV[5] at most (the page's end: see pageEnd), and `upTo`,
+// most ARGV[2] records or ARGV[3] bytes (at least one record), and `upTo`,
 // the number of the last one: less than `seq` when there is more to read (a
 // bulk re-price: hundreds of purges of 1,000 ids), which the reader asks for
 // next, page by page. Any other reader (new, of another era: the counter
@@ -148,7 +147,7 @@ local sameEra = era == ARGV[4]
 if seq == seen and sameEra then return {seq, 1, {}, {}, era, seq} end
 local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
 if sameEra and seq > seen and oldest[2] ~= nil and tonumber(oldest[2]) <= seen + 1 then
-  local found = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. seen, ARGV[5], 'WITHSCORES', 'LIMIT', 0, ARGV[2])
+  local found = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. seen, '+inf', 'WITHSCORES', 'LIMIT', 0, ARGV[2])
   local page, upTo, bytes = {}, seen, 0
   for i = 1, #found, 2 do
     bytes = bytes + string.len(found[i])
@@ -189,21 +188,6 @@ return {tonumber(counter) or 0, era}
 `;
 
 type PurgesReply = [number, number, string[], string[], string, number];
-
-/**
- * Where a page that starts after `seen` ends at the latest: the next multiple
- * of PAGE_ALIGN. The isolates of a data center share the pages they read
- * (sharedPosition.ts), each under the number it starts after; pages that end
- * on the same numbers are the same pages whoever read them, so that isolates
- * that stood at different numbers (two that read the log at once) meet again
- * at the next multiple, and take each other's pages from there on.
- */
-export function pageEnd(seen: number): number {
-  return (Math.floor(seen / PAGE_ALIGN) + 1) * PAGE_ALIGN;
-}
-
-/** A page's records end on a multiple of this (pageEnd): 16 purges of 1,000 ids (about 176 KB) fit a page's bytes. */
-const PAGE_ALIGN = 16;
 
 /**
  * READ_PURGES per client, hashed once and run by its SHA, read-only
@@ -254,8 +238,6 @@ export interface PurgesSince {
   /** When not following: the tag/all marks, and the floor (everything fetched before it is gone). */
   marks: WideMark[];
   floor: number;
-  /** Following: the page as Redis holds it, one log member a record (what the data center's isolates share: sharedPosition.ts). */
-  members?: string[];
 }
 
 export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemClock }: PurgeLogDeps) {
@@ -326,7 +308,7 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
           readPurgesScript(redis).exec(
             [keys.seq, keys.log, keys.wide, keys.era],
             // "-" is no era (eras are times or ''): a reader that has read none starts over.
-            [String(seen), String(DEFAULTS.purgeSyncMaxRecords), String(DEFAULTS.purgeSyncMaxBytes), readerEra ?? "-", String(pageEnd(seen))],
+            [String(seen), String(DEFAULTS.purgeSyncMaxRecords), String(DEFAULTS.purgeSyncMaxBytes), readerEra ?? "-"],
           ),
         { passive: true },
       );
@@ -339,7 +321,6 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
         records: readable(records, keys.log),
         upTo: Number(upTo ?? seq),
         ...parseMarks(fields, clock.now()),
-        members: follows === 1 ? records : [],
       };
     },
 

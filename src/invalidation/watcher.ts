@@ -60,13 +60,6 @@ export interface PurgeWatcherOptions {
 }
 
 /** How long after its recording a purge reached this isolate. */
-/** One sync under way: its lease's renewal, its request's `waitUntil`, the reaches it gathers. */
-interface SyncRun {
-  renew: () => void;
-  background: (work: Promise<unknown>) => void;
-  reaches: PurgeReach[];
-}
-
 interface PurgeReach {
   mode: PurgeRecord["mode"];
   ms: number;
@@ -147,6 +140,14 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   let backgroundDueAt = -Infinity;
   let logReads = 0;
   let sharedReadsTaken = 0;
+  /**
+   * Whether this isolate's last read found the log where it stood before:
+   * only then does it look for a shared read, or share its own. While
+   * purges come (a storm, a bulk re-price), the isolates' positions differ
+   * and each reads the log anyway: the lookups and puts were work for
+   * nothing, on every sync of every isolate.
+   */
+  let logStill = false;
   function syncedAt(at: number): void {
     if (at <= lastSyncAt) return;
     lastSyncAt = at;
@@ -199,27 +200,27 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   async function syncNow(renew: () => void, background: (work: Promise<unknown>) => void): Promise<void> {
     const reaches: PurgeReach[] = [];
     try {
-      await readAndApply({ renew, background, reaches });
+      await readAndApply(renew, background, reaches);
     } finally {
       if (reaches.length > 0) options.reached?.(reaches, background);
     }
   }
 
-  async function readAndApply(sync: SyncRun): Promise<void> {
-    const { renew, background } = sync;
+  async function readAndApply(renew: () => void, background: (work: Promise<unknown>) => void, reaches: PurgeReach[]): Promise<void> {
     if (!log) return;
-    if (shared && era && (await tookSharedRead(shared, sync))) return;
+    if (shared && era && logStill && (await tookSharedRead(shared))) return;
     const appliedBefore = syncsApplied;
     // When the read now going out was sent: what it finds holds as of then, not as of its reply, which a
     // Redis that was paused or slow gives seconds later, after purges recorded meanwhile (each page's own).
     let sentAt = clock.now();
+    const sharedAs = sentAt;
     logReads++;
+    const seqBefore = seq;
     let answer = await log.readSince(seq, era);
     lastReadAnswered = answer !== undefined;
     if (!answer) return; // L2 unavailable: stay as we are; `blind` tells how long
+    logStill = answer.follows && answer.seq === seqBefore && answer.era === era;
     const at = { era: answer.era, seq: answer.seq };
-    /** The pages this sync read, to share with the data center's isolates (sharedPosition.ts). */
-    const pagesRead: { from: number; upTo: number; members: readonly string[] }[] = [];
     // A log with no era (never written, or lost with Redis's data) is given
     // one, taken at once if no purge came in between (else the next sync
     // reads both); without one, this isolate neither stamps nor vouches for a
@@ -240,11 +241,19 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
         startOver(answer, at);
         break;
       }
-      if (era === at.era && answer.members) pagesRead.push({ from: seq, upTo: answer.upTo, members: answer.members });
-      followPage(answer.records, answer.upTo, at.era, sync);
+      const from = seq;
+      const idsKeptFrom = firstWithIdsKept(answer.records);
+      // All at once: a visitor served between two of them could be shown a page a later one purged.
+      for (const [index, record] of answer.records.entries()) {
+        apply(record, index >= idsKeptFrom);
+        reaches.push({ mode: record.mode, ms: clock.now() - record.at });
+      }
+      known.followed(from, { era: at.era, seq: answer.upTo }, answer.records);
+      // Never back: a purge this isolate recorded itself while the read was out is known (apply) though the read predates it.
+      seq = Math.max(seq, answer.upTo);
+      era = at.era;
       if (answer.upTo >= answer.seq) break;
       // More to read. Past the pages one sync may read, starting over costs less (DEFAULTS.purgeCatchUpMaxPages).
-      // Not before the pages read so far are mostly applied: what waits to be applied is bounded.
       renew();
       sentAt = clock.now();
       const next = pages < DEFAULTS.purgeCatchUpMaxPages ? await log.readSince(seq, era) : await log.readSince(0, null);
@@ -260,29 +269,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     else seq = Math.max(seq, answer.seq);
     era = at.era;
     syncedAt(sentAt);
-    // Shared as of the last read's sending, which found the log at `answer.seq`, with the pages that lead there.
-    if (era && answer.follows) shared?.put({ era, seq: answer.seq, readAt: sentAt }, pagesRead, background);
-  }
-
-  /**
-   * Applies a page of the log that follows from where this isolate stands
-   * (read from Redis, or taken from the data center's shelf), all at once: a
-   * visitor served between two of its records could be shown a page a later
-   * one purged. (Indexing a page by id and applying it between the
-   * isolate's requests was tried: warm pages' p99 through a re-price within
-   * the noise of this, bench/results/reprice-warm-ab.md.)
-   */
-  function followPage(records: readonly PurgeRecord[], upTo: number, pageEra: string, { reaches }: SyncRun) {
-    const from = seq;
-    const idsKeptFrom = firstWithIdsKept(records);
-    for (const [index, record] of records.entries()) {
-      apply(record, index >= idsKeptFrom);
-      reaches.push({ mode: record.mode, ms: clock.now() - record.at });
-    }
-    known.followed(from, { era: pageEra, seq: upTo }, records);
-    // Never back: a purge this isolate recorded itself while the read was out is known (apply) though the read predates it.
-    seq = Math.max(seq, upTo);
-    era = pageEra;
+    // Shared as of its sending (a read that found the log still is one page): any purge recorded before then is in it.
+    if (era && logStill) shared?.put({ era, seq: answer.seq, readAt: sharedAs }, background);
   }
 
   /**
@@ -290,27 +278,15 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * (sharedPosition.ts): only one sent after this isolate's own knowledge,
    * less than half a poll ago (not in the future: another machine's clock
    * ahead of this one's, or a forgery), that found the log of this
-   * isolate's era at the number it has read up to, or further on with the
-   * pages that lead there on the shelf: it follows them page by page (a bulk
-   * re-price is read from Redis once per data center, not once per
-   * isolate). Any other, or a page missing on the way, and the isolate reads
-   * the log itself, from as far as it got.
+   * isolate's era at the number it has read up to. Any other, and the
+   * isolate reads the log itself.
    */
-  async function tookSharedRead(shelf: PositionShelf, sync: SyncRun): Promise<boolean> {
+  async function tookSharedRead(shelf: PositionShelf): Promise<boolean> {
     const found = await shelf.read();
-    const usable = (at: number) =>
-      found !== undefined && found.era === era && found.seq >= seq && found.readAt > lastSyncAt && found.readAt <= at && at - found.readAt < options.pollMs / 2;
-    if (!usable(clock.now())) return false;
-    const mine = syncsApplied;
-    while (seq < found!.seq) {
-      const page = await shelf.page(found!.era, seq);
-      // Another sync applied its answer meanwhile, or the page is not there (yet): Redis, from here.
-      if (!page || syncsApplied !== mine) return false;
-      followPage(page.records, page.upTo, found!.era, sync);
-      sync.renew();
-    }
-    if (!usable(clock.now())) return false;
-    syncedAt(found!.readAt);
+    const now = clock.now();
+    if (!found || found.era !== era || found.seq !== seq || found.readAt <= lastSyncAt || found.readAt > now || now - found.readAt >= options.pollMs / 2)
+      return false;
+    syncedAt(found.readAt);
     sharedReadsTaken++;
     return true;
   }
@@ -333,10 +309,9 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   function startSync(background: (work: Promise<unknown>) => void): Promise<void> | undefined {
     if (syncing && syncing.until > clock.now()) return undefined;
     const lease = { work: Promise.resolve(), until: clock.now() + SYNC_LEASE_MS, startedAt: clock.now() };
-    const renew = () => {
+    const work = syncNow(() => {
       lease.until = clock.now() + SYNC_LEASE_MS;
-    };
-    const work = syncNow(renew, background).finally(() => {
+    }, background).finally(() => {
       if (syncing === lease) syncing = null;
     });
     lease.work = work;

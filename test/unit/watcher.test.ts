@@ -8,8 +8,7 @@ import { describe, expect, it } from "vitest";
 import type { Entry } from "../../src/cache/entry";
 import { createReadThrough, type L1Purging } from "../../src/cache/readThrough";
 import { DEFAULTS } from "../../src/config/defaults";
-import { pageEnd, type PurgeLog, type PurgesSince } from "../../src/invalidation/log";
-import type { PurgeRecord } from "../../src/invalidation/record";
+import type { PurgeLog, PurgesSince } from "../../src/invalidation/log";
 import { createPurgeWatcher, type PurgeWatcher, type PurgeWatcherOptions } from "../../src/invalidation/watcher";
 import { createPositionShelf, type PositionShelf, type SharedPosition } from "../../src/invalidation/sharedPosition";
 import type { ResourceName } from "../../src/origin/resources";
@@ -322,19 +321,6 @@ describe("a bulk re-price, read page by page", () => {
     expect(watcher.vouches(watcher.stamp()!)).toBe(true);
   });
 
-  it("applies what it reads at once: every purged key is out of L1 when the visitor who waited for the sync goes on", async () => {
-    const clock = fakeClock();
-    const { log, state } = pagedLog(4);
-    const { l1, purging } = l1Recorder();
-    const watcher = watcherWith(clock, log, purging);
-    await sync(watcher);
-    state.seq = 11;
-    clock.advance(POLL_MS);
-    await sync(watcher);
-    expect(watcher.status()).toMatchObject({ seq: 11, lastSyncAt: clock.now() });
-    expect(l1.forgotten.size).toBe(10);
-  });
-
   it("tells the fleet of a sync's purges once, together, when it ends", async () => {
     const clock = fakeClock();
     const { log, state } = pagedLog(4);
@@ -580,60 +566,20 @@ describe("the purge log's position, read along a lock claim", () => {
   });
 });
 
-/** The data center's shared read of the log (sharedPosition.ts), as plain variables: what `put` shares, `read` and `page` answer. */
+/** The data center's shared read of the log (sharedPosition.ts), as a plain variable: what `put` shares, `read` answers. */
 function fakeShelf() {
-  const state: {
-    position: SharedPosition | undefined;
-    lookups: number;
-    puts: SharedPosition[];
-    pages: Map<string, { upTo: number; members: readonly string[] }>;
-  } = {
-    position: undefined,
-    lookups: 0,
-    puts: [],
-    pages: new Map(),
-  };
+  const state: { position: SharedPosition | undefined; lookups: number; puts: SharedPosition[] } = { position: undefined, lookups: 0, puts: [] };
   const shelf: PositionShelf = {
     async read() {
       state.lookups++;
       return state.position && { ...state.position };
     },
-    put(position, pages) {
+    put(position) {
       state.puts.push(position);
-      for (const page of pages) state.pages.set(`${position.era}:${page.from}`, page);
       state.position = { ...position };
-    },
-    async page(era, from) {
-      const page = state.pages.get(`${era}:${from}`);
-      return page && { upTo: page.upTo, records: page.members.map((member) => JSON.parse(member) as PurgeRecord) };
     },
   };
   return { shelf, state };
-}
-
-/** One purge log that several isolates read (era "e1"), as READ_PURGES pages it: up to pageEnd, with the members as Redis holds them. */
-function sharedLog(clock: FakeClock) {
-  const state = { records: [] as PurgeRecord[], reads: 0 };
-  const readerOf = () => {
-    const own = { reads: 0 };
-    const log = {
-      async readSince(seen: number, era: string | null): Promise<PurgesSince | undefined> {
-        state.reads++;
-        own.reads++;
-        const seq = state.records.length;
-        if (era !== "e1") return { seq, era: "e1", follows: false, records: [], upTo: seq, marks: [], floor: 0 };
-        const upTo = Math.min(seq, pageEnd(seen));
-        const records = state.records.slice(seen, upTo);
-        return { seq, era: "e1", follows: true, records, upTo, marks: [], floor: 0, members: records.map((record) => JSON.stringify(record)) };
-      },
-      record: async () => undefined,
-      startEra: async () => ({ seq: state.records.length, era: "e1" }),
-    } satisfies PurgeLog;
-    return { log, own };
-  };
-  const purge = (id: string) =>
-    state.records.push({ seq: state.records.length + 1, at: clock.now(), ids: [id], tags: [], all: false, mode: "hard", resources: PRODUCT });
-  return { state, readerOf, purge };
 }
 
 describe("reads of the log shared by the isolates of a data center", () => {
@@ -645,18 +591,24 @@ describe("reads of the log shared by the isolates of a data center", () => {
     const a = watcherWith(clock, first.log, noL1, { shared: shelf });
     const b = watcherWith(clock, second.log, noL1, { shared: shelf });
     await syncAll(a);
-    await syncAll(b); // a new isolate reads the log itself: it has no era yet
+    await syncAll(b); // a new isolate reads the log itself (it has no era yet), and shares nothing: it found the log elsewhere than it stood
+    expect(shared.puts).toEqual([]);
     clock.advance(POLL_MS / 2);
-    await syncAll(a); // due: reads Redis, and shares the read
+    await syncAll(a); // due: reads Redis, finds the log where it stood, and shares the read
+    await syncAll(b); // the same (a's read is as old as its own would be): both found the log still
+    expect(shared.puts.map((p) => p.readAt)).toEqual([clock.now(), clock.now()]);
+
+    clock.advance(POLL_MS / 2);
+    await syncAll(a); // due: the shared read is no newer than its own: reads Redis, and shares
+    expect(first.state.reads).toBe(3);
     const readAt = clock.now();
-    expect(shared.puts.at(-1)).toEqual({ era: "e0", seq: 0, readAt });
     clock.advance(100);
     await syncAll(b); // due: takes a's read, sent 100 ms ago
-    expect(second.state.reads).toBe(1);
-    expect(b.status()).toMatchObject({ lastSyncAt: readAt, logReads: 1, sharedReadsTaken: 1 });
+    expect(second.state.reads).toBe(2);
+    expect(b.status()).toMatchObject({ lastSyncAt: readAt, logReads: 2, sharedReadsTaken: 1 });
     clock.advance(POLL_MS / 2 - 101);
     await syncAll(b); // not yet due from a's read
-    expect(second.state.reads + b.status().sharedReadsTaken).toBe(2);
+    expect(second.state.reads + b.status().sharedReadsTaken).toBe(3);
   });
 
   it("reads Redis itself when the shared read is not its position, not its era, half a poll old, no newer than its own, or in its future", async () => {
@@ -704,47 +656,32 @@ describe("reads of the log shared by the isolates of a data center", () => {
     }
   });
 
-  it("while purges come, shares each read with the pages it read, and an isolate behind follows them from the shelf: the log is read from Redis once", async () => {
+  it("while purges come, neither looks for a shared read nor shares its own: the isolates' positions differ, and each reads the log", async () => {
     const clock = fakeClock();
     const { shelf, state: shared } = fakeShelf();
-    const log = sharedLog(clock);
-    const [one, two] = [log.readerOf(), log.readerOf()];
-    const a = watcherWith(clock, one.log, noL1, { shared: shelf });
-    const b = watcherWith(clock, two.log, noL1, { shared: shelf });
-    await syncAll(a);
-    await syncAll(b);
-    const fetched = entryFetchedAt(clock, clock.now() - 1);
-    // A re-price: 40 purges, three pages as the log pages them (ending at 16, 32, 40).
-    for (let i = 0; i < 40; i++) log.purge(`p-${i}`);
-    clock.advance(POLL_MS / 2);
-    await syncAll(a);
-    expect(one.own.reads).toBe(1 + 3);
-    expect([...shared.pages.keys()]).toEqual(["e1:0", "e1:16", "e1:32"]);
-    clock.advance(10);
-    await syncAll(b);
-    expect(two.own.reads).toBe(1); // its first read only: the re-price came from the shelf
-    expect(b.status()).toMatchObject({ seq: 40, sharedReadsTaken: 1 });
-    expect(b.judge(fetched, "p-39", "product", [])).toBe("gone");
-    expect(b.vouches(b.stamp()!)).toBe(true);
-  });
-
-  it("reads Redis from as far as it got when a page on the way is missing from the shelf", async () => {
-    const clock = fakeClock();
-    const { shelf, state: shared } = fakeShelf();
-    const log = sharedLog(clock);
-    const [one, two] = [log.readerOf(), log.readerOf()];
-    const a = watcherWith(clock, one.log, noL1, { shared: shelf });
-    const b = watcherWith(clock, two.log, noL1, { shared: shelf });
-    await syncAll(a);
-    await syncAll(b);
-    for (let i = 0; i < 40; i++) log.purge(`p-${i}`);
-    clock.advance(POLL_MS / 2);
-    await syncAll(a);
-    shared.pages.delete("e1:16");
-    clock.advance(10);
-    await syncAll(b);
-    expect(two.own.reads).toBe(1 + 2); // the pages from 16 on, from Redis
-    expect(b.status()).toMatchObject({ seq: 40, sharedReadsTaken: 0 });
+    const { log, state } = fakeLog();
+    const moving = log.readSince.bind(log);
+    let purges = 0;
+    // Each read finds one purge more than the reader has read.
+    log.readSince = async (seen: number) => {
+      const answer = (await moving(seen))!;
+      purges++;
+      return {
+        ...answer,
+        seq: seen + 1,
+        upTo: seen + 1,
+        records: [{ seq: seen + 1, at: clock.now(), ids: ["p-1"], tags: [], all: false, mode: "hard", resources: ["product"] }],
+      } as PurgesSince;
+    };
+    const watcher = watcherWith(clock, log, noL1, { shared: shelf });
+    for (let i = 0; i < 4; i++) {
+      await syncAll(watcher);
+      clock.advance(POLL_MS / 2);
+    }
+    expect(purges).toBe(4);
+    expect(state.reads).toBe(4);
+    expect(shared.lookups).toBe(0);
+    expect(shared.puts).toEqual([]);
   });
 
   it("takes no shared read without a location tier, and still serves the bound: a visitor waits for a due sync", async () => {
@@ -765,7 +702,7 @@ describe("the location tier's shelf for shared reads (sharedPosition.ts)", () =>
     const shelf = createPositionShelf({ publicUrl: "https://shop.example", keyPrefix: "pp:v1", open: async () => store });
     expect(await shelf.read()).toBeUndefined();
     const work: Promise<unknown>[] = [];
-    shelf.put({ era: "1764300000000", seq: 42, readAt: 1_764_300_001_234 }, [], (w) => void work.push(w));
+    shelf.put({ era: "1764300000000", seq: 42, readAt: 1_764_300_001_234 }, (w) => void work.push(w));
     await Promise.all(work);
     expect(await shelf.read()).toEqual({ era: "1764300000000", seq: 42, readAt: 1_764_300_001_234 });
     const [url] = [...stored.keys()];
@@ -775,31 +712,6 @@ describe("the location tier's shelf for shared reads (sharedPosition.ts)", () =>
     }
     const failing = createPositionShelf({ publicUrl: "https://shop.example", keyPrefix: "pp:v1", open: async () => Promise.reject(new Error("no cache")) });
     expect(await failing.read()).toBeUndefined();
-  });
-
-  it("reads back the pages it put, whole and as the log holds them, and takes a page tampered with, cut, out of its numbers or of another shape for none", async () => {
-    const { store, stored } = fakeStore();
-    const shelf = createPositionShelf({ publicUrl: "https://shop.example", keyPrefix: "pp:v1", open: async () => store });
-    const record = (seq: number) => JSON.stringify({ seq, at: 1000, ids: [`p-${seq}`], tags: [], all: false, mode: "hard", resources: ["product"] });
-    const work: Promise<unknown>[] = [];
-    shelf.put({ era: "7", seq: 18, readAt: 2000 }, [{ from: 16, upTo: 18, members: [record(17), record(18)] }], (w) => void work.push(w));
-    await Promise.all(work);
-    expect((await shelf.page("7", 16))?.records.map((r) => r.seq)).toEqual([17, 18]);
-    expect(await shelf.page("7", 17)).toBeUndefined();
-    expect(await shelf.page("8", 16)).toBeUndefined();
-    const url = [...stored.keys()].find((key) => key.includes("page"))!;
-    const original = stored.get(url)!;
-    const [upTo, count, digest] = (new Map(original.headers).get("pp-purge-page") ?? "").split("|");
-    const cases: [string, { body: string; headers: [string, string][] }][] = [
-      ["a body other than its digest", { body: `${record(17)}\n${record(19)}`, headers: original.headers }],
-      ["a count other than its members", { body: original.body, headers: [["pp-purge-page", `${upTo}|3|${digest}`]] }],
-      ["a record past its end", { body: original.body, headers: [["pp-purge-page", `17|${count}|${digest}`]] }],
-      ["no header", { body: original.body, headers: [] }],
-    ];
-    for (const [what, copy] of cases) {
-      stored.set(url, copy);
-      expect(await shelf.page("7", 16), what).toBeUndefined();
-    }
   });
 
   it("answers no position when the location tier does not answer in time, so that a sync goes on to Redis rather than wait for it", async () => {
