@@ -243,7 +243,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       }
       const from = seq;
       const idsKeptFrom = firstWithIdsKept(answer.records);
-      // All at once: a visitor served between two of them could be shown a page a later one purged.
+      // All at once: a visitor served between two of them could be shown a page a later one purged. (Judging a
+      // page by id at once and applying it between requests measured within the noise: bench/results/reprice-warm-ab.md.)
       for (const [index, record] of answer.records.entries()) {
         apply(record, index >= idsKeptFrom);
         reaches.push({ mode: record.mode, ms: clock.now() - record.at });
