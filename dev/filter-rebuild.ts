@@ -1,13 +1,13 @@
 // Builds the known-ids filter from the origin's listing, with the same code
 // the Worker uses (src/knownIds), and switches every isolate to it:
 //
-//   npx tsx dev/filter-rebuild.ts --origin http://127.0.0.1:8788 \
-//     --redis-url http://127.0.0.1:8789 --token dev-gateway-token
+//   npm run filter:rebuild -- --origin http://127.0.0.1:8788 \
+//     --redis-url http://127.0.0.1:8789 --token dev-gateway-token      (--help)
 //
 // Flags win over the environment (ORIGIN_URL, UPSTASH_REDIS_REST_URL,
 // UPSTASH_REDIS_REST_TOKEN, KNOWN_IDS_CAPACITY, KNOWN_IDS_FP_RATE).
 // Exit code 0: switched; 1: the build failed (the current filter stays); 2: bad usage.
-import { parseArgs } from "node:util";
+import { parseCommandLine, usageError } from "./cli";
 import { createBreaker } from "../src/shared/breaker";
 import { systemClock } from "../src/shared/clock";
 import { createL2 } from "../src/cache/l2/l2";
@@ -17,13 +17,28 @@ import { KnownIdsRebuildError, listingOf, type RebuildProgress, type RebuildResu
 import { createKnownIds } from "../src/knownIds/store";
 import { createOriginClient } from "../src/origin/client";
 
-const USAGE = `usage: npx tsx dev/filter-rebuild.ts --origin URL --redis-url URL --token TOKEN
-  [--prefix pp:v1] [--capacity ${KNOWN_IDS_DEFAULTS.capacity}] [--fp-rate ${KNOWN_IDS_DEFAULTS.fpRate}] [--timeout-ms 5000]`;
-
 /** Per Redis call. Longer than the Worker's page budget: a batch of segments is tens of KB, and nobody waits on this. */
 const DEFAULT_L2_TIMEOUT_MS = 5000;
 
-class UsageError extends Error {}
+const COMMAND = "npm run filter:rebuild";
+
+const USAGE = `${COMMAND}: builds the known-ids filter (the Bloom filter of every product id) from the
+origin's GET /products listing into Redis, with the worker's own code, and switches every isolate
+to it; the daily cron does the same. The current filter stays in place if the build fails.
+
+usage: ${COMMAND} -- --origin URL --redis-url URL --token TOKEN [options]
+  --origin URL         the product services (required; env ORIGIN_URL)
+  --redis-url URL      the Upstash REST endpoint (required; env UPSTASH_REDIS_REST_URL)
+  --token TOKEN        its token (required; env UPSTASH_REDIS_REST_TOKEN)
+  --prefix PREFIX      the tier's Redis key prefix (default ${DEFAULTS.keyPrefix})
+  --capacity N         ids the filter is sized for (default ${KNOWN_IDS_DEFAULTS.capacity}; env KNOWN_IDS_CAPACITY; grown if the catalog is larger)
+  --fp-rate P          its false-positive rate (default ${KNOWN_IDS_DEFAULTS.fpRate}; env KNOWN_IDS_FP_RATE)
+  --timeout-ms MS      budget of each Redis call (default ${DEFAULT_L2_TIMEOUT_MS})
+  -h, --help           this text
+Exit code 0: switched; 1: the build failed; 2: bad usage.
+
+example (the local stack of npm run dev):
+  ${COMMAND} -- --origin http://127.0.0.1:8788 --redis-url http://127.0.0.1:8789 --token dev-gateway-token`;
 
 interface Options {
   origin: string;
@@ -36,19 +51,19 @@ interface Options {
 }
 
 function required(name: string, value: string | undefined): string {
-  if (!value) throw new UsageError(`${name} is required`);
+  if (!value) usageError(COMMAND, `${name} is required`);
   return value.replace(/\/+$/, "");
 }
 
 function numberOption(name: string, value: string | undefined, fallback: number): number {
   if (value === undefined || value === "") return fallback;
   const parsed = Number(value);
-  if (!Number.isFinite(parsed) || parsed <= 0) throw new UsageError(`${name} must be a positive number, got ${JSON.stringify(value)}`);
+  if (!Number.isFinite(parsed) || parsed <= 0) usageError(COMMAND, `${name} must be a positive number, got ${JSON.stringify(value)}`);
   return parsed;
 }
 
 function readOptions(): Options {
-  const { values } = parseArgs({
+  const { values } = parseCommandLine(COMMAND, USAGE, {
     options: {
       origin: { type: "string" },
       "redis-url": { type: "string" },
@@ -57,10 +72,9 @@ function readOptions(): Options {
       capacity: { type: "string" },
       "fp-rate": { type: "string" },
       "timeout-ms": { type: "string" },
-      help: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
     },
   });
-  if (values.help) throw new UsageError("");
   const env = process.env;
   return {
     origin: required("--origin (or ORIGIN_URL)", values.origin ?? env.ORIGIN_URL),
@@ -107,15 +121,7 @@ function summary(result: RebuildResult): string {
 }
 
 async function main(): Promise<number> {
-  let options: Options;
-  try {
-    options = readOptions();
-  } catch (error) {
-    if (!(error instanceof UsageError) && !(error instanceof TypeError)) throw error;
-    if (error.message) console.error(`filter-rebuild: ${error.message}`);
-    console.error(USAGE);
-    return 2;
-  }
+  const options = readOptions();
   const breaker = createBreaker({ failureThreshold: 3, coolDownMs: 1000, clock: systemClock });
   const l2 = createL2({ url: options.redisUrl, token: options.token, timeoutMs: options.timeoutMs, breaker });
   const origin = createOriginClient({ baseUrl: options.origin, policies: DEFAULT_POLICIES });

@@ -7,11 +7,11 @@
  *
  * Without redis-server on PATH (or with DEV_NO_REDIS=1) the worker runs with
  * L2 off. Ctrl-C stops everything in reverse order and leaves no process
- * behind; a second Ctrl-C kills what is left at once. So does a SIGTERM to
- * this process or to npm or tsx above it (a supervisor, an IDE), a SIGHUP to
- * this process or tsx (a closed terminal sends it to all three), and tsx's
- * death (see "the launcher"). Not covered: a SIGHUP to npm alone, which npm
- * does not relay.
+ * behind, then says "stopped" and exits 0, with one isolate or several; a
+ * second Ctrl-C kills what is left at once. So does a SIGTERM to this process
+ * or to npm above it (a supervisor, an IDE), a SIGHUP to this process (a
+ * closed terminal sends it to both), and npm's death (see "the launcher").
+ * Not covered: a SIGHUP to npm alone, which npm does not relay.
  *
  * With DEV_ISOLATES=N (2 – 8) the worker runs instead as the deployed bundle
  * in N isolates (workerd through Miniflare, as the tests and benchmarks run
@@ -29,6 +29,9 @@
  */
 import { fileURLToPath } from "node:url";
 import { DEFAULT_CATALOG_SIZE } from "./origin";
+import { MAX_CATALOG_SIZE } from "./origin/catalog";
+import { MAX_LATENCY_MS } from "./origin/state";
+import { parseCommandLine } from "./cli";
 import { killEverything } from "./harness/children";
 import { l2StateOf, waitForHealthz } from "./harness/health";
 import { portFromEnv, requireFreePorts } from "./harness/ports";
@@ -49,11 +52,11 @@ const HEALTH_TIMEOUT_MS = 60_000;
 const CLOSE_TIMEOUT_MS = 10_000;
 /**
  * Under `npm run dev` one Ctrl-C can reach us twice: from the terminal, and
- * relayed by npm → tsx (tsx relays unless we report the signal within 30 ms).
- * A repeat this soon is that same keypress, not a request to force.
+ * relayed by npm. A repeat this soon is that same keypress, not a request to
+ * force.
  */
 const SAME_KEYPRESS_MS = 500;
-/** How often we check that the process that launched us (tsx) is still there. */
+/** How often we check that the process that launched us (npm) is still there. */
 const LAUNCHER_POLL_MS = 250;
 /** Isolates DEV_ISOLATES may ask for: each is a workerd process. */
 const MAX_ISOLATES = 8;
@@ -61,6 +64,44 @@ const MAX_ISOLATES = 8;
 const ISOLATE_PORT_STEP = 100;
 /** Where the isolates' bundle is built (`wrangler deploy --dry-run`), apart from the tests' and the benchmarks'. */
 const ISOLATES_BUNDLE = join(ROOT, ".wrangler", "dev-bundle");
+/** The settings' defaults (README, "Set-up"). */
+const DEFAULT_PORTS = { DEV_PORT: 8787, ORIGIN_PORT: 8788, GATEWAY_PORT: 8789, DEV_REDIS_PORT: 6390, FLEET_PORT: LOCAL_RECORDER_PORT };
+const DEFAULT_ORIGIN_LATENCY_MS = 30;
+const DEFAULT_PURGE_TOKEN = "dev-purge-token";
+const DEFAULT_GATEWAY_TOKEN = "dev-gateway-token";
+
+const COMMAND = "npm run dev";
+
+const USAGE = `${COMMAND}: the whole tier on this machine: redis-server (no persistence) behind the Upstash REST
+gateway, the demo origin, the known-ids filter built from it, then the worker under wrangler dev
+(with DEV_ISOLATES, the deployed bundle in that many isolates instead). Ctrl-C stops everything.
+
+usage: [NAME=value …] ${COMMAND}
+  -h, --help   this text
+Its settings are environment variables:
+${table([
+  ["name", "default", "what it sets"],
+  ["DEV_PORT", DEFAULT_PORTS.DEV_PORT, "the worker's port; its PUBLIC_URL is http://localhost:<port>"],
+  ["ORIGIN_PORT", DEFAULT_PORTS.ORIGIN_PORT, "the demo origin's port"],
+  ["GATEWAY_PORT", DEFAULT_PORTS.GATEWAY_PORT, "the Upstash REST gateway's port"],
+  ["DEV_REDIS_PORT", DEFAULT_PORTS.DEV_REDIS_PORT, "redis-server's port (a free one instead when it is busy)"],
+  ["CATALOG_SIZE", DEFAULT_CATALOG_SIZE, `products in the demo catalog (1 to ${MAX_CATALOG_SIZE.toLocaleString("en-US")})`],
+  ["ORIGIN_LATENCY_MS", DEFAULT_ORIGIN_LATENCY_MS, "base latency of every origin call (± 10 ms of jitter)"],
+  ["DEV_ISOLATES", 1, `2 to ${MAX_ISOLATES}: the bundle in that many isolates, on DEV_PORT, DEV_PORT + ${ISOLATE_PORT_STEP}…`],
+  ["FLEET_PORT", DEFAULT_PORTS.FLEET_PORT, "their fleet recorder's port (npm run fleet -- --local)"],
+  ["DEV_NO_REDIS", "unset", "1: no redis-server or gateway; the worker runs with L2 off"],
+  ["PURGE_TOKEN", DEFAULT_PURGE_TOKEN, "bearer token of /__purge, /__known-ids and /__status"],
+  ["UPSTASH_REDIS_REST_TOKEN", DEFAULT_GATEWAY_TOKEN, "the gateway's token"],
+])}
+The worker's own settings (README, "Configuration") go in .dev.vars, which wrangler dev reads.
+
+example: CATALOG_SIZE=1000 DEV_ISOLATES=2 ${COMMAND}`;
+
+/** Rows as columns, two spaces apart, indented by two. */
+function table(rows: (string | number)[][]): string {
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => String(row[column]).length)));
+  return rows.map((row) => `  ${row.map((cell, column) => String(cell).padEnd(widths[column]!)).join("  ")}`.trimEnd()).join("\n");
+}
 
 interface Settings {
   devPort: number;
@@ -78,35 +119,64 @@ interface Settings {
   redis: { bin: string } | { off: string };
 }
 
+/**
+ * The settings from the environment; every bad one named at once, in the
+ * worker's words for its own (`Configuration error: 2 settings are wrong:
+ * …; …`), so that they are mended in one round.
+ */
 function readSettings(): Settings {
   const env = process.env;
-  return {
-    devPort: portFromEnv("DEV_PORT", 8787),
-    isolates: isolatesFromEnv(),
-    fleetPort: portFromEnv("FLEET_PORT", LOCAL_RECORDER_PORT),
-    originPort: portFromEnv("ORIGIN_PORT", 8788),
-    gatewayPort: portFromEnv("GATEWAY_PORT", 8789),
-    redisPort: portFromEnv("DEV_REDIS_PORT", 6390),
-    catalogSize: numberFromEnv("CATALOG_SIZE", DEFAULT_CATALOG_SIZE),
-    originLatencyMs: numberFromEnv("ORIGIN_LATENCY_MS", 30),
-    purgeToken: env.PURGE_TOKEN || "dev-purge-token",
-    gatewayToken: env.UPSTASH_REDIS_REST_TOKEN || "dev-gateway-token",
+  const problems: string[] = [];
+  const read = <T>(reader: () => T, fallback: T): T => {
+    try {
+      return reader();
+    } catch (error) {
+      problems.push(error instanceof Error ? error.message : String(error));
+      return fallback;
+    }
+  };
+  const port = (name: keyof typeof DEFAULT_PORTS) => read(() => portFromEnv(name, DEFAULT_PORTS[name]), DEFAULT_PORTS[name]);
+  const settings: Settings = {
+    devPort: port("DEV_PORT"),
+    isolates: read(isolatesFromEnv, 1),
+    fleetPort: port("FLEET_PORT"),
+    originPort: port("ORIGIN_PORT"),
+    gatewayPort: port("GATEWAY_PORT"),
+    redisPort: port("DEV_REDIS_PORT"),
+    catalogSize: read(() => wholeNumberFromEnv("CATALOG_SIZE", DEFAULT_CATALOG_SIZE, 1, MAX_CATALOG_SIZE), DEFAULT_CATALOG_SIZE),
+    originLatencyMs: read(() => numberFromEnv("ORIGIN_LATENCY_MS", DEFAULT_ORIGIN_LATENCY_MS, 0, MAX_LATENCY_MS), DEFAULT_ORIGIN_LATENCY_MS),
+    purgeToken: env.PURGE_TOKEN || DEFAULT_PURGE_TOKEN,
+    gatewayToken: env.UPSTASH_REDIS_REST_TOKEN || DEFAULT_GATEWAY_TOKEN,
     redis: whichRedis(),
   };
+  const [first, ...others] = problems;
+  if (first === undefined) return settings;
+  throw new SettingsError(`Configuration error: ${others.length === 0 ? first : `${problems.length} settings are wrong: ${problems.join("; ")}`}`);
 }
 
-function numberFromEnv(name: string, fallback: number): number {
+/** Bad settings: said as they are, without "cannot run the dev stack" or a stack trace. */
+class SettingsError extends Error {}
+
+function numberFromEnv(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw.trim() === "") return fallback;
   const value = Number(raw);
   if (!Number.isFinite(value)) throw new Error(`${name} must be a number, got ${JSON.stringify(raw)}`);
+  if (value < min || value > max) throw new Error(`${name} must be from ${min} to ${max}, got ${raw}`);
+  return value;
+}
+
+function wholeNumberFromEnv(name: string, fallback: number, min: number, max: number): number {
+  const value = numberFromEnv(name, fallback, min, max);
+  if (!Number.isInteger(value)) throw new Error(`${name} must be a whole number, got ${process.env[name]}`);
   return value;
 }
 
 function isolatesFromEnv(): number {
-  const isolates = numberFromEnv("DEV_ISOLATES", 1);
+  const raw = process.env.DEV_ISOLATES;
+  const isolates = raw === undefined || raw.trim() === "" ? 1 : Number(raw);
   if (!Number.isInteger(isolates) || isolates < 1 || isolates > MAX_ISOLATES) {
-    throw new Error(`DEV_ISOLATES must be a whole number from 1 to ${MAX_ISOLATES}, got ${process.env.DEV_ISOLATES}`);
+    throw new Error(`DEV_ISOLATES must be a whole number from 1 to ${MAX_ISOLATES}, got ${JSON.stringify(raw)}`);
   }
   return isolates;
 }
@@ -194,11 +264,16 @@ function handleSignals(): void {
 // ---------------------------------------------------------------- the launcher
 
 /**
- * `npm run dev` is npm → tsx → node (this file; the script `exec`s tsx, so no
- * shell sits between them that would die of a SIGTERM without relaying it).
- * npm relays SIGINT and SIGTERM to tsx, tsx to us. A launcher that is killed
- * outright (SIGKILL, a crash) relays nothing: we are then re-parented, and
- * take that for a SIGTERM, so that no orphaned tier keeps its ports.
+ * `npm run dev` is npm → node (this file, TypeScript through tsx's loader:
+ * `exec node --import tsx`, so that no shell sits between them that would die
+ * of a SIGTERM without relaying it). Not the tsx command: it stands between
+ * npm and node and relays each signal, and SIGKILLs node when node has not
+ * told it of the signal within 30 ms, twice; on a busy machine that cut a
+ * Ctrl-C's orderly stop short (exit code 130, no "stopped", redis-server
+ * and wrangler, each in a group of its own, left running with their ports).
+ * npm relays SIGINT and SIGTERM to us. A launcher that is killed outright
+ * (SIGKILL, a crash) relays nothing: we are then re-parented, and take that
+ * for a SIGTERM, so that no orphaned tier keeps its ports.
  */
 function watchLauncher(onGone: (gone: string) => void): void {
   const launcher = process.ppid;
@@ -301,6 +376,8 @@ async function startIsolates(settings: Settings, originUrl: string, l2: { url: s
       port: isolatePort(settings, k),
       fleetPointsUrl: recorder.pointsUrl,
       cf: false,
+      // Ctrl-C is ours, as with wrangler dev: every child stopped in order, then "stopped".
+      callerHandlesSignals: true,
     });
     steps.push({ name: `isolate ${k + 1}`, stop: () => mf.dispose() });
     log(`isolate ${k + 1} on http://127.0.0.1:${isolatePort(settings, k)}`);
@@ -350,6 +427,7 @@ function printBanner(settings: Settings, originUrl: string, l2: { redisPort: num
 }
 
 async function main(): Promise<void> {
+  parseCommandLine(COMMAND, USAGE, { options: { help: { type: "boolean", short: "h" } } });
   handleSignals();
   const settings = readSettings();
   await requireFreePorts([
@@ -371,7 +449,7 @@ async function main(): Promise<void> {
     // Miniflare answers once workerd is up: one look at each isolate's /healthz says whether it is configured.
     for (let k = 0; k < settings.isolates; k++) {
       const health = await fetch(`http://127.0.0.1:${isolatePort(settings, k)}/healthz`);
-      if (!health.ok) throw new Error(`isolate ${k + 1} is up but unhealthy: ${await health.text()}`);
+      if (!health.ok) throw new UnhealthyWorker(`isolate ${k + 1}`, await health.text());
     }
     printBanner(settings, originUrl, l2, `breaker ${await l2StateOf(`http://127.0.0.1:${settings.devPort}`, settings.purgeToken)}`);
     return;
@@ -386,12 +464,38 @@ async function main(): Promise<void> {
   });
 
   const health = await waitForHealthz(`http://127.0.0.1:${settings.devPort}/healthz`, HEALTH_TIMEOUT_MS, wrangler.exited);
-  if (!health.ok) throw new Error(`the worker is up but unhealthy: ${health.body}`);
+  if (!health.ok) throw new UnhealthyWorker("the worker", health.body, ".dev.vars");
   printBanner(settings, originUrl, l2, `breaker ${await l2StateOf(`http://127.0.0.1:${settings.devPort}`, settings.purgeToken)}`);
+}
+
+/**
+ * The worker answered /healthz with an error: its configuration (README,
+ * "Configuration"), every bad setting named in the worker's own words.
+ */
+class UnhealthyWorker extends Error {
+  /** `settingsFrom`: where the worker's settings come from, when the operator sets them. */
+  constructor(who: string, body: string, settingsFrom?: string) {
+    let error: unknown;
+    try {
+      error = (JSON.parse(body) as { error?: unknown }).error;
+    } catch {
+      // not the JSON /healthz answers: say what came
+    }
+    super(
+      typeof error === "string" && error.startsWith("Configuration error")
+        ? `${who} cannot run: ${error.replace(/\.? See the README's configuration reference\.$/, "")}${settingsFrom ? ` (set in ${settingsFrom}: README, "Configuration")` : ""}`
+        : `${who} is up but unhealthy: ${body}`,
+    );
+  }
 }
 
 main().catch((err: unknown) => {
   if (stopping) return; // a signal or wrangler's exit is already taking us down
-  warn(`cannot run the dev stack: ${err instanceof Error ? err.message : String(err)}`);
+  if (err instanceof SettingsError) {
+    // Nothing started yet: the settings, and how to see them all.
+    warn(`${err.message} (${COMMAND} -- --help lists its settings)`);
+    process.exit(1);
+  }
+  warn(err instanceof UnhealthyWorker ? err.message : `cannot run the dev stack: ${err instanceof Error ? err.message : String(err)}`);
   void shutdown(1);
 });

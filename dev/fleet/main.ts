@@ -10,20 +10,36 @@
  *   --local [URL]           the local recorder instead (`DEV_ISOLATES=2 npm run dev` runs one; default http://127.0.0.1:8790)
  *   --json                  the figures as JSON, for scripts
  */
-import { parseArgs } from "node:util";
+import { parseCommandLine, usageError } from "../cli";
 import { FLEET_DATASET } from "../../src/observability/fleetPoints";
 import { fleetFigures, type SqlEndpoint } from "./fleetTables";
 import { LOCAL_RECORDER_PORT, LOCAL_RECORDER_TOKEN, localSqlUrl } from "./local";
 import { printFigures } from "./print";
 
 const MAX_SINCE_SECONDS = 90 * 86_400;
+const COMMAND = "npm run fleet";
+
+const USAGE = `${COMMAND}: the fleet's figures, every isolate together (README, "Seeing the fleet"): pages by
+outcome, tiers, origin calls, services, locations, isolates, breakers, purges, as tables and charts
+per minute, from Workers Analytics Engine's SQL API (or the local recorder of DEV_ISOLATES=2 npm run dev).
+
+usage: ${COMMAND} -- [options]
+  --since DURATION   how far back: 15m, 1h, 2d… (default 1h; at most 90 days, what Analytics Engine keeps)
+  --dataset NAME     the dataset wrangler.toml binds as FLEET (default ${FLEET_DATASET})
+  --local [URL]      the local recorder instead of Cloudflare (default http://127.0.0.1:${LOCAL_RECORDER_PORT})
+  --json             the figures as JSON, for scripts
+  -h, --help         this text
+Without --local: CLOUDFLARE_ACCOUNT_ID and CLOUDFLARE_API_TOKEN (a token with Account Analytics: Read).
+
+examples: ${COMMAND} -- --since 15m
+          ${COMMAND} -- --local --since 15m`;
 
 function parseSince(text: string): number {
   const match = /^(\d+(?:\.\d+)?)\s*(s|m|min|h|d)$/.exec(text.trim());
-  if (!match) throw new Error(`--since takes a duration such as 15m, 1h or 2d, not ${JSON.stringify(text)}`);
+  if (!match) usageError(COMMAND, `--since takes a duration such as 15m, 1h or 2d, not ${JSON.stringify(text)}`);
   const seconds = Number(match[1]) * { s: 1, m: 60, min: 60, h: 3600, d: 86_400 }[match[2] as "s" | "m" | "min" | "h" | "d"];
   if (seconds <= 0 || seconds > MAX_SINCE_SECONDS)
-    throw new Error(`--since must be more than 0 and at most 90 days (what Analytics Engine keeps), not ${text}`);
+    usageError(COMMAND, `--since must be more than 0 and at most 90 days (what Analytics Engine keeps), not ${text}`);
   return seconds;
 }
 
@@ -43,25 +59,22 @@ function endpointFrom(local: string | undefined, env: NodeJS.ProcessEnv): SqlEnd
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
+  const { values } = parseCommandLine(COMMAND, USAGE, {
     options: {
       since: { type: "string", default: "1h" },
       dataset: { type: "string", default: FLEET_DATASET },
       local: { type: "string" },
       json: { type: "boolean", default: false },
-      help: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
     },
     // `--local` alone: the default recorder.
     args: process.argv.slice(2).map((arg, i, all) => (arg === "--local" && (all[i + 1] === undefined || all[i + 1]!.startsWith("--")) ? "--local=" : arg)),
   });
-  if (values.help) {
-    console.log("npm run fleet -- [--since 1h] [--dataset edge_product_pages] [--local [http://127.0.0.1:8790]] [--json]");
-    return;
-  }
   if (!/^[A-Za-z0-9_]{1,64}$/.test(values.dataset))
-    throw new Error(`--dataset must be a dataset name (letters, digits, _), not ${JSON.stringify(values.dataset)}`);
+    usageError(COMMAND, `--dataset must be a dataset name (letters, digits, _), not ${JSON.stringify(values.dataset)}`);
+  const sinceSeconds = parseSince(values.since);
   const endpoint = endpointFrom(values.local, process.env);
-  const figures = await fleetFigures(endpoint, { sinceSeconds: parseSince(values.since), dataset: values.dataset }).catch((error: unknown) => {
+  const figures = await fleetFigures(endpoint, { sinceSeconds, dataset: values.dataset }).catch((error: unknown) => {
     // fetch's own words for a refused connection are "fetch failed": say which address and what usually runs there.
     if (error instanceof TypeError && values.local !== undefined) {
       throw new Error(`no recorder answers at ${endpoint.url} (DEV_ISOLATES=2 npm run dev runs one on port ${LOCAL_RECORDER_PORT})`);

@@ -69,7 +69,18 @@ export interface BundleOptions {
    * Analytics Engine would keep them. Without it FLEET is unbound.
    */
   fleetPointsUrl?: string;
+  /**
+   * The caller handles SIGINT and SIGTERM itself (`npm run dev` stops its
+   * children in order, says so, then exits): Miniflare's exit hook, which its
+   * first instance adds to both and which exits the process at once (code
+   * 130 or 143) before any such stop, is taken off them as soon as the
+   * instance exists. Its exit listener stays: workerd still dies with this
+   * process.
+   */
+  callerHandlesSignals?: true;
 }
+
+const STOP_SIGNALS = ["SIGINT", "SIGTERM"] as const;
 
 /** The module that stands in for the Analytics Engine binding (dev/fleet/recorderBinding.js). */
 const RECORDER_BINDING = fileURLToPath(new URL("../fleet/recorderBinding.js", import.meta.url));
@@ -79,6 +90,7 @@ export async function startBundle(options: BundleOptions): Promise<{ mf: Minifla
   const { onLine } = options;
   const outputEnded: Promise<void>[] = [];
   const fleet = options.fleetPointsUrl;
+  const listening = new Map(STOP_SIGNALS.map((signal) => [signal, new Set(process.listeners(signal))]));
   const mf = new Miniflare({
     workers: [
       {
@@ -107,6 +119,12 @@ export async function startBundle(options: BundleOptions): Promise<{ mf: Minifla
       );
     },
   });
+  // Synchronously after the constructor that added them: no signal can reach them in between.
+  if (options.callerHandlesSignals) {
+    for (const signal of STOP_SIGNALS) {
+      for (const listener of process.listeners(signal)) if (!listening.get(signal)!.has(listener)) process.off(signal, listener as () => void);
+    }
+  }
   try {
     return { mf, url: await mf.ready, outputEnded: () => Promise.all(outputEnded) };
   } catch (err) {

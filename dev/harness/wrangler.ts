@@ -3,7 +3,7 @@
 // starts.
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { forEachLine, forget, signalGroup, track, waitForExit, waitForGroupGone } from "./children";
+import { forEachLine, forget, isRunning, signalGroup, track, waitForExit, waitForGroupGone } from "./children";
 
 export interface WranglerOptions {
   /** The repo root: where wrangler.toml and node_modules/.bin live. */
@@ -18,12 +18,16 @@ export interface Wrangler {
   pid: number;
   /** Resolves when the wrangler process has exited, with how. */
   exited: Promise<string>;
-  /** SIGTERM to the whole group, then SIGKILL for anything left. Idempotent. */
+  /** SIGTERM to wrangler, then SIGKILL to its group for anything left. Idempotent. */
   stop(): Promise<void>;
 }
 
 /** Per stage of stop(): a healthy wrangler is gone in about a second. */
 const STOP_TIMEOUT_MS = 3_000;
+/** How wrangler exits when a SIGTERM stops it in order. */
+const ORDERLY_EXITS = ["exit code 0", "killed by SIGTERM"];
+/** The most lines of a stopping wrangler kept for when its stop goes wrong. */
+const HELD_LINES = 200;
 
 export function startWrangler(options: WranglerOptions): Wrangler {
   const bin = join(options.root, "node_modules", ".bin", "wrangler");
@@ -62,18 +66,45 @@ export function startWrangler(options: WranglerOptions): Wrangler {
   const pid = child.pid;
   track(child, true);
 
-  forEachLine(child.stdout, workerLogRelay(options.print));
-  forEachLine(child.stderr, workerLogRelay(options.print));
+  /**
+   * While stop() stops it: what wrangler and the processes under it print as
+   * they go (esbuild's report of its parent gone mid-rebuild, a goroutine
+   * dump), held, and printed only if the stop did not go as it should.
+   */
+  let held: string[] | null = null;
+  const print = (line: string) => {
+    if (held === null) options.print(line);
+    else if (held.push(line) > HELD_LINES) held.shift();
+  };
+  forEachLine(child.stdout, workerLogRelay(print));
+  forEachLine(child.stderr, workerLogRelay(print));
 
   let stopped: Promise<void> | undefined;
   const stop = () =>
     (stopped ??= (async () => {
-      // SIGTERM reaches wrangler and workerd alike; wrangler tears down its runtime.
-      if (signalGroup(pid, "SIGTERM")) {
-        const calm = (await waitForExit(child, STOP_TIMEOUT_MS)) && (await waitForGroupGone(pid, STOP_TIMEOUT_MS));
-        if (!calm) signalGroup(pid, "SIGKILL");
+      // A wrangler that stopped by itself said why: nothing is held.
+      if (!isRunning(child)) {
+        if (!(await waitForGroupGone(pid, STOP_TIMEOUT_MS))) signalGroup(pid, "SIGKILL");
+        if (await waitForGroupGone(pid, STOP_TIMEOUT_MS)) forget(child);
+        return;
       }
+      held = [];
+      // SIGTERM to wrangler alone: it tears down what it started (workerd, its
+      // esbuild services) in order. Sent to the whole group, it killed esbuild
+      // under wrangler, whose next call to it then failed ("The service is no
+      // longer running", "write EPIPE") with a stack trace relayed as [worker] lines.
+      child.kill("SIGTERM");
+      const how = (await waitForExit(child, STOP_TIMEOUT_MS)) ? await exited : `still running ${STOP_TIMEOUT_MS} ms after a SIGTERM`;
+      // Whatever is left of the group (a wrangler that did not stop, a workerd it left): SIGKILL.
+      const left = !(await waitForGroupGone(pid, STOP_TIMEOUT_MS));
+      if (left) signalGroup(pid, "SIGKILL");
       if (await waitForGroupGone(pid, STOP_TIMEOUT_MS)) forget(child);
+      const lines = held;
+      held = null;
+      if (left || !ORDERLY_EXITS.includes(how)) {
+        for (const line of lines) options.print(line);
+        options.print(`[worker] wrangler did not stop in order (${how})${left ? ": what was left of it was killed" : ""}`);
+      }
     })());
   return { pid, exited, stop };
 }

@@ -2,7 +2,10 @@
 // engineer runs them: two isolates of the deployed bundle sharing Redis and
 // the demo origin, their data points at the local recorder; the fleet's
 // figures, as `npm run fleet` prints them (--json), are what the two isolates'
-// status pages count together, and its tables name both isolates.
+// status pages count together, and its tables name both isolates. Then
+// Ctrl-C stops it as it stops one isolate under wrangler dev: every child in
+// order, "stopped", exit code 0 (Miniflare's own SIGINT hook exited at once
+// with 130).
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -102,5 +105,17 @@ describe("DEV_ISOLATES=2 npm run dev, then npm run fleet -- --local", () => {
     const printed = await fleet([]);
     for (const status of statuses) expect(printed).toContain(status.isolate.id);
     expect(printed).toMatch(/^pages\s+62$/m);
+  }, 90_000); // two `npx tsx` runs of npm run fleet and 62 pages: ~27 s alone on 2 busy cores, past vitest's default 30 s beside another file
+
+  it('stops on Ctrl-C as with one isolate: each isolate stopped, then the recorder and the stack, "stopped", exit code 0', async () => {
+    // npm relays a SIGINT to dev/run.ts, as a terminal's Ctrl-C reaches them.
+    npm.kill("SIGINT");
+    expect(await waitForExit(npm, 30_000), `npm run dev did not exit:\n${output()}`).toBe(true);
+    const lines = output().split("\n");
+    expect({ code: npm.exitCode, signal: npm.signalCode }, output()).toEqual({ code: 0, signal: null });
+    expect(lines, output()).toContain("[dev] stopped");
+    expect(output()).not.toMatch(/^\s+at /m);
+    for (const url of isolates()) await expect(fetch(`${url}/healthz`), `${url} still answers`).rejects.toThrow();
+    await expect(fetch(`http://127.0.0.1:${ports.FLEET_PORT}/`), "the recorder still answers").rejects.toThrow();
   });
 });

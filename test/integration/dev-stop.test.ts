@@ -1,13 +1,17 @@
 // `npm run dev` stopped as a supervisor, an IDE or `kill <pid>` stops it: one
 // SIGTERM to the npm process it started, nothing to the process group. npm
 // relays it to its script's process (with a shell between them, as before
-// the script `exec`ed tsx, the shell died of it without relaying it: the tier
-// stayed up with its ports); the whole tier must stop: every process of the
-// tree (tsx, node dev/run.ts, redis-server, wrangler, workerd) gone, every
-// port of the stack free again.
+// the script `exec`ed its command, the shell died of it without relaying it:
+// the tier stayed up with its ports); the whole tier must stop: every process
+// of the tree (node dev/run.ts, redis-server, wrangler, workerd) gone, every
+// port of the stack free again. And a worker whose settings are wrong: named,
+// everything stopped, exit code 1, no stack trace (issue 66: the esbuild under
+// wrangler, killed with its group, made wrangler's next call to it fail with
+// "write EPIPE").
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { captureTail, waitForExit } from "../../dev/harness/children";
@@ -105,6 +109,49 @@ describe("npm run dev", () => {
   );
 });
 
+describe("npm run dev with bad worker settings", () => {
+  // wrangler dev reads the worker's settings from .dev.vars, else (with CLOUDFLARE_INCLUDE_PROCESS_ENV) from the
+  // environment: this test's only when the developer keeps no .dev.vars of their own.
+  it.skipIf(existsSync(join(ROOT, ".dev.vars")))(
+    "names every one of them, stops what it started and exits 1, without a stack trace",
+    async () => {
+      const own: Record<string, string> = {};
+      const taken = new Set(Object.values(ports));
+      for (const name of ["DEV_PORT", "ORIGIN_PORT", "GATEWAY_PORT", "DEV_REDIS_PORT"]) {
+        let port = await freePort();
+        while (taken.has(port)) port = await freePort();
+        taken.add(port);
+        own[name] = String(port);
+      }
+      const bad = spawn("npm", ["run", "dev"], {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          ...own,
+          WRANGLER_SEND_METRICS: "false",
+          CLOUDFLARE_INCLUDE_PROCESS_ENV: "true",
+          PURGE_POLL_MS: "abc",
+          L2_TIMEOUT_MS: "zzz",
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      const text = captureTail(bad, 16_000);
+      if (!(await waitForExit(bad, UP_TIMEOUT_MS + STOP_BOUND_MS))) {
+        bad.kill("SIGTERM"); // it stops what it started
+        await waitForExit(bad, STOP_BOUND_MS);
+        throw new Error(`npm run dev did not exit of its bad settings:\n${text()}`);
+      }
+      expect(bad.exitCode, text()).toBe(1);
+      expect(text()).toContain(
+        "[dev] the worker cannot run: Configuration error: 2 settings are wrong: L2_TIMEOUT_MS must be a number; PURGE_POLL_MS must be a number",
+      );
+      expect(text().trimEnd()).toMatch(/\n\[dev\] stopped after an error$/);
+      expect(text()).not.toMatch(/^\[worker\]\s+at |EPIPE|no longer running|goroutine/m);
+    },
+    UP_TIMEOUT_MS + 2 * STOP_BOUND_MS,
+  );
+});
+
 async function waitForHealthz(url: string): Promise<void> {
   const deadline = Date.now() + UP_TIMEOUT_MS;
   while (Date.now() < deadline) {
@@ -146,7 +193,7 @@ function treeOf(pid: number): Proc[] {
 /**
  * What is left of `tree`: its processes still running, and any process in a
  * group one of them leads (a workerd that wrangler started after we looked).
- * Not our own group: npm, sh, tsx and node are in it, as in a supervisor's.
+ * Not our own group: npm and node are in it, as in a supervisor's.
  */
 function survivorsOf(tree: Proc[]): string[] {
   const all = processes();
