@@ -60,12 +60,7 @@ const wholeNumber = v.pipe(v.number(), v.safeInteger(), v.minValue(0));
 const storedRecordSchema = v.object({
   seq: v.pipe(wholeNumber, v.minValue(1)),
   at: wholeNumber,
-  // The ids' pattern tested in one pass over the list, not as a schema per item: a bulk re-price
-  // reads hundreds of records of 1,000 ids, and a pipeline per id cost as much as applying them.
-  ids: v.custom<string[]>(
-    (ids) => Array.isArray(ids) && ids.length <= PURGE_LIMITS.ids && ids.every((id) => typeof id === "string" && PRODUCT_ID_PATTERN.test(id)),
-    "ids: at most the purge's limit of product ids",
-  ),
+  ids: idsSchema,
   tags: tagsSchema,
   all: v.boolean(),
   mode: modeSchema,

@@ -47,7 +47,6 @@ export interface Fleet {
   page(page: FleetPage, colo: string | undefined, background: Background): void;
   origin(service: ResourceName, outcome: "found" | "absent" | OriginFailure): void;
   breaker(name: string, from: BreakerState, to: BreakerState): void;
-  /** A purge recorded `ms` ago (by its recorder's clock) now applied in this isolate. */
   /**
    * How long after their recording the purges one sync applied reached this
    * isolate: at most PURGE_POINTS_PER_SYNC points, each weighted by the
