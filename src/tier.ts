@@ -151,6 +151,7 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
       stamp: () => purges!.stamp(),
       vouches: (stamp) => purges!.vouches(stamp),
       readAlong: () => purges!.readAlong(),
+      unsureBefore: () => purges!.unsureBefore(),
     },
     overload,
   });

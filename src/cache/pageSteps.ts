@@ -43,6 +43,8 @@ export interface PageTools extends RefreshTools {
   lookingUpForRefresh: LeaseTable<string, true>;
   /** The entry as known purges leave it: unchanged, marked stale, or gone. `tags`: the product's, when L1 has no copy of it. */
   judged(entry: Entry | undefined, id: string, resource: ResourceName, tags?: readonly string[]): Entry | undefined;
+  /** L1's copy of `key`, judged, and usable only on error while purges are read ahead of it (readThrough.ts). */
+  fromL1(key: string, id: string, resource: ResourceName): Entry | undefined;
   /** Whether this isolate knows every id purge after `stamp`: a location copy stamped earlier cannot be judged here. */
   vouches(stamp: PurgeStamp): boolean;
   fillContext(resource: ResourceName, id: string, request: PageRequest): FillContext;
@@ -70,12 +72,12 @@ export function readFromL1(
   request: PageRequest,
   data: Record<string, Served<unknown>>,
 ): Pending[] {
-  const { config, clock, l1 } = tools;
+  const { config, clock } = tools;
   const pending: Pending[] = [];
   const toRefresh: RefreshItem[] = [];
   for (const resource of resources) {
     const key = entryKey(config.keyPrefix, resource, id);
-    const entry = tools.judged(l1.entry(key), id, resource);
+    const entry = tools.fromL1(key, id, resource);
     const state = entryState(entry, clock.now());
     if (entry && state === "fresh") {
       data[resource] = served(resource, entry, "l1", "fresh");
@@ -156,7 +158,7 @@ function refreshParts(tools: PageTools, id: string, items: RefreshItem[], reques
  */
 export function filledMeanwhile(tools: PageTools, id: string, pending: Pending[], data: Record<string, Served<unknown>>): Pending[] {
   return pending.filter((item) => {
-    const entry = tools.judged(tools.l1.entry(item.key), id, item.resource);
+    const entry = tools.fromL1(item.key, id, item.resource);
     if (!entry || entryState(entry, tools.clock.now()) !== "fresh") return true;
     data[item.resource] = served(item.resource, entry, "l1", "fresh");
     return false;
@@ -338,7 +340,7 @@ export async function readFromOrigin(
     for (const item of pending) {
       if (item === subject) continue;
       // Filled by another request while this one waited for the subject: no fill of its own.
-      const landed = tools.judged(tools.l1.entry(item.key), id, item.resource);
+      const landed = tools.fromL1(item.key, id, item.resource);
       if (landed && entryState(landed, tools.clock.now()) === "fresh") data[item.resource] = served(item.resource, landed, "l1", "fresh");
       else rest.push(item);
     }
@@ -402,7 +404,7 @@ async function fallBack(
   // L2 (kept in L1 for the requests that joined it), or what they kept.
   const fromFill = tools.judged(context.olderCopy, id, item.resource);
   if (fromFill && entryState(fromFill, clock.now()) !== "expired") l1.keep(item.key, fromFill);
-  const inL1 = tools.judged(l1.entry(item.key), id, item.resource);
+  const inL1 = tools.fromL1(item.key, id, item.resource);
   const fallback = newerOf(newerOf(item.fallback, fromFill), inL1);
   if ((!fallback || entryState(fallback, clock.now()) === "expired") && l2 && !item.l2Answered && !context.l2Answered) {
     // A double fault: the origin failed, and L2 was not asked, or did not
@@ -470,7 +472,7 @@ export async function readCopies<R extends ResourceName>(
   const missing: { id: string; key: string }[] = [];
   for (const id of ids) {
     const key = entryKey(config.keyPrefix, resource, id);
-    const entry = tools.judged(l1.entry(key), id, resource);
+    const entry = tools.fromL1(key, id, resource);
     if (usable(entry)) found.set(id, entry.data);
     else missing.push({ id, key });
   }

@@ -71,6 +71,8 @@ interface PurgeKnowledge {
   stamp(): PurgeStamp | null;
   /** Whether this isolate knows every id purge recorded after `stamp`. */
   vouches(stamp: PurgeStamp): boolean;
+  /** Copies fetched before this may have been purged by purges not yet read here (0: none; see invalidation/watcher.ts). */
+  unsureBefore?(): number;
   /** What a lock claim going out now reads along for them (the purge log's position; null: nothing now). */
   readAlong?(): ReadAlong | null;
 }
@@ -198,6 +200,19 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   }
 
   /**
+   * L1's copy as known purges leave it. A copy fetched before purges this
+   * isolate is still reading (a bulk re-price read in the background:
+   * invalidation/watcher.ts) is usable only on error: the page takes Redis's
+   * copy, which those purges' ids were applied to, with its fill's claim.
+   */
+  function fromL1(key: string, id: string, resource: ResourceName): Entry | undefined {
+    const entry = judged(l1.entry(key), id, resource);
+    if (!entry || entry.fetchedAt >= (deps.purges?.unsureBefore?.() ?? 0)) return entry;
+    const now = clock.now();
+    return { ...entry, freshUntil: Math.min(entry.freshUntil, now), staleUntil: Math.min(entry.staleUntil, now) };
+  }
+
+  /**
    * Puts the location tier's copy of `id`'s parts kept with `resource`
    * (location.ts, keptWith): what L1 holds of each, as this isolate's purge
    * knowledge leaves it, stamped with the purge-log position it has read.
@@ -214,7 +229,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     if (keys.some((key) => flights.running(key))) return;
     const parts: LocationPart[] = [];
     for (const [index, part] of resources.entries()) {
-      const entry = rejections.of(keys[index]!) ? undefined : judged(l1.entry(keys[index]!), id, part);
+      const entry = rejections.of(keys[index]!) ? undefined : fromL1(keys[index]!, id, part);
       if (entry) parts.push({ resource: part, entry });
     }
     location.put(id, parts, deps.purges?.stamp() ?? null, background);
@@ -250,6 +265,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     reading,
     lookingUpForRefresh: createLeaseTable<string, true>({ clock }),
     judged,
+    fromL1,
     // Without purge knowledge (unit tests of the life cycle) every copy is vouched for: there are no purges.
     vouches: (stamp) => deps.purges?.vouches(stamp) ?? true,
     fillContext,

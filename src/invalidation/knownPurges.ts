@@ -37,6 +37,8 @@ export interface KnownPurges {
    * before it are then no longer vouched for, as if they had been forgotten.
    */
   remember(record: PurgeRecord, options?: { ids: boolean }): void;
+  /** Remembers a purge's tag/all marks alone, ahead of the records before it (its ids come when it is read in order). */
+  rememberWide(record: PurgeRecord): void;
   /**
    * Forgets everything but the floor and starts over from the log's marks (a
    * sync that could not catch up) at log position `at`, and takes what the
@@ -150,6 +152,10 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
       if (isWide(record)) rememberWide(record);
       if (options?.ids !== false) rememberIds(record);
       else if (record.ids.length > 0) knownAfter = Math.max(knownAfter, record.seq);
+    },
+
+    rememberWide(record) {
+      if (isWide(record)) rememberWide(record);
     },
 
     startOver(newFloor, newMarks, at, latest) {

@@ -5,6 +5,10 @@
 //   pp:v1:purge:marks  per resource and tag (or "all"), the latest hard and soft purge
 //                      times: what a new isolate needs to judge entries, whatever the
 //                      number of purges (a hash of at most purgeMarksMax fields)
+//   pp:v1:purge:wide-log  the same numbers as the log, each with its record if it is a tag
+//                      or all purge, else with its number alone: a reader a page of a bulk
+//                      re-price behind takes the tag and all purges ahead of its page in the
+//                      same read, and knows by their count that none is missing
 //   pp:v1:purge:era    when the counter (re)started: a sequence number means
 //                      something only within its era (location copies carry both).
 //                      An era stands only beside its counter and is never empty; a
@@ -36,11 +40,11 @@ const FLOOR_FIELD = "~floor";
 const APPEND_LOG = `
 local counter = redis.pcall('GET', KEYS[1])
 local foreign = counter and not (type(counter) == 'string' and string.match(counter, '^%d+$'))
-for i, expected in ipairs({'zset', 'hash'}) do
-  local kind = redis.call('TYPE', KEYS[i + 1]).ok
+for i, expected in pairs({[2] = 'zset', [3] = 'hash', [5] = 'zset'}) do
+  local kind = redis.call('TYPE', KEYS[i]).ok
   if kind ~= expected and kind ~= 'none' then foreign = true end
 end
-if foreign then redis.call('DEL', KEYS[1], KEYS[2], KEYS[3]) end
+if foreign then redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[5]) end
 local seq = redis.call('INCR', KEYS[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[7])
 -- A counter that starts again starts a new era: its numbers name other purges than the last era's.
@@ -52,6 +56,9 @@ local record = '{"seq":' .. seq .. ',' .. string.sub(ARGV[1], 2)
 redis.call('ZADD', KEYS[2], seq, record)
 redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[5]) + 1))
 redis.call('PEXPIRE', KEYS[2], ARGV[8])
+redis.call('ZADD', KEYS[5], seq, ARGV[3] == '1' and record or tostring(seq))
+redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -(tonumber(ARGV[5]) + 1))
+redis.call('PEXPIRE', KEYS[5], ARGV[8])
 if ARGV[3] == '1' then
   local purge = cjson.decode(ARGV[1])
   local at = tonumber(ARGV[2])
@@ -123,13 +130,18 @@ end
 return #KEYS / 2
 `;
 
-// Answers {seq, follows, records, marks, era, upTo}. A reader of the log's
-// era (ARGV[4]) that the log still holds the next record for follows it (1):
-// it gets the records after its position ARGV[1] in order, one page of at
-// most ARGV[2] records or ARGV[3] bytes (at least one record), and `upTo`,
-// the number of the last one: less than `seq` when there is more to read (a
-// bulk re-price: hundreds of purges of 1,000 ids), which the reader asks for
-// next, page by page. Any other reader (new, of another era: the counter
+// Answers {seq, follows, records, marks, era, upTo, wideAhead, wideAheadKnown}.
+// A reader of the log's era (ARGV[4]) that the log still holds the next
+// record for follows it (1): it gets the records after its position ARGV[1]
+// in order, one page of at most ARGV[2] records or ARGV[3] bytes (at least
+// one record), and `upTo`, the number of the last one: less than `seq` when
+// there is more to read (a bulk re-price: hundreds of purges of 1,000 ids),
+// which the reader asks for next, page by page, in the background. Then it
+// also gets the tag and all purges after its page (within the same bytes),
+// and whether those are all of them (1: the wide log holds every number
+// after the page): with them, and Redis's copies (which a purge's ids are
+// applied to before it is logged), it can judge any copy before it has
+// read the rest (watcher.ts). Any other reader (new, of another era: the counter
 // started again, or behind what the log still holds) starts over (0): it
 // gets the tag/all marks (HGETALL: field, value, ...) instead of the records
 // it missed, and the log's latest records, newest first, within the same
@@ -155,7 +167,21 @@ if sameEra and seq > seen and oldest[2] ~= nil and tonumber(oldest[2]) <= seen +
     page[#page + 1] = found[i]
     upTo = tonumber(found[i + 1])
   end
-  if #page > 0 then return {seq, 1, page, {}, era, math.min(upTo, seq)} end
+  if #page > 0 then
+    local ahead, aheadKnown = {}, 0
+    if upTo < seq and redis.call('ZCOUNT', KEYS[5], '(' .. upTo, seq) == seq - upTo then
+      aheadKnown = 1
+      local aheadBytes = 0
+      for _, member in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '(' .. upTo, seq)) do
+        if string.sub(member, 1, 1) == '{' then
+          aheadBytes = aheadBytes + string.len(member)
+          if aheadBytes > tonumber(ARGV[3]) then ahead, aheadKnown = {}, 0 break end
+          ahead[#ahead + 1] = member
+        end
+      end
+    end
+    return {seq, 1, page, {}, era, math.min(upTo, seq), ahead, aheadKnown}
+  end
 end
 local latest = {}
 local bytes = 0
@@ -187,7 +213,7 @@ end
 return {tonumber(counter) or 0, era}
 `;
 
-type PurgesReply = [number, number, string[], string[], string, number];
+type PurgesReply = [number, number, string[], string[], string, number, string[]?, number?];
 
 /**
  * READ_PURGES per client, hashed once and run by its SHA, read-only
@@ -235,6 +261,12 @@ export interface PurgesSince {
   records: PurgeRecord[];
   /** The last number these records reach, whether or not each could be read (`seq` when not following). */
   upTo: number;
+  /**
+   * Following, with more to read after `upTo`: every tag and all purge
+   * after it, up to `seq` (null: none is left to read, or they could not all
+   * be read within a page's bounds; absent: the same).
+   */
+  wideAhead?: PurgeRecord[] | null;
   /** When not following: the tag/all marks, and the floor (everything fetched before it is gone). */
   marks: WideMark[];
   floor: number;
@@ -292,7 +324,10 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
         String(DEFAULTS.purgeSeqTtlMs),
         String(DEFAULTS.purgeLogTtlMs),
       ];
-      return l2.run((redis) => redis.eval<string[], number>(APPEND_LOG, [keys.seq, keys.log, keys.wide, keys.era], args), { isWrite: true, force: true });
+      return l2.run((redis) => redis.eval<string[], number>(APPEND_LOG, [keys.seq, keys.log, keys.wide, keys.era, keys.wideLog], args), {
+        isWrite: true,
+        force: true,
+      });
     },
 
     /**
@@ -306,20 +341,23 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
       const answer = await l2.run(
         (redis) =>
           readPurgesScript(redis).exec(
-            [keys.seq, keys.log, keys.wide, keys.era],
+            [keys.seq, keys.log, keys.wide, keys.era, keys.wideLog],
             // "-" is no era (eras are times or ''): a reader that has read none starts over.
             [String(seen), String(DEFAULTS.purgeSyncMaxRecords), String(DEFAULTS.purgeSyncMaxBytes), readerEra ?? "-"],
           ),
         { passive: true },
       );
       if (!answer) return undefined;
-      const [seq, follows, records, fields, era, upTo] = answer;
+      const [seq, follows, records, fields, era, upTo, ahead, aheadKnown] = answer;
+      // A wide purge ahead that cannot be read is one the reader cannot judge copies by: then none is known.
+      const wideAhead = aheadKnown === 1 && ahead ? readable(ahead, keys.wideLog) : null;
       return {
         seq,
         era: String(era ?? ""),
         follows: follows === 1,
         records: readable(records, keys.log),
         upTo: Number(upTo ?? seq),
+        wideAhead: wideAhead && ahead && wideAhead.length === ahead.length ? wideAhead : null,
         ...parseMarks(fields, clock.now()),
       };
     },

@@ -9,6 +9,15 @@
 // purge's 202, no isolate serves the old data more than `pollMs` (plus the
 // L2 round trip) later.
 //
+// A visitor waits for one page of the log at most. An isolate further
+// behind (a bulk re-price recorded faster than it reads: hundreds of
+// purges of 1,000 ids) reads the rest in the background, and meanwhile
+// (`unsureBefore`) takes none of its L1 copies fetched before that page's
+// read as they are: each is read from Redis, where a purge's ids were
+// applied before the purge was logged (log.ts), and judged by the tag and
+// all purges ahead, which came with the page. The products the re-price
+// did not touch are served meanwhile, from Redis's copies, one round trip.
+//
 // The isolates of a data center share their reads (sharedPosition.ts): a
 // sync first looks in the location tier, and a read of the log that some
 // isolate there sent since, less than half a poll ago, that found the log
@@ -76,6 +85,12 @@ export interface PurgeWatcher {
    * (older copies are at best stale: a refresh must not take one back as fresh).
    */
   purgedAt(id: string, resource: ResourceName, tags: readonly string[]): PurgedAt;
+  /**
+   * While a sync reads a log that holds purges it has not read yet: copies
+   * fetched before this may have been purged by them, and are not served from
+   * L1 as they are (0: none; see the head of this file).
+   */
+  unsureBefore(): number;
   /** Applies a purge this isolate just recorded, without waiting for the next poll. */
   apply(record: PurgeRecord): void;
   /** The log position this isolate has read up to (null: not yet read): what a copy fetched from now on is stamped with. */
@@ -127,6 +142,21 @@ function firstWithIdsKept(records: readonly PurgeRecord[]): number {
   return 0;
 }
 
+/**
+ * A sync under way, as a lease (src/shared/leases.ts): its deadline, renewed
+ * at each page; when its first page's read was sent, once it reads the rest
+ * in the background (null: not yet, or not so); and what lets the visitors
+ * waiting for that page go on.
+ */
+interface SyncLease {
+  until: number;
+  startedAt: number;
+  behindSince: number | null;
+  /** Where the log stood when the sync began reading ahead: the rest it has yet to read ends there. */
+  aheadUpTo: number;
+  firstPageRead: () => void;
+}
+
 export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   const { log, l1, clock, keyPrefix } = options;
   const shared = options.shared ?? null;
@@ -148,6 +178,11 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * nothing, on every sync of every isolate.
    */
   let logStill = false;
+  /** When the last read of the log that Redis answered was sent: a sync reading a re-price page by page is not blind. */
+  let lastAnsweredAt = -Infinity;
+  function answeredAt(at: number): void {
+    lastAnsweredAt = Math.max(lastAnsweredAt, at);
+  }
   function syncedAt(at: number): void {
     if (at <= lastSyncAt) return;
     lastSyncAt = at;
@@ -158,7 +193,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * `waitUntil` of the request that started it, and if that request vanishes
    * anyway the next request starts another once SYNC_LEASE_MS has passed.
    */
-  let syncing: { work: Promise<void>; until: number; startedAt: number } | null = null;
+  let syncing: SyncLease | null = null;
   /**
    * Whether Redis answered the last read of the log. While it does not, no
    * visitor waits for the next sync: a read that failed within its budget
@@ -197,16 +232,16 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * what was purged), or, for an isolate that cannot follow the log, a start
    * over. `renew` extends the sync's lease while pages come in.
    */
-  async function syncNow(renew: () => void, background: (work: Promise<unknown>) => void): Promise<void> {
+  async function syncNow(lease: SyncLease, background: (work: Promise<unknown>) => void): Promise<void> {
     const reaches: PurgeReach[] = [];
     try {
-      await readAndApply(renew, background, reaches);
+      await readAndApply(lease, background, reaches);
     } finally {
       if (reaches.length > 0) options.reached?.(reaches, background);
     }
   }
 
-  async function readAndApply(renew: () => void, background: (work: Promise<unknown>) => void, reaches: PurgeReach[]): Promise<void> {
+  async function readAndApply(lease: SyncLease, background: (work: Promise<unknown>) => void, reaches: PurgeReach[]): Promise<void> {
     if (!log) return;
     if (shared && era && logStill && (await tookSharedRead(shared))) return;
     const appliedBefore = syncsApplied;
@@ -219,6 +254,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     let answer = await log.readSince(seq, era);
     lastReadAnswered = answer !== undefined;
     if (!answer) return; // L2 unavailable: stay as we are; `blind` tells how long
+    answeredAt(sentAt);
     logStill = answer.follows && answer.seq === seqBefore && answer.era === era;
     const at = { era: answer.era, seq: answer.seq };
     // A log with no era (never written, or lost with Redis's data) is given
@@ -254,11 +290,20 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       seq = Math.max(seq, answer.upTo);
       era = at.era;
       if (answer.upTo >= answer.seq) break;
-      // More to read. Past the pages one sync may read, starting over costs less (DEFAULTS.purgeCatchUpMaxPages).
-      renew();
+      // More to read, in the background: with every tag and all purge ahead known, the visitors waiting go on,
+      // unsure of L1 copies older than this read (see the head of this file). Without, they wait as for any sync.
+      if (pages === 1 && answer.wideAhead) {
+        for (const record of answer.wideAhead) known.rememberWide(record);
+        lease.behindSince = sentAt;
+        lease.aheadUpTo = answer.seq;
+        lease.firstPageRead();
+      }
+      // Past the pages one sync may read, starting over costs less (DEFAULTS.purgeCatchUpMaxPages).
+      lease.until = clock.now() + SYNC_LEASE_MS;
       sentAt = clock.now();
       const next = pages < DEFAULTS.purgeCatchUpMaxPages ? await log.readSince(seq, era) : await log.readSince(0, null);
       lastReadAnswered = next !== undefined;
+      if (next) answeredAt(sentAt);
       // L2 failed mid-way (the next sync goes on from here: this isolate's
       // knowledge stays as old as its last complete read), or another sync
       // took over (this one's lease ran out on a slow read).
@@ -306,24 +351,26 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     known.startOver(answer.floor, answer.marks, at, answer.records);
   }
 
-  /** Starts a sync in this request, unless one is under way: then `undefined` (this request does not await another's). */
+  /** Starts a sync in this request, unless one is under way: then `undefined` (this request does not await another's). What it gives settles once its first page is applied. */
   function startSync(background: (work: Promise<unknown>) => void): Promise<void> | undefined {
     if (syncing && syncing.until > clock.now()) return undefined;
-    const lease = { work: Promise.resolve(), until: clock.now() + SYNC_LEASE_MS, startedAt: clock.now() };
-    const work = syncNow(() => {
-      lease.until = clock.now() + SYNC_LEASE_MS;
-    }, background).finally(() => {
+    let firstPageRead = () => {};
+    const firstPage = new Promise<void>((resolve) => (firstPageRead = resolve));
+    const lease: SyncLease = { until: clock.now() + SYNC_LEASE_MS, startedAt: clock.now(), behindSince: null, aheadUpTo: 0, firstPageRead };
+    const work = syncNow(lease, background).finally(() => {
       if (syncing === lease) syncing = null;
+      firstPageRead();
     });
-    lease.work = work;
     syncing = lease;
     background(work.catch(() => undefined));
-    return work;
+    return firstPage;
   }
 
   const syncUnderWay = () => syncing !== null && syncing.until > clock.now();
+  /** The sync under way has read its first page and goes on in the background. */
+  const readingAhead = () => syncUnderWay() && syncing!.behindSince !== null;
 
-  const blind = () => log !== null && clock.now() - lastSyncAt > options.blindAfterMs;
+  const blind = () => log !== null && clock.now() - Math.max(lastSyncAt, lastAnsweredAt) > options.blindAfterMs;
 
   return {
     async sync(background) {
@@ -337,13 +384,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
         // start: a read that has run longer is one Redis is slow to answer,
         // and the visitors after the first do not each wait for it in turn.
         const until = Math.min(clock.now(), syncing?.startedAt ?? Number.POSITIVE_INFINITY) + options.syncWaitMs;
-        if (mine)
-          await within(
-            mine.catch(() => undefined),
-            options.syncWaitMs,
-            () => undefined,
-          );
-        else await pollUntil(() => (syncUnderWay() ? undefined : true), until, clock.now);
+        if (mine) await within(mine, options.syncWaitMs, () => undefined);
+        else await pollUntil(() => (syncUnderWay() && !readingAhead() ? undefined : true), until, clock.now);
       } else if (clock.now() >= backgroundDueAt && !syncUnderWay()) {
         void startSync(background)?.catch(() => undefined);
       }
@@ -357,11 +399,14 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
 
     purgedAt: (id, resource, tags) => known.purgedAt(id, resource, tags),
 
+    unsureBefore: () => (readingAhead() ? syncing!.behindSince! : 0),
+
     apply: (record) => apply(record),
 
     stamp: () => (era ? { era, seq } : null),
 
-    vouches: (stamp) => known.vouches(stamp),
+    // Not a copy stamped before the end of what a sync reading ahead has yet to read: it may predate those purges.
+    vouches: (stamp) => known.vouches(stamp) && !(readingAhead() && stamp.seq < syncing!.aheadUpTo),
 
     readAlong() {
       const sentAt = clock.now();

@@ -74,6 +74,30 @@ describe("the purge log", () => {
     expect(JSON.stringify(fresh).length).toBeLessThan(DEFAULTS.purgeSyncMaxBytes);
   });
 
+  it("hands a reader a page behind the tag and all purges after its page, and says when it cannot have them all", async () => {
+    const log = createPurgeLog({ l2, keyPrefix: "ahead", wideRetentionMs: 60_000 });
+    const first = (await log.record(idPurge(["p-000001"])))!;
+    const bulk = (n: number) => idPurge(Array.from({ length: 1000 }, (_, i) => productId(n * 1000 + i)));
+    for (let n = 0; n < 40; n++) await log.record(bulk(n));
+    const tagged = (await log.record(recordFrom({ tags: ["brand:late"], mode: "soft" }, Date.now())))!;
+    const everything = (await log.record(recordFrom({ all: true, resources: ["reviews"], mode: "hard" }, Date.now())))!;
+    for (let n = 40; n < 50; n++) await log.record(bulk(n));
+
+    const era = (await log.readSince(0, null))!.era;
+    const page = (await log.readSince(first, era))!;
+    expect(page.upTo).toBeLessThan(tagged);
+    expect(page.wideAhead?.map((record) => record.seq)).toEqual([tagged, everything]);
+    expect(page.wideAhead![0]).toMatchObject({ tags: ["brand:late"], mode: "soft" });
+    // The last page has nothing after it.
+    let last = page;
+    while (last.upTo < last.seq) last = (await log.readSince(last.upTo, era))!;
+    expect(last.wideAhead ?? null).toBeNull();
+
+    // A wide log that does not hold every number after the page (written before it existed): none is known.
+    await l2.run((redis) => redis.zremrangebyscore(purgeLogKeys("ahead").wideLog, everything + 1, everything + 1), { isWrite: true });
+    expect((await log.readSince(first, era))!.wideAhead ?? null).toBeNull();
+  });
+
   it("brings a watcher that follows the log through a bulk re-price in one sync: L1 loses only what was purged", async () => {
     const log = createPurgeLog({ l2, keyPrefix: "reprice", wideRetentionMs: 60_000 });
     const forgotten = new Set<string>();

@@ -264,13 +264,28 @@ describe("the purge watcher's blind mode", () => {
 });
 
 describe("a bulk re-price, read page by page", () => {
-  /** A log of one-id purges (p-<n>) that hands a follower at most `perPage` of them a read, as READ_PURGES does. */
-  function pagedLog(perPage: number) {
+  /**
+   * A log of one-id purges (p-<n>) that hands a follower at most `perPage` of
+   * them a read, as READ_PURGES does. Those numbered in `tagged` also purge
+   * the tag "sale"; with `aheadKnown`, a page with more after it comes with
+   * them (wideAhead). `hold`: reads after the first wait for `release()`.
+   */
+  function pagedLog(perPage: number, more: { tagged?: ReadonlySet<number>; aheadKnown?: boolean } = {}) {
     /** `failRead`: the number of the read that fails (L2 unavailable). */
-    const state = { seq: 1, reads: 0, startOvers: 0, failRead: 0 };
-    const record = (seq: number) => ({ seq, at: 1, ids: [`p-${seq}`], tags: [], all: false, mode: "hard" as const, resources: PRODUCT });
+    const state = { seq: 1, reads: 0, startOvers: 0, failRead: 0, at: 1, hold: false, release: () => {} };
+    const tagged = more.tagged ?? new Set<number>();
+    const record = (seq: number) => ({
+      seq,
+      at: state.at,
+      ids: [`p-${seq}`],
+      tags: tagged.has(seq) ? ["sale"] : [],
+      all: false,
+      mode: "hard" as const,
+      resources: PRODUCT,
+    });
     const log = {
       async readSince(seen: number, era: string | null): Promise<PurgesSince | undefined> {
+        if (state.hold && state.reads > 0 && seen > 1) await new Promise<void>((resolve) => (state.release = resolve));
         if (++state.reads === state.failRead) return undefined;
         if (era !== "e1") {
           state.startOvers++;
@@ -278,7 +293,9 @@ describe("a bulk re-price, read page by page", () => {
         }
         const upTo = Math.min(state.seq, seen + perPage);
         const records = Array.from({ length: upTo - seen }, (_, i) => record(seen + 1 + i));
-        return { seq: state.seq, era: "e1", follows: true, records, upTo, marks: [], floor: 0 };
+        const ahead = Array.from({ length: state.seq - upTo }, (_, i) => upTo + 1 + i).filter((seq) => tagged.has(seq));
+        const wideAhead = more.aheadKnown && upTo < state.seq ? ahead.map(record) : null;
+        return { seq: state.seq, era: "e1", follows: true, records, upTo, wideAhead, marks: [], floor: 0 };
       },
       record: async () => undefined,
       startEra: async () => ({ seq: state.seq, era: "e1" }),
@@ -385,6 +402,111 @@ describe("a bulk re-price, read page by page", () => {
     expect(state.reads).toBe(1 + DEFAULTS.purgeCatchUpMaxPages + 1);
     expect(l1.keptOnlyForErrors).toBe(2);
     expect(watcher.status()).toMatchObject({ seq: state.seq, lastSyncAt: clock.now() });
+  });
+
+  it("keeps a visitor due for a sync waiting for one page only: the rest is read in the background, and meanwhile L1's older copies are unsure", async () => {
+    const clock = fakeClock();
+    const { log, state } = pagedLog(3, { tagged: new Set([50]), aheadKnown: true });
+    const watcher = watcherWith(clock, log);
+    await sync(watcher);
+    expect(watcher.unsureBefore()).toBe(0);
+    const fetchedBefore = entryFetchedAt(clock, clock.now());
+    const stampedBefore = watcher.stamp()!;
+
+    // 60 purges (one tagged "sale"), recorded since; the first page is read, the others wait.
+    state.seq = 61;
+    state.at = clock.now() + 1;
+    state.hold = true;
+    clock.advance(POLL_MS);
+    const sentAt = clock.now();
+    const background: Promise<unknown>[] = [];
+    await watcher.sync((work) => void background.push(work));
+    expect(watcher.status().seq).toBe(4);
+    // Copies fetched before that read may have been purged by what is not read yet: not from L1 as they are...
+    expect(watcher.unsureBefore()).toBe(sentAt);
+    // ...nor a location copy stamped before where the log stood then...
+    expect(watcher.vouches(stampedBefore)).toBe(false);
+    expect(watcher.vouches({ era: "e1", seq: 61 })).toBe(true);
+    // ...and the tag purge ahead, which came with the page, already judges them.
+    expect(watcher.judge(fetchedBefore, "p-9", "product", ["sale"])).toBe("gone");
+    expect(watcher.judge(fetchedBefore, "p-9", "product", [])).toBe("ok");
+
+    // The rest, in the background: then all is known, and nothing is unsure.
+    state.hold = false;
+    while (watcher.status().seq < 61) {
+      state.release();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await Promise.all(background);
+    expect(watcher.unsureBefore()).toBe(0);
+    expect(watcher.vouches(watcher.stamp()!)).toBe(true);
+    expect(watcher.judge(fetchedBefore, "p-60", "product", [])).toBe("gone");
+  });
+
+  it("keeps the visitor waiting for the whole sync, as before, when the page does not come with every tag and all purge ahead", async () => {
+    const clock = fakeClock();
+    const { log, state } = pagedLog(3, { tagged: new Set([50]), aheadKnown: false });
+    const watcher = watcherWith(clock, log);
+    await sync(watcher);
+    state.seq = 61;
+    state.hold = true;
+    clock.advance(POLL_MS);
+    let served = false;
+    const visitor = watcher.sync(() => undefined).then(() => (served = true));
+    for (let read = 0; read < 5; read++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(served).toBe(false);
+      expect(watcher.unsureBefore()).toBe(0);
+      state.release();
+    }
+    state.hold = false;
+    state.release();
+    await visitor;
+    expect(watcher.status().seq).toBe(61);
+  });
+
+  it("while it reads the rest, the read path does not serve L1's older copies as they are: a product the rest may purge is read again, and L1 serves once all is read", async () => {
+    const clock = fakeClock();
+    const origin = fakeOrigin();
+    const { log, state } = pagedLog(3, { aheadKnown: true });
+    let watcher: PurgeWatcher | undefined;
+    const cache = createReadThrough({
+      config: testConfig({ CACHE_POLICIES: JSON.stringify({ product: { ttl: 3600, swr: 600, staleIfError: 86_400 } }) }),
+      origin,
+      l2: null,
+      clock,
+      purges: {
+        judge: (...args) => watcher!.judge(...args),
+        purgedAt: (...args) => watcher!.purgedAt(...args),
+        stamp: () => watcher!.stamp(),
+        vouches: (stamp) => watcher!.vouches(stamp),
+        unsureBefore: () => watcher!.unsureBefore(),
+      },
+    });
+    watcher = watcherWith(clock, log, cache);
+    const background: Promise<unknown>[] = [];
+    const page = async () => {
+      await watcher!.sync((work) => void background.push(work));
+      return (await cache.read("p-90", PRODUCT, (work) => void background.push(work))).data.product!;
+    };
+    expect(await page()).toMatchObject({ tier: "origin" });
+    expect(await page()).toMatchObject({ tier: "l1" });
+
+    state.seq = 61;
+    state.hold = true;
+    clock.advance(POLL_MS);
+    // Not purged by the first page, but maybe by the rest: not served from L1 as it is (here, with no L2, from the origin).
+    expect(await page()).toMatchObject({ tier: "origin" });
+    expect(origin.calls.product).toBe(2);
+
+    state.hold = false;
+    while (watcher.status().seq < 61) {
+      state.release();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await Promise.all(background.splice(0));
+    expect(await page()).toMatchObject({ tier: "l1" });
+    expect(origin.calls.product).toBe(2);
   });
 
   it("stays due while a page cannot be read: its knowledge is as old as its last complete read", async () => {
