@@ -5,7 +5,7 @@
 //     --redis-url http://127.0.0.1:8789 --token dev-gateway-token      (--help)
 //
 // Flags win over the environment (ORIGIN_URL, UPSTASH_REDIS_REST_URL,
-// UPSTASH_REDIS_REST_TOKEN, KNOWN_IDS_CAPACITY, KNOWN_IDS_FP_RATE).
+// UPSTASH_REDIS_REST_TOKEN, KNOWN_IDS_CAPACITY).
 // Exit code 0: switched; 1: the build failed (the current filter stays); 2: bad usage.
 import { parseCommandLine, usageError } from "./cli";
 import { createBreaker } from "../src/shared/breaker";
@@ -32,7 +32,7 @@ usage: ${COMMAND} -- --origin URL --redis-url URL --token TOKEN [options]
   --token TOKEN        its token (required; env UPSTASH_REDIS_REST_TOKEN)
   --prefix PREFIX      the tier's Redis key prefix (default ${DEFAULTS.keyPrefix})
   --capacity N         ids the filter is sized for (default ${KNOWN_IDS_DEFAULTS.capacity}; env KNOWN_IDS_CAPACITY; grown if the catalog is larger)
-  --fp-rate P          its false-positive rate (default ${KNOWN_IDS_DEFAULTS.fpRate}; env KNOWN_IDS_FP_RATE)
+  --fp-rate P          its false-positive rate (default ${KNOWN_IDS_DEFAULTS.fpRate}, the worker's)
   --timeout-ms MS      budget of each Redis call (default ${DEFAULT_L2_TIMEOUT_MS})
   -h, --help           this text
 Exit code 0: switched; 1: the build failed; 2: bad usage.
@@ -82,7 +82,7 @@ function readOptions(): Options {
     token: required("--token (or UPSTASH_REDIS_REST_TOKEN)", values.token ?? env.UPSTASH_REDIS_REST_TOKEN),
     prefix: values.prefix ?? DEFAULTS.keyPrefix,
     capacity: numberOption("--capacity", values.capacity ?? env.KNOWN_IDS_CAPACITY, KNOWN_IDS_DEFAULTS.capacity),
-    fpRate: numberOption("--fp-rate", values["fp-rate"] ?? env.KNOWN_IDS_FP_RATE, KNOWN_IDS_DEFAULTS.fpRate),
+    fpRate: numberOption("--fp-rate", values["fp-rate"], KNOWN_IDS_DEFAULTS.fpRate),
     timeoutMs: numberOption("--timeout-ms", values["timeout-ms"], DEFAULT_L2_TIMEOUT_MS),
   };
 }

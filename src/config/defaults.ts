@@ -62,18 +62,16 @@ export const DEFAULTS = {
   l2BacklogBatch: 32,
   /** Backlog calls per flush: the rest waits for the next request, which has its own subrequest budget. */
   l2BacklogBatchesPerFlush: 4,
-  /** A filler holds the cross-isolate lock at most this long, so a crashed holder blocks nobody for long. */
-  lockTtlMs: 3000,
   /**
-   * How long a loser of the lock waits for the winner's result in L2 before
-   * fetching itself: as long as the winner may hold the lock. It stops at
-   * once when the winner lets go without writing (its fetch failed), so the
-   * wait is long only when the winner is alive but slow, as an isolate
-   * flooded by a herd is: a cold herd of 1,000 across two saturated
-   * isolates answered at ~1.0-1.3 s, and a 1 s wait fetched the product
-   * twice. (Nginx's proxy_cache_lock_timeout defaults to 5 s.)
+   * A fill's cross-isolate lock (Nginx's proxy_cache_lock_timeout, 5 s by
+   * default): the longest a filler holds it, so that a crashed holder blocks
+   * nobody for longer, and the longest a loser waits for the winner's result
+   * in L2 before fetching itself, since the winner may hold it that long. The
+   * wait ends at once when the winner lets go without writing (its fetch
+   * failed), so it is long only when the winner is alive but slow, as an
+   * isolate flooded by a herd is.
    */
-  lockWaitMs: 3000,
+  lockTtlMs: 3000,
   /** First poll of a lock's loser for the winner's result, doubled each time: the winner usually needs one origin round trip. */
   lockPollFirstMs: 10,
   /** Polls never further apart than this: a winner that writes late is seen soon after, at a few Redis reads a second. */
@@ -550,8 +548,8 @@ export const PURGE_LIMITS = {
   bodyBytes: 64 * 1024,
 } as const;
 
-// The known-ids filter's numbers (src/knownIds/): the first two are settings
-// (KNOWN_IDS_CAPACITY, KNOWN_IDS_FP_RATE), the rest the filter's own.
+// The known-ids filter's numbers (src/knownIds/): the first is a setting
+// (KNOWN_IDS_CAPACITY), the rest the filter's own.
 export const KNOWN_IDS_DEFAULTS = {
   /**
    * Ids the filter is sized for. The demo catalog has 10,000 products (up to

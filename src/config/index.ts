@@ -20,13 +20,9 @@ export interface Env {
   L1_MAX_BYTES?: string | number;
   L2_TIMEOUT_MS?: string | number;
   TTL_JITTER?: string | number;
-  LOCK_TTL_MS?: string | number;
-  LOCK_WAIT_MS?: string | number;
   ORIGIN_MAX_CONCURRENT?: string | number;
   PURGE_POLL_MS?: string | number;
   MAX_SUBREQUESTS?: string | number;
-  WARM_REQUESTS_PER_MINUTE?: string | number;
-  HOT_REQUESTS_PER_MINUTE?: string | number;
   SHED_LAG_MS?: string | number;
   COLD_PAGES_MAX?: string | number;
   COLD_PAGE_WAIT_MS?: string | number;
@@ -39,7 +35,6 @@ export interface Env {
   /** "off": every read straight from the origin, nothing kept (cache/bypass.ts): a baseline, not a way to run a shop. */
   CACHING?: string;
   KNOWN_IDS_CAPACITY?: string | number;
-  KNOWN_IDS_FP_RATE?: string | number;
   /** JSON object of per-resource overrides, e.g. `{"inventory":{"ttl":5}}` (README, "Cache policies"). */
   CACHE_POLICIES?: string | Record<string, unknown>;
   /** The Workers Analytics Engine dataset the fleet's figures go to (observability/fleet.ts); unbound: none are written. */
@@ -75,8 +70,8 @@ export interface Config {
    */
   l2ReadReplicas: boolean;
   ttlJitter: number;
+  /** A fill's cross-isolate lock: held at most this long, and waited for as long (DEFAULTS.lockTtlMs). */
   lockTtlMs: number;
-  lockWaitMs: number;
   /** Origin fetches in flight per isolate; more queue for a slot (origin/limiter.ts). */
   originMaxConcurrent: number;
   purgePollMs: number;
@@ -341,7 +336,7 @@ export function parseConfig(env: Env): Config {
   // Read whether the filter is on or not, so that a bad switch does not hide a bad size.
   const knownIdsFilter = {
     capacity: number("KNOWN_IDS_CAPACITY", 1, KNOWN_IDS_LIMITS.maxCapacity, KNOWN_IDS_DEFAULTS.capacity),
-    fpRate: number("KNOWN_IDS_FP_RATE", KNOWN_IDS_LIMITS.minFpRate, KNOWN_IDS_LIMITS.maxFpRate, KNOWN_IDS_DEFAULTS.fpRate, false),
+    fpRate: KNOWN_IDS_DEFAULTS.fpRate,
   };
 
   const coldPagesMax = number("COLD_PAGES_MAX", 1, 10_000, DEFAULTS.coldPagesMax);
@@ -355,8 +350,7 @@ export function parseConfig(env: Env): Config {
     l2TimeoutMs: number("L2_TIMEOUT_MS", 5, 5000, DEFAULTS.l2TimeoutMs),
     l2ReadReplicas: onOffSetting("L2_READ_REPLICAS", false),
     ttlJitter: number("TTL_JITTER", 0, 0.5, DEFAULTS.ttlJitter, false),
-    lockTtlMs: number("LOCK_TTL_MS", 100, 30_000, DEFAULTS.lockTtlMs),
-    lockWaitMs: number("LOCK_WAIT_MS", 0, 10_000, DEFAULTS.lockWaitMs),
+    lockTtlMs: DEFAULTS.lockTtlMs,
     originMaxConcurrent: number("ORIGIN_MAX_CONCURRENT", 4, 2000, DEFAULTS.originMaxConcurrent),
     purgePollMs: number("PURGE_POLL_MS", 100, 60_000, DEFAULTS.purgePollMs),
     maxSubrequests: number("MAX_SUBREQUESTS", 20, 10_000, DEFAULTS.maxSubrequests),
@@ -367,8 +361,8 @@ export function parseConfig(env: Env): Config {
     knownIds: onOffSetting("KNOWN_IDS", true) ? knownIdsFilter : null,
     locationCache: onOffSetting("LOCATION_CACHE", true),
     caching: onOffSetting("CACHING", true),
-    warmPerMinute: number("WARM_REQUESTS_PER_MINUTE", 1, 1_000_000, DEFAULTS.warmPerMinute),
-    hotPerMinute: number("HOT_REQUESTS_PER_MINUTE", 1, 1_000_000, DEFAULTS.hotPerMinute),
+    warmPerMinute: DEFAULTS.warmPerMinute,
+    hotPerMinute: DEFAULTS.hotPerMinute,
     fleetPageSample: number("FLEET_PAGE_SAMPLE", 1, 1000, DEFAULTS.fleetPageSample),
     compressAboveBytes: DEFAULTS.compressAboveBytes,
     keyPrefix: DEFAULTS.keyPrefix,

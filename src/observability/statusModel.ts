@@ -114,7 +114,7 @@ export interface StatusModel {
     | "l2TimeoutMs"
     | "ttlJitter"
     | "lockTtlMs"
-    | "lockWaitMs"
+    | "lockTtlMs"
     | "purgePollMs"
     | "originMaxConcurrent"
     | "maxSubrequests"
@@ -211,7 +211,6 @@ export function buildStatus(sources: StatusSources): StatusModel {
       l2TimeoutMs: config.l2TimeoutMs,
       ttlJitter: config.ttlJitter,
       lockTtlMs: config.lockTtlMs,
-      lockWaitMs: config.lockWaitMs,
       purgePollMs: config.purgePollMs,
       originMaxConcurrent: config.originMaxConcurrent,
       maxSubrequests: config.maxSubrequests,

@@ -192,7 +192,7 @@ function configView(model: StatusModel) {
       { name: "L1 bound", value: bytes(model.config.l1MaxBytes) },
       { name: "L2 timeout", value: `${model.config.l2TimeoutMs} ms` },
       { name: "TTL jitter", value: `± ${Math.round(model.config.ttlJitter * 100)} %` },
-      { name: "Fill lock TTL / wait", value: `${model.config.lockTtlMs} ms / ${model.config.lockWaitMs} ms` },
+      { name: "Fill lock (held and waited for)", value: `${model.config.lockTtlMs} ms` },
       { name: "Purge poll", value: `${model.config.purgePollMs} ms` },
       {
         name: "Known-ids filter",

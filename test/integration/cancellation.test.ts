@@ -39,7 +39,7 @@ const MARGIN_MS = 1500;
  */
 const SLOTS_BACK_MS = DEFAULTS.originQueueWaitMs + DEFAULT_POLICIES.product.originTimeoutMs + MARGIN_MS;
 /** The longest a product fill may take (readThrough's fill bound: lock claim, wait for another isolate, origin timeout). */
-const FILL_BOUND_MS = fillBoundMs({ lockWaitMs: DEFAULTS.lockWaitMs, policies: DEFAULT_POLICIES }, "product");
+const FILL_BOUND_MS = fillBoundMs({ lockTtlMs: DEFAULTS.lockTtlMs, policies: DEFAULT_POLICIES }, "product");
 /** Visitors waiting on a fill whose owner left: an origin round trip or two, well under the fill bound (~7 s). */
 const WAITERS_BOUND_MS = 1500;
 

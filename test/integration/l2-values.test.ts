@@ -167,7 +167,7 @@ describe("a lock key holding what no fill wrote, for ten minutes", () => {
       expect(p.status).toBe(200);
       for (const resource of PAGE_RESOURCES) expect(member(p.cacheStatus, resource), resource).toMatch(/^pp-origin; fwd=uri-miss; fwd-status=200/);
       // The origin's time (a few ms here) plus one L2 round trip, with room for a loaded machine: a fill waiting on the
-      // foreign value would take LOCK_WAIT_MS (3 s) at least.
+      // foreign value would take DEFAULTS.lockTtlMs (3 s) at least.
       expect(p.ms).toBeLessThan(1500);
       for (const resource of PAGE_RESOURCES) {
         await waitFor(`${resource}:${id} filled`, async () => (await heldEntry(direct, resource, id)) === "filled");

@@ -135,7 +135,7 @@ describe("visitors who leave", () => {
       3000,
     );
     // Released (with the isolate's next send of writes), not left to expire
-    // (LOCK_TTL_MS, 3 s), and before the origin would have answered: another
+    // (DEFAULTS.lockTtlMs, 3 s), and before the origin would have answered: another
     // isolate may fill the key now.
     await pollUntil(
       "the lock released",

@@ -1,6 +1,6 @@
 // A fill that lost the lock to another isolate and gives up waiting for it
 // (src/cache/fill/fill.ts, waitForWinner): it polls L2 for the winner's result
-// for at most lockWaitMs, then fetches from the origin itself; and when the
+// for at most lockTtlMs, then fetches from the origin itself; and when the
 // winner lets go of its lock without writing (its origin fetch failed), it
 // stops waiting at once. A fake clock that the fill's own sleeps move, so
 // that no test waits in real time.
@@ -63,7 +63,7 @@ function setup(holderAt: (poll: number) => string | null) {
 }
 
 describe("a fill that lost the lock and gives up waiting", () => {
-  it("polls L2 until lockWaitMs is spent while the winner holds its lock and writes nothing, then fetches from the origin itself, once", async () => {
+  it("polls L2 until lockTtlMs is spent while the winner holds its lock and writes nothing, then fetches from the origin itself, once", async () => {
     const { fill, context, origin, originCalledAt, polls, writes, started, settle } = setup(() => "another-isolate");
     const entry = await fill();
     await settle();
@@ -71,13 +71,13 @@ describe("a fill that lost the lock and gives up waiting", () => {
     expect(origin.calls.product).toBe(1);
     expect(context.via).toBe("origin");
     expect(entry.version).toBe(1);
-    // It waited: polls all through the wait, the last within lockWaitMs, and
+    // It waited: polls all through the wait, the last within lockTtlMs, and
     // no pause longer than the last poll's (160 ms) left unused before the fetch.
     expect(polls.length).toBeGreaterThan(10);
-    expect(polls.at(-1)! - started).toBeLessThanOrEqual(config.lockWaitMs);
+    expect(polls.at(-1)! - started).toBeLessThanOrEqual(config.lockTtlMs);
     expect(originCalledAt).toHaveLength(1);
-    expect(originCalledAt[0]! - started).toBeGreaterThan(config.lockWaitMs - 160);
-    expect(originCalledAt[0]! - started).toBeLessThanOrEqual(config.lockWaitMs);
+    expect(originCalledAt[0]! - started).toBeGreaterThan(config.lockTtlMs - 160);
+    expect(originCalledAt[0]! - started).toBeLessThanOrEqual(config.lockTtlMs);
     // Its result goes to L2, without a lock of its own to release.
     expect(writes).toHaveLength(1);
     expect(writes[0]).toMatchObject({ key: KEY, version: 1, lockToken: "" });
@@ -92,9 +92,9 @@ describe("a fill that lost the lock and gives up waiting", () => {
     expect(polls).toHaveLength(3);
     expect(origin.calls.product).toBe(1);
     expect(context.via).toBe("origin");
-    // Fetched right after the poll that found the lock free: not at the end of lockWaitMs.
+    // Fetched right after the poll that found the lock free: not at the end of lockTtlMs.
     expect(originCalledAt).toEqual([polls[2]]);
-    expect(originCalledAt[0]! - started).toBeLessThan(config.lockWaitMs / 10);
+    expect(originCalledAt[0]! - started).toBeLessThan(config.lockTtlMs / 10);
     // It claimed the lock that looked free before fetching: its write releases it.
     expect(writes).toHaveLength(1);
     expect(writes[0]!.lockToken).not.toBe("");

@@ -37,7 +37,8 @@ describe("the README's configuration table", () => {
   const rows = tableUnder("## Configuration").map(([name = "", kind = "", defaultText = ""]) => ({ name: name.replaceAll("`", ""), kind, defaultText }));
 
   it("names every setting the parser reads, and none it does not", () => {
-    expect(SETTINGS.length).toBeGreaterThan(20);
+    // The pattern finds them (the issue's bound is at most 20 settings).
+    expect(SETTINGS.length).toBeGreaterThan(10);
     expect(rows.map((row) => row.name).sort()).toEqual([...SETTINGS].sort());
   });
 
@@ -50,7 +51,8 @@ describe("the README's configuration table", () => {
       expect(parseConfig({ ...base, [name]: literal } as Env), `${name} = ${literal}`).toEqual(parseConfig(base));
       checked.push(name);
     }
-    expect(checked.length).toBeGreaterThan(15);
+    // Most have a literal default: the pattern reads them.
+    expect(checked.length).toBeGreaterThan(rows.length / 2);
   });
 });
 

@@ -5,12 +5,12 @@
 //
 //   claim lock ──won──────────────▶ origin ─▶ write to L2 (version-guarded, with the isolate's other writes) + release lock
 //        ├─fresh value in L2 ─────▶ use it
-//        ├─lost ─▶ poll L2 (backoff, ≤ lockWaitMs) ─▶ use it, or fetch yourself
+//        ├─lost ─▶ poll L2 (backoff, ≤ lockTtlMs) ─▶ use it, or fetch yourself
 //        │                                            (at once if the winner gave up its lock)
 //        └─L2 unavailable ────────▶ origin (writes dropped)
 //
 // Each step has its own bound: the claim its L2 budget (l2ClaimTimeoutMs), the
-// wait lockWaitMs (lockWait.ts), the origin call the service's timeout (its
+// wait lockTtlMs (lockWait.ts), the origin call the service's timeout (its
 // queue for a slot included). The origin call always gets the whole of that
 // timeout: the time spent before it was spent waiting on Redis or on another
 // isolate, and cutting the origin's budget by it turned a busy isolate's delay
@@ -39,8 +39,8 @@ import { OriginError } from "../../origin/failure";
  * another isolate and the origin call (up to two attempts, origin/client.ts).
  * In-flight fills are leases that end here (readThrough.ts).
  */
-export function fillBoundMs(config: Pick<Config, "lockWaitMs" | "policies">, resource: ResourceName): number {
-  return DEFAULTS.l2ClaimTimeoutMs + config.lockWaitMs + originCallBoundMs(config.policies[resource].originTimeoutMs);
+export function fillBoundMs(config: Pick<Config, "lockTtlMs" | "policies">, resource: ResourceName): number {
+  return DEFAULTS.l2ClaimTimeoutMs + config.lockTtlMs + originCallBoundMs(config.policies[resource].originTimeoutMs);
 }
 
 /** What one fill was about, and what it did (read by the caller that started it). */

@@ -43,7 +43,7 @@ export interface Flights {
 }
 
 export interface FlightsDeps {
-  config: Pick<Config, "lockWaitMs" | "policies">;
+  config: Pick<Config, "lockTtlMs" | "policies">;
   clock: Clock;
   fill: (key: string, context: FillContext) => Promise<Entry>;
   l1: L1;

@@ -30,7 +30,7 @@ interface Wanted {
 }
 
 interface LockWaitDeps {
-  config: Pick<Config, "lockWaitMs">;
+  config: Pick<Config, "lockTtlMs">;
   /** Redis left a call about `key` unanswered because it does not answer (readThrough.ts, redisSilent); otherwise a poll without an answer is one read late. */
   redisSilent: (key: string, answeredBefore: number) => boolean;
   /** Decodes what L2 holds; invalid values are misses (and deleted). */
@@ -47,7 +47,7 @@ export function createLockWait({ config, l2Entries, clock, redisSilent }: LockWa
   /**
    * Polls L2 until a fresh entry appears, the winner lets go of its lock
    * without one (its origin fetch failed), L2 is skipped (its breaker
-   * opened), or `lockWaitMs` is spent. Giving up is a reason to fetch, not an
+   * opened), or `lockTtlMs` is spent. Giving up is a reason to fetch, not an
    * error. A poll that failed while the breaker stays closed is one poll
    * lost, not news that L2 is gone: under a herd, a saturated isolate reads
    * a reply late, and taking that for an outage made it fetch what the
@@ -81,7 +81,7 @@ export function createLockWait({ config, l2Entries, clock, redisSilent }: LockWa
     reclaim: () => Promise<Reclaimed>,
     ownToken?: string,
   ): Promise<Entry | "ours" | "departed" | undefined> {
-    const giveUpAt = clock.now() + config.lockWaitMs;
+    const giveUpAt = clock.now() + config.lockTtlMs;
     let reclaims = 0;
     for (let delay: number = DEFAULTS.lockPollFirstMs; clock.now() + delay <= giveUpAt; delay = Math.min(delay * 2, DEFAULTS.lockPollMaxMs)) {
       if (wanted.wanted && !wanted.wanted()) return "departed";

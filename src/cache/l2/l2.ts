@@ -288,8 +288,8 @@ return writeFills(KEYS, ARGV)
 // (another release's lock, a bad writer, a restored backup, another type)
 // was never a fill's and is taken over at once, where it used to hold this
 // key's fills for as long as its TTL (minutes: every visitor of the page
-// waited LOCK_WAIT_MS, then fetched alone). A claimer whose LOCK_TTL_MS is
-// shorter than the holder's (during a rollout) takes a real lock over early:
+// waited the lock's whole life, then fetched alone). A claimer whose lock
+// lives shorter than the holder's (a rollout of a release that changed it) takes a real lock over early:
 // one fetch more, never a wait.
 const CLAIM_FILLS = `${WRITE_FILLS_FUNCTION}
 local writes, alongCount = tonumber(ARGV[2]), tonumber(ARGV[3])
