@@ -14,9 +14,10 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { parseArgs } from "node:util";
+import { parseCommandLine, usageError } from "../../dev/cli";
 import { buildBundle, startBundle, useLocationServer } from "../../dev/harness/bundle";
 import { benchmarkRun } from "../lib/cleanup";
+import { oneOf, wholeNumber } from "../lib/flagValues";
 import { cpuBetween, cpuSample, workerdPids } from "../lib/cpu";
 import { describeMachine, runLine, writeResults } from "../lib/report";
 import { ensureWrk, runZipfWrk, Workload } from "../lib/wrk";
@@ -27,7 +28,29 @@ const CATALOG = 100_000;
 /** As bench:profile's cached row: few enough that every page stays rendered. */
 const HOT_RANKS = 300;
 
-const { values: args } = parseArgs({
+const COMMAND = "npm run bench:ab";
+const LOADS = ["cached", "zipf", "healthz"] as const;
+
+const USAGE = `${COMMAND}: the worker's CPU per request before and after a change, in one run (bench/README.md, "Before
+and after"): the tree of --base (A) and the working tree (B) bundled as wrangler deploy would, one isolate of each on
+the same stack (demo origin 20 ± 2 ms, Redis behind the gateway), loaded by wrk in turn, A B, B A…, so that a drift
+of the machine falls on both alike; CPU from /proc. Writes bench/results/ab-<load>.md (ab-<load>-location.md with
+--location). Needs redis-server; installs wrk when missing.
+
+usage: ${COMMAND} -- [options]
+  --base REF            the commit measured as A, checked out in a worktree (default HEAD)
+  --load cached|zipf|healthz
+                        what wrk asks for: Zipf over the ${HOT_RANKS} hottest products (every page in L1), Zipf over the
+                        catalog, or /healthz (default cached)
+  --rounds N            rounds, each a turn of both sides, 1 or more (default 6)
+  --seconds N           seconds of each turn, 1 or more (default 8)
+  --connections N       wrk's connections, 1 or more (default 32)
+  --location            the location tier on, each side with a location cache of its own
+  -h, --help            this text
+
+example: ${COMMAND} -- --base HEAD~1 --load zipf --rounds 8`;
+
+const { values: args } = parseCommandLine(COMMAND, USAGE, {
   options: {
     base: { type: "string", default: "HEAD" },
     load: { type: "string", default: "cached" },
@@ -39,14 +62,14 @@ const { values: args } = parseArgs({
     help: { type: "boolean", short: "h", default: false },
   },
 });
-const rounds = Number(args.rounds);
-const seconds = Number(args.seconds);
-const connections = Number(args.connections);
-if (args.help || ![rounds, seconds, connections].every((n) => Number.isInteger(n) && n >= 1) || !["cached", "zipf", "healthz"].includes(args.load)) {
-  (args.help ? console.log : console.error)(
-    "usage: npm run bench:ab -- [--base REF (default HEAD)] [--load cached|zipf|healthz (default cached)] [--rounds N (6)] [--seconds N (8)] [--connections N (32)] [--location]",
-  );
-  process.exit(args.help ? 0 : 2);
+oneOf(COMMAND, "--load", args.load, LOADS);
+const rounds = wholeNumber(COMMAND, "--rounds", args.rounds, 1);
+const seconds = wholeNumber(COMMAND, "--seconds", args.seconds, 1);
+const connections = wholeNumber(COMMAND, "--connections", args.connections, 1);
+try {
+  execFileSync("git", ["rev-parse", "--verify", "--quiet", "--end-of-options", `${args.base}^{commit}`], { stdio: "ignore" });
+} catch {
+  usageError(COMMAND, `--base must name a commit of this checkout, got ${JSON.stringify(args.base)}`);
 }
 
 const { onCleanup, run } = benchmarkRun("ab");

@@ -1,7 +1,8 @@
-// bench:chaos's settings and its command line (read and checked; a wrong one
-// prints the usage and exits). The stack and the load are the soak's
-// (soak/plan.ts): its catalog and origin latency.
-import { parseArgs } from "node:util";
+// bench:chaos's settings and its command line (read with dev/cli.ts: --help
+// prints the usage, a wrong one is a usage error in one line). The stack and
+// the load are the soak's (soak/plan.ts): its catalog and origin latency.
+import { parseCommandLine } from "../../dev/cli";
+import { resultsSuffix, wholeNumber } from "../lib/flagValues";
 
 /** The prober's hot products: Zipf ranks 1..HOT_RANKS, asked in turn, and those whose prices change. */
 export const HOT_RANKS = 300;
@@ -37,9 +38,29 @@ export const HEAP_FLAT = { ratio: 1.5, plusMB: 16 } as const;
 /** The seeds of the prober's and the departing visitors' Zipf draws, offsets from --seed. */
 export const SEEDS = { probe: 1, prices: 2, departing: 3, wrk: 1000 } as const;
 
-/** The command line, read and checked: exits with the usage when it is wrong (or asked for). */
+const COMMAND = "npm run bench:chaos";
+
+const USAGE = `${COMMAND}: every guarantee at once, under random combined faults (Redis, the gateway, the origin, deploys,
+a bulk re-price) on a seeded schedule, judged by an oracle outside the tier that probes and changes prices all along
+(bench/README.md, "Chaos"). The soak's stack: isolates sharing one location cache, wrk's Zipf load paced for the whole
+run, visitors who leave mid-request. Writes bench/results/chaos.md and .json. Needs redis-server; installs wrk when missing.
+
+usage: ${COMMAND} -- [options]
+  --minutes N           length of the run, 2 to 120 (default 10)
+  --seed N              the schedule's seed, a whole number from 0 (default: random, printed: replay with it)
+  --instances N         isolates, 1 to 4 (default 2)
+  --rate N              wrk's requests a second in all, 1 to 100000 (default 150)
+  --connections N       wrk's connections, 2 to 256 (default 64: enough for the pace while faults make pages slow)
+  --departing N         visitors who leave 1-30 ms after asking, a second, 0 to 1000 (default 10)
+  --results-suffix NAME the results as bench/results/chaos-NAME.* (letters, digits, _ and -), the committed ones left alone
+  -h, --help            this text
+
+examples: ${COMMAND} -- --seed 12345
+          ${COMMAND} -- --minutes 3 --seed 1 --results-suffix smoke`;
+
+/** The command line, read and checked: exits with the usage when asked for, with a usage error when it is wrong. */
 export function chaosOptions() {
-  const { values: args } = parseArgs({
+  const { values: args } = parseCommandLine(COMMAND, USAGE, {
     options: {
       minutes: { type: "string", default: "10" },
       seed: { type: "string" },
@@ -56,38 +77,12 @@ export function chaosOptions() {
       help: { type: "boolean", short: "h", default: false },
     },
   });
-  const minutes = Number(args.minutes);
-  const instances = Number(args.instances);
-  const connections = Number(args.connections);
-  const rate = Number(args.rate);
-  const departing = Number(args.departing);
-  const seed = args.seed === undefined ? Math.floor(Math.random() * 1_000_000) : Number(args.seed);
-  if (
-    args.help ||
-    !Number.isInteger(minutes) ||
-    minutes < 2 ||
-    minutes > 120 ||
-    !Number.isInteger(seed) ||
-    seed < 0 ||
-    !Number.isInteger(instances) ||
-    instances < 1 ||
-    instances > 4 ||
-    !Number.isInteger(connections) ||
-    connections < 2 ||
-    connections > 256 ||
-    !Number.isInteger(rate) ||
-    rate < 1 ||
-    rate > 100_000 ||
-    !Number.isInteger(departing) ||
-    departing < 0 ||
-    departing > 1000 ||
-    !/^[A-Za-z0-9_-]*$/.test(args["results-suffix"] ?? "")
-  ) {
-    (args.help ? console.log : console.error)(
-      "usage: npm run bench:chaos -- [--minutes N (2–120, default 10)] [--seed N (default: random, printed)] [--instances N (1–4, default 2)] [--rate N (wrk's requests a second, default 150)] [--connections N (wrk's, default 64: enough for the pace while faults make pages slow)] [--departing N (visitors who leave, a second: 0–1000, default 10)] [--results-suffix NAME]",
-    );
-    process.exit(args.help ? 0 : 2);
-  }
-  const suffix = args["results-suffix"];
+  const minutes = wholeNumber(COMMAND, "--minutes", args.minutes, 2, 120);
+  const seed = args.seed === undefined ? Math.floor(Math.random() * 1_000_000) : wholeNumber(COMMAND, "--seed", args.seed, 0);
+  const instances = wholeNumber(COMMAND, "--instances", args.instances, 1, 4);
+  const rate = wholeNumber(COMMAND, "--rate", args.rate, 1, 100_000);
+  const connections = wholeNumber(COMMAND, "--connections", args.connections, 2, 256);
+  const departing = wholeNumber(COMMAND, "--departing", args.departing, 0, 1000);
+  const suffix = resultsSuffix(COMMAND, args["results-suffix"]);
   return { minutes, seed, instances, rate, connections, departing, results: `chaos${suffix ? `-${suffix}` : ""}` };
 }

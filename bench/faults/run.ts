@@ -19,8 +19,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
+import { parseCommandLine, usageError } from "../../dev/cli";
 import { benchmarkRun } from "../lib/cleanup";
+import { oneOf, wholeNumber } from "../lib/flagValues";
 import { cpuBetween, cpuSample, workerdPids } from "../lib/cpu";
 import { describeMachine, runLine, writeResults } from "../lib/report";
 import { change, snapshots, type Change } from "../lib/probe";
@@ -109,7 +110,26 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
-const { values: args } = parseArgs({
+const COMMAND = "npm run bench";
+const SCENARIO_NAMES = SCENARIOS.map((s) => s.name);
+
+const USAGE = `${COMMAND}: the fault scenarios that no other benchmark runs: Redis frozen, an L2 shard killed, a hot product
+at a constant rate, a purge storm (bench/README.md, "Faults"). Each starts ${INSTANCES} fresh worker instances sharing Redis and
+the demo origin, warms them with Zipf traffic, then runs its phases back to back under wrk's Zipf load. Per phase:
+req/s, latency and errors, where the pages came from, what L2 skipped or failed, the origin's requests, when each
+instance's L2 breaker opened. Writes bench/results/faults.md and .json. Needs redis-server; installs wrk when missing.
+
+usage: ${COMMAND} -- [options]
+  --quick               short phases: about 1 minute in all, rough figures (default: about 3 minutes)
+  --scenario NAMES      only these scenarios, comma-separated or the flag repeated: ${SCENARIO_NAMES.join(", ")} (default: all)
+  --connections N       wrk's connections, 2 or more (default 8, 4 per instance)
+  --warm S              seconds of Zipf before each scenario's phases, 1 or more (default 15; 4 with --quick)
+  -h, --help            this text
+
+examples: ${COMMAND} -- --quick
+          ${COMMAND} -- --scenario redis-hang,purge-storm --connections 16`;
+
+const { values: args } = parseCommandLine(COMMAND, USAGE, {
   options: {
     quick: { type: "boolean", default: false },
     scenario: { type: "string", multiple: true },
@@ -119,15 +139,10 @@ const { values: args } = parseArgs({
   },
 });
 const chosen = (args.scenario ?? []).flatMap((s) => s.split(",")).filter(Boolean);
-const unknown = chosen.filter((name) => !SCENARIOS.some((s) => s.name === name));
-const connections = Number(args.connections);
+for (const name of chosen) oneOf(COMMAND, "--scenario", name, SCENARIO_NAMES);
+const connections = wholeNumber(COMMAND, "--connections", args.connections, 2);
 const warmS = Number(args.warm ?? (args.quick ? 4 : 15));
-if (args.help || unknown.length || !Number.isInteger(connections) || connections < 2 || !(warmS >= 1)) {
-  (args.help ? console.log : console.error)(
-    `usage: npm run bench -- [--quick] [--scenario ${SCENARIOS.map((s) => s.name).join(",")}] [--connections N (default 8)] [--warm S]`,
-  );
-  process.exit(args.help ? 0 : 2);
-}
+if (!(warmS >= 1)) usageError(COMMAND, `--warm must be a number of seconds from 1, got ${JSON.stringify(args.warm)}`);
 const scenarios = chosen.length ? SCENARIOS.filter((s) => chosen.includes(s.name)) : SCENARIOS;
 
 const { onCleanup, signal, interrupted, run } = benchmarkRun("bench");

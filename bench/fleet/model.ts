@@ -31,7 +31,7 @@
 //     it took: against Upstash's commands a second, its request size (a
 //     page of the log is at most 256 KiB) and its bandwidth's price.
 import { readFileSync } from "node:fs";
-import { parseArgs } from "node:util";
+import { parseCommandLine, usageError } from "../../dev/cli";
 import { loadPrices, usd } from "../lib/cost";
 import type { SizeResult } from "./report";
 
@@ -53,6 +53,22 @@ const UPSTASH_COMMANDS_PER_SECOND = 10_000;
 const UPSTASH_FREE_GB = 200;
 const SECONDS_A_MONTH = 30 * 86_400;
 
+const COMMAND = "npm run bench:fleet-model";
+const FROM = "bench/results/fleet.json";
+
+const USAGE = `${COMMAND}: takes bench:fleet's measured figures to a fleet of ${FLEETS.map((n) => n.toLocaleString("en-US")).join(", ")} isolates in ${LOCATIONS} locations,
+at ${PAGES_PER_DAY.toLocaleString("en-US")} pages a day (×${PEAK_FACTOR} at peak), for 100,000 and 1,000,000 products, and prints a table: Redis commands
+a page and a second, the Upstash bill, Redis bandwidth, origin fetches, the Workers bill, the share of Upstash's
+per-database limit at peak; then the first published limit met, and a bulk re-price at 1,000 isolates. Runs nothing,
+writes nothing. Its assumptions: the head of bench/fleet/model.ts; prices and limits: bench/lib/prices.json,
+bench/fleet/sources.md.
+
+usage: ${COMMAND} -- [options]
+  --from FILE           the JSON of a bench:fleet run (default ${FROM})
+  -h, --help            this text
+
+example: ${COMMAND} -- --from bench/results/fleet-smoke.json`;
+
 function harmonic(n: number): number {
   return Math.log(n) + 0.5772156649 + 1 / (2 * n);
 }
@@ -66,10 +82,26 @@ interface Measured {
   origin: number;
 }
 
-/** bench:fleet's figures, as the model uses them. */
+/** The text of an error, for a message of ours. */
+const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/** bench:fleet's figures, as the model uses them; throws what is wrong with the file. */
 function readMeasured(file: string) {
-  const { results, options } = JSON.parse(readFileSync(file, "utf8")) as { results: SizeResult[]; options: { rate: number } };
-  if (!results.length) throw new Error(`${file} holds no sizes`);
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    throw new Error(`cannot be read (${messageOf(error)})`);
+  }
+  let run: { results?: SizeResult[]; options?: { rate: number } };
+  try {
+    run = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`is not JSON (${messageOf(error)})`);
+  }
+  const { results, options } = run;
+  if (!Array.isArray(results) || typeof options?.rate !== "number") throw new Error("is not the JSON of a bench:fleet run (no results, or no options.rate)");
+  if (!results.length) throw new Error("holds no sizes");
   const points: Measured[] = results.map((r) => {
     const pages = Math.max(1, r.steady.pages);
     return {
@@ -82,7 +114,7 @@ function readMeasured(file: string) {
   });
   // A cold page in a quiet isolate (the load stopped), the largest fleet's: its writes go alone.
   const last = results.at(-1)!;
-  if (!last.cold) throw new Error(`${file} has no cold pages (a bench:fleet from before they were measured): run it again`);
+  if (!last.cold) throw new Error("has no cold pages (a bench:fleet from before they were measured): run it again");
   const cold = { commands: last.cold.usage.commands / last.cold.pages, bytes: (last.cold.usage.bytesIn + last.cold.usage.bytesOut) / last.cold.pages };
   // The re-price at the largest size: what one data center cost Redis beyond its load (recording included), and how long it took.
   const steadyRate = (r: SizeResult) => r.steady.commands / Math.max(1, r.steady.seconds);
@@ -120,8 +152,18 @@ function repriceLine(r: { isolates: number; seconds: number; commands: number; b
 }
 
 function main(): void {
-  const { values } = parseArgs({ options: { from: { type: "string", default: "bench/results/fleet.json" } } });
-  const m = readMeasured(values.from!);
+  const { values } = parseCommandLine(COMMAND, USAGE, {
+    options: {
+      from: { type: "string", default: FROM },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  });
+  let m: ReturnType<typeof readMeasured>;
+  try {
+    m = readMeasured(values.from);
+  } catch (error) {
+    usageError(COMMAND, `--from ${values.from} ${messageOf(error)}`);
+  }
   const prices = loadPrices();
   const average = PAGES_PER_DAY / 86_400;
   const rows: string[] = [];

@@ -1,8 +1,10 @@
-// bench:fleet's settings and its command line (read and checked; a wrong one
-// prints the usage and exits). The stack and the catalog are the soak's
-// (soak/plan.ts); the load is paced and the same in all for every size, so
-// that what changes from one size to the next is the number of isolates.
-import { parseArgs } from "node:util";
+// bench:fleet's settings and its command line (read with dev/cli.ts: --help
+// prints the usage, a wrong one is a usage error in one line). The stack and
+// the catalog are the soak's (soak/plan.ts); the load is paced and the same in
+// all for every size, so that what changes from one size to the next is the
+// number of isolates.
+import { parseCommandLine, usageError } from "../../dev/cli";
+import { resultsSuffix, wholeNumber, wholeNumbers } from "../lib/flagValues";
 import { DEFAULTS } from "../../src/config/defaults";
 
 /** Zipf ranks left out of every draw: the herds' cold products (one per size, the last ranks), then the cold pages'. */
@@ -35,9 +37,32 @@ export const TARGETS = {
   repriceBytesRatio: 1.5,
 } as const;
 
-/** The command line, read and checked: exits with the usage when it is wrong (or asked for). */
+const COMMAND = "npm run bench:fleet";
+
+const USAGE = `${COMMAND}: what grows with the number of isolates rather than with traffic (bench/README.md, "Fleet").
+For each size, that many isolates sharing one data center's location cache, from the same start, under the same
+paced Zipf load and departing visitors: Redis commands and bytes a page in a steady stretch (by purpose), origin
+fetches; a deploy (what new isolates read, the minute after it); a bulk re-price, a purge storm and its reach, a herd,
+cold pages. Writes bench/results/fleet.md, fleet-redis.svg, fleet-events.svg and fleet.json, which
+npm run bench:fleet-model takes to a fleet. Needs redis-server; installs wrk when missing.
+
+usage: ${COMMAND} -- [options]
+  --sizes LIST          isolates of each size, comma-separated, 1 to 32 each (default 1,2,4,8,16)
+  --rate N              pages a second in all, whatever the size, 1 to 10000 (default 80)
+  --warm S              seconds of warm-up of each size, 10 to 3600 (default 60)
+  --steady S            seconds of the steady stretch, 10 to 3600 (default 60)
+  --after-deploy S      seconds of load after the deploy, ${DEPLOY_WINDOW_S * 2} to 3600 (default 60)
+  --departing N         visitors who leave, a second, 0 to 1000 (default 4)
+  --seed N              the seed of the load's draws, 0 to ${2 ** 31} (default 4949)
+  --results-suffix NAME the results as bench/results/fleet-NAME.* (letters, digits, _ and -), the committed ones left alone
+  -h, --help            this text
+
+examples: ${COMMAND} -- --sizes 1,4,16
+          ${COMMAND} -- --sizes 1,2 --warm 20 --steady 20 --results-suffix smoke`;
+
+/** The command line, read and checked: exits with the usage when asked for, with a usage error when it is wrong. */
 export function fleetOptions() {
-  const { values: args } = parseArgs({
+  const { values: args } = parseCommandLine(COMMAND, USAGE, {
     options: {
       sizes: { type: "string", default: "1,2,4,8,16" },
       // Requests a second in all, whatever the size: light enough that 16 isolates on this 2-core machine are not the limit.
@@ -51,29 +76,15 @@ export function fleetOptions() {
       help: { type: "boolean", short: "h", default: false },
     },
   });
-  const sizes = (args.sizes ?? "").split(",").map(Number);
-  const [rate, warmS, steadyS, afterDeployS, departing, seed] = [args.rate, args.warm, args.steady, args["after-deploy"], args.departing, args.seed].map(
-    Number,
-  ) as [number, number, number, number, number, number];
-  const whole = (n: number, lo: number, hi: number) => Number.isInteger(n) && n >= lo && n <= hi;
-  if (
-    args.help ||
-    sizes.length === 0 ||
-    !sizes.every((n) => whole(n, 1, 32)) ||
-    !whole(rate, 1, 10_000) ||
-    !whole(warmS, 10, 3600) ||
-    !whole(steadyS, 10, 3600) ||
-    !whole(afterDeployS, DEPLOY_WINDOW_S * 2, 3600) ||
-    !whole(departing, 0, 1000) ||
-    !whole(seed, 0, 2 ** 31) ||
-    !/^[A-Za-z0-9_-]*$/.test(args["results-suffix"] ?? "")
-  ) {
-    (args.help ? console.log : console.error)(
-      "usage: npm run bench:fleet -- [--sizes 1,2,4,8,16 (isolates, 1–32 each)] [--rate N (pages a second in all, default 80)] [--warm S (default 60)] [--steady S (default 60)] [--after-deploy S (default 60)] [--departing N (visitors who leave, a second; default 4)] [--seed N] [--results-suffix NAME]",
-    );
-    process.exit(args.help ? 0 : 2);
-  }
-  const suffix = args["results-suffix"];
+  const sizes = wholeNumbers(COMMAND, "--sizes", args.sizes, 1, 32);
+  if (sizes.length === 0) usageError(COMMAND, `--sizes takes at least one size, got ${JSON.stringify(args.sizes)}`);
+  const rate = wholeNumber(COMMAND, "--rate", args.rate, 1, 10_000);
+  const warmS = wholeNumber(COMMAND, "--warm", args.warm, 10, 3600);
+  const steadyS = wholeNumber(COMMAND, "--steady", args.steady, 10, 3600);
+  const afterDeployS = wholeNumber(COMMAND, "--after-deploy", args["after-deploy"], DEPLOY_WINDOW_S * 2, 3600);
+  const departing = wholeNumber(COMMAND, "--departing", args.departing, 0, 1000);
+  const seed = wholeNumber(COMMAND, "--seed", args.seed, 0, 2 ** 31);
+  const suffix = resultsSuffix(COMMAND, args["results-suffix"]);
   return { sizes, rate, warmS, steadyS, afterDeployS, departing, seed, results: `fleet${suffix ? `-${suffix}` : ""}` };
 }
 export type FleetOptions = ReturnType<typeof fleetOptions>;

@@ -15,9 +15,10 @@
 // (bench/lib/report.ts). Every process it starts is stopped at
 // the end, on error and on Ctrl-C.
 import { benchmarkRun } from "../lib/cleanup";
-import { mkdirSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
+import { parseCommandLine, usageError } from "../../dev/cli";
+import { oneOf, wholeNumber } from "../lib/flagValues";
 import { describeMachine } from "../lib/report";
 import { buildBundle, toolVersions, type WorkerLogs } from "../stack";
 import { ensureWrk, Workload } from "../lib/wrk";
@@ -34,20 +35,33 @@ import { startPeer, startTier, startTierOff, RENDER_ONLY_VARS, TIER_VARS, type S
 const CLEANUP_STEP_TIMEOUT_MS = 12_000;
 const ALL_SYSTEMS: SystemName[] = ["nginx", "varnish", "tier", "tier-300s", "tier-location", "tier-off"];
 
-const USAGE = `usage: npm run bench:peers -- [--quick] [--connections N] [--rate N] [--systems nginx,varnish,tier,tier-300s,tier-location,tier-off]
-       npm run bench:peers -- --report-from bench/results/peers.json
+const COMMAND = "npm run bench:peers";
+const DEFAULT_CONNECTIONS = 64;
 
-  --quick            short phases (about 3 minutes in all): a smoke run, rough figures
-  --connections N    connections of the saturation phases (default 64; the paced phases use twice as many)
-  --rate N           offered rate of the paced phases, req/s (default: half the tier's saturation rate, measured first)
-  --systems LIST     run only these systems (default: all; order stays nginx, varnish, tier, tier-300s, tier-location, tier-off)
-  --report-from FILE runs nothing: writes the report (peers.md, the charts, peers.json) again from a run's peers.json
+const USAGE = `${COMMAND}: this tier against Nginx proxy_cache and Varnish under the same load, one system after the other in
+one run, every throughput and latency figure from wrk (bench/peers/README.md): the tier's saturation rate first (the
+calibration: half of it is the offered load of the paced phases), then each system in turn with its scenarios
+(scenarios.ts: fixed load, saturation, a cached set, a cold herd, the origin slow and down, a price change; the tier
+also /healthz and Redis down). Writes bench/results/peers.md, peers.json, peers-latency.svg and peers-origin.svg.
 
-Needs nginx and varnishd on the PATH:  apt-get update && apt-get install -y nginx varnish
-(wrk is installed when missing), and redis-server, as every benchmark does.`;
+usage: ${COMMAND} -- [options]
+       ${COMMAND} -- --report-from bench/results/peers.json
+  --quick               short phases: a smoke run, rough figures
+  --connections N       connections of the saturation phases, 2 to 500 (default ${DEFAULT_CONNECTIONS}; the paced phases use twice as many)
+  --rate N              offered rate of the paced phases, req/s, 2 or more (default: half the tier's saturation rate,
+                        measured first; a rate skips the calibration, and so the idle cost)
+  --systems LIST        only these systems, comma-separated (default: all; the order stays ${ALL_SYSTEMS.join(", ")})
+  --report-from FILE    runs nothing: writes the report (peers.md, the charts, peers.json) again from a run's peers.json
+  -h, --help            this text
+
+Needs nginx and varnishd on the PATH (apt-get update && apt-get install -y nginx varnish) and redis-server, as every
+benchmark does; installs wrk when missing.
+
+examples: ${COMMAND} -- --quick
+          ${COMMAND} -- --systems nginx,tier --rate 400`;
 
 function readArgs(): { settings: Settings; systems: SystemName[]; reportFrom: string | null } {
-  const { values } = parseArgs({
+  const { values } = parseCommandLine(COMMAND, USAGE, {
     options: {
       quick: { type: "boolean", default: false },
       connections: { type: "string" },
@@ -57,27 +71,13 @@ function readArgs(): { settings: Settings; systems: SystemName[]; reportFrom: st
       help: { type: "boolean", short: "h", default: false },
     },
   });
-  if (values.help) {
-    console.log(USAGE);
-    process.exit(0);
-  }
-  const connections = values.connections === undefined ? 64 : Number(values.connections);
-  const rate = values.rate === undefined ? null : Number(values.rate);
-  const systems = values.systems ? (values.systems.split(",").map((s) => s.trim()) as SystemName[]) : ALL_SYSTEMS;
-  const problem =
-    !Number.isInteger(connections) || connections < 2 || connections > 500
-      ? "--connections must be an integer from 2 to 500"
-      : rate !== null && (!Number.isInteger(rate) || rate < 2)
-        ? "--rate must be an integer ≥ 2"
-        : systems.some((s) => !ALL_SYSTEMS.includes(s))
-          ? `--systems: choose among ${ALL_SYSTEMS.join(", ")}`
-          : null;
-  if (problem) {
-    console.error(`${problem}\n${USAGE}`);
-    process.exit(2);
-  }
+  const connections = values.connections === undefined ? DEFAULT_CONNECTIONS : wholeNumber(COMMAND, "--connections", values.connections, 2, 500);
+  const rate = values.rate === undefined ? null : wholeNumber(COMMAND, "--rate", values.rate, 2);
+  const systems = values.systems ? values.systems.split(",").map((s) => oneOf(COMMAND, "--systems", s.trim(), ALL_SYSTEMS)) : ALL_SYSTEMS;
+  const reportFrom = values["report-from"] ?? null;
+  if (reportFrom !== null && !existsSync(reportFrom)) usageError(COMMAND, `--report-from: no file ${JSON.stringify(reportFrom)}`);
   return {
-    reportFrom: values["report-from"] ?? null,
+    reportFrom,
     systems: ALL_SYSTEMS.filter((s) => systems.includes(s)),
     settings: {
       quick: Boolean(values.quick),
@@ -100,8 +100,9 @@ const { onCleanup, cleanUp, signal, abortLoad, onSignal, interrupted, run } = be
 /** Phase lines on stderr, so that stdout holds only the results. */
 const say = (text: string) => process.stderr.write(`${text}\n`);
 
+const { settings, systems, reportFrom } = readArgs();
+
 async function main(): Promise<void> {
-  const { settings, systems, reportFrom } = readArgs();
   if (reportFrom) {
     printReport(writePeersReport(readPeersReport(reportFrom)));
     return;

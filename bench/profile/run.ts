@@ -17,8 +17,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
+import { parseCommandLine } from "../../dev/cli";
 import { benchmarkRun } from "../lib/cleanup";
+import { oneOf, wholeNumber } from "../lib/flagValues";
 import { cpuBetween, cpuSample, workerdPids } from "../lib/cpu";
 import { describeMachine, runLine, writeResults } from "../lib/report";
 import { change, snapshots } from "../lib/probe";
@@ -33,7 +34,27 @@ const CATALOG = 100_000;
 const HOT_RANKS = 300;
 const ORIGIN = { latencyMs: 20, jitterMs: 2 };
 
-const { values: args } = parseArgs({
+const COMMAND = "npm run bench:profile";
+const PROFILED_ROWS = ["zipf", "cached"] as const;
+
+const USAGE = `${COMMAND}: where the worker's CPU goes under the Zipf mix, next to its floor (bench/README.md, "Profile").
+The deployed bundle in workerd, the demo origin (${CATALOG.toLocaleString("en-US")} products, ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms) and Redis behind the gateway;
+after a warm-up of Zipf traffic, wrk runs with the same connections: /healthz (the runtime's floor), the hottest page
+served as a constant (a cached page's floor), the ${HOT_RANKS} hottest products only (every page in L1), the Zipf mix (CPU,
+Redis calls and tiers a page), then one of those rows again under the V8 profiler of instance 1.
+Writes bench/results/profile.md (and profile.cpuprofile). Needs redis-server; installs wrk when missing.
+
+usage: ${COMMAND} -- [options]
+  --seconds N           seconds of each row, 1 or more (default 20)
+  --warm N              seconds of Zipf before the rows, 1 or more (default 60)
+  --instances 1|2       worker instances, each its own isolate (default 1)
+  --connections N       wrk's connections, 1 or more (default 64)
+  --profile zipf|cached  the row run again under the profiler: the Zipf mix or the cached one (default zipf)
+  -h, --help            this text
+
+example: ${COMMAND} -- --seconds 10 --warm 30 --profile cached`;
+
+const { values: args } = parseCommandLine(COMMAND, USAGE, {
   options: {
     seconds: { type: "string", default: "20" },
     warm: { type: "string", default: "60" },
@@ -43,21 +64,11 @@ const { values: args } = parseArgs({
     help: { type: "boolean", short: "h", default: false },
   },
 });
-const seconds = Number(args.seconds);
-const warmS = Number(args.warm);
-const instances = Number(args.instances);
-const connections = Number(args.connections);
-if (
-  args.help ||
-  ![seconds, warmS, connections].every((n) => Number.isInteger(n) && n >= 1) ||
-  ![1, 2].includes(instances) ||
-  !["zipf", "cached"].includes(args.profile)
-) {
-  (args.help ? console.log : console.error)(
-    "usage: npm run bench:profile -- [--seconds N (default 20)] [--warm N (default 60)] [--instances 1|2] [--connections N (default 64)] [--profile zipf|cached (the row profiled; default zipf)]",
-  );
-  process.exit(args.help ? 0 : 2);
-}
+const seconds = wholeNumber(COMMAND, "--seconds", args.seconds, 1);
+const warmS = wholeNumber(COMMAND, "--warm", args.warm, 1);
+const instances = wholeNumber(COMMAND, "--instances", args.instances, 1, 2);
+const connections = wholeNumber(COMMAND, "--connections", args.connections, 1);
+const profiledRow = oneOf(COMMAND, "--profile", args.profile, PROFILED_ROWS);
 
 const { onCleanup, run } = benchmarkRun("profile");
 
@@ -151,7 +162,7 @@ async function main(): Promise<void> {
   const cached = await phase(`cached (${HOT_RANKS} hottest)`, cachedPaths);
   const zipf = await phase("Zipf", zipfPaths);
 
-  const [profiledLabel, profiledPaths] = args.profile === "cached" ? [cached.label, cachedPaths] : [zipf.label, zipfPaths];
+  const [profiledLabel, profiledPaths] = profiledRow === "cached" ? [cached.label, cachedPaths] : [zipf.label, zipfPaths];
   console.log(`${profiledLabel} under the profiler (instance 1)`);
   const profiler = await startProfiler(workers[0]!);
   onCleanup("inspector", async () => profiler.close());

@@ -4,7 +4,7 @@
 import { change, type Answer, type LogCounts, type Snapshot } from "../lib/probe";
 import type { DepartingCounts } from "./cancel";
 import { COLD_MS, HEAP_LIMIT_MB } from "./plan";
-import { departingText, pagesOf, type Window } from "./report";
+import { departingText, pagesOf, type Window } from "./windowTable";
 
 export interface SoakEnd {
   windows: Window[];

@@ -1,6 +1,6 @@
 // What bench:soak writes: bench/results/soak.md (soak-rounds.md with
 // --rounds; -<suffix> with --results-suffix), its chart (.svg) and the run's
-// figures (.json). The tables come filled (report.ts, checks.ts, phases.ts);
+// figures (.json). The tables come filled (windowTable.ts, checks.ts, phases.ts);
 // this lays them out. The method is bench/README.md, "Soak".
 import { lineChartSvg } from "../lib/chart";
 import { pricesNote, type Prices } from "../lib/cost";
@@ -9,7 +9,7 @@ import { describeMachine, writeResults } from "../lib/report";
 import { toolVersions, type FilterBuild } from "../stack";
 import type { GroupFigures } from "./phases";
 import { CANCEL, CATALOG, ORIGIN, type SoakOptions } from "./plan";
-import { tableHead, tableRow, type Window } from "./report";
+import { tableHead, tableRow, type Window } from "./windowTable";
 import type { LocationProbe } from "./restart";
 
 export interface SoakResults {

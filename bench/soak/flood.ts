@@ -34,7 +34,7 @@ import { ensureWrk, runZipfWrk, Workload, type WrkFigures } from "../lib/wrk";
 import { mulberry32 } from "../../dev/harness/random";
 import { startDepartingFlood } from "./cancel";
 import { change, countLogLine, countStatuses, get, numericChanges, percentile, snapshots, statusOf, type Answer, type LogCounts } from "../lib/probe";
-import { floodTable, floodTargets, type FloodKind, type FloodPhase, type FloodRun, type SamplerFigures } from "./report";
+import { floodTable, floodTargets, type FloodKind, type FloodPhase, type FloodRun, type SamplerFigures } from "./floodTables";
 
 export interface FloodSettings {
   floods: FloodKind[];

@@ -4,7 +4,7 @@
 // end, "steady"), each group's Redis commands sent, origin fetches, cost per
 // million pages (bench/lib/cost.ts), and the targets, pass / FAIL.
 import { costPerMillion, usd, type Prices } from "../lib/cost";
-import { pagesOf, type Window } from "./report";
+import { pagesOf, type Window } from "./windowTable";
 import type { LocationProbe } from "./restart";
 import type { LocationServerStats } from "../../dev/harness/locationServer";
 

@@ -1,7 +1,9 @@
 // bench:soak's settings: the stack, the herd, the cold products, the
 // cancellers, the heap limit, the two modes' plans, and the command line
-// (read and checked; a wrong one prints the usage and exits).
-import { parseArgs } from "node:util";
+// (read with dev/cli.ts: --help prints the usage, a wrong one is a usage error
+// in one line).
+import { parseCommandLine, usageError } from "../../dev/cli";
+import { oneOf, resultsSuffix as checkedSuffix, wholeNumber, wholeNumbers } from "../lib/flagValues";
 
 export const CATALOG = 100_000;
 export const ORIGIN = { latencyMs: 20, jitterMs: 2 };
@@ -40,9 +42,63 @@ const PLANS = {
 /** The floods' connections when `--flood-connections` does not say. */
 export const FLOOD_CONNECTIONS = { departing: 8, crawler: 32 };
 
-/** The command line, read and checked: exits with the usage when it is wrong (or asked for). */
+/** `--policies`: JSON whose value is an object (`null` and arrays pass, as they always did). */
+function isJsonObject(text: string): boolean {
+  try {
+    return typeof JSON.parse(text) === "object";
+  } catch {
+    return false;
+  }
+}
+
+const COMMAND = "npm run bench:soak";
+const FLOOD_KINDS = { departing: ["departing"], crawler: ["crawler"], both: ["departing", "crawler"] } as const;
+
+const USAGE = `${COMMAND}: do one or two isolates hold up under minutes of Zipf traffic (wrk), with visitors who close their
+connection mid-request? A herd for a cold product first, then 30 s windows (one row each: throughput, latency, where
+pages came from, Redis and origin calls, heap, logs), the cold products after, then pass/fail checks (bench/README.md,
+"Soak"). With --flood, the flood scenarios instead: departing visitors, a crawler, each alone and beside the Zipf load.
+Writes bench/results/soak.md, .svg and .json (soak-rounds.* with --rounds, soak-floods.md and .json with --flood).
+Needs redis-server; installs wrk when missing.
+
+usage: ${COMMAND} -- [options]
+       ${COMMAND} -- --flood departing|crawler|both [flood options]
+  --minutes N           minutes of load, 1 or more (default 10)
+  --instances 1|2       isolates sharing Redis and the origin (default 1)
+  --connections N       wrk's connections, 2 or more (default 64)
+  --rate N              wrk's requests a second in all, paced, 1 or more (default: a closed loop; not with --rounds or --flood)
+  --departing N         departing visitors beside wrk for the whole soak, 0 to 256 closed loops, each request left
+                        1–30 ms after it was sent (default 0; not with --flood)
+  --rounds              the bug report instead: the herd, 4 rounds of 10 s, the cold products
+  --policies JSON       the worker's CACHE_POLICIES, e.g. '{"product":{"ttl":3600}}'
+  --profile-windows LIST
+                        windows (1-based, comma-separated) during which instance 1's V8 profiler records
+  --location            the location tier on, the instances sharing one location cache (default off)
+  --restart-at S,S…     seconds into the load at which every isolate is restarted, a redeploy: multiples of 30,
+                        before the load's end (not with --rounds)
+  --location-off-at S   seconds into the load (a multiple of 30) from which the isolates run with LOCATION_CACHE=off
+                        (with --location)
+  --redis-rtt MS        every Redis call held this long by the gateway, 0 to 200 (default 0)
+  --no-fleet            the FLEET binding left unbound (default: a local recorder, the fleet view checked)
+  --results-suffix NAME the results as bench/results/<name>-NAME.* (letters, digits, _ and -), the committed ones left alone
+ flood options:
+  --flood-seconds N     seconds of each phase (the baseline, the flood), 1 to 120 (default 15)
+  --flood-connections N both floods' connections, 2 to 256 (default departing ${FLOOD_CONNECTIONS.departing}, crawler ${FLOOD_CONNECTIONS.crawler})
+  --flood-zipf N        wrk's connections of the Zipf load beside each flood's second run, 0 or 2 to 256 (default 16; 0: no such run)
+  --flood-departures reported|unreported
+                        how the departing visitors leave: a reset (workerd cancels the request) or a plain close (the
+                        worker never hears of it) (default reported)
+  --flood-path PATH     the departing flood asks this path instead of random products (e.g. /healthz)
+  --flood-profile       the isolate's V8 CPU profile over each flood phase, summarised after the table
+  -h, --help            this text
+
+examples: ${COMMAND} -- --minutes 1 --results-suffix smoke
+          ${COMMAND} -- --minutes 10 --instances 2 --departing 8
+          ${COMMAND} -- --flood both`;
+
+/** The command line, read and checked: exits with the usage when asked for, with a usage error when it is wrong. */
 export function soakOptions() {
-  const { values: args } = parseArgs({
+  const { values: args } = parseCommandLine(COMMAND, USAGE, {
     options: {
       minutes: { type: "string", default: "10" },
       instances: { type: "string", default: "1" },
@@ -84,75 +140,45 @@ export function soakOptions() {
       help: { type: "boolean", short: "h", default: false },
     },
   });
-  const minutes = Number(args.minutes);
-  const instances = Number(args.instances);
-  const connections = Number(args.connections);
-  const departingConnections = Number(args.departing);
-  const resultsSuffix = args["results-suffix"] === undefined ? "" : `-${args["results-suffix"]}`;
-  const profileWindows = (args["profile-windows"] ?? "").split(",").filter(Boolean).map(Number);
+  const minutes = wholeNumber(COMMAND, "--minutes", args.minutes, 1);
+  const instances = wholeNumber(COMMAND, "--instances", args.instances, 1, 2);
+  const connections = wholeNumber(COMMAND, "--connections", args.connections, 2);
+  const departingConnections = wholeNumber(COMMAND, "--departing", args.departing, 0, 256);
+  const resultsSuffix = args["results-suffix"] === undefined ? "" : `-${checkedSuffix(COMMAND, args["results-suffix"])}`;
+  if (args.policies !== undefined && !isJsonObject(args.policies))
+    usageError(COMMAND, `--policies must be a JSON object (the worker's CACHE_POLICIES), got ${JSON.stringify(args.policies)}`);
+  const profileWindows = wholeNumbers(COMMAND, "--profile-windows", args["profile-windows"] ?? "", 1);
+  // Restarts fall between windows, before the load's end; turning the location tier off needs it on first.
+  const loadS = minutes * 60;
+  const betweenWindows = (s: number) => Number.isInteger(s) && s > 0 && s % 30 === 0 && s < loadS;
   const restartAt = (args["restart-at"] ?? "").split(",").filter(Boolean).map(Number);
+  if (!restartAt.every(betweenWindows))
+    usageError(
+      COMMAND,
+      `--restart-at takes multiples of 30 seconds before the load's end (${loadS} s), comma-separated, got ${JSON.stringify(args["restart-at"])}`,
+    );
   const locationOffAt = args["location-off-at"] === undefined ? null : Number(args["location-off-at"]);
-  const redisRttMs = Number(args["redis-rtt"]);
-  const rate = args.rate === undefined ? null : Number(args.rate);
-  /** Restarts fall between windows, before the load's end; turning the location tier off needs it on first. */
-  const restartsValid =
-    (locationOffAt === null || args.location) &&
-    [...restartAt, ...(locationOffAt === null ? [] : [locationOffAt])].every(
-      (s) => !args.rounds && Number.isInteger(s) && s > 0 && s % 30 === 0 && s < minutes * 60,
+  if (locationOffAt !== null && !betweenWindows(locationOffAt))
+    usageError(
+      COMMAND,
+      `--location-off-at must be a multiple of 30 seconds before the load's end (${loadS} s), got ${JSON.stringify(args["location-off-at"])}`,
     );
-  const FLOODS = { departing: ["departing"], crawler: ["crawler"], both: ["departing", "crawler"] } as const;
-  const floods = args.flood === undefined ? null : (FLOODS[args.flood as keyof typeof FLOODS] ?? []);
-  const floodSeconds = Number(args["flood-seconds"]);
-  const floodConnections = args["flood-connections"] === undefined ? null : Number(args["flood-connections"]);
-  const floodZipf = Number(args["flood-zipf"]);
-  const floodsValid =
-    floods === null ||
-    (floods.length > 0 &&
-      Number.isInteger(floodSeconds) &&
-      floodSeconds >= 1 &&
-      floodSeconds <= 120 &&
-      (floodConnections === null || (Number.isInteger(floodConnections) && floodConnections >= 2 && floodConnections <= 256)) &&
-      Number.isInteger(floodZipf) &&
-      (floodZipf === 0 || (floodZipf >= 2 && floodZipf <= 256)) &&
-      ["reported", "unreported"].includes(args["flood-departures"] ?? "") &&
-      (args["flood-path"] === undefined || /^\/[\w./?=&-]*$/.test(args["flood-path"])));
-  const policiesValid =
-    args.policies === undefined ||
-    (() => {
-      try {
-        return typeof JSON.parse(args.policies) === "object";
-      } catch {
-        return false;
-      }
-    })();
-  if (
-    args.help ||
-    !Number.isInteger(minutes) ||
-    minutes < 1 ||
-    ![1, 2].includes(instances) ||
-    !Number.isInteger(connections) ||
-    connections < 2 ||
-    !Number.isInteger(departingConnections) ||
-    departingConnections < 0 ||
-    departingConnections > 256 ||
-    (departingConnections > 0 && floods !== null) ||
-    (args["flood-profile"] && floods === null) ||
-    !/^[A-Za-z0-9_-]*$/.test(args["results-suffix"] ?? "") ||
-    !policiesValid ||
-    !profileWindows.every((n) => Number.isInteger(n) && n >= 1) ||
-    !restartsValid ||
-    !floodsValid ||
-    (rate !== null && (!Number.isInteger(rate) || rate < 1 || args.rounds || floods !== null)) ||
-    !Number.isInteger(redisRttMs) ||
-    redisRttMs < 0 ||
-    redisRttMs > 200
-  ) {
-    (args.help ? console.log : console.error)(
-      "usage: npm run bench:soak -- [--minutes N (≥ 1, default 10)] [--instances 1|2] [--connections N (≥ 2, default 64)] [--rate N (req/s in all, paced; default: closed loop)] [--departing N (0–256 departing visitors beside wrk, default 0)] [--rounds] [--policies JSON (CACHE_POLICIES)] [--profile-windows 8,14 (1-based)] [--location] [--restart-at S,S… (multiples of 30 s)] [--location-off-at S (with --location)] [--redis-rtt MS (0–200, default 0)] [--no-fleet] [--results-suffix NAME]\n" +
-        "       npm run bench:soak -- --flood departing|crawler|both [--flood-seconds N (1–120, default 15)] [--flood-connections N (2–256; default departing 8, crawler 32)] [--flood-zipf N (wrk connections beside each flood's second run, default 16; 0: no such run)] [--flood-departures reported|unreported (a reset, or a plain close the worker never hears of; default reported)] [--flood-path /healthz (the departing flood asks this instead of random products)] [--flood-profile] [--results-suffix NAME]",
-    );
-    process.exit(args.help ? 0 : 2);
-  }
+  if ((restartAt.length > 0 || locationOffAt !== null) && args.rounds) usageError(COMMAND, "--restart-at and --location-off-at do not go with --rounds");
+  if (locationOffAt !== null && !args.location) usageError(COMMAND, "--location-off-at needs --location (the tier on first)");
+  const redisRttMs = wholeNumber(COMMAND, "--redis-rtt", args["redis-rtt"], 0, 200);
+  const rate = args.rate === undefined ? null : wholeNumber(COMMAND, "--rate", args.rate, 1);
+  const floods = args.flood === undefined ? null : FLOOD_KINDS[oneOf(COMMAND, "--flood", args.flood, ["departing", "crawler", "both"])];
+  const floodSeconds = wholeNumber(COMMAND, "--flood-seconds", args["flood-seconds"], 1, 120);
+  const floodConnections = args["flood-connections"] === undefined ? null : wholeNumber(COMMAND, "--flood-connections", args["flood-connections"], 2, 256);
+  const floodZipf = wholeNumber(COMMAND, "--flood-zipf", args["flood-zipf"], 0, 256);
+  if (floodZipf === 1) usageError(COMMAND, `--flood-zipf must be 0 (no such run) or 2 to 256, got ${JSON.stringify(args["flood-zipf"])}`);
+  const departures = oneOf(COMMAND, "--flood-departures", args["flood-departures"], ["reported", "unreported"]);
+  if (args["flood-path"] !== undefined && !/^\/[\w./?=&-]*$/.test(args["flood-path"]))
+    usageError(COMMAND, `--flood-path must be a path such as /healthz (letters, digits and _ . / ? = & -), got ${JSON.stringify(args["flood-path"])}`);
+  if (rate !== null && args.rounds) usageError(COMMAND, "--rate does not go with --rounds (four closed-loop rounds)");
+  if (floods !== null && rate !== null) usageError(COMMAND, "--rate does not go with --flood");
+  if (floods !== null && departingConnections > 0) usageError(COMMAND, "--departing does not go with --flood (the departing flood is its own)");
+  if (floods === null && args["flood-profile"]) usageError(COMMAND, "--flood-profile needs --flood");
   return {
     args,
     minutes,
@@ -169,7 +195,7 @@ export function soakOptions() {
     floodSeconds,
     floodConnections,
     floodZipf,
-    departuresReported: args["flood-departures"] !== "unreported",
+    departuresReported: departures !== "unreported",
     departingPath: args["flood-path"],
     mode: args.rounds ? ("rounds" as const) : ("soak" as const),
     plan: args.rounds ? PLANS.rounds() : PLANS.soak(minutes),

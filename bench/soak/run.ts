@@ -31,7 +31,7 @@ import { writeSoakFiles } from "./files";
 import { runFloods, uniformPaths } from "./flood";
 import { locationSection } from "./phases";
 import { CANCEL, CATALOG, COLD_RANKS, DEPARTING_SEED, FLOOD_CONNECTIONS, HERD, ORIGIN, PROBE_PAGES, PROBE_WARM_PAGES, soakOptions, ZIPF_SEED } from "./plan";
-import { tableHead, tableRow, type Window } from "./report";
+import { tableHead, tableRow, type Window } from "./windowTable";
 import { probeLocation, startFleet, type LocationProbe } from "./restart";
 import { startRecorder } from "../../dev/fleet/recorder";
 import { checkFleetView, FLEET_VIEW_TOLERANCE, type FleetViewCheck } from "./fleetView";
