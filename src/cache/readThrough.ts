@@ -229,7 +229,9 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     if (keys.some((key) => flights.running(key))) return;
     const parts: LocationPart[] = [];
     for (const [index, part] of resources.entries()) {
-      const entry = rejections.of(keys[index]!) ? undefined : fromL1(keys[index]!, id, part);
+      // As judged here, not as fromL1 leaves it while purges are read ahead: the copy is stamped with the
+      // position this isolate has read up to, and an isolate that takes it judges it by the purges after that.
+      const entry = rejections.of(keys[index]!) ? undefined : judged(l1.entry(keys[index]!), id, part);
       if (entry) parts.push({ resource: part, entry });
     }
     location.put(id, parts, deps.purges?.stamp() ?? null, background);
