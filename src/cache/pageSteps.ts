@@ -2,9 +2,14 @@
 //
 //   for each resource the page needs:  L1 ──▶ location (one copy for the page) ──▶ L2 (one round trip for all) ──▶ origin (coalesced fill)
 //
-// fresh ⇒ serve; stale ⇒ serve now and refresh in the background, once;
-// missing or expired ⇒ fill; the fill failed ⇒ serve what is usable on error.
-// Each step takes what the one before left pending.
+// Each tier reads its copies its own way and vouches for what it can (L1: the
+// isolate's own; location: a copy stamped before purges this isolate does not
+// know is not vouched for; L2: Redis's, which id purges were applied to); then
+// one judgement (`judge`) serves or keeps every copy alike: fresh ⇒ serve;
+// stale ⇒ serve now and refresh in the background, once; usable on error ⇒
+// keep to fall back on; missing or expired ⇒ on to the next tier, and past L2
+// the fill; the fill failed ⇒ serve what is usable on error. Each step takes
+// what the one before left pending.
 import type { Config } from "../config";
 import { failureOf, isAnswerAboutId } from "../origin/failure";
 import { Departed } from "../overload";
@@ -22,7 +27,7 @@ import type { LocationCache } from "./location/location";
 import type { PurgeStamp } from "./location/purgeStamp";
 import type { RefreshTools } from "./fill/refreshes";
 import type { Rejections } from "./fill/rejections";
-import { served, type Served } from "./served";
+import { served, type Served, type Tier } from "./served";
 import { visitorLeft, type Pending, type PageRequest } from "./pageRequest";
 import { DEFAULTS } from "../config/defaults";
 
@@ -64,6 +69,40 @@ function pageTags(tools: PageTools, id: string, subjectData: unknown): readonly 
   return tools.l1.tags(entryKey(tools.config.keyPrefix, PAGE_SUBJECT, id)) ?? tagsOf(subjectData) ?? [];
 }
 
+/**
+ * What a copy comes to for a part still pending, whichever tier it comes from
+ * (the tiers' order: the head of this file): the newer of it and the copy the
+ * page holds already to fall back on (newerOf), served if that is this copy,
+ * fresh or stale; usable on error only, it is what the part falls back on from
+ * now on; past that, the part goes on with nothing to fall back on. The copy is
+ * given as known purges leave it (tools.fromL1, tools.judged): only then is
+ * any tier's copy as good as another's.
+ */
+type Judgement = { serve: Entry; state: "fresh" | "stale" } | { pending: Pending };
+
+function judge(copy: Entry | undefined, item: Pending, tier: Tier, now: number): Judgement {
+  const best = newerOf(item.fallback, copy);
+  const state = entryState(best, now);
+  if (copy && best === copy && (state === "fresh" || state === "stale")) return { serve: copy, state };
+  const fallback = state === "usable-on-error" ? best : undefined;
+  return { pending: { ...item, fallback, fallbackTier: fallback !== undefined && fallback === copy ? tier : item.fallbackTier } };
+}
+
+/** A copy a tier past L1 gave, served: kept in L1 for the next page, and a stale one refreshed (once: fill/refreshes.ts). */
+function serveFrom(
+  tools: PageTools,
+  tier: Tier,
+  id: string,
+  item: Pending,
+  { serve, state }: { serve: Entry; state: "fresh" | "stale" },
+  request: PageRequest,
+  data: Record<string, Served<unknown>>,
+): void {
+  tools.l1.keep(item.key, serve);
+  data[item.resource] = served(item.resource, serve, tier, state);
+  if (state === "stale") tools.refresh(item.key, item.resource, id, request);
+}
+
 /** 1. L1: serves what it holds fresh or stale; returns the rest. */
 export function readFromL1(
   tools: PageTools,
@@ -77,17 +116,16 @@ export function readFromL1(
   const toRefresh: RefreshItem[] = [];
   for (const resource of resources) {
     const key = entryKey(config.keyPrefix, resource, id);
-    const entry = tools.fromL1(key, id, resource);
-    const state = entryState(entry, clock.now());
-    if (entry && state === "fresh") {
-      data[resource] = served(resource, entry, "l1", "fresh");
-      if (request.heat && tools.dueForRefreshAhead(entry, request.heat)) toRefresh.push({ key, resource, freshBeyond: entry.freshUntil, held: entry });
-    } else if (entry && state === "stale") {
-      data[resource] = served(resource, entry, "l1", "stale");
-      toRefresh.push({ key, resource, freshBeyond: 0, held: entry });
-    } else {
-      pending.push({ resource, key, fallback: state === "usable-on-error" ? entry : undefined, fallbackTier: "l1" });
+    const judgement = judge(tools.fromL1(key, id, resource), { resource, key, fallbackTier: "l1" }, "l1", clock.now());
+    if ("pending" in judgement) {
+      pending.push(judgement.pending);
+      continue;
     }
+    const { serve: entry, state } = judgement;
+    data[resource] = served(resource, entry, "l1", state);
+    // Stale: refreshed. Fresh but near its end, for a product asked for often: refreshed ahead (hotness.ts).
+    if (state === "stale") toRefresh.push({ key, resource, freshBeyond: 0, held: entry });
+    else if (request.heat && tools.dueForRefreshAhead(entry, request.heat)) toRefresh.push({ key, resource, freshBeyond: entry.freshUntil, held: entry });
   }
   if (toRefresh.length > 0) refreshParts(tools, id, toRefresh, request);
   return pending;
@@ -184,7 +222,7 @@ export async function readFromLocation(
   request: PageRequest,
   data: Record<string, Served<unknown>>,
 ): Promise<Pending[]> {
-  const { clock, l1, location } = tools;
+  const { clock, location } = tools;
   const toRead = pending.filter((item) => !underWay(tools, item.key));
   if (!location || toRead.length === 0) return pending;
   const copies = await location.read(
@@ -194,7 +232,7 @@ export async function readFromLocation(
   // Tag purges match the product's tags, for every part of the page: this copy's when L1 holds none.
   const subjectCopy = copies[toRead.findIndex((item) => item.resource === PAGE_SUBJECT)];
   const tags = pageTags(tools, id, subjectCopy?.entry.data);
-  /** Per part looked up: null when served, its copy usable on error when that is all there is. */
+  /** Per part looked up: null when served, else what it goes on with. */
   const outcomes = new Map<Pending, Pending | null>();
   for (const [index, item] of toRead.entries()) {
     const copy = copies[index];
@@ -208,17 +246,14 @@ export async function readFromLocation(
       location.note("purged");
       continue;
     }
-    const best = newerOf(item.fallback, judged);
-    const state = entryState(best, clock.now());
-    if (best === judged && (state === "fresh" || state === "stale")) {
-      location.note("hit");
-      l1.keep(item.key, judged);
-      data[item.resource] = served(item.resource, judged, "location", state);
-      if (state === "stale") tools.refresh(item.key, item.resource, id, request);
-      outcomes.set(item, null);
-    } else if (best === judged && state === "usable-on-error") {
-      outcomes.set(item, { ...item, fallback: judged, fallbackTier: "location" });
+    const judgement = judge(judged, item, "location", clock.now());
+    if ("pending" in judgement) {
+      outcomes.set(item, judgement.pending);
+      continue;
     }
+    location.note("hit");
+    serveFrom(tools, "location", id, item, judgement, request, data);
+    outcomes.set(item, null);
   }
   return pending.flatMap((item) => {
     const outcome = outcomes.get(item);
@@ -250,7 +285,7 @@ export async function readFromL2(
   request: PageRequest,
   data: Record<string, Served<unknown>>,
 ): Promise<Pending[]> {
-  const { config, clock, l1, l2, reading } = tools;
+  const { config, clock, l2, reading } = tools;
   // A product the known-ids filter lists goes straight to its fills: their
   // claims, in one call, return what L2 holds fresh or stale and take the
   // locks for the rest (see readFromOrigin). Unless reads are answered near
@@ -287,18 +322,9 @@ export async function readFromL2(
   // Tag purges match the product's tags, for every part of the page: L2's copy's when L1 holds none.
   const tags = pageTags(tools, id, entries[toRead.findIndex((item) => item.resource === PAGE_SUBJECT)]?.data);
   for (const [index, item] of toRead.entries()) {
-    const value = values?.[index];
-    const fromL2 = tools.judged(entries[index], id, item.resource, tags);
-    const best = newerOf(item.fallback, fromL2);
-    const state = entryState(best, clock.now());
-    if (best && best === fromL2 && (state === "fresh" || state === "stale")) {
-      l1.keep(item.key, best);
-      data[item.resource] = served(item.resource, best, "l2", state);
-      if (state === "stale") tools.refresh(item.key, item.resource, id, request);
-    } else {
-      const usable = state === "usable-on-error" ? best : undefined;
-      stillPending.push({ ...item, fallback: usable, fallbackTier: usable === fromL2 ? "l2" : (item.fallbackTier ?? "l1"), l2Answered: value !== undefined });
-    }
+    const judgement = judge(tools.judged(entries[index], id, item.resource, tags), item, "l2", clock.now());
+    if ("serve" in judgement) serveFrom(tools, "l2", id, item, judgement, request, data);
+    else stillPending.push({ ...judgement.pending, l2Answered: values?.[index] !== undefined });
   }
   // What L2 gave goes to the location tier with the page's other parts; if some still go to their fills, the last of those puts it.
   if (stillPending.length === 0 && entries.some((entry) => entry !== undefined)) tools.keepInLocation(id, toRead[0]!.resource, request.background);

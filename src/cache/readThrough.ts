@@ -277,8 +277,14 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     redisSilent,
   };
 
+  /** The tiers a page reads past L1, in order (cache/pageSteps.ts): each serves what it can and passes the rest on. */
+  const tiersPastL1 = [
+    ...(location ? [{ name: "location" as const, read: readFromLocation }] : []),
+    ...(l2 ? [{ name: "l2" as const, read: readFromL2 }] : []),
+  ];
+
   /**
-   * L1, then, for what it lacks, L2 and the origin: new work, started only
+   * L1, then, for what it lacks, the location tier, L2 and the origin: new work, started only
    * when the isolate admits it (overload/admission.ts) and only while the
    * visitor is there. Joining a read or fill already under way here is not
    * new work. A page whose visitor left gets no more steps; the
@@ -302,19 +308,14 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     const readRest = async () => {
       // The visitor may have left while the page waited for its turn.
       if (visitorLeft(request)) return;
-      if (location) {
+      for (const tier of tiersPastL1) {
         started = clock.now();
-        pending = await readFromLocation(tools, id, pending, request, data);
-        timings.location = clock.now() - started;
+        pending = await tier.read(tools, id, pending, request, data);
+        timings[tier.name] = clock.now() - started;
         if (pending.length === 0 || visitorLeft(request)) return;
       }
-      if (l2) {
-        started = clock.now();
-        pending = await readFromL2(tools, id, pending, request, data);
-        timings.l2 = clock.now() - started;
-      }
-      if (location || l2) pending = filledMeanwhile(tools, id, pending, data);
-      if (pending.length > 0 && !visitorLeft(request)) {
+      if (tiersPastL1.length > 0) pending = filledMeanwhile(tools, id, pending, data);
+      if (pending.length > 0) {
         started = clock.now();
         await readFromOrigin(tools, id, pending, request, data);
         timings.origin = clock.now() - started;
