@@ -230,7 +230,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * that follow, page by page (a bulk re-price is hundreds of purges of
    * 1,000 ids: each page is read at once, in the background, and costs only
    * what was purged), or, for an isolate that cannot follow the log, a start
-   * over. `renew` extends the sync's lease while pages come in.
+   * over. Its `lease` is renewed while pages come in, and says when the
+   * visitors waiting may go on (after the first page, if the rest can wait).
    */
   async function syncNow(lease: SyncLease, background: (work: Promise<unknown>) => void): Promise<void> {
     const reaches: PurgeReach[] = [];
