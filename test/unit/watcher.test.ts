@@ -12,7 +12,7 @@ import type { PurgeLog, PurgesSince } from "../../src/invalidation/log";
 import { createPurgeWatcher, type PurgeWatcher, type PurgeWatcherOptions } from "../../src/invalidation/watcher";
 import { createPositionShelf, type PositionShelf, type SharedPosition } from "../../src/invalidation/sharedPosition";
 import type { ResourceName } from "../../src/origin/resources";
-import { fakeClock, fakeOrigin, fakeStore, type FakeClock, testConfig } from "../support/fakes";
+import { fakeClock, fakeOrigin, fakeStore, type FakeClock, type FakeOrigin, testConfig } from "../support/fakes";
 
 const POLL_MS = 1000;
 const BLIND_AFTER_MS = DEFAULTS.purgeBlindAfterMs;
@@ -64,6 +64,32 @@ function entryFetchedAt(clock: FakeClock, fetchedAt: number): Entry {
 }
 
 const sync = (watcher: PurgeWatcher) => watcher.sync(() => undefined);
+
+/**
+ * The read path with a watcher of `log` judging what it serves, as src/tier.ts
+ * wires them. L2 is left out (l2: null): a refresh goes straight to the fake
+ * origin, and a failing purge log stands for a failing L2. The product is
+ * fresh for an hour by its own deadlines: only what the watcher knows can
+ * make it stale within a test.
+ */
+function readPathOf(clock: FakeClock, log: PurgeLog, origin: FakeOrigin): { cache: ReturnType<typeof createReadThrough>; watcher: PurgeWatcher } {
+  let watcher: PurgeWatcher | undefined;
+  const cache = createReadThrough({
+    config: testConfig({ CACHE_POLICIES: JSON.stringify({ product: { ttl: 3600, swr: 600, staleIfError: 86_400 } }) }),
+    origin,
+    l2: null,
+    clock,
+    purges: {
+      judge: (...args) => watcher!.judge(...args),
+      purgedAt: (...args) => watcher!.purgedAt(...args),
+      stamp: () => watcher!.stamp(),
+      vouches: (stamp) => watcher!.vouches(stamp),
+      unsureBefore: () => watcher!.unsureBefore(),
+    },
+  });
+  watcher = watcherWith(clock, log, cache);
+  return { cache, watcher };
+}
 
 /** From now on each read of `log` waits until the returned function is called (a slow Redis), then answers as before. */
 function holdReads(log: ReturnType<typeof fakeLog>["log"]): () => void {
@@ -469,24 +495,10 @@ describe("a bulk re-price, read page by page", () => {
     const clock = fakeClock();
     const origin = fakeOrigin();
     const { log, state } = pagedLog(3, { aheadKnown: true });
-    let watcher: PurgeWatcher | undefined;
-    const cache = createReadThrough({
-      config: testConfig({ CACHE_POLICIES: JSON.stringify({ product: { ttl: 3600, swr: 600, staleIfError: 86_400 } }) }),
-      origin,
-      l2: null,
-      clock,
-      purges: {
-        judge: (...args) => watcher!.judge(...args),
-        purgedAt: (...args) => watcher!.purgedAt(...args),
-        stamp: () => watcher!.stamp(),
-        vouches: (stamp) => watcher!.vouches(stamp),
-        unsureBefore: () => watcher!.unsureBefore(),
-      },
-    });
-    watcher = watcherWith(clock, log, cache);
+    const { cache, watcher } = readPathOf(clock, log, origin);
     const background: Promise<unknown>[] = [];
     const page = async () => {
-      await watcher!.sync((work) => void background.push(work));
+      await watcher.sync((work) => void background.push(work));
       return (await cache.read("p-90", PRODUCT, (work) => void background.push(work))).data.product!;
     };
     expect(await page()).toMatchObject({ tier: "origin" });
@@ -533,27 +545,10 @@ describe("the read path when purges may have been missed: blind, or after the lo
     const clock = fakeClock();
     const origin = fakeOrigin();
     const { log, state } = fakeLog();
-    const config = testConfig({
-      // Fresh for an hour by its own deadlines: only blindness can make it stale within the test.
-      CACHE_POLICIES: JSON.stringify({ product: { ttl: 3600, swr: 600, staleIfError: 86_400 } }),
-    });
-    let watcher: PurgeWatcher | undefined;
-    const cache = createReadThrough({
-      config,
-      origin,
-      l2: null,
-      clock,
-      purges: {
-        judge: (...args) => watcher!.judge(...args),
-        purgedAt: (...args) => watcher!.purgedAt(...args),
-        stamp: () => watcher!.stamp(),
-        vouches: (stamp) => watcher!.vouches(stamp),
-      },
-    });
-    watcher = watcherWith(clock, log, cache);
+    const { cache, watcher } = readPathOf(clock, log, origin);
     const background: Promise<unknown>[] = [];
     const page = async (id = "p-1") => {
-      await watcher!.sync((work) => void background.push(work));
+      await watcher.sync((work) => void background.push(work));
       return (await cache.read(id, PRODUCT, (work) => void background.push(work))).data.product!;
     };
     const settle = async () => {
