@@ -112,6 +112,15 @@ export function newerOf<T>(a: Entry<T> | undefined, b: Entry<T> | undefined): En
 }
 
 /**
+ * The deadlines of a copy kept only for the origin's failures from `at` on:
+ * neither fresh nor stale past it, usable on error as long as it was (what
+ * purges this isolate may have missed leave it: invalidation/watcher.ts).
+ */
+export function onlyForErrorsFrom({ freshUntil, staleUntil }: Pick<Entry, "freshUntil" | "staleUntil">, at: number): Pick<Entry, "freshUntil" | "staleUntil"> {
+  return { freshUntil: Math.min(freshUntil, at), staleUntil: Math.min(staleUntil, at) };
+}
+
+/**
  * The entry as a soft purge at `at` leaves it: no longer fresh, and servable
  * while it refreshes. The purge watcher decides that an entry is stale; the
  * mark itself belongs to the entry's life cycle.

@@ -9,7 +9,7 @@
 // every request, are kept parsed beside it.
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../shared/clock";
-import { dataJson, markedStale, withDataOnRead, type Entry } from "./entry";
+import { dataJson, markedStale, onlyForErrorsFrom, withDataOnRead, type Entry } from "./entry";
 
 export interface Stored extends Omit<Entry, "data"> {
   json: string;
@@ -101,10 +101,7 @@ export function createL1({ maxBytes, clock }: { maxBytes: number; clock: Clock }
     keepOnlyForErrors(at) {
       // In place, in one pass: its size and its time in lru-cache (the error window) do not change,
       // and entries already handed out have copied their deadlines (fromStored).
-      cache.forEach((stored) => {
-        stored.freshUntil = Math.min(stored.freshUntil, at);
-        stored.staleUntil = Math.min(stored.staleUntil, at);
-      });
+      cache.forEach((stored) => Object.assign(stored, onlyForErrorsFrom(stored, at)));
     },
   };
 }

@@ -29,7 +29,7 @@ import type { OriginClient } from "../origin/client";
 import { PAGE_SUBJECT, RESOURCES, type ResourceName, type ResourceTypes } from "../origin/resources";
 import type { Clock } from "../shared/clock";
 import { createLeaseTable } from "../shared/leases";
-import { markedStale, type Entry } from "./entry";
+import { markedStale, onlyForErrorsFrom, type Entry } from "./entry";
 import { createFill, type FillContext } from "./fill/fill";
 import { createFillBatch } from "./l2/fillBatch";
 import { createFillWrites } from "./l2/fillWrites";
@@ -208,8 +208,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   function fromL1(key: string, id: string, resource: ResourceName): Entry | undefined {
     const entry = judged(l1.entry(key), id, resource);
     if (!entry || entry.fetchedAt >= (deps.purges?.unsureBefore?.() ?? 0)) return entry;
-    const now = clock.now();
-    return { ...entry, freshUntil: Math.min(entry.freshUntil, now), staleUntil: Math.min(entry.staleUntil, now) };
+    return { ...entry, ...onlyForErrorsFrom(entry, clock.now()) };
   }
 
   /**

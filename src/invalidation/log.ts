@@ -350,14 +350,14 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
       if (!answer) return undefined;
       const [seq, follows, records, fields, era, upTo, ahead, aheadKnown] = answer;
       // A wide purge ahead that cannot be read is one the reader cannot judge copies by: then none is known.
-      const wideAhead = aheadKnown === 1 && ahead ? readable(ahead, keys.wideLog) : null;
+      const wideAhead = aheadKnown === 1 && ahead ? readable(ahead, keys.wideLog) : [];
       return {
         seq,
         era: String(era ?? ""),
         follows: follows === 1,
         records: readable(records, keys.log),
         upTo: Number(upTo ?? seq),
-        wideAhead: wideAhead && ahead && wideAhead.length === ahead.length ? wideAhead : null,
+        wideAhead: aheadKnown === 1 && wideAhead.length === ahead?.length ? wideAhead : null,
         ...parseMarks(fields, clock.now()),
       };
     },

@@ -289,8 +289,8 @@ return writeFills(KEYS, ARGV)
 // was never a fill's and is taken over at once, where it used to hold this
 // key's fills for as long as its TTL (minutes: every visitor of the page
 // waited the lock's whole life, then fetched alone). A claimer whose lock
-// lives shorter than the holder's (a rollout of a release that changed it) takes a real lock over early:
-// one fetch more, never a wait.
+// lives shorter than the holder's (a rollout of a release that changed it)
+// takes a real lock over early: one fetch more, never a wait.
 const CLAIM_FILLS = `${WRITE_FILLS_FUNCTION}
 local writes, alongCount = tonumber(ARGV[2]), tonumber(ARGV[3])
 local written = {}
