@@ -95,7 +95,7 @@ export interface ReadThroughDeps {
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
   /** Which pages may start new work, and what becomes of work nobody waits for (none in unit tests: all is admitted). */
-  overload?: { admission: Pick<Admission, "admit" | "noteShed">; departures: Departures; lag: Pick<LagMeter, "lagMs"> };
+  overload?: { admission: Pick<Admission, "admit" | "noteNoWork" | "noteShed">; departures: Departures; lag: Pick<LagMeter, "lagMs"> };
 }
 
 /**
@@ -245,7 +245,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
 
   const reading = createLeaseTable<string, true>({ clock });
   /**
-   * Subjects whose page is waiting for its turn (admission), by
+   * Subjects whose page is waiting for its turn (admission, or the hold), by
    * a number per page: later pages for the same product do not queue behind
    * it as new work of their own, they go on and join whatever one of them
    * starts (a herd for one product while the isolate runs late would
@@ -294,6 +294,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     const timings: Timings = {};
     let started: number;
     let pending = readFromL1(tools, id, resources, request, data);
+    if (pending.length === 0) deps.overload?.admission.noteNoWork();
     if (pending.length === 0 || visitorLeft(request)) return { data: data as PageData, timings };
     // Joining what this isolate is already reading or filling is no new work:
     // a herd for one cold product waits for its one fill, and is not shed.
@@ -320,6 +321,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       }
     };
     if (!newWork || !deps.overload) {
+      deps.overload?.admission.noteNoWork();
       await readRest();
       return { data: data as PageData, timings };
     }
@@ -336,7 +338,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     };
     const page = ++nextPage;
     const turnKey = subject?.key;
-    if (turnKey) awaitingTurn.take(turnKey, clock.now() + config.coldPageWaitMs + DEFAULTS.l2ReadLeaseGraceMs, page);
+    if (turnKey) awaitingTurn.take(turnKey, clock.now() + DEFAULTS.departureHoldMaxMs + config.coldPageWaitMs + DEFAULTS.l2ReadLeaseGraceMs, page);
     let admitted: Awaited<ReturnType<typeof readAfterWait>> | string;
     try {
       admitted = await deps.overload.admission.admit(readAfterWait, !withCopies, request.visitor, request.client);
