@@ -9,9 +9,10 @@ import type { L2ValueStats } from "../cache/l2/l2Entries";
 import type { LocationStats } from "../cache/location/location";
 import type { FillStats } from "../cache/readThrough";
 import type { Config } from "../config";
-import { DEFAULTS } from "../config/defaults";
 import type { KnownIdsState } from "../knownIds";
+import { DEFAULTS } from "../config/defaults";
 import type { Overload } from "../overload";
+import { INTERVAL_MS, TARGET_MS } from "../overload/limit";
 import type { PurgeWatcherStatus } from "../invalidation/watcher";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { HOT_PRODUCTS, type BreakerNote, type Metrics, type MinutePoint, type WindowSummary } from "./metrics";
@@ -79,14 +80,7 @@ export interface StatusModel {
   breakerTransitions: Record<string, number>;
   originSlots: StatusSources["originSlots"];
   fills: StatusSources["fills"];
-  overload: StatusSources["overload"] & {
-    shedLagMs: number;
-    coldPagesMax: number;
-    mostlyColdPages: number;
-    mostlyColdLagMs: number;
-    backgroundFillsMax: number;
-    departureHoldMaxMs: number;
-  };
+  overload: StatusSources["overload"] & { coldPagesMax: number; targetMs: number; intervalMs: number; departureHoldMaxMs: number };
   l1: { bytes: number; maxBytes: number; entries: number; usedRatio: number };
   /** `hitRatio`: copies served of parts looked up (null before any lookup); `stats` null when off. */
   location: { enabled: boolean; hitRatio: number | null; stats: LocationStats | null };
@@ -114,11 +108,9 @@ export interface StatusModel {
     | "l2TimeoutMs"
     | "ttlJitter"
     | "lockTtlMs"
-    | "lockTtlMs"
     | "purgePollMs"
     | "originMaxConcurrent"
     | "maxSubrequests"
-    | "shedLagMs"
     | "coldPagesMax"
     | "coldPageWaitMs"
     | "warmPerMinute"
@@ -168,11 +160,9 @@ export function buildStatus(sources: StatusSources): StatusModel {
     fills: { ...sources.fills },
     overload: {
       ...sources.overload,
-      shedLagMs: config.shedLagMs,
       coldPagesMax: config.coldPagesMax,
-      mostlyColdPages: DEFAULTS.mostlyColdPages,
-      mostlyColdLagMs: DEFAULTS.mostlyColdLagMs,
-      backgroundFillsMax: config.backgroundFillsMax,
+      targetMs: TARGET_MS,
+      intervalMs: INTERVAL_MS,
       departureHoldMaxMs: DEFAULTS.departureHoldMaxMs,
     },
     l1: {
@@ -214,7 +204,6 @@ export function buildStatus(sources: StatusSources): StatusModel {
       purgePollMs: config.purgePollMs,
       originMaxConcurrent: config.originMaxConcurrent,
       maxSubrequests: config.maxSubrequests,
-      shedLagMs: config.shedLagMs,
       coldPagesMax: config.coldPagesMax,
       coldPageWaitMs: config.coldPageWaitMs,
       warmPerMinute: config.warmPerMinute,

@@ -74,22 +74,11 @@ function setup() {
     pageRead: (read) => void pageReads.push(read),
     overload: createOverload({
       clock,
-      maxLagMs: 50,
       maxColdPages: 8,
-      minColdPages: 0,
-      patienceMs: 1000,
-      patientColdPages: 0,
-      paceMs: 0,
-      paceBurst: 1,
-      maxColdPagesQueued: 8,
-      overShareAnswerMs: 50,
       coldPageWaitMs: 100,
-      mostlyCold: { coldPages: 8, lagMs: 5, share: 0.5, windowMs: 2000, minPages: 16 },
-      lastChance: { afterShare: 0.8, perSecond: 0 },
-      hold: { maxHoldMs: 0, departedShare: 0.5, windowMs: 2000, minPages: 16 },
       coldPageLeaseMs: 10_000,
-      maxBackgroundFills: 4,
       backgroundFillMs: 1000,
+      hold: { maxHoldMs: 0, departedShare: 0.5, windowMs: 2000, minPages: 16 },
     }),
   };
   const app = new Hono();
