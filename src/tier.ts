@@ -103,10 +103,27 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
   });
   const overload = createOverload({
     clock,
+    maxLagMs: config.shedLagMs,
     maxColdPages: config.coldPagesMax,
+    minColdPages: DEFAULTS.coldPagesAlways,
+    patienceMs: DEFAULTS.coldPagePatienceMs,
+    patientColdPages: DEFAULTS.coldPagesPatient,
+    mostlyCold: {
+      coldPages: DEFAULTS.mostlyColdPages,
+      lagMs: DEFAULTS.mostlyColdLagMs,
+      share: DEFAULTS.mostlyColdShare,
+      windowMs: DEFAULTS.mostlyColdWindowMs,
+      minPages: DEFAULTS.mostlyColdMinPages,
+    },
+    lastChance: { afterShare: DEFAULTS.lastChanceAfterShare, perSecond: DEFAULTS.lastChancePagesPerSecond },
+    paceMs: DEFAULTS.coldPagePaceMs,
+    paceBurst: DEFAULTS.coldPagesPaceBurst,
+    maxColdPagesQueued: DEFAULTS.coldPagesQueued,
+    overShareAnswerMs: DEFAULTS.overShareAnswerMs,
     coldPageWaitMs: config.coldPageWaitMs,
     // A page's read fills its subject, then the other parts: two fills at most, one after the other.
     coldPageLeaseMs: 2 * Math.max(...RESOURCE_NAMES.map((resource) => fillBoundMs(config, resource))),
+    maxBackgroundFills: config.backgroundFillsMax,
     // A finished fill's write waits for its send (its window, or a claim to carry it: patientWriteHoldMs at most, sendQueue.ts holds no write longer), then has the write budget.
     backgroundFillMs: Math.max(DEFAULTS.sendWindowMs, DEFAULTS.writeHoldForClaimMs, DEFAULTS.patientWriteHoldMs) + DEFAULTS.l2WriteTimeoutMs,
     hold: {

@@ -95,7 +95,7 @@ export interface ReadThroughDeps {
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
   /** Which pages may start new work, and what becomes of work nobody waits for (none in unit tests: all is admitted). */
-  overload?: { admission: Pick<Admission, "admit" | "noteShed">; departures: Departures; lag: Pick<LagMeter, "lagMs"> };
+  overload?: { admission: Pick<Admission, "admit" | "noteNoWork" | "noteShed">; departures: Departures; lag: Pick<LagMeter, "lagMs"> };
 }
 
 /**
@@ -294,6 +294,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     const timings: Timings = {};
     let started: number;
     let pending = readFromL1(tools, id, resources, request, data);
+    if (pending.length === 0) deps.overload?.admission.noteNoWork();
     if (pending.length === 0 || visitorLeft(request)) return { data: data as PageData, timings };
     // Joining what this isolate is already reading or filling is no new work:
     // a herd for one cold product waits for its one fill, and is not shed.
@@ -320,6 +321,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       }
     };
     if (!newWork || !deps.overload) {
+      deps.overload?.admission.noteNoWork();
       await readRest();
       return { data: data as PageData, timings };
     }

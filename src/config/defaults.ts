@@ -98,20 +98,133 @@ export const DEFAULTS = {
    */
   originMaxConcurrent: 256,
   /**
-   * Pages needing new work in progress at once per isolate at most, and
-   * waiting for their turn at most (COLD_PAGES_MAX): a bound on what the
-   * isolate takes on, as many as the origin's slots. Below it, how many go
-   * at once is the isolate's limit (overload/limit.ts).
+   * New work (a page's L1 misses: L2 reads, lock claims, origin fetches)
+   * starts only while the isolate runs at most this late (SHED_LAG_MS;
+   * overload/lag.ts: how late L2 replies are read, or a 1 ms timer fires).
+   * Every request queues behind the work already in the isolate, and the
+   * replies and renders of cold pages land in that queue. Measured on one
+   * isolate (bench:soak --flood, 2026-11-26): at 30, cached pages' p99 was
+   * 77-110 ms beside a crawler of 32 connections (102-152 ms with nothing
+   * held back) and 49-100 ms beside 8 departing connections; at 100 the
+   * crawler's was 128 ms. Loads that keep the isolate late for good (two
+   * isolates under 64 closed-loop Zipf connections and 8 departing ones)
+   * shed 4-7% of their pages at 30, 2.4% at 50, 0.7% at 100, before cold
+   * pages held back were let go after coldPagePatienceMs (0.09% at 30 over
+   * ten minutes since).
+   */
+  shedLagMs: 30,
+  /**
+   * Pages needing new work in progress at once per isolate (COLD_PAGES_MAX):
+   * a bound on what the isolate takes on, as many as the origin's slots.
+   * Not what holds back CPU (the lag is): a cold page mostly waits on
+   * Redis and the origin, and at 16 (each counted 250 ms at most) a
+   * 64-connection soak shed 4% of its pages and a crawler's cached pages
+   * fared no better (bench:soak, 2026-11-26).
    */
   coldPagesMax: 256,
+  /**
+   * Cold pages in progress whatever the lag: one, so that cold pages never
+   * stop altogether while cached pages alone keep a saturated isolate late.
+   * Not more: a cold page takes 15-25 ms from start to end on an idle
+   * origin, so even 4 at a time kept a crawler saturating the isolate, and
+   * its cached pages' p99 went from 77-100 ms to 137 ms (bench:soak --flood).
+   */
+  coldPagesAlways: 1,
+  /**
+   * While most of an isolate's recent pages start new work (mostlyColdShare
+   * of the last mostlyColdWindowMs's pages, mostlyColdMinPages at least: a
+   * crawler, a flood of first views), what makes the isolate late is cold
+   * work, and cached pages queue behind what cold pages in progress have
+   * landed in it: past mostlyColdPages in progress, another starts only
+   * while the isolate runs at most mostlyColdLagMs late, and none on
+   * patience. Beside a crawler of 32 connections (bench:soak --flood
+   * crawler, one isolate, one run each, 2026-11-26): cached pages' p99 80,
+   * 149 ms without this rule (the crawler at ~400 req/s); with 8 and 5 ms,
+   * 57, 66, 77, 89, 117 ms (~190-235 req/s); with 4 and 5 ms, 39, 58, 65,
+   * 29 ms (155-215 req/s). What is left are single pauses of the isolate
+   * (garbage collection, the machine's other processes). An isolate that is
+   * not late (a slow origin, few visitors) is not held back: its lag is near 0.
+   * The share is 0.8, nearly all: an isolate restarted under ordinary traffic
+   * starts with every page cold too, and on Zipf(1.0) its cold share stays
+   * above a half for its first ~1,000 pages but above 0.8 for ~100 only; at
+   * 0.5 the bound held its cold pages back all that while, its cached pages
+   * keeping it late, and a 2-isolate soak refused 40-66 pages in its first
+   * 30 s on a slow day. A crawler's pages are 90-100% cold.
+   */
+  mostlyColdPages: 4,
+  mostlyColdLagMs: 5,
+  mostlyColdShare: 0.8,
+  mostlyColdWindowMs: 2000,
+  mostlyColdMinPages: 16,
+  /**
+   * A cold page held back this long (ms) goes while fewer than
+   * coldPagesPatient are in progress, whatever the lag. Without it, two
+   * isolates under 64 closed-loop Zipf connections (late for good from their
+   * cached pages alone) let one cold page through at a time and shed 4-7% of
+   * their pages after the wait; a crawler, whose pages are all cold, is
+   * slowed to at most coldPagesPatient pages per patience.
+   */
+  coldPagePatienceMs: 250,
+  coldPagesPatient: 16,
+  /**
+   * Cold pages held back start one per coldPagePaceMs at most (8 at once
+   * after a pause), oldest first, however many the isolate's keeping up lets
+   * go: let go together the moment the lag fell below SHED_LAG_MS, the pages
+   * a crawler had queued landed their replies and renders together, and
+   * cached pages waited behind them. Beside a crawler of 32 connections
+   * (bench:soak --flood crawler, 2026-11-26, one isolate), cached pages'
+   * p99 over 15 s was 114-147 ms unpaced (4 runs) and 68, 81, 155 ms paced
+   * (3 runs); over 45 s, 287-300 against 219-284, the crawler 13% slower.
+   * A one-minute soak (2 isolates, 64 Zipf + 8 departing) still had no 5xx.
+   * At 2 ms the queue drains at 500 pages a second, more than an isolate
+   * renders cold.
+   */
+  coldPagePaceMs: 2,
+  coldPagesPaceBurst: 8,
+  /** Cold pages waiting for their turn at most; more are shed at once. */
+  coldPagesQueued: 256,
+  /**
+   * A cold page of a client already holding its share of the queue while
+   * other pages wait is not queued: it is answered 429 this long after it
+   * came (ms), its work never started (overload/admission.ts). Not at once:
+   * a closed-loop client (a crawler) asks again as soon as it is answered,
+   * and 50 ms holds each of its connections to 20 such answers a second;
+   * within issue 50's bound for a refusal, and past the 1-30 ms of a flood
+   * of visitors who leave, who never read it.
+   */
+  overShareAnswerMs: 50,
   /**
    * How long a cold page without a copy to show waits for its turn
    * (COLD_PAGE_WAIT_MS) before the 503: a pause of the isolate is waited
    * out, a saturated isolate answers within this. The wait is off the CPU
-   * and its queue is bounded (coldPagesMax), so it costs latency, not work:
+   * and its queue is bounded (coldPagesQueued), so it costs latency, not
+   * work. At 1 s, one stall of two saturated isolates (a 10-minute soak on
+   * a slow day, 2026-11-26) shed 246 pages in one window, 16 of them 503s:
    * a first view after 2 s is a slow page, a 503 is a lost one.
    */
   coldPageWaitMs: 2000,
+  /**
+   * A cold page with nothing to show that has waited lastChanceAfterShare of
+   * COLD_PAGE_WAIT_MS goes whatever the other bounds, lastChancePagesPerSecond
+   * of them at most per isolate: a saturated isolate whose queue is not
+   * growing makes its visitors wait, not fail. Measured (bench:soak, 2
+   * isolates, 64 Zipf + 8 departing, on a day the machine gave each page
+   * ~1.8x its usual CPU): without it, 40-66 pages refused in the first
+   * 30 s (every page cold, the crawler's bound holding) and 1-8 in later
+   * windows; at 8 a second a cold page costs at most ~4% of a core.
+   */
+  lastChanceAfterShare: 0.8,
+  lastChancePagesPerSecond: 8,
+  /**
+   * Fills whose visitors all left that may finish at once: one per this
+   * many of COLD_PAGES_MAX (16 at its default 256; none below 16). An
+   * answer already fetched is worth writing for the next visitor, but a
+   * flood of departing requests must not turn into a flood of writes, and
+   * an isolate allowed few cold pages keeps them for visitors. Past it the
+   * answer stays in this isolate's L1 and the lock is released. Not a
+   * setting: it follows the isolate's allowance of cold work.
+   */
+  coldPagesPerBackgroundFill: 16,
   /**
    * The ceiling of the hold a cold page with no copy to show waits before
    * its work starts, while most cold pages' visitors leave before their

@@ -23,6 +23,7 @@ export interface Env {
   ORIGIN_MAX_CONCURRENT?: string | number;
   PURGE_POLL_MS?: string | number;
   MAX_SUBREQUESTS?: string | number;
+  SHED_LAG_MS?: string | number;
   COLD_PAGES_MAX?: string | number;
   COLD_PAGE_WAIT_MS?: string | number;
   /** "on" when the L2 database answers reads from replicas near the isolate (Upstash Global). */
@@ -76,10 +77,14 @@ export interface Config {
   purgePollMs: number;
   /** Subrequests one invocation may make (the plan's limit, less a margin; see shared/subrequests.ts). */
   maxSubrequests: number;
-  /** Pages needing new work in progress at once at most, and waiting at most (overload/limit.ts sets how many go at once below it). */
+  /** Lag past which pages that need new work are shed (overload/admission.ts). */
+  shedLagMs: number;
+  /** Pages needing new work in progress at once, at most; more wait for their turn, then are shed. */
   coldPagesMax: number;
   /** How long a cold page waits for its turn before it is shed. */
   coldPageWaitMs: number;
+  /** Fills nobody waits for any more that may finish and write at once (overload/departures.ts): not a setting, a share of coldPagesMax. */
+  backgroundFillsMax: number;
   /** Requests a minute per isolate from which a product is warm / hot (refreshed ahead of expiry). */
   warmPerMinute: number;
   hotPerMinute: number;
@@ -334,6 +339,8 @@ export function parseConfig(env: Env): Config {
     fpRate: KNOWN_IDS_DEFAULTS.fpRate,
   };
 
+  const coldPagesMax = number("COLD_PAGES_MAX", 1, 10_000, DEFAULTS.coldPagesMax);
+
   const config: Config = {
     originUrl,
     l2: setting(() => parseL2(env), null),
@@ -347,8 +354,10 @@ export function parseConfig(env: Env): Config {
     originMaxConcurrent: number("ORIGIN_MAX_CONCURRENT", 4, 2000, DEFAULTS.originMaxConcurrent),
     purgePollMs: number("PURGE_POLL_MS", 100, 60_000, DEFAULTS.purgePollMs),
     maxSubrequests: number("MAX_SUBREQUESTS", 20, 10_000, DEFAULTS.maxSubrequests),
-    coldPagesMax: number("COLD_PAGES_MAX", 1, 10_000, DEFAULTS.coldPagesMax),
+    shedLagMs: number("SHED_LAG_MS", 5, 10_000, DEFAULTS.shedLagMs),
+    coldPagesMax,
     coldPageWaitMs: number("COLD_PAGE_WAIT_MS", 0, 10_000, DEFAULTS.coldPageWaitMs),
+    backgroundFillsMax: Math.floor(coldPagesMax / DEFAULTS.coldPagesPerBackgroundFill),
     knownIds: onOffSetting("KNOWN_IDS", true) ? knownIdsFilter : null,
     locationCache: onOffSetting("LOCATION_CACHE", true),
     caching: onOffSetting("CACHING", true),

@@ -9,10 +9,9 @@ import type { L2ValueStats } from "../cache/l2/l2Entries";
 import type { LocationStats } from "../cache/location/location";
 import type { FillStats } from "../cache/readThrough";
 import type { Config } from "../config";
-import type { KnownIdsState } from "../knownIds";
 import { DEFAULTS } from "../config/defaults";
+import type { KnownIdsState } from "../knownIds";
 import type { Overload } from "../overload";
-import { INTERVAL_MS, TARGET_MS } from "../overload/limit";
 import type { PurgeWatcherStatus } from "../invalidation/watcher";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { HOT_PRODUCTS, type BreakerNote, type Metrics, type MinutePoint, type WindowSummary } from "./metrics";
@@ -80,7 +79,14 @@ export interface StatusModel {
   breakerTransitions: Record<string, number>;
   originSlots: StatusSources["originSlots"];
   fills: StatusSources["fills"];
-  overload: StatusSources["overload"] & { coldPagesMax: number; targetMs: number; intervalMs: number; departureHoldMaxMs: number };
+  overload: StatusSources["overload"] & {
+    shedLagMs: number;
+    coldPagesMax: number;
+    mostlyColdPages: number;
+    mostlyColdLagMs: number;
+    backgroundFillsMax: number;
+    departureHoldMaxMs: number;
+  };
   l1: { bytes: number; maxBytes: number; entries: number; usedRatio: number };
   /** `hitRatio`: copies served of parts looked up (null before any lookup); `stats` null when off. */
   location: { enabled: boolean; hitRatio: number | null; stats: LocationStats | null };
@@ -108,9 +114,11 @@ export interface StatusModel {
     | "l2TimeoutMs"
     | "ttlJitter"
     | "lockTtlMs"
+    | "lockTtlMs"
     | "purgePollMs"
     | "originMaxConcurrent"
     | "maxSubrequests"
+    | "shedLagMs"
     | "coldPagesMax"
     | "coldPageWaitMs"
     | "warmPerMinute"
@@ -160,9 +168,11 @@ export function buildStatus(sources: StatusSources): StatusModel {
     fills: { ...sources.fills },
     overload: {
       ...sources.overload,
+      shedLagMs: config.shedLagMs,
       coldPagesMax: config.coldPagesMax,
-      targetMs: TARGET_MS,
-      intervalMs: INTERVAL_MS,
+      mostlyColdPages: DEFAULTS.mostlyColdPages,
+      mostlyColdLagMs: DEFAULTS.mostlyColdLagMs,
+      backgroundFillsMax: config.backgroundFillsMax,
       departureHoldMaxMs: DEFAULTS.departureHoldMaxMs,
     },
     l1: {
@@ -204,6 +214,7 @@ export function buildStatus(sources: StatusSources): StatusModel {
       purgePollMs: config.purgePollMs,
       originMaxConcurrent: config.originMaxConcurrent,
       maxSubrequests: config.maxSubrequests,
+      shedLagMs: config.shedLagMs,
       coldPagesMax: config.coldPagesMax,
       coldPageWaitMs: config.coldPageWaitMs,
       warmPerMinute: config.warmPerMinute,

@@ -1,55 +1,114 @@
 // Admission of new work (docs/architecture.md#overload): a page that L1 can
-// serve is always served; a page that needs new work (an L1 miss: an L2
-// read, a lock claim, an origin fetch) starts it within the isolate's limit
-// of cold pages in progress (./limit.ts: AIMD, its signal CoDel's standing
-// queue), and otherwise waits for its turn.
+// serve is always served; a page that needs new work (an L1 miss: an L2 read,
+// a lock claim, an origin fetch) starts it only while the isolate keeps up:
+// while it runs at most SHED_LAG_MS late (./lag.ts), with fewer than
+// COLD_PAGES_MAX such pages in progress.
 //
-// The waiting pages are a fair queue by client (./client.ts names them,
-// ./fairShare.ts counts what each holds): a free place goes to the page of
-// the client holding fewest cold pages, the oldest first among equals, and a
-// page finding the queue full takes the place of the oldest waiting page of
-// the client holding most, if that holds more than its own: FQ-CoDel's drop
-// from the fattest flow (RFC 8290), in shared/limiter.ts. A flood or a crawl
-// waits behind everybody else, and sheds its own pages, not another
-// client's.
+// Every request an isolate takes queues behind the work already in it, and
+// a cold page's work (replies to parse, a page to render) lands in that
+// queue. Holding new cold work back while the isolate runs late keeps the
+// queue that cached pages wait in short, whoever fills it: a crawler, a
+// flood of first views, visitors who leave. While it runs late, only
+// minColdPages cold pages are in progress, so that they never stop
+// altogether, and a page held back for patienceMs goes while fewer than
+// patientColdPages are in progress: under clients that keep the isolate late
+// for good with cached pages, cold pages are late, not refused. (An
+// allowance that shrank while the isolate ran late and grew back while it
+// kept up, as TCP's window, was tried: under a closed-loop load that kept
+// the isolate late whatever the cold pages did, it sat at its floor and shed
+// 16-18% of a soak's pages, against 4% for this gate.)
 //
+// While most recent pages start new work (a crawler, a flood of first
+// views), the cold pages are what makes the isolate late, and what waits
+// ahead of a cached page is what the cold pages in progress have landed in
+// the queue: past mostlyCold.coldPages in progress, another starts only
+// while the lag is all but nothing (mostlyCold.lagMs), never on patience.
+// The lag meter follows the queue a round trip late; the count bounds it at
+// once.
+//
+// A page held back waits for its turn on its own timers, which costs the
+// CPU nothing, in a bounded queue for a bounded time (COLD_PAGE_WAIT_MS;
+// shared/limiter.ts); a page with a copy usable on error does not wait.
+// Past either bound it is shed: its copy, or a quick 503 with Retry-After
+// (cache/pageSteps.ts, shedPage). Near the end of its wait, a page with
+// nothing to show gets a last chance: a few such pages a second go whatever
+// the bounds (a budget of cold work any isolate can afford), so that a
+// saturated isolate whose queue is not growing (closed-loop visitors, a
+// restart under ordinary traffic: the count bounds hold its cold pages back
+// while cached ones keep it late) makes its visitors wait, not fail; past
+// the budget (an overload that lasts) pages are shed as before. A
+// closed-loop client (a crawler) whose pages wait sends less meanwhile,
+// which is how the lag comes back down.
 // Before all this, while most cold pages' visitors leave before their
 // answer, a page with no copy is held (./patience.ts): whoever leaves within
-// the hold never takes a place here, and never starts work.
-//
-// A page waits on its own timers (no CPU) for COLD_PAGE_WAIT_MS at most; a
-// page with a copy usable on error does not wait. Past that it is shed: its
-// copy, or a quick 503 with Retry-After (cache/pageSteps.ts, shedPage). A
-// visitor who leaves gives up its place, or its slot, at once: what is left
-// of its page is background work (./departures.ts), which takes only the
-// room the limit has spare while no page waits.
-//
-// A client already holding its share of the queue while pages wait (the
-// places shared equally among the clients holding cold pages, and at least
-// ONE_BROWSER's pages) is told so: its next cold page is not queued but
-// answered 429 one INTERVAL_MS after it came, its work never started, so
-// that a closed-loop client (a crawler) asks at most ten times a second per
-// connection; and a page of its that is shed is a 429, its own excess,
-// where another's is a 503.
+// the hold never takes a place here. Waiting pages go in the order of their
+// clients' share of the cold work (./fairShare.ts): the client holding
+// fewest first, so that a flood or a crawl waits behind everybody else; and
+// a page finding the queue full takes the place of the oldest waiting page
+// of the client holding most, if that holds more than its own
+// (shared/limiter.ts): a flood that fills the queue sheds its own pages,
+// not another client's. A client holding its share of the queue already
+// (its places shared equally among the clients holding cold pages, and at
+// least ONE_BROWSER's pages) while pages wait is told so: its next cold
+// page is not queued but answered 429 after overShareAnswerMs,
+// its work never started (queued, the pages of a flood whose visitors left
+// unseen cost the isolate their looks and, whenever nobody else waited,
+// their work: docs/performance.md, "Overload floods"); and a page of its
+// that is shed is a 429, its own excess, where another's is a 503.
 import { createLimiter, LimiterFull } from "../shared/limiter";
+import { createTokenBucket } from "../shared/tokenBucket";
 import type { Clock } from "../shared/clock";
-import { INTERVAL_MS, type ColdLimit } from "./limit";
+import type { LagMeter } from "./lag";
 import type { Patience } from "./patience";
 import { createFairShare } from "./fairShare";
 import { UNKNOWN_CLIENT } from "./client";
+import { createWindowCounts } from "./window";
 
 export interface AdmissionOptions {
   clock: Clock;
-  /** How late the isolate runs now, in ms (./lag.ts), for the status page. */
-  lateness: () => number;
-  /** The isolate's limit of cold pages in progress (./limit.ts). */
-  limit: ColdLimit;
+  lag: LagMeter;
   /** The hold of cold pages during a departing flood (./patience.ts), and its longest. */
   patience: Patience;
   maxHoldMs: number;
-  /** Pages needing new work in progress at most, and waiting at most (COLD_PAGES_MAX). */
+  /** New work starts only while the lag is at most this, in ms (SHED_LAG_MS). */
+  maxLagMs: number;
+  /** Pages needing new work in progress at once (COLD_PAGES_MAX). */
   maxColdPages: number;
-  /** How long a page without a copy waits for its turn (COLD_PAGE_WAIT_MS). */
+  /**
+   * Pages needing new work that may be in progress whatever the lag: cold
+   * pages keep moving while pages in L1 alone keep the isolate late (a
+   * closed-loop load), at a CPU share these few cannot make large.
+   */
+  minColdPages: number;
+  /**
+   * A page held back this long goes while fewer than `patientColdPages` are
+   * in progress, whatever the lag: under a load that keeps the isolate late
+   * for good (closed-loop clients of cached pages), cold pages are late,
+   * never refused; a client that only asks for cold pages (a crawler) is
+   * slowed by the wait.
+   */
+  patienceMs: number;
+  patientColdPages: number;
+  /**
+   * While most of the isolate's recent pages start new work (a crawler, a
+   * flood of first views: `share` of the pages of the last `windowMs`, and
+   * `minPages` of them at least), at most `coldPages` are in progress at
+   * once beyond which the lag must be at most `lagMs`.
+   */
+  mostlyCold: { coldPages: number; lagMs: number; share: number; windowMs: number; minPages: number };
+  /**
+   * A page that has waited `afterShare` of coldPageWaitMs goes whatever the
+   * other bounds (not `maxColdPages`), `perSecond` of them at most (a token
+   * bucket of `perSecond` tokens); 0: none.
+   */
+  lastChance: { afterShare: number; perSecond: number };
+  /** Pages held back start one per `paceMs` at most (`paceBurst` after a pause), oldest first: see shared/limiter.ts. */
+  paceMs: number;
+  paceBurst: number;
+  /** A cold page of a client holding its share of the queue while pages wait is answered 429 this long after it came, its work never started (DEFAULTS.overShareAnswerMs says why not at once). */
+  overShareAnswerMs: number;
+  /** Pages that may wait for their turn, and how long each may wait (COLD_PAGE_WAIT_MS). */
+  maxColdPagesQueued: number;
   coldPageWaitMs: number;
   /** A cold page's slot ends here at the latest, whatever became of its request: the longest a page read may take. */
   coldPageLeaseMs: number;
@@ -65,21 +124,29 @@ export interface AdmissionOptions {
  */
 const ONE_BROWSER = 6;
 
-/** What admit says of a shed page: "busy" (no turn within its wait, or no room to wait), or "over share": its client held more than its share of the queue (a 429, the client's own excess, not the isolate's busyness: a 503). */
-type Shed = "busy" | "over share";
+/** Why a cold page was shed: the isolate ran late all the while it could wait, or no slot came free (or the queue was full). */
+type ShedReason = "lagging" | "busy";
+/**
+ * What admit says of a shed page: its reason, or "over share" when its
+ * client held more than its share of the queue (the page is a 429, the
+ * client's own excess, not the isolate's busyness: a 503).
+ */
+type Shed = ShedReason | "over share";
 
 export interface AdmissionStats {
   lagMs: number;
-  /** Whether the isolate's lateness stands (./limit.ts), and the limit it sets now. */
-  congested: boolean;
-  limit: number;
-  /** Clients with cold pages in admission's hands now (waiting or in progress). */
+  /** Clients with cold pages in admission's hands now (held, waiting or in progress). */
   clients: number;
   coldPages: number;
   coldPagesQueued: number;
+  /** Whether most recent pages start new work (the tighter bound holds), and the pages started while they did. */
+  mostlyCold: boolean;
+  startedMostlyCold: number;
   admitted: number;
-  /** Pages shed: no turn within their wait (or no room to wait), or on arrival, their client holding its share of the queue already while pages waited. */
-  shed: { busy: number; overShare: number };
+  /** Of those, pages let go at their last chance (the budget past the other bounds). */
+  lastChance: number;
+  /** Pages shed: while lagging or busy (after waiting, or at once), or on arrival, their client holding its share of the queue already while pages waited. */
+  shed: Record<ShedReason, number> & { overShare: number };
   /** Of those, waiting pages whose place in the full queue went to another client's page (a client holding fewer). */
   pushedOut: number;
   /** Of those, pages beyond their client's share of the queue (those shed on arrival included): answered 429, not 503. */
@@ -98,27 +165,61 @@ export interface Admission {
    * who asks (./client.ts), for the order of the waiting pages.
    */
   admit<T>(work: () => Promise<T>, wait: boolean, visitor?: AbortSignal, client?: string): Promise<T | Shed | "left">;
+  /** A page was read with no new work (all of it from L1, or joining work under way). */
+  noteNoWork(): void;
   /** What a shed page got. */
   noteShed(outcome: "stale" | "refused"): void;
-  /** The limit (./limit.ts). */
-  limit: ColdLimit;
-  /** Whether `others` more places of work would fit in the limit beside the pages in progress, with no page waiting: the room of work nobody waits for (./departures.ts). */
-  spareRoom(others: number): boolean;
   stats(): AdmissionStats;
 }
 
 export function createAdmission(options: AdmissionOptions): Admission {
-  const { clock, maxColdPages, limit, patience } = options;
+  const { clock, lag, patience, maxLagMs, minColdPages, patienceMs, patientColdPages } = options;
+  const keepingUp = () => lag.lagMs() <= maxLagMs;
   const fair = createFairShare(clock);
   /** The longest a cold page is in admission's hands: its hold, its wait and its work. */
   const pageLeaseMs = options.maxHoldMs + options.coldPageWaitMs + options.coldPageLeaseMs;
-  const counts = { admitted: 0, shed: { busy: 0, overShare: 0 }, overShare: 0, shedServedStale: 0, shedRefused: 0 };
+  const counts = {
+    admitted: 0,
+    lastChance: 0,
+    startedMostlyCold: 0,
+    shed: { lagging: 0, busy: 0, overShare: 0 },
+    overShare: 0,
+    shedServedStale: 0,
+    shedRefused: 0,
+  };
+  const pages = createWindowCounts(clock, options.mostlyCold.windowMs, ["started", "noWork"] as const);
+  const mostlyCold = () => {
+    const { started, noWork } = pages.counts();
+    return started + noWork >= options.mostlyCold.minPages && started >= options.mostlyCold.share * (started + noWork);
+  };
+  const lastChanceAfterMs = options.lastChance.afterShare * options.coldPageWaitMs;
+  const { perSecond } = options.lastChance;
+  /** Last chances left now; none when there are none to give. */
+  const lastChances = perSecond > 0 && options.coldPageWaitMs > 0 ? createTokenBucket({ everyMs: 1000 / perSecond, burst: perSecond, clock }) : null;
+  /** Takes a last chance for a page that waited `waitedMs`, if it may have one. */
+  const lastChance = (waitedMs: number) => {
+    if (!lastChances || waitedMs < lastChanceAfterMs || lastChances.available() < 1) return false;
+    // Spent on the yes: the slot is all but certain to follow (maxColdPages is far from full when the other bounds say no).
+    lastChances.spend();
+    counts.lastChance++;
+    return true;
+  };
+  const admits = (waitedMs: number) => {
+    const inFlight = slots.inFlight;
+    if (inFlight < minColdPages) return true;
+    if (inFlight >= options.mostlyCold.coldPages && mostlyCold()) {
+      return lag.lagMs() <= options.mostlyCold.lagMs || lastChance(waitedMs);
+    }
+    return keepingUp() || (waitedMs >= patienceMs && inFlight < patientColdPages) || lastChance(waitedMs);
+  };
   const slots = createLimiter({
-    maxConcurrent: maxColdPages,
-    limit: () => limit.current(),
-    maxQueued: maxColdPages,
+    maxConcurrent: options.maxColdPages,
+    maxQueued: options.maxColdPagesQueued,
     maxWaitMs: options.coldPageWaitMs,
     maxHoldMs: options.coldPageLeaseMs,
+    paceMs: options.paceMs,
+    paceBurst: options.paceBurst,
+    admits,
     // A page whose visitor left is in progress for nobody: what is left of it is background work.
     freeWhenCallerLeaves: true,
     rank: (client) => fair.holding(client),
@@ -126,34 +227,29 @@ export function createAdmission(options: AdmissionOptions): Admission {
   });
 
   /**
-   * How many times its share of the queue `client` holds: whether its next
-   * page is queued, and its shed pages' status. None for "unknown" (every
-   * request off the platform: all visitors, never one client asking too
-   * much) nor for a client alone: with nobody to share with, what it meets is
-   * the isolate's busyness (a 503 after its wait), not its excess (a
-   * restarted isolate's only client, Redis down, was told 429: bench:chaos
-   * seed 29119402).
+   * How many times its share of the waiting queue `client` holds: whether
+   * its next page is queued, and its shed pages' status. None for "unknown"
+   * (every request off the platform: all visitors, never one client asking
+   * too much) nor for a client alone: with nobody to share with, what it
+   * meets is the isolate's busyness (a 503 after its wait), not its excess
+   * (a restarted isolate's only client, Redis down, was told 429:
+   * bench:chaos seed 29119402).
    */
   const timesShare = (client: string) =>
-    client === UNKNOWN_CLIENT || fair.clients() < 2 || fair.holding(client) < ONE_BROWSER ? 0 : fair.timesShare(client, maxColdPages);
-
-  function overShare(): "over share" {
-    counts.overShare++;
-    return "over share";
-  }
+    client === UNKNOWN_CLIENT || fair.clients() < 2 || fair.holding(client) < ONE_BROWSER ? 0 : fair.timesShare(client, options.maxColdPagesQueued);
+  /** Whether `client` holds its share of the queue already while pages wait: its next cold page is refused, not queued. */
+  const holdsItsShare = (client: string) => slots.queued > 0 && timesShare(client) >= 1;
 
   async function admitNow<T>(work: () => Promise<T>, wait: boolean, visitor: AbortSignal | undefined, client: string): Promise<T | Shed | "left"> {
     let started = false;
     try {
       return await slots.run(
-        async () => {
+        () => {
           started = true;
           counts.admitted++;
-          try {
-            return await work();
-          } finally {
-            limit.update(slots.inFlight);
-          }
+          pages.note("started");
+          if (mostlyCold()) counts.startedMostlyCold++;
+          return work();
         },
         { waitMs: wait ? options.coldPageWaitMs : 0, caller: visitor, key: client },
       );
@@ -162,21 +258,25 @@ export function createAdmission(options: AdmissionOptions): Admission {
       if (!(error instanceof LimiterFull) || started) throw error;
       // A visitor who left while waiting was not shed: nobody is answered (overload/departures.ts counts the page).
       if (visitor?.aborted) return "left";
-      counts.shed.busy++;
-      return timesShare(client) <= 1 ? "busy" : overShare();
+      const reason = keepingUp() ? "busy" : "lagging";
+      counts.shed[reason]++;
+      if (timesShare(client) <= 1) return reason;
+      counts.overShare++;
+      return "over share";
     }
   }
 
   return {
     async admit(work, wait, visitor, client = UNKNOWN_CLIENT) {
       const answered = patience.follow(visitor);
-      if (wait && slots.queued > 0 && timesShare(client) >= 1) {
+      if (wait && holdsItsShare(client)) {
         try {
           // Nothing started, nothing holding a place: one timer, then the answer.
-          await new Promise((resolve) => setTimeout(resolve, INTERVAL_MS));
+          await new Promise((resolve) => setTimeout(resolve, options.overShareAnswerMs));
           if (visitor?.aborted) return "left";
           counts.shed.overShare++;
-          return overShare();
+          counts.overShare++;
+          return "over share";
         } finally {
           answered();
         }
@@ -196,20 +296,18 @@ export function createAdmission(options: AdmissionOptions): Admission {
         release();
       }
     },
+    noteNoWork: () => pages.note("noWork"),
     noteShed(outcome) {
       if (outcome === "stale") counts.shedServedStale++;
       else counts.shedRefused++;
     },
-    limit,
-    spareRoom: (others) => slots.queued === 0 && slots.inFlight + others < limit.current(),
     stats: () => ({
-      lagMs: options.lateness(),
-      congested: limit.congested(),
-      limit: limit.current(),
+      lagMs: lag.lagMs(),
       clients: fair.clients(),
       coldPages: slots.inFlight,
       coldPagesQueued: slots.queued,
       pushedOut: slots.pushedOut,
+      mostlyCold: mostlyCold(),
       ...counts,
       shed: { ...counts.shed },
     }),

@@ -1,22 +1,17 @@
 // An isolate under more load than it can take (docs/architecture.md#overload):
-// how late it runs (./lag.ts), how many cold pages it takes on at once
-// (./limit.ts), which page goes next and which is refused (./admission.ts),
+// how late it runs (./lag.ts), which pages may start new work (./admission.ts),
 // how long a cold page is held while most visitors leave (./patience.ts), and
 // what becomes of work whose visitors left (./departures.ts).
 import { createAdmission, type Admission, type AdmissionOptions, type AdmissionStats } from "./admission";
-import { createDepartures, type Departures, type DepartureStats } from "./departures";
+import { createDepartures, type Departures, type DeparturesOptions, type DepartureStats } from "./departures";
 import { createLagMeter, type LagMeter } from "./lag";
-import { createColdLimit } from "./limit";
 import { createPatience, type PatienceOptions, type PatienceStats } from "./patience";
 
 export { Departed, departed } from "./departures";
 export type { Admission, Departures, LagMeter };
 
-/** The bounds of admission (its options, each documented there) and how long a fill nobody waits for counts against the limit. */
-type OverloadOptions = Omit<AdmissionOptions, "lateness" | "limit" | "patience" | "maxHoldMs"> & {
-  backgroundFillMs: number;
-  hold: Omit<PatienceOptions, "clock">;
-};
+/** The bounds of admission and of departures (their options, each documented there); the lag meter is made here. */
+type OverloadOptions = Omit<AdmissionOptions, "lag" | "patience" | "maxHoldMs"> & DeparturesOptions & { hold: Omit<PatienceOptions, "clock"> };
 
 export interface Overload {
   lag: LagMeter;
@@ -26,11 +21,14 @@ export interface Overload {
 }
 
 export function createOverload(options: OverloadOptions): Overload {
-  const limit = createColdLimit({ clock: options.clock, max: options.maxColdPages });
-  const lag = createLagMeter({ clock: options.clock, onSample: limit.sample });
+  const lag = createLagMeter({ clock: options.clock });
   const patience = createPatience({ ...options.hold, clock: options.clock });
-  const admission = createAdmission({ ...options, lateness: () => lag.lagMs(), limit, patience, maxHoldMs: options.hold.maxHoldMs });
-  // Work nobody waits for takes the limit's spare room only.
-  const departures = createDepartures({ clock: options.clock, backgroundFillMs: options.backgroundFillMs, room: admission.spareRoom });
-  return { lag, admission, departures, stats: () => ({ admission: admission.stats(), departures: departures.stats(), hold: patience.stats() }) };
+  const admission = createAdmission({ ...options, lag, patience, maxHoldMs: options.hold.maxHoldMs });
+  const departures = createDepartures(options);
+  return {
+    lag,
+    admission,
+    departures,
+    stats: () => ({ admission: admission.stats(), departures: departures.stats(), hold: patience.stats() }),
+  };
 }

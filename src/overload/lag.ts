@@ -55,8 +55,6 @@ export interface LagMeterOptions {
   probeLostMs?: number;
   /** The fastest reply is looked for over the last one to two of these windows: long enough to see an idle moment, short enough to follow a Redis that got slower. */
   fastestWindowMs?: number;
-  /** Each reply's wait to be read (its time beyond its source's fastest), and each late-noticed time-out's lateness, as it is measured: the samples of ./limit.ts. */
-  onSample?: (ms: number) => void;
 }
 
 interface ReplyTimes {
@@ -77,14 +75,7 @@ const REPLY_WEIGHT = 0.1;
  */
 const REPLY_TIME_CONSTANT_MS = 100;
 
-export function createLagMeter({
-  clock,
-  everyMs = 25,
-  sampleLifeMs = 1000,
-  probeLostMs = 5000,
-  fastestWindowMs = 10_000,
-  onSample,
-}: LagMeterOptions): LagMeter {
+export function createLagMeter({ clock, everyMs = 25, sampleLifeMs = 1000, probeLostMs = 5000, fastestWindowMs = 10_000 }: LagMeterOptions): LagMeter {
   let lastLagMs = 0;
   let lastSampledAt = -Infinity;
   /** When the probe that is out started; undefined when none is. */
@@ -134,7 +125,6 @@ export function createLagMeter({
     observeLate(ms) {
       lastLagMs = ms;
       lastSampledAt = clock.now();
-      onSample?.(ms);
     },
     observeReply(ms, source = "l2") {
       const now = clock.now();
@@ -147,7 +137,6 @@ export function createLagMeter({
         times.windowStartedAt = now;
       }
       times.fastestNow = Math.min(times.fastestNow, ms);
-      onSample?.(ms - Math.min(times.fastestNow, times.fastestBefore));
       // After a quiet spell the average starts again from this reply.
       const sinceLast = now - times.lastReplyAt;
       const weight = sinceLast >= sampleLifeMs ? 1 : Math.max(REPLY_WEIGHT, 1 - Math.exp(-sinceLast / REPLY_TIME_CONSTANT_MS));

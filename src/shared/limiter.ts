@@ -12,6 +12,7 @@
 // and its place in the queue lapses with its wait. A waiter looks for a
 // free slot on timers of its own, oldest first: no request ever wakes another.
 import { createLeaseTable, pollUntil } from "../shared/leases";
+import { createTokenBucket } from "./tokenBucket";
 
 export interface LimiterOptions {
   /** Fetches in flight at once. */
@@ -27,11 +28,12 @@ export interface LimiterOptions {
    */
   maxHoldMs?: number;
   /**
-   * Slots that may be held now, if fewer than maxConcurrent (admission: the
-   * isolate's limit of cold pages, overload/limit.ts). Waiters look again on
+   * Whether a slot may be granted now at all, whatever the count, to a
+   * caller that has waited `waitedMs` so far (admission: while the isolate
+   * keeps up, or to a page held back long enough). Waiters look again on
    * their timers.
    */
-  limit?: () => number;
+  admits?: (waitedMs: number) => boolean;
   /**
    * A holder whose caller leaves (its `caller` signal aborts) gives its slot
    * back then, not at its lease's deadline. For admission: what is left of a
@@ -40,6 +42,16 @@ export interface LimiterOptions {
    * finishing in the background still uses.
    */
   freeWhenCallerLeaves?: boolean;
+  /**
+   * Callers that waited get their slots one per `paceMs` at most, oldest
+   * first (a burst of `paceBurst` after a pause), however many a yes from
+   * `admits` would let go at once. For admission: pages held back while the
+   * isolate ran late, let go together the moment it keeps up again, made it
+   * late again at once (their replies and renders land together), and the
+   * cached pages queued behind them paid for it. Unset: no pacing.
+   */
+  paceMs?: number;
+  paceBurst?: number;
   /**
    * The order of the waiters: a waiter whose key ranks lower goes first, the
    * oldest first among equals (admission: the client holding fewest cold
@@ -138,8 +150,10 @@ export function createLimiter({
   maxQueued,
   maxWaitMs,
   maxHoldMs = DEFAULT_MAX_HOLD_MS,
-  limit = () => maxConcurrent,
+  admits = () => true,
   freeWhenCallerLeaves = false,
+  paceMs = 0,
+  paceBurst = 1,
   rank,
   clock = { now: () => Date.now() },
 }: LimiterOptions): Limiter {
@@ -150,8 +164,11 @@ export function createLimiter({
   const waiting = createLeaseTable<number, string>({ clock, capacity: maxQueued });
   let nextTicket = 0;
   let pushedOut = 0;
-  /** Slots free now. */
-  const room = () => Math.min(maxConcurrent, limit()) - slots.size();
+  /** Slots waiters may take now under the pace; none without one. */
+  const pace = paceMs > 0 ? createTokenBucket({ everyMs: paceMs, burst: paceBurst, clock }) : null;
+
+  /** How many of the oldest waiters the pace lets through now (Infinity unpaced). */
+  const paceRoom = () => pace?.available() ?? Number.POSITIVE_INFINITY;
 
   const refreshRoom = () => (waiting.size() === 0 ? Math.max(0, refreshSlots - slots.size()) : 0);
 
@@ -184,11 +201,14 @@ export function createLimiter({
    * look): the queue is walked only when there are fewer free slots than
    * waiters, to find whether this one is among the first.
    */
-  function slotFor(ticket: number, key: string, holdMs: number): true | undefined {
-    const free = room();
-    if (free <= 0) return undefined;
-    if (free < waiting.size() && ahead(ticket, key, free) >= free) return undefined;
-    return slots.take(ticket, clock.now() + holdMs, true) || undefined;
+  function slotFor(ticket: number, key: string, holdMs: number, waitedMs: number): true | undefined {
+    if (!admits(waitedMs)) return undefined;
+    const room = Math.min(maxConcurrent - slots.size(), paceRoom());
+    if (room <= 0) return undefined;
+    if (room < waiting.size() && ahead(ticket, key, room) >= room) return undefined;
+    if (!slots.take(ticket, clock.now() + holdMs, true)) return undefined;
+    pace?.spend();
+    return true;
   }
 
   /** Frees a place for a caller of `key` in a full queue: the oldest waiter of the key ranking highest gives its place up, if that ranks higher than `key`. */
@@ -217,7 +237,8 @@ export function createLimiter({
    * have cancelled, and I/O started there belongs to the wrong request).
    */
   async function waitForSlot(ticket: number, key: string, holdMs: number, waitedMs: number, caller: AbortSignal | undefined): Promise<void> {
-    const giveUpAt = clock.now() + waitedMs;
+    const askedAt = clock.now();
+    const giveUpAt = askedAt + waitedMs;
     const placed = () => waiting.take(ticket, giveUpAt, key);
     if (!placed() && !(pushOut(key) && placed())) throw full(`queue full (${maxQueued} waiting)`);
     let left = false;
@@ -226,7 +247,7 @@ export function createLimiter({
       if (caller?.aborted) return (left = true);
       // Its place was given to another key's caller (pushOut), rather than lapsed with its wait.
       if (waiting.holder(ticket) === undefined && clock.now() < giveUpAt) return (out = true);
-      return slotFor(ticket, key, holdMs);
+      return slotFor(ticket, key, holdMs, clock.now() - askedAt);
     };
     // A cancelled request's timers may never fire again: its place goes as its caller leaves, not when its wait would have ended.
     const onLeave = () => waiting.release(ticket, key);
@@ -246,7 +267,7 @@ export function createLimiter({
       const hold = Math.max(1, Math.min(holdMs, maxHoldMs));
       if (priority === "refresh" && refreshRoom() === 0) throw full("origin slots kept for visitors");
       // Waiters first: a newcomer does not overtake the queue.
-      const free = waiting.size() === 0 && room() > 0 && slots.take(ticket, clock.now() + hold, true);
+      const free = waiting.size() === 0 && admits(0) && slots.take(ticket, clock.now() + hold, true);
       if (!free) await waitForSlot(ticket, key, hold, Math.max(0, Math.min(waitMs, maxWaitMs)), caller);
       // A cancelled request never runs its `finally`, but its signal's listeners do run when it aborts.
       const onLeave = () => slots.release(ticket, true);

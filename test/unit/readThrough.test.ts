@@ -752,15 +752,16 @@ describe("pages that waited for their turn", () => {
     const origin = fakeOrigin();
     let asked = 0;
     const admission = {
-      async admit<T>(): Promise<T | "busy"> {
+      async admit<T>(): Promise<T | "lagging"> {
         asked++;
-        // No turn comes within this page's wait: shed.
+        // The isolate runs late all through this page's wait: shed.
         await new Promise((resolve) => setTimeout(resolve, 30));
-        return "busy";
+        return "lagging";
       },
+      noteNoWork: () => undefined,
       noteShed: () => undefined,
     };
-    const departures = createDepartures({ clock, room: (background) => background < 4, backgroundFillMs: 1000 });
+    const departures = createDepartures({ clock, maxBackgroundFills: 4, backgroundFillMs: 1000 });
     const cache = createReadThrough({ config: testConfig(), origin, l2: null, clock, overload: { admission, departures, lag: { lagMs: () => 0 } } });
     const pages = await Promise.all(Array.from({ length: 10 }, () => cache.read("p-1", PRODUCT, () => {})));
     expect(asked).toBe(1);
@@ -778,9 +779,10 @@ describe("pages that waited for their turn", () => {
         waits.push(wait);
         return work();
       },
+      noteNoWork: () => undefined,
       noteShed: () => undefined,
     };
-    const departures = createDepartures({ clock, room: (background) => background < 4, backgroundFillMs: 1000 });
+    const departures = createDepartures({ clock, maxBackgroundFills: 4, backgroundFillMs: 1000 });
     const cache = createReadThrough({ config: testConfig(), origin, l2: null, clock, overload: { admission, departures, lag: { lagMs: () => 0 } } });
     await cache.read("p-1", ["product", "inventory", "reviews"], () => {});
     expect(waits).toEqual([true]);
@@ -804,9 +806,10 @@ describe("pages that waited for their turn", () => {
         await new Promise((resolve) => setTimeout(resolve, 20));
         return work();
       },
+      noteNoWork: () => undefined,
       noteShed: () => undefined,
     };
-    const departures = createDepartures({ clock, room: (background) => background < 4, backgroundFillMs: 1000 });
+    const departures = createDepartures({ clock, maxBackgroundFills: 4, backgroundFillMs: 1000 });
     const cache = createReadThrough({ config: testConfig(), origin, l2: null, clock, overload: { admission, departures, lag: { lagMs: () => 0 } } });
     const pages = await Promise.all([cache.read("p-1", PRODUCT, () => {}), cache.read("p-1", PRODUCT, () => {})]);
     expect(asked).toBe(1);

@@ -7,7 +7,6 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parseConfig, type Env } from "../../src/config";
 import { DEFAULT_POLICIES, DEFAULTS, PURGE_LIMITS } from "../../src/config/defaults";
-import { INTERVAL_MS, TARGET_MS } from "../../src/overload/limit";
 import { PAGE_RESOURCES, RESOURCE_NAMES, RESOURCES } from "../../src/origin/resources";
 
 const README = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
@@ -99,11 +98,7 @@ describe("the policy numbers the README gives in its tables and prose", () => {
       `1 – ${DEFAULTS.l1MaxBytesLimit / MiB} MiB`,
       `lock claims get ${DEFAULTS.l2ClaimTimeoutMs} ms, background writes ${DEFAULTS.l2WriteTimeoutMs / 1000} s`,
       `at most ${DEFAULTS.originMaxQueued} callers, ${DEFAULTS.originQueueWaitMs / 1000} s`,
-      `| \`COLD_PAGES_MAX\` | var | ${DEFAULTS.coldPagesMax} |`,
-      `| \`COLD_PAGE_WAIT_MS\` | var | ${DEFAULTS.coldPageWaitMs} |`,
-      // What happens when…
-      `halved at most once per ${INTERVAL_MS} ms while every reply read over ${INTERVAL_MS} ms waited more than ${TARGET_MS} ms to be read`,
-      `a 429 with \`Retry-After\` after ${INTERVAL_MS} ms`,
+      `among at most ${DEFAULTS.coldPagesQueued}`,
       // Purging.
       `\`ids\` (≤ ${PURGE_LIMITS.ids.toLocaleString("en-US")}), \`tags\` (≤ ${PURGE_LIMITS.tags}`,
       `\`413\` over ${PURGE_LIMITS.bodyBytes / 1024} KB`,
