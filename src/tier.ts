@@ -22,7 +22,7 @@ import { createPurgeLog, type PurgeLog } from "./invalidation/log";
 import { createFilterShelf, createKnownIds, type KnownIds } from "./knownIds";
 import { createHotReport, type HotReport } from "./warming/hotReport";
 import { LRUCache } from "lru-cache";
-import { createPurgeWatcher, type PurgeWatcher } from "./invalidation/watcher";
+import { createPurgeWatcher, knowledgeOf, type PurgeWatcher } from "./invalidation/watcher";
 import { createPositionShelf } from "./invalidation/sharedPosition";
 import { logEvent } from "./shared/log";
 import { createFleet, type Fleet, type FleetDataset } from "./observability/fleet";
@@ -145,14 +145,7 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     l2,
     location: createLocationFor(config, clock),
     clock,
-    purges: {
-      judge: (...args) => purges!.judge(...args),
-      purgedAt: (...args) => purges!.purgedAt(...args),
-      stamp: () => purges!.stamp(),
-      vouches: (stamp) => purges!.vouches(stamp),
-      readAlong: () => purges!.readAlong(),
-      unsureBefore: () => purges!.unsureBefore(),
-    },
+    purges: knowledgeOf(() => purges!),
     overload,
   });
   const cache = config.caching ? readThrough : bypassingCaches(readThrough, { config, origin, clock });

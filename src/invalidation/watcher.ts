@@ -109,6 +109,23 @@ export interface PurgeWatcher {
   status(): PurgeWatcherStatus;
 }
 
+/**
+ * What the read path asks of the purges (cache/readThrough.ts's
+ * PurgeKnowledge), from a watcher made after it: the watcher purges the read
+ * path's L1, so the read path is made first, and each question goes to
+ * whatever `watcher()` returns by the time it is asked.
+ */
+export function knowledgeOf(watcher: () => PurgeWatcher) {
+  return {
+    judge: (...args: Parameters<PurgeWatcher["judge"]>) => watcher().judge(...args),
+    purgedAt: (...args: Parameters<PurgeWatcher["purgedAt"]>) => watcher().purgedAt(...args),
+    stamp: () => watcher().stamp(),
+    vouches: (stamp: PurgeStamp) => watcher().vouches(stamp),
+    readAlong: () => watcher().readAlong(),
+    unsureBefore: () => watcher().unsureBefore(),
+  };
+}
+
 export interface PurgeWatcherStatus {
   seq: number;
   lastSyncAt: number;

@@ -9,7 +9,7 @@ import type { Entry } from "../../src/cache/entry";
 import { createReadThrough, type L1Purging } from "../../src/cache/readThrough";
 import { DEFAULTS } from "../../src/config/defaults";
 import type { PurgeLog, PurgesSince } from "../../src/invalidation/log";
-import { createPurgeWatcher, type PurgeWatcher, type PurgeWatcherOptions } from "../../src/invalidation/watcher";
+import { createPurgeWatcher, knowledgeOf, type PurgeWatcher, type PurgeWatcherOptions } from "../../src/invalidation/watcher";
 import { createPositionShelf, type PositionShelf, type SharedPosition } from "../../src/invalidation/sharedPosition";
 import type { ResourceName } from "../../src/origin/resources";
 import { fakeClock, fakeOrigin, fakeStore, type FakeClock, type FakeOrigin, testConfig } from "../support/fakes";
@@ -79,13 +79,7 @@ function readPathOf(clock: FakeClock, log: PurgeLog, origin: FakeOrigin): { cach
     origin,
     l2: null,
     clock,
-    purges: {
-      judge: (...args) => watcher!.judge(...args),
-      purgedAt: (...args) => watcher!.purgedAt(...args),
-      stamp: () => watcher!.stamp(),
-      vouches: (stamp) => watcher!.vouches(stamp),
-      unsureBefore: () => watcher!.unsureBefore(),
-    },
+    purges: knowledgeOf(() => watcher!),
   });
   watcher = watcherWith(clock, log, cache);
   return { cache, watcher };
