@@ -34,7 +34,8 @@ export interface SizeResult {
     missed: number;
     samples: number;
   };
-  herd: { statuses: Record<string, number>; fetches: Record<string, number> };
+  /** `servedAs`: how its pages got their product (Cache-Status), absent in runs from before it was counted. */
+  herd: { statuses: Record<string, number>; fetches: Record<string, number>; servedAs?: Record<string, number> };
   /** The location cache's counts over the whole size (hits and lookups as it saw them), and the isolates' own verdicts on the parts (warm-up and steady). */
   location: { hits: number; matches: number; puts: number; verdicts?: Record<string, number> };
   /** Cold pages one at a time with the load stopped (COLD_PAGES): an upper bound of a page's cost in an isolate that sees little traffic. */

@@ -23,7 +23,7 @@ import { RedisProbe } from "../../dev/harness/redisProbe";
 import { PAGE_RESOURCES } from "../../src/origin/resources";
 import { bulkReprice } from "../chaos/reprice";
 import { benchmarkRun } from "../lib/cleanup";
-import { countLogLine, countStatuses, get, herd, type LogCounts, percentile, statusOf } from "../lib/probe";
+import { type Answer, countLogLine, countStatuses, get, herd, type LogCounts, percentile, statusOf } from "../lib/probe";
 import { describeMachine, runLine, writeResults } from "../lib/report";
 import { ensureWrk, runZipfWrk, Workload } from "../lib/wrk";
 import { startCancellers } from "../soak/cancel";
@@ -180,13 +180,14 @@ async function main(): Promise<void> {
       herd: {
         statuses: countStatuses(herdAnswers.answers),
         fetches: Object.fromEntries(PAGE_RESOURCES.map((r) => [r, herdCounts[r] ?? 0])),
+        servedAs: productServedAs(herdAnswers.answers),
       },
       location: { hits: location.hits, matches: location.matches, puts: location.puts, verdicts },
       cold: { pages: coldIds.length, statuses: coldStatuses, usage: cold },
     };
     results.push(result);
     console.log(
-      `re-price: ${reprice.after.total} commands in ${reprice.after.seconds} s after; storm reach p50 ${result.storm.reachP50Ms} p99 ${result.storm.reachP99Ms} ms (${result.storm.missed} missed), purge attempts ${JSON.stringify(storm.attempts)}; herd ${JSON.stringify(result.herd.fetches)}`,
+      `re-price: ${reprice.after.total} commands in ${reprice.after.seconds} s after; storm reach p50 ${result.storm.reachP50Ms} p99 ${result.storm.reachP99Ms} ms (${result.storm.missed} missed), purge attempts ${JSON.stringify(storm.attempts)}; herd ${JSON.stringify(result.herd.fetches)}, its products served as ${JSON.stringify(result.herd.servedAs)}`,
     );
   }
 
@@ -202,3 +203,19 @@ function perPage(usage: Usage, pages: number): Usage & { pages: number } {
 }
 
 run(main);
+
+/** How a herd's pages got their product: Cache-Status's product member (src/http/headers.ts), its ttl left out, and how many pages each. */
+function productServedAs(answers: readonly Answer[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const answer of answers) {
+    const members = String(answer.headers?.["cache-status"] ?? "").split(",");
+    const product = members.map((m) => m.trim()).find((m) => m.includes('detail="product')) ?? "none";
+    const key = product
+      .split(";")
+      .map((p) => p.trim())
+      .filter((p) => !p.startsWith("ttl="))
+      .join("; ");
+    counts[key] = (counts[key] ?? 0) + 1;
+  }
+  return counts;
+}
