@@ -5,7 +5,7 @@
 //     --redis-url http://127.0.0.1:8789 --token dev-gateway-token      (--help)
 //
 // Flags win over the environment (ORIGIN_URL, UPSTASH_REDIS_REST_URL,
-// UPSTASH_REDIS_REST_TOKEN, KNOWN_IDS_CAPACITY).
+// UPSTASH_REDIS_REST_TOKEN).
 // Exit code 0: switched; 1: the build failed (the current filter stays); 2: bad usage.
 import { parseCommandLine, usageError } from "./cli";
 import { createBreaker } from "../src/shared/breaker";
@@ -31,7 +31,7 @@ usage: ${COMMAND} -- --origin URL --redis-url URL --token TOKEN [options]
   --redis-url URL      the Upstash REST endpoint (required; env UPSTASH_REDIS_REST_URL)
   --token TOKEN        its token (required; env UPSTASH_REDIS_REST_TOKEN)
   --prefix PREFIX      the tier's Redis key prefix (default ${DEFAULTS.keyPrefix})
-  --capacity N         ids the filter is sized for (default ${KNOWN_IDS_DEFAULTS.capacity}; env KNOWN_IDS_CAPACITY; grown if the catalog is larger)
+  --capacity N         ids the filter is sized for (default ${KNOWN_IDS_DEFAULTS.capacity}; grown if the catalog is larger)
   --fp-rate P          its false-positive rate (default ${KNOWN_IDS_DEFAULTS.fpRate}, the worker's)
   --timeout-ms MS      budget of each Redis call (default ${DEFAULT_L2_TIMEOUT_MS})
   -h, --help           this text
@@ -81,7 +81,7 @@ function readOptions(): Options {
     redisUrl: required("--redis-url (or UPSTASH_REDIS_REST_URL)", values["redis-url"] ?? env.UPSTASH_REDIS_REST_URL),
     token: required("--token (or UPSTASH_REDIS_REST_TOKEN)", values.token ?? env.UPSTASH_REDIS_REST_TOKEN),
     prefix: values.prefix ?? DEFAULTS.keyPrefix,
-    capacity: numberOption("--capacity", values.capacity ?? env.KNOWN_IDS_CAPACITY, KNOWN_IDS_DEFAULTS.capacity),
+    capacity: numberOption("--capacity", values.capacity, KNOWN_IDS_DEFAULTS.capacity),
     fpRate: numberOption("--fp-rate", values["fp-rate"], KNOWN_IDS_DEFAULTS.fpRate),
     timeoutMs: numberOption("--timeout-ms", values["timeout-ms"], DEFAULT_L2_TIMEOUT_MS),
   };

@@ -548,8 +548,7 @@ export const PURGE_LIMITS = {
   bodyBytes: 64 * 1024,
 } as const;
 
-// The known-ids filter's numbers (src/knownIds/): the first is a setting
-// (KNOWN_IDS_CAPACITY), the rest the filter's own.
+// The known-ids filter's numbers (src/knownIds/).
 export const KNOWN_IDS_DEFAULTS = {
   /**
    * Ids the filter is sized for. The demo catalog has 10,000 products (up to

@@ -3,7 +3,7 @@
 // never a stack trace per request.
 import * as v from "valibot";
 import { RESOURCE_NAMES, type ResourceName, type ResourcePolicy } from "../origin/resources";
-import { DEFAULTS, DEFAULT_POLICIES, KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "./defaults";
+import { DEFAULTS, DEFAULT_POLICIES, KNOWN_IDS_DEFAULTS } from "./defaults";
 
 export type { ResourcePolicy } from "../origin/resources";
 
@@ -34,7 +34,6 @@ export interface Env {
   LOCATION_CACHE?: string;
   /** "off": every read straight from the origin, nothing kept (cache/bypass.ts): a baseline, not a way to run a shop. */
   CACHING?: string;
-  KNOWN_IDS_CAPACITY?: string | number;
   /** JSON object of per-resource overrides, e.g. `{"inventory":{"ttl":5}}` (README, "Cache policies"). */
   CACHE_POLICIES?: string | Record<string, unknown>;
   /** The Workers Analytics Engine dataset the fleet's figures go to (observability/fleet.ts); unbound: none are written. */
@@ -333,11 +332,8 @@ export function parseConfig(env: Env): Config {
   const onOffSetting = (name: "L2_READ_REPLICAS" | "LOCATION_CACHE" | "CACHING" | "KNOWN_IDS", fallback: boolean) =>
     setting(() => onOff(name, env[name], fallback), fallback);
   setting(() => checkRedisToken(env), undefined);
-  // Read whether the filter is on or not, so that a bad switch does not hide a bad size.
-  const knownIdsFilter = {
-    capacity: number("KNOWN_IDS_CAPACITY", 1, KNOWN_IDS_LIMITS.maxCapacity, KNOWN_IDS_DEFAULTS.capacity),
-    fpRate: KNOWN_IDS_DEFAULTS.fpRate,
-  };
+  // The filter's first size: a rebuild sizes it up by itself when the catalog outgrows it (knownIds/rebuild.ts).
+  const knownIdsFilter = { capacity: KNOWN_IDS_DEFAULTS.capacity, fpRate: KNOWN_IDS_DEFAULTS.fpRate };
 
   const coldPagesMax = number("COLD_PAGES_MAX", 1, 10_000, DEFAULTS.coldPagesMax);
 

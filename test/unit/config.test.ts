@@ -40,12 +40,12 @@ describe("configuration", () => {
     expect(error.message).toMatch(
       /^3 settings are wrong: L2_TIMEOUT_MS must be a number; LOCATION_CACHE must be "on" or "off"; CACHE_POLICIES.inventory has no setting "tll"/,
     );
-    // Settings read together are reported together: a bad URL and its missing token, a bad switch and a bad size.
+    // Settings read together are reported together: a bad URL and its missing token, a bad switch and a bad number.
     expect(errorOf({ ...base, UPSTASH_REDIS_REST_URL: "http://x" })).toMatch(
       /^2 settings are wrong: UPSTASH_REDIS_REST_TOKEN is not set .*; UPSTASH_REDIS_REST_URL is not a URL the Upstash client takes/,
     );
-    expect(errorOf({ ...base, KNOWN_IDS: "no", KNOWN_IDS_CAPACITY: "lots" })).toMatch(
-      /^2 settings are wrong: KNOWN_IDS_CAPACITY must be a number; KNOWN_IDS must be "on" or "off"/,
+    expect(errorOf({ ...base, KNOWN_IDS: "no", FLEET_PAGE_SAMPLE: "lots" })).toMatch(
+      /^2 settings are wrong: (?=.*FLEET_PAGE_SAMPLE must be a number)(?=.*KNOWN_IDS must be "on" or "off")/,
     );
   });
 
