@@ -19,6 +19,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ZipfSampler } from "../../dev/harness/random";
+import { member } from "../../dev/harness/cacheStatus";
 import { RedisProbe } from "../../dev/harness/redisProbe";
 import { PAGE_RESOURCES } from "../../src/origin/resources";
 import { bulkReprice } from "../chaos/reprice";
@@ -204,17 +205,12 @@ function perPage(usage: Usage, pages: number): Usage & { pages: number } {
 
 run(main);
 
-/** How a herd's pages got their product: Cache-Status's product member (src/http/headers.ts), its ttl left out, and how many pages each. */
+/** How a herd's pages got their product: Cache-Status's product member (dev/harness/cacheStatus.ts), its ttl left out, and how many pages each. */
 function productServedAs(answers: readonly Answer[]): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const answer of answers) {
-    const members = String(answer.headers?.["cache-status"] ?? "").split(",");
-    const product = members.map((m) => m.trim()).find((m) => m.includes('detail="product')) ?? "none";
-    const key = product
-      .split(";")
-      .map((p) => p.trim())
-      .filter((p) => !p.startsWith("ttl="))
-      .join("; ");
+    const product = member(String(answer.headers?.["cache-status"] ?? ""), "product");
+    const key = product ? product.replace(/; ttl=-?\d+/, "") : "none";
     counts[key] = (counts[key] ?? 0) + 1;
   }
   return counts;
