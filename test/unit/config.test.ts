@@ -40,7 +40,7 @@ describe("configuration", () => {
     expect(error.message).toMatch(
       /^3 settings are wrong: L2_TIMEOUT_MS must be a number; LOCATION_CACHE must be "on" or "off"; CACHE_POLICIES.inventory has no setting "tll"/,
     );
-    // Settings read together are reported together: a bad URL and its missing token, a bad switch and a bad number.
+    // Settings read together are reported together: a bad URL and its missing token; a bad switch hides no other bad setting.
     expect(errorOf({ ...base, UPSTASH_REDIS_REST_URL: "http://x" })).toMatch(
       /^2 settings are wrong: UPSTASH_REDIS_REST_TOKEN is not set .*; UPSTASH_REDIS_REST_URL is not a URL the Upstash client takes/,
     );
