@@ -339,6 +339,8 @@ export function StatusPage(view: StatusView) {
             </dd>
             <dt>entries</dt>
             <dd>{l1.entries}</dd>
+            <dt>pushed out by the bound</dt>
+            <dd>{l1.evictions}</dd>
           </dl>
           <svg class="meter" viewBox="0 0 100 6" preserveAspectRatio="none" role="img" aria-label={`L1 used: ${l1.percent} of its bound`}>
             <rect width="100" height="6" rx="3" fill="#e4e4e4" />

@@ -1,9 +1,12 @@
-// bench:chaos's checks of the isolates themselves after the load: the work
-// their status says is under way back to 0 (fills, queued sends, cold pages
-// in progress or waiting, background fills; origin slots through the soak's
-// slotsFreed), and each heap (beyond L1) flat against its reading after the warm-up.
+// bench:chaos's checks of the isolates themselves: during the load, each
+// L1's entries and evictions (what the oracle needs to tell a page an LRU
+// dropped from one the tier lost); after it, the work their status says is
+// under way back to 0 (fills, queued sends, cold pages in progress or
+// waiting, background fills; origin slots through the soak's slotsFreed),
+// and each heap (beyond L1) flat against its reading after the warm-up.
 import { setTimeout as sleep } from "node:timers/promises";
 import { statusOf, type Snapshot } from "../lib/probe";
+import type { L1Sample } from "./oracle";
 import { HEAP_FLAT } from "./plan";
 
 /** The status gauges of work under way (src/observability/statusModel.ts), by path: 0 on every isolate once it is idle. */
@@ -20,6 +23,31 @@ const read = (value: unknown, path: string): number | undefined => {
   for (const key of path.split(".")) value = value !== null && typeof value === "object" ? (value as Record<string, unknown>)[key] : undefined;
   return typeof value === "number" ? value : undefined;
 };
+
+/** Reads every instance's L1 counts once a second (a status each: two small requests a second beside 200). */
+export function sampleL1(targets: readonly string[], now: () => number): { samples: L1Sample[]; stop(): Promise<void> } {
+  const samples: L1Sample[] = [];
+  const controller = new AbortController();
+  const loop = (async () => {
+    while (!controller.signal.aborted) {
+      await Promise.all(
+        targets.map(async (url, inst) => {
+          const at = now();
+          const l1 = (await statusOf(url))?.l1;
+          if (l1?.entries !== undefined && l1.evictions !== undefined) samples.push({ inst, at, entries: l1.entries, evictions: l1.evictions });
+        }),
+      );
+      await sleep(1000, undefined, { signal: controller.signal }).catch(() => undefined);
+    }
+  })();
+  return {
+    samples,
+    stop: async () => {
+      controller.abort();
+      await loop;
+    },
+  };
+}
 
 /** Polls every instance's status every 250 ms, 10 s at most, until every gauge the status has is 0 (summed over instances). */
 export async function workSettled(targets: readonly string[]): Promise<{ ms: number | null; gauges: Record<string, number | "n/a">; ok: boolean | null }> {

@@ -232,14 +232,21 @@ export interface Failure {
  * the purge's deadline may show the copy the purge then takes away. Allowed: a 503 for a page not served while a core
  * service is faulted. Excused: a 503 for a served page while a core service
  * is faulted, from an isolate that holds no copy of it (it has not answered
- * it 200 since it started and the purge: restarted since, or never did)
- * while L2 cannot have it either: Redis faulted, or emptied since and the
- * page not written to it again (no answer since whose product came from L2
- * or the origin). Nothing could hold it. Any other failure of a served page
+ * it 200 since it started and the purge: restarted since, or never did; or
+ * its L1 pushed out, since its last 200 there, at least as many entries as
+ * it held then: an LRU has dropped every entry not asked for since) while
+ * L2 cannot have it either: Redis faulted, or emptied since and the page not
+ * written to it again (no answer since whose product came from L2 or the
+ * origin). Nothing could hold it. Any other failure of a served page
  * is a violation; of a page not served yet (no core fault), it is listed,
  * not judged.
  */
-export function judgeAvailability(records: readonly ProbeRecord[], changes: readonly PriceChange[], timeline: Timeline): Failure[] {
+export function judgeAvailability(
+  records: readonly ProbeRecord[],
+  changes: readonly PriceChange[],
+  timeline: Timeline,
+  l1: readonly L1Sample[] = [],
+): Failure[] {
   const acks = new Map<string, PriceChange[]>();
   for (const c of changes) if (c.ackAt !== null) acks.set(c.id, [...(acks.get(c.id) ?? []), c]);
   const oks = new Map<string, ProbeRecord[]>();
@@ -280,19 +287,49 @@ export function judgeAvailability(records: readonly ProbeRecord[], changes: read
       continue;
     }
     const started = timeline.lastRestartBefore(r.sent);
-    const heldHere = served.some((q) => q.inst === r.inst && q.answered > started);
+    const lastHere = served.filter((q) => q.inst === r.inst && q.answered > started).at(-1);
+    const turnedOver = lastHere !== undefined && pushedOut(l1, r.inst, lastHere.answered, r.sent);
+    const heldHere = lastHere !== undefined && !turnedOver;
     const loss = timeline.lastLossBefore(r.sent);
     const l2Lost = loss !== null && !ok.some((q) => q.sent > loss.end && ["pp-l2", "pp-origin"].includes(tierOf(q.cacheStatus, PAGE_SUBJECT)));
     const l2Out = timeline.redisFaulted(r.sent, end);
     if (r.status === 503 && core && !heldHere && (l2Out || l2Lost)) {
       const restarted = ok.some((q) => q.inst === r.inst && q.answered < started);
-      const here = restarted ? "isolate restarted since its last 200 of the page" : "isolate never answered it 200 since its start and the page's purge";
+      const here = turnedOver
+        ? "isolate's L1 turned over since its last 200 of the page"
+        : restarted
+          ? "isolate restarted since its last 200 of the page"
+          : "isolate never answered it 200 since its start and the page's purge";
       failures.push(failure("excused", `${here}; ${l2Out ? "Redis faulted" : "Redis emptied since the page was in it"}; a core service faulted`));
       continue;
     }
     failures.push(failure("violation", "a served page"));
   }
   return failures;
+}
+
+/** One isolate's L1 as its status reported it at `at` (ms from the load's start): entries held, and entries its byte bound pushed out since it started. */
+export interface L1Sample {
+  inst: number;
+  at: number;
+  entries: number;
+  evictions: number;
+}
+
+/**
+ * Whether an isolate's L1 pushed out, between `from` and `to`, at least as
+ * many entries as it held at `from`: an LRU then holds no entry that was not
+ * asked for since (each eviction takes the least recently used, and every
+ * entry older than one untouched is evicted before it). Counted
+ * conservatively: from the first sample at or after `from` to the last at or
+ * before `to` (fewer evictions than happened); no samples, not turned over.
+ */
+export function pushedOut(samples: readonly L1Sample[], inst: number, from: number, to: number): boolean {
+  const own = samples.filter((x) => x.inst === inst);
+  const first = own.find((x) => x.at >= from);
+  const last = own.filter((x) => x.at <= to).at(-1);
+  if (!first || !last || last.at <= first.at || last.evictions < first.evictions) return false;
+  return last.evictions - first.evictions >= first.entries;
 }
 
 /**

@@ -24,7 +24,7 @@ import { CATALOG, ORIGIN } from "../soak/plan";
 import { startFleet } from "../soak/restart";
 import { startStack, toolVersions, type WorkerLogs } from "../stack";
 import { faultControls, faultName } from "./faults";
-import { heapFlat, workSettled } from "./isolate";
+import { heapFlat, sampleL1, workSettled } from "./isolate";
 import { judgeAvailability, judgeFreshness, probeFigures, startProber, type TierTimes } from "./oracle";
 import { chaosOptions, HERD_RANK_COUNT, HOT_RANKS, PROBE_RATE, SEEDS, WATCH } from "./plan";
 import { startPriceChanger } from "./priceChanger";
@@ -95,6 +95,8 @@ async function main(): Promise<void> {
   const now = () => performance.now() - t0;
   const prober = startProber({ targets, rate: PROBE_RATE, hotIds, zipfId, seed: seed + SEEDS.probe, now });
   onCleanup("prober", () => prober.stop());
+  const l1Samples = sampleL1(targets, now);
+  onCleanup("L1 samples", () => l1Samples.stop());
   /** A deploy under way: herds wait for it. */
   let restarting: Promise<void> = Promise.resolve();
   const restartFleet = async () => {
@@ -190,7 +192,7 @@ async function main(): Promise<void> {
   }
   const wrk = await load;
   if (wrk) console.log(`wrk: ${wrkLine(wrk, rate)}`);
-  await Promise.all([prices.stop(), prober.stop(), visitors?.stop()]);
+  await Promise.all([prices.stop(), prober.stop(), visitors?.stop(), l1Samples.stop()]);
   await controls.undoAll();
   controls.timeline.closeAll(now());
   const herdResults = await Promise.all(herds);
@@ -214,7 +216,7 @@ async function main(): Promise<void> {
     changes,
     times,
     fresh: judgeFreshness(records, changes, timeline, times),
-    failures: judgeAvailability(records, changes, timeline),
+    failures: judgeAvailability(records, changes, timeline, l1Samples.samples),
     herds: herdResults,
     bulk: repriced.map(({ fault, run }) => ({
       fault,

@@ -67,8 +67,8 @@ export interface Status {
   };
   l2: { stats: L2Stats | null };
   breakerChanges: { name: string; since: number | null }[];
-  /** `entries`: what L1 holds, counted in entries (one per resource of a product). */
-  l1: { bytes: number; entries?: number };
+  /** `entries`: what L1 holds, counted in entries (one per resource of a product); `evictions`: entries its byte bound pushed out since the isolate started. */
+  l1: { bytes: number; entries?: number; evictions?: number };
   /** The location tier (the data center's Cache API): `stats` null when it is off. */
   location?: { enabled: boolean; stats: LocationStats | null };
   breakerTransitions?: Record<string, number>;

@@ -52,8 +52,10 @@ function fromStored(stored: Stored): Entry {
 }
 
 export interface L1 {
-  /** The lru-cache itself, for its counts (the status page). */
+  /** The lru-cache itself. */
   readonly cache: LRUCache<string, Stored>;
+  /** For the status page: bytes and entries held, and entries pushed out by the byte bound since the isolate started. */
+  stats(): { bytes: number; entries: number; evictions: number };
   /** Keeps an entry until it is no longer usable even on error. */
   keep(key: string, entry: Entry): void;
   entry(key: string): Entry | undefined;
@@ -70,6 +72,10 @@ export interface L1 {
 }
 
 export function createL1({ maxBytes, clock }: { maxBytes: number; clock: Clock }): L1 {
+  // Entries the byte bound pushed out (lru-cache's "evict", not expiry nor
+  // overwrite): a count that keeps climbing says L1_MAX_BYTES holds less
+  // than the traffic revisits, and that a page not asked for since may be gone.
+  let evictions = 0;
   const cache = new LRUCache<string, Stored>({
     // The byte bound is the only bound that protects a 128 MB isolate (lru-cache #227).
     maxSize: maxBytes,
@@ -78,6 +84,9 @@ export function createL1({ maxBytes, clock }: { maxBytes: number; clock: Clock }
     // the entry's own deadlines decide between fresh and stale before that.
     ttlAutopurge: false,
     perf: { now: () => clock.now() },
+    dispose: (_stored, _key, reason) => {
+      if (reason === "evict") evictions++;
+    },
   });
 
   function keep(key: string, entry: Entry): void {
@@ -91,6 +100,7 @@ export function createL1({ maxBytes, clock }: { maxBytes: number; clock: Clock }
 
   return {
     cache,
+    stats: () => ({ bytes: cache.calculatedSize, entries: cache.size, evictions }),
     keep,
     entry,
     tags: (key) => cache.peek(key)?.tags,

@@ -37,7 +37,7 @@ import { createClaimOutbox, type ClaimOutboxStats } from "./l2/claimOutbox";
 import { createFlights } from "./fill/flights";
 import { createHotness } from "./hotness";
 import { entryKey } from "./keys";
-import { createL1, type Stored } from "./l1";
+import { createL1, type L1 } from "./l1";
 import type { L2, ReadAlong } from "./l2/l2";
 import { createL2Entries, type L2ValueStats } from "./l2/l2Entries";
 import { keptWith, type LocationCache, type LocationPart, type LocationStats } from "./location/location";
@@ -50,7 +50,6 @@ import type { PurgeStamp } from "./location/purgeStamp";
 import { createRefreshes } from "./fill/refreshes";
 import type { SendStats } from "./l2/sendQueue";
 import type { Served } from "./served";
-import type { LRUCache } from "lru-cache";
 
 /** Fills in flight and taken over (fill/flights.ts), and the background sends of refreshes and writes (null without L2). */
 export interface FillStats {
@@ -129,7 +128,7 @@ export interface ReadThrough extends L1Purging {
    * (the home page), which must stay cheap however many products they show.
    */
   readCached<R extends ResourceName>(ids: readonly string[], resource: R, background: (work: Promise<unknown>) => void): Promise<Map<string, ResourceTypes[R]>>;
-  readonly l1: LRUCache<string, Stored>;
+  readonly l1: L1;
   readonly l2: L2 | null;
   /** Fills in flight in this isolate, and those taken over from a request that vanished or overran its bound. */
   fillStats(): FillStats;
@@ -355,7 +354,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   }
 
   return {
-    l1: l1.cache,
+    l1,
     l2,
     fillStats: () => ({ ...flights.stats(), sends: { refreshes: refreshes.stats(), writes: writes?.stats() ?? null }, claims: outbox?.stats() ?? null }),
     l2ValueStats: () => ({ ...l2Entries.stats }),

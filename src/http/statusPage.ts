@@ -38,7 +38,7 @@ function statusSourcesOf(tier: TierServices): StatusSources {
     l2: l2
       ? { shards: l2.shards.map((shard) => ({ name: shard.name, state: shard.breaker.state() })), stats: l2.stats, invalidValues: cache.l2ValueStats() }
       : null,
-    l1: { bytes: cache.l1.calculatedSize, entries: cache.l1.size },
+    l1: cache.l1.stats(),
     location: cache.locationStats(),
     purges: tier.purges.status(),
     originSlots: { inUse: tier.originLimiter.inFlight, queued: tier.originLimiter.queued, reclaimed: tier.originLimiter.reclaimed },

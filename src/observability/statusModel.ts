@@ -29,7 +29,8 @@ export interface StatusSources {
   config: Config;
   /** Null when no L2 is configured; one shard or several. `invalidValues`: values read that were not valid entries. */
   l2: { shards: readonly L2ShardStatus[]; stats: L2Stats; invalidValues: L2ValueStats } | null;
-  l1: { bytes: number; entries: number };
+  /** `evictions`: entries the byte bound pushed out since the isolate started. */
+  l1: { bytes: number; entries: number; evictions: number };
   /** What the location tier did since the isolate started; null when it is off (or the runtime has no Cache API). */
   location: LocationStats | null;
   purges: PurgeWatcherStatus;
@@ -87,7 +88,7 @@ export interface StatusModel {
     backgroundFillsMax: number;
     departureHoldMaxMs: number;
   };
-  l1: { bytes: number; maxBytes: number; entries: number; usedRatio: number };
+  l1: { bytes: number; maxBytes: number; entries: number; evictions: number; usedRatio: number };
   /** `hitRatio`: copies served of parts looked up (null before any lookup); `stats` null when off. */
   location: { enabled: boolean; hitRatio: number | null; stats: LocationStats | null };
   /** `logReads`: syncs that read the log in Redis; `sharedReadsTaken`: syncs that took a read another isolate of the data center shared. */
@@ -179,6 +180,7 @@ export function buildStatus(sources: StatusSources): StatusModel {
       bytes: sources.l1.bytes,
       maxBytes: config.l1MaxBytes,
       entries: sources.l1.entries,
+      evictions: sources.l1.evictions,
       usedRatio: config.l1MaxBytes > 0 ? sources.l1.bytes / config.l1MaxBytes : 0,
     },
     location: {

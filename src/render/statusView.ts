@@ -282,6 +282,7 @@ export function statusView(model: StatusModel) {
       barWidth: model.l1.bytes > 0 ? Math.max(0.5, Math.round(l1Percent * 10) / 10) : 0,
       barColor: l1Percent >= 95 ? "#8a4500" : "#0b4fa8",
       entries: count(model.l1.entries),
+      evictions: count(model.l1.evictions),
     },
     purges: {
       enabled: model.purges.enabled,

@@ -400,7 +400,7 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
       stats: { skipped: 3, failures: 5, droppedWrites: 1, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0, outagesDismissed: 0 },
       invalidValues: { rejected: 2, deleted: 1 },
     },
-    l1: { bytes: 12 * 1024 * 1024, entries: 3456 },
+    l1: { bytes: 12 * 1024 * 1024, entries: 3456, evictions: 789 },
     location: { lookups: 200, hits: 150, invalid: 1, purged: 4, unvouched: 6, errors: 0, puts: 90, putsFailed: 0, putsDropped: 2 },
     purges: { seq: 42, lastSyncAt: clock.now() - 400, blind: false, widePurges: 1, logReads: 30, sharedReadsTaken: 12 },
     originSlots: { inUse: 7, queued: 2, reclaimed: 1 },

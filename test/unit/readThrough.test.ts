@@ -244,17 +244,30 @@ describe("L1 byte bound", () => {
     for (let i = 0; i < 200_000; i++) {
       await read(`p-${i}`);
       if (i % 1000 === 0) {
-        peak = Math.max(peak, cache.l1.calculatedSize);
+        peak = Math.max(peak, cache.l1.cache.calculatedSize);
         // Let vitest's own messages through: a loop of microtasks alone starves them on a loaded machine.
         await new Promise((resolve) => setImmediate(resolve));
       }
     }
-    peak = Math.max(peak, cache.l1.calculatedSize);
+    peak = Math.max(peak, cache.l1.cache.calculatedSize);
     expect(peak).toBeLessThanOrEqual(config.l1MaxBytes);
     // The bound is used, not dodged by holding nothing: and it was filled over fifty times.
-    expect(cache.l1.calculatedSize).toBeGreaterThan(config.l1MaxBytes * 0.9);
-    expect(cache.l1.size * 50).toBeLessThan(200_000);
+    expect(cache.l1.cache.calculatedSize).toBeGreaterThan(config.l1MaxBytes * 0.9);
+    expect(cache.l1.cache.size * 50).toBeLessThan(200_000);
   }, 120_000);
+
+  it("counts the entries its byte bound pushed out, and not those overwritten or expired", async () => {
+    const { cache, read, clock, origin } = setup({ L1_MAX_BYTES: String(1024 * 1024) });
+    for (let i = 0; i < 20_000; i++) await read(`p-${i}`);
+    const full = cache.l1.stats();
+    // Each product fetched was kept once: what is not held any more was pushed out.
+    expect(full.evictions).toBeGreaterThan(0);
+    expect(full.evictions + full.entries).toBe(origin.calls.product);
+    // Past every entry's error window (60 + 600 s), a read replaces an expired entry: no eviction.
+    clock.advance(661_000);
+    await read("p-19999");
+    expect(cache.l1.stats().evictions).toBe(full.evictions);
+  }, 60_000);
 });
 
 describe("what L1 holds", () => {
@@ -266,8 +279,8 @@ describe("what L1 holds", () => {
     const { cache, read } = setup();
     const first = await read("p-7");
     const key = entryKey(DEFAULTS.keyPrefix, "product", "p-7");
-    expect(typeof cache.l1.peek(key)?.json).toBe("string");
-    expect(cache.l1.peek(key)?.tags).toEqual((first.data.product!.data as { tags: string[] }).tags);
+    expect(typeof cache.l1.cache.peek(key)?.json).toBe("string");
+    expect(cache.l1.cache.peek(key)?.tags).toEqual((first.data.product!.data as { tags: string[] }).tags);
     const a = await read("p-7");
     const b = await read("p-7");
     expect(a.data.product?.tier).toBe("l1");
