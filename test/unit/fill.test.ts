@@ -18,20 +18,26 @@ import { systemClock } from "../../src/shared/clock";
 const config = testConfig();
 const KEY = "pp:v1:p:p-000042";
 
-/** An L2 where another isolate holds the lock, and the polls answer `polls` in turn (undefined: the read failed or was skipped). */
-function losingL2(polls: (string | null | undefined)[], accepts: boolean) {
+/**
+ * An L2 where another isolate holds the lock, and the polls answer `polls` in
+ * turn (undefined: the read failed or was skipped); claims after the first
+ * are answered "lost" too, or, `silentAfterClaim`, not at all.
+ */
+function losingL2(polls: (string | null | undefined)[], accepts: boolean, silentAfterClaim = false) {
   let reads = 0;
+  let claimed = 0;
+  const writes: { lockToken: string }[] = [];
   const l2 = {
-    claimFills: async (claims: readonly unknown[]) => claims.map((): FillClaim => ({ kind: "lost" })),
+    claimFills: async (claims: readonly unknown[]) => claims.map((): FillClaim | undefined => (claimed++ > 0 && silentAfterClaim ? undefined : { kind: "lost" })),
     async readMany(keys: string[]) {
       const value = polls[Math.min(reads++, polls.length - 1)];
       return value === undefined ? keys.map(() => undefined) : [value, "someone-else"];
     },
     accepts: () => accepts,
     answered: () => 1,
-    writeFills: async (batch: unknown[]) => batch.map(() => undefined),
+    writeFills: async (batch: { lockToken: string }[]) => (writes.push(...batch), batch.map(() => undefined)),
   } as unknown as L2;
-  return { l2, reads: () => reads };
+  return { l2, reads: () => reads, claims: () => claimed, writes };
 }
 
 function winnersValue(): string {
@@ -101,12 +107,30 @@ describe("a fill that lost the lock", () => {
     expect(reads()).toBe(0);
   });
 
-  it("stops waiting at a failed poll when Redis is silent (it hangs): no winner's result will come", async () => {
-    const { l2, reads } = losingL2([undefined, null, winnersValue()], true);
+  it("stops waiting when Redis is silent (it hangs): a failed poll, and the claim again unanswered too; no winner's result will come", async () => {
+    const { l2, reads, claims, writes } = losingL2([undefined, null, winnersValue()], true, true);
     const { context, originCalls } = await fillOnce(l2, undefined, () => true);
     expect(originCalls).toBe(1);
     expect(context.via).toBe("origin");
     expect(reads()).toBe(1);
+    expect(claims()).toBe(2);
+    // The unanswered claim may have taken the lock once Redis woke: the write carries its token, which releases it.
+    expect(writes[0]!.lockToken).not.toBe("");
+  });
+
+  it("keeps waiting past a poll that looked like a silent Redis (a busy machine reads a reply late) when the claim again finds the lock held: one origin fetch in all, the winner's", async () => {
+    const { l2, reads, claims } = losingL2([undefined, null, winnersValue()], true);
+    let silentOnce = true;
+    const { entry, context, originCalls } = await fillOnce(l2, undefined, () => {
+      const silent = silentOnce;
+      silentOnce = false;
+      return silent;
+    });
+    expect(originCalls).toBe(0);
+    expect(context.via).toBe("winner");
+    expect(entry.version).toBe(3);
+    expect(claims()).toBe(2);
+    expect(reads()).toBe(3);
   });
 });
 

@@ -270,16 +270,19 @@ export function createFill(deps: FillDeps) {
     // so it fetches at once, and its write releases the lock if the claim
     // took it after all.
     const unanswered = claiming && first === undefined && l2.accepts(key);
+    /** A claim of this fill went unanswered: it may hold the lock, which its write (or its departure) then releases. */
+    let mayHold = unanswered;
     if (first?.kind === "lost" || (unanswered && !redisSilent(key, answeredBefore))) {
       const reclaim = async (): Promise<Reclaimed> => {
         const again = await claim();
+        if (again === undefined) mayHold = true;
         if (again?.kind === "copy") return decode(again.value);
         return again?.kind === "won" ? "ours" : again?.kind === "lost" ? "held" : undefined;
       };
       const waited = await waitForWinner(l2, calls, key, lock, context, reclaim, unanswered ? token : undefined);
       if (waited === "departed") {
         // An unanswered claim may have taken the lock: released if so (the token says whose it is).
-        if (unanswered) releaseLock(key, token, context);
+        if (mayHold) releaseLock(key, token, context);
         departures?.fillStopped();
         throw departed("wait for another isolate's fill");
       }
@@ -295,7 +298,7 @@ export function createFill(deps: FillDeps) {
       entry = await fetchFromOrigin(context);
     } catch (error) {
       // Let the waiters know now, rather than at the lock's expiry.
-      if (won) releaseLock(key, token, context);
+      if (won || mayHold) releaseLock(key, token, context);
       throw error;
     }
     context.via = "origin";
@@ -307,7 +310,7 @@ export function createFill(deps: FillDeps) {
       return entry;
     }
     // The write releases the lock if it does not land (an unanswered claim's too, if it took it); if it lands, the lock is spent (l2.ts, CLAIM_FILLS).
-    storeInL2(key, entry, won || unanswered ? token : "", context, claimedAt);
+    storeInL2(key, entry, won || mayHold ? token : "", context, claimedAt);
     return entry;
   }
 
