@@ -1,5 +1,5 @@
 // bench:chaos's checks of the isolates themselves: during the load, each
-// L1's entries and evictions (what the oracle needs to tell a page an LRU
+// L1's evictions (what the oracle needs to tell a page an LRU
 // dropped from one the tier lost); after it, the work their status says is
 // under way back to 0 (fills, queued sends, cold pages in progress or
 // waiting, background fills; origin slots through the soak's slotsFreed),
@@ -34,7 +34,7 @@ export function sampleL1(targets: readonly string[], now: () => number): { sampl
         targets.map(async (url, inst) => {
           const at = now();
           const l1 = (await statusOf(url))?.l1;
-          if (l1?.entries !== undefined && l1.evictions !== undefined) samples.push({ inst, at, entries: l1.entries, evictions: l1.evictions });
+          if (l1?.evictions !== undefined) samples.push({ inst, at, evictions: l1.evictions });
         }),
       );
       await sleep(1000, undefined, { signal: controller.signal }).catch(() => undefined);

@@ -233,8 +233,8 @@ export interface Failure {
  * service is faulted. Excused: a 503 for a served page while a core service
  * is faulted, from an isolate that holds no copy of it (it has not answered
  * it 200 since it started and the purge: restarted since, or never did; or
- * its L1 pushed out, since its last 200 there, at least as many entries as
- * it held then: an LRU has dropped every entry not asked for since) while
+ * its L1 pushed out entries since its last 200 there, and an LRU may have
+ * dropped it: evictedSince) while
  * L2 cannot have it either: Redis faulted, or emptied since and the page not
  * written to it again (no answer since whose product came from L2 or the
  * origin). Nothing could hold it. Any other failure of a served page
@@ -288,48 +288,47 @@ export function judgeAvailability(
     }
     const started = timeline.lastRestartBefore(r.sent);
     const lastHere = served.filter((q) => q.inst === r.inst && q.answered > started).at(-1);
-    const turnedOver = lastHere !== undefined && pushedOut(l1, r.inst, lastHere.answered, r.sent);
-    const heldHere = lastHere !== undefined && !turnedOver;
+    const evicted = lastHere ? evictedSince(l1, r.inst, lastHere.sent, r.answered) : null;
+    const heldHere = lastHere !== undefined && !evicted;
     const loss = timeline.lastLossBefore(r.sent);
     const l2Lost = loss !== null && !ok.some((q) => q.sent > loss.end && ["pp-l2", "pp-origin"].includes(tierOf(q.cacheStatus, PAGE_SUBJECT)));
     const l2Out = timeline.redisFaulted(r.sent, end);
     if (r.status === 503 && core && !heldHere && (l2Out || l2Lost)) {
       const restarted = ok.some((q) => q.inst === r.inst && q.answered < started);
-      const here = turnedOver
-        ? "isolate's L1 turned over since its last 200 of the page"
+      const here = evicted
+        ? `isolate's L1 pushed out ${evicted} entries since its last 200 of the page`
         : restarted
           ? "isolate restarted since its last 200 of the page"
           : "isolate never answered it 200 since its start and the page's purge";
       failures.push(failure("excused", `${here}; ${l2Out ? "Redis faulted" : "Redis emptied since the page was in it"}; a core service faulted`));
       continue;
     }
-    failures.push(failure("violation", "a served page"));
+    failures.push(failure("violation", lastHere && evicted === null ? "a served page (its isolate's L1 not sampled then)" : "a served page"));
   }
   return failures;
 }
 
-/** One isolate's L1 as its status reported it at `at` (ms from the load's start): entries held, and entries its byte bound pushed out since it started. */
+/** One isolate's L1 as its status reported it at `at` (ms from the load's start): entries its byte bound pushed out since the isolate started. */
 export interface L1Sample {
   inst: number;
   at: number;
-  entries: number;
   evictions: number;
 }
 
 /**
- * Whether an isolate's L1 pushed out, between `from` and `to`, at least as
- * many entries as it held at `from`: an LRU then holds no entry that was not
- * asked for since (each eviction takes the least recently used, and every
- * entry older than one untouched is evicted before it). Counted
- * conservatively: from the first sample at or after `from` to the last at or
- * before `to` (fewer evictions than happened); no samples, not turned over.
+ * How many entries an isolate's L1 pushed out between `from` and `to`,
+ * counted between the last sample at or before `from` and the first at or
+ * after `to` (so none is missed); null without such samples or across a
+ * restart (its count starts again). Any at all, and an LRU may have dropped
+ * a page not asked for since: each eviction takes the least recently used,
+ * which it is once every older entry has been asked for again.
  */
-export function pushedOut(samples: readonly L1Sample[], inst: number, from: number, to: number): boolean {
+export function evictedSince(samples: readonly L1Sample[], inst: number, from: number, to: number): number | null {
   const own = samples.filter((x) => x.inst === inst);
-  const first = own.find((x) => x.at >= from);
-  const last = own.filter((x) => x.at <= to).at(-1);
-  if (!first || !last || last.at <= first.at || last.evictions < first.evictions) return false;
-  return last.evictions - first.evictions >= first.entries;
+  const before = own.filter((x) => x.at <= from).at(-1);
+  const after = own.find((x) => x.at >= to);
+  if (!before || !after || after.evictions < before.evictions) return null;
+  return after.evictions - before.evictions;
 }
 
 /**

@@ -262,6 +262,7 @@ async function main(): Promise<void> {
     segments: rows.map(({ active, ...row }) => ({ ...row, active: active.map((f) => f.n), oracle: probeFigures(records, row.start, row.end) })),
     freshness: input.fresh.slice(0, 1000),
     failures: input.failures.slice(0, 1000),
+    l1Samples: l1Samples.samples,
     failureCounts: input.failures.reduce<Record<string, number>>((c, f) => ((c[f.verdict] = (c[f.verdict] ?? 0) + 1), c), {}),
     priceChanges: changes,
     herds: herdResults,

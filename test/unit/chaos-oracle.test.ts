@@ -5,7 +5,7 @@
 // ms from the load's start, as the oracle's clock counts them.
 import { describe, expect, it } from "vitest";
 import { type FaultRecord, type Span, Timeline } from "../../bench/chaos/faults";
-import { judgeAvailability, judgeFreshness, type L1Sample, type ProbeRecord, purgeDeadline, pushedOut, type TierTimes } from "../../bench/chaos/oracle";
+import { judgeAvailability, judgeFreshness, evictedSince, type L1Sample, type ProbeRecord, purgeDeadline, type TierTimes } from "../../bench/chaos/oracle";
 import type { PriceChange } from "../../bench/chaos/priceChanger";
 import type { FaultSpec } from "../../bench/chaos/schedule";
 
@@ -230,20 +230,21 @@ describe("availability (judgeAvailability)", () => {
       expect(failure?.reason).toContain("Redis emptied since the page was in it");
     });
 
-    /** Instance 0's L1 once a second from just after it served the page: 1,000 entries, `pushed` evictions by ACK + 21 s. */
-    const l1Of = (pushed: number): L1Sample[] =>
-      Array.from({ length: 21 }, (_, k) => ({ inst: 0, at: ACK + 1000 + k * 1000, entries: 1000, evictions: Math.round((pushed * k) / 20) }));
+    /** Instance 0's L1 once a second from ACK: `evicted` entries pushed out between its 200 (ACK + 0.5 s) and the 503 (ACK + 21 s). */
+    const l1Of = (evicted: number): L1Sample[] => Array.from({ length: 23 }, (_, k) => ({ inst: 0, at: ACK + k * 1000, evictions: 7 + (k >= 10 ? evicted : 0) }));
 
-    it("from the isolate that served it, once its L1 pushed out as many entries as it held (an LRU dropped it), after Redis came back empty", () => {
+    it("from the isolate that served it, once its L1 pushed out entries since (an LRU may have dropped the page), after Redis came back empty", () => {
       const failed = answer({ id: ID, sent: ACK + 21_000, inst: 0, status: 503 });
-      const [failure] = judgeAvailability([served, failed], changes, timelineOf(emptied, hang), l1Of(1000));
+      const [failure] = judgeAvailability([served, failed], changes, timelineOf(emptied, hang), l1Of(1));
       expect(failure?.verdict).toBe("excused");
-      expect(failure?.reason).toContain("L1 turned over since its last 200 of the page");
+      expect(failure?.reason).toContain("L1 pushed out 1 entries since its last 200 of the page");
     });
 
-    it("but not while its L1 pushed out fewer entries than it held: the page may still be in it", () => {
+    it("but not while its L1 pushed out nothing: the page is still in it", () => {
       const failed = answer({ id: ID, sent: ACK + 21_000, inst: 0, status: 503 });
-      expect(judgeAvailability([served, failed], changes, timelineOf(emptied, hang), l1Of(999)).map((f) => f.verdict)).toEqual(["violation"]);
+      expect(judgeAvailability([served, failed], changes, timelineOf(emptied, hang), l1Of(0)).map((f) => f.verdict)).toEqual(["violation"]);
+      // Nor without samples of its L1 around both answers: nothing says it dropped anything.
+      expect(judgeAvailability([served, failed], changes, timelineOf(emptied, hang), l1Of(5).slice(0, 20)).map((f) => f.verdict)).toEqual(["violation"]);
     });
 
     it("nor with Redis healthy: the page is still in L2", () => {
@@ -259,21 +260,20 @@ describe("availability (judgeAvailability)", () => {
   });
 });
 
-describe("an LRU's turnover (pushedOut)", () => {
-  const at = (t: number, entries: number, evictions: number, inst = 0): L1Sample => ({ inst, at: t, entries, evictions });
+describe("what an L1 pushed out meanwhile (evictedSince)", () => {
+  const at = (t: number, evictions: number, inst = 0): L1Sample => ({ inst, at: t, evictions });
 
-  it("counts from the first sample at or after the page's last 200 to the last at or before the failure", () => {
-    const samples = [at(0, 500, 0), at(1000, 800, 100), at(2000, 800, 700), at(3000, 800, 900)];
-    // From t = 500: the sample at 1000 (800 held, 100 pushed out) to the one at 3000: 800 pushed out.
-    expect(pushedOut(samples, 0, 500, 3000)).toBe(true);
-    // To t = 2500: only 600 since, fewer than the 800 held.
-    expect(pushedOut(samples, 0, 500, 2500)).toBe(false);
+  it("counts from the last sample at or before the page's last 200 to the first at or after the failure: none missed", () => {
+    const samples = [at(0, 0), at(1000, 100), at(2000, 100), at(3000, 900)];
+    expect(evictedSince(samples, 0, 1500, 2000)).toBe(0);
+    expect(evictedSince(samples, 0, 500, 2000)).toBe(100);
+    expect(evictedSince(samples, 0, 1500, 2500)).toBe(800);
+    // No sample after the failure yet: unknown.
+    expect(evictedSince(samples, 0, 1500, 3500)).toBeNull();
   });
 
-  it("reads only the isolate's own samples, and none across a restart (its counts start again)", () => {
-    const other = [at(1000, 10, 0, 1), at(3000, 10, 5000, 1)];
-    expect(pushedOut(other, 0, 500, 3000)).toBe(false);
-    const restarted = [at(1000, 800, 5000), at(3000, 100, 200)];
-    expect(pushedOut(restarted, 0, 500, 3000)).toBe(false);
+  it("reads only the isolate's own samples, and none across a restart (its count starts again)", () => {
+    expect(evictedSince([at(0, 0, 1), at(3000, 5000, 1)], 0, 500, 2500)).toBeNull();
+    expect(evictedSince([at(0, 5000), at(3000, 200)], 0, 500, 2500)).toBeNull();
   });
 });
