@@ -23,7 +23,7 @@ import { createFilterShelf, createKnownIds, type KnownIds } from "./knownIds";
 import { createHotReport, type HotReport } from "./warming/hotReport";
 import { LRUCache } from "lru-cache";
 import { createPurgeWatcher, knowledgeOf, type PurgeWatcher } from "./invalidation/watcher";
-import { createPositionShelf } from "./invalidation/sharedPosition";
+import { createLogShelf } from "./invalidation/sharedReads";
 import { logEvent } from "./shared/log";
 import { createFleet, type Fleet, type FleetDataset } from "./observability/fleet";
 import { createMetrics, type Metrics } from "./observability/metrics";
@@ -160,7 +160,7 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     blindMaxAgeMs: DEFAULTS.purgeBlindMaxAgeMs,
     syncWaitMs: config.l2TimeoutMs * 2,
     // With the location tier on, the data center's isolates share their reads of the log.
-    shared: withLocation(config, (open) => createPositionShelf({ publicUrl: config.publicUrl, keyPrefix: config.keyPrefix, open })),
+    shared: withLocation(config, (open) => createLogShelf({ publicUrl: config.publicUrl, keyPrefix: config.keyPrefix, open })),
     reached: (reaches, background) => fleet.purgesReached(reaches, background),
   });
   return {

@@ -26,8 +26,8 @@
 //   - Workers: a request and `CPU_MS_PER_PAGE` a page.
 //   - A bulk re-price (300 purges of 1,000 ids): its recording costs Redis
 //     the same whatever the fleet; its reading, the largest measured data
-//     center's (each of its isolates reads the log itself while it moves:
-//     invalidation/watcher.ts), once per location, within the time
+//     center's (the isolates of a location share the log's pages:
+//     invalidation/sharedReads.ts), once per location, within the time
 //     it took: against Upstash's commands a second, its request size (a
 //     page of the log is at most 256 KiB) and its bandwidth's price.
 import { readFileSync } from "node:fs";

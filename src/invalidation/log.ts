@@ -270,6 +270,8 @@ export interface PurgesSince {
   /** When not following: the tag/all marks, and the floor (everything fetched before it is gone). */
   marks: WideMark[];
   floor: number;
+  /** Following: the page as Redis holds it, one log member a record (what the data center's isolates share: sharedReads.ts). */
+  members?: string[];
 }
 
 export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemClock }: PurgeLogDeps) {
@@ -359,6 +361,7 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
         upTo: Number(upTo ?? seq),
         wideAhead: aheadKnown === 1 && wideAhead.length === ahead?.length ? wideAhead : null,
         ...parseMarks(fields, clock.now()),
+        ...(follows === 1 ? { members: records } : {}),
       };
     },
 

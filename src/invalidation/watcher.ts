@@ -18,15 +18,17 @@
 // all purges ahead, which came with the page. The products the re-price
 // did not touch are served meanwhile, from Redis's copies, one round trip.
 //
-// The isolates of a data center share their reads (sharedPosition.ts): a
+// The isolates of a data center share their reads (sharedReads.ts): a
 // sync first looks in the location tier, and a read of the log that some
-// isolate there sent since, less than half a poll ago, that found the log
-// where this isolate stands, stands for its own. The random part spreads
-// their syncs (jitter, as TTLs have: cache/entry.ts), so that the first due
-// reads Redis and the others take its read, where isolates that took one read
-// would all be due again at once. (Due at half a poll, as before, with a
-// random part past it, purge reach at 16 isolates went from 0.71 to 1.04 s
-// at its 99th percentile: bench:fleet.)
+// isolate there sent since, less than half a poll ago, stands for its own
+// when it found the log where this isolate stands, or further on with the
+// pages that lead there (each page read from Redis is shared): a bulk
+// re-price is read from Redis about once per data center. A background sync
+// that finds another isolate reading from where it stands waits for that
+// read (a lease: see sharedReads.ts) rather than send the same one. The
+// random part spreads their syncs (jitter, as TTLs have: cache/entry.ts), so
+// that the first due reads Redis and the others take its read, where
+// isolates that took one read would all be due again at once.
 //
 // Blind (L2 unreachable for longer than `blindAfterMs`): purges may be
 // missed, so entries older than `blindMaxAgeMs` are treated as stale and
@@ -43,7 +45,7 @@ import { logPosition, logPositionKeys, type PurgeLog, type PurgesSince } from ".
 import type { PurgeRecord } from "./record";
 import { pollUntil, within } from "../shared/leases";
 import { DEFAULTS } from "../config/defaults";
-import type { PositionShelf } from "./sharedPosition";
+import type { LogShelf, SharedPosition } from "./sharedReads";
 
 export interface PurgeWatcherOptions {
   log: PurgeLog | null;
@@ -58,7 +60,9 @@ export interface PurgeWatcherOptions {
   /** Longest a request waits for a sync another request started (its L2 read's budget, and some). */
   syncWaitMs: number;
   /** Where the data center's isolates share their reads of the log (null: the location tier is off). */
-  shared?: PositionShelf | null;
+  shared?: LogShelf | null;
+  /** Waits `ms` (a wait for another isolate's read of the log); setTimeout unless given. */
+  sleep?: (ms: number) => Promise<void>;
   /**
    * Told, once a sync ends, how long after its recording each purge it
    * applied reached this isolate, with the sync's `background` (the fleet's
@@ -167,6 +171,8 @@ function firstWithIdsKept(records: readonly PurgeRecord[]): number {
  */
 interface SyncLease {
   until: number;
+  /** A visitor waits for it (the isolate's knowledge is past the bound): it waits for no other isolate's read. */
+  urgent: boolean;
   startedAt: number;
   behindSince: number | null;
   /** Where the log stood when the sync began reading ahead: the rest it has yet to read ends there. */
@@ -178,6 +184,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   const { log, l1, clock, keyPrefix } = options;
   const shared = options.shared ?? null;
   const random = options.random ?? Math.random;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   let seq = 0;
   /** The log's era as last read (null: never read). */
   let era: string | null = null;
@@ -187,14 +194,6 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   let backgroundDueAt = -Infinity;
   let logReads = 0;
   let sharedReadsTaken = 0;
-  /**
-   * Whether this isolate's last read found the log where it stood before:
-   * only then does it look for a shared read, or share its own. While
-   * purges come (a storm, a bulk re-price), the isolates' positions differ
-   * and each reads the log anyway: the lookups and puts were work for
-   * nothing, on every sync of every isolate.
-   */
-  let logStill = false;
   /** When the last read of the log that Redis answered was sent: a sync reading a re-price page by page is not blind. */
   let lastAnsweredAt = -Infinity;
   function answeredAt(at: number): void {
@@ -261,19 +260,21 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
 
   async function readAndApply(lease: SyncLease, background: (work: Promise<unknown>) => void, reaches: PurgeReach[]): Promise<void> {
     if (!log) return;
-    if (shared && era && logStill && (await tookSharedRead(shared))) return;
+    if (shared && era && (await followedShelf(shared, lease, reaches))) return;
+    // Visitors wait for the read this sync sends from now (syncWaitMs), not for its wait on another isolate's.
+    lease.startedAt = clock.now();
     const appliedBefore = syncsApplied;
     // When the read now going out was sent: what it finds holds as of then, not as of its reply, which a
     // Redis that was paused or slow gives seconds later, after purges recorded meanwhile (each page's own).
     let sentAt = clock.now();
-    const sharedAs = sentAt;
     logReads++;
-    const seqBefore = seq;
+    // Told to the data center: its isolates that stand here wait for this read rather than send the same one.
+    const sharing = shared && era ? { shelf: shared, era, from: seq } : null;
+    sharing?.shelf.putReading({ era: sharing.era, from: sharing.from, since: sentAt }, background);
     let answer = await log.readSince(seq, era);
     lastReadAnswered = answer !== undefined;
     if (!answer) return; // L2 unavailable: stay as we are; `blind` tells how long
     answeredAt(sentAt);
-    logStill = answer.follows && answer.seq === seqBefore && answer.era === era;
     const at = { era: answer.era, seq: answer.seq };
     // A log with no era (never written, or lost with Redis's data) is given
     // one, taken at once if no purge came in between (else the next sync
@@ -295,18 +296,10 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
         startOver(answer, at);
         break;
       }
-      const from = seq;
-      const idsKeptFrom = firstWithIdsKept(answer.records);
-      // All at once: a visitor served between two of them could be shown a page a later one purged. (Judging a
-      // page by id at once and applying it between requests measured within the noise: bench/results/reprice-warm-ab.md.)
-      for (const [index, record] of answer.records.entries()) {
-        apply(record, index >= idsKeptFrom);
-        reaches.push({ mode: record.mode, ms: clock.now() - record.at });
-      }
-      known.followed(from, { era: at.era, seq: answer.upTo }, answer.records);
-      // Never back: a purge this isolate recorded itself while the read was out is known (apply) though the read predates it.
-      seq = Math.max(seq, answer.upTo);
-      era = at.era;
+      // Its first page is shared (one put a sync: a catch-up's further reads need the invocation's subrequests).
+      if (pages === 1 && sharing && at.era === sharing.era && seq === sharing.from && answer.members?.length)
+        sharing.shelf.putPage(sharing.era, { from: seq, upTo: answer.upTo, members: answer.members }, background);
+      followPage(answer.records, answer.upTo, at.era, reaches);
       if (answer.upTo >= answer.seq) break;
       // More to read, in the background: with every tag and all purge ahead known, the visitors waiting go on,
       // unsure of L1 copies older than this read (see the head of this file). Without, they wait as for any sync.
@@ -333,24 +326,86 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     else seq = Math.max(seq, answer.seq);
     era = at.era;
     syncedAt(sentAt);
-    // Shared as of its sending (a read that found the log still is one page): any purge recorded before then is in it.
-    if (era && logStill) shared?.put({ era, seq: answer.seq, readAt: sharedAs }, background);
+    // Shared as of the last page's sending, which found the log at `answer.seq`: any purge recorded before then is known here.
+    // Its page is the first one's (kept under where the sync read from), which reaches that far if it was the only one.
+    if (era && answer.follows) shared?.put({ era, seq: answer.seq, readAt: sentAt, from: sharing?.era === era ? sharing.from : answer.seq }, background);
+  }
+
+  /**
+   * Applies a page of the log that follows from where this isolate stands
+   * (read from Redis, or from the data center's shelf), all at once: a
+   * visitor served between two of its purges could be shown a page a later
+   * one purged. (Judging a page by id at once and applying it between
+   * requests measured within the noise: bench/results/reprice-warm-ab.md.)
+   */
+  function followPage(records: readonly PurgeRecord[], upTo: number, pageEra: string, reaches: PurgeReach[]): void {
+    const from = seq;
+    const idsKeptFrom = firstWithIdsKept(records);
+    for (const [index, record] of records.entries()) {
+      apply(record, index >= idsKeptFrom);
+      reaches.push({ mode: record.mode, ms: clock.now() - record.at });
+    }
+    known.followed(from, { era: pageEra, seq: upTo }, records);
+    // Never back: a purge this isolate recorded itself while the read was out is known (apply) though the read predates it.
+    seq = Math.max(seq, upTo);
+    era = pageEra;
   }
 
   /**
    * Takes the data center's last read of the log instead of reading it
-   * (sharedPosition.ts): only one sent after this isolate's own knowledge,
+   * (sharedReads.ts): only one sent after this isolate's own knowledge,
    * less than half a poll ago (not in the future: another machine's clock
    * ahead of this one's, or a forgery), that found the log of this
-   * isolate's era at the number it has read up to. Any other, and the
-   * isolate reads the log itself.
+   * isolate's era where it stands, or further on with the pages that lead
+   * there, which it follows: the read's own page when it read from this
+   * isolate's number or before, else the page kept under this isolate's
+   * number. A background sync that finds an isolate here reading from its
+   * number or before waits for that read, polling as a lock's loser does,
+   * for as long as a visitor waits for a sync, and never past the bound (a
+   * poll after its own knowledge). Any other, a page missing on the way, or
+   * another sync's answer applied meanwhile, and the isolate reads the log
+   * itself, from as far as it got.
    */
-  async function tookSharedRead(shelf: PositionShelf): Promise<boolean> {
-    const found = await shelf.read();
-    const now = clock.now();
-    if (!found || found.era !== era || found.seq !== seq || found.readAt <= lastSyncAt || found.readAt > now || now - found.readAt >= options.pollMs / 2)
-      return false;
-    syncedAt(found.readAt);
+  async function followedShelf(shelf: LogShelf, lease: SyncLease, reaches: PurgeReach[]): Promise<boolean> {
+    let mine = syncsApplied;
+    const usable = (found: SharedPosition | undefined): found is SharedPosition => {
+      const now = clock.now();
+      return (
+        found !== undefined &&
+        found.era === era &&
+        found.seq >= seq &&
+        found.readAt > lastSyncAt &&
+        found.readAt <= now &&
+        now - found.readAt < options.pollMs / 2
+      );
+    };
+    let found = await shelf.read();
+    if (!usable(found)) {
+      const reading = lease.urgent ? undefined : await shelf.reading();
+      if (!reading || reading.era !== era || reading.from > seq || reading.since <= lastSyncAt || reading.since > clock.now()) return false;
+      const until = Math.min(reading.since + options.syncWaitMs, lastSyncAt + options.pollMs - options.syncWaitMs);
+      for (let pause: number = DEFAULTS.lockPollFirstMs; !usable(found); pause = Math.min(2 * pause, DEFAULTS.lockPollMaxMs)) {
+        const left = until - clock.now();
+        if (left <= 0 || syncsApplied !== mine) return false;
+        await sleep(Math.min(pause, left));
+        found = await shelf.read();
+      }
+    }
+    const target = found;
+    while (seq < target.seq) {
+      const page = await shelf.page(target.era, target.from <= seq ? target.from : seq);
+      if (!page || page.upTo <= seq || syncsApplied !== mine) return false;
+      mine = ++syncsApplied;
+      followPage(
+        page.records.filter((record) => record.seq > seq),
+        page.upTo,
+        target.era,
+        reaches,
+      );
+      lease.until = clock.now() + SYNC_LEASE_MS;
+    }
+    if (syncsApplied !== mine || !usable(target)) return false;
+    syncedAt(target.readAt);
     sharedReadsTaken++;
     return true;
   }
@@ -370,11 +425,11 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   }
 
   /** Starts a sync in this request, unless one is under way: then `undefined` (this request does not await another's). What it gives settles once its first page is applied. */
-  function startSync(background: (work: Promise<unknown>) => void): Promise<void> | undefined {
+  function startSync(background: (work: Promise<unknown>) => void, urgent: boolean): Promise<void> | undefined {
     if (syncing && syncing.until > clock.now()) return undefined;
     let firstPageRead = () => {};
     const firstPage = new Promise<void>((resolve) => (firstPageRead = resolve));
-    const lease: SyncLease = { until: clock.now() + SYNC_LEASE_MS, startedAt: clock.now(), behindSince: null, aheadUpTo: 0, firstPageRead };
+    const lease: SyncLease = { until: clock.now() + SYNC_LEASE_MS, urgent, startedAt: clock.now(), behindSince: null, aheadUpTo: 0, firstPageRead };
     const work = syncNow(lease, background).finally(() => {
       if (syncing === lease) syncing = null;
       firstPageRead();
@@ -396,7 +451,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       const age = clock.now() - lastSyncAt;
       // Due, and Redis answered the last read: the visitor waits for the sync (the bound). Otherwise it goes on in the background.
       if (age >= options.pollMs && lastReadAnswered) {
-        const mine = startSync(background);
+        const mine = startSync(background, true);
         // Another request's sync is watched for on this request's own timers
         // (shared/leases.ts, pollUntil), and only within `syncWaitMs` of its
         // start: a read that has run longer is one Redis is slow to answer,
@@ -405,7 +460,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
         if (mine) await within(mine, options.syncWaitMs, () => undefined);
         else await pollUntil(() => (syncUnderWay() && !readingAhead() ? undefined : true), until, clock.now);
       } else if (clock.now() >= backgroundDueAt && !syncUnderWay()) {
-        void startSync(background)?.catch(() => undefined);
+        void startSync(background, false)?.catch(() => undefined);
       }
     },
 

@@ -10,7 +10,9 @@ import { createReadThrough, type L1Purging } from "../../src/cache/readThrough";
 import { DEFAULTS } from "../../src/config/defaults";
 import type { PurgeLog, PurgesSince } from "../../src/invalidation/log";
 import { createPurgeWatcher, knowledgeOf, type PurgeWatcher, type PurgeWatcherOptions } from "../../src/invalidation/watcher";
-import { createPositionShelf, type PositionShelf, type SharedPosition } from "../../src/invalidation/sharedPosition";
+import { sha256Hex } from "../../src/shared/hash";
+import { createLogShelf, type LogShelf, type SharedPage, type SharedPosition, type SharedReading } from "../../src/invalidation/sharedReads";
+import type { PurgeRecord } from "../../src/invalidation/record";
 import type { ResourceName } from "../../src/origin/resources";
 import { fakeClock, fakeOrigin, fakeStore, type FakeClock, type FakeOrigin, testConfig } from "../support/fakes";
 
@@ -677,10 +679,17 @@ describe("the purge log's position, read along a lock claim", () => {
   });
 });
 
-/** The data center's shared read of the log (sharedPosition.ts), as a plain variable: what `put` shares, `read` answers. */
+/** The data center's shelf of reads of the log (sharedReads.ts), as plain variables: what each put shares, each lookup answers. */
 function fakeShelf() {
-  const state: { position: SharedPosition | undefined; lookups: number; puts: SharedPosition[] } = { position: undefined, lookups: 0, puts: [] };
-  const shelf: PositionShelf = {
+  const state = {
+    position: undefined as SharedPosition | undefined,
+    reading: undefined as SharedReading | undefined,
+    pages: new Map<string, SharedPage>(),
+    lookups: 0,
+    puts: [] as SharedPosition[],
+    readings: [] as SharedReading[],
+  };
+  const shelf: LogShelf = {
     async read() {
       state.lookups++;
       return state.position && { ...state.position };
@@ -689,8 +698,40 @@ function fakeShelf() {
       state.puts.push(position);
       state.position = { ...position };
     },
+    async reading() {
+      return state.reading && { ...state.reading };
+    },
+    putReading(reading) {
+      state.readings.push(reading);
+      state.reading = { ...reading };
+    },
+    async page(era, from) {
+      return state.pages.get(`${era}:${from}`);
+    },
+    putPage(era, page) {
+      state.pages.set(`${era}:${page.from}`, { upTo: page.upTo, records: page.members.map((member) => JSON.parse(member) as PurgeRecord) });
+    },
   };
   return { shelf, state };
+}
+
+/** A log of era e0 that purges are added to (`purge`), read as READ_PURGES reads it: every record after the reader's, with its members. */
+function movingLog(clock: FakeClock) {
+  const records: PurgeRecord[] = [];
+  const state = { reads: 0 };
+  const log = {
+    async readSince(seen: number): Promise<PurgesSince | undefined> {
+      state.reads++;
+      const after = records.filter((record) => record.seq > seen);
+      const seq = records.length;
+      return { seq, era: "e0", follows: true, records: after, upTo: seq, marks: [], floor: 0, members: after.map((record) => JSON.stringify(record)) };
+    },
+    record: async () => undefined,
+    startEra: async () => ({ seq: records.length, era: "e0" }),
+  } satisfies PurgeLog;
+  const purge = (id: string) =>
+    records.push({ seq: records.length + 1, at: clock.now(), ids: [id], tags: [], all: false, mode: "hard", resources: ["product"] });
+  return { log, state, purge };
 }
 
 describe("reads of the log shared by the isolates of a data center", () => {
@@ -702,34 +743,29 @@ describe("reads of the log shared by the isolates of a data center", () => {
     const a = watcherWith(clock, first.log, noL1, { shared: shelf });
     const b = watcherWith(clock, second.log, noL1, { shared: shelf });
     await syncAll(a);
-    await syncAll(b); // a new isolate reads the log itself (it has no era yet), and shares nothing: it found the log elsewhere than it stood
-    expect(shared.puts).toEqual([]);
-    clock.advance(POLL_MS / 2);
-    await syncAll(a); // due: reads Redis, finds the log where it stood, and shares the read
-    await syncAll(b); // the same (a's read is as old as its own would be): both found the log still
+    await syncAll(b); // new isolates read the log themselves (no era yet: nothing to look up), and share their reads
     expect(shared.puts.map((p) => p.readAt)).toEqual([clock.now(), clock.now()]);
-
     clock.advance(POLL_MS / 2);
     await syncAll(a); // due: the shared read is no newer than its own: reads Redis, and shares
-    expect(first.state.reads).toBe(3);
+    expect(first.state.reads).toBe(2);
     const readAt = clock.now();
     clock.advance(100);
     await syncAll(b); // due: takes a's read, sent 100 ms ago
-    expect(second.state.reads).toBe(2);
-    expect(b.status()).toMatchObject({ lastSyncAt: readAt, logReads: 2, sharedReadsTaken: 1 });
+    expect(second.state.reads).toBe(1);
+    expect(b.status()).toMatchObject({ lastSyncAt: readAt, logReads: 1, sharedReadsTaken: 1 });
     clock.advance(POLL_MS / 2 - 101);
     await syncAll(b); // not yet due from a's read
-    expect(second.state.reads + b.status().sharedReadsTaken).toBe(3);
+    expect(second.state.reads + b.status().sharedReadsTaken).toBe(2);
   });
 
-  it("reads Redis itself when the shared read is not its position, not its era, half a poll old, no newer than its own, or in its future", async () => {
+  it("reads Redis itself when the shared read is further on without the pages, not its era, half a poll old, no newer than its own, or in its future", async () => {
     // Each case: the shared read, given now and when the isolate read the log itself.
     const cases: [string, (now: number, own: number) => SharedPosition][] = [
-      ["a purge it has not read", (now) => ({ era: "e0", seq: 1, readAt: now })],
-      ["another era", (now) => ({ era: "e1", seq: 0, readAt: now })],
-      ["half a poll old", (now) => ({ era: "e0", seq: 0, readAt: now - POLL_MS / 2 })],
-      ["no newer than its own read", (_now, own) => ({ era: "e0", seq: 0, readAt: own })],
-      ["in the future", (now) => ({ era: "e0", seq: 0, readAt: now + 1 })],
+      ["a purge it has not read, with no page to it", (now) => ({ era: "e0", seq: 1, readAt: now, from: 0 })],
+      ["another era", (now) => ({ era: "e1", seq: 0, readAt: now, from: 0 })],
+      ["half a poll old", (now) => ({ era: "e0", seq: 0, readAt: now - POLL_MS / 2, from: 0 })],
+      ["no newer than its own read", (_now, own) => ({ era: "e0", seq: 0, readAt: own, from: 0 })],
+      ["in the future", (now) => ({ era: "e0", seq: 0, readAt: now + 1, from: 0 })],
     ];
     for (const [what, position] of cases) {
       const clock = fakeClock();
@@ -738,7 +774,7 @@ describe("reads of the log shared by the isolates of a data center", () => {
       const watcher = watcherWith(clock, log, noL1, { shared: shelf });
       await syncAll(watcher);
       clock.advance(POLL_MS / 2);
-      await syncAll(watcher); // the log stood still: the next sync looks for a shared read
+      await syncAll(watcher);
       const own = clock.now();
       clock.advance(POLL_MS / 2);
       shared.position = position(clock.now(), own);
@@ -746,6 +782,110 @@ describe("reads of the log shared by the isolates of a data center", () => {
       expect(state.reads, what).toBe(3);
       expect(watcher.status().sharedReadsTaken, what).toBe(0);
     }
+  });
+
+  it("while purges come, an isolate behind a read shared here follows its page from the shelf: the log is read from Redis once for both, and both apply the purges", async () => {
+    const clock = fakeClock();
+    const { shelf, state: shared } = fakeShelf();
+    const { log, state, purge } = movingLog(clock);
+    const forgotten: [string, string][] = [];
+    const l1Of = (name: string): L1Purging => ({ ...noL1, forget: (key) => void forgotten.push([name, key]) });
+    const a = watcherWith(clock, log, l1Of("a"), { shared: shelf });
+    const b = watcherWith(clock, log, l1Of("b"), { shared: shelf });
+    await syncAll(a);
+    await syncAll(b);
+    expect(state.reads).toBe(2);
+    const fetchedBefore = entryFetchedAt(clock, clock.now());
+    clock.advance(10);
+    purge("p-1");
+    purge("p-2");
+    clock.advance(POLL_MS / 2);
+    await syncAll(a); // reads Redis: the two purges, shared as a page after 0 and the position 2
+    expect(state.reads).toBe(3);
+    expect(shared.pages.get("e0:0")?.upTo).toBe(2);
+    clock.advance(50);
+    await syncAll(b); // behind a's read: follows its page, no Redis read
+    expect(state.reads).toBe(3);
+    expect(b.status()).toMatchObject({ seq: 2, sharedReadsTaken: 1 });
+    expect(forgotten.filter(([name]) => name === "b").map(([, key]) => key)).toEqual(["pp:v1:p:p-1", "pp:v1:p:p-2"]);
+    expect(b.judge(fetchedBefore, "p-2", "product", [])).toBe("gone");
+  });
+
+  it("an isolate further on than where a shared read began takes the rest of that read's page", async () => {
+    const clock = fakeClock();
+    const { shelf, state: shared } = fakeShelf();
+    const { log, state, purge } = movingLog(clock);
+    const forgotten: string[] = [];
+    const watcher = watcherWith(clock, log, { ...noL1, forget: (key) => void forgotten.push(key) }, { shared: shelf });
+    await syncAll(watcher);
+    purge("p-1");
+    clock.advance(POLL_MS / 2);
+    await syncAll(watcher); // reads p-1 itself
+    expect(watcher.status().seq).toBe(1);
+    purge("p-2");
+    purge("p-3");
+    // Another isolate read from 0, before this one's read: its page holds 1 to 3.
+    const records = (await log.readSince(0))!.records;
+    shared.pages.set("e0:0", { upTo: 3, records });
+    shared.position = { era: "e0", seq: 3, readAt: clock.now() + 10, from: 0 };
+    clock.advance(POLL_MS / 2);
+    const reads = state.reads;
+    await syncAll(watcher);
+    expect(state.reads).toBe(reads);
+    expect(watcher.status()).toMatchObject({ seq: 3, sharedReadsTaken: 1 });
+    expect(forgotten).toEqual(["pp:v1:p:p-1", "pp:v1:p:p-2", "pp:v1:p:p-3"]);
+  });
+
+  it("a background sync that finds an isolate here reading from where it stands waits for that read and takes it; with none by a sync's wait, it reads Redis", async () => {
+    for (const arrives of [true, false]) {
+      const clock = fakeClock();
+      const { shelf, state: shared } = fakeShelf();
+      const { log, state, purge } = movingLog(clock);
+      const lookupsAt: number[] = [];
+      const sleep = async (ms: number) => {
+        clock.advance(ms);
+        lookupsAt.push(clock.now());
+        // The other isolate's read lands 25 ms after it began: its page, then its position.
+        if (arrives && shared.reading && clock.now() >= shared.reading.since + 25 && !shared.pages.has("e0:0")) {
+          shared.pages.set("e0:0", {
+            upTo: 1,
+            records: [{ seq: 1, at: shared.reading.since - 5, ids: ["p-1"], tags: [], all: false, mode: "hard", resources: ["product"] }],
+          });
+          shared.position = { era: "e0", seq: 1, readAt: shared.reading.since, from: 0 };
+        }
+      };
+      const watcher = watcherWith(clock, log, noL1, { shared: shelf, sleep, syncWaitMs: 200 });
+      await syncAll(watcher);
+      clock.advance(POLL_MS / 2);
+      purge("p-1");
+      shared.reading = { era: "e0", from: 0, since: clock.now() };
+      await syncAll(watcher);
+      if (arrives) {
+        expect(state.reads, "waited and took the other's read").toBe(1);
+        expect(watcher.status()).toMatchObject({ seq: 1, sharedReadsTaken: 1 });
+        expect(lookupsAt.length).toBe(2); // looked again at 10 ms, then at 30 ms
+      } else {
+        expect(state.reads, "read Redis once the wait was over").toBe(2);
+        expect(watcher.status()).toMatchObject({ seq: 1, sharedReadsTaken: 0 });
+        // Looked again as a lock's loser polls (10, 20, 40, 80 ms...), and no longer than a sync's wait.
+        expect(lookupsAt.at(-1)! - shared.readings[0]!.since).toBeLessThanOrEqual(200);
+        expect(lookupsAt.length).toBeLessThanOrEqual(5);
+      }
+    }
+  });
+
+  it("a visitor's sync (knowledge past the bound) waits for no other isolate's read: it reads Redis at once", async () => {
+    const clock = fakeClock();
+    const { shelf, state: shared } = fakeShelf();
+    const { log, state } = movingLog(clock);
+    let slept = 0;
+    const watcher = watcherWith(clock, log, noL1, { shared: shelf, sleep: async () => void slept++ });
+    await sync(watcher);
+    clock.advance(POLL_MS);
+    shared.reading = { era: "e0", from: 0, since: clock.now() };
+    await sync(watcher);
+    expect(state.reads).toBe(2);
+    expect(slept).toBe(0);
   });
 
   it("spreads the background syncs of isolates over the quarter of a poll before the half, so that the first due reads and the others take its read", async () => {
@@ -767,34 +907,6 @@ describe("reads of the log shared by the isolates of a data center", () => {
     }
   });
 
-  it("while purges come, neither looks for a shared read nor shares its own: the isolates' positions differ, and each reads the log", async () => {
-    const clock = fakeClock();
-    const { shelf, state: shared } = fakeShelf();
-    const { log, state } = fakeLog();
-    const moving = log.readSince.bind(log);
-    let purges = 0;
-    // Each read finds one purge more than the reader has read.
-    log.readSince = async (seen: number) => {
-      const answer = (await moving(seen))!;
-      purges++;
-      return {
-        ...answer,
-        seq: seen + 1,
-        upTo: seen + 1,
-        records: [{ seq: seen + 1, at: clock.now(), ids: ["p-1"], tags: [], all: false, mode: "hard", resources: ["product"] }],
-      } as PurgesSince;
-    };
-    const watcher = watcherWith(clock, log, noL1, { shared: shelf });
-    for (let i = 0; i < 4; i++) {
-      await syncAll(watcher);
-      clock.advance(POLL_MS / 2);
-    }
-    expect(purges).toBe(4);
-    expect(state.reads).toBe(4);
-    expect(shared.lookups).toBe(0);
-    expect(shared.puts).toEqual([]);
-  });
-
   it("takes no shared read without a location tier, and still serves the bound: a visitor waits for a due sync", async () => {
     const clock = fakeClock();
     const { log, state } = fakeLog();
@@ -807,28 +919,74 @@ describe("reads of the log shared by the isolates of a data center", () => {
   });
 });
 
-describe("the location tier's shelf for shared reads (sharedPosition.ts)", () => {
+describe("the location tier's shelf for shared reads (sharedReads.ts)", () => {
   it("reads back the read it put, and takes anything else under its URL for no position", async () => {
     const { store, stored } = fakeStore();
-    const shelf = createPositionShelf({ publicUrl: "https://shop.example", keyPrefix: "pp:v1", open: async () => store });
+    const shelf = createLogShelf({ publicUrl: "https://shop.example", keyPrefix: "pp:v1", open: async () => store });
     expect(await shelf.read()).toBeUndefined();
     const work: Promise<unknown>[] = [];
-    shelf.put({ era: "1764300000000", seq: 42, readAt: 1_764_300_001_234 }, (w) => void work.push(w));
+    shelf.put({ era: "1764300000000", seq: 42, readAt: 1_764_300_001_234, from: 40 }, (w) => void work.push(w));
     await Promise.all(work);
-    expect(await shelf.read()).toEqual({ era: "1764300000000", seq: 42, readAt: 1_764_300_001_234 });
+    expect(await shelf.read()).toEqual({ era: "1764300000000", seq: 42, readAt: 1_764_300_001_234, from: 40 });
     const [url] = [...stored.keys()];
-    for (const header of ["", "1764300000000|42", "x|42|1", "1764300000000|-1|5", `1|${"9".repeat(17)}|1`]) {
+    for (const header of ["", "1764300000000|42|5", "x|42|1|40", "1764300000000|-1|5|0", `1|${"9".repeat(17)}|1|0`, "1764300000000|42|5|43"]) {
       stored.set(url!, { body: "", headers: [["pp-purge-position", header]] });
       expect(await shelf.read(), header).toBeUndefined();
     }
-    const failing = createPositionShelf({ publicUrl: "https://shop.example", keyPrefix: "pp:v1", open: async () => Promise.reject(new Error("no cache")) });
+    const failing = createLogShelf({ publicUrl: "https://shop.example", keyPrefix: "pp:v1", open: async () => Promise.reject(new Error("no cache")) });
     expect(await failing.read()).toBeUndefined();
   });
 
   it("answers no position when the location tier does not answer in time, so that a sync goes on to Redis rather than wait for it", async () => {
     const { store } = fakeStore();
     const hanging = { ...store, match: () => new Promise<Response | undefined>(() => undefined) };
-    const shelf = createPositionShelf({ publicUrl: "https://shop.example", keyPrefix: "pp:v1", open: async () => hanging as typeof store });
+    const shelf = createLogShelf({ publicUrl: "https://shop.example", keyPrefix: "pp:v1", open: async () => hanging as typeof store });
     expect(await shelf.read()).toBeUndefined();
+  });
+
+  it("reads back a page it put whole, and takes a page that is not whole, not in order, or not purges for none", async () => {
+    const { store, stored } = fakeStore();
+    const now = Date.now();
+    const shelf = createLogShelf({ publicUrl: "https://shop.example", keyPrefix: "pp:v1", open: async () => store, now: () => now });
+    const record = (seq: number, id: string) => JSON.stringify({ seq, at: now - 1000, ids: [id], tags: [], all: false, mode: "hard", resources: ["product"] });
+    const work: Promise<unknown>[] = [];
+    shelf.putPage("e0", { from: 4, upTo: 6, members: [record(5, "p-5"), record(6, "p-6")] }, (w) => void work.push(w));
+    await Promise.all(work);
+    expect((await shelf.page("e0", 4))?.records.map((r) => [r.seq, r.ids])).toEqual([
+      [5, ["p-5"]],
+      [6, ["p-6"]],
+    ]);
+    expect((await shelf.page("e0", 4))?.upTo).toBe(6);
+    expect(await shelf.page("e1", 4), "another era's").toBeUndefined();
+    expect(await shelf.page("e0", 5), "another start's").toBeUndefined();
+    const [url] = [...stored.keys()].filter((key) => key.includes("page"));
+    const good = stored.get(url!)!;
+    const header = (value: string): [string, string][] => [["pp-purge-page", value]];
+    const digestOf = async (text: string) => sha256Hex(new TextEncoder().encode(text));
+    const forged: [string, { body: string; headers: [string, string][] }][] = [
+      ["a body that is not its digest's", { body: `${good.body}x`, headers: good.headers }],
+      ["one member missing", { body: record(5, "p-5"), headers: header(`6|2|${await digestOf(record(5, "p-5"))}`) }],
+      [
+        "out of order",
+        { body: `${record(6, "p-6")}\n${record(5, "p-5")}`, headers: header(`6|2|${await digestOf(`${record(6, "p-6")}\n${record(5, "p-5")}`)}`) },
+      ],
+      ["past its end", { body: record(7, "p-7"), headers: header(`6|1|${await digestOf(record(7, "p-7"))}`) }],
+      ["not a purge", { body: '{"seq":5}', headers: header(`6|1|${await digestOf('{"seq":5}')}`) }],
+      ["no header", { body: good.body, headers: [] }],
+    ];
+    for (const [what, value] of forged) {
+      stored.set(url!, value);
+      expect(await shelf.page("e0", 4), what).toBeUndefined();
+    }
+  });
+
+  it("reads back the reading it put", async () => {
+    const { store } = fakeStore();
+    const shelf = createLogShelf({ publicUrl: "https://shop.example", keyPrefix: "pp:v1", open: async () => store });
+    expect(await shelf.reading()).toBeUndefined();
+    const work: Promise<unknown>[] = [];
+    shelf.putReading({ era: "1764300000000", from: 7, since: 1_764_300_001_234 }, (w) => void work.push(w));
+    await Promise.all(work);
+    expect(await shelf.reading()).toEqual({ era: "1764300000000", from: 7, since: 1_764_300_001_234 });
   });
 });

@@ -1,0 +1,176 @@
+// The reads of the purge log that the isolates of a data center share, kept
+// in the location tier (the data center's Cache API), so that the log is
+// read from Redis about once per data center instead of once per isolate
+// (issue 49: what grows with the number of isolates; issue 65: a bulk
+// re-price, hundreds of purges of 1,000 ids, is megabytes per reader):
+//
+//   position  where the log stood when an isolate here last read it, when
+//             that read was sent, and where it read from: an isolate standing
+//             there, or behind it with the pages that lead there, knows every
+//             purge recorded before then
+//   pages     what each read returned, under the number it starts after: a
+//             page never changes (a number names one purge within its era)
+//   reading   that an isolate here is reading the log from a number, since
+//             when: an isolate standing there waits for that read rather
+//             than send the same one (a lease, as memcache's leases against
+//             thundering herds: Nishtala et al., "Scaling Memcache at
+//             Facebook", NSDI 2013, 3.2.1; the Cache API has no atomic add,
+//             so two may still read at once, never none)
+//
+// The watcher (watcher.ts) takes any of them only as it would its own read.
+// Any Worker on the zone can write there, as with the page copies
+// (cache/location/location.ts): what comes back is checked for its shape, a
+// page for its digest and each member as a purge record (record.ts), and
+// anything else is a miss: the isolate reads Redis. The zone's own Workers
+// are trusted, as with the copies (docs/architecture.md#invalidation).
+import { locationUrlOf, type LocationStore } from "../cache/location/location";
+import type { PurgeStamp } from "../cache/location/purgeStamp";
+import { DEFAULTS } from "../config/defaults";
+import { readBounded } from "../shared/body";
+import { sha256Hex } from "../shared/hash";
+import { within } from "../shared/leases";
+import { subrequest } from "../shared/subrequests";
+import { storedRecord, type PurgeRecord } from "./record";
+
+/** The position's header: `<era>|<seq>|<readAt>|<from>`, readAt when the read was sent (ms since the epoch). */
+const POSITION_HEADER = "pp-purge-position";
+const POSITION = /^(\d{1,16})\|(\d{1,16})\|(\d{1,16})\|(\d{1,16})$/;
+const READING = /^(\d{1,16})\|(\d{1,16})\|(\d{1,16})$/;
+/** A reading's header: `<era>|<from>|<since>`. */
+const READING_HEADER = "pp-purge-reading";
+/** A page's header: `<upTo>|<members>|<SHA-256 of the body, hex>`; the body, the log's members one a line. */
+const PAGE_HEADER = "pp-purge-page";
+const PAGE = /^(\d{1,16})\|(\d{1,4})\|([0-9a-f]{64})$/;
+
+/** A read of the log: the position it found, when it was sent, and the number it read from (its page is kept under it). */
+export interface SharedPosition extends PurgeStamp {
+  readAt: number;
+  from: number;
+}
+
+/** An isolate here reading the log of `era` from `from` (the number it stood at), sent at `since`. */
+export interface SharedReading {
+  era: string;
+  from: number;
+  since: number;
+}
+
+/** A page of the log as an isolate here read it: the records after the number it is kept under, up to `upTo`. */
+export interface SharedPage {
+  upTo: number;
+  records: PurgeRecord[];
+}
+
+export interface LogShelf {
+  /** The last read of the log some isolate here shared; undefined when there is none usable, or no answer in time. */
+  read(): Promise<SharedPosition | undefined>;
+  /** Shares a read of the log (in the background: nobody waits for it). */
+  put(position: SharedPosition, background: (work: Promise<unknown>) => void): void;
+  /** The read of the log some isolate here said it is making; undefined when none, or no answer in time. */
+  reading(): Promise<SharedReading | undefined>;
+  /** Says that this isolate is reading the log (in the background). */
+  putReading(reading: SharedReading, background: (work: Promise<unknown>) => void): void;
+  /** The page of `era`'s log after `from`, as an isolate here read it; undefined when none is usable, or no answer in time. */
+  page(era: string, from: number): Promise<SharedPage | undefined>;
+  /** Shares a page read from Redis: `members` as the log holds them, numbered after `from` and up to `upTo` (in the background). */
+  putPage(era: string, page: { from: number; upTo: number; members: readonly string[] }, background: (work: Promise<unknown>) => void): void;
+}
+
+export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; open: () => Promise<LocationStore>; now?: () => number }): LogShelf {
+  const urlOf = (name: string) => locationUrlOf(deps.publicUrl, `${deps.keyPrefix}:purge:${name}`);
+  const positionUrl = urlOf("position");
+  const readingUrl = urlOf("reading");
+  const pageUrl = (era: string, from: number) => urlOf(`page:${era}:${from}`);
+  const now = deps.now ?? Date.now;
+
+  /**
+   * Bounded as a page's lookup is (location.ts): a sync waits no longer for
+   * the shelf than a page for its copy, and a lookup that hung held the
+   * sync's lease, and every other sync behind it, while Redis answered.
+   */
+  function bounded<T>(look: () => Promise<T | undefined>): Promise<T | undefined> {
+    return within(
+      look().catch(() => undefined),
+      DEFAULTS.locationTimeoutMs,
+      () => undefined,
+    );
+  }
+
+  /** A header's whole numbers after the era (which is kept as text), or undefined. */
+  async function header(url: string, name: string, shape: RegExp): Promise<[string, ...number[]] | undefined> {
+    const store = await deps.open();
+    const response = await subrequest(() => store.match(url), DEFAULTS.locationTimeoutMs);
+    if (!response) return undefined;
+    await response.body?.cancel();
+    const match = shape.exec(response.headers.get(name) ?? "");
+    if (!match) return undefined;
+    const numbers = match.slice(2).map(Number);
+    return numbers.every(Number.isSafeInteger) ? [match[1]!, ...numbers] : undefined;
+  }
+
+  /** Puts a response under `url`; settles, never fails, once it is put or given up (then the others read Redis, as before). */
+  function share(url: string, body: Uint8Array | null, headers: Record<string, string>): Promise<unknown> {
+    return (async () => {
+      const store = await deps.open();
+      // Kept a minute: a position is taken only while younger than half a poll, a reading while younger than a
+      // sync's wait, and a page never changes and is wanted only by an isolate a few reads behind (watcher.ts).
+      const response = new Response(body, { headers: { "Cache-Control": "public, max-age=60", ...headers } });
+      await subrequest(() => store.put(url, response), DEFAULTS.locationPutMs);
+    })().catch(() => undefined);
+  }
+
+  /**
+   * A page is taken only whole and as the log holds it: its digest, each
+   * member a purge record, numbered after `from` and up to `upTo`, in order,
+   * as many as it says.
+   */
+  async function lookPage(era: string, from: number): Promise<SharedPage | undefined> {
+    const store = await deps.open();
+    const response = await subrequest(() => store.match(pageUrl(era, from)), DEFAULTS.locationTimeoutMs);
+    if (!response) return undefined;
+    const match = PAGE.exec(response.headers.get(PAGE_HEADER) ?? "");
+    if (!match) {
+      await response.body?.cancel();
+      return undefined;
+    }
+    const [upTo, count, digest] = [Number(match[1]), Number(match[2]), match[3]!];
+    const body = await readBounded(response, DEFAULTS.purgeSyncMaxBytes + DEFAULTS.purgeSyncMaxRecords);
+    if (!body || upTo <= from || (await sha256Hex(body)) !== digest) return undefined;
+    const members = count === 0 ? [] : new TextDecoder().decode(body).split("\n");
+    if (members.length !== count) return undefined;
+    const records: PurgeRecord[] = [];
+    let last = from;
+    for (const member of members) {
+      const record = storedRecord(member, now());
+      if (!record || record.seq <= last || record.seq > upTo) return undefined;
+      records.push(record);
+      last = record.seq;
+    }
+    return { upTo, records };
+  }
+
+  return {
+    read: () =>
+      bounded(async () => {
+        const found = await header(positionUrl, POSITION_HEADER, POSITION);
+        return found && found[3]! <= found[1]! ? { era: found[0], seq: found[1]!, readAt: found[2]!, from: found[3]! } : undefined;
+      }),
+    put(position, background) {
+      background(share(positionUrl, null, { [POSITION_HEADER]: `${position.era}|${position.seq}|${Math.floor(position.readAt)}|${position.from}` }));
+    },
+    reading: () =>
+      bounded(async () => {
+        const found = await header(readingUrl, READING_HEADER, READING);
+        return found && { era: found[0], from: found[1]!, since: found[2]! };
+      }),
+    putReading(reading, background) {
+      background(share(readingUrl, null, { [READING_HEADER]: `${reading.era}|${reading.from}|${Math.floor(reading.since)}` }));
+    },
+    page: (era, from) => bounded(() => lookPage(era, from)),
+    putPage(era, page, background) {
+      const body = new TextEncoder().encode(page.members.join("\n"));
+      const work = sha256Hex(body).then((digest) => share(pageUrl(era, page.from), body, { [PAGE_HEADER]: `${page.upTo}|${page.members.length}|${digest}` }));
+      background(work.catch(() => undefined));
+    },
+  };
+}
