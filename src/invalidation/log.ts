@@ -339,13 +339,14 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
      * its own bound (watcher.ts), and a Redis slower than the page path's budget (150-400 ms) failed every sync
      * read, so that visitors of cached pages waited for one after another while the isolate learned of no purge.
      */
-    async readSince(seen: number, readerEra: string | null): Promise<PurgesSince | undefined> {
+    /** `maxRecords`: a page of at most that many (a reader that needs only those before a page another isolate shared: watcher.ts). */
+    async readSince(seen: number, readerEra: string | null, maxRecords: number = DEFAULTS.purgeSyncMaxRecords): Promise<PurgesSince | undefined> {
       const answer = await l2.run(
         (redis) =>
           readPurgesScript(redis).exec(
             [keys.seq, keys.log, keys.wide, keys.era, keys.wideLog],
             // "-" is no era (eras are times or ''): a reader that has read none starts over.
-            [String(seen), String(DEFAULTS.purgeSyncMaxRecords), String(DEFAULTS.purgeSyncMaxBytes), readerEra ?? "-"],
+            [String(seen), String(Math.max(1, Math.min(maxRecords, DEFAULTS.purgeSyncMaxRecords))), String(DEFAULTS.purgeSyncMaxBytes), readerEra ?? "-"],
           ),
         { passive: true },
       );

@@ -64,16 +64,16 @@ export interface SharedPage {
 export interface LogShelf {
   /** The last read of the log some isolate here shared; undefined when there is none usable, or no answer in time. */
   read(): Promise<SharedPosition | undefined>;
-  /** Shares a read of the log (in the background: nobody waits for it). */
-  put(position: SharedPosition, background: (work: Promise<unknown>) => void): void;
+  /** Shares a read of the log (in the background: nobody waits for it), once `after` settled (the puts of its pages: a position is never there before them). */
+  put(position: SharedPosition, background: (work: Promise<unknown>) => void, after?: Promise<unknown>): void;
   /** The read of the log some isolate here said it is making; undefined when none, or no answer in time. */
   reading(): Promise<SharedReading | undefined>;
   /** Says that this isolate is reading the log (in the background). */
   putReading(reading: SharedReading, background: (work: Promise<unknown>) => void): void;
   /** The page of `era`'s log after `from`, as an isolate here read it; undefined when none is usable, or no answer in time. */
   page(era: string, from: number): Promise<SharedPage | undefined>;
-  /** Shares a page read from Redis: `members` as the log holds them, numbered after `from` and up to `upTo` (in the background). */
-  putPage(era: string, page: { from: number; upTo: number; members: readonly string[] }, background: (work: Promise<unknown>) => void): void;
+  /** Shares a page read from Redis: `members` as the log holds them, numbered after `from` and up to `upTo` (in the background); settles once it is put or given up. */
+  putPage(era: string, page: { from: number; upTo: number; members: readonly string[] }, background: (work: Promise<unknown>) => void): Promise<unknown>;
 }
 
 export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; open: () => Promise<LocationStore>; now?: () => number }): LogShelf {
@@ -155,8 +155,9 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
         const found = await header(positionUrl, POSITION_HEADER, POSITION);
         return found && found[3]! <= found[1]! ? { era: found[0], seq: found[1]!, readAt: found[2]!, from: found[3]! } : undefined;
       }),
-    put(position, background) {
-      background(share(positionUrl, null, { [POSITION_HEADER]: `${position.era}|${position.seq}|${Math.floor(position.readAt)}|${position.from}` }));
+    put(position, background, after = Promise.resolve()) {
+      const header = `${position.era}|${position.seq}|${Math.floor(position.readAt)}|${position.from}`;
+      background(after.then(() => share(positionUrl, null, { [POSITION_HEADER]: header })));
     },
     reading: () =>
       bounded(async () => {
@@ -169,8 +170,11 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
     page: (era, from) => bounded(() => lookPage(era, from)),
     putPage(era, page, background) {
       const body = new TextEncoder().encode(page.members.join("\n"));
-      const work = sha256Hex(body).then((digest) => share(pageUrl(era, page.from), body, { [PAGE_HEADER]: `${page.upTo}|${page.members.length}|${digest}` }));
-      background(work.catch(() => undefined));
+      const work = sha256Hex(body)
+        .then((digest) => share(pageUrl(era, page.from), body, { [PAGE_HEADER]: `${page.upTo}|${page.members.length}|${digest}` }))
+        .catch(() => undefined);
+      background(work);
+      return work;
     },
   };
 }

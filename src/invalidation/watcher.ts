@@ -44,6 +44,7 @@ import { createKnownPurges, type Verdict } from "./knownPurges";
 import { logPosition, logPositionKeys, type PurgeLog, type PurgesSince } from "./log";
 import type { PurgeRecord } from "./record";
 import { pollUntil, within } from "../shared/leases";
+import { subrequestsLeft } from "../shared/subrequests";
 import { DEFAULTS } from "../config/defaults";
 import type { LogShelf, SharedPosition } from "./sharedReads";
 
@@ -260,7 +261,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
 
   async function readAndApply(lease: SyncLease, background: (work: Promise<unknown>) => void, reaches: PurgeReach[]): Promise<void> {
     if (!log) return;
-    if (shared && era && (await followedShelf(shared, lease, reaches))) return;
+    if (shared && era && (await followedShelf(shared, lease, background, reaches))) return;
     // Visitors wait for the read this sync sends from now (syncWaitMs), not for its wait on another isolate's.
     lease.startedAt = clock.now();
     const appliedBefore = syncsApplied;
@@ -271,6 +272,9 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     // Told to the data center: its isolates that stand here wait for this read rather than send the same one.
     const sharing = shared && era ? { shelf: shared, era, from: seq } : null;
     sharing?.shelf.putReading({ era: sharing.era, from: sharing.from, since: sentAt }, background);
+    /** Where the read out now starts: its page is shared under it. */
+    let readFrom = seq;
+    const pagesPut: Promise<unknown>[] = [];
     let answer = await log.readSince(seq, era);
     lastReadAnswered = answer !== undefined;
     if (!answer) return; // L2 unavailable: stay as we are; `blind` tells how long
@@ -296,9 +300,9 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
         startOver(answer, at);
         break;
       }
-      // Its first page is shared (one put a sync: a catch-up's further reads need the invocation's subrequests).
-      if (pages === 1 && sharing && at.era === sharing.era && seq === sharing.from && answer.members?.length)
-        sharing.shelf.putPage(sharing.era, { from: seq, upTo: answer.upTo, members: answer.members }, background);
+      // Each page is shared while the invocation has a subrequest to spare for its put beside the next read's.
+      if (sharing && at.era === sharing.era && answer.members?.length && subrequestsLeft() >= 2)
+        pagesPut.push(sharing.shelf.putPage(sharing.era, { from: readFrom, upTo: answer.upTo, members: answer.members }, background));
       followPage(answer.records, answer.upTo, at.era, reaches);
       if (answer.upTo >= answer.seq) break;
       // More to read, in the background: with every tag and all purge ahead known, the visitors waiting go on,
@@ -312,6 +316,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       // Past the pages one sync may read, starting over costs less (DEFAULTS.purgeCatchUpMaxPages).
       lease.until = clock.now() + SYNC_LEASE_MS;
       sentAt = clock.now();
+      readFrom = seq;
       const next = pages < DEFAULTS.purgeCatchUpMaxPages ? await log.readSince(seq, era) : await log.readSince(0, null);
       lastReadAnswered = next !== undefined;
       if (next) answeredAt(sentAt);
@@ -327,8 +332,9 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     era = at.era;
     syncedAt(sentAt);
     // Shared as of the last page's sending, which found the log at `answer.seq`: any purge recorded before then is known here.
-    // Its page is the first one's (kept under where the sync read from), which reaches that far if it was the only one.
-    if (era && answer.follows) shared?.put({ era, seq: answer.seq, readAt: sentAt, from: sharing?.era === era ? sharing.from : answer.seq }, background);
+    // Its pages lead there from where the sync read from, each under the number the next starts after; the position goes once they are put.
+    if (era && answer.follows)
+      shared?.put({ era, seq: answer.seq, readAt: sentAt, from: sharing?.era === era ? sharing.from : answer.seq }, background, Promise.all(pagesPut));
   }
 
   /**
@@ -366,7 +372,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * another sync's answer applied meanwhile, and the isolate reads the log
    * itself, from as far as it got.
    */
-  async function followedShelf(shelf: LogShelf, lease: SyncLease, reaches: PurgeReach[]): Promise<boolean> {
+  async function followedShelf(shelf: LogShelf, lease: SyncLease, background: (work: Promise<unknown>) => void, reaches: PurgeReach[]): Promise<boolean> {
     let mine = syncsApplied;
     const usable = (found: SharedPosition | undefined): found is SharedPosition => {
       const now = clock.now();
@@ -392,8 +398,11 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       }
     }
     const target = found;
+    // The read's own pages when it read from here or before, each under the number the next starts after;
+    // behind it, the page some isolate read from here, else the purges up to its start, read from Redis.
+    let from = Math.min(seq, target.from);
     while (seq < target.seq) {
-      const page = await shelf.page(target.era, target.from <= seq ? target.from : seq);
+      const page = (await shelf.page(target.era, from)) ?? (from < target.from ? await readUpTo(shelf, target.from, background) : undefined);
       if (!page || page.upTo <= seq || syncsApplied !== mine) return false;
       mine = ++syncsApplied;
       followPage(
@@ -402,12 +411,36 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
         target.era,
         reaches,
       );
+      from = page.upTo;
       lease.until = clock.now() + SYNC_LEASE_MS;
     }
     if (syncsApplied !== mine || !usable(target)) return false;
     syncedAt(target.readAt);
     sharedReadsTaken++;
     return true;
+  }
+
+  /**
+   * The purges from where this isolate stands up to `upTo` (the start of a
+   * read another isolate shared), read from Redis: no more than those, the
+   * rest being on the shelf. Shared in turn, for the isolates that stand
+   * here too. Undefined when Redis does not answer or the log cannot be
+   * followed from here (the sync then reads it as any other).
+   */
+  async function readUpTo(
+    shelf: LogShelf,
+    upTo: number,
+    background: (work: Promise<unknown>) => void,
+  ): Promise<{ upTo: number; records: PurgeRecord[] } | undefined> {
+    const [from, sentAt] = [seq, clock.now()];
+    logReads++;
+    const answer = await log!.readSince(from, era, upTo - from);
+    lastReadAnswered = answer !== undefined;
+    if (!answer) return undefined;
+    answeredAt(sentAt);
+    if (!answer.follows || answer.era !== era || !answer.members?.length) return undefined;
+    if (subrequestsLeft() >= 2) shelf.putPage(answer.era, { from, upTo: answer.upTo, members: answer.members }, background);
+    return { upTo: answer.upTo, records: answer.records };
   }
 
   /**

@@ -114,6 +114,12 @@ export function callsOfThisInvocation(): { l2: number; origin: number } | null {
   return gate ? { l2: gate.l2, origin: gate.origin } : null;
 }
 
+/** Subrequests the current invocation may still make (Infinity outside one). */
+export function subrequestsLeft(): number {
+  const gate = invocation.getStore();
+  return gate ? gate.budget - gate.made : Number.POSITIVE_INFINITY;
+}
+
 /** Connections of the current invocation open and waiting, and subrequests made (for tests). */
 export function subrequestsOfThisInvocation(): { open: number; waiting: number; made: number } | null {
   const gate = invocation.getStore();

@@ -231,7 +231,8 @@ describe("availability (judgeAvailability)", () => {
     });
 
     /** Instance 0's L1 once a second from ACK: `evicted` entries pushed out between its 200 (ACK + 0.5 s) and the 503 (ACK + 21 s). */
-    const l1Of = (evicted: number): L1Sample[] => Array.from({ length: 23 }, (_, k) => ({ inst: 0, at: ACK + k * 1000, evictions: 7 + (k >= 10 ? evicted : 0) }));
+    const l1Of = (evicted: number): L1Sample[] =>
+      Array.from({ length: 23 }, (_, k) => ({ inst: 0, at: ACK + k * 1000, evictions: 7 + (k >= 10 ? evicted : 0) }));
 
     it("from the isolate that served it, once its L1 pushed out entries since (an LRU may have dropped the page), after Redis came back empty", () => {
       const failed = answer({ id: ID, sent: ACK + 21_000, inst: 0, status: 503 });

@@ -28,7 +28,8 @@ function losingL2(polls: (string | null | undefined)[], accepts: boolean, silent
   let claimed = 0;
   const writes: { lockToken: string }[] = [];
   const l2 = {
-    claimFills: async (claims: readonly unknown[]) => claims.map((): FillClaim | undefined => (claimed++ > 0 && silentAfterClaim ? undefined : { kind: "lost" })),
+    claimFills: async (claims: readonly unknown[]) =>
+      claims.map((): FillClaim | undefined => (claimed++ > 0 && silentAfterClaim ? undefined : { kind: "lost" })),
     async readMany(keys: string[]) {
       const value = polls[Math.min(reads++, polls.length - 1)];
       return value === undefined ? keys.map(() => undefined) : [value, "someone-else"];

@@ -708,23 +708,29 @@ function fakeShelf() {
     async page(era, from) {
       return state.pages.get(`${era}:${from}`);
     },
-    putPage(era, page) {
+    async putPage(era, page) {
       state.pages.set(`${era}:${page.from}`, { upTo: page.upTo, records: page.members.map((member) => JSON.parse(member) as PurgeRecord) });
     },
   };
   return { shelf, state };
 }
 
-/** A log of era e0 that purges are added to (`purge`), read as READ_PURGES reads it: every record after the reader's, with its members. */
-function movingLog(clock: FakeClock) {
+/**
+ * A log of era e0 that purges are added to (`purge`), read as READ_PURGES
+ * reads it: the records after the reader's, at most `perPage` (and at most
+ * the reader's `maxRecords`), with their members; `reads` lists where each read began.
+ */
+function movingLog(clock: FakeClock, perPage = Number.POSITIVE_INFINITY) {
   const records: PurgeRecord[] = [];
-  const state = { reads: 0 };
+  const state = { reads: 0, from: [] as number[] };
   const log = {
-    async readSince(seen: number): Promise<PurgesSince | undefined> {
+    async readSince(seen: number, _era?: string | null, maxRecords = Number.POSITIVE_INFINITY): Promise<PurgesSince | undefined> {
       state.reads++;
-      const after = records.filter((record) => record.seq > seen);
+      state.from.push(seen);
+      const after = records.filter((record) => record.seq > seen).slice(0, Math.min(perPage, maxRecords));
       const seq = records.length;
-      return { seq, era: "e0", follows: true, records: after, upTo: seq, marks: [], floor: 0, members: after.map((record) => JSON.stringify(record)) };
+      const upTo = after.at(-1)?.seq ?? seq;
+      return { seq, era: "e0", follows: true, records: after, upTo, marks: [], floor: 0, members: after.map((record) => JSON.stringify(record)) };
     },
     record: async () => undefined,
     startEra: async () => ({ seq: records.length, era: "e0" }),
@@ -834,6 +840,51 @@ describe("reads of the log shared by the isolates of a data center", () => {
     expect(state.reads).toBe(reads);
     expect(watcher.status()).toMatchObject({ seq: 3, sharedReadsTaken: 1 });
     expect(forgotten).toEqual(["pp:v1:p:p-1", "pp:v1:p:p-2", "pp:v1:p:p-3"]);
+  });
+
+  it("a sync that reads the log in several pages shares each under the number its read began after: another isolate follows them all, no Redis read", async () => {
+    const clock = fakeClock();
+    const { shelf, state: shared } = fakeShelf();
+    const { log, state, purge } = movingLog(clock, 2);
+    const a = watcherWith(clock, log, noL1, { shared: shelf });
+    const b = watcherWith(clock, log, noL1, { shared: shelf });
+    await syncAll(a);
+    await syncAll(b);
+    for (let i = 1; i <= 5; i++) purge(`p-${i}`);
+    clock.advance(POLL_MS / 2);
+    await syncAll(a); // three pages: 1-2, 3-4, 5
+    expect(state.from.slice(-3)).toEqual([0, 2, 4]);
+    expect([...shared.pages.entries()].map(([key, page]) => [key, page.upTo])).toEqual([
+      ["e0:0", 2],
+      ["e0:2", 4],
+      ["e0:4", 5],
+    ]);
+    const reads = state.reads;
+    clock.advance(50);
+    await syncAll(b);
+    expect(state.reads).toBe(reads);
+    expect(b.status()).toMatchObject({ seq: 5, sharedReadsTaken: 1 });
+  });
+
+  it("an isolate behind where a shared read began reads from Redis only the purges up to that start, follows the shared page from there, and shares what it read", async () => {
+    const clock = fakeClock();
+    const { shelf, state: shared } = fakeShelf();
+    const { log, state, purge } = movingLog(clock);
+    const forgotten: string[] = [];
+    const watcher = watcherWith(clock, log, { ...noL1, forget: (key) => void forgotten.push(key) }, { shared: shelf });
+    await syncAll(watcher);
+    for (let i = 1; i <= 4; i++) purge(`p-${i}`);
+    // Another isolate, which stood at 2, read 3 and 4 and shared them.
+    shared.pages.set("e0:2", { upTo: 4, records: (await log.readSince(2))!.records });
+    shared.position = { era: "e0", seq: 4, readAt: clock.now() + 10, from: 2 };
+    const reads = state.reads;
+    clock.advance(POLL_MS / 2);
+    await syncAll(watcher);
+    expect(state.reads).toBe(reads + 1);
+    expect(state.from.at(-1)).toBe(0);
+    expect(shared.pages.get("e0:0")?.upTo).toBe(2);
+    expect(watcher.status()).toMatchObject({ seq: 4, sharedReadsTaken: 1 });
+    expect(forgotten).toEqual(["pp:v1:p:p-1", "pp:v1:p:p-2", "pp:v1:p:p-3", "pp:v1:p:p-4"]);
   });
 
   it("a background sync that finds an isolate here reading from where it stands waits for that read and takes it; with none by a sync's wait, it reads Redis", async () => {
@@ -978,6 +1029,23 @@ describe("the location tier's shelf for shared reads (sharedReads.ts)", () => {
       stored.set(url!, value);
       expect(await shelf.page("e0", 4), what).toBeUndefined();
     }
+  });
+
+  it("puts a position only once what it waits for (its pages' puts) settled", async () => {
+    const { store } = fakeStore();
+    const shelf = createLogShelf({ publicUrl: "https://shop.example", keyPrefix: "pp:v1", open: async () => store });
+    let pagesPut!: () => void;
+    const work: Promise<unknown>[] = [];
+    shelf.put(
+      { era: "1764300000000", seq: 9, readAt: 1_764_300_001_234, from: 7 },
+      (w) => void work.push(w),
+      new Promise<void>((resolve) => (pagesPut = resolve)),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await shelf.read()).toBeUndefined();
+    pagesPut();
+    await Promise.all(work);
+    expect(await shelf.read()).toEqual({ era: "1764300000000", seq: 9, readAt: 1_764_300_001_234, from: 7 });
   });
 
   it("reads back the reading it put", async () => {
