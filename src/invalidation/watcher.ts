@@ -374,15 +374,11 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    */
   async function followedShelf(shelf: LogShelf, lease: SyncLease, background: (work: Promise<unknown>) => void, reaches: PurgeReach[]): Promise<boolean> {
     let mine = syncsApplied;
-    const usable = (found: SharedPosition | undefined): found is SharedPosition => {
+    /** Younger than `youngerThan`: half a poll to take a read (it leaves the isolate half a poll before it is due again). */
+    const usable = (found: SharedPosition | undefined, youngerThan = options.pollMs / 2): found is SharedPosition => {
       const now = clock.now();
       return (
-        found !== undefined &&
-        found.era === era &&
-        found.seq >= seq &&
-        found.readAt > lastSyncAt &&
-        found.readAt <= now &&
-        now - found.readAt < options.pollMs / 2
+        found !== undefined && found.era === era && found.seq >= seq && found.readAt > lastSyncAt && found.readAt <= now && now - found.readAt < youngerThan
       );
     };
     let found = await shelf.read();
@@ -414,7 +410,9 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       from = page.upTo;
       lease.until = clock.now() + SYNC_LEASE_MS;
     }
-    if (syncsApplied !== mine || !usable(target)) return false;
+    // Followed, however long its pages took (a busy isolate): the read stands for this isolate's own while
+    // it is within the bound, where reading the same purges again from Redis was what a re-price cost most.
+    if (syncsApplied !== mine || !usable(target, options.pollMs)) return false;
     syncedAt(target.readAt);
     sharedReadsTaken++;
     return true;

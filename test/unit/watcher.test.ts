@@ -866,6 +866,30 @@ describe("reads of the log shared by the isolates of a data center", () => {
     expect(b.status()).toMatchObject({ seq: 5, sharedReadsTaken: 1 });
   });
 
+  it("takes a shared read it followed however long the pages took, while the read is within a poll; past it, reads Redis", async () => {
+    for (const [tookMs, taken] of [
+      [POLL_MS / 2 + 10, true],
+      [POLL_MS, false],
+    ] as const) {
+      const clock = fakeClock();
+      const { shelf, state: shared } = fakeShelf();
+      const { log, state, purge } = movingLog(clock);
+      const watcher = watcherWith(clock, log, noL1, { shared: shelf });
+      await syncAll(watcher);
+      purge("p-1");
+      clock.advance(POLL_MS / 2);
+      shared.pages.set("e0:0", { upTo: 1, records: (await log.readSince(0))!.records });
+      shared.position = { era: "e0", seq: 1, readAt: clock.now() - 10, from: 0 };
+      // The page's lookup takes `tookMs` (a busy isolate).
+      const page = shelf.page.bind(shelf);
+      shelf.page = async (era, from) => (clock.advance(tookMs), page(era, from));
+      const reads = state.reads;
+      await syncAll(watcher);
+      expect(state.reads - reads, `pages took ${tookMs} ms`).toBe(taken ? 0 : 1);
+      expect(watcher.status().sharedReadsTaken).toBe(taken ? 1 : 0);
+    }
+  });
+
   it("an isolate behind where a shared read began reads from Redis only the purges up to that start, follows the shared page from there, and shares what it read", async () => {
     const clock = fakeClock();
     const { shelf, state: shared } = fakeShelf();
