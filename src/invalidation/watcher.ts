@@ -374,7 +374,12 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    */
   async function followedShelf(shelf: LogShelf, lease: SyncLease, background: (work: Promise<unknown>) => void, reaches: PurgeReach[]): Promise<boolean> {
     let mine = syncsApplied;
-    /** Younger than `youngerThan`: half a poll to take a read (it leaves the isolate half a poll before it is due again). */
+    /**
+     * Younger than `youngerThan`. A read within the bound (a poll) keeps
+     * it; a background sync takes only one younger than half a poll, which
+     * leaves the isolate that long before it is due again, where a visitor's
+     * sync, due already, takes any within the bound rather than read Redis.
+     */
     const usable = (found: SharedPosition | undefined, youngerThan = options.pollMs / 2): found is SharedPosition => {
       const now = clock.now();
       return (
@@ -382,7 +387,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       );
     };
     let found = await shelf.read();
-    if (!usable(found)) {
+    if (!usable(found, lease.urgent ? options.pollMs : options.pollMs / 2)) {
       const reading = lease.urgent ? undefined : await shelf.reading();
       if (!reading || reading.era !== era || reading.from > seq || reading.since <= lastSyncAt || reading.since > clock.now()) return false;
       const until = Math.min(reading.since + options.syncWaitMs, lastSyncAt + options.pollMs - options.syncWaitMs);

@@ -963,6 +963,24 @@ describe("reads of the log shared by the isolates of a data center", () => {
     expect(slept).toBe(0);
   });
 
+  it("a visitor's sync takes a shared read within the bound (a poll) though older than the half a poll a background sync wants", async () => {
+    for (const urgent of [true, false]) {
+      const clock = fakeClock();
+      const { shelf, state: shared } = fakeShelf();
+      const { log, state } = movingLog(clock);
+      const watcher = watcherWith(clock, log, noL1, { shared: shelf });
+      await sync(watcher);
+      // Past the bound, a visitor waits for the sync; short of it (0.9 of a poll), the sync is a background one.
+      clock.advance(urgent ? POLL_MS : (POLL_MS * 9) / 10);
+      // Another isolate read the log where this one stands, 3/4 of a poll ago.
+      shared.position = { era: "e0", seq: 0, readAt: clock.now() - (POLL_MS * 3) / 4, from: 0 };
+      if (urgent) await sync(watcher);
+      else await syncAll(watcher);
+      expect(state.reads, urgent ? "a visitor's sync" : "a background sync").toBe(urgent ? 1 : 2);
+      expect(watcher.status().sharedReadsTaken).toBe(urgent ? 1 : 0);
+    }
+  });
+
   it("spreads the background syncs of isolates over the quarter of a poll before the half, so that the first due reads and the others take its read", async () => {
     for (const [random, dueAfter] of [
       [0, POLL_MS / 4],
