@@ -740,6 +740,17 @@ function movingLog(clock: FakeClock, perPage = Number.POSITIVE_INFINITY) {
   return { log, state, purge };
 }
 
+/** One isolate of a data center, synced once with a moving log: the keys it forgets, the shelf its data center shares. */
+async function oneIsolateOnTheShelf() {
+  const clock = fakeClock();
+  const { shelf, state: shared } = fakeShelf();
+  const { log, state, purge } = movingLog(clock);
+  const forgotten: string[] = [];
+  const watcher = watcherWith(clock, log, { ...noL1, forget: (key) => void forgotten.push(key) }, { shared: shelf });
+  await syncAll(watcher);
+  return { clock, shared, log, state, purge, forgotten, watcher };
+}
+
 describe("reads of the log shared by the isolates of a data center", () => {
   it("shares each read as of its sending, and an isolate at that position takes it for its own: no Redis read until it is due from then", async () => {
     const clock = fakeClock();
@@ -818,12 +829,7 @@ describe("reads of the log shared by the isolates of a data center", () => {
   });
 
   it("an isolate further on than where a shared read began takes the rest of that read's page", async () => {
-    const clock = fakeClock();
-    const { shelf, state: shared } = fakeShelf();
-    const { log, state, purge } = movingLog(clock);
-    const forgotten: string[] = [];
-    const watcher = watcherWith(clock, log, { ...noL1, forget: (key) => void forgotten.push(key) }, { shared: shelf });
-    await syncAll(watcher);
+    const { clock, shared, log, state, purge, forgotten, watcher } = await oneIsolateOnTheShelf();
     purge("p-1");
     clock.advance(POLL_MS / 2);
     await syncAll(watcher); // reads p-1 itself
@@ -891,12 +897,7 @@ describe("reads of the log shared by the isolates of a data center", () => {
   });
 
   it("an isolate behind where a shared read began reads from Redis only the purges up to that start, follows the shared page from there, and shares what it read", async () => {
-    const clock = fakeClock();
-    const { shelf, state: shared } = fakeShelf();
-    const { log, state, purge } = movingLog(clock);
-    const forgotten: string[] = [];
-    const watcher = watcherWith(clock, log, { ...noL1, forget: (key) => void forgotten.push(key) }, { shared: shelf });
-    await syncAll(watcher);
+    const { clock, shared, log, state, purge, forgotten, watcher } = await oneIsolateOnTheShelf();
     for (let i = 1; i <= 4; i++) purge(`p-${i}`);
     // Another isolate, which stood at 2, read 3 and 4 and shared them.
     shared.pages.set("e0:2", { upTo: 4, records: (await log.readSince(2))!.records });
