@@ -29,7 +29,8 @@ const HARNESS = /^(info|monitor|ping|select|config|client)\b/;
 
 /** What a command was for, from its shape (dev/harness/redisProbe.ts's keyShape). */
 function purposeOf(shape: string): string {
-  if (shape.includes(":purge:")) return "purge log";
+  // The log's reads (a read-only script) grow with the isolates that read it; a purge's recording is once for the fleet.
+  if (shape.includes(":purge:")) return /^eval(sha)?_ro\b/.test(shape) ? "purge log reads" : "purges recorded";
   if (shape.includes(":kid:")) return "known-ids filter";
   if (shape.includes("(claim")) return "fill claims";
   if (shape.includes("(write)")) return "fill writes";
