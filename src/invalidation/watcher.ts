@@ -374,20 +374,19 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    */
   async function followedShelf(shelf: LogShelf, lease: SyncLease, background: (work: Promise<unknown>) => void, reaches: PurgeReach[]): Promise<boolean> {
     let mine = syncsApplied;
-    /**
-     * Younger than `youngerThan`. A read within the bound (a poll) keeps
-     * it; a background sync takes only one younger than half a poll, which
-     * leaves the isolate that long before it is due again, where a visitor's
-     * sync, due already, takes any within the bound rather than read Redis.
-     */
-    const usable = (found: SharedPosition | undefined, youngerThan = options.pollMs / 2): found is SharedPosition => {
+    const usable = (found: SharedPosition | undefined): found is SharedPosition => {
       const now = clock.now();
       return (
-        found !== undefined && found.era === era && found.seq >= seq && found.readAt > lastSyncAt && found.readAt <= now && now - found.readAt < youngerThan
+        found !== undefined &&
+        found.era === era &&
+        found.seq >= seq &&
+        found.readAt > lastSyncAt &&
+        found.readAt <= now &&
+        now - found.readAt < options.pollMs / 2
       );
     };
     let found = await shelf.read();
-    if (!usable(found, lease.urgent ? options.pollMs : options.pollMs / 2)) {
+    if (!usable(found)) {
       const reading = lease.urgent ? undefined : await shelf.reading();
       if (!reading || reading.era !== era || reading.from > seq || reading.since <= lastSyncAt || reading.since > clock.now()) return false;
       const until = Math.min(reading.since + options.syncWaitMs, lastSyncAt + options.pollMs - options.syncWaitMs);
@@ -415,9 +414,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       from = page.upTo;
       lease.until = clock.now() + SYNC_LEASE_MS;
     }
-    // Followed, however long its pages took (a busy isolate): the read stands for this isolate's own while
-    // it is within the bound, where reading the same purges again from Redis was what a re-price cost most.
-    if (syncsApplied !== mine || !usable(target, options.pollMs)) return false;
+    if (syncsApplied !== mine || !usable(target)) return false;
     syncedAt(target.readAt);
     sharedReadsTaken++;
     return true;

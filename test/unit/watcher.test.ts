@@ -872,30 +872,6 @@ describe("reads of the log shared by the isolates of a data center", () => {
     expect(b.status()).toMatchObject({ seq: 5, sharedReadsTaken: 1 });
   });
 
-  it("takes a shared read it followed however long the pages took, while the read is within a poll; past it, reads Redis", async () => {
-    for (const [tookMs, taken] of [
-      [POLL_MS / 2 + 10, true],
-      [POLL_MS, false],
-    ] as const) {
-      const clock = fakeClock();
-      const { shelf, state: shared } = fakeShelf();
-      const { log, state, purge } = movingLog(clock);
-      const watcher = watcherWith(clock, log, noL1, { shared: shelf });
-      await syncAll(watcher);
-      purge("p-1");
-      clock.advance(POLL_MS / 2);
-      shared.pages.set("e0:0", { upTo: 1, records: (await log.readSince(0))!.records });
-      shared.position = { era: "e0", seq: 1, readAt: clock.now() - 10, from: 0 };
-      // The page's lookup takes `tookMs` (a busy isolate).
-      const page = shelf.page.bind(shelf);
-      shelf.page = async (era, from) => (clock.advance(tookMs), page(era, from));
-      const reads = state.reads;
-      await syncAll(watcher);
-      expect(state.reads - reads, `pages took ${tookMs} ms`).toBe(taken ? 0 : 1);
-      expect(watcher.status().sharedReadsTaken).toBe(taken ? 1 : 0);
-    }
-  });
-
   it("an isolate behind where a shared read began reads from Redis only the purges up to that start, follows the shared page from there, and shares what it read", async () => {
     const { clock, shared, log, state, purge, forgotten, watcher } = await oneIsolateOnTheShelf();
     for (let i = 1; i <= 4; i++) purge(`p-${i}`);
@@ -962,24 +938,6 @@ describe("reads of the log shared by the isolates of a data center", () => {
     await sync(watcher);
     expect(state.reads).toBe(2);
     expect(slept).toBe(0);
-  });
-
-  it("a visitor's sync takes a shared read within the bound (a poll) though older than the half a poll a background sync wants", async () => {
-    for (const urgent of [true, false]) {
-      const clock = fakeClock();
-      const { shelf, state: shared } = fakeShelf();
-      const { log, state } = movingLog(clock);
-      const watcher = watcherWith(clock, log, noL1, { shared: shelf });
-      await sync(watcher);
-      // Past the bound, a visitor waits for the sync; short of it (0.9 of a poll), the sync is a background one.
-      clock.advance(urgent ? POLL_MS : (POLL_MS * 9) / 10);
-      // Another isolate read the log where this one stands, 3/4 of a poll ago.
-      shared.position = { era: "e0", seq: 0, readAt: clock.now() - (POLL_MS * 3) / 4, from: 0 };
-      if (urgent) await sync(watcher);
-      else await syncAll(watcher);
-      expect(state.reads, urgent ? "a visitor's sync" : "a background sync").toBe(urgent ? 1 : 2);
-      expect(watcher.status().sharedReadsTaken).toBe(urgent ? 1 : 0);
-    }
   });
 
   it("spreads the background syncs of isolates over the quarter of a poll before the half, so that the first due reads and the others take its read", async () => {
