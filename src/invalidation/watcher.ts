@@ -363,9 +363,11 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * less than half a poll ago (not in the future: another machine's clock
    * ahead of this one's, or a forgery), that found the log of this
    * isolate's era where it stands, or further on with the pages that lead
-   * there, which it follows: the read's own page when it read from this
-   * isolate's number or before, else the page kept under this isolate's
-   * number. A background sync that finds an isolate here reading from its
+   * there, which it follows: the read's own pages when it read from this
+   * isolate's number or before (each kept under the number the next starts
+   * after); behind it, the page kept under this isolate's number, else the
+   * purges up to the read's start, read from Redis (readUpTo), then the
+   * read's pages. A background sync that finds an isolate here reading from its
    * number or before waits for that read, polling as a lock's loser does,
    * for as long as a visitor waits for a sync, and never past the bound (a
    * poll after its own knowledge). Any other, a page missing on the way, or
