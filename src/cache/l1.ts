@@ -11,7 +11,7 @@ import { LRUCache } from "lru-cache";
 import type { Clock } from "../shared/clock";
 import { dataJson, markedStale, onlyForErrorsFrom, withDataOnRead, type Entry } from "./entry";
 
-export interface Stored extends Omit<Entry, "data"> {
+interface Stored extends Omit<Entry, "data"> {
   json: string;
   tags?: readonly string[];
 }
