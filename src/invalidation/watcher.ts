@@ -197,8 +197,11 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   let sharedReadsTaken = 0;
   /** When the last read of the log that Redis answered was sent: a sync reading a re-price page by page is not blind. */
   let lastAnsweredAt = -Infinity;
-  function answeredAt(at: number): void {
-    lastAnsweredAt = Math.max(lastAnsweredAt, at);
+  /** Notes what a read of the log sent at `sentAt` got: whether Redis answered it (lastReadAnswered), and if so, when it was sent. */
+  function heard<T>(answer: T | undefined, sentAt: number): T | undefined {
+    lastReadAnswered = answer !== undefined;
+    if (answer !== undefined) lastAnsweredAt = Math.max(lastAnsweredAt, sentAt);
+    return answer;
   }
   function syncedAt(at: number): void {
     if (at <= lastSyncAt) return;
@@ -275,10 +278,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     /** Where the read out now starts: its page is shared under it. */
     let readFrom = seq;
     const pagesPut: Promise<unknown>[] = [];
-    let answer = await log.readSince(seq, era);
-    lastReadAnswered = answer !== undefined;
+    let answer = heard(await log.readSince(seq, era), sentAt);
     if (!answer) return; // L2 unavailable: stay as we are; `blind` tells how long
-    answeredAt(sentAt);
     const at = { era: answer.era, seq: answer.seq };
     // A log with no era (never written, or lost with Redis's data) is given
     // one, taken at once if no purge came in between (else the next sync
@@ -300,9 +301,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
         startOver(answer, at);
         break;
       }
-      // Each page is shared while the invocation has a subrequest to spare for its put beside the next read's.
-      if (sharing && at.era === sharing.era && answer.members?.length && subrequestsLeft() >= 2)
-        pagesPut.push(sharing.shelf.putPage(sharing.era, { from: readFrom, upTo: answer.upTo, members: answer.members }, background));
+      // Each page is shared (sharePage), under the number its read began after.
+      if (sharing && at.era === sharing.era) pagesPut.push(sharePage(sharing.shelf, sharing.era, readFrom, answer, background));
       followPage(answer.records, answer.upTo, at.era, reaches);
       if (answer.upTo >= answer.seq) break;
       // More to read, in the background: with every tag and all purge ahead known, the visitors waiting go on,
@@ -317,9 +317,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       lease.until = clock.now() + SYNC_LEASE_MS;
       sentAt = clock.now();
       readFrom = seq;
-      const next = pages < DEFAULTS.purgeCatchUpMaxPages ? await log.readSince(seq, era) : await log.readSince(0, null);
-      lastReadAnswered = next !== undefined;
-      if (next) answeredAt(sentAt);
+      const next = heard(pages < DEFAULTS.purgeCatchUpMaxPages ? await log.readSince(seq, era) : await log.readSince(0, null), sentAt);
       // L2 failed mid-way (the next sync goes on from here: this isolate's
       // knowledge stays as old as its last complete read), or another sync
       // took over (this one's lease ran out on a slow read).
@@ -436,13 +434,21 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   ): Promise<{ upTo: number; records: PurgeRecord[] } | undefined> {
     const [from, sentAt] = [seq, clock.now()];
     logReads++;
-    const answer = await log!.readSince(from, era, upTo - from);
-    lastReadAnswered = answer !== undefined;
-    if (!answer) return undefined;
-    answeredAt(sentAt);
-    if (!answer.follows || answer.era !== era || !answer.members?.length) return undefined;
-    if (subrequestsLeft() >= 2) shelf.putPage(answer.era, { from, upTo: answer.upTo, members: answer.members }, background);
+    const answer = heard(await log!.readSince(from, era, upTo - from), sentAt);
+    if (!answer?.follows || answer.era !== era || !answer.members?.length) return undefined;
+    void sharePage(shelf, answer.era, from, answer, background);
     return { upTo: answer.upTo, records: answer.records };
+  }
+
+  /**
+   * Shares a page of the log read from Redis from `from`, when the
+   * invocation has a subrequest to spare for its put beside the next read's
+   * (the runtime caps them: a catch-up's reads come first). Settles once it
+   * is put, given up, or not shared.
+   */
+  function sharePage(shelf: LogShelf, pageEra: string, from: number, answer: PurgesSince, background: (work: Promise<unknown>) => void): Promise<unknown> {
+    if (!answer.members?.length || subrequestsLeft() < 2) return Promise.resolve();
+    return shelf.putPage(pageEra, { from, upTo: answer.upTo, members: answer.members }, background);
   }
 
   /**
