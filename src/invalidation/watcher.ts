@@ -19,13 +19,13 @@
 // did not touch are served meanwhile, from Redis's copies, one round trip.
 //
 // The isolates of a data center share their reads (sharedReads.ts): a
-// sync first looks in the location tier, and a read of the log that some
-// isolate there sent since, less than half a poll ago, stands for its own
-// when it found the log where this isolate stands, or further on with the
-// pages that lead there (each page read from Redis is shared): a bulk
-// re-price is read from Redis about once per data center. A background sync
-// that finds another isolate reading from where it stands waits for that
-// read (a lease: see sharedReads.ts) rather than send the same one. The
+// sync first looks in the location tier and follows a read of the log that
+// some isolate there sent since, with the pages that lead to where it found
+// the log (each page read from Redis is shared), whatever its age; sent less
+// than half a poll ago, it stands for the sync's own read: a bulk re-price is
+// read from Redis about once per data center. A background sync that finds
+// another isolate reading from where it stands waits for that read (a lease:
+// see sharedReads.ts), as long as the bound allows, rather than send the same one. The
 // random part spreads their syncs (jitter, as TTLs have: cache/entry.ts), so
 // that the first due reads Redis and the others take its read, where
 // isolates that took one read would all be due again at once.
@@ -356,50 +356,57 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   }
 
   /**
-   * Takes the data center's last read of the log instead of reading it
-   * (sharedReads.ts): only one sent after this isolate's own knowledge,
-   * less than half a poll ago (not in the future: another machine's clock
-   * ahead of this one's, or a forgery), that found the log of this
-   * isolate's era where it stands, or further on with the pages that lead
-   * there, which it follows: the read's own pages when it read from this
-   * isolate's number or before (each kept under the number the next starts
-   * after); behind it, the page kept under this isolate's number, else the
-   * purges up to the read's start, read from Redis (readUpTo), then the
-   * read's pages. A background sync that finds an isolate here reading from its
-   * number or before waits for that read, polling as a lock's loser does,
-   * for as long as a visitor waits for a sync, and never past the bound (a
-   * poll after its own knowledge). Any other, a page missing on the way, or
-   * another sync's answer applied meanwhile, and the isolate reads the log
-   * itself, from as far as it got.
+   * Takes the data center's reads of the log instead of reading it
+   * (sharedReads.ts): the last one shared, when it was sent after this
+   * isolate's own knowledge (not in the future: another machine's clock
+   * ahead of this one's, or a forgery) and found the log of this isolate's
+   * era where it stands or further on, with the pages that lead there,
+   * which it follows: the read's own pages when it read from this isolate's
+   * number or before (each kept under the number the next starts after);
+   * behind it, the page kept under this isolate's number, else the purges up
+   * to the read's start, read from Redis (readUpTo), then the read's pages.
+   * Whatever its age: its pages are purges this isolate would otherwise read
+   * from Redis again. It stands for the sync's own read when it was sent less
+   * than half a poll ago; older, the isolate goes on from where it got. A
+   * background sync that then finds an isolate here reading from its number
+   * or before waits for that read, polling as a lock's loser does, and never
+   * past the bound (a poll after its own knowledge, less a visitor's wait for
+   * a sync). True when the sync is done; false, and the isolate reads the log
+   * itself from as far as it got (a page missing on the way, another sync's
+   * answer applied meanwhile, or no read here young enough).
    */
   async function followedShelf(shelf: LogShelf, lease: SyncLease, background: (work: Promise<unknown>) => void, reaches: PurgeReach[]): Promise<boolean> {
-    let mine = syncsApplied;
-    const usable = (found: SharedPosition | undefined): found is SharedPosition => {
-      const now = clock.now();
-      return (
-        found !== undefined &&
-        found.era === era &&
-        found.seq >= seq &&
-        found.readAt > lastSyncAt &&
-        found.readAt <= now &&
-        now - found.readAt < options.pollMs / 2
-      );
-    };
-    let found = await shelf.read();
-    if (!usable(found)) {
-      const reading = lease.urgent ? undefined : await shelf.reading();
-      if (!reading || reading.era !== era || reading.from > seq || reading.since <= lastSyncAt || reading.since > clock.now()) return false;
-      const until = Math.min(reading.since + options.syncWaitMs, lastSyncAt + options.pollMs - options.syncWaitMs);
-      for (let pause: number = DEFAULTS.lockPollFirstMs; !usable(found); pause = Math.min(2 * pause, DEFAULTS.lockPollMaxMs)) {
-        const left = until - clock.now();
-        if (left <= 0 || syncsApplied !== mine) return false;
-        await sleep(Math.min(pause, left));
-        found = await shelf.read();
-      }
+    const newer = (found: SharedPosition | undefined): found is SharedPosition =>
+      found !== undefined && found.era === era && found.seq >= seq && found.readAt > lastSyncAt && found.readAt <= clock.now();
+    const young = (found: SharedPosition) => clock.now() - found.readAt < options.pollMs / 2;
+    const found = await shelf.read();
+    if (newer(found)) {
+      if (!(await followRead(shelf, lease, found, background, reaches))) return false;
+      if (young(found)) return true;
     }
-    const target = found;
-    // The read's own pages when it read from here or before, each under the number the next starts after;
-    // behind it, the page some isolate read from here, else the purges up to its start, read from Redis.
+    if (lease.urgent) return false;
+    const reading = await shelf.reading();
+    if (!reading || reading.era !== era || reading.from > seq || reading.since <= lastSyncAt || reading.since > clock.now()) return false;
+    const until = lastSyncAt + options.pollMs - options.syncWaitMs;
+    const before = syncsApplied;
+    for (let pause: number = DEFAULTS.lockPollFirstMs; ; pause = Math.min(2 * pause, DEFAULTS.lockPollMaxMs)) {
+      const left = until - clock.now();
+      if (left <= 0 || syncsApplied !== before) return false;
+      await sleep(Math.min(pause, left));
+      const landed = await shelf.read();
+      if (newer(landed)) return (await followRead(shelf, lease, landed, background, reaches)) && young(landed);
+    }
+  }
+
+  /** Follows a read another isolate shared (followedShelf) up to where it found the log; false when a page is missing on the way, or another sync's answer was applied meanwhile. */
+  async function followRead(
+    shelf: LogShelf,
+    lease: SyncLease,
+    target: SharedPosition,
+    background: (work: Promise<unknown>) => void,
+    reaches: PurgeReach[],
+  ): Promise<boolean> {
+    let mine = syncsApplied;
     let from = Math.min(seq, target.from);
     while (seq < target.seq) {
       const page = (await shelf.page(target.era, from)) ?? (from < target.from ? await readUpTo(shelf, target.from, background) : undefined);
@@ -414,7 +421,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       from = page.upTo;
       lease.until = clock.now() + SYNC_LEASE_MS;
     }
-    if (syncsApplied !== mine || !usable(target)) return false;
+    if (syncsApplied !== mine) return false;
     syncedAt(target.readAt);
     sharedReadsTaken++;
     return true;
