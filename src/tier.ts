@@ -4,6 +4,7 @@
 // isolate's life, which is what makes L1 an L1.
 import { createBreaker } from "./shared/breaker";
 import { systemClock, type Clock } from "./shared/clock";
+import { TTL_JITTER } from "./cache/entry";
 import { createL2, type L2 } from "./cache/l2/l2";
 import type { CallTiming } from "./cache/l2/l2Guard";
 import { createRing } from "./cache/l2/ring";
@@ -253,9 +254,9 @@ function createKnownIdsFor(config: Config, clock: Clock, metrics?: Metrics, flee
   });
 }
 
-/** The longest any entry can live (ttl with jitter, then stale-if-error): how long a tag purge must be remembered. */
+/** The longest any entry can live (its ttl, as earlier releases' jitter lengthened it, then stale-if-error): how long a tag purge must be remembered. */
 function longestEntryLifeMs(config: Config): number {
-  return Math.max(...Object.values(config.policies).map((p) => (p.ttl * (1 + config.ttlJitter) + Math.max(p.swr, p.staleIfError)) * 1000));
+  return Math.max(...Object.values(config.policies).map((p) => (p.ttl * (1 + TTL_JITTER) + Math.max(p.swr, p.staleIfError)) * 1000));
 }
 
 /** The isolate's tier for these bindings, or the configuration error that prevents it (reported once, not per request). */

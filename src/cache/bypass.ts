@@ -28,7 +28,7 @@ export function bypassingCaches(cache: ReadThrough, { config, origin, clock }: B
     try {
       const answer = await origin.fetchResource(resource, id);
       // No jitter: nothing is kept, the deadlines only say what the page's headers say.
-      const deadlines = deadlinesFor(answer.found, config.policies[resource], requestedAt, 0);
+      const deadlines = deadlinesFor(answer.found, config.policies[resource], requestedAt, () => 0);
       const entry = { data: answer.found ? answer.data : null, version: answer.found ? answer.data.version : 0, ...deadlines };
       return served(resource, entry, "origin", "fresh", { forward: "bypass" });
     } catch (error) {

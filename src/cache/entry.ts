@@ -77,9 +77,18 @@ export function entryState(entry: Entry | undefined, now: number): EntryState {
   return "expired";
 }
 
-/** `seconds` moved by a uniform random share of ±`jitter`. */
-function jittered(seconds: number, jitter: number, random: () => number = Math.random): number {
-  return seconds * (1 + jitter * (2 * random() - 1));
+/**
+ * TTL jitter, against mass expiry (a cache stampede when copies filled
+ * together all expire at once): each copy's freshness is its TTL shortened
+ * by a uniform random share of at most this, so that copies filled together
+ * expire over the last tenth of their TTL, and none is fresh longer than
+ * the TTL a shop set.
+ */
+export const TTL_JITTER = 0.1;
+
+/** `seconds` shortened by a uniform random share of at most TTL_JITTER (`random` 0: not at all). */
+function jittered(seconds: number, random: () => number): number {
+  return seconds * (1 - TTL_JITTER * random());
 }
 
 /** The deadlines of an entry fetched `now` under `policy`. Absent entries get `negativeTtl` and no grace. */
@@ -87,14 +96,13 @@ export function deadlinesFor(
   found: boolean,
   policy: ResourcePolicy,
   now: number,
-  jitter: number,
   random: () => number = Math.random,
 ): Pick<Entry, "fetchedAt" | "freshUntil" | "staleUntil" | "errorUntil"> {
   if (!found) {
-    const freshUntil = now + Math.round(jittered(policy.negativeTtl, jitter, random) * 1000);
+    const freshUntil = now + Math.round(jittered(policy.negativeTtl, random) * 1000);
     return { fetchedAt: now, freshUntil, staleUntil: freshUntil, errorUntil: freshUntil };
   }
-  const freshUntil = now + Math.round(jittered(policy.ttl, jitter, random) * 1000);
+  const freshUntil = now + Math.round(jittered(policy.ttl, random) * 1000);
   return {
     fetchedAt: now,
     freshUntil,

@@ -7,8 +7,6 @@ import { RESOURCE_NAMES, RESOURCES, type ResourceName, type ResourcePolicy } fro
 export const DEFAULT_POLICIES = Object.fromEntries(RESOURCE_NAMES.map((name) => [name, RESOURCES[name].defaults])) as Record<ResourceName, ResourcePolicy>;
 
 export const DEFAULTS = {
-  /** ±10% so that entries written together do not expire together. */
-  ttlJitter: 0.1,
   /** 32 MiB of a Worker isolate's 128 MB: room for tens of thousands of entries and the runtime. */
   l1MaxBytes: 32 * 1024 * 1024,
   /**

@@ -19,7 +19,6 @@ export interface Env {
   PUBLIC_URL?: string;
   L1_MAX_BYTES?: string | number;
   L2_TIMEOUT_MS?: string | number;
-  TTL_JITTER?: string | number;
   ORIGIN_MAX_CONCURRENT?: string | number;
   PURGE_POLL_MS?: string | number;
   MAX_SUBREQUESTS?: string | number;
@@ -68,7 +67,6 @@ export interface Config {
    * saves a round trip (cache/pageSteps.ts, readFromL2).
    */
   l2ReadReplicas: boolean;
-  ttlJitter: number;
   /** A fill's cross-isolate lock: held at most this long, and waited for as long (DEFAULTS.lockTtlMs). */
   lockTtlMs: number;
   /** Origin fetches in flight per isolate; more queue for a slot (origin/limiter.ts). */
@@ -345,7 +343,6 @@ export function parseConfig(env: Env): Config {
     l1MaxBytes: number("L1_MAX_BYTES", 1024 * 1024, DEFAULTS.l1MaxBytesLimit, DEFAULTS.l1MaxBytes),
     l2TimeoutMs: number("L2_TIMEOUT_MS", 5, 5000, DEFAULTS.l2TimeoutMs),
     l2ReadReplicas: onOffSetting("L2_READ_REPLICAS", false),
-    ttlJitter: number("TTL_JITTER", 0, 0.5, DEFAULTS.ttlJitter, false),
     lockTtlMs: DEFAULTS.lockTtlMs,
     originMaxConcurrent: number("ORIGIN_MAX_CONCURRENT", 4, 2000, DEFAULTS.originMaxConcurrent),
     purgePollMs: number("PURGE_POLL_MS", 100, 60_000, DEFAULTS.purgePollMs),

@@ -113,7 +113,6 @@ export interface StatusModel {
     | "locationCache"
     | "l1MaxBytes"
     | "l2TimeoutMs"
-    | "ttlJitter"
     | "lockTtlMs"
     | "lockTtlMs"
     | "purgePollMs"
@@ -211,7 +210,6 @@ export function buildStatus(sources: StatusSources): StatusModel {
       purgeEndpoint: config.purgeToken !== null,
       l1MaxBytes: config.l1MaxBytes,
       l2TimeoutMs: config.l2TimeoutMs,
-      ttlJitter: config.ttlJitter,
       lockTtlMs: config.lockTtlMs,
       purgePollMs: config.purgePollMs,
       originMaxConcurrent: config.originMaxConcurrent,

@@ -191,7 +191,6 @@ function configView(model: StatusModel) {
       { name: "Location tier", value: model.config.locationCache ? "on" : "off" },
       { name: "L1 bound", value: bytes(model.config.l1MaxBytes) },
       { name: "L2 timeout", value: `${model.config.l2TimeoutMs} ms` },
-      { name: "TTL jitter", value: `± ${Math.round(model.config.ttlJitter * 100)} %` },
       { name: "Fill lock (held and waited for)", value: `${model.config.lockTtlMs} ms` },
       { name: "Purge poll", value: `${model.config.purgePollMs} ms` },
       {

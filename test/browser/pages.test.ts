@@ -283,7 +283,7 @@ describe.skipIf(!hasChromium)("what visitors see, in a real browser", () => {
     for (let attempt = 0; attempt < 3 && !worker; attempt++) {
       try {
         const port = await freePort();
-        worker = await startWorker({ ...stack.bindings, TTL_JITTER: "0", CACHE_POLICIES: SHORT_INVENTORY }, { port });
+        worker = await startWorker({ ...stack.bindings, CACHE_POLICIES: SHORT_INVENTORY }, { port });
       } catch (err) {
         lastError = err;
       }

@@ -68,7 +68,7 @@ afterEach(async () => {
 /** A new isolate serving real HTTP (each test its own: a leak must not carry over), with its tier built. */
 async function freshWorker(warmId: string): Promise<WorkerInstance> {
   // 64 origin slots (the default is 256): the waves below must queue for them.
-  worker = await startWorker({ ...stack.bindings, TTL_JITTER: "0", ORIGIN_MAX_CONCURRENT: "64" }, { port: await freePort() });
+  worker = await startWorker({ ...stack.bindings, ORIGIN_MAX_CONCURRENT: "64" }, { port: await freePort() });
   expect((await page(worker, `/products/${warmId}`)).status).toBe(200);
   return worker;
 }

@@ -67,7 +67,7 @@ function describeRefusingL2Outage(name: string, breakL2: (stack: Stack) => Promi
 
     beforeAll(async () => {
       stack = await startStack();
-      worker = await startWorker({ ...stack.bindings, TTL_JITTER: "0", L2_TIMEOUT_MS: "300" });
+      worker = await startWorker({ ...stack.bindings, L2_TIMEOUT_MS: "300" });
     });
     afterAll(async () => {
       await worker?.close();
@@ -146,7 +146,7 @@ describe("when Redis fails", () => {
 
     beforeAll(async () => {
       stack = await startStack();
-      worker = await startWorker({ ...stack.bindings, TTL_JITTER: "0", L2_TIMEOUT_MS: String(L2_BUDGET_MS) });
+      worker = await startWorker({ ...stack.bindings, L2_TIMEOUT_MS: String(L2_BUDGET_MS) });
     });
     afterAll(async () => {
       await worker?.close();
@@ -214,7 +214,7 @@ describe("when Redis fails", () => {
     });
 
     it("the L2 breaker closes by itself once Redis is back, and pages are written to L2 again", async () => {
-      const bindings = { ...stack.bindings, TTL_JITTER: "0", L2_TIMEOUT_MS: "300" };
+      const bindings = { ...stack.bindings, L2_TIMEOUT_MS: "300" };
       const worker = await startWorker(bindings);
       workers.push(worker);
       const [afterOutage, ...duringOutage] = completeProducts(400, 4);
@@ -262,7 +262,7 @@ describe("when Redis fails", () => {
   describe("a double fault: Redis hangs, comes back, then the origin goes down", () => {
     let stack: Stack;
     const workers: WorkerInstance[] = [];
-    const bindings = () => ({ ...stack.bindings, TTL_JITTER: "0", L2_TIMEOUT_MS: "100" });
+    const bindings = () => ({ ...stack.bindings, L2_TIMEOUT_MS: "100" });
 
     beforeAll(async () => {
       stack = await startStack();
@@ -381,7 +381,7 @@ describe("when the origin fails", () => {
   /** Each block gets its own isolate: origin breakers and L1 must not carry over. */
   function freshWorker() {
     beforeAll(async () => {
-      worker = await startWorker({ ...stack.bindings, TTL_JITTER: "0", CACHE_POLICIES: SHORT_CORE_POLICIES });
+      worker = await startWorker({ ...stack.bindings, CACHE_POLICIES: SHORT_CORE_POLICIES });
     });
     afterAll(async () => {
       await worker?.close();
@@ -444,7 +444,6 @@ describe("when the origin fails", () => {
     beforeAll(async () => {
       worker = await startWorker({
         ...stack.bindings,
-        TTL_JITTER: "0",
         CACHE_POLICIES: JSON.stringify({ inventory: { core: false } }),
       });
     });
@@ -629,7 +628,7 @@ describe("when the whole origin is gone (process stopped)", () => {
 
   beforeAll(async () => {
     stack = await startStack();
-    worker = await startWorker({ ...stack.bindings, TTL_JITTER: "0", CACHE_POLICIES: SHORT_CORE_POLICIES });
+    worker = await startWorker({ ...stack.bindings, CACHE_POLICIES: SHORT_CORE_POLICIES });
   });
   afterAll(async () => {
     await worker?.close();

@@ -49,7 +49,7 @@ describe("the fleet view", () => {
     recorder = await startRecorder({ port: 0, token: RECORDER_TOKEN });
     endpoint = { url: recorder.sqlUrl, token: RECORDER_TOKEN };
     // Every page written (no sampling), so that the figures can be held to the status pages' exact counts.
-    const bindings = { ...stack.bindings, TTL_JITTER: "0", FLEET_PAGE_SAMPLE: "1" };
+    const bindings = { ...stack.bindings, FLEET_PAGE_SAMPLE: "1" };
     workers = await Promise.all([0, 1].map(() => startWorker(bindings, { fleetPointsUrl: recorder.pointsUrl })));
   });
   afterAll(async () => {

@@ -63,7 +63,7 @@ describe("invalid values in L2", () => {
   let worker: WorkerInstance;
 
   beforeAll(async () => {
-    worker = await startWorker({ ...stack.bindings, TTL_JITTER: "0" });
+    worker = await startWorker({ ...stack.bindings });
   });
   afterAll(async () => {
     await worker?.close();
@@ -144,7 +144,7 @@ describe("a lock key holding what no fill wrote, for ten minutes", () => {
   let worker: WorkerInstance;
 
   beforeAll(async () => {
-    worker = await startWorker({ ...stack.bindings, TTL_JITTER: "0" });
+    worker = await startWorker({ ...stack.bindings });
   });
   afterAll(async () => {
     await worker?.close();
@@ -206,7 +206,7 @@ describe.runIf(process.platform === "linux")("a gzip bomb in L2", () => {
 
   beforeAll(async () => {
     const before = workerdPids();
-    worker = await startWorker({ ...stack.bindings, TTL_JITTER: "0" });
+    worker = await startWorker({ ...stack.bindings });
     const started = [...workerdPids()].filter((candidate) => !before.has(candidate));
     expect(started).toHaveLength(1);
     pid = started[0]!;

@@ -40,7 +40,7 @@ beforeEach(async () => {
 function freshWorker(): () => WorkerInstance {
   let worker: WorkerInstance;
   beforeAll(async () => {
-    worker = await startWorker({ ...stack.bindings, KNOWN_IDS: "off", TTL_JITTER: "0" });
+    worker = await startWorker({ ...stack.bindings, KNOWN_IDS: "off" });
   });
   afterAll(async () => {
     await worker?.close();

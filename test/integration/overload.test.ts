@@ -38,7 +38,7 @@ afterEach(async () => {
 });
 
 async function startWith(bindings: Partial<Env>): Promise<WorkerInstance> {
-  worker = await startWorker({ ...stack.bindings, TTL_JITTER: "0", ...bindings }, { port: await freePort() });
+  worker = await startWorker({ ...stack.bindings, ...bindings }, { port: await freePort() });
   return worker;
 }
 

@@ -30,7 +30,7 @@ describe("status page", () => {
 
   beforeAll(async () => {
     stack = await startStack();
-    worker = await startHttpWorker({ ...stack.bindings, TTL_JITTER: "0" });
+    worker = await startHttpWorker({ ...stack.bindings });
   });
   afterAll(async () => {
     await worker?.close();
@@ -196,7 +196,7 @@ describe("status page when Redis dies", () => {
   let worker: WorkerInstance;
   beforeAll(async () => {
     stack = await startStack();
-    worker = await startWorker({ ...stack.bindings, TTL_JITTER: "0", L2_TIMEOUT_MS: "300" });
+    worker = await startWorker({ ...stack.bindings, L2_TIMEOUT_MS: "300" });
   });
   afterAll(async () => {
     await worker?.close();

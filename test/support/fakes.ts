@@ -114,9 +114,9 @@ export function fakeOrigin(): FakeOrigin {
   return origin;
 }
 
-/** The tier's configuration as unit tests use it: the demo addresses, no TTL jitter (deadlines exact), and `overrides` on top. */
+/** The tier's configuration as unit tests use it: the demo addresses, and `overrides` on top. */
 export function testConfig(overrides: Record<string, unknown> = {}): Config {
-  return parseConfig({ ORIGIN_URL: "http://origin.test", PUBLIC_URL: "https://shop.example", TTL_JITTER: "0", ...overrides });
+  return parseConfig({ ORIGIN_URL: "http://origin.test", PUBLIC_URL: "https://shop.example", ...overrides });
 }
 
 /** A fill's context for unit tests: its background work collected; `settle` waits for it all, and for what it started. */

@@ -62,7 +62,7 @@ export async function heldEntry(redis: IORedis, resource: ResourceName, id: stri
   if (type !== "string") return type === "none" ? "none" : "other";
   const value = await redis.get(key);
   if (value === null) return "none";
-  const decoded = decodeEntry(value, { resource, id, now: Date.now(), maxLifeMs: longestLifeMs(DEFAULT_POLICIES[resource], DEFAULTS.ttlJitter) });
+  const decoded = decodeEntry(value, { resource, id, now: Date.now(), maxLifeMs: longestLifeMs(DEFAULT_POLICIES[resource]) });
   return "entry" in decoded && decoded.entry.version < HIGH_VERSION ? "filled" : "other";
 }
 

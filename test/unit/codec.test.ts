@@ -28,7 +28,7 @@ const NOW = Date.UTC(2026, 10, 22, 12);
 const ID = "p-000123";
 
 function expecting<R extends ResourceName>(resource: R, id = ID, now = NOW): EntryExpectation<R> {
-  return { resource, id, now, maxLifeMs: longestLifeMs(DEFAULT_POLICIES[resource], DEFAULTS.ttlJitter) };
+  return { resource, id, now, maxLifeMs: longestLifeMs(DEFAULT_POLICIES[resource]) };
 }
 
 /** A product entry as a fill makes it `agoMs` before NOW: fresh 300 s, stale 1 h more, usable on error for a day. */

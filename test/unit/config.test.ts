@@ -55,7 +55,6 @@ describe("configuration", () => {
     expect(errorOf({ ...base, UPSTASH_REDIS_REST_URL: "https://r.example" })).toMatch(/^UPSTASH_REDIS_REST_TOKEN is not set/);
     expect(errorOf({ ...base, L1_MAX_BYTES: "lots" })).toMatch(/^L1_MAX_BYTES must be a number/);
     expect(errorOf({ ...base, L1_MAX_BYTES: "1000" })).toMatch(/^L1_MAX_BYTES must be at least/);
-    expect(errorOf({ ...base, TTL_JITTER: "0.9" })).toMatch(/^TTL_JITTER must be at most 0.5/);
     expect(errorOf({ ...base, L2_READ_REPLICAS: "yes" })).toMatch(/^L2_READ_REPLICAS must be "on" or "off"/);
     expect(errorOf({ ...base, KNOWN_IDS: "no" })).toMatch(/^KNOWN_IDS must be "on" or "off"/);
     expect(parseConfig({ ...base, KNOWN_IDS: "off" }).knownIds).toBeNull();

@@ -159,7 +159,7 @@ export function createFill(deps: FillDeps) {
     const requestedAt = clock.now();
     const answer = await fetchWhileWanted(context);
     const data = answer.found ? answer.data : null;
-    const deadlines = deadlinesFor(answer.found, config.policies[context.resource], requestedAt, config.ttlJitter, deps.random);
+    const deadlines = deadlinesFor(answer.found, config.policies[context.resource], requestedAt, deps.random);
     return {
       data,
       version: answer.found ? answer.data.version : 0,

@@ -26,15 +26,7 @@ export interface Rejections {
   forgetAll(): void;
 }
 
-export function createRejections({
-  config,
-  clock,
-  random,
-}: {
-  config: Pick<Config, "policies" | "ttlJitter">;
-  clock: Clock;
-  random: () => number;
-}): Rejections {
+export function createRejections({ config, clock, random }: { config: Pick<Config, "policies">; clock: Clock; random: () => number }): Rejections {
   const rejections = new LRUCache<string, Rejection>({ max: DEFAULTS.rejectedAnswersMax });
   return {
     of(key) {
@@ -46,7 +38,7 @@ export function createRejections({
     remember(key, resource, failure) {
       const policy = config.policies[resource];
       const ttl = Math.min(policy.negativeTtl, DEFAULTS.rejectedAnswerTtl);
-      const deadlines = deadlinesFor(false, { ...policy, negativeTtl: ttl }, clock.now(), config.ttlJitter, random);
+      const deadlines = deadlinesFor(false, { ...policy, negativeTtl: ttl }, clock.now(), random);
       const rejection = { failure, noData: { data: null, version: 0, ...deadlines } };
       rejections.set(key, rejection);
       return rejection;

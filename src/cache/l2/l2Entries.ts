@@ -10,7 +10,7 @@ import { createRateLimitedLog, type RateLimitedLog } from "../../shared/log";
 import type { ResourceName, ResourceTypes } from "../../origin/resources";
 import type { Clock } from "../../shared/clock";
 import { decodeEntry } from "./codec";
-import type { Entry } from "../entry";
+import { type Entry, TTL_JITTER } from "../entry";
 import type { L2 } from "./l2";
 import { DEFAULTS } from "../../config/defaults";
 
@@ -48,12 +48,13 @@ export interface L2Entries {
 
 /**
  * The longest any deadline of an entry may lie past its fetch under
- * `policy`: the freshness with the most jitter (entry.ts, deadlinesFor),
- * then the longer of its grace windows or the one a soft purge gives.
+ * `policy`: its freshness, and a tenth more for copies that earlier
+ * releases wrote (their jitter also lengthened a TTL by up to TTL_JITTER;
+ * this one's only shortens it: entry.ts), then the longer of its grace windows or the one a soft purge gives.
  * Entries that claim more were written under another policy, or not by a fill.
  */
-export function longestLifeMs(policy: ResourcePolicy, ttlJitter: number): number {
-  const freshMs = Math.ceil(Math.max(policy.ttl, policy.negativeTtl) * (1 + ttlJitter) * 1000);
+export function longestLifeMs(policy: ResourcePolicy): number {
+  const freshMs = Math.ceil(Math.max(policy.ttl, policy.negativeTtl) * (1 + TTL_JITTER) * 1000);
   return freshMs + Math.max(policy.swr * 1000, policy.staleIfError * 1000, DEFAULTS.softPurgeGraceMs);
 }
 
@@ -75,7 +76,7 @@ export function createL2Entries(deps: { config: Config; l2: L2 | null; clock: Cl
   return {
     stats,
     read(key, value, resource, id, background) {
-      const decoded = decodeEntry(value, { resource, id, now: clock.now(), maxLifeMs: longestLifeMs(config.policies[resource], config.ttlJitter) });
+      const decoded = decodeEntry(value, { resource, id, now: clock.now(), maxLifeMs: longestLifeMs(config.policies[resource]) });
       if ("entry" in decoded) return decoded.entry;
       stats.rejected++;
       log(decoded.invalid, "l2_invalid_value", { key, resource, reason: decoded.invalid, chars: value.length }, "warn");
