@@ -50,8 +50,9 @@ export interface L2Entries {
  * The longest any deadline of an entry may lie past its fetch under
  * `policy`: its freshness, and a tenth more for copies that earlier
  * releases wrote (their jitter also lengthened a TTL by up to TTL_JITTER;
- * this one's only shortens it: entry.ts), then the longer of its grace windows or the one a soft purge gives.
- * Entries that claim more were written under another policy, or not by a fill.
+ * this one's only shortens it: entry.ts), then the longer of its grace
+ * windows or the one a soft purge gives. Entries that claim more were
+ * written under another policy, or not by a fill.
  */
 export function longestLifeMs(policy: ResourcePolicy): number {
   const freshMs = Math.ceil(Math.max(policy.ttl, policy.negativeTtl) * (1 + TTL_JITTER) * 1000);
