@@ -29,8 +29,9 @@
 //     reading, the largest measured data center's reads of the log (the
 //     isolates of a location share the log's pages:
 //     invalidation/sharedReads.ts) and the bytes Redis answered, once per
-//     location, within the time the re-price took: against Upstash's commands a second, its request size (a
-//     page of the log is at most 256 KiB) and its bandwidth's price.
+//     location, within the time the re-price took: against Upstash's
+//     commands a second, its request size (a page of the log is at most
+//     256 KiB) and its bandwidth's price.
 import { readFileSync } from "node:fs";
 import { parseCommandLine, usageError } from "../../dev/cli";
 import { loadPrices, usd } from "../lib/cost";
@@ -119,7 +120,6 @@ function readMeasured(file: string) {
   if (!last.cold) throw new Error("has no cold pages (a bench:fleet from before they were measured): run it again");
   const cold = { commands: last.cold.usage.commands / last.cold.pages, bytes: (last.cold.usage.bytesIn + last.cold.usage.bytesOut) / last.cold.pages };
   // The re-price at the largest size: what one data center cost Redis beyond its load (recording included), and how long it took.
-  const steadyRate = (r: SizeResult) => r.steady.commands / Math.max(1, r.steady.seconds);
   const usage = last.reprice.usage;
   const beyondLoad = (stretch: number, steady: number) => Math.max(0, stretch - (steady / Math.max(1, last.steady.seconds)) * usage.seconds);
   // Runs before the purpose was split say it by shape (the read-only script on the log's keys).
@@ -133,7 +133,7 @@ function readMeasured(file: string) {
         isolates: last.size,
         // The log moves while the purges come: its reads fall within the re-price, and its rate is theirs.
         seconds: last.reprice.seconds,
-        commands: Math.max(0, usage.commands - steadyRate(last) * usage.seconds),
+        commands: beyondLoad(usage.commands, last.steady.commands),
         reads: beyondLoad(reads(usage), reads(last.steady)),
         bytes: beyondLoad(usage.bytesOut, last.steady.bytesOut),
       }

@@ -25,10 +25,10 @@
 // than half a poll ago, it stands for the sync's own read: a bulk re-price is
 // read from Redis about once per data center. A background sync that finds
 // another isolate reading from where it stands waits for that read (a lease:
-// see sharedReads.ts), as long as the bound allows, rather than send the same one. The
-// random part spreads their syncs (jitter, as TTLs have: cache/entry.ts), so
-// that the first due reads Redis and the others take its read, where
-// isolates that took one read would all be due again at once.
+// see sharedReads.ts), as long as the bound allows, rather than send the
+// same one. The random part spreads their syncs (jitter, as TTLs have:
+// cache/entry.ts), so that the first due reads Redis and the others take its
+// read, where isolates that took one read would all be due again at once.
 //
 // Blind (L2 unreachable for longer than `blindAfterMs`): purges may be
 // missed, so entries older than `blindMaxAgeMs` are treated as stale and
