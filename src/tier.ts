@@ -117,6 +117,8 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
       minPages: DEFAULTS.mostlyColdMinPages,
     },
     lastChance: { afterShare: DEFAULTS.lastChanceAfterShare, perSecond: DEFAULTS.lastChancePagesPerSecond },
+    paceMs: DEFAULTS.coldPagePaceMs,
+    paceBurst: DEFAULTS.coldPagesPaceBurst,
     maxColdPagesQueued: DEFAULTS.coldPagesQueued,
     overShareAnswerMs: DEFAULTS.overShareAnswerMs,
     coldPageWaitMs: config.coldPageWaitMs,

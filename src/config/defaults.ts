@@ -164,6 +164,21 @@ export const DEFAULTS = {
    */
   coldPagePatienceMs: 250,
   coldPagesPatient: 16,
+  /**
+   * Cold pages held back start one per coldPagePaceMs at most (8 at once
+   * after a pause), oldest first, however many the isolate's keeping up lets
+   * go: let go together the moment the lag fell below SHED_LAG_MS, the pages
+   * a crawler had queued landed their replies and renders together, and
+   * cached pages waited behind them. Beside a crawler of 32 connections
+   * (bench:soak --flood crawler, 2026-11-26, one isolate), cached pages'
+   * p99 over 15 s was 114-147 ms unpaced (4 runs) and 68, 81, 155 ms paced
+   * (3 runs); over 45 s, 287-300 against 219-284, the crawler 13% slower.
+   * A one-minute soak (2 isolates, 64 Zipf + 8 departing) still had no 5xx.
+   * At 2 ms the queue drains at 500 pages a second, more than an isolate
+   * renders cold.
+   */
+  coldPagePaceMs: 2,
+  coldPagesPaceBurst: 8,
   /** Cold pages waiting for their turn at most; more are shed at once. */
   coldPagesQueued: 256,
   /**

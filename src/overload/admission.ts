@@ -102,6 +102,9 @@ export interface AdmissionOptions {
    * bucket of `perSecond` tokens); 0: none.
    */
   lastChance: { afterShare: number; perSecond: number };
+  /** Pages held back start one per `paceMs` at most (`paceBurst` after a pause), oldest first: see shared/limiter.ts. */
+  paceMs: number;
+  paceBurst: number;
   /** A cold page of a client holding its share of the queue while pages wait is answered 429 this long after it came, its work never started (DEFAULTS.overShareAnswerMs says why not at once). */
   overShareAnswerMs: number;
   /** Pages that may wait for their turn, and how long each may wait (COLD_PAGE_WAIT_MS). */
@@ -214,6 +217,8 @@ export function createAdmission(options: AdmissionOptions): Admission {
     maxQueued: options.maxColdPagesQueued,
     maxWaitMs: options.coldPageWaitMs,
     maxHoldMs: options.coldPageLeaseMs,
+    paceMs: options.paceMs,
+    paceBurst: options.paceBurst,
     admits,
     // A page whose visitor left is in progress for nobody: what is left of it is background work.
     freeWhenCallerLeaves: true,

@@ -12,6 +12,7 @@
 // and its place in the queue lapses with its wait. A waiter looks for a
 // free slot on timers of its own, oldest first: no request ever wakes another.
 import { createLeaseTable, pollUntil } from "../shared/leases";
+import { createTokenBucket } from "./tokenBucket";
 
 export interface LimiterOptions {
   /** Fetches in flight at once. */
@@ -41,6 +42,16 @@ export interface LimiterOptions {
    * finishing in the background still uses.
    */
   freeWhenCallerLeaves?: boolean;
+  /**
+   * Callers that waited get their slots one per `paceMs` at most, oldest
+   * first (a burst of `paceBurst` after a pause), however many a yes from
+   * `admits` would let go at once. For admission: pages held back while the
+   * isolate ran late, let go together the moment it keeps up again, made it
+   * late again at once (their replies and renders land together), and the
+   * cached pages queued behind them paid for it. Unset: no pacing.
+   */
+  paceMs?: number;
+  paceBurst?: number;
   /**
    * The order of the waiters: a waiter whose key ranks lower goes first, the
    * oldest first among equals (admission: the client holding fewest cold
@@ -141,6 +152,8 @@ export function createLimiter({
   maxHoldMs = DEFAULT_MAX_HOLD_MS,
   admits = () => true,
   freeWhenCallerLeaves = false,
+  paceMs = 0,
+  paceBurst = 1,
   rank,
   clock = { now: () => Date.now() },
 }: LimiterOptions): Limiter {
@@ -151,6 +164,12 @@ export function createLimiter({
   const waiting = createLeaseTable<number, string>({ clock, capacity: maxQueued });
   let nextTicket = 0;
   let pushedOut = 0;
+  /** Slots waiters may take now under the pace; none without one. */
+  const pace = paceMs > 0 ? createTokenBucket({ everyMs: paceMs, burst: paceBurst, clock }) : null;
+
+  /** How many of the oldest waiters the pace lets through now (Infinity unpaced). */
+  const paceRoom = () => pace?.available() ?? Number.POSITIVE_INFINITY;
+
   const refreshRoom = () => (waiting.size() === 0 ? Math.max(0, refreshSlots - slots.size()) : 0);
 
   /** Live waiters a free slot goes to before `ticket` (counted up to `enough`): those queued before it, or with `rank`, those ranking lower, then older. */
@@ -184,10 +203,11 @@ export function createLimiter({
    */
   function slotFor(ticket: number, key: string, holdMs: number, waitedMs: number): true | undefined {
     if (!admits(waitedMs)) return undefined;
-    const room = maxConcurrent - slots.size();
+    const room = Math.min(maxConcurrent - slots.size(), paceRoom());
     if (room <= 0) return undefined;
     if (room < waiting.size() && ahead(ticket, key, room) >= room) return undefined;
     if (!slots.take(ticket, clock.now() + holdMs, true)) return undefined;
+    pace?.spend();
     return true;
   }
 

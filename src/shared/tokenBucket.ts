@@ -1,7 +1,8 @@
 // A token bucket in plain numbers: `burst` tokens at most, one more every
 // `everyMs`, refilled as time passes when it is looked at. Plain data, so
 // that it may be shared by every request of an isolate (no timer, no
-// promise): the pages let go at their last chance (overload/admission.ts).
+// promise): the admission queue's pace (./limiter.ts) and the pages let go
+// at their last chance (overload/admission.ts).
 
 export interface TokenBucket {
   /** Whole tokens there are now. */

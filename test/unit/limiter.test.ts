@@ -165,7 +165,34 @@ describe("origin fetch limiter", () => {
     await expect(waiting).resolves.toBe("ran");
   });
 
-  it("lets every waiter go at once when `admits` says yes", async () => {
+  it("paced, lets waiters go one per paceMs, oldest first, once `admits` says yes to all of them at once", async () => {
+    vi.useFakeTimers({ now: 0 });
+    let admitting = false;
+    const clock = { now: () => Date.now() };
+    const limit = createLimiter({ maxConcurrent: 64, maxQueued: 64, maxWaitMs: 5_000, admits: () => admitting, paceMs: 10, paceBurst: 2, clock });
+    const started: number[] = [];
+    const tasks = Array.from({ length: 8 }, (_, i) => heldTask(`t${i}`));
+    const runs = tasks.map((task, i) => limit.run(() => (started.push(i), task.run())));
+    await vi.advanceTimersByTimeAsync(200);
+    expect(limit.queued).toBe(8);
+    admitting = true;
+    // The burst goes at once (the two oldest), then one every 10 ms: waiters look on timers up to 16 ms apart.
+    await vi.advanceTimersByTimeAsync(17);
+    expect(started.length).toBeGreaterThanOrEqual(2);
+    expect(started.length).toBeLessThanOrEqual(4);
+    await vi.advanceTimersByTimeAsync(100);
+    expect(started).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(limit.inFlight).toBe(8);
+    // A newcomer with nobody waiting is not paced.
+    const newcomer = heldTask("newcomer");
+    const late = limit.run(newcomer.run);
+    await settle();
+    expect(newcomer.started).toBe(true);
+    for (const task of [...tasks, newcomer]) task.finish();
+    await Promise.all([...runs, late]);
+  });
+
+  it("unpaced, lets every waiter go at once when `admits` says yes", async () => {
     vi.useFakeTimers({ now: 0 });
     let admitting = false;
     const limit = createLimiter({ maxConcurrent: 64, maxQueued: 64, maxWaitMs: 5_000, admits: () => admitting, clock: { now: () => Date.now() } });

@@ -26,6 +26,8 @@ function admissionWith(bounds: Partial<Parameters<typeof createAdmission>[0]>) {
     minColdPages: 0,
     patienceMs: 10_000,
     patientColdPages: 0,
+    paceMs: 0,
+    paceBurst: 1,
     maxColdPagesQueued: 4,
     overShareAnswerMs: DEFAULTS.overShareAnswerMs,
     coldPageWaitMs: 1000,

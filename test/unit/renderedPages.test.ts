@@ -79,6 +79,8 @@ function setup() {
       minColdPages: 0,
       patienceMs: 1000,
       patientColdPages: 0,
+      paceMs: 0,
+      paceBurst: 1,
       maxColdPagesQueued: 8,
       overShareAnswerMs: 50,
       coldPageWaitMs: 100,
