@@ -113,8 +113,6 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
       coldPages: DEFAULTS.mostlyColdPages,
       lagMs: DEFAULTS.mostlyColdLagMs,
       share: DEFAULTS.mostlyColdShare,
-      windowMs: DEFAULTS.mostlyColdWindowMs,
-      minPages: DEFAULTS.mostlyColdMinPages,
     },
     lastChance: { afterShare: DEFAULTS.lastChanceAfterShare, perSecond: DEFAULTS.lastChancePagesPerSecond },
     paceMs: DEFAULTS.coldPagePaceMs,
@@ -130,8 +128,6 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     hold: {
       maxHoldMs: DEFAULTS.departureHoldMaxMs,
       departedShare: DEFAULTS.departureHoldShare,
-      windowMs: DEFAULTS.departureWindowMs,
-      minPages: DEFAULTS.departureMinPages,
     },
   });
   // CACHING=off: no cache at all, Redis's included (cache/bypass.ts).

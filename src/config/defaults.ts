@@ -130,30 +130,22 @@ export const DEFAULTS = {
   coldPagesAlways: 1,
   /**
    * While most of an isolate's recent pages start new work (mostlyColdShare
-   * of the last mostlyColdWindowMs's pages, mostlyColdMinPages at least: a
-   * crawler, a flood of first views), what makes the isolate late is cold
-   * work, and cached pages queue behind what cold pages in progress have
-   * landed in it: past mostlyColdPages in progress, another starts only
-   * while the isolate runs at most mostlyColdLagMs late, and none on
-   * patience. Beside a crawler of 32 connections (bench:soak --flood
-   * crawler, one isolate, one run each, 2026-11-26): cached pages' p99 80,
-   * 149 ms without this rule (the crawler at ~400 req/s); with 8 and 5 ms,
-   * 57, 66, 77, 89, 117 ms (~190-235 req/s); with 4 and 5 ms, 39, 58, 65,
-   * 29 ms (155-215 req/s). What is left are single pauses of the isolate
-   * (garbage collection, the machine's other processes). An isolate that is
-   * not late (a slow origin, few visitors) is not held back: its lag is near 0.
-   * The share is 0.8, nearly all: an isolate restarted under ordinary traffic
-   * starts with every page cold too, and on Zipf(1.0) its cold share stays
-   * above a half for its first ~1,000 pages but above 0.8 for ~100 only; at
-   * 0.5 the bound held its cold pages back all that while, its cached pages
-   * keeping it late, and a 2-isolate soak refused 40-66 pages in its first
-   * 30 s on a slow day. A crawler's pages are 90-100% cold.
+   * of them, overload/window.ts: a crawler, a flood of first views), what
+   * makes the isolate late is cold work, and cached pages queue behind what
+   * cold pages in progress have landed in it: past mostlyColdPages in
+   * progress, another starts only while the isolate runs at most
+   * mostlyColdLagMs late (all but on time), and none on patience. An
+   * isolate that is not late (a slow origin, few visitors) is not held
+   * back: its lag is near 0. The share is 0.8, nearly all: a crawler's
+   * pages are 90-100% cold, while an isolate restarted under ordinary
+   * traffic (every page cold at first) stays above 0.8 for its first ~100
+   * pages on Zipf(1.0) only, and above a half for ~1,000. Four in progress
+   * keep a crawl moving while what they land in the queue a cached page
+   * waits in stays a few pages' replies and renders.
    */
   mostlyColdPages: 4,
   mostlyColdLagMs: 5,
   mostlyColdShare: 0.8,
-  mostlyColdWindowMs: 2000,
-  mostlyColdMinPages: 16,
   /**
    * A cold page held back this long (ms) goes while fewer than
    * coldPagesPatient are in progress, whatever the lag. Without it, two
@@ -235,15 +227,12 @@ export const DEFAULTS = {
    */
   departureHoldMaxMs: 100,
   /**
-   * Cold pages are held while at least this share of them were left by their
-   * visitors before their answer, over the last departureWindowMs (and
-   * departureMinPages of them at least). A half: ordinary traffic's
-   * departures are a few per cent (the soak's cancellers are 5% of its
-   * requests); a flood of visitors who leave is most of the cold pages.
+   * Cold pages are held while at least this share of the recent ones
+   * (overload/window.ts) were left by their visitors before their answer. A
+   * half: ordinary traffic's departures are a few per cent; a flood of
+   * visitors who leave is most of the cold pages.
    */
   departureHoldShare: 0.5,
-  departureWindowMs: 2000,
-  departureMinPages: 16,
   /** A product page whose data took this long to read is logged (`slow_page`, rate-limited): a healthy read takes tens of ms. */
   slowPageMs: 1000,
   /**
@@ -472,15 +461,13 @@ export const DEFAULTS = {
    * lock waits for the write up to this much longer (in this one, the copy
    * is in the location tier from the fill's landing; L2's stale copy, if
    * there is one, is served at once, as usual). Half the lock's life at
-   * most (lockTtlMs), well within a write's wait (writeMaxWaitMs).
+   * most (lockTtlMs), well within a write's wait (a lock's life: fillWrites.ts).
    */
   patientWriteHoldMs: 1000,
   /** Items waiting in each queue at most: more refreshes are dropped (a later view asks again), more writes go out on their own. */
   sendQueueMax: 256,
   /** A refresh that waited this long is dropped rather than sent late (its copy has likely been read again, and asked again). */
   refreshMaxWaitMs: 2000,
-  /** A write that waited this long is dropped: its lock has lapsed (lockTtlMs) and another isolate has likely filled the key since. */
-  writeMaxWaitMs: 3000,
   /** Budget of the known-ids filter's own L2 calls: its segments (8 KB each) are larger than entries. */
   knownIdsL2TimeoutMs: 1000,
   /** Values over this many bytes are compressed before they go to L2. */
@@ -538,11 +525,12 @@ export const DEFAULTS = {
   keyPrefix: "pp:v1",
 } as const;
 
-/** The bounds of a `/__purge` request (README, "Purging"). */
-export const PURGE_LIMITS = {
+/** The bounds of an admin call: a `/__purge` request (README, "Purging"), and a `/__known-ids` one (ids, bodyBytes). */
+export const ADMIN_LIMITS = {
+  /** Ids of one call: what one bounded Lua call applies (a purge's ids, the filter's add). */
   ids: 1000,
   tags: 100,
-  /** Bytes of a purge request body: 1,000 ids of 40 characters fit with room to spare. */
+  /** Bytes of a request body: 1,000 ids of 40 characters fit with room to spare. */
   bodyBytes: 64 * 1024,
 } as const;
 
@@ -619,10 +607,6 @@ export const KNOWN_IDS_LIMITS = {
    * Cloudflare's 15 minutes of wall time for one.
    */
   buildUnderWayMs: 30 * 60_000,
-  /** Ids per add() call: the known-ids endpoint's bound, and one bounded Lua call. */
-  maxIdsPerAdd: 1000,
-  /** Bytes of a `/__known-ids` request body: maxIdsPerAdd ids of 40 characters fit with room to spare. */
-  bodyBytes: 64 * 1024,
   /** Ids whose add() could not be recorded, kept to retry at the next check. */
   maxPendingAdds: 10_000,
   /** The origin's largest listing page (docs/origin-contract.md#listing). */

@@ -5,7 +5,7 @@
 // until the next rebuild.
 import { Hono } from "hono";
 import * as v from "valibot";
-import { DEFAULTS, KNOWN_IDS_LIMITS } from "../config/defaults";
+import { ADMIN_LIMITS, DEFAULTS } from "../config/defaults";
 import { PRODUCT_ID_PATTERN } from "../origin/types";
 import type { AppEnv } from "./appEnv";
 import { requirePurgeToken } from "./adminAuth";
@@ -15,14 +15,14 @@ const knownIdsRequestSchema = v.strictObject({
   ids: v.pipe(
     v.array(v.pipe(v.string(), v.regex(PRODUCT_ID_PATTERN, "each id must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$"))),
     v.minLength(1, "ids must not be empty"),
-    v.maxLength(KNOWN_IDS_LIMITS.maxIdsPerAdd, `at most ${KNOWN_IDS_LIMITS.maxIdsPerAdd} ids`),
+    v.maxLength(ADMIN_LIMITS.ids, `at most ${ADMIN_LIMITS.ids} ids`),
   ),
 });
 
 export const knownIdsRoute = new Hono<AppEnv>().post(
   "/__known-ids",
   requirePurgeToken(),
-  limitedJsonBody(KNOWN_IDS_LIMITS.bodyBytes),
+  limitedJsonBody(ADMIN_LIMITS.bodyBytes),
   validJson(knownIdsRequestSchema, Object.keys(knownIdsRequestSchema.entries)),
   async (c) => {
     const knownIds = c.get("tier").knownIds;

@@ -3,7 +3,7 @@
 // unavailable the answer is 503 and the caller retries, so nothing is lost.
 import { Hono } from "hono";
 import { purgeRequestSchema, recordFrom } from "../invalidation/record";
-import { DEFAULTS, PURGE_LIMITS } from "../config/defaults";
+import { DEFAULTS, ADMIN_LIMITS } from "../config/defaults";
 import type { AppEnv } from "./appEnv";
 import { requirePurgeToken } from "./adminAuth";
 import { limitedJsonBody, validJson } from "./jsonBody";
@@ -12,7 +12,7 @@ import { logEvent } from "../shared/log";
 export const purgeRoute = new Hono<AppEnv>().post(
   "/__purge",
   requirePurgeToken(),
-  limitedJsonBody(PURGE_LIMITS.bodyBytes),
+  limitedJsonBody(ADMIN_LIMITS.bodyBytes),
   validJson(purgeRequestSchema, Object.keys(purgeRequestSchema.pipe[0].entries)),
   async (c) => {
     const tier = c.get("tier");

@@ -1,6 +1,6 @@
 // What a purge says, as the purge endpoint accepts it and the log keeps it.
 import * as v from "valibot";
-import { DEFAULTS, PURGE_LIMITS } from "../config/defaults";
+import { DEFAULTS, ADMIN_LIMITS } from "../config/defaults";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { PRODUCT_ID_PATTERN } from "../origin/types";
 
@@ -9,11 +9,11 @@ const TAG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9:._/-]{0,63}$/;
 
 const idsSchema = v.pipe(
   v.array(v.pipe(v.string(), v.regex(PRODUCT_ID_PATTERN, "each id must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$"))),
-  v.maxLength(PURGE_LIMITS.ids, `at most ${PURGE_LIMITS.ids} ids`),
+  v.maxLength(ADMIN_LIMITS.ids, `at most ${ADMIN_LIMITS.ids} ids`),
 );
 const tagsSchema = v.pipe(
   v.array(v.pipe(v.string(), v.regex(TAG_PATTERN, "each tag must be 1-64 letters, digits or :._/-"))),
-  v.maxLength(PURGE_LIMITS.tags, `at most ${PURGE_LIMITS.tags} tags`),
+  v.maxLength(ADMIN_LIMITS.tags, `at most ${ADMIN_LIMITS.tags} tags`),
 );
 const modeSchema = v.picklist(["hard", "soft"], 'mode must be "hard" or "soft"');
 

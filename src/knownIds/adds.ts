@@ -5,7 +5,7 @@
 import type { L2 } from "../cache/l2/l2";
 import { isValidProductId } from "../origin/types";
 import { positionsOf, redisBitOf } from "./bloom";
-import { KNOWN_IDS_LIMITS } from "../config/defaults";
+import { ADMIN_LIMITS, KNOWN_IDS_LIMITS } from "../config/defaults";
 import type { KnownIdsKeys } from "./keys";
 import { parseMeta, type Meta } from "./meta";
 import { readMeta } from "./redisFilter";
@@ -72,7 +72,7 @@ export function createAdds({ l2, keys, log, acceptHere }: AddsOptions) {
     /** See KnownIds.add. */
     async add(ids: string[]): Promise<boolean> {
       const unique = [...new Set(ids)];
-      if (unique.length > KNOWN_IDS_LIMITS.maxIdsPerAdd) throw new RangeError(`at most ${KNOWN_IDS_LIMITS.maxIdsPerAdd} ids per add`);
+      if (unique.length > ADMIN_LIMITS.ids) throw new RangeError(`at most ${ADMIN_LIMITS.ids} ids per add`);
       if (!unique.every(isValidProductId)) throw new RangeError("add() takes valid product ids only");
       if (unique.length === 0) return true;
       acceptHere(unique);
@@ -85,7 +85,7 @@ export function createAdds({ l2, keys, log, acceptHere }: AddsOptions) {
     /** Retries ids whose add could not be recorded, one bounded batch, against the meta a check just read. */
     async retryPending(meta: string): Promise<void> {
       if (pending.size === 0) return;
-      const batch = [...pending].slice(0, KNOWN_IDS_LIMITS.maxIdsPerAdd);
+      const batch = [...pending].slice(0, ADMIN_LIMITS.ids);
       if (!(await record(batch, meta))) return;
       batch.forEach((id) => pending.delete(id));
     },

@@ -114,7 +114,6 @@ export interface StatusModel {
     | "l1MaxBytes"
     | "l2TimeoutMs"
     | "lockTtlMs"
-    | "lockTtlMs"
     | "purgePollMs"
     | "originMaxConcurrent"
     | "maxSubrequests"

@@ -91,11 +91,11 @@ export interface AdmissionOptions {
   patientColdPages: number;
   /**
    * While most of the isolate's recent pages start new work (a crawler, a
-   * flood of first views: `share` of the pages of the last `windowMs`, and
-   * `minPages` of them at least), at most `coldPages` are in progress at
-   * once beyond which the lag must be at most `lagMs`.
+   * flood of first views: `share` of its recent pages, ./window.ts), at
+   * most `coldPages` are in progress at once beyond which the lag must be
+   * at most `lagMs`.
    */
-  mostlyCold: { coldPages: number; lagMs: number; share: number; windowMs: number; minPages: number };
+  mostlyCold: { coldPages: number; lagMs: number; share: number };
   /**
    * A page that has waited `afterShare` of coldPageWaitMs goes whatever the
    * other bounds (not `maxColdPages`), `perSecond` of them at most (a token
@@ -187,11 +187,8 @@ export function createAdmission(options: AdmissionOptions): Admission {
     shedServedStale: 0,
     shedRefused: 0,
   };
-  const pages = createWindowCounts(clock, options.mostlyCold.windowMs, ["started", "noWork"] as const);
-  const mostlyCold = () => {
-    const { started, noWork } = pages.counts();
-    return started + noWork >= options.mostlyCold.minPages && started >= options.mostlyCold.share * (started + noWork);
-  };
+  const pages = createWindowCounts(clock, ["started", "noWork"] as const);
+  const mostlyCold = () => pages.share("started") >= options.mostlyCold.share;
   const lastChanceAfterMs = options.lastChance.afterShare * options.coldPageWaitMs;
   const { perSecond } = options.lastChance;
   /** Last chances left now; none when there are none to give. */

@@ -16,7 +16,7 @@
 // runs when the visitor leaves even if the request is cancelled and its
 // page never ends; a page that ends answered counts when it ends.
 import type { Clock } from "../shared/clock";
-import { createWindowCounts } from "./window";
+import { createWindowCounts, RECENT_MS } from "./window";
 
 export interface PatienceOptions {
   clock: Clock;
@@ -24,10 +24,6 @@ export interface PatienceOptions {
   departedShare: number;
   /** The hold's ceiling, ms (DEFAULTS.departureHoldMaxMs); 0 turns the hold off. */
   maxHoldMs: number;
-  /** Fewer cold pages than this in the window say nothing. */
-  minPages: number;
-  /** The window the share and the departures' times are taken over, ms. */
-  windowMs: number;
 }
 
 export interface PatienceStats {
@@ -53,23 +49,19 @@ export interface Patience {
 /** Departures' times kept: the hold is a high quantile of these. */
 const AGES_KEPT = 64;
 
-export function createPatience({ clock, departedShare, maxHoldMs, minPages, windowMs }: PatienceOptions): Patience {
-  const outcomes = createWindowCounts(clock, windowMs, ["left", "answered"] as const);
+export function createPatience({ clock, departedShare, maxHoldMs }: PatienceOptions): Patience {
+  const outcomes = createWindowCounts(clock, ["left", "answered"] as const);
   /** When each of the last AGES_KEPT departures happened and how long after its page started (a ring). */
   const ages: { at: number; ms: number }[] = [];
   let agesNext = 0;
   const counts = { held: 0, leftWhileHeld: 0 };
   let hold = { at: Number.NEGATIVE_INFINITY, ms: 0 };
 
-  function share(): number {
-    const { left, answered } = outcomes.counts();
-    const pages = left + answered;
-    return pages < minPages ? 0 : left / pages;
-  }
+  const share = () => outcomes.share("left");
 
   /** How long the recent leavers stayed, at the 95th percentile, with a quarter more to spare. */
   function holdFor(now: number): number {
-    const recent = ages.filter((age) => now - age.at <= windowMs).map((age) => age.ms);
+    const recent = ages.filter((age) => now - age.at <= RECENT_MS).map((age) => age.ms);
     if (recent.length === 0) return 0;
     recent.sort((a, b) => a - b);
     const stayed = recent[Math.min(recent.length - 1, Math.floor(recent.length * 0.95))] ?? 0;

@@ -1,23 +1,40 @@
-// Counts over the last few seconds, as two half-windows of plain numbers:
-// the window is the current half and the one before it. Read and written by
-// the requests themselves (no timer): a half rolls over when a request finds
-// it past its end.
+// What the isolate's recent pages were, counted over the last two seconds as
+// two half-windows of plain numbers (the current half and the one before
+// it): the share of cold pages (admission.ts: mostly cold?) and of visitors
+// who left before their answer (patience.ts: a departing flood?). Read and
+// written by the requests themselves (no timer): a half rolls over when a
+// request finds it past its end.
 import type { Clock } from "../shared/clock";
+
+/**
+ * The window: long enough to hold a flood's start and a few of a closed-loop
+ * client's round trips, short enough that an isolate stops acting on a flood
+ * within two seconds of its end.
+ */
+export const RECENT_MS = 2000;
+/** Fewer pages than this in the window say nothing: a share of a handful of pages is a coin toss, not a flood. */
+export const RECENT_MIN_PAGES = 16;
 
 export interface WindowCounts<K extends string> {
   note(outcome: K): void;
-  /** Each outcome's count over the window (the current half and the one before), in an object the next call fills again: read it at once. */
-  counts(): Readonly<Record<K, number>>;
+  /** The share of the window's pages that were `outcome` (0 while fewer than RECENT_MIN_PAGES were counted). */
+  share(outcome: K): number;
 }
 
-export function createWindowCounts<K extends string>(clock: Clock, windowMs: number, outcomes: readonly K[]): WindowCounts<K> {
-  const half = windowMs / 2;
+export function createWindowCounts<K extends string>(clock: Clock, outcomes: readonly K[]): WindowCounts<K> {
+  const half = RECENT_MS / 2;
   const zero = () => Object.fromEntries(outcomes.map((outcome) => [outcome, 0])) as Record<K, number>;
   let currentFrom = clock.now();
   let current = zero();
   let previous = zero();
-  /** The sums counts() gives, one object filled again on every call: waiting pages ask on every look, and a new one each time was garbage by the thousand a second. */
+  /** Each outcome's count over the window, one object filled again on every call: waiting pages ask on every look, and a new one each time was garbage by the thousand a second. */
   const sum = zero();
+
+  function counts(): Record<K, number> {
+    roll();
+    for (const outcome of outcomes) sum[outcome] = current[outcome] + previous[outcome];
+    return sum;
+  }
 
   function roll(): void {
     const now = clock.now();
@@ -32,10 +49,11 @@ export function createWindowCounts<K extends string>(clock: Clock, windowMs: num
       roll();
       current[outcome]++;
     },
-    counts() {
-      roll();
-      for (const outcome of outcomes) sum[outcome] = current[outcome] + previous[outcome];
-      return sum;
+    share(outcome) {
+      const all = counts();
+      let pages = 0;
+      for (const each of outcomes) pages += all[each];
+      return pages < RECENT_MIN_PAGES ? 0 : all[outcome] / pages;
     },
   };
 }

@@ -196,11 +196,26 @@ const POLL_MAX_MS = 16;
  * a short one where the work takes milliseconds.
  */
 export async function pollUntil<T>(check: () => T | undefined, until: number, now: () => number = Date.now, maxPauseMs = POLL_MAX_MS): Promise<T | undefined> {
-  for (let pause = POLL_FIRST_MS; ; pause = Math.min(pause * 2, maxPauseMs)) {
+  for (const pause of pauses(POLL_FIRST_MS, maxPauseMs, until, now)) {
     const value = check();
     if (value !== undefined) return value;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(1, pause)));
+  }
+  return check();
+}
+
+/**
+ * The pauses of a poll: capped exponential backoff, each pause twice the
+ * last from `firstMs` up to `maxMs`, cut to what is left before `until`;
+ * none once `until` has passed. Every poll of the tier takes its pauses
+ * from here: a wait for another request's work (pollUntil), a lock's loser
+ * (cache/fill/lockWait.ts), a sync waiting for another isolate's read of
+ * the purge log (invalidation/watcher.ts).
+ */
+export function* pauses(firstMs: number, maxMs: number, until: number, now: () => number): Generator<number> {
+  for (let pause = firstMs; ; pause = Math.min(pause * 2, maxMs)) {
     const left = until - now();
-    if (left <= 0) return undefined;
-    await new Promise((resolve) => setTimeout(resolve, Math.max(1, Math.min(pause, left))));
+    if (left <= 0) return;
+    yield Math.min(pause, left);
   }
 }

@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { member } from "../../dev/harness/cacheStatus";
 import { entryKey, lockKey } from "../../src/cache/keys";
 import { DEFAULTS } from "../../src/config/defaults";
+import { RECENT_MIN_PAGES } from "../../src/overload/window";
 import type { Env } from "../../src/config";
 import { pollUntil, tierStatus, visit } from "../support/clients";
 import { clearFaults, completeProducts, gatewayCommand, injectFault, originFetches, page, sleep, type Page } from "../support/faults";
@@ -332,8 +333,8 @@ describe("shedding", () => {
   });
 
   it("an isolate whose pages are all cold but which keeps up (a slow origin) is not held to the crawler's bound: more than mostlyColdPages start at once, and all are served", async () => {
-    // Enough pages for "most recent pages are cold" to hold (mostlyColdMinPages), and well past the crawler's bound.
-    const ids = completeProducts(6500, Math.max(3 * DEFAULTS.mostlyColdPages, DEFAULTS.mostlyColdMinPages + 8));
+    // Enough pages for "most recent pages are cold" to hold (RECENT_MIN_PAGES), and well past the crawler's bound.
+    const ids = completeProducts(6500, Math.max(3 * DEFAULTS.mostlyColdPages, RECENT_MIN_PAGES + 8));
     // The product service slow (within its time-out) enough that the first pages are still at the origin when the last ones get there.
     const target = await startWith({ COLD_PAGE_WAIT_MS: "5000", CACHE_POLICIES: JSON.stringify({ product: { originTimeoutMs: 5000 } }) });
     await injectFault(stack, { service: "product", latencyMs: 3000 });

@@ -19,7 +19,7 @@ function admissionWith(bounds: Partial<Parameters<typeof createAdmission>[0]>) {
   return createAdmission({
     clock: { now: () => Date.now() },
     lag: fixedLag(),
-    patience: createPatience({ clock: { now: () => Date.now() }, departedShare: 0.5, maxHoldMs: 0, windowMs: 2000, minPages: 16 }),
+    patience: createPatience({ clock: { now: () => Date.now() }, departedShare: 0.5, maxHoldMs: 0 }),
     maxHoldMs: 0,
     maxLagMs: 30,
     maxColdPages: 4,
@@ -32,8 +32,8 @@ function admissionWith(bounds: Partial<Parameters<typeof createAdmission>[0]>) {
     overShareAnswerMs: DEFAULTS.overShareAnswerMs,
     coldPageWaitMs: 1000,
     coldPageLeaseMs: 10_000,
-    // Out of the way unless a test is about it: 1,000 pages in 2 s before it holds.
-    mostlyCold: { coldPages: 2, lagMs: 5, share: 0.5, windowMs: 2000, minPages: 1000 },
+    // Out of the way unless a test is about it: no count of pages in progress reaches it.
+    mostlyCold: { coldPages: Number.POSITIVE_INFINITY, lagMs: 5, share: 0.5 },
     lastChance: { afterShare: 0.8, perSecond: 0 },
     ...bounds,
   });
@@ -310,7 +310,7 @@ describe("admission of pages that need new work", () => {
         minColdPages: 1,
         patienceMs: 100,
         patientColdPages: 8,
-        mostlyCold: { coldPages: 2, lagMs: 5, share: 0.5, windowMs: 2000, minPages: 4 },
+        mostlyCold: { coldPages: 2, lagMs: 5, share: 0.5 },
       });
     /** Two pages in progress, then a third asked for at a lag of 10 ms (late by the mostly-cold bound, not by maxLagMs). */
     async function third(admission: ReturnType<typeof admissionFor>) {
@@ -330,9 +330,9 @@ describe("admission of pages that need new work", () => {
       return { startedLate, startedAt4, stats: admission.stats() };
     }
 
-    // A crawler: every recent page started new work.
+    // A crawler: every recent page started new work (16 of them: fewer say nothing, overload/window.ts).
     const crawled = admissionFor();
-    for (let i = 0; i < 4; i++) await crawled.admit(async () => "cold", true);
+    for (let i = 0; i < 16; i++) await crawled.admit(async () => "cold", true);
     const crawl = await third(crawled);
     expect(crawl.startedLate).toBe(false); // not at 10 ms, not on patience either
     expect(crawl.startedAt4).toBe(true);
@@ -340,8 +340,8 @@ describe("admission of pages that need new work", () => {
 
     // The same pages among many served from L1: at 10 ms the isolate keeps up.
     const mixed = admissionFor();
-    for (let i = 0; i < 4; i++) await mixed.admit(async () => "cold", true);
-    for (let i = 0; i < 10; i++) mixed.noteNoWork();
+    for (let i = 0; i < 16; i++) await mixed.admit(async () => "cold", true);
+    for (let i = 0; i < 30; i++) mixed.noteNoWork();
     const zipf = await third(mixed);
     expect(zipf.startedLate).toBe(true);
     expect(zipf.stats).toMatchObject({ mostlyCold: false });
@@ -406,7 +406,7 @@ describe("admission of pages that need new work", () => {
 describe("the hold while visitors leave", () => {
   afterEach(() => vi.useRealTimers());
 
-  const options = { departedShare: 0.5, maxHoldMs: 100, windowMs: 2000, minPages: 16 };
+  const options = { departedShare: 0.5, maxHoldMs: 100 };
 
   /** `n` cold pages at once whose visitors all leave `afterMs` into them. */
   async function leavers(patience: ReturnType<typeof createPatience>, n: number, afterMs: number) {

@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parseConfig, type Env } from "../../src/config";
-import { DEFAULT_POLICIES, DEFAULTS, PURGE_LIMITS } from "../../src/config/defaults";
+import { DEFAULT_POLICIES, DEFAULTS, ADMIN_LIMITS } from "../../src/config/defaults";
 import { PAGE_RESOURCES, RESOURCE_NAMES, RESOURCES } from "../../src/origin/resources";
 
 const README = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
@@ -100,8 +100,8 @@ describe("the policy numbers the README gives in its tables and prose", () => {
       `at most ${DEFAULTS.originMaxQueued} callers, ${DEFAULTS.originQueueWaitMs / 1000} s`,
       `among at most ${DEFAULTS.coldPagesQueued}`,
       // Purging.
-      `\`ids\` (≤ ${PURGE_LIMITS.ids.toLocaleString("en-US")}), \`tags\` (≤ ${PURGE_LIMITS.tags}`,
-      `\`413\` over ${PURGE_LIMITS.bodyBytes / 1024} KB`,
+      `\`ids\` (≤ ${ADMIN_LIMITS.ids.toLocaleString("en-US")}), \`tags\` (≤ ${ADMIN_LIMITS.tags}`,
+      `\`413\` over ${ADMIN_LIMITS.bodyBytes / 1024} KB`,
       // Scaling out.
       `the last ${DEFAULTS.refreshAheadShare.warm * 100}% of its ttl`,
       `the last ${DEFAULTS.refreshAheadShare.hot * 100}%`,

@@ -5,6 +5,7 @@
 import type { Config } from "../../config";
 import type { ResourceName } from "../../origin/resources";
 import type { Clock } from "../../shared/clock";
+import { pauses } from "../../shared/leases";
 import { peekFreshness } from "../l2/codec";
 import type { Entry } from "../entry";
 import type { FillCalls } from "../l2/fillBatch";
@@ -85,7 +86,7 @@ export function createLockWait({ config, l2Entries, clock, redisSilent }: LockWa
   ): Promise<Entry | "ours" | "departed" | undefined> {
     const giveUpAt = clock.now() + config.lockTtlMs;
     let reclaims = 0;
-    for (let delay: number = DEFAULTS.lockPollFirstMs; clock.now() + delay <= giveUpAt; delay = Math.min(delay * 2, DEFAULTS.lockPollMaxMs)) {
+    for (const delay of pauses(DEFAULTS.lockPollFirstMs, DEFAULTS.lockPollMaxMs, giveUpAt, clock.now)) {
       if (wanted.wanted && !wanted.wanted()) return "departed";
       const answeredBefore = l2.answered(key);
       const [value, holder] = await calls.pollLock(key, lock, delay);

@@ -25,7 +25,8 @@ export function createFillWrites(l2: L2, deps: { clock: Clock; sleep: (ms: numbe
     windowMs: DEFAULTS.sendWindowMs,
     maxPerSend: DEFAULTS.writesPerSend,
     maxQueued: DEFAULTS.sendQueueMax,
-    maxWaitMs: DEFAULTS.writeMaxWaitMs,
+    // A write that waited a lock's life is dropped: its lock has lapsed, and another isolate has likely filled the key since.
+    maxWaitMs: DEFAULTS.lockTtlMs,
     // Two fills of one key (a refresh, and a fill after a purge) write with their own lock tokens: both go.
     keyOf: (write) => `${write.key} ${write.lockToken}`,
     sizeOf: (write) => write.value.length,
