@@ -25,14 +25,12 @@ export function purgeMarkerKey(prefix: string, entry: string): string {
  * The purge log: a sequence number, recent purges by sequence, the latest tag/all purge times (a hash), the era
  * of the sequence, and the recent purges' numbers with the tag/all ones whole (see invalidation/log.ts).
  */
-export function purgeLogKeys(prefix: string): { seq: string; log: string; wide: string; era: string; wideLog: string; readers: string } {
+export function purgeLogKeys(prefix: string): { seq: string; log: string; wide: string; era: string; wideLog: string } {
   return {
     seq: `${prefix}:purge:seq`,
     log: `${prefix}:purge:log`,
     wide: `${prefix}:purge:marks`,
     era: `${prefix}:purge:era`,
     wideLog: `${prefix}:purge:wide-log`,
-    /** `:<location>:<era>:<from>`: who of a data center reads the log from there (invalidation/log.ts, ReadLease). */
-    readers: `${prefix}:purge:reader`,
   };
 }

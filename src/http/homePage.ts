@@ -22,7 +22,7 @@ export async function homePage(c: Context, tier: TierServices): Promise<Response
   const background = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
   const arrivedAt = tier.clock.now();
   // As on a product page (productPage.ts): the listing is purged as the id "home".
-  await tier.purges.sync(background, requestColo(c));
+  await tier.purges.sync(background);
   const { data, timings } = await tier.cache.read(LISTING_ID, [LISTING], background);
   setStepTimings(c, timings);
   const listing = data[LISTING];

@@ -81,7 +81,7 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   // Purges recorded elsewhere reach this isolate's L1 within PURGE_POLL_MS:
   // synced before every page read through the cache, and only then (a
   // malformed or unknown id costs Redis nothing).
-  await tier.purges.sync(background, colo);
+  await tier.purges.sync(background);
   if (visitor.aborted) return visitorLeft(tier, id, colo, background);
   // An id the filter lists is a product (but for its ~1% false positives): a
   // cold page may fill all its parts at once (cache/pageSteps.ts, readFromOrigin).

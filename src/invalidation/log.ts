@@ -147,13 +147,6 @@ return #KEYS / 2
 // it missed, and the log's latest records, newest first, within the same
 // bounds: how far back its knowledge of id purges reaches from now on (see
 // KnownPurges.vouches).
-// A reader that would follow, named by a lease (KEYS[6], its token ARGV[5],
-// for ARGV[6] ms) on reading from its position for its data center, takes
-// the lease (or holds it already) or, when another reader holds it, reads
-// nothing (2): that reader shares what it reads with the data center
-// (sharedReads.ts), and this one waits for it. Only a reader given a lease:
-// the others (a visitor's sync, which waits for nobody) run this read-only,
-// where a replica may answer.
 const READ_PURGES = `
 local counter = redis.pcall('GET', KEYS[1])
 local seq = type(counter) == 'string' and tonumber(counter) or 0
@@ -166,9 +159,6 @@ local sameEra = era == ARGV[4]
 if seq == seen and sameEra then return {seq, 1, {}, {}, era, seq} end
 local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
 if sameEra and seq > seen and oldest[2] ~= nil and tonumber(oldest[2]) <= seen + 1 then
-  if KEYS[6] and not redis.call('SET', KEYS[6], ARGV[5], 'NX', 'PX', ARGV[6]) and redis.call('GET', KEYS[6]) ~= ARGV[5] then
-    return {seq, 2, {}, {}, era, seen}
-  end
   local found = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. seen, '+inf', 'WITHSCORES', 'LIMIT', 0, ARGV[2])
   local page, upTo, bytes = {}, seen, 0
   for i = 1, #found, 2 do
@@ -225,38 +215,18 @@ return {tonumber(counter) or 0, era}
 
 type PurgesReply = [number, number, string[], string[], string, number, string[]?, number?];
 
-type ReadPurgesScript = { exec(keys: string[], args: string[]): Promise<PurgesReply> };
-
 /**
- * READ_PURGES per client, hashed once and run by its SHA: every isolate runs
- * it about once a second while it serves, so it is sent as 40 bytes rather
- * than its source. Read-only (EVALSHA_RO) unless it takes a lease, so that a
- * replica may answer it (Upstash Global reads from the nearest).
+ * READ_PURGES per client, hashed once and run by its SHA, read-only
+ * (EVALSHA_RO): every isolate runs it about once a second while it serves,
+ * so it is sent as 40 bytes rather than its source, and a replica may answer
+ * it (Upstash Global reads from the nearest).
  */
-const readPurgesScripts = new WeakMap<Redis, { readOnly: ReadPurgesScript; leasing: ReadPurgesScript }>();
+const readPurgesScripts = new WeakMap<Redis, { exec(keys: string[], args: string[]): Promise<PurgesReply> }>();
 
-function readPurgesScript(redis: Redis, leasing: boolean): ReadPurgesScript {
-  let scripts = readPurgesScripts.get(redis);
-  if (!scripts) {
-    scripts = { readOnly: redis.createScript<PurgesReply, true>(READ_PURGES, { readonly: true }), leasing: redis.createScript<PurgesReply>(READ_PURGES) };
-    readPurgesScripts.set(redis, scripts);
-  }
-  return leasing ? scripts.leasing : scripts.readOnly;
-}
-
-/**
- * A read of the log from one position for one data center, as a lease
- * (READ_PURGES): the first reader takes it and reads, the others get
- * "read elsewhere" until it lapses. Redis decides who is first, atomically,
- * where the data center's cache cannot (sharedReads.ts).
- */
-export interface ReadLease {
-  /** The data center's name (the isolates' `cf.colo`): its isolates share their reads. */
-  location: string;
-  /** This isolate's token. */
-  token: string;
-  /** How long the lease is held at most: past it, a reader whose holder never shared may read. */
-  ms: number;
+function readPurgesScript(redis: Redis): { exec(keys: string[], args: string[]): Promise<PurgesReply> } {
+  let script = readPurgesScripts.get(redis);
+  if (!script) readPurgesScripts.set(redis, (script = redis.createScript<PurgesReply, true>(READ_PURGES, { readonly: true })));
+  return script;
 }
 
 export interface PurgeLogDeps {
@@ -318,47 +288,6 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
     }
     return records;
   }
-
-  /**
-   * READ_PURGES, with a lease or without. Off the page path's breaker: a slow sync read must not make every page
-   * skip L2. With the background budget (l2WriteTimeoutMs), not the page path's: a visitor waits for a sync at most
-   * its own bound (watcher.ts), and a Redis slower than the page path's budget (150-400 ms) failed every sync read,
-   * so that visitors of cached pages waited for one after another while the isolate learned of no purge.
-   */
-  async function read(seen: number, readerEra: string | null, maxRecords: number, lease?: ReadLease): Promise<PurgesSince | "read elsewhere" | undefined> {
-    const leaseKey = lease ? [`${keys.readers}:${lease.location}:${readerEra}:${seen}`] : [];
-    const answer = await l2.run(
-      (redis) =>
-        readPurgesScript(redis, lease !== undefined).exec(
-          [keys.seq, keys.log, keys.wide, keys.era, keys.wideLog, ...leaseKey],
-          [
-            String(seen),
-            String(Math.max(1, Math.min(maxRecords, DEFAULTS.purgeSyncMaxRecords))),
-            String(DEFAULTS.purgeSyncMaxBytes),
-            // "-" is no era (eras are times or ''): a reader that has read none starts over.
-            readerEra ?? "-",
-            ...(lease ? [lease.token, String(Math.max(1, Math.ceil(lease.ms)))] : []),
-          ],
-        ),
-      { passive: true },
-    );
-    if (!answer) return undefined;
-    const [seq, follows, records, fields, era, upTo, ahead, aheadKnown] = answer;
-    if (follows === 2) return "read elsewhere";
-    // A wide purge ahead that cannot be read is one the reader cannot judge copies by: then none is known.
-    const wideAhead = aheadKnown === 1 && ahead ? readable(ahead, keys.wideLog) : [];
-    return {
-      seq,
-      era: String(era ?? ""),
-      follows: follows === 1,
-      records: readable(records, keys.log),
-      upTo: Number(upTo ?? seq),
-      wideAhead: aheadKnown === 1 && wideAhead.length === ahead?.length ? wideAhead : null,
-      ...parseMarks(fields, clock.now()),
-      ...(follows === 1 ? { members: records } : {}),
-    };
-  }
-
   return {
     /**
      * Applies the purge's id part where the entries live, then appends it
@@ -405,17 +334,37 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
 
     /**
      * Purges after `seen` of `era` (the reader's; null: none yet), in one round trip of bounded size (a page of
-     * them: see READ_PURGES). `maxRecords`: a page of at most that many (a reader that needs only those before a
-     * page another isolate shared: watcher.ts).
+     * them: see READ_PURGES). Off the page path's breaker: a slow sync read must not make every page skip L2.
+     * With the background budget (l2WriteTimeoutMs), not the page path's: a visitor waits for a sync at most
+     * its own bound (watcher.ts), and a Redis slower than the page path's budget (150-400 ms) failed every sync
+     * read, so that visitors of cached pages waited for one after another while the isolate learned of no purge.
      */
+    /** `maxRecords`: a page of at most that many (a reader that needs only those before a page another isolate shared: watcher.ts). */
     async readSince(seen: number, readerEra: string | null, maxRecords: number = DEFAULTS.purgeSyncMaxRecords): Promise<PurgesSince | undefined> {
-      const answer = await read(seen, readerEra, maxRecords);
-      return answer === "read elsewhere" ? undefined : answer;
+      const answer = await l2.run(
+        (redis) =>
+          readPurgesScript(redis).exec(
+            [keys.seq, keys.log, keys.wide, keys.era, keys.wideLog],
+            // "-" is no era (eras are times or ''): a reader that has read none starts over.
+            [String(seen), String(Math.max(1, Math.min(maxRecords, DEFAULTS.purgeSyncMaxRecords))), String(DEFAULTS.purgeSyncMaxBytes), readerEra ?? "-"],
+          ),
+        { passive: true },
+      );
+      if (!answer) return undefined;
+      const [seq, follows, records, fields, era, upTo, ahead, aheadKnown] = answer;
+      // A wide purge ahead that cannot be read is one the reader cannot judge copies by: then none is known.
+      const wideAhead = aheadKnown === 1 && ahead ? readable(ahead, keys.wideLog) : [];
+      return {
+        seq,
+        era: String(era ?? ""),
+        follows: follows === 1,
+        records: readable(records, keys.log),
+        upTo: Number(upTo ?? seq),
+        wideAhead: aheadKnown === 1 && wideAhead.length === ahead?.length ? wideAhead : null,
+        ...parseMarks(fields, clock.now()),
+        ...(follows === 1 ? { members: records } : {}),
+      };
     },
-
-    /** The same, read only as the data center's one reader from here (ReadLease): "read elsewhere" when another isolate there holds the lease. */
-    readSinceLeased: (lease: ReadLease, seen: number, readerEra: string): Promise<PurgesSince | "read elsewhere" | undefined> =>
-      read(seen, readerEra, DEFAULTS.purgeSyncMaxRecords, lease),
 
     /** Gives the log an era if it has none (START_ERA): where the log stands then; undefined when Redis did not answer. */
     async startEra(): Promise<{ seq: number; era: string } | undefined> {

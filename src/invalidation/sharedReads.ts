@@ -10,10 +10,12 @@
 //             purge recorded before then
 //   pages     what each read returned, under the number it starts after: a
 //             page never changes (a number names one purge within its era)
-//
-// Which isolate reads is decided in Redis (log.ts, ReadLease): the Cache API
-// has no atomic add, and a marker put here let the syncs due together on a
-// busy machine all read at once.
+//   reading   that an isolate here is reading the log from a number, since
+//             when: an isolate standing there waits for that read rather
+//             than send the same one (a lease, as memcache's leases against
+//             thundering herds: Nishtala et al., "Scaling Memcache at
+//             Facebook", NSDI 2013, 3.2.1; the Cache API has no atomic add,
+//             so two may still read at once, never none)
 //
 // The watcher (watcher.ts) takes any of them only as it would its own read.
 // Any Worker on the zone can write there, as with the page copies
@@ -33,6 +35,9 @@ import { storedRecord, type PurgeRecord } from "./record";
 /** The position's header: `<era>|<seq>|<readAt>|<from>`, readAt when the read was sent (ms since the epoch). */
 const POSITION_HEADER = "pp-purge-position";
 const POSITION = /^(\d{1,16})\|(\d{1,16})\|(\d{1,16})\|(\d{1,16})$/;
+const READING = /^(\d{1,16})\|(\d{1,16})\|(\d{1,16})$/;
+/** A reading's header: `<era>|<from>|<since>`. */
+const READING_HEADER = "pp-purge-reading";
 /** A page's header: `<upTo>|<members>|<SHA-256 of the body, hex>`; the body, the log's members one a line. */
 const PAGE_HEADER = "pp-purge-page";
 const PAGE = /^(\d{1,16})\|(\d{1,4})\|([0-9a-f]{64})$/;
@@ -41,6 +46,13 @@ const PAGE = /^(\d{1,16})\|(\d{1,4})\|([0-9a-f]{64})$/;
 export interface SharedPosition extends PurgeStamp {
   readAt: number;
   from: number;
+}
+
+/** An isolate here reading the log of `era` from `from` (the number it stood at), sent at `since`. */
+export interface SharedReading {
+  era: string;
+  from: number;
+  since: number;
 }
 
 /** A page of the log as an isolate here read it: the records after the number it is kept under, up to `upTo`. */
@@ -54,6 +66,10 @@ export interface LogShelf {
   read(): Promise<SharedPosition | undefined>;
   /** Shares a read of the log (in the background: nobody waits for it), once `after` settled (the puts of its pages: a position is never there before them). */
   put(position: SharedPosition, background: (work: Promise<unknown>) => void, after?: Promise<unknown>): void;
+  /** The read of the log some isolate here said it is making; undefined when none, or no answer in time. */
+  reading(): Promise<SharedReading | undefined>;
+  /** Says that this isolate is reading the log (in the background). */
+  putReading(reading: SharedReading, background: (work: Promise<unknown>) => void): void;
   /** The page of `era`'s log after `from`, as an isolate here read it; undefined when none is usable, or no answer in time. */
   page(era: string, from: number): Promise<SharedPage | undefined>;
   /** Shares a page read from Redis: `members` as the log holds them, numbered after `from` and up to `upTo` (in the background); settles once it is put or given up. */
@@ -63,6 +79,7 @@ export interface LogShelf {
 export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; open: () => Promise<LocationStore>; now?: () => number }): LogShelf {
   const urlOf = (name: string) => locationUrlOf(deps.publicUrl, `${deps.keyPrefix}:purge:${name}`);
   const positionUrl = urlOf("position");
+  const readingUrl = urlOf("reading");
   const pageUrl = (era: string, from: number) => urlOf(`page:${era}:${from}`);
   const now = deps.now ?? Date.now;
 
@@ -95,8 +112,8 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
   function share(url: string, body: Uint8Array | null, headers: Record<string, string>): Promise<unknown> {
     return (async () => {
       const store = await deps.open();
-      // Kept a minute: a position is taken only while younger than half a poll (or followed, whatever its age, by an
-      // isolate it is newer than), and a page never changes and is wanted only by an isolate a few reads behind (watcher.ts).
+      // Kept a minute: a position is taken only while younger than half a poll, a reading while younger than a
+      // sync's wait, and a page never changes and is wanted only by an isolate a few reads behind (watcher.ts).
       const response = new Response(body, { headers: { "Cache-Control": "public, max-age=60", ...headers } });
       await subrequest(() => store.put(url, response), DEFAULTS.locationPutMs);
     })().catch(() => undefined);
@@ -141,6 +158,14 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
     put(position, background, after = Promise.resolve()) {
       const header = `${position.era}|${position.seq}|${Math.floor(position.readAt)}|${position.from}`;
       background(after.then(() => share(positionUrl, null, { [POSITION_HEADER]: header })));
+    },
+    reading: () =>
+      bounded(async () => {
+        const found = await header(readingUrl, READING_HEADER, READING);
+        return found && { era: found[0], from: found[1]!, since: found[2]! };
+      }),
+    putReading(reading, background) {
+      background(share(readingUrl, null, { [READING_HEADER]: `${reading.era}|${reading.from}|${Math.floor(reading.since)}` }));
     },
     page: (era, from) => bounded(() => lookPage(era, from)),
     putPage(era, page, background) {

@@ -22,17 +22,13 @@
 // sync first looks in the location tier and follows a read of the log that
 // some isolate there sent since, with the pages that lead to where it found
 // the log (each page read from Redis is shared), whatever its age; sent less
-// than half a poll ago, it stands for the sync's own read. A background sync
-// that must read Redis reads as its data center's one reader from where it
-// stands, a lease Redis grants atomically (log.ts, ReadLease; memcache's
-// leases against thundering herds: Nishtala et al., "Scaling Memcache at
-// Facebook", NSDI 2013, 3.2.1): the isolates that find the lease taken
-// wait for that read to land on the shelf, as long as the bound allows,
-// rather than send the same one. A bulk re-price is read from Redis once
-// per data center. The random part spreads their syncs (jitter, as TTLs
-// have: cache/entry.ts), so that the first due reads Redis and the others
-// take its read, where isolates that took one read would all be due again
-// at once.
+// than half a poll ago, it stands for the sync's own read: a bulk re-price is
+// read from Redis about once per data center. A background sync that finds
+// another isolate reading from where it stands waits for that read (a lease:
+// see sharedReads.ts), as long as the bound allows, rather than send the
+// same one. The random part spreads their syncs (jitter, as TTLs have:
+// cache/entry.ts), so that the first due reads Redis and the others take its
+// read, where isolates that took one read would all be due again at once.
 //
 // Blind (L2 unreachable for longer than `blindAfterMs`): purges may be
 // missed, so entries older than `blindMaxAgeMs` are treated as stale and
@@ -45,9 +41,9 @@ import type { ReadAlong } from "../cache/l2/l2";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
 import type { ResourceName } from "../origin/resources";
 import { createKnownPurges, type Verdict } from "./knownPurges";
-import { logPosition, logPositionKeys, type PurgeLog, type PurgesSince, type ReadLease } from "./log";
+import { logPosition, logPositionKeys, type PurgeLog, type PurgesSince } from "./log";
 import type { PurgeRecord } from "./record";
-import { pauses, pollUntil, within } from "../shared/leases";
+import { pollUntil, within } from "../shared/leases";
 import { subrequestsLeft } from "../shared/subrequests";
 import { DEFAULTS } from "../config/defaults";
 import type { LogShelf, SharedPosition } from "./sharedReads";
@@ -77,9 +73,6 @@ export interface PurgeWatcherOptions {
   random?: () => number;
 }
 
-/** Where an isolate runs when the runtime does not say (wrangler dev, Miniflare): there, its isolates share one location cache. */
-const UNKNOWN_LOCATION = "local";
-
 /** How long after its recording a purge reached this isolate. */
 interface PurgeReach {
   mode: PurgeRecord["mode"];
@@ -87,12 +80,8 @@ interface PurgeReach {
 }
 
 export interface PurgeWatcher {
-  /**
-   * Brings this isolate's knowledge of purges up to date when it is getting
-   * old (see the bound above). `colo`: the data center the request says the
-   * isolate runs in (`cf.colo`), whose isolates share their reads.
-   */
-  sync(background: (work: Promise<unknown>) => void, colo?: string): Promise<void>;
+  /** Brings this isolate's knowledge of purges up to date when it is getting old (see the bound above). */
+  sync(background: (work: Promise<unknown>) => void): Promise<void>;
   /** What the purges known here make of an entry: still good, stale (soft purge), or gone (hard purge). */
   judge(entry: Entry, id: string, resource: ResourceName, tags: readonly string[]): Verdict;
   /**
@@ -206,10 +195,6 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   let backgroundDueAt = -Infinity;
   let logReads = 0;
   let sharedReadsTaken = 0;
-  /** The data center this isolate runs in, as its requests say (`cf.colo`; undefined off the platform). */
-  let location: string | undefined;
-  /** This isolate's name in the leases on reading the log (made on first use). */
-  let readerToken: string | undefined;
   /** When the last read of the log that Redis answered was sent: a sync reading a re-price page by page is not blind. */
   let lastAnsweredAt = -Infinity;
   /** Notes what a read of the log sent at `sentAt` got: whether Redis answered it (lastReadAnswered), and if so, when it was sent. */
@@ -282,28 +267,18 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     if (shared && era && (await followedShelf(shared, lease, background, reaches))) return;
     // Visitors wait for the read this sync sends from now (syncWaitMs), not for its wait on another isolate's.
     lease.startedAt = clock.now();
-    let appliedBefore = syncsApplied;
+    const appliedBefore = syncsApplied;
     // When the read now going out was sent: what it finds holds as of then, not as of its reply, which a
     // Redis that was paused or slow gives seconds later, after purges recorded meanwhile (each page's own).
     let sentAt = clock.now();
-    let answer: PurgesSince | undefined;
-    // A background sync reads as its data center's one reader from here (log.ts, ReadLease), or waits for
-    // the one that is, and then reads Redis itself only if that read did not land by the bound. A visitor's
-    // sync waits for no other isolate's read.
-    if (shared && era && !lease.urgent) {
-      const leased = heard(await log.readSinceLeased(readLease(), seq, era), sentAt);
-      if (!leased) return; // L2 unavailable: stay as we are; `blind` tells how long
-      if (leased !== "read elsewhere") answer = leased;
-      else if (await sharedReadLanded(shared, lease, background, reaches)) return;
-      else [lease.startedAt, sentAt, appliedBefore] = [clock.now(), clock.now(), syncsApplied];
-    }
     logReads++;
-    // Shared with the data center: its isolates that stand here read it from the shelf.
+    // Told to the data center: its isolates that stand here wait for this read rather than send the same one.
     const sharing = shared && era ? { shelf: shared, era, from: seq } : null;
+    sharing?.shelf.putReading({ era: sharing.era, from: sharing.from, since: sentAt }, background);
     /** Where the read out now starts: its page is shared under it. */
     let readFrom = seq;
     const pagesPut: Promise<unknown>[] = [];
-    answer ??= heard(await log.readSince(seq, era), sentAt);
+    let answer = heard(await log.readSince(seq, era), sentAt);
     if (!answer) return; // L2 unavailable: stay as we are; `blind` tells how long
     const at = { era: answer.era, seq: answer.seq };
     // A log with no era (never written, or lost with Redis's data) is given
@@ -392,61 +367,35 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * to the read's start, read from Redis (readUpTo), then the read's pages.
    * Whatever its age: its pages are purges this isolate would otherwise read
    * from Redis again. It stands for the sync's own read when it was sent less
-   * than half a poll ago; older, the isolate goes on from where it got. True
-   * when the sync is done; false, and the isolate reads the log itself from
-   * as far as it got (a page missing on the way, another sync's answer
-   * applied meanwhile, or no read here young enough).
+   * than half a poll ago; older, the isolate goes on from where it got. A
+   * background sync that then finds an isolate here reading from its number
+   * or before waits for that read, polling as a lock's loser does, and never
+   * past the bound (a poll after its own knowledge, less a visitor's wait for
+   * a sync). True when the sync is done; false, and the isolate reads the log
+   * itself from as far as it got (a page missing on the way, another sync's
+   * answer applied meanwhile, or no read here young enough).
    */
   async function followedShelf(shelf: LogShelf, lease: SyncLease, background: (work: Promise<unknown>) => void, reaches: PurgeReach[]): Promise<boolean> {
+    const newer = (found: SharedPosition | undefined): found is SharedPosition =>
+      found !== undefined && found.era === era && found.seq >= seq && found.readAt > lastSyncAt && found.readAt <= clock.now();
+    const young = (found: SharedPosition) => clock.now() - found.readAt < options.pollMs / 2;
     const found = await shelf.read();
-    if (!newerThanMine(found)) return false;
-    return (await followRead(shelf, lease, found, background, reaches)) && young(found);
-  }
-
-  /** A read another isolate shared that this one has not taken: of its era, where it stands or further on, sent after its own knowledge (and not in the future). */
-  function newerThanMine(found: SharedPosition | undefined): found is SharedPosition {
-    return found !== undefined && found.era === era && found.seq >= seq && found.readAt > lastSyncAt && found.readAt <= clock.now();
-  }
-
-  /** A shared read young enough to stand for this isolate's own. */
-  const young = (found: SharedPosition) => clock.now() - found.readAt < options.pollMs / 2;
-
-  /**
-   * Waits for the read of the isolate of this data center that holds the
-   * lease on reading from here (log.ts, ReadLease) to land on the shelf,
-   * and follows it: polling as a lock's loser does, and never past the
-   * bound (a poll after its own knowledge, less a visitor's wait for a
-   * sync). A holder catching up page by page puts each page before its
-   * position: those are followed as they land. False when the read did not
-   * land by then (its holder was cancelled, or is slow), and the isolate
-   * reads the log itself from as far as it got.
-   */
-  async function sharedReadLanded(shelf: LogShelf, lease: SyncLease, background: (work: Promise<unknown>) => void, reaches: PurgeReach[]): Promise<boolean> {
-    const until = lastSyncAt + options.pollMs - options.syncWaitMs;
-    let mine = syncsApplied;
-    for (const pause of pauses(DEFAULTS.lockPollFirstMs, DEFAULTS.lockPollMaxMs, until, clock.now)) {
-      if (syncsApplied !== mine || !era) return false;
-      await sleep(pause);
-      const landed = await shelf.read();
-      if (newerThanMine(landed)) return (await followRead(shelf, lease, landed, background, reaches)) && young(landed);
-      const page = await shelf.page(era, seq);
-      if (!page || page.upTo <= seq || syncsApplied !== mine) continue;
-      mine = ++syncsApplied;
-      followPage(
-        page.records.filter((record) => record.seq > seq),
-        page.upTo,
-        era,
-        reaches,
-      );
-      lease.until = clock.now() + SYNC_LEASE_MS;
+    if (newer(found)) {
+      if (!(await followRead(shelf, lease, found, background, reaches))) return false;
+      if (young(found)) return true;
     }
-    return false;
-  }
-
-  /** This isolate's lease on reading the log from where it stands for its data center: held a poll at most (log.ts, ReadLease). */
-  function readLease(): ReadLease {
-    readerToken ??= crypto.randomUUID();
-    return { location: location ?? UNKNOWN_LOCATION, token: readerToken, ms: options.pollMs };
+    if (lease.urgent) return false;
+    const reading = await shelf.reading();
+    if (!reading || reading.era !== era || reading.from > seq || reading.since <= lastSyncAt || reading.since > clock.now()) return false;
+    const until = lastSyncAt + options.pollMs - options.syncWaitMs;
+    const before = syncsApplied;
+    for (let pause: number = DEFAULTS.lockPollFirstMs; ; pause = Math.min(2 * pause, DEFAULTS.lockPollMaxMs)) {
+      const left = until - clock.now();
+      if (left <= 0 || syncsApplied !== before) return false;
+      await sleep(Math.min(pause, left));
+      const landed = await shelf.read();
+      if (newer(landed)) return (await followRead(shelf, lease, landed, background, reaches)) && young(landed);
+    }
   }
 
   /** Follows a read another isolate shared (followedShelf) up to where it found the log; false when a page is missing on the way, or another sync's answer was applied meanwhile. */
@@ -545,9 +494,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   const blind = () => log !== null && clock.now() - Math.max(lastSyncAt, lastAnsweredAt) > options.blindAfterMs;
 
   return {
-    async sync(background, colo) {
+    async sync(background) {
       if (!log) return;
-      location ??= colo;
       const age = clock.now() - lastSyncAt;
       // Due, and Redis answered the last read: the visitor waits for the sync (the bound). Otherwise it goes on in the background.
       if (age >= options.pollMs && lastReadAnswered) {

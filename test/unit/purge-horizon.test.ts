@@ -13,9 +13,6 @@ import { fakeClock, type FakeClock } from "../support/fakes";
 const POLL_MS = 1000;
 const noL1: L1Purging = { forget: () => undefined, markStale: () => undefined, keepOnlyForErrors: () => undefined };
 
-/** The leased read of a log (log.ts, ReadLease): asked for only by an isolate that shares its reads, which none here does. */
-const neverLeased = { readSinceLeased: async () => undefined };
-
 /**
  * A purge log that answers whatever `next` holds; one without an era gets
  * "e0" when asked to start one, as Redis would, at `next`'s number plus
@@ -29,7 +26,6 @@ function scriptedLog() {
     appendedBeforeEra: 0,
   };
   const log = {
-    ...neverLeased,
     async readSince(seen: number) {
       state.asked.push(seen);
       return state.next;
@@ -145,7 +141,7 @@ describe("a log without an era", () => {
 
   it("while its era cannot be started (Redis refusing writes), keeps the isolate syncing: no claim reads the position along for it", async () => {
     const clock = fakeClock();
-    const log = { ...neverLeased, readSince: async () => answer(0, ""), record: async () => undefined, startEra: async () => undefined } satisfies PurgeLog;
+    const log = { readSince: async () => answer(0, ""), record: async () => undefined, startEra: async () => undefined } satisfies PurgeLog;
     const watcher = watcherWith(clock, log);
     await sync(watcher);
     expect(watcher.stamp()).toBeNull();
@@ -159,7 +155,6 @@ describe("a log without an era", () => {
     const answers = [answer(0, ""), answer(7, "e1")];
     let release!: (position: { seq: number; era: string }) => void;
     const log = {
-      ...neverLeased,
       readSince: async () => answers.shift()!,
       record: async () => undefined,
       startEra: () => new Promise<{ seq: number; era: string } | undefined>((resolve) => (release = resolve)),
@@ -179,7 +174,6 @@ describe("a log without an era", () => {
     let startedOver = 0;
     const reads: ((answer: PurgesSince) => void)[] = [];
     const log = {
-      ...neverLeased,
       readSince: () => new Promise<PurgesSince>((resolve) => reads.push(resolve)),
       record: async () => undefined,
       startEra: async () => undefined,

@@ -177,34 +177,6 @@ describe("the purge log", () => {
     }
   });
 
-  it("gives the lease on reading from one number to one isolate of a data center at a time: the others are told, and read nothing", async () => {
-    const log = createPurgeLog({ l2, keyPrefix: "leased", wideRetentionMs: 60_000 });
-    await log.record(idPurge(["p-000001"]));
-    const era = (await log.readSince(0, null))!.era;
-    await log.record(idPurge(["p-000002"]));
-    await log.record(idPurge(["p-000003"]));
-    const lease = (location: string, token: string, ms = 60_000) => ({ location, token, ms });
-    // The first asks from 1: it holds the lease, and reads.
-    const first = await log.readSinceLeased(lease("AMS", "isolate-a"), 1, era);
-    expect(first).toMatchObject({ follows: true, seq: 3, upTo: 3 });
-    expect(first !== "read elsewhere" && first?.records.map((record) => record.ids[0])).toEqual(["p-000002", "p-000003"]);
-    // Another isolate of that data center, from there: told, with no page.
-    expect(await log.readSinceLeased(lease("AMS", "isolate-b"), 1, era)).toBe("read elsewhere");
-    // The holder itself, another data center, another number, and a plain read: each reads.
-    expect(await log.readSinceLeased(lease("AMS", "isolate-a"), 1, era)).toMatchObject({ seq: 3, upTo: 3 });
-    expect(await log.readSinceLeased(lease("FRA", "isolate-c"), 1, era)).toMatchObject({ seq: 3, upTo: 3 });
-    expect(await log.readSinceLeased(lease("AMS", "isolate-b"), 2, era)).toMatchObject({ seq: 3, upTo: 3 });
-    expect(await log.readSince(1, era)).toMatchObject({ seq: 3, upTo: 3 });
-    // Nothing new from where a reader stands: no lease is taken (there is nothing to share).
-    expect(await log.readSinceLeased(lease("AMS", "isolate-b"), 3, era)).toMatchObject({ seq: 3, upTo: 3, records: [] });
-    expect(await log.readSinceLeased(lease("AMS", "isolate-a"), 3, era)).toMatchObject({ seq: 3, records: [] });
-    // A lease lapses after its time: a holder that never shared blocks nobody longer.
-    expect(await log.readSinceLeased(lease("LHR", "isolate-d", 50), 1, era)).toMatchObject({ seq: 3 });
-    expect(await log.readSinceLeased(lease("LHR", "isolate-e", 50), 1, era)).toBe("read elsewhere");
-    await new Promise((resolve) => setTimeout(resolve, 80));
-    expect(await log.readSinceLeased(lease("LHR", "isolate-e", 50), 1, era)).toMatchObject({ seq: 3, upTo: 3 });
-  });
-
   it("gives a new isolate the latest mark per resource and tag, not every tag purge ever recorded", async () => {
     const log = createPurgeLog({ l2, keyPrefix: "marks", wideRetentionMs: 3_600_000 });
     const started = Date.now();

@@ -8,10 +8,10 @@ import { describe, expect, it } from "vitest";
 import type { Entry } from "../../src/cache/entry";
 import { createReadThrough, type L1Purging } from "../../src/cache/readThrough";
 import { DEFAULTS } from "../../src/config/defaults";
-import type { PurgeLog, PurgesSince, ReadLease } from "../../src/invalidation/log";
+import type { PurgeLog, PurgesSince } from "../../src/invalidation/log";
 import { createPurgeWatcher, knowledgeOf, type PurgeWatcher, type PurgeWatcherOptions } from "../../src/invalidation/watcher";
 import { sha256Hex } from "../../src/shared/hash";
-import { createLogShelf, type LogShelf, type SharedPage, type SharedPosition } from "../../src/invalidation/sharedReads";
+import { createLogShelf, type LogShelf, type SharedPage, type SharedPosition, type SharedReading } from "../../src/invalidation/sharedReads";
 import type { PurgeRecord } from "../../src/invalidation/record";
 import type { ResourceName } from "../../src/origin/resources";
 import { fakeClock, fakeOrigin, fakeStore, type FakeClock, type FakeOrigin, testConfig } from "../support/fakes";
@@ -33,10 +33,6 @@ function fakeLog() {
       state.readEra = state.era;
       const seq = follows ? seen : 0;
       return { seq, era: state.era, follows, records: [], upTo: seq, marks: [], floor: 0 };
-    },
-    /** Granted every time (no other isolate of the data center reads): the plain read. */
-    readSinceLeased(_lease: ReadLease, seen: number, era: string) {
-      return this.readSince(seen, era);
     },
     record: async () => undefined,
     startEra: async () => ({ seq: 0, era: state.era }),
@@ -323,10 +319,6 @@ describe("a bulk re-price, read page by page", () => {
         const wideAhead = more.aheadKnown && upTo < state.seq ? ahead.map(record) : null;
         return { seq: state.seq, era: "e1", follows: true, records, upTo, wideAhead, marks: [], floor: 0 };
       },
-      /** Granted every time (no other isolate of the data center reads): the plain read. */
-      readSinceLeased(_lease: ReadLease, seen: number, era: string) {
-        return this.readSince(seen, era);
-      },
       record: async () => undefined,
       startEra: async () => ({ seq: state.seq, era: "e1" }),
     } satisfies PurgeLog;
@@ -398,10 +390,6 @@ describe("a bulk re-price, read page by page", () => {
         if (era !== "e1") return { seq: 0, era: "e1", follows: false, records: [], upTo: 0, marks: [], floor: 0 };
         const records = Array.from({ length: purges - seen }, (_, i) => record(seen + 1 + i));
         return { seq: purges, era: "e1", follows: true, records, upTo: purges, marks: [], floor: 0 };
-      },
-      /** Granted every time (no other isolate of the data center reads): the plain read. */
-      readSinceLeased(_lease: ReadLease, seen: number, era: string) {
-        return this.readSince(seen, era);
       },
       record: async () => undefined,
       startEra: async () => ({ seq: 0, era: "e1" }),
@@ -695,9 +683,11 @@ describe("the purge log's position, read along a lock claim", () => {
 function fakeShelf() {
   const state = {
     position: undefined as SharedPosition | undefined,
+    reading: undefined as SharedReading | undefined,
     pages: new Map<string, SharedPage>(),
     lookups: 0,
     puts: [] as SharedPosition[],
+    readings: [] as SharedReading[],
   };
   const shelf: LogShelf = {
     async read() {
@@ -707,6 +697,13 @@ function fakeShelf() {
     put(position) {
       state.puts.push(position);
       state.position = { ...position };
+    },
+    async reading() {
+      return state.reading && { ...state.reading };
+    },
+    putReading(reading) {
+      state.readings.push(reading);
+      state.reading = { ...reading };
     },
     async page(era, from) {
       return state.pages.get(`${era}:${from}`);
@@ -721,29 +718,12 @@ function fakeShelf() {
 /**
  * A log of era e0 that purges are added to (`purge`), read as READ_PURGES
  * reads it: the records after the reader's, at most `perPage` (and at most
- * the reader's `maxRecords`), with their members; `reads` lists where each
- * read began. A leased read (log.ts, ReadLease) takes the lease on reading
- * from its number for its data center when the log moved past it, as SET NX
- * PX does in `leases` (by location, era and number), or reads nothing when
- * another token holds it (`elsewhere` counts those answers).
+ * the reader's `maxRecords`), with their members; `reads` lists where each read began.
  */
 function movingLog(clock: FakeClock, perPage = Number.POSITIVE_INFINITY) {
   const records: PurgeRecord[] = [];
-  const state = { reads: 0, from: [] as number[], elsewhere: 0 };
-  const leases = new Map<string, { token: string; until: number }>();
+  const state = { reads: 0, from: [] as number[] };
   const log = {
-    readSinceLeased(lease: ReadLease, seen: number, era: string): Promise<PurgesSince | "read elsewhere" | undefined> {
-      const key = `${lease.location}:${era}:${seen}`;
-      const held = leases.get(key);
-      if (records.length > seen) {
-        if (held && held.until > clock.now() && held.token !== lease.token) {
-          state.elsewhere++;
-          return Promise.resolve("read elsewhere");
-        }
-        if (!held || held.until <= clock.now()) leases.set(key, { token: lease.token, until: clock.now() + lease.ms });
-      }
-      return this.readSince(seen, era);
-    },
     async readSince(seen: number, _era?: string | null, maxRecords = Number.POSITIVE_INFINITY): Promise<PurgesSince | undefined> {
       state.reads++;
       state.from.push(seen);
@@ -757,7 +737,7 @@ function movingLog(clock: FakeClock, perPage = Number.POSITIVE_INFINITY) {
   } satisfies PurgeLog;
   const purge = (id: string) =>
     records.push({ seq: records.length + 1, at: clock.now(), ids: [id], tags: [], all: false, mode: "hard", resources: ["product"] });
-  return { log, state, purge, leases };
+  return { log, state, purge };
 }
 
 /** One isolate of a data center, synced once with a moving log: the keys it forgets, the shelf its data center shares. */
@@ -927,23 +907,22 @@ describe("reads of the log shared by the isolates of a data center", () => {
     expect(forgotten).toEqual(["pp:v1:p:p-1", "pp:v1:p:p-2", "pp:v1:p:p-3", "pp:v1:p:p-4"]);
   });
 
-  it("a background sync that finds the lease on reading from where it stands held by another isolate here waits for that read and takes it; with none by the bound, it reads Redis", async () => {
+  it("a background sync that finds an isolate here reading from where it stands waits for that read and takes it; with none by the bound, it reads Redis", async () => {
     for (const arrives of [true, false]) {
       const clock = fakeClock();
       const { shelf, state: shared } = fakeShelf();
-      const { log, state, purge, leases } = movingLog(clock);
+      const { log, state, purge } = movingLog(clock);
       const lookupsAt: number[] = [];
-      let heldSince = 0;
       const sleep = async (ms: number) => {
         clock.advance(ms);
         lookupsAt.push(clock.now());
-        // The other isolate's read lands 25 ms after it took the lease: its page, then its position.
-        if (arrives && clock.now() >= heldSince + 25 && !shared.pages.has("e0:0")) {
+        // The other isolate's read lands 25 ms after it began: its page, then its position.
+        if (arrives && shared.reading && clock.now() >= shared.reading.since + 25 && !shared.pages.has("e0:0")) {
           shared.pages.set("e0:0", {
             upTo: 1,
-            records: [{ seq: 1, at: heldSince - 5, ids: ["p-1"], tags: [], all: false, mode: "hard", resources: ["product"] }],
+            records: [{ seq: 1, at: shared.reading.since - 5, ids: ["p-1"], tags: [], all: false, mode: "hard", resources: ["product"] }],
           });
-          shared.position = { era: "e0", seq: 1, readAt: heldSince, from: 0 };
+          shared.position = { era: "e0", seq: 1, readAt: shared.reading.since, from: 0 };
         }
       };
       const watcher = watcherWith(clock, log, noL1, { shared: shelf, sleep, syncWaitMs: 200 });
@@ -951,86 +930,36 @@ describe("reads of the log shared by the isolates of a data center", () => {
       const ownSync = clock.now();
       clock.advance(POLL_MS / 2);
       purge("p-1");
-      heldSince = clock.now();
-      leases.set("local:e0:0", { token: "another isolate", until: clock.now() + POLL_MS });
+      shared.reading = { era: "e0", from: 0, since: clock.now() };
       await syncAll(watcher);
-      expect(state.elsewhere, "asked Redis for the lease, and was told another isolate reads").toBe(1);
       if (arrives) {
         expect(state.reads, "waited and took the other's read").toBe(1);
-        expect(watcher.status()).toMatchObject({ seq: 1, logReads: 1, sharedReadsTaken: 1 });
+        expect(watcher.status()).toMatchObject({ seq: 1, sharedReadsTaken: 1 });
         expect(lookupsAt.length).toBe(2); // looked again at 10 ms, then at 30 ms
       } else {
         expect(state.reads, "read Redis once the wait was over").toBe(2);
-        expect(watcher.status()).toMatchObject({ seq: 1, logReads: 2, sharedReadsTaken: 0 });
+        expect(watcher.status()).toMatchObject({ seq: 1, sharedReadsTaken: 0 });
+        // Looked again as a lock's loser polls (10, 20, 40, 80 ms...), and no longer than a sync's wait.
         // Looked again as a lock's loser polls (10, 20, 40, 80 ms...), until the bound: a poll after its own
-        // knowledge, less a visitor's wait for a sync (200 ms); then it read Redis itself.
+        // knowledge, less a visitor's wait for a sync (200 ms); then it read Redis itself, and said so here.
         expect(lookupsAt.map((at) => at - ownSync)).toEqual([510, 530, 570, 650, 800]);
+        expect(shared.readings.map((reading) => reading.since - ownSync)).toEqual([POLL_MS - 200]);
       }
     }
   });
 
-  it("isolates of a data center due together: Redis gives one of them the lease, and the other takes its read from the shelf", async () => {
+  it("a visitor's sync (knowledge past the bound) waits for no other isolate's read: it reads Redis at once", async () => {
     const clock = fakeClock();
-    const { shelf } = fakeShelf();
-    const moving = movingLog(clock);
-    // The first isolate's read of Redis is slow once the log moved: it answers when the second one looks at the shelf.
-    let holding = false;
-    let release = () => {};
-    const slow = {
-      ...moving.log,
-      async readSince(seen: number, era: string | null, maxRecords?: number) {
-        if (holding) await new Promise<void>((resolve) => (release = resolve));
-        return moving.log.readSince(seen, era, maxRecords);
-      },
-    } satisfies PurgeLog;
-    const firstWork: Promise<unknown>[] = [];
-    const forgotten: string[] = [];
-    const first = watcherWith(clock, slow, noL1, { shared: shelf });
-    const second = watcherWith(
-      clock,
-      moving.log,
-      { ...noL1, forget: (key) => void forgotten.push(key) },
-      {
-        shared: shelf,
-        sleep: async (ms) => {
-          clock.advance(ms);
-          release();
-          await Promise.all(firstWork);
-        },
-      },
-    );
-    await syncAll(first);
-    await syncAll(second);
-    const readsBefore = moving.state.reads;
-    clock.advance(POLL_MS / 2);
-    moving.purge("p-1");
-    holding = true;
-    const firstSync = first.sync((work) => void firstWork.push(work));
-    await new Promise((resolve) => setTimeout(resolve, 0)); // the first isolate's read is out, its lease taken
-    await syncAll(second);
-    await firstSync;
-    expect(moving.state.reads - readsBefore, "one read of Redis for both").toBe(1);
-    expect(moving.state.elsewhere).toBe(1);
-    expect(second.status()).toMatchObject({ seq: 1, sharedReadsTaken: 1 });
-    expect(first.status()).toMatchObject({ seq: 1, sharedReadsTaken: 0 });
-    expect(forgotten).toEqual(["pp:v1:p:p-1"]);
-  });
-
-  it("a visitor's sync (knowledge past the bound) waits for no other isolate's read and asks for no lease: it reads Redis at once", async () => {
-    const clock = fakeClock();
-    const { shelf } = fakeShelf();
-    const { log, state, purge, leases } = movingLog(clock);
+    const { shelf, state: shared } = fakeShelf();
+    const { log, state } = movingLog(clock);
     let slept = 0;
     const watcher = watcherWith(clock, log, noL1, { shared: shelf, sleep: async () => void slept++ });
     await sync(watcher);
     clock.advance(POLL_MS);
-    purge("p-1");
-    leases.set("local:e0:0", { token: "another isolate", until: clock.now() + POLL_MS });
+    shared.reading = { era: "e0", from: 0, since: clock.now() };
     await sync(watcher);
     expect(state.reads).toBe(2);
-    expect(state.elsewhere).toBe(0);
     expect(slept).toBe(0);
-    expect(watcher.status().seq).toBe(1);
   });
 
   it("spreads the background syncs of isolates over the quarter of a poll before the half, so that the first due reads and the others take its read", async () => {
@@ -1140,5 +1069,15 @@ describe("the location tier's shelf for shared reads (sharedReads.ts)", () => {
     pagesPut();
     await Promise.all(work);
     expect(await shelf.read()).toEqual({ era: "1764300000000", seq: 9, readAt: 1_764_300_001_234, from: 7 });
+  });
+
+  it("reads back the reading it put", async () => {
+    const { store } = fakeStore();
+    const shelf = createLogShelf({ publicUrl: "https://shop.example", keyPrefix: "pp:v1", open: async () => store });
+    expect(await shelf.reading()).toBeUndefined();
+    const work: Promise<unknown>[] = [];
+    shelf.putReading({ era: "1764300000000", from: 7, since: 1_764_300_001_234 }, (w) => void work.push(w));
+    await Promise.all(work);
+    expect(await shelf.reading()).toEqual({ era: "1764300000000", from: 7, since: 1_764_300_001_234 });
   });
 });
