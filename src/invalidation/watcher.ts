@@ -43,7 +43,7 @@ import type { ResourceName } from "../origin/resources";
 import { createKnownPurges, type Verdict } from "./knownPurges";
 import { logPosition, logPositionKeys, type PurgeLog, type PurgesSince } from "./log";
 import type { PurgeRecord } from "./record";
-import { pollUntil, within } from "../shared/leases";
+import { pauses, pollUntil, within } from "../shared/leases";
 import { subrequestsLeft } from "../shared/subrequests";
 import { DEFAULTS } from "../config/defaults";
 import type { LogShelf, SharedPosition } from "./sharedReads";
@@ -389,13 +389,13 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     if (!reading || reading.era !== era || reading.from > seq || reading.since <= lastSyncAt || reading.since > clock.now()) return false;
     const until = lastSyncAt + options.pollMs - options.syncWaitMs;
     const before = syncsApplied;
-    for (let pause: number = DEFAULTS.lockPollFirstMs; ; pause = Math.min(2 * pause, DEFAULTS.lockPollMaxMs)) {
-      const left = until - clock.now();
-      if (left <= 0 || syncsApplied !== before) return false;
-      await sleep(Math.min(pause, left));
+    for (const pause of pauses(DEFAULTS.lockPollFirstMs, DEFAULTS.lockPollMaxMs, until, clock.now)) {
+      if (syncsApplied !== before) return false;
+      await sleep(pause);
       const landed = await shelf.read();
       if (newer(landed)) return (await followRead(shelf, lease, landed, background, reaches)) && young(landed);
     }
+    return false;
   }
 
   /** Follows a read another isolate shared (followedShelf) up to where it found the log; false when a page is missing on the way, or another sync's answer was applied meanwhile. */
