@@ -38,9 +38,9 @@ export const DEFAULTS = {
   /**
    * The probe that must fail before L2 time-outs open the breaker
    * (shared/breaker.ts): longer than the stalls of a saturated isolate
-   * (a major GC, a burst of rendering: reads late by 100–200 ms in the
-   * soak), short because a hung Redis costs each page its L2 budgets until
-   * the breaker opens.
+   * (a major GC, a burst of rendering: a saturated isolate reads replies
+   * 100–200 ms late), short because a hung Redis costs each page its L2
+   * budgets until the breaker opens.
    */
   l2ProbeTimeoutMs: 500,
   /** A place in the request's connection gate outlives its L2 call's budget by this much (shared/subrequests.ts). */
@@ -86,13 +86,12 @@ export const DEFAULTS = {
   fillInterestRenewMs: 250,
   /**
    * Origin fetches in flight per isolate (ORIGIN_MAX_CONCURRENT); more wait
-   * in a queue (below). Slots = fetches a second × the origin's latency: 256
-   * carry ~480 fetches a second from one isolate at 530 ms. Coalescing is
-   * what keeps a herd off the origin; this cap only bounds an isolate that
-   * asks for many different things at once. At 64, a 500-ms slowdown of the
-   * origin turned 28% of pages into 503s in bench:peers (two isolates, 364
-   * req/s) while the origin got as many requests as at 256 (0 errors): the
-   * calls that timed out in the queue's wake had mostly reached it already.
+   * in a queue (below). Little's law: slots = fetches a second × the
+   * origin's latency, so 256 carry ~480 fetches a second from one isolate
+   * at 530 ms. Coalescing is what keeps a herd off the origin; this cap only
+   * bounds an isolate that asks for many different things at once, and one
+   * much smaller turns an origin's slowdown into 503s for fetches it would
+   * have answered.
    */
   originMaxConcurrent: 256,
   /**
@@ -100,32 +99,24 @@ export const DEFAULTS = {
    * starts only while the isolate runs at most this late (SHED_LAG_MS;
    * overload/lag.ts: how late L2 replies are read, or a 1 ms timer fires).
    * Every request queues behind the work already in the isolate, and the
-   * replies and renders of cold pages land in that queue. Measured on one
-   * isolate (bench:soak --flood, 2026-11-26): at 30, cached pages' p99 was
-   * 77-110 ms beside a crawler of 32 connections (102-152 ms with nothing
-   * held back) and 49-100 ms beside 8 departing connections; at 100 the
-   * crawler's was 128 ms. Loads that keep the isolate late for good (two
-   * isolates under 64 closed-loop Zipf connections and 8 departing ones)
-   * shed 4-7% of their pages at 30, 2.4% at 50, 0.7% at 100, before cold
-   * pages held back were let go after coldPagePatienceMs (0.09% at 30 over
-   * ten minutes since).
+   * replies and renders of cold pages land in that queue: the lag is what a
+   * cached page waits before its turn. 30 ms leaves a cached page most of
+   * its 100-ms p99; loads that keep the isolate late for good are let
+   * through by the rules below (patience, last chance), not by a higher one.
    */
   shedLagMs: 30,
   /**
    * Pages needing new work in progress at once per isolate (COLD_PAGES_MAX):
-   * a bound on what the isolate takes on, as many as the origin's slots.
-   * Not what holds back CPU (the lag is): a cold page mostly waits on
-   * Redis and the origin, and at 16 (each counted 250 ms at most) a
-   * 64-connection soak shed 4% of its pages and a crawler's cached pages
-   * fared no better (bench:soak, 2026-11-26).
+   * a bound on what the isolate takes on, as many as the origin's slots (a
+   * cold page needs one at least). Not what holds back CPU (the lag is): a
+   * cold page mostly waits on Redis and the origin.
    */
   coldPagesMax: 256,
   /**
    * Cold pages in progress whatever the lag: one, so that cold pages never
-   * stop altogether while cached pages alone keep a saturated isolate late.
-   * Not more: a cold page takes 15-25 ms from start to end on an idle
-   * origin, so even 4 at a time kept a crawler saturating the isolate, and
-   * its cached pages' p99 went from 77-100 ms to 137 ms (bench:soak --flood).
+   * stop altogether while cached pages alone keep a saturated isolate late;
+   * no more, since each lands its replies and render in the queue cached
+   * pages wait in.
    */
   coldPagesAlways: 1,
   /**
@@ -148,11 +139,10 @@ export const DEFAULTS = {
   mostlyColdShare: 0.8,
   /**
    * A cold page held back this long (ms) goes while fewer than
-   * coldPagesPatient are in progress, whatever the lag. Without it, two
-   * isolates under 64 closed-loop Zipf connections (late for good from their
-   * cached pages alone) let one cold page through at a time and shed 4-7% of
-   * their pages after the wait; a crawler, whose pages are all cold, is
-   * slowed to at most coldPagesPatient pages per patience.
+   * coldPagesPatient are in progress, whatever the lag: under clients that
+   * keep the isolate late for good with cached pages, cold pages are late,
+   * not refused, and a crawler, whose pages are all cold, is slowed to at
+   * most coldPagesPatient pages per patience.
    */
   coldPagePatienceMs: 250,
   coldPagesPatient: 16,
@@ -161,13 +151,8 @@ export const DEFAULTS = {
    * after a pause), oldest first, however many the isolate's keeping up lets
    * go: let go together the moment the lag fell below SHED_LAG_MS, the pages
    * a crawler had queued landed their replies and renders together, and
-   * cached pages waited behind them. Beside a crawler of 32 connections
-   * (bench:soak --flood crawler, 2026-11-26, one isolate), cached pages'
-   * p99 over 15 s was 114-147 ms unpaced (4 runs) and 68, 81, 155 ms paced
-   * (3 runs); over 45 s, 287-300 against 219-284, the crawler 13% slower.
-   * A one-minute soak (2 isolates, 64 Zipf + 8 departing) still had no 5xx.
-   * At 2 ms the queue drains at 500 pages a second, more than an isolate
-   * renders cold.
+   * cached pages waited behind them. At 2 ms the queue drains at 500 pages a
+   * second, more than an isolate renders cold.
    */
   coldPagePaceMs: 2,
   coldPagesPaceBurst: 8,
@@ -185,23 +170,20 @@ export const DEFAULTS = {
   overShareAnswerMs: 50,
   /**
    * How long a cold page without a copy to show waits for its turn
-   * (COLD_PAGE_WAIT_MS) before the 503: a pause of the isolate is waited
-   * out, a saturated isolate answers within this. The wait is off the CPU
-   * and its queue is bounded (coldPagesQueued), so it costs latency, not
-   * work. At 1 s, one stall of two saturated isolates (a 10-minute soak on
-   * a slow day, 2026-11-26) shed 246 pages in one window, 16 of them 503s:
-   * a first view after 2 s is a slow page, a 503 is a lost one.
+   * (COLD_PAGE_WAIT_MS) before the 503: a pause of the isolate (a major GC,
+   * the machine's other work) is waited out, a saturated isolate answers
+   * within this. The wait is off the CPU and its queue is bounded
+   * (coldPagesQueued), so it costs latency, not work: a first view after
+   * 2 s is a slow page, a 503 is a lost one.
    */
   coldPageWaitMs: 2000,
   /**
    * A cold page with nothing to show that has waited lastChanceAfterShare of
    * COLD_PAGE_WAIT_MS goes whatever the other bounds, lastChancePagesPerSecond
    * of them at most per isolate: a saturated isolate whose queue is not
-   * growing makes its visitors wait, not fail. Measured (bench:soak, 2
-   * isolates, 64 Zipf + 8 departing, on a day the machine gave each page
-   * ~1.8x its usual CPU): without it, 40-66 pages refused in the first
-   * 30 s (every page cold, the crawler's bound holding) and 1-8 in later
-   * windows; at 8 a second a cold page costs at most ~4% of a core.
+   * growing (closed-loop visitors; a restart under ordinary traffic, every
+   * page cold) makes its visitors wait, not fail. At 8 a second, cold pages
+   * cost it at most ~4% of a core.
    */
   lastChanceAfterShare: 0.8,
   lastChancePagesPerSecond: 8,
@@ -396,12 +378,9 @@ export const DEFAULTS = {
   refreshesPerSend: 8,
   /**
    * Fill writes in one send at most: one call per shard, whose body holds
-   * their values. Twice what a claim carries: at 16 (as many as a claim
-   * then carried), a busy isolate's queue filled between two claim calls
-   * and went on its own, a quarter of the Redis commands two isolates at
-   * 500 pages a second each sent (soak, 2026-11-28); past a burst, the next
-   * claims take what waits. Against 32, one isolate at 950 pages a second
-   * sent 0.94x the scripts per page at the same CPU (bench:ab zipf --location).
+   * their values. Twice what a claim carries (writesPerClaim), so that a
+   * busy isolate's queue does not fill between two claim calls and go on its
+   * own; past a burst, the next claims take what waits.
    */
   writesPerSend: 64,
   /** And their values' characters at most: half of the 1 MB an Upstash request may carry (one larger value still goes, alone). */
@@ -413,10 +392,8 @@ export const DEFAULTS = {
    * to join its call; slower, it goes at once. A miss goes on to the origin
    * (tens of ms) or to another isolate's fill: 6 ms more is little, and
    * claims are most of the tier's Redis commands (the cost per page that
-   * issue 31 measures). Against 3 ms within 10 ms, one isolate at a few
-   * hundred pages a second sent 0.75x the scripts per page (bench:ab zipf,
-   * 2026-11-28). At most `claimsPerCall` in one call; a joiner looks for its
-   * answers from the call's due time, every `claimPollMaxMs` at most.
+   * issue 31 measures). At most `claimsPerCall` in one call; a joiner looks
+   * for its answers from the call's due time, every `claimPollMaxMs` at most.
    */
   claimGatherMs: 6,
   claimGatherWhenWithinMs: 25,
@@ -429,9 +406,7 @@ export const DEFAULTS = {
    * the next claim instead of a call of their own. Enough for the writes
    * that come between two gathered claim calls (hundreds of fills a second
    * at 30 to 40 calls), and small: the claim is on a visitor's path (one
-   * larger value still goes, alone). Against 16 and 64 KiB, one isolate at
-   * 950 pages a second sent 0.78x the scripts per page, at 600 0.84x, at
-   * 0.96x-0.97x the CPU (bench:ab zipf --location, 2026-11-28).
+   * larger value still goes, alone).
    */
   writesPerClaim: 32,
   writeBytesPerClaim: 128 * 1024,
@@ -440,11 +415,7 @@ export const DEFAULTS = {
    * write waits this long at most for one before the queue sends it on its
    * own (sendQueue.ts, holdWhileTakenMs). Under load a claim call comes
    * every few tens of milliseconds (gathered: claimGatherMs); when claims
-   * stop, what waits goes this long after the last one. Held only while
-   * claims came within 25 ms, calls of writes alone were a fifth of what
-   * two isolates at 300 pages a second each sent Redis (soak-location at
-   * b1bcc2f); held so, bench:ab zipf at 8 connections gave 0.94x the
-   * scripts and 0.93x the CPU per request.
+   * stop, what waits goes this long after the last one.
    */
   writeHoldForClaimMs: 100,
   /**
@@ -453,15 +424,14 @@ export const DEFAULTS = {
    * joined: fill.ts, mayWait) waits this long at most for a lock claim to
    * carry it, where others go within their window. An isolate that sees a
    * few pages a second claims every few hundred milliseconds: with the
-   * window alone, nearly every write went on its own, a call per fill, and
-   * Redis's commands a page grew with the number of isolates sharing a load
-   * (bench:fleet: 0.004 writes alone a page with one isolate, 0.6 with 16;
-   * 0.47 with refreshes' writes alone held 300 ms). What it costs: a visitor
-   * in another data center with no copy of the key whose claim finds this
-   * lock waits for the write up to this much longer (in this one, the copy
-   * is in the location tier from the fill's landing; L2's stale copy, if
-   * there is one, is served at once, as usual). Half the lock's life at
-   * most (lockTtlMs), well within a write's wait (a lock's life: fillWrites.ts).
+   * window alone nearly every write goes on its own, a call per fill, and
+   * Redis's commands a page grow with the number of isolates sharing a load.
+   * What it costs: a visitor in another data center with no copy of the
+   * key whose claim finds this lock waits for the write up to this much
+   * longer (in this one, the copy is in the location tier from the fill's
+   * landing; L2's stale copy, if there is one, is served at once, as usual).
+   * A third of the lock's life (lockTtlMs), which bounds a write's wait
+   * (fillWrites.ts).
    */
   patientWriteHoldMs: 1000,
   /** Items waiting in each queue at most: more refreshes are dropped (a later view asks again), more writes go out on their own. */
