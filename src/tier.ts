@@ -104,7 +104,7 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
   });
   const overload = createOverload({
     clock,
-    maxLagMs: config.shedLagMs,
+    maxLagMs: DEFAULTS.shedLagMs,
     maxColdPages: config.coldPagesMax,
     minColdPages: DEFAULTS.coldPagesAlways,
     patienceMs: DEFAULTS.coldPagePatienceMs,

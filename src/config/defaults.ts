@@ -96,13 +96,13 @@ export const DEFAULTS = {
   originMaxConcurrent: 256,
   /**
    * New work (a page's L1 misses: L2 reads, lock claims, origin fetches)
-   * starts only while the isolate runs at most this late (SHED_LAG_MS;
-   * overload/lag.ts: how late L2 replies are read, or a 1 ms timer fires).
+   * starts only while the isolate runs at most this late (overload/lag.ts: how late L2 replies are read, or a 1 ms timer fires).
    * Every request queues behind the work already in the isolate, and the
    * replies and renders of cold pages land in that queue: the lag is what a
    * cached page waits before its turn. 30 ms leaves a cached page most of
    * its 100-ms p99; loads that keep the isolate late for good are let
    * through by the rules below (patience, last chance), not by a higher one.
+   * Not a setting: nobody can size a lag for a shop.
    */
   shedLagMs: 30,
   /**
@@ -149,7 +149,7 @@ export const DEFAULTS = {
   /**
    * Cold pages held back start one per coldPagePaceMs at most (8 at once
    * after a pause), oldest first, however many the isolate's keeping up lets
-   * go: let go together the moment the lag fell below SHED_LAG_MS, the pages
+   * go: let go together the moment the lag fell below shedLagMs, the pages
    * a crawler had queued landed their replies and renders together, and
    * cached pages waited behind them. At 2 ms the queue drains at 500 pages a
    * second, more than an isolate renders cold.

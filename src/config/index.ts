@@ -22,7 +22,6 @@ export interface Env {
   ORIGIN_MAX_CONCURRENT?: string | number;
   PURGE_POLL_MS?: string | number;
   MAX_SUBREQUESTS?: string | number;
-  SHED_LAG_MS?: string | number;
   COLD_PAGES_MAX?: string | number;
   COLD_PAGE_WAIT_MS?: string | number;
   /** "on" when the L2 database answers reads from replicas near the isolate (Upstash Global). */
@@ -74,8 +73,6 @@ export interface Config {
   purgePollMs: number;
   /** Subrequests one invocation may make (the plan's limit, less a margin; see shared/subrequests.ts). */
   maxSubrequests: number;
-  /** Lag past which pages that need new work are shed (overload/admission.ts). */
-  shedLagMs: number;
   /** Pages needing new work in progress at once, at most; more wait for their turn, then are shed. */
   coldPagesMax: number;
   /** How long a cold page waits for its turn before it is shed. */
@@ -347,7 +344,6 @@ export function parseConfig(env: Env): Config {
     originMaxConcurrent: number("ORIGIN_MAX_CONCURRENT", 4, 2000, DEFAULTS.originMaxConcurrent),
     purgePollMs: number("PURGE_POLL_MS", 100, 60_000, DEFAULTS.purgePollMs),
     maxSubrequests: number("MAX_SUBREQUESTS", 20, 10_000, DEFAULTS.maxSubrequests),
-    shedLagMs: number("SHED_LAG_MS", 5, 10_000, DEFAULTS.shedLagMs),
     coldPagesMax,
     coldPageWaitMs: number("COLD_PAGE_WAIT_MS", 0, 10_000, DEFAULTS.coldPageWaitMs),
     backgroundFillsMax: Math.floor(coldPagesMax / DEFAULTS.coldPagesPerBackgroundFill),

@@ -117,7 +117,6 @@ export interface StatusModel {
     | "purgePollMs"
     | "originMaxConcurrent"
     | "maxSubrequests"
-    | "shedLagMs"
     | "coldPagesMax"
     | "coldPageWaitMs"
     | "warmPerMinute"
@@ -167,7 +166,7 @@ export function buildStatus(sources: StatusSources): StatusModel {
     fills: { ...sources.fills },
     overload: {
       ...sources.overload,
-      shedLagMs: config.shedLagMs,
+      shedLagMs: DEFAULTS.shedLagMs,
       coldPagesMax: config.coldPagesMax,
       mostlyColdPages: DEFAULTS.mostlyColdPages,
       mostlyColdLagMs: DEFAULTS.mostlyColdLagMs,
@@ -213,7 +212,6 @@ export function buildStatus(sources: StatusSources): StatusModel {
       purgePollMs: config.purgePollMs,
       originMaxConcurrent: config.originMaxConcurrent,
       maxSubrequests: config.maxSubrequests,
-      shedLagMs: config.shedLagMs,
       coldPagesMax: config.coldPagesMax,
       coldPageWaitMs: config.coldPageWaitMs,
       warmPerMinute: config.warmPerMinute,

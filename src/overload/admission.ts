@@ -1,7 +1,7 @@
 // Admission of new work (docs/architecture.md#overload): a page that L1 can
 // serve is always served; a page that needs new work (an L1 miss: an L2 read,
 // a lock claim, an origin fetch) starts it only while the isolate keeps up:
-// while it runs at most SHED_LAG_MS late (./lag.ts), with fewer than
+// while it runs at most 30 ms late (./lag.ts, DEFAULTS.shedLagMs), with fewer than
 // COLD_PAGES_MAX such pages in progress.
 //
 // Every request an isolate takes queues behind the work already in it, and
@@ -70,7 +70,7 @@ export interface AdmissionOptions {
   /** The hold of cold pages during a departing flood (./patience.ts), and its longest. */
   patience: Patience;
   maxHoldMs: number;
-  /** New work starts only while the lag is at most this, in ms (SHED_LAG_MS). */
+  /** New work starts only while the lag is at most this, in ms (DEFAULTS.shedLagMs). */
   maxLagMs: number;
   /** Pages needing new work in progress at once (COLD_PAGES_MAX). */
   maxColdPages: number;

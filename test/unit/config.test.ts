@@ -95,13 +95,12 @@ describe("configuration", () => {
 
   it("reads the overload bounds, with their defaults, and names a bad one", () => {
     const config = parseConfig(base);
-    expect([config.shedLagMs, config.coldPagesMax, config.backgroundFillsMax]).toEqual([DEFAULTS.shedLagMs, DEFAULTS.coldPagesMax, 16]);
+    expect([config.coldPagesMax, config.backgroundFillsMax]).toEqual([DEFAULTS.coldPagesMax, 16]);
     // The background fills' budget is no setting: a sixteenth of the cold pages, none below 16.
-    const set = parseConfig({ ...base, SHED_LAG_MS: "250", COLD_PAGES_MAX: 8 });
-    expect([set.shedLagMs, set.coldPagesMax, set.backgroundFillsMax]).toEqual([250, 8, 0]);
+    const set = parseConfig({ ...base, COLD_PAGES_MAX: 8 });
+    expect([set.coldPagesMax, set.backgroundFillsMax]).toEqual([8, 0]);
     expect(parseConfig({ ...base, COLD_PAGES_MAX: "1000" }).backgroundFillsMax).toBe(62);
-    expect(errorOf({ ...base, SHED_LAG_MS: "soon" })).toMatch(/^SHED_LAG_MS must be a number/);
-    expect(errorOf({ ...base, SHED_LAG_MS: "1" })).toMatch(/^SHED_LAG_MS must be at least 5/);
+    expect(errorOf({ ...base, COLD_PAGE_WAIT_MS: "soon" })).toMatch(/^COLD_PAGE_WAIT_MS must be a number/);
     expect(errorOf({ ...base, COLD_PAGES_MAX: "0" })).toMatch(/^COLD_PAGES_MAX must be at least 1/);
     expect(errorOf({ ...base, COLD_PAGES_MAX: "2.5" })).toMatch(/^COLD_PAGES_MAX must be a whole number/);
     expect(parseConfig(base).coldPageWaitMs).toBe(DEFAULTS.coldPageWaitMs);

@@ -17,8 +17,8 @@ describe("the deploy's configuration check", () => {
   });
 
   it("names a bad value", () => {
-    const toml = `${BASE}[vars]\nORIGIN_URL = "https://products.internal"\nPUBLIC_URL = "https://shop.example"\nSHED_LAG_MS = "soon"\n`;
-    expect(deployConfigError(toml)).toBe("Configuration error: SHED_LAG_MS must be a number");
+    const toml = `${BASE}[vars]\nORIGIN_URL = "https://products.internal"\nPUBLIC_URL = "https://shop.example"\nCOLD_PAGE_WAIT_MS = "soon"\n`;
+    expect(deployConfigError(toml)).toBe("Configuration error: COLD_PAGE_WAIT_MS must be a number");
   });
 
   it("fails a deploy that kept the local stack's addresses (wrangler.toml's own [vars] are for wrangler dev)", () => {
@@ -44,14 +44,14 @@ describe("the deploy's configuration check", () => {
   });
 
   it("names parseConfig's problems and the deploy's own together, counting each setting once", () => {
-    const toml = `${BASE}[vars]\nORIGIN_URL = "http://127.0.0.1:8788"\nPUBLIC_URL = "https://shop.example"\nSHED_LAG_MS = "soon"\n`;
+    const toml = `${BASE}[vars]\nORIGIN_URL = "http://127.0.0.1:8788"\nPUBLIC_URL = "https://shop.example"\nCOLD_PAGE_WAIT_MS = "soon"\n`;
     expect(deployConfigError(toml)).toBe(
-      "Configuration error: 2 settings are wrong: SHED_LAG_MS must be a number; ORIGIN_URL is http://127.0.0.1:8788, an address on this machine (the local stack's): give the deployed service's address",
+      "Configuration error: 2 settings are wrong: COLD_PAGE_WAIT_MS must be a number; ORIGIN_URL is http://127.0.0.1:8788, an address on this machine (the local stack's): give the deployed service's address",
     );
     // Several of parseConfig's, then a local address: one list, one count.
-    const several = `${BASE}[vars]\nORIGIN_URL = "https://products.internal"\nSHED_LAG_MS = "soon"\nUPSTASH_REDIS_REST_URL = "http://localhost:8789"\n`;
+    const several = `${BASE}[vars]\nORIGIN_URL = "https://products.internal"\nCOLD_PAGE_WAIT_MS = "soon"\nUPSTASH_REDIS_REST_URL = "http://localhost:8789"\n`;
     expect(deployConfigError(several)).toMatch(
-      /^Configuration error: 3 settings are wrong: PUBLIC_URL is not set: .*; SHED_LAG_MS must be a number; UPSTASH_REDIS_REST_URL is http:\/\/localhost:8789, an address on this machine/,
+      /^Configuration error: 3 settings are wrong: PUBLIC_URL is not set: .*; COLD_PAGE_WAIT_MS must be a number; UPSTASH_REDIS_REST_URL is http:\/\/localhost:8789, an address on this machine/,
     );
     // A setting parseConfig refuses is not named again for its address (nor is a value that is no URL read as one).
     const refused = `${BASE}[vars]\nORIGIN_URL = "https://products.internal"\nPUBLIC_URL = "http://localhost:8787/shop"\n`;
