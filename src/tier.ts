@@ -120,6 +120,8 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     maxColdPagesQueued: DEFAULTS.coldPagesQueued,
     overShareAnswerMs: DEFAULTS.overShareAnswerMs,
     coldPageWaitMs: config.coldPageWaitMs,
+    // A page waiting for its turn holds its product's place through its hold and its wait, and a read lease's grace.
+    turnLeaseMs: DEFAULTS.departureHoldMaxMs + config.coldPageWaitMs + DEFAULTS.l2ReadLeaseGraceMs,
     // A page's read fills its subject, then the other parts: two fills at most, one after the other.
     coldPageLeaseMs: 2 * Math.max(...RESOURCE_NAMES.map((resource) => fillBoundMs(config, resource))),
     maxBackgroundFills: config.backgroundFillsMax,

@@ -43,7 +43,7 @@ import { createL2Entries, type L2ValueStats } from "./l2/l2Entries";
 import { keptWith, type LocationCache, type LocationPart, type LocationStats } from "./location/location";
 import { filledMeanwhile, underWay, readCopies, readFromL1, readFromL2, readFromLocation, readFromOrigin, shedPage, type PageTools } from "./pageSteps";
 import { visitorLeft, type PageData, type PageRead, type PageRequest, type Timings } from "./pageRequest";
-import type { Admission, Departures, LagMeter } from "../overload";
+import type { Departures, LagMeter, PageAdmission } from "../overload";
 import { DEFAULTS } from "../config/defaults";
 import { createRejections } from "./fill/rejections";
 import type { PurgeStamp } from "./location/purgeStamp";
@@ -94,7 +94,7 @@ export interface ReadThroughDeps {
   random?: () => number;
   sleep?: (ms: number) => Promise<void>;
   /** Which pages may start new work, and what becomes of work nobody waits for (none in unit tests: all is admitted). */
-  overload?: { admission: Pick<Admission, "admit" | "noteNoWork" | "noteShed">; departures: Departures; lag: Pick<LagMeter, "lagMs"> };
+  overload?: { pages: PageAdmission; departures: Departures; lag: Pick<LagMeter, "lagMs"> };
 }
 
 /**
@@ -243,16 +243,6 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const refreshes = createRefreshes({ l2, outbox, clock, sleep, random, origin: deps.origin, flights, fillContext });
 
   const reading = createLeaseTable<string, true>({ clock });
-  /**
-   * Subjects whose page is waiting for its turn (admission, or the hold), by
-   * a number per page: later pages for the same product do not queue behind
-   * it as new work of their own, they go on and join whatever one of them
-   * starts (a herd for one product while the isolate runs late would
-   * otherwise fill the queue of cold pages, and be shed past it). A lease,
-   * so that a cancelled page's entry lapses with its longest wait.
-   */
-  const awaitingTurn = createLeaseTable<string, number>({ clock });
-  let nextPage = 0;
   const tools: PageTools = {
     config,
     clock,
@@ -282,27 +272,18 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   ];
 
   /**
-   * L1, then, for what it lacks, the location tier, L2 and the origin: new work, started only
-   * when the isolate admits it (overload/admission.ts) and only while the
-   * visitor is there. Joining a read or fill already under way here is not
-   * new work. A page whose visitor left gets no more steps; the
-   * parts still pending are left out (nobody reads the answer).
+   * L1, then, for what it lacks, the location tier, L2 and the origin: new
+   * work, started only when the isolate admits it (overload/pageAdmission.ts)
+   * and only while the visitor is there. A page whose visitor left gets no
+   * more steps; the parts still pending are left out (nobody reads the answer).
    */
   async function readPage(id: string, resources: readonly ResourceName[], request: PageRequest): Promise<PageRead> {
     const data: Record<string, Served<unknown>> = {};
     const timings: Timings = {};
     let started: number;
     let pending = readFromL1(tools, id, resources, request, data);
-    if (pending.length === 0) deps.overload?.admission.noteNoWork();
+    if (pending.length === 0) deps.overload?.pages.servedFromL1();
     if (pending.length === 0 || visitorLeft(request)) return { data: data as PageData, timings };
-    // Joining what this isolate is already reading or filling is no new work:
-    // a herd for one cold product waits for its one fill, and is not shed.
-    // The subject's fill leads the page's (its other parts follow it, and are
-    // joined in turn), so a page whose subject is under way is a joiner.
-    const subject = pending.find((item) => item.resource === PAGE_SUBJECT);
-    const newWork = subject
-      ? !underWay(tools, subject.key) && awaitingTurn.holder(subject.key) === undefined
-      : !pending.every((item) => underWay(tools, item.key));
     const readRest = async () => {
       // The visitor may have left while the page waited for its turn.
       if (visitorLeft(request)) return;
@@ -319,38 +300,31 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         timings.origin = clock.now() - started;
       }
     };
-    if (!newWork || !deps.overload) {
-      deps.overload?.admission.noteNoWork();
+    if (!deps.overload) {
       await readRest();
       return { data: data as PageData, timings };
     }
-    // A page with a copy of every part it lacks does not wait for its turn: it
-    // has something to show now. A copy the page would not show (stock kept
-    // only for the origin's failures: "availability unknown") is no such copy:
-    // shed at once, a saturated isolate showed that default on a fifth of its pages.
-    const withCopies = pending.every((item) => item.fallback !== undefined && RESOURCES[item.resource].showStaleIfError);
-    // A page that waited for its turn looks at L1 again first (and again before
-    // the origin, in readRest): a request that went ahead may have filled what it lacks.
-    const readAfterWait = async () => {
-      pending = filledMeanwhile(tools, id, pending, data);
-      if (pending.length > 0) await readRest();
-    };
-    const page = ++nextPage;
-    const turnKey = subject?.key;
-    if (turnKey) awaitingTurn.take(turnKey, clock.now() + DEFAULTS.departureHoldMaxMs + config.coldPageWaitMs + DEFAULTS.l2ReadLeaseGraceMs, page);
-    let admitted: Awaited<ReturnType<typeof readAfterWait>> | string;
-    try {
-      admitted = await deps.overload.admission.admit(readAfterWait, !withCopies, request.visitor, request.client);
-    } finally {
-      if (turnKey) awaitingTurn.release(turnKey, page);
-    }
-    if (typeof admitted === "string" && !visitorLeft(request)) {
-      // Followers of the same product that went on meanwhile may have filled what it lacks.
-      pending = filledMeanwhile(tools, id, pending, data);
-      if (pending.length > 0) deps.overload.admission.noteShed(shedPage(tools, pending, data) ? "stale" : "refused");
-      if (pending.length > 0 && admitted === "over share") return { data: data as PageData, timings, overShare: true };
-    }
-    return { data: data as PageData, timings };
+    const subject = pending.find((item) => item.resource === PAGE_SUBJECT);
+    const overShare = await deps.overload.pages.admitPage({
+      subjectKey: subject?.key,
+      joins: subject ? underWay(tools, subject.key) : pending.every((item) => underWay(tools, item.key)),
+      // A copy the page would not show (stock kept only for the origin's failures: "availability unknown") is no such
+      // copy: shed at once, a saturated isolate showed that default on a fifth of its pages.
+      withCopies: pending.every((item) => item.fallback !== undefined && RESOURCES[item.resource].showStaleIfError),
+      async read(afterWait) {
+        // A page that waited for its turn looks at L1 again first (and again before the origin, in readRest).
+        if (afterWait) pending = filledMeanwhile(tools, id, pending, data);
+        if (pending.length > 0) await readRest();
+      },
+      shed() {
+        pending = filledMeanwhile(tools, id, pending, data);
+        if (pending.length === 0) return undefined;
+        return shedPage(tools, pending, data) ? "stale" : "refused";
+      },
+      visitor: request.visitor,
+      client: request.client,
+    });
+    return overShare ? { data: data as PageData, timings, overShare } : { data: data as PageData, timings };
   }
 
   return {

@@ -6,16 +6,24 @@ import { createAdmission, type Admission, type AdmissionOptions, type AdmissionS
 import { createDepartures, type Departures, type DeparturesOptions, type DepartureStats } from "./departures";
 import { createLagMeter, type LagMeter } from "./lag";
 import { createPatience, type PatienceOptions, type PatienceStats } from "./patience";
+import { createPageAdmission, type PageAdmission } from "./pageAdmission";
 
 export { Departed, departed } from "./departures";
-export type { Admission, Departures, LagMeter };
+export type { Departures, LagMeter, PageAdmission };
 
-/** The bounds of admission and of departures (their options, each documented there); the lag meter is made here. */
-type OverloadOptions = Omit<AdmissionOptions, "lag" | "patience" | "maxHoldMs"> & DeparturesOptions & { hold: Omit<PatienceOptions, "clock"> };
+/**
+ * The bounds of admission and of departures (their options, each documented
+ * there); the lag meter is made here. `turnLeaseMs`: how long a page waiting
+ * for its turn holds its product's place at most (./pageAdmission.ts).
+ */
+type OverloadOptions = Omit<AdmissionOptions, "lag" | "patience" | "maxHoldMs"> &
+  DeparturesOptions & { hold: Omit<PatienceOptions, "clock">; turnLeaseMs: number };
 
 export interface Overload {
   lag: LagMeter;
   admission: Admission;
+  /** Where a page's new work meets admission (./pageAdmission.ts). */
+  pages: PageAdmission;
   departures: Departures;
   stats(): { admission: AdmissionStats; departures: DepartureStats; hold: PatienceStats };
 }
@@ -28,6 +36,7 @@ export function createOverload(options: OverloadOptions): Overload {
   return {
     lag,
     admission,
+    pages: createPageAdmission({ admission, clock: options.clock, turnLeaseMs: options.turnLeaseMs }),
     departures,
     stats: () => ({ admission: admission.stats(), departures: departures.stats(), hold: patience.stats() }),
   };

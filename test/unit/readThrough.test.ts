@@ -9,6 +9,7 @@ import type { FillClaim, FillClaimRequest, FillWrite, L2 } from "../../src/cache
 import { fakeClock, fakeOrigin, healthyL2Parts, sample, sampleProduct, testConfig } from "../support/fakes";
 import { DEFAULTS } from "../../src/config/defaults";
 import { createDepartures } from "../../src/overload/departures";
+import { createPageAdmission } from "../../src/overload/pageAdmission";
 import { entryKey } from "../../src/cache/keys";
 
 const PRODUCT: ResourceName[] = ["product"];
@@ -776,7 +777,13 @@ describe("pages that waited for their turn", () => {
       noteShed: () => undefined,
     };
     const departures = createDepartures({ clock, maxBackgroundFills: 4, backgroundFillMs: 1000 });
-    const cache = createReadThrough({ config: testConfig(), origin, l2: null, clock, overload: { admission, departures, lag: { lagMs: () => 0 } } });
+    const cache = createReadThrough({
+      config: testConfig(),
+      origin,
+      l2: null,
+      clock,
+      overload: { pages: createPageAdmission({ admission, clock, turnLeaseMs: 10_000 }), departures, lag: { lagMs: () => 0 } },
+    });
     const pages = await Promise.all(Array.from({ length: 10 }, () => cache.read("p-1", PRODUCT, () => {})));
     expect(asked).toBe(1);
     expect(origin.calls.product).toBe(1);
@@ -797,7 +804,13 @@ describe("pages that waited for their turn", () => {
       noteShed: () => undefined,
     };
     const departures = createDepartures({ clock, maxBackgroundFills: 4, backgroundFillMs: 1000 });
-    const cache = createReadThrough({ config: testConfig(), origin, l2: null, clock, overload: { admission, departures, lag: { lagMs: () => 0 } } });
+    const cache = createReadThrough({
+      config: testConfig(),
+      origin,
+      l2: null,
+      clock,
+      overload: { pages: createPageAdmission({ admission, clock, turnLeaseMs: 10_000 }), departures, lag: { lagMs: () => 0 } },
+    });
     await cache.read("p-1", ["product", "inventory", "reviews"], () => {});
     expect(waits).toEqual([true]);
     // 50 s on, the stock is past its grace (10 s fresh, 30 s stale): kept only for failures, and a page would not show it.
@@ -824,7 +837,13 @@ describe("pages that waited for their turn", () => {
       noteShed: () => undefined,
     };
     const departures = createDepartures({ clock, maxBackgroundFills: 4, backgroundFillMs: 1000 });
-    const cache = createReadThrough({ config: testConfig(), origin, l2: null, clock, overload: { admission, departures, lag: { lagMs: () => 0 } } });
+    const cache = createReadThrough({
+      config: testConfig(),
+      origin,
+      l2: null,
+      clock,
+      overload: { pages: createPageAdmission({ admission, clock, turnLeaseMs: 10_000 }), departures, lag: { lagMs: () => 0 } },
+    });
     const pages = await Promise.all([cache.read("p-1", PRODUCT, () => {}), cache.read("p-1", PRODUCT, () => {})]);
     expect(asked).toBe(1);
     expect(origin.calls.product).toBe(1);

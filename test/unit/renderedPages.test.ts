@@ -88,6 +88,7 @@ function setup() {
       lastChance: { afterShare: 0.8, perSecond: 0 },
       hold: { maxHoldMs: 0, departedShare: 0.5 },
       coldPageLeaseMs: 10_000,
+      turnLeaseMs: 1100,
       maxBackgroundFills: 4,
       backgroundFillMs: 1000,
     }),
