@@ -6,7 +6,7 @@ import { createReadThrough, redisSilence } from "../../src/cache/readThrough";
 import type { ResourceName } from "../../src/origin/resources";
 import { encodeEntry } from "../../src/cache/l2/codec";
 import type { FillClaim, FillClaimRequest, FillWrite, L2 } from "../../src/cache/l2/l2";
-import { fakeClock, fakeOrigin, healthyL2Parts, sample, sampleProduct, testConfig } from "../support/fakes";
+import { type FakeClock, type FakeOrigin, fakeClock, fakeOrigin, healthyL2Parts, sample, sampleProduct, testConfig } from "../support/fakes";
 import { DEFAULTS } from "../../src/config/defaults";
 import { createDepartures } from "../../src/overload/departures";
 import { createPageAdmission } from "../../src/overload/pageAdmission";
@@ -761,6 +761,18 @@ describe("tag purges judge L2's copies of a product this isolate has never seen"
   });
 });
 
+/** The read path without L2, its pages' new work going through `admission` (a fake the test writes), as the tier's overload parts pass it. */
+function readThroughAdmitting(clock: FakeClock, origin: FakeOrigin, admission: Parameters<typeof createPageAdmission>[0]["admission"]) {
+  const departures = createDepartures({ clock, maxBackgroundFills: 4, backgroundFillMs: 1000 });
+  return createReadThrough({
+    config: testConfig(),
+    origin,
+    l2: null,
+    clock,
+    overload: { pages: createPageAdmission({ admission, clock, turnLeaseMs: 10_000 }), departures, lag: { lagMs: () => 0 } },
+  });
+}
+
 describe("pages that waited for their turn", () => {
   it("while one page of a cold product waits for its turn, the others for it do not queue: they go on and join one fill, and the waiting page, shed at the end of its wait, is served what they filled", async () => {
     const clock = fakeClock();
@@ -776,14 +788,7 @@ describe("pages that waited for their turn", () => {
       noteNoWork: () => undefined,
       noteShed: () => undefined,
     };
-    const departures = createDepartures({ clock, maxBackgroundFills: 4, backgroundFillMs: 1000 });
-    const cache = createReadThrough({
-      config: testConfig(),
-      origin,
-      l2: null,
-      clock,
-      overload: { pages: createPageAdmission({ admission, clock, turnLeaseMs: 10_000 }), departures, lag: { lagMs: () => 0 } },
-    });
+    const cache = readThroughAdmitting(clock, origin, admission);
     const pages = await Promise.all(Array.from({ length: 10 }, () => cache.read("p-1", PRODUCT, () => {})));
     expect(asked).toBe(1);
     expect(origin.calls.product).toBe(1);
@@ -803,14 +808,7 @@ describe("pages that waited for their turn", () => {
       noteNoWork: () => undefined,
       noteShed: () => undefined,
     };
-    const departures = createDepartures({ clock, maxBackgroundFills: 4, backgroundFillMs: 1000 });
-    const cache = createReadThrough({
-      config: testConfig(),
-      origin,
-      l2: null,
-      clock,
-      overload: { pages: createPageAdmission({ admission, clock, turnLeaseMs: 10_000 }), departures, lag: { lagMs: () => 0 } },
-    });
+    const cache = readThroughAdmitting(clock, origin, admission);
     await cache.read("p-1", ["product", "inventory", "reviews"], () => {});
     expect(waits).toEqual([true]);
     // 50 s on, the stock is past its grace (10 s fresh, 30 s stale): kept only for failures, and a page would not show it.
@@ -836,14 +834,7 @@ describe("pages that waited for their turn", () => {
       noteNoWork: () => undefined,
       noteShed: () => undefined,
     };
-    const departures = createDepartures({ clock, maxBackgroundFills: 4, backgroundFillMs: 1000 });
-    const cache = createReadThrough({
-      config: testConfig(),
-      origin,
-      l2: null,
-      clock,
-      overload: { pages: createPageAdmission({ admission, clock, turnLeaseMs: 10_000 }), departures, lag: { lagMs: () => 0 } },
-    });
+    const cache = readThroughAdmitting(clock, origin, admission);
     const pages = await Promise.all([cache.read("p-1", PRODUCT, () => {}), cache.read("p-1", PRODUCT, () => {})]);
     expect(asked).toBe(1);
     expect(origin.calls.product).toBe(1);
