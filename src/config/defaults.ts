@@ -96,7 +96,8 @@ export const DEFAULTS = {
   originMaxConcurrent: 256,
   /**
    * New work (a page's L1 misses: L2 reads, lock claims, origin fetches)
-   * starts only while the isolate runs at most this late (overload/lag.ts: how late L2 replies are read, or a 1 ms timer fires).
+   * starts only while the isolate runs at most this late (overload/lag.ts:
+   * how late L2 replies are read, or a 1 ms timer fires).
    * Every request queues behind the work already in the isolate, and the
    * replies and renders of cold pages land in that queue: the lag is what a
    * cached page waits before its turn. 30 ms leaves a cached page most of

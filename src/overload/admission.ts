@@ -1,8 +1,8 @@
 // Admission of new work (docs/architecture.md#overload): a page that L1 can
 // serve is always served; a page that needs new work (an L1 miss: an L2 read,
 // a lock claim, an origin fetch) starts it only while the isolate keeps up:
-// while it runs at most 30 ms late (./lag.ts, DEFAULTS.shedLagMs), with fewer than
-// COLD_PAGES_MAX such pages in progress.
+// while it runs at most 30 ms late (./lag.ts, DEFAULTS.shedLagMs), with
+// fewer than COLD_PAGES_MAX such pages in progress.
 //
 // Every request an isolate takes queues behind the work already in it, and
 // a cold page's work (replies to parse, a page to render) lands in that

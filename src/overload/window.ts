@@ -27,14 +27,6 @@ export function createWindowCounts<K extends string>(clock: Clock, outcomes: rea
   let currentFrom = clock.now();
   let current = zero();
   let previous = zero();
-  /** Each outcome's count over the window, one object filled again on every call: waiting pages ask on every look, and a new one each time was garbage by the thousand a second. */
-  const sum = zero();
-
-  function counts(): Record<K, number> {
-    roll();
-    for (const outcome of outcomes) sum[outcome] = current[outcome] + previous[outcome];
-    return sum;
-  }
 
   function roll(): void {
     const now = clock.now();
@@ -50,10 +42,11 @@ export function createWindowCounts<K extends string>(clock: Clock, outcomes: rea
       current[outcome]++;
     },
     share(outcome) {
-      const all = counts();
+      // Summed without an object: waiting pages ask on every look, and an object a look was garbage by the thousand a second.
+      roll();
       let pages = 0;
-      for (const each of outcomes) pages += all[each];
-      return pages < RECENT_MIN_PAGES ? 0 : all[outcome] / pages;
+      for (const each of outcomes) pages += current[each] + previous[each];
+      return pages < RECENT_MIN_PAGES ? 0 : (current[outcome] + previous[outcome]) / pages;
     },
   };
 }
