@@ -125,8 +125,8 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     // A page's read fills its subject, then the other parts: two fills at most, one after the other.
     coldPageLeaseMs: 2 * Math.max(...RESOURCE_NAMES.map((resource) => fillBoundMs(config, resource))),
     maxBackgroundFills: config.backgroundFillsMax,
-    // A finished fill's write waits for its send (its window, or a claim to carry it: patientWriteHoldMs at most, sendQueue.ts holds no write longer), then has the write budget.
-    backgroundFillMs: Math.max(DEFAULTS.sendWindowMs, DEFAULTS.writeHoldForClaimMs, DEFAULTS.patientWriteHoldMs) + DEFAULTS.l2WriteTimeoutMs,
+    // A finished fill's write waits for a claim call to carry it (writeHoldMs at most: cache/l2/outbox.ts), then has the write budget.
+    backgroundFillMs: DEFAULTS.writeHoldMs + DEFAULTS.l2WriteTimeoutMs,
     hold: {
       maxHoldMs: DEFAULTS.departureHoldMaxMs,
       departedShare: DEFAULTS.departureHoldShare,

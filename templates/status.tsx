@@ -363,12 +363,10 @@ export function StatusPage(view: StatusView) {
             <dd>{leases.fillsInFlight}</dd>
             <dt>fills taken over</dt>
             <dd>{leases.fillsTakenOver}</dd>
-            <dt>background refreshes</dt>
-            <dd>{leases.refreshSends}</dd>
-            <dt>fill writes</dt>
-            <dd>{leases.writeSends}</dd>
             <dt>lock claims</dt>
             <dd>{leases.claimCalls}</dd>
+            <dt>fill writes</dt>
+            <dd>{leases.writeSends}</dd>
           </dl>
           <p class="note">Slots and fills are leases with deadlines: a request that vanishes holding one gives it back at its deadline.</p>
         </section>

@@ -12,8 +12,7 @@ import { HEAP_FLAT } from "./plan";
 /** The status gauges of work under way (src/observability/statusModel.ts), by path: 0 on every isolate once it is idle. */
 const GAUGES = [
   "fills.inFlight",
-  "fills.sends.refreshes.queued",
-  "fills.sends.writes.queued",
+  "fills.outbox.queued",
   "overload.admission.coldPages",
   "overload.admission.coldPagesQueued",
   "overload.departures.backgroundFills",

@@ -339,7 +339,7 @@ export async function readFromL2(
  * which returns L2's copy of each resource that has one fresh or within its
  * stale window (served, and a stale one refreshed, as an L2 read's would be)
  * and takes the lock of each that has none; then one origin round trip for
- * those, and their writes go with the isolate's other writes (l2/sendQueue.ts).
+ * those, and their writes go with the isolate's other writes (l2/outbox.ts).
  * So an L1 miss costs one Redis call, whether L2 has the page or not: an
  * MGET first cost a round trip more for every page L2 did not have. An id
  * the filter lists that names no product (a false positive, about 1%, or a

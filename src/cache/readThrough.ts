@@ -32,8 +32,7 @@ import { createLeaseTable } from "../shared/leases";
 import { markedStale, onlyForErrorsFrom, type Entry } from "./entry";
 import { createFill, type FillContext } from "./fill/fill";
 import { createFillBatch } from "./l2/fillBatch";
-import { createFillWrites } from "./l2/fillWrites";
-import { createClaimOutbox, type ClaimOutboxStats } from "./l2/claimOutbox";
+import { createOutbox, type OutboxStats } from "./l2/outbox";
 import { createFlights } from "./fill/flights";
 import { createHotness } from "./hotness";
 import { entryKey } from "./keys";
@@ -48,16 +47,13 @@ import { DEFAULTS } from "../config/defaults";
 import { createRejections } from "./fill/rejections";
 import type { PurgeStamp } from "./location/purgeStamp";
 import { createRefreshes } from "./fill/refreshes";
-import type { SendStats } from "./l2/sendQueue";
 import type { Served } from "./served";
 
-/** Fills in flight and taken over (fill/flights.ts), and the background sends of refreshes and writes (null without L2). */
+/** Fills in flight and taken over (fill/flights.ts), and the claims and writes of the outbox (null without L2). */
 export interface FillStats {
   inFlight: number;
   takenOver: number;
-  sends: { refreshes: SendStats | null; writes: SendStats | null };
-  /** Lock claims and the calls they went in (null without L2). */
-  claims: ClaimOutboxStats | null;
+  outbox: OutboxStats | null;
 }
 
 /** The purges this isolate knows of (see invalidation/watcher.ts). */
@@ -163,12 +159,20 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const isolateLate = () => (overload ? overload.lag.lagMs() > DEFAULTS.isolateLateMs : true);
   const redisSilent = redisSilence(l2, isolateLate);
   const location = deps.location ?? null;
-  /** The isolate's fill writes on their way to L2, and its lock claims, which take them along (l2/fillWrites.ts, l2/claimOutbox.ts). */
-  const writes = l2 && createFillWrites(l2, { clock, sleep });
-  const outbox = l2 && writes ? createClaimOutbox(l2, { clock, sleep, carry: writes, readAlong: () => deps.purges?.readAlong?.() ?? null }) : undefined;
+  /** The isolate's lock claims and fill writes on their way to L2, which claim calls carry (l2/outbox.ts). */
+  const outbox =
+    l2 &&
+    createOutbox(l2, {
+      clock,
+      sleep,
+      holdMs: DEFAULTS.writeHoldMs,
+      maxItems: DEFAULTS.outboxItemsPerCall,
+      maxBytes: DEFAULTS.outboxBytesPerCall,
+      maxWaitMs: config.lockTtlMs,
+      readAlong: () => deps.purges?.readAlong?.() ?? null,
+    });
   const fillFromL2AndOrigin = createFill({
     ...deps,
-    writes,
     outbox,
     l2Entries,
     random,
@@ -240,7 +244,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     return { resource, id, background, batch, notBefore: purged.hard, freshAfter: purged.any, freshBeyond: 0 };
   }
 
-  const refreshes = createRefreshes({ l2, outbox, clock, sleep, random, origin: deps.origin, flights, fillContext });
+  const refreshes = createRefreshes({ clock, random, origin: deps.origin, flights, fillContext });
 
   const reading = createLeaseTable<string, true>({ clock });
   const tools: PageTools = {
@@ -330,7 +334,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   return {
     l1,
     l2,
-    fillStats: () => ({ ...flights.stats(), sends: { refreshes: refreshes.stats(), writes: writes?.stats() ?? null }, claims: outbox?.stats() ?? null }),
+    fillStats: () => ({ ...flights.stats(), outbox: outbox?.stats() ?? null }),
     l2ValueStats: () => ({ ...l2Entries.stats }),
     locationStats: () => (location ? { ...location.stats } : null),
     forget(key) {
@@ -357,7 +361,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       // This read's fills claim their locks and poll for other isolates' results together (l2/fillBatch.ts).
       return readPage(id, resources, {
         background,
-        batch: l2 ? createFillBatch(l2, sleep, background, outbox) : undefined,
+        batch: l2 ? createFillBatch(l2, sleep, background, outbox ?? undefined) : undefined,
         listed: options?.listed,
         visitor: options?.visitor,
         client: options?.client,

@@ -358,87 +358,24 @@ export const DEFAULTS = {
    */
   refreshAheadShare: { warm: 0.1, hot: 0.25 },
   /**
-   * Background Redis work that an isolate's requests queue within this window
-   * goes out together (cache/l2/sendQueue.ts): the lock claims of refreshes in
-   * one call and their writes in one; fill writes in one call per shard.
-   * Nobody waits for it, and stock is fresh for 10 s: 20 ms later is nothing
-   * to a visitor, and a write 20 ms later keeps another isolate waiting on
-   * the lock 20 ms longer, where at hundreds of pages a second an isolate
-   * queues several in that time.
+   * A fill's write that nobody is known to wait for (fill.ts, mayWait) waits
+   * this long at most for a lock claim call to carry it (cache/l2/outbox.ts):
+   * an isolate that sees a few pages a second claims every few hundred
+   * milliseconds, and a write sent on its own is a call per fill. A third of
+   * the lock's life (lockTtlMs): the lock outlives the hold, so no other
+   * isolate takes it over and fetches again. What it costs: a visitor in
+   * another data center with no copy of the key, whose claim finds this
+   * lock, waits for the write up to this much longer.
    */
-  sendWindowMs: 20,
+  writeHoldMs: 1000,
   /**
-   * The same for background refreshes: a refresh is of a copy being served
-   * already, and nobody waits for it, so it waits longer for others to share
-   * its lock claim's call (their claims are a third of an isolate's claim
-   * calls at a few hundred pages a second, stock's refreshes most of them).
-   * Stock 100 ms older is nothing to a visitor: it is fresh for 10 s.
+   * Claims and writes in one Redis call at most (cache/l2/outbox.ts), and
+   * the writes' values' characters: a claim is on a visitor's path, and a
+   * call this size is one script run of a few milliseconds (one larger
+   * value still goes, alone).
    */
-  refreshWindowMs: 100,
-  /** Refreshes in one send at most: each may cost an origin fetch out of the sending request's subrequest budget (45 by default). */
-  refreshesPerSend: 8,
-  /**
-   * Fill writes in one send at most: one call per shard, whose body holds
-   * their values. Twice what a claim carries (writesPerClaim), so that a
-   * busy isolate's queue does not fill between two claim calls and go on its
-   * own; past a burst, the next claims take what waits.
-   */
-  writesPerSend: 64,
-  /** And their values' characters at most: half of the 1 MB an Upstash request may carry (one larger value still goes, alone). */
-  writeBytesPerSend: 512 * 1024,
-  /**
-   * Lock claims of several requests in one call (cache/l2/claimOutbox.ts):
-   * while the isolate's claim calls come less than `claimGatherWhenWithinMs`
-   * apart (over forty a second), a claim waits `claimGatherMs` for others
-   * to join its call; slower, it goes at once. A miss goes on to the origin
-   * (tens of ms) or to another isolate's fill: 6 ms more is little, and
-   * claims are most of the tier's Redis commands (the cost per page that
-   * issue 31 measures). At most `claimsPerCall` in one call; a joiner looks
-   * for its answers from the call's due time, every `claimPollMaxMs` at most.
-   */
-  claimGatherMs: 6,
-  claimGatherWhenWithinMs: 25,
-  claimsPerCall: 32,
-  claimPollMaxMs: 2,
-  /**
-   * Fill writes a lock claim takes along, at most, and their values'
-   * characters (l2.ts, WritesToCarry): at hundreds of pages a second an
-   * isolate claims every few milliseconds, so waiting writes mostly go with
-   * the next claim instead of a call of their own. Enough for the writes
-   * that come between two gathered claim calls (hundreds of fills a second
-   * at 30 to 40 calls), and small: the claim is on a visitor's path (one
-   * larger value still goes, alone).
-   */
-  writesPerClaim: 32,
-  writeBytesPerClaim: 128 * 1024,
-  /**
-   * While claims carry writes (the last took some less than this ago), a
-   * write waits this long at most for one before the queue sends it on its
-   * own (sendQueue.ts, holdWhileTakenMs). Under load a claim call comes
-   * every few tens of milliseconds (gathered: claimGatherMs); when claims
-   * stop, what waits goes this long after the last one.
-   */
-  writeHoldForClaimMs: 100,
-  /**
-   * A fill's write that nobody is known to wait for (a refresh of a copy
-   * served meanwhile, a product's first view here that no other request
-   * joined: fill.ts, mayWait) waits this long at most for a lock claim to
-   * carry it, where others go within their window. An isolate that sees a
-   * few pages a second claims every few hundred milliseconds: with the
-   * window alone nearly every write goes on its own, a call per fill, and
-   * Redis's commands a page grow with the number of isolates sharing a load.
-   * What it costs: a visitor in another data center with no copy of the
-   * key whose claim finds this lock waits for the write up to this much
-   * longer (in this one, the copy is in the location tier from the fill's
-   * landing; L2's stale copy, if there is one, is served at once, as usual).
-   * A third of the lock's life (lockTtlMs), which bounds a write's wait
-   * (fillWrites.ts).
-   */
-  patientWriteHoldMs: 1000,
-  /** Items waiting in each queue at most: more refreshes are dropped (a later view asks again), more writes go out on their own. */
-  sendQueueMax: 256,
-  /** A refresh that waited this long is dropped rather than sent late (its copy has likely been read again, and asked again). */
-  refreshMaxWaitMs: 2000,
+  outboxItemsPerCall: 32,
+  outboxBytesPerCall: 128 * 1024,
   /** Budget of the known-ids filter's own L2 calls: its segments (8 KB each) are larger than entries. */
   knownIdsL2TimeoutMs: 1000,
   /** Values over this many bytes are compressed before they go to L2. */

@@ -103,7 +103,7 @@ export interface PurgeWatcher {
   /** Whether this isolate knows every id purge after `stamp` (see KnownPurges.vouches). */
   vouches(stamp: PurgeStamp): boolean;
   /**
-   * What a lock claim going out now reads along (cache/l2/claimOutbox.ts):
+   * What a lock claim going out now reads along (cache/l2/outbox.ts):
    * the log's position, once this isolate's knowledge is a quarter of
    * `pollMs` old (null: not now). When the log stands where this isolate
    * has read it up to, its knowledge holds as of the claim's sending, as if

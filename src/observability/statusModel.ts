@@ -36,7 +36,7 @@ export interface StatusSources {
   purges: PurgeWatcherStatus;
   /** The isolate's origin fetch slots (leases): held now, callers queued, and slots taken back from vanished holders. */
   originSlots: { inUse: number; queued: number; reclaimed: number };
-  /** Fills in flight in this isolate, fills taken over from a request that vanished, and the background sends (cache/l2/sendQueue.ts). */
+  /** Fills in flight in this isolate, fills taken over from a request that vanished, and the outbox's claims and writes (cache/l2/outbox.ts). */
   fills: FillStats;
   /** Admission of new work and what became of work whose visitors left (overload/). */
   overload: ReturnType<Overload["stats"]>;

@@ -268,9 +268,8 @@ export function statusView(model: StatusModel) {
       reclaimedClass: model.originSlots.reclaimed > 0 ? "warn" : "ok",
       fillsInFlight: count(model.fills.inFlight),
       fillsTakenOver: count(model.fills.takenOver),
-      refreshSends: sendsView(model.fills.sends.refreshes),
-      writeSends: sendsView(model.fills.sends.writes),
-      claimCalls: claimsView(model.fills.claims),
+      claimCalls: claimsView(model.fills.outbox),
+      writeSends: writesView(model.fills.outbox),
     },
     overload: overloadView(model.overload),
     l1: {
@@ -327,15 +326,15 @@ function overloadView(overload: StatusModel["overload"]) {
   };
 }
 
-/** One line for a send queue (cache/l2/sendQueue.ts): what it sent, and what it could not. */
-function claimsView(stats: StatusModel["fills"]["claims"]): string {
+/** The outbox's lock claims (cache/l2/outbox.ts): how many calls they took, and how many went in another request's call. */
+function claimsView(stats: StatusModel["fills"]["outbox"]): string {
   if (!stats) return "off (no L2)";
   const lapsed = stats.lapsed > 0 ? `, ${count(stats.lapsed)} unanswered when their call's lease ended` : "";
-  return `${count(stats.claims)} claims in ${count(stats.calls)} calls; ${count(stats.joined)} joined another request's call${lapsed}`;
+  return `${count(stats.claims)} claims in ${count(stats.claimCalls)} calls; ${count(stats.joined)} went in another request's call${lapsed}`;
 }
 
-function sendsView(stats: StatusModel["fills"]["sends"]["refreshes"]): string {
+/** The outbox's fill writes: carried by claim calls, or sent on their own, and what waits or was dropped. */
+function writesView(stats: StatusModel["fills"]["outbox"]): string {
   if (!stats) return "off (no L2)";
-  const carried = stats.carried > 0 ? `, ${count(stats.carried)} went with a lock claim` : "";
-  return `${count(stats.sends)} sends${carried}, ${count(stats.queued)} waiting; ${count(stats.expired)} dropped late, ${count(stats.refused)} refused (queue full), ${count(stats.takenOver)} sends taken over`;
+  return `${count(stats.carried)} went with a lock claim, ${count(stats.writeCalls)} calls of writes alone; ${count(stats.queued)} waiting, ${count(stats.expired)} dropped late`;
 }

@@ -195,6 +195,11 @@ const POLL_MAX_MS = 16;
  * 1 ms up to `maxPauseMs`:
  * a short one where the work takes milliseconds.
  */
+/** A poll's pauses until `until`, for a loop that sleeps on a clock of its own (cache/l2/outbox.ts). */
+export function pollPauses(until: number, now: () => number): Generator<number> {
+  return pauses(POLL_FIRST_MS, POLL_MAX_MS, until, now);
+}
+
 export async function pollUntil<T>(check: () => T | undefined, until: number, now: () => number = Date.now, maxPauseMs = POLL_MAX_MS): Promise<T | undefined> {
   for (const pause of pauses(POLL_FIRST_MS, maxPauseMs, until, now)) {
     const value = check();

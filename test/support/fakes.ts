@@ -5,6 +5,9 @@ import { parseConfig, type Config } from "../../src/config";
 import type { FillContext } from "../../src/cache/fill/fill";
 import type { LocationStore } from "../../src/cache/location/location";
 import type { Clock } from "../../src/shared/clock";
+import type { L2 } from "../../src/cache/l2/l2";
+import { createOutbox, type Outbox } from "../../src/cache/l2/outbox";
+import { DEFAULTS } from "../../src/config/defaults";
 import type { OriginAnswer, OriginClient } from "../../src/origin/client";
 import { OriginError } from "../../src/origin/failure";
 import { PAGE_RESOURCES, PAGE_SUBJECT, RESOURCE_NAMES, type PageResource, type ResourceName, type ResourceTypes } from "../../src/origin/resources";
@@ -155,4 +158,16 @@ export function fakeStore() {
     },
   };
   return { store, stored, calls };
+}
+
+/** The tier's outbox of claims and writes (src/cache/l2/outbox.ts) over `l2`, with the tier's numbers. */
+export function testOutbox(l2: L2, clock: Clock, sleep: (ms: number) => Promise<void>): Outbox {
+  return createOutbox(l2, {
+    clock,
+    sleep,
+    holdMs: DEFAULTS.writeHoldMs,
+    maxItems: DEFAULTS.outboxItemsPerCall,
+    maxBytes: DEFAULTS.outboxBytesPerCall,
+    maxWaitMs: DEFAULTS.lockTtlMs,
+  });
 }

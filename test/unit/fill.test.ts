@@ -7,12 +7,12 @@ import { encodeEntry } from "../../src/cache/l2/codec";
 import { createFill } from "../../src/cache/fill/fill";
 import type { FillClaim, L2 } from "../../src/cache/l2/l2";
 import { createL2Entries } from "../../src/cache/l2/l2Entries";
-import { createFillWrites, type FillWrites } from "../../src/cache/l2/fillWrites";
+import type { Outbox } from "../../src/cache/l2/outbox";
 import { DEFAULTS } from "../../src/config/defaults";
 import { createFlights } from "../../src/cache/fill/flights";
 import { createL1 } from "../../src/cache/l1";
 import { createRejections } from "../../src/cache/fill/rejections";
-import { fakeOrigin, sampleProduct, testConfig, testFillContext } from "../support/fakes";
+import { fakeOrigin, sampleProduct, testConfig, testFillContext, testOutbox } from "../support/fakes";
 import { systemClock } from "../../src/shared/clock";
 
 const config = testConfig();
@@ -37,6 +37,7 @@ function losingL2(polls: (string | null | undefined)[], accepts: boolean, silent
     accepts: () => accepts,
     answered: () => 1,
     writeFills: async (batch: { lockToken: string }[]) => (writes.push(...batch), batch.map(() => undefined)),
+    shardOf: () => "l2",
   } as unknown as L2;
   return { l2, reads: () => reads, claims: () => claimed, writes };
 }
@@ -59,7 +60,7 @@ async function fillOnce(l2: L2, l2Entries = createL2Entries({ config, l2, clock:
     config,
     origin,
     l2,
-    writes: createFillWrites(l2, { clock: systemClock, sleep }),
+    outbox: testOutbox(l2, systemClock, sleep),
     l2Entries,
     clock: { now: () => Date.now() },
     random: Math.random,
@@ -152,6 +153,7 @@ function unansweredL2(holder: (ownToken: string) => string | null, value: () => 
     accepts: () => true,
     answered: () => 1,
     writeFills: async (batch: { lockToken: string }[]) => (writes.push(...batch), batch.map(() => true)),
+    shardOf: () => "l2",
   } as unknown as L2;
   return { l2, writes, reads: () => reads };
 }
@@ -208,6 +210,7 @@ describe("a loser whose poll finds the lock free and no fresh copy", () => {
       accepts: () => true,
       answered: () => 1,
       writeFills: async (batch: unknown[]) => batch.map(() => undefined),
+      shardOf: () => "l2",
     } as unknown as L2;
     return { l2, claims: () => claimed };
   }
@@ -253,15 +256,15 @@ describe("a won fill's write", () => {
       claimFills: async (claims: readonly unknown[]) => claims.map((): FillClaim => ({ kind: "won" })),
       accepts: () => true,
       answered: () => 1,
+      shardOf: () => "l2",
     } as unknown as L2;
     const sent: { patient?: boolean; lockToken: string }[] = [];
-    const writes = {
-      send: (write: { patient?: boolean; lockToken: string }) => void sent.push(write),
-      take: () => [],
-      stats: () => ({}),
-    } as unknown as FillWrites;
+    const outbox = {
+      claim: (requests: Parameters<L2["claimFills"]>[0]) => l2.claimFills(requests),
+      write: (write: { patient?: boolean; lockToken: string }) => void sent.push(write),
+    } as unknown as Outbox;
     const sleep = async () => undefined;
-    const fill = createFill({ config, origin, l2, writes, l2Entries: createL2Entries({ config, l2, clock }), clock, random: Math.random, sleep });
+    const fill = createFill({ config, origin, l2, outbox, l2Entries: createL2Entries({ config, l2, clock }), clock, random: Math.random, sleep });
     const { context } = testFillContext("p-000042");
     if (options.joined !== undefined) context.joinedHere = () => options.joined!;
     context.refresh = options.refresh;
@@ -272,30 +275,30 @@ describe("a won fill's write", () => {
     return sent[0]!;
   }
 
-  it(`may wait up to patientWriteHoldMs (${DEFAULTS.patientWriteHoldMs} ms) for a claim to carry it when nobody else here waits for it: a first view, or a refresh`, async () => {
+  it(`may wait up to writeHoldMs (${DEFAULTS.writeHoldMs} ms) for a claim call to carry it when nobody else here waits for it: a first view, or a refresh`, async () => {
     expect((await wonFill({ joined: false })).patient).toBe(true);
     expect((await wonFill({ refresh: true })).patient).toBe(true);
   });
 
-  it("goes within its window when other requests here joined the fill (a herd: likely awaited in other isolates too)", async () => {
+  it("goes at once when other requests here joined the fill (a herd: likely awaited in other isolates too)", async () => {
     expect((await wonFill({ joined: true })).patient).toBe(false);
   });
 
-  it("goes within its window when the key was purged within a poll and a lock's life: the isolates that held a copy come back for it now", async () => {
+  it("goes at once when the key was purged within a poll and a lock's life: the isolates that held a copy come back for it now", async () => {
     const lately = config.purgePollMs + config.lockTtlMs;
     expect((await wonFill({ purgedAt: START - lately })).patient).toBe(false);
     expect((await wonFill({ purgedAt: START - lately - 1 })).patient).toBe(true);
   });
 
-  it("goes within its window when its lock would not outlive the hold by half its life (a slow origin): another isolate would take the lock over", async () => {
-    const slowest = config.lockTtlMs / 2 - DEFAULTS.patientWriteHoldMs;
+  it("goes at once when its lock would not outlive the hold by half its life (a slow origin): another isolate would take the lock over", async () => {
+    const slowest = config.lockTtlMs / 2 - DEFAULTS.writeHoldMs;
     expect((await wonFill({ originMs: slowest })).patient).toBe(true);
     expect((await wonFill({ originMs: slowest + 1 })).patient).toBe(false);
   });
 });
 
 describe("a fill that other requests of the isolate joined", () => {
-  it("says so to the fill before it writes (its write then goes within its window), and a fill nobody joined says not", async () => {
+  it("says so to the fill before it writes (its write then goes at once), and a fill nobody joined says not", async () => {
     const clock = systemClock;
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));

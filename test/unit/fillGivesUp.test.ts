@@ -8,8 +8,7 @@ import { describe, expect, it } from "vitest";
 import { createFill } from "../../src/cache/fill/fill";
 import type { FillClaim, FillWrite, L2 } from "../../src/cache/l2/l2";
 import { createL2Entries } from "../../src/cache/l2/l2Entries";
-import { createFillWrites } from "../../src/cache/l2/fillWrites";
-import { fakeClock, fakeOrigin, testConfig, testFillContext } from "../support/fakes";
+import { fakeClock, fakeOrigin, testConfig, testFillContext, testOutbox } from "../support/fakes";
 
 const config = testConfig();
 const KEY = "pp:v1:p:p-000042";
@@ -31,6 +30,7 @@ function losingL2(holderAt: (poll: number) => string | null, now: () => number) 
     },
     accepts: () => true,
     answered: () => 1,
+    shardOf: () => "l2",
     writeFills: async (batch: FillWrite[]) => (writes.push(...batch), batch.map(() => true)),
   } as unknown as L2;
   return { l2, polls, writes };
@@ -50,7 +50,7 @@ function setup(holderAt: (poll: number) => string | null) {
     config,
     origin,
     l2,
-    writes: createFillWrites(l2, { clock, sleep: async (ms) => clock.advance(ms) }),
+    outbox: testOutbox(l2, clock, async (ms) => clock.advance(ms)),
     l2Entries: createL2Entries({ config, l2, clock }),
     clock,
     random: () => 0.5,

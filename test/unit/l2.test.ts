@@ -248,24 +248,12 @@ describe("L2 writes and locks", () => {
     expect(await Promise.all(claims.map(({ lock }) => redis.get(lock)))).toEqual(claims.map(({ claim }) => claim.token));
   });
 
-  it("sends the writes waiting in the isolate with the next claim, in one command: the writes first, each judged as on its own", async () => {
+  it("sends the writes a claim call carries in the same command: the writes first, each judged as on its own", async () => {
     const client = l2();
     const [landing, older, claimed] = ["landing", "older", "claimed"].map((name) => `pp:v1:p:carry-${name}`) as [string, string, string];
     await redis.set(older, encoded(entry(9)), { px: 60_000 });
     await redis.set(lockKey("pp:v1", landing), "t-landing", { px: 60_000 });
-    const waiting = [
-      fillWrite(landing, encoded(entry(5)), 5, "t-landing"),
-      fillWrite(older, encoded(entry(8)), 8),
-      fillWrite("pp:v1:p:carry-other-shard", "x", 1),
-    ];
-    const asked: number[] = [];
-    const carry = {
-      take(accepts: (write: FillWrite) => boolean, maxItems: number) {
-        asked.push(maxItems);
-        const taken = waiting.filter((write) => write.key !== "pp:v1:p:carry-other-shard" && accepts(write)).slice(0, maxItems);
-        return taken;
-      },
-    };
+    const writes = [fillWrite(landing, encoded(entry(5)), 5, "t-landing"), fillWrite(older, encoded(entry(8)), 8)];
     const now = Date.now();
     const claim = (key: string, token: string) => ({
       key,
@@ -273,13 +261,12 @@ describe("L2 writes and locks", () => {
       claim: { token, lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 },
     });
     await redisCommand(["CONFIG", "RESETSTAT"]);
-    const claims = await client.claimFills([claim(landing, "t2"), claim(claimed, "t3")], { carry });
+    const claims = await client.claimFills([claim(landing, "t2"), claim(claimed, "t3")], { writes });
     // One script run (one command sent): the writes' MGET and SET, then the claims' MGET and SET.
     const info = String(await redisCommand(["INFO", "commandstats"]));
     const runs = [...info.matchAll(/^cmdstat_(evalsha|eval):calls=(\d+)/gm)].reduce((sum, m) => sum + Number(m[2]), 0);
     expect(runs).toBe(1);
     expect(await innerCalls()).toEqual({ mget: 2, set: 2 });
-    expect(asked).toHaveLength(1);
     // The write of `landing` landed before its claim ran: the claim finds its value, fresh.
     expect(claims.map((c) => c?.kind)).toEqual(["copy", "won"]);
     expect(versionOf(await redis.get(landing))).toBe(5);
@@ -294,13 +281,13 @@ describe("L2 writes and locks", () => {
     const written = "pp:v1:p:along-written";
     await redis.set(counter, "17", { px: 60_000 });
     await redis.hset(hash, { field: "x" });
-    const carry = { take: (accepts: (write: FillWrite) => boolean) => [fillWrite(written, encoded(entry(3)), 3)].filter(accepts) };
+    const writes = [fillWrite(written, encoded(entry(3)), 3)];
     const seen: (readonly (string | null)[])[] = [];
     const now = Date.now();
     await redisCommand(["CONFIG", "RESETSTAT"]);
     const claims = await client.claimFills(
       [{ key: claimed, lock: lockKey("pp:v1", claimed), claim: { token: "t-along", lockTtlMs: 3000, freshBeyond: now, notBefore: 0, freshAfter: 0 } }],
-      { carry, readAlong: { keys: [counter, missing, hash], read: (values) => seen.push(values) } },
+      { writes, readAlong: { keys: [counter, missing, hash], read: (values) => seen.push(values) } },
     );
     const info = String(await redisCommand(["INFO", "commandstats"]));
     const runs = [...info.matchAll(/^cmdstat_(evalsha|eval):calls=(\d+)/gm)].reduce((sum, m) => sum + Number(m[2]), 0);
@@ -348,9 +335,7 @@ describe("L2 writes and locks", () => {
             claim: { token: "t", lockTtlMs: 3000, freshBeyond: Date.now(), notBefore: 0, freshAfter: 0 },
           },
         ],
-        {
-          carry: { take: () => carried.splice(0) },
-        },
+        { writes: carried },
       );
       expect(claims).toEqual([undefined]);
     } finally {

@@ -407,11 +407,7 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
     fills: {
       inFlight: 5,
       takenOver: 0,
-      sends: {
-        refreshes: { queued: 1, sends: 40, refused: 0, expired: 2, takenOver: 0, carried: 0 },
-        writes: { queued: 0, sends: 90, refused: 3, expired: 0, takenOver: 1, carried: 12 },
-      },
-      claims: { calls: 70, claims: 120, joined: 45, lapsed: 0 },
+      outbox: { queued: 1, claimCalls: 70, claims: 120, joined: 45, lapsed: 0, carried: 12, writeCalls: 90, expired: 2 },
     },
     overload: {
       admission: {
@@ -472,10 +468,9 @@ describe("status page", () => {
     expect(html).toMatch(/<td>us<\/td><td><span class="pill bad">open<\/span>/);
     expect(html).toContain("v7");
     expect(html).toContain("42");
-    // The background sends: what went out, and what did not.
-    expect(html).toContain("40 sends, 1 waiting; 2 dropped late, 0 refused (queue full), 0 sends taken over");
-    expect(html).toContain("90 sends, 12 went with a lock claim, 0 waiting; 0 dropped late, 3 refused (queue full), 1 sends taken over");
-    expect(html).toContain("120 claims in 70 calls; 45 joined another request&#39;s call");
+    // The outbox: its claims' calls, and its writes, carried or alone; what waits, and what was dropped.
+    expect(html).toContain("120 claims in 70 calls; 45 went in another request&#39;s call");
+    expect(html).toContain("12 went with a lock claim, 90 calls of writes alone; 1 waiting, 2 dropped late");
     expect(html).toMatch(/<dt>invalid values<\/dt><dd>2 <small>\(not valid entries: read as misses; 1 deleted\)/);
     // The shedding: what was shed and why, and the work of visitors who left.
     expect(html).toContain(

@@ -57,19 +57,23 @@ describe("consistent-hash ring", () => {
 });
 
 describe("L2 over shards", () => {
-  it("a claim on each shard takes along the waiting writes of that shard only", async () => {
+  it("a claim call on each shard carries the writes of that shard only; a shard's writes with no claim of it go alone", async () => {
     const ring = createRing([{ name: "a" }, { name: "b" }]);
     const shardName = (id: string) => ["a", "b"][ring.ownerOf(id)]!;
     const idsOn = (name: string) => ids.filter((id) => shardName(id) === name).slice(0, 3);
     const [onA, onB] = [idsOn("a"), idsOn("b")];
     const key = (id: string) => `pp:v1:i:${id}`;
     const carriedBy: Record<string, string[]> = { a: [], b: [] };
+    const aloneOn: Record<string, string[]> = { a: [], b: [] };
     const shard = (name: string) =>
       ({
         async claimFills(claims: readonly FillClaimRequest[], options?: ClaimCallOptions) {
-          const taken = options?.carry?.take(() => true, 8, 32_768) ?? [];
-          carriedBy[name]!.push(...taken.map((write) => write.key));
+          carriedBy[name]!.push(...(options?.writes ?? []).map((write) => write.key));
           return claims.map((): FillClaim => ({ kind: "won" }));
+        },
+        async writeFills(writes: readonly FillWrite[]) {
+          aloneOn[name]!.push(...writes.map((write) => write.key));
+          return writes.map(() => true);
         },
       }) as unknown as L2;
     const l2 = createShardedL2([shard("a"), shard("b")], ring);
@@ -83,23 +87,19 @@ describe("L2 over shards", () => {
       ttlMs: 1000,
       lockToken: "",
     }));
-    const carry = {
-      take(accepts: (write: FillWrite) => boolean, maxItems: number) {
-        const taken = waiting.filter(accepts).slice(0, maxItems);
-        for (const write of taken) waiting.splice(waiting.indexOf(write), 1);
-        return taken;
-      },
-    };
     const claim = (id: string): FillClaimRequest => ({
       key: key(id),
       lock: "",
       claim: { token: "t", lockTtlMs: 1000, freshBeyond: 0, notBefore: 0, freshAfter: 0 },
     });
-    // A page whose claims fall on shard a only: shard b's writes stay for its own claim or its send.
-    await l2.claimFills([claim(onA[0]!)], { carry });
+    const background: Promise<unknown>[] = [];
+    // Claims on shard a only: shard a's writes ride with them, shard b's go alone.
+    await l2.claimFills([claim(onA[0]!)], { writes: waiting, background: (work) => void background.push(work) });
+    await Promise.all(background);
     expect(carriedBy).toEqual({ a: onA.slice(1).map(key), b: [] });
-    await l2.claimFills([claim(onA[0]!), claim(onB[0]!)], { carry });
-    expect(carriedBy).toEqual({ a: onA.slice(1).map(key), b: onB.slice(1).map(key) });
-    expect(waiting).toEqual([]);
+    expect(aloneOn).toEqual({ a: [], b: onB.slice(1).map(key) });
+    // Claims on both: each shard's call carries its own.
+    await l2.claimFills([claim(onA[0]!), claim(onB[0]!)], { writes: waiting });
+    expect(carriedBy).toEqual({ a: [...onA.slice(1), ...onA.slice(1)].map(key), b: onB.slice(1).map(key) });
   });
 });

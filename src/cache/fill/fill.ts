@@ -29,8 +29,7 @@ import { createFillBatch, type FillCalls } from "../l2/fillBatch";
 import { lockToken, type FillWrite, type L2 } from "../l2/l2";
 import type { L2Entries } from "../l2/l2Entries";
 import { createLockWait, type Reclaimed } from "./lockWait";
-import type { FillWrites } from "../l2/fillWrites";
-import type { ClaimOutbox } from "../l2/claimOutbox";
+import type { Outbox } from "../l2/outbox";
 import { departed, type Departures } from "../../overload";
 import { OriginError } from "../../origin/failure";
 
@@ -90,10 +89,8 @@ export interface FillDeps {
   config: Config;
   origin: OriginClient;
   l2: L2 | null;
-  /** Where fill writes queue for L2 (null without L2). */
-  writes: FillWrites | null;
-  /** The isolate's lock claims, which a fill's claim may join (l2/claimOutbox.ts); without it, its own call. */
-  outbox?: ClaimOutbox;
+  /** The isolate's lock claims and fill writes on their way to L2 (l2/outbox.ts; null without L2). */
+  outbox: Outbox | null;
   /** Decodes what L2 holds; invalid values are misses (and deleted). */
   l2Entries: L2Entries;
   clock: Clock;
@@ -111,8 +108,8 @@ export interface FillDeps {
 }
 
 export function createFill(deps: FillDeps) {
-  const { config, origin, l2, writes, l2Entries, clock, departures } = deps;
-  if (l2 && !writes) throw new Error("fills through L2 need a queue for their writes");
+  const { config, origin, l2, outbox, l2Entries, clock, departures } = deps;
+  if (l2 && !outbox) throw new Error("fills through L2 need an outbox for their writes");
   const redisSilent = deps.redisSilent ?? (() => false);
   const waitForWinner = createLockWait({ ...deps, redisSilent });
 
@@ -167,9 +164,9 @@ export function createFill(deps: FillDeps) {
     };
   }
 
-  /** Queues `write` with the isolate's other writes (l2/fillWrites.ts). */
+  /** Queues `write` with the isolate's other writes (l2/outbox.ts). */
   function send(write: FillWrite, context: FillContext): void {
-    writes!.send(write, context.background);
+    outbox!.write(write, context.background);
   }
 
   /**
@@ -185,7 +182,7 @@ export function createFill(deps: FillDeps) {
 
   /**
    * Whether a fill's write may wait for a lock claim of this isolate to
-   * carry it (DEFAULTS.patientWriteHoldMs) rather than go within its window:
+   * carry it (l2/outbox.ts, DEFAULTS.writeHoldMs at most) rather than go at once:
    * most fills are a product's first view in this isolate, or a refresh of a
    * copy served meanwhile, and nobody else waits for them; so at a few pages
    * a second, where claims are hundreds of milliseconds apart, a write that
@@ -203,7 +200,7 @@ export function createFill(deps: FillDeps) {
   function mayWait(context: FillContext, claimedAt: number): boolean {
     if (context.joinedHere?.() === true) return false;
     if (claimedAt - context.freshAfter <= config.purgePollMs + config.lockTtlMs) return false;
-    return clock.now() + DEFAULTS.patientWriteHoldMs <= claimedAt + config.lockTtlMs / 2;
+    return clock.now() + DEFAULTS.writeHoldMs <= claimedAt + config.lockTtlMs / 2;
   }
 
   function storeInL2(key: string, entry: Entry, token: string, context: FillContext, claimedAt: number): void {
@@ -321,7 +318,7 @@ export function createFill(deps: FillDeps) {
       context.via = "origin";
       return fetchFromOrigin(context);
     }
-    return fillThroughL2(l2, context.batch ?? createFillBatch(l2, deps.sleep, context.background, deps.outbox), key, context);
+    return fillThroughL2(l2, context.batch ?? createFillBatch(l2, deps.sleep, context.background, outbox ?? undefined), key, context);
   }
   return fill;
 }

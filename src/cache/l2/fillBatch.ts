@@ -5,8 +5,7 @@
 // every key still waited for, where four waits polling apart spent the
 // request's subrequest budget (45) in about a second of a slow winner, and
 // then could not even fetch. The claims may share a call with other
-// requests' (claimOutbox.ts), which takes the writes waiting then along;
-// the writes go out with the isolate's other writes (fillWrites.ts).
+// requests' claims, which carries the writes waiting then (outbox.ts).
 //
 // A batch belongs to one request (the read that created it) and to the fills
 // that request starts: nothing in it is shared with another request
@@ -14,7 +13,7 @@
 // claims reach the outbox as plain data, and their answers come back the
 // same way. A fill of another request that joins one of these fills waits
 // for the fill, not for the batch.
-import type { ClaimOutbox } from "./claimOutbox";
+import type { Outbox } from "./outbox";
 import type { ClaimOptions, FillClaim, FillClaimRequest, L2 } from "./l2";
 
 /** What one poll of a lock wait read: the key's value and the lock's holder (null: none), or undefined (the read failed or was skipped). */
@@ -27,8 +26,8 @@ export interface FillCalls {
   pollLock(key: string, lock: string, delayMs: number): Promise<LockPoll>;
 }
 
-/** `outbox`: the isolate's claims of other requests, which these may join (claimOutbox.ts); without it, each batch makes its own call. */
-export function createFillBatch(l2: L2, sleep: (ms: number) => Promise<void>, background: (work: Promise<unknown>) => void, outbox?: ClaimOutbox): FillCalls {
+/** `outbox`: the isolate's claims and writes, which these join (outbox.ts); without it, each batch makes its own call. */
+export function createFillBatch(l2: L2, sleep: (ms: number) => Promise<void>, background: (work: Promise<unknown>) => void, outbox?: Outbox): FillCalls {
   let claims: { request: FillClaimRequest; done: (claim: FillClaim | undefined) => void }[] = [];
   /** The next poll round's waiters; the round is scheduled when the first of them asks. */
   let polls: { key: string; lock: string; done: (poll: LockPoll) => void }[] = [];

@@ -65,22 +65,13 @@ export interface FillWrite {
   ttlMs: number;
   /** The lock token, or "" when this fill does not hold the lock. */
   lockToken: string;
-  /** A write nobody is known to wait for: it may wait longer for a claim to carry it (patientWriteHoldMs; fill.ts, mayWait). */
+  /** A write nobody is known to wait for: it waits for a claim call to carry it (outbox.ts; fill.ts, mayWait). */
   patient?: boolean;
 }
 
-/**
- * Fill writes waiting to go out (fill.ts queues them, sendQueue.ts): a claim
- * call takes those of its shard along, so that the write of one fill and the
- * claim of the next cost one call (issue: Redis commands per page).
- */
-export interface WritesToCarry {
-  take(accepts: (write: FillWrite) => boolean, maxItems: number, maxBytes: number): FillWrite[];
-}
-
 export interface ClaimCallOptions extends Pick<L2ReadOptions, "background"> {
-  /** Where the claim call takes waiting writes from, written before the claims in the same script run. */
-  carry?: WritesToCarry;
+  /** Fill writes the claim call carries (outbox.ts), written before the claims in the same script run. */
+  writes?: readonly FillWrite[];
   /** Keys another part of the tier reads in the same script run (the purge log's position: invalidation/watcher.ts). */
   readAlong?: ReadAlong;
 }
@@ -129,7 +120,7 @@ export interface L2 {
    * Stores each write's `value` unless L2 holds a newer version or the entry
    * was purged after `fetchedAt` (its fill began before the purge), and
    * releases its `lock` if its token still holds it; all in one call (one
-   * script run: the fill writes of the isolate, sendQueue.ts). A write that
+   * script run: the fill writes of the isolate, outbox.ts). A write that
    * L2 cannot take now (breaker open, failure) waits in a bounded backlog for
    * `flushBacklog`.
    */
@@ -173,6 +164,8 @@ export interface L2 {
   answered(key: string): number;
   /** Each shard's name and breaker (one, for a single Redis). */
   readonly shards: readonly { name: string; breaker: Breaker }[];
+  /** The name of the shard holding `key`. */
+  shardOf(key: string): string;
   readonly breaker: Breaker;
   readonly stats: L2Stats;
 }
@@ -442,8 +435,7 @@ export function createL2({
   async function claimFills(claims: readonly FillClaimRequest[], options?: ClaimCallOptions): Promise<(FillClaim | undefined)[]> {
     if (claims.length === 0) return [];
     const lockTtlMs = Math.max(...claims.map(({ claim }) => claim.lockTtlMs));
-    // Taken only once the call is sure to go: a skipped call leaves them to the queue's own send.
-    const carried = breaker.state() === "closed" ? (options?.carry?.take(() => true, DEFAULTS.writesPerClaim, DEFAULTS.writeBytesPerClaim) ?? []) : [];
+    const carried = options?.writes ?? [];
     const writes = writeArgs(carried);
     const along = options?.readAlong;
     const reply = await guarded(
@@ -547,5 +539,6 @@ export function createL2({
     accepts: () => breaker.state() !== "open" && !breaker.confirming(),
     answered: () => breaker.successes,
     shards: [{ name, breaker }],
+    shardOf: () => name,
   };
 }

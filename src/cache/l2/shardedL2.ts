@@ -10,7 +10,7 @@
 // L2, never a page. A page's reads cost one round trip per shard involved,
 // all in parallel.
 import type { Redis } from "@upstash/redis/cloudflare";
-import type { FillWrite, L2, L2Stats } from "./l2";
+import type { L2, L2Stats } from "./l2";
 import type { L2CallOptions } from "./l2Guard";
 import type { Ring } from "./ring";
 
@@ -76,22 +76,24 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
         (key) => key,
         (shard, group) => shard.readMany(group, options),
       ),
-    claimFills: (claims, options) =>
-      perShard(
+    async claimFills(claims, options) {
+      // Each shard's claim call carries the writes of that shard; those of a shard with no claim here go on their own.
+      const writes = byShard(options?.writes ?? [], (write) => write.key);
+      const answers = await perShard(
         claims,
         (claim) => claim.key,
         (shard, group) => {
-          // Each shard's claim takes along the waiting writes of that shard only.
-          const carry = options?.carry;
-          const ofShard = carry && {
-            take: (accepts: (write: FillWrite) => boolean, items: number, bytes: number) =>
-              carry.take((write) => shardOf(write.key) === shard && accepts(write), items, bytes),
-          };
+          const ofShard = writes.get(shard)?.items ?? [];
+          writes.delete(shard);
           // What is read along (the purge log's position) lives on the home shard.
           const readAlong = shard === home ? options?.readAlong : undefined;
-          return shard.claimFills(group, { ...options, carry: ofShard, readAlong });
+          return shard.claimFills(group, { ...options, writes: ofShard, readAlong });
         },
-      ),
+      );
+      const alone = Promise.all([...writes].map(([shard, group]) => shard.writeFills(group.items)));
+      options?.background?.(alone);
+      return answers;
+    },
     writeFills: (writes) =>
       perShard(
         writes,
@@ -106,6 +108,7 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
       for (const shard of shards) shard.recoverIfDue(background);
     },
     accepts: (key) => shardOf(key).accepts(key),
+    shardOf: (key) => shardOf(key).shardOf(key),
     answered: (key) => shardOf(key).answered(key),
     run: (call, options) => home.run(call, options),
     async runOnKeys<T>(keys: string[], call: (redis: Redis, keys: string[]) => Promise<T>, options?: L2CallOptions) {

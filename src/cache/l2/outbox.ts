@@ -1,0 +1,278 @@
+// The isolate's lock claims and fill writes on their way to Redis, one outbox
+// per shard (issue: Redis commands per page). Two published rules, and
+// three numbers (`holdMs`, `maxItems`, `maxBytes`):
+//
+// - Claims, Nagle's algorithm (RFC 896): with no claim call of the shard
+//   out, a claim goes at once; while one is out, new claims wait for it to
+//   come back, then go together in one call. The gathering follows the load
+//   with no window to size: an idle isolate's claim never waits, a busy
+//   one's claims share a call per Redis round trip.
+// - Writes, write-behind (a write-back cache's deferred write): nobody waits
+//   for a fill's write, so it rides with the next claim call of its shard,
+//   or goes `holdMs` after it came if none came meanwhile, or at once with
+//   the others when a call's worth waits. At a few pages a second an isolate
+//   claims every few hundred milliseconds, and a write sent on its own was a
+//   call per fill: Redis's commands a page grew with the number of isolates
+//   sharing a load (bench:fleet). A write others may be waiting for (fill.ts,
+//   mayWait: others joined its fill here, its key was purged lately, or its
+//   lock is short) is not held: it goes as a claim does, at once, or with
+//   the next call once the claim call out comes back.
+//
+// A call takes claims first, then the oldest writes, `maxItems` in all and,
+// past the first write, `maxBytes` of values; what a call could not take goes
+// with the next one.
+//
+// The Workers rules (docs/architecture.md#sharing-work-across-requests-in-one-isolate):
+// the outbox holds plain data (claims, encoded writes, answers). A call is
+// made by a request that has something in it, under its own `waitUntil`; a
+// request whose claims another request's call took watches for the answers
+// it leaves on its own timers. Every wait is a lease: the claim call out
+// counts as out until its budget ends, whatever became of its request, and a
+// claim whose call left no answer by then is taken for unanswered, as a call
+// of its own that timed out would be (cache/fill/fill.ts then looks before
+// it fetches). The held writes' send is scheduled by the request that found
+// none scheduled; past its due time the next write schedules one again.
+import { DEFAULTS } from "../../config/defaults";
+import type { Clock } from "../../shared/clock";
+import { pollPauses } from "../../shared/leases";
+import type { FillClaim, FillClaimRequest, FillWrite, L2, ReadAlong } from "./l2";
+
+export interface OutboxOptions {
+  clock: Clock;
+  sleep: (ms: number) => Promise<void>;
+  /** How long a write nobody is known to wait for waits for a claim call to carry it. */
+  holdMs: number;
+  /** Claims and writes in one call at most. */
+  maxItems: number;
+  /** The writes' values' characters in one call at most (one larger write still goes, alone). */
+  maxBytes: number;
+  /** A write that waited this long is dropped: its lock has lapsed, and another isolate has likely filled the key since. */
+  maxWaitMs: number;
+  /** What a claim call reads along, asked as it goes out (null: nothing this time). */
+  readAlong?: () => ReadAlong | null;
+}
+
+export interface Outbox {
+  /** `requests`' answers, in their order, from a call of this request or one that took them; undefined for each when L2 did not answer. */
+  claim(requests: readonly FillClaimRequest[], background: (work: Promise<unknown>) => void): Promise<(FillClaim | undefined)[]>;
+  /** Queues a fill's write; `background` is this request's `waitUntil`, in case it must make or schedule a call. */
+  write(write: FillWrite, background: (work: Promise<unknown>) => void): void;
+  stats(): OutboxStats;
+}
+
+/** For the status page: what waits now, and what the calls carried. */
+export interface OutboxStats {
+  /** Writes waiting now. */
+  queued: number;
+  /** Calls with claims, and the claims in them; of those, claims that waited for a call out and went in another request's call. */
+  claimCalls: number;
+  claims: number;
+  joined: number;
+  /** Claims whose call left no answer within its lease. */
+  lapsed: number;
+  /** Writes sent with claims, and calls of writes alone. */
+  carried: number;
+  writeCalls: number;
+  /** Writes dropped after `maxWaitMs`. */
+  expired: number;
+}
+
+/** A request's claims of one shard, waiting, then sent: plain data, answered by whichever request's call took them. */
+interface Claims {
+  requests: FillClaimRequest[];
+  /** When the call that took them stops counting as out (0: not taken yet). */
+  sentUntil: number;
+  answers?: (FillClaim | undefined)[];
+}
+
+interface Waiting {
+  write: FillWrite;
+  since: number;
+  held: boolean;
+}
+
+/** One shard's outbox. */
+interface Lane {
+  claims: Claims[];
+  writes: Map<string, Waiting>;
+  /** The claim call out: counts as out until this (0: none). */
+  outUntil: number;
+  /** The held writes' scheduled send: due then (0: none), for the writes that came up to `sendFor`. */
+  sendAt: number;
+  sendFor: number;
+}
+
+export function createOutbox(l2: L2, options: OutboxOptions): Outbox {
+  const { clock } = options;
+  const lanes = new Map<string, Lane>();
+  const stats: Omit<OutboxStats, "queued"> = { claimCalls: 0, claims: 0, joined: 0, lapsed: 0, carried: 0, writeCalls: 0, expired: 0 };
+  /** How long a claim call counts as out: its budget, and the grace of its place in the request's connection gate. */
+  const claimLeaseMs = DEFAULTS.l2ClaimTimeoutMs + DEFAULTS.l2GateGraceMs;
+
+  function laneOf(key: string): Lane {
+    const name = l2.shardOf(key);
+    let lane = lanes.get(name);
+    if (!lane) lanes.set(name, (lane = { claims: [], writes: new Map(), outUntil: 0, sendAt: 0, sendFor: 0 }));
+    return lane;
+  }
+
+  const isOut = (lane: Lane) => lane.outUntil > clock.now();
+
+  /** The oldest writes that fit after `taken` items, out of the lane; those past maxWaitMs dropped on the way. */
+  function takeWrites(lane: Lane, taken: number): FillWrite[] {
+    const writes: FillWrite[] = [];
+    let bytes = 0;
+    for (const [key, { write, since }] of lane.writes) {
+      if (clock.now() - since > options.maxWaitMs) {
+        lane.writes.delete(key);
+        stats.expired++;
+        continue;
+      }
+      if (taken + writes.length >= options.maxItems) break;
+      if (writes.length > 0 && bytes + write.value.length > options.maxBytes) break;
+      bytes += write.value.length;
+      lane.writes.delete(key);
+      writes.push(write);
+    }
+    return writes;
+  }
+
+  /** A claim call of the waiting claims (whole requests' worth, `maxItems` at most) and the writes that fit, by this request. */
+  function sendClaims(lane: Lane, background: (work: Promise<unknown>) => void): Promise<void> {
+    const sending: Claims[] = [];
+    let count = 0;
+    while (lane.claims.length > 0 && (sending.length === 0 || count + lane.claims[0]!.requests.length <= options.maxItems)) {
+      const claims = lane.claims.shift()!;
+      sending.push(claims);
+      count += claims.requests.length;
+    }
+    const writes = takeWrites(lane, count);
+    const out = clock.now() + claimLeaseMs;
+    lane.outUntil = out;
+    for (const claims of sending) claims.sentUntil = out;
+    stats.claimCalls++;
+    stats.carried += writes.length;
+    const requests = sending.flatMap((claims) => claims.requests);
+    const call = l2
+      .claimFills(requests, { background, writes, readAlong: options.readAlong?.() ?? undefined })
+      .catch(() => requests.map(() => undefined))
+      .then((answers) => {
+        let from = 0;
+        for (const claims of sending) {
+          claims.answers = answers.slice(from, from + claims.requests.length);
+          from += claims.requests.length;
+        }
+        if (lane.outUntil === out) lane.outUntil = 0;
+        // Writes that may be waited for, come while the call was out: they go now unless claims waiting take them.
+        if (lane.claims.length === 0 && [...lane.writes.values()].some((waiting) => !waiting.held)) sendWrites(lane, background);
+      });
+    background(call);
+    return call;
+  }
+
+  /** A call of the waiting writes alone (a call's worth at most), by this request. */
+  function sendWrites(lane: Lane, background: (work: Promise<unknown>) => void): void {
+    const writes = takeWrites(lane, 0);
+    if (writes.length === 0) return;
+    stats.writeCalls++;
+    background(l2.writeFills(writes));
+  }
+
+  /** The held writes' send, `delayMs` from now, as this request's background work (a lease: due at lane.sendAt). */
+  function scheduleSend(lane: Lane, delayMs: number, background: (work: Promise<unknown>) => void): void {
+    const due = clock.now() + delayMs;
+    lane.sendAt = due;
+    lane.sendFor = clock.now();
+    background(
+      options.sleep(delayMs).then(() => {
+        if (lane.sendAt !== due) return;
+        lane.sendAt = 0;
+        const oldest = lane.writes.values().next().value;
+        if (!oldest) return;
+        // A claim call carried what this send was for: the writes that came since wait out their own hold
+        // (only those: on a clock that does not move, nothing is put off twice).
+        const left = oldest.since + options.holdMs - clock.now();
+        if (oldest.held && oldest.since > lane.sendFor && left > 0) return scheduleSend(lane, left, background);
+        sendWrites(lane, background);
+        if (lane.writes.size > 0) scheduleSend(lane, options.holdMs, background);
+      }),
+    );
+  }
+
+  async function claimOn(lane: Lane, requests: FillClaimRequest[], background: (work: Promise<unknown>) => void): Promise<(FillClaim | undefined)[]> {
+    const claims: Claims = { requests, sentUntil: 0 };
+    lane.claims.push(claims);
+    stats.claims += requests.length;
+    for (;;) {
+      // No call out, and nobody took these claims yet: this request sends what waits, oldest first; if its own
+      // claims did not fit, they wait for that call to come back like the others.
+      if (claims.sentUntil === 0 && !isOut(lane)) {
+        const call = sendClaims(lane, background);
+        if (claims.sentUntil > 0) {
+          await call;
+          return claims.answers ?? requests.map(() => undefined);
+        }
+      }
+      // Another request's call is out, or took these claims: watch for it to come back, until its lease ends.
+      for (const pause of pollPauses(claims.sentUntil || lane.outUntil, clock.now)) {
+        await options.sleep(pause);
+        if (claims.answers || (claims.sentUntil === 0 && !isOut(lane))) break;
+      }
+      if (claims.answers) {
+        stats.joined += requests.length;
+        return claims.answers;
+      }
+      if (claims.sentUntil > 0 && claims.sentUntil <= clock.now()) {
+        stats.lapsed++;
+        return requests.map(() => undefined);
+      }
+    }
+  }
+
+  return {
+    async claim(requests, background) {
+      if (requests.length === 0) return [];
+      // A page's keys share a shard (l2/shardedL2.ts: by product id); a request filling several products may span shards.
+      const byLane = new Map<Lane, number[]>();
+      requests.forEach((request, index) => {
+        const lane = laneOf(request.key);
+        byLane.set(lane, [...(byLane.get(lane) ?? []), index]);
+      });
+      const answers: (FillClaim | undefined)[] = new Array(requests.length);
+      await Promise.all(
+        [...byLane].map(async ([lane, indexes]) => {
+          const got = await claimOn(
+            lane,
+            indexes.map((index) => requests[index]!),
+            background,
+          );
+          indexes.forEach((index, i) => (answers[index] = got[i]));
+        }),
+      );
+      return answers;
+    },
+    write(write, background) {
+      const lane = laneOf(write.key);
+      // Two fills of one key (a refresh, and a fill after a purge) write with their own lock tokens: both go.
+      const key = `${write.key} ${write.lockToken}`;
+      if (!lane.writes.has(key)) lane.writes.set(key, { write, since: clock.now(), held: write.patient === true });
+      let bytes = 0;
+      for (const waiting of lane.writes.values()) bytes += waiting.write.value.length;
+      // A call's worth goes at once: under load the hold is for riding along, not for holding a queue back.
+      if (lane.writes.size >= options.maxItems || bytes >= options.maxBytes) return sendWrites(lane, background);
+      // Not held: at once, unless a claim call is out (its return sends it, or the next claim takes it; at the
+      // latest, the call's lease end).
+      if (write.patient !== true) {
+        if (!isOut(lane)) sendWrites(lane, background);
+        else if (lane.sendAt === 0 || lane.sendAt > lane.outUntil) scheduleSend(lane, lane.outUntil - clock.now(), background);
+        return;
+      }
+      if (lane.sendAt === 0 || clock.now() > lane.sendAt + options.holdMs) scheduleSend(lane, options.holdMs, background);
+    },
+    stats() {
+      let queued = 0;
+      for (const lane of lanes.values()) queued += lane.writes.size;
+      return { queued, ...stats };
+    },
+  };
+}
