@@ -63,8 +63,10 @@ export interface StatusModel {
   perMinute: MinutePoint[];
   hotProducts: { id: string; count: number; error: number }[];
   hotTracking: { capacity: number; offered: number };
-  /** `since`: when the shard's breaker entered its state (null: closed since the isolate started). */
-  /** `state`: one word for L2 as a whole: "off" without L2, its breaker's state when all shards agree, "partial" when they do not. */
+  /**
+   * `state`: one word for L2 as a whole: "off" without L2, its breaker's state when all shards agree, "partial" when they do not.
+   * A shard's `since`: when its breaker entered its state (null: closed since the isolate started).
+   */
   l2: {
     configured: boolean;
     state: BreakerState | "off" | "partial";
@@ -91,17 +93,8 @@ export interface StatusModel {
   l1: { bytes: number; maxBytes: number; entries: number; evictions: number; usedRatio: number };
   /** `hitRatio`: copies served of parts looked up (null before any lookup); `stats` null when off. */
   location: { enabled: boolean; hitRatio: number | null; stats: LocationStats | null };
-  /** `logReads`: syncs that read the log in Redis; `sharedReadsTaken`: syncs that took a read another isolate of the data center shared. */
-  purges: {
-    enabled: boolean;
-    seq: number;
-    lastSyncAt: string | null;
-    syncAgeMs: number | null;
-    blind: boolean;
-    widePurges: number;
-    logReads: number;
-    sharedReadsTaken: number;
-  };
+  /** The purge watcher's status, with its last sync as a date and an age. */
+  purges: Omit<PurgeWatcherStatus, "lastSyncAt"> & { enabled: boolean; lastSyncAt: string | null; syncAgeMs: number | null };
   knownIds: (NonNullable<StatusSources["knownIds"]> & { enabled: true }) | { enabled: false };
   /** The configuration this isolate runs with, but for the tokens. */
   config: Pick<
@@ -187,13 +180,9 @@ export function buildStatus(sources: StatusSources): StatusModel {
     },
     purges: {
       enabled: config.l2 !== null,
-      seq: sources.purges.seq,
+      ...sources.purges,
       lastSyncAt: lastSyncAt === null ? null : new Date(lastSyncAt).toISOString(),
       syncAgeMs: lastSyncAt === null ? null : Math.max(0, now - lastSyncAt),
-      blind: sources.purges.blind,
-      widePurges: sources.purges.widePurges,
-      logReads: sources.purges.logReads,
-      sharedReadsTaken: sources.purges.sharedReadsTaken,
     },
     knownIds: sources.knownIds ? { enabled: true, ...sources.knownIds } : { enabled: false },
     config: {

@@ -10,14 +10,7 @@ import type { Timings } from "../cache/pageRequest";
 import { DEFAULTS } from "../config/defaults";
 
 /** A page view as the status page and the fleet count it. */
-interface PageView extends PageRecord {
-  route: FleetPage["route"];
-  status: number;
-  /** From the request's arrival to its data read. */
-  ms?: number;
-  /** A 503 because this isolate shed the work. */
-  shed?: boolean;
-}
+type PageView = PageRecord & FleetPage;
 
 export type RecordPage = (view: PageView, colo: string | undefined, background: (work: Promise<unknown>) => void) => void;
 
