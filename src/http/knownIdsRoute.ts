@@ -6,18 +6,13 @@
 import { Hono } from "hono";
 import * as v from "valibot";
 import { ADMIN_LIMITS, DEFAULTS } from "../config/defaults";
-import { PRODUCT_ID_PATTERN } from "../origin/types";
+import { idsSchema } from "../invalidation/record";
 import type { AppEnv } from "./appEnv";
 import { requirePurgeToken } from "./adminAuth";
 import { limitedJsonBody, validJson } from "./jsonBody";
 
-const knownIdsRequestSchema = v.strictObject({
-  ids: v.pipe(
-    v.array(v.pipe(v.string(), v.regex(PRODUCT_ID_PATTERN, "each id must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$"))),
-    v.minLength(1, "ids must not be empty"),
-    v.maxLength(ADMIN_LIMITS.ids, `at most ${ADMIN_LIMITS.ids} ids`),
-  ),
-});
+/** The purge endpoint's ids (valid, at most ADMIN_LIMITS.ids), at least one. */
+const knownIdsRequestSchema = v.strictObject({ ids: v.pipe(idsSchema, v.minLength(1, "ids must not be empty")) });
 
 export const knownIdsRoute = new Hono<AppEnv>().post(
   "/__known-ids",

@@ -13,8 +13,6 @@ import { isIsolateError } from "../shared/leases";
 import { abandoned, get, readJson, SLOT_GRACE_MS } from "./exchange";
 import { failureOf, isAnswerAboutId, isServiceFailureStatus, OriginError, type OriginFailure } from "./failure";
 
-// What an origin call's failure is: callers of the client name it from here.
-
 export type OriginAnswer<T> = { found: true; data: T } | { found: false };
 
 export interface OriginClient {

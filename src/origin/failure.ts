@@ -1,7 +1,7 @@
 // What can go wrong with an origin call, and whose fault it is: the service's
 // (its breaker counts it), this isolate's (it does not), or an answer about
 // one id. Its own module so that the client (client.ts) and the exchange it
-// makes (exchange.ts) both speak it; importers name it from client.ts.
+// makes (exchange.ts) both speak it.
 import type { ResourceName } from "./resources";
 
 export type OriginFailure =
