@@ -11,6 +11,7 @@ import { cacheStatus, pageCacheControl, pageEtag, pageIdentity, requestColo, set
 import { errorPage } from "./errorPage";
 import { clientOf } from "../overload/client";
 import { DEFAULTS } from "../config/defaults";
+import type { Background } from "../shared/subrequests";
 
 /** What a visitor is told of a product that does not exist. */
 const PRODUCT_NOT_FOUND = "We could not find that product. It does not exist or is no longer available.";
@@ -49,7 +50,7 @@ function isCore(resource: PageResource, policies: TierServices["config"]["polici
  * The answer to a visitor who has left: nobody reads it, so nothing is
  * rendered or recorded as a page; the isolate counts it.
  */
-function visitorLeft(tier: TierServices, id: string, colo: string | undefined, background: (work: Promise<unknown>) => void): Response {
+function visitorLeft(tier: TierServices, id: string, colo: string | undefined, background: Background): Response {
   tier.overload.departures.pageLeft();
   tier.fleet.page({ route: "/products/:id", id, outcome: "left", status: 503 }, colo, background);
   return new Response(null, { status: 503, headers: { "Cache-Control": "no-store" } });

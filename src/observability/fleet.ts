@@ -18,7 +18,7 @@ import type { BreakerState } from "../shared/breaker";
 import type { Clock } from "../shared/clock";
 import { createRateLimitedLog } from "../shared/log";
 import { DEFAULTS } from "../config/defaults";
-import { callsOfThisInvocation } from "../shared/subrequests";
+import { callsOfThisInvocation, type Background } from "../shared/subrequests";
 import { BLOB, DOUBLE, type FleetOutcome, type PointKind, resourceBlob } from "./fleetPoints";
 
 /** The binding's one method (workers-types' AnalyticsEngineDataset, whose write returns nothing on the platform). */
@@ -39,8 +39,6 @@ export interface FleetPage {
   /** A 503 because this isolate shed the work, not because a service failed. */
   shed?: boolean;
 }
-
-type Background = (work: Promise<unknown>) => void;
 
 export interface Fleet {
   /** `colo`: the request's `cf.colo`. `background`: the request's waitUntil. */
