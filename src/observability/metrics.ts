@@ -279,10 +279,9 @@ function randomId(): string {
   return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-export function createMetrics(options: { clock: Clock; hotCounters?: number }): Metrics {
-  const { clock } = options;
+export function createMetrics({ clock }: { clock: Clock }): Metrics {
   const ring: Bucket[] = [];
-  const hot = createTopK<string>(options.hotCounters ?? HOT_COUNTERS);
+  const hot = createTopK<string>(HOT_COUNTERS);
   const breakerNotes = new Map<string, BreakerNote>();
   const startedAt = clock.now();
 
