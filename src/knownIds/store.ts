@@ -38,7 +38,7 @@ export interface KnownIdsOptions {
   log?: (event: Record<string, unknown>) => void;
 }
 
-interface KnownIdsStatus {
+export interface KnownIdsStatus {
   state: KnownIdsState;
   /** Whether `lookup` can answer "absent" (or "listed") right now. */
   serving: boolean;

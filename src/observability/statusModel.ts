@@ -10,7 +10,7 @@ import type { LocationStats } from "../cache/location/location";
 import type { FillStats } from "../cache/readThrough";
 import type { Config } from "../config";
 import { DEFAULTS } from "../config/defaults";
-import type { KnownIdsState } from "../knownIds";
+import type { KnownIdsStatus } from "../knownIds";
 import type { Overload } from "../overload";
 import type { PurgeWatcherStatus } from "../invalidation/watcher";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
@@ -40,18 +40,8 @@ export interface StatusSources {
   fills: FillStats;
   /** Admission of new work and what became of work whose visitors left (overload/). */
   overload: ReturnType<Overload["stats"]>;
-  knownIds: {
-    state: KnownIdsState;
-    serving: boolean;
-    version: string | null;
-    count: number | null;
-    ageMs: number | null;
-    lastCheckAt: number | null;
-    pendingAdds: number;
-    /** Loads of the filter's segments in this isolate, and the location tier's copy: taken, looked for in vain, refused, put. */
-    loads: number;
-    location: { hits: number; misses: number; refused: number; puts: number; putsFailed: number } | null;
-  } | null;
+  /** What the status shows of the known-ids filter (null: off). */
+  knownIds: Pick<KnownIdsStatus, "state" | "serving" | "version" | "count" | "ageMs" | "lastCheckAt" | "pendingAdds" | "loads" | "location"> | null;
 }
 
 export interface StatusModel {
