@@ -12,7 +12,7 @@
 // (its weight, double1); every other page is written (README, "Seeing the
 // fleet": what it costs). Without the binding nothing is written.
 import type { Served } from "../cache/served";
-import type { OriginFailure } from "../origin/failure";
+import type { OriginOutcome } from "../origin/failure";
 import type { ResourceName } from "../origin/resources";
 import type { BreakerState } from "../shared/breaker";
 import type { Clock } from "../shared/clock";
@@ -43,7 +43,7 @@ export interface FleetPage {
 export interface Fleet {
   /** `colo`: the request's `cf.colo`. `background`: the request's waitUntil. */
   page(page: FleetPage, colo: string | undefined, background: Background): void;
-  origin(service: ResourceName, outcome: "found" | "absent" | OriginFailure): void;
+  origin(service: ResourceName, outcome: OriginOutcome): void;
   breaker(name: string, from: BreakerState, to: BreakerState): void;
   /**
    * How long after their recording the purges one sync applied reached this

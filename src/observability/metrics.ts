@@ -11,7 +11,7 @@
 import type { BreakerState } from "../shared/breaker";
 import type { Clock } from "../shared/clock";
 import type { Served } from "../cache/served";
-import type { OriginFailure } from "../origin/failure";
+import type { OriginOutcome } from "../origin/failure";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { createTopK, type TopK } from "./topK";
 
@@ -38,8 +38,6 @@ export const HOT_COUNTERS = 5 * HOT_PRODUCTS;
  */
 type PageOutcome = "ok" | "absent" | "filtered" | "unavailable";
 
-/** What the origin client reports of one call: an answer, or why there was none. */
-type OriginOutcome = "found" | "absent" | OriginFailure;
 /** Failures that never reached the service: this isolate shed the call. */
 const SHED: ReadonlySet<OriginOutcome> = new Set<OriginOutcome>(["overloaded", "circuit-open"]);
 

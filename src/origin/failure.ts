@@ -20,6 +20,9 @@ export type OriginFailure =
   /** Cut short by the caller: nobody waited for the answer any more (its visitor left). */
   | "abandoned";
 
+/** What the origin client reports of one call: an answer, or why there was none. */
+export type OriginOutcome = "found" | "absent" | OriginFailure;
+
 export class OriginError extends Error {
   constructor(
     readonly resource: ResourceName,
