@@ -227,7 +227,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   const known = createKnownPurges(options);
   const positionKeys = logPositionKeys(keyPrefix);
 
-  function applyToL1(record: PurgeRecord): void {
+  function apply(record: PurgeRecord, keepIds = true): void {
+    known.remember(record, { ids: keepIds });
     for (const id of record.ids) {
       for (const resource of record.resources) {
         const key = entryKey(keyPrefix, resource, id);
@@ -235,11 +236,6 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
         else l1.markStale(key, record.at);
       }
     }
-  }
-
-  function apply(record: PurgeRecord, keepIds = true): void {
-    known.remember(record, { ids: keepIds });
-    applyToL1(record);
     // The next purge in sequence (one this isolate recorded itself, or the
     // next of a sync): nothing before it is missing, so the sync need not read it again.
     if (record.seq === seq + 1) seq = record.seq;

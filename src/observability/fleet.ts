@@ -11,7 +11,6 @@
 // one in `pageSample` of them is written, standing for `pageSample` pages
 // (its weight, double1); every other page is written (README, "Seeing the
 // fleet": what it costs). Without the binding nothing is written.
-import type { Served } from "../cache/served";
 import type { OriginOutcome } from "../origin/failure";
 import type { ResourceName } from "../origin/resources";
 import type { BreakerState } from "../shared/breaker";
@@ -19,6 +18,7 @@ import type { Clock } from "../shared/clock";
 import { createRateLimitedLog } from "../shared/log";
 import { DEFAULTS } from "../config/defaults";
 import { callsOfThisInvocation, type Background } from "../shared/subrequests";
+import type { PageRecord } from "./metrics";
 import { BLOB, DOUBLE, type FleetOutcome, type PointKind, resourceBlob } from "./fleetPoints";
 
 /** The binding's one method (workers-types' AnalyticsEngineDataset, whose write returns nothing on the platform). */
@@ -26,16 +26,14 @@ export interface FleetDataset {
   writeDataPoint(point?: AnalyticsEngineDataPoint): unknown;
 }
 
-export interface FleetPage {
+/** A page as the status page counts it (metrics.ts), and what the fleet adds. */
+export interface FleetPage extends Omit<PageRecord, "outcome" | "hot"> {
   /** The route, as app.ts names it. */
   route: "/products/:id" | "/";
-  id: string;
   outcome: FleetOutcome;
   status: number;
   /** From the request's arrival to its data read. */
   ms?: number;
-  served?: readonly Pick<Served<unknown>, "resource" | "tier" | "freshness" | "outcome" | "collapsed">[];
-  defaulted?: readonly string[];
   /** A 503 because this isolate shed the work, not because a service failed. */
   shed?: boolean;
 }
