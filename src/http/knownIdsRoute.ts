@@ -5,11 +5,11 @@
 // until the next rebuild.
 import { Hono } from "hono";
 import * as v from "valibot";
-import { ADMIN_LIMITS, DEFAULTS } from "../config/defaults";
+import { ADMIN_LIMITS } from "../config/defaults";
 import { idsSchema } from "../invalidation/record";
 import type { AppEnv } from "./appEnv";
 import { requirePurgeToken } from "./adminAuth";
-import { limitedJsonBody, validJson } from "./jsonBody";
+import { l2Unavailable, limitedJsonBody, validJson } from "./jsonBody";
 
 /** The purge endpoint's ids (valid, at most ADMIN_LIMITS.ids), at least one. */
 const knownIdsRequestSchema = v.strictObject({ ids: v.pipe(idsSchema, v.minLength(1, "ids must not be empty")) });
@@ -24,10 +24,7 @@ export const knownIdsRoute = new Hono<AppEnv>().post(
     const { ids } = c.req.valid("json");
     // No L2, no filter: every id already "might exist".
     if (!knownIds) return c.json({ recorded: ids.length, filter: "off" }, 200);
-    if (!(await knownIds.add(ids))) {
-      c.header("Retry-After", String(DEFAULTS.adminRetryAfterSeconds));
-      return c.json({ error: "l2_unavailable", message: "Redis did not record the ids; retry" }, 503);
-    }
+    if (!(await knownIds.add(ids))) return l2Unavailable(c, "Redis did not record the ids; retry");
     return c.json({ recorded: ids.length, status: knownIds.status().state }, 200);
   },
 );
