@@ -272,9 +272,7 @@ function minutePoint(start: number, bucket: Bucket | undefined): MinutePoint {
 }
 
 function randomId(): string {
-  const bytes = new Uint8Array(4);
-  crypto.getRandomValues(bytes);
-  return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return [...crypto.getRandomValues(new Uint8Array(4))].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 export function createMetrics({ clock }: { clock: Clock }): Metrics {
