@@ -16,7 +16,6 @@ export function readMeta(l2: L2, keys: KnownIdsKeys): Promise<string | null | un
   return l2.run((redis) => redis.get<string>(keys.meta));
 }
 
-/** `items` in runs of at most `size`. */
 function chunks<T>(items: readonly T[], size: number): T[][] {
   const out: T[][] = [];
   for (let start = 0; start < items.length; start += size) out.push(items.slice(start, start + size));

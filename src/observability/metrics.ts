@@ -204,7 +204,6 @@ function addInto<T extends object>(into: T, from: T): void {
   for (const key of Object.keys(from) as (keyof T)[]) (into[key] as number) += from[key] as number;
 }
 
-/** Counts one page view into its minute's bucket. */
 function countPage(bucket: Bucket, page: PageRecord): void {
   bucket.pages++;
   bucket.outcomes[page.outcome]++;
@@ -224,7 +223,6 @@ function countPage(bucket: Bucket, page: PageRecord): void {
   if (page.outcome === "ok" && (page.defaulted?.length ?? 0) > 0) bucket.degradedPages++;
 }
 
-/** The buckets of a window, summed and summarised. */
 function summarizeWindow(buckets: readonly Bucket[], from: number, minutes: number): WindowSummary {
   const sum = emptyBucket(from);
   for (const bucket of buckets) {
