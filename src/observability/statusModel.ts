@@ -87,31 +87,37 @@ export interface StatusModel {
   purges: Omit<PurgeWatcherStatus, "lastSyncAt"> & { enabled: boolean; lastSyncAt: string | null; syncAgeMs: number | null };
   knownIds: (NonNullable<StatusSources["knownIds"]> & { enabled: true }) | { enabled: false };
   /** The configuration this isolate runs with, but for the tokens. */
-  config: Pick<
-    Config,
-    | "caching"
-    | "originUrl"
-    | "publicUrl"
-    | "l2ReadReplicas"
-    | "locationCache"
-    | "l1MaxBytes"
-    | "l2TimeoutMs"
-    | "lockTtlMs"
-    | "purgePollMs"
-    | "originMaxConcurrent"
-    | "maxSubrequests"
-    | "coldPagesMax"
-    | "coldPageWaitMs"
-    | "warmPerMinute"
-    | "hotPerMinute"
-    | "knownIds"
-    | "policies"
-  > & {
+  config: Pick<Config, (typeof SETTINGS_SHOWN)[number]> & {
     l2: boolean;
     l2Shards: { name: string; url: string; weight: number }[];
     purgeEndpoint: boolean;
   };
 }
+
+/**
+ * The settings the status shows as they are: every one but the tokens and
+ * L2's shards, which it shows without theirs (a shard's name and URL are no
+ * secret; its token is).
+ */
+const SETTINGS_SHOWN = [
+  "caching",
+  "originUrl",
+  "publicUrl",
+  "l2ReadReplicas",
+  "locationCache",
+  "l1MaxBytes",
+  "l2TimeoutMs",
+  "lockTtlMs",
+  "purgePollMs",
+  "originMaxConcurrent",
+  "maxSubrequests",
+  "coldPagesMax",
+  "coldPageWaitMs",
+  "warmPerMinute",
+  "hotPerMinute",
+  "knownIds",
+  "policies",
+] as const;
 
 function l2State(shards: readonly L2ShardStatus[]): StatusModel["l2"]["state"] {
   const states = new Set(shards.map((shard) => shard.state));
@@ -176,27 +182,10 @@ export function buildStatus(sources: StatusSources): StatusModel {
     },
     knownIds: sources.knownIds ? { enabled: true, ...sources.knownIds } : { enabled: false },
     config: {
-      // Every setting but the tokens (the shards' names and URLs are no secret; their tokens are).
-      caching: config.caching,
-      originUrl: config.originUrl,
-      publicUrl: config.publicUrl,
+      ...(Object.fromEntries(SETTINGS_SHOWN.map((setting) => [setting, config[setting]])) as Pick<Config, (typeof SETTINGS_SHOWN)[number]>),
       l2: config.l2 !== null,
       l2Shards: config.l2?.shards.map(({ name, url, weight }) => ({ name, url, weight })) ?? [],
-      l2ReadReplicas: config.l2ReadReplicas,
-      locationCache: config.locationCache,
       purgeEndpoint: config.purgeToken !== null,
-      l1MaxBytes: config.l1MaxBytes,
-      l2TimeoutMs: config.l2TimeoutMs,
-      lockTtlMs: config.lockTtlMs,
-      purgePollMs: config.purgePollMs,
-      originMaxConcurrent: config.originMaxConcurrent,
-      maxSubrequests: config.maxSubrequests,
-      coldPagesMax: config.coldPagesMax,
-      coldPageWaitMs: config.coldPageWaitMs,
-      warmPerMinute: config.warmPerMinute,
-      hotPerMinute: config.hotPerMinute,
-      knownIds: config.knownIds,
-      policies: config.policies,
     },
   };
 }
