@@ -1,5 +1,5 @@
 // The Hono app: routes and the middleware that Hono already ships.
-import { Hono, type Context } from "hono";
+import { Hono } from "hono";
 import { etag, RETAINED_304_HEADERS } from "hono/etag";
 import { secureHeaders } from "hono/secure-headers";
 import { timing } from "hono/timing";
@@ -28,10 +28,6 @@ const API_METHODS = [
   ["/__status", "GET, HEAD"],
   ["/__status.json", "GET, HEAD"],
 ] as const;
-
-function pageMethods(c: Context): Response {
-  return c.body(null, 204, { Allow: PAGE_METHODS });
-}
 
 /** What every route says of a bad configuration, /healthz included: the same words wherever an operator looks. */
 function configErrorText(error: ConfigError): string {
@@ -98,7 +94,7 @@ export function createApp(): Hono<AppEnv> {
   // The pages are there to be read: another method is told which ones they
   // take (RFC 9110: 405 with Allow; OPTIONS answered with Allow), not that
   // the address does not exist.
-  app.on("OPTIONS", PAGE_PATHS, pageMethods);
+  app.on("OPTIONS", PAGE_PATHS, (c) => c.body(null, 204, { Allow: PAGE_METHODS }));
   for (const path of PAGE_PATHS) {
     // Any method but those above (POST, TRACE, PROPFIND...): GET and HEAD have answered before this handler.
     app.all(path, (c) => {

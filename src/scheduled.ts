@@ -9,6 +9,7 @@ import type { TierServices } from "./tier";
 import { hottestIds } from "./warming/hotReport";
 import { warmProducts } from "./warming/warm";
 import { DEFAULTS } from "./config/defaults";
+import type { Background } from "./shared/subrequests";
 
 export const REBUILD_CRON = "17 3 * * *";
 export const WARM_CRON = "*/15 * * * *";
@@ -37,7 +38,7 @@ async function rebuildKnownIds(knownIds: NonNullable<TierServices["knownIds"]>, 
   }
 }
 
-export async function runScheduled(cron: string, tier: TierServices, background: (work: Promise<unknown>) => void): Promise<void> {
+export async function runScheduled(cron: string, tier: TierServices, background: Background): Promise<void> {
   if (cron === REBUILD_CRON) {
     if (tier.knownIds) await rebuildKnownIds(tier.knownIds, tier, "daily");
     return;
@@ -58,7 +59,7 @@ export async function runScheduled(cron: string, tier: TierServices, background:
 }
 
 /** One product through the tier's read path: fills what is missing or stale in L2. */
-export async function warmOne(tier: TierServices, id: string, background: (work: Promise<unknown>) => void): Promise<boolean> {
+export async function warmOne(tier: TierServices, id: string, background: Background): Promise<boolean> {
   const { data } = await tier.cache.read(id, PAGE_RESOURCES, background);
   return data[PAGE_SUBJECT]?.outcome === "found";
 }

@@ -41,10 +41,6 @@ const FAILURE_STATUS: Record<OriginFailure, number> = {
   abandoned: 499,
 };
 
-function ttlSeconds(served: Served<unknown>, now: number): number | undefined {
-  return served.entry ? Math.round((served.entry.freshUntil - now) / 1000) : undefined;
-}
-
 /** RFC 9211's `fwd`: why the origin was asked. */
 function forwardReason(served: Served<unknown>): string {
   if (served.forward === "stale" || served.forward === "bypass") return served.forward;
@@ -53,7 +49,7 @@ function forwardReason(served: Served<unknown>): string {
 
 function member(served: Served<unknown>, now: number, l2Stored: boolean): string {
   const params: string[] = [`pp-${served.tier ?? "origin"}`];
-  const ttl = ttlSeconds(served, now);
+  const ttl = served.entry ? Math.round((served.entry.freshUntil - now) / 1000) : undefined;
   let detail: string = served.resource;
   if (served.outcome === "failed") {
     params.push(`fwd=${forwardReason(served)}`, `fwd-status=${FAILURE_STATUS[served.failure ?? "unreachable"]}`);
@@ -128,9 +124,7 @@ export function pageEtag(identity: string): string {
  * the render would always read 0 (docs/architecture.md, "Saying what happened").
  */
 export function setStepTimings(c: Context, timings: Timings): void {
-  if (timings.location !== undefined) setMetric(c, "location", timings.location);
-  if (timings.l2 !== undefined) setMetric(c, "l2", timings.l2);
-  if (timings.origin !== undefined) setMetric(c, "origin", timings.origin);
+  for (const step of ["location", "l2", "origin"] as const) if (timings[step] !== undefined) setMetric(c, step, timings[step]);
 }
 
 /**

@@ -2,9 +2,10 @@
 // way: bounded in bytes (413), JSON only, checked against a schema, and
 // every refusal a readable JSON `{error, message}` with a 4xx status.
 import { sValidator } from "@hono/standard-validator";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { GenericSchema } from "valibot";
+import { DEFAULTS } from "../config/defaults";
 import type { AppEnv } from "./appEnv";
 
 /** JSON bodies only, of at most `maxBytes` (hono/body-limit counts them as they stream in). */
@@ -37,6 +38,12 @@ export function validJson<S extends GenericSchema>(schema: S, fields: readonly s
       return c.json({ error: "bad_request", message: where ? `${where}: ${issue?.message}` : issue?.message }, 400);
     }
   });
+}
+
+/** Redis did not record what was asked, or there is none: a 503 the caller retries. */
+export function l2Unavailable(c: Context<AppEnv>, message: string): Response {
+  c.header("Retry-After", String(DEFAULTS.adminRetryAfterSeconds));
+  return c.json({ error: "l2_unavailable", message }, 503);
 }
 
 /** What hono's JSON body parser throws on an empty or malformed body, and the tier's words for it. */

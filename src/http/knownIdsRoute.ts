@@ -5,19 +5,14 @@
 // until the next rebuild.
 import { Hono } from "hono";
 import * as v from "valibot";
-import { ADMIN_LIMITS, DEFAULTS } from "../config/defaults";
-import { PRODUCT_ID_PATTERN } from "../origin/types";
+import { ADMIN_LIMITS } from "../config/defaults";
+import { idsSchema } from "../invalidation/record";
 import type { AppEnv } from "./appEnv";
 import { requirePurgeToken } from "./adminAuth";
-import { limitedJsonBody, validJson } from "./jsonBody";
+import { l2Unavailable, limitedJsonBody, validJson } from "./jsonBody";
 
-const knownIdsRequestSchema = v.strictObject({
-  ids: v.pipe(
-    v.array(v.pipe(v.string(), v.regex(PRODUCT_ID_PATTERN, "each id must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$"))),
-    v.minLength(1, "ids must not be empty"),
-    v.maxLength(ADMIN_LIMITS.ids, `at most ${ADMIN_LIMITS.ids} ids`),
-  ),
-});
+/** The purge endpoint's ids (valid, at most ADMIN_LIMITS.ids), at least one. */
+const knownIdsRequestSchema = v.strictObject({ ids: v.pipe(idsSchema, v.minLength(1, "ids must not be empty")) });
 
 export const knownIdsRoute = new Hono<AppEnv>().post(
   "/__known-ids",
@@ -29,10 +24,7 @@ export const knownIdsRoute = new Hono<AppEnv>().post(
     const { ids } = c.req.valid("json");
     // No L2, no filter: every id already "might exist".
     if (!knownIds) return c.json({ recorded: ids.length, filter: "off" }, 200);
-    if (!(await knownIds.add(ids))) {
-      c.header("Retry-After", String(DEFAULTS.adminRetryAfterSeconds));
-      return c.json({ error: "l2_unavailable", message: "Redis did not record the ids; retry" }, 503);
-    }
+    if (!(await knownIds.add(ids))) return l2Unavailable(c, "Redis did not record the ids; retry");
     return c.json({ recorded: ids.length, status: knownIds.status().state }, 200);
   },
 );

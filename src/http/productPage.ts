@@ -11,6 +11,7 @@ import { cacheStatus, pageCacheControl, pageEtag, pageIdentity, requestColo, set
 import { errorPage } from "./errorPage";
 import { clientOf } from "../overload/client";
 import { DEFAULTS } from "../config/defaults";
+import type { Background } from "../shared/subrequests";
 
 /** What a visitor is told of a product that does not exist. */
 const PRODUCT_NOT_FOUND = "We could not find that product. It does not exist or is no longer available.";
@@ -40,16 +41,11 @@ function section<T>(state: Section<T>["state"], served: Served<T> | undefined): 
   return { state: state === "ok" ? "none" : state };
 }
 
-/** Without a core resource there is no page (503); the subject is always core: it is what the page shows. */
-function isCore(resource: PageResource, policies: TierServices["config"]["policies"]): boolean {
-  return resource === PAGE_SUBJECT || policies[resource].core;
-}
-
 /**
  * The answer to a visitor who has left: nobody reads it, so nothing is
  * rendered or recorded as a page; the isolate counts it.
  */
-function visitorLeft(tier: TierServices, id: string, colo: string | undefined, background: (work: Promise<unknown>) => void): Response {
+function visitorLeft(tier: TierServices, id: string, colo: string | undefined, background: Background): Response {
   tier.overload.departures.pageLeft();
   tier.fleet.page({ route: "/products/:id", id, outcome: "left", status: 503 }, colo, background);
   return new Response(null, { status: 503, headers: { "Cache-Control": "no-store" } });
@@ -107,7 +103,9 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   }
   // The others are read whenever the subject exists (cache/readThrough.ts): a core one missing is one that failed.
   const failed = (resource: PageResource) => (data[resource]?.outcome ?? "failed") === "failed";
-  const missingCore = PAGE_RESOURCES.filter((resource) => isCore(resource, tier.config.policies) && failed(resource));
+  // Without a core resource there is no page (503); the subject is always core: it is what the page shows.
+  const core = (resource: PageResource) => resource === PAGE_SUBJECT || tier.config.policies[resource].core;
+  const missingCore = PAGE_RESOURCES.filter((resource) => core(resource) && failed(resource));
   if (missingCore.length > 0) {
     // "overloaded": this isolate did not start the work (shed, or its origin slots were full), not a failing service.
     const busy = missingCore.every((resource) => data[resource]?.failure === "overloaded");

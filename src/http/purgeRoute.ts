@@ -3,10 +3,10 @@
 // unavailable the answer is 503 and the caller retries, so nothing is lost.
 import { Hono } from "hono";
 import { purgeRequestSchema, recordFrom } from "../invalidation/record";
-import { DEFAULTS, ADMIN_LIMITS } from "../config/defaults";
+import { ADMIN_LIMITS } from "../config/defaults";
 import type { AppEnv } from "./appEnv";
 import { requirePurgeToken } from "./adminAuth";
-import { limitedJsonBody, validJson } from "./jsonBody";
+import { l2Unavailable, limitedJsonBody, validJson } from "./jsonBody";
 import { logEvent } from "../shared/log";
 
 export const purgeRoute = new Hono<AppEnv>().post(
@@ -16,16 +16,10 @@ export const purgeRoute = new Hono<AppEnv>().post(
   validJson(purgeRequestSchema, Object.keys(purgeRequestSchema.pipe[0].entries)),
   async (c) => {
     const tier = c.get("tier");
-    if (!tier.purgeLog) {
-      c.header("Retry-After", String(DEFAULTS.adminRetryAfterSeconds));
-      return c.json({ error: "l2_unavailable", message: "purges are recorded in Redis, and no Redis is configured" }, 503);
-    }
+    if (!tier.purgeLog) return l2Unavailable(c, "purges are recorded in Redis, and no Redis is configured");
     const record = recordFrom(c.req.valid("json"), tier.clock.now());
     const seq = await tier.purgeLog.record(record);
-    if (seq === undefined) {
-      c.header("Retry-After", String(DEFAULTS.adminRetryAfterSeconds));
-      return c.json({ error: "l2_unavailable", message: "Redis did not record the purge; retry" }, 503);
-    }
+    if (seq === undefined) return l2Unavailable(c, "Redis did not record the purge; retry");
     tier.purges.apply({ ...record, seq });
     logEvent("purge_recorded", { seq, ids: record.ids.length, tags: record.tags.length, all: record.all, mode: record.mode, resources: record.resources });
     return c.json(

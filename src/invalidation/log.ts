@@ -338,8 +338,8 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
      * With the background budget (l2WriteTimeoutMs), not the page path's: a visitor waits for a sync at most
      * its own bound (watcher.ts), and a Redis slower than the page path's budget (150-400 ms) failed every sync
      * read, so that visitors of cached pages waited for one after another while the isolate learned of no purge.
+     * `maxRecords`: a page of at most that many (a reader that needs only those before a page another isolate shared: watcher.ts).
      */
-    /** `maxRecords`: a page of at most that many (a reader that needs only those before a page another isolate shared: watcher.ts). */
     async readSince(seen: number, readerEra: string | null, maxRecords: number = DEFAULTS.purgeSyncMaxRecords): Promise<PurgesSince | undefined> {
       const answer = await l2.run(
         (redis) =>

@@ -7,7 +7,7 @@ import { PRODUCT_ID_PATTERN } from "../origin/types";
 /** Tags as the origin writes them (`brand:acme`, `cat:running`): short, no spaces, no quotes. */
 const TAG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9:._/-]{0,63}$/;
 
-const idsSchema = v.pipe(
+export const idsSchema = v.pipe(
   v.array(v.pipe(v.string(), v.regex(PRODUCT_ID_PATTERN, "each id must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$"))),
   v.maxLength(ADMIN_LIMITS.ids, `at most ${ADMIN_LIMITS.ids} ids`),
 );

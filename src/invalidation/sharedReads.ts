@@ -29,7 +29,7 @@ import { DEFAULTS } from "../config/defaults";
 import { readBounded } from "../shared/body";
 import { sha256Hex } from "../shared/hash";
 import { within } from "../shared/leases";
-import { subrequest } from "../shared/subrequests";
+import { subrequest, type Background } from "../shared/subrequests";
 import { storedRecord, type PurgeRecord } from "./record";
 
 /** The position's header: `<era>|<seq>|<readAt>|<from>`, readAt when the read was sent (ms since the epoch). */
@@ -65,15 +65,15 @@ export interface LogShelf {
   /** The last read of the log some isolate here shared; undefined when there is none usable, or no answer in time. */
   read(): Promise<SharedPosition | undefined>;
   /** Shares a read of the log (in the background: nobody waits for it), once `after` settled (the puts of its pages: a position is never there before them). */
-  put(position: SharedPosition, background: (work: Promise<unknown>) => void, after?: Promise<unknown>): void;
+  put(position: SharedPosition, background: Background, after?: Promise<unknown>): void;
   /** The read of the log some isolate here said it is making; undefined when none, or no answer in time. */
   reading(): Promise<SharedReading | undefined>;
   /** Says that this isolate is reading the log (in the background). */
-  putReading(reading: SharedReading, background: (work: Promise<unknown>) => void): void;
+  putReading(reading: SharedReading, background: Background): void;
   /** The page of `era`'s log after `from`, as an isolate here read it; undefined when none is usable, or no answer in time. */
   page(era: string, from: number): Promise<SharedPage | undefined>;
   /** Shares a page read from Redis: `members` as the log holds them, numbered after `from` and up to `upTo` (in the background); settles once it is put or given up. */
-  putPage(era: string, page: { from: number; upTo: number; members: readonly string[] }, background: (work: Promise<unknown>) => void): Promise<unknown>;
+  putPage(era: string, page: { from: number; upTo: number; members: readonly string[] }, background: Background): Promise<unknown>;
 }
 
 export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; open: () => Promise<LocationStore>; now?: () => number }): LogShelf {

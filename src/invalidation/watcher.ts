@@ -44,7 +44,7 @@ import { createKnownPurges, type Verdict } from "./knownPurges";
 import { logPosition, logPositionKeys, type PurgeLog, type PurgesSince } from "./log";
 import type { PurgeRecord } from "./record";
 import { pauses, pollUntil, within } from "../shared/leases";
-import { subrequestsLeft } from "../shared/subrequests";
+import { subrequestsLeft, type Background } from "../shared/subrequests";
 import { DEFAULTS } from "../config/defaults";
 import type { LogShelf, SharedPosition } from "./sharedReads";
 
@@ -69,7 +69,7 @@ export interface PurgeWatcherOptions {
    * applied reached this isolate, with the sync's `background` (the fleet's
    * purge reach: observability/fleet.ts bounds the points one sync writes).
    */
-  reached?: (reaches: readonly PurgeReach[], background: (work: Promise<unknown>) => void) => void;
+  reached?: (reaches: readonly PurgeReach[], background: Background) => void;
   random?: () => number;
 }
 
@@ -81,7 +81,7 @@ interface PurgeReach {
 
 export interface PurgeWatcher {
   /** Brings this isolate's knowledge of purges up to date when it is getting old (see the bound above). */
-  sync(background: (work: Promise<unknown>) => void): Promise<void>;
+  sync(background: Background): Promise<void>;
   /** What the purges known here make of an entry: still good, stale (soft purge), or gone (hard purge). */
   judge(entry: Entry, id: string, resource: ResourceName, tags: readonly string[]): Verdict;
   /**
@@ -227,7 +227,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   const known = createKnownPurges(options);
   const positionKeys = logPositionKeys(keyPrefix);
 
-  function applyToL1(record: PurgeRecord): void {
+  function apply(record: PurgeRecord, keepIds = true): void {
+    known.remember(record, { ids: keepIds });
     for (const id of record.ids) {
       for (const resource of record.resources) {
         const key = entryKey(keyPrefix, resource, id);
@@ -235,11 +236,6 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
         else l1.markStale(key, record.at);
       }
     }
-  }
-
-  function apply(record: PurgeRecord, keepIds = true): void {
-    known.remember(record, { ids: keepIds });
-    applyToL1(record);
     // The next purge in sequence (one this isolate recorded itself, or the
     // next of a sync): nothing before it is missing, so the sync need not read it again.
     if (record.seq === seq + 1) seq = record.seq;
@@ -253,7 +249,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * over. Its `lease` is renewed while pages come in, and says when the
    * visitors waiting may go on (after the first page, if the rest can wait).
    */
-  async function syncNow(lease: SyncLease, background: (work: Promise<unknown>) => void): Promise<void> {
+  async function syncNow(lease: SyncLease, background: Background): Promise<void> {
     const reaches: PurgeReach[] = [];
     try {
       await readAndApply(lease, background, reaches);
@@ -262,7 +258,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     }
   }
 
-  async function readAndApply(lease: SyncLease, background: (work: Promise<unknown>) => void, reaches: PurgeReach[]): Promise<void> {
+  async function readAndApply(lease: SyncLease, background: Background, reaches: PurgeReach[]): Promise<void> {
     if (!log) return;
     if (shared && era && (await followedShelf(shared, lease, background, reaches))) return;
     // Visitors wait for the read this sync sends from now (syncWaitMs), not for its wait on another isolate's.
@@ -375,7 +371,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * itself from as far as it got (a page missing on the way, another sync's
    * answer applied meanwhile, or no read here young enough).
    */
-  async function followedShelf(shelf: LogShelf, lease: SyncLease, background: (work: Promise<unknown>) => void, reaches: PurgeReach[]): Promise<boolean> {
+  async function followedShelf(shelf: LogShelf, lease: SyncLease, background: Background, reaches: PurgeReach[]): Promise<boolean> {
     const newer = (found: SharedPosition | undefined): found is SharedPosition =>
       found !== undefined && found.era === era && found.seq >= seq && found.readAt > lastSyncAt && found.readAt <= clock.now();
     const young = (found: SharedPosition) => clock.now() - found.readAt < options.pollMs / 2;
@@ -399,13 +395,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   }
 
   /** Follows a read another isolate shared (followedShelf) up to where it found the log; false when a page is missing on the way, or another sync's answer was applied meanwhile. */
-  async function followRead(
-    shelf: LogShelf,
-    lease: SyncLease,
-    target: SharedPosition,
-    background: (work: Promise<unknown>) => void,
-    reaches: PurgeReach[],
-  ): Promise<boolean> {
+  async function followRead(shelf: LogShelf, lease: SyncLease, target: SharedPosition, background: Background, reaches: PurgeReach[]): Promise<boolean> {
     let mine = syncsApplied;
     let from = Math.min(seq, target.from);
     while (seq < target.seq) {
@@ -434,11 +424,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * here too. Undefined when Redis does not answer or the log cannot be
    * followed from here (the sync then reads it as any other).
    */
-  async function readUpTo(
-    shelf: LogShelf,
-    upTo: number,
-    background: (work: Promise<unknown>) => void,
-  ): Promise<{ upTo: number; records: PurgeRecord[] } | undefined> {
+  async function readUpTo(shelf: LogShelf, upTo: number, background: Background): Promise<{ upTo: number; records: PurgeRecord[] } | undefined> {
     const [from, sentAt] = [seq, clock.now()];
     logReads++;
     const answer = heard(await log!.readSince(from, era, upTo - from), sentAt);
@@ -453,7 +439,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * (the runtime caps them: a catch-up's reads come first). Settles once it
    * is put, given up, or not shared.
    */
-  function sharePage(shelf: LogShelf, pageEra: string, from: number, answer: PurgesSince, background: (work: Promise<unknown>) => void): Promise<unknown> {
+  function sharePage(shelf: LogShelf, pageEra: string, from: number, answer: PurgesSince, background: Background): Promise<unknown> {
     if (!answer.members?.length || subrequestsLeft() < 2) return Promise.resolve();
     return shelf.putPage(pageEra, { from, upTo: answer.upTo, members: answer.members }, background);
   }
@@ -473,7 +459,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   }
 
   /** Starts a sync in this request, unless one is under way: then `undefined` (this request does not await another's). What it gives settles once its first page is applied. */
-  function startSync(background: (work: Promise<unknown>) => void, urgent: boolean): Promise<void> | undefined {
+  function startSync(background: Background, urgent: boolean): Promise<void> | undefined {
     if (syncing && syncing.until > clock.now()) return undefined;
     let firstPageRead = () => {};
     const firstPage = new Promise<void>((resolve) => (firstPageRead = resolve));

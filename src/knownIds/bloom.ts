@@ -16,6 +16,7 @@
 // with GET is byte for byte the segment held here. Segments are at most
 // SEGMENT_BYTES, one Redis key each.
 
+import { bytesToBinary } from "../shared/base64";
 import { hashPair } from "../shared/hash";
 
 /** 8 KB per segment: small Redis values (no big keys), a few per REST round trip. */
@@ -141,18 +142,8 @@ export class Bloom {
 
   /** Segment `index` as the ASCII string Redis holds (SET it as is). */
   segmentText(index: number): string {
-    return bytesToText(this.segments[index]!);
+    return bytesToBinary(this.segments[index]!);
   }
-}
-
-/** Bytes as a string of the same char codes (for segments all below 0x80, so ASCII). */
-function bytesToText(bytes: Uint8Array): string {
-  let text = "";
-  // Chunks keep String.fromCharCode's argument list small.
-  for (let i = 0; i < bytes.length; i += 4096) {
-    text += String.fromCharCode(...bytes.subarray(i, i + 4096));
-  }
-  return text;
 }
 
 /** A segment as read from Redis; null when it cannot be ours (a character beyond ASCII). */

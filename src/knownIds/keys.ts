@@ -32,7 +32,6 @@ export function knownIdsKeys(prefix: string): KnownIdsKeys {
 
 /** A fresh version, sortable by build time. */
 export function newVersion(now: number): string {
-  const random = new Uint32Array(1);
-  crypto.getRandomValues(random);
-  return now.toString(36) + (random[0]! % 36 ** 4).toString(36).padStart(4, "0");
+  const random = crypto.getRandomValues(new Uint32Array(1))[0]!;
+  return now.toString(36) + (random % 36 ** 4).toString(36).padStart(4, "0");
 }

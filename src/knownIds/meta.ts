@@ -13,29 +13,6 @@ import { BITS_PER_BYTE, segmentCountFor } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "../config/defaults";
 import { VERSION_PATTERN } from "./keys";
 
-export interface FilterMeta {
-  version: string;
-  /** Ids the filter was sized for. */
-  capacity: number;
-  fpRate: number;
-  m: number;
-  k: number;
-  segmentCount: number;
-  /** Ids listed by the build (and merged from adds during it). */
-  count: number;
-  /** When the build finished (ms since the epoch). */
-  builtAt: number;
-  /** Ids added to this version since; bumped by every add, so isolates notice. */
-  changedAt: number;
-}
-
-interface NextMeta {
-  version: string;
-  startedAt: number;
-  /** More ids were added during the build than its log holds: the build cannot switch. */
-  overflow?: boolean;
-}
-
 export interface Meta {
   /** null: no usable filter (never built, or damaged). */
   current: FilterMeta | null;
@@ -48,6 +25,7 @@ const count = v.pipe(v.number(), v.integer(), v.minValue(0));
 
 const filterFields = v.object({
   version,
+  /** Ids the filter was sized for. */
   capacity: v.pipe(count, v.minValue(1), v.maxValue(KNOWN_IDS_LIMITS.maxCapacity)),
   fpRate: v.pipe(v.number(), v.minValue(KNOWN_IDS_LIMITS.minFpRate), v.maxValue(KNOWN_IDS_LIMITS.maxFpRate)),
   m: v.pipe(
@@ -58,12 +36,18 @@ const filterFields = v.object({
   ),
   k: v.pipe(count, v.minValue(1), v.maxValue(32)),
   segmentCount: count,
+  /** Ids listed by the build (and merged from adds during it). */
   count,
+  /** When the build finished (ms since the epoch). */
   builtAt: count,
+  /** Ids added to this version since; bumped by every add, so isolates notice. */
   changedAt: count,
 });
+export type FilterMeta = v.InferOutput<typeof filterFields>;
 
+/** `overflow`: more ids were added during the build than its log holds: the build cannot switch. */
 const nextFields = v.object({ version, startedAt: count, overflow: v.optional(v.boolean()) });
+type NextMeta = v.InferOutput<typeof nextFields>;
 
 const rawMeta = v.object({
   version: v.optional(v.unknown()),

@@ -1,6 +1,7 @@
 // Moving a filter's segments and logs between Redis and memory. Every call
 // goes through the L2 client's `run` (time budget, breaker): `undefined`
 // means "L2 unavailable", and the callers fail open.
+import type { Redis } from "@upstash/redis/cloudflare";
 import type { L2 } from "../cache/l2/l2";
 import { Bloom, segmentLengthFor, textToBytes } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "../config/defaults";
@@ -15,7 +16,6 @@ export function readMeta(l2: L2, keys: KnownIdsKeys): Promise<string | null | un
   return l2.run((redis) => redis.get<string>(keys.meta));
 }
 
-/** `items` in runs of at most `size`. */
 function chunks<T>(items: readonly T[], size: number): T[][] {
   const out: T[][] = [];
   for (let start = 0; start < items.length; start += size) out.push(items.slice(start, start + size));
@@ -66,17 +66,22 @@ export async function loadFilter(l2: L2, keys: KnownIdsKeys, filter: FilterMeta)
   return { kind: "loaded", bloom: new Bloom(filter, segments) };
 }
 
+/** One pipeline of `add` over `items`, as a write; undefined when L2 did not answer. */
+function pipelined<T>(l2: L2, items: readonly T[], add: (pipe: ReturnType<Redis["pipeline"]>, item: T) => unknown) {
+  return l2.run(
+    (redis) => {
+      const pipe = redis.pipeline();
+      for (const item of items) add(pipe, item);
+      return pipe.exec();
+    },
+    { isWrite: true },
+  );
+}
+
 /** Writes the given segments of `bloom` as `version`, each with a fresh TTL. */
 export async function writeFilter(l2: L2, keys: KnownIdsKeys, version: string, bloom: Bloom, indexes: number[], ttlMs: number): Promise<true | undefined> {
   for (const batch of chunks(indexes, KNOWN_IDS_LIMITS.segmentsPerCall)) {
-    const written = await l2.run(
-      (redis) => {
-        const pipe = redis.pipeline();
-        for (const i of batch) pipe.set(keys.segment(version, i), bloom.segmentText(i), { px: ttlMs });
-        return pipe.exec();
-      },
-      { isWrite: true },
-    );
+    const written = await pipelined(l2, batch, (pipe, i) => pipe.set(keys.segment(version, i), bloom.segmentText(i), { px: ttlMs }));
     if (written === undefined) return undefined;
   }
   return true;
@@ -113,14 +118,5 @@ export function readLog(l2: L2, keys: KnownIdsKeys, version: string, from: numbe
  */
 export async function expireVersion(l2: L2, keys: KnownIdsKeys, version: string, segmentCount: number, ms: number): Promise<void> {
   const all = [...range(segmentCount).map((i) => keys.segment(version, i)), keys.log(version)];
-  for (const batch of chunks(all, 100)) {
-    await l2.run(
-      (redis) => {
-        const pipe = redis.pipeline();
-        for (const key of batch) pipe.pexpire(key, ms);
-        return pipe.exec();
-      },
-      { isWrite: true },
-    );
-  }
+  for (const batch of chunks(all, 100)) await pipelined(l2, batch, (pipe, key) => pipe.pexpire(key, ms));
 }

@@ -21,6 +21,7 @@ import { knownIdsKeys } from "./keys";
 import { parseMeta } from "./meta";
 import { rebuildFilter, type ListIds, type RebuildProgress, type RebuildResult } from "./rebuild";
 import { readMeta } from "./redisFilter";
+import type { Background } from "../shared/subrequests";
 
 export interface KnownIdsOptions {
   l2: L2;
@@ -37,7 +38,7 @@ export interface KnownIdsOptions {
   log?: (event: Record<string, unknown>) => void;
 }
 
-interface KnownIdsStatus {
+export interface KnownIdsStatus {
   state: KnownIdsState;
   /** Whether `lookup` can answer "absent" (or "listed") right now. */
   serving: boolean;
@@ -71,7 +72,7 @@ export interface KnownIds {
    * to `background` (ctx.waitUntil); the answer is the one at hand
    * ("unknown" while loading: fail open).
    */
-  lookup(id: string, background: (work: Promise<unknown>) => void): KnownIdLookup;
+  lookup(id: string, background: Background): KnownIdLookup;
   /**
    * Records new product ids (at most 1000, valid ids only). This isolate
    * accepts them at once; the result says whether every isolate will: true

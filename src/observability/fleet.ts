@@ -11,14 +11,14 @@
 // one in `pageSample` of them is written, standing for `pageSample` pages
 // (its weight, double1); every other page is written (README, "Seeing the
 // fleet": what it costs). Without the binding nothing is written.
-import type { Served } from "../cache/served";
-import type { OriginFailure } from "../origin/failure";
+import type { OriginOutcome } from "../origin/failure";
 import type { ResourceName } from "../origin/resources";
 import type { BreakerState } from "../shared/breaker";
 import type { Clock } from "../shared/clock";
 import { createRateLimitedLog } from "../shared/log";
 import { DEFAULTS } from "../config/defaults";
-import { callsOfThisInvocation } from "../shared/subrequests";
+import { callsOfThisInvocation, type Background } from "../shared/subrequests";
+import type { PageRecord } from "./metrics";
 import { BLOB, DOUBLE, type FleetOutcome, type PointKind, resourceBlob } from "./fleetPoints";
 
 /** The binding's one method (workers-types' AnalyticsEngineDataset, whose write returns nothing on the platform). */
@@ -26,26 +26,22 @@ export interface FleetDataset {
   writeDataPoint(point?: AnalyticsEngineDataPoint): unknown;
 }
 
-export interface FleetPage {
+/** A page as the status page counts it (metrics.ts), and what the fleet adds. */
+export interface FleetPage extends Omit<PageRecord, "outcome" | "hot"> {
   /** The route, as app.ts names it. */
   route: "/products/:id" | "/";
-  id: string;
   outcome: FleetOutcome;
   status: number;
   /** From the request's arrival to its data read. */
   ms?: number;
-  served?: readonly Pick<Served<unknown>, "resource" | "tier" | "freshness" | "outcome" | "collapsed">[];
-  defaulted?: readonly string[];
   /** A 503 because this isolate shed the work, not because a service failed. */
   shed?: boolean;
 }
 
-type Background = (work: Promise<unknown>) => void;
-
 export interface Fleet {
   /** `colo`: the request's `cf.colo`. `background`: the request's waitUntil. */
   page(page: FleetPage, colo: string | undefined, background: Background): void;
-  origin(service: ResourceName, outcome: "found" | "absent" | OriginFailure): void;
+  origin(service: ResourceName, outcome: OriginOutcome): void;
   breaker(name: string, from: BreakerState, to: BreakerState): void;
   /**
    * How long after their recording the purges one sync applied reached this

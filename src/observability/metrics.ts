@@ -11,7 +11,7 @@
 import type { BreakerState } from "../shared/breaker";
 import type { Clock } from "../shared/clock";
 import type { Served } from "../cache/served";
-import type { OriginFailure } from "../origin/failure";
+import type { OriginOutcome } from "../origin/failure";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { createTopK, type TopK } from "./topK";
 
@@ -38,8 +38,6 @@ export const HOT_COUNTERS = 5 * HOT_PRODUCTS;
  */
 type PageOutcome = "ok" | "absent" | "filtered" | "unavailable";
 
-/** What the origin client reports of one call: an answer, or why there was none. */
-type OriginOutcome = "found" | "absent" | OriginFailure;
 /** Failures that never reached the service: this isolate shed the call. */
 const SHED: ReadonlySet<OriginOutcome> = new Set<OriginOutcome>(["overloaded", "circuit-open"]);
 
@@ -206,7 +204,6 @@ function addInto<T extends object>(into: T, from: T): void {
   for (const key of Object.keys(from) as (keyof T)[]) (into[key] as number) += from[key] as number;
 }
 
-/** Counts one page view into its minute's bucket. */
 function countPage(bucket: Bucket, page: PageRecord): void {
   bucket.pages++;
   bucket.outcomes[page.outcome]++;
@@ -226,7 +223,6 @@ function countPage(bucket: Bucket, page: PageRecord): void {
   if (page.outcome === "ok" && (page.defaulted?.length ?? 0) > 0) bucket.degradedPages++;
 }
 
-/** The buckets of a window, summed and summarised. */
 function summarizeWindow(buckets: readonly Bucket[], from: number, minutes: number): WindowSummary {
   const sum = emptyBucket(from);
   for (const bucket of buckets) {
@@ -274,15 +270,12 @@ function minutePoint(start: number, bucket: Bucket | undefined): MinutePoint {
 }
 
 function randomId(): string {
-  const bytes = new Uint8Array(4);
-  crypto.getRandomValues(bytes);
-  return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return [...crypto.getRandomValues(new Uint8Array(4))].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-export function createMetrics(options: { clock: Clock; hotCounters?: number }): Metrics {
-  const { clock } = options;
+export function createMetrics({ clock }: { clock: Clock }): Metrics {
   const ring: Bucket[] = [];
-  const hot = createTopK<string>(options.hotCounters ?? HOT_COUNTERS);
+  const hot = createTopK<string>(HOT_COUNTERS);
   const breakerNotes = new Map<string, BreakerNote>();
   const startedAt = clock.now();
 

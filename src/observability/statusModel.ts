@@ -10,7 +10,7 @@ import type { LocationStats } from "../cache/location/location";
 import type { FillStats } from "../cache/readThrough";
 import type { Config } from "../config";
 import { DEFAULTS } from "../config/defaults";
-import type { KnownIdsState } from "../knownIds";
+import type { KnownIdsStatus } from "../knownIds";
 import type { Overload } from "../overload";
 import type { PurgeWatcherStatus } from "../invalidation/watcher";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
@@ -40,18 +40,8 @@ export interface StatusSources {
   fills: FillStats;
   /** Admission of new work and what became of work whose visitors left (overload/). */
   overload: ReturnType<Overload["stats"]>;
-  knownIds: {
-    state: KnownIdsState;
-    serving: boolean;
-    version: string | null;
-    count: number | null;
-    ageMs: number | null;
-    lastCheckAt: number | null;
-    pendingAdds: number;
-    /** Loads of the filter's segments in this isolate, and the location tier's copy: taken, looked for in vain, refused, put. */
-    loads: number;
-    location: { hits: number; misses: number; refused: number; puts: number; putsFailed: number } | null;
-  } | null;
+  /** What the status shows of the known-ids filter (null: off). */
+  knownIds: Pick<KnownIdsStatus, "state" | "serving" | "version" | "count" | "ageMs" | "lastCheckAt" | "pendingAdds" | "loads" | "location"> | null;
 }
 
 export interface StatusModel {
@@ -63,8 +53,10 @@ export interface StatusModel {
   perMinute: MinutePoint[];
   hotProducts: { id: string; count: number; error: number }[];
   hotTracking: { capacity: number; offered: number };
-  /** `since`: when the shard's breaker entered its state (null: closed since the isolate started). */
-  /** `state`: one word for L2 as a whole: "off" without L2, its breaker's state when all shards agree, "partial" when they do not. */
+  /**
+   * `state`: one word for L2 as a whole: "off" without L2, its breaker's state when all shards agree, "partial" when they do not.
+   * A shard's `since`: when its breaker entered its state (null: closed since the isolate started).
+   */
   l2: {
     configured: boolean;
     state: BreakerState | "off" | "partial";
@@ -91,44 +83,41 @@ export interface StatusModel {
   l1: { bytes: number; maxBytes: number; entries: number; evictions: number; usedRatio: number };
   /** `hitRatio`: copies served of parts looked up (null before any lookup); `stats` null when off. */
   location: { enabled: boolean; hitRatio: number | null; stats: LocationStats | null };
-  /** `logReads`: syncs that read the log in Redis; `sharedReadsTaken`: syncs that took a read another isolate of the data center shared. */
-  purges: {
-    enabled: boolean;
-    seq: number;
-    lastSyncAt: string | null;
-    syncAgeMs: number | null;
-    blind: boolean;
-    widePurges: number;
-    logReads: number;
-    sharedReadsTaken: number;
-  };
+  /** The purge watcher's status, with its last sync as a date and an age. */
+  purges: Omit<PurgeWatcherStatus, "lastSyncAt"> & { enabled: boolean; lastSyncAt: string | null; syncAgeMs: number | null };
   knownIds: (NonNullable<StatusSources["knownIds"]> & { enabled: true }) | { enabled: false };
   /** The configuration this isolate runs with, but for the tokens. */
-  config: Pick<
-    Config,
-    | "caching"
-    | "originUrl"
-    | "publicUrl"
-    | "l2ReadReplicas"
-    | "locationCache"
-    | "l1MaxBytes"
-    | "l2TimeoutMs"
-    | "lockTtlMs"
-    | "purgePollMs"
-    | "originMaxConcurrent"
-    | "maxSubrequests"
-    | "coldPagesMax"
-    | "coldPageWaitMs"
-    | "warmPerMinute"
-    | "hotPerMinute"
-    | "knownIds"
-    | "policies"
-  > & {
+  config: Pick<Config, (typeof SETTINGS_SHOWN)[number]> & {
     l2: boolean;
     l2Shards: { name: string; url: string; weight: number }[];
     purgeEndpoint: boolean;
   };
 }
+
+/**
+ * The settings the status shows as they are: every one but the tokens and
+ * L2's shards, which it shows without theirs (a shard's name and URL are no
+ * secret; its token is).
+ */
+const SETTINGS_SHOWN = [
+  "caching",
+  "originUrl",
+  "publicUrl",
+  "l2ReadReplicas",
+  "locationCache",
+  "l1MaxBytes",
+  "l2TimeoutMs",
+  "lockTtlMs",
+  "purgePollMs",
+  "originMaxConcurrent",
+  "maxSubrequests",
+  "coldPagesMax",
+  "coldPageWaitMs",
+  "warmPerMinute",
+  "hotPerMinute",
+  "knownIds",
+  "policies",
+] as const;
 
 function l2State(shards: readonly L2ShardStatus[]): StatusModel["l2"]["state"] {
   const states = new Set(shards.map((shard) => shard.state));
@@ -187,37 +176,16 @@ export function buildStatus(sources: StatusSources): StatusModel {
     },
     purges: {
       enabled: config.l2 !== null,
-      seq: sources.purges.seq,
+      ...sources.purges,
       lastSyncAt: lastSyncAt === null ? null : new Date(lastSyncAt).toISOString(),
       syncAgeMs: lastSyncAt === null ? null : Math.max(0, now - lastSyncAt),
-      blind: sources.purges.blind,
-      widePurges: sources.purges.widePurges,
-      logReads: sources.purges.logReads,
-      sharedReadsTaken: sources.purges.sharedReadsTaken,
     },
     knownIds: sources.knownIds ? { enabled: true, ...sources.knownIds } : { enabled: false },
     config: {
-      // Every setting but the tokens (the shards' names and URLs are no secret; their tokens are).
-      caching: config.caching,
-      originUrl: config.originUrl,
-      publicUrl: config.publicUrl,
+      ...(Object.fromEntries(SETTINGS_SHOWN.map((setting) => [setting, config[setting]])) as Pick<Config, (typeof SETTINGS_SHOWN)[number]>),
       l2: config.l2 !== null,
       l2Shards: config.l2?.shards.map(({ name, url, weight }) => ({ name, url, weight })) ?? [],
-      l2ReadReplicas: config.l2ReadReplicas,
-      locationCache: config.locationCache,
       purgeEndpoint: config.purgeToken !== null,
-      l1MaxBytes: config.l1MaxBytes,
-      l2TimeoutMs: config.l2TimeoutMs,
-      lockTtlMs: config.lockTtlMs,
-      purgePollMs: config.purgePollMs,
-      originMaxConcurrent: config.originMaxConcurrent,
-      maxSubrequests: config.maxSubrequests,
-      coldPagesMax: config.coldPagesMax,
-      coldPageWaitMs: config.coldPageWaitMs,
-      warmPerMinute: config.warmPerMinute,
-      hotPerMinute: config.hotPerMinute,
-      knownIds: config.knownIds,
-      policies: config.policies,
     },
   };
 }

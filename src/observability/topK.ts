@@ -11,8 +11,8 @@
 // - every key whose true count exceeds N / capacity is being counted.
 //
 // Offering a counted key is O(1); a new key costs a scan of the counters
-// (O(capacity)), which for the page path's capacity of 20 is a few dozen
-// comparisons.
+// (O(capacity)): for the page path's top-Ks (100 counters in metrics.ts,
+// 50 in warming/hotReport.ts), at most a hundred comparisons.
 
 interface TopKItem<K> {
   key: K;
@@ -23,11 +23,11 @@ interface TopKItem<K> {
 }
 
 export interface TopK<K> {
-  /** Counts one occurrence (or `weight` occurrences) of `key`. */
-  offer(key: K, weight?: number): void;
+  /** Counts one occurrence of `key`. */
+  offer(key: K): void;
   /** The `n` (default: all counted) keys with the highest estimated counts, highest first. */
   top(n?: number): TopKItem<K>[];
-  /** Sum of all weights offered so far. */
+  /** Offers so far. */
   readonly total: number;
   readonly capacity: number;
   /** Keys being counted (≤ capacity). */
@@ -41,16 +41,15 @@ export function createTopK<K = string>(capacity: number): TopK<K> {
   let total = 0;
 
   return {
-    offer(key, weight = 1) {
-      if (!(weight > 0)) return;
-      total += weight;
+    offer(key) {
+      total++;
       const counter = counters.get(key);
       if (counter) {
-        counter.count += weight;
+        counter.count++;
         return;
       }
       if (counters.size < capacity) {
-        counters.set(key, { count: weight, error: 0 });
+        counters.set(key, { count: 1, error: 0 });
         return;
       }
       // Replace the smallest counter; the newcomer may have been seen up to that many times before.
@@ -64,7 +63,7 @@ export function createTopK<K = string>(capacity: number): TopK<K> {
         }
       });
       counters.delete(minKey as K);
-      counters.set(key, { count: min + weight, error: min });
+      counters.set(key, { count: min + 1, error: min });
     },
 
     top(n = capacity) {

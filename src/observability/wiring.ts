@@ -8,18 +8,12 @@ import type { Fleet, FleetPage } from "./fleet";
 import type { Metrics, PageRecord } from "./metrics";
 import type { Timings } from "../cache/pageRequest";
 import { DEFAULTS } from "../config/defaults";
+import type { Background } from "../shared/subrequests";
 
 /** A page view as the status page and the fleet count it. */
-interface PageView extends PageRecord {
-  route: FleetPage["route"];
-  status: number;
-  /** From the request's arrival to its data read. */
-  ms?: number;
-  /** A 503 because this isolate shed the work. */
-  shed?: boolean;
-}
+type PageView = PageRecord & FleetPage;
 
-export type RecordPage = (view: PageView, colo: string | undefined, background: (work: Promise<unknown>) => void) => void;
+export type RecordPage = (view: PageView, colo: string | undefined, background: Background) => void;
 
 /** Counts a page view on this isolate's status page and tells the fleet of it: the one place pages are counted. */
 export function recordPages(metrics: Metrics, fleet: Fleet): RecordPage {

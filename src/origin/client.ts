@@ -11,9 +11,7 @@ import type { Breaker } from "../shared/breaker";
 import { LimiterFull, type Limiter, type Priority } from "../shared/limiter";
 import { isIsolateError } from "../shared/leases";
 import { abandoned, get, readJson, SLOT_GRACE_MS } from "./exchange";
-import { failureOf, isAnswerAboutId, isServiceFailureStatus, OriginError, type OriginFailure } from "./failure";
-
-// What an origin call's failure is: callers of the client name it from here.
+import { failureOf, isAnswerAboutId, isServiceFailureStatus, OriginError, type OriginOutcome } from "./failure";
 
 export type OriginAnswer<T> = { found: true; data: T } | { found: false };
 
@@ -55,7 +53,7 @@ export interface OriginClientOptions {
   /** Injected in tests; the global fetch otherwise. */
   fetch?: typeof fetch;
   /** Told of every service call's outcome, once (metrics, rate-limited logs); must not throw. */
-  onFetch?: (service: ResourceName, outcome: "found" | "absent" | OriginFailure, detail?: string, priority?: Priority) => void;
+  onFetch?: (service: ResourceName, outcome: OriginOutcome, detail?: string, priority?: Priority) => void;
   /** Told how long each answer took to be read, per service (the isolate's lag meter, overload/lag.ts). */
   onReply?: (service: ResourceName, ms: number) => void;
 }
@@ -70,11 +68,6 @@ const MIN_BUDGET_SHARE_TO_BLAME = 0.75;
  */
 export function originCallBoundMs(timeoutMs: number): number {
   return 2 * (timeoutMs + SLOT_GRACE_MS);
-}
-
-function pathFor(resource: ResourceName, id: string): string {
-  // Ids are validated before they get here; encoding is belt and braces.
-  return RESOURCES[resource].path(encodeURIComponent(id));
 }
 
 export function createOriginClient(options: OriginClientOptions): OriginClient {
@@ -129,36 +122,27 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
   }
 
   async function fetchOnce<R extends ResourceName>(resource: R, id: string, deadline: number, stop?: AbortSignal): Promise<OriginAnswer<ResourceTypes[R]>> {
+    const { onReply } = options;
     try {
-      return await exchange(resource, id, deadline, stop);
+      // Ids are validated before they get here; encoding is belt and braces.
+      const url = options.baseUrl + RESOURCES[resource].path(encodeURIComponent(id));
+      const response = await get(doFetch, resource, url, Math.max(1, deadline - Date.now()), stop, onReply && ((ms) => onReply(resource, ms)));
+      if (response.status === 404) {
+        await response.body?.cancel();
+        return { found: false };
+      }
+      if (response.status !== 200) {
+        await response.body?.cancel();
+        throw new OriginError(resource, isServiceFailureStatus(response.status) ? "status" : "rejected", `HTTP ${response.status}`);
+      }
+      const data = validateResource(resource, id, await readJson(resource, response, maxBodyBytes));
+      if (!data) throw new OriginError(resource, "invalid", "body does not follow the origin contract");
+      return { found: true, data };
     } catch (error) {
       // Cut short while the body was read, say: still the caller's doing, not the service's failure.
       if (stop?.aborted && !(error instanceof OriginError && error.failure === "abandoned")) throw abandoned(resource);
       throw error;
     }
-  }
-
-  async function exchange<R extends ResourceName>(resource: R, id: string, deadline: number, stop?: AbortSignal): Promise<OriginAnswer<ResourceTypes[R]>> {
-    const { onReply } = options;
-    const response = await get(
-      doFetch,
-      resource,
-      options.baseUrl + pathFor(resource, id),
-      Math.max(1, deadline - Date.now()),
-      stop,
-      onReply && ((ms) => onReply(resource, ms)),
-    );
-    if (response.status === 404) {
-      await response.body?.cancel();
-      return { found: false };
-    }
-    if (response.status !== 200) {
-      await response.body?.cancel();
-      throw new OriginError(resource, isServiceFailureStatus(response.status) ? "status" : "rejected", `HTTP ${response.status}`);
-    }
-    const data = validateResource(resource, id, await readJson(resource, response, maxBodyBytes));
-    if (!data) throw new OriginError(resource, "invalid", "body does not follow the origin contract");
-    return { found: true, data };
   }
 
   return {

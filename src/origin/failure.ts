@@ -1,7 +1,7 @@
 // What can go wrong with an origin call, and whose fault it is: the service's
 // (its breaker counts it), this isolate's (it does not), or an answer about
 // one id. Its own module so that the client (client.ts) and the exchange it
-// makes (exchange.ts) both speak it; importers name it from client.ts.
+// makes (exchange.ts) both speak it.
 import type { ResourceName } from "./resources";
 
 export type OriginFailure =
@@ -19,6 +19,9 @@ export type OriginFailure =
   | "circuit-open"
   /** Cut short by the caller: nobody waited for the answer any more (its visitor left). */
   | "abandoned";
+
+/** What the origin client reports of one call: an answer, or why there was none. */
+export type OriginOutcome = "found" | "absent" | OriginFailure;
 
 export class OriginError extends Error {
   constructor(

@@ -62,13 +62,9 @@ function minorUnits(money: Money): number {
 /**
  * The amount as a plain decimal string ("129.99", "1500", "12.345"), built
  * with integer arithmetic so that no binary floating point rounding shows.
+ * `digits`: the currency's minor digits, when already known (formatMoney has its formatter's).
  */
-export function decimalAmount(money: Money): string {
-  return decimalOf(money, minorDigits(money.currency));
-}
-
-/** decimalAmount with the currency's minor digits already known (formatMoney has its formatter's). */
-function decimalOf(money: Money, digits: number): string {
+export function decimalAmount(money: Money, digits = minorDigits(money.currency)): string {
   const minor = minorUnits(money);
   const sign = minor < 0 ? "-" : "";
   const abs = Math.abs(minor);
@@ -82,10 +78,10 @@ function decimalOf(money: Money, digits: number): string {
 /** "$129.99", "€129.99", "¥1,500", "KWD 12.345"; unknown currency: "12.34 XYZ". Never throws. */
 export function formatMoney(money: Money): string {
   const formatter = currencyFormatter(money.currency);
-  if (!formatter) return `${decimalOf(money, FALLBACK_MINOR_DIGITS)} ${money.currency}`.trim();
+  if (!formatter) return `${decimalAmount(money, FALLBACK_MINOR_DIGITS)} ${money.currency}`.trim();
   // The decimal string, not minor units ÷ 10^digits: Intl formats a string exactly, where a
   // large amount divided in floating point would print other cents than the JSON-LD's price.
-  return formatter.format.format(decimalOf(money, formatter.digits) as Intl.StringNumericLiteral);
+  return formatter.format.format(decimalAmount(money, formatter.digits) as Intl.StringNumericLiteral);
 }
 
 /**

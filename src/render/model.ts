@@ -30,7 +30,7 @@ export interface HomePageModel {
 }
 
 export interface ErrorPageModel {
-  /** 400, 404 or 503. */
+  /** 400, 404, 405, 413, 429, 500 or 503 (http/errorPage.ts). */
   status: number;
   /** A short, human message; never an exception text. */
   message: string;

@@ -5,6 +5,7 @@ import { RESOURCE_NAMES } from "../origin/resources";
 import type { MetaView } from "./view";
 import type { BreakerState } from "../shared/breaker";
 import { buildChart, type ChartView } from "./chart";
+import { productHref } from "./urls";
 import type { ResourceSummary, WindowSummary } from "../observability/metrics";
 import type { StatusModel } from "../observability/statusModel";
 
@@ -36,27 +37,7 @@ function breakerClass(state: BreakerState): string {
   return state === "closed" ? "ok" : state === "half-open" ? "warn" : "bad";
 }
 
-interface TierRow {
-  name: string;
-  answers: string;
-  l1: string;
-  l1Count: string;
-  location: string;
-  locationCount: string;
-  l2: string;
-  l2Count: string;
-  origin: string;
-  originCount: string;
-  hit: string;
-  stale: string;
-  staleIfError: string;
-  failed: string;
-  collapsed: string;
-  defaulted: string;
-  cls: string;
-}
-
-function tierRow(name: string, s: ResourceSummary, total = false): TierRow {
+function tierRow(name: string, s: ResourceSummary, total = false) {
   return {
     name,
     answers: count(s.answers),
@@ -75,6 +56,19 @@ function tierRow(name: string, s: ResourceSummary, total = false): TierRow {
     collapsed: count(s.collapsed),
     defaulted: count(s.defaulted),
     cls: total ? "total" : "",
+  };
+}
+
+/** One window's page views, by how they ended. */
+function pagesRow(label: string, w: WindowSummary) {
+  return {
+    label,
+    views: count(w.pages),
+    ok: count(w.outcomes.ok),
+    degraded: count(w.degradedPages),
+    absent: count(w.outcomes.absent),
+    filtered: count(w.outcomes.filtered),
+    unavailable: count(w.outcomes.unavailable),
   };
 }
 
@@ -238,26 +232,7 @@ export function statusView(model: StatusModel) {
       { label: "Known-ids 404s", value: count(w5.outcomes.filtered), detail: `${plural(w5.outcomes.absent, "origin 404", "origin 404s")}` },
     ].map(({ bad, ...card }) => ({ ...card, cls: bad ? "card bad" : "card" })),
     windows: [windowView("Last 5 minutes", w5), windowView("Last 15 minutes", w15)],
-    pages: [
-      {
-        label: "Last 5 minutes",
-        views: count(w5.pages),
-        ok: count(w5.outcomes.ok),
-        degraded: count(w5.degradedPages),
-        absent: count(w5.outcomes.absent),
-        filtered: count(w5.outcomes.filtered),
-        unavailable: count(w5.outcomes.unavailable),
-      },
-      {
-        label: "Last 15 minutes",
-        views: count(w15.pages),
-        ok: count(w15.outcomes.ok),
-        degraded: count(w15.degradedPages),
-        absent: count(w15.outcomes.absent),
-        filtered: count(w15.outcomes.filtered),
-        unavailable: count(w15.outcomes.unavailable),
-      },
-    ],
+    pages: [pagesRow("Last 5 minutes", w5), pagesRow("Last 15 minutes", w15)],
     origin: originView(model),
     l2: l2View(model),
     location: locationView(model),
@@ -296,7 +271,7 @@ export function statusView(model: StatusModel) {
     hot: model.hotProducts.map((item, index) => ({
       rank: index + 1,
       id: item.id,
-      href: `/products/${encodeURIComponent(item.id)}`,
+      href: productHref(item.id),
       count: count(item.count),
       // Space-saving estimates: the true count is within [count − error, count].
       error: item.error > 0 ? `± ${count(item.error)}` : "exact",

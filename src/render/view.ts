@@ -206,7 +206,6 @@ export function homeView(model: HomePageModel): HomeView {
 
 const STATUS_HEADINGS: Record<number, string> = {
   400: "Bad request",
-  403: "Forbidden",
   404: "Page not found",
   405: "Method not allowed",
   429: "Too many requests",

@@ -20,7 +20,7 @@
 // long enough for any local queue (a probe), and reports with `confirmed`.
 // Only a failed probe opens it; an answer dismisses the time-outs. The
 // confirmation is a lease: one out at a time, and one whose request vanished
-// lapses after `confirmLeaseMs`.
+// lapses after `coolDownMs`.
 //
 // Only the service's own failures count
 // (docs/architecture.md#sharing-work-across-requests-in-one-isolate): a call that failed while another call to the same service
@@ -41,8 +41,6 @@ export interface BreakerOptions {
   minFailureSpanMs?: number;
   /** Time-outs alone open the breaker only once the caller's direct probe fails too (see above). */
   confirmTimeouts?: boolean;
-  /** How long a confirmation handed out is awaited before another may be asked for (default `coolDownMs`). */
-  confirmLeaseMs?: number;
   /**
    * While open, a recovery probe may be asked for this often (see
    * `recoveryProbeDue`): a cheap call off every visitor's path whose answer
@@ -93,7 +91,6 @@ export function createBreaker({
   coolDownMs,
   minFailureSpanMs = 0,
   confirmTimeouts = false,
-  confirmLeaseMs = coolDownMs,
   recoveryProbeEveryMs,
   clock,
   onChange,
@@ -162,7 +159,7 @@ export function createBreaker({
         const verdict = failing();
         if (verdict === "errors" || (verdict === "timeouts" && !confirmTimeouts)) open();
         else if (verdict === "timeouts" && clock.now() >= confirmUntil) {
-          confirmUntil = clock.now() + confirmLeaseMs;
+          confirmUntil = clock.now() + coolDownMs;
           return "confirm";
         }
       }

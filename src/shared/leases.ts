@@ -130,27 +130,19 @@ export async function within<T, F>(work: Promise<T>, ms: number, onTimeout: () =
   }
 }
 
-/**
- * The runtime refused to let this request touch I/O that another request
- * created. That is this isolate's bug or load, never the remote service's
- * failure: breakers must not count it.
- */
-function isCrossRequestError(error: unknown): boolean {
-  return error instanceof Error && error.message.includes("on behalf of a different request");
-}
-
 /** A call ended by its time budget (`AbortSignal.timeout`, or an abort). */
 export function isTimeout(error: unknown): boolean {
   return error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError");
 }
 
 /**
- * A failure of this isolate's own making, never the remote service's:
- * cross-request I/O, or the invocation's subrequest budget spent
- * (shared/subrequests.ts). Breakers do not count these.
+ * A failure of this isolate's own making (its bug or load), never the remote
+ * service's: the runtime refusing this request I/O another request created,
+ * or the invocation's subrequest budget spent (shared/subrequests.ts).
+ * Breakers do not count these.
  */
 export function isIsolateError(error: unknown): boolean {
-  return isCrossRequestError(error) || (error instanceof Error && error.name === "SubrequestBudgetSpent");
+  return error instanceof Error && (error.message.includes("on behalf of a different request") || error.name === "SubrequestBudgetSpent");
 }
 
 /**

@@ -30,11 +30,10 @@ export type RateLimitedLog = (key: string, event: string, fields?: Record<string
 /**
  * At most one line per key per `intervalMs`. Keys are a small fixed set
  * (service names), so the memory is bounded by the caller's choice of keys;
- * `maxKeys` guards against a caller that gets that wrong.
+ * a bound of 64 keys guards against a caller that gets that wrong.
  */
-export function createRateLimitedLog(options: { intervalMs: number; clock: Clock; maxKeys?: number; log?: typeof logEvent }): RateLimitedLog {
+export function createRateLimitedLog(options: { intervalMs: number; clock: Clock; log?: typeof logEvent }): RateLimitedLog {
   const { intervalMs, clock } = options;
-  const maxKeys = options.maxKeys ?? 64;
   const log = options.log ?? logEvent;
   const state = new Map<string, { lastAt: number; suppressed: number }>();
   return (key, event, fields = {}, level = "error") => {
@@ -44,7 +43,7 @@ export function createRateLimitedLog(options: { intervalMs: number; clock: Clock
       seen.suppressed++;
       return;
     }
-    if (!seen && state.size >= maxKeys) state.delete(state.keys().next().value!);
+    if (!seen && state.size >= 64) state.delete(state.keys().next().value!);
     state.set(key, { lastAt: now, suppressed: 0 });
     log(event, { ...fields, suppressed: seen?.suppressed ?? 0 }, level);
   };

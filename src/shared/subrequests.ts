@@ -60,6 +60,9 @@ interface Gate {
   origin: number;
 }
 
+/** Hands work to the invocation to finish after its answer (the request's `waitUntil`). */
+export type Background = (work: Promise<unknown>) => void;
+
 /** What a subrequest is, for the counts the fleet reports per page (observability/fleet.ts). */
 export type SubrequestKind = "l2" | "origin" | "other";
 

@@ -6,6 +6,7 @@ import type { Clock } from "../shared/clock";
 import type { L2 } from "../cache/l2/l2";
 import { createTopK } from "../observability/topK";
 import { DEFAULTS } from "../config/defaults";
+import type { Background } from "../shared/subrequests";
 
 const REPORT = `
 for i = 1, #ARGV - 2, 2 do redis.call('ZINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
@@ -20,7 +21,7 @@ export function hotKey(keyPrefix: string): string {
 
 export interface HotReport {
   /** Counts one page view; sends the period's top products in the background when a period ended. */
-  offer(id: string, background: (work: Promise<unknown>) => void): void;
+  offer(id: string, background: Background): void;
 }
 
 export function createHotReport({ l2, keyPrefix, clock }: { l2: L2; keyPrefix: string; clock: Clock }): HotReport {
