@@ -3,6 +3,7 @@
 // purge stamp, its visitor), what is still pending after each step, and the
 // steps' timings. The read path (readThrough.ts, pageSteps.ts) and the
 // background refreshes (fill/refreshes.ts) both take it; it imports none of them.
+import type { Background } from "../shared/subrequests";
 import type { ResourceName, ResourceTypes } from "../origin/resources";
 import type { Entry } from "./entry";
 import type { FillCalls } from "./l2/fillBatch";
@@ -35,7 +36,7 @@ export interface PageRead {
 
 /** One page read: where its background work goes, and the batch its fills' lock claims share. */
 export interface PageRequest {
-  background: (work: Promise<unknown>) => void;
+  background: Background;
   batch?: FillCalls;
   /** The known-ids filter lists the page's subject: it exists, but for the filter's false positives. */
   listed?: boolean;

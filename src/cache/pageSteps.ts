@@ -10,6 +10,7 @@
 // keep to fall back on; missing or expired ⇒ on to the next tier, and past L2
 // the fill; the fill failed ⇒ serve what is usable on error. Each step takes
 // what the one before left pending.
+import type { Background } from "../shared/subrequests";
 import type { Config } from "../config";
 import { failureOf, isAnswerAboutId } from "../origin/failure";
 import { Departed } from "../overload";
@@ -54,7 +55,7 @@ export interface PageTools extends RefreshTools {
   vouches(stamp: PurgeStamp): boolean;
   fillContext(resource: ResourceName, id: string, request: PageRequest): FillContext;
   /** Puts the location tier's copy of `id`'s parts kept with `resource`, from L1 (readThrough.ts). */
-  keepInLocation(id: string, resource: ResourceName, background: (work: Promise<unknown>) => void): void;
+  keepInLocation(id: string, resource: ResourceName, background: Background): void;
   /** Redis left a call about `key`, sent when it had answered `answeredBefore` calls, unanswered because it does not answer (readThrough.ts). */
   redisSilent(key: string, answeredBefore: number): boolean;
 }
@@ -489,7 +490,7 @@ export async function readCopies<R extends ResourceName>(
   tools: PageTools,
   ids: readonly string[],
   resource: R,
-  background: (work: Promise<unknown>) => void,
+  background: Background,
 ): Promise<Map<string, ResourceTypes[R]>> {
   const { config, clock, l1, l2 } = tools;
   const found = new Map<string, ResourceTypes[R]>();

@@ -24,6 +24,7 @@
 //      tier cannot use is not asked again for a while (./fill/rejections.ts).
 //
 // Purge judgements are applied to every copy on the way (PurgeKnowledge below).
+import type { Background } from "../shared/subrequests";
 import type { Config } from "../config";
 import type { OriginClient } from "../origin/client";
 import { PAGE_SUBJECT, RESOURCES, type ResourceName, type ResourceTypes } from "../origin/resources";
@@ -112,18 +113,13 @@ export interface ReadThrough extends L1Purging {
    * `listed` said the product exists and they were filled with it: there is
    * no page to show them on (pageSteps.ts, readFromOrigin).
    */
-  read(
-    id: string,
-    resources: readonly ResourceName[],
-    background: (work: Promise<unknown>) => void,
-    options?: Pick<PageRequest, "listed" | "visitor" | "client">,
-  ): Promise<PageRead>;
+  read(id: string, resources: readonly ResourceName[], background: Background, options?: Pick<PageRequest, "listed" | "visitor" | "client">): Promise<PageRead>;
   /**
    * The copies of one resource of many products that this isolate can serve
    * without the origin: from L1, then from L2 in one round trip. For lists
    * (the home page), which must stay cheap however many products they show.
    */
-  readCached<R extends ResourceName>(ids: readonly string[], resource: R, background: (work: Promise<unknown>) => void): Promise<Map<string, ResourceTypes[R]>>;
+  readCached<R extends ResourceName>(ids: readonly string[], resource: R, background: Background): Promise<Map<string, ResourceTypes[R]>>;
   readonly l1: L1;
   readonly l2: L2 | null;
   /** Fills in flight in this isolate, and those taken over from a request that vanished or overran its bound. */
@@ -224,7 +220,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
    * the copy, once, with all of them. Not a part this isolate keeps only as
    * its own "no data" after a useless origin answer (fill/rejections.ts).
    */
-  function keepInLocation(id: string, resource: ResourceName, background: (work: Promise<unknown>) => void): void {
+  function keepInLocation(id: string, resource: ResourceName, background: Background): void {
     if (!location) return;
     const resources = keptWith(resource);
     const keys = resources.map((part) => entryKey(config.keyPrefix, part, id));

@@ -32,11 +32,12 @@
 //
 // In Workers the clock moves only across I/O, and a reply or a timer is I/O:
 // the time read then is when it was handled.
+import type { Background } from "../shared/subrequests";
 import type { Clock } from "../shared/clock";
 
 export interface LagMeter {
   /** Starts a timer probe if none is out and the last one is older than `everyMs`; cheap otherwise. */
-  sample(background: (work: Promise<unknown>) => void): void;
+  sample(background: Background): void;
   /** A call to `source` (L2 by default, or an origin service) answered in `ms`, send to reply read. */
   observeReply(ms: number, source?: string): void;
   /** An L2 call timed out because this isolate ran `ms` late. */

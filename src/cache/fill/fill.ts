@@ -17,6 +17,7 @@
 // into a 503 for a product the origin would have answered in 20 ms. A failing
 // origin still turns into a 503 or a default in bounded time (the sum of the
 // three), never into a queue of waiters.
+import type { Background } from "../../shared/subrequests";
 import type { Config } from "../../config";
 import { originCallBoundMs, type OriginClient } from "../../origin/client";
 import { DEFAULTS } from "../../config/defaults";
@@ -47,7 +48,7 @@ export interface FillContext {
   resource: ResourceName;
   id: string;
   /** Hands background work (the L2 write) to `ctx.waitUntil`. */
-  background: (work: Promise<unknown>) => void;
+  background: Background;
   /** Copies fetched before this (a hard purge this isolate knows of) are not taken from L2. */
   notBefore: number;
   /** Copies fetched before this (any purge, soft included) are not taken as fresh: a soft purge's refresh must reach the origin. */

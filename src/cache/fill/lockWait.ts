@@ -2,6 +2,7 @@
 // L2, for a bounded time. Its own module because the wait is a policy of its
 // own, with its own pacing and its own reasons to give up: what the fill does
 // with the outcome (use it, or fetch) stays in fill.ts.
+import type { Background } from "../../shared/subrequests";
 import type { Config } from "../../config";
 import type { ResourceName } from "../../origin/resources";
 import type { Clock } from "../../shared/clock";
@@ -21,7 +22,7 @@ interface Wanted {
   resource: ResourceName;
   id: string;
   /** Hands background work (deleting an invalid value, an outage probe) to `ctx.waitUntil`. */
-  background: (work: Promise<unknown>) => void;
+  background: Background;
   /** Copies fetched before this (any purge, soft included) do not end the wait. */
   freshAfter: number;
   /** Copies fresh only until this do not end the wait (refresh-ahead wants fresher); 0: fresh now. */

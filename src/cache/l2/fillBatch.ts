@@ -13,6 +13,7 @@
 // claims reach the outbox as plain data, and their answers come back the
 // same way. A fill of another request that joins one of these fills waits
 // for the fill, not for the batch.
+import type { Background } from "../../shared/subrequests";
 import type { Outbox } from "./outbox";
 import type { ClaimOptions, FillClaim, FillClaimRequest, L2 } from "./l2";
 
@@ -27,7 +28,7 @@ export interface FillCalls {
 }
 
 /** `outbox`: the isolate's claims and writes, which these join (outbox.ts); without it, each batch makes its own call. */
-export function createFillBatch(l2: L2, sleep: (ms: number) => Promise<void>, background: (work: Promise<unknown>) => void, outbox?: Outbox): FillCalls {
+export function createFillBatch(l2: L2, sleep: (ms: number) => Promise<void>, background: Background, outbox?: Outbox): FillCalls {
   let claims: { request: FillClaimRequest; done: (claim: FillClaim | undefined) => void }[] = [];
   /** The next poll round's waiters; the round is scheduled when the first of them asks. */
   let polls: { key: string; lock: string; done: (poll: LockPoll) => void }[] = [];

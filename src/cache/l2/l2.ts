@@ -3,6 +3,7 @@
 // call answers `undefined` ("L2 unavailable"), never throws, and never
 // deletes anything: a Redis outage must not turn into errors or an origin
 // stampede.
+import type { Background } from "../../shared/subrequests";
 import { Redis } from "@upstash/redis/cloudflare";
 import { LRUCache } from "lru-cache";
 import type { Breaker } from "../../shared/breaker";
@@ -90,7 +91,7 @@ interface L2ReadOptions {
   /** Tried even while the breaker is open: the last resort before a 503 (the origin failed too). */
   force?: boolean;
   /** See L2CallOptions. */
-  background?: (work: Promise<unknown>) => void;
+  background?: Background;
 }
 
 export interface L2Stats extends L2CallStats {
@@ -138,7 +139,7 @@ export interface L2 {
    * then (breaker.ts, `recoveryProbeDue`): its answer closes the breaker and
    * sends the backlog. Every page read calls it; cheap when nothing is due.
    */
-  recoverIfDue(background: (work: Promise<unknown>) => void): void;
+  recoverIfDue(background: Background): void;
   /**
    * Any other Redis work (purge log, known-ids filter), under the same time
    * budget and breaker: `undefined` when L2 is unavailable.

@@ -5,6 +5,7 @@
 // L2 in the background, but only while Redis still holds that bad value (a
 // fill may have replaced it meanwhile), and counted (status page) and logged
 // (`l2_invalid_value`, at most one line per reason per interval).
+import type { Background } from "../../shared/subrequests";
 import type { Config, ResourcePolicy } from "../../config";
 import { createRateLimitedLog, type RateLimitedLog } from "../../shared/log";
 import type { ResourceName, ResourceTypes } from "../../origin/resources";
@@ -36,13 +37,7 @@ export interface L2ValueStats {
 
 export interface L2Entries {
   /** The entry `value` (read from L2 at `key`) holds for this resource and id, or undefined: a miss. */
-  read<R extends ResourceName>(
-    key: string,
-    value: string,
-    resource: R,
-    id: string,
-    background: (work: Promise<unknown>) => void,
-  ): Entry<ResourceTypes[R]> | undefined;
+  read<R extends ResourceName>(key: string, value: string, resource: R, id: string, background: Background): Entry<ResourceTypes[R]> | undefined;
   readonly stats: Readonly<L2ValueStats>;
 }
 

@@ -6,7 +6,7 @@
 import type { Redis } from "@upstash/redis/cloudflare";
 import type { Breaker } from "../../shared/breaker";
 import { currentLagMs, isIsolateError, isTimeout, noticedLate } from "../../shared/leases";
-import { subrequest } from "../../shared/subrequests";
+import { subrequest, type Background } from "../../shared/subrequests";
 import { DEFAULTS } from "../../config/defaults";
 
 export interface L2CallOptions {
@@ -27,7 +27,7 @@ export interface L2CallOptions {
    * visitor waits for it. Without it the call awaits the probe (callers
    * already off the visitor's path).
    */
-  background?: (work: Promise<unknown>) => void;
+  background?: Background;
 }
 
 /** What the calls count (l2.ts: L2Stats adds the backlog's count). */
@@ -114,7 +114,7 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
   }
 
   /** Sends a recovery probe, under `background`, if the breaker says one is due (it is open). */
-  function recoverIfDue(background: (work: Promise<unknown>) => void): void {
+  function recoverIfDue(background: Background): void {
     if (breaker.recoveryProbeDue()) background(probeRecovery());
   }
 

@@ -32,6 +32,7 @@
 // of its own that timed out would be (cache/fill/fill.ts then looks before
 // it fetches). The held writes' send is scheduled by the request that found
 // none scheduled; past its due time the next write schedules one again.
+import type { Background } from "../../shared/subrequests";
 import { DEFAULTS } from "../../config/defaults";
 import type { Clock } from "../../shared/clock";
 import { pollPauses } from "../../shared/leases";
@@ -54,9 +55,9 @@ export interface OutboxOptions {
 
 export interface Outbox {
   /** `requests`' answers, in their order, from a call of this request or one that took them; undefined for each when L2 did not answer. */
-  claim(requests: readonly FillClaimRequest[], background: (work: Promise<unknown>) => void): Promise<(FillClaim | undefined)[]>;
+  claim(requests: readonly FillClaimRequest[], background: Background): Promise<(FillClaim | undefined)[]>;
   /** Queues a fill's write; `background` is this request's `waitUntil`, in case it must make or schedule a call. */
-  write(write: FillWrite, background: (work: Promise<unknown>) => void): void;
+  write(write: FillWrite, background: Background): void;
   stats(): OutboxStats;
 }
 
@@ -138,7 +139,7 @@ export function createOutbox(l2: L2, options: OutboxOptions): Outbox {
   }
 
   /** A claim call of the waiting claims (whole requests' worth, `maxItems` at most) and the writes that fit, by this request. */
-  function sendClaims(lane: Lane, background: (work: Promise<unknown>) => void): Promise<void> {
+  function sendClaims(lane: Lane, background: Background): Promise<void> {
     const sending: Claims[] = [];
     let count = 0;
     while (lane.claims.length > 0 && (sending.length === 0 || count + lane.claims[0]!.requests.length <= options.maxItems)) {
@@ -171,7 +172,7 @@ export function createOutbox(l2: L2, options: OutboxOptions): Outbox {
   }
 
   /** A call of the waiting writes alone (a call's worth at most), by this request. */
-  function sendWrites(lane: Lane, background: (work: Promise<unknown>) => void): void {
+  function sendWrites(lane: Lane, background: Background): void {
     const writes = takeWrites(lane, 0);
     if (writes.length === 0) return;
     stats.writeCalls++;
@@ -179,7 +180,7 @@ export function createOutbox(l2: L2, options: OutboxOptions): Outbox {
   }
 
   /** The held writes' send, `delayMs` from now, as this request's background work (a lease: due at lane.sendAt). */
-  function scheduleSend(lane: Lane, delayMs: number, background: (work: Promise<unknown>) => void): void {
+  function scheduleSend(lane: Lane, delayMs: number, background: Background): void {
     const due = clock.now() + delayMs;
     lane.sendAt = due;
     lane.sendFor = clock.now();
@@ -199,7 +200,7 @@ export function createOutbox(l2: L2, options: OutboxOptions): Outbox {
     );
   }
 
-  async function claimOn(lane: Lane, requests: FillClaimRequest[], background: (work: Promise<unknown>) => void): Promise<(FillClaim | undefined)[]> {
+  async function claimOn(lane: Lane, requests: FillClaimRequest[], background: Background): Promise<(FillClaim | undefined)[]> {
     const claims: Claims = { requests, sentUntil: 0 };
     lane.claims.push(claims);
     stats.claims += requests.length;

@@ -30,7 +30,7 @@ import { DEFAULTS } from "../../config/defaults";
 import { PAGE_RESOURCES, RESOURCES, type ResourceName } from "../../origin/resources";
 import type { Clock } from "../../shared/clock";
 import { createLeaseTable, within } from "../../shared/leases";
-import { subrequest } from "../../shared/subrequests";
+import { subrequest, type Background } from "../../shared/subrequests";
 import { readBounded } from "../../shared/body";
 import { decodeEntry, encodeEntry, HEADER_MAX_CHARS } from "../l2/codec";
 import type { Entry } from "../entry";
@@ -92,7 +92,7 @@ export interface LocationCache {
   /** The valid parts `resources` of `id`'s copy, in one lookup; undefined for each one missing, invalid or not answered in time. */
   read(id: string, resources: readonly ResourceName[]): Promise<(LocationCopy | undefined)[]>;
   /** Stores `parts` as `id`'s copy in the background, stamped with `stamp`; dropped when too many puts are under way. */
-  put(id: string, parts: readonly LocationPart[], stamp: PurgeStamp | null, background: (work: Promise<unknown>) => void): void;
+  put(id: string, parts: readonly LocationPart[], stamp: PurgeStamp | null, background: Background): void;
   /** The read path's verdicts on the parts it was given. */
   note(outcome: "hit" | "purged" | "unvouched"): void;
   readonly stats: Readonly<LocationStats>;
