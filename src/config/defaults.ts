@@ -50,14 +50,13 @@ export const DEFAULTS = {
   /**
    * The backlog of writes L2 could not take (design: a double fault must not
    * lose what the fleet fetched; cache/l2/l2.ts): the newest l2BacklogMax, at
-   * most l2BacklogMaxBytes of values, replayed l2BacklogBatch per call (one
+   * most l2BacklogMaxBytes of values, replayed a call's worth at a time (one
    * script run), a few calls per request, once L2 answers again. Replays are
    * version- and purge-guarded like any fill's write, so a late one never
    * wins over newer data.
    */
   l2BacklogMax: 256,
   l2BacklogMaxBytes: 2 * 1024 * 1024,
-  l2BacklogBatch: 32,
   /** Backlog calls per flush: the rest waits for the next request, which has its own subrequest budget. */
   l2BacklogBatchesPerFlush: 4,
   /**

@@ -491,7 +491,8 @@ export function createL2({
         const now = Date.now();
         // Entries past their end are not worth a write; the rest go newest first (lru-cache's order).
         for (const [key, pending] of [...backlog.entries()]) if (pending.expiresAt <= now) backlog.delete(key);
-        const batch = [...backlog.entries()].slice(0, DEFAULTS.l2BacklogBatch);
+        // A call's worth, as the outbox sends them (outbox.ts).
+        const batch = [...backlog.entries()].slice(0, DEFAULTS.outboxItemsPerCall);
         if (batch.length === 0) return;
         // Replayed with what is left of their life.
         const { keys, args } = writeArgs(
