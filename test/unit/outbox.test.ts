@@ -13,8 +13,8 @@ const MAX_ITEMS = 4;
 const MAX_BYTES = 100;
 const MAX_WAIT_MS = 3000;
 
-function claim(key: string): FillClaimRequest {
-  return { key, lock: `lock:${key}`, claim: { token: "t", lockTtlMs: 3000, freshBeyond: 0, notBefore: 0, freshAfter: 0 } };
+function claim(key: string, patient?: () => boolean): FillClaimRequest {
+  return { key, lock: `lock:${key}`, claim: { token: "t", lockTtlMs: 3000, freshBeyond: 0, notBefore: 0, freshAfter: 0 }, patient };
 }
 
 function write(key: string, patient = true, value = "v"): FillWrite {
@@ -139,6 +139,35 @@ describe("the outbox's claims", () => {
     await advance(1300);
     expect(keysOf(await taken)).toEqual([undefined]);
     expect(outbox.stats().lapsed).toBe(1);
+  });
+
+  it("nobody waits for (a refresh nobody here joined): ride with the next claim call, or go after the hold, or at once once somebody joins", async () => {
+    const { outbox, calls, request, advance, keysOf } = setup();
+    const carried = outbox.claim([claim("refresh", () => true)], request);
+    await advance(100);
+    expect(calls).toHaveLength(0);
+    void outbox.claim([claim("visitor")], request);
+    expect(calls.map(({ claims }) => claims)).toEqual([["refresh", "visitor"]]);
+    calls[0]!.answer();
+    await advance(20);
+    expect(keysOf(await carried)).toEqual(["refresh"]);
+
+    const alone = outbox.claim([claim("refresh-2", () => true)], request);
+    await advance(HOLD_MS - 10);
+    expect(calls).toHaveLength(1);
+    await advance(30);
+    expect(calls.map(({ claims }) => claims)).toEqual([["refresh", "visitor"], ["refresh-2"]]);
+    calls[1]!.answer();
+    await advance(20);
+    expect(keysOf(await alone)).toEqual(["refresh-2"]);
+
+    let joined = false;
+    void outbox.claim([claim("refresh-3", () => !joined)], request);
+    await advance(50);
+    expect(calls).toHaveLength(2);
+    joined = true;
+    await advance(20);
+    expect(calls.map(({ claims }) => claims)).toEqual([["refresh", "visitor"], ["refresh-2"], ["refresh-3"]]);
   });
 
   it("read along with each claim call, never with writes alone", async () => {

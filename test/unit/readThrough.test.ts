@@ -596,10 +596,12 @@ describe("a page whose product the known-ids filter lists, cold in this isolate"
     const background: Promise<unknown>[] = [];
     const refreshClaims = () => calls.claims.filter(({ staleBeyond }) => staleBeyond === undefined).length;
     await cache.read("p-8", ALL, (work) => void background.push(work), { listed: true });
-    await vi.waitFor(() => expect(refreshClaims()).toBe(4));
+    // Refreshes' claims wait for a claim call to carry them, at most the outbox's hold.
+    const held = { timeout: DEFAULTS.writeHoldMs + 1000 };
+    await vi.waitFor(() => expect(refreshClaims()).toBe(4), held);
     // Another product's four stale parts, while the first four refreshes still run: room for two more, not six.
     await cache.read("p-9", ALL, (work) => void background.push(work), { listed: true });
-    await vi.waitFor(() => expect(refreshClaims()).toBe(6));
+    await vi.waitFor(() => expect(refreshClaims()).toBe(6), held);
     await new Promise((resolve) => setTimeout(resolve, 50)); // and no more come
     expect(refreshClaims()).toBe(6);
     open();

@@ -199,9 +199,16 @@ export function createFill(deps: FillDeps) {
    *   another isolate would take the lock over and fetch again.
    */
   function mayWait(context: FillContext, claimedAt: number): boolean {
-    if (context.joinedHere?.() === true) return false;
-    if (claimedAt - context.freshAfter <= config.purgePollMs + config.lockTtlMs) return false;
-    return clock.now() + DEFAULTS.writeHoldMs <= claimedAt + config.lockTtlMs / 2;
+    return nobodyElseWaits(context, claimedAt) && clock.now() + DEFAULTS.writeHoldMs <= claimedAt + config.lockTtlMs / 2;
+  }
+
+  /**
+   * Nobody but this fill's own requests is likely to wait for it: nobody here
+   * joined it, and its key was not purged lately (the first two reasons
+   * above). A refresh's claim may then wait for a claim call to carry it too.
+   */
+  function nobodyElseWaits(context: FillContext, at: number): boolean {
+    return context.joinedHere?.() !== true && at - context.freshAfter > config.purgePollMs + config.lockTtlMs;
   }
 
   function storeInL2(key: string, entry: Entry, token: string, context: FillContext, claimedAt: number): void {
@@ -230,15 +237,20 @@ export function createFill(deps: FillDeps) {
     const claimedAt = clock.now();
     const token = lockToken(claimedAt);
     const claim = () =>
-      calls.claimFill(key, lock, {
-        token,
-        lockTtlMs: config.lockTtlMs,
-        freshBeyond: Math.max(clock.now(), context.freshBeyond),
-        notBefore: context.notBefore,
-        freshAfter: context.freshAfter,
-        // A visitor's read takes a copy within its stale window as it is (the page serves it and refreshes it); a refresh wants a fresh one.
-        staleBeyond: context.refresh ? undefined : clock.now(),
-      });
+      calls.claimFill(
+        key,
+        lock,
+        {
+          token,
+          lockTtlMs: config.lockTtlMs,
+          freshBeyond: Math.max(clock.now(), context.freshBeyond),
+          notBefore: context.notBefore,
+          freshAfter: context.freshAfter,
+          // A visitor's read takes a copy within its stale window as it is (the page serves it and refreshes it); a refresh wants a fresh one.
+          staleBeyond: context.refresh ? undefined : clock.now(),
+        },
+        context.refresh ? () => nobodyElseWaits(context, claimedAt) : undefined,
+      );
     const decode = (value: string) => l2Entries.read(key, value, context.resource, context.id, context.background);
     stopUnlessWanted(context, "lock claim");
     // While L2 is not to be counted on (its breaker open, or an outage being

@@ -22,7 +22,7 @@ type LockPoll = [value: string | null | undefined, holder: string | null | undef
 
 /** How a fill claims its lock and polls for the winner's result: through a batch of one request's fills (a fill on its own: a batch of one). */
 export interface FillCalls {
-  claimFill(key: string, lock: string, claim: ClaimOptions): Promise<FillClaim | undefined>;
+  claimFill(key: string, lock: string, claim: ClaimOptions, patient?: () => boolean): Promise<FillClaim | undefined>;
   /** Reads `key` and `lock` about `delayMs` from now, with the other polls of its round. */
   pollLock(key: string, lock: string, delayMs: number): Promise<LockPoll>;
 }
@@ -56,11 +56,11 @@ export function createFillBatch(l2: L2, sleep: (ms: number) => Promise<void>, ba
   }
 
   return {
-    claimFill(key, lock, claim) {
+    claimFill(key, lock, claim, patient) {
       return new Promise((done) => {
         // The first claim of a turn sends them all once the turn's other fills have made theirs.
         if (claims.length === 0) queueMicrotask(sendClaims);
-        claims.push({ request: { key, lock, claim }, done });
+        claims.push({ request: { key, lock, claim, patient }, done });
       });
     },
     pollLock(key, lock, delayMs) {

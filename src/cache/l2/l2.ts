@@ -36,6 +36,8 @@ export interface FillClaimRequest {
   key: string;
   lock: string;
   claim: ClaimOptions;
+  /** Whether nobody waits for the claim still (a refresh nobody here joined): it may wait for a claim call to carry it (outbox.ts). */
+  patient?: () => boolean;
 }
 
 export interface ClaimOptions {

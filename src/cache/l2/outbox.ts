@@ -81,6 +81,7 @@ export interface OutboxStats {
 /** A request's claims of one shard, waiting, then sent: plain data, answered by whichever request's call took them. */
 interface Claims {
   requests: FillClaimRequest[];
+  since: number;
   /** When the call that took them stops counting as out (0: not taken yet). */
   sentUntil: number;
   answers?: (FillClaim | undefined)[];
@@ -164,8 +165,10 @@ export function createOutbox(l2: L2, options: OutboxOptions): Outbox {
           from += claims.requests.length;
         }
         if (lane.outUntil === out) lane.outUntil = 0;
-        // Writes that may be waited for, come while the call was out: they go now unless claims waiting take them.
-        if (lane.claims.length === 0 && [...lane.writes.values()].some((waiting) => !waiting.held)) sendWrites(lane, background);
+        // Writes that may be waited for, come while the call was out: they go now, unless claims that somebody
+        // waits for (whose requests send them next) take them.
+        const claimsSentNext = lane.claims.some((claims) => !isPatient(claims));
+        if (!claimsSentNext && [...lane.writes.values()].some((waiting) => !waiting.held)) sendWrites(lane, background);
       });
     background(call);
     return call;
@@ -179,45 +182,75 @@ export function createOutbox(l2: L2, options: OutboxOptions): Outbox {
     background(l2.writeFills(writes));
   }
 
-  /** The held writes' send, `delayMs` from now, as this request's background work (a lease: due at lane.sendAt). */
+  /** When the oldest of what waits came, and whether it is held (a held write, or claims nobody waits for). */
+  function oldestWaiting(lane: Lane): { since: number; held: boolean } | undefined {
+    const write = lane.writes.values().next().value;
+    const claims = lane.claims[0];
+    if (claims && (!write || claims.since <= write.since)) return { since: claims.since, held: isPatient(claims) };
+    return write;
+  }
+
+  /** The held items' send, `delayMs` from now, as this request's background work (a lease: due at lane.sendAt). */
   function scheduleSend(lane: Lane, delayMs: number, background: Background): void {
     const due = clock.now() + delayMs;
     lane.sendAt = due;
     lane.sendFor = clock.now();
     background(
-      options.sleep(delayMs).then(() => {
+      options.sleep(delayMs).then(async () => {
         if (lane.sendAt !== due) return;
         lane.sendAt = 0;
-        const oldest = lane.writes.values().next().value;
+        const oldest = oldestWaiting(lane);
         if (!oldest) return;
-        // A claim call carried what this send was for: the writes that came since wait out their own hold
+        // A claim call carried what this send was for: the items that came since wait out their own hold
         // (only those: on a clock that does not move, nothing is put off twice).
         const left = oldest.since + options.holdMs - clock.now();
         if (oldest.held && oldest.since > lane.sendFor && left > 0) return scheduleSend(lane, left, background);
-        sendWrites(lane, background);
-        if (lane.writes.size > 0) scheduleSend(lane, options.holdMs, background);
+        if (lane.claims.length > 0) {
+          // Claims wait for the claim call out (Nagle), then go, with the writes that fit.
+          for (const pause of pollPauses(lane.outUntil, clock.now)) {
+            if (!isOut(lane)) break;
+            await options.sleep(pause);
+          }
+          if (lane.claims.length > 0 && !isOut(lane)) sendClaims(lane, background);
+        } else sendWrites(lane, background);
+        if (lane.writes.size > 0 || lane.claims.length > 0) scheduleSend(lane, options.holdMs, background);
       }),
     );
   }
 
+  /** Claims nobody waits for (a refresh nobody here joined): they wait to ride with a call, as held writes do. */
+  function isPatient(claims: Claims): boolean {
+    return claims.requests.every((request) => request.patient?.() === true);
+  }
+
+  /** A send of the held items is scheduled, unless one is (or its request vanished: past its due time and a hold). */
+  function ensureSend(lane: Lane, background: Background): void {
+    if (lane.sendAt === 0 || clock.now() > lane.sendAt + options.holdMs) scheduleSend(lane, options.holdMs, background);
+  }
+
   async function claimOn(lane: Lane, requests: FillClaimRequest[], background: Background): Promise<(FillClaim | undefined)[]> {
-    const claims: Claims = { requests, sentUntil: 0 };
+    const claims: Claims = { requests, since: clock.now(), sentUntil: 0 };
     lane.claims.push(claims);
     stats.claims += requests.length;
+    /** Not taken yet, no call out, and somebody waits for them: this request sends now. */
+    const mustSend = () => claims.sentUntil === 0 && !isOut(lane) && !isPatient(claims);
     for (;;) {
-      // No call out, and nobody took these claims yet: this request sends what waits, oldest first; if its own
-      // claims did not fit, they wait for that call to come back like the others.
-      if (claims.sentUntil === 0 && !isOut(lane)) {
+      // This request sends what waits, oldest first; if its own claims did not fit, they wait for that call to
+      // come back like the others.
+      if (mustSend()) {
         const call = sendClaims(lane, background);
         if (claims.sentUntil > 0) {
           await call;
           return claims.answers ?? requests.map(() => undefined);
         }
       }
-      // Another request's call is out, or took these claims: watch for it to come back, until its lease ends.
-      for (const pause of pollPauses(claims.sentUntil || lane.outUntil, clock.now)) {
+      if (claims.sentUntil === 0 && !isOut(lane)) ensureSend(lane, background);
+      // Watch for the call that takes these claims, or for the one out to come back, until its lease ends;
+      // claims nobody waits for, until the held items' send is due past its lease.
+      const until = claims.sentUntil || (isOut(lane) ? lane.outUntil : lane.sendAt + options.holdMs);
+      for (const pause of pollPauses(until, clock.now)) {
         await options.sleep(pause);
-        if (claims.answers || (claims.sentUntil === 0 && !isOut(lane))) break;
+        if (claims.answers || mustSend()) break;
       }
       if (claims.answers) {
         stats.joined += requests.length;
@@ -268,7 +301,7 @@ export function createOutbox(l2: L2, options: OutboxOptions): Outbox {
         else if (lane.sendAt === 0 || lane.sendAt > lane.outUntil) scheduleSend(lane, lane.outUntil - clock.now(), background);
         return;
       }
-      if (lane.sendAt === 0 || clock.now() > lane.sendAt + options.holdMs) scheduleSend(lane, options.holdMs, background);
+      ensureSend(lane, background);
     },
     stats() {
       let queued = 0;
