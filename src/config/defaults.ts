@@ -357,8 +357,9 @@ export const DEFAULTS = {
    */
   refreshAheadShare: { warm: 0.1, hot: 0.25 },
   /**
-   * A fill's write that nobody is known to wait for (fill.ts, mayWait) waits
-   * this long at most for a lock claim call to carry it (cache/l2/outbox.ts):
+   * A fill's write, or a refresh's claim, that nobody else is known to wait
+   * for (fill.ts, mayWait, nobodyElseWaits) waits this long at most for a
+   * lock claim call to carry it (cache/l2/outbox.ts):
    * an isolate that sees a few pages a second claims every few hundred
    * milliseconds, and a write sent on its own is a call per fill. A third of
    * the lock's life (lockTtlMs): the lock outlives the hold, so no other
