@@ -92,7 +92,6 @@ interface Claims {
 interface Waiting {
   write: FillWrite;
   since: number;
-  held: boolean;
 }
 
 /** One shard's outbox. */
@@ -101,7 +100,7 @@ interface Lane {
   writes: Map<string, Waiting>;
   /** The claim call out: counts as out until this (0: none). */
   outUntil: number;
-  /** The held writes' scheduled send: due then (0: none), for the writes that came up to `sendFor`. */
+  /** The held items' scheduled send: due then (0: none), for the items that came up to `sendFor`. */
   sendAt: number;
   sendFor: number;
 }
@@ -170,7 +169,7 @@ export function createOutbox(l2: L2, options: OutboxOptions): Outbox {
         // Writes that may be waited for, come while the call was out: they go now, unless claims that somebody
         // waits for (whose requests send them next) take them.
         const claimsSentNext = lane.claims.some((claims) => !isPatient(claims));
-        if (!claimsSentNext && [...lane.writes.values()].some((waiting) => !waiting.held)) sendWrites(lane, background);
+        if (!claimsSentNext && [...lane.writes.values()].some(({ write }) => write.patient !== true)) sendWrites(lane, background);
       });
     background(call);
     return call;
@@ -189,7 +188,7 @@ export function createOutbox(l2: L2, options: OutboxOptions): Outbox {
     const write = lane.writes.values().next().value;
     const claims = lane.claims[0];
     if (claims && (!write || claims.since <= write.since)) return { since: claims.since, held: isPatient(claims) };
-    return write;
+    return write && { since: write.since, held: write.write.patient === true };
   }
 
   /** The held items' send, `delayMs` from now, as this request's background work (a lease: due at lane.sendAt). */
@@ -291,7 +290,7 @@ export function createOutbox(l2: L2, options: OutboxOptions): Outbox {
       const lane = laneOf(write.key);
       // Two fills of one key (a refresh, and a fill after a purge) write with their own lock tokens: both go.
       const key = `${write.key} ${write.lockToken}`;
-      if (!lane.writes.has(key)) lane.writes.set(key, { write, since: clock.now(), held: write.patient === true });
+      if (!lane.writes.has(key)) lane.writes.set(key, { write, since: clock.now() });
       let bytes = 0;
       for (const waiting of lane.writes.values()) bytes += waiting.write.value.length;
       // A call's worth goes at once: under load the hold is for riding along, not for holding a queue back.
