@@ -236,8 +236,9 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   }
 
   function fillContext(resource: ResourceName, id: string, { background, batch }: PageRequest): FillContext {
-    const purged = deps.purges?.purgedAt(id, resource, tagsOf(id)) ?? { hard: 0, any: 0 };
-    return { resource, id, background, batch, notBefore: purged.hard, freshAfter: purged.any, freshBeyond: 0 };
+    const purgedAt = () => deps.purges?.purgedAt(id, resource, tagsOf(id)) ?? { hard: 0, any: 0 };
+    const purged = purgedAt();
+    return { resource, id, background, batch, notBefore: purged.hard, freshAfter: purged.any, purgedAt: () => purgedAt().any, freshBeyond: 0 };
   }
 
   const refreshes = createRefreshes({ clock, random, origin: deps.origin, flights, fillContext });

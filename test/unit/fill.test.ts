@@ -243,8 +243,12 @@ describe("a loser whose poll finds the lock free and no fresh copy", () => {
 describe("a won fill's write", () => {
   /** A won fill of the product, its origin fetch taking `originMs` on a clock of its own, and the write it hands the queue. */
   const START = 1_764_000_000_000;
-  async function wonFill(options: { originMs?: number; joined?: boolean; refresh?: boolean; purgedAt?: number } = {}) {
+  async function wonFill(options: { originMs?: number; joined?: boolean; refresh?: boolean; purgedAt?: number; purgeLearnedWhileClaiming?: boolean } = {}) {
     let now = START;
+    /** The latest purge of the key this isolate knows of, as the fill asks for it (FillContext.purgedAt). */
+    let purgedAt = options.purgedAt ?? 0;
+    /** Whether the claim could wait for a claim call to carry it, asked as the outbox would: when it came, and again later. */
+    const claimPatience: (boolean | undefined)[] = [];
     const clock = { now: () => now };
     const origin = fakeOrigin();
     const fetch = origin.fetchResource.bind(origin);
@@ -260,7 +264,12 @@ describe("a won fill's write", () => {
     } as unknown as L2;
     const sent: { patient?: boolean; lockToken: string }[] = [];
     const outbox = {
-      claim: (requests: Parameters<L2["claimFills"]>[0]) => l2.claimFills(requests),
+      claim: (requests: Parameters<L2["claimFills"]>[0]) => {
+        claimPatience.push(requests[0]!.patient?.());
+        if (options.purgeLearnedWhileClaiming) purgedAt = now;
+        claimPatience.push(requests[0]!.patient?.());
+        return l2.claimFills(requests);
+      },
       write: (write: { patient?: boolean; lockToken: string }) => void sent.push(write),
     } as unknown as Outbox;
     const sleep = async () => undefined;
@@ -268,16 +277,24 @@ describe("a won fill's write", () => {
     const { context } = testFillContext("p-000042");
     if (options.joined !== undefined) context.joinedHere = () => options.joined!;
     context.refresh = options.refresh;
-    if (options.purgedAt !== undefined) context.freshAfter = options.purgedAt;
+    context.freshAfter = purgedAt;
+    context.purgedAt = () => purgedAt;
     await fill(KEY, context);
     expect(sent).toHaveLength(1);
     expect(sent[0]!.lockToken).not.toBe("");
-    return sent[0]!;
+    return { ...sent[0]!, claimPatience };
   }
 
   it(`may wait up to writeHoldMs (${DEFAULTS.writeHoldMs} ms) for a claim call to carry it when nobody else here waits for it: a first view, or a refresh`, async () => {
     expect((await wonFill({ joined: false })).patient).toBe(true);
     expect((await wonFill({ refresh: true })).patient).toBe(true);
+  });
+
+  it("as a refresh, its claim may wait for a claim call too, until this isolate learns of a purge of its key: then it goes at once", async () => {
+    expect((await wonFill({ refresh: true })).claimPatience).toEqual([true, true]);
+    expect((await wonFill({ refresh: true, purgeLearnedWhileClaiming: true })).claimPatience).toEqual([true, false]);
+    // A visitor's claim is never held.
+    expect((await wonFill({})).claimPatience).toEqual([undefined, undefined]);
   });
 
   it("goes at once when other requests here joined the fill (a herd: likely awaited in other isolates too)", async () => {

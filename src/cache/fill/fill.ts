@@ -53,6 +53,12 @@ export interface FillContext {
   notBefore: number;
   /** Copies fetched before this (any purge, soft included) are not taken as fresh: a soft purge's refresh must reach the origin. */
   freshAfter: number;
+  /**
+   * The latest purge of the key this isolate knows of, now: purges learned
+   * while the fill runs count too (a refresh's held claim then goes at
+   * once: nobodyElseWaits). Without it (unit tests), `freshAfter`.
+   */
+  purgedAt?: () => number;
   /** Copies in L2 fresh only until this are not worth taking (refresh-ahead wants fresher); 0: fresh now. */
   freshBeyond: number;
   /** A refresh of a copy that is still being served: its origin fetch gives way to visitors under load. */
@@ -205,10 +211,12 @@ export function createFill(deps: FillDeps) {
   /**
    * Nobody but this fill's own requests is likely to wait for it: nobody here
    * joined it, and its key was not purged lately (the first two reasons
-   * above). A refresh's claim may then wait for a claim call to carry it too.
+   * above), as this isolate knows now. A refresh's claim may then wait for a
+   * claim call to carry it too, until either changes.
    */
   function nobodyElseWaits(context: FillContext, at: number): boolean {
-    return context.joinedHere?.() !== true && at - context.freshAfter > config.purgePollMs + config.lockTtlMs;
+    const purgedAt = context.purgedAt?.() ?? context.freshAfter;
+    return context.joinedHere?.() !== true && at - purgedAt > config.purgePollMs + config.lockTtlMs;
   }
 
   function storeInL2(key: string, entry: Entry, token: string, context: FillContext, claimedAt: number): void {

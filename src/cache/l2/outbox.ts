@@ -8,7 +8,7 @@
 //   with no window to size: an idle isolate's claim never waits, a busy
 //   one's claims share a call per Redis round trip. A refresh's claim that
 //   nobody else is likely to wait for (FillClaimRequest.patient) is held as
-//   a write is, below, until somebody joins its fill.
+//   a write is, below, until somebody joins its fill or its key is purged.
 // - Writes, write-behind (a write-back cache's deferred write): nobody waits
 //   for a fill's write, so it rides with the next claim call of its shard,
 //   or goes `holdMs` after it came if none came meanwhile, or at once with
