@@ -1,12 +1,14 @@
 // A bulk re-price (hundreds of purges of 1,000 ids each) must cost the
 // isolates that read the purge log only what was purged: they read it page
 // by page in the background, each read bounded, and keep L1 for every other
-// product; a purged page is not served past the bound; sync reads never open
-// the page path's L2 breaker, and the next purge still reaches every isolate
-// within the documented bound.
+// product; a purged page is not served from L1 once its purge is read; sync
+// reads never open the page path's L2 breaker, and the next purge still
+// reaches the isolate. How soon (the reach within PURGE_POLL_MS) is measured
+// by bench:fleet and checked by bench:chaos, not here.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { productId } from "../../dev/origin/catalog";
 import { member } from "../../dev/harness/cacheStatus";
+import { pollUntil } from "../support/clients";
 import { health, page } from "../support/faults";
 import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
 import { logFaults, startWorker, type WorkerInstance } from "../support/worker";
@@ -48,11 +50,28 @@ async function readerStatus(): Promise<{ purges: { blind: boolean; seq: number }
   };
 }
 
+/**
+ * Until the reader has read the purge log up to `seq`: a page request starts
+ * its sync (at most every PURGE_POLL_MS), which then reads the log a page at a
+ * time in the background.
+ */
+async function readerReached(seq: number): Promise<void> {
+  await pollUntil(
+    `the reader at purge ${seq}`,
+    async () => {
+      expect((await page(reader, `/products/${productId(600)}`)).status).toBe(200);
+      return (await readerStatus()).purges.seq;
+    },
+    (read) => read >= seq,
+    30_000,
+  );
+}
+
 const BULK_PURGES = 300;
 const IDS_PER_PURGE = 1000;
 
 describe("a bulk re-price", () => {
-  it(`(${BULK_PURGES} purges of ${IDS_PER_PURGE} ids) keeps readers' L1 for the products not purged, purges the rest, and keeps the next purge within the bound`, async () => {
+  it(`(${BULK_PURGES} purges of ${IDS_PER_PURGE} ids) keeps readers' L1 for the products not purged, purges the rest once read, and the next purge still reaches it`, async () => {
     const id = "p-000600";
     const before = await priceOn(reader, id);
     expect(before).toBeDefined();
@@ -71,16 +90,10 @@ describe("a bulk re-price", () => {
       expect(response.status).toBe(202);
       lastSeq = ((await response.json()) as { seq: number }).seq;
     }
-    const acknowledgedAt = Date.now();
-
-    // After the bound: the purged page's product comes from Redis or the origin, never from L1, whether
-    // the reader has read the whole re-price yet or not (the rest is read in the background)...
-    await new Promise((resolve) => setTimeout(resolve, 1000 + 400 - (Date.now() - acknowledgedAt)));
-    expect(member((await page(reader, `/products/${purgedWarm}`)).cacheStatus, "product")).toMatch(/^pp-(l2|origin)/);
-    // ...and once it has, every other warm page is still an L1 hit.
-    for (const until = Date.now() + 10_000; (await readerStatus()).purges.seq < lastSeq && Date.now() < until; ) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    // Once the reader has read the whole re-price (in the background, a page of the log at a time; how soon is
+    // bench:fleet's and bench:chaos's to measure), the purged page's product comes from Redis or the origin...
+    await readerReached(lastSeq);
+    // ...and every other warm page is still an L1 hit.
     for (const warmId of warm) {
       const p = await page(reader, `/products/${warmId}`);
       expect(p.status).toBe(200);
@@ -91,66 +104,48 @@ describe("a bulk re-price", () => {
     expect(status.purges.seq).toBeGreaterThanOrEqual(BULK_PURGES);
     expect((await health(reader)).l2).toBe("closed");
 
-    // A price change and its purge still reach the reader within the bound.
+    // A price change and its purge still reach the reader: read with the next sync, it shows the new price.
     const cents = 424_242;
     await stack.admin(`/__admin/products/${id}`, { body: { price: cents } });
-    expect((await purge({ ids: [id] })).status).toBe(202);
-    const changedAt = Date.now();
-    let seenAfter = Infinity;
-    while (Date.now() - changedAt < 5000) {
-      if ((await priceOn(reader, id)) === "4242.42") {
-        seenAfter = Date.now() - changedAt;
-        break;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    expect(seenAfter).toBeLessThanOrEqual(1000 + 400);
-  });
+    const priced = await purge({ ids: [id] });
+    expect(priced.status).toBe(202);
+    await readerReached(((await priced.json()) as { seq: number }).seq);
+    expect(await priceOn(reader, id)).toBe("4242.42");
+  }, 120_000);
 });
 
 describe("warm pages through a bulk re-price", () => {
-  it("keep their p99 within twice that before plus one L2 round trip, while the re-price is recorded and after it", async () => {
+  it("stay in the reader's L1 while the re-price is recorded and after it: none is read from Redis again, and the page path's L2 breaker stays closed", async () => {
     const warm = Array.from({ length: 20 }, (_, i) => productId(701 + i));
     for (const warmId of warm) expect((await page(reader, `/products/${warmId}`)).status).toBe(200);
-    // Visitors of warm pages on the reader, one after another on 4 connections: each page's time as the visitor saw it.
-    const times: { sent: number; ms: number }[] = [];
+    // Visitors of warm pages on the reader, one after another on 4 connections, until the reader has read the re-price.
+    const answers: { id: string; status: number; product: string | undefined }[] = [];
     let stopped = false;
     const visitors = [0, 1, 2, 3].map(async (k) => {
       for (let j = k; !stopped; j++) {
-        const sent = performance.now();
-        const p = await page(reader, `/products/${warm[j % warm.length]}`);
-        expect(p.status).toBe(200);
-        times.push({ sent, ms: p.ms });
+        const id = warm[j % warm.length]!;
+        const p = await page(reader, `/products/${id}`);
+        answers.push({ id, status: p.status, product: member(p.cacheStatus, "product") });
       }
     });
-    const p99 = (from: number, to: number) => {
-      const sorted = times
-        .filter((t) => t.sent >= from && t.sent < to)
-        .map((t) => t.ms)
-        .sort((a, b) => a - b);
-      return sorted[Math.floor(sorted.length * 0.99)] ?? Number.NaN;
-    };
-    const start = performance.now();
-    await new Promise((resolve) => setTimeout(resolve, 3000));
-    const repriceFrom = performance.now();
     // The shop's price feed: 300 purges of 1,000 ids of products nobody reads here, 4 at a time.
     let next = 0;
+    let lastSeq = 0;
     await Promise.all(
       [0, 1, 2, 3].map(async () => {
         for (let n = next++; n < BULK_PURGES; n = next++) {
           const ids = Array.from({ length: IDS_PER_PURGE }, (_, i) => productId(500_000 + n * IDS_PER_PURGE + i));
-          expect((await purge({ ids, resources: ["product"] })).status).toBe(202);
+          const response = await purge({ ids, resources: ["product"] });
+          expect(response.status).toBe(202);
+          lastSeq = Math.max(lastSeq, ((await response.json()) as { seq: number }).seq);
         }
       }),
     );
-    const repriceTo = performance.now();
-    await new Promise((resolve) => setTimeout(resolve, 3000));
+    await readerReached(lastSeq);
     stopped = true;
     await Promise.all(visitors);
-    const [before, during, after] = [p99(start, repriceFrom), p99(repriceFrom, repriceTo), p99(repriceTo, performance.now())];
-    console.log(`warm pages' p99: before ${before.toFixed(1)} ms, during the re-price ${during.toFixed(1)} ms, after ${after.toFixed(1)} ms`);
-    const l2RoundTrip = 100; // the reader's L2_TIMEOUT_MS
-    expect(during).toBeLessThanOrEqual(2 * before + l2RoundTrip);
-    expect(after).toBeLessThanOrEqual(2 * before + l2RoundTrip);
+    expect(answers.length).toBeGreaterThan(warm.length);
+    expect(answers.filter((answer) => answer.status !== 200 || !/^pp-l1; hit/.test(answer.product ?? ""))).toEqual([]);
+    expect((await health(reader)).l2).toBe("closed");
   }, 120_000);
 });
