@@ -479,8 +479,6 @@ export const KNOWN_IDS_LIMITS = {
   minFpRate: 0.0001,
   /** Above this the filter stops anything worth its memory. */
   maxFpRate: 0.5,
-  /** A meta that asks for more bits than this is refused (a corrupt or hostile meta must not make isolates allocate GBs). */
-  maxFilterBytes: 6 * 1024 * 1024,
   /** Every key of the filter lives this long; each rebuild writes a new version with a fresh TTL. */
   keyTtlMs: 7 * 86_400_000,
   /** After a switch, the previous version's keys live this much longer: isolates that were loading it can finish. */
@@ -500,14 +498,10 @@ export const KNOWN_IDS_LIMITS = {
    * delays no page: the filter fails open while it loads.
    */
   locationSpreadMs: 2_000,
-  /** A look for the filter's copy in the location tier (its headers, then its body of up to maxFilterBytes) gives up after this. */
-  locationReadMs: 1_000,
   /** Segments per Redis call: 4 × 8 KB (≈ 44 KB on the wire, base64 in JSON) keeps each call well inside the L2 time budget. */
   segmentsPerCall: 4,
   /** Segment calls in flight at once while loading: a Worker request may hold 6 connections. */
   loadConcurrency: 2,
-  /** After a failed check (Redis out), try again this soon rather than a whole refresh interval later. */
-  retryAfterFailureMs: 5_000,
   /**
    * A build announced this recently counts as under way: the quarter-hourly
    * cron, which builds a filter Redis lacks, leaves it be (a second build
@@ -515,12 +509,8 @@ export const KNOWN_IDS_LIMITS = {
    * Cloudflare's 15 minutes of wall time for one.
    */
   buildUnderWayMs: 30 * 60_000,
-  /** Ids whose add() could not be recorded, kept to retry at the next check. */
-  maxPendingAdds: 10_000,
   /** The origin's largest listing page (docs/origin-contract.md#listing). */
   listPageLimit: 1000,
-  /** A listing that yields more than this many ids has lost its way (cursor loop). */
-  maxListedIds: 4_000_000,
   /** Rounds of "new ids arrived during the switch, merge them and retry". */
   switchAttempts: 5,
   /** Growth room when the catalog outgrew the capacity. */
