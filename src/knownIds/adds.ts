@@ -5,7 +5,8 @@
 import type { L2 } from "../cache/l2/l2";
 import { isValidProductId } from "../origin/types";
 import { positionsOf, redisBitOf } from "./bloom";
-import { ADMIN_LIMITS, KNOWN_IDS_LIMITS } from "../config/defaults";
+import { ADMIN_LIMITS } from "../config/defaults";
+import { KNOWN_IDS_LIMITS } from "./limits";
 import type { KnownIdsKeys } from "./keys";
 import { parseMeta, type Meta } from "./meta";
 import { readMeta } from "./redisFilter";

@@ -4,7 +4,7 @@
 // state fails open (see store.ts).
 import type { L2 } from "../cache/l2/l2";
 import type { Bloom } from "./bloom";
-import { KNOWN_IDS_LIMITS } from "../config/defaults";
+import { KNOWN_IDS_LIMITS } from "./limits";
 import type { KnownIdsKeys } from "./keys";
 import type { FilterMeta, Meta } from "./meta";
 import type { FilterShelf } from "./locationShelf";

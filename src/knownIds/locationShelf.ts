@@ -18,7 +18,8 @@
 // Redis, so that the first to load puts the copy the others take (full
 // jitter, as in "Exponential Backoff and Jitter", AWS Architecture Blog).
 import { locationUrlOf, type LocationStore } from "../cache/location/location";
-import { DEFAULTS, KNOWN_IDS_LIMITS } from "../config/defaults";
+import { DEFAULTS } from "../config/defaults";
+import { KNOWN_IDS_LIMITS } from "./limits";
 import { readBounded } from "../shared/body";
 import { within } from "../shared/leases";
 import { subrequest } from "../shared/subrequests";

@@ -10,7 +10,7 @@
 // with cjson (changedAt, next), so it stays flat JSON of numbers and strings.
 import * as v from "valibot";
 import { BITS_PER_BYTE, bloomShape, segmentCountFor } from "./bloom";
-import { KNOWN_IDS_LIMITS } from "../config/defaults";
+import { KNOWN_IDS_LIMITS } from "./limits";
 import { VERSION_PATTERN } from "./keys";
 
 export interface Meta {

@@ -14,7 +14,7 @@ import type { L2 } from "../cache/l2/l2";
 import type { Clock } from "../shared/clock";
 import type { OriginClient } from "../origin/client";
 import { Bloom, bloomShape, byteLengthFor, positionsOf, redisBitOf, segmentCountFor } from "./bloom";
-import { KNOWN_IDS_LIMITS } from "../config/defaults";
+import { KNOWN_IDS_LIMITS } from "./limits";
 import { newVersion, type KnownIdsKeys } from "./keys";
 import { parseMeta, type FilterMeta } from "./meta";
 import { expireVersion, readLog, readMeta, writeFilter } from "./redisFilter";

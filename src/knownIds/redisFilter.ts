@@ -4,7 +4,7 @@
 import type { Redis } from "@upstash/redis/cloudflare";
 import type { L2 } from "../cache/l2/l2";
 import { Bloom, byteLengthFor, SEGMENT_BYTES, segmentLengthFor, textToBytes } from "./bloom";
-import { KNOWN_IDS_LIMITS } from "../config/defaults";
+import { KNOWN_IDS_LIMITS } from "./limits";
 import type { KnownIdsKeys } from "./keys";
 import type { FilterMeta } from "./meta";
 import { scriptsFor } from "./scripts";

@@ -14,7 +14,7 @@ import { createL2, type L2 } from "../../src/cache/l2/l2";
 import { createOriginClient, type OriginClient } from "../../src/origin/client";
 import { DEFAULT_POLICIES, DEFAULTS } from "../../src/config/defaults";
 import { Bloom, positionsOf, redisBitOf, SEGMENT_BYTES } from "../../src/knownIds/bloom";
-import { KNOWN_IDS_LIMITS } from "../../src/config/defaults";
+import { KNOWN_IDS_LIMITS } from "../../src/knownIds/limits";
 import { knownIdsKeys, newVersion } from "../../src/knownIds/keys";
 import { parseMeta } from "../../src/knownIds/meta";
 import { KnownIdsRebuildError, listingOf, type ListIds } from "../../src/knownIds/rebuild";
