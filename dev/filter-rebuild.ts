@@ -12,7 +12,7 @@ import { createBreaker } from "../src/shared/breaker";
 import { systemClock } from "../src/shared/clock";
 import { createL2 } from "../src/cache/l2/l2";
 import { DEFAULT_POLICIES, DEFAULTS } from "../src/config/defaults";
-import { KNOWN_IDS_DEFAULTS } from "../src/config/defaults";
+import { KNOWN_IDS_DEFAULTS } from "../src/knownIds/limits";
 import { KnownIdsRebuildError, listingOf, type RebuildProgress, type RebuildResult } from "../src/knownIds/rebuild";
 import { createKnownIds } from "../src/knownIds/store";
 import { createOriginClient } from "../src/origin/client";

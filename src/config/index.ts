@@ -3,7 +3,8 @@
 // never a stack trace per request.
 import * as v from "valibot";
 import { RESOURCE_NAMES, type ResourceName, type ResourcePolicy } from "../origin/resources";
-import { DEFAULTS, DEFAULT_POLICIES, KNOWN_IDS_DEFAULTS } from "./defaults";
+import { KNOWN_IDS_DEFAULTS } from "../knownIds/limits";
+import { DEFAULTS, DEFAULT_POLICIES } from "./defaults";
 
 export type { ResourcePolicy } from "../origin/resources";
 

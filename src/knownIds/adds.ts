@@ -5,7 +5,8 @@
 import type { L2 } from "../cache/l2/l2";
 import { isValidProductId } from "../origin/types";
 import { positionsOf, redisBitOf } from "./bloom";
-import { ADMIN_LIMITS, KNOWN_IDS_LIMITS } from "../config/defaults";
+import { ADMIN_LIMITS } from "../config/defaults";
+import { KNOWN_IDS_LIMITS } from "./limits";
 import type { KnownIdsKeys } from "./keys";
 import { parseMeta, type Meta } from "./meta";
 import { readMeta } from "./redisFilter";
@@ -77,7 +78,9 @@ export function createAdds({ l2, keys, log, acceptHere }: AddsOptions) {
       if (unique.length === 0) return true;
       acceptHere(unique);
       if (await record(unique)) return true;
-      for (const id of unique) if (pending.size < KNOWN_IDS_LIMITS.maxPendingAdds) pending.add(id);
+      // Kept up to what the add log holds: once recorded, more would put every other isolate past the log's window
+      // (copy.ts), which then reloads the whole filter anyway, and a build under way could not hold them.
+      for (const id of unique) if (pending.size < KNOWN_IDS_LIMITS.logCap) pending.add(id);
       log({ event: "known_ids_add_unrecorded", ids: unique.length, pending: pending.size });
       return false;
     },

@@ -13,8 +13,9 @@
 // Bit order is Redis' (SETBIT/GETBIT: bit 0 is the most significant bit of
 // byte 0): filter bit j of a segment is Redis bit 8 × ⌊j/7⌋ + 1 + j mod 7 of
 // its key, so SETBIT sets exactly the bit `add` sets, and a segment read back
-// with GET is byte for byte the segment held here. Segments are at most
-// SEGMENT_BYTES, one Redis key each.
+// with GET is byte for byte the segment held here. Segments are the filter's
+// bytes cut every SEGMENT_BYTES, one Redis key each: a segment holds
+// SEGMENT_BYTES × 7 bits, so filter bit j is in byte ⌊j/7⌋ of the whole.
 
 import { bytesToBinary } from "../shared/base64";
 import { hashPair } from "../shared/hash";
@@ -88,27 +89,23 @@ export function positionsOf(id: string, { m, k }: BloomShape, out: Uint32Array =
 export class Bloom {
   readonly m: number;
   readonly k: number;
+  /** The filter's m / 7 bytes: filter bit j is bit j mod 7 (from 0x40 down) of byte ⌊j/7⌋. */
+  readonly bytes: Uint8Array;
+  /** The bytes' SEGMENT_BYTES slices (views, not copies), one Redis key each. */
   readonly segments: Uint8Array[];
   /** Scratch space for one id's bit positions: no allocation per lookup. */
   private readonly bits: Uint32Array;
 
-  constructor({ m, k }: BloomShape, segments?: Uint8Array[]) {
+  constructor({ m, k }: BloomShape, bytes?: Uint8Array) {
     if (!Number.isInteger(m) || m < BITS_PER_BYTE || m % BITS_PER_BYTE !== 0) throw new RangeError("m must be a positive multiple of 7");
     if (!Number.isInteger(k) || k < 1 || k > 64) throw new RangeError("k must be from 1 to 64");
     this.m = m;
     this.k = k;
     this.bits = new Uint32Array(k);
-    const count = segmentCountFor(m);
-    if (segments) {
-      if (segments.length !== count) throw new RangeError(`expected ${count} segments, got ${segments.length}`);
-      segments.forEach((segment, index) => {
-        if (segment.length !== segmentLengthFor(m, index)) throw new RangeError(`segment ${index} has the wrong length`);
-        if (segment.some((byte) => byte > 0x7f)) throw new RangeError(`segment ${index} has a byte with its top bit set`);
-      });
-      this.segments = segments;
-    } else {
-      this.segments = Array.from({ length: count }, (_, index) => new Uint8Array(segmentLengthFor(m, index)));
-    }
+    if (bytes && bytes.length !== byteLengthFor(m)) throw new RangeError(`expected ${byteLengthFor(m)} bytes, got ${bytes.length}`);
+    if (bytes?.some((byte) => byte > 0x7f)) throw new RangeError("a byte has its top bit set");
+    this.bytes = bytes ?? new Uint8Array(byteLengthFor(m));
+    this.segments = Array.from({ length: segmentCountFor(m) }, (_, i) => this.bytes.subarray(i * SEGMENT_BYTES, (i + 1) * SEGMENT_BYTES));
   }
 
   static withCapacity(capacity: number, fpRate: number): Bloom {
@@ -123,21 +120,16 @@ export class Bloom {
   has(id: string): boolean {
     const bits = positionsOf(id, this, this.bits);
     for (let i = 0; i < bits.length; i++) {
-      const bit = bits[i]!;
-      const segment = (bit / SEGMENT_BITS) | 0;
-      const within = bit - segment * SEGMENT_BITS;
-      const byte = (within / BITS_PER_BYTE) | 0;
-      if ((this.segments[segment]![byte]! & (0x40 >>> (within - byte * BITS_PER_BYTE))) === 0) return false;
+      const byte = (bits[i]! / BITS_PER_BYTE) | 0;
+      if ((this.bytes[byte]! & (0x40 >>> (bits[i]! - byte * BITS_PER_BYTE))) === 0) return false;
     }
     return true;
   }
 
   /** Sets filter bit `bit` (0..m-1). */
   setBit(bit: number): void {
-    const segment = (bit / SEGMENT_BITS) | 0;
-    const within = bit - segment * SEGMENT_BITS;
-    const byte = (within / BITS_PER_BYTE) | 0;
-    this.segments[segment]![byte]! |= 0x40 >>> (within - byte * BITS_PER_BYTE);
+    const byte = (bit / BITS_PER_BYTE) | 0;
+    this.bytes[byte]! |= 0x40 >>> (bit - byte * BITS_PER_BYTE);
   }
 
   /** Segment `index` as the ASCII string Redis holds (SET it as is). */

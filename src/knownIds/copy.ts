@@ -4,7 +4,7 @@
 // state fails open (see store.ts).
 import type { L2 } from "../cache/l2/l2";
 import type { Bloom } from "./bloom";
-import { KNOWN_IDS_LIMITS } from "../config/defaults";
+import { KNOWN_IDS_LIMITS } from "./limits";
 import type { KnownIdsKeys } from "./keys";
 import type { FilterMeta, Meta } from "./meta";
 import type { FilterShelf } from "./locationShelf";
@@ -69,9 +69,8 @@ export function createFilterCopy({ l2, keys, maxAgeMs, log, shelf }: FilterCopyO
     setHealth(next, detail);
   }
 
-  function serving(now: number): boolean {
-    return health === "ok" && view !== null && !switching && now - view.filter.builtAt <= maxAgeMs && l2.breaker.state() !== "open";
-  }
+  /** Whether the copy may answer "no": only when "ready" (health "ok" always comes with a view: see take, sync, install). */
+  const serving = (now: number): boolean => stateOf(now, false) === "ready";
 
   /**
    * Same version: apply the ids added since, from the log's window of the

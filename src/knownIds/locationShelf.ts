@@ -18,19 +18,19 @@
 // Redis, so that the first to load puts the copy the others take (full
 // jitter, as in "Exponential Backoff and Jitter", AWS Architecture Blog).
 import { locationUrlOf, type LocationStore } from "../cache/location/location";
-import { DEFAULTS, KNOWN_IDS_LIMITS } from "../config/defaults";
+import { DEFAULTS } from "../config/defaults";
+import { KNOWN_IDS_LIMITS } from "./limits";
 import { readBounded } from "../shared/body";
 import { within } from "../shared/leases";
 import { subrequest } from "../shared/subrequests";
-import { Bloom, byteLengthFor, segmentCountFor, segmentLengthFor } from "./bloom";
+import { Bloom, byteLengthFor } from "./bloom";
 import type { FilterMeta } from "./meta";
 import { sha256Hex } from "../shared/hash";
 
 /** The response header with the number of adds the copy includes. */
 const SYNCED_HEADER = "pp-kid-synced";
-/** The response header with the SHA-256 (hex) of the body. */
+/** The response header with the SHA-256 (hex) of the body: a copy whose body does not hash to it is refused. */
 const DIGEST_HEADER = "pp-kid-digest";
-const DIGEST = /^[0-9a-f]{64}$/;
 
 export interface FilterShelf {
   /**
@@ -58,23 +58,21 @@ export function createFilterShelf(deps: {
   publicUrl: string;
   keyPrefix: string;
   open: () => Promise<LocationStore>;
-  /** How long a copy is kept: a version's keys' life in Redis. */
-  ttlMs?: number;
   spreadMs?: number;
-  wait?: (ms: number) => Promise<void>;
   random?: () => number;
 }): FilterShelf {
   const spreadMs = deps.spreadMs ?? KNOWN_IDS_LIMITS.locationSpreadMs;
-  const wait = deps.wait ?? ((ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const random = deps.random ?? Math.random;
   const stats: ShelfStats = { hits: 0, misses: 0, refused: 0, puts: 0, putsFailed: 0 };
+  /** A look for the copy (its headers, then its body) gets as long as a put of that body: the same bytes through the same cache. */
+  const readMs = DEFAULTS.locationPutMs;
   const urlOf = (version: string) => locationUrlOf(deps.publicUrl, `${deps.keyPrefix}:kid:${version}`);
 
   async function lookOnce(filter: FilterMeta): Promise<{ bloom: Bloom; synced: number } | "missing" | "refused"> {
     let response: Response | undefined;
     try {
       const store = await deps.open();
-      response = await subrequest(() => store.match(urlOf(filter.version)), KNOWN_IDS_LIMITS.locationReadMs);
+      response = await subrequest(() => store.match(urlOf(filter.version)), readMs);
     } catch {
       return "missing";
     }
@@ -87,19 +85,15 @@ export function createFilterShelf(deps: {
       Number.isSafeInteger(synced) &&
       synced >= 0 &&
       synced <= filter.changedAt &&
-      filter.changedAt - synced <= KNOWN_IDS_LIMITS.logCap &&
-      DIGEST.test(digest);
+      filter.changedAt - synced <= KNOWN_IDS_LIMITS.logCap;
     if (!usable) {
       await response.body?.cancel();
       return "refused";
     }
-    const body = await within(readBounded(response, length), KNOWN_IDS_LIMITS.locationReadMs, () => undefined).catch(() => undefined);
+    const body = await within(readBounded(response, length), readMs, () => undefined).catch(() => undefined);
     if (!body || body.length !== length || (await sha256Hex(body)) !== digest) return "refused";
-    // Every segment but the last is full (bloom.ts): segment i starts at i full segments.
-    const full = segmentLengthFor(filter.m, 0);
-    const segments = Array.from({ length: segmentCountFor(filter.m) }, (_, i) => body.slice(i * full, i * full + segmentLengthFor(filter.m, i)));
     try {
-      return { bloom: new Bloom(filter, segments), synced };
+      return { bloom: new Bloom(filter, body), synced };
     } catch {
       // A byte with its top bit set: not a segment this tier wrote.
       return "refused";
@@ -111,7 +105,7 @@ export function createFilterShelf(deps: {
     async read(filter, patient) {
       let found = await lookOnce(filter);
       if (found === "missing" && patient && spreadMs > 0) {
-        await wait(random() * spreadMs);
+        await new Promise((resolve) => setTimeout(resolve, random() * spreadMs));
         found = await lookOnce(filter);
       }
       if (found === "missing") stats.misses++;
@@ -121,14 +115,11 @@ export function createFilterShelf(deps: {
     },
     async put(filter, bloom, synced) {
       try {
-        const body = new Uint8Array(byteLengthFor(filter.m));
-        let at = 0;
-        for (const segment of bloom.segments) {
-          body.set(segment, at);
-          at += segment.length;
-        }
+        // A copy: adds to this isolate's filter meanwhile must not change the bytes after their digest.
+        const body = bloom.bytes.slice();
         const store = await deps.open();
-        const ttlSeconds = Math.floor((deps.ttlMs ?? KNOWN_IDS_LIMITS.keyTtlMs) / 1000);
+        // Kept as long as the version's keys live in Redis.
+        const ttlSeconds = Math.floor(KNOWN_IDS_LIMITS.keyTtlMs / 1000);
         const response = new Response(body, {
           headers: {
             "Cache-Control": `public, max-age=${ttlSeconds}`,

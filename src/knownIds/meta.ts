@@ -9,8 +9,8 @@
 // see the old filter or the new one, never half of one. Lua scripts edit it
 // with cjson (changedAt, next), so it stays flat JSON of numbers and strings.
 import * as v from "valibot";
-import { BITS_PER_BYTE, segmentCountFor } from "./bloom";
-import { KNOWN_IDS_LIMITS } from "../config/defaults";
+import { BITS_PER_BYTE, bloomShape, segmentCountFor } from "./bloom";
+import { KNOWN_IDS_LIMITS } from "./limits";
 import { VERSION_PATTERN } from "./keys";
 
 export interface Meta {
@@ -21,6 +21,12 @@ export interface Meta {
 }
 
 const version = v.pipe(v.string(), v.regex(VERSION_PATTERN));
+/**
+ * The most bits a build makes: bloomShape grows with capacity and with 1/fpRate, and a build's are within
+ * KNOWN_IDS_LIMITS (≈ 5.5 MB at 7 bits a byte). A meta that asks for more is refused: a corrupt or hostile
+ * meta must not make isolates allocate GBs.
+ */
+const maxBits = bloomShape(KNOWN_IDS_LIMITS.maxCapacity, KNOWN_IDS_LIMITS.minFpRate).m;
 const count = v.pipe(v.number(), v.integer(), v.minValue(0));
 
 const filterFields = v.object({
@@ -31,7 +37,7 @@ const filterFields = v.object({
   m: v.pipe(
     count,
     v.minValue(BITS_PER_BYTE),
-    v.maxValue(KNOWN_IDS_LIMITS.maxFilterBytes * BITS_PER_BYTE),
+    v.maxValue(maxBits),
     v.check((m) => m % BITS_PER_BYTE === 0),
   ),
   k: v.pipe(count, v.minValue(1), v.maxValue(32)),
@@ -49,9 +55,10 @@ export type FilterMeta = v.InferOutput<typeof filterFields>;
 const nextFields = v.object({ version, startedAt: count, overflow: v.optional(v.boolean()) });
 type NextMeta = v.InferOutput<typeof nextFields>;
 
-const rawMeta = v.object({
+/** The fields every meta may have; the current filter's are checked only when it names a version. */
+const metaFields = v.object({
   version: v.optional(v.unknown()),
-  next: v.optional(v.unknown()),
+  next: v.optional(nextFields),
   damaged: v.optional(v.boolean()),
 });
 
@@ -63,20 +70,14 @@ export function parseMeta(text: string): Meta | null {
   } catch {
     return null;
   }
-  const outer = v.safeParse(rawMeta, json);
-  if (!outer.success) return null;
+  const meta = v.safeParse(metaFields, json);
+  if (!meta.success) return null;
   let current: FilterMeta | null = null;
-  if (outer.output.version !== undefined) {
+  if (meta.output.version !== undefined) {
     const filter = v.safeParse(filterFields, json);
     if (!filter.success || filter.output.segmentCount !== segmentCountFor(filter.output.m)) return null;
     current = filter.output;
   }
-  let next: NextMeta | null = null;
-  if (outer.output.next !== undefined) {
-    const parsed = v.safeParse(nextFields, outer.output.next);
-    if (!parsed.success) return null;
-    next = parsed.output;
-  }
-  const damaged = outer.output.damaged === true;
-  return { current: damaged ? null : current, next, damaged };
+  const damaged = meta.output.damaged === true;
+  return { current: damaged ? null : current, next: meta.output.next ?? null, damaged };
 }

@@ -14,7 +14,7 @@ import type { L2 } from "../cache/l2/l2";
 import type { Clock } from "../shared/clock";
 import type { OriginClient } from "../origin/client";
 import { Bloom, bloomShape, byteLengthFor, positionsOf, redisBitOf, segmentCountFor } from "./bloom";
-import { KNOWN_IDS_LIMITS } from "../config/defaults";
+import { KNOWN_IDS_LIMITS } from "./limits";
 import { newVersion, type KnownIdsKeys } from "./keys";
 import { parseMeta, type FilterMeta } from "./meta";
 import { expireVersion, readLog, readMeta, writeFilter } from "./redisFilter";
@@ -31,25 +31,18 @@ export interface RebuildProgress {
   ms: number;
 }
 
-export interface RebuildResult {
-  version: string;
-  /** Ids in the filter: listed, plus those added during the build. */
-  count: number;
+/** The filter built (`count`: the ids listed, plus those added during the build), and how the build went. */
+export type RebuildResult = Pick<FilterMeta, "version" | "count" | "capacity" | "fpRate" | "m" | "k" | "builtAt"> & {
   pages: number;
   passes: number;
-  capacity: number;
-  fpRate: number;
-  m: number;
-  k: number;
   segments: number;
   bytes: number;
   /** Ids added (by product creations) while the build ran, merged into it. */
   mergedAdds: number;
   /** The catalog is larger than the largest allowed filter: its false-positive rate is above fpRate (never a false negative). */
   overCapacity: boolean;
-  builtAt: number;
   ms: number;
-}
+};
 
 export type RebuildFailure = "l2-unavailable" | "superseded" | "log-overflow" | "busy" | "origin-listing";
 
@@ -81,10 +74,9 @@ function must<T>(value: T | undefined, step: string): T {
   return value;
 }
 
-/** The configured capacity, or the last build's count with room to grow if that is more; never above the cap. */
-function initialCapacity(configured: number, lastCount: number | undefined): number {
-  const grown = lastCount === undefined ? 0 : Math.ceil(lastCount * KNOWN_IDS_LIMITS.growthFactor);
-  return Math.min(KNOWN_IDS_LIMITS.maxCapacity, Math.max(configured, grown));
+/** Room to grow over `count` ids, never above the cap. */
+function grownFrom(count: number): number {
+  return Math.min(KNOWN_IDS_LIMITS.maxCapacity, Math.ceil(count * KNOWN_IDS_LIMITS.growthFactor));
 }
 
 export async function rebuildFilter(
@@ -95,7 +87,8 @@ export async function rebuildFilter(
   const { l2, keys, clock, fpRate } = ctx;
   const started = performance.now();
   const previous = must(await readMeta(l2, keys), "reading meta");
-  let capacity = initialCapacity(ctx.capacity, (previous === null ? null : parseMeta(previous))?.current?.count);
+  // The configured capacity, or the last build's count with room to grow if that is more.
+  let capacity = Math.max(ctx.capacity, grownFrom((previous === null ? null : parseMeta(previous))?.current?.count ?? 0));
 
   for (let pass = 1; ; pass++) {
     const version = newVersion(clock.now());
@@ -106,7 +99,7 @@ export async function rebuildFilter(
       if (listed.count > capacity && capacity < KNOWN_IDS_LIMITS.maxCapacity && pass === 1) {
         // Over capacity the false-positive rate climbs: list again into a larger filter.
         // The next announce replaces this version, which is then never switched to.
-        capacity = Math.min(KNOWN_IDS_LIMITS.maxCapacity, Math.ceil(listed.count * KNOWN_IDS_LIMITS.growthFactor));
+        capacity = grownFrom(listed.count);
         continue;
       }
       const { filter, mergedAdds } = await publish(ctx, version, bloom, capacity, listed.count);
@@ -153,7 +146,8 @@ async function listAll(listIds: ListIds, bloom: Bloom, progress: (ids: number, p
     for (const id of page.ids) bloom.add(id);
     count += page.ids.length;
     emptyInARow = page.ids.length === 0 ? emptyInARow + 1 : 0;
-    if (count > KNOWN_IDS_LIMITS.maxListedIds || emptyInARow > 10 || (page.next !== null && page.next === cursor)) {
+    // More ids than twice the largest filter holds: the listing has lost its way (a cursor loop).
+    if (count > 2 * KNOWN_IDS_LIMITS.maxCapacity || emptyInARow > 10 || (page.next !== null && page.next === cursor)) {
       throw new KnownIdsRebuildError("origin-listing", `the listing does not end (${count} ids in ${pages} pages)`);
     }
     cursor = page.next;
@@ -172,13 +166,21 @@ async function publish(
 ): Promise<{ filter: FilterMeta; mergedAdds: number }> {
   const { l2, keys, clock } = ctx;
   const ttlMs = KNOWN_IDS_LIMITS.keyTtlMs;
-  const logged = must(await readLog(l2, keys, version, 0), "reading the build's log");
-  logged.forEach((id) => bloom.add(id));
-  let merged = logged.length;
   const all = Array.from({ length: segmentCountFor(bloom.m) }, (_, i) => i);
-  must(await writeFilter(l2, keys, version, bloom, all, ttlMs), "writing segments");
+  let merged = 0;
 
+  // Round 1 merges the whole log and writes every segment. The switch refuses while more ids were logged than
+  // merged (products created between a merge and the switch): the next round merges those, rewrites the segments
+  // they touched, and switches again.
   for (let attempt = 0; attempt < KNOWN_IDS_LIMITS.switchAttempts; attempt++) {
+    const more = must(await readLog(l2, keys, version, merged), "reading the build's log");
+    const touched = new Set<number>();
+    for (const id of more) {
+      bloom.add(id);
+      for (const bit of positionsOf(id, bloom)) touched.add(redisBitOf(bit).segment);
+    }
+    must(await writeFilter(l2, keys, version, bloom, attempt === 0 ? all : [...touched], ttlMs), "writing segments");
+    merged += more.length;
     const filter: FilterMeta = {
       version,
       capacity,
@@ -200,18 +202,8 @@ async function publish(
         throw new KnownIdsRebuildError("superseded", "another rebuild started meanwhile; its version wins");
       case 1:
         throw new KnownIdsRebuildError("log-overflow", `more than ${KNOWN_IDS_LIMITS.logCap} ids were added during the build; run it again`);
-      case 2: {
-        // Products were created between our merge and the switch: merge them too, then retry.
-        const more = must(await readLog(l2, keys, version, merged), "reading the build's log");
-        const touched = new Set<number>();
-        for (const id of more) {
-          bloom.add(id);
-          for (const bit of positionsOf(id, bloom)) touched.add(redisBitOf(bit).segment);
-        }
-        must(await writeFilter(l2, keys, version, bloom, [...touched], ttlMs), "writing segments");
-        merged += more.length;
+      case 2:
         continue;
-      }
       default: {
         const old = typeof reply[1] === "string" && reply[1] !== "" ? parseMeta(reply[1])?.current : null;
         if (old && old.version !== version) await expireVersion(l2, keys, old.version, old.segmentCount, KNOWN_IDS_LIMITS.previousVersionGraceMs);

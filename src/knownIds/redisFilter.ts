@@ -3,8 +3,8 @@
 // means "L2 unavailable", and the callers fail open.
 import type { Redis } from "@upstash/redis/cloudflare";
 import type { L2 } from "../cache/l2/l2";
-import { Bloom, segmentLengthFor, textToBytes } from "./bloom";
-import { KNOWN_IDS_LIMITS } from "../config/defaults";
+import { Bloom, byteLengthFor, SEGMENT_BYTES, segmentLengthFor, textToBytes } from "./bloom";
+import { KNOWN_IDS_LIMITS } from "./limits";
 import type { KnownIdsKeys } from "./keys";
 import type { FilterMeta } from "./meta";
 import { scriptsFor } from "./scripts";
@@ -45,7 +45,7 @@ async function eachLimited<T>(items: T[], limit: number, task: (item: T) => Prom
  * products, so the caller fails open.
  */
 export async function loadFilter(l2: L2, keys: KnownIdsKeys, filter: FilterMeta): Promise<LoadResult> {
-  const segments: Uint8Array[] = new Array(filter.segmentCount);
+  const bytes = new Uint8Array(byteLengthFor(filter.m));
   // An object, not a `let`: the batches below write it from callbacks.
   const found: { damage: string | null } = { damage: null };
   const ok = await eachLimited(chunks(range(filter.segmentCount), KNOWN_IDS_LIMITS.segmentsPerCall), KNOWN_IDS_LIMITS.loadConcurrency, async (indexes) => {
@@ -53,17 +53,17 @@ export async function loadFilter(l2: L2, keys: KnownIdsKeys, filter: FilterMeta)
     if (texts === undefined) return false;
     indexes.forEach((segment, j) => {
       const text = texts[j];
-      const bytes = typeof text === "string" ? textToBytes(text) : null;
+      const segmentBytes = typeof text === "string" ? textToBytes(text) : null;
       if (typeof text !== "string") found.damage ??= `segment ${segment} is missing`;
-      else if (!bytes) found.damage ??= `segment ${segment} is not ASCII`;
-      else if (bytes.length !== segmentLengthFor(filter.m, segment)) found.damage ??= `segment ${segment} has ${bytes.length} bytes`;
-      else segments[segment] = bytes;
+      else if (!segmentBytes) found.damage ??= `segment ${segment} is not ASCII`;
+      else if (segmentBytes.length !== segmentLengthFor(filter.m, segment)) found.damage ??= `segment ${segment} has ${segmentBytes.length} bytes`;
+      else bytes.set(segmentBytes, segment * SEGMENT_BYTES);
     });
     return found.damage === null;
   });
   if (found.damage !== null) return { kind: "damaged", reason: found.damage };
   if (!ok) return { kind: "unavailable" };
-  return { kind: "loaded", bloom: new Bloom(filter, segments) };
+  return { kind: "loaded", bloom: new Bloom(filter, bytes) };
 }
 
 /** One pipeline of `add` over `items`, as a write; undefined when L2 did not answer. */

@@ -144,34 +144,29 @@ return 1
 type Reply = (string | number | null)[];
 type TailReply = [0] | [1] | [2, number, string[]];
 
-export interface Scripts {
-  add(keys: string[], args: (string | number)[]): Promise<Reply>;
-  announce(metaKey: string, version: string, startedAt: number, ttlMs: number): Promise<number>;
-  switchTo(metaKey: string, logKey: string, version: string, metaJson: string, merged: number, ttlMs: number): Promise<Reply>;
-  abandon(metaKey: string, version: string): Promise<number>;
-  readTail(metaKey: string, logKey: string, version: string, from: number): Promise<TailReply>;
+/** The scripts on one client: each Script object hashes its source once, then runs by EVALSHA. */
+function createScripts(redis: Redis) {
+  const add = redis.createScript<Reply>(ADD);
+  const announce = redis.createScript<number>(ANNOUNCE);
+  const switchTo = redis.createScript<Reply>(SWITCH);
+  const abandon = redis.createScript<number>(ABANDON);
+  // Read-only (EVALSHA_RO): a replica may answer it (Upstash Global reads from the nearest).
+  const readTail = redis.createScript<TailReply, true>(READ_TAIL, { readonly: true });
+  return {
+    add: (keys: string[], args: (string | number)[]) => add.exec(keys, args.map(String)),
+    announce: (metaKey: string, version: string, startedAt: number, ttlMs: number) => announce.exec([metaKey], [version, String(startedAt), String(ttlMs)]),
+    switchTo: (metaKey: string, logKey: string, version: string, metaJson: string, merged: number, ttlMs: number) =>
+      switchTo.exec([metaKey, logKey], [version, metaJson, String(merged), String(ttlMs)]),
+    abandon: (metaKey: string, version: string) => abandon.exec([metaKey], [version]),
+    readTail: (metaKey: string, logKey: string, version: string, from: number) => readTail.exec([metaKey, logKey], [version, String(from)]),
+  };
 }
 
-/** One set of Script objects per client: each hashes its source once, then runs by EVALSHA. */
-const cache = new WeakMap<Redis, Scripts>();
+/** One set of scripts per client. */
+const cache = new WeakMap<Redis, ReturnType<typeof createScripts>>();
 
-export function scriptsFor(redis: Redis): Scripts {
+export function scriptsFor(redis: Redis): ReturnType<typeof createScripts> {
   let scripts = cache.get(redis);
-  if (!scripts) {
-    const add = redis.createScript<Reply>(ADD);
-    const announce = redis.createScript<number>(ANNOUNCE);
-    const switchTo = redis.createScript<Reply>(SWITCH);
-    const abandon = redis.createScript<number>(ABANDON);
-    // Read-only (EVALSHA_RO): a replica may answer it (Upstash Global reads from the nearest).
-    const readTail = redis.createScript<TailReply, true>(READ_TAIL, { readonly: true });
-    scripts = {
-      add: (keys, args) => add.exec(keys, args.map(String)),
-      announce: (metaKey, version, startedAt, ttlMs) => announce.exec([metaKey], [version, String(startedAt), String(ttlMs)]),
-      switchTo: (metaKey, logKey, version, json, merged, ttlMs) => switchTo.exec([metaKey, logKey], [version, json, String(merged), String(ttlMs)]),
-      abandon: (metaKey, version) => abandon.exec([metaKey], [version]),
-      readTail: (metaKey, logKey, version, from) => readTail.exec([metaKey, logKey], [version, String(from)]),
-    };
-    cache.set(redis, scripts);
-  }
+  if (!scripts) cache.set(redis, (scripts = createScripts(redis)));
   return scripts;
 }

@@ -16,7 +16,8 @@ import { createAdds } from "./adds";
 import { byteLengthFor } from "./bloom";
 import { createFilterCopy, type KnownIdLookup, type KnownIdsState } from "./copy";
 import type { FilterShelf, ShelfStats } from "./locationShelf";
-import { KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "../config/defaults";
+import { DEFAULTS } from "../config/defaults";
+import { KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "./limits";
 import { knownIdsKeys } from "./keys";
 import { parseMeta } from "./meta";
 import { rebuildFilter, type ListIds, type RebuildProgress, type RebuildResult } from "./rebuild";
@@ -115,10 +116,14 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
   let nextCheckAt = 0;
   let lastCheckAt: number | null = null;
 
-  /** Redis did not answer: fail open, and look again soon rather than a whole interval later. */
+  /**
+   * Redis did not answer: fail open, and look again soon rather than a whole interval later: when the
+   * filter's L2 breaker (tier.ts), if this failure opened it, lets a probe through. Sooner, the check
+   * would meet the open breaker and fail without asking Redis.
+   */
   function unavailable(): void {
     copy.unavailable();
-    nextCheckAt = Math.min(nextCheckAt, clock.now() + KNOWN_IDS_LIMITS.retryAfterFailureMs);
+    nextCheckAt = Math.min(nextCheckAt, clock.now() + DEFAULTS.l2BreakerCoolDownMs);
   }
 
   async function check(): Promise<void> {

@@ -12,9 +12,9 @@ import { systemClock } from "../../src/shared/clock";
 import { MAX_KEY_LENGTH } from "../../src/cache/keys";
 import { createL2, type L2 } from "../../src/cache/l2/l2";
 import { createOriginClient, type OriginClient } from "../../src/origin/client";
-import { DEFAULT_POLICIES } from "../../src/config/defaults";
+import { DEFAULT_POLICIES, DEFAULTS } from "../../src/config/defaults";
 import { Bloom, positionsOf, redisBitOf, SEGMENT_BYTES } from "../../src/knownIds/bloom";
-import { KNOWN_IDS_LIMITS } from "../../src/config/defaults";
+import { KNOWN_IDS_LIMITS } from "../../src/knownIds/limits";
 import { knownIdsKeys, newVersion } from "../../src/knownIds/keys";
 import { parseMeta } from "../../src/knownIds/meta";
 import { KnownIdsRebuildError, listingOf, type ListIds } from "../../src/knownIds/rebuild";
@@ -166,7 +166,7 @@ describe("a filter built from the origin's listing", () => {
       }),
     );
     // Byte for byte what the building isolate holds, and a filter that knows the catalog.
-    const copy = new Bloom(built.result, stored);
+    const copy = new Bloom(built.result, new Uint8Array(Buffer.concat(stored)));
     expect(catalog.every((id) => copy.has(id))).toBe(true);
     // GETBIT at each of an id's positions, straight from Redis.
     for (const bit of positionsOf("p-000123", built.result)) {
@@ -346,7 +346,7 @@ describe("failing open", () => {
     } finally {
       redisServer.resume();
     }
-    clock.advance(KNOWN_IDS_LIMITS.retryAfterFailureMs);
+    clock.advance(DEFAULTS.l2BreakerCoolDownMs);
     await refreshed(reader);
     expect(reader.status().state).toBe("ready");
     expect(ask(reader, absent)).toBe(false);

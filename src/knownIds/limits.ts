@@ -1,0 +1,86 @@
+// The known-ids filter's numbers, each with the invariant it keeps. They live
+// here, beside the code that uses them, rather than in src/config/defaults.ts:
+// only capacity and fpRate are read by the configuration (src/config/index.ts).
+export const KNOWN_IDS_DEFAULTS = {
+  /**
+   * Ids the filter is sized for. The demo catalog has 10,000 products (up to
+   * 1,000,000 when asked); 200,000 leaves room for growth and costs ~270 KB
+   * per isolate at 1%. A rebuild sizes up by itself (count × 1.25) when the
+   * catalog outgrows this, up to `maxCapacity`.
+   */
+  capacity: 200_000,
+  /**
+   * 1 in 100 ids that do not exist still goes on to negative caching and the
+   * origin: it makes a crawler of random ids cost the origin 1% of its
+   * requests, for 9.6 bits per id. Halving it costs ~1.4 bits per id more.
+   */
+  fpRate: 0.01,
+  /**
+   * How often an isolate re-reads the filter's meta (one small GET): new
+   * products added by other isolates, and new versions, become visible here
+   * within this delay (plus a load).
+   */
+  refreshMs: 60_000,
+  /**
+   * A filter built longer ago than this is not trusted (every id is let
+   * through): products created while notifications were lost would
+   * otherwise be refused until the next rebuild. Two days = a daily rebuild
+   * plus one missed run.
+   */
+  maxAgeMs: 2 * 86_400_000,
+} as const;
+
+export const KNOWN_IDS_LIMITS = {
+  /** Caps each isolate's copy: 2,000,000 ids at 1% ≈ 2.7 MB (7 bits per byte, see bloom.ts) of a Worker's 128 MB. */
+  maxCapacity: 2_000_000,
+  /** 0.01% is 19.2 bits per id: at maxCapacity ≈ 5.5 MB, still bounded. */
+  minFpRate: 0.0001,
+  /** Above this the filter stops anything worth its memory. */
+  maxFpRate: 0.5,
+  /**
+   * Every key of the filter lives this long; each rebuild writes a new version with a fresh TTL. Longer than
+   * maxAgeMs: a filter still trusted never loses its keys, whatever rebuilds were missed.
+   */
+  keyTtlMs: 7 * 86_400_000,
+  /**
+   * After a switch, the previous version's keys live this much longer: isolates that were loading it can finish.
+   * Longer than checkLeaseMs, which bounds a check and the load in it.
+   */
+  previousVersionGraceMs: 10 * 60_000,
+  /**
+   * Ids added to one version are also kept in a list (for other isolates to
+   * catch up without reloading every segment), up to this many; past it,
+   * isolates reload the segments instead. Ids added during a rebuild beyond
+   * it make that rebuild fail (it cannot prove it holds them).
+   */
+  logCap: 10_000,
+  /**
+   * A new isolate that finds no copy of the filter in the location tier waits
+   * a random part of this (full jitter) and looks again before it reads the
+   * segments from Redis: isolates started together (a deploy) then read them
+   * about once per data center, the first one's put serving the rest. It
+   * delays no page: the filter fails open while it loads.
+   */
+  locationSpreadMs: 2_000,
+  /** Segments per Redis call: 4 × 8 KB (≈ 44 KB on the wire, base64 in JSON) keeps each call well inside the L2 time budget. */
+  segmentsPerCall: 4,
+  /** Segment calls in flight at once while loading: a Worker request may hold 6 connections. */
+  loadConcurrency: 2,
+  /**
+   * A build announced this recently counts as under way: the quarter-hourly
+   * cron, which builds a filter Redis lacks, leaves it be (a second build
+   * would replace it). A build lists the catalog in a cron invocation, within
+   * Cloudflare's 15 minutes of wall time for one.
+   */
+  buildUnderWayMs: 30 * 60_000,
+  /** The origin's largest listing page (docs/origin-contract.md#listing). */
+  listPageLimit: 1000,
+  /** Rounds of "new ids arrived during the switch, merge them and retry". */
+  switchAttempts: 5,
+  /** Growth room when the catalog outgrew the capacity. */
+  growthFactor: 1.25,
+  /** Keys of a build that failed or lost: nobody reads them, they go at once. */
+  abandonedKeysTtlMs: 1000,
+  /** How long a check may run before another may start: the runtime ends `waitUntil` work 30 s after the response. */
+  checkLeaseMs: 30_000,
+} as const;
