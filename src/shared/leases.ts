@@ -146,17 +146,32 @@ export function isIsolateError(error: unknown): boolean {
 }
 
 /**
+ * How late this isolate may run and still read replies on time: a failure
+ * noticed later than this (or a quarter of its budget) past its budget is the
+ * isolate's delay (noticedLate), and so is a missing reply while the isolate's
+ * lag is past it (config/defaults.ts, isolateLateMs).
+ */
+export const ISOLATE_LATE_MS = 50;
+
+/**
+ * The longest this isolate stalls at once (a major GC, a burst of rendering;
+ * a saturated isolate reads replies 100–200 ms late). Time-outs closer
+ * together were stalled together here: a breaker's must span more
+ * (breaker.ts, minFailureSpanMs). And an origin slot outlives its fetch's
+ * deadline by it (origin/exchange.ts): a slot taken back from a holder only
+ * late to its abort lets more fetches run than the cap allows.
+ */
+export const ISOLATE_STALL_MS = 500;
+
+/**
  * A call with a time budget failed, and this isolate learnt of it well after
  * the budget ran out: the isolate was too busy to handle the reply or the
  * abort when it came, so the time-out says nothing about the service. When a
  * service hangs, an isolate with time to spare notices within a few ms.
  */
 export function noticedLate(startedAt: number, budgetMs: number, now = Date.now()): boolean {
-  return startedAt > 0 && now - startedAt > budgetMs + Math.max(LATE_NOTICE_MIN_MS, budgetMs / 4);
+  return startedAt > 0 && now - startedAt > budgetMs + Math.max(ISOLATE_LATE_MS, budgetMs / 4);
 }
-
-/** How late past its budget a failure must be noticed to count as the isolate's delay. */
-const LATE_NOTICE_MIN_MS = 50;
 
 /**
  * How long this isolate takes now to run a 1 ms timer, beyond that 1 ms:
@@ -172,9 +187,13 @@ export async function currentLagMs(): Promise<number> {
   return Math.max(0, Date.now() - asked - 1);
 }
 
-/** First pause of a poll, doubled up to POLL_MAX_MS: a shared fill usually ends within one origin round trip. */
-const POLL_FIRST_MS = 1;
+/** The longest pause of a poll, doubled up to from 1 ms (the shortest timer): a shared fill usually ends within one origin round trip. */
 const POLL_MAX_MS = 16;
+
+/** A poll's pauses until `until`, for a loop that sleeps on a clock of its own (cache/l2/outbox.ts). */
+export function pollPauses(until: number, now: () => number): Generator<number> {
+  return pauses(1, POLL_MAX_MS, until, now);
+}
 
 /**
  * Waits, on this request's own timers, until `check` returns a value or
@@ -183,17 +202,10 @@ const POLL_MAX_MS = 16;
  * continuation resumed by another request may run its I/O on behalf of the
  * wrong request ("Cannot perform I/O on behalf of a different request"),
  * or never run at all if that request was cancelled. Only the plain data
- * that `check` reads crosses requests. The pause between looks doubles from
- * 1 ms up to `maxPauseMs`:
- * a short one where the work takes milliseconds.
+ * that `check` reads crosses requests. Its pauses are pollPauses'.
  */
-/** A poll's pauses until `until`, for a loop that sleeps on a clock of its own (cache/l2/outbox.ts). */
-export function pollPauses(until: number, now: () => number): Generator<number> {
-  return pauses(POLL_FIRST_MS, POLL_MAX_MS, until, now);
-}
-
-export async function pollUntil<T>(check: () => T | undefined, until: number, now: () => number = Date.now, maxPauseMs = POLL_MAX_MS): Promise<T | undefined> {
-  for (const pause of pauses(POLL_FIRST_MS, maxPauseMs, until, now)) {
+export async function pollUntil<T>(check: () => T | undefined, until: number, now: () => number = Date.now): Promise<T | undefined> {
+  for (const pause of pollPauses(until, now)) {
     const value = check();
     if (value !== undefined) return value;
     await new Promise((resolve) => setTimeout(resolve, Math.max(1, pause)));

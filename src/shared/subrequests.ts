@@ -32,9 +32,6 @@ import { createLeaseTable, type LeaseTable } from "./leases";
 /** Connections one invocation keeps open at once: the runtime's 6, less one left for what the runtime does on its own. */
 export const MAX_OPEN_SUBREQUESTS = 5;
 
-/** How long a place in the gate is held at most when the caller does not say (its call's deadline, and some). */
-const DEFAULT_HOLD_MS = 10_000;
-
 export class SubrequestBudgetSpent extends Error {
   constructor(budget: number) {
     super(`this invocation already made its ${budget} subrequests`);
@@ -82,7 +79,7 @@ export function withSubrequestGate<T>(budget: number, work: () => T): T {
  * its place is taken back after that, whatever became of it. Outside an
  * invocation (tests, tools), it runs at once.
  */
-export async function subrequest<T>(call: () => Promise<T>, holdMs = DEFAULT_HOLD_MS, kind: SubrequestKind = "other"): Promise<T> {
+export async function subrequest<T>(call: () => Promise<T>, holdMs: number, kind: SubrequestKind = "other"): Promise<T> {
   const gate = invocation.getStore();
   if (!gate) return call();
   if (gate.made >= gate.budget) throw new SubrequestBudgetSpent(gate.budget);
