@@ -89,14 +89,12 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
         breaker?.success();
         return result;
       } catch (error) {
-        // Not the service's failure: this isolate's (see shared/breaker.ts).
-        // A time-out after a long wait for a slot is the isolate's queue too:
-        // a service that answers in 530 ms is not failing because a call that
-        // queued for 500 ms of its 1,000 gave up. Counting those opened the
-        // inventory breaker under a slow origin and turned every new page
-        // into a 503 for its cool-down (bench:peers, "origin +500 ms"). A
-        // hung service is still caught: the calls that took the slots first
-        // had their full timeout.
+        // Not the service's failure: this isolate's (see shared/breaker.ts),
+        // a time-out after a long wait for a slot included: a service answering
+        // in 530 ms is not failing because a call that queued 500 ms of its
+        // 1,000 gave up (counting those turned a slow origin into 503s,
+        // bench:peers "origin +500 ms"). A hung service is still caught: the
+        // calls that took the slots first had their full timeout.
         const queuedOut =
           error instanceof OriginError && error.failure === "timeout" && budgetMs < MIN_BUDGET_SHARE_TO_BLAME * options.policies[resource].originTimeoutMs;
         const ours =
@@ -155,11 +153,10 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
         const deadline = Date.now() + options.policies[resource].originTimeoutMs;
         return guarded(resource, deadline, priority, () => fetchOnce(resource, id, deadline, stop));
       };
-      // A time-out noticed well past its deadline means this isolate was too
-      // busy to read an answer that may have come in time (shared/leases.ts):
-      // one more attempt, with a fresh budget and slot, rather than a 503 for
-      // the isolate's own load. A hanging service is noticed on time, so it is
-      // never called twice for one fill.
+      // A time-out noticed well past its deadline: this isolate was too busy
+      // to read an answer that may have come in time (shared/leases.ts), so
+      // one more attempt rather than a 503 for its own load. A hanging
+      // service is noticed on time: never called twice for one fill.
       const answer = attempt().catch((error: unknown) => {
         if (error instanceof OriginError && error.failure === "timeout" && error.noticedLate) return attempt();
         throw error;
