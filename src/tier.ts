@@ -3,6 +3,7 @@
 // (Workers hand bindings to `fetch`, not to module scope) and kept for the
 // isolate's life, which is what makes L1 an L1.
 import { createBreaker } from "./shared/breaker";
+import { ISOLATE_STALL_MS } from "./shared/leases";
 import { systemClock, type Clock } from "./shared/clock";
 import { TTL_JITTER } from "./cache/entry";
 import { createL2, type L2 } from "./cache/l2/l2";
@@ -94,7 +95,7 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
       createBreaker({
         failureThreshold: DEFAULTS.originBreakerFailures,
         coolDownMs: DEFAULTS.originBreakerCoolDownMs,
-        minFailureSpanMs: DEFAULTS.breakerMinFailureSpanMs,
+        minFailureSpanMs: ISOLATE_STALL_MS,
         clock,
         onChange: watchBreaker(`origin:${service}`, metrics, fleet),
       }),
@@ -214,7 +215,7 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
       breaker: createBreaker({
         failureThreshold: DEFAULTS.l2BreakerFailures,
         coolDownMs: DEFAULTS.l2BreakerCoolDownMs,
-        minFailureSpanMs: DEFAULTS.breakerMinFailureSpanMs,
+        minFailureSpanMs: ISOLATE_STALL_MS,
         confirmTimeouts: true,
         recoveryProbeEveryMs: DEFAULTS.l2RecoveryProbeEveryMs,
         clock,

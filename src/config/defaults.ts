@@ -1,7 +1,9 @@
 // Every policy number of the tier lives here, with the reason for it.
 // The ones a shop tunes (TTLs, L1 size, timeouts, lock times...) can be overridden
 // through a wrangler var (see ./index.ts and the README); the rest are the tier's own.
+import { ORIGIN_MAX_BODY_BYTES } from "../origin/client";
 import { RESOURCE_NAMES, RESOURCES, type ResourceName, type ResourcePolicy } from "../origin/resources";
+import { ISOLATE_LATE_MS } from "../shared/leases";
 
 /** Each resource's policy as the registry gives it (origin/resources.ts, where each number has its reason). */
 export const DEFAULT_POLICIES = Object.fromEntries(RESOURCE_NAMES.map((name) => [name, RESOURCES[name].defaults])) as Record<ResourceName, ResourcePolicy>;
@@ -223,12 +225,6 @@ export const DEFAULTS = {
    * logged at most once per this interval; the rest are counted as `suppressed`.
    */
   logEveryMs: 10_000,
-  /** Seconds a visitor is asked to wait before retrying a product page's 503. */
-  pageRetryAfterSeconds: 10,
-  /** Seconds the caller of `/__purge` or `/__known-ids` is asked to wait before retrying when Redis could not record its call. */
-  adminRetryAfterSeconds: 5,
-  /** Products of the home page's list filled per view: each may cost an L2 read, a lock claim, an origin fetch and an L2 write. */
-  homeFillsPerView: 4,
   /** Callers that may queue for an origin slot; more get stale data, a default or a 503 at once. */
   originMaxQueued: 256,
   /** How long a caller queues for an origin slot, at most: the wait also counts against the service's timeout. */
@@ -247,8 +243,9 @@ export const DEFAULTS = {
    * budget ran out: a call without an answer is then not taken for a Redis
    * that hangs (a fill's claim or poll waits on; cache/fill/fill.ts). Below it,
    * the isolate reads replies on time, and no answer means Redis's silence.
+   * The lateness past which a time-out is the isolate's own (shared/leases.ts).
    */
-  isolateLateMs: 50,
+  isolateLateMs: ISOLATE_LATE_MS,
   /** Failures (among the last 20 calls, and at least half of them) that open the L2 breaker, and how long it stays open before a probe. */
   l2BreakerFailures: 5,
   l2BreakerCoolDownMs: 5000,
@@ -261,13 +258,6 @@ export const DEFAULTS = {
    * PING a quarter second per isolate, and no visitor waits for it.
    */
   l2RecoveryProbeEveryMs: 250,
-  /**
-   * The failures that open a breaker must span at least this long: calls
-   * that time out together were stalled together in this isolate (a GC, a
-   * burst of rendering); a hung Redis or origin keeps failing past it. A
-   * visitor pays at most one call budget meanwhile.
-   */
-  breakerMinFailureSpanMs: 500,
   /**
    * Seconds (at most the resource's negativeTtl) for which an origin answer
    * about one id that the tier cannot use (a 400 or 422, a body that breaks
@@ -387,9 +377,10 @@ export const DEFAULTS = {
    * images and 50 tags, every character escaped; attributes aside, whose
    * number the contract does not bound), and L1 charges twice the JSON.
    * Decompression stops here: a 50 KB gzip bomb would inflate to 50 MB, and
-   * a few of those kill a 128 MB isolate.
+   * a few of those kill a 128 MB isolate. The origin client reads no larger
+   * body (origin/client.ts): an answer it reads is one an entry may hold.
    */
-  l2EntryMaxJsonBytes: 1024 * 1024,
+  l2EntryMaxJsonBytes: ORIGIN_MAX_BODY_BYTES,
   /**
    * The longest value read from L2 that is decoded at all, in characters,
    * checked before anything else; longer entries are not written either.

@@ -12,6 +12,14 @@ import { VARY_ON_ENCODING } from "./headers";
  */
 const rendered = new Map<string, string>();
 
+/**
+ * Seconds a visitor is asked to wait before retrying a page's 503 or 429: at
+ * least the origin breaker's cool-down and a cold page's wait together (2 s
+ * + 2 s, config/defaults.ts), so that a retry comes after the breaker's probe
+ * and the queue's turnover, not into the same refusal.
+ */
+export const PAGE_RETRY_AFTER_SECONDS = 10;
+
 /** Render failures already logged, by their message: each is logged once per isolate, not once per request (a few kinds at most). */
 const renderFailuresLogged = new Set<string>();
 const MAX_FAILURES_LOGGED = 20;

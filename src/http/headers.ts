@@ -51,16 +51,11 @@ function member(served: Served<unknown>, now: number, l2Stored: boolean): string
   const params: string[] = [`pp-${served.tier ?? "origin"}`];
   const ttl = served.entry ? Math.round((served.entry.freshUntil - now) / 1000) : undefined;
   let detail: string = served.resource;
-  if (served.outcome === "failed") {
-    params.push(`fwd=${forwardReason(served)}`, `fwd-status=${FAILURE_STATUS[served.failure ?? "unreachable"]}`);
-    detail += " failed";
-  } else if (served.freshness === "stale-if-error") {
-    params.push("fwd=stale", `fwd-status=${FAILURE_STATUS[served.failure ?? "unreachable"]}`);
-    detail += " stale-if-error";
-  } else if (served.failure) {
-    // An answer about this id that could not be used, standing as "no data" (never stored in L2).
-    params.push(`fwd=${forwardReason(served)}`, `fwd-status=${FAILURE_STATUS[served.failure]}`);
-    detail += " rejected";
+  // A failure behind the answer: none, a copy kept for errors, or an answer about this id that could not be used, standing as "no data" (never stored in L2).
+  const failed = served.outcome === "failed" ? "failed" : served.freshness === "stale-if-error" ? "stale-if-error" : served.failure ? "rejected" : undefined;
+  if (failed) {
+    params.push(`fwd=${failed === "stale-if-error" ? "stale" : forwardReason(served)}`, `fwd-status=${FAILURE_STATUS[served.failure ?? "unreachable"]}`);
+    detail += ` ${failed}`;
   } else if (served.forward) {
     // The origin's own status: 404 for an id it says does not exist (kept as "absent"), 200 for data.
     params.push(`fwd=${forwardReason(served)}`, `fwd-status=${served.outcome === "absent" ? 404 : 200}`);

@@ -14,9 +14,17 @@ import type { Context } from "hono";
 import { LISTING, LISTING_ID, PAGE_SUBJECT } from "../origin/resources";
 import { renderHomePage } from "../render";
 import type { TierServices } from "../tier";
-import { errorPage } from "./errorPage";
+import { errorPage, PAGE_RETRY_AFTER_SECONDS } from "./errorPage";
 import { cacheStatus, requestColo, setStepTimings, VARY_ON_ENCODING } from "./headers";
-import { DEFAULTS } from "../config/defaults";
+import { MAX_OPEN_SUBREQUESTS } from "../shared/subrequests";
+
+/**
+ * Products of the list filled per view, at once: each costs an L2 read, a
+ * lock claim, an origin fetch and an L2 write, one connection at a time. As
+ * many as the request's connection gate opens at once but one, left for what
+ * the view started in the background (the listing's refresh): no fill queues.
+ */
+const FILLS_PER_VIEW = MAX_OPEN_SUBREQUESTS - 1;
 
 export async function homePage(c: Context, tier: TierServices): Promise<Response> {
   const background = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
@@ -33,13 +41,13 @@ export async function homePage(c: Context, tier: TierServices): Promise<Response
   // Not offered as a hot product: "home" is the listing's id, not a product to warm.
   if (listing?.outcome !== "found") {
     tier.recordPage({ ...view, outcome: "unavailable", status: 503 }, requestColo(c), background);
-    return errorPage(c, 503, "The product list is not available right now.", "no-store", { retryAfterSeconds: 10 });
+    return errorPage(c, 503, "The product list is not available right now.", "no-store", { retryAfterSeconds: PAGE_RETRY_AFTER_SECONDS });
   }
   tier.recordPage({ ...view, outcome: "ok", status: 200 }, requestColo(c), background);
 
   const ids = listing.data!.ids;
   const products = await tier.cache.readCached(ids, PAGE_SUBJECT, background);
-  const toFill = ids.filter((id) => !products.has(id)).slice(0, DEFAULTS.homeFillsPerView);
+  const toFill = ids.filter((id) => !products.has(id)).slice(0, FILLS_PER_VIEW);
   await Promise.all(
     toFill.map(async (id) => {
       const product = (await tier.cache.read(id, [PAGE_SUBJECT], background)).data[PAGE_SUBJECT];

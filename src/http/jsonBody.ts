@@ -40,9 +40,13 @@ export function validJson<S extends GenericSchema>(schema: S, fields: readonly s
   });
 }
 
-/** Redis did not record what was asked, or there is none: a 503 the caller retries. */
+/**
+ * Redis did not record what was asked, or there is none: a 503 the caller
+ * retries, once the L2 breaker, which a failing Redis opens, may have let its
+ * probe through (its cool-down): a retry before that is refused at once.
+ */
 export function l2Unavailable(c: Context<AppEnv>, message: string): Response {
-  c.header("Retry-After", String(DEFAULTS.adminRetryAfterSeconds));
+  c.header("Retry-After", String(Math.ceil(DEFAULTS.l2BreakerCoolDownMs / 1000)));
   return c.json({ error: "l2_unavailable", message }, 503);
 }
 

@@ -8,9 +8,8 @@ import { renderProductPage } from "../render";
 import type { Section } from "../render/model";
 import type { TierServices } from "../tier";
 import { cacheStatus, pageCacheControl, pageEtag, pageIdentity, requestColo, setStepTimings, VARY_ON_ENCODING } from "./headers";
-import { errorPage } from "./errorPage";
+import { errorPage, PAGE_RETRY_AFTER_SECONDS } from "./errorPage";
 import { clientOf } from "../overload/client";
-import { DEFAULTS } from "../config/defaults";
 import type { Background } from "../shared/subrequests";
 
 /** What a visitor is told of a product that does not exist. */
@@ -114,7 +113,7 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
     tier.recordPage({ route: "/products/:id", id, outcome: "unavailable", status, ms, served: all, shed: busy }, colo, background);
     const message =
       status === 429 ? TOO_MANY_PAGES : busy ? "We are very busy right now: please try again in a few seconds." : "The product service is not answering.";
-    return errorPage(c, status, message, "no-store", { retryAfterSeconds: DEFAULTS.pageRetryAfterSeconds });
+    return errorPage(c, status, message, "no-store", { retryAfterSeconds: PAGE_RETRY_AFTER_SECONDS });
   }
 
   const states = Object.fromEntries(PAGE_RESOURCES.map((resource) => [resource, sectionState(resource, data[resource])])) as {

@@ -9,9 +9,9 @@ import { validateResource } from "./validate";
 import * as v from "valibot";
 import type { Breaker } from "../shared/breaker";
 import { LimiterFull, type Limiter, type Priority } from "../shared/limiter";
-import { isIsolateError } from "../shared/leases";
-import { abandoned, get, readJson, SLOT_GRACE_MS } from "./exchange";
-import { failureOf, isAnswerAboutId, isServiceFailureStatus, OriginError, type OriginOutcome } from "./failure";
+import { isIsolateError, ISOLATE_STALL_MS } from "../shared/leases";
+import { abandoned, get, readJson } from "./exchange";
+import { failureOf, isAnswerAboutId, isServiceFailureStatus, OriginError, type OriginFailure, type OriginOutcome } from "./failure";
 
 export type OriginAnswer<T> = { found: true; data: T } | { found: false };
 
@@ -33,16 +33,16 @@ export interface OriginClient {
 }
 
 /**
- * The largest origin body read: the largest answer the contract allows is
- * about 470 KB of JSON (config/defaults.ts, l2EntryMaxJsonBytes), and a
- * service that sends more (a bug, a proxy's error page, a hostile answer)
- * must not fill a 128 MB isolate.
+ * The largest origin body read, and so the largest entry L2 holds
+ * (config/defaults.ts, l2EntryMaxJsonBytes, where the contract's largest
+ * answer is weighed: about 470 KB of JSON): a service that sends more (a
+ * bug, a proxy's error page, a hostile answer) must not fill a 128 MB isolate.
  */
-const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+export const ORIGIN_MAX_BODY_BYTES = 1024 * 1024;
 
 export interface OriginClientOptions {
   baseUrl: string;
-  /** Bodies past this many bytes are not read: "invalid" (default 1 MiB). */
+  /** Bodies past this many bytes are not read: "invalid" (default ORIGIN_MAX_BODY_BYTES). */
   maxBodyBytes?: number;
   /** Each service's timeout (the policies of config/defaults.ts). */
   policies: Record<ResourceName, { originTimeoutMs: number }>;
@@ -67,12 +67,12 @@ const MIN_BUDGET_SHARE_TO_BLAME = 0.75;
  * bounds its wait on the call (a fill's lease) uses this.
  */
 export function originCallBoundMs(timeoutMs: number): number {
-  return 2 * (timeoutMs + SLOT_GRACE_MS);
+  return 2 * (timeoutMs + ISOLATE_STALL_MS);
 }
 
 export function createOriginClient(options: OriginClientOptions): OriginClient {
   const doFetch: typeof fetch = options.fetch ?? ((input, init) => fetch(input, init));
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const maxBodyBytes = options.maxBodyBytes ?? ORIGIN_MAX_BODY_BYTES;
   const breakers = new Map<ResourceName, Breaker>();
 
   /** Runs one service call inside the isolate's slot limit, then the service's breaker. */
@@ -89,14 +89,12 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
         breaker?.success();
         return result;
       } catch (error) {
-        // Not the service's failure: this isolate's (see shared/breaker.ts).
-        // A time-out after a long wait for a slot is the isolate's queue too:
-        // a service that answers in 530 ms is not failing because a call that
-        // queued for 500 ms of its 1,000 gave up. Counting those opened the
-        // inventory breaker under a slow origin and turned every new page
-        // into a 503 for its cool-down (bench:peers, "origin +500 ms"). A
-        // hung service is still caught: the calls that took the slots first
-        // had their full timeout.
+        // Not the service's failure: this isolate's (see shared/breaker.ts),
+        // a time-out after a long wait for a slot included: a service answering
+        // in 530 ms is not failing because a call that queued 500 ms of its
+        // 1,000 gave up (counting those turned a slow origin into 503s,
+        // bench:peers "origin +500 ms"). A hung service is still caught: the
+        // calls that took the slots first had their full timeout.
         const queuedOut =
           error instanceof OriginError && error.failure === "timeout" && budgetMs < MIN_BUDGET_SHARE_TO_BLAME * options.policies[resource].originTimeoutMs;
         const ours =
@@ -113,12 +111,19 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
       // The wait for a slot counts against the same deadline as the fetch,
       // and the slot is a lease that ends shortly after it (see limiter.ts).
       const remaining = deadline - Date.now();
-      return await (options.limiter ? options.limiter.run(attempt, { waitMs: remaining, holdMs: remaining + SLOT_GRACE_MS, priority }) : attempt());
+      return await (options.limiter ? options.limiter.run(attempt, { waitMs: remaining, holdMs: remaining + ISOLATE_STALL_MS, priority }) : attempt());
     } catch (error) {
       // A full queue is this isolate's load, not the service's fault: the breaker never sees it.
       if (error instanceof LimiterFull) throw new OriginError(resource, "overloaded", error.message);
       throw error;
     }
+  }
+
+  /** A 200's body as JSON; any other status (its body cancelled) fails as `failure` says. */
+  async function jsonOf(resource: ResourceName, response: Response, failure: (status: number) => OriginFailure): Promise<unknown> {
+    if (response.status === 200) return readJson(resource, response, maxBodyBytes);
+    await response.body?.cancel();
+    throw new OriginError(resource, failure(response.status), `HTTP ${response.status}`);
   }
 
   async function fetchOnce<R extends ResourceName>(resource: R, id: string, deadline: number, stop?: AbortSignal): Promise<OriginAnswer<ResourceTypes[R]>> {
@@ -131,11 +136,8 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
         await response.body?.cancel();
         return { found: false };
       }
-      if (response.status !== 200) {
-        await response.body?.cancel();
-        throw new OriginError(resource, isServiceFailureStatus(response.status) ? "status" : "rejected", `HTTP ${response.status}`);
-      }
-      const data = validateResource(resource, id, await readJson(resource, response, maxBodyBytes));
+      const body = await jsonOf(resource, response, (status) => (isServiceFailureStatus(status) ? "status" : "rejected"));
+      const data = validateResource(resource, id, body);
       if (!data) throw new OriginError(resource, "invalid", "body does not follow the origin contract");
       return { found: true, data };
     } catch (error) {
@@ -151,11 +153,10 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
         const deadline = Date.now() + options.policies[resource].originTimeoutMs;
         return guarded(resource, deadline, priority, () => fetchOnce(resource, id, deadline, stop));
       };
-      // A time-out noticed well past its deadline means this isolate was too
-      // busy to read an answer that may have come in time (shared/leases.ts):
-      // one more attempt, with a fresh budget and slot, rather than a 503 for
-      // the isolate's own load. A hanging service is noticed on time, so it is
-      // never called twice for one fill.
+      // A time-out noticed well past its deadline: this isolate was too busy
+      // to read an answer that may have come in time (shared/leases.ts), so
+      // one more attempt rather than a 503 for its own load. A hanging
+      // service is noticed on time: never called twice for one fill.
       const answer = attempt().catch((error: unknown) => {
         if (error instanceof OriginError && error.failure === "timeout" && error.noticedLate) return attempt();
         throw error;
@@ -177,11 +178,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
       const query = new URLSearchParams({ limit: String(limit) });
       if (cursor) query.set("cursor", cursor);
       const response = await get(doFetch, LISTING, `${options.baseUrl}/products?${query}`, 10_000);
-      if (response.status !== 200) {
-        await response.body?.cancel();
-        throw new OriginError(LISTING, "status", `HTTP ${response.status}`);
-      }
-      const parsed = v.safeParse(productIdPage, await readJson(LISTING, response, maxBodyBytes));
+      const parsed = v.safeParse(productIdPage, await jsonOf(LISTING, response, () => "status"));
       if (!parsed.success) throw new OriginError(LISTING, "invalid", "listing does not follow the origin contract");
       return parsed.output;
     },

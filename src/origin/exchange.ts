@@ -5,18 +5,12 @@
 // part only knows HTTP and this isolate's connection gate.
 import { OriginError } from "./failure";
 import type { ResourceName } from "./resources";
-import { isTimeout, noticedLate } from "../shared/leases";
+import { isTimeout, ISOLATE_STALL_MS, noticedLate } from "../shared/leases";
 import { subrequest, SubrequestBudgetSpent } from "../shared/subrequests";
 import { readBounded } from "../shared/body";
 
+/** The retry's jittered pause: a few ms, so that it fits well within any service's timeout, spread so that retries do not land together. */
 const RETRY_DELAY_MS = { min: 20, max: 60 };
-/**
- * A slot outlives its fetch's deadline by this much before it is reclaimed.
- * The fetch is aborted at its deadline, but an isolate busy rendering may
- * get to the abort late: a slot taken back from a holder that is only late
- * lets more fetches run than the cap allows, which makes it later still.
- */
-export const SLOT_GRACE_MS = 500;
 
 /**
  * GET with a deadline; one retry when the connection itself failed (the
@@ -44,7 +38,8 @@ export async function get(
           const answer = doFetch(url, { headers: { accept: "application/json" }, signal: stop ? AbortSignal.any([timeout, stop]) : timeout });
           return onReply ? answer.then((response) => (onReply(Date.now() - sentAt), response)) : answer;
         },
-        deadline - Date.now() + SLOT_GRACE_MS,
+        // A place outlives the fetch's deadline as a slot does (ISOLATE_STALL_MS): the abort may come late.
+        deadline - Date.now() + ISOLATE_STALL_MS,
         "origin",
       );
     } catch (error) {

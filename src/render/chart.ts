@@ -43,14 +43,8 @@ function minuteLabel(start: number): string {
 }
 
 export function buildChart(points: readonly MinutePoint[]): ChartView {
-  const plot = {
-    left: MARGIN.left,
-    top: MARGIN.top,
-    right: WIDTH - MARGIN.right,
-    bottom: HEIGHT - MARGIN.bottom,
-    width: WIDTH - MARGIN.left - MARGIN.right,
-    height: HEIGHT - MARGIN.top - MARGIN.bottom,
-  };
+  const [right, bottom] = [WIDTH - MARGIN.right, HEIGHT - MARGIN.bottom];
+  const plot = { left: MARGIN.left, top: MARGIN.top, right, bottom, width: right - MARGIN.left, height: bottom - MARGIN.top };
   const slot = plot.width / Math.max(1, points.length);
   const maxFetches = niceMax(Math.max(0, ...points.map((p) => p.originFetches)));
   const yRatio = (r: number) => round(plot.bottom - r * plot.height);
@@ -61,8 +55,11 @@ export function buildChart(points: readonly MinutePoint[]): ChartView {
   let drawing = false;
   const ratioDots: ChartView["ratioDots"] = [];
   const bars: ChartView["bars"] = [];
+  const xTicks: ChartView["xTicks"] = [];
   points.forEach((point, i) => {
-    const label = i === points.length - 1 ? `${minuteLabel(point.start)} UTC (this minute, so far)` : `${minuteLabel(point.start)} UTC`;
+    const fromEnd = points.length - 1 - i;
+    if (fromEnd % 5 === 0) xTicks.push({ x: centre(i), y: plot.bottom + 18, label: fromEnd === 0 ? "now" : `−${fromEnd} min` });
+    const label = fromEnd === 0 ? `${minuteLabel(point.start)} UTC (this minute, so far)` : `${minuteLabel(point.start)} UTC`;
     if (point.hitRatio === null) {
       drawing = false;
     } else {
@@ -84,12 +81,6 @@ export function buildChart(points: readonly MinutePoint[]): ChartView {
       errorHeight: round(plot.bottom - errorY),
       title: `${label}: ${point.originFetches} origin fetches, ${point.originErrors} errors, ${point.pages} pages`,
     });
-  });
-
-  const xTicks: ChartView["xTicks"] = [];
-  points.forEach((_, i) => {
-    const fromEnd = points.length - 1 - i;
-    if (fromEnd % 5 === 0) xTicks.push({ x: centre(i), y: plot.bottom + 18, label: fromEnd === 0 ? "now" : `−${fromEnd} min` });
   });
 
   const withRatio = points.filter((p) => p.hitRatio !== null);

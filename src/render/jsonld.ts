@@ -63,8 +63,3 @@ export function jsonForScript(value: unknown): string {
   // One pass over the JSON (five passes were 6% of a product page's render).
   return (JSON.stringify(value) ?? "null").replace(/[<>&\u2028\u2029]/g, (char) => SCRIPT_ESCAPES[char]!);
 }
-
-/** The page's JSON-LD, ready to be written between <script type="application/ld+json"> tags. */
-export function jsonLdFor(model: ProductPageModel): string {
-  return jsonForScript(structuredDataFor(model));
-}

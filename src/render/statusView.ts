@@ -30,6 +30,9 @@ function duration(ms: number | null): string {
 }
 
 const count = (n: number) => n.toLocaleString("en-US");
+/** Each of `keys` of `stats`, counted for reading; a dash for each without stats. */
+const counts = <K extends string>(stats: Record<K, number> | null, keys: readonly K[]) =>
+  Object.fromEntries(keys.map((key) => [key, stats ? count(stats[key]) : DASH])) as Record<K, string>;
 const plural = (n: number, one: string, many: string) => `${count(n)} ${n === 1 ? one : many}`;
 
 /** closed: fine; half-open: probing; open: not called. */
@@ -40,7 +43,7 @@ function breakerClass(state: BreakerState): string {
 function tierRow(name: string, s: ResourceSummary, total = false) {
   return {
     name,
-    answers: count(s.answers),
+    ...counts(s, ["answers", "stale", "staleIfError", "failed", "collapsed", "defaulted"]),
     l1: percent(s.l1Ratio),
     l1Count: count(s.l1),
     location: percent(s.locationRatio),
@@ -50,11 +53,6 @@ function tierRow(name: string, s: ResourceSummary, total = false) {
     origin: percent(s.originRatio),
     originCount: count(s.origin),
     hit: percent(s.hitRatio),
-    stale: count(s.stale),
-    staleIfError: count(s.staleIfError),
-    failed: count(s.failed),
-    collapsed: count(s.collapsed),
-    defaulted: count(s.defaulted),
     cls: total ? "total" : "",
   };
 }
@@ -64,11 +62,8 @@ function pagesRow(label: string, w: WindowSummary) {
   return {
     label,
     views: count(w.pages),
-    ok: count(w.outcomes.ok),
     degraded: count(w.degradedPages),
-    absent: count(w.outcomes.absent),
-    filtered: count(w.outcomes.filtered),
-    unavailable: count(w.outcomes.unavailable),
+    ...counts(w.outcomes, ["ok", "absent", "filtered", "unavailable"]),
   };
 }
 
@@ -112,11 +107,7 @@ function l2View(model: StatusModel) {
       stateClass: breakerClass(shard.state),
       since: shard.since === null ? "since start" : `since ${new Date(shard.since).toISOString().slice(11, 19)} UTC`,
     })),
-    skipped: model.l2.stats ? count(model.l2.stats.skipped) : DASH,
-    failures: model.l2.stats ? count(model.l2.stats.failures) : DASH,
-    outagesDismissed: model.l2.stats ? count(model.l2.stats.outagesDismissed) : DASH,
-    droppedWrites: model.l2.stats ? count(model.l2.stats.droppedWrites) : DASH,
-    replayedWrites: model.l2.stats ? count(model.l2.stats.replayedWrites) : DASH,
+    ...counts(model.l2.stats, ["skipped", "failures", "outagesDismissed", "droppedWrites", "replayedWrites"]),
     invalidValues: model.l2.invalidValues ? count(model.l2.invalidValues.rejected) : DASH,
     invalidDeleted: model.l2.invalidValues ? count(model.l2.invalidValues.deleted) : DASH,
   };
@@ -130,15 +121,7 @@ function locationView(model: StatusModel) {
     answering: stats === null ? "off" : stats.hits > 0 ? "yes" : stats.puts > 0 ? "stores, no hit yet" : "no answer yet (on workers.dev it stores nothing)",
     answeringClass: stats !== null && stats.hits > 0 ? "ok" : "warn",
     hitRatio: percent(model.location.hitRatio),
-    hits: stats ? count(stats.hits) : DASH,
-    lookups: stats ? count(stats.lookups) : DASH,
-    purged: stats ? count(stats.purged) : DASH,
-    unvouched: stats ? count(stats.unvouched) : DASH,
-    invalid: stats ? count(stats.invalid) : DASH,
-    errors: stats ? count(stats.errors) : DASH,
-    puts: stats ? count(stats.puts) : DASH,
-    putsFailed: stats ? count(stats.putsFailed) : DASH,
-    putsDropped: stats ? count(stats.putsDropped) : DASH,
+    ...counts(stats, ["hits", "lookups", "purged", "unvouched", "invalid", "errors", "puts", "putsFailed", "putsDropped"]),
   };
 }
 

@@ -127,7 +127,8 @@ function reviewsView(reviews: Section<ReviewsSummary>): ReviewsView {
     ratingText: ratingText(rating),
     stars: ratingStars(rating),
     countText: reviewCountText(count),
-    top: top.slice(0, 3).map((review) => ({
+    // At most 3, as the contract's schema bounds them (origin/resources.ts), whether fetched or read back from L2.
+    top: top.map((review) => ({
       author: review.author,
       title: review.title,
       body: review.body,
@@ -139,7 +140,8 @@ function reviewsView(reviews: Section<ReviewsSummary>): ReviewsView {
 
 function recommendationsView(recommendations: Section<Recommendations>): RecommendationView[] {
   if (recommendations.state !== "ok") return [];
-  return recommendations.data.items.slice(0, 8).map((item) => ({
+  // At most 8, bounded by the schema as the reviews are.
+  return recommendations.data.items.map((item) => ({
     href: productHref(item.id),
     title: item.title,
     price: formatMoney(item.price),

@@ -1,33 +1,28 @@
 // A circuit breaker per isolate around L2 or one origin service
-// (docs/architecture.md#circuit-breakers): it opens when the service is failing — at least
-// `failureThreshold` failures among its recent calls, and at least half of
-// them — and the service is then not called at all; after `coolDownMs` one
-// probe is let through (half-open); its success closes the breaker, its
-// failure opens it again. A rate, not a run of failures in a row: an isolate
-// busy rendering handles some replies after their budget ran out, and a few
-// such timeouts among many answers are not an outage. And when every failure
-// counted is a time-out, a lasting one: they must span at least
-// `minFailureSpanMs`, since calls that all time out within a few ms of each
-// other were stalled together here (a garbage collection, a burst of
+// (docs/architecture.md#circuit-breakers). It opens when the service is
+// failing: at least `failureThreshold` failures among its recent calls, and
+// at least half of them. Open, the service is not called; after `coolDownMs`
+// one probe goes (half-open), whose success closes it and failure reopens it.
+// A rate, not a run of failures: a busy isolate handles some replies after
+// their budget, and a few such time-outs among many answers are no outage.
+// Time-outs alone must also span `minFailureSpanMs`: calls timing out within
+// a few ms of each other were stalled together here (a GC, a burst of
 // rendering), while a hung service keeps failing. An error (a refused
 // connection, a 5xx) is the service's own word, and counts at once.
 //
-// Time-outs can still be this isolate's after that: a saturated isolate
-// reads replies late for seconds on end, and a time-out cannot tell a reply
-// that never came from one read too late. With `confirmTimeouts`, time-outs
-// alone do not open the breaker: `failure` asks the caller to confirm
-// ("confirm"), the caller asks the service directly, once, with a budget
-// long enough for any local queue (a probe), and reports with `confirmed`.
-// Only a failed probe opens it; an answer dismisses the time-outs. The
-// confirmation is a lease: one out at a time, and one whose request vanished
-// lapses after `coolDownMs`.
+// A saturated isolate reads replies late for seconds on end, and a time-out
+// cannot tell a reply that never came from one read too late: with
+// `confirmTimeouts`, time-outs alone do not open the breaker, but `failure`
+// asks the caller to probe the service once, with a budget long enough for
+// any local queue ("confirm"), and to report with `confirmed`. Only a failed
+// probe opens it; an answer dismisses the time-outs.
 //
 // Only the service's own failures count
-// (docs/architecture.md#sharing-work-across-requests-in-one-isolate): a call that failed while another call to the same service
-// succeeded says that the service answers and that this
-// call was delayed here (a busy isolate handles a reply late; a cancelled
-// request's call never completes), so it is not counted. The half-open probe
-// is a lease: a probe whose request vanished is replaced after `coolDownMs`.
+// (docs/architecture.md#sharing-work-across-requests-in-one-isolate): a call
+// that failed while another call to it succeeded was delayed here (a reply
+// handled late, a cancelled request's call), and is not counted. The
+// half-open probe and the confirmation are leases: one whose request
+// vanished is replaced after `coolDownMs`.
 import type { Clock } from "./clock";
 
 export type BreakerState = "closed" | "open" | "half-open";
@@ -41,12 +36,7 @@ export interface BreakerOptions {
   minFailureSpanMs?: number;
   /** Time-outs alone open the breaker only once the caller's direct probe fails too (see above). */
   confirmTimeouts?: boolean;
-  /**
-   * While open, a recovery probe may be asked for this often (see
-   * `recoveryProbeDue`): a cheap call off every visitor's path whose answer
-   * closes the breaker at once, rather than at the end of the cool-down.
-   * None when absent.
-   */
+  /** While open, how often a recovery probe is asked for (`recoveryProbeDue`): its answer closes the breaker before the cool-down ends. None when absent. */
   recoveryProbeEveryMs?: number;
   clock: Clock;
   /** Told of every state change (for logs and the status page); must not throw. */
@@ -57,27 +47,13 @@ export interface Breaker {
   /** Whether a call may go to L2 now. In half-open state only one probe at a time gets `true`. */
   allow(): boolean;
   success(): void;
-  /**
-   * A failed call. `successesAtStart`: `successes` when it began; it is not
-   * counted when a call to the service succeeded since (the failure was this
-   * isolate's, see above). Returns "confirm" when the caller must probe the
-   * service and report with `confirmed` before time-outs may open it.
-   */
+  /** A failed call, not counted when a call succeeded since `successesAtStart` (see above); "confirm": probe, and report with `confirmed`. */
   failure(successesAtStart?: number, timedOut?: boolean): "confirm" | undefined;
-  /**
-   * The outcome of a probe asked for by `failure`: true when the service did
-   * not answer it either (the breaker opens), false when it answered (the
-   * time-outs were this isolate's, and are forgotten), undefined when the
-   * probe says nothing (it was itself noticed late): the lease is given back.
-   */
+  /** The probe `failure` asked for: true, no answer (it opens); false, answered (the time-outs are forgotten); undefined, noticed late itself (says nothing). */
   confirmed(failed: boolean | undefined): void;
   /** Whether a confirmation is out: the service's health is in question (callers stop waiting on it, but still call it). */
   confirming(): boolean;
-  /**
-   * While open (or half-open), whether the caller should send a recovery
-   * probe now: true at most once per `recoveryProbeEveryMs` (a lease: a
-   * probe whose request vanished is replaced then). Report with `recovered`.
-   */
+  /** While not closed, whether to send a recovery probe now: at most once per `recoveryProbeEveryMs` (a lease). Report with `recovered`. */
   recoveryProbeDue(): boolean;
   /** A recovery probe's outcome: an answer closes the breaker at once; a failure leaves it as it is. */
   recovered(answered: boolean): void;

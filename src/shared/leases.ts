@@ -1,15 +1,11 @@
 // Leases: the one way this isolate holds anything on behalf of a request
-// (docs/architecture.md#sharing-work-across-requests-in-one-isolate).
-//
-// In Workers a promise belongs to the request that made it. When that request
-// is cancelled (the visitor closed the tab, the runtime killed it), its
-// promises may never settle, not even with a rejection, and its `finally`
-// blocks never run. So whatever bounds the isolate — an origin slot, a place
-// in a queue, an in-flight fill, a breaker probe, a purge sync — is held as a
-// lease with a deadline: it is given back by its holder, or reclaimed by the
-// next caller once past due, whatever became of the holder. Nothing here keeps
-// or touches a promise, timer or signal: only plain data (a deadline and a
-// value the holder chose) crosses requests.
+// (docs/architecture.md#sharing-work-across-requests-in-one-isolate). In
+// Workers a promise belongs to the request that made it; when that request is
+// cancelled, its promises may never settle and its `finally` blocks never
+// run. So whatever bounds the isolate (an origin slot, a place in a queue, a
+// fill, a breaker probe, a purge sync) is a lease with a deadline: given back
+// by its holder, or reclaimed by the next caller once past due. Only plain
+// data (a deadline, a value the holder chose) crosses requests here.
 
 export interface LeaseTableOptions {
   /** Milliseconds since the epoch (the tier's clock; a fake one in tests). */
@@ -21,11 +17,7 @@ export interface LeaseTableOptions {
 export interface LeaseTable<K, V> {
   /** The live holder's value for `key`; a lease past its deadline is reclaimed first. */
   holder(key: K): V | undefined;
-  /**
-   * Takes the lease on `key` until `until` (an absolute time), unless a live
-   * holder has it or every one of `capacity` leases is live. Returns whether
-   * it was taken.
-   */
+  /** Takes the lease on `key` until `until` (absolute), unless a live holder has it or all `capacity` leases are live: whether it did. */
   take(key: K, until: number, value: V): boolean;
   /** Gives the lease back, if `value` still holds it (a reclaimed holder's late release changes nothing). */
   release(key: K, value: V): void;
@@ -34,10 +26,9 @@ export interface LeaseTable<K, V> {
   /** The earliest deadline among live leases (Infinity when none): when a slot frees up at the latest. */
   nextDeadline(): number;
   /**
-   * Visits the live leases, oldest taken first, until `visit` returns false.
-   * A callback, not an iterator: the limiter walks its waiters on every look
-   * of every waiter, and an iterator's pair per lease was 2.5% of a flooded
-   * isolate's CPU (bench:soak --flood-profile).
+   * Visits the live leases, oldest first, until `visit` returns false. Not an
+   * iterator: the limiter walks its waiters at every look of every waiter, and
+   * a pair per lease was 2.5% of a flooded isolate's CPU (bench:soak --flood-profile).
    */
   each(visit: (key: K, value: V) => unknown): void;
   /** Leases reclaimed past their deadline since the table was made: holders that vanished. */
@@ -53,12 +44,7 @@ export function createLeaseTable<K, V>({ clock, capacity = Infinity }: LeaseTabl
   // A Map keeps insertion order: oldest lease first.
   const held = new Map<K, Held<V>>();
   let reclaimed = 0;
-  /**
-   * No lease ends before this: until then a sweep would find nothing past
-   * due. Counting live leases is asked on every look of every waiter of a
-   * busy isolate, and walking hundreds of leases each time was a tenth of
-   * its CPU (bench:soak, departing flood).
-   */
+  /** No lease ends before this, so no sweep till then: walking hundreds of leases at every waiter's look was a tenth of a busy isolate's CPU (bench:soak). */
   let noneDueBefore = Infinity;
 
   function live(key: K, lease: Held<V> | undefined, now: number): lease is Held<V> {
@@ -112,11 +98,9 @@ export function createLeaseTable<K, V>({ clock, capacity = Infinity }: LeaseTabl
 }
 
 /**
- * A promise settled by `work`, or by this request's own timer after `ms`
- * (resolving to `onTimeout()`): a request waiting on work another request
- * started must bound its own wait, since that work may never settle, and in
- * Workers a request whose only pending work is another request's is taken
- * for hung. The timer is created and cleared by the waiting request itself.
+ * `work`'s outcome, or `onTimeout()` after `ms` on this request's own timer:
+ * work another request started may never settle, and in Workers a request
+ * whose only pending work is another request's is taken for hung.
  */
 export async function within<T, F>(work: Promise<T>, ms: number, onTimeout: () => F): Promise<T | F> {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -135,15 +119,28 @@ export function isTimeout(error: unknown): boolean {
   return error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError");
 }
 
-/**
- * A failure of this isolate's own making (its bug or load), never the remote
- * service's: the runtime refusing this request I/O another request created,
- * or the invocation's subrequest budget spent (shared/subrequests.ts).
- * Breakers do not count these.
- */
+/** This isolate's own failure, never the service's (no breaker counts it): I/O of another request refused, or the subrequest budget spent. */
 export function isIsolateError(error: unknown): boolean {
   return error instanceof Error && (error.message.includes("on behalf of a different request") || error.name === "SubrequestBudgetSpent");
 }
+
+/**
+ * How late this isolate may run and still read replies on time: a failure
+ * noticed later than this (or a quarter of its budget) past its budget is the
+ * isolate's delay (noticedLate), and so is a missing reply while the isolate's
+ * lag is past it (config/defaults.ts, isolateLateMs).
+ */
+export const ISOLATE_LATE_MS = 50;
+
+/**
+ * The longest this isolate stalls at once (a major GC, a burst of rendering;
+ * a saturated isolate reads replies 100–200 ms late). Time-outs closer
+ * together were stalled together here: a breaker's must span more
+ * (breaker.ts, minFailureSpanMs). And an origin slot outlives its fetch's
+ * deadline by it (origin/exchange.ts): a slot taken back from a holder only
+ * late to its abort lets more fetches run than the cap allows.
+ */
+export const ISOLATE_STALL_MS = 500;
 
 /**
  * A call with a time budget failed, and this isolate learnt of it well after
@@ -152,19 +149,14 @@ export function isIsolateError(error: unknown): boolean {
  * service hangs, an isolate with time to spare notices within a few ms.
  */
 export function noticedLate(startedAt: number, budgetMs: number, now = Date.now()): boolean {
-  return startedAt > 0 && now - startedAt > budgetMs + Math.max(LATE_NOTICE_MIN_MS, budgetMs / 4);
+  return startedAt > 0 && now - startedAt > budgetMs + Math.max(ISOLATE_LATE_MS, budgetMs / 4);
 }
 
-/** How late past its budget a failure must be noticed to count as the isolate's delay. */
-const LATE_NOTICE_MIN_MS = 50;
-
 /**
- * How long this isolate takes now to run a 1 ms timer, beyond that 1 ms:
- * the queue of work ahead of any callback, a reply's included. A time-out
- * noticed on time can still be the isolate's own delay: the reply came in a
- * few ms, but reading it waited behind other requests' rendering until the
- * budget ran out. A service that hangs leaves the isolate idle, and this
- * stays near 0. Costs one timer, so it is asked only after a time-out.
+ * How long this isolate takes now to run a 1 ms timer, beyond it: the queue
+ * ahead of any callback, a reply's included. A time-out noticed on time may
+ * still be the isolate's delay (a reply read behind other requests' renders);
+ * a hanging service leaves the isolate idle, near 0. One timer: asked only after a time-out.
  */
 export async function currentLagMs(): Promise<number> {
   const asked = Date.now();
@@ -172,9 +164,13 @@ export async function currentLagMs(): Promise<number> {
   return Math.max(0, Date.now() - asked - 1);
 }
 
-/** First pause of a poll, doubled up to POLL_MAX_MS: a shared fill usually ends within one origin round trip. */
-const POLL_FIRST_MS = 1;
+/** The longest pause of a poll, doubled up to from 1 ms (the shortest timer): a shared fill usually ends within one origin round trip. */
 const POLL_MAX_MS = 16;
+
+/** A poll's pauses until `until`, for a loop that sleeps on a clock of its own (cache/l2/outbox.ts). */
+export function pollPauses(until: number, now: () => number): Generator<number> {
+  return pauses(1, POLL_MAX_MS, until, now);
+}
 
 /**
  * Waits, on this request's own timers, until `check` returns a value or
@@ -183,17 +179,10 @@ const POLL_MAX_MS = 16;
  * continuation resumed by another request may run its I/O on behalf of the
  * wrong request ("Cannot perform I/O on behalf of a different request"),
  * or never run at all if that request was cancelled. Only the plain data
- * that `check` reads crosses requests. The pause between looks doubles from
- * 1 ms up to `maxPauseMs`:
- * a short one where the work takes milliseconds.
+ * that `check` reads crosses requests. Its pauses are pollPauses'.
  */
-/** A poll's pauses until `until`, for a loop that sleeps on a clock of its own (cache/l2/outbox.ts). */
-export function pollPauses(until: number, now: () => number): Generator<number> {
-  return pauses(POLL_FIRST_MS, POLL_MAX_MS, until, now);
-}
-
-export async function pollUntil<T>(check: () => T | undefined, until: number, now: () => number = Date.now, maxPauseMs = POLL_MAX_MS): Promise<T | undefined> {
-  for (const pause of pauses(POLL_FIRST_MS, maxPauseMs, until, now)) {
+export async function pollUntil<T>(check: () => T | undefined, until: number, now: () => number = Date.now): Promise<T | undefined> {
+  for (const pause of pollPauses(until, now)) {
     const value = check();
     if (value !== undefined) return value;
     await new Promise((resolve) => setTimeout(resolve, Math.max(1, pause)));
@@ -202,12 +191,9 @@ export async function pollUntil<T>(check: () => T | undefined, until: number, no
 }
 
 /**
- * The pauses of a poll: capped exponential backoff, each pause twice the
- * last from `firstMs` up to `maxMs`, cut to what is left before `until`;
- * none once `until` has passed. Every poll of the tier takes its pauses
- * from here: a wait for another request's work (pollUntil), a lock's loser
- * (cache/fill/lockWait.ts), a sync waiting for another isolate's read of
- * the purge log (invalidation/watcher.ts).
+ * A poll's pauses: doubled from `firstMs` up to `maxMs`, cut to what is left
+ * before `until`, none past it. Every poll of the tier takes them from here
+ * (pollUntil, cache/fill/lockWait.ts, invalidation/watcher.ts).
  */
 export function* pauses(firstMs: number, maxMs: number, until: number, now: () => number): Generator<number> {
   for (let pause = firstMs; ; pause = Math.min(pause * 2, maxMs)) {

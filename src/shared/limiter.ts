@@ -21,45 +21,31 @@ export interface LimiterOptions {
   maxQueued: number;
   /** How long a caller waits for a slot before giving up. */
   maxWaitMs: number;
-  /**
-   * How long a slot is held at most, from the moment it is granted, unless
-   * the caller says less: past it the slot is reclaimed whatever became of
-   * its holder. Callers pass their own deadline (the fetch's timeout).
-   */
+  /** The longest a slot is held from its grant, whatever became of its holder (callers pass their own deadline when shorter). */
   maxHoldMs?: number;
-  /**
-   * Whether a slot may be granted now at all, whatever the count, to a
-   * caller that has waited `waitedMs` so far (admission: while the isolate
-   * keeps up, or to a page held back long enough). Waiters look again on
-   * their timers.
-   */
+  /** Whether a caller that waited `waitedMs` may get a slot now at all, whatever the count (admission: while the isolate keeps up). */
   admits?: (waitedMs: number) => boolean;
   /**
-   * A holder whose caller leaves (its `caller` signal aborts) gives its slot
-   * back then, not at its lease's deadline. For admission: what is left of a
-   * departed visitor's page is background work, bounded on its own
-   * (overload/departures.ts). Not for the origin's slots, which a fetch
-   * finishing in the background still uses.
+   * A holder whose `caller` signal aborts gives its slot back then (admission:
+   * what is left of a departed visitor's page is background work, bounded on
+   * its own, overload/departures.ts). Not the origin's: a fetch finishing in the background still uses its slot.
    */
   freeWhenCallerLeaves?: boolean;
   /**
-   * Callers that waited get their slots one per `paceMs` at most, oldest
-   * first (a burst of `paceBurst` after a pause), however many a yes from
-   * `admits` would let go at once. For admission: pages held back while the
-   * isolate ran late, let go together the moment it keeps up again, made it
-   * late again at once (their replies and renders land together), and the
-   * cached pages queued behind them paid for it. Unset: no pacing.
+   * Waiters get slots one per `paceMs` at most, oldest first (`paceBurst` after
+   * a pause), whatever `admits` lets go: pages held back while the isolate ran
+   * late, let go together, made it late again at once (their replies and
+   * renders land together) and the cached pages behind them paid. Unset: no pacing.
    */
   paceMs?: number;
   paceBurst?: number;
   /**
-   * The order of the waiters: a waiter whose key ranks lower goes first, the
-   * oldest first among equals (admission: the client holding fewest cold
-   * pages, overload/fairShare.ts). Unset: oldest first. With a rank, a
-   * caller finding the queue full takes the place of the oldest waiter of
-   * the key ranking highest, if that ranks higher than its own (FQ-CoDel's
-   * drop from the fattest flow, RFC 8290): a flood fills the queue, and
-   * another client's page still gets a place.
+   * The waiters' order: a lower-ranking key first, the oldest among equals
+   * (admission: the client holding fewest cold pages, overload/fairShare.ts);
+   * unset, oldest first. A caller finding the queue full takes the place of
+   * the oldest waiter of the highest-ranking key, if that ranks higher than
+   * its own (FQ-CoDel's drop from the fattest flow, RFC 8290): a flood fills
+   * the queue, and another client's page still gets a place.
    */
   rank?: (key: string) => number;
   clock?: { now(): number };
@@ -72,11 +58,7 @@ interface RunOptions {
   /** The most the task may keep its slot (its own deadline), after which the slot is reclaimed. */
   holdMs?: number;
   priority?: Priority;
-  /**
-   * The caller's own signal (a visitor's request signal): a waiter whose
-   * caller left gives up its place at once. Read and listened to only from
-   * the caller's request: in Workers another request may not touch it.
-   */
+  /** The caller's own signal: a waiter whose caller left gives up its place at once. Only the caller's request may touch it (Workers). */
   caller?: AbortSignal;
   /** Whose call this is, for `rank` (admission: the page's client). */
   key?: string;
@@ -98,11 +80,10 @@ export interface Limiter {
 }
 
 /**
- * `visitor`: somebody waits for this and has nothing else to show.
- * `refresh`: a copy is already being served (stale, or about to be): the
- * task gives way to visitors — it never queues, and never takes the last
- * quarter of the slots, so that under load the origin's capacity goes to
- * pages that cannot be served otherwise.
+ * `visitor`: somebody waits and has nothing else to show. `refresh`: a copy
+ * is served already, so the task gives way: it never queues, and never takes
+ * the last quarter of the slots, which under load go to pages that cannot be
+ * served otherwise.
  */
 export type Priority = "visitor" | "refresh";
 
@@ -118,11 +99,10 @@ const fullFor = new Map<string, LimiterFull>();
 const REASONS_KEPT = 64;
 
 /**
- * The LimiterFull of `reason`, made once: under a flood, thousands a second
- * are thrown, and an Error's stack trace is taken when it is made (2.5% of
- * a flooded isolate's CPU, bench:soak --flood-profile). It carries no
- * request's data, so one per reason is shared (as overload/departures.ts's
- * Departed).
+ * The LimiterFull of `reason`, made once: a flood throws thousands a second,
+ * and an Error takes its stack trace when made (2.5% of a flooded isolate's
+ * CPU, bench:soak --flood-profile). It carries no request's data, so one per
+ * reason is shared (as overload/departures.ts's Departed).
  */
 function full(reason: string): LimiterFull {
   let error = fullFor.get(reason);
@@ -133,10 +113,12 @@ function full(reason: string): LimiterFull {
   return error;
 }
 
+/** The longest a slot is held when neither the limiter nor its caller says: longer than any origin timeout's default and its grace. */
 const DEFAULT_MAX_HOLD_MS = 10_000;
 
-/** `rank`, asked once per key for one walk of the queue: many waiters share a key (a client's pages). */
-function ranksOf(rank: (key: string) => number): (key: string) => number {
+/** `rank`, asked once per key for one walk of the queue (many waiters share a key: a client's pages); all equal unranked. */
+function ranksOf(rank: ((key: string) => number) | undefined): (key: string) => number {
+  if (!rank) return () => 0;
   const ranks = new Map<string, number>();
   return (key) => {
     let value = ranks.get(key);
@@ -166,26 +148,19 @@ export function createLimiter({
   let pushedOut = 0;
   /** Slots waiters may take now under the pace; none without one. */
   const pace = paceMs > 0 ? createTokenBucket({ everyMs: paceMs, burst: paceBurst, clock }) : null;
-
-  /** How many of the oldest waiters the pace lets through now (Infinity unpaced). */
-  const paceRoom = () => pace?.available() ?? Number.POSITIVE_INFINITY;
-
   const refreshRoom = () => (waiting.size() === 0 ? Math.max(0, refreshSlots - slots.size()) : 0);
 
-  /** Live waiters a free slot goes to before `ticket` (counted up to `enough`): those queued before it, or with `rank`, those ranking lower, then older. */
+  /** Live waiters a free slot goes to before `ticket` (counted up to `enough`): those ranking lower, then those older. */
   function ahead(ticket: number, key: string, enough: number): number {
     let count = 0;
-    if (!rank) {
-      waiting.each((other) => other !== ticket && ++count < enough);
-      return count;
-    }
     const rankOf = ranksOf(rank);
     const mine = rankOf(key);
     let older = true;
     waiting.each((other, otherKey) => {
       if (other === ticket) {
         older = false;
-        return;
+        // Unranked, nobody after `ticket` goes first: the walk stops there.
+        return rank !== undefined;
       }
       const theirs = rankOf(otherKey);
       if (theirs < mine || (theirs === mine && older)) count++;
@@ -203,7 +178,7 @@ export function createLimiter({
    */
   function slotFor(ticket: number, key: string, holdMs: number, waitedMs: number): true | undefined {
     if (!admits(waitedMs)) return undefined;
-    const room = Math.min(maxConcurrent - slots.size(), paceRoom());
+    const room = Math.min(maxConcurrent - slots.size(), pace?.available() ?? Number.POSITIVE_INFINITY);
     if (room <= 0) return undefined;
     if (room < waiting.size() && ahead(ticket, key, room) >= room) return undefined;
     if (!slots.take(ticket, clock.now() + holdMs, true)) return undefined;

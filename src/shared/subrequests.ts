@@ -2,38 +2,30 @@
 // (docs/architecture.md#sharing-work-across-requests-in-one-isolate, rule 6).
 //
 // Workers let one invocation have 6 connections waiting for response headers;
-// more are queued by the runtime, and a queued call's time budget
-// (`AbortSignal.timeout`) runs while it waits. A cold page view can want 9
-// at once (purge sync, four fill claims, four origin fetches...), so without
-// a bound here the runtime's queue turns into L2 "timeouts" that open the L2
-// breaker although Redis answered in a few ms. So every L2 call and origin
-// fetch passes through this gate, which belongs to the one invocation (fetch
-// or cron) whose work it is: its state never crosses requests. The time
-// budget of a call starts when it leaves the gate; the wait in the gate is
-// this isolate's own delay, and counts against nobody's breaker.
+// more are queued by the runtime, and a queued call's time budget runs while
+// it waits. A cold page view can want 9 at once (purge sync, four fill claims,
+// four origin fetches...): unbounded, the runtime's queue turns into L2
+// "timeouts" that open the L2 breaker although Redis answered in a few ms. So
+// every L2 call and origin fetch passes this gate, which belongs to the one
+// invocation (fetch or cron) whose work it is and never crosses requests. A
+// call's budget starts when it leaves the gate: the wait is this isolate's
+// own delay, and counts against nobody's breaker.
 //
-// The places in the gate are leases (./leases.ts), although they never leave
-// their invocation: when a visitor goes away the runtime may cancel the
-// response part of the invocation while its `waitUntil` part (fills that
-// others wait on) goes on, and a call of the cancelled part never gives its
-// place back. So each place ends at its call's own deadline.
+// Its places are leases (./leases.ts), although they never leave their
+// invocation: the runtime may cancel a departed visitor's response part while
+// its `waitUntil` part (fills others wait on) goes on, and a call of the
+// cancelled part never gives its place back. Each ends at its call's deadline.
 //
-// The runtime also caps subrequests per invocation (50 on the Free plan), so
-// the gate counts them: past the invocation's budget (MAX_SUBREQUESTS) a call
-// is refused at once (SubrequestBudgetSpent), which callers treat as "L2
-// unavailable" or "origin overloaded" for this one request, and no breaker
-// counts.
-//
-// `wrangler dev` and Miniflare enforce neither limit, so these bounds are the
-// only thing that keeps tests and production alike.
+// The gate also counts subrequests: past the invocation's budget
+// (MAX_SUBREQUESTS; the runtime allows 50 on the Free plan) a call is refused
+// at once (SubrequestBudgetSpent), which callers treat as "L2 unavailable" or
+// "origin overloaded" for this request, and no breaker counts. `wrangler dev`
+// and Miniflare enforce neither limit: these bounds keep tests and production alike.
 import { AsyncLocalStorage } from "node:async_hooks";
 import { createLeaseTable, type LeaseTable } from "./leases";
 
 /** Connections one invocation keeps open at once: the runtime's 6, less one left for what the runtime does on its own. */
 export const MAX_OPEN_SUBREQUESTS = 5;
-
-/** How long a place in the gate is held at most when the caller does not say (its call's deadline, and some). */
-const DEFAULT_HOLD_MS = 10_000;
 
 export class SubrequestBudgetSpent extends Error {
   constructor(budget: number) {
@@ -76,13 +68,11 @@ export function withSubrequestGate<T>(budget: number, work: () => T): T {
 }
 
 /**
- * Runs `call` (one outgoing connection: an L2 call, an origin fetch up to its
- * response headers) once fewer than MAX_OPEN_SUBREQUESTS of this invocation's
- * are open. `holdMs`: the most the call can take (its own time-out, and some):
- * its place is taken back after that, whatever became of it. Outside an
- * invocation (tests, tools), it runs at once.
+ * Runs `call` (an L2 call, an origin fetch up to its headers) once fewer than
+ * MAX_OPEN_SUBREQUESTS of this invocation's are open; its place is taken back
+ * after `holdMs` (its own time-out, and some). Outside an invocation, at once.
  */
-export async function subrequest<T>(call: () => Promise<T>, holdMs = DEFAULT_HOLD_MS, kind: SubrequestKind = "other"): Promise<T> {
+export async function subrequest<T>(call: () => Promise<T>, holdMs: number, kind: SubrequestKind = "other"): Promise<T> {
   const gate = invocation.getStore();
   if (!gate) return call();
   if (gate.made >= gate.budget) throw new SubrequestBudgetSpent(gate.budget);

@@ -8,6 +8,8 @@ import { describe, expect, it } from "vitest";
 import { parseConfig, type Env } from "../../src/config";
 import { DEFAULT_POLICIES, DEFAULTS, ADMIN_LIMITS } from "../../src/config/defaults";
 import { PAGE_RESOURCES, RESOURCE_NAMES, RESOURCES } from "../../src/origin/resources";
+import { PAGE_RETRY_AFTER_SECONDS } from "../../src/http/errorPage";
+import { ISOLATE_STALL_MS } from "../../src/shared/leases";
 
 const README = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
 const CONTRACT = readFileSync(new URL("../../docs/origin-contract.md", import.meta.url), "utf8");
@@ -108,12 +110,12 @@ describe("the policy numbers the README gives in its tables and prose", () => {
       // What happens when…
       `Blind to purges after ${DEFAULTS.purgeBlindAfterMs / 1000} s, an isolate refreshes entries older than ${DEFAULTS.purgeBlindMaxAgeMs / 1000} s`,
       `after the breaker opens (${DEFAULTS.l2BreakerFailures} failures)`,
-      `failures over ${DEFAULTS.breakerMinFailureSpanMs} ms, then a ${DEFAULTS.l2ProbeTimeoutMs}-ms probe`,
+      `failures over ${ISOLATE_STALL_MS} ms, then a ${DEFAULTS.l2ProbeTimeoutMs}-ms probe`,
       `a PING every ${DEFAULTS.l2RecoveryProbeEveryMs} ms`,
       `the newest ${DEFAULTS.l2BacklogMax}, ≤ ${DEFAULTS.l2BacklogMaxBytes / MiB} MiB per isolate`,
       `at least ${DEFAULTS.originBreakerFailures} of its last ${4 * DEFAULTS.originBreakerFailures} calls failed and they are at least half: no calls for ${DEFAULTS.originBreakerCoolDownMs / 1000} s`,
       `1 product fetch per such id per isolate per ${DEFAULTS.rejectedAnswerTtl} s`,
-      `\`Retry-After: ${DEFAULTS.pageRetryAfterSeconds}\``,
+      `\`Retry-After: ${PAGE_RETRY_AFTER_SECONDS}\``,
     ];
     expect(phrases.filter((phrase) => !text.includes(phrase))).toEqual([]);
   });

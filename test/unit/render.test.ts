@@ -4,7 +4,7 @@ import type { ProductPageModel } from "../../src/render/model";
 import { validateResource } from "../../src/origin/validate";
 import { renderErrorPage, renderHomePage, renderProductPage } from "../../src/render/index";
 import { AVAILABILITY_UNKNOWN_TEXT, decimalAmount, discountPercent, formatMoney, minorDigits, truncateText } from "../../src/render/format";
-import { jsonForScript, jsonLdFor } from "../../src/render/jsonld";
+import { jsonForScript, structuredDataFor } from "../../src/render/jsonld";
 import { samplePageModel } from "../support/fakes";
 
 const HOSTILE = `<script>alert(1)</script> "x" & 'y'`;
@@ -233,7 +233,7 @@ describe("product page", () => {
     expect(data.offers.priceCurrency).toBe("USD");
     expect(data.offers.availability).toBe("https://schema.org/InStock");
     expect(data.aggregateRating).toMatchObject({ ratingValue: 4.6, reviewCount: 213 });
-    expect(jsonLdText(html)).toBe(jsonLdFor(model()));
+    expect(jsonLdText(html)).toBe(jsonForScript(structuredDataFor(model())));
   });
 
   it("keeps a description containing </script> inside the JSON-LD", () => {

@@ -5,6 +5,8 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_OPEN_SUBREQUESTS, subrequest, SubrequestBudgetSpent, subrequestsOfThisInvocation, withSubrequestGate } from "../../src/shared/subrequests";
 
 const BUDGET = 45;
+/** Each call's place in the gate: longer than any test. */
+const HOLD_MS = 10_000;
 
 /** A call the test finishes by hand. */
 function heldCall() {
@@ -22,7 +24,7 @@ describe("subrequests of one invocation", () => {
   it("keeps at most MAX_OPEN_SUBREQUESTS connections open and starts the rest in order as others finish", async () => {
     await withSubrequestGate(BUDGET, async () => {
       const calls = Array.from({ length: 9 }, () => heldCall());
-      const running = calls.map((call) => subrequest(call.run));
+      const running = calls.map((call) => subrequest(call.run, HOLD_MS));
       await settle();
       expect(calls.filter((call) => call.started)).toHaveLength(MAX_OPEN_SUBREQUESTS);
       expect(subrequestsOfThisInvocation()).toMatchObject({ open: MAX_OPEN_SUBREQUESTS, waiting: 9 - MAX_OPEN_SUBREQUESTS });
@@ -37,7 +39,9 @@ describe("subrequests of one invocation", () => {
 
   it("a failed call frees its connection too", async () => {
     await withSubrequestGate(BUDGET, async () => {
-      const failures = Array.from({ length: MAX_OPEN_SUBREQUESTS * 2 }, () => subrequest(() => Promise.reject(new Error("refused"))).catch(() => "failed"));
+      const failures = Array.from({ length: MAX_OPEN_SUBREQUESTS * 2 }, () =>
+        subrequest(() => Promise.reject(new Error("refused")), HOLD_MS).catch(() => "failed"),
+      );
       expect(await Promise.all(failures)).toEqual(Array(MAX_OPEN_SUBREQUESTS * 2).fill("failed"));
       expect(subrequestsOfThisInvocation()).toMatchObject({ open: 0, waiting: 0 });
     });
@@ -45,9 +49,9 @@ describe("subrequests of one invocation", () => {
 
   it("two invocations do not share a gate", async () => {
     const first = heldCall();
-    const holding = withSubrequestGate(BUDGET, () => Promise.all(Array.from({ length: MAX_OPEN_SUBREQUESTS }, () => subrequest(first.run))));
+    const holding = withSubrequestGate(BUDGET, () => Promise.all(Array.from({ length: MAX_OPEN_SUBREQUESTS }, () => subrequest(first.run, HOLD_MS))));
     await settle();
-    const second = await withSubrequestGate(BUDGET, () => subrequest(async () => "served at once"));
+    const second = await withSubrequestGate(BUDGET, () => subrequest(async () => "served at once", HOLD_MS));
     expect(second).toBe("served at once");
     first.finish();
     await holding;
@@ -56,7 +60,7 @@ describe("subrequests of one invocation", () => {
   it("outside an invocation (tools, tests), calls run at once", async () => {
     expect(subrequestsOfThisInvocation()).toBeNull();
     const calls = Array.from({ length: 9 }, () => heldCall());
-    const running = calls.map((call) => subrequest(call.run));
+    const running = calls.map((call) => subrequest(call.run, HOLD_MS));
     await settle();
     expect(calls.every((call) => call.started)).toBe(true);
     for (const call of calls) call.finish();
@@ -67,13 +71,13 @@ describe("subrequests of one invocation", () => {
 describe("subrequests per invocation", () => {
   it(`refuses the call past ${BUDGET} with SubrequestBudgetSpent, without making it`, async () => {
     await withSubrequestGate(BUDGET, async () => {
-      for (let i = 0; i < BUDGET; i++) await subrequest(async () => i);
+      for (let i = 0; i < BUDGET; i++) await subrequest(async () => i, HOLD_MS);
       let made = false;
-      await expect(subrequest(async () => (made = true))).rejects.toBeInstanceOf(SubrequestBudgetSpent);
+      await expect(subrequest(async () => (made = true), HOLD_MS)).rejects.toBeInstanceOf(SubrequestBudgetSpent);
       expect(made).toBe(false);
     });
     // The next invocation starts afresh.
-    await expect(withSubrequestGate(BUDGET, () => subrequest(async () => "ok"))).resolves.toBe("ok");
+    await expect(withSubrequestGate(BUDGET, () => subrequest(async () => "ok", HOLD_MS))).resolves.toBe("ok");
   });
 });
 
@@ -91,7 +95,7 @@ describe("places whose call never gives them back", () => {
       for (let i = 0; i < MAX_OPEN_SUBREQUESTS; i++) void subrequest(() => new Promise<never>(() => undefined), 1_000);
       await settle();
       let served = false;
-      const later = subrequest(async () => (served = true));
+      const later = subrequest(async () => (served = true), HOLD_MS);
       await vi.advanceTimersByTimeAsync(999);
       expect(served).toBe(false);
       await vi.advanceTimersByTimeAsync(2);
