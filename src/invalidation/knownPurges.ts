@@ -29,44 +29,7 @@ function markKey(resource: ResourceName, tag: string | null): string {
   return tag === null ? resource : `${resource}|${tag}`;
 }
 
-export interface KnownPurges {
-  /**
-   * Remembers a purge: its tag/all marks, and its ids for judging. `ids`
-   * false: not its ids (a bulk re-price's page holds more ids than are kept,
-   * and these would be forgotten before the page ends): copies stamped
-   * before it are then no longer vouched for, as if they had been forgotten.
-   */
-  remember(record: PurgeRecord, options?: { ids: boolean }): void;
-  /** Remembers a purge's tag/all marks alone, ahead of the records before it (its ids come when it is read in order). */
-  rememberWide(record: PurgeRecord): void;
-  /**
-   * Forgets everything but the floor and starts over from the log's marks (a
-   * sync that could not catch up) at log position `at`, and takes what the
-   * log's latest records (`latest`) say of id purges: this isolate knows
-   * every id purge after the first of their unbroken run that ends at `at`.
-   */
-  startOver(floor: number, marks: readonly WideMark[], at: PurgeStamp, latest: readonly PurgeRecord[]): void;
-  /**
-   * The log was read from `from` up to `at` (a page of a sync that follows
-   * the log): what it returned was remembered; a number in between that it
-   * did not return (a record no purge wrote, skipped) is a purge this
-   * isolate cannot know.
-   */
-  followed(from: number, at: PurgeStamp, records: readonly PurgeRecord[]): void;
-  /**
-   * Whether every id purge recorded after log position `stamp` is known
-   * here: then `judge` says all there is to say about a copy stamped with it.
-   */
-  vouches(stamp: PurgeStamp): boolean;
-  /** What the purges known here make of an entry, from their times alone (the watcher adds what being blind does). */
-  judge(entry: Entry, id: string, resource: ResourceName, tags: readonly string[]): Verdict;
-  /** See PurgeWatcher.purgedAt. */
-  purgedAt(id: string, resource: ResourceName, tags: readonly string[]): PurgedAt;
-  /** Tag/all marks held. */
-  wideCount(): number;
-}
-
-export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wideRetentionMs: number }): KnownPurges {
+export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wideRetentionMs: number }) {
   /**
    * The latest hard and soft tag/all purge of each resource and tag
    * (markKey), as the marks hash in Redis keeps them (invalidation/log.ts):
@@ -147,18 +110,43 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
     }
   }
 
+  /** See PurgeWatcher.purgedAt. */
+  function purgedAt(id: string, resource: ResourceName, tags: readonly string[]): PurgedAt {
+    const wide = marksFor(resource, tags);
+    const at: PurgedAt = { hard: Math.max(floor, wide.hard), any: Math.max(floor, wide.hard, wide.soft) };
+    const idPurge = recentIds.get(id)?.times[resource];
+    if (idPurge) {
+      at.any = Math.max(at.any, idPurge.hard, idPurge.soft);
+      at.hard = Math.max(at.hard, idPurge.hard);
+    }
+    return at;
+  }
+
   return {
-    remember(record, options) {
+    /**
+     * Remembers a purge: its tag/all marks, and its ids for judging. `ids`
+     * false: not its ids (a bulk re-price's page holds more ids than are kept,
+     * and these would be forgotten before the page ends): copies stamped
+     * before it are then no longer vouched for, as if they had been forgotten.
+     */
+    remember(record: PurgeRecord, options?: { ids: boolean }): void {
       if (isWide(record)) rememberWide(record);
       if (options?.ids !== false) rememberIds(record);
       else if (record.ids.length > 0) knownAfter = Math.max(knownAfter, record.seq);
     },
 
-    rememberWide(record) {
+    /** Remembers a purge's tag/all marks alone, ahead of the records before it (its ids come when it is read in order). */
+    rememberWide(record: PurgeRecord): void {
       if (isWide(record)) rememberWide(record);
     },
 
-    startOver(newFloor, newMarks, at, latest) {
+    /**
+     * Forgets everything but the floor and starts over from the log's marks (a
+     * sync that could not catch up) at log position `at`, and takes what the
+     * log's latest records (`latest`) say of id purges: this isolate knows
+     * every id purge after the first of their unbroken run that ends at `at`.
+     */
+    startOver(newFloor: number, newMarks: readonly WideMark[], at: PurgeStamp, latest: readonly PurgeRecord[]): void {
       marks = new Map();
       recentIds.clear();
       floor = Math.max(floor, newFloor);
@@ -171,7 +159,13 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
       for (const record of [...latest].sort((a, b) => a.seq - b.seq)) if (record.seq > first && record.seq <= at.seq) rememberIds(record);
     },
 
-    followed(from, at, records) {
+    /**
+     * The log was read from `from` up to `at` (a page of a sync that follows
+     * the log): what it returned was remembered; a number in between that it
+     * did not return (a record no purge wrote, skipped) is a purge this
+     * isolate cannot know.
+     */
+    followed(from: number, at: PurgeStamp, records: readonly PurgeRecord[]): void {
       if (at.era !== era) {
         // The counter started again under this isolate's feet: nothing of the new era before now is known.
         era = at.era;
@@ -182,35 +176,27 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
       for (let seq = from + 1; seq <= at.seq; seq++) if (!numbers.has(seq)) knownAfter = Math.max(knownAfter, seq);
     },
 
-    // No era is no knowledge: a copy stamped without one (before the log had
-    // an era) may predate purges that Redis has since lost with its data.
-    vouches: (stamp) => stamp.era !== "" && stamp.era === era && stamp.seq >= knownAfter,
+    /**
+     * Whether every id purge recorded after log position `stamp` is known
+     * here: then `judge` says all there is to say about a copy stamped with it.
+     * No era is no knowledge: a copy stamped without one (before the log had
+     * an era) may predate purges that Redis has since lost with its data.
+     */
+    vouches: (stamp: PurgeStamp): boolean => stamp.era !== "" && stamp.era === era && stamp.seq >= knownAfter,
 
-    judge(entry, id, resource, tags) {
-      if (entry.fetchedAt < floor) return "gone";
-      let verdict: Verdict = "ok";
-      const idPurge = recentIds.get(id)?.times[resource];
-      if (idPurge) {
-        if (idPurge.hard > entry.fetchedAt) return "gone";
-        if (idPurge.soft > entry.fetchedAt) verdict = "stale";
-      }
-      const wide = marksFor(resource, tags);
-      if (wide.hard > entry.fetchedAt) return "gone";
-      if (wide.soft > entry.fetchedAt) verdict = "stale";
-      return verdict;
+    /**
+     * What the purges known here make of an entry, from their times alone (the watcher adds what being blind does):
+     * gone when fetched before a hard purge that applies to it (the floor, its id's, its tags' or all), else stale
+     * when fetched before any purge that applies to it.
+     */
+    judge(entry: Entry, id: string, resource: ResourceName, tags: readonly string[]): Verdict {
+      const at = purgedAt(id, resource, tags);
+      return entry.fetchedAt < at.hard ? "gone" : entry.fetchedAt < at.any ? "stale" : "ok";
     },
 
-    purgedAt(id, resource, tags) {
-      const wide = marksFor(resource, tags);
-      const at: PurgedAt = { hard: Math.max(floor, wide.hard), any: Math.max(floor, wide.hard, wide.soft) };
-      const idPurge = recentIds.get(id)?.times[resource];
-      if (idPurge) {
-        at.any = Math.max(at.any, idPurge.hard, idPurge.soft);
-        at.hard = Math.max(at.hard, idPurge.hard);
-      }
-      return at;
-    },
+    purgedAt,
 
+    /** Tag/all marks held. */
     wideCount: () => marks.size,
   };
 }

@@ -306,26 +306,13 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
         const applied = await l2.runOnKeys(
           entryKeys,
           (redis, keys) =>
-            redis.eval<string[], number>(PURGE_KEYS, keys, [
-              purge.mode,
-              String(purge.at),
-              String(DEFAULTS.softPurgeGraceMs),
-              String(DEFAULTS.purgeMarkerTtlMs),
-            ]),
+            redis.eval<string[], number>(PURGE_KEYS, keys, [purge.mode, purge.at, DEFAULTS.softPurgeGraceMs, DEFAULTS.purgeMarkerTtlMs].map(String)),
           { isWrite: true, force: true },
         );
         if (applied === undefined) return undefined;
       }
-      const args = [
-        JSON.stringify(purge),
-        String(purge.at),
-        isWide(purge) ? "1" : "0",
-        String(wideRetentionMs),
-        String(DEFAULTS.purgeLogMax),
-        String(DEFAULTS.purgeMarksMax),
-        String(DEFAULTS.purgeSeqTtlMs),
-        String(DEFAULTS.purgeLogTtlMs),
-      ];
+      const bounds = [wideRetentionMs, DEFAULTS.purgeLogMax, DEFAULTS.purgeMarksMax, DEFAULTS.purgeSeqTtlMs, DEFAULTS.purgeLogTtlMs];
+      const args = [JSON.stringify(purge), purge.at, isWide(purge) ? 1 : 0, ...bounds].map(String);
       return l2.run((redis) => redis.eval<string[], number>(APPEND_LOG, [keys.seq, keys.log, keys.wide, keys.era, keys.wideLog], args), {
         isWrite: true,
         force: true,

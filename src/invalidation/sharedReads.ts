@@ -34,8 +34,6 @@ import { storedRecord, type PurgeRecord } from "./record";
 
 /** The position's header: `<era>|<seq>|<readAt>|<from>`, readAt when the read was sent (ms since the epoch). */
 const POSITION_HEADER = "pp-purge-position";
-const POSITION = /^(\d{1,16})\|(\d{1,16})\|(\d{1,16})\|(\d{1,16})$/;
-const READING = /^(\d{1,16})\|(\d{1,16})\|(\d{1,16})$/;
 /** A reading's header: `<era>|<from>|<since>`. */
 const READING_HEADER = "pp-purge-reading";
 /** A page's header: `<upTo>|<members>|<SHA-256 of the body, hex>`; the body, the log's members one a line. */
@@ -61,22 +59,9 @@ export interface SharedPage {
   records: PurgeRecord[];
 }
 
-export interface LogShelf {
-  /** The last read of the log some isolate here shared; undefined when there is none usable, or no answer in time. */
-  read(): Promise<SharedPosition | undefined>;
-  /** Shares a read of the log (in the background: nobody waits for it), once `after` settled (the puts of its pages: a position is never there before them). */
-  put(position: SharedPosition, background: Background, after?: Promise<unknown>): void;
-  /** The read of the log some isolate here said it is making; undefined when none, or no answer in time. */
-  reading(): Promise<SharedReading | undefined>;
-  /** Says that this isolate is reading the log (in the background). */
-  putReading(reading: SharedReading, background: Background): void;
-  /** The page of `era`'s log after `from`, as an isolate here read it; undefined when none is usable, or no answer in time. */
-  page(era: string, from: number): Promise<SharedPage | undefined>;
-  /** Shares a page read from Redis: `members` as the log holds them, numbered after `from` and up to `upTo` (in the background); settles once it is put or given up. */
-  putPage(era: string, page: { from: number; upTo: number; members: readonly string[] }, background: Background): Promise<unknown>;
-}
+export type LogShelf = ReturnType<typeof createLogShelf>;
 
-export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; open: () => Promise<LocationStore>; now?: () => number }): LogShelf {
+export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; open: () => Promise<LocationStore>; now?: () => number }) {
   const urlOf = (name: string) => locationUrlOf(deps.publicUrl, `${deps.keyPrefix}:purge:${name}`);
   const positionUrl = urlOf("position");
   const readingUrl = urlOf("reading");
@@ -96,16 +81,16 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
     );
   }
 
-  /** A header's whole numbers after the era (which is kept as text), or undefined. */
-  async function header(url: string, name: string, shape: RegExp): Promise<[string, ...number[]] | undefined> {
+  /** A header of `fields` whole numbers, `|`-separated: the era (kept as text), then the others as numbers; or undefined. */
+  async function header(url: string, name: string, fields: number): Promise<[string, ...number[]] | undefined> {
     const store = await deps.open();
     const response = await subrequest(() => store.match(url), DEFAULTS.locationTimeoutMs);
     if (!response) return undefined;
     await response.body?.cancel();
-    const match = shape.exec(response.headers.get(name) ?? "");
-    if (!match) return undefined;
-    const numbers = match.slice(2).map(Number);
-    return numbers.every(Number.isSafeInteger) ? [match[1]!, ...numbers] : undefined;
+    const [era, ...rest] = (response.headers.get(name) ?? "").split("|");
+    if (rest.length !== fields - 1 || ![era, ...rest].every((field) => /^\d{1,16}$/.test(field!))) return undefined;
+    const numbers = rest.map(Number);
+    return numbers.every(Number.isSafeInteger) ? [era!, ...numbers] : undefined;
   }
 
   /** Puts a response under `url`; settles, never fails, once it is put or given up (then the others read Redis, as before). */
@@ -150,25 +135,31 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
   }
 
   return {
-    read: () =>
+    /** The last read of the log some isolate here shared; undefined when there is none usable, or no answer in time. */
+    read: (): Promise<SharedPosition | undefined> =>
       bounded(async () => {
-        const found = await header(positionUrl, POSITION_HEADER, POSITION);
+        const found = await header(positionUrl, POSITION_HEADER, 4);
         return found && found[3]! <= found[1]! ? { era: found[0], seq: found[1]!, readAt: found[2]!, from: found[3]! } : undefined;
       }),
-    put(position, background, after = Promise.resolve()) {
+    /** Shares a read of the log (in the background: nobody waits for it), once `after` settled (the puts of its pages: a position is never there before them). */
+    put(position: SharedPosition, background: Background, after: Promise<unknown> = Promise.resolve()): void {
       const header = `${position.era}|${position.seq}|${Math.floor(position.readAt)}|${position.from}`;
       background(after.then(() => share(positionUrl, null, { [POSITION_HEADER]: header })));
     },
-    reading: () =>
+    /** The read of the log some isolate here said it is making; undefined when none, or no answer in time. */
+    reading: (): Promise<SharedReading | undefined> =>
       bounded(async () => {
-        const found = await header(readingUrl, READING_HEADER, READING);
+        const found = await header(readingUrl, READING_HEADER, 3);
         return found && { era: found[0], from: found[1]!, since: found[2]! };
       }),
-    putReading(reading, background) {
+    /** Says that this isolate is reading the log (in the background). */
+    putReading(reading: SharedReading, background: Background): void {
       background(share(readingUrl, null, { [READING_HEADER]: `${reading.era}|${reading.from}|${Math.floor(reading.since)}` }));
     },
-    page: (era, from) => bounded(() => lookPage(era, from)),
-    putPage(era, page, background) {
+    /** The page of `era`'s log after `from`, as an isolate here read it; undefined when none is usable, or no answer in time. */
+    page: (era: string, from: number): Promise<SharedPage | undefined> => bounded(() => lookPage(era, from)),
+    /** Shares a page read from Redis: `members` as the log holds them, numbered after `from` and up to `upTo` (in the background); settles once it is put or given up. */
+    putPage(era: string, page: { from: number; upTo: number; members: readonly string[] }, background: Background): Promise<unknown> {
       const body = new TextEncoder().encode(page.members.join("\n"));
       const work = sha256Hex(body)
         .then((digest) => share(pageUrl(era, page.from), body, { [PAGE_HEADER]: `${page.upTo}|${page.members.length}|${digest}` }))

@@ -79,40 +79,7 @@ interface PurgeReach {
   ms: number;
 }
 
-export interface PurgeWatcher {
-  /** Brings this isolate's knowledge of purges up to date when it is getting old (see the bound above). */
-  sync(background: Background): Promise<void>;
-  /** What the purges known here make of an entry: still good, stale (soft purge), or gone (hard purge). */
-  judge(entry: Entry, id: string, resource: ResourceName, tags: readonly string[]): Verdict;
-  /**
-   * When the resource was last purged as far as this isolate knows (0: never):
-   * `hard`, by a hard purge (older copies are gone), and `any`, by any purge
-   * (older copies are at best stale: a refresh must not take one back as fresh).
-   */
-  purgedAt(id: string, resource: ResourceName, tags: readonly string[]): PurgedAt;
-  /**
-   * While a sync reads a log that holds purges it has not read yet: copies
-   * fetched before this may have been purged by them, and are not served from
-   * L1 as they are (0: none; see the head of this file).
-   */
-  unsureBefore(): number;
-  /** Applies a purge this isolate just recorded, without waiting for the next poll. */
-  apply(record: PurgeRecord): void;
-  /** The log position this isolate has read up to (null: not yet read): what a copy fetched from now on is stamped with. */
-  stamp(): PurgeStamp | null;
-  /** Whether this isolate knows every id purge after `stamp` (see KnownPurges.vouches). */
-  vouches(stamp: PurgeStamp): boolean;
-  /**
-   * What a lock claim going out now reads along (cache/l2/outbox.ts):
-   * the log's position, once this isolate's knowledge is a quarter of
-   * `pollMs` old (null: not now). When the log stands where this isolate
-   * has read it up to, its knowledge holds as of the claim's sending, as if
-   * it had synced then: a busy isolate claims every few tens of
-   * milliseconds, and its own sync reads were a call every half `pollMs`.
-   */
-  readAlong(): ReadAlong | null;
-  status(): PurgeWatcherStatus;
-}
+export type PurgeWatcher = ReturnType<typeof createPurgeWatcher>;
 
 /**
  * What the read path asks of the purges (cache/readThrough.ts's
@@ -131,15 +98,7 @@ export function knowledgeOf(watcher: () => PurgeWatcher) {
   };
 }
 
-export interface PurgeWatcherStatus {
-  seq: number;
-  lastSyncAt: number;
-  blind: boolean;
-  widePurges: number;
-  /** Syncs that read the log in Redis, and those that took a read another isolate of the data center shared instead. */
-  logReads: number;
-  sharedReadsTaken: number;
-}
+export type PurgeWatcherStatus = ReturnType<PurgeWatcher["status"]>;
 
 /**
  * How long a sync may run before the next request starts another: the log's
@@ -179,9 +138,11 @@ interface SyncLease {
   /** Where the log stood when the sync began reading ahead: the rest it has yet to read ends there. */
   aheadUpTo: number;
   firstPageRead: () => void;
+  /** How long after its recording each purge the sync applied reached this isolate: told to `reached` once the sync ends. */
+  reaches: PurgeReach[];
 }
 
-export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
+export function createPurgeWatcher(options: PurgeWatcherOptions) {
   const { log, l1, clock, keyPrefix } = options;
   const shared = options.shared ?? null;
   const random = options.random ?? Math.random;
@@ -250,17 +211,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * visitors waiting may go on (after the first page, if the rest can wait).
    */
   async function syncNow(lease: SyncLease, background: Background): Promise<void> {
-    const reaches: PurgeReach[] = [];
-    try {
-      await readAndApply(lease, background, reaches);
-    } finally {
-      if (reaches.length > 0) options.reached?.(reaches, background);
-    }
-  }
-
-  async function readAndApply(lease: SyncLease, background: Background, reaches: PurgeReach[]): Promise<void> {
     if (!log) return;
-    if (shared && era && (await followedShelf(shared, lease, background, reaches))) return;
+    if (shared && era && (await followedShelf(shared, lease, background))) return;
     // Visitors wait for the read this sync sends from now (syncWaitMs), not for its wait on another isolate's.
     lease.startedAt = clock.now();
     const appliedBefore = syncsApplied;
@@ -299,7 +251,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       }
       // Each page is shared (sharePage), under the number its read began after.
       if (sharing && at.era === sharing.era) pagesPut.push(sharePage(sharing.shelf, sharing.era, readFrom, answer, background));
-      followPage(answer.records, answer.upTo, at.era, reaches);
+      followPage(answer.records, answer.upTo, at.era, lease);
       if (answer.upTo >= answer.seq) break;
       // More to read, in the background: with every tag and all purge ahead known, the visitors waiting go on,
       // unsure of L1 copies older than this read (see the head of this file). Without, they wait as for any sync.
@@ -338,12 +290,12 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * one purged. (Judging a page by id at once and applying it between
    * requests measured within the noise: bench/results/reprice-warm-ab.md.)
    */
-  function followPage(records: readonly PurgeRecord[], upTo: number, pageEra: string, reaches: PurgeReach[]): void {
+  function followPage(records: readonly PurgeRecord[], upTo: number, pageEra: string, lease: SyncLease): void {
     const from = seq;
     const idsKeptFrom = firstWithIdsKept(records);
     for (const [index, record] of records.entries()) {
       apply(record, index >= idsKeptFrom);
-      reaches.push({ mode: record.mode, ms: clock.now() - record.at });
+      lease.reaches.push({ mode: record.mode, ms: clock.now() - record.at });
     }
     known.followed(from, { era: pageEra, seq: upTo }, records);
     // Never back: a purge this isolate recorded itself while the read was out is known (apply) though the read predates it.
@@ -371,13 +323,13 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
    * itself from as far as it got (a page missing on the way, another sync's
    * answer applied meanwhile, or no read here young enough).
    */
-  async function followedShelf(shelf: LogShelf, lease: SyncLease, background: Background, reaches: PurgeReach[]): Promise<boolean> {
+  async function followedShelf(shelf: LogShelf, lease: SyncLease, background: Background): Promise<boolean> {
     const newer = (found: SharedPosition | undefined): found is SharedPosition =>
       found !== undefined && found.era === era && found.seq >= seq && found.readAt > lastSyncAt && found.readAt <= clock.now();
     const young = (found: SharedPosition) => clock.now() - found.readAt < options.pollMs / 2;
     const found = await shelf.read();
     if (newer(found)) {
-      if (!(await followRead(shelf, lease, found, background, reaches))) return false;
+      if (!(await followRead(shelf, lease, found, background))) return false;
       if (young(found)) return true;
     }
     if (lease.urgent) return false;
@@ -389,25 +341,21 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       if (syncsApplied !== before) return false;
       await sleep(pause);
       const landed = await shelf.read();
-      if (newer(landed)) return (await followRead(shelf, lease, landed, background, reaches)) && young(landed);
+      if (newer(landed)) return (await followRead(shelf, lease, landed, background)) && young(landed);
     }
     return false;
   }
 
   /** Follows a read another isolate shared (followedShelf) up to where it found the log; false when a page is missing on the way, or another sync's answer was applied meanwhile. */
-  async function followRead(shelf: LogShelf, lease: SyncLease, target: SharedPosition, background: Background, reaches: PurgeReach[]): Promise<boolean> {
+  async function followRead(shelf: LogShelf, lease: SyncLease, target: SharedPosition, background: Background): Promise<boolean> {
     let mine = syncsApplied;
     let from = Math.min(seq, target.from);
     while (seq < target.seq) {
       const page = (await shelf.page(target.era, from)) ?? (from < target.from ? await readUpTo(shelf, target.from, background) : undefined);
       if (!page || page.upTo <= seq || syncsApplied !== mine) return false;
       mine = ++syncsApplied;
-      followPage(
-        page.records.filter((record) => record.seq > seq),
-        page.upTo,
-        target.era,
-        reaches,
-      );
+      const unread = page.records.filter((record) => record.seq > seq);
+      followPage(unread, page.upTo, target.era, lease);
       from = page.upTo;
       lease.until = clock.now() + SYNC_LEASE_MS;
     }
@@ -463,8 +411,17 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
     if (syncing && syncing.until > clock.now()) return undefined;
     let firstPageRead = () => {};
     const firstPage = new Promise<void>((resolve) => (firstPageRead = resolve));
-    const lease: SyncLease = { until: clock.now() + SYNC_LEASE_MS, urgent, startedAt: clock.now(), behindSince: null, aheadUpTo: 0, firstPageRead };
+    const lease: SyncLease = {
+      until: clock.now() + SYNC_LEASE_MS,
+      urgent,
+      startedAt: clock.now(),
+      behindSince: null,
+      aheadUpTo: 0,
+      firstPageRead,
+      reaches: [],
+    };
     const work = syncNow(lease, background).finally(() => {
+      if (lease.reaches.length > 0) options.reached?.(lease.reaches, background);
       if (syncing === lease) syncing = null;
       firstPageRead();
     });
@@ -480,7 +437,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
   const blind = () => log !== null && clock.now() - Math.max(lastSyncAt, lastAnsweredAt) > options.blindAfterMs;
 
   return {
-    async sync(background) {
+    /** Brings this isolate's knowledge of purges up to date when it is getting old (see the bound above). */
+    async sync(background: Background): Promise<void> {
       if (!log) return;
       const age = clock.now() - lastSyncAt;
       // Due, and Redis answered the last read: the visitor waits for the sync (the bound). Otherwise it goes on in the background.
@@ -498,30 +456,54 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       }
     },
 
-    judge(entry, id, resource, tags) {
+    /** What the purges known here make of an entry: still good, stale (soft purge), or gone (hard purge). */
+    judge(entry: Entry, id: string, resource: ResourceName, tags: readonly string[]): Verdict {
       const verdict = known.judge(entry, id, resource, tags);
       if (verdict === "ok" && blind() && clock.now() - entry.fetchedAt > options.blindMaxAgeMs) return "stale";
       return verdict;
     },
 
-    purgedAt: (id, resource, tags) => known.purgedAt(id, resource, tags),
+    /**
+     * When the resource was last purged as far as this isolate knows (0: never):
+     * `hard`, by a hard purge (older copies are gone), and `any`, by any purge
+     * (older copies are at best stale: a refresh must not take one back as fresh).
+     */
+    purgedAt: (id: string, resource: ResourceName, tags: readonly string[]): PurgedAt => known.purgedAt(id, resource, tags),
 
-    unsureBefore: () => (readingAhead() ? syncing!.behindSince! : 0),
+    /**
+     * While a sync reads a log that holds purges it has not read yet: copies
+     * fetched before this may have been purged by them, and are not served from
+     * L1 as they are (0: none; see the head of this file).
+     */
+    unsureBefore: (): number => (readingAhead() ? syncing!.behindSince! : 0),
 
-    apply: (record) => apply(record),
+    /** Applies a purge this isolate just recorded, without waiting for the next poll. */
+    apply: (record: PurgeRecord): void => apply(record),
 
-    stamp: () => (era ? { era, seq } : null),
+    /** The log position this isolate has read up to (null: not yet read): what a copy fetched from now on is stamped with. */
+    stamp: (): PurgeStamp | null => (era ? { era, seq } : null),
 
-    // Not a copy stamped before the end of what a sync reading ahead has yet to read: it may predate those purges.
-    vouches: (stamp) => known.vouches(stamp) && !(readingAhead() && stamp.seq < syncing!.aheadUpTo),
+    /**
+     * Whether this isolate knows every id purge after `stamp` (see KnownPurges.vouches). Not a copy stamped
+     * before the end of what a sync reading ahead has yet to read: it may predate those purges.
+     */
+    vouches: (stamp: PurgeStamp): boolean => known.vouches(stamp) && !(readingAhead() && stamp.seq < syncing!.aheadUpTo),
 
-    readAlong() {
+    /**
+     * What a lock claim going out now reads along (cache/l2/outbox.ts):
+     * the log's position, once this isolate's knowledge is a quarter of
+     * `pollMs` old (null: not now). When the log stands where this isolate
+     * has read it up to, its knowledge holds as of the claim's sending, as if
+     * it had synced then: a busy isolate claims every few tens of
+     * milliseconds, and its own sync reads were a call every half `pollMs`.
+     */
+    readAlong(): ReadAlong | null {
       const sentAt = clock.now();
       // Not without an era: the syncs that give the log one must go on.
       if (!log || !era || sentAt - lastSyncAt < options.pollMs / 4) return null;
       return {
         keys: positionKeys,
-        read(values) {
+        read(values: readonly (string | null)[]) {
           // Read after `sentAt`: any purge recorded before then has a number at most this one.
           const position = logPosition(values);
           if (position && position.era === era && position.seq === seq) syncedAt(sentAt);
@@ -529,6 +511,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions): PurgeWatcher {
       };
     },
 
+    /** `logReads`: syncs that read the log in Redis; `sharedReadsTaken`: those that took a read another isolate of the data center shared instead. */
     status: () => ({ seq, lastSyncAt, blind: blind(), widePurges: known.wideCount(), logReads, sharedReadsTaken }),
   };
 }

@@ -38,18 +38,7 @@ export interface FleetPage extends Omit<PageRecord, "outcome" | "hot"> {
   shed?: boolean;
 }
 
-export interface Fleet {
-  /** `colo`: the request's `cf.colo`. `background`: the request's waitUntil. */
-  page(page: FleetPage, colo: string | undefined, background: Background): void;
-  origin(service: ResourceName, outcome: OriginOutcome): void;
-  breaker(name: string, from: BreakerState, to: BreakerState): void;
-  /**
-   * How long after their recording the purges one sync applied reached this
-   * isolate: at most PURGE_POINTS_PER_SYNC points, each weighted by the
-   * purges it stands for (see purgesReached's body).
-   */
-  purgesReached(reaches: readonly { mode: "hard" | "soft"; ms: number }[], background: Background): void;
-}
+export type Fleet = ReturnType<typeof createFleet>;
 
 export interface FleetOptions {
   isolateId: string;
@@ -76,7 +65,7 @@ function columns<T>(given: Record<number, T>, empty: T, least: number): T[] {
   return Array.from({ length: last }, (_, i) => given[i + 1] ?? empty);
 }
 
-export function createFleet(dataset: FleetDataset | undefined, options: FleetOptions): Fleet {
+export function createFleet(dataset: FleetDataset | undefined, options: FleetOptions) {
   const random = options.random ?? Math.random;
   // An isolate runs in one location: learned from its pages, named on its other points.
   let colo = NO_COLO;
@@ -103,7 +92,8 @@ export function createFleet(dataset: FleetDataset | undefined, options: FleetOpt
   }
 
   return {
-    page(page, pageColo, background) {
+    /** `pageColo`: the request's `cf.colo`. `background`: the request's waitUntil. */
+    page(page: FleetPage, pageColo: string | undefined, background: Background): void {
       if (pageColo) colo = pageColo;
       const served = page.served ?? [];
       const plain = page.outcome === "ok" && !page.defaulted?.length && served.every((s) => s.tier === "l1" && s.freshness === "fresh" && !s.collapsed);
@@ -128,15 +118,20 @@ export function createFleet(dataset: FleetDataset | undefined, options: FleetOpt
       write("page", blobs, doubles, background);
     },
 
-    origin(service, outcome) {
+    origin(service: ResourceName, outcome: OriginOutcome): void {
       write("origin", { [BLOB.what]: service, [BLOB.outcome]: outcome }, { [DOUBLE.weight]: 1 });
     },
 
-    breaker(name, from, to) {
+    breaker(name: string, from: BreakerState, to: BreakerState): void {
       write("breaker", { [BLOB.what]: name, [BLOB.outcome]: to, [BLOB.detail]: from }, { [DOUBLE.weight]: 1 });
     },
 
-    purgesReached(reaches, background) {
+    /**
+     * How long after their recording the purges one sync applied reached this
+     * isolate: at most PURGE_POINTS_PER_SYNC points, each weighted by the
+     * purges it stands for.
+     */
+    purgesReached(reaches: readonly { mode: "hard" | "soft"; ms: number }[], background: Background): void {
       // A sync catching up on a bulk re-price applies hundreds of purges in one invocation, and Analytics Engine
       // takes 250 data points per invocation: past the bound, evenly spaced quantiles of each mode's reaches,
       // each weighted by the purges it stands for, so that the fleet's counts and percentiles stay whole.

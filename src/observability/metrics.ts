@@ -13,19 +13,21 @@ import type { Clock } from "../shared/clock";
 import type { Served } from "../cache/served";
 import type { OriginOutcome } from "../origin/failure";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
-import { createTopK, type TopK } from "./topK";
+import { createTopK } from "./topK";
 
+/** A bucket: one minute, the unit of the status page's windows and chart. */
 export const BUCKET_MS = 60_000;
-/** Buckets kept: the longest window the status page shows, in minutes. */
+/** Buckets kept: the longest window the status page shows (last15m), in minutes. */
 export const MAX_BUCKETS = 15;
 /** Hot products reported (the K of the top-K). */
 export const HOT_PRODUCTS = 20;
 /**
- * Space-saving counters behind them. With only K counters, a long tail of
- * products seen once or twice keeps recycling the smallest counter and
- * drowns the middle of the top list (measured on Zipf streams with exponent
- * 1 over 10,000 ids: the true top 5 were found in 0 of 20 runs with 20
- * counters, in 20 of 20 with 100). A few KB either way.
+ * Space-saving counters behind them, five per product reported: topK.ts
+ * counts every key offered more than N / capacity times of N, so with 100
+ * every product asked for by more than 1% of the pages is counted.
+ * With only K counters, a long tail of products seen once or twice keeps
+ * recycling the smallest counter and drowns the middle of the top list.
+ * A few KB either way.
  */
 export const HOT_COUNTERS = 5 * HOT_PRODUCTS;
 
@@ -79,49 +81,9 @@ interface Bucket {
   origin: Record<ResourceName, OriginCounts>;
 }
 
-export interface ResourceSummary extends ResourceCounts {
-  /** l1 + location + l2 + origin + failed. */
-  answers: number;
-  /** (l1 + location + l2) / answers; null without answers. */
-  hitRatio: number | null;
-  /** l1 / answers. */
-  l1Ratio: number | null;
-  /** location / (answers − l1): what the data center's cache caught of what L1 missed. */
-  locationRatio: number | null;
-  /** l2 / (answers − l1): what L2 caught of what L1 missed (after the location tier). */
-  l2Ratio: number | null;
-  /** origin / answers. */
-  originRatio: number | null;
-}
-
-interface OriginSummary extends OriginCounts {
-  /** errors / fetches; null without fetches. */
-  errorRatio: number | null;
-}
-
-export interface WindowSummary {
-  minutes: number;
-  /** Start of the oldest minute counted (the current minute is partial). */
-  from: number;
-  pages: number;
-  outcomes: Record<PageOutcome, number>;
-  degradedPages: number;
-  resources: Record<ResourceName, ResourceSummary>;
-  /** All resources together. */
-  total: ResourceSummary;
-  origin: Record<ResourceName, OriginSummary>;
-  originTotal: OriginSummary;
-}
-
-export interface MinutePoint {
-  start: number;
-  pages: number;
-  /** Resource answers of the minute, all resources. */
-  answers: number;
-  hitRatio: number | null;
-  originFetches: number;
-  originErrors: number;
-}
+export type ResourceSummary = ReturnType<typeof summarizeResource>;
+export type WindowSummary = ReturnType<typeof summarizeWindow>;
+export type MinutePoint = ReturnType<typeof minutePoint>;
 
 export interface BreakerNote {
   name: string;
@@ -143,24 +105,7 @@ export interface PageRecord {
   hot?: boolean;
 }
 
-export interface Metrics {
-  recordPage(page: PageRecord): void;
-  recordOriginFetch(service: ResourceName, outcome: OriginOutcome): void;
-  /** A breaker changed state (called from its onChange). */
-  noteBreaker(name: string, state: BreakerState): void;
-  /** Sums of the current minute and the `minutes − 1` before it (1 ≤ minutes ≤ 15). */
-  window(minutes: number): WindowSummary;
-  /** One point per minute, oldest first, the current minute last: `MAX_BUCKETS` points. */
-  perMinute(): MinutePoint[];
-  /** The buckets held (oldest first); for tests and the JSON status. */
-  buckets(): readonly Bucket[];
-  /** Breakers that changed state at least once, by name. */
-  breakers(): BreakerNote[];
-  readonly hot: TopK<string>;
-  readonly startedAt: number;
-  /** A random name for this isolate, so that two status pages can be told apart. */
-  readonly isolateId: string;
-}
+export type Metrics = ReturnType<typeof createMetrics>;
 
 function emptyResource(): ResourceCounts {
   return { l1: 0, location: 0, l2: 0, origin: 0, stale: 0, staleIfError: 0, failed: 0, collapsed: 0, defaulted: 0 };
@@ -183,20 +128,25 @@ function emptyBucket(start: number): Bucket {
 
 const ratio = (part: number, whole: number): number | null => (whole > 0 ? part / whole : null);
 
-function summarizeResource(counts: ResourceCounts): ResourceSummary {
+function summarizeResource(counts: ResourceCounts) {
   const answers = counts.l1 + counts.location + counts.l2 + counts.origin + counts.failed;
   return {
     ...counts,
+    /** l1 + location + l2 + origin + failed. */
     answers,
+    /** (l1 + location + l2) / answers; null without answers (and so for each ratio without its whole). */
     hitRatio: ratio(counts.l1 + counts.location + counts.l2, answers),
     l1Ratio: ratio(counts.l1, answers),
+    /** location / (answers − l1): what the data center's cache caught of what L1 missed. */
     locationRatio: ratio(counts.location, answers - counts.l1),
+    /** l2 / (answers − l1): what L2 caught of what L1 missed (after the location tier). */
     l2Ratio: ratio(counts.l2, answers - counts.l1),
     originRatio: ratio(counts.origin, answers),
   };
 }
 
-function summarizeOrigin(counts: OriginCounts): OriginSummary {
+/** With errors / fetches; null without fetches. */
+function summarizeOrigin(counts: OriginCounts) {
   return { ...counts, errorRatio: ratio(counts.errors, counts.fetches) };
 }
 
@@ -223,22 +173,19 @@ function countPage(bucket: Bucket, page: PageRecord): void {
   if (page.outcome === "ok" && (page.defaulted?.length ?? 0) > 0) bucket.degradedPages++;
 }
 
-function summarizeWindow(buckets: readonly Bucket[], from: number, minutes: number): WindowSummary {
+/** Sums of `buckets`, from `from` (the start of the oldest minute counted: the current minute is partial). */
+function summarizeWindow(buckets: readonly Bucket[], from: number, minutes: number) {
   const sum = emptyBucket(from);
+  const total = emptyResource();
+  const originTotal = { fetches: 0, errors: 0, shed: 0 };
   for (const bucket of buckets) {
     sum.pages += bucket.pages;
     sum.degradedPages += bucket.degradedPages;
     addInto(sum.outcomes, bucket.outcomes);
     for (const resource of RESOURCE_NAMES) {
-      addInto(sum.resources[resource], bucket.resources[resource]);
-      addInto(sum.origin[resource], bucket.origin[resource]);
+      for (const into of [sum.resources[resource], total]) addInto(into, bucket.resources[resource]);
+      for (const into of [sum.origin[resource], originTotal]) addInto(into, bucket.origin[resource]);
     }
-  }
-  const total = emptyResource();
-  const originTotal = { fetches: 0, errors: 0, shed: 0 };
-  for (const resource of RESOURCE_NAMES) {
-    addInto(total, sum.resources[resource]);
-    addInto(originTotal, sum.origin[resource]);
   }
   return {
     minutes,
@@ -247,6 +194,7 @@ function summarizeWindow(buckets: readonly Bucket[], from: number, minutes: numb
     outcomes: sum.outcomes,
     degradedPages: sum.degradedPages,
     resources: perResource((resource) => summarizeResource(sum.resources[resource])),
+    /** All resources together. */
     total: summarizeResource(total),
     origin: perResource((resource) => summarizeOrigin(sum.origin[resource])),
     originTotal: summarizeOrigin(originTotal),
@@ -254,26 +202,18 @@ function summarizeWindow(buckets: readonly Bucket[], from: number, minutes: numb
 }
 
 /** One minute of the status page's chart; a minute with no bucket is all zeros. */
-function minutePoint(start: number, bucket: Bucket | undefined): MinutePoint {
-  let hits = 0;
-  let answers = 0;
-  let originFetches = 0;
-  let originErrors = 0;
-  for (const resource of bucket ? RESOURCE_NAMES : []) {
-    const summary = summarizeResource(bucket!.resources[resource]);
-    hits += summary.l1 + summary.l2;
-    answers += summary.answers;
-    originFetches += bucket!.origin[resource].fetches;
-    originErrors += bucket!.origin[resource].errors;
-  }
-  return { start, pages: bucket?.pages ?? 0, answers, hitRatio: ratio(hits, answers), originFetches, originErrors };
+function minutePoint(start: number, bucket: Bucket | undefined) {
+  const { pages, total, originTotal } = summarizeWindow(bucket ? [bucket] : [], start, 1);
+  // `answers`: resource answers of the minute, all resources; its hits are those of L1 and L2.
+  const hitRatio = ratio(total.l1 + total.l2, total.answers);
+  return { start, pages, answers: total.answers, hitRatio, originFetches: originTotal.fetches, originErrors: originTotal.errors };
 }
 
 function randomId(): string {
   return [...crypto.getRandomValues(new Uint8Array(4))].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-export function createMetrics({ clock }: { clock: Clock }): Metrics {
+export function createMetrics({ clock }: { clock: Clock }) {
   const ring: Bucket[] = [];
   const hot = createTopK<string>(HOT_COUNTERS);
   const breakerNotes = new Map<string, BreakerNote>();
@@ -294,20 +234,14 @@ export function createMetrics({ clock }: { clock: Clock }): Metrics {
     return bucket;
   }
 
-  /** Buckets within the last `minutes` minutes, the current one included. */
-  function within(minutes: number): Bucket[] {
-    const from = minuteOf(clock.now()) - (minutes - 1) * BUCKET_MS;
-    return ring.filter((bucket) => bucket.start >= from);
-  }
-
   return {
-    recordPage(page) {
+    recordPage(page: PageRecord): void {
       countPage(current(), page);
       // Products that exist (or may: a 503) and are asked for; 404s are not "hot".
       if (page.hot !== false && (page.outcome === "ok" || page.outcome === "unavailable")) hot.offer(page.id);
     },
 
-    recordOriginFetch(service, outcome) {
+    recordOriginFetch(service: ResourceName, outcome: OriginOutcome): void {
       const counts = current().origin[service];
       if (!counts) return;
       if (SHED.has(outcome)) counts.shed++;
@@ -318,34 +252,38 @@ export function createMetrics({ clock }: { clock: Clock }): Metrics {
       }
     },
 
-    noteBreaker(name, state) {
+    /** A breaker changed state (called from its onChange). */
+    noteBreaker(name: string, state: BreakerState): void {
       breakerNotes.set(name, { name, state, since: clock.now(), changes: (breakerNotes.get(name)?.changes ?? 0) + 1 });
     },
 
-    window(minutes) {
+    /** Sums of the current minute and the `minutes − 1` before it (1 ≤ minutes ≤ MAX_BUCKETS). */
+    window(minutes: number) {
       const span = Math.min(MAX_BUCKETS, Math.max(1, Math.floor(minutes)));
-      return summarizeWindow(within(span), minuteOf(clock.now()) - (span - 1) * BUCKET_MS, span);
+      const from = minuteOf(clock.now()) - (span - 1) * BUCKET_MS;
+      const held = ring.filter((bucket) => bucket.start >= from);
+      return summarizeWindow(held, from, span);
     },
 
+    /** One point per minute, oldest first, the current minute last: `MAX_BUCKETS` points. */
     perMinute() {
       const now = minuteOf(clock.now());
-      const points: MinutePoint[] = [];
-      for (let i = MAX_BUCKETS - 1; i >= 0; i--) {
-        const start = now - i * BUCKET_MS;
-        points.push(
-          minutePoint(
-            start,
-            ring.find((bucket) => bucket.start === start),
-          ),
-        );
-      }
-      return points;
+      const starts = Array.from({ length: MAX_BUCKETS }, (_, i) => now - (MAX_BUCKETS - 1 - i) * BUCKET_MS);
+      return starts.map((start) =>
+        minutePoint(
+          start,
+          ring.find((bucket) => bucket.start === start),
+        ),
+      );
     },
 
-    buckets: () => ring,
+    /** The buckets held (oldest first); for tests and the JSON status. */
+    buckets: (): readonly Bucket[] => ring,
+    /** Breakers that changed state at least once, by name. */
     breakers: () => [...breakerNotes.values()],
     hot,
     startedAt,
+    /** A random name for this isolate, so that two status pages can be told apart. */
     isolateId: randomId(),
   };
 }

@@ -14,7 +14,7 @@ import type { KnownIdsStatus } from "../knownIds";
 import type { Overload } from "../overload";
 import type { PurgeWatcherStatus } from "../invalidation/watcher";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
-import { HOT_PRODUCTS, type BreakerNote, type Metrics, type MinutePoint, type WindowSummary } from "./metrics";
+import { HOT_PRODUCTS, MAX_BUCKETS, type Metrics } from "./metrics";
 
 /** One L2 shard as the status sees it: its name and its breaker's state. */
 interface L2ShardStatus {
@@ -44,55 +44,7 @@ export interface StatusSources {
   knownIds: Pick<KnownIdsStatus, "state" | "serving" | "version" | "count" | "ageMs" | "lastCheckAt" | "pendingAdds" | "loads" | "location"> | null;
 }
 
-export interface StatusModel {
-  generatedAt: string;
-  isolate: { id: string; startedAt: string; uptimeMs: number };
-  last5m: WindowSummary;
-  last15m: WindowSummary;
-  /** 15 points, oldest first; the last one is the current (partial) minute. */
-  perMinute: MinutePoint[];
-  hotProducts: { id: string; count: number; error: number }[];
-  hotTracking: { capacity: number; offered: number };
-  /**
-   * `state`: one word for L2 as a whole: "off" without L2, its breaker's state when all shards agree, "partial" when they do not.
-   * A shard's `since`: when its breaker entered its state (null: closed since the isolate started).
-   */
-  l2: {
-    configured: boolean;
-    state: BreakerState | "off" | "partial";
-    shards: (L2ShardStatus & { since: number | null })[];
-    stats: L2Stats | null;
-    invalidValues: L2ValueStats | null;
-  };
-  /** Per origin service: the state of its breaker ("closed" until it first changed). */
-  originBreakers: Record<ResourceName, { state: BreakerState; since: number | null }>;
-  /** Every breaker that changed state in this isolate, by name (l2:<shard>, origin:<service>, known-ids:<shard>). */
-  breakerChanges: BreakerNote[];
-  /** State changes per breaker since the isolate started. */
-  breakerTransitions: Record<string, number>;
-  originSlots: StatusSources["originSlots"];
-  fills: StatusSources["fills"];
-  overload: StatusSources["overload"] & {
-    shedLagMs: number;
-    coldPagesMax: number;
-    mostlyColdPages: number;
-    mostlyColdLagMs: number;
-    backgroundFillsMax: number;
-    departureHoldMaxMs: number;
-  };
-  l1: { bytes: number; maxBytes: number; entries: number; evictions: number; usedRatio: number };
-  /** `hitRatio`: copies served of parts looked up (null before any lookup); `stats` null when off. */
-  location: { enabled: boolean; hitRatio: number | null; stats: LocationStats | null };
-  /** The purge watcher's status, with its last sync as a date and an age. */
-  purges: Omit<PurgeWatcherStatus, "lastSyncAt"> & { enabled: boolean; lastSyncAt: string | null; syncAgeMs: number | null };
-  knownIds: (NonNullable<StatusSources["knownIds"]> & { enabled: true }) | { enabled: false };
-  /** The configuration this isolate runs with, but for the tokens. */
-  config: Pick<Config, (typeof SETTINGS_SHOWN)[number]> & {
-    l2: boolean;
-    l2Shards: { name: string; url: string; weight: number }[];
-    purgeEndpoint: boolean;
-  };
-}
+export type StatusModel = ReturnType<typeof buildStatus>;
 
 /**
  * The settings the status shows as they are: every one but the tokens and
@@ -119,12 +71,12 @@ const SETTINGS_SHOWN = [
   "policies",
 ] as const;
 
-function l2State(shards: readonly L2ShardStatus[]): StatusModel["l2"]["state"] {
+function l2State(shards: readonly L2ShardStatus[]): BreakerState | "off" | "partial" {
   const states = new Set(shards.map((shard) => shard.state));
   return shards.length === 0 ? "off" : states.size === 1 ? shards[0]!.state : "partial";
 }
 
-export function buildStatus(sources: StatusSources): StatusModel {
+export function buildStatus(sources: StatusSources) {
   const { now, metrics, config } = sources;
   const notes = new Map(metrics.breakers().map((note) => [note.name, note]));
   const lastSyncAt = Number.isFinite(sources.purges.lastSyncAt) ? sources.purges.lastSyncAt : null;
@@ -132,10 +84,15 @@ export function buildStatus(sources: StatusSources): StatusModel {
     generatedAt: new Date(now).toISOString(),
     isolate: { id: metrics.isolateId, startedAt: new Date(metrics.startedAt).toISOString(), uptimeMs: now - metrics.startedAt },
     last5m: metrics.window(5),
-    last15m: metrics.window(15),
+    last15m: metrics.window(MAX_BUCKETS),
+    /** MAX_BUCKETS points, oldest first; the last one is the current (partial) minute. */
     perMinute: metrics.perMinute(),
     hotProducts: metrics.hot.top(HOT_PRODUCTS).map(({ key, count, error }) => ({ id: key, count, error })),
     hotTracking: { capacity: metrics.hot.capacity, offered: metrics.hot.total },
+    /**
+     * `state`: one word for L2 as a whole: "off" without L2, its breaker's state when all shards agree, "partial" when they do not.
+     * A shard's `since`: when its breaker entered its state (null: closed since the isolate started).
+     */
     l2: {
       configured: sources.l2 !== null,
       state: l2State(sources.l2?.shards ?? []),
@@ -143,13 +100,16 @@ export function buildStatus(sources: StatusSources): StatusModel {
       stats: sources.l2 ? { ...sources.l2.stats } : null,
       invalidValues: sources.l2 ? { ...sources.l2.invalidValues } : null,
     },
+    /** Per origin service: the state of its breaker ("closed" until it first changed). */
     originBreakers: Object.fromEntries(
       RESOURCE_NAMES.map((service) => {
         const note = notes.get(`origin:${service}`);
         return [service, { state: note?.state ?? "closed", since: note?.since ?? null }];
       }),
-    ) as StatusModel["originBreakers"],
+    ) as Record<ResourceName, { state: BreakerState; since: number | null }>,
+    /** Every breaker that changed state in this isolate, by name (l2:<shard>, origin:<service>, known-ids:<shard>). */
     breakerChanges: [...notes.values()],
+    /** State changes per breaker since the isolate started. */
     breakerTransitions: Object.fromEntries([...notes.values()].map((note) => [note.name, note.changes])),
     originSlots: { ...sources.originSlots },
     fills: { ...sources.fills },
@@ -169,18 +129,21 @@ export function buildStatus(sources: StatusSources): StatusModel {
       evictions: sources.l1.evictions,
       usedRatio: config.l1MaxBytes > 0 ? sources.l1.bytes / config.l1MaxBytes : 0,
     },
+    /** `hitRatio`: copies served of parts looked up (null before any lookup); `stats` null when off. */
     location: {
       enabled: sources.location !== null,
       hitRatio: sources.location && sources.location.lookups > 0 ? sources.location.hits / sources.location.lookups : null,
       stats: sources.location ? { ...sources.location } : null,
     },
+    /** The purge watcher's status, with its last sync as a date and an age. */
     purges: {
       enabled: config.l2 !== null,
       ...sources.purges,
       lastSyncAt: lastSyncAt === null ? null : new Date(lastSyncAt).toISOString(),
       syncAgeMs: lastSyncAt === null ? null : Math.max(0, now - lastSyncAt),
     },
-    knownIds: sources.knownIds ? { enabled: true, ...sources.knownIds } : { enabled: false },
+    knownIds: sources.knownIds ? { enabled: true as const, ...sources.knownIds } : { enabled: false as const },
+    /** The configuration this isolate runs with, but for the tokens. */
     config: {
       ...(Object.fromEntries(SETTINGS_SHOWN.map((setting) => [setting, config[setting]])) as Pick<Config, (typeof SETTINGS_SHOWN)[number]>),
       l2: config.l2 !== null,

@@ -22,26 +22,14 @@ interface TopKItem<K> {
   error: number;
 }
 
-export interface TopK<K> {
-  /** Counts one occurrence of `key`. */
-  offer(key: K): void;
-  /** The `n` (default: all counted) keys with the highest estimated counts, highest first. */
-  top(n?: number): TopKItem<K>[];
-  /** Offers so far. */
-  readonly total: number;
-  readonly capacity: number;
-  /** Keys being counted (≤ capacity). */
-  readonly size: number;
-  clear(): void;
-}
-
-export function createTopK<K = string>(capacity: number): TopK<K> {
+export function createTopK<K = string>(capacity: number) {
   if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError("top-K capacity must be a positive whole number");
   const counters = new Map<K, { count: number; error: number }>();
   let total = 0;
 
   return {
-    offer(key) {
+    /** Counts one occurrence of `key`. */
+    offer(key: K): void {
       total++;
       const counter = counters.get(key);
       if (counter) {
@@ -66,17 +54,20 @@ export function createTopK<K = string>(capacity: number): TopK<K> {
       counters.set(key, { count: min + 1, error: min });
     },
 
-    top(n = capacity) {
+    /** The `n` (default: all counted) keys with the highest estimated counts, highest first. */
+    top(n = capacity): TopKItem<K>[] {
       return [...counters]
         .map(([key, { count, error }]) => ({ key, count, error }))
         .sort((a, b) => b.count - a.count || a.error - b.error)
         .slice(0, Math.max(0, n));
     },
 
+    /** Offers so far. */
     get total() {
       return total;
     },
     capacity,
+    /** Keys being counted (≤ capacity). */
     get size() {
       return counters.size;
     },
