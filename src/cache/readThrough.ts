@@ -151,22 +151,12 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const l2Entries = createL2Entries({ config, l2, clock });
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const overload = deps.overload;
-  /** Without the overload parts (unit tests), a missing answer is always taken for a late one, as before. */
-  const isolateLate = () => (overload ? overload.lag.lagMs() > DEFAULTS.isolateLateMs : true);
+  /** Late past the grace a reply may be read in (DEFAULTS.l2ReadLeaseGraceMs); without the overload parts (unit tests), always. */
+  const isolateLate = () => (overload ? overload.lag.lagMs() > DEFAULTS.l2ReadLeaseGraceMs : true);
   const redisSilent = redisSilence(l2, isolateLate);
   const location = deps.location ?? null;
   /** The isolate's lock claims and fill writes on their way to L2, which claim calls carry (l2/outbox.ts). */
-  const outbox =
-    l2 &&
-    createOutbox(l2, {
-      clock,
-      sleep,
-      holdMs: DEFAULTS.writeHoldMs,
-      maxItems: DEFAULTS.outboxItemsPerCall,
-      maxBytes: DEFAULTS.outboxBytesPerCall,
-      maxWaitMs: config.lockTtlMs,
-      readAlong: () => deps.purges?.readAlong?.() ?? null,
-    });
+  const outbox = l2 && createOutbox(l2, { clock, sleep, maxWaitMs: config.lockTtlMs, readAlong: () => deps.purges?.readAlong?.() ?? null });
   const fillFromL2AndOrigin = createFill({
     ...deps,
     outbox,

@@ -373,7 +373,7 @@ function client(url: string, token: string, timeoutMs: number): Redis {
   });
 }
 
-function emptyStats(): L2Stats {
+export function emptyStats(): L2Stats {
   return { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0, outagesDismissed: 0 };
 }
 
@@ -420,11 +420,8 @@ export function createL2({
     onRecovered: () => flushBacklog(),
   });
   // Newest kept: lru-cache evicts the least recently set first. Plain data only: it is replayed from other requests.
-  const backlog = new LRUCache<string, Pending>({
-    max: DEFAULTS.l2BacklogMax,
-    maxSize: DEFAULTS.l2BacklogMaxBytes,
-    sizeCalculation: (pending) => pending.write.value.length + 200,
-  });
+  // Each counted 200 bytes more than its value (the Pending, its write's keys, lru-cache's slots): the byte bound holds the count too.
+  const backlog = new LRUCache<string, Pending>({ maxSize: DEFAULTS.l2BacklogMaxBytes, sizeCalculation: (pending) => pending.write.value.length + 200 });
   /** The flush under way, as a lease (shared/leases.ts): a flush whose request vanished lapses at its budget. */
   let flushingUntil = 0;
 
