@@ -3,12 +3,8 @@
 // every minute, so an estimate follows the recent rate (a steady r requests
 // a minute converges to 2r). It never under-counts; collisions can only make
 // a cold product look warmer, which costs one early refresh, nothing more.
-//
-// Tiers decide how early a fresh entry is refreshed (refresh-ahead), so that
-// products asked for all the time never go stale under load:
-//   cold   normal life cycle: stale-while-revalidate after ttl
-//   warm   refreshed in the background during the last `warm` share of its ttl
-//   hot    refreshed during the last `hot` share of its ttl
+// Its tiers (cold, warm, hot) decide how early a fresh entry is refreshed
+// (fill/refreshes.ts, DEFAULTS.refreshAheadShare).
 import type { Clock } from "../shared/clock";
 import { hashPair } from "../shared/hash";
 

@@ -1,15 +1,8 @@
-// The steps of one page's read (docs/architecture.md#the-request-path):
-//
-//   for each resource the page needs:  L1 ──▶ location (one copy for the page) ──▶ L2 (one round trip for all) ──▶ origin (coalesced fill)
-//
-// Each tier reads its copies its own way and vouches for what it can (L1: the
-// isolate's own; location: a copy stamped before purges this isolate does not
-// know is not vouched for; L2: Redis's, which id purges were applied to); then
-// one judgement (`judge`) serves or keeps every copy alike: fresh ⇒ serve;
-// stale ⇒ serve now and refresh in the background, once; usable on error ⇒
-// keep to fall back on; missing or expired ⇒ on to the next tier, and past L2
-// the fill; the fill failed ⇒ serve what is usable on error. Each step takes
-// what the one before left pending.
+// The steps of one page's read (docs/architecture.md#the-request-path): L1,
+// the location tier (one copy for the page), L2 (one round trip for all),
+// the origin (coalesced fills). Each tier reads its copies its own way and
+// vouches for what it can; then one judgement (`judge`) serves or keeps
+// every copy alike, and each step takes what the one before left pending.
 import type { Background } from "../shared/subrequests";
 import type { Config } from "../config";
 import { failureOf, isAnswerAboutId } from "../origin/failure";
@@ -59,6 +52,9 @@ export interface PageTools extends RefreshTools {
   /** Redis left a call about `key`, sent when it had answered `answeredBefore` calls, unanswered because it does not answer (readThrough.ts). */
   redisSilent(key: string, answeredBefore: number): boolean;
 }
+
+/** A step past L1: serves what it can of `pending` into `data`, and returns the rest (readFromOrigin: nothing is left). */
+type Step<R = Pending[]> = (tools: PageTools, id: string, pending: Pending[], request: PageRequest, data: Record<string, Served<unknown>>) => Promise<R>;
 
 /** Whether this isolate is reading `key` from L2 or filling it right now: a page that needs it joins that work. */
 export function underWay(tools: PageTools, key: string): boolean {
@@ -141,16 +137,11 @@ interface RefreshItem {
 }
 
 /**
- * 1a. Refreshes of the parts L1 served stale or near their end. With the
- * location tier, first one lookup of the page's copy there, in the
- * background: a part another isolate of this data center has refreshed
- * since is taken from it, as readFromLocation would (vouched for, judged,
- * fresh beyond what the refresh wants, newer than the copy held), at no
- * Redis call; the rest is refreshed as before (a lock claim, the origin).
- * Each isolate refreshing its own copy by a claim made Redis's commands a
- * page grow with the isolates sharing a load (bench:fleet). One lookup per
- * product at a time (a lease): a page whose lookup is under way leaves its
- * refreshes to a later view.
+ * 1a. Refreshes of the parts L1 served stale or near their end: with the
+ * location tier, one background lookup of the page's copy first (one per
+ * product at a time, a lease), and a part another isolate of this data
+ * center refreshed since is taken from it, as readFromLocation would, at
+ * no Redis call (why: docs/architecture.md#the-location-tier).
  */
 function refreshParts(tools: PageTools, id: string, items: RefreshItem[], request: PageRequest): void {
   const { location, clock } = tools;
@@ -205,24 +196,14 @@ export function filledMeanwhile(tools: PageTools, id: string, pending: Pending[]
 }
 
 /**
- * 1½. The location tier (location/location.ts): every part L1 could not serve,
- * in one lookup of the page's copy in this data center's cache, which every
- * isolate here shares and which outlives deploys. A copy there is another isolate's, and
- * may predate purges that were applied to Redis only: it is served only if
- * this isolate knows every id purge since it was stamped (tools.vouches),
- * and then as its L1 entries are, judged against those purges and the tag
- * and all purges by its fetch time (fresh: served; stale or soft-purged:
- * served while one refresh runs; usable on error only: kept for the origin's
- * failures). Keys this isolate is reading or filling already are not looked
- * up: they join that work. What it lacks goes on to L2.
+ * 1½. The location tier (location/location.ts): every part L1 could not
+ * serve, in one lookup of the page's copy. A part is served only if this
+ * isolate vouches for its stamp (tools.vouches), and then judged as its L1
+ * entries are (docs/architecture.md#the-location-tier). Keys this isolate
+ * is reading or filling already are not looked up: they join that work.
+ * What it lacks goes on to L2.
  */
-export async function readFromLocation(
-  tools: PageTools,
-  id: string,
-  pending: Pending[],
-  request: PageRequest,
-  data: Record<string, Served<unknown>>,
-): Promise<Pending[]> {
+export const readFromLocation: Step = async (tools, id, pending, request, data) => {
   const { clock, location } = tools;
   const toRead = pending.filter((item) => !underWay(tools, item.key));
   if (!location || toRead.length === 0) return pending;
@@ -260,32 +241,18 @@ export async function readFromLocation(
     const outcome = outcomes.get(item);
     return outcome === null ? [] : [outcome ?? item];
   });
-}
+};
 
 /**
- * 2. L2: one round trip for everything L1 could not serve. A burst of
- * visitors for one cold product costs one L2 read and one fill per isolate:
- * while a key is being read or filled here, the others go straight to the
- * fill (whose lock claim also returns a fresh L2 copy).
- *
- * So does a key whose L1 copy is past its stale window (kept only for the
- * origin's failures). L2's copy of it was written by the same fill or a later
- * one, and is most often just as old: read first, it cost an MGET, then a
- * claim, then a write. Its claim alone returns L2's copy when another isolate
- * has made it fresh since (one call, no lock), and otherwise takes the lock
- * for the fill: one Redis round trip less for the views of a product whose
- * short-lived part (stock, fresh 10 s) lapsed since the last view, the
- * commonest miss at steady Zipf. What is given up: a copy in L2 that is stale
- * but within its grace is not served at once; the visitor waits for the
- * origin, as the L1 copy's own age says it should.
+ * 2. L2: one round trip for everything L1 could not serve. A key being read
+ * or filled here already, and one whose L1 copy is past its stale window,
+ * go straight to the fill, whose lock claim returns L2's copy if it is fresh
+ * (docs/architecture.md#the-request-path, the details under the picture).
+ * What is given up: a copy in L2 that is stale but within its grace is not
+ * served at once; the visitor waits for the origin, as the L1 copy's own age
+ * says it should.
  */
-export async function readFromL2(
-  tools: PageTools,
-  id: string,
-  pending: Pending[],
-  request: PageRequest,
-  data: Record<string, Served<unknown>>,
-): Promise<Pending[]> {
+export const readFromL2: Step = async (tools, id, pending, request, data) => {
   const { config, clock, l2, reading } = tools;
   // A product the known-ids filter lists goes straight to its fills: their
   // claims, in one call, return what L2 holds fresh or stale and take the
@@ -330,36 +297,19 @@ export async function readFromL2(
   // What L2 gave goes to the location tier with the page's other parts; if some still go to their fills, the last of those puts it.
   if (stillPending.length === 0 && entries.some((entry) => entry !== undefined)) tools.keepInLocation(id, toRead[0]!.resource, request.background);
   return stillPending;
-}
+};
 
 /**
- * 3. Origin, through the coalescing fill. The other resources are about the
- * page's subject (the product, origin/resources.ts). When the known-ids
- * filter lists the subject, every pending resource is filled at once, with
- * no L2 read before: their lock claims go in one Redis call (l2/fillBatch.ts),
- * which returns L2's copy of each resource that has one fresh or within its
- * stale window (served, and a stale one refreshed, as an L2 read's would be)
- * and takes the lock of each that has none; then one origin round trip for
- * those, and their writes go with the isolate's other writes (l2/outbox.ts).
- * So an L1 miss costs one Redis call, whether L2 has the page or not: an
- * MGET first cost a round trip more for every page L2 did not have. An id
- * the filter lists that names no product (a false positive, about 1%, or a
- * product deleted since) then costs four origin fetches instead of one, each
- * answer cached as absent.
- *
- * Otherwise (no filter, or one that cannot answer now) the subject goes
- * first, and when there is none to show (absent, or failed with nothing
- * usable) the others are not fetched at all: an id that names no product
- * costs one origin fetch, not four, and a cold page pays one origin round
- * trip and two Redis calls more.
+ * 3. Origin, through the coalescing fill. When the known-ids filter lists
+ * the page's subject (the product, origin/resources.ts), every pending
+ * resource is filled at once, their claims in one Redis call
+ * (l2/fillBatch.ts), which returns L2's copies; an id the filter lists that
+ * names no product (a false positive, about 1%) then costs four origin
+ * fetches, each answer cached as absent. Otherwise the subject goes first,
+ * and when there is none to show the others are not fetched at all. Why:
+ * docs/architecture.md#the-request-path, the details under the picture.
  */
-export async function readFromOrigin(
-  tools: PageTools,
-  id: string,
-  pending: Pending[],
-  request: PageRequest,
-  data: Record<string, Served<unknown>>,
-): Promise<void> {
+export const readFromOrigin: Step<void> = async (tools, id, pending, request, data) => {
   const subject = pending.find((item) => item.resource === PAGE_SUBJECT);
   if (subject && pending.length > 1 && !request.listed) {
     data[PAGE_SUBJECT] = await fillOne(tools, id, subject, request);
@@ -378,7 +328,7 @@ export async function readFromOrigin(
   if (visitorLeft(request)) return;
   const filled = await Promise.all(pending.map((item) => fillOne(tools, id, item, request)));
   for (const result of filled) data[result.resource] = result;
-}
+};
 
 async function fillOne(tools: PageTools, id: string, item: Pending, request: PageRequest, again = false): Promise<Served<unknown>> {
   const context: FillContext = { ...tools.fillContext(item.resource, id, request), visitor: request.visitor, l2Silent: request.l2Silent };

@@ -1,29 +1,10 @@
-// The cache's read path for one page (docs/architecture.md#the-request-path).
-// `read(id, resources)` does all the work; nothing calls a `set`. A cold miss,
-// one resource, step by step (the steps are pageSteps.ts's; what they pass on,
-// pageRequest.ts):
-//
-//   1. L1 (readFromL1, ./l1.ts): this isolate's lru-cache. Fresh: served. Stale:
-//      served, and refreshed once in the background (./fill/refreshes.ts). Miss:
-//      the key goes on, pending.
-//   2. Location (readFromLocation, ./location/location.ts): this data center's
-//      Cache API, one lookup for the page's copy (its parts kept together); a
-//      part counts only if this isolate can judge it against the purges since
-//      the copy's stamp.
-//   3. L2 (readFromL2, ./l2/): one MGET for all pending keys on the product's
-//      shard, decoded and checked (./l2/l2Entries.ts). A product the known-ids
-//      filter lists skips it: its fill's lock claim reads L2 anyway.
-//   4. Fill (readFromOrigin, ./fill/): one fill per key in the isolate
-//      (./fill/flights.ts); across isolates the Redis lock's winner fetches
-//      (./fill/fill.ts) and the others wait for its write (./fill/lockWait.ts).
-//   5. Origin (../origin/client.ts): the winner's fetch. Its entry is written
-//      to L2 by the fill, kept in L1 by the flight, and put in the location
-//      tier in the background with the page's other parts, once the last of
-//      the page's fills landed (below, `keepInLocation`). A failed fetch serves a copy
-//      usable on error if the steps found one; an answer about the id that the
-//      tier cannot use is not asked again for a while (./fill/rejections.ts).
-//
-// Purge judgements are applied to every copy on the way (PurgeKnowledge below).
+// The cache's read path for one page (docs/architecture.md#the-request-path):
+// `read(id, resources)` does all the work; nothing calls a `set`. The steps
+// (L1, the location tier, L2, the fill and the origin) are pageSteps.ts's,
+// what they pass on pageRequest.ts's. This file wires them, puts a page's
+// copy in the location tier once the last of its fills landed
+// (`keepInLocation`), and applies purge judgements to every copy on the way
+// (PurgeKnowledge below).
 import type { Background } from "../shared/subrequests";
 import type { Config } from "../config";
 import type { OriginClient } from "../origin/client";
@@ -151,22 +132,12 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const l2Entries = createL2Entries({ config, l2, clock });
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const overload = deps.overload;
-  /** Without the overload parts (unit tests), a missing answer is always taken for a late one, as before. */
-  const isolateLate = () => (overload ? overload.lag.lagMs() > DEFAULTS.isolateLateMs : true);
+  /** Late past the grace a reply may be read in (DEFAULTS.l2ReadLeaseGraceMs); without the overload parts (unit tests), always. */
+  const isolateLate = () => (overload ? overload.lag.lagMs() > DEFAULTS.l2ReadLeaseGraceMs : true);
   const redisSilent = redisSilence(l2, isolateLate);
   const location = deps.location ?? null;
   /** The isolate's lock claims and fill writes on their way to L2, which claim calls carry (l2/outbox.ts). */
-  const outbox =
-    l2 &&
-    createOutbox(l2, {
-      clock,
-      sleep,
-      holdMs: DEFAULTS.writeHoldMs,
-      maxItems: DEFAULTS.outboxItemsPerCall,
-      maxBytes: DEFAULTS.outboxBytesPerCall,
-      maxWaitMs: config.lockTtlMs,
-      readAlong: () => deps.purges?.readAlong?.() ?? null,
-    });
+  const outbox = l2 && createOutbox(l2, { clock, sleep, maxWaitMs: config.lockTtlMs, readAlong: () => deps.purges?.readAlong?.() ?? null });
   const fillFromL2AndOrigin = createFill({
     ...deps,
     outbox,

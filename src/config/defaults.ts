@@ -9,17 +9,17 @@ import { ISOLATE_LATE_MS } from "../shared/leases";
 export const DEFAULT_POLICIES = Object.fromEntries(RESOURCE_NAMES.map((name) => [name, RESOURCES[name].defaults])) as Record<ResourceName, ResourcePolicy>;
 
 export const DEFAULTS = {
-  /** 32 MiB of a Worker isolate's 128 MB: room for tens of thousands of entries and the runtime. */
-  l1MaxBytes: 32 * 1024 * 1024,
   /**
-   * The most L1_MAX_BYTES may ask for. An isolate is killed past 128 MB of
-   * heap, and everything this tier keeps must fit with room to spare: L1
-   * (≤ 64 MiB) + rendered pages (8 MiB) + the known-ids filter held twice
-   * while a new version loads (≤ 2 × 6 MiB) = 84 MiB, leaving over 40 MB
-   * for the runtime, the code and the requests in flight. Sizes are counted
-   * as twice the JSON length (codec.ts), close to what V8 holds.
+   * 32 MiB of a Worker isolate's 128 MB: room for tens of thousands of
+   * entries and the runtime. L1_MAX_BYTES may ask for twice this at most
+   * (config/index.ts). An isolate is killed past 128 MB of heap, and
+   * everything this tier keeps must fit with room to spare: L1 (≤ 64 MiB) +
+   * rendered pages (8 MiB) + the known-ids filter held twice while a new
+   * version loads (≤ 2 × 6 MiB) = 84 MiB, leaving over 40 MB for the
+   * runtime, the code and the requests in flight. Sizes are counted as
+   * twice the JSON length (codec.ts), close to what V8 holds.
    */
-  l1MaxBytesLimit: 64 * 1024 * 1024,
+  l1MaxBytes: 32 * 1024 * 1024,
   /**
    * Rendered pages kept per isolate, keyed by the versions they were made
    * from (8 MiB ≈ 800 product pages of 10 KB): an L1-hit page then costs about what
@@ -47,17 +47,26 @@ export const DEFAULTS = {
   l2ProbeTimeoutMs: 500,
   /** A place in the request's connection gate outlives its L2 call's budget by this much (shared/subrequests.ts). */
   l2GateGraceMs: 1000,
-  /** A key's L2 read counts as under way this long past its budget, for pages that join it (a read whose request vanished lapses then). */
-  l2ReadLeaseGraceMs: 50,
+  /**
+   * How late past its budget this isolate may read an L2 reply: a key's L2
+   * read counts as under way this long past its budget, for pages that join
+   * it (a read whose request vanished lapses then); and an isolate running
+   * later than this (overload/lag.ts) may read a reply after its budget ran
+   * out, so that a call without an answer is then not taken for a Redis
+   * that hangs (a fill's claim or poll waits on: cache/readThrough.ts,
+   * redisSilence). Below it, the isolate reads replies on time, and no
+   * answer means Redis's silence.
+   */
+  l2ReadLeaseGraceMs: ISOLATE_LATE_MS,
   /**
    * The backlog of writes L2 could not take (design: a double fault must not
-   * lose what the fleet fetched; cache/l2/l2.ts): the newest l2BacklogMax, at
-   * most l2BacklogMaxBytes of values, replayed a call's worth at a time (one
+   * lose what the fleet fetched; cache/l2/l2.ts): the newest writes, at
+   * most this many bytes of values (each counted at least 200 bytes, so the
+   * bound holds their count too), replayed a call's worth at a time (one
    * script run), a few calls per request, once L2 answers again. Replays are
    * version- and purge-guarded like any fill's write, so a late one never
    * wins over newer data.
    */
-  l2BacklogMax: 256,
   l2BacklogMaxBytes: 2 * 1024 * 1024,
   /** Backlog calls per flush: the rest waits for the next request, which has its own subrequest budget. */
   l2BacklogBatchesPerFlush: 4,
@@ -238,14 +247,6 @@ export const DEFAULTS = {
   originBreakerFailures: 10,
   /** How long that breaker stays open before one probe. */
   originBreakerCoolDownMs: 2000,
-  /**
-   * An isolate this late (overload/lag.ts) may read a Redis reply after its
-   * budget ran out: a call without an answer is then not taken for a Redis
-   * that hangs (a fill's claim or poll waits on; cache/fill/fill.ts). Below it,
-   * the isolate reads replies on time, and no answer means Redis's silence.
-   * The lateness past which a time-out is the isolate's own (shared/leases.ts).
-   */
-  isolateLateMs: ISOLATE_LATE_MS,
   /** Failures (among the last 20 calls, and at least half of them) that open the L2 breaker, and how long it stays open before a probe. */
   l2BreakerFailures: 5,
   l2BreakerCoolDownMs: 5000,

@@ -338,7 +338,7 @@ export function parseConfig(env: Env): Config {
     l2: setting(() => parseL2(env), null),
     purgeToken: env.PURGE_TOKEN ? env.PURGE_TOKEN : null,
     publicUrl,
-    l1MaxBytes: number("L1_MAX_BYTES", 1024 * 1024, DEFAULTS.l1MaxBytesLimit, DEFAULTS.l1MaxBytes),
+    l1MaxBytes: number("L1_MAX_BYTES", 1024 * 1024, 2 * DEFAULTS.l1MaxBytes, DEFAULTS.l1MaxBytes),
     l2TimeoutMs: number("L2_TIMEOUT_MS", 5, 5000, DEFAULTS.l2TimeoutMs),
     l2ReadReplicas: onOffSetting("L2_READ_REPLICAS", false),
     lockTtlMs: DEFAULTS.lockTtlMs,

@@ -128,7 +128,7 @@ export function isIsolateError(error: unknown): boolean {
  * How late this isolate may run and still read replies on time: a failure
  * noticed later than this (or a quarter of its budget) past its budget is the
  * isolate's delay (noticedLate), and so is a missing reply while the isolate's
- * lag is past it (config/defaults.ts, isolateLateMs).
+ * lag is past it (config/defaults.ts, l2ReadLeaseGraceMs).
  */
 export const ISOLATE_LATE_MS = 50;
 

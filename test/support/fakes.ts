@@ -162,12 +162,5 @@ export function fakeStore() {
 
 /** The tier's outbox of claims and writes (src/cache/l2/outbox.ts) over `l2`, with the tier's numbers. */
 export function testOutbox(l2: L2, clock: Clock, sleep: (ms: number) => Promise<void>): Outbox {
-  return createOutbox(l2, {
-    clock,
-    sleep,
-    holdMs: DEFAULTS.writeHoldMs,
-    maxItems: DEFAULTS.outboxItemsPerCall,
-    maxBytes: DEFAULTS.outboxBytesPerCall,
-    maxWaitMs: DEFAULTS.lockTtlMs,
-  });
+  return createOutbox(l2, { clock, sleep, maxWaitMs: DEFAULTS.lockTtlMs });
 }

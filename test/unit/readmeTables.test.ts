@@ -97,7 +97,7 @@ describe("the policy numbers the README gives in its tables and prose", () => {
   it("are config/defaults.ts's: each phrase, made from the number, is in the README", () => {
     const phrases = [
       // The configuration table.
-      `1 – ${DEFAULTS.l1MaxBytesLimit / MiB} MiB`,
+      `1 – ${(2 * DEFAULTS.l1MaxBytes) / MiB} MiB`,
       `lock claims get ${DEFAULTS.l2ClaimTimeoutMs} ms, background writes ${DEFAULTS.l2WriteTimeoutMs / 1000} s`,
       `at most ${DEFAULTS.originMaxQueued} callers, ${DEFAULTS.originQueueWaitMs / 1000} s`,
       `among at most ${DEFAULTS.coldPagesQueued}`,
@@ -112,7 +112,7 @@ describe("the policy numbers the README gives in its tables and prose", () => {
       `after the breaker opens (${DEFAULTS.l2BreakerFailures} failures)`,
       `failures over ${ISOLATE_STALL_MS} ms, then a ${DEFAULTS.l2ProbeTimeoutMs}-ms probe`,
       `a PING every ${DEFAULTS.l2RecoveryProbeEveryMs} ms`,
-      `the newest ${DEFAULTS.l2BacklogMax}, ≤ ${DEFAULTS.l2BacklogMaxBytes / MiB} MiB per isolate`,
+      `the newest, ≤ ${DEFAULTS.l2BacklogMaxBytes / MiB} MiB per isolate`,
       `at least ${DEFAULTS.originBreakerFailures} of its last ${4 * DEFAULTS.originBreakerFailures} calls failed and they are at least half: no calls for ${DEFAULTS.originBreakerCoolDownMs / 1000} s`,
       `1 product fetch per such id per isolate per ${DEFAULTS.rejectedAnswerTtl} s`,
       `\`Retry-After: ${PAGE_RETRY_AFTER_SECONDS}\``,

@@ -9,14 +9,11 @@
 //        │                                            (at once if the winner gave up its lock)
 //        └─L2 unavailable ────────▶ origin (writes dropped)
 //
-// Each step has its own bound: the claim its L2 budget (l2ClaimTimeoutMs), the
-// wait lockTtlMs (lockWait.ts), the origin call the service's timeout (its
-// queue for a slot included). The origin call always gets the whole of that
-// timeout: the time spent before it was spent waiting on Redis or on another
-// isolate, and cutting the origin's budget by it turned a busy isolate's delay
-// into a 503 for a product the origin would have answered in 20 ms. A failing
-// origin still turns into a 503 or a default in bounded time (the sum of the
-// three), never into a queue of waiters.
+// Each step has its own bound (fillBoundMs, their sum): the claim its L2
+// budget, the wait lockTtlMs (lockWait.ts), the origin call the service's
+// whole timeout, never cut by the time spent waiting before it (that turned a
+// busy isolate's delay into a 503 for a product the origin would have
+// answered in 20 ms).
 import type { Background } from "../../shared/subrequests";
 import type { Config } from "../../config";
 import { originCallBoundMs, type OriginClient } from "../../origin/client";
@@ -171,11 +168,6 @@ export function createFill(deps: FillDeps) {
     };
   }
 
-  /** Queues `write` with the isolate's other writes (l2/outbox.ts). */
-  function send(write: FillWrite, context: FillContext): void {
-    outbox!.write(write, context.background);
-  }
-
   /**
    * Lets go of this fill's lock without storing anything, so that waiters
    * and other isolates stop waiting: as a write with no value, sent with the
@@ -184,35 +176,29 @@ export function createFill(deps: FillDeps) {
    */
   function releaseLock(key: string, token: string, context: FillContext): void {
     const lock = lockKey(config.keyPrefix, key);
-    send({ key, lock, purgeMarker: purgeMarkerKey(config.keyPrefix, key), value: "", version: 0, fetchedAt: 0, ttlMs: 1, lockToken: token }, context);
+    const write = { key, lock, purgeMarker: purgeMarkerKey(config.keyPrefix, key), value: "", version: 0, fetchedAt: 0, ttlMs: 1, lockToken: token };
+    outbox!.write(write, context.background);
   }
 
   /**
    * Whether a fill's write may wait for a lock claim of this isolate to
-   * carry it (l2/outbox.ts, DEFAULTS.writeHoldMs at most) rather than go at once:
-   * most fills are a product's first view in this isolate, or a refresh of a
-   * copy served meanwhile, and nobody else waits for them; so at a few pages
-   * a second, where claims are hundreds of milliseconds apart, a write that
-   * went on its own was a call per fill, and Redis's commands a page grew
-   * with the isolates sharing a load (bench:fleet). Not when others are
-   * likely to wait for it:
-   * - other requests here joined the fill: a herd, likely in other isolates too;
-   * - the key was purged lately (within a poll and a lock's life): every
-   *   isolate that held a copy comes back for it as it learns of the purge,
-   *   and their claims find this lock (held 1 s more, a purge storm's reach
-   *   at 16 isolates went from 0.36 to 1.4 s at its median);
-   * - its lock would not outlive the hold by half its life (a slow origin):
-   *   another isolate would take the lock over and fetch again.
+   * carry it (l2/outbox.ts, DEFAULTS.writeHoldMs at most) rather than go at
+   * once: not when others are likely to wait for it (nobodyElseWaits), nor
+   * when its lock would not outlive the hold by half its life (a slow
+   * origin: another isolate would take the lock over and fetch again). Why:
+   * docs/architecture.md, "A write somebody may be waiting for is not held".
    */
   function mayWait(context: FillContext, claimedAt: number): boolean {
     return nobodyElseWaits(context, claimedAt) && clock.now() + DEFAULTS.writeHoldMs <= claimedAt + config.lockTtlMs / 2;
   }
 
   /**
-   * Nobody but this fill's own requests is likely to wait for it: nobody here
-   * joined it, and its key was not purged lately (the first two reasons
-   * above), as this isolate knows now. A refresh's claim may then wait for a
-   * claim call to carry it too, until either changes.
+   * Nobody but this fill's own requests is likely to wait for it, as this
+   * isolate knows now: nobody here joined it (a herd, likely in other
+   * isolates too), and its key was not purged lately, within a poll and a
+   * lock's life (every isolate that held a copy comes back for it). A
+   * refresh's claim may then wait for a claim call to carry it too, until
+   * either changes.
    */
   function nobodyElseWaits(context: FillContext, at: number): boolean {
     const purgedAt = context.purgedAt?.() ?? context.freshAfter;
@@ -237,7 +223,8 @@ export function createFill(deps: FillDeps) {
       lockToken: token,
       patient: mayWait(context, claimedAt),
     };
-    send(write, context);
+    // With the isolate's other writes (l2/outbox.ts).
+    outbox!.write(write, context.background);
   }
 
   async function fillThroughL2(l2: L2, calls: FillCalls, key: string, context: FillContext): Promise<Entry> {

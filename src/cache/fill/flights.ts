@@ -1,13 +1,9 @@
 // One fill per key in this isolate, shared by every request that wants it
 // while it runs. The fill belongs to the request that started it (and runs
-// under its `waitUntil`); the others never await its promise: they watch, on
-// timers of their own, for the plain result it leaves (src/shared/leases.ts,
-// pollUntil). The fill is a lease: once past its bound, whatever became of
-// its request, the next reader starts a new one. lru-cache's own
-// `fetchMethod` coalescing is not used for this: it cannot be taken over, and
-// it aborts an in-flight fetch (an AbortController of the request that
-// started it) from whichever request evicts or overwrites the key, which
-// Workers refuse ("Cannot perform I/O on behalf of a different request").
+// under its `waitUntil`); the others watch, on timers of their own, for the
+// plain result it leaves, and the fill is a lease: past its bound the next
+// reader starts a new one. Why not lru-cache's `fetchMethod`: rule 2 of
+// docs/architecture.md#sharing-work-across-requests-in-one-isolate.
 import type { Config } from "../../config";
 import { isAnswerAboutId, OriginError } from "../../origin/failure";
 import type { Clock } from "../../shared/clock";

@@ -51,13 +51,10 @@ export function createLockWait({ config, l2Entries, clock, redisSilent }: LockWa
    * without one (its origin fetch failed), L2 is skipped (its breaker
    * opened), or `lockTtlMs` is spent. Giving up is a reason to fetch, not an
    * error. A poll that failed while the breaker stays closed is one poll
-   * lost, not news that L2 is gone: under a herd, a saturated isolate reads
-   * a reply late, and taking that for an outage made it fetch what the
-   * winner was about to write. Only when Redis is silent (redisSilent: it
-   * answered before, nothing since, and the isolate keeps up) and the claim
-   * again (`reclaim`) gets no answer either does the wait end: one poll
-   * unanswered on a busy machine, while the winner held the lock, was a
-   * second origin fetch for a herd's product (bench:fleet at 16 isolates).
+   * lost (a saturated isolate reads replies late): only when Redis is silent
+   * (redisSilent) and the claim again (`reclaim`) gets no answer either does
+   * the wait end, where one poll unanswered on a busy machine was a second
+   * origin fetch for a herd's product (bench:fleet at 16 isolates).
    *
    * It stops ("departed") before a poll once nobody waits for the fill.
    *

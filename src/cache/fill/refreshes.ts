@@ -44,11 +44,9 @@ export function createRefreshes({ clock, random, origin, flights, fillContext }:
 
   /**
    * How much of the refresh-ahead share this isolate uses, drawn once in
-   * [0.5, 1). Isolates hold copies of one L2 write, with the same deadlines:
-   * with the same share they would all refresh a popular product at the same
-   * moment, race for its lock, and the losers would poll L2 until the
-   * winner wrote. Apart, the first to refresh writes L2, and the others'
-   * claims find its copy there (one call, no lock, no origin fetch).
+   * [0.5, 1): isolates holding copies of one L2 write would otherwise all
+   * refresh a popular product at once and race for its lock; apart, the
+   * others' claims find the first one's copy (one call, no lock, no fetch).
    */
   const refreshAheadSpread = 0.5 + random() / 2;
 

@@ -7,12 +7,9 @@
 // entry stale (soft purge) without decoding. The payload is JSON (`j`) or, above the size threshold, gzip
 // bytes as base64 text (`z`): @upstash/redis carries strings, not bytes.
 //
-// What comes back from Redis is untrusted: an older release may have written
-// it, or anybody who can reach Redis. A value is an entry only if all of it
-// checks out, cheapest first: its length, the header's numbers, the
-// decompressed size (gunzip stops at the cap), and the data against the
-// origin contract's schema for the resource and id of its key. Anything else
-// is reported as invalid, with the reason, and is never used.
+// What comes back from Redis is untrusted (docs/architecture.md#keys-and-values-in-redis):
+// a value is an entry only if all of it checks out, cheapest first; anything
+// else is reported as invalid, with the reason, and is never used.
 //
 // gzip goes through node:zlib, not DecompressionStream: workerd's
 // DecompressionStream inflates all of a written chunk before the first read

@@ -1,18 +1,13 @@
 // The Redis calls of one page's fills, made together (issue: Redis commands
-// per page). A cold page fills up to four resources: the lock claims made in
-// one turn of the event loop go out as one script run, and when their locks
-// are another isolate's, the waits poll L2 together: one MGET a round for
-// every key still waited for, where four waits polling apart spent the
-// request's subrequest budget (45) in about a second of a slow winner, and
-// then could not even fetch. The claims may share a call with other
-// requests' claims, which carries the writes waiting then (outbox.ts).
+// per page): the lock claims made in one turn of the event loop go out as
+// one script run (with other requests' claims and the writes waiting then:
+// outbox.ts), and the waits of claims that lost poll L2 together, one MGET a
+// round for every key still waited for (four waits polling apart spent the
+// request's subrequest budget in about a second of a slow winner).
 //
-// A batch belongs to one request (the read that created it) and to the fills
-// that request starts: nothing in it is shared with another request
-// (docs/architecture.md#sharing-work-across-requests-in-one-isolate); its
-// claims reach the outbox as plain data, and their answers come back the
-// same way. A fill of another request that joins one of these fills waits
-// for the fill, not for the batch.
+// A batch belongs to one request and the fills it starts: nothing in it is
+// shared with another request; a fill of another request that joins one of
+// these fills waits for the fill, not for the batch.
 import type { Background } from "../../shared/subrequests";
 import type { Outbox } from "./outbox";
 import type { ClaimOptions, FillClaim, FillClaimRequest, L2 } from "./l2";

@@ -110,22 +110,15 @@ export interface L2 {
    */
   readMany(keys: string[], options?: L2ReadOptions): Promise<(string | null | undefined)[]>;
   /**
-   * Claims the fills of several keys in one call (one script run): the
-   * claims of one page's fills (fillBatch.ts). For each, SET lock NX PX,
-   * unless a value fresh beyond `freshBeyond` and fetched at or after
-   * `freshAfter` (the last purge this isolate knows for it, soft or hard) is
-   * already there, or, with `staleBeyond`, one within its stale window.
-   * Copies fetched before `notBefore` (the last hard purge) are not even an
-   * older copy. `undefined` for all when L2 is unavailable.
+   * Claims the fills of several keys in one call (one script run: CLAIM_FILLS
+   * says what each answer means), after the writes it carries; `undefined`
+   * for all when L2 is unavailable.
    */
   claimFills(claims: readonly FillClaimRequest[], options?: ClaimCallOptions): Promise<(FillClaim | undefined)[]>;
   /**
-   * Stores each write's `value` unless L2 holds a newer version or the entry
-   * was purged after `fetchedAt` (its fill began before the purge), and
-   * releases its `lock` if its token still holds it; all in one call (one
-   * script run: the fill writes of the isolate, outbox.ts). A write that
-   * L2 cannot take now (breaker open, failure) waits in a bounded backlog for
-   * `flushBacklog`.
+   * The writes in one call (one script run: WRITE_FILLS says which land); a
+   * write L2 cannot take now (breaker open, failure) waits in a bounded
+   * backlog for `flushBacklog`.
    */
   writeFills(writes: readonly FillWrite[]): Promise<(boolean | undefined)[]>;
   /**
@@ -195,11 +188,8 @@ export interface L2Options {
   timing?: CallTiming;
 }
 
-// The scripts read keys that anybody with access to Redis may have written
-// (whatever Redis holds is untrusted): a value that is not one of theirs
-// (another type, which MGET answers as nil; a marker that is not a time)
-// counts as absent. A script error would fail every fill of that key, and
-// its write, kept in the backlog to be replayed, every replay after it.
+// The scripts read what they did not write as absent, never as an error
+// (docs/architecture.md#keys-and-values-in-redis).
 //
 // Each part reads everything it needs in one MGET, then writes: every call
 // a script makes is a command Redis runs (and bills, on Upstash), and on
@@ -274,19 +264,15 @@ return writeFills(KEYS, ARGV)
 // writes go first: a claim of a key whose write rides along finds its value.
 //
 // A lock held is taken over when its fill is spent: it began before the last
-// purge the claimer knows of (freshAfter: what it fetches is not fresh for
-// anybody who knows of that purge), or its value, or a newer one, is stored
-// (fetched at or after the lock was claimed). The lock's value says when it
-// was claimed (lockToken). So a write that lands leaves its lock to its TTL
-// (writeFills): deleting it was a call per item for what the next claim
-// judges anyway. A lock is a fill's only if it holds a token (lockToken:
-// digits, a dot, a UUID) and lives no longer than a lock's TTL: anything else
-// (another release's lock, a bad writer, a restored backup, another type)
-// was never a fill's and is taken over at once, where it used to hold this
-// key's fills for as long as its TTL (minutes: every visitor of the page
-// waited the lock's whole life, then fetched alone). A claimer whose lock
-// lives shorter than the holder's (a rollout of a release that changed it)
-// takes a real lock over early: one fetch more, never a wait.
+// purge the claimer knows of (freshAfter), or its value, or a newer one, is
+// stored (fetched at or after the lock was claimed, which its lockToken
+// says): so a write that lands leaves its lock to its TTL (writeFills), for
+// the next claim to judge. A lock is a fill's only if it holds a token
+// (digits, a dot, a UUID) and lives no longer than a lock's TTL: anything
+// else was never a fill's and is taken over at once
+// (docs/architecture.md#coalescing). A claimer whose lock lives shorter than
+// the holder's (a rollout that changed it) takes a real lock over early: one
+// fetch more, never a wait.
 const CLAIM_FILLS = `${WRITE_FILLS_FUNCTION}
 local writes, alongCount = tonumber(ARGV[2]), tonumber(ARGV[3])
 local written = {}
@@ -373,7 +359,7 @@ function client(url: string, token: string, timeoutMs: number): Redis {
   });
 }
 
-function emptyStats(): L2Stats {
+export function emptyStats(): L2Stats {
   return { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0, outagesDismissed: 0 };
 }
 
@@ -420,11 +406,8 @@ export function createL2({
     onRecovered: () => flushBacklog(),
   });
   // Newest kept: lru-cache evicts the least recently set first. Plain data only: it is replayed from other requests.
-  const backlog = new LRUCache<string, Pending>({
-    max: DEFAULTS.l2BacklogMax,
-    maxSize: DEFAULTS.l2BacklogMaxBytes,
-    sizeCalculation: (pending) => pending.write.value.length + 200,
-  });
+  // Each counted 200 bytes more than its value (the Pending, its write's keys, lru-cache's slots): the byte bound holds the count too.
+  const backlog = new LRUCache<string, Pending>({ maxSize: DEFAULTS.l2BacklogMaxBytes, sizeCalculation: (pending) => pending.write.value.length + 200 });
   /** The flush under way, as a lease (shared/leases.ts): a flush whose request vanished lapses at its budget. */
   let flushingUntil = 0;
 

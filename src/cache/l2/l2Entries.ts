@@ -1,10 +1,8 @@
 // Entries read from L2, as the read path and the fill take them: decoded and
-// checked (codec.ts), or a miss. A value that is not a valid entry (corrupt,
-// from an older release, oversized, a gzip bomb) is never used and never
-// reaches L1, so it cannot outlive the read that found it; it is deleted from
-// L2 in the background, but only while Redis still holds that bad value (a
-// fill may have replaced it meanwhile), and counted (status page) and logged
-// (`l2_invalid_value`, at most one line per reason per interval).
+// checked (codec.ts), or a miss. A value that is not a valid entry never
+// reaches L1; it is deleted from L2 in the background while Redis still
+// holds that bad value, counted and logged
+// (docs/architecture.md#keys-and-values-in-redis).
 import type { Background } from "../../shared/subrequests";
 import type { Config, ResourcePolicy } from "../../config";
 import { createRateLimitedLog, type RateLimitedLog } from "../../shared/log";

@@ -1,24 +1,12 @@
 // The isolate's lock claims and fill writes on their way to Redis, one outbox
-// per shard (issue: Redis commands per page). Two published rules, and
-// three numbers (`holdMs`, `maxItems`, `maxBytes`):
-//
-// - Claims, Nagle's algorithm (RFC 896): with no claim call of the shard
-//   out, a claim goes at once; while one is out, new claims wait for it to
-//   come back, then go together in one call. The gathering follows the load
-//   with no window to size: an idle isolate's claim never waits, a busy
-//   one's claims share a call per Redis round trip. A refresh's claim that
-//   nobody else is likely to wait for (FillClaimRequest.patient) is held as
-//   a write is, below, until somebody joins its fill or its key is purged.
-// - Writes, write-behind (a write-back cache's deferred write): nobody waits
-//   for a fill's write, so it rides with the next claim call of its shard,
-//   or goes `holdMs` after it came if none came meanwhile, or at once with
-//   the others when a call's worth waits. At a few pages a second an isolate
-//   claims every few hundred milliseconds, and a write sent on its own was a
-//   call per fill: Redis's commands a page grew with the number of isolates
-//   sharing a load (bench:fleet). A write others may be waiting for (fill.ts,
-//   mayWait: others joined its fill here, its key was purged lately, or its
-//   lock is short) is not held: it goes as a claim does, at once, or with
-//   the next call once the claim call out comes back.
+// per shard (issue: Redis commands per page). Claims follow Nagle's algorithm
+// (RFC 896): with no claim call of the shard out a claim goes at once, else
+// it waits for that call to come back and goes with the others. Writes are
+// write-behind: one rides with the next claim call of its shard, or goes
+// `holdMs` after it came, or at once with a call's worth; a write others may
+// wait for (FillWrite.patient false: fill.ts, mayWait) and a refresh's claim
+// that somebody joined (FillClaimRequest.patient) are not held. Why, and what
+// the hold costs: docs/architecture.md, "Claims and writes share calls".
 //
 // A call takes claims first, then the oldest writes, `maxItems` in all and,
 // past the first write, `maxBytes` of values; what a call could not take goes
@@ -39,16 +27,17 @@ import { DEFAULTS } from "../../config/defaults";
 import type { Clock } from "../../shared/clock";
 import { pollPauses } from "../../shared/leases";
 import type { FillClaim, FillClaimRequest, FillWrite, L2, ReadAlong } from "./l2";
+import { perGroup } from "./shardedL2";
 
 export interface OutboxOptions {
   clock: Clock;
   sleep: (ms: number) => Promise<void>;
-  /** How long a write nobody is known to wait for waits for a claim call to carry it. */
-  holdMs: number;
-  /** Claims and writes in one call at most. */
-  maxItems: number;
-  /** The writes' values' characters in one call at most (one larger write still goes, alone). */
-  maxBytes: number;
+  /** How long a write nobody is known to wait for waits for a claim call to carry it (unit tests: other than DEFAULTS.writeHoldMs). */
+  holdMs?: number;
+  /** Claims and writes in one call at most (DEFAULTS.outboxItemsPerCall). */
+  maxItems?: number;
+  /** The writes' values' characters in one call at most, one larger write still going alone (DEFAULTS.outboxBytesPerCall). */
+  maxBytes?: number;
   /** A write that waited this long is dropped: its lock has lapsed, and another isolate has likely filled the key since. */
   maxWaitMs: number;
   /** What a claim call reads along, asked as it goes out (null: nothing this time). */
@@ -105,7 +94,8 @@ interface Lane {
   sendFor: number;
 }
 
-export function createOutbox(l2: L2, options: OutboxOptions): Outbox {
+export function createOutbox(l2: L2, given: OutboxOptions): Outbox {
+  const options = { holdMs: DEFAULTS.writeHoldMs, maxItems: DEFAULTS.outboxItemsPerCall, maxBytes: DEFAULTS.outboxBytesPerCall, ...given };
   const { clock } = options;
   const lanes = new Map<string, Lane>();
   const stats: Omit<OutboxStats, "queued"> = { claimCalls: 0, claims: 0, joined: 0, lapsed: 0, carried: 0, writeCalls: 0, expired: 0 };
@@ -268,23 +258,11 @@ export function createOutbox(l2: L2, options: OutboxOptions): Outbox {
     async claim(requests, background) {
       if (requests.length === 0) return [];
       // A page's keys share a shard (l2/shardedL2.ts: by product id); a request filling several products may span shards.
-      const byLane = new Map<Lane, number[]>();
-      requests.forEach((request, index) => {
-        const lane = laneOf(request.key);
-        byLane.set(lane, [...(byLane.get(lane) ?? []), index]);
-      });
-      const answers: (FillClaim | undefined)[] = new Array(requests.length);
-      await Promise.all(
-        [...byLane].map(async ([lane, indexes]) => {
-          const got = await claimOn(
-            lane,
-            indexes.map((index) => requests[index]!),
-            background,
-          );
-          indexes.forEach((index, i) => (answers[index] = got[i]));
-        }),
+      return perGroup(
+        requests,
+        (request) => laneOf(request.key),
+        (lane, ofLane) => claimOn(lane, ofLane, background),
       );
-      return answers;
     },
     write(write, background) {
       const lane = laneOf(write.key);

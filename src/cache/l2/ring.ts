@@ -21,11 +21,11 @@ export interface Ring {
   readonly size: number;
 }
 
-export function createRing(members: readonly RingMember[], virtualNodes = VIRTUAL_NODES_PER_WEIGHT): Ring {
+export function createRing(members: readonly RingMember[]): Ring {
   if (members.length === 0) throw new Error("a ring needs at least one member");
   const points: { at: number; owner: number }[] = [];
   members.forEach((member, owner) => {
-    const count = Math.max(1, Math.round(virtualNodes * (member.weight ?? 1)));
+    const count = Math.max(1, Math.round(VIRTUAL_NODES_PER_WEIGHT * (member.weight ?? 1)));
     for (let i = 0; i < count; i++) points.push({ at: hash32(`${member.name}#${i}`), owner });
   });
   points.sort((a, b) => a.at - b.at || a.owner - b.owner);

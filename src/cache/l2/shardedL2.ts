@@ -10,7 +10,7 @@
 // L2, never a page. A page's reads cost one round trip per shard involved,
 // all in parallel.
 import type { Redis } from "@upstash/redis/cloudflare";
-import type { L2, L2Stats } from "./l2";
+import { emptyStats, type L2, type L2Stats } from "./l2";
 import type { L2CallOptions } from "./l2Guard";
 import type { Ring } from "./ring";
 
@@ -19,35 +19,39 @@ export function routingKeyOf(key: string): string {
   return key.slice(key.lastIndexOf(":") + 1);
 }
 
+/** Items by their group (a shard, an outbox's lane), each group with its items' positions in `items`. */
+function inGroups<T, G>(items: readonly T[], groupOf: (item: T) => G): Map<G, { items: T[]; positions: number[] }> {
+  const groups = new Map<G, { items: T[]; positions: number[] }>();
+  items.forEach((item, position) => {
+    const group = groupOf(item);
+    let members = groups.get(group);
+    if (!members) groups.set(group, (members = { items: [], positions: [] }));
+    members.items.push(item);
+    members.positions.push(position);
+  });
+  return groups;
+}
+
+/** `call` once per group with that group's items, in parallel; the answers back in the items' order. */
+export async function perGroup<T, G, A>(items: readonly T[], groupOf: (item: T) => G, call: (group: G, items: T[]) => Promise<A[]>): Promise<A[]> {
+  const answers: A[] = new Array(items.length);
+  await Promise.all(
+    [...inGroups(items, groupOf)].map(async ([group, members]) => {
+      const found = await call(group, members.items);
+      members.positions.forEach((position, i) => (answers[position] = found[i]!));
+    }),
+  );
+  return answers;
+}
+
 export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
   if (shards.length !== ring.size) throw new Error("one ring member per shard");
   const home = shards[0]!;
   const shardOf = (key: string) => shards[ring.ownerOf(routingKeyOf(key))]!;
 
-  /** Items by the shard holding their key, each with its positions in `items`. */
-  function byShard<T>(items: readonly T[], keyOf: (item: T) => string): Map<L2, { items: T[]; positions: number[] }> {
-    const groups = new Map<L2, { items: T[]; positions: number[] }>();
-    items.forEach((item, position) => {
-      const shard = shardOf(keyOf(item));
-      let group = groups.get(shard);
-      if (!group) groups.set(shard, (group = { items: [], positions: [] }));
-      group.items.push(item);
-      group.positions.push(position);
-    });
-    return groups;
-  }
-
-  /** `call` once per shard with that shard's items, in parallel; the answers back in the items' order. */
-  async function perShard<T, A>(items: readonly T[], keyOf: (item: T) => string, call: (shard: L2, items: T[]) => Promise<A[]>): Promise<A[]> {
-    const answers: A[] = new Array(items.length);
-    await Promise.all(
-      [...byShard(items, keyOf)].map(async ([shard, group]) => {
-        const found = await call(shard, group.items);
-        group.positions.forEach((position, i) => (answers[position] = found[i]!));
-      }),
-    );
-    return answers;
-  }
+  const byShard = <T>(items: readonly T[], keyOf: (item: T) => string) => inGroups(items, (item) => shardOf(keyOf(item)));
+  const perShard = <T, A>(items: readonly T[], keyOf: (item: T) => string, call: (shard: L2, items: T[]) => Promise<A[]>) =>
+    perGroup(items, (item) => shardOf(keyOf(item)), call);
 
   return {
     shards: shards.flatMap((shard) => shard.shards),
@@ -55,16 +59,7 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
       return home.breaker;
     },
     get stats() {
-      const sum: L2Stats = {
-        skipped: 0,
-        failures: 0,
-        droppedWrites: 0,
-        isolateErrors: 0,
-        replayedWrites: 0,
-        countedTimeouts: 0,
-        countedErrors: 0,
-        outagesDismissed: 0,
-      };
+      const sum = emptyStats();
       for (const shard of shards) {
         for (const name of Object.keys(sum) as (keyof L2Stats)[]) sum[name] += shard.stats[name];
       }

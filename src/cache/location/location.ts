@@ -1,30 +1,14 @@
 // The location tier: the Workers Cache API of this data center, shared by
 // every isolate there and kept across deploys and restarts, between L1 and
-// L2 (docs/architecture.md#the-location-tier).
-//
-// A product page's parts are kept together, one copy per page: a page that
-// lacks parts makes one lookup, and a page whose parts were filled makes one
-// put, where a copy per part cost up to four of each, every one a subrequest
-// that workerd carries as HTTP (docs/performance.md, "The location tier").
-// Each part is stored as L2 stores it (l2/codec.ts: version and deadlines in
-// clear, then the data), but as JSON text however large, unless it would be
-// too long for a value's cap (then gzipped, as in L2): the Cache API is not
-// billed by the byte, and gzip cost every put (a page's copy is put again
-// each time one of its parts is refreshed) a compression, and every read a
-// base64 decoding and an inflation. The parts lie one after the other in the
-// body, with a header that says each part's length; the copy carries the purge-log
-// position its isolate had read when it judged the parts (PurgeStamp). The
-// URL is synthetic, built from the page's id (validated). Any Worker on the
-// zone can write there, so what comes back is checked as L2's values are
-// (framing, size, header, schema for its key), part by part; anything else is
-// a miss. This file only stores and reads copies: whether a part may be
-// served (the purges it missed, the stamp this isolate can vouch for) is the
-// read path's call (pageSteps.ts, readFromLocation); what a copy holds, the
-// read-through's (readThrough.ts, keepInLocation).
-//
-// A copy can be deleted only in the data center that holds it, and purges
-// are recorded in Redis, so nothing here is ever deleted on a purge: every
-// copy is judged on every read, as L1's entries are.
+// L2. What a copy holds (a page's parts together, each as L2 stores it but
+// as JSON unless past a value's cap, framed by a header, stamped with the
+// purge-log position its isolate had read), why, and why no purge ever
+// deletes one: docs/architecture.md#the-location-tier. Any Worker on the
+// zone can write there, so what comes back is checked as L2's values are,
+// part by part; anything else is a miss. This file only stores and reads
+// copies: whether a part may be served is the read path's call (pageSteps.ts,
+// readFromLocation); what a copy holds, the read-through's (readThrough.ts,
+// keepInLocation).
 import type { Config } from "../../config";
 import { DEFAULTS } from "../../config/defaults";
 import { PAGE_RESOURCES, RESOURCES, type ResourceName } from "../../origin/resources";
