@@ -1,60 +1,22 @@
-// Admission of new work (docs/architecture.md#overload): a page that L1 can
-// serve is always served; a page that needs new work (an L1 miss: an L2 read,
-// a lock claim, an origin fetch) starts it only while the isolate keeps up:
-// while it runs at most 30 ms late (./lag.ts, DEFAULTS.shedLagMs), with
-// fewer than COLD_PAGES_MAX such pages in progress.
-//
-// Every request an isolate takes queues behind the work already in it, and
-// a cold page's work (replies to parse, a page to render) lands in that
-// queue. Holding new cold work back while the isolate runs late keeps the
-// queue that cached pages wait in short, whoever fills it: a crawler, a
-// flood of first views, visitors who leave. While it runs late, only
-// minColdPages cold pages are in progress, so that they never stop
-// altogether, and a page held back for patienceMs goes while fewer than
-// patientColdPages are in progress: under clients that keep the isolate late
-// for good with cached pages, cold pages are late, not refused. (An
-// allowance that shrank while the isolate ran late and grew back while it
-// kept up, as TCP's window, was tried: under a closed-loop load that kept
-// the isolate late whatever the cold pages did, it sat at its floor and shed
-// 16-18% of a soak's pages, against 4% for this gate.)
-//
-// While most recent pages start new work (a crawler, a flood of first
-// views), the cold pages are what makes the isolate late, and what waits
-// ahead of a cached page is what the cold pages in progress have landed in
-// the queue: past mostlyCold.coldPages in progress, another starts only
-// while the lag is all but nothing (mostlyCold.lagMs), never on patience.
-// The lag meter follows the queue a round trip late; the count bounds it at
-// once.
-//
-// A page held back waits for its turn on its own timers, which costs the
-// CPU nothing, in a bounded queue for a bounded time (COLD_PAGE_WAIT_MS;
-// shared/limiter.ts); a page with a copy usable on error does not wait.
-// Past either bound it is shed: its copy, or a quick 503 with Retry-After
-// (cache/pageSteps.ts, shedPage). Near the end of its wait, a page with
-// nothing to show gets a last chance: a few such pages a second go whatever
-// the bounds (a budget of cold work any isolate can afford), so that a
-// saturated isolate whose queue is not growing (closed-loop visitors, a
-// restart under ordinary traffic: the count bounds hold its cold pages back
-// while cached ones keep it late) makes its visitors wait, not fail; past
-// the budget (an overload that lasts) pages are shed as before. A
-// closed-loop client (a crawler) whose pages wait sends less meanwhile,
-// which is how the lag comes back down.
-// Before all this, while most cold pages' visitors leave before their
-// answer, a page with no copy is held (./patience.ts): whoever leaves within
-// the hold never takes a place here. Waiting pages go in the order of their
-// clients' share of the cold work (./fairShare.ts): the client holding
-// fewest first, so that a flood or a crawl waits behind everybody else; and
-// a page finding the queue full takes the place of the oldest waiting page
-// of the client holding most, if that holds more than its own
-// (shared/limiter.ts): a flood that fills the queue sheds its own pages,
-// not another client's. A client holding its share of the queue already
-// (its places shared equally among the clients holding cold pages, and at
-// least ONE_BROWSER's pages) while pages wait is told so: its next cold
-// page is not queued but answered 429 after overShareAnswerMs,
-// its work never started (queued, the pages of a flood whose visitors left
-// unseen cost the isolate their looks and, whenever nobody else waited,
-// their work: docs/performance.md, "Overload floods"); and a page of its
-// that is shed is a 429, its own excess, where another's is a 503.
+// Admission of new work. Each rule, its reason and what measured it:
+// docs/architecture.md#overload; this is the short map. A page that L1 can
+// serve is always served. A page that needs new work (an L1 miss: an L2
+// read, a lock claim, an origin fetch) starts it while the isolate keeps up
+// (./lag.ts: at most maxLagMs late) with fewer than maxColdPages in
+// progress, or else:
+// - whatever the lag, while fewer than minColdPages are in progress;
+// - once it has waited patienceMs, while fewer than patientColdPages are;
+// - while most recent pages are cold (./window.ts: a crawler, a flood of
+//   first views), past mostlyCold.coldPages in progress only while the lag
+//   is all but nothing, and never on patience;
+// - near the end of its wait, as one of lastChance.perSecond a second.
+// Otherwise it waits on its own timers (shared/limiter.ts: bounded, paced,
+// ordered by client through ./fairShare.ts, a full queue's place taken from
+// the client holding most) and past its wait is shed: its copy, or a 503
+// with Retry-After. A client already holding its share of the queue while
+// pages wait is answered 429 instead of queued (ONE_BROWSER below), and its
+// shed pages are 429s. While most visitors leave, a page with no copy is
+// held first (./patience.ts).
 import { createLimiter, LimiterFull } from "../shared/limiter";
 import { createTokenBucket } from "../shared/tokenBucket";
 import type { Clock } from "../shared/clock";

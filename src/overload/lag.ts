@@ -1,35 +1,20 @@
 // How late this isolate runs: how long its work waits behind the work
-// already queued in it. Admission (./admission.ts) reads it to decide
-// whether a page that needs new work may start it.
-//
-// Three measures, the largest recent one counts:
-//
-// - How late a reply is read. Every L2 call's time from send to reply read
-//   is reported here (cache/l2/l2Guard.ts), and every origin service's
-//   (origin/client.ts). A service answers in about the same time whatever
-//   the isolate does, so what a call takes beyond the fastest of the last
-//   10-20 s is the time its reply waited to be read: the queue that a new
-//   request, a cached page's included, waits in too. A crawler of 32
-//   connections made cached pages wait 35 ms at the median while the timer
-//   below said 5 ms (bench:soak --flood crawler): requests and replies queue
-//   where a timer does not. Each service is measured against its own
-//   fastest, and the lag is the smallest of theirs (those heard from in the
-//   last second): the isolate's queue delays every service's replies alike,
-//   while a service that got slower (Redis 63 ms slower, bench:chaos seed
-//   29111905) delays only its own, and was taken for the isolate running
-//   late until its window turned: cold pages held back, and shed.
-// - How late a call that timed out was noticed, or a 1 ms timer run right
-//   after it (cache/l2/l2Guard.ts): a fresh isolate in a herd has no reply yet
-//   to measure by, and a claim that timed out there must not be taken for a
-//   Redis that hangs (cache/fill/fill.ts). It counts as a timer sample.
-// - How late a 1 ms timer fires, for a stall with no L2 traffic to show it:
-//   one probe at a time, started by whichever request finds none out, every
-//   25 ms at most (the meter is plain data; the timer belongs to that request
-//   and runs under its `waitUntil`). A probe that has been out longer than
-//   the last sample is itself a measure: a stall is seen as it happens. One
-//   whose request was cancelled before its timer fired is forgotten after
-//   `probeLostMs`.
-//
+// already queued in it (docs/architecture.md#overload, "New work starts only
+// while the isolate keeps up", has each measure's reason and measurement).
+// Admission (./admission.ts) reads it. Three measures, the largest recent
+// one counts:
+// - How late replies are read: each L2 call and origin service reports its
+//   time from send to reply read; the running average beyond the fastest of
+//   the last 10-20 s, per service, is the time its replies waited to be read.
+//   The lag is the smallest over the services heard from in the last second:
+//   the isolate's queue delays them all alike, a service that got slower only
+//   its own.
+// - How late a call that timed out was noticed (cache/l2/l2Guard.ts): a
+//   fresh isolate has no reply to measure by yet.
+// - How late a 1 ms timer fires, for a stall with no L2 traffic: one probe
+//   at a time, started by whichever request finds none out, every `everyMs`
+//   at most; a probe still out counts already, so a stall is seen as it
+//   happens.
 // In Workers the clock moves only across I/O, and a reply or a timer is I/O:
 // the time read then is when it was handled.
 import type { Background } from "../shared/subrequests";
