@@ -90,7 +90,7 @@ async function main(): Promise<number> {
     KNOWN_IDS: "off",
     // Nobody waits for warming: Redis's calls get the background budget, not a page's 100 ms (a first call to a
     // busy or distant Redis took longer, and warm said that Redis did not answer).
-    L2_TIMEOUT_MS: String(DEFAULTS.l2WriteTimeoutMs),
+    L2_TIMEOUT_MS: String(DEFAULTS.backgroundCallMs),
   });
   const tier = createTier(config);
   // Redis first: an address that does not answer is said so, not taken for an empty hot list.

@@ -127,7 +127,7 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     coldPageLeaseMs: 2 * Math.max(...RESOURCE_NAMES.map((resource) => fillBoundMs(config, resource))),
     maxBackgroundFills: config.backgroundFillsMax,
     // A finished fill's write waits for a claim call to carry it (writeHoldMs at most: cache/l2/outbox.ts), then has the write budget.
-    backgroundFillMs: DEFAULTS.writeHoldMs + DEFAULTS.l2WriteTimeoutMs,
+    backgroundFillMs: DEFAULTS.writeHoldMs + DEFAULTS.backgroundCallMs,
     hold: {
       maxHoldMs: DEFAULTS.departureHoldMaxMs,
       departedShare: DEFAULTS.departureHoldShare,
@@ -208,7 +208,7 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
       url: shard.url,
       token: shard.token,
       timeoutMs,
-      writeTimeoutMs: DEFAULTS.l2WriteTimeoutMs,
+      writeTimeoutMs: DEFAULTS.backgroundCallMs,
       claimTimeoutMs: Math.max(timeoutMs, DEFAULTS.l2ClaimTimeoutMs),
       probeTimeoutMs: Math.max(timeoutMs, DEFAULTS.l2ProbeTimeoutMs),
       timing,
@@ -240,7 +240,7 @@ function createKnownIdsFor(config: Config, clock: Clock, metrics?: Metrics, flee
     clock,
     onChange: watchBreaker(`known-ids:${home.name}`, metrics, fleet),
   });
-  const l2 = createL2({ name: home.name, url: home.url, token: home.token, timeoutMs: DEFAULTS.knownIdsL2TimeoutMs, breaker });
+  const l2 = createL2({ name: home.name, url: home.url, token: home.token, timeoutMs: DEFAULTS.backgroundCallMs, breaker });
   // With the location tier on, new isolates take the filter's segments from this data center's copy.
   const shelf = withLocation(config, (open) => createFilterShelf({ publicUrl: config.publicUrl, keyPrefix: config.keyPrefix, open }));
   return createKnownIds({

@@ -258,7 +258,7 @@ export function faultControls(deps: {
           record.redisFault.push(open(now()));
           record.slow = { ms: spec.ms, span: record.span };
           // The purge log is read with the background budget (invalidation/log.ts): slower than that, no isolate can read it.
-          if (spec.ms >= DEFAULTS.l2WriteTimeoutMs) record.redisOut.push(open(now()));
+          if (spec.ms >= DEFAULTS.backgroundCallMs) record.redisOut.push(open(now()));
           await latency(spec.ms);
           return;
         case "purge-through-redis":

@@ -35,7 +35,7 @@ type FaultKind = (typeof KINDS)[number] | "purge-through-redis";
 const PURGE_THROUGH_EVERY = 3;
 /** The Redis faults a purge-through-redis retries its purge through, drawn in turn (a shuffled cycle). */
 const THROUGH = ["pause", "kill", "slow", "double"] as const;
-/** purge-through-redis "slow": the gateway's added latency, past a purge-log read's and a purge's budget (l2WriteTimeoutMs, 1 s). */
+/** purge-through-redis "slow": the gateway's added latency, past a purge-log read's and a purge's budget (backgroundCallMs, 1 s). */
 const THROUGH_SLOW_MS = 1200;
 /** purge-through-redis "double": a core service down this long once Redis is back, and Redis paused again this long after it came back. */
 const DOUBLE = { coreDownS: 4, againAfterS: 6 } as const;

@@ -3,7 +3,8 @@
 // through a wrangler var (see ./index.ts and the README); the rest are the tier's own.
 import { ORIGIN_MAX_BODY_BYTES } from "../origin/client";
 import { RESOURCE_NAMES, RESOURCES, type ResourceName, type ResourcePolicy } from "../origin/resources";
-import { ISOLATE_LATE_MS } from "../shared/leases";
+import { ISOLATE_LATE_MS, ISOLATE_STALL_MS } from "../shared/leases";
+import { FILLS_AT_ONCE } from "../shared/subrequests";
 
 /** Each resource's policy as the registry gives it (origin/resources.ts, where each number has its reason). */
 export const DEFAULT_POLICIES = Object.fromEntries(RESOURCE_NAMES.map((name) => [name, RESOURCES[name].defaults])) as Record<ResourceName, ResourcePolicy>;
@@ -35,16 +36,23 @@ export const DEFAULTS = {
   l2TimeoutMs: 100,
   /** A fill's lock claim (misses only, on their way to the origin anyway): longer, so that a loaded isolate does not duplicate fills. */
   l2ClaimTimeoutMs: 250,
-  /** Background writes (fills, purges, reports) are off the visitor's path: a longer budget, so that load does not drop them. */
-  l2WriteTimeoutMs: 1000,
+  /**
+   * The budget of a call off the visitor's path: L2 writes (fills, purges,
+   * reports), the known-ids filter's own L2 calls (its 8-KB segments are
+   * larger than entries), a location put (its place held this long at most,
+   * a put whose request vanished giving it back then). Longer than a
+   * visitor's, so that load does not drop them; a store that hangs holds a
+   * background place this long at most.
+   */
+  backgroundCallMs: 1000,
   /**
    * The probe that must fail before L2 time-outs open the breaker
-   * (shared/breaker.ts): longer than the stalls of a saturated isolate
-   * (a major GC, a burst of rendering: a saturated isolate reads replies
-   * 100–200 ms late), short because a hung Redis costs each page its L2
+   * (shared/breaker.ts): as long as this isolate's longest stall
+   * (shared/leases.ts), so that a probe read late by a saturated isolate is
+   * no failure; no longer, because a hung Redis costs each page its L2
    * budgets until the breaker opens.
    */
-  l2ProbeTimeoutMs: 500,
+  l2ProbeTimeoutMs: ISOLATE_STALL_MS,
   /** A place in the request's connection gate outlives its L2 call's budget by this much (shared/subrequests.ts). */
   l2GateGraceMs: 1000,
   /**
@@ -333,7 +341,7 @@ export const DEFAULTS = {
    */
   fleetPageSample: 10,
   /** Products warmed per run (cron or `npm run warm`'s default), and how fast: 200 at 10 a second is 20 s and at most 80 origin fetches a second. */
-  warming: { top: 200, perSecond: 10, concurrency: 4 },
+  warming: { top: 200, perSecond: 10, concurrency: FILLS_AT_ONCE },
   /**
    * Each isolate's report of its most requested products to Redis
    * (warming/hotReport.ts): `counted` per period in a bounded top-K whatever
@@ -367,8 +375,6 @@ export const DEFAULTS = {
    */
   outboxItemsPerCall: 32,
   outboxBytesPerCall: 128 * 1024,
-  /** Budget of the known-ids filter's own L2 calls: its segments (8 KB each) are larger than entries. */
-  knownIdsL2TimeoutMs: 1000,
   /** Values over this many bytes are compressed before they go to L2. */
   compressAboveBytes: 1024,
   /**
@@ -414,13 +420,11 @@ export const DEFAULTS = {
   locationTimeoutMs: 50,
   /**
    * Location puts in flight at once in an isolate (each a lease of
-   * `locationPutMs`): they run in the background, and each is a subrequest of
+   * `backgroundCallMs`): they run in the background, and each is a subrequest of
    * the invocation that made it. Past it a put is dropped and counted: the
    * copy is still in L1 and L2, and the next miss in the location puts it.
    */
   locationPutsInFlight: 32,
-  /** How long a location put holds its place at most (a put whose request vanished gives it back then). */
-  locationPutMs: 1000,
   /** Key prefix in Redis: `pp:v1:prod:p-000123`. Bump the version to orphan every old entry. */
   keyPrefix: "pp:v1",
 } as const;

@@ -16,15 +16,7 @@ import { renderHomePage } from "../render";
 import type { TierServices } from "../tier";
 import { errorPage, PAGE_RETRY_AFTER_SECONDS } from "./errorPage";
 import { cacheStatus, requestColo, setStepTimings, VARY_ON_ENCODING } from "./headers";
-import { MAX_OPEN_SUBREQUESTS } from "../shared/subrequests";
-
-/**
- * Products of the list filled per view, at once: each costs an L2 read, a
- * lock claim, an origin fetch and an L2 write, one connection at a time. As
- * many as the request's connection gate opens at once but one, left for what
- * the view started in the background (the listing's refresh): no fill queues.
- */
-const FILLS_PER_VIEW = MAX_OPEN_SUBREQUESTS - 1;
+import { FILLS_AT_ONCE } from "../shared/subrequests";
 
 export async function homePage(c: Context, tier: TierServices): Promise<Response> {
   const background = (work: Promise<unknown>) => c.executionCtx.waitUntil(work);
@@ -47,7 +39,7 @@ export async function homePage(c: Context, tier: TierServices): Promise<Response
 
   const ids = listing.data!.ids;
   const products = await tier.cache.readCached(ids, PAGE_SUBJECT, background);
-  const toFill = ids.filter((id) => !products.has(id)).slice(0, FILLS_PER_VIEW);
+  const toFill = ids.filter((id) => !products.has(id)).slice(0, FILLS_AT_ONCE);
   await Promise.all(
     toFill.map(async (id) => {
       const product = (await tier.cache.read(id, [PAGE_SUBJECT], background)).data[PAGE_SUBJECT];

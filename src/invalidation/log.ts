@@ -322,7 +322,7 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
     /**
      * Purges after `seen` of `era` (the reader's; null: none yet), in one round trip of bounded size (a page of
      * them: see READ_PURGES). Off the page path's breaker: a slow sync read must not make every page skip L2.
-     * With the background budget (l2WriteTimeoutMs), not the page path's: a visitor waits for a sync at most
+     * With the background budget (backgroundCallMs), not the page path's: a visitor waits for a sync at most
      * its own bound (watcher.ts), and a Redis slower than the page path's budget (150-400 ms) failed every sync
      * read, so that visitors of cached pages waited for one after another while the isolate learned of no purge.
      * `maxRecords`: a page of at most that many (a reader that needs only those before a page another isolate shared: watcher.ts).

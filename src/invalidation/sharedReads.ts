@@ -100,7 +100,7 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
       // Kept a minute: a position is taken only while younger than half a poll, a reading while younger than a
       // sync's wait, and a page never changes and is wanted only by an isolate a few reads behind (watcher.ts).
       const response = new Response(body, { headers: { "Cache-Control": "public, max-age=60", ...headers } });
-      await subrequest(() => store.put(url, response), DEFAULTS.locationPutMs);
+      await subrequest(() => store.put(url, response), DEFAULTS.backgroundCallMs);
     })().catch(() => undefined);
   }
 

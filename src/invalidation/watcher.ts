@@ -106,7 +106,7 @@ export type PurgeWatcherStatus = ReturnType<PurgeWatcher["status"]>;
  * `syncWaitMs`; invalidation/log.ts), and the subrequest gate's grace.
  * Renewed at each page of a bulk re-price.
  */
-export const SYNC_LEASE_MS = DEFAULTS.l2WriteTimeoutMs + DEFAULTS.l2GateGraceMs;
+export const SYNC_LEASE_MS = DEFAULTS.backgroundCallMs + DEFAULTS.l2GateGraceMs;
 
 /**
  * The index of the first of a page's records whose ids are worth

@@ -65,7 +65,7 @@ export function createFilterShelf(deps: {
   const random = deps.random ?? Math.random;
   const stats: ShelfStats = { hits: 0, misses: 0, refused: 0, puts: 0, putsFailed: 0 };
   /** A look for the copy (its headers, then its body) gets as long as a put of that body: the same bytes through the same cache. */
-  const readMs = DEFAULTS.locationPutMs;
+  const readMs = DEFAULTS.backgroundCallMs;
   const urlOf = (version: string) => locationUrlOf(deps.publicUrl, `${deps.keyPrefix}:kid:${version}`);
 
   async function lookOnce(filter: FilterMeta): Promise<{ bloom: Bloom; synced: number } | "missing" | "refused"> {
@@ -128,7 +128,7 @@ export function createFilterShelf(deps: {
             [DIGEST_HEADER]: await sha256Hex(body),
           },
         });
-        await subrequest(() => store.put(urlOf(filter.version), response), DEFAULTS.locationPutMs);
+        await subrequest(() => store.put(urlOf(filter.version), response), DEFAULTS.backgroundCallMs);
         stats.puts++;
       } catch {
         // Not kept (the cache refusing, the subrequest budget spent): the next isolate reads Redis, as before.

@@ -26,6 +26,13 @@ import { createLeaseTable, type LeaseTable } from "./leases";
 
 /** Connections one invocation keeps open at once: the runtime's 6, less one left for what the runtime does on its own. */
 export const MAX_OPEN_SUBREQUESTS = 5;
+/**
+ * Fills one invocation runs at once (a home page's list, a warming run): each
+ * costs an L2 read, a claim, an origin fetch and a write, one connection at a
+ * time; as many as the gate opens but one, left for what the invocation
+ * started in the background, so that no fill queues for a connection.
+ */
+export const FILLS_AT_ONCE = MAX_OPEN_SUBREQUESTS - 1;
 
 export class SubrequestBudgetSpent extends Error {
   constructor(budget: number) {

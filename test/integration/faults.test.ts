@@ -24,6 +24,7 @@ import {
   type Page,
 } from "../support/faults";
 import { member } from "../../dev/harness/cacheStatus";
+import { tierStatus } from "../support/clients";
 import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
 import { logFaults, startedWorkers, startWorker, type WorkerInstance } from "../support/worker";
 
@@ -336,8 +337,18 @@ describe("when Redis fails", () => {
       expect((await page(a, `/products/${viewed[0]}`)).status).toBe(200);
 
       // Redis restarted empty: the next sync finds another era, and the isolate cannot tell which of its copies a lost purge made gone.
+      const purgesRead = async () => ((await tierStatus(a)) as unknown as { purges: { seq: number } }).purges.seq;
+      const readBefore = await purgesRead();
+      expect(readBefore).toBeGreaterThan(0);
       expect(await gatewayCommand(stack, ["FLUSHALL"])).toBe("OK");
-      await sleep(DEFAULTS.purgePollMs + 100);
+      // Until the isolate has read the log Redis lost (its position back to the start): a page of another
+      // product is what starts its sync, once its knowledge is a poll old.
+      const [other] = completeProducts(2700, 1);
+      await waitFor(
+        "the isolate to read the emptied log",
+        async () => (await page(a, `/products/${other}`)).status === 200 && (await purgesRead()) < readBefore,
+        10_000,
+      );
       await injectFault(stack, { service: "all", down: "refuse" });
       const pages = await Promise.all(viewed.map((id) => page(a, `/products/${id}`)));
       expect(pages.map((p) => p.status)).toEqual(viewed.map(() => 200));

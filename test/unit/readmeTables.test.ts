@@ -98,7 +98,7 @@ describe("the policy numbers the README gives in its tables and prose", () => {
     const phrases = [
       // The configuration table.
       `1 – ${(2 * DEFAULTS.l1MaxBytes) / MiB} MiB`,
-      `lock claims get ${DEFAULTS.l2ClaimTimeoutMs} ms, background writes ${DEFAULTS.l2WriteTimeoutMs / 1000} s`,
+      `lock claims get ${DEFAULTS.l2ClaimTimeoutMs} ms, background writes ${DEFAULTS.backgroundCallMs / 1000} s`,
       `at most ${DEFAULTS.originMaxQueued} callers, ${DEFAULTS.originQueueWaitMs / 1000} s`,
       `among at most ${DEFAULTS.coldPagesQueued}`,
       // Purging.

@@ -173,7 +173,7 @@ export function createLocationCache(deps: { config: Config; clock: Clock; open: 
           [PARTS_HEADER]: framing,
         },
       });
-      await subrequest(() => store.put(url, response), DEFAULTS.locationPutMs);
+      await subrequest(() => store.put(url, response), DEFAULTS.backgroundCallMs);
       stats.puts++;
     } catch {
       // Not stored (the subrequest budget spent, the cache refusing): L1 and L2 still hold the parts.
@@ -216,7 +216,7 @@ export function createLocationCache(deps: { config: Config; clock: Clock; open: 
       const stampText = stamp && stampHeader(stamp);
       const ticket = ++tickets;
       // The place first: past the bound, the parts are not even encoded.
-      const placed = !!stampText && parts.length > 0 && putsUnderWay.take(ticket, clock.now() + DEFAULTS.locationPutMs, true);
+      const placed = !!stampText && parts.length > 0 && putsUnderWay.take(ticket, clock.now() + DEFAULTS.backgroundCallMs, true);
       const copy = placed ? encoded(parts, clock.now()) : undefined;
       if (!copy || !stampText) {
         if (placed) putsUnderWay.release(ticket, true);
