@@ -4,9 +4,10 @@
 // it waits for that call to come back and goes with the others. Writes are
 // write-behind: one rides with the next claim call of its shard, or goes
 // `holdMs` after it came, or at once with a call's worth; a write others may
-// wait for (FillWrite.patient false: fill.ts, mayWait) and a refresh's claim
-// that somebody joined (FillClaimRequest.patient) are not held. Why, and what
-// the hold costs: docs/architecture.md, "Claims and writes share calls".
+// wait for (FillWrite.patient false: fill.ts, mayWait) is not held, nor a
+// refresh's claim once somebody joined its fill or its key was purged
+// (FillClaimRequest.patient, asked at every look). Why, and what the hold
+// costs: docs/architecture.md, "Claims and writes share calls".
 //
 // A call takes claims first, then the oldest writes, `maxItems` in all and,
 // past the first write, `maxBytes` of values; what a call could not take goes
