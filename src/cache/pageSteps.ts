@@ -334,7 +334,7 @@ async function fillOne(tools: PageTools, id: string, item: Pending, request: Pag
   const context: FillContext = { ...tools.fillContext(item.resource, id, request), visitor: request.visitor, l2Silent: request.l2Silent };
   const forward = item.fallback ? "stale" : "miss";
   try {
-    const { entry, joined } = await tools.flights.await(item.key, context);
+    const { entry, joined, via: joinedVia } = await tools.flights.await(item.key, context);
     // L2's copy, handed back by the claim, may be within its stale window or soft-purged: served as such, and refreshed once.
     const judged = context.via !== "origin" || joined ? tools.judged(entry, id, item.resource) : entry;
     if (judged && entryState(judged, tools.clock.now()) !== "fresh") {
@@ -345,7 +345,9 @@ async function fillOne(tools: PageTools, id: string, item: Pending, request: Pag
     if (!judged && !again) return fillOne(tools, id, { ...item, fallback: undefined }, request, true);
     // The claim found L2's copy: a hit, as an MGET's would be; nothing was forwarded or waited for.
     if (!joined && context.via === "l2") return served(item.resource, judged ?? entry, "l2", "fresh");
-    return served(item.resource, judged ?? entry, joined ? "origin" : context.via === "winner" ? "l2" : "origin", "fresh", {
+    // Joined: from wherever the fill it joined took its entry (a claim's copy of L2's, or another isolate's result, is L2's).
+    const via = joined ? joinedVia : context.via;
+    return served(item.resource, judged ?? entry, via === "l2" || via === "winner" ? "l2" : "origin", "fresh", {
       collapsed: joined || context.via === "winner",
       forward,
     });

@@ -460,6 +460,30 @@ describe("a copy in L1 past its grace (kept only for the origin's failures)", ()
     expect(calls.writes).toBe(1);
     expect(origin.calls.product).toBe(1);
   });
+
+  it("says of a page that joined a fill whose claim took L2's copy that its answer came from L2, collapsed: not from the origin, which nobody asked", async () => {
+    let another: FillClaim = { kind: "won" };
+    const { l2 } = countingL2(() => another);
+    const { clock, origin, read, settle } = setupWithL2(l2);
+    await read();
+    await settle();
+
+    clock.advance(100_000);
+    const now = clock.now();
+    const copy = {
+      data: sampleProduct("p-1", 2),
+      version: 2,
+      fetchedAt: now - 1000,
+      freshUntil: now + 59_000,
+      staleUntil: now + 89_000,
+      errorUntil: now + 599_000,
+    };
+    another = { kind: "copy", value: encodeEntry(copy, 1024)! };
+    const [first, second] = await Promise.all([read(), read()]);
+    expect(first.data.product).toMatchObject({ tier: "l2", freshness: "fresh", collapsed: false, entry: { version: 2 } });
+    expect(second.data.product).toMatchObject({ tier: "l2", freshness: "fresh", collapsed: true, entry: { version: 2 } });
+    expect(origin.calls.product).toBe(1);
+  });
 });
 
 describe("a cold page whose product the known-ids filter lists, every lock held by another isolate", () => {

@@ -18,7 +18,8 @@ import { DEFAULTS } from "../../config/defaults";
 /** A fill in flight: the end of its lease, and, once it settled, its outcome (plain data, read by the requests that joined it). */
 interface Flight {
   until: number;
-  settled?: { entry: Entry } | { error: unknown };
+  /** The fill's outcome, and where its entry came from (FillContext.via: what those who joined it were served from). */
+  settled?: { entry: Entry; via: FillContext["via"] } | { error: unknown };
   /**
    * Until when a request that joined the fill is known to still have its
    * visitor: each one renews it while it waits (plain data, see DEFAULTS.fillInterestRenewMs).
@@ -31,8 +32,11 @@ interface Flight {
 export interface Flights {
   /** A fill of `key` is under way in this isolate. */
   running(key: string): boolean;
-  /** The fill's entry, started here or joined; a joined fill that overran its bound is taken over once. */
-  await(key: string, context: FillContext): Promise<{ entry: Entry; joined: boolean }>;
+  /**
+   * The fill's entry, started here or joined; a joined fill that overran its
+   * bound is taken over once. `via`: where a joined fill's entry came from.
+   */
+  await(key: string, context: FillContext): Promise<{ entry: Entry; joined: boolean; via?: FillContext["via"] }>;
   /** Starts a fill that nobody waits for, unless one is under way. */
   start(key: string, context: FillContext): void;
   stats(): { inFlight: number; takenOver: number };
@@ -77,7 +81,7 @@ export function createFlights({ config, clock, fill, l1, rejections, landed }: F
     const work = fill(key, context).then(
       (entry) => {
         l1.keep(key, entry);
-        flight.settled = { entry };
+        flight.settled = { entry, via: context.via };
         fills.release(key, flight);
         landed?.(key, context);
         return entry;
@@ -119,7 +123,7 @@ export function createFlights({ config, clock, fill, l1, rejections, landed }: F
         flight.joined = true;
         const outcome = await pollUntil(() => watch(flight, context), flight.until, clock.now);
         if (outcome === "left") throw departed("wait for a fill");
-        if (outcome && "entry" in outcome) return { entry: outcome.entry, joined: true };
+        if (outcome && "entry" in outcome) return { entry: outcome.entry, joined: true, via: outcome.via };
         // Stopped because nobody seemed to wait, while this visitor still does: a fill of its own.
         if (outcome && outcome.error instanceof Departed && context.visitor?.aborted === false) continue;
         if (outcome) throw outcome.error;
