@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { productId } from "../../dev/origin/catalog";
 import { member } from "../../dev/harness/cacheStatus";
 import { pollUntil } from "../support/clients";
-import { gatewayCommand, health, page } from "../support/faults";
+import { gatewayCommand, health, originFetches, page } from "../support/faults";
 import { entryKey } from "../../src/cache/keys";
 import { DEFAULTS } from "../../src/config/defaults";
 import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
@@ -117,7 +117,7 @@ describe("a bulk re-price", () => {
 });
 
 describe("warm pages through a bulk re-price", () => {
-  it("are all served while the re-price is recorded, and are L1 hits again once the reader has read it; the page path's L2 breaker stays closed", async () => {
+  it("are served from L1 or Redis while the re-price is recorded (the origin is asked nothing), and are L1 hits again once the reader has read it; the page path's L2 breaker stays closed", async () => {
     const warm = Array.from({ length: 20 }, (_, i) => productId(701 + i));
     for (const warmId of warm) expect((await page(reader, `/products/${warmId}`)).status).toBe(200);
     // Their fills' writes in Redis (a first view's write may be held a while: cache/l2/outbox.ts).
@@ -128,6 +128,7 @@ describe("warm pages through a bulk re-price", () => {
       (n) => n === keys.length,
       5000,
     );
+    const fetchedBefore = await Promise.all(warm.map((warmId) => originFetches(stack, "product", warmId)));
     // Visitors of warm pages on the reader, one after another on 4 connections, until the reader has read the re-price.
     const answers: { id: string; status: number; product: string | undefined }[] = [];
     let stopped = false;
@@ -156,8 +157,9 @@ describe("warm pages through a bulk re-price", () => {
     await Promise.all(visitors);
     expect(answers.length).toBeGreaterThan(warm.length);
     // Until it has read the page of the log a copy was fetched before, the reader cannot tell whether the
-    // re-price touched it: the page takes Redis's copy meanwhile (docs/architecture.md, "Bulk purges").
-    expect(answers.filter((answer) => answer.status !== 200)).toEqual([]);
+    // re-price touched it: the page takes Redis's copy meanwhile (docs/architecture.md, "Bulk purges"), never the origin's.
+    expect(answers.filter((answer) => answer.status !== 200 || !/^pp-(l1|l2); /.test(answer.product ?? ""))).toEqual([]);
+    expect(await Promise.all(warm.map((warmId) => originFetches(stack, "product", warmId)))).toEqual(fetchedBefore);
     for (const warmId of warm) expect(member((await page(reader, `/products/${warmId}`)).cacheStatus, "product"), warmId).toMatch(/^pp-l1; hit/);
     expect((await health(reader)).l2).toBe("closed");
   }, 120_000);
