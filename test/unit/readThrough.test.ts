@@ -433,15 +433,15 @@ describe("a copy in L1 past its grace (kept only for the origin's failures)", ()
     expect(origin.calls.product).toBe(2);
   });
 
-  it("takes the copy another isolate made fresh since from its claim, with no lock and no origin fetch", async () => {
+  /** An isolate that filled p-1 once; its copy now past its grace, and another isolate's fresh one in L2, which claims find. */
+  async function withAnotherIsolatesCopy() {
     let another: FillClaim = { kind: "won" };
     const { l2, calls } = countingL2(() => another);
-    const { clock, origin, read, settle } = setupWithL2(l2);
-    await read();
-    await settle();
-
-    clock.advance(100_000);
-    const now = clock.now();
+    const setup = setupWithL2(l2);
+    await setup.read();
+    await setup.settle();
+    setup.clock.advance(100_000);
+    const now = setup.clock.now();
     const copy = {
       data: sampleProduct("p-1", 2),
       version: 2,
@@ -451,6 +451,11 @@ describe("a copy in L1 past its grace (kept only for the origin's failures)", ()
       errorUntil: now + 599_000,
     };
     another = { kind: "copy", value: encodeEntry(copy, 1024)! };
+    return { ...setup, calls };
+  }
+
+  it("takes the copy another isolate made fresh since from its claim, with no lock and no origin fetch", async () => {
+    const { origin, read, settle, calls } = await withAnotherIsolatesCopy();
     // An L2 hit, as an MGET's would be (Cache-Status "pp-l2; hit"): nothing was forwarded, nothing waited for.
     const answer = (await read()).data.product;
     expect(answer).toMatchObject({ tier: "l2", freshness: "fresh", collapsed: false, entry: { version: 2 } });
@@ -462,23 +467,7 @@ describe("a copy in L1 past its grace (kept only for the origin's failures)", ()
   });
 
   it("says of a page that joined a fill whose claim took L2's copy that its answer came from L2, collapsed: not from the origin, which nobody asked", async () => {
-    let another: FillClaim = { kind: "won" };
-    const { l2 } = countingL2(() => another);
-    const { clock, origin, read, settle } = setupWithL2(l2);
-    await read();
-    await settle();
-
-    clock.advance(100_000);
-    const now = clock.now();
-    const copy = {
-      data: sampleProduct("p-1", 2),
-      version: 2,
-      fetchedAt: now - 1000,
-      freshUntil: now + 59_000,
-      staleUntil: now + 89_000,
-      errorUntil: now + 599_000,
-    };
-    another = { kind: "copy", value: encodeEntry(copy, 1024)! };
+    const { origin, read } = await withAnotherIsolatesCopy();
     const [first, second] = await Promise.all([read(), read()]);
     expect(first.data.product).toMatchObject({ tier: "l2", freshness: "fresh", collapsed: false, entry: { version: 2 } });
     expect(second.data.product).toMatchObject({ tier: "l2", freshness: "fresh", collapsed: true, entry: { version: 2 } });
