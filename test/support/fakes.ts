@@ -125,7 +125,15 @@ export function testConfig(overrides: Record<string, unknown> = {}): Config {
 /** A fill's context for unit tests: its background work collected; `settle` waits for it all, and for what it started. */
 export function testFillContext(id: string, resource: ResourceName = "product"): { context: FillContext; settle: () => Promise<void> } {
   const background: Promise<unknown>[] = [];
-  const context: FillContext = { resource, id, background: (work) => void background.push(work), notBefore: 0, freshAfter: 0, freshBeyond: 0 };
+  const context: FillContext = {
+    resource,
+    id,
+    background: (work) => void background.push(work),
+    notBefore: 0,
+    freshAfter: 0,
+    purgedAt: () => 0,
+    freshBeyond: 0,
+  };
   const settle = async () => {
     while (background.length > 0) await Promise.all(background.splice(0));
   };

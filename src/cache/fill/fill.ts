@@ -53,9 +53,9 @@ export interface FillContext {
   /**
    * The latest purge of the key this isolate knows of, now: purges learned
    * while the fill runs count too (a refresh's held claim then goes at
-   * once: nobodyElseWaits). Without it (unit tests), `freshAfter`.
+   * once: nobodyElseWaits). `freshAfter` is what it said as the fill began.
    */
-  purgedAt?: () => number;
+  purgedAt: () => number;
   /** Copies in L2 fresh only until this are not worth taking (refresh-ahead wants fresher); 0: fresh now. */
   freshBeyond: number;
   /** A refresh of a copy that is still being served: its origin fetch gives way to visitors under load. */
@@ -201,8 +201,7 @@ export function createFill(deps: FillDeps) {
    * either changes.
    */
   function nobodyElseWaits(context: FillContext, at: number): boolean {
-    const purgedAt = context.purgedAt?.() ?? context.freshAfter;
-    return context.joinedHere?.() !== true && at - purgedAt > config.purgePollMs + config.lockTtlMs;
+    return context.joinedHere?.() !== true && at - context.purgedAt() > config.purgePollMs + config.lockTtlMs;
   }
 
   function storeInL2(key: string, entry: Entry, token: string, context: FillContext, claimedAt: number): void {
