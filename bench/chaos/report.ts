@@ -169,11 +169,11 @@ function throughTable(i: ChaosInput): string[] {
 function herdTable(herds: readonly HerdResult[]): string[] {
   if (!herds.length) return ["No herd in this schedule."];
   return [
-    "| fault | product | at s | answers | p50 / max ms | origin fetches per service | Redis faulted | bound | verdict |",
+    "| fault | product | at s | answers | p50 / max ms | origin fetches per service | of those failed by the origin | Redis faulted | bound (answered fetches) | verdict |",
     "| --- | --- | ---: | --- | --- | --- | --- | ---: | --- |",
     ...herds.map(
       (h) =>
-        `| #${h.fault} | ${h.id} | ${s(h.at)} | ${counts(h.statuses)} | ${h.p50Ms} / ${h.maxMs} | ${h.fetches ? counts(h.fetches) : "n/a (counters reset meanwhile)"} | ${h.redisFaulted ? "yes" : "no"} | ${h.bound} | ${verdict(h.ok)} |`,
+        `| #${h.fault} | ${h.id} | ${s(h.at)} | ${counts(h.statuses)} | ${h.p50Ms} / ${h.maxMs} | ${h.fetches ? counts(h.fetches) : "n/a (counters reset meanwhile)"} | ${h.failures ? counts(h.failures) : "n/a"} | ${h.redisFaulted ? "yes" : "no"} | ${h.bound} | ${verdict(h.ok)} |`,
     ),
   ];
 }
@@ -221,7 +221,7 @@ function verdicts(i: ChaosInput): string[][] {
       stretches.length ? stretches.every((x) => x.ok) : null,
     ],
     [
-      "herds: origin fetches ≤ 1 per service (≤ instances, Redis faulted)",
+      "herds: answered origin fetches ≤ 1 per service (≤ instances, Redis faulted)",
       `${herds.filter((h) => !h.ok).length} of ${herds.length} over`,
       herds.length ? herds.every((h) => h.ok) : null,
     ],

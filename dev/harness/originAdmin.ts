@@ -39,13 +39,18 @@ export class OriginAdmin {
 
   /** Requests each service received for one product since the last reset, by service. */
   async countsOf(id: string): Promise<Record<string, number>> {
+    return (await this.outcomesOf(id)).requests;
+  }
+
+  /** The same, and of those the ones answered with an injected failure (a 500, a refused or dropped connection). */
+  async outcomesOf(id: string): Promise<{ requests: Record<string, number>; failed: Record<string, number> }> {
     const body = await this.call<{ ids?: Record<string, number> }>("/__admin/counters");
-    const counts: Record<string, number> = {};
+    const outcomes = { requests: {} as Record<string, number>, failed: {} as Record<string, number> };
     for (const [key, count] of Object.entries(body.ids ?? {})) {
-      const [service, of] = key.split(":");
-      if (of === id) counts[service!] = count;
+      const [service, of, failed] = key.split(":");
+      if (of === id) outcomes[failed === undefined ? "requests" : "failed"][service!] = count;
     }
-    return counts;
+    return outcomes;
   }
 
   async resetCounters(): Promise<void> {

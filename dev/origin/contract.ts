@@ -83,7 +83,9 @@ export function contractRoutes(state: OriginState): Hono<OriginEnv> {
  * A service's request: counted, then delayed by the base latency plus the
  * fault's, then the fault: `hang` until the faults change (or the client or
  * the server goes), `refuse` destroys the connection, `500` and errorRate
- * answer 500. Admin endpoints never pass here.
+ * answer 500; each of those is counted as failed too (a herd's bound is on
+ * answered fetches: a failed one lets a waiter fetch again). Admin endpoints
+ * never pass here.
  */
 function serviceCall({ settings, counters, faults, closing }: OriginState) {
   return (service: ResourceName): MiddlewareHandler<OriginEnv> =>
@@ -99,11 +101,16 @@ function serviceCall({ settings, counters, faults, closing }: OriginState) {
       while (faults.get(service).down === "hang" && !gone()) await faults.nextChange(socket);
 
       const fault = faults.get(service);
+      const id = c.req.param("id");
       if (gone() || fault.down === "refuse") {
+        counters.failed(service, id);
         socket.destroy();
         return c.body(null); // never sent: the adapter writes nothing to a destroyed socket
       }
-      if (fault.down === "500" || Math.random() < fault.errorRate) return c.json(errorBody("injected_failure"), 500);
+      if (fault.down === "500" || Math.random() < fault.errorRate) {
+        counters.failed(service, id);
+        return c.json(errorBody("injected_failure"), 500);
+      }
       await next();
     };
 }

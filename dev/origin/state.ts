@@ -71,12 +71,14 @@ const MAX_COUNTED_IDS = 100_000;
 interface CountersSnapshot {
   total: number;
   services: Record<ResourceName, number>;
-  /** Requests per `service:id`. */
+  /** Requests per `service:id`, and of those the ones answered with an injected failure per `service:id:failed`. */
   ids: Record<string, number>;
 }
 
 export interface Counters {
   count(service: ResourceName, id: string | undefined): void;
+  /** A counted request was answered with an injected failure (a 500, a refused or dropped connection). */
+  failed(service: ResourceName, id: string | undefined): void;
   reset(): void;
   snapshot(): CountersSnapshot;
 }
@@ -86,17 +88,20 @@ export function createCounters(): Counters {
   let total = 0;
   let services = zeroServices();
   const ids = new Map<string, number>();
+  function countId(key: string, id: string | undefined): void {
+    // Only well-formed ids become keys, so hostile paths cannot grow the map with junk.
+    if (id === undefined || !isValidProductId(id)) return;
+    const seen = ids.get(key);
+    if (seen !== undefined) ids.set(key, seen + 1);
+    else if (ids.size < MAX_COUNTED_IDS) ids.set(key, 1);
+  }
   return {
     count(service, id) {
       total++;
       services[service]++;
-      // Only well-formed ids become keys, so hostile paths cannot grow the map with junk.
-      if (id === undefined || !isValidProductId(id)) return;
-      const key = `${service}:${id}`;
-      const seen = ids.get(key);
-      if (seen !== undefined) ids.set(key, seen + 1);
-      else if (ids.size < MAX_COUNTED_IDS) ids.set(key, 1);
+      countId(`${service}:${id}`, id);
     },
+    failed: (service, id) => countId(`${service}:${id}:failed`, id),
     reset() {
       total = 0;
       services = zeroServices();

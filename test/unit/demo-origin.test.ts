@@ -301,8 +301,10 @@ describe("faults", () => {
     expect((await get("/products/p-000001")).status).toBe(500);
     expect((await get("/inventory/p-000001")).status).toBe(200);
     expect((await get("/__admin/faults")).body.product).toEqual({ latencyMs: 0, errorRate: 0, down: "500", unknownIdStatus: 404, canonicalIds: false });
-    // Failures are counted too.
-    expect((await get("/__admin/counters")).body.services.product).toBe(1);
+    // Failures are counted too, and per product as failed: a herd's bound is on answered fetches.
+    const counters = (await get("/__admin/counters")).body;
+    expect(counters.services.product).toBe(1);
+    expect([counters.ids["product:p-000001"], counters.ids["product:p-000001:failed"], counters.ids["inventory:p-000001:failed"]]).toEqual([1, 1, undefined]);
   });
 
   it("fails the given fraction of requests with errorRate", async () => {
