@@ -14,7 +14,7 @@ import { createReadThrough, type ReadThrough } from "./cache/readThrough";
 import { createLocationCache, LOCATION_CACHE_NAME, type LocationCache } from "./cache/location/location";
 import { fillBoundMs } from "./cache/fill/fill";
 import { RESOURCE_NAMES } from "./origin/resources";
-import { createOverload, type Overload } from "./overload";
+import { createOverload, INTERVAL_MS, type Overload } from "./overload";
 import { bypassingCaches } from "./cache/bypass";
 import { ConfigError, parseConfig, type Config, type Env, type L2Endpoint } from "./config";
 import { DEFAULTS } from "./config/defaults";
@@ -105,33 +105,16 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
   });
   const overload = createOverload({
     clock,
-    maxLagMs: DEFAULTS.shedLagMs,
     maxColdPages: config.coldPagesMax,
-    minColdPages: DEFAULTS.coldPagesAlways,
-    patienceMs: DEFAULTS.coldPagePatienceMs,
-    patientColdPages: DEFAULTS.coldPagesPatient,
-    mostlyCold: {
-      coldPages: DEFAULTS.mostlyColdPages,
-      lagMs: DEFAULTS.mostlyColdLagMs,
-      share: DEFAULTS.mostlyColdShare,
-    },
-    lastChance: { afterShare: DEFAULTS.lastChanceAfterShare, perSecond: DEFAULTS.lastChancePagesPerSecond },
-    paceMs: DEFAULTS.coldPagePaceMs,
-    paceBurst: DEFAULTS.coldPagesPaceBurst,
-    maxColdPagesQueued: DEFAULTS.coldPagesQueued,
-    overShareAnswerMs: DEFAULTS.overShareAnswerMs,
     coldPageWaitMs: config.coldPageWaitMs,
     // A page waiting for its turn holds its product's place through its hold and its wait, and a read lease's grace.
-    turnLeaseMs: DEFAULTS.departureHoldMaxMs + config.coldPageWaitMs + DEFAULTS.l2ReadLeaseGraceMs,
+    turnLeaseMs: INTERVAL_MS + config.coldPageWaitMs + DEFAULTS.l2ReadLeaseGraceMs,
     // A page's read fills its subject, then the other parts: two fills at most, one after the other.
     coldPageLeaseMs: 2 * Math.max(...RESOURCE_NAMES.map((resource) => fillBoundMs(config, resource))),
-    maxBackgroundFills: config.backgroundFillsMax,
     // A finished fill's write waits for a claim call to carry it (writeHoldMs at most: cache/l2/outbox.ts), then has the write budget.
     backgroundFillMs: DEFAULTS.writeHoldMs + DEFAULTS.backgroundCallMs,
-    hold: {
-      maxHoldMs: DEFAULTS.departureHoldMaxMs,
-      departedShare: DEFAULTS.departureHoldShare,
-    },
+    // The hold's ceiling is one CoDel interval (./overload/patience.ts).
+    hold: { maxHoldMs: INTERVAL_MS },
   });
   // CACHING=off: no cache at all, Redis's included (cache/bypass.ts).
   const l2 = config.l2 && config.caching ? createTierL2(config.l2.shards, config.l2TimeoutMs, clock, overload.lag, metrics, fleet) : null;

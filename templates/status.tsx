@@ -374,7 +374,7 @@ export function StatusPage(view: StatusView) {
         <section aria-labelledby="overload">
           <h2 id="overload">Load (admission of new work)</h2>
           <dl class="kv">
-            <dt>lag</dt>
+            <dt>lateness</dt>
             <dd>
               <span class={`pill ${overload.lagClass}`}>{overload.lag}</span>
             </dd>
@@ -398,8 +398,8 @@ export function StatusPage(view: StatusView) {
             <dd>{overload.backgroundFills}</dd>
           </dl>
           <p class="note">
-            Pages in L1 are always served. A page that needs new work waits for its turn while the isolate runs late (or has too many cold pages in progress);
-            past its wait it is shed: a copy usable on error, else a 503 with Retry-After.
+            Pages in L1 are always served. A page that needs new work waits for its turn while the isolate's limit of cold pages is in use (it shrinks while the
+            isolate's lateness stands, and grows while it keeps up); past its wait it is shed: a copy usable on error, else a 503 with Retry-After.
           </p>
         </section>
 

@@ -202,8 +202,8 @@ export interface Change {
   heap: Heap | null;
   /** What L1 says it holds (its own byte count, capped by L1_MAX_BYTES): the heap grows with it until it is full. */
   l1MB: number | null;
-  /** Cold pages admission shed in the window (lagging, busy, on arrival past their client's share), and what they got (every part from a stale copy, or a part missing: a 503, a 429 or a default). */
-  shed: { lagging: number; busy: number; overShare: number; stale: number; refused: number } | null;
+  /** Cold pages admission shed in the window (after their wait or with no room to wait, on arrival past their client's share), and what they got (every part from a stale copy, or a part missing: a 503, a 429 or a default). */
+  shed: { busy: number; overShare: number; stale: number; refused: number } | null;
 }
 
 export function change(before: Snapshot, after: Snapshot): Change {
@@ -239,17 +239,14 @@ export function change(before: Snapshot, after: Snapshot): Change {
 /** Admission's shed counts (status `overload.admission`) moved between two readings; null when either lacks them. */
 function shedChange(before: Status["overload"], after: Status["overload"]): Change["shed"] {
   const pick = (o: Status["overload"]) => {
-    const admission = o?.admission as
-      | { shed?: { lagging?: number; busy?: number; overShare?: number }; shedServedStale?: number; shedRefused?: number }
-      | undefined;
-    if (typeof admission?.shed?.lagging !== "number") return null;
-    const { lagging, busy = 0, overShare = 0 } = admission.shed;
-    return { lagging, busy, overShare, stale: admission.shedServedStale ?? 0, refused: admission.shedRefused ?? 0 };
+    const admission = o?.admission as { shed?: { busy?: number; overShare?: number }; shedServedStale?: number; shedRefused?: number } | undefined;
+    if (typeof admission?.shed?.busy !== "number") return null;
+    const { busy, overShare = 0 } = admission.shed;
+    return { busy, overShare, stale: admission.shedServedStale ?? 0, refused: admission.shedRefused ?? 0 };
   };
   const [x, y] = [pick(before), pick(after)];
   if (!x || !y) return null;
   return {
-    lagging: y.lagging - x.lagging,
     busy: y.busy - x.busy,
     overShare: y.overShare - x.overShare,
     stale: y.stale - x.stale,

@@ -58,7 +58,7 @@ const COLUMNS = [
   `origin got per page: ${PAGE_RESOURCES.join(" / ")}`,
   "Redis per page: scripts / MGET · all calls",
   "Redis sent per page (MONITOR): all · top commands",
-  "shed lagging / busy / past share → stale / refused",
+  "shed busy / past share → stale / refused",
   "L2 skip / fail / drop / breaker-counted time-outs / errors / outages dismissed by a probe",
   "breaker changes",
   "slots use / queue / reclaimed",
@@ -107,7 +107,7 @@ function redisPerPage(w: Window): string {
 }
 
 function shedText(shed: number[] | null): string {
-  return shed ? `${shed[0]} / ${shed[1]} / ${shed[2]} → ${shed[3]} / ${shed[4]}` : "n/a";
+  return shed ? `${shed[0]} / ${shed[1]} → ${shed[2]} / ${shed[3]}` : "n/a";
 }
 
 export function tableRow(w: Window): string {
@@ -139,7 +139,7 @@ export function tableRow(w: Window): string {
     PAGE_RESOURCES.map((name) => perPage(w, w.originByService[name] ?? 0)).join(" / "),
     redisPerPage(w),
     `${perPage(w, total(w.redisSent))} · ${topCommands(w.redisSent, pagesOf(w), 4)}`,
-    shedText(sum(w.instances, (c) => c.shed, ["lagging", "busy", "overShare", "stale", "refused"])),
+    shedText(sum(w.instances, (c) => c.shed, ["busy", "overShare", "stale", "refused"])),
     na(sum(w.instances, (c) => c.l2, ["skipped", "failures", "droppedWrites", "countedTimeouts", "countedErrors", "outagesDismissed"])),
     breakers ? `${exact ? "" : "≥"}${breakers[0]}${names.length ? ` (${names.join(", ")})` : ""}` : "n/a",
     na(sum(w.instances, (c) => c.slots, ["inUse", "queued", "reclaimed"])),

@@ -254,7 +254,6 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     const timings: Timings = {};
     let started: number;
     let pending = readFromL1(tools, id, resources, request, data);
-    if (pending.length === 0) deps.overload?.pages.servedFromL1();
     if (pending.length === 0 || visitorLeft(request)) return { data: data as PageData, timings };
     const readRest = async () => {
       // The visitor may have left while the page waited for its turn.

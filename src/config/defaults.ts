@@ -113,127 +113,20 @@ export const DEFAULTS = {
    */
   originMaxConcurrent: 256,
   /**
-   * New work (a page's L1 misses: L2 reads, lock claims, origin fetches)
-   * starts only while the isolate runs at most this late (overload/lag.ts:
-   * how late L2 replies are read, or a 1 ms timer fires).
-   * Every request queues behind the work already in the isolate, and the
-   * replies and renders of cold pages land in that queue: the lag is what a
-   * cached page waits before its turn. 30 ms leaves a cached page most of
-   * its 100-ms p99; loads that keep the isolate late for good are let
-   * through by the rules below (patience, last chance), not by a higher one.
-   * Not a setting: nobody can size a lag for a shop.
-   */
-  shedLagMs: 30,
-  /**
-   * Pages needing new work in progress at once per isolate (COLD_PAGES_MAX):
-   * a bound on what the isolate takes on, as many as the origin's slots (a
-   * cold page needs one at least). Not what holds back CPU (the lag is): a
-   * cold page mostly waits on Redis and the origin.
+   * Pages needing new work in progress at once per isolate at most, and
+   * waiting for their turn at most (COLD_PAGES_MAX): a bound on what the
+   * isolate takes on, as many as the origin's slots. Below it, how many go
+   * at once is the isolate's limit (overload/limit.ts).
    */
   coldPagesMax: 256,
   /**
-   * Cold pages in progress whatever the lag: one, so that cold pages never
-   * stop altogether while cached pages alone keep a saturated isolate late;
-   * no more, since each lands its replies and render in the queue cached
-   * pages wait in.
-   */
-  coldPagesAlways: 1,
-  /**
-   * While most of an isolate's recent pages start new work (mostlyColdShare
-   * of them, overload/window.ts: a crawler, a flood of first views), what
-   * makes the isolate late is cold work, and cached pages queue behind what
-   * cold pages in progress have landed in it: past mostlyColdPages in
-   * progress, another starts only while the isolate runs at most
-   * mostlyColdLagMs late (all but on time), and none on patience. An
-   * isolate that is not late (a slow origin, few visitors) is not held
-   * back: its lag is near 0. The share is 0.8, nearly all: a crawler's
-   * pages are 90-100% cold, while an isolate restarted under ordinary
-   * traffic (every page cold at first) stays above 0.8 for its first ~100
-   * pages on Zipf(1.0) only, and above a half for ~1,000. Four in progress
-   * keep a crawl moving while what they land in the queue a cached page
-   * waits in stays a few pages' replies and renders.
-   */
-  mostlyColdPages: 4,
-  mostlyColdLagMs: 5,
-  mostlyColdShare: 0.8,
-  /**
-   * A cold page held back this long (ms) goes while fewer than
-   * coldPagesPatient are in progress, whatever the lag: under clients that
-   * keep the isolate late for good with cached pages, cold pages are late,
-   * not refused, and a crawler, whose pages are all cold, is slowed to at
-   * most coldPagesPatient pages per patience.
-   */
-  coldPagePatienceMs: 250,
-  coldPagesPatient: 16,
-  /**
-   * Cold pages held back start one per coldPagePaceMs at most (8 at once
-   * after a pause), oldest first, however many the isolate's keeping up lets
-   * go: let go together the moment the lag fell below shedLagMs, the pages
-   * a crawler had queued landed their replies and renders together, and
-   * cached pages waited behind them. At 2 ms the queue drains at 500 pages a
-   * second, more than an isolate renders cold.
-   */
-  coldPagePaceMs: 2,
-  coldPagesPaceBurst: 8,
-  /** Cold pages waiting for their turn at most; more are shed at once. */
-  coldPagesQueued: 256,
-  /**
-   * A cold page of a client already holding its share of the queue while
-   * other pages wait is not queued: it is answered 429 this long after it
-   * came (ms), its work never started (overload/admission.ts). Not at once:
-   * a closed-loop client (a crawler) asks again as soon as it is answered,
-   * and 50 ms holds each of its connections to 20 such answers a second;
-   * within issue 50's bound for a refusal, and past the 1-30 ms of a flood
-   * of visitors who leave, who never read it.
-   */
-  overShareAnswerMs: 50,
-  /**
    * How long a cold page without a copy to show waits for its turn
-   * (COLD_PAGE_WAIT_MS) before the 503: a pause of the isolate (a major GC,
-   * the machine's other work) is waited out, a saturated isolate answers
-   * within this. The wait is off the CPU and its queue is bounded
-   * (coldPagesQueued), so it costs latency, not work: a first view after
-   * 2 s is a slow page, a 503 is a lost one.
+   * (COLD_PAGE_WAIT_MS) before the 503: a pause of the isolate is waited
+   * out, a saturated isolate answers within this. The wait is off the CPU
+   * and its queue is bounded (coldPagesMax), so it costs latency, not work:
+   * a first view after 2 s is a slow page, a 503 is a lost one.
    */
   coldPageWaitMs: 2000,
-  /**
-   * A cold page with nothing to show that has waited lastChanceAfterShare of
-   * COLD_PAGE_WAIT_MS goes whatever the other bounds, lastChancePagesPerSecond
-   * of them at most per isolate: a saturated isolate whose queue is not
-   * growing (closed-loop visitors; a restart under ordinary traffic, every
-   * page cold) makes its visitors wait, not fail. At 8 a second, cold pages
-   * cost it at most ~4% of a core.
-   */
-  lastChanceAfterShare: 0.8,
-  lastChancePagesPerSecond: 8,
-  /**
-   * Fills whose visitors all left that may finish at once: one per this
-   * many of COLD_PAGES_MAX (16 at its default 256; none below 16). An
-   * answer already fetched is worth writing for the next visitor, but a
-   * flood of departing requests must not turn into a flood of writes, and
-   * an isolate allowed few cold pages keeps them for visitors. Past it the
-   * answer stays in this isolate's L1 and the lock is released. Not a
-   * setting: it follows the isolate's allowance of cold work.
-   */
-  coldPagesPerBackgroundFill: 16,
-  /**
-   * The ceiling of the hold a cold page with no copy to show waits before
-   * its work starts, while most cold pages' visitors leave before their
-   * answer (overload/patience.ts; not a setting). The
-   * hold itself is how long those visitors stayed (their 95th percentile, a
-   * quarter more): visitors who give up within it cost no Redis command and
-   * no origin fetch, those who stay pay it on a first view during such a
-   * flood only. 100 ms: clients that leave later than that are rare, and a
-   * first view 100 ms late is still a fast one.
-   */
-  departureHoldMaxMs: 100,
-  /**
-   * Cold pages are held while at least this share of the recent ones
-   * (overload/window.ts) were left by their visitors before their answer. A
-   * half: ordinary traffic's departures are a few per cent; a flood of
-   * visitors who leave is most of the cold pages.
-   */
-  departureHoldShare: 0.5,
   /** A product page whose data took this long to read is logged (`slow_page`, rate-limited): a healthy read takes tens of ms. */
   slowPageMs: 1000,
   /**

@@ -78,8 +78,6 @@ export interface Config {
   coldPagesMax: number;
   /** How long a cold page waits for its turn before it is shed. */
   coldPageWaitMs: number;
-  /** Fills nobody waits for any more that may finish and write at once (overload/departures.ts): not a setting, a share of coldPagesMax. */
-  backgroundFillsMax: number;
   /** Requests a minute per isolate from which a product is warm / hot (refreshed ahead of expiry). */
   warmPerMinute: number;
   hotPerMinute: number;
@@ -331,8 +329,6 @@ export function parseConfig(env: Env): Config {
   // The filter's first size: a rebuild sizes it up by itself when the catalog outgrows it (knownIds/rebuild.ts).
   const knownIdsFilter = { capacity: KNOWN_IDS_DEFAULTS.capacity, fpRate: KNOWN_IDS_DEFAULTS.fpRate };
 
-  const coldPagesMax = number("COLD_PAGES_MAX", 1, 10_000, DEFAULTS.coldPagesMax);
-
   const config: Config = {
     originUrl,
     l2: setting(() => parseL2(env), null),
@@ -345,9 +341,8 @@ export function parseConfig(env: Env): Config {
     originMaxConcurrent: number("ORIGIN_MAX_CONCURRENT", 4, 2000, DEFAULTS.originMaxConcurrent),
     purgePollMs: number("PURGE_POLL_MS", 100, 60_000, DEFAULTS.purgePollMs),
     maxSubrequests: number("MAX_SUBREQUESTS", 20, 10_000, DEFAULTS.maxSubrequests),
-    coldPagesMax,
+    coldPagesMax: number("COLD_PAGES_MAX", 1, 10_000, DEFAULTS.coldPagesMax),
     coldPageWaitMs: number("COLD_PAGE_WAIT_MS", 0, 10_000, DEFAULTS.coldPageWaitMs),
-    backgroundFillsMax: Math.floor(coldPagesMax / DEFAULTS.coldPagesPerBackgroundFill),
     knownIds: onOffSetting("KNOWN_IDS", true) ? knownIdsFilter : null,
     locationCache: onOffSetting("LOCATION_CACHE", true),
     caching: onOffSetting("CACHING", true),

@@ -9,9 +9,9 @@ import type { L2ValueStats } from "../cache/l2/l2Entries";
 import type { LocationStats } from "../cache/location/location";
 import type { FillStats } from "../cache/readThrough";
 import type { Config } from "../config";
-import { DEFAULTS } from "../config/defaults";
 import type { KnownIdsStatus } from "../knownIds";
 import type { Overload } from "../overload";
+import { INTERVAL_MS, TARGET_MS } from "../overload/limit";
 import type { PurgeWatcherStatus } from "../invalidation/watcher";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { HOT_PRODUCTS, MAX_BUCKETS, type Metrics } from "./metrics";
@@ -115,12 +115,10 @@ export function buildStatus(sources: StatusSources) {
     fills: { ...sources.fills },
     overload: {
       ...sources.overload,
-      shedLagMs: DEFAULTS.shedLagMs,
       coldPagesMax: config.coldPagesMax,
-      mostlyColdPages: DEFAULTS.mostlyColdPages,
-      mostlyColdLagMs: DEFAULTS.mostlyColdLagMs,
-      backgroundFillsMax: config.backgroundFillsMax,
-      departureHoldMaxMs: DEFAULTS.departureHoldMaxMs,
+      targetMs: TARGET_MS,
+      intervalMs: INTERVAL_MS,
+      departureHoldMaxMs: INTERVAL_MS,
     },
     l1: {
       bytes: sources.l1.bytes,

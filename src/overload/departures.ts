@@ -4,8 +4,9 @@
 // no new work: no L2 read, no lock claim, no poll, no origin fetch, no
 // render. A fill already at the origin when its visitors left may still
 // finish and write its answer (the next visitor wants it), as background
-// work under a budget: at most `maxBackgroundFills` at once; past it the
-// fetch is cut short (or an answer already in is kept in this isolate's L1
+// work under a budget: the room the isolate's limit of cold pages has
+// spare (./limit.ts) while no visitor's page waits for its turn, so that no
+// visitor waits behind work nobody waits for; past it the fetch is cut short (or an answer already in is kept in this isolate's L1
 // only), and its lock released, so that another isolate or visitor can fill
 // the key.
 import { createLeaseTable } from "../shared/leases";
@@ -58,14 +59,14 @@ export interface Departures {
 
 export interface DeparturesOptions {
   clock: Clock;
-  /** Fills nobody waits for that may finish at once (a share of COLD_PAGES_MAX, config/defaults.ts). */
-  maxBackgroundFills: number;
+  /** Whether work nobody waits for may take one more place now, `background` such places being taken (admission's spare room). */
+  room: (background: number) => boolean;
   /** How long one counts against the budget: the longest its write may take (queued, then sent). */
   backgroundFillMs: number;
 }
 
-export function createDepartures({ clock, maxBackgroundFills, backgroundFillMs }: DeparturesOptions): Departures {
-  const finishing = createLeaseTable<number, true>({ clock, capacity: maxBackgroundFills });
+export function createDepartures({ clock, room, backgroundFillMs }: DeparturesOptions): Departures {
+  const finishing = createLeaseTable<number, true>({ clock });
   let next = 0;
   const counts = { pagesLeft: 0, fillsStopped: 0, fillsFinished: 0, fillsDropped: 0 };
   return {
@@ -74,7 +75,7 @@ export function createDepartures({ clock, maxBackgroundFills, backgroundFillMs }
     mayFinish() {
       // A lease per finishing fill, ended by its deadline: the write goes out with
       // the isolate's other writes, and nothing reports when it has.
-      if (finishing.take(next++, clock.now() + backgroundFillMs, true)) {
+      if (room(finishing.size()) && finishing.take(next++, clock.now() + backgroundFillMs, true)) {
         counts.fillsFinished++;
         return true;
       }

@@ -19,6 +19,7 @@
 // the time read then is when it was handled.
 import type { Background } from "../shared/subrequests";
 import type { Clock } from "../shared/clock";
+import { INTERVAL_MS } from "./limit";
 
 export interface LagMeter {
   /** Starts a timer probe if none is out and the last one is older than `everyMs`; cheap otherwise. */
@@ -41,6 +42,8 @@ export interface LagMeterOptions {
   probeLostMs?: number;
   /** The fastest reply is looked for over the last one to two of these windows: long enough to see an idle moment, short enough to follow a Redis that got slower. */
   fastestWindowMs?: number;
+  /** Each reply's wait to be read (its time beyond its source's fastest), and each late-noticed time-out's lateness, as it is measured: the samples of ./limit.ts. */
+  onSample?: (ms: number) => void;
 }
 
 interface ReplyTimes {
@@ -54,14 +57,20 @@ interface ReplyTimes {
 /** Weight of each new reply in the running average of reply times: a few dozen replies make it... */
 const REPLY_WEIGHT = 0.1;
 /**
- * ...and time too: a reply after a gap of this many ms weighs 63%. A busy
+ * ...and time too: a reply after a gap of one CoDel interval (./limit.ts) weighs 63%. A busy
  * moment followed by a trickle of replies (a purge sync now and then) would
  * otherwise keep the average of that moment for seconds, and hold cold pages
  * back in an isolate that is idle.
  */
-const REPLY_TIME_CONSTANT_MS = 100;
 
-export function createLagMeter({ clock, everyMs = 25, sampleLifeMs = 1000, probeLostMs = 5000, fastestWindowMs = 10_000 }: LagMeterOptions): LagMeter {
+export function createLagMeter({
+  clock,
+  everyMs = 25,
+  sampleLifeMs = 1000,
+  probeLostMs = 5000,
+  fastestWindowMs = 10_000,
+  onSample,
+}: LagMeterOptions): LagMeter {
   let lastLagMs = 0;
   let lastSampledAt = -Infinity;
   /** When the probe that is out started; undefined when none is. */
@@ -111,6 +120,7 @@ export function createLagMeter({ clock, everyMs = 25, sampleLifeMs = 1000, probe
     observeLate(ms) {
       lastLagMs = ms;
       lastSampledAt = clock.now();
+      onSample?.(ms);
     },
     observeReply(ms, source = "l2") {
       const now = clock.now();
@@ -123,9 +133,10 @@ export function createLagMeter({ clock, everyMs = 25, sampleLifeMs = 1000, probe
         times.windowStartedAt = now;
       }
       times.fastestNow = Math.min(times.fastestNow, ms);
+      onSample?.(ms - Math.min(times.fastestNow, times.fastestBefore));
       // After a quiet spell the average starts again from this reply.
       const sinceLast = now - times.lastReplyAt;
-      const weight = sinceLast >= sampleLifeMs ? 1 : Math.max(REPLY_WEIGHT, 1 - Math.exp(-sinceLast / REPLY_TIME_CONSTANT_MS));
+      const weight = sinceLast >= sampleLifeMs ? 1 : Math.max(REPLY_WEIGHT, 1 - Math.exp(-sinceLast / INTERVAL_MS));
       times.averageMs += weight * (ms - times.averageMs);
       times.lastReplyAt = now;
     },

@@ -31,8 +31,6 @@ interface PageWork {
 }
 
 export interface PageAdmission {
-  /** A page L1 served whole: no new work. */
-  servedFromL1(): void;
   /** Reads `work` as admission lets it, or sheds it; true when it was shed as its client's excess (a 429, not a 503). */
   admitPage(work: PageWork): Promise<boolean>;
 }
@@ -43,7 +41,7 @@ export function createPageAdmission({
   clock,
   turnLeaseMs,
 }: {
-  admission: Pick<Admission, "admit" | "noteNoWork" | "noteShed">;
+  admission: Pick<Admission, "admit" | "noteShed">;
   clock: Clock;
   turnLeaseMs: number;
 }): PageAdmission {
@@ -51,11 +49,9 @@ export function createPageAdmission({
   const awaitingTurn = createLeaseTable<string, number>({ clock });
   let nextPage = 0;
   return {
-    servedFromL1: () => admission.noteNoWork(),
     async admitPage(work) {
       const newWork = !work.joins && (work.subjectKey === undefined || awaitingTurn.holder(work.subjectKey) === undefined);
       if (!newWork) {
-        admission.noteNoWork();
         await work.read(false);
         return false;
       }

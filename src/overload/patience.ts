@@ -3,7 +3,9 @@
 // they were answered (a departing flood: crawlers with short time-outs,
 // bots, clients that give up after a few ms), a cold page with no copy to
 // show starts its work only once its visitor has stayed a little longer
-// than those visitors stay, and at most `maxHoldMs`. A visitor who leaves
+// than those visitors stay, and at most `maxHoldMs` (./index.ts: one CoDel
+// interval, 100 ms: clients that leave later are rare, and a first view
+// 100 ms late is still a fast one). A visitor who leaves
 // within the hold has cost a timer: no L2 read, no claim, no origin fetch.
 // One who stays pays the hold on a first view, and only during such a flood.
 // (./departures.ts bounds what becomes of work already started when its
@@ -16,13 +18,11 @@
 // runs when the visitor leaves even if the request is cancelled and its
 // page never ends; a page that ends answered counts when it ends.
 import type { Clock } from "../shared/clock";
-import { createWindowCounts, RECENT_MS } from "./window";
+import { INTERVAL_MS } from "./limit";
 
 export interface PatienceOptions {
   clock: Clock;
-  /** Cold pages hold while at least this share of them were left before their answer (0–1). */
-  departedShare: number;
-  /** The hold's ceiling, ms (DEFAULTS.departureHoldMaxMs); 0 turns the hold off. */
+  /** The hold's ceiling, ms; 0 turns the hold off. */
   maxHoldMs: number;
 }
 
@@ -46,18 +46,54 @@ export interface Patience {
   stats(): PatienceStats;
 }
 
+/** Cold pages hold while at least this share of the recent ones were left before their answer: a half (ordinary traffic's departures are a few per cent; a flood of visitors who leave is most of the cold pages). */
+const MOST = 0.5;
 /** Departures' times kept: the hold is a high quantile of these. */
 const AGES_KEPT = 64;
+/**
+ * The window the share and the departures' times are taken over: long
+ * enough to hold a flood's start and a few of a closed-loop client's round
+ * trips, short enough that an isolate stops holding within two seconds of a
+ * flood's end. Fewer than RECENT_MIN_PAGES pages in it say nothing: a share
+ * of a handful of pages is a coin toss, not a flood.
+ */
+const RECENT_MS = 2000;
+const RECENT_MIN_PAGES = 16;
 
-export function createPatience({ clock, departedShare, maxHoldMs }: PatienceOptions): Patience {
-  const outcomes = createWindowCounts(clock, ["left", "answered"] as const);
+/** Pages left and answered over the last RECENT_MS, as two halves (the current one and the one before), rolled by the requests themselves: no timer. */
+function createOutcomes(clock: Clock) {
+  let current = { from: clock.now(), left: 0, answered: 0 };
+  let previous = { left: 0, answered: 0 };
+  const roll = () => {
+    const now = clock.now();
+    if (now - current.from < RECENT_MS / 2) return;
+    previous = now - current.from < RECENT_MS ? current : { left: 0, answered: 0 };
+    current = { from: now, left: 0, answered: 0 };
+  };
+  return {
+    note(outcome: "left" | "answered") {
+      roll();
+      current[outcome]++;
+    },
+    /** The share of the window's pages left before their answer (0 while too few to say). */
+    leftShare() {
+      roll();
+      const left = current.left + previous.left;
+      const pages = left + current.answered + previous.answered;
+      return pages < RECENT_MIN_PAGES ? 0 : left / pages;
+    },
+  };
+}
+
+export function createPatience({ clock, maxHoldMs }: PatienceOptions): Patience {
+  const outcomes = createOutcomes(clock);
   /** When each of the last AGES_KEPT departures happened and how long after its page started (a ring). */
   const ages: { at: number; ms: number }[] = [];
   let agesNext = 0;
   const counts = { held: 0, leftWhileHeld: 0 };
   let hold = { at: Number.NEGATIVE_INFINITY, ms: 0 };
 
-  const share = () => outcomes.share("left");
+  const share = () => outcomes.leftShare();
 
   /** How long the recent leavers stayed, at the 95th percentile, with a quarter more to spare. */
   function holdFor(now: number): number {
@@ -71,8 +107,8 @@ export function createPatience({ clock, departedShare, maxHoldMs }: PatienceOpti
   function holdMs(): number {
     if (maxHoldMs <= 0) return 0;
     const now = clock.now();
-    // Worked out at most every 50 ms: it sorts the recent departures.
-    if (now - hold.at >= 50) hold = { at: now, ms: share() >= departedShare ? holdFor(now) : 0 };
+    // Worked out at most twice an interval: it sorts the recent departures.
+    if (now - hold.at >= INTERVAL_MS / 2) hold = { at: now, ms: share() >= MOST ? holdFor(now) : 0 };
     return hold.ms;
   }
 

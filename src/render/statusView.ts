@@ -268,19 +268,19 @@ export function statusView(model: StatusModel) {
 /** Admission and departures (overload/): how late the isolate runs, what it shed, and work nobody waited for. */
 function overloadView(overload: StatusModel["overload"]) {
   const { admission, departures, hold } = overload;
-  const shed = admission.shed.lagging + admission.shed.busy + admission.shed.overShare;
+  const shed = admission.shed.busy + admission.shed.overShare;
   return {
-    lag: `${count(admission.lagMs)} ms (sheds past ${count(overload.shedLagMs)} ms)`,
-    lagClass: admission.lagMs > overload.shedLagMs ? "bad" : "ok",
-    coldPages: `${count(admission.coldPages)} of ${count(overload.coldPagesMax)}; ${count(admission.coldPagesQueued)} waiting for their turn${admission.mostlyCold ? `; most recent pages are cold: past ${count(overload.mostlyColdPages)} in progress, another starts only while the lag is at most ${count(overload.mostlyColdLagMs)} ms` : ""}`,
-    admitted: `${count(admission.admitted)} (${count(admission.startedMostlyCold)} while most pages were cold; ${count(admission.lastChance)} at their last chance, past the other bounds)`,
-    shed: `${count(shed)} (${count(admission.shed.lagging)} while lagging, ${count(admission.shed.busy)} with no slot or no room to wait, ${count(admission.shed.overShare)} on arrival, their client holding its share of the queue already; ${count(admission.pushedOut)} of them gave their place in the full queue to a client holding fewer; ${count(admission.overShare)} of clients holding more than their share, answered 429): ${count(admission.shedServedStale)} served from a copy, ${count(admission.shedRefused)} with a part missing (503 or a default)`,
+    lag: `${count(admission.lagMs)} ms (${admission.congested ? `more than ${count(overload.targetMs)} ms for ${count(overload.intervalMs)} ms: congested` : "no standing queue"})`,
+    lagClass: admission.congested ? "bad" : "ok",
+    coldPages: `${count(admission.coldPages)} in progress, ${count(admission.limit)} at most now (of ${count(overload.coldPagesMax)}); ${count(admission.coldPagesQueued)} waiting for their turn`,
+    admitted: count(admission.admitted),
+    shed: `${count(shed)} (${count(admission.shed.busy)} with no turn within their wait or no room to wait, ${count(admission.shed.overShare)} on arrival, their client holding its share of the queue already; ${count(admission.pushedOut)} of them gave their place in the full queue to a client holding fewer; ${count(admission.overShare)} of clients holding more than their share, answered 429): ${count(admission.shedServedStale)} served from a copy, ${count(admission.shedRefused)} with a part missing (503 or a default)`,
     shedClass: shed > 0 ? "warn" : "ok",
     pagesLeft: count(departures.pagesLeft),
     hold: `${hold.holdMs > 0 ? `${count(hold.holdMs)} ms now` : "none now"} (${percent(hold.departedShare)} of recent cold pages left before their answer; at most ${count(overload.departureHoldMaxMs)} ms); ${count(hold.held)} pages held, ${count(hold.leftWhileHeld)} of them left during the hold`,
     holdClass: hold.holdMs > 0 ? "warn" : "ok",
     fillsStopped: count(departures.fillsStopped),
-    backgroundFills: `${count(departures.fillsFinished)} written, ${count(departures.fillsDropped)} dropped past the budget; ${count(departures.backgroundFills)} of ${count(overload.backgroundFillsMax)} now`,
+    backgroundFills: `${count(departures.fillsFinished)} written, ${count(departures.fillsDropped)} dropped past the limit; ${count(departures.backgroundFills)} now`,
   };
 }
 

@@ -12,7 +12,6 @@
 // and its place in the queue lapses with its wait. A waiter looks for a
 // free slot on timers of its own, oldest first: no request ever wakes another.
 import { createLeaseTable, pollUntil } from "../shared/leases";
-import { createTokenBucket } from "./tokenBucket";
 
 export interface LimiterOptions {
   /** Fetches in flight at once. */
@@ -23,8 +22,12 @@ export interface LimiterOptions {
   maxWaitMs: number;
   /** The longest a slot is held from its grant, whatever became of its holder (callers pass their own deadline when shorter). */
   maxHoldMs?: number;
-  /** Whether a caller that waited `waitedMs` may get a slot now at all, whatever the count (admission: while the isolate keeps up). */
-  admits?: (waitedMs: number) => boolean;
+  /**
+   * Slots that may be held now, if fewer than maxConcurrent (admission: the
+   * isolate's limit of cold pages, overload/limit.ts). Waiters look again on
+   * their timers.
+   */
+  limit?: () => number;
   /**
    * A holder whose `caller` signal aborts gives its slot back then (admission:
    * what is left of a departed visitor's page is background work, bounded on
@@ -32,20 +35,13 @@ export interface LimiterOptions {
    */
   freeWhenCallerLeaves?: boolean;
   /**
-   * Waiters get slots one per `paceMs` at most, oldest first (`paceBurst` after
-   * a pause), whatever `admits` lets go: pages held back while the isolate ran
-   * late, let go together, made it late again at once (their replies and
-   * renders land together) and the cached pages behind them paid. Unset: no pacing.
-   */
-  paceMs?: number;
-  paceBurst?: number;
-  /**
-   * The waiters' order: a lower-ranking key first, the oldest among equals
-   * (admission: the client holding fewest cold pages, overload/fairShare.ts);
-   * unset, oldest first. A caller finding the queue full takes the place of
-   * the oldest waiter of the highest-ranking key, if that ranks higher than
-   * its own (FQ-CoDel's drop from the fattest flow, RFC 8290): a flood fills
-   * the queue, and another client's page still gets a place.
+   * The order of the waiters: a waiter whose key ranks lower goes first, the
+   * oldest first among equals (admission: the client holding fewest cold
+   * pages, overload/fairShare.ts). Unset: oldest first. With a rank, a
+   * caller finding the queue full takes the place of the oldest waiter of
+   * the key ranking highest, if that ranks higher than its own (FQ-CoDel's
+   * drop from the fattest flow, RFC 8290): a flood fills the queue, and
+   * another client's page still gets a place.
    */
   rank?: (key: string) => number;
   clock?: { now(): number };
@@ -132,10 +128,8 @@ export function createLimiter({
   maxQueued,
   maxWaitMs,
   maxHoldMs = DEFAULT_MAX_HOLD_MS,
-  admits = () => true,
+  limit = () => maxConcurrent,
   freeWhenCallerLeaves = false,
-  paceMs = 0,
-  paceBurst = 1,
   rank,
   clock = { now: () => Date.now() },
 }: LimiterOptions): Limiter {
@@ -146,8 +140,9 @@ export function createLimiter({
   const waiting = createLeaseTable<number, string>({ clock, capacity: maxQueued });
   let nextTicket = 0;
   let pushedOut = 0;
-  /** Slots waiters may take now under the pace; none without one. */
-  const pace = paceMs > 0 ? createTokenBucket({ everyMs: paceMs, burst: paceBurst, clock }) : null;
+  /** Slots free now. */
+  const room = () => Math.min(maxConcurrent, limit()) - slots.size();
+
   const refreshRoom = () => (waiting.size() === 0 ? Math.max(0, refreshSlots - slots.size()) : 0);
 
   /** Live waiters a free slot goes to before `ticket` (counted up to `enough`): those ranking lower, then those older. */
@@ -176,14 +171,11 @@ export function createLimiter({
    * look): the queue is walked only when there are fewer free slots than
    * waiters, to find whether this one is among the first.
    */
-  function slotFor(ticket: number, key: string, holdMs: number, waitedMs: number): true | undefined {
-    if (!admits(waitedMs)) return undefined;
-    const room = Math.min(maxConcurrent - slots.size(), pace?.available() ?? Number.POSITIVE_INFINITY);
-    if (room <= 0) return undefined;
-    if (room < waiting.size() && ahead(ticket, key, room) >= room) return undefined;
-    if (!slots.take(ticket, clock.now() + holdMs, true)) return undefined;
-    pace?.spend();
-    return true;
+  function slotFor(ticket: number, key: string, holdMs: number): true | undefined {
+    const free = room();
+    if (free <= 0) return undefined;
+    if (free < waiting.size() && ahead(ticket, key, free) >= free) return undefined;
+    return slots.take(ticket, clock.now() + holdMs, true) || undefined;
   }
 
   /** Frees a place for a caller of `key` in a full queue: the oldest waiter of the key ranking highest gives its place up, if that ranks higher than `key`. */
@@ -212,8 +204,7 @@ export function createLimiter({
    * have cancelled, and I/O started there belongs to the wrong request).
    */
   async function waitForSlot(ticket: number, key: string, holdMs: number, waitedMs: number, caller: AbortSignal | undefined): Promise<void> {
-    const askedAt = clock.now();
-    const giveUpAt = askedAt + waitedMs;
+    const giveUpAt = clock.now() + waitedMs;
     const placed = () => waiting.take(ticket, giveUpAt, key);
     if (!placed() && !(pushOut(key) && placed())) throw full(`queue full (${maxQueued} waiting)`);
     let left = false;
@@ -222,7 +213,7 @@ export function createLimiter({
       if (caller?.aborted) return (left = true);
       // Its place was given to another key's caller (pushOut), rather than lapsed with its wait.
       if (waiting.holder(ticket) === undefined && clock.now() < giveUpAt) return (out = true);
-      return slotFor(ticket, key, holdMs, clock.now() - askedAt);
+      return slotFor(ticket, key, holdMs);
     };
     // A cancelled request's timers may never fire again: its place goes as its caller leaves, not when its wait would have ended.
     const onLeave = () => waiting.release(ticket, key);
@@ -242,7 +233,7 @@ export function createLimiter({
       const hold = Math.max(1, Math.min(holdMs, maxHoldMs));
       if (priority === "refresh" && refreshRoom() === 0) throw full("origin slots kept for visitors");
       // Waiters first: a newcomer does not overtake the queue.
-      const free = waiting.size() === 0 && admits(0) && slots.take(ticket, clock.now() + hold, true);
+      const free = waiting.size() === 0 && room() > 0 && slots.take(ticket, clock.now() + hold, true);
       if (!free) await waitForSlot(ticket, key, hold, Math.max(0, Math.min(waitMs, maxWaitMs)), caller);
       // A cancelled request never runs its `finally`, but its signal's listeners do run when it aborts.
       const onLeave = () => slots.release(ticket, true);

@@ -1,6 +1,6 @@
 // The per-isolate cap on work in flight (src/shared/limiter.ts; origin fetches, cold pages): a fixed
-// number of slots, a bounded FIFO queue with a bounded wait, and an
-// immediate LimiterFull past either bound.
+// number of slots (fewer while a `limit` says so), a bounded FIFO queue with
+// a bounded wait, and an immediate LimiterFull past either bound.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createLimiter, LimiterFull, type Limiter } from "../../src/shared/limiter";
 
@@ -152,58 +152,93 @@ describe("origin fetch limiter", () => {
     expect(waiterTask).not.toHaveBeenCalled();
   });
 
-  it("grants no slot while `admits` says no, and the waiters' turn comes when it says yes", async () => {
+  it("grants no slot while `limit` is 0, even with every slot free, and the waiters' turn comes when it rises", async () => {
     vi.useFakeTimers();
-    let admitting = false;
-    const limit = createLimiter({ maxConcurrent: 4, maxQueued: 4, maxWaitMs: 5_000, admits: () => admitting });
-    const waiting = limit.run(async () => "ran");
+    let allowed = 0;
+    const limit = createLimiter({ maxConcurrent: 4, maxQueued: 4, maxWaitMs: 5_000, limit: () => allowed });
+    const task = vi.fn(async () => "ran");
+    const waiting = limit.run(task);
     await vi.advanceTimersByTimeAsync(500);
+    expect(task).not.toHaveBeenCalled();
     expect(limit.inFlight).toBe(0);
     expect(limit.queued).toBe(1);
-    admitting = true;
+    allowed = 1;
+    // Nobody wakes the waiter: it finds the room on its next look (at most 16 ms on).
     await vi.advanceTimersByTimeAsync(20);
     await expect(waiting).resolves.toBe("ran");
+    expect(task).toHaveBeenCalledTimes(1);
+    expect(limit.queued).toBe(0);
   });
 
-  it("paced, lets waiters go one per paceMs, oldest first, once `admits` says yes to all of them at once", async () => {
+  it("holds at most `limit` slots, oldest waiters first as it grows; a lowered limit hands out no slot until the holders are below it", async () => {
     vi.useFakeTimers({ now: 0 });
-    let admitting = false;
-    const clock = { now: () => Date.now() };
-    const limit = createLimiter({ maxConcurrent: 64, maxQueued: 64, maxWaitMs: 5_000, admits: () => admitting, paceMs: 10, paceBurst: 2, clock });
+    let allowed = 2;
+    const limit = createLimiter({ maxConcurrent: 64, maxQueued: 64, maxWaitMs: 5_000, limit: () => allowed, clock: { now: () => Date.now() } });
     const started: number[] = [];
     const tasks = Array.from({ length: 8 }, (_, i) => heldTask(`t${i}`));
     const runs = tasks.map((task, i) => limit.run(() => (started.push(i), task.run())));
-    await vi.advanceTimersByTimeAsync(200);
-    expect(limit.queued).toBe(8);
-    admitting = true;
-    // The burst goes at once (the two oldest), then one every 10 ms: waiters look on timers up to 16 ms apart.
-    await vi.advanceTimersByTimeAsync(17);
-    expect(started.length).toBeGreaterThanOrEqual(2);
-    expect(started.length).toBeLessThanOrEqual(4);
     await vi.advanceTimersByTimeAsync(100);
+    expect(started).toEqual([0, 1]);
+    expect(limit.inFlight).toBe(2);
+    expect(limit.queued).toBe(6);
+    // Grown: as many more as it allows go, the oldest first, on their next look.
+    allowed = 5;
+    await vi.advanceTimersByTimeAsync(20);
+    expect(started).toEqual([0, 1, 2, 3, 4]);
+    expect(limit.inFlight).toBe(5);
+    expect(limit.queued).toBe(3);
+    // Lowered to 3 with 5 held: nobody's slot is taken back, and the first two to finish free no slot for a waiter.
+    allowed = 3;
+    tasks[0]!.finish();
+    tasks[1]!.finish();
+    await vi.advanceTimersByTimeAsync(40);
+    expect(started).toEqual([0, 1, 2, 3, 4]);
+    expect(limit.inFlight).toBe(3);
+    // The next one to finish brings the holders below the limit: the oldest waiter goes.
+    tasks[2]!.finish();
+    await vi.advanceTimersByTimeAsync(40);
+    expect(started).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(limit.inFlight).toBe(3);
+    // Raised to all of them at once: every waiter goes on its next look.
+    allowed = 64;
+    await vi.advanceTimersByTimeAsync(20);
     expect(started).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
-    expect(limit.inFlight).toBe(8);
-    // A newcomer with nobody waiting is not paced.
-    const newcomer = heldTask("newcomer");
-    const late = limit.run(newcomer.run);
-    await settle();
-    expect(newcomer.started).toBe(true);
-    for (const task of [...tasks, newcomer]) task.finish();
-    await Promise.all([...runs, late]);
-  });
-
-  it("unpaced, lets every waiter go at once when `admits` says yes", async () => {
-    vi.useFakeTimers({ now: 0 });
-    let admitting = false;
-    const limit = createLimiter({ maxConcurrent: 64, maxQueued: 64, maxWaitMs: 5_000, admits: () => admitting, clock: { now: () => Date.now() } });
-    const tasks = Array.from({ length: 8 }, (_, i) => heldTask(`t${i}`));
-    const runs = tasks.map((task) => limit.run(task.run));
-    await vi.advanceTimersByTimeAsync(200);
-    admitting = true;
-    await vi.advanceTimersByTimeAsync(17);
-    expect(limit.inFlight).toBe(8);
+    expect(limit.queued).toBe(0);
     for (const task of tasks) task.finish();
     await Promise.all(runs);
+    expect(limit.inFlight).toBe(0);
+  });
+
+  it("never holds more than maxConcurrent slots, whatever `limit` says", async () => {
+    const limit = createLimiter({ maxConcurrent: 2, maxQueued: 4, maxWaitMs: 5_000, limit: () => 100 });
+    const tasks = ["a", "b", "c"].map((name) => heldTask(name));
+    const runs = tasks.map((task) => limit.run(task.run));
+    await settle();
+    expect(tasks.map((task) => task.started)).toEqual([true, true, false]);
+    expect(limit.inFlight).toBe(2);
+    expect(limit.queued).toBe(1);
+    for (const task of tasks) task.finish();
+    expect(await Promise.all(runs)).toEqual(["a", "b", "c"]);
+  });
+
+  it("sheds a waiter kept out by `limit` once its wait is over, and never runs its task; a full queue refuses at once", async () => {
+    vi.useFakeTimers();
+    const limit = createLimiter({ maxConcurrent: 4, maxQueued: 1, maxWaitMs: 500, limit: () => 0 });
+    const task = vi.fn(async () => "never");
+    const outcome = limit.run(task).catch((error: unknown) => error);
+    await settle();
+    expect(limit.queued).toBe(1);
+    // The queue (one place) is full: the next caller is refused before any time passes.
+    await expect(limit.run(task)).rejects.toThrow(/queue full/);
+    await vi.advanceTimersByTimeAsync(499);
+    expect(limit.queued).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    const error = await outcome;
+    expect(error).toBeInstanceOf(LimiterFull);
+    expect((error as Error).message).toMatch(/no slot within 500 ms/);
+    expect(limit.queued).toBe(0);
+    expect(limit.inFlight).toBe(0);
+    expect(task).not.toHaveBeenCalled();
   });
 
   it("with a rank, a caller finding the queue full takes the place of the oldest waiter of the key ranking highest, if that ranks higher than its own", async () => {

@@ -412,16 +412,15 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
     overload: {
       admission: {
         lagMs: 12,
+        congested: true,
+        limit: 4,
         coldPages: 3,
         coldPagesQueued: 5,
         pushedOut: 6,
         overShare: 5,
         admitted: 900,
-        lastChance: 7,
-        mostlyCold: false,
-        startedMostlyCold: 0,
         clients: 3,
-        shed: { lagging: 40, busy: 2, overShare: 3 },
+        shed: { busy: 42, overShare: 3 },
         shedServedStale: 30,
         shedRefused: 12,
       },
@@ -474,12 +473,14 @@ describe("status page", () => {
     expect(html).toMatch(/<dt>invalid values<\/dt><dd>2 <small>\(not valid entries: read as misses; 1 deleted\)/);
     // The shedding: what was shed and why, and the work of visitors who left.
     expect(html).toContain(
-      "45 (40 while lagging, 2 with no slot or no room to wait, 3 on arrival, their client holding its share of the queue already; 6 of them gave their place in the full queue to a client holding fewer; 5 of clients holding more than their share, answered 429): 30 served from a copy, 12 with a part missing (503 or a default)",
+      "45 (42 with no turn within their wait or no room to wait, 3 on arrival, their client holding its share of the queue already; 6 of them gave their place in the full queue to a client holding fewer; 5 of clients holding more than their share, answered 429): 30 served from a copy, 12 with a part missing (503 or a default)",
     );
-    expect(html).toContain("3 of 256; 5 waiting for their turn");
+    // The lateness against CoDel's target and interval (overload/limit.ts), and the limit it sets.
+    expect(html).toMatch(/<span class="pill bad">12 ms \(more than 5 ms for 100 ms: congested\)<\/span>/);
+    expect(html).toContain("3 in progress, 4 at most now (of 256); 5 waiting for their turn");
     expect(html).toContain("75 pages not rendered; 60 fills stopped before a claim, poll or fetch");
-    expect(html).toContain("9 written, 4 dropped past the budget; 1 of 16 now");
     expect(html).toContain("38 ms now (90.0% of recent cold pages left before their answer; at most 100 ms); 500 pages held, 470 of them left during the hold");
+    expect(html).toContain("9 written, 4 dropped past the limit; 1 now");
     // The JSON twin carries the same numbers.
     expect(model.last15m.pages).toBe(14); // the current minute is empty; the first one has left the window
     expect(model.l2.shards.find((shard) => shard.name === "us")?.since).toBe(clock.now());

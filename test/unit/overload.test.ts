@@ -1,57 +1,189 @@
-// Admission of new work and the budget of fills nobody waits for
-// (docs/architecture.md#overload), with a clock moved by hand.
+// The isolate's limit of cold pages, admission of new work within it, and
+// the budget of fills nobody waits for (docs/architecture.md#overload), with
+// a clock moved by hand.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createAdmission } from "../../src/overload/admission";
-import { createDepartures } from "../../src/overload/departures";
-import { createLagMeter, type LagMeter } from "../../src/overload/lag";
+import { createLagMeter } from "../../src/overload/lag";
+import { createColdLimit, INTERVAL_MS, TARGET_MS, type ColdLimit } from "../../src/overload/limit";
 import { createPatience } from "../../src/overload/patience";
+import { createOverload } from "../../src/overload";
+import { ONE_BROWSER } from "../../src/overload/client";
 import { fakeClock } from "../support/fakes";
-import { DEFAULTS } from "../../src/config/defaults";
 
-/** A lag meter that says what the test says. */
-function fixedLag(): LagMeter & { set(ms: number): void } {
-  let lagMs = 0;
-  return { sample: () => undefined, observeReply: () => undefined, observeLate: () => undefined, lagMs: () => lagMs, set: (ms) => void (lagMs = ms) };
-}
-
-/** An admission with these bounds over `lag` (a fixed lag meter by default), the rest as in most tests here. */
-function admissionWith(bounds: Partial<Parameters<typeof createAdmission>[0]>) {
+/** An admission with these bounds (its own limit, and no hold, unless given), the rest as in most tests here. */
+function admissionWith(bounds: Partial<Parameters<typeof createAdmission>[0]> = {}) {
+  const clock = bounds.clock ?? { now: () => Date.now() };
+  const maxColdPages = bounds.maxColdPages ?? 4;
   return createAdmission({
-    clock: { now: () => Date.now() },
-    lag: fixedLag(),
-    patience: createPatience({ clock: { now: () => Date.now() }, departedShare: 0.5, maxHoldMs: 0 }),
+    clock,
+    lateness: () => 0,
+    limit: createColdLimit({ clock, min: 1, max: maxColdPages }),
+    patience: createPatience({ clock, maxHoldMs: 0 }),
     maxHoldMs: 0,
-    maxLagMs: 30,
-    maxColdPages: 4,
-    minColdPages: 0,
-    patienceMs: 10_000,
-    patientColdPages: 0,
-    paceMs: 0,
-    paceBurst: 1,
-    maxColdPagesQueued: 4,
-    overShareAnswerMs: DEFAULTS.overShareAnswerMs,
+    maxColdPages,
     coldPageWaitMs: 1000,
     coldPageLeaseMs: 10_000,
-    // Out of the way unless a test is about it: no count of pages in progress reaches it.
-    mostlyCold: { coldPages: Number.POSITIVE_INFINITY, lagMs: 5, share: 0.5 },
-    lastChance: { afterShare: 0.8, perSecond: 0 },
     ...bounds,
   });
 }
 
+/** A limit whose isolate is congested for good: it stays at one page. */
+const congested: ColdLimit = { current: () => 1, sample: () => undefined, congested: () => true, update: () => undefined };
+
+/** Work that stays in progress until the test lets it go. */
+function heldWork() {
+  let release = () => {};
+  const done = new Promise<string>((resolve) => (release = () => resolve("done")));
+  return { work: () => done, release };
+}
+
+describe("the limit of cold pages in progress (AIMD, its signal CoDel's standing queue)", () => {
+  it("starts at its floor and grows by one for each page that ends with at least half the limit in use, up to its ceiling", () => {
+    const limit = createColdLimit({ clock: fakeClock(), min: 1, max: 3 });
+    expect(limit.current()).toBe(1);
+    limit.update(1);
+    expect(limit.current()).toBe(2);
+    limit.update(1); // 1 of 2 in use: half
+    expect(limit.current()).toBe(3);
+    limit.update(1); // 1 of 3: less than half, no growth
+    expect(limit.current()).toBe(3);
+    limit.update(3);
+    expect(limit.current()).toBe(3); // the ceiling
+  });
+
+  it("is congested once every sample of a whole interval was above the target; one sample within it, or an interval without samples, ends it", () => {
+    const clock = fakeClock();
+    const limit = createColdLimit({ clock, min: 1, max: 100 });
+    limit.sample(TARGET_MS + 1);
+    expect(limit.congested()).toBe(false);
+    clock.advance(INTERVAL_MS - 1);
+    limit.sample(30);
+    expect(limit.congested()).toBe(false);
+    clock.advance(1);
+    expect(limit.congested()).toBe(true);
+    limit.sample(TARGET_MS);
+    expect(limit.congested()).toBe(false);
+    // Above again: a new interval must pass.
+    limit.sample(50);
+    clock.advance(INTERVAL_MS);
+    limit.sample(50);
+    expect(limit.congested()).toBe(true);
+    // No reply read for an interval: nothing to show a queue.
+    clock.advance(INTERVAL_MS);
+    expect(limit.congested()).toBe(false);
+  });
+
+  it("a busy isolate that reads some replies at once is not congested, however late the others: the limit grows through it", () => {
+    const clock = fakeClock();
+    const limit = createColdLimit({ clock, min: 1, max: 100 });
+    for (let i = 0; i < 10; i++) {
+      limit.sample(i % 2 === 0 ? 0 : 40);
+      clock.advance(INTERVAL_MS / 2);
+      limit.update(limit.current());
+    }
+    expect(limit.current()).toBe(11);
+  });
+
+  it("halves at most once an interval while congested, never below its floor: pages that end together are one sign of it", () => {
+    const clock = fakeClock();
+    const limit = createColdLimit({ clock, min: 1, max: 100 });
+    for (let i = 0; i < 19; i++) limit.update(limit.current());
+    expect(limit.current()).toBe(20);
+    limit.sample(TARGET_MS + 1);
+    clock.advance(INTERVAL_MS);
+    limit.sample(TARGET_MS + 1);
+    limit.update(20);
+    expect(limit.current()).toBe(10);
+    // Other pages ending in the same interval change nothing.
+    for (let i = 0; i < 5; i++) limit.update(10);
+    expect(limit.current()).toBe(10);
+    for (const expected of [5, 2, 1, 1]) {
+      clock.advance(INTERVAL_MS);
+      limit.sample(TARGET_MS + 1);
+      limit.update(1);
+      expect(limit.current()).toBe(expected);
+    }
+    // Congestion over, the limit grows again.
+    limit.sample(0);
+    limit.update(1);
+    expect(limit.current()).toBe(2);
+  });
+  it("never falls below a floor above one page (the isolate's: one browser's pages), and starts there", () => {
+    const clock = fakeClock();
+    const limit = createColdLimit({ clock, min: ONE_BROWSER, max: 100 });
+    expect(limit.current()).toBe(ONE_BROWSER);
+    for (let i = 0; i < 3; i++) {
+      limit.sample(TARGET_MS + 1);
+      clock.advance(INTERVAL_MS);
+      limit.sample(TARGET_MS + 1);
+      limit.update(ONE_BROWSER);
+    }
+    expect(limit.congested()).toBe(true);
+    expect(limit.current()).toBe(ONE_BROWSER);
+  });
+});
+
 describe("admission of pages that need new work", () => {
   afterEach(() => vi.useRealTimers());
 
-  /** Work that stays in progress until the test lets it go. */
-  function heldWork() {
-    let release = () => {};
-    const done = new Promise<string>((resolve) => (release = () => resolve("done")));
-    return { work: () => done, release };
-  }
+  it("runs a page at once within the limit; past it a page waits for a free place, or is shed once its wait is over; a page with a copy does not wait", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const admission = admissionWith();
+    const first = heldWork();
+    const running = admission.admit(first.work, true);
+    let ran = 0;
+    const waiting = admission.admit(async () => ++ran, true);
+    await vi.advanceTimersByTimeAsync(500);
+    expect(ran).toBe(0);
+    expect(admission.stats()).toMatchObject({ coldPages: 1, coldPagesQueued: 1, limit: 1 });
+    expect(await admission.admit(async () => ++ran, false)).toBe("busy");
+    first.release();
+    await vi.advanceTimersByTimeAsync(20);
+    expect(await waiting).toBe(1);
+    expect(await running).toBe("done");
+    // Two pages ended with the limit in use: it is 3 now.
+    expect(admission.stats()).toMatchObject({ admitted: 2, limit: 3, shed: { busy: 1, overShare: 0 } });
+    const held = [heldWork(), heldWork(), heldWork()];
+    const three = held.map((page) => admission.admit(page.work, true));
+    const shed = admission.admit(async () => ++ran, true);
+    await vi.advanceTimersByTimeAsync(1001);
+    expect(await shed).toBe("busy");
+    for (const page of held) page.release();
+    expect(await Promise.all(three)).toEqual(["done", "done", "done"]);
+    expect(ran).toBe(1);
+    expect(admission.stats()).toMatchObject({ admitted: 5, shed: { busy: 2 }, coldPages: 0, coldPagesQueued: 0 });
+  });
+
+  it("while every reply is read late, the limit halves (once an interval); waiting pages go as it allows, oldest first", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const clock = { now: () => Date.now() };
+    const limit = createColdLimit({ clock, min: 1, max: 16 });
+    const admission = admissionWith({ clock, limit, maxColdPages: 16 });
+    for (let i = 0; i < 7; i++) await admission.admit(async () => "grow", true);
+    // Pages one after the other grow the limit to 3 (one of 3 in use is less than half).
+    expect(admission.stats().limit).toBe(3);
+    const held = [heldWork(), heldWork(), heldWork()];
+    const running = held.map((page) => admission.admit(page.work, true));
+    limit.sample(TARGET_MS + 20);
+    await vi.advanceTimersByTimeAsync(INTERVAL_MS);
+    const order: number[] = [];
+    const waiting = [1, 2, 3].map((n) => admission.admit(async () => void order.push(n), true));
+    await vi.advanceTimersByTimeAsync(10);
+    limit.sample(TARGET_MS + 20);
+    expect(admission.stats()).toMatchObject({ congested: true, coldPagesQueued: 3 });
+    for (const page of held) page.release();
+    await Promise.all(running);
+    expect(admission.stats().limit).toBe(1); // halved once (1.5): the three pages ended within one interval
+    await vi.advanceTimersByTimeAsync(50);
+    await Promise.all(waiting);
+    expect(order).toEqual([1, 2, 3]);
+    expect(admission.stats().shed.busy).toBe(0);
+    expect(admission.stats().limit).toBeLessThanOrEqual(2);
+  });
 
   it("lets waiting pages go by client, the client holding fewest cold pages first: a flood's waiting pages go after another client's", async () => {
     vi.useFakeTimers({ now: 0 });
-    const admission = admissionWith({ clock: { now: () => Date.now() }, maxColdPages: 1, maxColdPagesQueued: 8, coldPageWaitMs: 5000 });
+    const admission = admissionWith({ limit: congested, maxColdPages: 8, coldPageWaitMs: 5000 });
     const order: string[] = [];
     const first = heldWork();
     const running = admission.admit(first.work, true, undefined, "198.51.100.9");
@@ -65,7 +197,12 @@ describe("admission of pages that need new work", () => {
     await vi.advanceTimersByTimeAsync(200);
     await Promise.all([running, visitor, ...flood]);
     expect(order).toEqual(["visitor", "flood 1", "flood 2", "flood 3"]);
-    // One client alone: oldest first, as ever.
+    expect(admission.stats()).toMatchObject({ admitted: 5, shed: { busy: 0 }, clients: 0 });
+  });
+
+  it("one client alone: its waiting pages go oldest first", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const admission = admissionWith({ limit: congested, maxColdPages: 8 });
     const alone: string[] = [];
     const held = heldWork();
     const holding = admission.admit(held.work, true);
@@ -75,93 +212,93 @@ describe("admission of pages that need new work", () => {
     await vi.advanceTimersByTimeAsync(200);
     await Promise.all([holding, ...pages]);
     expect(alone).toEqual(["page 1", "page 2", "page 3"]);
-    expect(admission.stats()).toMatchObject({ admitted: 9, shed: { lagging: 0, busy: 0 }, clients: 0 });
   });
 
   it("a client holding more than its share of the queue: its shed pages are its excess ('over share', a 429); 'unknown' never is", async () => {
     vi.useFakeTimers({ now: 0 });
-    /** Pages shed after a second of a lagging isolate. */
-    async function shedWhileLagging(clients: string[]) {
-      const lag = fixedLag();
-      lag.set(31);
-      const admission = admissionWith({ clock: { now: () => Date.now() }, lag, maxColdPages: 1, maxColdPagesQueued: 64, coldPageWaitMs: 1000 });
+    /** Pages shed after their wait, behind one page that never ends within it. */
+    async function shedBehindOne(clients: string[]) {
+      const admission = admissionWith({ maxColdPages: 64, coldPageWaitMs: 1000 });
+      const held = heldWork();
+      const running = admission.admit(held.work, true, undefined, "192.0.2.200");
       const pages = clients.map((client) => admission.admit(async () => "ran", true, undefined, client));
       await vi.advanceTimersByTimeAsync(1001);
+      held.release();
+      await running;
       return { answers: await Promise.all(pages), stats: admission.stats() };
     }
     const visitors = Array.from({ length: 8 }, (_, i) => `203.0.113.${i + 1}`);
-    // 9 clients share 64 places (about 7 each): the flood's 50 pages are 7 times its share.
-    const flooded = await shedWhileLagging([...visitors, ...Array.from({ length: 50 }, () => "198.51.100.9")]);
-    expect(flooded.answers.slice(0, 8)).toEqual(visitors.map(() => "lagging"));
-    // Shed one after the other, each while its client holds more than its share (its last few, shed once it holds no more, are the isolate's).
-    const excess = flooded.answers.slice(8).filter((answer) => answer === "over share").length;
+    // 10 clients share 64 places (about 6 each): the flood's 50 pages are 8 times its share.
+    const flooded = await shedBehindOne([...visitors, ...Array.from({ length: 50 }, () => "198.51.100.9")]);
+    expect(flooded.answers.slice(0, 8)).toEqual(visitors.map(() => "busy"));
+    // The flood's pages: refused on arrival once it held its share, or shed after their wait while it held more than its share (its last few, shed once it holds no more, are the isolate's).
+    const floodAnswers = flooded.answers.slice(8);
+    const excess = floodAnswers.filter((answer) => answer === "over share").length;
     expect(excess).toBeGreaterThanOrEqual(40);
-    expect(flooded.answers.slice(8 + excess)).toEqual(flooded.answers.slice(8 + excess).map(() => "lagging"));
-    expect(flooded.stats).toMatchObject({ shed: { lagging: 58, busy: 0 }, overShare: excess });
+    expect(new Set(floodAnswers)).toEqual(new Set(["over share", "busy"]));
+    expect(flooded.stats).toMatchObject({ overShare: excess });
     // The same 58 pages from 58 clients, each within its share: the isolate's own busyness.
-    const spread = await shedWhileLagging(Array.from({ length: 58 }, (_, i) => `192.0.2.${i + 1}`));
-    expect(new Set(spread.answers)).toEqual(new Set(["lagging"]));
+    const spread = await shedBehindOne(Array.from({ length: 58 }, (_, i) => `192.0.2.${i + 1}`));
+    expect(new Set(spread.answers)).toEqual(new Set(["busy"]));
     // Off the platform every request is "unknown": all visitors, never one client's excess.
-    const unknown = await shedWhileLagging([...Array.from({ length: 50 }, () => "unknown"), ...visitors]);
-    expect(new Set(unknown.answers.slice(0, 50))).toEqual(new Set(["lagging"]));
+    const unknown = await shedBehindOne([...Array.from({ length: 50 }, () => "unknown"), ...visitors]);
+    expect(new Set(unknown.answers.slice(0, 50))).toEqual(new Set(["busy"]));
   });
 
-  it("a client already holding its share of the queue while pages wait: its next cold page is not queued but answered 'over share' after 50 ms, its work never started; 'unknown' never is, nor a client alone", async () => {
+  it("a client already holding its share of the queue while pages wait: its next cold page is not queued but answered 'over share' one interval later, its work never started; 'unknown' never is, nor a client alone", async () => {
     vi.useFakeTimers({ now: 0 });
-    const lag = fixedLag();
-    lag.set(31);
-    const admission = admissionWith({ clock: { now: () => Date.now() }, lag, maxColdPages: 1, maxColdPagesQueued: 16, coldPageWaitMs: 1000 });
+    const admission = admissionWith({ maxColdPages: 16, coldPageWaitMs: 1000 });
     let ran = 0;
     const work = async () => (++ran, "ran");
     const flood = "198.51.100.9";
-    // The isolate runs late: a visitor's page and the flood's first pages wait (two clients: 8 places each).
+    // One page holds the only place: a visitor's page and the flood's first pages wait (two clients: 8 places each).
+    const held = heldWork();
+    const running = admission.admit(held.work, true, undefined, flood);
     const visitor = admission.admit(work, true, undefined, "203.0.113.7");
-    const queued = Array.from({ length: 8 }, () => admission.admit(work, true, undefined, flood));
+    const queued = Array.from({ length: 7 }, () => admission.admit(work, true, undefined, flood));
     await vi.advanceTimersByTimeAsync(20);
-    expect(admission.stats()).toMatchObject({ coldPagesQueued: 9, clients: 2 });
+    expect(admission.stats()).toMatchObject({ coldPagesQueued: 8, clients: 2 });
     const answers: string[] = [];
     const refused = [1, 2].map(() => admission.admit(work, true, undefined, flood).then((answer) => void answers.push(String(answer))));
-    await vi.advanceTimersByTimeAsync(DEFAULTS.overShareAnswerMs - 1);
+    await vi.advanceTimersByTimeAsync(INTERVAL_MS - 1);
     expect(answers).toEqual([]);
     await vi.advanceTimersByTimeAsync(2);
     expect(answers).toEqual(["over share", "over share"]);
     await Promise.all(refused);
     // Never queued: the queue holds what it held, and neither page's work ran.
-    expect(admission.stats()).toMatchObject({ coldPagesQueued: 9, shed: { lagging: 0, busy: 0, overShare: 2 }, overShare: 2 });
-    // Another client's page is queued as before; once the isolate keeps up, every queued page runs.
+    expect(admission.stats()).toMatchObject({ coldPagesQueued: 8, shed: { busy: 0, overShare: 2 }, overShare: 2 });
+    // Another client's page is queued as before; once the place is free, every queued page runs.
     const another = admission.admit(work, true, undefined, "192.0.2.1");
     await vi.advanceTimersByTimeAsync(20);
-    expect(admission.stats().coldPagesQueued).toBe(10);
-    lag.set(0);
+    expect(admission.stats().coldPagesQueued).toBe(9);
+    held.release();
     await vi.advanceTimersByTimeAsync(300);
-    expect(await Promise.all([visitor, ...queued, another])).toEqual(Array.from({ length: 10 }, () => "ran"));
-    expect(ran).toBe(10);
+    expect(await Promise.all([visitor, ...queued, another])).toEqual(Array.from({ length: 9 }, () => "ran"));
+    await running;
+    expect(ran).toBe(9);
     // Off the platform every request is "unknown": everybody's pages, queued whatever their number.
-    lag.set(31);
+    const heldAgain = heldWork();
+    const runningAgain = admission.admit(heldAgain.work, true);
+    // The limit grew while the queue drained: fill it.
+    const fill = Array.from({ length: admission.stats().limit - 1 }, () => heldWork());
+    const filling = fill.map((page) => admission.admit(page.work, true));
     const unknown = Array.from({ length: 16 }, () => admission.admit(work, true));
     await vi.advanceTimersByTimeAsync(20);
     expect(admission.stats()).toMatchObject({ coldPagesQueued: 16, shed: { overShare: 2 } });
-    lag.set(0);
+    heldAgain.release();
+    for (const page of fill) page.release();
     await vi.advanceTimersByTimeAsync(400);
-    await Promise.all(unknown);
-    expect(ran).toBe(26);
-    // A client alone has nobody to share with: its pages are queued whatever their number, and shed ones are the isolate's busyness.
-    lag.set(31);
-    const alone = Array.from({ length: 17 }, () => admission.admit(work, true, undefined, flood));
-    await vi.advanceTimersByTimeAsync(20);
-    expect(admission.stats()).toMatchObject({ coldPagesQueued: 16, shed: { lagging: 1, overShare: 2 }, overShare: 2 });
-    lag.set(0);
-    await vi.advanceTimersByTimeAsync(400);
-    expect((await Promise.all(alone)).sort()).toEqual(["lagging", ...Array.from({ length: 16 }, () => "ran")]);
+    await Promise.all([runningAgain, ...filling, ...unknown]);
+    expect(ran).toBe(25);
   });
 
   it("a visitor holding fewer pages than one browser asks for at once is never past its share, however many visitors split the queue", async () => {
     vi.useFakeTimers({ now: 0 });
-    const lag = fixedLag();
-    lag.set(31);
-    const admission = admissionWith({ clock: { now: () => Date.now() }, lag, maxColdPages: 1, maxColdPagesQueued: 32, coldPageWaitMs: 1000 });
+    const admission = admissionWith({ maxColdPages: 32, coldPageWaitMs: 1000 });
     const work = async () => "ran";
-    // Twenty visitors with a cold page each (a restarted isolate under a shop's traffic): 32 places split 21 ways, about 1.5 each.
+    const held = heldWork();
+    const running = admission.admit(held.work, true, undefined, "192.0.2.200");
+    // Twenty visitors with a cold page each (a restarted isolate under a shop's traffic): 32 places split 22 ways, about 1.5 each.
     const visitors = Array.from({ length: 20 }, (_, i) => admission.admit(work, true, undefined, `203.0.113.${i + 1}`));
     // One visitor with tabs open: six pages, four times that split, all queued.
     const tabs = Array.from({ length: 6 }, () => admission.admit(work, true, undefined, "192.0.2.77"));
@@ -169,217 +306,62 @@ describe("admission of pages that need new work", () => {
     expect(admission.stats()).toMatchObject({ coldPagesQueued: 26, overShare: 0 });
     // A seventh: more than one browser asks for, and past its share: refused.
     const seventh = admission.admit(work, true, undefined, "192.0.2.77");
-    await vi.advanceTimersByTimeAsync(DEFAULTS.overShareAnswerMs + 1);
+    await vi.advanceTimersByTimeAsync(INTERVAL_MS + 1);
     expect(await seventh).toBe("over share");
-    lag.set(0);
+    held.release();
     await vi.advanceTimersByTimeAsync(600);
+    await running;
     expect(new Set(await Promise.all([...visitors, ...tabs]))).toEqual(new Set(["ran"]));
   });
 
-  it("runs work at once while the isolate keeps up", async () => {
-    const lag = fixedLag();
-    const admission = admissionWith({
-      clock: fakeClock(),
-      lag,
-    });
-    expect(await admission.admit(async () => "read", true)).toBe("read");
-    lag.set(30);
-    expect(await admission.admit(async () => "read", false)).toBe("read");
-    expect(admission.stats()).toMatchObject({ admitted: 2, shed: { lagging: 0, busy: 0 }, coldPages: 0 });
-  });
-
-  it("holds new work back while the isolate runs late: a page waits for the lag to come down, or is shed once its wait is over", async () => {
+  it("a visitor who leaves gives up its place at once, and its slot: what is left of its page runs for nobody", async () => {
     vi.useFakeTimers({ now: 0 });
-    const lag = fixedLag();
-    const clock = { now: () => Date.now() };
-    const admission = admissionWith({
-      clock,
-      lag,
-    });
-    lag.set(31);
+    const admission = admissionWith();
+    const left = new AbortController();
+    const held = heldWork();
+    const running = admission.admit(held.work, true, left.signal);
+    const waiting = new AbortController();
     let ran = 0;
-    const waiting = admission.admit(async () => ++ran, true);
-    await vi.advanceTimersByTimeAsync(500);
-    expect(ran).toBe(0);
+    const gone = admission.admit(async () => ++ran, true, waiting.signal);
+    await vi.advanceTimersByTimeAsync(10);
     expect(admission.stats().coldPagesQueued).toBe(1);
-    lag.set(10);
-    await vi.advanceTimersByTimeAsync(20);
-    expect(await waiting).toBe(1);
-
-    lag.set(31);
-    const shed = admission.admit(async () => ++ran, true);
-    await vi.advanceTimersByTimeAsync(1001);
-    expect(await shed).toBe("lagging");
-    // A page with a copy to show does not wait.
-    expect(await admission.admit(async () => ++ran, false)).toBe("lagging");
+    waiting.abort();
+    expect(admission.stats().coldPagesQueued).toBe(0);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(await gone).toBe("left");
+    // The holder's visitor leaves: its slot is free for the next page, though its work goes on.
+    left.abort();
+    expect(await admission.admit(async () => ++ran, true)).toBe(1);
+    held.release();
+    expect(await running).toBe("done");
     expect(ran).toBe(1);
-    expect(admission.stats()).toMatchObject({ admitted: 1, shed: { lagging: 2, busy: 0 }, coldPagesQueued: 0 });
   });
 
-  it("gives a page near the end of its wait a last chance, a few a second whatever the bounds; past that budget it is shed", async () => {
+  it("holds at most maxColdPages waiting; a page finding the queue full takes the place of the oldest page of the client holding most, if that holds more", async () => {
     vi.useFakeTimers({ now: 0 });
-    const lag = fixedLag();
-    const admission = admissionWith({
-      clock: { now: () => Date.now() },
-      lag,
-      maxColdPages: 8,
-      maxColdPagesQueued: 8,
-      coldPageWaitMs: 1000,
-      lastChance: { afterShare: 0.8, perSecond: 1 },
-    });
-    lag.set(200); // late for good: no other rule lets a page go
-    let ran = 0;
-    const [first, second] = [admission.admit(async () => ++ran, true), admission.admit(async () => ++ran, true)];
-    await vi.advanceTimersByTimeAsync(790);
-    expect(ran).toBe(0);
-    // At 80% of its wait the first page takes the one last chance of this second; the second page finds none left.
-    await vi.advanceTimersByTimeAsync(30);
-    expect(ran).toBe(1);
-    expect(await first).toBe(1);
-    await vi.advanceTimersByTimeAsync(200);
-    expect(await second).toBe("lagging");
-    // A page with a copy to show does not wait, so it never reaches a last chance.
-    await vi.advanceTimersByTimeAsync(2000);
-    expect(await admission.admit(async () => ++ran, false)).toBe("lagging");
-    expect(admission.stats()).toMatchObject({ admitted: 1, lastChance: 1, shed: { lagging: 2, busy: 0 } });
-  });
-
-  it("keeps minColdPages in progress whatever the lag: cold pages move while cached pages alone keep the isolate late", async () => {
-    vi.useFakeTimers({ now: 0 });
-    const lag = fixedLag();
-    lag.set(500);
-    const clock = { now: () => Date.now() };
-    const admission = admissionWith({
-      clock,
-      lag,
-      maxColdPages: 8,
-      minColdPages: 2,
-    });
-    const [first, second] = [heldWork(), heldWork()];
-    const running = [admission.admit(first.work, true), admission.admit(second.work, true)];
-    const third = admission.admit(async () => "third", true);
-    await vi.advanceTimersByTimeAsync(100);
-    expect(admission.stats()).toMatchObject({ coldPages: 2, coldPagesQueued: 1 });
-    first.release();
+    const admission = admissionWith({ maxColdPages: 2 });
+    const held = heldWork();
+    const running = admission.admit(held.work, true, undefined, "198.51.100.9");
+    const flood = [
+      admission.admit(async () => "flood 1", true, undefined, "198.51.100.9"),
+      admission.admit(async () => "flood 2", true, undefined, "198.51.100.9"),
+    ];
+    await vi.advanceTimersByTimeAsync(10);
+    // Full: the same client's next page is shed at once (it holds most), another client's takes the flood's oldest place.
+    expect(await admission.admit(async () => "flood 3", true, undefined, "198.51.100.9")).toBe("busy");
+    const visitor = admission.admit(async () => "visitor", true, undefined, "203.0.113.7");
+    // The pushed-out page is answered at its next look.
     await vi.advanceTimersByTimeAsync(20);
-    expect(await third).toBe("third");
-    second.release();
-    await Promise.all(running);
-  });
-
-  it("lets a page held back for patienceMs go while fewer than patientColdPages are in progress, whatever the lag", async () => {
-    vi.useFakeTimers({ now: 0 });
-    const lag = fixedLag();
-    const admission = admissionWith({
-      clock: { now: () => Date.now() },
-      lag,
-      minColdPages: 1,
-      patienceMs: 250,
-      patientColdPages: 2,
-      coldPageWaitMs: 1000,
-    });
-    lag.set(200); // late for good, as under closed-loop clients of cached pages
-    const first = heldWork();
-    const running = admission.admit(first.work, true); // the one that always goes
-    const second = heldWork();
-    let secondStarted = false;
-    const patient = admission.admit(() => ((secondStarted = true), second.work()), true);
-    const third = admission.admit(async () => "third", true);
-    await vi.advanceTimersByTimeAsync(200);
-    expect(secondStarted).toBe(false);
-    await vi.advanceTimersByTimeAsync(70);
-    // Past its patience, with one page in progress (< 2): it goes.
-    expect(secondStarted).toBe(true);
-    // The third has waited as long, but two are in progress: it waits on, and is shed at its wait's end.
-    await vi.advanceTimersByTimeAsync(800);
-    expect(await third).toBe("lagging");
-    first.release();
-    second.release();
-    expect(await Promise.all([running, patient])).toEqual(["done", "done"]);
-  });
-
-  it("while most recent pages are cold, starts more than mostlyCold.coldPages only while the lag is at most mostlyCold.lagMs; while most come from L1, the usual bound holds", async () => {
-    vi.useFakeTimers({ now: 0 });
-    const lag = fixedLag();
-    const admissionFor = () =>
-      admissionWith({
-        clock: { now: () => Date.now() },
-        lag,
-        maxLagMs: 30,
-        maxColdPages: 8,
-        minColdPages: 1,
-        patienceMs: 100,
-        patientColdPages: 8,
-        mostlyCold: { coldPages: 2, lagMs: 5, share: 0.5 },
-      });
-    /** Two pages in progress, then a third asked for at a lag of 10 ms (late by the mostly-cold bound, not by maxLagMs). */
-    async function third(admission: ReturnType<typeof admissionFor>) {
-      lag.set(0);
-      const inProgress = [heldWork(), heldWork()];
-      const running = inProgress.map((held) => admission.admit(held.work, true));
-      lag.set(10);
-      let started = false;
-      const page = admission.admit(async () => ((started = true), "third"), true);
-      await vi.advanceTimersByTimeAsync(300);
-      const startedLate = started;
-      lag.set(4);
-      await vi.advanceTimersByTimeAsync(20);
-      const startedAt4 = started;
-      for (const held of inProgress) held.release();
-      await Promise.all([...running, page]);
-      return { startedLate, startedAt4, stats: admission.stats() };
-    }
-
-    // A crawler: every recent page started new work (16 of them: fewer say nothing, overload/window.ts).
-    const crawled = admissionFor();
-    for (let i = 0; i < 16; i++) await crawled.admit(async () => "cold", true);
-    const crawl = await third(crawled);
-    expect(crawl.startedLate).toBe(false); // not at 10 ms, not on patience either
-    expect(crawl.startedAt4).toBe(true);
-    expect(crawl.stats).toMatchObject({ mostlyCold: true, startedMostlyCold: 4 });
-
-    // The same pages among many served from L1: at 10 ms the isolate keeps up.
-    const mixed = admissionFor();
-    for (let i = 0; i < 16; i++) await mixed.admit(async () => "cold", true);
-    for (let i = 0; i < 30; i++) mixed.noteNoWork();
-    const zipf = await third(mixed);
-    expect(zipf.startedLate).toBe(true);
-    expect(zipf.stats).toMatchObject({ mostlyCold: false });
-  });
-
-  it("holds at most maxColdPages in progress and maxColdPagesQueued waiting; more are shed at once", async () => {
-    vi.useFakeTimers({ now: 0 });
-    const clock = { now: () => Date.now() };
-    const admission = admissionWith({
-      clock,
-      lag: fixedLag(),
-      maxColdPages: 2,
-      maxColdPagesQueued: 1,
-    });
-    const [first, second] = [heldWork(), heldWork()];
-    const running = [admission.admit(first.work, true), admission.admit(second.work, true)];
-    const queued = admission.admit(async () => "third", true);
-    expect(await admission.admit(async () => "fourth", true)).toBe("busy");
-    expect(admission.stats()).toMatchObject({ coldPages: 2, coldPagesQueued: 1 });
-    first.release();
-    await vi.advanceTimersByTimeAsync(20);
-    expect(await queued).toBe("third");
-    second.release();
-    expect(await Promise.all(running)).toEqual(["done", "done"]);
-    expect(admission.stats()).toMatchObject({ admitted: 3, shed: { lagging: 0, busy: 1 }, coldPages: 0 });
+    expect(await flood[0]).toBe("busy");
+    held.release();
+    await vi.advanceTimersByTimeAsync(50);
+    expect(await Promise.all([running, flood[1], visitor])).toEqual(["done", "flood 2", "visitor"]);
+    expect(admission.stats()).toMatchObject({ pushedOut: 1, shed: { busy: 2 } });
   });
 
   it("takes back the slot of a page whose request vanished, at its lease's end", async () => {
     vi.useFakeTimers({ now: 0 });
-    const clock = { now: () => Date.now() };
-    const admission = admissionWith({
-      clock,
-      lag: fixedLag(),
-      maxColdPages: 1,
-      maxColdPagesQueued: 1,
-      coldPageWaitMs: 0,
-      coldPageLeaseMs: 2000,
-    });
+    const admission = admissionWith({ maxColdPages: 1, coldPageWaitMs: 0, coldPageLeaseMs: 2000 });
     void admission.admit(() => new Promise<never>(() => {}), true); // never settles, as a cancelled request's work may not
     expect(await admission.admit(async () => "next", true)).toBe("busy");
     vi.setSystemTime(2001);
@@ -387,15 +369,7 @@ describe("admission of pages that need new work", () => {
   });
 
   it("counts what the shed pages got", () => {
-    const admission = admissionWith({
-      clock: fakeClock(),
-      lag: fixedLag(),
-      maxLagMs: 50,
-      maxColdPages: 1,
-      maxColdPagesQueued: 1,
-      coldPageWaitMs: 0,
-      coldPageLeaseMs: 1000,
-    });
+    const admission = admissionWith({ clock: fakeClock() });
     admission.noteShed("stale");
     admission.noteShed("refused");
     admission.noteShed("refused");
@@ -406,7 +380,7 @@ describe("admission of pages that need new work", () => {
 describe("the hold while visitors leave", () => {
   afterEach(() => vi.useRealTimers());
 
-  const options = { departedShare: 0.5, maxHoldMs: 100 };
+  const options = { maxHoldMs: 100 };
 
   /** `n` cold pages at once whose visitors all leave `afterMs` into them. */
   async function leavers(patience: ReturnType<typeof createPatience>, n: number, afterMs: number) {
@@ -499,19 +473,43 @@ describe("the hold while visitors leave", () => {
 });
 
 describe("fills nobody waits for", () => {
-  it("finish within the budget, and are dropped past it until a lease ends", () => {
-    const clock = fakeClock();
-    const departures = createDepartures({ clock, maxBackgroundFills: 2, backgroundFillMs: 1000 });
-    expect([departures.mayFinish(), departures.mayFinish(), departures.mayFinish()]).toEqual([true, true, false]);
-    expect(departures.stats()).toMatchObject({ fillsFinished: 2, fillsDropped: 1, backgroundFills: 2 });
-    clock.advance(1001);
-    expect(departures.mayFinish()).toBe(true);
-  });
+  afterEach(() => vi.useRealTimers());
 
-  it("with a budget of 0, none finishes", () => {
-    const departures = createDepartures({ clock: fakeClock(), maxBackgroundFills: 0, backgroundFillMs: 1000 });
+  it("finish in the room the limit has spare beside the pages in progress, while no page waits; each holds its place until its lease ends", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const overload = createOverload({
+      clock: { now: () => Date.now() },
+      maxColdPages: 8,
+      coldPageWaitMs: 1000,
+      coldPageLeaseMs: 10_000,
+      backgroundFillMs: 500,
+      turnLeaseMs: 2000,
+      hold: { maxHoldMs: 0 },
+    });
+    const { admission, departures } = overload;
+    // The limit starts at its floor, one browser's pages: with none in progress, that many fills may finish, and then hold their places.
+    expect(Array.from({ length: ONE_BROWSER + 1 }, () => departures.mayFinish())).toEqual([...Array.from({ length: ONE_BROWSER }, () => true), false]);
+    expect(departures.stats()).toMatchObject({ fillsFinished: ONE_BROWSER, fillsDropped: 1, backgroundFills: ONE_BROWSER });
+    // A visitor's page never waits for them: it starts at once.
+    expect(await admission.admit(async () => "page", true)).toBe("page");
+    await vi.advanceTimersByTimeAsync(501);
+    expect(departures.stats().backgroundFills).toBe(0);
+    // All but one place of the limit in progress: one fill may finish...
+    const held = Array.from({ length: ONE_BROWSER - 1 }, () => heldWork());
+    const running = held.map((page) => admission.admit(page.work, true));
+    expect([departures.mayFinish(), departures.mayFinish()]).toEqual([true, false]);
+    await vi.advanceTimersByTimeAsync(501);
+    // ...but none while a page waits for its turn.
+    const last = heldWork();
+    const full = admission.admit(last.work, true);
+    const waiting = admission.admit(async () => "waited", true);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(admission.stats()).toMatchObject({ coldPages: ONE_BROWSER, coldPagesQueued: 1 });
     expect(departures.mayFinish()).toBe(false);
-    expect(departures.stats().fillsDropped).toBe(1);
+    for (const page of [...held, last]) page.release();
+    await vi.advanceTimersByTimeAsync(50);
+    expect(await Promise.all([...running, full, waiting])).toEqual([...Array.from({ length: ONE_BROWSER }, () => "done"), "waited"]);
+    expect(departures.stats()).toMatchObject({ fillsFinished: ONE_BROWSER + 1, fillsDropped: 3 });
   });
 });
 
@@ -537,6 +535,20 @@ describe("the lag meter", () => {
     // A second later with no new sample, the old one says nothing about now.
     vi.setSystemTime(Date.now() + 1000);
     expect(meter.lagMs()).toBe(0);
+  });
+
+  it("hands each reply's wait beyond its own service's fastest, and each late-noticed time-out, to the limit as a sample", () => {
+    const clock = fakeClock();
+    const samples: number[] = [];
+    const meter = createLagMeter({ clock, onSample: (ms) => void samples.push(ms) });
+    meter.observeReply(4);
+    meter.observeReply(3);
+    meter.observeReply(12);
+    // Another service, measured against its own fastest: its 30 ms are no wait.
+    meter.observeReply(30, "origin:product");
+    meter.observeReply(37, "origin:product");
+    meter.observeLate(60);
+    expect(samples).toEqual([0, 0, 9, 0, 7, 60]);
   });
 
   it("reads how late replies are handled: the running average of L2 reply times beyond the fastest of the last windows", () => {

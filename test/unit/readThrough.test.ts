@@ -788,7 +788,7 @@ describe("tag purges judge L2's copies of a product this isolate has never seen"
 
 /** The read path without L2, its pages' new work going through `admission` (a fake the test writes), as the tier's overload parts pass it. */
 function readThroughAdmitting(clock: FakeClock, origin: FakeOrigin, admission: Parameters<typeof createPageAdmission>[0]["admission"]) {
-  const departures = createDepartures({ clock, maxBackgroundFills: 4, backgroundFillMs: 1000 });
+  const departures = createDepartures({ clock, room: (background) => background < 4, backgroundFillMs: 1000 });
   return createReadThrough({
     config: testConfig(),
     origin,
@@ -804,13 +804,12 @@ describe("pages that waited for their turn", () => {
     const origin = fakeOrigin();
     let asked = 0;
     const admission = {
-      async admit<T>(): Promise<T | "lagging"> {
+      async admit<T>(): Promise<T | "busy"> {
         asked++;
-        // The isolate runs late all through this page's wait: shed.
+        // No turn comes within this page's wait: shed.
         await new Promise((resolve) => setTimeout(resolve, 30));
-        return "lagging";
+        return "busy";
       },
-      noteNoWork: () => undefined,
       noteShed: () => undefined,
     };
     const cache = readThroughAdmitting(clock, origin, admission);
@@ -830,7 +829,6 @@ describe("pages that waited for their turn", () => {
         waits.push(wait);
         return work();
       },
-      noteNoWork: () => undefined,
       noteShed: () => undefined,
     };
     const cache = readThroughAdmitting(clock, origin, admission);
@@ -856,7 +854,6 @@ describe("pages that waited for their turn", () => {
         await new Promise((resolve) => setTimeout(resolve, 20));
         return work();
       },
-      noteNoWork: () => undefined,
       noteShed: () => undefined,
     };
     const cache = readThroughAdmitting(clock, origin, admission);

@@ -10,6 +10,8 @@ import { DEFAULT_POLICIES, DEFAULTS, ADMIN_LIMITS } from "../../src/config/defau
 import { PAGE_RESOURCES, RESOURCE_NAMES, RESOURCES } from "../../src/origin/resources";
 import { PAGE_RETRY_AFTER_SECONDS } from "../../src/http/errorPage";
 import { ISOLATE_STALL_MS } from "../../src/shared/leases";
+import { INTERVAL_MS, TARGET_MS } from "../../src/overload/limit";
+import { ONE_BROWSER } from "../../src/overload/client";
 
 const README = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
 const CONTRACT = readFileSync(new URL("../../docs/origin-contract.md", import.meta.url), "utf8");
@@ -100,7 +102,12 @@ describe("the policy numbers the README gives in its tables and prose", () => {
       `1 – ${(2 * DEFAULTS.l1MaxBytes) / MiB} MiB`,
       `lock claims get ${DEFAULTS.l2ClaimTimeoutMs} ms, background writes ${DEFAULTS.backgroundCallMs / 1000} s`,
       `at most ${DEFAULTS.originMaxQueued} callers, ${DEFAULTS.originQueueWaitMs / 1000} s`,
-      `among at most ${DEFAULTS.coldPagesQueued}`,
+      `| \`COLD_PAGES_MAX\` | var | ${DEFAULTS.coldPagesMax} |`,
+      `| \`COLD_PAGE_WAIT_MS\` | var | ${DEFAULTS.coldPageWaitMs} |`,
+      // What happens when…
+      `halved at most once per ${INTERVAL_MS} ms while the isolate's replies waited more than ${TARGET_MS} ms to be read for a whole ${INTERVAL_MS} ms`,
+      `never below one browser's pages: ${ONE_BROWSER})`,
+      `a 429 with \`Retry-After\` after ${INTERVAL_MS} ms`,
       // Purging.
       `\`ids\` (≤ ${ADMIN_LIMITS.ids.toLocaleString("en-US")}), \`tags\` (≤ ${ADMIN_LIMITS.tags}`,
       `\`413\` over ${ADMIN_LIMITS.bodyBytes / 1024} KB`,
