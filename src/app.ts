@@ -53,8 +53,6 @@ export function createApp(): Hono<AppEnv> {
       return c.text(configErrorText(tier), 500);
     }
     c.set("tier", tier);
-    // How late the isolate runs, for admission (overload/lag.ts): a probe now and then, whatever the route.
-    tier.overload.lag.sample((work) => c.executionCtx.waitUntil(work));
     // Every request's outgoing connections go through a gate of its own (shared/subrequests.ts).
     await withSubrequestGate(tier.config.maxSubrequests, next);
   });

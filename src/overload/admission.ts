@@ -1,36 +1,25 @@
 // Admission of new work (docs/architecture.md#overload): a page that L1 can
 // serve is always served; a page that needs new work (an L1 miss: an L2
 // read, a lock claim, an origin fetch) starts it within the isolate's limit
-// of cold pages in progress (./limit.ts: AIMD, its signal CoDel's standing
-// queue), and otherwise waits for its turn.
+// of cold pages in progress (./limit.ts), and otherwise waits for its turn on
+// its own timers (no CPU), COLD_PAGE_WAIT_MS at most, then is shed: its copy,
+// or a quick 503 with Retry-After. A page with a copy usable on error does
+// not wait.
 //
-// The waiting pages are a fair queue by client (./client.ts names them,
-// ./fairShare.ts counts what each holds): a free place goes to the page of
-// the client holding fewest cold pages, the oldest first among equals, and a
-// page finding the queue full takes the place of the oldest waiting page of
-// the client holding most, if that holds more than its own: FQ-CoDel's drop
-// from the fattest flow (RFC 8290), in shared/limiter.ts. A flood or a crawl
-// waits behind everybody else, and sheds its own pages, not another
-// client's.
+// The waiting pages are a fair queue by client (./fairShare.ts, in
+// shared/limiter.ts): the page of the client holding fewest cold pages goes
+// first, and a page finding the queue full takes the place of the oldest
+// waiting page of the client holding most (FQ-CoDel's drop from the fattest
+// flow, RFC 8290). A client already holding its share of the queue while
+// pages wait is answered 429 one INTERVAL_MS after it came, its work never
+// started (a closed-loop client asks at most ten times a second per
+// connection), and a page of its that is shed is a 429 too: its own excess,
+// where another's is the isolate's busyness, a 503.
 //
-// Before all this, while most cold pages' visitors leave before their
-// answer, a page with no copy is held (./patience.ts): whoever leaves within
-// the hold never takes a place here, and never starts work.
-//
-// A page waits on its own timers (no CPU) for COLD_PAGE_WAIT_MS at most; a
-// page with a copy usable on error does not wait. Past that it is shed: its
-// copy, or a quick 503 with Retry-After (cache/pageSteps.ts, shedPage). A
-// visitor who leaves gives up its place, or its slot, at once: what is left
-// of its page is background work (./departures.ts), which takes only the
-// room the limit has spare while no page waits.
-//
-// A client already holding its share of the queue while pages wait (the
-// places shared equally among the clients holding cold pages, and at least
-// ONE_BROWSER's pages) is told so: its next cold page is not queued but
-// answered 429 one INTERVAL_MS after it came, its work never started, so
-// that a closed-loop client (a crawler) asks at most ten times a second per
-// connection; and a page of its that is shed is a 429, its own excess,
-// where another's is a 503.
+// Before all this, while most visitors leave before their answer, a page
+// with no copy is held (./patience.ts). A visitor who leaves gives up its
+// place, or its slot, at once: what is left of its page is background work
+// (./departures.ts), in the room the limit has spare while no page waits.
 import { createLimiter, LimiterFull } from "../shared/limiter";
 import type { Clock } from "../shared/clock";
 import { INTERVAL_MS, type ColdLimit } from "./limit";

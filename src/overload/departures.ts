@@ -1,14 +1,12 @@
 // Work for visitors who left (docs/architecture.md#overload). A visitor who
 // closes the connection aborts the request's signal (the
 // `enable_request_signal` compatibility flag); from then on the page starts
-// no new work: no L2 read, no lock claim, no poll, no origin fetch, no
-// render. A fill already at the origin when its visitors left may still
-// finish and write its answer (the next visitor wants it), as background
-// work under a budget: the room the isolate's limit of cold pages has
-// spare (./limit.ts) while no visitor's page waits for its turn, so that no
-// visitor waits behind work nobody waits for; past it the fetch is cut short (or an answer already in is kept in this isolate's L1
-// only), and its lock released, so that another isolate or visitor can fill
-// the key.
+// no new work: no L2 read, claim, poll, fetch or render. A fill already at
+// the origin when its visitors left may finish and write its answer for the
+// next visitor, as background work in the room the limit of cold pages has
+// spare while no visitor's page waits (no visitor waits behind work nobody
+// waits for); past it the fetch is cut short (or an answer already in stays
+// in this isolate's L1) and its lock is released for another to fill.
 import { createLeaseTable } from "../shared/leases";
 import type { Clock } from "../shared/clock";
 

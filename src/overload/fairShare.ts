@@ -1,20 +1,14 @@
-// Cold work shared among clients (./client.ts names them): a page waiting for
-// a place among the cold pages goes before the waiting pages of clients that
-// hold more cold pages than its own does (./admission.ts orders the waiters
-// by it), so that one client's flood or crawl waits behind everybody else's
-// pages instead of ahead of them. No page is refused for it and nobody is
-// answered sooner: a closed-loop client (a crawler) whose pages wait sends
-// less meanwhile; one refused at once would only ask again at once (a
-// refusal per client tried before: docs/performance.md, "Overload floods").
-// That is fair queueing by client, max-min: the client holding least is
-// served first. With one client (off the platform every request is
-// "unknown") the order is the queue's own, oldest first. How many times its
-// share of the queue a client holds (timesShare) tells admission how often
-// its waiting pages need to look, and whether a page of its that is shed is
-// its own excess (a 429).
-//
-// A client's pages are leases (shared/leases.ts): given back when the page
-// leaves admission's hands, reclaimed at their deadline if its request vanished.
+// Cold work shared among clients (./client.ts names them): max-min fair
+// queueing. A page waiting for a place among the cold pages goes before the
+// waiting pages of clients that hold more cold pages than its own does
+// (shared/limiter.ts's rank), so that a flood or a crawl waits behind
+// everybody else's pages. With one client (off the platform every request
+// is "unknown") the order is the queue's own, oldest first. How many times
+// its share of the queue a client holds tells admission whether its next
+// page is refused, and whether a page of its that is shed is its own excess
+// (a 429). A client's pages are leases (shared/leases.ts): given back when
+// the page leaves admission's hands, reclaimed at their deadline if its
+// request vanished.
 import type { Clock } from "../shared/clock";
 import { createLeaseTable, type LeaseTable } from "../shared/leases";
 

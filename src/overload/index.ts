@@ -38,8 +38,8 @@ export interface Overload {
 
 export function createOverload(options: OverloadOptions): Overload {
   const limit = createColdLimit({ clock: options.clock, min: Math.min(ONE_BROWSER, options.maxColdPages), max: options.maxColdPages });
-  // The limit's sample at each reply is the isolate's lag (./lag.ts: the smallest over the services, or its timers), not that reply's own wait.
-  const lag: LagMeter = createLagMeter({ clock: options.clock, onSample: () => limit.sample(lag.lagMs()) });
+  // The limit's sample at each reply is the isolate's lag (./lag.ts: the smallest over the services), not that reply's own wait.
+  const lag: LagMeter = createLagMeter({ clock: options.clock, onReading: () => limit.sample(lag.lagMs()) });
   const patience = createPatience({ ...options.hold, clock: options.clock });
   const admission = createAdmission({ ...options, lateness: () => lag.lagMs(), limit, patience, maxHoldMs: options.hold.maxHoldMs });
   // Work nobody waits for takes the limit's spare room only.

@@ -4,25 +4,19 @@
 // concurrency-limits' AIMDLimit), and halves at most once an interval while
 // the isolate is congested, as TCP halves its window once a round trip
 // (RFC 5681): pages that end together in one congested moment are one sign
-// of it, not one each (taken one each, a saturated soak's limit fell to its
-// floor and pages waited out their turn). Congested is CoDel's standing
-// queue (RFC 8289): every sojourn sample of the last INTERVAL_MS above
-// TARGET_MS. A sample is how long a reply waited in the
-// isolate before it was read (./lag.ts: its time beyond its service's
-// fastest), the queue that new requests wait in too; one read within the
-// target shows the queue drained, as one packet's short sojourn does in
-// CoDel. A busy isolate reads some replies at once and is not congested; an
-// isolate whose queue stands reads none so (a crawler's renders, a flood of
-// first views).
+// of it, not one each. Congested is CoDel's standing queue (RFC 8289): every
+// sample of the last INTERVAL_MS above TARGET_MS. A sample is the isolate's
+// lag read at a reply (./lag.ts: how long replies wait to be read, the queue
+// new requests wait in too); one within the target shows the queue drained,
+// as one packet's short sojourn does in CoDel.
 //
 // Every request an isolate takes queues behind the work already in it, and
 // a cold page's work (replies to parse, a page to render) lands in that
 // queue: fewer cold pages in progress, a shorter queue for the cached pages.
-// The limit never falls below its floor, one browser's pages (./client.ts): cold pages
-// never stop, and a signal read wrong (a Redis that got slower reads as a
-// queue until its service's fastest reply follows it, ./lag.ts) costs
-// latency, not 503s (with a floor of one page, two-isolate soaks and a
-// chaos run shed cold pages that waited out their turn behind it).
+// The limit never falls below its floor, one browser's pages (./client.ts):
+// cold pages never stop, and a lag read wrong costs latency, not 503s (with
+// a floor of one page, a two-isolate soak and bench:chaos seed 6605 shed
+// cold pages that waited out their 2 s while the limit sat at one).
 //
 // Plain numbers, read and written by the requests themselves.
 import type { Clock } from "../shared/clock";
@@ -37,7 +31,7 @@ const BACKOFF = 0.5;
 export interface ColdLimit {
   /** Cold pages that may be in progress now. */
   current(): number;
-  /** A sojourn sample, in ms: how long a reply waited before it was read. */
+  /** A sample, in ms: the isolate's lag read at a reply. */
   sample(ms: number): void;
   /** Whether every sample of the last interval was above the target (and samples are still coming). */
   congested(): boolean;

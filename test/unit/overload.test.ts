@@ -3,7 +3,7 @@
 // a clock moved by hand.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createAdmission } from "../../src/overload/admission";
-import { createLagMeter } from "../../src/overload/lag";
+import { createLagMeter, type LagMeter } from "../../src/overload/lag";
 import { createColdLimit, INTERVAL_MS, TARGET_MS, type ColdLimit } from "../../src/overload/limit";
 import { createPatience } from "../../src/overload/patience";
 import { createOverload } from "../../src/overload";
@@ -516,39 +516,23 @@ describe("fills nobody waits for", () => {
 describe("the lag meter", () => {
   afterEach(() => vi.useRealTimers());
 
-  it("measures how late a 1 ms timer fires, sees a probe still out as lag, and forgets old samples", async () => {
-    vi.useFakeTimers({ now: 0 });
-    const clock = { now: () => Date.now() };
-    const meter = createLagMeter({ clock, everyMs: 25, sampleLifeMs: 1000, probeLostMs: 5000 });
-    const work: Promise<unknown>[] = [];
-    meter.sample((promise) => void work.push(promise));
-    expect(work).toHaveLength(1);
-    // A second request while the probe is out starts none.
-    meter.sample((promise) => void work.push(promise));
-    expect(work).toHaveLength(1);
-    // The isolate is busy for 120 ms before the timer can run: the probe out says so already.
-    vi.setSystemTime(120);
-    expect(meter.lagMs()).toBe(119);
-    await vi.advanceTimersByTimeAsync(1);
-    await work[0];
-    expect(meter.lagMs()).toBeGreaterThanOrEqual(119);
-    // A second later with no new sample, the old one says nothing about now.
-    vi.setSystemTime(Date.now() + 1000);
-    expect(meter.lagMs()).toBe(0);
-  });
-
-  it("hands each reply's wait beyond its own service's fastest, and each late-noticed time-out, to the limit as a sample", () => {
+  it("reads the lag after each reply and each late-noticed time-out is taken in, for the limit", () => {
     const clock = fakeClock();
-    const samples: number[] = [];
-    const meter = createLagMeter({ clock, onSample: (ms) => void samples.push(ms) });
+    const readings: number[] = [];
+    const meter: LagMeter = createLagMeter({ clock, onReading: () => void readings.push(meter.lagMs()) });
     meter.observeReply(4);
+    clock.advance(10);
     meter.observeReply(3);
-    meter.observeReply(12);
-    // Another service, measured against its own fastest: its 30 ms are no wait.
+    clock.advance(10);
+    meter.observeReply(40);
+    // Another service, measured against its own fastest: its reply is no wait, and the smallest lag counts.
     meter.observeReply(30, "origin:product");
-    meter.observeReply(37, "origin:product");
     meter.observeLate(60);
-    expect(samples).toEqual([0, 0, 9, 0, 7, 60]);
+    expect(readings).toHaveLength(5);
+    expect(readings.slice(0, 2)).toEqual([0, 0]);
+    expect(readings[2]).toBeGreaterThan(3);
+    expect(readings[3]).toBe(0);
+    expect(readings[4]).toBe(60);
   });
 
   it("reads how late replies are handled: the running average of L2 reply times beyond the fastest of the last windows", () => {
@@ -618,23 +602,5 @@ describe("the lag meter", () => {
     expect(meter.lagMs()).toBe(80);
     clock.advance(1000);
     expect(meter.lagMs()).toBe(0);
-  });
-
-  it("takes a probe whose timer never fired for lost, and starts another", () => {
-    let now = 0;
-    const meter = createLagMeter({ clock: { now: () => now }, everyMs: 25, sampleLifeMs: 1000, probeLostMs: 5000 });
-    const work: Promise<unknown>[] = [];
-    const timers = vi.spyOn(globalThis, "setTimeout").mockImplementation((() => 0) as never); // the timer never fires
-    try {
-      meter.sample((promise) => void work.push(promise));
-      now = 4000;
-      expect(meter.lagMs()).toBe(3999);
-      now = 5001;
-      expect(meter.lagMs()).toBe(0);
-      meter.sample((promise) => void work.push(promise));
-      expect(work).toHaveLength(2);
-    } finally {
-      timers.mockRestore();
-    }
   });
 });
