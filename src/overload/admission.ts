@@ -4,7 +4,11 @@
 // of cold pages in progress (./limit.ts), and otherwise waits for its turn on
 // its own timers (no CPU), COLD_PAGE_WAIT_MS at most, then is shed: its copy,
 // or a quick 503 with Retry-After. A page with a copy usable on error does
-// not wait.
+// not wait. One page an INTERVAL_MS that has waited half its wait goes past
+// the limit (its last chance): under closed-loop visitors of cached pages,
+// whose own pages keep the isolate congested, the limit sits at its floor,
+// and without it cold pages waited out their wait (503s in two-isolate
+// soaks); one an interval costs a saturated isolate little.
 //
 // The waiting pages are a fair queue by client (./fairShare.ts, in
 // shared/limiter.ts): the page of the client holding fewest cold pages goes
@@ -57,6 +61,8 @@ export interface AdmissionStats {
   coldPages: number;
   coldPagesQueued: number;
   admitted: number;
+  /** Of those, pages that went past the limit at their last chance. */
+  lastChance: number;
   /** Pages shed: no turn within their wait (or no room to wait), or on arrival, their client holding its share of the queue already while pages waited. */
   shed: { busy: number; overShare: number };
   /** Of those, waiting pages whose place in the full queue went to another client's page (a client holding fewer). */
@@ -91,10 +97,20 @@ export function createAdmission(options: AdmissionOptions): Admission {
   const fair = createFairShare(clock);
   /** The longest a cold page is in admission's hands: its hold, its wait and its work. */
   const pageLeaseMs = options.maxHoldMs + options.coldPageWaitMs + options.coldPageLeaseMs;
-  const counts = { admitted: 0, shed: { busy: 0, overShare: 0 }, overShare: 0, shedServedStale: 0, shedRefused: 0 };
+  const counts = { admitted: 0, lastChance: 0, shed: { busy: 0, overShare: 0 }, overShare: 0, shedServedStale: 0, shedRefused: 0 };
+  /** When a page last went past the limit: one an interval at most. */
+  let lastChanceAt = Number.NEGATIVE_INFINITY;
+  const lastChance = (waitedMs: number) => {
+    const now = clock.now();
+    if (waitedMs < options.coldPageWaitMs / 2 || now - lastChanceAt < INTERVAL_MS) return false;
+    lastChanceAt = now;
+    counts.lastChance++;
+    return true;
+  };
   const slots = createLimiter({
     maxConcurrent: maxColdPages,
     limit: () => limit.current(),
+    pastLimit: lastChance,
     maxQueued: maxColdPages,
     maxWaitMs: options.coldPageWaitMs,
     maxHoldMs: options.coldPageLeaseMs,

@@ -29,6 +29,12 @@ export interface LimiterOptions {
    */
   limit?: () => number;
   /**
+   * Whether a waiter that has waited `waitedMs` may take a slot past `limit`
+   * (never past maxConcurrent): asked only when the limit leaves no room
+   * (admission: a page's last chance, overload/admission.ts).
+   */
+  pastLimit?: (waitedMs: number) => boolean;
+  /**
    * A holder whose `caller` signal aborts gives its slot back then (admission:
    * what is left of a departed visitor's page is background work, bounded on
    * its own, overload/departures.ts). Not the origin's: a fetch finishing in the background still uses its slot.
@@ -129,6 +135,7 @@ export function createLimiter({
   maxWaitMs,
   maxHoldMs = DEFAULT_MAX_HOLD_MS,
   limit = () => maxConcurrent,
+  pastLimit = () => false,
   freeWhenCallerLeaves = false,
   rank,
   clock = { now: () => Date.now() },
@@ -171,9 +178,9 @@ export function createLimiter({
    * look): the queue is walked only when there are fewer free slots than
    * waiters, to find whether this one is among the first.
    */
-  function slotFor(ticket: number, key: string, holdMs: number): true | undefined {
+  function slotFor(ticket: number, key: string, holdMs: number, waitedMs: number): true | undefined {
     const free = room();
-    if (free <= 0) return undefined;
+    if (free <= 0) return slots.size() < maxConcurrent && pastLimit(waitedMs) ? slots.take(ticket, clock.now() + holdMs, true) || undefined : undefined;
     if (free < waiting.size() && ahead(ticket, key, free) >= free) return undefined;
     return slots.take(ticket, clock.now() + holdMs, true) || undefined;
   }
@@ -204,7 +211,8 @@ export function createLimiter({
    * have cancelled, and I/O started there belongs to the wrong request).
    */
   async function waitForSlot(ticket: number, key: string, holdMs: number, waitedMs: number, caller: AbortSignal | undefined): Promise<void> {
-    const giveUpAt = clock.now() + waitedMs;
+    const askedAt = clock.now();
+    const giveUpAt = askedAt + waitedMs;
     const placed = () => waiting.take(ticket, giveUpAt, key);
     if (!placed() && !(pushOut(key) && placed())) throw full(`queue full (${maxQueued} waiting)`);
     let left = false;
@@ -213,7 +221,7 @@ export function createLimiter({
       if (caller?.aborted) return (left = true);
       // Its place was given to another key's caller (pushOut), rather than lapsed with its wait.
       if (waiting.holder(ticket) === undefined && clock.now() < giveUpAt) return (out = true);
-      return slotFor(ticket, key, holdMs);
+      return slotFor(ticket, key, holdMs, clock.now() - askedAt);
     };
     // A cancelled request's timers may never fire again: its place goes as its caller leaves, not when its wait would have ended.
     const onLeave = () => waiting.release(ticket, key);

@@ -419,6 +419,7 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
         pushedOut: 6,
         overShare: 5,
         admitted: 900,
+        lastChance: 0,
         clients: 3,
         shed: { busy: 42, overShare: 3 },
         shedServedStale: 30,
