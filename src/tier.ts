@@ -76,6 +76,9 @@ export interface TierServices {
   overload: Overload;
 }
 
+/** The ceiling of the hold while most visitors leave: one CoDel interval (overload/patience.ts). */
+const HOLD_MAX_MS = INTERVAL_MS;
+
 const tiers = new WeakMap<object, TierServices | ConfigError>();
 
 export function createTier(config: Config, clock: Clock = systemClock, fleetDataset?: FleetDataset): TierServices {
@@ -108,13 +111,12 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     maxColdPages: config.coldPagesMax,
     coldPageWaitMs: config.coldPageWaitMs,
     // A page waiting for its turn holds its product's place through its hold and its wait, and a read lease's grace.
-    turnLeaseMs: INTERVAL_MS + config.coldPageWaitMs + DEFAULTS.l2ReadLeaseGraceMs,
+    turnLeaseMs: HOLD_MAX_MS + config.coldPageWaitMs + DEFAULTS.l2ReadLeaseGraceMs,
     // A page's read fills its subject, then the other parts: two fills at most, one after the other.
     coldPageLeaseMs: 2 * Math.max(...RESOURCE_NAMES.map((resource) => fillBoundMs(config, resource))),
     // A finished fill's write waits for a claim call to carry it (writeHoldMs at most: cache/l2/outbox.ts), then has the write budget.
     backgroundFillMs: DEFAULTS.writeHoldMs + DEFAULTS.backgroundCallMs,
-    // The hold's ceiling is one CoDel interval (./overload/patience.ts).
-    hold: { maxHoldMs: INTERVAL_MS },
+    hold: { maxHoldMs: HOLD_MAX_MS },
   });
   // CACHING=off: no cache at all, Redis's included (cache/bypass.ts).
   const l2 = config.l2 && config.caching ? createTierL2(config.l2.shards, config.l2TimeoutMs, clock, overload.lag, metrics, fleet) : null;

@@ -118,7 +118,6 @@ export function buildStatus(sources: StatusSources) {
       coldPagesMax: config.coldPagesMax,
       targetMs: TARGET_MS,
       intervalMs: INTERVAL_MS,
-      departureHoldMaxMs: INTERVAL_MS,
     },
     l1: {
       bytes: sources.l1.bytes,

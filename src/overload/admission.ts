@@ -85,8 +85,6 @@ export interface Admission {
   admit<T>(work: () => Promise<T>, wait: boolean, visitor?: AbortSignal, client?: string): Promise<T | Shed | "left">;
   /** What a shed page got. */
   noteShed(outcome: "stale" | "refused"): void;
-  /** The limit (./limit.ts). */
-  limit: ColdLimit;
   /** Whether `others` more places of work would fit in the limit beside the pages in progress, with no page waiting: the room of work nobody waits for (./departures.ts). */
   spareRoom(others: number): boolean;
   stats(): AdmissionStats;
@@ -195,7 +193,6 @@ export function createAdmission(options: AdmissionOptions): Admission {
       if (outcome === "stale") counts.shedServedStale++;
       else counts.shedRefused++;
     },
-    limit,
     spareRoom: (others) => slots.queued === 0 && slots.inFlight + others < limit.current(),
     stats: () => ({
       lagMs: options.lateness(),

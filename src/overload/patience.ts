@@ -34,6 +34,8 @@ export interface PatienceStats {
   /** Cold pages held, and of those, pages whose visitor left during the hold (work never started). */
   held: number;
   leftWhileHeld: number;
+  /** The hold's ceiling, ms. */
+  maxHoldMs: number;
 }
 
 export interface Patience {
@@ -136,6 +138,6 @@ export function createPatience({ clock, maxHoldMs }: PatienceOptions): Patience 
       counts.held++;
       if (!stayed) counts.leftWhileHeld++;
     },
-    stats: () => ({ holdMs: holdMs(), departedShare: share(), ...counts }),
+    stats: () => ({ holdMs: holdMs(), departedShare: share(), ...counts, maxHoldMs }),
   };
 }

@@ -277,7 +277,7 @@ function overloadView(overload: StatusModel["overload"]) {
     shed: `${count(shed)} (${count(admission.shed.busy)} with no turn within their wait or no room to wait, ${count(admission.shed.overShare)} on arrival, their client holding its share of the queue already; ${count(admission.pushedOut)} of them gave their place in the full queue to a client holding fewer; ${count(admission.overShare)} of clients holding more than their share, answered 429): ${count(admission.shedServedStale)} served from a copy, ${count(admission.shedRefused)} with a part missing (503 or a default)`,
     shedClass: shed > 0 ? "warn" : "ok",
     pagesLeft: count(departures.pagesLeft),
-    hold: `${hold.holdMs > 0 ? `${count(hold.holdMs)} ms now` : "none now"} (${percent(hold.departedShare)} of recent cold pages left before their answer; at most ${count(overload.departureHoldMaxMs)} ms); ${count(hold.held)} pages held, ${count(hold.leftWhileHeld)} of them left during the hold`,
+    hold: `${hold.holdMs > 0 ? `${count(hold.holdMs)} ms now` : "none now"} (${percent(hold.departedShare)} of recent cold pages left before their answer; at most ${count(hold.maxHoldMs)} ms); ${count(hold.held)} pages held, ${count(hold.leftWhileHeld)} of them left during the hold`,
     holdClass: hold.holdMs > 0 ? "warn" : "ok",
     fillsStopped: count(departures.fillsStopped),
     backgroundFills: `${count(departures.fillsFinished)} written, ${count(departures.fillsDropped)} dropped past the limit; ${count(departures.backgroundFills)} now`,

@@ -426,7 +426,7 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
         shedRefused: 12,
       },
       departures: { pagesLeft: 75, fillsStopped: 60, fillsFinished: 9, fillsDropped: 4, backgroundFills: 1 },
-      hold: { holdMs: 38, departedShare: 0.9, held: 500, leftWhileHeld: 470 },
+      hold: { holdMs: 38, departedShare: 0.9, held: 500, leftWhileHeld: 470, maxHoldMs: 100 },
     },
     knownIds: {
       state: "ready",
