@@ -123,9 +123,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
    * page is queued, and its shed pages' status. None for "unknown" (every
    * request off the platform: all visitors, never one client asking too
    * much) nor for a client alone: with nobody to share with, what it meets is
-   * the isolate's busyness (a 503 after its wait), not its excess (a
-   * restarted isolate's only client, Redis down, was told 429: bench:chaos
-   * seed 29119402).
+   * the isolate's busyness (a 503 after its wait), not its excess.
    */
   const timesShare = (client: string) =>
     client === UNKNOWN_CLIENT || fair.clients() < 2 || fair.holding(client) < ONE_BROWSER ? 0 : fair.timesShare(client, maxColdPages);

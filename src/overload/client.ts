@@ -8,12 +8,11 @@
 export const UNKNOWN_CLIENT = "unknown";
 /**
  * One browser's cold pages at once: as many as it asks one host for over
- * HTTP/1.1 (its six connections). A client holding fewer is never past its
- * share (./admission.ts: with hundreds of visitors holding a cold page each,
- * an equal split of the queue is about one page each, and a visitor with a
- * second tab open was refused while the queue stood nearly empty,
- * bench:chaos seed 29120427); and the isolate's limit never falls below it
- * (./limit.ts).
+ * HTTP/1.1 (six connections, as browsers open). A client holding fewer is
+ * never past its share (./admission.ts: with hundreds of visitors holding a
+ * cold page each, an equal split of the queue is about one page each, and
+ * a visitor with a second tab open would be refused); and the isolate's
+ * limit never falls below it (./limit.ts).
  */
 export const ONE_BROWSER = 6;
 const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/;

@@ -11,6 +11,7 @@
 // request vanished.
 import type { Clock } from "../shared/clock";
 import { createLeaseTable, type LeaseTable } from "../shared/leases";
+import { TARGET_MS } from "./limit";
 
 export interface FairShare {
   /** Cold pages of `client` in admission's hands now (held, waiting or in progress). */
@@ -22,8 +23,6 @@ export interface FairShare {
   /** How many times its fair share of `places` (shared equally among the clients holding pages) `client` holds: 2 is twice its share. */
   timesShare(client: string, places: number): number;
 }
-
-const CLIENTS_COUNTED_EVERY_MS = 10;
 
 export function createFairShare(clock: Clock): FairShare {
   /** Per client, its pages; a client's entry goes when it holds none (so at most one entry per page held). */
@@ -37,15 +36,15 @@ export function createFairShare(clock: Clock): FairShare {
   };
   let counted = { at: Number.NEGATIVE_INFINITY, clients: 0 };
   /**
-   * Clients holding pages, counted again at most every CLIENTS_COUNTED_EVERY_MS:
-   * the count walks every client (to reclaim their lapsed pages), and
-   * admission asks for it on every look of every waiting cold page (walked
-   * on every cold page, it was 2% of a flooded isolate's busy time,
-   * bench:soak --flood-profile). A count up to 10 ms old is as good a share.
+   * Clients holding pages, counted again at most once per CoDel target
+   * (./limit.ts): the count walks every client (to reclaim their lapsed
+   * pages), and admission asks for it at every look of every waiting page;
+   * a share judged by a count as fresh as the lag the limit reacts to is as
+   * good a share.
    */
   function clients(): number {
     const now = clock.now();
-    if (now - counted.at < CLIENTS_COUNTED_EVERY_MS) return counted.clients;
+    if (now - counted.at < TARGET_MS) return counted.clients;
     let count = 0;
     for (const client of held.keys()) if (holding(client) > 0) count++;
     counted = { at: now, clients: count };

@@ -3,11 +3,12 @@
 // "The lag"). The limit of cold pages (./limit.ts) reads it at every reply.
 // - Each L2 call and origin service reports its time from send to reply
 //   read. A service answers in about the same time whatever the isolate
-//   does, so the running average beyond that service's fastest of the last
-//   10-20 s is the time its replies waited to be read. The lag is the
-//   smallest over the services heard from in the last second: the
-//   isolate's queue delays them all alike, a service that got slower only
-//   its own.
+//   does, so its replies' running average (an EWMA decaying with time, as
+//   Finagle's Peak EWMA) beyond its fastest reply of the last
+//   10-20 s (BBR's min-RTT filter) is the time its replies waited to be
+//   read. The lag is the smallest over the services heard from in the last
+//   second: the isolate's queue delays them all alike, a service that got
+//   slower only its own.
 // - An L2 call that timed out reports how late it was noticed
 //   (cache/l2/l2Guard.ts): a fresh isolate has no reply to measure by yet.
 // A stall without replies needs no measure of its own: the limit is read
@@ -28,10 +29,6 @@ export interface LagMeter {
 
 export interface LagMeterOptions {
   clock: Clock;
-  /** A reading older than this says nothing about now (an idle isolate's last busy moment). */
-  sampleLifeMs?: number;
-  /** The fastest reply is looked for over the last one to two of these windows: long enough to see an idle moment, short enough to follow a Redis that got slower. */
-  fastestWindowMs?: number;
   /** Called after each reply or late time-out is taken in: the moments ./limit.ts reads the lag. */
   onReading?: () => void;
 }
@@ -45,16 +42,23 @@ interface ReplyTimes {
 }
 
 /**
- * Weight of each new reply in the running average of reply times: a few
- * dozen replies make it, and time too: a reply after a gap of one CoDel
- * interval (./limit.ts) weighs 63%. A busy moment followed by a trickle of
- * replies (a purge sync now and then) would otherwise keep the average of
- * that moment for seconds, and hold cold pages back in an isolate that is
- * idle.
+ * The window of a service's fastest reply: BBR's min-RTT filter (10 s,
+ * draft-cardwell-iccrg-bbr-congestion-control): long enough to hold an
+ * idle moment, short enough to follow a Redis that got slower for good.
+ * The fastest is taken over the last one to two windows.
  */
+const FASTEST_WINDOW_MS = 10_000;
+/**
+ * A service's reading older than this says nothing about now: a second,
+ * several of a service's replies apart under load (an origin service's reply
+ * comes hundreds of ms after the last one), so that the smallest lag is taken
+ * over every service the pages in progress use.
+ */
+const READING_LIFE_MS = 1000;
+/** The least weight of a reply in its service's average: a few dozen replies read in one moment make it. */
 const REPLY_WEIGHT = 0.1;
 
-export function createLagMeter({ clock, sampleLifeMs = 1000, fastestWindowMs = 10_000, onReading }: LagMeterOptions): LagMeter {
+export function createLagMeter({ clock, onReading }: LagMeterOptions): LagMeter {
   let late = { ms: 0, at: Number.NEGATIVE_INFINITY };
   /** Per source, the fastest reply of the current window and of the one before, and the running average. */
   const sources = new Map<string, ReplyTimes>();
@@ -63,7 +67,7 @@ export function createLagMeter({ clock, sampleLifeMs = 1000, fastestWindowMs = 1
   function replyLagMs(now: number): number {
     let smallest = Number.POSITIVE_INFINITY;
     for (const times of sources.values()) {
-      if (now - times.lastReplyAt >= sampleLifeMs) continue;
+      if (now - times.lastReplyAt >= READING_LIFE_MS) continue;
       smallest = Math.min(smallest, Math.max(0, times.averageMs - Math.min(times.fastestNow, times.fastestBefore)));
     }
     return smallest === Number.POSITIVE_INFINITY ? 0 : smallest;
@@ -79,22 +83,22 @@ export function createLagMeter({ clock, sampleLifeMs = 1000, fastestWindowMs = 1
       let times = sources.get(source);
       // Sources are L2 and the origin's few services: a handful of entries.
       if (!times) sources.set(source, (times = { fastestNow: Infinity, fastestBefore: Infinity, windowStartedAt: now, averageMs: ms, lastReplyAt: -Infinity }));
-      if (now - times.windowStartedAt >= fastestWindowMs) {
+      if (now - times.windowStartedAt >= FASTEST_WINDOW_MS) {
         times.fastestBefore = times.fastestNow;
         times.fastestNow = Infinity;
         times.windowStartedAt = now;
       }
       times.fastestNow = Math.min(times.fastestNow, ms);
-      // After a quiet spell the average starts again from this reply.
-      const sinceLast = now - times.lastReplyAt;
-      const weight = sinceLast >= sampleLifeMs ? 1 : Math.max(REPLY_WEIGHT, 1 - Math.exp(-sinceLast / INTERVAL_MS));
+      // A reply weighs by the time since the one before (a busy moment's average is gone one interval after it,
+      // however few replies come then), and at least REPLY_WEIGHT (replies read in one moment still count).
+      const weight = Math.max(REPLY_WEIGHT, 1 - Math.exp(-(now - times.lastReplyAt) / INTERVAL_MS));
       times.averageMs += weight * (ms - times.averageMs);
       times.lastReplyAt = now;
       onReading?.();
     },
     lagMs() {
       const now = clock.now();
-      return Math.max(now - late.at < sampleLifeMs ? late.ms : 0, replyLagMs(now));
+      return Math.max(now - late.at < READING_LIFE_MS ? late.ms : 0, replyLagMs(now));
     },
   };
 }

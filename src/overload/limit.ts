@@ -14,9 +14,7 @@
 // a cold page's work (replies to parse, a page to render) lands in that
 // queue: fewer cold pages in progress, a shorter queue for the cached pages.
 // The limit never falls below its floor, one browser's pages (./client.ts):
-// cold pages never stop, and a lag read wrong costs latency, not 503s (with
-// a floor of one page, a two-isolate soak and bench:chaos seed 6605 shed
-// cold pages that waited out their 2 s while the limit sat at one).
+// cold pages never stop, and a lag read wrong costs latency, not 503s.
 //
 // Plain numbers, read and written by the requests themselves.
 import type { Clock } from "../shared/clock";
@@ -25,8 +23,6 @@ import type { Clock } from "../shared/clock";
 export const TARGET_MS = 5;
 /** CoDel's interval (RFC 8289, §4.3): how long every sample must stay above the target before it is congestion (100 ms: "a worst-case RTT"). */
 export const INTERVAL_MS = 100;
-/** TCP's multiplicative decrease (RFC 5681): what is left of the limit after an interval of congestion. */
-const BACKOFF = 0.5;
 
 export interface ColdLimit {
   /** Cold pages that may be in progress now. */
@@ -65,7 +61,8 @@ export function createColdLimit({ clock, min, max }: { clock: Clock; min: number
         const now = clock.now();
         if (now - lastDecreaseAt < INTERVAL_MS) return;
         lastDecreaseAt = now;
-        limit = Math.max(min, limit * BACKOFF);
+        // TCP's multiplicative decrease (RFC 5681): half the limit is left after an interval of congestion.
+        limit = Math.max(min, limit / 2);
       } else if (inFlight * 2 >= limit) limit = Math.min(max, limit + 1);
     },
   };

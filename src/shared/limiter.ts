@@ -96,22 +96,23 @@ export class LimiterFull extends Error {
   }
 }
 
-const fullFor = new Map<string, LimiterFull>();
-/** Reasons kept: they are few (a bound's number in each), and an unexpected variety must not grow the map. */
-const REASONS_KEPT = 64;
+/** Why a caller got no slot: a few fixed reasons, so that one error per reason is enough. */
+type FullReason =
+  | "origin slots kept for visitors"
+  | "queue full"
+  | "the caller left while it waited"
+  | "its place went to another caller"
+  | "no slot within its wait";
+const fullFor = new Map<FullReason, LimiterFull>();
 
 /**
  * The LimiterFull of `reason`, made once: a flood throws thousands a second,
- * and an Error takes its stack trace when made (2.5% of a flooded isolate's
- * CPU, bench:soak --flood-profile). It carries no request's data, so one per
- * reason is shared (as overload/departures.ts's Departed).
+ * and an Error takes its stack trace when made. It carries no request's
+ * data, so one per reason is shared (as overload/departures.ts's Departed).
  */
-function full(reason: string): LimiterFull {
+function full(reason: FullReason): LimiterFull {
   let error = fullFor.get(reason);
-  if (!error) {
-    error = new LimiterFull(reason);
-    if (fullFor.size < REASONS_KEPT) fullFor.set(reason, error);
-  }
+  if (!error) fullFor.set(reason, (error = new LimiterFull(reason)));
   return error;
 }
 
@@ -214,7 +215,7 @@ export function createLimiter({
     const askedAt = clock.now();
     const giveUpAt = askedAt + waitedMs;
     const placed = () => waiting.take(ticket, giveUpAt, key);
-    if (!placed() && !(pushOut(key) && placed())) throw full(`queue full (${maxQueued} waiting)`);
+    if (!placed() && !(pushOut(key) && placed())) throw full("queue full");
     let left = false;
     let out = false;
     const look = () => {
@@ -232,7 +233,7 @@ export function createLimiter({
       caller?.removeEventListener("abort", onLeave);
       waiting.release(ticket, key);
     }
-    throw full(left ? "the caller left while it waited" : out ? "its place went to another caller" : `no slot within ${waitedMs} ms`);
+    throw full(left ? "the caller left while it waited" : out ? "its place went to another caller" : "no slot within its wait");
   }
 
   return {
