@@ -76,6 +76,19 @@ export class Timeline {
     return this.records.some((r) => overlaps(r.coreFault, a - this.tails.coreMs, b));
   }
 
+  /**
+   * The origin failing or hanging for `service` (a fault on it or on all
+   * services; one only slow is not) over [a, b], its breaker's tail included.
+   * Its span is the core fault's: a core service only (the price's product is one).
+   */
+  originFailing(service: string, a: number, b = a): boolean {
+    return this.records.some((r) => {
+      const set = originFault(r.fault.spec);
+      const fails = set !== null && (set.down === "hang" || (set.errorRate ?? 0) > 0);
+      return fails && (set.service === service || set.service === "all") && overlaps(r.coreFault, a - this.tails.coreMs, b);
+    });
+  }
+
   /** When Redis last came back empty before `t` (null: never). */
   lastLossBefore(t: number): Span | null {
     return (
@@ -100,6 +113,16 @@ export class Timeline {
   closeAll(at: number): void {
     for (const r of this.records) for (const span of spansOf(r)) if (span.end === Infinity) span.end = at;
   }
+}
+
+/**
+ * How long a fault's effect outlasts its undo: an origin breaker's cool-down
+ * and one probe (a fetch, the longest core time-out); the L2 breaker's next
+ * PING and its budget.
+ */
+export function tailsOf(policies: Record<string, { core: boolean; originTimeoutMs: number }>): { coreMs: number; redisMs: number } {
+  const coreTimeoutMs = Math.max(...Object.values(policies).map((p) => (p.core ? p.originTimeoutMs : 0)));
+  return { coreMs: DEFAULTS.originBreakerCoolDownMs + coreTimeoutMs, redisMs: DEFAULTS.l2RecoveryProbeEveryMs + DEFAULTS.l2ProbeTimeoutMs };
 }
 
 /** "#3 redis-pause", for the tables. */

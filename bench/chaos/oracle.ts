@@ -16,6 +16,7 @@ import { PAGE_RESOURCES, PAGE_SUBJECT } from "../../src/origin/resources";
 import { priceNow } from "../lib/page";
 import { get, percentile } from "../lib/probe";
 import { faultName, type Timeline } from "./faults";
+import { lostPurgeExcuse } from "./lostPurge";
 import { PROBE_TIMEOUT_MS, WATCH } from "./plan";
 import type { PriceChange } from "./priceChanger";
 
@@ -168,11 +169,18 @@ export interface FreshnessViolation {
   ackInst: number;
   deadline: number;
   faults: string[];
+  /** Why it is the documented exception (lostPurge.ts: a purge lost with Redis's data, the page stale-if-error while the origin failed), counted apart; null: a violation. */
+  excused: string | null;
 }
 
 const dollars = (minor: number) => `$${Math.floor(minor / 100)}.${String(minor % 100).padStart(2, "0")}`;
 
-/** Every 200 showing a price older than a change whose deadline had passed when the request was sent. */
+/**
+ * Every 200 showing a price older than a change whose deadline had passed
+ * when the request was sent: a violation, unless every change it missed is a
+ * purge lost with Redis's data and the page was stale-if-error while the
+ * origin failed for it (lostPurgeExcuse: then `excused` says so).
+ */
 export function judgeFreshness(records: readonly ProbeRecord[], changes: readonly PriceChange[], timeline: Timeline, times: TierTimes): FreshnessViolation[] {
   const byId = new Map<string, { change: PriceChange; deadline: number }[]>();
   for (const change of changes) {
@@ -204,6 +212,12 @@ export function judgeFreshness(records: readonly ProbeRecord[], changes: readonl
       ackInst: change.ackInst!,
       deadline: Math.round(deadline),
       faults: faultsDuring(timeline, r.sent),
+      excused: lostPurgeExcuse(
+        r,
+        list.slice(shown + 1, due + 1).map(({ change }) => change),
+        timeline,
+        times,
+      ),
     });
   }
   return violations;

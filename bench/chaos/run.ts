@@ -23,7 +23,7 @@ import { startCancellers } from "../soak/cancel";
 import { CATALOG, ORIGIN } from "../soak/plan";
 import { startFleet } from "../soak/restart";
 import { startStack, toolVersions, type WorkerLogs } from "../stack";
-import { faultControls, faultName } from "./faults";
+import { faultControls, faultName, tailsOf } from "./faults";
 import { heapFlat, sampleL1, workSettled } from "./isolate";
 import { judgeAvailability, judgeFreshness, probeFigures, startProber, type TierTimes } from "./oracle";
 import { chaosOptions, HERD_RANK_COUNT, HOT_RANKS, PROBE_RATE, SEEDS, WATCH } from "./plan";
@@ -107,9 +107,7 @@ async function main(): Promise<void> {
       prober.resume();
     }
   };
-  // How long a fault's effect outlasts its undo: an origin breaker's cool-down and one probe (a fetch); the L2 breaker's next PING and its budget.
-  const coreTimeoutMs = Math.max(...Object.values(policies).map((p) => (p.core ? p.originTimeoutMs : 0)));
-  const tails = { coreMs: DEFAULTS.originBreakerCoolDownMs + coreTimeoutMs, redisMs: DEFAULTS.l2RecoveryProbeEveryMs + DEFAULTS.l2ProbeTimeoutMs };
+  const tails = tailsOf(policies);
   const prices = startPriceChanger({ targets, origin: servers.origin, token: servers.bindings.PURGE_TOKEN!, hotIds, seed: seed + SEEDS.prices, now });
   onCleanup("price changer", () => prices.stop());
   const controls = faultControls({
@@ -255,12 +253,13 @@ async function main(): Promise<void> {
     minutes,
     startedAt: startedAt.toISOString(),
     machine,
-    settings: { instances, rate, connections, departing, probeRate: PROBE_RATE, times, policies },
+    settings: { instances, rate, connections, departing, probeRate: PROBE_RATE, times, policies, tails },
     filter,
     schedule: faults,
     timeline: timeline.records,
     segments: rows.map(({ active, ...row }) => ({ ...row, active: active.map((f) => f.n), oracle: probeFigures(records, row.start, row.end) })),
     freshness: input.fresh.slice(0, 1000),
+    freshnessCounts: { violation: input.fresh.filter((v) => v.excused === null).length, excused: input.fresh.filter((v) => v.excused !== null).length },
     failures: input.failures.slice(0, 1000),
     l1Samples: l1Samples.samples,
     failureCounts: input.failures.reduce<Record<string, number>>((c, f) => ((c[f.verdict] = (c[f.verdict] ?? 0) + 1), c), {}),

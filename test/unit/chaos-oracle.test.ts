@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { type FaultRecord, type Span, Timeline } from "../../bench/chaos/faults";
 import { judgeAvailability, judgeFreshness, evictedSince, type L1Sample, type ProbeRecord, purgeDeadline, type TierTimes } from "../../bench/chaos/oracle";
+import { LOST_PURGE } from "../../bench/chaos/lostPurge";
 import type { PriceChange } from "../../bench/chaos/priceChanger";
 import type { FaultSpec } from "../../bench/chaos/schedule";
 
@@ -158,6 +159,96 @@ describe("freshness (judgeFreshness)", () => {
   it("judges no change whose purge was never acknowledged", () => {
     const unacknowledged = [change(ID, OLD, 5000), change(ID, NEW, null)];
     expect(judgeFreshness([answer({ id: ID, sent: 60_000, price: OLD })], unacknowledged, timelineOf(), TIMES)).toEqual([]);
+  });
+});
+
+describe("a purge lost with Redis's data (lostPurgeExcuse): the documented exception, excused only when every condition holds", () => {
+  /** Redis killed 200 ms after the purge's 202 (its data, the purge log with it, lost), back empty 3 s later: the deadline moves 3 s. */
+  const LOSS = ACK + 200;
+  const restartEmpty = (at = LOSS) =>
+    ran(1, { kind: "redis-restart-empty", downS: 3 }, span(at, at + 9000), {
+      redisOut: [span(at, at + 3000)],
+      redisFault: [span(at, at + 9000)],
+      lost: span(at, at + 3000),
+    });
+  /** Every origin service hanging from before the purge until long after. */
+  const hang = ran(2, { kind: "origin-hang", service: "all" }, span(ACK - 5000, ACK + 30_000), { coreFault: span(ACK - 5000, ACK + 30_000) });
+  /** The page as the isolate that never read the purge serves it while the origin fails: every part a copy kept for errors. */
+  const STALE_IF_ERROR =
+    'pp-l1; fwd=stale; fwd-status=503; ttl=-7; detail="product stale-if-error", pp-l1; fwd=stale; fwd-status=503; ttl=-9; detail="inventory stale-if-error"';
+  /** Instance 1's old price, 6 s after the 202 (after the deadline, moved to ACK + 4.1 s by the outage). */
+  const stale = (o: { inst?: number; cacheStatus?: string; sent?: number } = {}) =>
+    answer({ id: ID, sent: o.sent ?? ACK + 6000, inst: o.inst ?? 1, price: OLD, cacheStatus: o.cacheStatus ?? STALE_IF_ERROR });
+  const judged = (records: ProbeRecord[], timeline: Timeline, list = changes) => judgeFreshness(records, list, timeline, TIMES).map((v) => v.excused);
+
+  it("excuses an old price from the other isolate, stale-if-error while the origin hangs for the product, its purge acknowledged 200 ms before Redis lost its data", () => {
+    const [violation, ...more] = judgeFreshness([stale()], changes, timelineOf(restartEmpty(), hang), TIMES);
+    expect(more).toEqual([]);
+    // Still listed, with its deadline: counted apart, never dropped.
+    expect(violation).toMatchObject({ inst: 1, deadline: ACK + BOUND_MS + 3000, lateMs: 6000 - BOUND_MS - 3000, excused: LOST_PURGE });
+  });
+
+  it("excuses a loss just within one poll and the L2 round trip after the 202, not one at or past it", () => {
+    expect(judged([stale()], timelineOf(restartEmpty(ACK + BOUND_MS - 1), hang))).toEqual([LOST_PURGE]);
+    expect(judged([stale()], timelineOf(restartEmpty(ACK + BOUND_MS), hang))).toEqual([null]);
+  });
+
+  it("calls it a violation when Redis lost no data: paused, not killed", () => {
+    expect(judged([stale()], timelineOf(pauseThrough(1, span(LOSS, LOSS + 3000)), hang))).toEqual([null]);
+  });
+
+  it("calls it a violation when the loss came before the purge's 202 (the purge was logged after Redis came back)", () => {
+    expect(judged([stale({ sent: ACK + 2000 })], timelineOf(restartEmpty(ACK - 4000), hang))).toEqual([null]);
+  });
+
+  it("calls it a violation from the isolate that acknowledged the purge: it applied it", () => {
+    expect(judged([stale({ inst: 0 })], timelineOf(restartEmpty(), hang))).toEqual([null]);
+  });
+
+  it.each([
+    ["an L1 hit", 'pp-l1; hit; ttl=200; detail="product", pp-l1; hit; ttl=5; detail="inventory"'],
+    ["stale-while-revalidate", 'pp-l1; hit; ttl=-4; detail="product stale", pp-l1; hit; ttl=5; detail="inventory"'],
+    [
+      "another part stale-if-error, the price's product part not",
+      'pp-l1; hit; ttl=200; detail="product", pp-l1; fwd=stale; fwd-status=503; ttl=-9; detail="inventory stale-if-error"',
+    ],
+    ["no Cache-Status", ""],
+  ])("calls it a violation when the page was not served stale-if-error: %s", (_, cacheStatus) => {
+    expect(judged([stale({ cacheStatus })], timelineOf(restartEmpty(), hang))).toEqual([null]);
+  });
+
+  it.each([
+    ["no origin fault", []],
+    ["only another service hanging", [ran(2, { kind: "origin-hang", service: "reviews" }, span(ACK - 5000, ACK + 30_000), {})]],
+    [
+      "the product only slow",
+      [ran(2, { kind: "origin-slow", service: "product", latencyMs: 2000 }, span(ACK - 5000, ACK + 30_000), { coreFault: span(ACK - 5000, ACK + 30_000) })],
+    ],
+    [
+      "the product's fault undone longer than its breaker's tail before",
+      [
+        ran(2, { kind: "origin-failing", service: "product", errorRate: 1 }, span(ACK - 5000, ACK), {
+          coreFault: span(ACK - 5000, ACK + 6000 - TAILS.coreMs - 1),
+        }),
+      ],
+    ],
+  ] as [string, FaultRecord[]][])("calls it a violation when the origin was not failing for the product: %s", (_, origin) => {
+    expect(judged([stale()], timelineOf(restartEmpty(), ...origin))).toEqual([null]);
+  });
+
+  it("excuses it within the product's breaker's tail after its fault was undone", () => {
+    const failing = ran(2, { kind: "origin-failing", service: "product", errorRate: 0.5 }, span(ACK - 5000, ACK), {
+      coreFault: span(ACK - 5000, ACK + 6000 - TAILS.coreMs + 1),
+    });
+    expect(judged([stale()], timelineOf(restartEmpty(), failing))).toEqual([LOST_PURGE]);
+  });
+
+  it("calls it a violation when the price shown is older than an earlier purge Redis did not lose", () => {
+    const three = [change(ID, 10_000, 2000), change(ID, OLD, 5000), change(ID, NEW, ACK)];
+    const older = answer({ id: ID, sent: ACK + 6000, inst: 1, price: 10_000, cacheStatus: STALE_IF_ERROR });
+    expect(judged([older], timelineOf(restartEmpty(), hang), three)).toEqual([null]);
+    // The same answer showing the price just before the lost purge is excused.
+    expect(judged([stale()], timelineOf(restartEmpty(), hang), three)).toEqual([LOST_PURGE]);
   });
 });
 
