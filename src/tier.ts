@@ -86,8 +86,12 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
   const fleet = createFleet(fleetDataset, { isolateId: metrics.isolateId, pageSample: config.fleetPageSample, clock });
   const originLimiter = createLimiter({
     maxConcurrent: config.originMaxConcurrent,
-    maxQueued: DEFAULTS.originMaxQueued,
-    maxWaitMs: DEFAULTS.originQueueWaitMs,
+    // One waiter per slot: each holder gives its slot back within its own timeout, so every waiter can
+    // get one within its deadline; a longer queue would hold callers for slots they cannot get in time.
+    maxQueued: config.originMaxConcurrent,
+    // A caller waits for a slot within its own call's deadline (origin/client.ts passes what is left of
+    // the service's timeout): no wait is longer than the longest of those.
+    maxWaitMs: Math.max(...RESOURCE_NAMES.map((resource) => config.policies[resource].originTimeoutMs)),
     clock,
   });
   const origin = createOriginClient({

@@ -103,8 +103,8 @@ export const DEFAULTS = {
    */
   fillInterestRenewMs: 250,
   /**
-   * Origin fetches in flight per isolate (ORIGIN_MAX_CONCURRENT); more wait
-   * in a queue (below). Little's law: slots = fetches a second × the
+   * Origin fetches in flight per isolate (ORIGIN_MAX_CONCURRENT); as many more wait
+   * in a queue, each within its call's deadline (tier.ts). Little's law: slots = fetches a second × the
    * origin's latency, so 256 carry ~480 fetches a second from one isolate
    * at 530 ms. Coalescing is what keeps a herd off the origin; this cap only
    * bounds an isolate that asks for many different things at once, and one
@@ -135,10 +135,6 @@ export const DEFAULTS = {
    * logged at most once per this interval; the rest are counted as `suppressed`.
    */
   logEveryMs: 10_000,
-  /** Callers that may queue for an origin slot; more get stale data, a default or a 503 at once. */
-  originMaxQueued: 256,
-  /** How long a caller queues for an origin slot, at most: the wait also counts against the service's timeout. */
-  originQueueWaitMs: 1000,
   /**
    * Failures (among the last 4× as many calls, and at least half of them) that open one origin service's breaker: a failing
    * service is then not called for a while. Ten, not a handful: under a
