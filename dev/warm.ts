@@ -12,14 +12,13 @@ import { parseConfig } from "../src/config";
 import { DEFAULTS } from "../src/config/defaults";
 import { isValidProductId } from "../src/origin/types";
 import { createTier } from "../src/tier";
-import { hottestIds } from "../src/warming/hotReport";
+import { hottestIds, KEPT, REPORTED } from "../src/warming/hotReport";
 import { warmOne } from "../src/scheduled";
 import { idsListed, warmProducts } from "../src/warming/warm";
 import { parseCommandLine, usageError } from "./cli";
 
 const COMMAND = "npm run warm";
 const { top: TOP, perSecond: RATE, concurrency: CONCURRENCY } = DEFAULTS.warming;
-const { reported: REPORTED, kept: KEPT } = DEFAULTS.hotReport;
 
 const USAGE = `${COMMAND}: reads the fleet's hottest products (or a list) through the tier's own read path,
 so that their entries are fresh in L2 before visitors ask; rate-limited, so that it never floods the origin.

@@ -232,13 +232,6 @@ export const DEFAULTS = {
   /** Products warmed per run (cron or `npm run warm`'s default), and how fast: 200 at 10 a second is 20 s and at most 80 origin fetches a second. */
   warming: { top: 200, perSecond: 10, concurrency: FILLS_AT_ONCE },
   /**
-   * Each isolate's report of its most requested products to Redis
-   * (warming/hotReport.ts): `counted` per period in a bounded top-K whatever
-   * the traffic, the top `reported` sent every `everyMs`; the fleet's sorted
-   * set keeps the top `kept` and expires `ttlMs` after the last report.
-   */
-  hotReport: { counted: 50, reported: 20, everyMs: 60_000, kept: 1000, ttlMs: 86_400_000 },
-  /**
    * Share of its ttl before expiry at which a fresh entry of a warm / hot
    * product is refreshed in the background: a product asked for once a
    * second is never served stale, and no visitor waits for its refresh.
