@@ -29,7 +29,7 @@ import { createLogShelf } from "./invalidation/sharedReads";
 import { logEvent } from "./shared/log";
 import { createFleet, type Fleet, type FleetDataset } from "./observability/fleet";
 import { createMetrics, type Metrics } from "./observability/metrics";
-import { recordPages, watchBreaker, watchOrigin, watchSlowPages, type PageRead, type RecordPage } from "./observability/wiring";
+import { recordPages, SLOW_PAGE_MS, watchBreaker, watchOrigin, watchSlowPages, type PageRead, type RecordPage } from "./observability/wiring";
 
 /**
  * A product page as rendered once: its HTML as UTF-8 bytes, and its
@@ -165,7 +165,7 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     fleet,
     recordPage: recordPages(metrics, fleet),
     overload,
-    pageRead: watchSlowPages(DEFAULTS.slowPageMs, clock),
+    pageRead: watchSlowPages(SLOW_PAGE_MS, clock),
     hotReport: l2 ? createHotReport({ l2, keyPrefix: config.keyPrefix, clock }) : null,
     renderedPages: new LRUCache<string, RenderedPage>({
       maxSize: DEFAULTS.renderedPagesMaxBytes,

@@ -127,8 +127,6 @@ export const DEFAULTS = {
    * a first view after 2 s is a slow page, a 503 is a lost one.
    */
   coldPageWaitMs: 2000,
-  /** A product page whose data took this long to read is logged (`slow_page`, rate-limited): a healthy read takes tens of ms. */
-  slowPageMs: 1000,
   /**
    * A notable event that repeats (an origin failure per service, a slow page,
    * an invalid L2 value per reason, a purge-log record that is not a purge) is
