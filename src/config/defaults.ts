@@ -140,7 +140,11 @@ export const DEFAULTS = {
    * would turn a slow origin into 503s for everybody.
    */
   originBreakerFailures: 10,
-  /** How long that breaker stays open before one probe. */
+  /**
+   * How long that breaker stays open before one probe: a failing service
+   * gets no calls for a while, and a recovered one is called again before a
+   * visitor's retry (http/errorPage.ts, PAGE_RETRY_AFTER_SECONDS).
+   */
   originBreakerCoolDownMs: 2000,
   /** Failures (among the last 20 calls, and at least half of them) that open the L2 breaker, and how long it stays open before a probe. */
   l2BreakerFailures: 5,
@@ -215,7 +219,13 @@ export const DEFAULTS = {
   purgeLogTtlMs: 2 * 86_400_000,
   /** Recent id purges an isolate remembers for judging (races with fills in flight); older ones were applied to L1 and Redis. */
   recentIdPurges: 10_000,
-  /** Requests a minute (in one isolate) from which a product is warm, and hot (see cache/hotness.ts). */
+  /**
+   * Requests a minute (in one isolate) from which a product is warm, and hot
+   * (see cache/hotness.ts). Hot: once a second, the rate refresh-ahead
+   * promises never to serve stale. Warm: once in ten seconds, so that a
+   * request falls within the warm share of a ttl of minutes (product,
+   * reviews, recommendations: 15 s or more) and refreshes it ahead.
+   */
   warmPerMinute: 6,
   hotPerMinute: 60,
   /**
@@ -227,7 +237,12 @@ export const DEFAULTS = {
    * "Seeing the fleet").
    */
   fleetPageSample: 10,
-  /** Products warmed per run (cron or `npm run warm`'s default), and how fast: 200 at 10 a second is 20 s and at most 80 origin fetches a second. */
+  /**
+   * Products warmed per run (cron or `npm run warm`'s default), and how fast:
+   * warming never floods the origin, 10 products a second being at most 40
+   * fetches a second (a page's four), a tenth of what one isolate's origin
+   * slots carry (originMaxConcurrent); 200 of them start within 20 s.
+   */
   warming: { top: 200, perSecond: 10, concurrency: FILLS_AT_ONCE },
   /**
    * Share of its ttl before expiry at which a fresh entry of a warm / hot
