@@ -4,7 +4,6 @@
 import { ORIGIN_MAX_BODY_BYTES } from "../origin/client";
 import { RESOURCE_NAMES, RESOURCES, type ResourceName, type ResourcePolicy } from "../origin/resources";
 import { ISOLATE_LATE_MS, ISOLATE_STALL_MS } from "../shared/leases";
-import { FILLS_AT_ONCE } from "../shared/subrequests";
 
 /** Each resource's policy as the registry gives it (origin/resources.ts, where each number has its reason). */
 export const DEFAULT_POLICIES = Object.fromEntries(RESOURCE_NAMES.map((name) => [name, RESOURCES[name].defaults])) as Record<ResourceName, ResourcePolicy>;
@@ -237,13 +236,6 @@ export const DEFAULTS = {
    * "Seeing the fleet").
    */
   fleetPageSample: 10,
-  /**
-   * Products warmed per run (cron or `npm run warm`'s default), and how fast:
-   * warming never floods the origin, 10 products a second being at most 40
-   * fetches a second (a page's four), a tenth of what one isolate's origin
-   * slots carry (originMaxConcurrent); 200 of them start within 20 s.
-   */
-  warming: { top: 200, perSecond: 10, concurrency: FILLS_AT_ONCE },
   /**
    * Share of its ttl before expiry at which a fresh entry of a warm / hot
    * product is refreshed in the background: a product asked for once a

@@ -6,7 +6,7 @@ import type { Clock } from "../shared/clock";
 import type { L2 } from "../cache/l2/l2";
 import { HOT_COUNTERS, HOT_PRODUCTS } from "../observability/metrics";
 import { COUNTERS_PER_KEY, createTopK } from "../observability/topK";
-import { DEFAULTS } from "../config/defaults";
+import { WARM_TOP } from "./warm";
 import type { Background } from "../shared/subrequests";
 
 /** Products each isolate reports a period: the hot products its status page shows, counted as it counts them. */
@@ -15,10 +15,10 @@ export const REPORTED = HOT_PRODUCTS;
 const REPORT_EVERY_MS = 60_000;
 /**
  * The fleet's list keeps as many candidates for the most a warm run reads
- * (DEFAULTS.warming.top) as a top-K keeps counters for the keys it reports
+ * (WARM_TOP) as a top-K keeps counters for the keys it reports
  * (topK.ts): a product near the cut keeps its score across reports.
  */
-export const KEPT = COUNTERS_PER_KEY * DEFAULTS.warming.top;
+export const KEPT = COUNTERS_PER_KEY * WARM_TOP;
 /** The list expires a day after the last report: a deployment that stopped leaves nothing behind for long. */
 const LIST_TTL_MS = 86_400_000;
 
