@@ -12,14 +12,13 @@ import { parseConfig } from "../src/config";
 import { DEFAULTS } from "../src/config/defaults";
 import { isValidProductId } from "../src/origin/types";
 import { createTier } from "../src/tier";
-import { hottestIds } from "../src/warming/hotReport";
+import { hottestIds, KEPT, REPORTED } from "../src/warming/hotReport";
 import { warmOne } from "../src/scheduled";
-import { idsListed, warmProducts } from "../src/warming/warm";
+import { idsListed, WARM_PER_SECOND, WARM_TOP, warmProducts } from "../src/warming/warm";
+import { FILLS_AT_ONCE } from "../src/shared/subrequests";
 import { parseCommandLine, usageError } from "./cli";
 
 const COMMAND = "npm run warm";
-const { top: TOP, perSecond: RATE, concurrency: CONCURRENCY } = DEFAULTS.warming;
-const { reported: REPORTED, kept: KEPT } = DEFAULTS.hotReport;
 
 const USAGE = `${COMMAND}: reads the fleet's hottest products (or a list) through the tier's own read path,
 so that their entries are fresh in L2 before visitors ask; rate-limited, so that it never floods the origin.
@@ -27,10 +26,10 @@ The hot list is what the isolates report to Redis: each its ${REPORTED} most req
 kept for a day (at most ${KEPT.toLocaleString("en-US")}); nothing before a minute of traffic.
 
 usage: ${COMMAND} -- [--top N | --ids FILE] [options]
-  --top N               the N hottest products of the fleet's hot list (default ${TOP})
+  --top N               the N hottest products of the fleet's hot list (default ${WARM_TOP})
   --ids FILE            these ids instead (one per line)
-  --rate N              products started per second (default ${RATE})
-  --concurrency N       at most this many at once (default ${CONCURRENCY})
+  --rate N              products started per second (default ${WARM_PER_SECOND})
+  --concurrency N       at most this many at once (default ${FILLS_AT_ONCE})
   --origin URL          the product services (default: ORIGIN_URL, else the local stack's http://127.0.0.1:8788)
   --redis-url URL       the Upstash REST endpoint (default: UPSTASH_REDIS_REST_URL, else http://127.0.0.1:8789)
   --token TOKEN         its token (default: UPSTASH_REDIS_REST_TOKEN, else dev-gateway-token)
@@ -51,9 +50,9 @@ const { values } = parseCommandLine(COMMAND, USAGE, {
   },
 });
 if (values.top !== undefined && values.ids !== undefined) usageError(COMMAND, "give --top or --ids, not both");
-const top = wholeNumber("--top", values.top, TOP);
-const perSecond = positiveNumber("--rate", values.rate, RATE);
-const concurrency = wholeNumber("--concurrency", values.concurrency, CONCURRENCY);
+const top = wholeNumber("--top", values.top, WARM_TOP);
+const perSecond = positiveNumber("--rate", values.rate, WARM_PER_SECOND);
+const concurrency = wholeNumber("--concurrency", values.concurrency, FILLS_AT_ONCE);
 
 function wholeNumber(flag: string, text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback;

@@ -7,9 +7,8 @@ import { logEvent } from "./shared/log";
 import { PAGE_RESOURCES, PAGE_SUBJECT } from "./origin/resources";
 import type { TierServices } from "./tier";
 import { hottestIds } from "./warming/hotReport";
-import { warmProducts } from "./warming/warm";
-import { DEFAULTS } from "./config/defaults";
-import type { Background } from "./shared/subrequests";
+import { WARM_PER_SECOND, WARM_TOP, warmProducts } from "./warming/warm";
+import { FILLS_AT_ONCE, type Background } from "./shared/subrequests";
 
 export const REBUILD_CRON = "17 3 * * *";
 export const WARM_CRON = "*/15 * * * *";
@@ -26,7 +25,7 @@ const SUBREQUESTS_PER_PRODUCT = 9;
 
 /** Products one warm run can afford: the hot list's read and a margin come first. */
 export function productsPerWarmRun(maxSubrequests: number): number {
-  return Math.max(0, Math.min(DEFAULTS.warming.top, Math.floor((maxSubrequests - 5) / SUBREQUESTS_PER_PRODUCT)));
+  return Math.max(0, Math.min(WARM_TOP, Math.floor((maxSubrequests - 5) / SUBREQUESTS_PER_PRODUCT)));
 }
 
 /** A new version of the known-ids filter from the origin's listing; `reason`: why now. Logged, never thrown. */
@@ -53,7 +52,7 @@ export async function runScheduled(cron: string, tier: TierServices, background:
     const top = productsPerWarmRun(tier.config.maxSubrequests);
     if (top === 0) return;
     const ids = await hottestIds(tier.cache.l2, tier.config.keyPrefix, top);
-    const result = await warmProducts({ ids, ...DEFAULTS.warming, warmOne: (id) => warmOne(tier, id, background) });
+    const result = await warmProducts({ ids, perSecond: WARM_PER_SECOND, concurrency: FILLS_AT_ONCE, warmOne: (id) => warmOne(tier, id, background) });
     logEvent("warmed", { products: ids.length, ...result });
   }
 }

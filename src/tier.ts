@@ -29,7 +29,7 @@ import { createLogShelf } from "./invalidation/sharedReads";
 import { logEvent } from "./shared/log";
 import { createFleet, type Fleet, type FleetDataset } from "./observability/fleet";
 import { createMetrics, type Metrics } from "./observability/metrics";
-import { recordPages, watchBreaker, watchOrigin, watchSlowPages, type PageRead, type RecordPage } from "./observability/wiring";
+import { recordPages, SLOW_PAGE_MS, watchBreaker, watchOrigin, watchSlowPages, type PageRead, type RecordPage } from "./observability/wiring";
 
 /**
  * A product page as rendered once: its HTML as UTF-8 bytes, and its
@@ -86,8 +86,12 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
   const fleet = createFleet(fleetDataset, { isolateId: metrics.isolateId, pageSample: config.fleetPageSample, clock });
   const originLimiter = createLimiter({
     maxConcurrent: config.originMaxConcurrent,
-    maxQueued: DEFAULTS.originMaxQueued,
-    maxWaitMs: DEFAULTS.originQueueWaitMs,
+    // One waiter per slot: each holder gives its slot back within its own timeout, so every waiter can
+    // get one within its deadline; a longer queue would hold callers for slots they cannot get in time.
+    maxQueued: config.originMaxConcurrent,
+    // A caller waits for a slot within its own call's deadline (origin/client.ts passes what is left of
+    // the service's timeout): no wait is longer than the longest of those.
+    maxWaitMs: Math.max(...RESOURCE_NAMES.map((resource) => config.policies[resource].originTimeoutMs)),
     clock,
   });
   const origin = createOriginClient({
@@ -161,7 +165,7 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     fleet,
     recordPage: recordPages(metrics, fleet),
     overload,
-    pageRead: watchSlowPages(DEFAULTS.slowPageMs, clock),
+    pageRead: watchSlowPages(SLOW_PAGE_MS, clock),
     hotReport: l2 ? createHotReport({ l2, keyPrefix: config.keyPrefix, clock }) : null,
     renderedPages: new LRUCache<string, RenderedPage>({
       maxSize: DEFAULTS.renderedPagesMaxBytes,

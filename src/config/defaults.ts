@@ -4,7 +4,6 @@
 import { ORIGIN_MAX_BODY_BYTES } from "../origin/client";
 import { RESOURCE_NAMES, RESOURCES, type ResourceName, type ResourcePolicy } from "../origin/resources";
 import { ISOLATE_LATE_MS, ISOLATE_STALL_MS } from "../shared/leases";
-import { FILLS_AT_ONCE } from "../shared/subrequests";
 
 /** Each resource's policy as the registry gives it (origin/resources.ts, where each number has its reason). */
 export const DEFAULT_POLICIES = Object.fromEntries(RESOURCE_NAMES.map((name) => [name, RESOURCES[name].defaults])) as Record<ResourceName, ResourcePolicy>;
@@ -103,8 +102,8 @@ export const DEFAULTS = {
    */
   fillInterestRenewMs: 250,
   /**
-   * Origin fetches in flight per isolate (ORIGIN_MAX_CONCURRENT); more wait
-   * in a queue (below). Little's law: slots = fetches a second × the
+   * Origin fetches in flight per isolate (ORIGIN_MAX_CONCURRENT); as many more wait
+   * in a queue, each within its call's deadline (tier.ts). Little's law: slots = fetches a second × the
    * origin's latency, so 256 carry ~480 fetches a second from one isolate
    * at 530 ms. Coalescing is what keeps a herd off the origin; this cap only
    * bounds an isolate that asks for many different things at once, and one
@@ -127,18 +126,12 @@ export const DEFAULTS = {
    * a first view after 2 s is a slow page, a 503 is a lost one.
    */
   coldPageWaitMs: 2000,
-  /** A product page whose data took this long to read is logged (`slow_page`, rate-limited): a healthy read takes tens of ms. */
-  slowPageMs: 1000,
   /**
    * A notable event that repeats (an origin failure per service, a slow page,
    * an invalid L2 value per reason, a purge-log record that is not a purge) is
    * logged at most once per this interval; the rest are counted as `suppressed`.
    */
   logEveryMs: 10_000,
-  /** Callers that may queue for an origin slot; more get stale data, a default or a 503 at once. */
-  originMaxQueued: 256,
-  /** How long a caller queues for an origin slot, at most: the wait also counts against the service's timeout. */
-  originQueueWaitMs: 1000,
   /**
    * Failures (among the last 4× as many calls, and at least half of them) that open one origin service's breaker: a failing
    * service is then not called for a while. Ten, not a handful: under a
@@ -146,7 +139,11 @@ export const DEFAULTS = {
    * would turn a slow origin into 503s for everybody.
    */
   originBreakerFailures: 10,
-  /** How long that breaker stays open before one probe. */
+  /**
+   * How long that breaker stays open before one probe: a failing service
+   * gets no calls for a while, and a recovered one is called again before a
+   * visitor's retry (http/errorPage.ts, PAGE_RETRY_AFTER_SECONDS).
+   */
   originBreakerCoolDownMs: 2000,
   /** Failures (among the last 20 calls, and at least half of them) that open the L2 breaker, and how long it stays open before a probe. */
   l2BreakerFailures: 5,
@@ -221,7 +218,13 @@ export const DEFAULTS = {
   purgeLogTtlMs: 2 * 86_400_000,
   /** Recent id purges an isolate remembers for judging (races with fills in flight); older ones were applied to L1 and Redis. */
   recentIdPurges: 10_000,
-  /** Requests a minute (in one isolate) from which a product is warm, and hot (see cache/hotness.ts). */
+  /**
+   * Requests a minute (in one isolate) from which a product is warm, and hot
+   * (see cache/hotness.ts). Hot: once a second, the rate refresh-ahead
+   * promises never to serve stale. Warm: once in ten seconds, so that a
+   * request falls within the warm share of a ttl of minutes (product,
+   * reviews, recommendations: 15 s or more) and refreshes it ahead.
+   */
   warmPerMinute: 6,
   hotPerMinute: 60,
   /**
@@ -233,15 +236,6 @@ export const DEFAULTS = {
    * "Seeing the fleet").
    */
   fleetPageSample: 10,
-  /** Products warmed per run (cron or `npm run warm`'s default), and how fast: 200 at 10 a second is 20 s and at most 80 origin fetches a second. */
-  warming: { top: 200, perSecond: 10, concurrency: FILLS_AT_ONCE },
-  /**
-   * Each isolate's report of its most requested products to Redis
-   * (warming/hotReport.ts): `counted` per period in a bounded top-K whatever
-   * the traffic, the top `reported` sent every `everyMs`; the fleet's sorted
-   * set keeps the top `kept` and expires `ttlMs` after the last report.
-   */
-  hotReport: { counted: 50, reported: 20, everyMs: 60_000, kept: 1000, ttlMs: 86_400_000 },
   /**
    * Share of its ttl before expiry at which a fresh entry of a warm / hot
    * product is refreshed in the background: a product asked for once a

@@ -2,7 +2,8 @@ import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { renderErrorPage } from "../render";
 import type { ErrorPageModel } from "../render/model";
-import { logEvent } from "../shared/log";
+import { systemClock } from "../shared/clock";
+import { createRateLimitedLog } from "../shared/log";
 import { VARY_ON_ENCODING } from "./headers";
 
 /**
@@ -20,9 +21,12 @@ const rendered = new Map<string, string>();
  */
 export const PAGE_RETRY_AFTER_SECONDS = 10;
 
-/** Render failures already logged, by their message: each is logged once per isolate, not once per request (a few kinds at most). */
-const renderFailuresLogged = new Set<string>();
-const MAX_FAILURES_LOGGED = 20;
+/**
+ * Render failures, by their message: each logged once per isolate, not once
+ * per request (an interval no isolate outlives; the log's own bound on keys
+ * guards against an unexpected variety of messages).
+ */
+const logRenderFailure = createRateLimitedLog({ intervalMs: Number.POSITIVE_INFINITY, clock: systemClock });
 
 /**
  * The page given when the error page itself cannot be rendered (a template
@@ -54,10 +58,7 @@ export function errorPage(
       rendered.set(key, html);
     } catch (error) {
       const cause = String(error);
-      if (!renderFailuresLogged.has(cause) && renderFailuresLogged.size < MAX_FAILURES_LOGGED) {
-        renderFailuresLogged.add(cause);
-        logEvent("render_failed", { page: `error ${status}`, message: cause }, "error");
-      }
+      logRenderFailure(cause, "render_failed", { page: `error ${status}`, message: cause });
       html = staticErrorPage(status, message);
     }
   }

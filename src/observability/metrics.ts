@@ -13,7 +13,7 @@ import type { Clock } from "../shared/clock";
 import type { Served } from "../cache/served";
 import type { OriginOutcome } from "../origin/failure";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
-import { createTopK } from "./topK";
+import { COUNTERS_PER_KEY, createTopK } from "./topK";
 
 /** A bucket: one minute, the unit of the status page's windows and chart. */
 export const BUCKET_MS = 60_000;
@@ -21,15 +21,8 @@ export const BUCKET_MS = 60_000;
 export const MAX_BUCKETS = 15;
 /** Hot products reported (the K of the top-K). */
 export const HOT_PRODUCTS = 20;
-/**
- * Space-saving counters behind them, five per product reported: topK.ts
- * counts every key offered more than N / capacity times of N, so with 100
- * every product asked for by more than 1% of the pages is counted.
- * With only K counters, a long tail of products seen once or twice keeps
- * recycling the smallest counter and drowns the middle of the top list.
- * A few KB either way.
- */
-export const HOT_COUNTERS = 5 * HOT_PRODUCTS;
+/** Space-saving counters behind them (topK.ts): with 100, every product asked for by more than 1% of the pages is counted. */
+export const HOT_COUNTERS = COUNTERS_PER_KEY * HOT_PRODUCTS;
 
 /**
  * How a product page ended: `ok` (200, possibly with defaulted sections),

@@ -11,8 +11,19 @@
 // - every key whose true count exceeds N / capacity is being counted.
 //
 // Offering a counted key is O(1); a new key costs a scan of the counters
-// (O(capacity)): for the page path's top-Ks (100 counters in metrics.ts,
-// 50 in warming/hotReport.ts), at most a hundred comparisons.
+// (O(capacity)): for the page path's top-Ks (100 counters in metrics.ts and
+// in warming/hotReport.ts), at most a hundred comparisons.
+
+/**
+ * Counters kept per key reported: with only K counters for a top K, a long
+ * tail of keys seen once or twice keeps recycling the smallest counter and
+ * drowns the middle of the top list; with five per key reported, every key
+ * above a fifth of the K-th share of the stream is counted (the bound
+ * above, N / capacity). Used wherever a top list is kept from more candidates
+ * than it gives: the status page's hot products, each isolate's hot report,
+ * the fleet's hot list.
+ */
+export const COUNTERS_PER_KEY = 5;
 
 interface TopKItem<K> {
   key: K;

@@ -62,6 +62,13 @@ export interface PageRead {
 }
 
 /**
+ * A product page whose data took this long to read is logged (`slow_page`):
+ * a healthy read takes tens of milliseconds, one of a second has waited on
+ * something (a slot, a lock, a slow service) rather than done its work.
+ */
+export const SLOW_PAGE_MS = 1000;
+
+/**
  * A warning for a page whose data took longer than `slowMs` to read, at most
  * one line per interval with the count of the others: a healthy read is tens
  * of milliseconds, and one of seconds has waited on something (a slot, a

@@ -58,7 +58,12 @@ export interface OriginClientOptions {
   onReply?: (service: ResourceName, ms: number) => void;
 }
 
-/** A time-out is the service's only when its fetch had at least this share of the service's timeout (see guarded). */
+/**
+ * A time-out is the service's only when its fetch had at least this share of
+ * the service's timeout (see guarded): most of the budget the shop gave the
+ * service, so that a breaker opens on a service that cannot answer within
+ * its timeout, never on calls the wait for a slot cut short.
+ */
 const MIN_BUDGET_SHARE_TO_BLAME = 0.75;
 
 /**
@@ -90,11 +95,11 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
         return result;
       } catch (error) {
         // Not the service's failure: this isolate's (see shared/breaker.ts),
-        // a time-out after a long wait for a slot included: a service answering
-        // in 530 ms is not failing because a call that queued 500 ms of its
-        // 1,000 gave up (counting those turned a slow origin into 503s,
-        // bench:peers "origin +500 ms"). A hung service is still caught: the
-        // calls that took the slots first had their full timeout.
+        // a time-out after a long wait for a slot included: a call left with
+        // half its budget by the queue says nothing of a service that answers
+        // within its timeout, and counting it would turn a slow origin into
+        // 503s. A hung service is still caught: the calls that took the slots
+        // first had their full timeout.
         const queuedOut =
           error instanceof OriginError && error.failure === "timeout" && budgetMs < MIN_BUDGET_SHARE_TO_BLAME * options.policies[resource].originTimeoutMs;
         const ours =

@@ -7,9 +7,6 @@ import type { Section } from "./model";
 /** The page is English (`<html lang="en">`); numbers follow it. */
 const LOCALE = "en-US";
 
-/** Minor digits assumed when the currency is unknown: most currencies use 2. */
-const FALLBACK_MINOR_DIGITS = 2;
-
 const CURRENCY_CODE = /^[A-Z]{3}$/;
 
 // Intl accepts any well-formed three-letter code (it would print "XYZ 12.34"
@@ -36,7 +33,8 @@ function currencyFormatter(currency: string): { format: Intl.NumberFormat; digit
   if (!formatter) {
     try {
       const format = new Intl.NumberFormat(LOCALE, { style: "currency", currency });
-      formatter = { format, digits: format.resolvedOptions().maximumFractionDigits ?? FALLBACK_MINOR_DIGITS };
+      // A currency format always resolves its fraction digits (ECMA-402, the currency's ISO 4217 minor unit).
+      formatter = { format, digits: format.resolvedOptions().maximumFractionDigits! };
     } catch {
       return null;
     }
@@ -50,7 +48,8 @@ const countFormat = new Intl.NumberFormat(LOCALE);
 
 /** How many minor digits the currency has: 2 for USD, 0 for JPY, 3 for KWD. */
 export function minorDigits(currency: string): number {
-  return currencyFormatter(currency)?.digits ?? FALLBACK_MINOR_DIGITS;
+  // An unknown currency: two, the minor unit of most of ISO 4217's currencies.
+  return currencyFormatter(currency)?.digits ?? 2;
 }
 
 // Validation upstream guarantees integers; rounding keeps a bad value from
@@ -78,7 +77,7 @@ export function decimalAmount(money: Money, digits = minorDigits(money.currency)
 /** "$129.99", "€129.99", "¥1,500", "KWD 12.345"; unknown currency: "12.34 XYZ". Never throws. */
 export function formatMoney(money: Money): string {
   const formatter = currencyFormatter(money.currency);
-  if (!formatter) return `${decimalAmount(money, FALLBACK_MINOR_DIGITS)} ${money.currency}`.trim();
+  if (!formatter) return `${decimalAmount(money)} ${money.currency}`.trim();
   // The decimal string, not minor units ÷ 10^digits: Intl formats a string exactly, where a
   // large amount divided in floating point would print other cents than the JSON-LD's price.
   return formatter.format.format(decimalAmount(money, formatter.digits) as Intl.StringNumericLiteral);

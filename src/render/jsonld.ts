@@ -5,9 +5,6 @@ import { availability, decimalAmount } from "./format";
 import type { ProductPageModel } from "./model";
 import { isWebUrl } from "./urls";
 
-/** At most this much description goes into the JSON-LD (search engines ignore more). */
-const MAX_DESCRIPTION = 5000;
-
 const SCHEMA_AVAILABILITY = {
   in_stock: "https://schema.org/InStock",
   low_stock: "https://schema.org/LimitedAvailability",
@@ -31,7 +28,8 @@ export function structuredDataFor(model: ProductPageModel): Record<string, unkno
     "@context": "https://schema.org",
     "@type": "Product",
     name: product.title,
-    description: product.description.slice(0, MAX_DESCRIPTION),
+    // 5,000 characters: the most of a product's description Google's product data takes (Merchant Center specification).
+    description: product.description.slice(0, 5000),
     sku: product.id,
     brand: { "@type": "Brand", name: product.brand },
     url: model.pageUrl,

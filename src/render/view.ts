@@ -10,13 +10,12 @@ import { structuredDataFor } from "./jsonld";
 import { isWebUrl, productHref } from "./urls";
 import type { Recommendations, ReviewsSummary } from "../origin/types";
 
-/** Meta description length that search engines show without cutting. */
-const META_DESCRIPTION_MAX = 160;
-
-// Images come without dimensions; declared ones reserve the space (no layout
-// shift) and CSS scales them keeping the square frame.
-const MAIN_IMAGE_SIZE = 800;
-const RECOMMENDATION_IMAGE_SIZE = 240;
+/**
+ * Images come without dimensions; declared ones reserve the space (no layout
+ * shift). What the attributes state is the square frame: the CSS sets each
+ * image's width (templates/layout.tsx), so one size serves every image.
+ */
+const IMAGE_SIZE = 800;
 
 export interface MetaView {
   title: string;
@@ -115,8 +114,8 @@ function attributeName(key: string): string {
   return spaced.charAt(0).toUpperCase() + spaced.slice(1);
 }
 
-function imageView(url: string, alt: string, size: number): ImageView {
-  return { url, alt, width: size, height: size };
+function imageView(url: string, alt: string): ImageView {
+  return { url, alt, width: IMAGE_SIZE, height: IMAGE_SIZE };
 }
 
 function reviewsView(reviews: Section<ReviewsSummary>): ReviewsView {
@@ -147,17 +146,18 @@ function recommendationsView(recommendations: Section<Recommendations>): Recomme
     price: formatMoney(item.price),
     // The title is right next to the image as link text: an empty alt keeps
     // screen readers from reading it twice.
-    image: isWebUrl(item.image) ? imageView(item.image, "", RECOMMENDATION_IMAGE_SIZE) : null,
+    image: isWebUrl(item.image) ? imageView(item.image, "") : null,
   }));
 }
 
 export function productView(model: ProductPageModel): ProductView {
   const { product } = model;
-  const images = product.images.filter((image) => isWebUrl(image.url)).map((image) => imageView(image.url, image.alt.trim() || product.title, MAIN_IMAGE_SIZE));
+  const images = product.images.filter((image) => isWebUrl(image.url)).map((image) => imageView(image.url, image.alt.trim() || product.title));
   const [main, ...thumbs] = images;
 
   const description = product.description.trim();
-  const metaDescription = truncateText(description || `${product.title} by ${product.brand}`, META_DESCRIPTION_MAX);
+  // 160 characters: what search engines show of a meta description without cutting it (their convention).
+  const metaDescription = truncateText(description || `${product.title} by ${product.brand}`, 160);
   const percent = discountPercent(product.price, product.compareAtPrice);
 
   return {

@@ -4,9 +4,23 @@
 // top 1,000 and expiring a day after the last report.
 import type { Clock } from "../shared/clock";
 import type { L2 } from "../cache/l2/l2";
-import { createTopK } from "../observability/topK";
-import { DEFAULTS } from "../config/defaults";
+import { HOT_COUNTERS, HOT_PRODUCTS } from "../observability/metrics";
+import { COUNTERS_PER_KEY, createTopK } from "../observability/topK";
+import { WARM_TOP } from "./warm";
 import type { Background } from "../shared/subrequests";
+
+/** Products each isolate reports a period: the hot products its status page shows, counted as it counts them. */
+export const REPORTED = HOT_PRODUCTS;
+/** The period an isolate counts before it reports. */
+const REPORT_EVERY_MS = 60_000;
+/**
+ * The fleet's list keeps as many candidates for the most a warm run reads
+ * (WARM_TOP) as a top-K keeps counters for the keys it reports
+ * (topK.ts): a product near the cut keeps its score across reports.
+ */
+export const KEPT = COUNTERS_PER_KEY * WARM_TOP;
+/** The list expires a day after the last report: a deployment that stopped leaves nothing behind for long. */
+const LIST_TTL_MS = 86_400_000;
 
 const REPORT = `
 for i = 1, #ARGV - 2, 2 do redis.call('ZINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
@@ -25,19 +39,18 @@ export interface HotReport {
 }
 
 export function createHotReport({ l2, keyPrefix, clock }: { l2: L2; keyPrefix: string; clock: Clock }): HotReport {
-  const { counted, reported, everyMs, kept, ttlMs } = DEFAULTS.hotReport;
-  const counts = createTopK<string>(counted);
-  let periodEnds = clock.now() + everyMs;
+  const counts = createTopK<string>(HOT_COUNTERS);
+  let periodEnds = clock.now() + REPORT_EVERY_MS;
 
   return {
     offer(id, background) {
       counts.offer(id);
       if (clock.now() < periodEnds) return;
-      periodEnds = clock.now() + everyMs;
-      const top = counts.top(reported);
+      periodEnds = clock.now() + REPORT_EVERY_MS;
+      const top = counts.top(REPORTED);
       counts.clear();
       const args = top.flatMap((item) => [String(item.count - item.error), item.key]);
-      background(l2.run((redis) => redis.eval(REPORT, [hotKey(keyPrefix)], [...args, String(kept), String(ttlMs)]), { isWrite: true }));
+      background(l2.run((redis) => redis.eval(REPORT, [hotKey(keyPrefix)], [...args, String(KEPT), String(LIST_TTL_MS)]), { isWrite: true }));
     },
   };
 }

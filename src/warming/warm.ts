@@ -4,6 +4,16 @@
 // a second, at most `concurrency` at once (each costs up to four origin
 // fetches, and only for what is missing or stale).
 
+/**
+ * Products started a second by default (cron, `npm run warm`): warming never
+ * floods the origin, 10 products a second being at most 40 fetches a second
+ * (a page's four), a tenth of what one isolate's origin slots carry
+ * (ORIGIN_MAX_CONCURRENT); at most FILLS_AT_ONCE at a time (shared/subrequests.ts).
+ */
+export const WARM_PER_SECOND = 10;
+/** Products a run warms at most (cron, `npm run warm`'s default): their starts take 20 s at that pace. */
+export const WARM_TOP = 200;
+
 export interface WarmOptions {
   ids: readonly string[];
   /** Reads one product through the tier; true when its page could be built. */

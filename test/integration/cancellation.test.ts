@@ -17,6 +17,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { indexOf, productFor } from "../../dev/origin/catalog";
 import { DEFAULTS, DEFAULT_POLICIES } from "../../src/config/defaults";
 import { fillBoundMs } from "../../src/cache/fill/fill";
+import { ISOLATE_STALL_MS } from "../../src/shared/leases";
 import { pollUntil, tierStatus, visit, type TierStatus, type Visit, type VisitOutcome } from "../support/clients";
 import { member } from "../../dev/harness/cacheStatus";
 import { clearFaults, completeProducts, injectFault, originFetches, page, sleep, type Page } from "../support/faults";
@@ -33,11 +34,11 @@ const SLOW_PRODUCT_EXTRA_MS = 800;
 /** Slack for a loaded machine on top of a deadline of the tier's own. */
 const MARGIN_MS = 1500;
 /**
- * A slot is granted at most the queue wait after it was asked for and then
- * leased for at most the fetch's own timeout: by then it is back, whatever
+ * A slot is waited for and then leased within the fetch's own deadline (the
+ * service's timeout) and a stall's grace: by then it is back, whatever
  * became of its holder.
  */
-const SLOTS_BACK_MS = DEFAULTS.originQueueWaitMs + DEFAULT_POLICIES.product.originTimeoutMs + MARGIN_MS;
+const SLOTS_BACK_MS = DEFAULT_POLICIES.product.originTimeoutMs + ISOLATE_STALL_MS + MARGIN_MS;
 /** The longest a product fill may take (readThrough's fill bound: lock claim, wait for another isolate, origin timeout). */
 const FILL_BOUND_MS = fillBoundMs({ lockTtlMs: DEFAULTS.lockTtlMs, policies: DEFAULT_POLICIES }, "product");
 /** Visitors waiting on a fill whose owner left: an origin round trip or two, well under the fill bound (~7 s). */

@@ -101,7 +101,7 @@ describe("the policy numbers the README gives in its tables and prose", () => {
       // The configuration table.
       `1 – ${(2 * DEFAULTS.l1MaxBytes) / MiB} MiB`,
       `lock claims get ${DEFAULTS.l2ClaimTimeoutMs} ms, background writes ${DEFAULTS.backgroundCallMs / 1000} s`,
-      `at most ${DEFAULTS.originMaxQueued} callers, ${DEFAULTS.originQueueWaitMs / 1000} s`,
+      `(at most ${DEFAULTS.originMaxConcurrent} callers, one per slot, within the service's timeout)`,
       `| \`COLD_PAGES_MAX\` | var | ${DEFAULTS.coldPagesMax} |`,
       `| \`COLD_PAGE_WAIT_MS\` | var | ${DEFAULTS.coldPageWaitMs} |`,
       // What happens when…
