@@ -141,8 +141,10 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     keyPrefix: config.keyPrefix,
     pollMs: config.purgePollMs,
     wideRetentionMs,
-    blindAfterMs: DEFAULTS.purgeBlindAfterMs,
-    blindMaxAgeMs: DEFAULTS.purgeBlindMaxAgeMs,
+    // Blind, every purge the isolate may have missed acts at worst as a soft
+    // one: a copy fetched before it is taken as fresh no longer after it than
+    // a soft purge's grace, then served stale while it refreshes.
+    blindMaxAgeMs: DEFAULTS.softPurgeGraceMs,
     syncWaitMs: config.l2TimeoutMs * 2,
     // With the location tier on, the data center's isolates share their reads of the log.
     shared: withLocation(config, (open) => createLogShelf({ publicUrl: config.publicUrl, keyPrefix: config.keyPrefix, open })),

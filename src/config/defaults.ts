@@ -178,11 +178,12 @@ export const DEFAULTS = {
   rejectedAnswersMax: 1000,
   /** Each isolate reads the purge log at most this often: the bound on how long a purged page can still be served. */
   purgePollMs: 1000,
-  /** Without news of purges for this long (L2 out), an isolate counts itself blind... */
-  purgeBlindAfterMs: 5000,
-  /** ...and then refreshes entries older than this, so staleness stays bounded while Redis is out. */
-  purgeBlindMaxAgeMs: 60_000,
-  /** A soft-purged entry is served stale at least this long while it refreshes. */
+  /**
+   * A soft-purged entry is served stale at least this long while it
+   * refreshes: the staleness a shop accepts for a purge. An isolate blind to
+   * purges (Redis out: invalidation/watcher.ts) takes every purge it may have
+   * missed as a soft one, refreshing entries fetched longer ago than this.
+   */
   softPurgeGraceMs: 60_000,
   /** Purges kept in the log for isolates catching up (invalidation/log.ts). */
   purgeLogMax: 1000,

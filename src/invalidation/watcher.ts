@@ -30,9 +30,10 @@
 // cache/entry.ts), so that the first due reads Redis and the others take its
 // read, where isolates that took one read would all be due again at once.
 //
-// Blind (L2 unreachable for longer than `blindAfterMs`): purges may be
-// missed, so entries older than `blindMaxAgeMs` are treated as stale and
-// refreshed from the origin, once each, in the background.
+// Blind (no read of the log answered for a poll and a sync's lease: the
+// isolate is past its bound, and the sync then due brought nothing): purges
+// may be missed, so entries older than `blindMaxAgeMs` are treated as stale
+// and refreshed from the origin, once each, in the background.
 import type { Clock } from "../shared/clock";
 import type { Entry } from "../cache/entry";
 import { entryKey } from "../cache/keys";
@@ -56,7 +57,7 @@ export interface PurgeWatcherOptions {
   pollMs: number;
   /** How long a tag/all purge matters: the longest an entry can live. */
   wideRetentionMs: number;
-  blindAfterMs: number;
+  /** Blind, entries fetched longer ago than this are taken as stale (tier.ts: a soft purge's grace). */
   blindMaxAgeMs: number;
   /** Longest a request waits for a sync another request started (its L2 read's budget, and some). */
   syncWaitMs: number;
@@ -179,7 +180,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
    * Whether Redis answered the last read of the log. While it does not, no
    * visitor waits for the next sync: a read that failed within its budget
    * will most likely fail again, and no wait can give the visitor fresher
-   * knowledge (the isolate turns blind after `blindAfterMs` instead). Syncs
+   * knowledge (the isolate turns blind instead: see `blind`). Syncs
    * go on in the background, one at a time.
    */
   let lastReadAnswered = true;
@@ -434,7 +435,13 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
   /** The sync under way has read its first page and goes on in the background. */
   const readingAhead = () => syncUnderWay() && syncing!.behindSince !== null;
 
-  const blind = () => log !== null && clock.now() - Math.max(lastSyncAt, lastAnsweredAt) > options.blindAfterMs;
+  /**
+   * Blind: no read of the log answered for a poll (the bound) and the whole
+   * lease of the sync then due (its read's budget and the gate's grace), so
+   * that read has failed, and purges may be going by unheard. As a multiple
+   * of the poll, an isolate whose polls are long is never blind between them.
+   */
+  const blind = () => log !== null && clock.now() - Math.max(lastSyncAt, lastAnsweredAt) > options.pollMs + SYNC_LEASE_MS;
 
   return {
     /** Brings this isolate's knowledge of purges up to date when it is getting old (see the bound above). */

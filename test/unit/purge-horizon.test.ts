@@ -48,7 +48,6 @@ function watcherWith(clock: FakeClock, log: PurgeLog, l1: L1Purging = noL1): Pur
     keyPrefix: "pp:v1",
     pollMs: POLL_MS,
     wideRetentionMs: 3_600_000,
-    blindAfterMs: 5000,
     blindMaxAgeMs: 60_000,
     syncWaitMs: 200,
   });

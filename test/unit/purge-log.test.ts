@@ -109,7 +109,6 @@ describe("the purge log", () => {
       keyPrefix: "reprice",
       pollMs: 1000,
       wideRetentionMs: 60_000,
-      blindAfterMs: 5000,
       blindMaxAgeMs: 60_000,
       syncWaitMs: 1000,
     });
@@ -210,7 +209,6 @@ describe("the purge log", () => {
       keyPrefix: "marks",
       pollMs: 1000,
       wideRetentionMs: 3_600_000,
-      blindAfterMs: 5000,
       blindMaxAgeMs: 60_000,
       syncWaitMs: 1000,
     });
@@ -245,7 +243,6 @@ describe("the purge log", () => {
       keyPrefix: "idle",
       pollMs: 1000,
       wideRetentionMs: 60_000,
-      blindAfterMs: 5000,
       blindMaxAgeMs: 60_000,
       syncWaitMs: 1000,
     });
@@ -298,7 +295,6 @@ describe("the purge log", () => {
       keyPrefix: "own",
       pollMs: 1000,
       wideRetentionMs: 60_000,
-      blindAfterMs: 5000,
       blindMaxAgeMs: 60_000,
       syncWaitMs: 1000,
     });

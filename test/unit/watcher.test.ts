@@ -1,5 +1,5 @@
 // The purge watcher's blind mode (src/invalidation/watcher.ts): with no news
-// of purges for longer than `blindAfterMs` (the purge log in L2 not
+// of purges for longer than a poll and a sync's lease (the purge log in L2 not
 // answering), purges may have been missed, so entries older than
 // `blindMaxAgeMs` are no longer taken as fresh; once the log answers again,
 // the watcher trusts its knowledge again. A fake clock throughout, and a fake
@@ -9,7 +9,7 @@ import type { Entry } from "../../src/cache/entry";
 import { createReadThrough, type L1Purging } from "../../src/cache/readThrough";
 import { DEFAULTS } from "../../src/config/defaults";
 import type { PurgeLog, PurgesSince } from "../../src/invalidation/log";
-import { createPurgeWatcher, knowledgeOf, type PurgeWatcher, type PurgeWatcherOptions } from "../../src/invalidation/watcher";
+import { createPurgeWatcher, knowledgeOf, SYNC_LEASE_MS, type PurgeWatcher, type PurgeWatcherOptions } from "../../src/invalidation/watcher";
 import { sha256Hex } from "../../src/shared/hash";
 import { createLogShelf, type LogShelf, type SharedPage, type SharedPosition, type SharedReading } from "../../src/invalidation/sharedReads";
 import type { PurgeRecord } from "../../src/invalidation/record";
@@ -17,8 +17,9 @@ import type { ResourceName } from "../../src/origin/resources";
 import { fakeClock, fakeOrigin, fakeStore, type FakeClock, type FakeOrigin, testConfig } from "../support/fakes";
 
 const POLL_MS = 1000;
-const BLIND_AFTER_MS = DEFAULTS.purgeBlindAfterMs;
-const BLIND_MAX_AGE_MS = DEFAULTS.purgeBlindMaxAgeMs;
+/** Blind past the bound and the lease of the sync then due (watcher.ts, `blind`). */
+const BLIND_AFTER_MS = POLL_MS + SYNC_LEASE_MS;
+const BLIND_MAX_AGE_MS = DEFAULTS.softPurgeGraceMs;
 const PRODUCT: ResourceName[] = ["product"];
 
 /** A purge log with no purges in it, that answers while `up` and fails (L2 unavailable: undefined) otherwise. */
@@ -50,7 +51,6 @@ function watcherWith(clock: FakeClock, log: PurgeLog | null, l1: L1Purging = noL
     keyPrefix: "pp:v1",
     pollMs: POLL_MS,
     wideRetentionMs: 3_600_000,
-    blindAfterMs: BLIND_AFTER_MS,
     blindMaxAgeMs: BLIND_MAX_AGE_MS,
     syncWaitMs: 200,
     // The background sync's random part at its most: due at half a poll, as these tests count.
@@ -106,7 +106,7 @@ async function syncAll(watcher: PurgeWatcher): Promise<void> {
 }
 
 describe("the purge watcher's blind mode", () => {
-  it("counts itself blind only once the log has not answered for longer than blindAfterMs", async () => {
+  it("counts itself blind only once the log has not answered for longer than a poll and a sync's lease", async () => {
     const clock = fakeClock();
     const { log, state } = fakeLog();
     const watcher = watcherWith(clock, log);
@@ -114,7 +114,7 @@ describe("the purge watcher's blind mode", () => {
     expect(watcher.status().blind).toBe(false);
 
     state.up = false;
-    // Failed syncs, one per poll, up to blindAfterMs after the last answer: not blind yet.
+    // Failed syncs, one per poll, up to a poll and a sync's lease after the last answer: not blind yet.
     for (let waited = POLL_MS; waited <= BLIND_AFTER_MS; waited += POLL_MS) {
       clock.advance(POLL_MS);
       await syncAll(watcher);
