@@ -217,9 +217,12 @@ export const DEFAULTS = {
   purgeMarksMax: 20_000,
   /** How long a purge marker blocks older fills: longer than any fill can take. */
   purgeMarkerTtlMs: 60_000,
-  /** The purge counter and log outlive quiet periods; they are rewritten with every purge. */
+  /**
+   * The purge counter and its era outlive quiet periods (rewritten with every
+   * purge): one that expires starts a new era, and every isolate starts over
+   * once. The log itself is kept as long as an entry lives (log.ts).
+   */
   purgeSeqTtlMs: 30 * 86_400_000,
-  purgeLogTtlMs: 2 * 86_400_000,
   /** Recent id purges an isolate remembers for judging (races with fills in flight); older ones were applied to L1 and Redis. */
   recentIdPurges: 10_000,
   /** Requests a minute (in one isolate) from which a product is warm, and hot (see cache/hotness.ts). */

@@ -1,7 +1,9 @@
 // The purge log in Redis (docs/architecture.md#invalidation):
 //
 //   pp:v1:purge:seq    a counter: each purge takes the next number
-//   pp:v1:purge:log    recent purges by number (the last purgeLogMax), for isolates catching up
+//   pp:v1:purge:log    recent purges by number (the last purgeLogMax), for isolates catching up;
+//                      kept, as the marks and the wide log, as long as an entry lives after the
+//                      last purge (an isolate that has not read it for longer holds nothing it concerns)
 //   pp:v1:purge:marks  per resource and tag (or "all"), the latest hard and soft purge
 //                      times: what a new isolate needs to judge entries, whatever the
 //                      number of purges (a hash of at most purgeMarksMax fields)
@@ -55,10 +57,10 @@ redis.call('PEXPIRE', KEYS[4], ARGV[7])
 local record = '{"seq":' .. seq .. ',' .. string.sub(ARGV[1], 2)
 redis.call('ZADD', KEYS[2], seq, record)
 redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[5]) + 1))
-redis.call('PEXPIRE', KEYS[2], ARGV[8])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
 redis.call('ZADD', KEYS[5], seq, ARGV[3] == '1' and record or tostring(seq))
 redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -(tonumber(ARGV[5]) + 1))
-redis.call('PEXPIRE', KEYS[5], ARGV[8])
+redis.call('PEXPIRE', KEYS[5], ARGV[4])
 if ARGV[3] == '1' then
   local purge = cjson.decode(ARGV[1])
   local at = tonumber(ARGV[2])
@@ -311,7 +313,9 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
         );
         if (applied === undefined) return undefined;
       }
-      const bounds = [wideRetentionMs, DEFAULTS.purgeLogMax, DEFAULTS.purgeMarksMax, DEFAULTS.purgeSeqTtlMs, DEFAULTS.purgeLogTtlMs];
+      // The marks, the log and the wide log are kept as long as an entry lives (wideRetentionMs) after the last
+      // purge: an isolate that has not read them for longer holds no copy their purges concern, and starts over.
+      const bounds = [wideRetentionMs, DEFAULTS.purgeLogMax, DEFAULTS.purgeMarksMax, DEFAULTS.purgeSeqTtlMs];
       const args = [JSON.stringify(purge), purge.at, isWide(purge) ? 1 : 0, ...bounds].map(String);
       return l2.run((redis) => redis.eval<string[], number>(APPEND_LOG, [keys.seq, keys.log, keys.wide, keys.era, keys.wideLog], args), {
         isWrite: true,

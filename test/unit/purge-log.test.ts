@@ -389,6 +389,8 @@ describe("the purge log", () => {
       // The first purge goes on in that era: a copy stamped "5000|0" is judged against it.
       expect(await log.record(recordFrom({ ids: ["p-000001"], resources: ["product"], mode: "hard" }, 6_000))).toBe(1);
       expect(await log.readSince(0, null)).toMatchObject({ seq: 1, era: "5000" });
+      // The log itself is kept as long as an entry lives (wideRetentionMs), its counter and era longer.
+      for (const key of [keys.log, keys.wideLog]) expect(await direct.pttl(key)).toBeLessThanOrEqual(60_000);
       // Redis lost the log (a restart without persistence, FLUSHALL): the next era is another one, never the empty one again.
       await direct.del(keys.seq, keys.log, keys.wide, keys.era);
       expect(await log.readSince(1, null)).toMatchObject({ seq: 0, era: "" });
