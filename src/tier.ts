@@ -145,6 +145,7 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     // one: a copy fetched before it is taken as fresh no longer after it than
     // a soft purge's grace, then served stale while it refreshes.
     blindMaxAgeMs: DEFAULTS.softPurgeGraceMs,
+    l1MaxBytes: config.l1MaxBytes,
     syncWaitMs: config.l2TimeoutMs * 2,
     // With the location tier on, the data center's isolates share their reads of the log.
     shared: withLocation(config, (open) => createLogShelf({ publicUrl: config.publicUrl, keyPrefix: config.keyPrefix, open })),

@@ -197,17 +197,6 @@ export const DEFAULTS = {
   purgeSyncMaxRecords: 100,
   purgeSyncMaxBytes: 256 * 1024,
   /**
-   * Pages one sync reads before it starts over instead (8 MiB: about 700
-   * purges of 1,000 ids). Starting over keeps L1 only for the origin's
-   * failures, so every page the isolate then serves is read from Redis
-   * again: a re-price of 300,000 products made every warm page of every
-   * isolate a Redis read (p99 6-13 ms -> 86-91 ms), for products nobody
-   * changed. Reading the purges themselves costs what was purged; past
-   * this, the log is more than re-reading the pages L1 holds (at most
-   * L1_MAX_BYTES, and only those visited) would cost.
-   */
-  purgeCatchUpMaxPages: 32,
-  /**
    * Fields of the purge marks hash at most: (resource, tag) pairs purged
    * within the retention. Past it, marks older than the retention go first,
    * then the oldest, folded into the `~floor` field (everything fetched

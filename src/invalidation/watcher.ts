@@ -59,6 +59,12 @@ export interface PurgeWatcherOptions {
   wideRetentionMs: number;
   /** Blind, entries fetched longer ago than this are taken as stale (tier.ts: a soft purge's grace). */
   blindMaxAgeMs: number;
+  /**
+   * What L1 holds at most (L1_MAX_BYTES): one sync reads no more of the log
+   * than this (pages of at most purgeSyncMaxBytes), and starts over past it,
+   * where re-reading what L1 holds from Redis costs less than reading on.
+   */
+  l1MaxBytes: number;
   /** Longest a request waits for a sync another request started (its L2 read's budget, and some). */
   syncWaitMs: number;
   /** Where the data center's isolates share their reads of the log (null: the location tier is off). */
@@ -262,11 +268,12 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
         lease.aheadUpTo = answer.seq;
         lease.firstPageRead();
       }
-      // Past the pages one sync may read, starting over costs less (DEFAULTS.purgeCatchUpMaxPages).
+      // Past L1's bytes of log read in one sync, starting over costs less (options.l1MaxBytes).
       lease.until = clock.now() + SYNC_LEASE_MS;
       sentAt = clock.now();
       readFrom = seq;
-      const next = heard(pages < DEFAULTS.purgeCatchUpMaxPages ? await log.readSince(seq, era) : await log.readSince(0, null), sentAt);
+      const readOn = (pages + 1) * DEFAULTS.purgeSyncMaxBytes <= options.l1MaxBytes;
+      const next = heard(readOn ? await log.readSince(seq, era) : await log.readSince(0, null), sentAt);
       // L2 failed mid-way (the next sync goes on from here: this isolate's
       // knowledge stays as old as its last complete read), or another sync
       // took over (this one's lease ran out on a slow read).

@@ -110,6 +110,7 @@ describe("the purge log", () => {
       pollMs: 1000,
       wideRetentionMs: 60_000,
       blindMaxAgeMs: 60_000,
+      l1MaxBytes: DEFAULTS.l1MaxBytes,
       syncWaitMs: 1000,
     });
     await log.record(idPurge(["p-000001"]));
@@ -210,6 +211,7 @@ describe("the purge log", () => {
       pollMs: 1000,
       wideRetentionMs: 3_600_000,
       blindMaxAgeMs: 60_000,
+      l1MaxBytes: DEFAULTS.l1MaxBytes,
       syncWaitMs: 1000,
     });
     await watcher.sync(() => undefined);
@@ -244,6 +246,7 @@ describe("the purge log", () => {
       pollMs: 1000,
       wideRetentionMs: 60_000,
       blindMaxAgeMs: 60_000,
+      l1MaxBytes: DEFAULTS.l1MaxBytes,
       syncWaitMs: 1000,
     });
     const sync = async () => {
@@ -296,6 +299,7 @@ describe("the purge log", () => {
       pollMs: 1000,
       wideRetentionMs: 60_000,
       blindMaxAgeMs: 60_000,
+      l1MaxBytes: DEFAULTS.l1MaxBytes,
       syncWaitMs: 1000,
     });
     await watcher.sync(() => undefined);

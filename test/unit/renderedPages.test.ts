@@ -58,6 +58,7 @@ function setup() {
       pollMs: config.purgePollMs,
       wideRetentionMs: 3_600_000,
       blindMaxAgeMs: DEFAULTS.softPurgeGraceMs,
+      l1MaxBytes: config.l1MaxBytes,
       syncWaitMs: 200,
     }),
     purgeLog: null,

@@ -20,6 +20,8 @@ const POLL_MS = 1000;
 /** Blind past the bound and the lease of the sync then due (watcher.ts, `blind`). */
 const BLIND_AFTER_MS = POLL_MS + SYNC_LEASE_MS;
 const BLIND_MAX_AGE_MS = DEFAULTS.softPurgeGraceMs;
+/** Pages of the log one sync reads before it starts over: as many as L1's bytes (watcherWith's l1MaxBytes). */
+const CATCH_UP_PAGES = 32;
 const PRODUCT: ResourceName[] = ["product"];
 
 /** A purge log with no purges in it, that answers while `up` and fails (L2 unavailable: undefined) otherwise. */
@@ -52,6 +54,7 @@ function watcherWith(clock: FakeClock, log: PurgeLog | null, l1: L1Purging = noL
     pollMs: POLL_MS,
     wideRetentionMs: 3_600_000,
     blindMaxAgeMs: BLIND_MAX_AGE_MS,
+    l1MaxBytes: CATCH_UP_PAGES * DEFAULTS.purgeSyncMaxBytes,
     syncWaitMs: 200,
     // The background sync's random part at its most: due at half a poll, as these tests count.
     random: () => 1,
@@ -412,16 +415,16 @@ describe("a bulk re-price, read page by page", () => {
     expect(watcher.vouches(watcher.stamp()!)).toBe(true);
   });
 
-  it(`starts over past ${DEFAULTS.purgeCatchUpMaxPages} pages in one sync, where reading on would cost more than L1's pages`, async () => {
+  it(`starts over past L1's bytes of log (${CATCH_UP_PAGES} pages) in one sync, where reading on would cost more than L1's pages`, async () => {
     const clock = fakeClock();
     const { log, state } = pagedLog(2);
     const { l1, purging } = l1Recorder();
     const watcher = watcherWith(clock, log, purging);
     await sync(watcher);
-    state.seq = 1 + 2 * (DEFAULTS.purgeCatchUpMaxPages + 5);
+    state.seq = 1 + 2 * (CATCH_UP_PAGES + 5);
     await backgroundSync(clock, watcher);
     expect(state.startOvers).toBe(2);
-    expect(state.reads).toBe(1 + DEFAULTS.purgeCatchUpMaxPages + 1);
+    expect(state.reads).toBe(1 + CATCH_UP_PAGES + 1);
     expect(l1.keptOnlyForErrors).toBe(2);
     expect(watcher.status()).toMatchObject({ seq: state.seq, lastSyncAt: clock.now() });
   });
