@@ -185,35 +185,6 @@ export const DEFAULTS = {
    * missed as a soft one, refreshing entries fetched longer ago than this.
    */
   softPurgeGraceMs: 60_000,
-  /** Purges kept in the log for isolates catching up (invalidation/log.ts). */
-  purgeLogMax: 1000,
-  /**
-   * One read of the log, a page: an isolate further behind (a bulk re-price
-   * of hundreds of purges of 1,000 ids each, about 11 KB each) reads the
-   * next page at once, in the background, until it has read every purge
-   * (invalidation/watcher.ts). One read stays small enough for its L2 budget
-   * however many purges were recorded meanwhile.
-   */
-  purgeSyncMaxRecords: 100,
-  purgeSyncMaxBytes: 256 * 1024,
-  /**
-   * Fields of the purge marks hash at most: (resource, tag) pairs purged
-   * within the retention. Past it, marks older than the retention go first,
-   * then the oldest, folded into the `~floor` field (everything fetched
-   * before it is gone: a new isolate refetches more, never serves a purged
-   * entry).
-   */
-  purgeMarksMax: 20_000,
-  /** How long a purge marker blocks older fills: longer than any fill can take. */
-  purgeMarkerTtlMs: 60_000,
-  /**
-   * The purge counter and its era outlive quiet periods (rewritten with every
-   * purge): one that expires starts a new era, and every isolate starts over
-   * once. The log itself is kept as long as an entry lives (log.ts).
-   */
-  purgeSeqTtlMs: 30 * 86_400_000,
-  /** Recent id purges an isolate remembers for judging (races with fills in flight); older ones were applied to L1 and Redis. */
-  recentIdPurges: 10_000,
   /** Requests a minute (in one isolate) from which a product is warm, and hot (see cache/hotness.ts). */
   warmPerMinute: 6,
   hotPerMinute: 60,

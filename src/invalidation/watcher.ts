@@ -41,8 +41,8 @@ import type { L1Purging, PurgedAt } from "../cache/readThrough";
 import type { ReadAlong } from "../cache/l2/l2";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
 import type { ResourceName } from "../origin/resources";
-import { createKnownPurges, type Verdict } from "./knownPurges";
-import { logPosition, logPositionKeys, type PurgeLog, type PurgesSince } from "./log";
+import { createKnownPurges, RECENT_ID_PURGES, type Verdict } from "./knownPurges";
+import { logPosition, logPositionKeys, PAGE_MAX_BYTES, type PurgeLog, type PurgesSince } from "./log";
 import type { PurgeRecord } from "./record";
 import { pauses, pollUntil, within } from "../shared/leases";
 import { subrequestsLeft, type Background } from "../shared/subrequests";
@@ -61,7 +61,7 @@ export interface PurgeWatcherOptions {
   blindMaxAgeMs: number;
   /**
    * What L1 holds at most (L1_MAX_BYTES): one sync reads no more of the log
-   * than this (pages of at most purgeSyncMaxBytes), and starts over past it,
+   * than this (pages of at most PAGE_MAX_BYTES), and starts over past it,
    * where re-reading what L1 holds from Redis costs less than reading on.
    */
   l1MaxBytes: number;
@@ -118,14 +118,14 @@ export const SYNC_LEASE_MS = DEFAULTS.backgroundCallMs + DEFAULTS.l2GateGraceMs;
 /**
  * The index of the first of a page's records whose ids are worth
  * remembering: the ids of the records before it would be forgotten before
- * the page ends (DEFAULTS.recentIdPurges are kept, the newest), so they are
+ * the page ends (RECENT_ID_PURGES are kept, the newest), so they are
  * applied to L1 and not remembered (KnownPurges.remember).
  */
 function firstWithIdsKept(records: readonly PurgeRecord[]): number {
   let kept = 0;
   for (let index = records.length - 1; index >= 0; index--) {
     kept += records[index]!.ids.length;
-    if (kept > DEFAULTS.recentIdPurges) return index + 1;
+    if (kept > RECENT_ID_PURGES) return index + 1;
   }
   return 0;
 }
@@ -272,7 +272,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
       lease.until = clock.now() + SYNC_LEASE_MS;
       sentAt = clock.now();
       readFrom = seq;
-      const readOn = (pages + 1) * DEFAULTS.purgeSyncMaxBytes <= options.l1MaxBytes;
+      const readOn = (pages + 1) * PAGE_MAX_BYTES <= options.l1MaxBytes;
       const next = heard(readOn ? await log.readSince(seq, era) : await log.readSince(0, null), sentAt);
       // L2 failed mid-way (the next sync goes on from here: this isolate's
       // knowledge stays as old as its last complete read), or another sync

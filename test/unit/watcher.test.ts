@@ -8,7 +8,8 @@ import { describe, expect, it } from "vitest";
 import type { Entry } from "../../src/cache/entry";
 import { createReadThrough, type L1Purging } from "../../src/cache/readThrough";
 import { DEFAULTS } from "../../src/config/defaults";
-import type { PurgeLog, PurgesSince } from "../../src/invalidation/log";
+import { PAGE_MAX_BYTES, type PurgeLog, type PurgesSince } from "../../src/invalidation/log";
+import { RECENT_ID_PURGES } from "../../src/invalidation/knownPurges";
 import { createPurgeWatcher, knowledgeOf, SYNC_LEASE_MS, type PurgeWatcher, type PurgeWatcherOptions } from "../../src/invalidation/watcher";
 import { sha256Hex } from "../../src/shared/hash";
 import { createLogShelf, type LogShelf, type SharedPage, type SharedPosition, type SharedReading } from "../../src/invalidation/sharedReads";
@@ -54,7 +55,7 @@ function watcherWith(clock: FakeClock, log: PurgeLog | null, l1: L1Purging = noL
     pollMs: POLL_MS,
     wideRetentionMs: 3_600_000,
     blindMaxAgeMs: BLIND_MAX_AGE_MS,
-    l1MaxBytes: CATCH_UP_PAGES * DEFAULTS.purgeSyncMaxBytes,
+    l1MaxBytes: CATCH_UP_PAGES * PAGE_MAX_BYTES,
     syncWaitMs: 200,
     // The background sync's random part at its most: due at half a poll, as these tests count.
     random: () => 1,
@@ -375,10 +376,10 @@ describe("a bulk re-price, read page by page", () => {
     expect(reaches).toEqual([10]);
   });
 
-  it(`remembers only the ids it keeps (the newest ${DEFAULTS.recentIdPurges}) of a page that holds more, and vouches for no copy stamped before the others`, async () => {
+  it(`remembers only the ids it keeps (the newest ${RECENT_ID_PURGES}) of a page that holds more, and vouches for no copy stamped before the others`, async () => {
     const clock = fakeClock();
     const perPurge = 1000;
-    const purges = Math.ceil(DEFAULTS.recentIdPurges / perPurge) + 3;
+    const purges = Math.ceil(RECENT_ID_PURGES / perPurge) + 3;
     const record = (seq: number) => ({
       seq,
       at: clock.now(),
