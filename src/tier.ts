@@ -141,9 +141,7 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     keyPrefix: config.keyPrefix,
     pollMs: config.purgePollMs,
     wideRetentionMs,
-    // Blind, every purge the isolate may have missed acts at worst as a soft
-    // one: a copy fetched before it is taken as fresh no longer after it than
-    // a soft purge's grace, then served stale while it refreshes.
+    // Blind, a purge the isolate may have missed acts at worst as a soft one: a copy fetched before it is fresh no longer than its grace.
     blindMaxAgeMs: DEFAULTS.softPurgeGraceMs,
     l1MaxBytes: config.l1MaxBytes,
     syncWaitMs: config.l2TimeoutMs * 2,

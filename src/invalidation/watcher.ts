@@ -59,11 +59,7 @@ export interface PurgeWatcherOptions {
   wideRetentionMs: number;
   /** Blind, entries fetched longer ago than this are taken as stale (tier.ts: a soft purge's grace). */
   blindMaxAgeMs: number;
-  /**
-   * What L1 holds at most (L1_MAX_BYTES): one sync reads no more of the log
-   * than this (pages of at most PAGE_MAX_BYTES), and starts over past it,
-   * where re-reading what L1 holds from Redis costs less than reading on.
-   */
+  /** L1_MAX_BYTES: one sync reads no more of the log than L1 holds; past it, re-reading L1's pages from Redis costs less, and it starts over. */
   l1MaxBytes: number;
   /** Longest a request waits for a sync another request started (its L2 read's budget, and some). */
   syncWaitMs: number;
@@ -443,10 +439,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
   const readingAhead = () => syncUnderWay() && syncing!.behindSince !== null;
 
   /**
-   * Blind: no read of the log answered for a poll (the bound) and the whole
-   * lease of the sync then due (its read's budget and the gate's grace), so
-   * that read has failed, and purges may be going by unheard. As a multiple
-   * of the poll, an isolate whose polls are long is never blind between them.
+   * Blind: no read of the log answered for a poll (the bound) and the whole lease of the sync then due: that
+   * read failed, and purges may go by unheard. Counted from the poll, long polls are never blind between them.
    */
   const blind = () => log !== null && clock.now() - Math.max(lastSyncAt, lastAnsweredAt) > options.pollMs + SYNC_LEASE_MS;
 
