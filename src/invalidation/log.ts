@@ -2,8 +2,8 @@
 //
 //   pp:v1:purge:seq    a counter: each purge takes the next number
 //   pp:v1:purge:log    recent purges by number (the last LOG_MAX_PURGES), for isolates catching up;
-//                      kept, as the marks and the wide log, as long as an entry lives after the
-//                      last purge (an isolate that has not read it for longer holds nothing it concerns)
+//                      kept, as the marks and the wide log, as long as an entry lives (wideRetentionMs)
+//                      after the last purge: an isolate that read none for longer holds nothing they concern
 //   pp:v1:purge:marks  per resource and tag (or "all"), the latest hard and soft purge
 //                      times: what a new isolate needs to judge entries, whatever the
 //                      number of purges (a hash of at most MARKS_MAX fields)
@@ -338,8 +338,6 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
         );
         if (applied === undefined) return undefined;
       }
-      // The marks, the log and the wide log are kept as long as an entry lives (wideRetentionMs) after the last
-      // purge: an isolate that has not read them for longer holds no copy their purges concern, and starts over.
       const bounds = [wideRetentionMs, LOG_MAX_PURGES, MARKS_MAX, SEQ_TTL_MS];
       const args = [JSON.stringify(purge), purge.at, isWide(purge) ? 1 : 0, ...bounds].map(String);
       return l2.run((redis) => redis.eval<string[], number>(APPEND_LOG, [keys.seq, keys.log, keys.wide, keys.era, keys.wideLog], args), {
