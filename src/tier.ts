@@ -145,8 +145,9 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     keyPrefix: config.keyPrefix,
     pollMs: config.purgePollMs,
     wideRetentionMs,
-    blindAfterMs: DEFAULTS.purgeBlindAfterMs,
-    blindMaxAgeMs: DEFAULTS.purgeBlindMaxAgeMs,
+    // Blind, a purge the isolate may have missed acts at worst as a soft one: a copy fetched before it is fresh no longer than its grace.
+    blindMaxAgeMs: DEFAULTS.softPurgeGraceMs,
+    l1MaxBytes: config.l1MaxBytes,
     syncWaitMs: config.l2TimeoutMs * 2,
     // With the location tier on, the data center's isolates share their reads of the log.
     shared: withLocation(config, (open) => createLogShelf({ publicUrl: config.publicUrl, keyPrefix: config.keyPrefix, open })),

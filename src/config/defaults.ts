@@ -175,49 +175,13 @@ export const DEFAULTS = {
   rejectedAnswersMax: 1000,
   /** Each isolate reads the purge log at most this often: the bound on how long a purged page can still be served. */
   purgePollMs: 1000,
-  /** Without news of purges for this long (L2 out), an isolate counts itself blind... */
-  purgeBlindAfterMs: 5000,
-  /** ...and then refreshes entries older than this, so staleness stays bounded while Redis is out. */
-  purgeBlindMaxAgeMs: 60_000,
-  /** A soft-purged entry is served stale at least this long while it refreshes. */
+  /**
+   * A soft-purged entry is served stale at least this long while it
+   * refreshes: the staleness a shop accepts for a purge. An isolate blind to
+   * purges (Redis out: invalidation/watcher.ts) takes every purge it may have
+   * missed as a soft one, refreshing entries fetched longer ago than this.
+   */
   softPurgeGraceMs: 60_000,
-  /** Purges kept in the log for isolates catching up (invalidation/log.ts). */
-  purgeLogMax: 1000,
-  /**
-   * One read of the log, a page: an isolate further behind (a bulk re-price
-   * of hundreds of purges of 1,000 ids each, about 11 KB each) reads the
-   * next page at once, in the background, until it has read every purge
-   * (invalidation/watcher.ts). One read stays small enough for its L2 budget
-   * however many purges were recorded meanwhile.
-   */
-  purgeSyncMaxRecords: 100,
-  purgeSyncMaxBytes: 256 * 1024,
-  /**
-   * Pages one sync reads before it starts over instead (8 MiB: about 700
-   * purges of 1,000 ids). Starting over keeps L1 only for the origin's
-   * failures, so every page the isolate then serves is read from Redis
-   * again: a re-price of 300,000 products made every warm page of every
-   * isolate a Redis read (p99 6-13 ms -> 86-91 ms), for products nobody
-   * changed. Reading the purges themselves costs what was purged; past
-   * this, the log is more than re-reading the pages L1 holds (at most
-   * L1_MAX_BYTES, and only those visited) would cost.
-   */
-  purgeCatchUpMaxPages: 32,
-  /**
-   * Fields of the purge marks hash at most: (resource, tag) pairs purged
-   * within the retention. Past it, marks older than the retention go first,
-   * then the oldest, folded into the `~floor` field (everything fetched
-   * before it is gone: a new isolate refetches more, never serves a purged
-   * entry).
-   */
-  purgeMarksMax: 20_000,
-  /** How long a purge marker blocks older fills: longer than any fill can take. */
-  purgeMarkerTtlMs: 60_000,
-  /** The purge counter and log outlive quiet periods; they are rewritten with every purge. */
-  purgeSeqTtlMs: 30 * 86_400_000,
-  purgeLogTtlMs: 2 * 86_400_000,
-  /** Recent id purges an isolate remembers for judging (races with fills in flight); older ones were applied to L1 and Redis. */
-  recentIdPurges: 10_000,
   /**
    * Requests a minute (in one isolate) from which a product is warm, and hot
    * (see cache/hotness.ts). Hot: once a second, the rate refresh-ahead

@@ -10,9 +10,8 @@ import type { Entry } from "../cache/entry";
 import type { PurgedAt } from "../cache/readThrough";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
 import type { ResourceName } from "../origin/resources";
-import type { WideMark } from "./log";
+import { MARKS_MAX, type WideMark } from "./log";
 import { isWide, type PurgeRecord } from "./record";
-import { DEFAULTS } from "../config/defaults";
 
 export type Verdict = "ok" | "stale" | "gone";
 
@@ -23,6 +22,9 @@ interface IdPurge {
 }
 
 const NO_MARKS = { hard: 0, soft: 0 } as const;
+
+/** Id purges remembered for judging copies fetched before them (fills in flight, location copies): their memory bounded; one forgotten was applied to L1 and Redis. */
+export const RECENT_ID_PURGES = 10_000;
 
 /** A marks map key: the resource, and the tag (none for an `all` purge). */
 function markKey(resource: ResourceName, tag: string | null): string {
@@ -42,7 +44,7 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
   /**
    * The log's era, and the position after which this isolate knows every id
    * purge (Infinity: none yet). It rises when an id purge is forgotten here
-   * (DEFAULTS.recentIdPurges) or a record could not be read; it is set anew when
+   * (RECENT_ID_PURGES) or a record could not be read; it is set anew when
    * the isolate starts over.
    */
   let era: string | null = null;
@@ -53,10 +55,10 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
     const known = marks.get(key);
     marks.delete(key); // re-insert: the Map's order is the eviction order
     marks.set(key, { hard: Math.max(known?.hard ?? 0, mark.hard), soft: Math.max(known?.soft ?? 0, mark.soft) });
-    if (marks.size <= DEFAULTS.purgeMarksMax) return;
+    if (marks.size <= MARKS_MAX) return;
     const horizon = clock.now() - wideRetentionMs;
     for (const [key, { hard, soft }] of marks) if (Math.max(hard, soft) < horizon) marks.delete(key);
-    while (marks.size > DEFAULTS.purgeMarksMax) {
+    while (marks.size > MARKS_MAX) {
       const [key, oldest] = marks.entries().next().value!;
       floor = Math.max(floor, oldest.hard, oldest.soft);
       marks.delete(key);
@@ -100,7 +102,7 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
     // The oldest go, in one pass: a fresh iterator per entry (entries().next())
     // walks past every slot deleted before it, and a re-price's page of 100
     // purges of 1,000 ids took 0.76 s of CPU, the isolate's pages waiting.
-    let excess = recentIds.size - DEFAULTS.recentIdPurges;
+    let excess = recentIds.size - RECENT_ID_PURGES;
     if (excess <= 0) return;
     for (const [id, forgotten] of recentIds) {
       // A copy stamped before this purge can no longer be judged here.

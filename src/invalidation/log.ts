@@ -1,10 +1,12 @@
 // The purge log in Redis (docs/architecture.md#invalidation):
 //
 //   pp:v1:purge:seq    a counter: each purge takes the next number
-//   pp:v1:purge:log    recent purges by number (the last purgeLogMax), for isolates catching up
+//   pp:v1:purge:log    recent purges by number (the last LOG_MAX_PURGES), for isolates catching up;
+//                      kept, as the marks and the wide log, as long as an entry lives (wideRetentionMs)
+//                      after the last purge: an isolate that read none for longer holds nothing they concern
 //   pp:v1:purge:marks  per resource and tag (or "all"), the latest hard and soft purge
 //                      times: what a new isolate needs to judge entries, whatever the
-//                      number of purges (a hash of at most purgeMarksMax fields)
+//                      number of purges (a hash of at most MARKS_MAX fields)
 //   pp:v1:purge:wide-log  the same numbers as the log, each with its record if it is a tag
 //                      or all purge, else with its number alone: a reader a page of a bulk
 //                      re-price behind takes the tag and all purges ahead of its page in the
@@ -31,6 +33,32 @@ import { isWide, storedRecord, type PurgeRecord } from "./record";
 /** The marks hash's field for the floor. */
 const FLOOR_FIELD = "~floor";
 
+/** Purges the log keeps for isolates catching up (one further behind starts over): what Redis holds for it stays bounded. */
+const LOG_MAX_PURGES = 1000;
+
+/**
+ * One read of the log, a page: at most this many bytes of purges (at least
+ * one purge) and this many purges, those the script takes before trimming to
+ * the bytes. What a visitor due for a sync waits for at most, within the
+ * read's budget however many purges were recorded meanwhile (1,000 ids are
+ * about 11 KB); an isolate further behind reads on in the background.
+ */
+export const PAGE_MAX_BYTES = 256 * 1024;
+export const PAGE_MAX_PURGES = 100;
+
+/** (resource, tag) marks kept, here and in each isolate (knownPurges.ts): bounded whatever tags a shop purges; past it the oldest fold into the floor. */
+export const MARKS_MAX = 20_000;
+
+/**
+ * How long a purge marker refuses writes of fills that began before it:
+ * longer than a fill's fetch and write (seconds), and than a write L2's
+ * backlog kept while Redis was out waits for it to answer (cache/l2/l2.ts).
+ */
+const MARKER_TTL_MS = 60_000;
+
+/** The counter and its era outlive quiet periods (one that expires starts a new era: every isolate starts over once), not forever: every key has a TTL. */
+export const SEQ_TTL_MS = 30 * 86_400_000;
+
 // Appends a purge to the log (on the home shard) and returns its number. A
 // tag or all purge also raises its marks: field "<resource>|<tag>" (or
 // "<resource>" for all) holds "<latest hard>|<latest soft>" purge times.
@@ -55,10 +83,10 @@ redis.call('PEXPIRE', KEYS[4], ARGV[7])
 local record = '{"seq":' .. seq .. ',' .. string.sub(ARGV[1], 2)
 redis.call('ZADD', KEYS[2], seq, record)
 redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -(tonumber(ARGV[5]) + 1))
-redis.call('PEXPIRE', KEYS[2], ARGV[8])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
 redis.call('ZADD', KEYS[5], seq, ARGV[3] == '1' and record or tostring(seq))
 redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -(tonumber(ARGV[5]) + 1))
-redis.call('PEXPIRE', KEYS[5], ARGV[8])
+redis.call('PEXPIRE', KEYS[5], ARGV[4])
 if ARGV[3] == '1' then
   local purge = cjson.decode(ARGV[1])
   local at = tonumber(ARGV[2])
@@ -305,13 +333,12 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
       if (entryKeys.length > 0) {
         const applied = await l2.runOnKeys(
           entryKeys,
-          (redis, keys) =>
-            redis.eval<string[], number>(PURGE_KEYS, keys, [purge.mode, purge.at, DEFAULTS.softPurgeGraceMs, DEFAULTS.purgeMarkerTtlMs].map(String)),
+          (redis, keys) => redis.eval<string[], number>(PURGE_KEYS, keys, [purge.mode, purge.at, DEFAULTS.softPurgeGraceMs, MARKER_TTL_MS].map(String)),
           { isWrite: true, force: true },
         );
         if (applied === undefined) return undefined;
       }
-      const bounds = [wideRetentionMs, DEFAULTS.purgeLogMax, DEFAULTS.purgeMarksMax, DEFAULTS.purgeSeqTtlMs, DEFAULTS.purgeLogTtlMs];
+      const bounds = [wideRetentionMs, LOG_MAX_PURGES, MARKS_MAX, SEQ_TTL_MS];
       const args = [JSON.stringify(purge), purge.at, isWide(purge) ? 1 : 0, ...bounds].map(String);
       return l2.run((redis) => redis.eval<string[], number>(APPEND_LOG, [keys.seq, keys.log, keys.wide, keys.era, keys.wideLog], args), {
         isWrite: true,
@@ -327,13 +354,13 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
      * read, so that visitors of cached pages waited for one after another while the isolate learned of no purge.
      * `maxRecords`: a page of at most that many (a reader that needs only those before a page another isolate shared: watcher.ts).
      */
-    async readSince(seen: number, readerEra: string | null, maxRecords: number = DEFAULTS.purgeSyncMaxRecords): Promise<PurgesSince | undefined> {
+    async readSince(seen: number, readerEra: string | null, maxRecords: number = PAGE_MAX_PURGES): Promise<PurgesSince | undefined> {
       const answer = await l2.run(
         (redis) =>
           readPurgesScript(redis).exec(
             [keys.seq, keys.log, keys.wide, keys.era, keys.wideLog],
             // "-" is no era (eras are times or ''): a reader that has read none starts over.
-            [String(seen), String(Math.max(1, Math.min(maxRecords, DEFAULTS.purgeSyncMaxRecords))), String(DEFAULTS.purgeSyncMaxBytes), readerEra ?? "-"],
+            [String(seen), String(Math.max(1, Math.min(maxRecords, PAGE_MAX_PURGES))), String(PAGE_MAX_BYTES), readerEra ?? "-"],
           ),
         { passive: true },
       );
@@ -356,7 +383,7 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
     /** Gives the log an era if it has none (START_ERA): where the log stands then; undefined when Redis did not answer. */
     async startEra(): Promise<{ seq: number; era: string } | undefined> {
       const answer = await l2.run(
-        (redis) => redis.eval<string[], [number, string]>(START_ERA, [keys.seq, keys.era], [String(clock.now()), String(DEFAULTS.purgeSeqTtlMs)]),
+        (redis) => redis.eval<string[], [number, string]>(START_ERA, [keys.seq, keys.era], [String(clock.now()), String(SEQ_TTL_MS)]),
         { isWrite: true, passive: true },
       );
       return answer && { seq: Number(answer[0]), era: String(answer[1]) };

@@ -30,6 +30,7 @@ import { readBounded } from "../shared/body";
 import { sha256Hex } from "../shared/hash";
 import { within } from "../shared/leases";
 import { subrequest, type Background } from "../shared/subrequests";
+import { PAGE_MAX_BYTES, PAGE_MAX_PURGES } from "./log";
 import { storedRecord, type PurgeRecord } from "./record";
 
 /** The position's header: `<era>|<seq>|<readAt>|<from>`, readAt when the read was sent (ms since the epoch). */
@@ -119,7 +120,7 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
       return undefined;
     }
     const [upTo, count, digest] = [Number(match[1]), Number(match[2]), match[3]!];
-    const body = await readBounded(response, DEFAULTS.purgeSyncMaxBytes + DEFAULTS.purgeSyncMaxRecords);
+    const body = await readBounded(response, PAGE_MAX_BYTES + PAGE_MAX_PURGES);
     if (!body || upTo <= from || (await sha256Hex(body)) !== digest) return undefined;
     const members = count === 0 ? [] : new TextDecoder().decode(body).split("\n");
     if (members.length !== count) return undefined;

@@ -30,9 +30,10 @@
 // cache/entry.ts), so that the first due reads Redis and the others take its
 // read, where isolates that took one read would all be due again at once.
 //
-// Blind (L2 unreachable for longer than `blindAfterMs`): purges may be
-// missed, so entries older than `blindMaxAgeMs` are treated as stale and
-// refreshed from the origin, once each, in the background.
+// Blind (no read of the log answered for a poll and a sync's lease: the
+// isolate is past its bound, and the sync then due brought nothing): purges
+// may be missed, so entries older than `blindMaxAgeMs` are treated as stale
+// and refreshed from the origin, once each, in the background.
 import type { Clock } from "../shared/clock";
 import type { Entry } from "../cache/entry";
 import { entryKey } from "../cache/keys";
@@ -40,8 +41,8 @@ import type { L1Purging, PurgedAt } from "../cache/readThrough";
 import type { ReadAlong } from "../cache/l2/l2";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
 import type { ResourceName } from "../origin/resources";
-import { createKnownPurges, type Verdict } from "./knownPurges";
-import { logPosition, logPositionKeys, type PurgeLog, type PurgesSince } from "./log";
+import { createKnownPurges, RECENT_ID_PURGES, type Verdict } from "./knownPurges";
+import { logPosition, logPositionKeys, PAGE_MAX_BYTES, type PurgeLog, type PurgesSince } from "./log";
 import type { PurgeRecord } from "./record";
 import { pauses, pollUntil, within } from "../shared/leases";
 import { subrequestsLeft, type Background } from "../shared/subrequests";
@@ -56,8 +57,10 @@ export interface PurgeWatcherOptions {
   pollMs: number;
   /** How long a tag/all purge matters: the longest an entry can live. */
   wideRetentionMs: number;
-  blindAfterMs: number;
+  /** Blind, entries fetched longer ago than this are taken as stale (tier.ts: a soft purge's grace). */
   blindMaxAgeMs: number;
+  /** L1_MAX_BYTES: one sync reads no more of the log than L1 holds; past it, re-reading L1's pages from Redis costs less, and it starts over. */
+  l1MaxBytes: number;
   /** Longest a request waits for a sync another request started (its L2 read's budget, and some). */
   syncWaitMs: number;
   /** Where the data center's isolates share their reads of the log (null: the location tier is off). */
@@ -111,14 +114,14 @@ export const SYNC_LEASE_MS = DEFAULTS.backgroundCallMs + DEFAULTS.l2GateGraceMs;
 /**
  * The index of the first of a page's records whose ids are worth
  * remembering: the ids of the records before it would be forgotten before
- * the page ends (DEFAULTS.recentIdPurges are kept, the newest), so they are
+ * the page ends (RECENT_ID_PURGES are kept, the newest), so they are
  * applied to L1 and not remembered (KnownPurges.remember).
  */
 function firstWithIdsKept(records: readonly PurgeRecord[]): number {
   let kept = 0;
   for (let index = records.length - 1; index >= 0; index--) {
     kept += records[index]!.ids.length;
-    if (kept > DEFAULTS.recentIdPurges) return index + 1;
+    if (kept > RECENT_ID_PURGES) return index + 1;
   }
   return 0;
 }
@@ -179,7 +182,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
    * Whether Redis answered the last read of the log. While it does not, no
    * visitor waits for the next sync: a read that failed within its budget
    * will most likely fail again, and no wait can give the visitor fresher
-   * knowledge (the isolate turns blind after `blindAfterMs` instead). Syncs
+   * knowledge (the isolate turns blind instead: see `blind`). Syncs
    * go on in the background, one at a time.
    */
   let lastReadAnswered = true;
@@ -261,11 +264,12 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
         lease.aheadUpTo = answer.seq;
         lease.firstPageRead();
       }
-      // Past the pages one sync may read, starting over costs less (DEFAULTS.purgeCatchUpMaxPages).
+      // Past L1's bytes of log read in one sync, starting over costs less (options.l1MaxBytes).
       lease.until = clock.now() + SYNC_LEASE_MS;
       sentAt = clock.now();
       readFrom = seq;
-      const next = heard(pages < DEFAULTS.purgeCatchUpMaxPages ? await log.readSince(seq, era) : await log.readSince(0, null), sentAt);
+      const readOn = (pages + 1) * PAGE_MAX_BYTES <= options.l1MaxBytes;
+      const next = heard(readOn ? await log.readSince(seq, era) : await log.readSince(0, null), sentAt);
       // L2 failed mid-way (the next sync goes on from here: this isolate's
       // knowledge stays as old as its last complete read), or another sync
       // took over (this one's lease ran out on a slow read).
@@ -434,7 +438,11 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
   /** The sync under way has read its first page and goes on in the background. */
   const readingAhead = () => syncUnderWay() && syncing!.behindSince !== null;
 
-  const blind = () => log !== null && clock.now() - Math.max(lastSyncAt, lastAnsweredAt) > options.blindAfterMs;
+  /**
+   * Blind: no read of the log answered for a poll (the bound) and the whole lease of the sync then due: that
+   * read failed, and purges may go by unheard. Counted from the poll, long polls are never blind between them.
+   */
+  const blind = () => log !== null && clock.now() - Math.max(lastSyncAt, lastAnsweredAt) > options.pollMs + SYNC_LEASE_MS;
 
   return {
     /** Brings this isolate's knowledge of purges up to date when it is getting old (see the bound above). */

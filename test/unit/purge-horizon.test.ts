@@ -48,8 +48,8 @@ function watcherWith(clock: FakeClock, log: PurgeLog, l1: L1Purging = noL1): Pur
     keyPrefix: "pp:v1",
     pollMs: POLL_MS,
     wideRetentionMs: 3_600_000,
-    blindAfterMs: 5000,
     blindMaxAgeMs: 60_000,
+    l1MaxBytes: 32 * 1024 * 1024,
     syncWaitMs: 200,
   });
 }

@@ -10,7 +10,7 @@ import { createBreaker } from "../../src/shared/breaker";
 import { systemClock } from "../../src/shared/clock";
 import { entryKey, purgeLogKeys, purgeMarkerKey } from "../../src/cache/keys";
 import { createL2, type L2 } from "../../src/cache/l2/l2";
-import { createPurgeLog } from "../../src/invalidation/log";
+import { createPurgeLog, PAGE_MAX_BYTES, PAGE_MAX_PURGES, SEQ_TTL_MS } from "../../src/invalidation/log";
 import { DEFAULTS } from "../../src/config/defaults";
 import { recordFrom } from "../../src/invalidation/record";
 import { createPurgeWatcher } from "../../src/invalidation/watcher";
@@ -56,8 +56,8 @@ describe("the purge log", () => {
       // Each page follows on from the last, within one read's bounds.
       expect(page!.records[0]!.seq).toBe(seen + 1);
       expect(page!.upTo).toBe(page!.records.at(-1)!.seq);
-      expect(page!.records.length).toBeLessThanOrEqual(DEFAULTS.purgeSyncMaxRecords);
-      expect(JSON.stringify(page!.records).length).toBeLessThan(DEFAULTS.purgeSyncMaxBytes * 1.05);
+      expect(page!.records.length).toBeLessThanOrEqual(PAGE_MAX_PURGES);
+      expect(JSON.stringify(page!.records).length).toBeLessThan(PAGE_MAX_BYTES * 1.05);
       read.push(...page!.records.map((record) => record.seq));
       seen = page!.upTo;
     }
@@ -71,7 +71,7 @@ describe("the purge log", () => {
       { resource: "product", tag: "brand:acme", hard: expect.any(Number), soft: 0 },
       ...["inventory", "reviews", "recommendations", "listing"].map((resource) => ({ resource, tag: "brand:acme", hard: expect.any(Number), soft: 0 })),
     ]);
-    expect(JSON.stringify(fresh).length).toBeLessThan(DEFAULTS.purgeSyncMaxBytes);
+    expect(JSON.stringify(fresh).length).toBeLessThan(PAGE_MAX_BYTES);
   });
 
   it("hands a reader a page behind the tag and all purges after its page, and says when it cannot have them all", async () => {
@@ -109,8 +109,8 @@ describe("the purge log", () => {
       keyPrefix: "reprice",
       pollMs: 1000,
       wideRetentionMs: 60_000,
-      blindAfterMs: 5000,
       blindMaxAgeMs: 60_000,
+      l1MaxBytes: DEFAULTS.l1MaxBytes,
       syncWaitMs: 1000,
     });
     await log.record(idPurge(["p-000001"]));
@@ -200,7 +200,7 @@ describe("the purge log", () => {
     // What a new isolate reads does not grow with the number of purges: the
     // marks, and the log's latest records (what they say of id purges), at most one sync's worth.
     expect(JSON.stringify(fresh!.marks).length).toBeLessThan(1000);
-    expect(fresh!.records.map((record) => record.seq)).toEqual(Array.from({ length: DEFAULTS.purgeSyncMaxRecords }, (_, i) => 601 - i));
+    expect(fresh!.records.map((record) => record.seq)).toEqual(Array.from({ length: PAGE_MAX_PURGES }, (_, i) => 601 - i));
 
     // A watcher starting from them judges as the purges say.
     const watcher = createPurgeWatcher({
@@ -210,8 +210,8 @@ describe("the purge log", () => {
       keyPrefix: "marks",
       pollMs: 1000,
       wideRetentionMs: 3_600_000,
-      blindAfterMs: 5000,
       blindMaxAgeMs: 60_000,
+      l1MaxBytes: DEFAULTS.l1MaxBytes,
       syncWaitMs: 1000,
     });
     await watcher.sync(() => undefined);
@@ -245,8 +245,8 @@ describe("the purge log", () => {
       keyPrefix: "idle",
       pollMs: 1000,
       wideRetentionMs: 60_000,
-      blindAfterMs: 5000,
       blindMaxAgeMs: 60_000,
+      l1MaxBytes: DEFAULTS.l1MaxBytes,
       syncWaitMs: 1000,
     });
     const sync = async () => {
@@ -298,8 +298,8 @@ describe("the purge log", () => {
       keyPrefix: "own",
       pollMs: 1000,
       wideRetentionMs: 60_000,
-      blindAfterMs: 5000,
       blindMaxAgeMs: 60_000,
+      l1MaxBytes: DEFAULTS.l1MaxBytes,
       syncWaitMs: 1000,
     });
     await watcher.sync(() => undefined);
@@ -389,10 +389,12 @@ describe("the purge log", () => {
       expect(await log.startEra()).toEqual({ seq: 0, era: "5000" }); // another reader's came first: that one stands
       expect(await log.readSince(0, null)).toMatchObject({ seq: 0, era: "5000" });
       // Kept as an append keeps them, not forever.
-      for (const key of [keys.seq, keys.era]) expect(await direct.pttl(key)).toBeGreaterThan(DEFAULTS.purgeSeqTtlMs - 60_000);
+      for (const key of [keys.seq, keys.era]) expect(await direct.pttl(key)).toBeGreaterThan(SEQ_TTL_MS - 60_000);
       // The first purge goes on in that era: a copy stamped "5000|0" is judged against it.
       expect(await log.record(recordFrom({ ids: ["p-000001"], resources: ["product"], mode: "hard" }, 6_000))).toBe(1);
       expect(await log.readSince(0, null)).toMatchObject({ seq: 1, era: "5000" });
+      // The log itself is kept as long as an entry lives (wideRetentionMs), its counter and era longer.
+      for (const key of [keys.log, keys.wideLog]) expect(await direct.pttl(key)).toBeLessThanOrEqual(60_000);
       // Redis lost the log (a restart without persistence, FLUSHALL): the next era is another one, never the empty one again.
       await direct.del(keys.seq, keys.log, keys.wide, keys.era);
       expect(await log.readSince(1, null)).toMatchObject({ seq: 0, era: "" });

@@ -12,6 +12,7 @@ import { PAGE_RETRY_AFTER_SECONDS } from "../../src/http/errorPage";
 import { ISOLATE_STALL_MS } from "../../src/shared/leases";
 import { INTERVAL_MS, TARGET_MS } from "../../src/overload/limit";
 import { ONE_BROWSER } from "../../src/overload/client";
+import { SYNC_LEASE_MS } from "../../src/invalidation/watcher";
 
 const README = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
 const CONTRACT = readFileSync(new URL("../../docs/origin-contract.md", import.meta.url), "utf8");
@@ -115,7 +116,7 @@ describe("the policy numbers the README gives in its tables and prose", () => {
       `the last ${DEFAULTS.refreshAheadShare.warm * 100}% of its ttl`,
       `the last ${DEFAULTS.refreshAheadShare.hot * 100}%`,
       // What happens when…
-      `Blind to purges after ${DEFAULTS.purgeBlindAfterMs / 1000} s, an isolate refreshes entries older than ${DEFAULTS.purgeBlindMaxAgeMs / 1000} s`,
+      `Blind to purges after ${(DEFAULTS.purgePollMs + SYNC_LEASE_MS) / 1000} s (a poll and a sync's lease without an answer), an isolate refreshes entries older than ${DEFAULTS.softPurgeGraceMs / 1000} s`,
       `after the breaker opens (${DEFAULTS.l2BreakerFailures} failures)`,
       `failures over ${ISOLATE_STALL_MS} ms, then a ${DEFAULTS.l2ProbeTimeoutMs}-ms probe`,
       `a PING every ${DEFAULTS.l2RecoveryProbeEveryMs} ms`,

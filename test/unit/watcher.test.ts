@@ -1,5 +1,5 @@
 // The purge watcher's blind mode (src/invalidation/watcher.ts): with no news
-// of purges for longer than `blindAfterMs` (the purge log in L2 not
+// of purges for longer than a poll and a sync's lease (the purge log in L2 not
 // answering), purges may have been missed, so entries older than
 // `blindMaxAgeMs` are no longer taken as fresh; once the log answers again,
 // the watcher trusts its knowledge again. A fake clock throughout, and a fake
@@ -8,8 +8,9 @@ import { describe, expect, it } from "vitest";
 import type { Entry } from "../../src/cache/entry";
 import { createReadThrough, type L1Purging } from "../../src/cache/readThrough";
 import { DEFAULTS } from "../../src/config/defaults";
-import type { PurgeLog, PurgesSince } from "../../src/invalidation/log";
-import { createPurgeWatcher, knowledgeOf, type PurgeWatcher, type PurgeWatcherOptions } from "../../src/invalidation/watcher";
+import { PAGE_MAX_BYTES, type PurgeLog, type PurgesSince } from "../../src/invalidation/log";
+import { RECENT_ID_PURGES } from "../../src/invalidation/knownPurges";
+import { createPurgeWatcher, knowledgeOf, SYNC_LEASE_MS, type PurgeWatcher, type PurgeWatcherOptions } from "../../src/invalidation/watcher";
 import { sha256Hex } from "../../src/shared/hash";
 import { createLogShelf, type LogShelf, type SharedPage, type SharedPosition, type SharedReading } from "../../src/invalidation/sharedReads";
 import type { PurgeRecord } from "../../src/invalidation/record";
@@ -17,8 +18,11 @@ import type { ResourceName } from "../../src/origin/resources";
 import { fakeClock, fakeOrigin, fakeStore, type FakeClock, type FakeOrigin, testConfig } from "../support/fakes";
 
 const POLL_MS = 1000;
-const BLIND_AFTER_MS = DEFAULTS.purgeBlindAfterMs;
-const BLIND_MAX_AGE_MS = DEFAULTS.purgeBlindMaxAgeMs;
+/** Blind past the bound and the lease of the sync then due (watcher.ts, `blind`). */
+const BLIND_AFTER_MS = POLL_MS + SYNC_LEASE_MS;
+const BLIND_MAX_AGE_MS = DEFAULTS.softPurgeGraceMs;
+/** Pages of the log one sync reads before it starts over: as many as L1's bytes (watcherWith's l1MaxBytes). */
+const CATCH_UP_PAGES = 32;
 const PRODUCT: ResourceName[] = ["product"];
 
 /** A purge log with no purges in it, that answers while `up` and fails (L2 unavailable: undefined) otherwise. */
@@ -50,8 +54,8 @@ function watcherWith(clock: FakeClock, log: PurgeLog | null, l1: L1Purging = noL
     keyPrefix: "pp:v1",
     pollMs: POLL_MS,
     wideRetentionMs: 3_600_000,
-    blindAfterMs: BLIND_AFTER_MS,
     blindMaxAgeMs: BLIND_MAX_AGE_MS,
+    l1MaxBytes: CATCH_UP_PAGES * PAGE_MAX_BYTES,
     syncWaitMs: 200,
     // The background sync's random part at its most: due at half a poll, as these tests count.
     random: () => 1,
@@ -106,7 +110,7 @@ async function syncAll(watcher: PurgeWatcher): Promise<void> {
 }
 
 describe("the purge watcher's blind mode", () => {
-  it("counts itself blind only once the log has not answered for longer than blindAfterMs", async () => {
+  it("counts itself blind only once the log has not answered for longer than a poll and a sync's lease", async () => {
     const clock = fakeClock();
     const { log, state } = fakeLog();
     const watcher = watcherWith(clock, log);
@@ -114,7 +118,7 @@ describe("the purge watcher's blind mode", () => {
     expect(watcher.status().blind).toBe(false);
 
     state.up = false;
-    // Failed syncs, one per poll, up to blindAfterMs after the last answer: not blind yet.
+    // Failed syncs, one per poll, up to a poll and a sync's lease after the last answer: not blind yet.
     for (let waited = POLL_MS; waited <= BLIND_AFTER_MS; waited += POLL_MS) {
       clock.advance(POLL_MS);
       await syncAll(watcher);
@@ -372,10 +376,10 @@ describe("a bulk re-price, read page by page", () => {
     expect(reaches).toEqual([10]);
   });
 
-  it(`remembers only the ids it keeps (the newest ${DEFAULTS.recentIdPurges}) of a page that holds more, and vouches for no copy stamped before the others`, async () => {
+  it(`remembers only the ids it keeps (the newest ${RECENT_ID_PURGES}) of a page that holds more, and vouches for no copy stamped before the others`, async () => {
     const clock = fakeClock();
     const perPurge = 1000;
-    const purges = Math.ceil(DEFAULTS.recentIdPurges / perPurge) + 3;
+    const purges = Math.ceil(RECENT_ID_PURGES / perPurge) + 3;
     const record = (seq: number) => ({
       seq,
       at: clock.now(),
@@ -412,16 +416,16 @@ describe("a bulk re-price, read page by page", () => {
     expect(watcher.vouches(watcher.stamp()!)).toBe(true);
   });
 
-  it(`starts over past ${DEFAULTS.purgeCatchUpMaxPages} pages in one sync, where reading on would cost more than L1's pages`, async () => {
+  it(`starts over past L1's bytes of log (${CATCH_UP_PAGES} pages) in one sync, where reading on would cost more than L1's pages`, async () => {
     const clock = fakeClock();
     const { log, state } = pagedLog(2);
     const { l1, purging } = l1Recorder();
     const watcher = watcherWith(clock, log, purging);
     await sync(watcher);
-    state.seq = 1 + 2 * (DEFAULTS.purgeCatchUpMaxPages + 5);
+    state.seq = 1 + 2 * (CATCH_UP_PAGES + 5);
     await backgroundSync(clock, watcher);
     expect(state.startOvers).toBe(2);
-    expect(state.reads).toBe(1 + DEFAULTS.purgeCatchUpMaxPages + 1);
+    expect(state.reads).toBe(1 + CATCH_UP_PAGES + 1);
     expect(l1.keptOnlyForErrors).toBe(2);
     expect(watcher.status()).toMatchObject({ seq: state.seq, lastSyncAt: clock.now() });
   });
