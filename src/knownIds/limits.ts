@@ -43,11 +43,6 @@ export const KNOWN_IDS_LIMITS = {
    */
   keyTtlMs: 7 * 86_400_000,
   /**
-   * After a switch, the previous version's keys live this much longer: isolates that were loading it can finish.
-   * Longer than checkLeaseMs, which bounds a check and the load in it.
-   */
-  previousVersionGraceMs: 10 * 60_000,
-  /**
    * Ids added to one version are also kept in a list (for other isolates to
    * catch up without reloading every segment), up to this many; past it,
    * isolates reload the segments instead. Ids added during a rebuild beyond
@@ -73,14 +68,12 @@ export const KNOWN_IDS_LIMITS = {
    * Cloudflare's 15 minutes of wall time for one.
    */
   buildUnderWayMs: 30 * 60_000,
-  /** The origin's largest listing page (docs/origin-contract.md#listing). */
-  listPageLimit: 1000,
-  /** Rounds of "new ids arrived during the switch, merge them and retry". */
-  switchAttempts: 5,
   /** Growth room when the catalog outgrew the capacity. */
   growthFactor: 1.25,
-  /** Keys of a build that failed or lost: nobody reads them, they go at once. */
-  abandonedKeysTtlMs: 1000,
-  /** How long a check may run before another may start: the runtime ends `waitUntil` work 30 s after the response. */
+  /**
+   * How long a check may run before another may start: the runtime ends `waitUntil` work 30 s after the response
+   * (Cloudflare's limit). After a switch, the previous version's keys live this long too: a check that was loading
+   * them when the switch came ends within it.
+   */
   checkLeaseMs: 30_000,
 } as const;

@@ -9,7 +9,7 @@
 //   3. merge the ids logged meanwhile, write the segments (fresh TTLs);
 //   4. switch meta in one script, which refuses while more ids were logged
 //      than merged (merge those, retry) or when a newer build replaced ours;
-//   5. let the previous version's keys expire after a short grace.
+//   5. let the previous version's keys expire once no check can still be loading them.
 import type { L2 } from "../cache/l2/l2";
 import type { Clock } from "../shared/clock";
 import type { OriginClient } from "../origin/client";
@@ -44,7 +44,7 @@ export type RebuildResult = Pick<FilterMeta, "version" | "count" | "capacity" | 
   ms: number;
 };
 
-export type RebuildFailure = "l2-unavailable" | "superseded" | "log-overflow" | "busy" | "origin-listing";
+export type RebuildFailure = "l2-unavailable" | "superseded" | "log-overflow" | "origin-listing";
 
 export class KnownIdsRebuildError extends Error {
   constructor(
@@ -64,9 +64,9 @@ export interface RebuildContext {
   fpRate: number;
 }
 
-/** The origin client's listing, in the contract's largest pages. */
+/** The origin client's listing, in the contract's largest pages (docs/origin-contract.md#listing: n ≤ 1000). */
 export function listingOf(origin: Pick<OriginClient, "listProductIds">): ListIds {
-  return (cursor) => origin.listProductIds(cursor, KNOWN_IDS_LIMITS.listPageLimit);
+  return (cursor) => origin.listProductIds(cursor, 1000);
 }
 
 function must<T>(value: T | undefined, step: string): T {
@@ -121,9 +121,9 @@ export async function rebuildFilter(
       };
       return { result, bloom, filter };
     } catch (error) {
-      // Best effort: stop add() logging for a build that will never switch, and drop what it wrote.
+      // Best effort: stop add() logging for a build that will never switch, and drop what it wrote (nobody reads it).
       await l2.run((redis) => scriptsFor(redis).abandon(keys.meta, version), { isWrite: true });
-      await expireVersion(l2, keys, version, segmentCountFor(bloomShape(capacity, fpRate).m), KNOWN_IDS_LIMITS.abandonedKeysTtlMs);
+      await expireVersion(l2, keys, version, segmentCountFor(bloomShape(capacity, fpRate).m), 0);
       throw error;
     }
   }
@@ -171,8 +171,9 @@ async function publish(
 
   // Round 1 merges the whole log and writes every segment. The switch refuses while more ids were logged than
   // merged (products created between a merge and the switch): the next round merges those, rewrites the segments
-  // they touched, and switches again.
-  for (let attempt = 0; attempt < KNOWN_IDS_LIMITS.switchAttempts; attempt++) {
+  // they touched, and switches again. Bounded by the log: each further round merges at least one more id, and past
+  // logCap ids the switch refuses for good (log-overflow).
+  for (let attempt = 0; ; attempt++) {
     const more = must(await readLog(l2, keys, version, merged), "reading the build's log");
     const touched = new Set<number>();
     for (const id of more) {
@@ -206,10 +207,10 @@ async function publish(
         continue;
       default: {
         const old = typeof reply[1] === "string" && reply[1] !== "" ? parseMeta(reply[1])?.current : null;
-        if (old && old.version !== version) await expireVersion(l2, keys, old.version, old.segmentCount, KNOWN_IDS_LIMITS.previousVersionGraceMs);
+        // Isolates loading the old version when the switch came finish within their check's lease.
+        if (old && old.version !== version) await expireVersion(l2, keys, old.version, old.segmentCount, KNOWN_IDS_LIMITS.checkLeaseMs);
         return { filter, mergedAdds: merged };
       }
     }
   }
-  throw new KnownIdsRebuildError("busy", "ids kept arriving while switching; run it again");
 }

@@ -112,9 +112,9 @@ export function readLog(l2: L2, keys: KnownIdsKeys, version: string, from: numbe
 }
 
 /**
- * Shortens the life of a version's keys (segments and log): a replaced
- * version gets a grace for isolates still loading it; a build that never
- * switched, almost none (nobody reads it).
+ * Shortens the life of a version's keys (segments and log) to `ms`: a
+ * replaced version gets a grace for isolates still loading it; a build that
+ * never switched, 0 (PEXPIRE with a non-positive time deletes the key).
  */
 export async function expireVersion(l2: L2, keys: KnownIdsKeys, version: string, segmentCount: number, ms: number): Promise<void> {
   const all = [...range(segmentCount).map((i) => keys.segment(version, i)), keys.log(version)];

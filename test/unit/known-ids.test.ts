@@ -538,8 +538,8 @@ describe("rebuilding", () => {
     // The old version is let go after a short grace, never deleted under a reader.
     const oldTtl = await direct.pttl(keys.segment(first.version, 0));
     expect(oldTtl).toBeGreaterThan(0);
-    expect(oldTtl).toBeLessThanOrEqual(KNOWN_IDS_LIMITS.previousVersionGraceMs);
-    expect(await direct.pttl(keys.segment(second.version, 0))).toBeGreaterThan(KNOWN_IDS_LIMITS.previousVersionGraceMs);
+    expect(oldTtl).toBeLessThanOrEqual(KNOWN_IDS_LIMITS.checkLeaseMs);
+    expect(await direct.pttl(keys.segment(second.version, 0))).toBeGreaterThan(KNOWN_IDS_LIMITS.checkLeaseMs);
   });
 
   it("keeps a product created mid-build: announced, logged, merged into the new version", async () => {
@@ -597,7 +597,7 @@ describe("rebuilding", () => {
     expect(parseMeta((await direct.get(keys.meta))!)).toMatchObject({ current: { version: fast.version }, next: null });
     // What the loser wrote goes at once (-2: already gone).
     const leftover = await direct.pttl(keys.segment(slowVersion, 0));
-    expect(leftover === -2 || (leftover > 0 && leftover <= 1000)).toBe(true);
+    expect(leftover).toBe(-2);
   });
 
   it("grows the filter when the catalog outgrew its capacity", async () => {
