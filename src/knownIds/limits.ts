@@ -6,7 +6,7 @@ export const KNOWN_IDS_DEFAULTS = {
    * Ids the filter is sized for. The demo catalog has 10,000 products (up to
    * 1,000,000 when asked); 200,000 leaves room for growth and costs ~270 KB
    * per isolate at 1%. A rebuild sizes up by itself (count × 1.25) when the
-   * catalog outgrows this, up to `maxCapacity`.
+   * catalog outgrows this, up to what `maxBytes` holds.
    */
   capacity: 200_000,
   /**
@@ -31,12 +31,13 @@ export const KNOWN_IDS_DEFAULTS = {
 } as const;
 
 export const KNOWN_IDS_LIMITS = {
-  /** Caps each isolate's copy: 2,000,000 ids at 1% ≈ 2.7 MB (7 bits per byte, see bloom.ts) of a Worker's 128 MB. */
-  maxCapacity: 2_000_000,
-  /** 0.01% is 19.2 bits per id: at maxCapacity ≈ 5.5 MB, still bounded. */
-  minFpRate: 0.0001,
-  /** Above this the filter stops anything worth its memory. */
-  maxFpRate: 0.5,
+  /**
+   * The largest filter, in bytes: each isolate's copy (two while a new version loads) within the memory the tier
+   * keeps of a Worker's 128 MB (docs/architecture.md#bounded-memory-and-work). It caps a build's capacity (past
+   * it the false-positive rate climbs, never a false negative) and a meta asking for more is refused: a corrupt
+   * meta cannot make isolates allocate more.
+   */
+  maxBytes: 6 * 1024 * 1024,
   /**
    * Every key of the filter lives this long; each rebuild writes a new version with a fresh TTL. Longer than
    * maxAgeMs: a filter still trusted never loses its keys, whatever rebuilds were missed.

@@ -13,7 +13,7 @@
 import type { L2 } from "../cache/l2/l2";
 import type { Clock } from "../shared/clock";
 import type { OriginClient } from "../origin/client";
-import { Bloom, bloomShape, byteLengthFor, positionsOf, redisBitOf, segmentCountFor } from "./bloom";
+import { Bloom, bloomShape, byteLengthFor, capacityFor, positionsOf, redisBitOf, segmentCountFor } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "./limits";
 import { newVersion, type KnownIdsKeys } from "./keys";
 import { parseMeta, type FilterMeta } from "./meta";
@@ -74,9 +74,9 @@ function must<T>(value: T | undefined, step: string): T {
   return value;
 }
 
-/** Room to grow over `count` ids, never above the cap. */
-function grownFrom(count: number): number {
-  return Math.min(KNOWN_IDS_LIMITS.maxCapacity, Math.ceil(count * KNOWN_IDS_LIMITS.growthFactor));
+/** Room to grow over `count` ids, never above the largest filter (`largest` ids). */
+function grownFrom(count: number, largest: number): number {
+  return Math.min(largest, Math.ceil(count * KNOWN_IDS_LIMITS.growthFactor));
 }
 
 export async function rebuildFilter(
@@ -86,20 +86,21 @@ export async function rebuildFilter(
 ): Promise<{ result: RebuildResult; bloom: Bloom; filter: FilterMeta }> {
   const { l2, keys, clock, fpRate } = ctx;
   const started = performance.now();
+  const largest = capacityFor(KNOWN_IDS_LIMITS.maxBytes, fpRate);
   const previous = must(await readMeta(l2, keys), "reading meta");
   // The configured capacity, or the last build's count with room to grow if that is more.
-  let capacity = Math.max(ctx.capacity, grownFrom((previous === null ? null : parseMeta(previous))?.current?.count ?? 0));
+  let capacity = Math.max(ctx.capacity, grownFrom((previous === null ? null : parseMeta(previous))?.current?.count ?? 0, largest));
 
   for (let pass = 1; ; pass++) {
     const version = newVersion(clock.now());
     must(await l2.run((redis) => scriptsFor(redis).announce(keys.meta, version, clock.now(), KNOWN_IDS_LIMITS.keyTtlMs), { isWrite: true }), "announce");
     try {
       const bloom = Bloom.withCapacity(capacity, fpRate);
-      const listed = await listAll(listIds, bloom, (ids, pages) => onProgress?.({ pass, ids, pages, ms: performance.now() - started }));
-      if (listed.count > capacity && capacity < KNOWN_IDS_LIMITS.maxCapacity && pass === 1) {
+      const listed = await listAll(listIds, bloom, largest, (ids, pages) => onProgress?.({ pass, ids, pages, ms: performance.now() - started }));
+      if (listed.count > capacity && capacity < largest && pass === 1) {
         // Over capacity the false-positive rate climbs: list again into a larger filter.
         // The next announce replaces this version, which is then never switched to.
-        capacity = grownFrom(listed.count);
+        capacity = grownFrom(listed.count, largest);
         continue;
       }
       const { filter, mergedAdds } = await publish(ctx, version, bloom, capacity, listed.count);
@@ -130,7 +131,12 @@ export async function rebuildFilter(
 }
 
 /** Pages through the whole listing into `bloom`. Bounded: a listing that does not end is an error. */
-async function listAll(listIds: ListIds, bloom: Bloom, progress: (ids: number, pages: number) => void): Promise<{ count: number; pages: number }> {
+async function listAll(
+  listIds: ListIds,
+  bloom: Bloom,
+  largest: number,
+  progress: (ids: number, pages: number) => void,
+): Promise<{ count: number; pages: number }> {
   let cursor: string | null = null;
   let count = 0;
   let pages = 0;
@@ -147,7 +153,7 @@ async function listAll(listIds: ListIds, bloom: Bloom, progress: (ids: number, p
     count += page.ids.length;
     emptyInARow = page.ids.length === 0 ? emptyInARow + 1 : 0;
     // More ids than twice the largest filter holds: the listing has lost its way (a cursor loop).
-    if (count > 2 * KNOWN_IDS_LIMITS.maxCapacity || emptyInARow > 10 || (page.next !== null && page.next === cursor)) {
+    if (count > 2 * largest || emptyInARow > 10 || (page.next !== null && page.next === cursor)) {
       throw new KnownIdsRebuildError("origin-listing", `the listing does not end (${count} ids in ${pages} pages)`);
     }
     cursor = page.next;

@@ -13,7 +13,7 @@
 import type { Clock } from "../shared/clock";
 import type { L2 } from "../cache/l2/l2";
 import { createAdds } from "./adds";
-import { byteLengthFor } from "./bloom";
+import { bloomShape, byteLengthFor } from "./bloom";
 import { createFilterCopy, type KnownIdLookup, type KnownIdsState } from "./copy";
 import type { FilterShelf, ShelfStats } from "./locationShelf";
 import { DEFAULTS } from "../config/defaults";
@@ -214,9 +214,9 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
 }
 
 function checkSettings(capacity: number, fpRate: number, refreshMs: number, maxAgeMs: number): void {
-  const { maxCapacity, minFpRate, maxFpRate } = KNOWN_IDS_LIMITS;
-  if (!Number.isInteger(capacity) || capacity < 1 || capacity > maxCapacity) throw new RangeError(`known-ids capacity must be from 1 to ${maxCapacity}`);
-  if (!(fpRate >= minFpRate && fpRate <= maxFpRate)) throw new RangeError(`known-ids fpRate must be from ${minFpRate} to ${maxFpRate}`);
+  const bytes = byteLengthFor(bloomShape(capacity, fpRate).m);
+  if (bytes > KNOWN_IDS_LIMITS.maxBytes)
+    throw new RangeError(`known-ids capacity ${capacity} at fpRate ${fpRate} takes ${bytes} bytes, over ${KNOWN_IDS_LIMITS.maxBytes}`);
   if (!(refreshMs > 0)) throw new RangeError("known-ids refreshMs must be positive");
   if (!(maxAgeMs > 0)) throw new RangeError("known-ids maxAgeMs must be positive");
 }
