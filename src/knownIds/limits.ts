@@ -1,14 +1,15 @@
 // The known-ids filter's numbers, each with the invariant it keeps. They live
 // here, beside the code that uses them, rather than in src/config/defaults.ts:
-// only capacity and fpRate are read by the configuration (src/config/index.ts).
+// only room and fpRate are read by the configuration (src/config/index.ts).
 export const KNOWN_IDS_DEFAULTS = {
   /**
-   * Ids the filter is sized for. The demo catalog has 10,000 products (up to
-   * 1,000,000 when asked); 200,000 leaves room for growth and costs ~270 KB
-   * per isolate at 1%. A rebuild sizes up by itself (count × 1.25) when the
-   * catalog outgrows this, up to what `maxBytes` holds.
+   * The filter's room: each build sizes it for the catalog it last listed
+   * plus this many ids (the first build, for this many), up to what
+   * `maxBytes` holds. It bounds the products created between two daily
+   * rebuilds that keep the false-positive rate at fpRate; ~270 KB per isolate
+   * at 1% for the demo catalog (10,000 products).
    */
-  capacity: 200_000,
+  room: 200_000,
   /**
    * 1 in 100 ids that do not exist still goes on to negative caching and the
    * origin: it makes a crawler of random ids cost the origin 1% of its
@@ -69,8 +70,6 @@ export const KNOWN_IDS_LIMITS = {
    * Cloudflare's 15 minutes of wall time for one.
    */
   buildUnderWayMs: 30 * 60_000,
-  /** Growth room when the catalog outgrew the capacity. */
-  growthFactor: 1.25,
   /**
    * How long a check may run before another may start: the runtime ends `waitUntil` work 30 s after the response
    * (Cloudflare's limit). After a switch, the previous version's keys live this long too: a check that was loading

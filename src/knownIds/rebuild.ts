@@ -5,7 +5,7 @@
 //   1. announce the new version in meta.next: from now on add() also logs
 //      new ids for it;
 //   2. list every id (pages of 1000) into an in-memory filter; if the catalog
-//      outgrew the capacity, start again once, sized count × 1.25;
+//      outgrew the filter, start again once, sized for the count plus the room;
 //   3. merge the ids logged meanwhile, write the segments (fresh TTLs);
 //   4. switch meta in one script, which refuses while more ids were logged
 //      than merged (merge those, retry) or when a newer build replaced ours;
@@ -60,7 +60,8 @@ export interface RebuildContext {
   l2: L2;
   keys: KnownIdsKeys;
   clock: Clock;
-  capacity: number;
+  /** Ids the filter holds beyond the catalog it is built from (KNOWN_IDS_DEFAULTS.room). */
+  room: number;
   fpRate: number;
 }
 
@@ -74,11 +75,6 @@ function must<T>(value: T | undefined, step: string): T {
   return value;
 }
 
-/** Room to grow over `count` ids, never above the largest filter (`largest` ids). */
-function grownFrom(count: number, largest: number): number {
-  return Math.min(largest, Math.ceil(count * KNOWN_IDS_LIMITS.growthFactor));
-}
-
 export async function rebuildFilter(
   ctx: RebuildContext,
   listIds: ListIds,
@@ -87,9 +83,11 @@ export async function rebuildFilter(
   const { l2, keys, clock, fpRate } = ctx;
   const started = performance.now();
   const largest = capacityFor(KNOWN_IDS_LIMITS.maxBytes, fpRate);
+  /** Room over `count` ids, never above the largest filter. */
+  const sizedFor = (count: number) => Math.min(largest, count + ctx.room);
   const previous = must(await readMeta(l2, keys), "reading meta");
-  // The configured capacity, or the last build's count with room to grow if that is more.
-  let capacity = Math.max(ctx.capacity, grownFrom((previous === null ? null : parseMeta(previous))?.current?.count ?? 0, largest));
+  // The last build's count, with room to grow.
+  let capacity = sizedFor((previous === null ? null : parseMeta(previous))?.current?.count ?? 0);
 
   for (let pass = 1; ; pass++) {
     const version = newVersion(clock.now());
@@ -100,7 +98,7 @@ export async function rebuildFilter(
       if (listed.count > capacity && capacity < largest && pass === 1) {
         // Over capacity the false-positive rate climbs: list again into a larger filter.
         // The next announce replaces this version, which is then never switched to.
-        capacity = grownFrom(listed.count, largest);
+        capacity = sizedFor(listed.count);
         continue;
       }
       const { filter, mergedAdds } = await publish(ctx, version, bloom, capacity, listed.count);

@@ -29,7 +29,8 @@ export interface KnownIdsOptions {
   /** The tier's key prefix (`pp:v1`). */
   keyPrefix: string;
   clock: Clock;
-  capacity?: number;
+  /** Ids the filter holds beyond the catalog it is built from (see KNOWN_IDS_DEFAULTS). */
+  room?: number;
   fpRate?: number;
   refreshMs?: number;
   maxAgeMs?: number;
@@ -95,12 +96,12 @@ export interface KnownIds {
 
 export function createKnownIds(options: KnownIdsOptions): KnownIds {
   const { l2, clock } = options;
-  const capacity = options.capacity ?? KNOWN_IDS_DEFAULTS.capacity;
+  const room = options.room ?? KNOWN_IDS_DEFAULTS.room;
   const fpRate = options.fpRate ?? KNOWN_IDS_DEFAULTS.fpRate;
   const refreshMs = options.refreshMs ?? KNOWN_IDS_DEFAULTS.refreshMs;
   const maxAgeMs = options.maxAgeMs ?? KNOWN_IDS_DEFAULTS.maxAgeMs;
   const log = options.log ?? ((event) => console.warn(JSON.stringify(event)));
-  checkSettings(capacity, fpRate, refreshMs, maxAgeMs);
+  checkSettings(room, fpRate, refreshMs, maxAgeMs);
   const keys = knownIdsKeys(options.keyPrefix);
   const shelf = options.shelf ?? null;
   const copy = createFilterCopy({ l2, keys, maxAgeMs, log, shelf });
@@ -174,7 +175,7 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
       // One build per isolate at a time: a second caller shares the first's result.
       rebuilding ??= (async () => {
         try {
-          const built = await rebuildFilter({ l2, keys, clock, capacity, fpRate }, listIds, onProgress);
+          const built = await rebuildFilter({ l2, keys, clock, room, fpRate }, listIds, onProgress);
           copy.install(built.bloom, built.filter);
           nextCheckAt = clock.now() + refreshMs;
           return built.result;

@@ -63,7 +63,7 @@ function isolate(clock: FakeClock, options: Partial<KnownIdsOptions> = {}): Know
     l2: isolateL2(),
     keyPrefix: PREFIX,
     clock,
-    capacity: CATALOG,
+    room: CATALOG,
     refreshMs: REFRESH_MS,
     maxAgeMs: MAX_AGE_MS,
     log: () => {},
@@ -151,7 +151,7 @@ describe("a filter built from the origin's listing", () => {
     const others = nonMembers(10_000, 7);
     const passed = others.filter((id) => ask(reader, id)).length;
     console.log(
-      `known-ids: ${CATALOG} ids, capacity ${CATALOG}, p=1%: measured false-positive rate ${((passed / others.length) * 100).toFixed(2)}% (${passed}/10000)`,
+      `known-ids: ${CATALOG} ids, a filter sized for ${CATALOG}, p=1%: measured false-positive rate ${((passed / others.length) * 100).toFixed(2)}% (${passed}/10000)`,
     );
     expect(passed / others.length).toBeLessThanOrEqual(0.02);
   });
@@ -354,7 +354,7 @@ describe("failing open", () => {
 
   it("when the L2 breaker is open, without waiting for a check", async () => {
     const l2 = isolateL2();
-    const store = createKnownIds({ l2, keyPrefix: PREFIX, clock, capacity: CATALOG, refreshMs: REFRESH_MS, log: () => {} });
+    const store = createKnownIds({ l2, keyPrefix: PREFIX, clock, room: CATALOG, refreshMs: REFRESH_MS, log: () => {} });
     await refreshed(store);
     expect(ask(store, absent)).toBe(false);
     for (let i = 0; i < 3; i++) l2.breaker.failure();
@@ -522,7 +522,7 @@ describe("rebuilding", () => {
       }),
       keyPrefix: PREFIX,
       clock,
-      capacity: CATALOG,
+      room: CATALOG,
       log: () => {},
     });
     const second = await builder.rebuild(listingOf(origin));
@@ -574,7 +574,7 @@ describe("rebuilding", () => {
       }),
       keyPrefix: PREFIX,
       clock,
-      capacity: CATALOG,
+      room: CATALOG,
       log: () => {},
     });
     const result = await builder.rebuild(listingOf(origin));
@@ -600,12 +600,12 @@ describe("rebuilding", () => {
     expect(leftover).toBe(-2);
   });
 
-  it("grows the filter when the catalog outgrew its capacity", async () => {
-    const { result } = await buildFresh(clock, { capacity: 5000 });
-    expect(result).toMatchObject({ passes: 2, capacity: Math.ceil(CATALOG * 1.25), count: CATALOG, overCapacity: false });
+  it("grows the filter when the catalog outgrew its room, keeping the room beyond it", async () => {
+    const { result } = await buildFresh(clock, { room: 5000 });
+    expect(result).toMatchObject({ passes: 2, capacity: CATALOG + 5000, count: CATALOG, overCapacity: false });
     // The next build starts at the size the last one needed.
-    const { result: next } = await buildFresh(clock, { capacity: 5000 });
-    expect(next).toMatchObject({ passes: 1, capacity: Math.ceil(CATALOG * 1.25) });
+    const { result: next } = await buildFresh(clock, { room: 5000 });
+    expect(next).toMatchObject({ passes: 1, capacity: CATALOG + 5000 });
   });
 
   it("fails cleanly when the listing fails, leaving the current filter in place", async () => {
