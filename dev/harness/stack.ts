@@ -90,7 +90,7 @@ async function closeStack(stack: Stack): Promise<void> {
  * behind `gatewayUrl`, with the Worker's own code (src/knownIds), as the
  * daily cron and `npm run filter:rebuild` build it.
  */
-export async function buildKnownIdsFilter(where: { originUrl: string; gatewayUrl: string; token: string; capacity?: number }) {
+export async function buildKnownIdsFilter(where: { originUrl: string; gatewayUrl: string; token: string; room?: number }) {
   const knownIds = createKnownIds({
     l2: createL2({
       url: where.gatewayUrl,
@@ -100,7 +100,7 @@ export async function buildKnownIdsFilter(where: { originUrl: string; gatewayUrl
     }),
     keyPrefix: DEFAULTS.keyPrefix,
     clock: systemClock,
-    ...(where.capacity === undefined ? {} : { capacity: where.capacity }),
+    ...(where.room === undefined ? {} : { room: where.room }),
     log: () => {},
   });
   return knownIds.rebuild(listingOf(createOriginClient({ baseUrl: where.originUrl, policies: DEFAULT_POLICIES })));
