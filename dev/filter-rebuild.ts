@@ -122,11 +122,20 @@ function summary(result: RebuildResult): string {
 
 async function main(): Promise<number> {
   const options = readOptions();
-  const breaker = createBreaker({ failureThreshold: 3, coolDownMs: 1000, clock: systemClock });
+  const coolDownMs = 1000;
+  const breaker = createBreaker({ failureThreshold: 3, coolDownMs, clock: systemClock });
   const l2 = createL2({ url: options.redisUrl, token: options.token, timeoutMs: options.timeoutMs, breaker });
   const origin = createOriginClient({ baseUrl: options.origin, policies: DEFAULT_POLICIES });
   // The summary says what happened; the per-isolate state log has nothing to add here.
-  const knownIds = createKnownIds({ l2, keyPrefix: options.prefix, clock: systemClock, room: options.room, fpRate: options.fpRate, log: () => {} });
+  const knownIds = createKnownIds({
+    l2,
+    keyPrefix: options.prefix,
+    clock: systemClock,
+    room: options.room,
+    fpRate: options.fpRate,
+    retryMs: coolDownMs,
+    log: () => {},
+  });
   const progress = progressPrinter();
   try {
     const result = await knownIds.rebuild(listingOf(origin), progress.print);

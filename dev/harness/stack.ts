@@ -91,15 +91,17 @@ async function closeStack(stack: Stack): Promise<void> {
  * daily cron and `npm run filter:rebuild` build it.
  */
 export async function buildKnownIdsFilter(where: { originUrl: string; gatewayUrl: string; token: string; room?: number }) {
+  const coolDownMs = 1000;
   const knownIds = createKnownIds({
     l2: createL2({
       url: where.gatewayUrl,
       token: where.token,
       timeoutMs: 5000,
-      breaker: createBreaker({ failureThreshold: 3, coolDownMs: 1000, clock: systemClock }),
+      breaker: createBreaker({ failureThreshold: 3, coolDownMs, clock: systemClock }),
     }),
     keyPrefix: DEFAULTS.keyPrefix,
     clock: systemClock,
+    retryMs: coolDownMs,
     ...(where.room === undefined ? {} : { room: where.room }),
     log: () => {},
   });

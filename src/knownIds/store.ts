@@ -16,7 +16,6 @@ import { createAdds } from "./adds";
 import { bloomShape, byteLengthFor } from "./bloom";
 import { createFilterCopy, type KnownIdLookup, type KnownIdsState } from "./copy";
 import type { FilterShelf, ShelfStats } from "./locationShelf";
-import { DEFAULTS } from "../config/defaults";
 import { KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "./limits";
 import { knownIdsKeys } from "./keys";
 import { parseMeta } from "./meta";
@@ -34,6 +33,12 @@ export interface KnownIdsOptions {
   fpRate?: number;
   refreshMs?: number;
   maxAgeMs?: number;
+  /**
+   * After Redis did not answer, the next check comes this soon rather than `refreshMs` later: the cool-down of
+   * `l2`'s breaker, when it lets a probe through (sooner, the check would meet the open breaker and fail without
+   * asking Redis).
+   */
+  retryMs: number;
   /** The location tier's copy of the filter, which new isolates load from instead of Redis (null or absent: none). */
   shelf?: FilterShelf | null;
   /** Structured log events (state changes only); console.warn as JSON by default. */
@@ -117,14 +122,10 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
   let nextCheckAt = 0;
   let lastCheckAt: number | null = null;
 
-  /**
-   * Redis did not answer: fail open, and look again soon rather than a whole interval later: when the
-   * filter's L2 breaker (tier.ts), if this failure opened it, lets a probe through. Sooner, the check
-   * would meet the open breaker and fail without asking Redis.
-   */
+  /** Redis did not answer: fail open, and look again after `retryMs`. */
   function unavailable(): void {
     copy.unavailable();
-    nextCheckAt = Math.min(nextCheckAt, clock.now() + DEFAULTS.l2BreakerCoolDownMs);
+    nextCheckAt = Math.min(nextCheckAt, clock.now() + options.retryMs);
   }
 
   async function check(): Promise<void> {

@@ -66,6 +66,7 @@ function isolate(clock: FakeClock, options: Partial<KnownIdsOptions> = {}): Know
     room: CATALOG,
     refreshMs: REFRESH_MS,
     maxAgeMs: MAX_AGE_MS,
+    retryMs: DEFAULTS.l2BreakerCoolDownMs,
     log: () => {},
     ...options,
   });
@@ -354,7 +355,7 @@ describe("failing open", () => {
 
   it("when the L2 breaker is open, without waiting for a check", async () => {
     const l2 = isolateL2();
-    const store = createKnownIds({ l2, keyPrefix: PREFIX, clock, room: CATALOG, refreshMs: REFRESH_MS, log: () => {} });
+    const store = createKnownIds({ l2, keyPrefix: PREFIX, clock, room: CATALOG, refreshMs: REFRESH_MS, retryMs: DEFAULTS.l2BreakerCoolDownMs, log: () => {} });
     await refreshed(store);
     expect(ask(store, absent)).toBe(false);
     for (let i = 0; i < 3; i++) l2.breaker.failure();
@@ -397,7 +398,14 @@ describe("the location tier's copy (isolates of one data center)", () => {
 
   /** An isolate of this data center: its filter takes the location's copy when there is one; `random` picks its wait on a miss. */
   function neighbour(random = () => 0, spreadMs = 0) {
-    const shelf = createFilterShelf({ publicUrl: PUBLIC, keyPrefix: PREFIX, open: async () => location.store, spreadMs, random });
+    const shelf = createFilterShelf({
+      publicUrl: PUBLIC,
+      keyPrefix: PREFIX,
+      open: async () => location.store,
+      callMs: DEFAULTS.backgroundCallMs,
+      spreadMs,
+      random,
+    });
     return { filter: isolate(clock, { shelf }), shelf };
   }
   /** Redis's MGET calls so far (the segments' reads: the meta is a GET, the adds a script). */
@@ -523,6 +531,7 @@ describe("rebuilding", () => {
       keyPrefix: PREFIX,
       clock,
       room: CATALOG,
+      retryMs: DEFAULTS.l2BreakerCoolDownMs,
       log: () => {},
     });
     const second = await builder.rebuild(listingOf(origin));
@@ -575,6 +584,7 @@ describe("rebuilding", () => {
       keyPrefix: PREFIX,
       clock,
       room: CATALOG,
+      retryMs: DEFAULTS.l2BreakerCoolDownMs,
       log: () => {},
     });
     const result = await builder.rebuild(listingOf(origin));
