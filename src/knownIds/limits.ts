@@ -40,11 +40,6 @@ export const KNOWN_IDS_LIMITS = {
    */
   maxBytes: 6 * 1024 * 1024,
   /**
-   * Every key of the filter lives this long; each rebuild writes a new version with a fresh TTL. Longer than
-   * maxAgeMs: a filter still trusted never loses its keys, whatever rebuilds were missed.
-   */
-  keyTtlMs: 7 * 86_400_000,
-  /**
    * Ids added to one version are also kept in a list (for other isolates to
    * catch up without reloading every segment), up to this many; past it,
    * isolates reload the segments instead. Ids added during a rebuild beyond
@@ -75,3 +70,11 @@ export const KNOWN_IDS_LIMITS = {
    */
   checkLeaseMs: 30_000,
 } as const;
+
+/**
+ * Every key of a version lives this long from its build (each rebuild writes a new version with fresh TTLs): as
+ * long as the filter may be trusted, plus the longest a build counts as under way, so that a build started as the
+ * filter went stale switches before the meta it announced into expires. Past it nothing would serve them: Redis
+ * drops them, and the quarter-hourly cron builds the filter again (needsBuilding).
+ */
+export const KEY_TTL_MS = KNOWN_IDS_DEFAULTS.maxAgeMs + KNOWN_IDS_LIMITS.buildUnderWayMs;

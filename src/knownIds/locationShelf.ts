@@ -18,7 +18,7 @@
 // Redis, so that the first to load puts the copy the others take (full
 // jitter, as in "Exponential Backoff and Jitter", AWS Architecture Blog).
 import { locationUrlOf, type LocationStore } from "../cache/location/location";
-import { KNOWN_IDS_LIMITS } from "./limits";
+import { KEY_TTL_MS, KNOWN_IDS_LIMITS } from "./limits";
 import { readBounded } from "../shared/body";
 import { within } from "../shared/leases";
 import { subrequest } from "../shared/subrequests";
@@ -119,7 +119,7 @@ export function createFilterShelf(deps: {
         const body = bloom.bytes.slice();
         const store = await deps.open();
         // Kept as long as the version's keys live in Redis.
-        const ttlSeconds = Math.floor(KNOWN_IDS_LIMITS.keyTtlMs / 1000);
+        const ttlSeconds = Math.floor(KEY_TTL_MS / 1000);
         const response = new Response(body, {
           headers: {
             "Cache-Control": `public, max-age=${ttlSeconds}`,

@@ -14,7 +14,7 @@ import type { L2 } from "../cache/l2/l2";
 import type { Clock } from "../shared/clock";
 import type { OriginClient } from "../origin/client";
 import { Bloom, bloomShape, byteLengthFor, capacityFor, positionsOf, redisBitOf, segmentCountFor } from "./bloom";
-import { KNOWN_IDS_LIMITS } from "./limits";
+import { KEY_TTL_MS, KNOWN_IDS_LIMITS } from "./limits";
 import { newVersion, type KnownIdsKeys } from "./keys";
 import { parseMeta, type FilterMeta } from "./meta";
 import { expireVersion, readLog, readMeta, writeFilter } from "./redisFilter";
@@ -91,7 +91,7 @@ export async function rebuildFilter(
 
   for (let pass = 1; ; pass++) {
     const version = newVersion(clock.now());
-    must(await l2.run((redis) => scriptsFor(redis).announce(keys.meta, version, clock.now(), KNOWN_IDS_LIMITS.keyTtlMs), { isWrite: true }), "announce");
+    must(await l2.run((redis) => scriptsFor(redis).announce(keys.meta, version, clock.now(), KEY_TTL_MS), { isWrite: true }), "announce");
     try {
       const bloom = Bloom.withCapacity(capacity, fpRate);
       const listed = await listAll(listIds, bloom, largest, (ids, pages) => onProgress?.({ pass, ids, pages, ms: performance.now() - started }));
@@ -169,7 +169,7 @@ async function publish(
   listed: number,
 ): Promise<{ filter: FilterMeta; mergedAdds: number }> {
   const { l2, keys, clock } = ctx;
-  const ttlMs = KNOWN_IDS_LIMITS.keyTtlMs;
+  const ttlMs = KEY_TTL_MS;
   const all = Array.from({ length: segmentCountFor(bloom.m) }, (_, i) => i);
   let merged = 0;
 

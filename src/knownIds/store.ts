@@ -32,7 +32,6 @@ export interface KnownIdsOptions {
   room?: number;
   fpRate?: number;
   refreshMs?: number;
-  maxAgeMs?: number;
   /**
    * After Redis did not answer, the next check comes this soon rather than `refreshMs` later: the cool-down of
    * `l2`'s breaker, when it lets a probe through (sooner, the check would meet the open breaker and fail without
@@ -104,12 +103,11 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
   const room = options.room ?? KNOWN_IDS_DEFAULTS.room;
   const fpRate = options.fpRate ?? KNOWN_IDS_DEFAULTS.fpRate;
   const refreshMs = options.refreshMs ?? KNOWN_IDS_DEFAULTS.refreshMs;
-  const maxAgeMs = options.maxAgeMs ?? KNOWN_IDS_DEFAULTS.maxAgeMs;
   const log = options.log ?? ((event) => console.warn(JSON.stringify(event)));
-  checkSettings(room, fpRate, refreshMs, maxAgeMs);
+  checkSettings(room, fpRate, refreshMs);
   const keys = knownIdsKeys(options.keyPrefix);
   const shelf = options.shelf ?? null;
-  const copy = createFilterCopy({ l2, keys, maxAgeMs, log, shelf });
+  const copy = createFilterCopy({ l2, keys, maxAgeMs: KNOWN_IDS_DEFAULTS.maxAgeMs, log, shelf });
   const adds = createAdds({ l2, keys, log, acceptHere: copy.addLocally });
   let rebuilding: Promise<RebuildResult> | null = null;
   /**
@@ -215,10 +213,9 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
   };
 }
 
-function checkSettings(capacity: number, fpRate: number, refreshMs: number, maxAgeMs: number): void {
-  const bytes = byteLengthFor(bloomShape(capacity, fpRate).m);
+function checkSettings(room: number, fpRate: number, refreshMs: number): void {
+  const bytes = byteLengthFor(bloomShape(room, fpRate).m);
   if (bytes > KNOWN_IDS_LIMITS.maxBytes)
-    throw new RangeError(`known-ids capacity ${capacity} at fpRate ${fpRate} takes ${bytes} bytes, over ${KNOWN_IDS_LIMITS.maxBytes}`);
+    throw new RangeError(`known-ids room ${room} at fpRate ${fpRate} takes ${bytes} bytes, over ${KNOWN_IDS_LIMITS.maxBytes}`);
   if (!(refreshMs > 0)) throw new RangeError("known-ids refreshMs must be positive");
-  if (!(maxAgeMs > 0)) throw new RangeError("known-ids maxAgeMs must be positive");
 }

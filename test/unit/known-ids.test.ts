@@ -14,7 +14,7 @@ import { createL2, type L2 } from "../../src/cache/l2/l2";
 import { createOriginClient, type OriginClient } from "../../src/origin/client";
 import { DEFAULT_POLICIES, DEFAULTS } from "../../src/config/defaults";
 import { Bloom, positionsOf, redisBitOf, SEGMENT_BYTES } from "../../src/knownIds/bloom";
-import { KNOWN_IDS_LIMITS } from "../../src/knownIds/limits";
+import { KEY_TTL_MS, KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "../../src/knownIds/limits";
 import { knownIdsKeys, newVersion } from "../../src/knownIds/keys";
 import { parseMeta } from "../../src/knownIds/meta";
 import { KnownIdsRebuildError, listingOf, type ListIds } from "../../src/knownIds/rebuild";
@@ -27,7 +27,6 @@ const TOKEN = "known-ids-test-token";
 const PREFIX = "pp:v1";
 const CATALOG = 20_000;
 const REFRESH_MS = 60_000;
-const MAX_AGE_MS = 2 * 86_400_000;
 const keys = knownIdsKeys(PREFIX);
 
 let redisServer: RedisServer;
@@ -65,7 +64,6 @@ function isolate(clock: FakeClock, options: Partial<KnownIdsOptions> = {}): Know
     clock,
     room: CATALOG,
     refreshMs: REFRESH_MS,
-    maxAgeMs: MAX_AGE_MS,
     retryMs: DEFAULTS.l2BreakerCoolDownMs,
     log: () => {},
     ...options,
@@ -181,6 +179,9 @@ describe("a filter built from the origin's listing", () => {
     const all = await filterKeys();
     expect(all).toContain(keys.meta);
     for (const key of all) expect(await direct.pttl(key), key).toBeGreaterThan(0);
+    // Kept while the filter may be trusted, and a build's time more: no longer.
+    expect(await direct.pttl(keys.meta)).toBeGreaterThan(KNOWN_IDS_DEFAULTS.maxAgeMs);
+    for (const key of all) expect(await direct.pttl(key), key).toBeLessThanOrEqual(KEY_TTL_MS);
   });
 
   it("writes meta as JSON naming the current version", async () => {
@@ -328,7 +329,7 @@ describe("failing open", () => {
   });
 
   it("when the filter is older than maxAgeMs", async () => {
-    clock.advance(MAX_AGE_MS + 1);
+    clock.advance(KNOWN_IDS_DEFAULTS.maxAgeMs + 1);
     await refreshed(reader);
     expect(reader.status().state).toBe("stale");
     expect(ask(reader, absent)).toBe(true);
