@@ -101,5 +101,6 @@ export function readLog(l2: L2, keys: KnownIdsKeys, version: string, from: numbe
  */
 export async function expireVersion(l2: L2, keys: KnownIdsKeys, version: string, segmentCount: number, ms: number): Promise<void> {
   const all = [...range(segmentCount).map((i) => keys.segment(version, i)), keys.log(version)];
-  for (const batch of chunks(all, 100)) await pipelined(l2, batch, (pipe, key) => pipe.pexpire(key, ms));
+  // One pipeline: a few bytes a key, and at most maxBytes / SEGMENT_BYTES keys (768).
+  await pipelined(l2, all, (pipe, key) => pipe.pexpire(key, ms));
 }
