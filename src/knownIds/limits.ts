@@ -6,7 +6,7 @@ export const KNOWN_IDS_DEFAULTS = {
    * The filter's room: each build sizes it for the catalog it last listed
    * plus this many ids (the first build, for this many), up to what
    * `maxBytes` holds. It bounds the products created between two daily
-   * rebuilds that keep the false-positive rate at fpRate; ~270 KB per isolate
+   * rebuilds that keep the false-positive rate at fpRate; ≈ 280 KB per isolate
    * at 1% for the demo catalog (10,000 products).
    */
   room: 200_000,
@@ -59,8 +59,9 @@ export const KNOWN_IDS_LIMITS = {
   /**
    * A build announced this recently counts as under way: the quarter-hourly
    * cron, which builds a filter Redis lacks, leaves it be (a second build
-   * would replace it). A build lists the catalog in a cron invocation, within
-   * Cloudflare's 15 minutes of wall time for one.
+   * would replace it). At least a cron invocation's wall time (Cloudflare's
+   * 15 minutes), so that no run replaces a build still listing; the double
+   * lets one quarter-hourly run pass before the next builds again.
    */
   buildUnderWayMs: 30 * 60_000,
   /**
