@@ -31,7 +31,7 @@ usage: ${COMMAND} -- --origin URL --redis-url URL --token TOKEN [options]
   --redis-url URL      the Upstash REST endpoint (required; env UPSTASH_REDIS_REST_URL)
   --token TOKEN        its token (required; env UPSTASH_REDIS_REST_TOKEN)
   --prefix PREFIX      the tier's Redis key prefix (default ${DEFAULTS.keyPrefix})
-  --capacity N         ids the filter is sized for (default ${KNOWN_IDS_DEFAULTS.capacity}; grown if the catalog is larger)
+  --room N             ids the filter holds beyond the catalog it lists (default ${KNOWN_IDS_DEFAULTS.room}, the worker's)
   --fp-rate P          its false-positive rate (default ${KNOWN_IDS_DEFAULTS.fpRate}, the worker's)
   --timeout-ms MS      budget of each Redis call (default ${DEFAULT_L2_TIMEOUT_MS})
   -h, --help           this text
@@ -45,7 +45,7 @@ interface Options {
   redisUrl: string;
   token: string;
   prefix: string;
-  capacity: number;
+  room: number;
   fpRate: number;
   timeoutMs: number;
 }
@@ -69,7 +69,7 @@ function readOptions(): Options {
       "redis-url": { type: "string" },
       token: { type: "string" },
       prefix: { type: "string" },
-      capacity: { type: "string" },
+      room: { type: "string" },
       "fp-rate": { type: "string" },
       "timeout-ms": { type: "string" },
       help: { type: "boolean", short: "h" },
@@ -81,7 +81,7 @@ function readOptions(): Options {
     redisUrl: required("--redis-url (or UPSTASH_REDIS_REST_URL)", values["redis-url"] ?? env.UPSTASH_REDIS_REST_URL),
     token: required("--token (or UPSTASH_REDIS_REST_TOKEN)", values.token ?? env.UPSTASH_REDIS_REST_TOKEN),
     prefix: values.prefix ?? DEFAULTS.keyPrefix,
-    capacity: numberOption("--capacity", values.capacity, KNOWN_IDS_DEFAULTS.capacity),
+    room: numberOption("--room", values.room, KNOWN_IDS_DEFAULTS.room),
     fpRate: numberOption("--fp-rate", values["fp-rate"], KNOWN_IDS_DEFAULTS.fpRate),
     timeoutMs: numberOption("--timeout-ms", values["timeout-ms"], DEFAULT_L2_TIMEOUT_MS),
   };
@@ -122,11 +122,20 @@ function summary(result: RebuildResult): string {
 
 async function main(): Promise<number> {
   const options = readOptions();
-  const breaker = createBreaker({ failureThreshold: 3, coolDownMs: 1000, clock: systemClock });
+  const coolDownMs = 1000;
+  const breaker = createBreaker({ failureThreshold: 3, coolDownMs, clock: systemClock });
   const l2 = createL2({ url: options.redisUrl, token: options.token, timeoutMs: options.timeoutMs, breaker });
   const origin = createOriginClient({ baseUrl: options.origin, policies: DEFAULT_POLICIES });
   // The summary says what happened; the per-isolate state log has nothing to add here.
-  const knownIds = createKnownIds({ l2, keyPrefix: options.prefix, clock: systemClock, capacity: options.capacity, fpRate: options.fpRate, log: () => {} });
+  const knownIds = createKnownIds({
+    l2,
+    keyPrefix: options.prefix,
+    clock: systemClock,
+    room: options.room,
+    fpRate: options.fpRate,
+    retryMs: coolDownMs,
+    log: () => {},
+  });
   const progress = progressPrinter();
   try {
     const result = await knownIds.rebuild(listingOf(origin), progress.print);

@@ -232,11 +232,14 @@ function createKnownIdsFor(config: Config, clock: Clock, metrics?: Metrics, flee
   });
   const l2 = createL2({ name: home.name, url: home.url, token: home.token, timeoutMs: DEFAULTS.backgroundCallMs, breaker });
   // With the location tier on, new isolates take the filter's segments from this data center's copy.
-  const shelf = withLocation(config, (open) => createFilterShelf({ publicUrl: config.publicUrl, keyPrefix: config.keyPrefix, open }));
+  const shelf = withLocation(config, (open) =>
+    createFilterShelf({ publicUrl: config.publicUrl, keyPrefix: config.keyPrefix, open, callMs: DEFAULTS.backgroundCallMs }),
+  );
   return createKnownIds({
     l2,
     keyPrefix: config.keyPrefix,
     clock,
+    retryMs: DEFAULTS.l2BreakerCoolDownMs,
     shelf,
     ...config.knownIds,
     log: ({ event, ...fields }) => logEvent(String(event), fields, fields.state === "ok" ? "info" : "warn"),

@@ -90,17 +90,19 @@ async function closeStack(stack: Stack): Promise<void> {
  * behind `gatewayUrl`, with the Worker's own code (src/knownIds), as the
  * daily cron and `npm run filter:rebuild` build it.
  */
-export async function buildKnownIdsFilter(where: { originUrl: string; gatewayUrl: string; token: string; capacity?: number }) {
+export async function buildKnownIdsFilter(where: { originUrl: string; gatewayUrl: string; token: string; room?: number }) {
+  const coolDownMs = 1000;
   const knownIds = createKnownIds({
     l2: createL2({
       url: where.gatewayUrl,
       token: where.token,
       timeoutMs: 5000,
-      breaker: createBreaker({ failureThreshold: 3, coolDownMs: 1000, clock: systemClock }),
+      breaker: createBreaker({ failureThreshold: 3, coolDownMs, clock: systemClock }),
     }),
     keyPrefix: DEFAULTS.keyPrefix,
     clock: systemClock,
-    ...(where.capacity === undefined ? {} : { capacity: where.capacity }),
+    retryMs: coolDownMs,
+    ...(where.room === undefined ? {} : { room: where.room }),
     log: () => {},
   });
   return knownIds.rebuild(listingOf(createOriginClient({ baseUrl: where.originUrl, policies: DEFAULT_POLICIES })));

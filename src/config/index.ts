@@ -88,7 +88,7 @@ export interface Config {
   /** False (CACHING=off): no cache at all, every read from the origin (cache/bypass.ts). */
   caching: boolean;
   /** The known-ids filter's sizing; null when disabled (KNOWN_IDS=off). */
-  knownIds: { capacity: number; fpRate: number } | null;
+  knownIds: { room: number; fpRate: number } | null;
   compressAboveBytes: number;
   keyPrefix: string;
   policies: Record<ResourceName, ResourcePolicy>;
@@ -326,8 +326,8 @@ export function parseConfig(env: Env): Config {
   const onOffSetting = (name: "L2_READ_REPLICAS" | "LOCATION_CACHE" | "CACHING" | "KNOWN_IDS", fallback: boolean) =>
     setting(() => onOff(name, env[name], fallback), fallback);
   setting(() => checkRedisToken(env), undefined);
-  // The filter's first size: a rebuild sizes it up by itself when the catalog outgrows it (knownIds/rebuild.ts).
-  const knownIdsFilter = { capacity: KNOWN_IDS_DEFAULTS.capacity, fpRate: KNOWN_IDS_DEFAULTS.fpRate };
+  // The filter's sizing: each rebuild sizes it for the catalog it lists, plus the room (knownIds/rebuild.ts).
+  const knownIdsFilter = { room: KNOWN_IDS_DEFAULTS.room, fpRate: KNOWN_IDS_DEFAULTS.fpRate };
 
   const config: Config = {
     originUrl,

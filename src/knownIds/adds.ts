@@ -6,7 +6,7 @@ import type { L2 } from "../cache/l2/l2";
 import { isValidProductId } from "../origin/types";
 import { positionsOf, redisBitOf } from "./bloom";
 import { ADMIN_LIMITS } from "../config/defaults";
-import { KNOWN_IDS_LIMITS } from "./limits";
+import { KEY_TTL_MS, KNOWN_IDS_LIMITS } from "./limits";
 import type { KnownIdsKeys } from "./keys";
 import { parseMeta, type Meta } from "./meta";
 import { readMeta } from "./redisFilter";
@@ -44,7 +44,7 @@ export function createAdds({ l2, keys, log, acceptHere }: AddsOptions) {
       }
     }
     const stamp = `${current?.version ?? ""}/${next?.version ?? ""}`;
-    return { keys: callKeys, args: [stamp, KNOWN_IDS_LIMITS.keyTtlMs, KNOWN_IDS_LIMITS.logCap, ids.length, ...ids, ...pairs] };
+    return { keys: callKeys, args: [stamp, KEY_TTL_MS, KNOWN_IDS_LIMITS.logCap, ids.length, ...ids, ...pairs] };
   }
 
   /**

@@ -45,6 +45,14 @@ export function bloomShape(capacity: number, fpRate: number): BloomShape {
   return { m, k };
 }
 
+/** The most ids a filter of at most `bytes` bytes holds at `fpRate`: bloomShape's inverse. */
+export function capacityFor(bytes: number, fpRate: number): number {
+  let capacity = Math.floor((bytes * BITS_PER_BYTE * Math.LN2 * Math.LN2) / -Math.log(fpRate));
+  // Rounding may leave it one id over: step back until bloomShape agrees.
+  while (capacity > 1 && byteLengthFor(bloomShape(capacity, fpRate).m) > bytes) capacity--;
+  return capacity;
+}
+
 /** Bytes that hold m bits. */
 export function byteLengthFor(m: number): number {
   return m / BITS_PER_BYTE;

@@ -1,14 +1,15 @@
 // The known-ids filter's numbers, each with the invariant it keeps. They live
 // here, beside the code that uses them, rather than in src/config/defaults.ts:
-// only capacity and fpRate are read by the configuration (src/config/index.ts).
+// only room and fpRate are read by the configuration (src/config/index.ts).
 export const KNOWN_IDS_DEFAULTS = {
   /**
-   * Ids the filter is sized for. The demo catalog has 10,000 products (up to
-   * 1,000,000 when asked); 200,000 leaves room for growth and costs ~270 KB
-   * per isolate at 1%. A rebuild sizes up by itself (count × 1.25) when the
-   * catalog outgrows this, up to `maxCapacity`.
+   * The filter's room: each build sizes it for the catalog it last listed
+   * plus this many ids (the first build, for this many), up to what
+   * `maxBytes` holds. It bounds the products created between two daily
+   * rebuilds that keep the false-positive rate at fpRate; ≈ 280 KB per isolate
+   * at 1% for the demo catalog (10,000 products).
    */
-  capacity: 200_000,
+  room: 200_000,
   /**
    * 1 in 100 ids that do not exist still goes on to negative caching and the
    * origin: it makes a crawler of random ids cost the origin 1% of its
@@ -31,22 +32,13 @@ export const KNOWN_IDS_DEFAULTS = {
 } as const;
 
 export const KNOWN_IDS_LIMITS = {
-  /** Caps each isolate's copy: 2,000,000 ids at 1% ≈ 2.7 MB (7 bits per byte, see bloom.ts) of a Worker's 128 MB. */
-  maxCapacity: 2_000_000,
-  /** 0.01% is 19.2 bits per id: at maxCapacity ≈ 5.5 MB, still bounded. */
-  minFpRate: 0.0001,
-  /** Above this the filter stops anything worth its memory. */
-  maxFpRate: 0.5,
   /**
-   * Every key of the filter lives this long; each rebuild writes a new version with a fresh TTL. Longer than
-   * maxAgeMs: a filter still trusted never loses its keys, whatever rebuilds were missed.
+   * The largest filter, in bytes: each isolate's copy (two while a new version loads) within the memory the tier
+   * keeps of a Worker's 128 MB (docs/architecture.md#bounded-memory-and-work). It caps a build's capacity (past
+   * it the false-positive rate climbs, never a false negative) and a meta asking for more is refused: a corrupt
+   * meta cannot make isolates allocate more.
    */
-  keyTtlMs: 7 * 86_400_000,
-  /**
-   * After a switch, the previous version's keys live this much longer: isolates that were loading it can finish.
-   * Longer than checkLeaseMs, which bounds a check and the load in it.
-   */
-  previousVersionGraceMs: 10 * 60_000,
+  maxBytes: 6 * 1024 * 1024,
   /**
    * Ids added to one version are also kept in a list (for other isolates to
    * catch up without reloading every segment), up to this many; past it,
@@ -64,23 +56,26 @@ export const KNOWN_IDS_LIMITS = {
   locationSpreadMs: 2_000,
   /** Segments per Redis call: 4 × 8 KB (≈ 44 KB on the wire, base64 in JSON) keeps each call well inside the L2 time budget. */
   segmentsPerCall: 4,
-  /** Segment calls in flight at once while loading: a Worker request may hold 6 connections. */
-  loadConcurrency: 2,
   /**
    * A build announced this recently counts as under way: the quarter-hourly
    * cron, which builds a filter Redis lacks, leaves it be (a second build
-   * would replace it). A build lists the catalog in a cron invocation, within
-   * Cloudflare's 15 minutes of wall time for one.
+   * would replace it). At least a cron invocation's wall time (Cloudflare's
+   * 15 minutes), so that no run replaces a build still listing; the double
+   * lets one quarter-hourly run pass before the next builds again.
    */
   buildUnderWayMs: 30 * 60_000,
-  /** The origin's largest listing page (docs/origin-contract.md#listing). */
-  listPageLimit: 1000,
-  /** Rounds of "new ids arrived during the switch, merge them and retry". */
-  switchAttempts: 5,
-  /** Growth room when the catalog outgrew the capacity. */
-  growthFactor: 1.25,
-  /** Keys of a build that failed or lost: nobody reads them, they go at once. */
-  abandonedKeysTtlMs: 1000,
-  /** How long a check may run before another may start: the runtime ends `waitUntil` work 30 s after the response. */
+  /**
+   * How long a check may run before another may start: the runtime ends `waitUntil` work 30 s after the response
+   * (Cloudflare's limit). After a switch, the previous version's keys live this long too: a check that was loading
+   * them when the switch came ends within it.
+   */
   checkLeaseMs: 30_000,
 } as const;
+
+/**
+ * Every key of a version lives this long from its build (each rebuild writes a new version with fresh TTLs): as
+ * long as the filter may be trusted, plus the longest a build counts as under way, so that a build started as the
+ * filter went stale switches before the meta it announced into expires. Past it nothing would serve them: Redis
+ * drops them, and the quarter-hourly cron builds the filter again (needsBuilding).
+ */
+export const KEY_TTL_MS = KNOWN_IDS_DEFAULTS.maxAgeMs + KNOWN_IDS_LIMITS.buildUnderWayMs;

@@ -18,8 +18,7 @@
 // Redis, so that the first to load puts the copy the others take (full
 // jitter, as in "Exponential Backoff and Jitter", AWS Architecture Blog).
 import { locationUrlOf, type LocationStore } from "../cache/location/location";
-import { DEFAULTS } from "../config/defaults";
-import { KNOWN_IDS_LIMITS } from "./limits";
+import { KEY_TTL_MS, KNOWN_IDS_LIMITS } from "./limits";
 import { readBounded } from "../shared/body";
 import { within } from "../shared/leases";
 import { subrequest } from "../shared/subrequests";
@@ -58,14 +57,15 @@ export function createFilterShelf(deps: {
   publicUrl: string;
   keyPrefix: string;
   open: () => Promise<LocationStore>;
+  /** The budget of one look or put: the background calls' (a look gets as long as a put of the same bytes through the same cache). */
+  callMs: number;
   spreadMs?: number;
   random?: () => number;
 }): FilterShelf {
   const spreadMs = deps.spreadMs ?? KNOWN_IDS_LIMITS.locationSpreadMs;
   const random = deps.random ?? Math.random;
   const stats: ShelfStats = { hits: 0, misses: 0, refused: 0, puts: 0, putsFailed: 0 };
-  /** A look for the copy (its headers, then its body) gets as long as a put of that body: the same bytes through the same cache. */
-  const readMs = DEFAULTS.backgroundCallMs;
+  const readMs = deps.callMs;
   const urlOf = (version: string) => locationUrlOf(deps.publicUrl, `${deps.keyPrefix}:kid:${version}`);
 
   async function lookOnce(filter: FilterMeta): Promise<{ bloom: Bloom; synced: number } | "missing" | "refused"> {
@@ -119,7 +119,7 @@ export function createFilterShelf(deps: {
         const body = bloom.bytes.slice();
         const store = await deps.open();
         // Kept as long as the version's keys live in Redis.
-        const ttlSeconds = Math.floor(KNOWN_IDS_LIMITS.keyTtlMs / 1000);
+        const ttlSeconds = Math.floor(KEY_TTL_MS / 1000);
         const response = new Response(body, {
           headers: {
             "Cache-Control": `public, max-age=${ttlSeconds}`,
@@ -128,7 +128,7 @@ export function createFilterShelf(deps: {
             [DIGEST_HEADER]: await sha256Hex(body),
           },
         });
-        await subrequest(() => store.put(urlOf(filter.version), response), DEFAULTS.backgroundCallMs);
+        await subrequest(() => store.put(urlOf(filter.version), response), deps.callMs);
         stats.puts++;
       } catch {
         // Not kept (the cache refusing, the subrequest budget spent): the next isolate reads Redis, as before.

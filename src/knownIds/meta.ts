@@ -9,7 +9,7 @@
 // see the old filter or the new one, never half of one. Lua scripts edit it
 // with cjson (changedAt, next), so it stays flat JSON of numbers and strings.
 import * as v from "valibot";
-import { BITS_PER_BYTE, bloomShape, segmentCountFor } from "./bloom";
+import { BITS_PER_BYTE, segmentCountFor } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "./limits";
 import { VERSION_PATTERN } from "./keys";
 
@@ -21,23 +21,18 @@ export interface Meta {
 }
 
 const version = v.pipe(v.string(), v.regex(VERSION_PATTERN));
-/**
- * The most bits a build makes: bloomShape grows with capacity and with 1/fpRate, and a build's are within
- * KNOWN_IDS_LIMITS (≈ 5.5 MB at 7 bits a byte). A meta that asks for more is refused: a corrupt or hostile
- * meta must not make isolates allocate GBs.
- */
-const maxBits = bloomShape(KNOWN_IDS_LIMITS.maxCapacity, KNOWN_IDS_LIMITS.minFpRate).m;
 const count = v.pipe(v.number(), v.integer(), v.minValue(0));
 
 const filterFields = v.object({
   version,
   /** Ids the filter was sized for. */
-  capacity: v.pipe(count, v.minValue(1), v.maxValue(KNOWN_IDS_LIMITS.maxCapacity)),
-  fpRate: v.pipe(v.number(), v.minValue(KNOWN_IDS_LIMITS.minFpRate), v.maxValue(KNOWN_IDS_LIMITS.maxFpRate)),
+  capacity: v.pipe(count, v.minValue(1)),
+  fpRate: v.pipe(v.number(), v.gtValue(0), v.ltValue(1)),
+  /** A meta that asks for more than the largest filter is refused: a corrupt or hostile meta must not make isolates allocate GBs. */
   m: v.pipe(
     count,
     v.minValue(BITS_PER_BYTE),
-    v.maxValue(maxBits),
+    v.maxValue(KNOWN_IDS_LIMITS.maxBytes * BITS_PER_BYTE),
     v.check((m) => m % BITS_PER_BYTE === 0),
   ),
   k: v.pipe(count, v.minValue(1), v.maxValue(32)),

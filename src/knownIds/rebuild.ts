@@ -5,16 +5,16 @@
 //   1. announce the new version in meta.next: from now on add() also logs
 //      new ids for it;
 //   2. list every id (pages of 1000) into an in-memory filter; if the catalog
-//      outgrew the capacity, start again once, sized count × 1.25;
+//      outgrew the filter, start again once, sized for the count plus the room;
 //   3. merge the ids logged meanwhile, write the segments (fresh TTLs);
 //   4. switch meta in one script, which refuses while more ids were logged
 //      than merged (merge those, retry) or when a newer build replaced ours;
-//   5. let the previous version's keys expire after a short grace.
+//   5. let the previous version's keys expire once no check can still be loading them.
 import type { L2 } from "../cache/l2/l2";
 import type { Clock } from "../shared/clock";
 import type { OriginClient } from "../origin/client";
-import { Bloom, bloomShape, byteLengthFor, positionsOf, redisBitOf, segmentCountFor } from "./bloom";
-import { KNOWN_IDS_LIMITS } from "./limits";
+import { Bloom, bloomShape, byteLengthFor, capacityFor, positionsOf, redisBitOf, segmentCountFor } from "./bloom";
+import { KEY_TTL_MS, KNOWN_IDS_LIMITS } from "./limits";
 import { newVersion, type KnownIdsKeys } from "./keys";
 import { parseMeta, type FilterMeta } from "./meta";
 import { expireVersion, readLog, readMeta, writeFilter } from "./redisFilter";
@@ -44,7 +44,7 @@ export type RebuildResult = Pick<FilterMeta, "version" | "count" | "capacity" | 
   ms: number;
 };
 
-export type RebuildFailure = "l2-unavailable" | "superseded" | "log-overflow" | "busy" | "origin-listing";
+export type RebuildFailure = "l2-unavailable" | "superseded" | "log-overflow" | "origin-listing";
 
 export class KnownIdsRebuildError extends Error {
   constructor(
@@ -60,23 +60,19 @@ export interface RebuildContext {
   l2: L2;
   keys: KnownIdsKeys;
   clock: Clock;
-  capacity: number;
+  /** Ids the filter holds beyond the catalog it is built from (KNOWN_IDS_DEFAULTS.room). */
+  room: number;
   fpRate: number;
 }
 
-/** The origin client's listing, in the contract's largest pages. */
+/** The origin client's listing, in the contract's largest pages (docs/origin-contract.md#listing: n ≤ 1000). */
 export function listingOf(origin: Pick<OriginClient, "listProductIds">): ListIds {
-  return (cursor) => origin.listProductIds(cursor, KNOWN_IDS_LIMITS.listPageLimit);
+  return (cursor) => origin.listProductIds(cursor, 1000);
 }
 
 function must<T>(value: T | undefined, step: string): T {
   if (value === undefined) throw new KnownIdsRebuildError("l2-unavailable", `L2 unavailable (${step})`);
   return value;
-}
-
-/** Room to grow over `count` ids, never above the cap. */
-function grownFrom(count: number): number {
-  return Math.min(KNOWN_IDS_LIMITS.maxCapacity, Math.ceil(count * KNOWN_IDS_LIMITS.growthFactor));
 }
 
 export async function rebuildFilter(
@@ -86,20 +82,23 @@ export async function rebuildFilter(
 ): Promise<{ result: RebuildResult; bloom: Bloom; filter: FilterMeta }> {
   const { l2, keys, clock, fpRate } = ctx;
   const started = performance.now();
+  const largest = capacityFor(KNOWN_IDS_LIMITS.maxBytes, fpRate);
+  /** Room over `count` ids, never above the largest filter. */
+  const sizedFor = (count: number) => Math.min(largest, count + ctx.room);
   const previous = must(await readMeta(l2, keys), "reading meta");
-  // The configured capacity, or the last build's count with room to grow if that is more.
-  let capacity = Math.max(ctx.capacity, grownFrom((previous === null ? null : parseMeta(previous))?.current?.count ?? 0));
+  // The last build's count, with room to grow.
+  let capacity = sizedFor((previous === null ? null : parseMeta(previous))?.current?.count ?? 0);
 
   for (let pass = 1; ; pass++) {
     const version = newVersion(clock.now());
-    must(await l2.run((redis) => scriptsFor(redis).announce(keys.meta, version, clock.now(), KNOWN_IDS_LIMITS.keyTtlMs), { isWrite: true }), "announce");
+    must(await l2.run((redis) => scriptsFor(redis).announce(keys.meta, version, clock.now(), KEY_TTL_MS), { isWrite: true }), "announce");
     try {
       const bloom = Bloom.withCapacity(capacity, fpRate);
-      const listed = await listAll(listIds, bloom, (ids, pages) => onProgress?.({ pass, ids, pages, ms: performance.now() - started }));
-      if (listed.count > capacity && capacity < KNOWN_IDS_LIMITS.maxCapacity && pass === 1) {
+      const listed = await listAll(listIds, bloom, largest, (ids, pages) => onProgress?.({ pass, ids, pages, ms: performance.now() - started }));
+      if (listed.count > capacity && capacity < largest && pass === 1) {
         // Over capacity the false-positive rate climbs: list again into a larger filter.
         // The next announce replaces this version, which is then never switched to.
-        capacity = grownFrom(listed.count);
+        capacity = sizedFor(listed.count);
         continue;
       }
       const { filter, mergedAdds } = await publish(ctx, version, bloom, capacity, listed.count);
@@ -121,16 +120,21 @@ export async function rebuildFilter(
       };
       return { result, bloom, filter };
     } catch (error) {
-      // Best effort: stop add() logging for a build that will never switch, and drop what it wrote.
+      // Best effort: stop add() logging for a build that will never switch, and drop what it wrote (nobody reads it).
       await l2.run((redis) => scriptsFor(redis).abandon(keys.meta, version), { isWrite: true });
-      await expireVersion(l2, keys, version, segmentCountFor(bloomShape(capacity, fpRate).m), KNOWN_IDS_LIMITS.abandonedKeysTtlMs);
+      await expireVersion(l2, keys, version, segmentCountFor(bloomShape(capacity, fpRate).m), 0);
       throw error;
     }
   }
 }
 
 /** Pages through the whole listing into `bloom`. Bounded: a listing that does not end is an error. */
-async function listAll(listIds: ListIds, bloom: Bloom, progress: (ids: number, pages: number) => void): Promise<{ count: number; pages: number }> {
+async function listAll(
+  listIds: ListIds,
+  bloom: Bloom,
+  largest: number,
+  progress: (ids: number, pages: number) => void,
+): Promise<{ count: number; pages: number }> {
   let cursor: string | null = null;
   let count = 0;
   let pages = 0;
@@ -147,7 +151,7 @@ async function listAll(listIds: ListIds, bloom: Bloom, progress: (ids: number, p
     count += page.ids.length;
     emptyInARow = page.ids.length === 0 ? emptyInARow + 1 : 0;
     // More ids than twice the largest filter holds: the listing has lost its way (a cursor loop).
-    if (count > 2 * KNOWN_IDS_LIMITS.maxCapacity || emptyInARow > 10 || (page.next !== null && page.next === cursor)) {
+    if (count > 2 * largest || emptyInARow > 10 || (page.next !== null && page.next === cursor)) {
       throw new KnownIdsRebuildError("origin-listing", `the listing does not end (${count} ids in ${pages} pages)`);
     }
     cursor = page.next;
@@ -165,14 +169,15 @@ async function publish(
   listed: number,
 ): Promise<{ filter: FilterMeta; mergedAdds: number }> {
   const { l2, keys, clock } = ctx;
-  const ttlMs = KNOWN_IDS_LIMITS.keyTtlMs;
+  const ttlMs = KEY_TTL_MS;
   const all = Array.from({ length: segmentCountFor(bloom.m) }, (_, i) => i);
   let merged = 0;
 
   // Round 1 merges the whole log and writes every segment. The switch refuses while more ids were logged than
   // merged (products created between a merge and the switch): the next round merges those, rewrites the segments
-  // they touched, and switches again.
-  for (let attempt = 0; attempt < KNOWN_IDS_LIMITS.switchAttempts; attempt++) {
+  // they touched, and switches again. Bounded by the log: each further round merges at least one more id, and past
+  // logCap ids the switch refuses for good (log-overflow).
+  for (let attempt = 0; ; attempt++) {
     const more = must(await readLog(l2, keys, version, merged), "reading the build's log");
     const touched = new Set<number>();
     for (const id of more) {
@@ -206,10 +211,10 @@ async function publish(
         continue;
       default: {
         const old = typeof reply[1] === "string" && reply[1] !== "" ? parseMeta(reply[1])?.current : null;
-        if (old && old.version !== version) await expireVersion(l2, keys, old.version, old.segmentCount, KNOWN_IDS_LIMITS.previousVersionGraceMs);
+        // Isolates loading the old version when the switch came finish within their check's lease.
+        if (old && old.version !== version) await expireVersion(l2, keys, old.version, old.segmentCount, KNOWN_IDS_LIMITS.checkLeaseMs);
         return { filter, mergedAdds: merged };
       }
     }
   }
-  throw new KnownIdsRebuildError("busy", "ids kept arriving while switching; run it again");
 }

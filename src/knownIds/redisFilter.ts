@@ -24,20 +24,6 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
 
 const range = (count: number) => Array.from({ length: count }, (_, i) => i);
 
-/** Runs `task` over `items` with at most `limit` in flight; stops starting new ones once one answers false. */
-async function eachLimited<T>(items: T[], limit: number, task: (item: T) => Promise<boolean>): Promise<boolean> {
-  let next = 0;
-  let ok = true;
-  const worker = async () => {
-    while (ok && next < items.length) {
-      const item = items[next++]!;
-      if (!(await task(item))) ok = false;
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return ok;
-}
-
 /**
  * Reads every segment of `filter` into a new Bloom (MGET, a few segments per
  * call). A missing, short or non-ASCII segment means the filter is damaged
@@ -46,23 +32,20 @@ async function eachLimited<T>(items: T[], limit: number, task: (item: T) => Prom
  */
 export async function loadFilter(l2: L2, keys: KnownIdsKeys, filter: FilterMeta): Promise<LoadResult> {
   const bytes = new Uint8Array(byteLengthFor(filter.m));
-  // An object, not a `let`: the batches below write it from callbacks.
-  const found: { damage: string | null } = { damage: null };
-  const ok = await eachLimited(chunks(range(filter.segmentCount), KNOWN_IDS_LIMITS.segmentsPerCall), KNOWN_IDS_LIMITS.loadConcurrency, async (indexes) => {
+  // One call at a time: the load runs in the background of a visitor's request and takes one of its connections.
+  for (const indexes of chunks(range(filter.segmentCount), KNOWN_IDS_LIMITS.segmentsPerCall)) {
     const texts = await l2.run((redis) => redis.mget<(string | null)[]>(...indexes.map((i) => keys.segment(filter.version, i))));
-    if (texts === undefined) return false;
-    indexes.forEach((segment, j) => {
+    if (texts === undefined) return { kind: "unavailable" };
+    for (const [j, segment] of indexes.entries()) {
       const text = texts[j];
-      const segmentBytes = typeof text === "string" ? textToBytes(text) : null;
-      if (typeof text !== "string") found.damage ??= `segment ${segment} is missing`;
-      else if (!segmentBytes) found.damage ??= `segment ${segment} is not ASCII`;
-      else if (segmentBytes.length !== segmentLengthFor(filter.m, segment)) found.damage ??= `segment ${segment} has ${segmentBytes.length} bytes`;
-      else bytes.set(segmentBytes, segment * SEGMENT_BYTES);
-    });
-    return found.damage === null;
-  });
-  if (found.damage !== null) return { kind: "damaged", reason: found.damage };
-  if (!ok) return { kind: "unavailable" };
+      if (typeof text !== "string") return { kind: "damaged", reason: `segment ${segment} is missing` };
+      const segmentBytes = textToBytes(text);
+      if (!segmentBytes) return { kind: "damaged", reason: `segment ${segment} is not ASCII` };
+      if (segmentBytes.length !== segmentLengthFor(filter.m, segment))
+        return { kind: "damaged", reason: `segment ${segment} has ${segmentBytes.length} bytes` };
+      bytes.set(segmentBytes, segment * SEGMENT_BYTES);
+    }
+  }
   return { kind: "loaded", bloom: new Bloom(filter, bytes) };
 }
 
@@ -112,11 +95,12 @@ export function readLog(l2: L2, keys: KnownIdsKeys, version: string, from: numbe
 }
 
 /**
- * Shortens the life of a version's keys (segments and log): a replaced
- * version gets a grace for isolates still loading it; a build that never
- * switched, almost none (nobody reads it).
+ * Shortens the life of a version's keys (segments and log) to `ms`: a
+ * replaced version gets a grace for isolates still loading it; a build that
+ * never switched, 0 (PEXPIRE with a non-positive time deletes the key).
  */
 export async function expireVersion(l2: L2, keys: KnownIdsKeys, version: string, segmentCount: number, ms: number): Promise<void> {
   const all = [...range(segmentCount).map((i) => keys.segment(version, i)), keys.log(version)];
-  for (const batch of chunks(all, 100)) await pipelined(l2, batch, (pipe, key) => pipe.pexpire(key, ms));
+  // One pipeline: a few bytes a key, and at most maxBytes / SEGMENT_BYTES keys (768).
+  await pipelined(l2, all, (pipe, key) => pipe.pexpire(key, ms));
 }

@@ -13,10 +13,9 @@
 import type { Clock } from "../shared/clock";
 import type { L2 } from "../cache/l2/l2";
 import { createAdds } from "./adds";
-import { byteLengthFor } from "./bloom";
+import { bloomShape, byteLengthFor } from "./bloom";
 import { createFilterCopy, type KnownIdLookup, type KnownIdsState } from "./copy";
 import type { FilterShelf, ShelfStats } from "./locationShelf";
-import { DEFAULTS } from "../config/defaults";
 import { KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "./limits";
 import { knownIdsKeys } from "./keys";
 import { parseMeta } from "./meta";
@@ -29,10 +28,16 @@ export interface KnownIdsOptions {
   /** The tier's key prefix (`pp:v1`). */
   keyPrefix: string;
   clock: Clock;
-  capacity?: number;
+  /** Ids the filter holds beyond the catalog it is built from (see KNOWN_IDS_DEFAULTS). */
+  room?: number;
   fpRate?: number;
   refreshMs?: number;
-  maxAgeMs?: number;
+  /**
+   * After Redis did not answer, the next check comes this soon rather than `refreshMs` later: the cool-down of
+   * `l2`'s breaker, when it lets a probe through (sooner, the check would meet the open breaker and fail without
+   * asking Redis).
+   */
+  retryMs: number;
   /** The location tier's copy of the filter, which new isolates load from instead of Redis (null or absent: none). */
   shelf?: FilterShelf | null;
   /** Structured log events (state changes only); console.warn as JSON by default. */
@@ -95,15 +100,14 @@ export interface KnownIds {
 
 export function createKnownIds(options: KnownIdsOptions): KnownIds {
   const { l2, clock } = options;
-  const capacity = options.capacity ?? KNOWN_IDS_DEFAULTS.capacity;
+  const room = options.room ?? KNOWN_IDS_DEFAULTS.room;
   const fpRate = options.fpRate ?? KNOWN_IDS_DEFAULTS.fpRate;
   const refreshMs = options.refreshMs ?? KNOWN_IDS_DEFAULTS.refreshMs;
-  const maxAgeMs = options.maxAgeMs ?? KNOWN_IDS_DEFAULTS.maxAgeMs;
   const log = options.log ?? ((event) => console.warn(JSON.stringify(event)));
-  checkSettings(capacity, fpRate, refreshMs, maxAgeMs);
+  checkSettings(room, fpRate, refreshMs);
   const keys = knownIdsKeys(options.keyPrefix);
   const shelf = options.shelf ?? null;
-  const copy = createFilterCopy({ l2, keys, maxAgeMs, log, shelf });
+  const copy = createFilterCopy({ l2, keys, maxAgeMs: KNOWN_IDS_DEFAULTS.maxAgeMs, log, shelf });
   const adds = createAdds({ l2, keys, log, acceptHere: copy.addLocally });
   let rebuilding: Promise<RebuildResult> | null = null;
   /**
@@ -116,14 +120,10 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
   let nextCheckAt = 0;
   let lastCheckAt: number | null = null;
 
-  /**
-   * Redis did not answer: fail open, and look again soon rather than a whole interval later: when the
-   * filter's L2 breaker (tier.ts), if this failure opened it, lets a probe through. Sooner, the check
-   * would meet the open breaker and fail without asking Redis.
-   */
+  /** Redis did not answer: fail open, and look again after `retryMs`. */
   function unavailable(): void {
     copy.unavailable();
-    nextCheckAt = Math.min(nextCheckAt, clock.now() + DEFAULTS.l2BreakerCoolDownMs);
+    nextCheckAt = Math.min(nextCheckAt, clock.now() + options.retryMs);
   }
 
   async function check(): Promise<void> {
@@ -174,7 +174,7 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
       // One build per isolate at a time: a second caller shares the first's result.
       rebuilding ??= (async () => {
         try {
-          const built = await rebuildFilter({ l2, keys, clock, capacity, fpRate }, listIds, onProgress);
+          const built = await rebuildFilter({ l2, keys, clock, room, fpRate }, listIds, onProgress);
           copy.install(built.bloom, built.filter);
           nextCheckAt = clock.now() + refreshMs;
           return built.result;
@@ -213,10 +213,9 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
   };
 }
 
-function checkSettings(capacity: number, fpRate: number, refreshMs: number, maxAgeMs: number): void {
-  const { maxCapacity, minFpRate, maxFpRate } = KNOWN_IDS_LIMITS;
-  if (!Number.isInteger(capacity) || capacity < 1 || capacity > maxCapacity) throw new RangeError(`known-ids capacity must be from 1 to ${maxCapacity}`);
-  if (!(fpRate >= minFpRate && fpRate <= maxFpRate)) throw new RangeError(`known-ids fpRate must be from ${minFpRate} to ${maxFpRate}`);
+function checkSettings(room: number, fpRate: number, refreshMs: number): void {
+  const bytes = byteLengthFor(bloomShape(room, fpRate).m);
+  if (bytes > KNOWN_IDS_LIMITS.maxBytes)
+    throw new RangeError(`known-ids room ${room} at fpRate ${fpRate} takes ${bytes} bytes, over ${KNOWN_IDS_LIMITS.maxBytes}`);
   if (!(refreshMs > 0)) throw new RangeError("known-ids refreshMs must be positive");
-  if (!(maxAgeMs > 0)) throw new RangeError("known-ids maxAgeMs must be positive");
 }

@@ -173,7 +173,7 @@ function configView(model: StatusModel) {
       {
         name: "Known-ids filter",
         value: model.config.knownIds
-          ? `capacity ${count(model.config.knownIds.capacity)} ids, false positives ${percent(model.config.knownIds.fpRate, 2)}`
+          ? `room for ${count(model.config.knownIds.room)} new ids, false positives ${percent(model.config.knownIds.fpRate, 2)}`
           : "off",
       },
     ],

@@ -5,9 +5,9 @@ import { buildKnownIdsFilter } from "../../dev/harness/stack";
 import { GATEWAY_TOKEN, PURGE_TOKEN, type Stack } from "./stack";
 import type { WorkerInstance } from "./worker";
 
-/** Builds the filter of every id the stack's origin lists (capacity 20,000). */
+/** Builds the filter of every id the stack's origin lists (room for 20,000 more). */
 export async function buildFilter(stack: Stack): Promise<void> {
-  await buildKnownIdsFilter({ originUrl: stack.origin.url, gatewayUrl: stack.gateway.url, token: GATEWAY_TOKEN, capacity: 20_000 });
+  await buildKnownIdsFilter({ originUrl: stack.origin.url, gatewayUrl: stack.gateway.url, token: GATEWAY_TOKEN, room: 20_000 });
 }
 
 /** The worker's filter state, from its authenticated status ("off" when disabled). */

@@ -1,7 +1,18 @@
 // The Bloom filter alone: sizing, no false negatives, the measured
 // false-positive rate, Redis bit order, segments and their ASCII form.
 import { describe, expect, it } from "vitest";
-import { Bloom, bloomShape, positionsOf, redisBitOf, SEGMENT_BITS, SEGMENT_BYTES, segmentCountFor, textToBytes } from "../../src/knownIds/bloom";
+import {
+  Bloom,
+  bloomShape,
+  byteLengthFor,
+  capacityFor,
+  positionsOf,
+  redisBitOf,
+  SEGMENT_BITS,
+  SEGMENT_BYTES,
+  segmentCountFor,
+  textToBytes,
+} from "../../src/knownIds/bloom";
 import { mulberry32 } from "../../dev/harness/random";
 
 /** Deterministic pseudo-random ids (mulberry32), so that a failure can be replayed. */
@@ -18,6 +29,18 @@ describe("sizing", () => {
     expect(m).toBeLessThan(959_000);
     expect(k).toBe(7);
     expect(m % 7).toBe(0);
+  });
+
+  it("knows the most ids a number of bytes holds (the largest filter's capacity)", () => {
+    for (const [bytes, p] of [
+      [6 * 1024 * 1024, 0.01],
+      [6 * 1024 * 1024, 0.0001],
+      [8192, 0.3],
+    ] as const) {
+      const capacity = capacityFor(bytes, p);
+      expect(byteLengthFor(bloomShape(capacity, p).m)).toBeLessThanOrEqual(bytes);
+      expect(byteLengthFor(bloomShape(Math.ceil(capacity * 1.01), p).m)).toBeGreaterThan(bytes);
+    }
   });
 
   it("refuses nonsense", () => {

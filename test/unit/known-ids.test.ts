@@ -14,7 +14,7 @@ import { createL2, type L2 } from "../../src/cache/l2/l2";
 import { createOriginClient, type OriginClient } from "../../src/origin/client";
 import { DEFAULT_POLICIES, DEFAULTS } from "../../src/config/defaults";
 import { Bloom, positionsOf, redisBitOf, SEGMENT_BYTES } from "../../src/knownIds/bloom";
-import { KNOWN_IDS_LIMITS } from "../../src/knownIds/limits";
+import { KEY_TTL_MS, KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "../../src/knownIds/limits";
 import { knownIdsKeys, newVersion } from "../../src/knownIds/keys";
 import { parseMeta } from "../../src/knownIds/meta";
 import { KnownIdsRebuildError, listingOf, type ListIds } from "../../src/knownIds/rebuild";
@@ -27,7 +27,6 @@ const TOKEN = "known-ids-test-token";
 const PREFIX = "pp:v1";
 const CATALOG = 20_000;
 const REFRESH_MS = 60_000;
-const MAX_AGE_MS = 2 * 86_400_000;
 const keys = knownIdsKeys(PREFIX);
 
 let redisServer: RedisServer;
@@ -63,9 +62,9 @@ function isolate(clock: FakeClock, options: Partial<KnownIdsOptions> = {}): Know
     l2: isolateL2(),
     keyPrefix: PREFIX,
     clock,
-    capacity: CATALOG,
+    room: CATALOG,
     refreshMs: REFRESH_MS,
-    maxAgeMs: MAX_AGE_MS,
+    retryMs: DEFAULTS.l2BreakerCoolDownMs,
     log: () => {},
     ...options,
   });
@@ -151,7 +150,7 @@ describe("a filter built from the origin's listing", () => {
     const others = nonMembers(10_000, 7);
     const passed = others.filter((id) => ask(reader, id)).length;
     console.log(
-      `known-ids: ${CATALOG} ids, capacity ${CATALOG}, p=1%: measured false-positive rate ${((passed / others.length) * 100).toFixed(2)}% (${passed}/10000)`,
+      `known-ids: ${CATALOG} ids, a filter sized for ${CATALOG}, p=1%: measured false-positive rate ${((passed / others.length) * 100).toFixed(2)}% (${passed}/10000)`,
     );
     expect(passed / others.length).toBeLessThanOrEqual(0.02);
   });
@@ -180,6 +179,9 @@ describe("a filter built from the origin's listing", () => {
     const all = await filterKeys();
     expect(all).toContain(keys.meta);
     for (const key of all) expect(await direct.pttl(key), key).toBeGreaterThan(0);
+    // Kept while the filter may be trusted, and a build's time more: no longer.
+    expect(await direct.pttl(keys.meta)).toBeGreaterThan(KNOWN_IDS_DEFAULTS.maxAgeMs);
+    for (const key of all) expect(await direct.pttl(key), key).toBeLessThanOrEqual(KEY_TTL_MS);
   });
 
   it("writes meta as JSON naming the current version", async () => {
@@ -327,7 +329,7 @@ describe("failing open", () => {
   });
 
   it("when the filter is older than maxAgeMs", async () => {
-    clock.advance(MAX_AGE_MS + 1);
+    clock.advance(KNOWN_IDS_DEFAULTS.maxAgeMs + 1);
     await refreshed(reader);
     expect(reader.status().state).toBe("stale");
     expect(ask(reader, absent)).toBe(true);
@@ -354,7 +356,7 @@ describe("failing open", () => {
 
   it("when the L2 breaker is open, without waiting for a check", async () => {
     const l2 = isolateL2();
-    const store = createKnownIds({ l2, keyPrefix: PREFIX, clock, capacity: CATALOG, refreshMs: REFRESH_MS, log: () => {} });
+    const store = createKnownIds({ l2, keyPrefix: PREFIX, clock, room: CATALOG, refreshMs: REFRESH_MS, retryMs: DEFAULTS.l2BreakerCoolDownMs, log: () => {} });
     await refreshed(store);
     expect(ask(store, absent)).toBe(false);
     for (let i = 0; i < 3; i++) l2.breaker.failure();
@@ -397,7 +399,14 @@ describe("the location tier's copy (isolates of one data center)", () => {
 
   /** An isolate of this data center: its filter takes the location's copy when there is one; `random` picks its wait on a miss. */
   function neighbour(random = () => 0, spreadMs = 0) {
-    const shelf = createFilterShelf({ publicUrl: PUBLIC, keyPrefix: PREFIX, open: async () => location.store, spreadMs, random });
+    const shelf = createFilterShelf({
+      publicUrl: PUBLIC,
+      keyPrefix: PREFIX,
+      open: async () => location.store,
+      callMs: DEFAULTS.backgroundCallMs,
+      spreadMs,
+      random,
+    });
     return { filter: isolate(clock, { shelf }), shelf };
   }
   /** Redis's MGET calls so far (the segments' reads: the meta is a GET, the adds a script). */
@@ -522,7 +531,8 @@ describe("rebuilding", () => {
       }),
       keyPrefix: PREFIX,
       clock,
-      capacity: CATALOG,
+      room: CATALOG,
+      retryMs: DEFAULTS.l2BreakerCoolDownMs,
       log: () => {},
     });
     const second = await builder.rebuild(listingOf(origin));
@@ -538,8 +548,8 @@ describe("rebuilding", () => {
     // The old version is let go after a short grace, never deleted under a reader.
     const oldTtl = await direct.pttl(keys.segment(first.version, 0));
     expect(oldTtl).toBeGreaterThan(0);
-    expect(oldTtl).toBeLessThanOrEqual(KNOWN_IDS_LIMITS.previousVersionGraceMs);
-    expect(await direct.pttl(keys.segment(second.version, 0))).toBeGreaterThan(KNOWN_IDS_LIMITS.previousVersionGraceMs);
+    expect(oldTtl).toBeLessThanOrEqual(KNOWN_IDS_LIMITS.checkLeaseMs);
+    expect(await direct.pttl(keys.segment(second.version, 0))).toBeGreaterThan(KNOWN_IDS_LIMITS.checkLeaseMs);
   });
 
   it("keeps a product created mid-build: announced, logged, merged into the new version", async () => {
@@ -574,7 +584,8 @@ describe("rebuilding", () => {
       }),
       keyPrefix: PREFIX,
       clock,
-      capacity: CATALOG,
+      room: CATALOG,
+      retryMs: DEFAULTS.l2BreakerCoolDownMs,
       log: () => {},
     });
     const result = await builder.rebuild(listingOf(origin));
@@ -597,15 +608,15 @@ describe("rebuilding", () => {
     expect(parseMeta((await direct.get(keys.meta))!)).toMatchObject({ current: { version: fast.version }, next: null });
     // What the loser wrote goes at once (-2: already gone).
     const leftover = await direct.pttl(keys.segment(slowVersion, 0));
-    expect(leftover === -2 || (leftover > 0 && leftover <= 1000)).toBe(true);
+    expect(leftover).toBe(-2);
   });
 
-  it("grows the filter when the catalog outgrew its capacity", async () => {
-    const { result } = await buildFresh(clock, { capacity: 5000 });
-    expect(result).toMatchObject({ passes: 2, capacity: Math.ceil(CATALOG * 1.25), count: CATALOG, overCapacity: false });
+  it("grows the filter when the catalog outgrew its room, keeping the room beyond it", async () => {
+    const { result } = await buildFresh(clock, { room: 5000 });
+    expect(result).toMatchObject({ passes: 2, capacity: CATALOG + 5000, count: CATALOG, overCapacity: false });
     // The next build starts at the size the last one needed.
-    const { result: next } = await buildFresh(clock, { capacity: 5000 });
-    expect(next).toMatchObject({ passes: 1, capacity: Math.ceil(CATALOG * 1.25) });
+    const { result: next } = await buildFresh(clock, { room: 5000 });
+    expect(next).toMatchObject({ passes: 1, capacity: CATALOG + 5000 });
   });
 
   it("fails cleanly when the listing fails, leaving the current filter in place", async () => {
