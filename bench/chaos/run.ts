@@ -14,6 +14,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { ZipfSampler } from "../../dev/harness/random";
 import { RedisProbe } from "../../dev/harness/redisProbe";
 import { DEFAULT_POLICIES, DEFAULTS } from "../../src/config/defaults";
+import { ISOLATE_STALL_MS } from "../../src/shared/leases";
 import { benchmarkRun } from "../lib/cleanup";
 import { countLogLine, type LogCounts, type Snapshot, snapshots, statusOf } from "../lib/probe";
 import { describeMachine, runLine, writeResults } from "../lib/report";
@@ -109,7 +110,7 @@ async function main(): Promise<void> {
   };
   // How long a fault's effect outlasts its undo: an origin breaker's cool-down and one probe (a fetch); the L2 breaker's next PING and its budget.
   const coreTimeoutMs = Math.max(...Object.values(policies).map((p) => (p.core ? p.originTimeoutMs : 0)));
-  const tails = { coreMs: DEFAULTS.originBreakerCoolDownMs + coreTimeoutMs, redisMs: DEFAULTS.l2RecoveryProbeEveryMs + DEFAULTS.l2ProbeTimeoutMs };
+  const tails = { coreMs: DEFAULTS.originBreakerCoolDownMs + coreTimeoutMs, redisMs: DEFAULTS.l2RecoveryProbeEveryMs + ISOLATE_STALL_MS };
   const prices = startPriceChanger({ targets, origin: servers.origin, token: servers.bindings.PURGE_TOKEN!, hotIds, seed: seed + SEEDS.prices, now });
   onCleanup("price changer", () => prices.stop());
   const controls = faultControls({

@@ -9,7 +9,7 @@ import { failureOf, isAnswerAboutId } from "../origin/failure";
 import { Departed } from "../overload";
 import { PAGE_SUBJECT, type ResourceName, type ResourceTypes } from "../origin/resources";
 import type { Clock } from "../shared/clock";
-import type { LeaseTable } from "../shared/leases";
+import { ISOLATE_LATE_MS, type LeaseTable } from "../shared/leases";
 import { entryState, newerOf, type Entry } from "./entry";
 import type { FillContext } from "./fill/fill";
 import type { Flights } from "./fill/flights";
@@ -268,7 +268,8 @@ export const readFromL2: Step = async (tools, id, pending, request, data) => {
   // A page's keys live on its product's shard (l2/shardedL2.ts): the first key's breaker and answers stand for them all.
   const firstKey = toRead[0]!.key;
   const answeredBefore = l2.answered(firstKey);
-  const readUntil = readStarted + config.l2TimeoutMs + DEFAULTS.l2ReadLeaseGraceMs;
+  // The read counts as under way for pages that join it as long as this isolate may read its reply late (shared/leases.ts).
+  const readUntil = readStarted + config.l2TimeoutMs + ISOLATE_LATE_MS;
   for (const item of toRead) reading.take(item.key, readUntil, true);
   const values = await l2
     .readMany(

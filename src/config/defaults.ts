@@ -3,7 +3,6 @@
 // through a wrangler var (see ./index.ts and the README); the rest are the tier's own.
 import { ORIGIN_MAX_BODY_BYTES } from "../origin/client";
 import { RESOURCE_NAMES, RESOURCES, type ResourceName, type ResourcePolicy } from "../origin/resources";
-import { ISOLATE_LATE_MS, ISOLATE_STALL_MS } from "../shared/leases";
 import { FILLS_AT_ONCE } from "../shared/subrequests";
 
 /** Each resource's policy as the registry gives it (origin/resources.ts, where each number has its reason). */
@@ -45,27 +44,6 @@ export const DEFAULTS = {
    * background place this long at most.
    */
   backgroundCallMs: 1000,
-  /**
-   * The probe that must fail before L2 time-outs open the breaker
-   * (shared/breaker.ts): as long as this isolate's longest stall
-   * (shared/leases.ts), so that a probe read late by a saturated isolate is
-   * no failure; no longer, because a hung Redis costs each page its L2
-   * budgets until the breaker opens.
-   */
-  l2ProbeTimeoutMs: ISOLATE_STALL_MS,
-  /** A place in the request's connection gate outlives its L2 call's budget by this much (shared/subrequests.ts). */
-  l2GateGraceMs: 1000,
-  /**
-   * How late past its budget this isolate may read an L2 reply: a key's L2
-   * read counts as under way this long past its budget, for pages that join
-   * it (a read whose request vanished lapses then); and an isolate running
-   * later than this (overload/lag.ts) may read a reply after its budget ran
-   * out, so that a call without an answer is then not taken for a Redis
-   * that hangs (a fill's claim or poll waits on: cache/readThrough.ts,
-   * redisSilence). Below it, the isolate reads replies on time, and no
-   * answer means Redis's silence.
-   */
-  l2ReadLeaseGraceMs: ISOLATE_LATE_MS,
   /**
    * The backlog of writes L2 could not take (design: a double fault must not
    * lose what the fleet fetched; cache/l2/l2.ts): the newest writes, at

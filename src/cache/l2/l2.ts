@@ -7,7 +7,7 @@ import type { Background } from "../../shared/subrequests";
 import { Redis } from "@upstash/redis/cloudflare";
 import { LRUCache } from "lru-cache";
 import type { Breaker } from "../../shared/breaker";
-import { createL2Guard, type CallTiming, type L2CallOptions, type L2CallStats } from "./l2Guard";
+import { createL2Guard, gatePlaceMs, type CallTiming, type L2CallOptions, type L2CallStats } from "./l2Guard";
 import { DEFAULTS } from "../../config/defaults";
 
 // Part of the L2 interface (`run`, `runOnKeys`): its users name it from here.
@@ -470,7 +470,7 @@ export function createL2({
 
   async function flushBacklog(): Promise<void> {
     if (backlog.size === 0 || flushingUntil > Date.now() || !breaker.allow()) return;
-    flushingUntil = Date.now() + DEFAULTS.l2BacklogBatchesPerFlush * (writeTimeoutMs + DEFAULTS.l2GateGraceMs);
+    flushingUntil = Date.now() + DEFAULTS.l2BacklogBatchesPerFlush * gatePlaceMs(writeTimeoutMs);
     try {
       for (let round = 0; round < DEFAULTS.l2BacklogBatchesPerFlush && backlog.size > 0; round++) {
         const now = Date.now();

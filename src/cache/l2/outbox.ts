@@ -28,6 +28,7 @@ import { DEFAULTS } from "../../config/defaults";
 import type { Clock } from "../../shared/clock";
 import { pollPauses } from "../../shared/leases";
 import type { FillClaim, FillClaimRequest, FillWrite, L2, ReadAlong } from "./l2";
+import { gatePlaceMs } from "./l2Guard";
 import { perGroup } from "./shardedL2";
 
 export interface OutboxOptions {
@@ -100,8 +101,8 @@ export function createOutbox(l2: L2, given: OutboxOptions): Outbox {
   const { clock } = options;
   const lanes = new Map<string, Lane>();
   const stats: Omit<OutboxStats, "queued"> = { claimCalls: 0, claims: 0, joined: 0, lapsed: 0, carried: 0, writeCalls: 0, expired: 0 };
-  /** How long a claim call counts as out: its budget, and the grace of its place in the request's connection gate. */
-  const claimLeaseMs = DEFAULTS.l2ClaimTimeoutMs + DEFAULTS.l2GateGraceMs;
+  /** How long a claim call counts as out: as long as its place in the request's connection gate is held. */
+  const claimLeaseMs = gatePlaceMs(DEFAULTS.l2ClaimTimeoutMs);
 
   function laneOf(key: string): Lane {
     const name = l2.shardOf(key);
