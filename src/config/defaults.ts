@@ -1,7 +1,6 @@
 // Every policy number of the tier lives here, with the reason for it.
 // The ones a shop tunes (TTLs, L1 size, timeouts, lock times...) can be overridden
 // through a wrangler var (see ./index.ts and the README); the rest are the tier's own.
-import { ORIGIN_MAX_BODY_BYTES } from "../origin/client";
 import { RESOURCE_NAMES, RESOURCES, type ResourceName, type ResourcePolicy } from "../origin/resources";
 import { FILLS_AT_ONCE } from "../shared/subrequests";
 
@@ -248,17 +247,6 @@ export const DEFAULTS = {
   outboxBytesPerCall: 128 * 1024,
   /** Values over this many bytes are compressed before they go to L2. */
   compressAboveBytes: 1024,
-  /**
-   * The largest entry read from L2 (or written to it): its JSON, in bytes
-   * once decompressed. The largest answer the origin contract allows is
-   * about 470 KB of JSON (a product with a 20,000-character description, 20
-   * images and 50 tags, every character escaped; attributes aside, whose
-   * number the contract does not bound), and L1 charges twice the JSON.
-   * Decompression stops here: a 50 KB gzip bomb would inflate to 50 MB, and
-   * a few of those kill a 128 MB isolate. The origin client reads no larger
-   * body (origin/client.ts): an answer it reads is one an entry may hold.
-   */
-  l2EntryMaxJsonBytes: ORIGIN_MAX_BODY_BYTES,
   /**
    * The longest value read from L2 that is decoded at all, in characters,
    * checked before anything else; longer entries are not written either.
