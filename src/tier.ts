@@ -114,8 +114,8 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     turnLeaseMs: HOLD_MAX_MS + config.coldPageWaitMs + ISOLATE_LATE_MS,
     // A page's read fills its subject, then the other parts: two fills at most, one after the other.
     coldPageLeaseMs: 2 * Math.max(...RESOURCE_NAMES.map((resource) => fillBoundMs(config, resource))),
-    // A finished fill's write waits for a claim call to carry it (writeHoldMs at most: cache/l2/outbox.ts), then has the write budget.
-    backgroundFillMs: DEFAULTS.writeHoldMs + DEFAULTS.backgroundCallMs,
+    // A finished fill's write waits for a claim call to carry it (a write's budget at most: cache/l2/outbox.ts), then has its budget.
+    backgroundFillMs: 2 * DEFAULTS.backgroundCallMs,
     hold: { maxHoldMs: HOLD_MAX_MS },
   });
   // CACHING=off: no cache at all, Redis's included (cache/bypass.ts).

@@ -40,7 +40,8 @@ export const DEFAULTS = {
    * larger than entries), a location put (its place held this long at most,
    * a put whose request vanished giving it back then). Longer than a
    * visitor's, so that load does not drop them; a store that hangs holds a
-   * background place this long at most.
+   * background place this long at most. A fill's write held for a claim
+   * call to carry it waits this long at most too (cache/l2/outbox.ts).
    */
   backgroundCallMs: 1000,
   /**
@@ -225,18 +226,6 @@ export const DEFAULTS = {
    * second is never served stale, and no visitor waits for its refresh.
    */
   refreshAheadShare: { warm: 0.1, hot: 0.25 },
-  /**
-   * A fill's write, or a refresh's claim, that nobody else is known to wait
-   * for (fill.ts, mayWait, nobodyElseWaits) waits this long at most for a
-   * lock claim call to carry it (cache/l2/outbox.ts):
-   * an isolate that sees a few pages a second claims every few hundred
-   * milliseconds, and a write sent on its own is a call per fill. A third of
-   * the lock's life (lockTtlMs): the lock outlives the hold, so no other
-   * isolate takes it over and fetches again. What it costs: a visitor in
-   * another data center with no copy of the key, whose claim finds this
-   * lock, waits for the write up to this much longer.
-   */
-  writeHoldMs: 1000,
   /**
    * Claims and writes in one Redis call at most (cache/l2/outbox.ts), and
    * the writes' values' characters: a claim is on a visitor's path, and a

@@ -610,7 +610,7 @@ describe("a page whose product the known-ids filter lists, cold in this isolate"
     const refreshClaims = () => calls.claims.filter(({ staleBeyond }) => staleBeyond === undefined).length;
     await cache.read("p-8", ALL, (work) => void background.push(work), { listed: true });
     // Refreshes' claims wait for a claim call to carry them, at most the outbox's hold.
-    const held = { timeout: DEFAULTS.writeHoldMs + 1000 };
+    const held = { timeout: DEFAULTS.backgroundCallMs + 1000 };
     await vi.waitFor(() => expect(refreshClaims()).toBe(4), held);
     // Another product's four stale parts, while the first four refreshes still run: room for two more, not six.
     await cache.read("p-9", ALL, (work) => void background.push(work), { listed: true });

@@ -34,7 +34,7 @@ import { perGroup } from "./shardedL2";
 export interface OutboxOptions {
   clock: Clock;
   sleep: (ms: number) => Promise<void>;
-  /** How long a write nobody is known to wait for waits for a claim call to carry it (unit tests: other than DEFAULTS.writeHoldMs). */
+  /** How long a write nobody is known to wait for waits for a claim call to carry it (unit tests: other than the default, see createOutbox). */
   holdMs?: number;
   /** Claims and writes in one call at most (DEFAULTS.outboxItemsPerCall). */
   maxItems?: number;
@@ -97,7 +97,9 @@ interface Lane {
 }
 
 export function createOutbox(l2: L2, given: OutboxOptions): Outbox {
-  const options = { holdMs: DEFAULTS.writeHoldMs, maxItems: DEFAULTS.outboxItemsPerCall, maxBytes: DEFAULTS.outboxBytesPerCall, ...given };
+  // The hold is a write's own budget (backgroundCallMs): holding a write at most doubles the time it may take to land,
+  // and the lock, which outlives both, keeps other isolates from fetching it again meanwhile (fill.ts, mayWait).
+  const options = { holdMs: DEFAULTS.backgroundCallMs, maxItems: DEFAULTS.outboxItemsPerCall, maxBytes: DEFAULTS.outboxBytesPerCall, ...given };
   const { clock } = options;
   const lanes = new Map<string, Lane>();
   const stats: Omit<OutboxStats, "queued"> = { claimCalls: 0, claims: 0, joined: 0, lapsed: 0, carried: 0, writeCalls: 0, expired: 0 };
