@@ -70,8 +70,6 @@ export const DEFAULTS = {
   lockPollFirstMs: 10,
   /** Polls never further apart than this: a winner that writes late is seen soon after, at a few Redis reads a second. */
   lockPollMaxMs: 160,
-  /** Times one wait asks the primary whether a lock that looks free is free (see cache/fill/lockWait.ts). */
-  lockReclaimsMax: 2,
   /**
    * A request that joined a fill in this isolate renews its interest in it
    * this far ahead at every look (at most 16 ms apart, later on a busy
