@@ -71,14 +71,6 @@ export const DEFAULTS = {
   /** Polls never further apart than this: a winner that writes late is seen soon after, at a few Redis reads a second. */
   lockPollMaxMs: 160,
   /**
-   * A request that joined a fill in this isolate renews its interest in it
-   * this far ahead at every look (at most 16 ms apart, later on a busy
-   * isolate): a fill whose starter left goes on while a joiner's visitor is
-   * there, and stops soon after the last one leaves. A joiner that looked
-   * too late finds the fill stopped and starts its own (cache/fill/flights.ts).
-   */
-  fillInterestRenewMs: 250,
-  /**
    * Origin fetches in flight per isolate (ORIGIN_MAX_CONCURRENT); more wait
    * in a queue (below). Little's law: slots = fetches a second × the
    * origin's latency, so 256 carry ~480 fetches a second from one isolate

@@ -137,8 +137,9 @@ export const ISOLATE_LATE_MS = 50;
  * The longest this isolate stalls at once (a major GC, a burst of rendering;
  * a saturated isolate reads replies 100–200 ms late). Time-outs closer
  * together were stalled together here: a breaker's must span more
- * (breaker.ts, minFailureSpanMs), and the probe that confirms an L2 outage
- * has this budget (tier.ts). An origin slot, and a call's place in the
+ * (breaker.ts, minFailureSpanMs), the probe that confirms an L2 outage
+ * has this budget (tier.ts), and a joiner's interest in a fill outlives its
+ * next look by it (cache/fill/flights.ts). An origin slot, and a call's place in the
  * connection gate, outlive its deadline by it (origin/exchange.ts,
  * cache/l2/l2Guard.ts): a slot taken back from a holder only late to its
  * abort lets more calls run than the cap allows.
