@@ -187,6 +187,8 @@ function createLocationFor(config: Config, clock: Clock): LocationCache | null {
 
 /** One L2 client and breaker per shard; several shards go on a consistent-hash ring. */
 function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: Clock, timing?: CallTiming, metrics?: Metrics, fleet?: Fleet): L2 {
+  // The probe that confirms an outage is read on time by a stalled isolate (shared/leases.ts): no failure of Redis's then.
+  const probeTimeoutMs = Math.max(timeoutMs, ISOLATE_STALL_MS);
   const clients = shards.map((shard) =>
     createL2({
       name: shard.name,
@@ -195,15 +197,16 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
       timeoutMs,
       writeTimeoutMs: DEFAULTS.backgroundCallMs,
       claimTimeoutMs: Math.max(timeoutMs, DEFAULTS.l2ClaimTimeoutMs),
-      // The probe that confirms an outage is read on time by a stalled isolate (shared/leases.ts): no failure of Redis's then.
-      probeTimeoutMs: Math.max(timeoutMs, ISOLATE_STALL_MS),
+      probeTimeoutMs,
       timing,
       breaker: createBreaker({
         failureThreshold: DEFAULTS.l2BreakerFailures,
         coolDownMs: DEFAULTS.l2BreakerCoolDownMs,
         minFailureSpanMs: ISOLATE_STALL_MS,
         confirmTimeouts: true,
-        recoveryProbeEveryMs: DEFAULTS.l2RecoveryProbeEveryMs,
+        // While it is open, a PING whose answer closes it at once (writes and the backlog flow again then, not at the
+        // cool-down's end): one out at a time, the next once the last one's budget is over.
+        recoveryProbeEveryMs: probeTimeoutMs,
         clock,
         onChange: watchBreaker(`l2:${shard.name}`, metrics, fleet),
       }),

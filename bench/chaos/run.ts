@@ -110,7 +110,7 @@ async function main(): Promise<void> {
   };
   // How long a fault's effect outlasts its undo: an origin breaker's cool-down and one probe (a fetch); the L2 breaker's next PING and its budget.
   const coreTimeoutMs = Math.max(...Object.values(policies).map((p) => (p.core ? p.originTimeoutMs : 0)));
-  const tails = { coreMs: DEFAULTS.originBreakerCoolDownMs + coreTimeoutMs, redisMs: DEFAULTS.l2RecoveryProbeEveryMs + ISOLATE_STALL_MS };
+  const tails = { coreMs: DEFAULTS.originBreakerCoolDownMs + coreTimeoutMs, redisMs: 2 * ISOLATE_STALL_MS };
   const prices = startPriceChanger({ targets, origin: servers.origin, token: servers.bindings.PURGE_TOKEN!, hotIds, seed: seed + SEEDS.prices, now });
   onCleanup("price changer", () => prices.stop());
   const controls = faultControls({

@@ -120,15 +120,6 @@ export const DEFAULTS = {
   l2BreakerFailures: 5,
   l2BreakerCoolDownMs: 5000,
   /**
-   * While the L2 breaker is open, a request sends Redis a PING in the
-   * background this often: its answer closes the breaker at once, so writes
-   * (and the backlog kept meanwhile) flow again within this of Redis coming
-   * back, not at the end of the cool-down (5 s, when the fleet's isolates
-   * could not see what each other fetched meanwhile). A probe costs Redis a
-   * PING a quarter second per isolate, and no visitor waits for it.
-   */
-  l2RecoveryProbeEveryMs: 250,
-  /**
    * Seconds (at most the resource's negativeTtl) for which an origin answer
    * about one id that the tier cannot use (a 400 or 422, a body that breaks
    * the contract or names another id) is remembered: that id is not asked

@@ -118,7 +118,7 @@ describe("the policy numbers the README gives in its tables and prose", () => {
       `Blind to purges after ${DEFAULTS.purgeBlindAfterMs / 1000} s, an isolate refreshes entries older than ${DEFAULTS.purgeBlindMaxAgeMs / 1000} s`,
       `after the breaker opens (${DEFAULTS.l2BreakerFailures} failures)`,
       `failures over ${ISOLATE_STALL_MS} ms, then a ${ISOLATE_STALL_MS}-ms probe`,
-      `a PING every ${DEFAULTS.l2RecoveryProbeEveryMs} ms`,
+      `a PING every ${ISOLATE_STALL_MS} ms`,
       `the newest, ≤ ${DEFAULTS.l2BacklogMaxBytes / MiB} MiB per isolate`,
       `at least ${DEFAULTS.originBreakerFailures} of its last ${4 * DEFAULTS.originBreakerFailures} calls failed and they are at least half: no calls for ${DEFAULTS.originBreakerCoolDownMs / 1000} s`,
       `1 product fetch per such id per isolate per ${DEFAULTS.rejectedAnswerTtl} s`,
