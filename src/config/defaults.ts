@@ -49,13 +49,11 @@ export const DEFAULTS = {
    * lose what the fleet fetched; cache/l2/l2.ts): the newest writes, at
    * most this many bytes of values (each counted at least 200 bytes, so the
    * bound holds their count too), replayed a call's worth at a time (one
-   * script run), a few calls per request, once L2 answers again. Replays are
+   * script run), a call per page read, once L2 answers again. Replays are
    * version- and purge-guarded like any fill's write, so a late one never
    * wins over newer data.
    */
   l2BacklogMaxBytes: 2 * 1024 * 1024,
-  /** Backlog calls per flush: the rest waits for the next request, which has its own subrequest budget. */
-  l2BacklogBatchesPerFlush: 4,
   /**
    * A fill's cross-isolate lock (Nginx's proxy_cache_lock_timeout, 5 s by
    * default): the longest a filler holds it, so that a crashed holder blocks

@@ -122,9 +122,9 @@ export interface L2 {
    */
   writeFills(writes: readonly FillWrite[]): Promise<(boolean | undefined)[]>;
   /**
-   * Writes what the backlog holds (newest first, a batch per call, each
-   * write guarded as above), if L2 takes calls again; one flush at a time.
-   * Called from request paths, under `waitUntil`.
+   * Writes a call's worth of what the backlog holds (the newest, each write
+   * guarded as above), if L2 takes calls again; one flush at a time. Called
+   * by every page read while the backlog waits, under `waitUntil`.
    */
   flushBacklog(): Promise<void>;
   /** Writes waiting in the backlog. */
@@ -468,30 +468,29 @@ export function createL2({
     return writes.map((_, i) => (written === undefined ? undefined : written[i] === 1));
   }
 
+  /** One call's worth of the backlog: every page read while it waits calls this, so that it drains at the traffic's pace, a subrequest a page. */
   async function flushBacklog(): Promise<void> {
     if (backlog.size === 0 || flushingUntil > Date.now() || !breaker.allow()) return;
-    flushingUntil = Date.now() + DEFAULTS.l2BacklogBatchesPerFlush * gatePlaceMs(writeTimeoutMs);
+    flushingUntil = Date.now() + gatePlaceMs(writeTimeoutMs);
     try {
-      for (let round = 0; round < DEFAULTS.l2BacklogBatchesPerFlush && backlog.size > 0; round++) {
-        const now = Date.now();
-        // Entries past their end are not worth a write; the rest go newest first (lru-cache's order).
-        for (const [key, pending] of [...backlog.entries()]) if (pending.expiresAt <= now) backlog.delete(key);
-        // A call's worth, as the outbox sends them (outbox.ts).
-        const batch = [...backlog.entries()].slice(0, DEFAULTS.outboxItemsPerCall);
-        if (batch.length === 0) return;
-        // Replayed with what is left of their life.
-        const { keys, args } = writeArgs(
-          batch.map(([, pending]) => pending.write),
-          (_, i) => batch[i]![1].expiresAt - now,
-        );
-        const done = await guarded(() => writeScript.exec(keys, args), { isWrite: true, force: true });
-        if (done === undefined) return;
-        for (const [key, pending] of batch) {
-          // A newer write for the key may have joined the backlog meanwhile: it stays.
-          if (backlog.peek(key) === pending) backlog.delete(key);
-        }
-        stats.replayedWrites += batch.length;
+      const now = Date.now();
+      // Entries past their end are not worth a write; the rest go newest first (lru-cache's order).
+      for (const [key, pending] of [...backlog.entries()]) if (pending.expiresAt <= now) backlog.delete(key);
+      // A call's worth, as the outbox sends them (outbox.ts).
+      const batch = [...backlog.entries()].slice(0, DEFAULTS.outboxItemsPerCall);
+      if (batch.length === 0) return;
+      // Replayed with what is left of their life.
+      const { keys, args } = writeArgs(
+        batch.map(([, pending]) => pending.write),
+        (_, i) => batch[i]![1].expiresAt - now,
+      );
+      const done = await guarded(() => writeScript.exec(keys, args), { isWrite: true, force: true });
+      if (done === undefined) return;
+      for (const [key, pending] of batch) {
+        // A newer write for the key may have joined the backlog meanwhile: it stays.
+        if (backlog.peek(key) === pending) backlog.delete(key);
       }
+      stats.replayedWrites += batch.length;
     } finally {
       flushingUntil = 0;
     }
