@@ -9,7 +9,7 @@ import { failureOf, isAnswerAboutId } from "../origin/failure";
 import { Departed } from "../overload";
 import { PAGE_SUBJECT, type ResourceName, type ResourceTypes } from "../origin/resources";
 import type { Clock } from "../shared/clock";
-import { ISOLATE_LATE_MS, type LeaseTable } from "../shared/leases";
+import { ISOLATE_LATE_MS, ISOLATE_STALL_MS, type LeaseTable } from "../shared/leases";
 import { entryState, newerOf, type Entry } from "./entry";
 import type { FillContext } from "./fill/fill";
 import type { Flights } from "./fill/flights";
@@ -151,7 +151,8 @@ function refreshParts(tools: PageTools, id: string, items: RefreshItem[], reques
     wanted.forEach(refresh);
     return;
   }
-  if (!tools.lookingUpForRefresh.take(id, clock.now() + 4 * DEFAULTS.locationTimeoutMs, true)) return;
+  // The lookup's lease: its budget, and the isolate's longest stall (shared/leases.ts) for its answer read late.
+  if (!tools.lookingUpForRefresh.take(id, clock.now() + DEFAULTS.locationTimeoutMs + ISOLATE_STALL_MS, true)) return;
   request.background(
     (async () => {
       try {
