@@ -45,16 +45,6 @@ export const DEFAULTS = {
    */
   backgroundCallMs: 1000,
   /**
-   * The backlog of writes L2 could not take (design: a double fault must not
-   * lose what the fleet fetched; cache/l2/l2.ts): the newest writes, at
-   * most this many bytes of values (each counted at least 200 bytes, so the
-   * bound holds their count too), replayed a call's worth at a time (one
-   * script run), a call per page read, once L2 answers again. Replays are
-   * version- and purge-guarded like any fill's write, so a late one never
-   * wins over newer data.
-   */
-  l2BacklogMaxBytes: 2 * 1024 * 1024,
-  /**
    * A fill's cross-isolate lock (Nginx's proxy_cache_lock_timeout, 5 s by
    * default): the longest a filler holds it, so that a crashed holder blocks
    * nobody for longer, and the longest a loser waits for the winner's result
@@ -117,22 +107,6 @@ export const DEFAULTS = {
   /** Failures (among the last 20 calls, and at least half of them) that open the L2 breaker, and how long it stays open before a probe. */
   l2BreakerFailures: 5,
   l2BreakerCoolDownMs: 5000,
-  /**
-   * Seconds (at most the resource's negativeTtl) for which an origin answer
-   * about one id that the tier cannot use (a 400 or 422, a body that breaks
-   * the contract or names another id) is remembered: that id is not asked
-   * again meanwhile, so junk ids repeated cost one origin call each, and an
-   * origin fixed by a deploy is heard within seconds. Kept in L1 only: such
-   * an answer must never replace a good copy in L2 for the whole fleet.
-   */
-  rejectedAnswerTtl: 10,
-  /**
-   * Ids whose rejected answer is remembered apart from L1, for ids that still
-   * have a copy to serve (see cache/readThrough.ts): a few hundred bytes each.
-   * Those are rare (an origin bug for some products); a flood of junk ids
-   * only evicts the oldest, and their "no data" answers live in L1 anyway.
-   */
-  rejectedAnswersMax: 1000,
   /** Each isolate reads the purge log at most this often: the bound on how long a purged page can still be served. */
   purgePollMs: 1000,
   /** Without news of purges for this long (L2 out), an isolate counts itself blind... */
@@ -245,13 +219,6 @@ export const DEFAULTS = {
    * page no more than this before L2.
    */
   locationTimeoutMs: 50,
-  /**
-   * Location puts in flight at once in an isolate (each a lease of
-   * `backgroundCallMs`): they run in the background, and each is a subrequest of
-   * the invocation that made it. Past it a put is dropped and counted: the
-   * copy is still in L1 and L2, and the next miss in the location puts it.
-   */
-  locationPutsInFlight: 32,
   /** Key prefix in Redis: `pp:v1:prod:p-000123`. Bump the version to orphan every old entry. */
   keyPrefix: "pp:v1",
 } as const;

@@ -3,6 +3,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { storedSize } from "../../src/cache/l1";
 import { createReadThrough, redisSilence } from "../../src/cache/readThrough";
+import { REJECTED_ANSWER_TTL } from "../../src/cache/fill/rejections";
 import type { ResourceName } from "../../src/origin/resources";
 import { encodeEntry } from "../../src/cache/l2/codec";
 import type { FillClaim, FillClaimRequest, FillWrite, L2 } from "../../src/cache/l2/l2";
@@ -142,7 +143,7 @@ describe("entry life cycle", () => {
 // body that breaks the contract): not a failure of the service, and not to be
 // asked again on every request.
 describe("answers about one id that the tier cannot use", () => {
-  const REJECTED_TTL_MS = DEFAULTS.rejectedAnswerTtl * 1000;
+  const REJECTED_TTL_MS = REJECTED_ANSWER_TTL * 1000;
 
   it("with nothing cached, is 'no data' for a short while: one origin call, then L1, then asked again", async () => {
     const { clock, origin, read } = setup();

@@ -208,6 +208,17 @@ export interface L2Options {
 // leaves its lock to its TTL (claimFills takes a spent lock over); a value
 // not written, or an empty one (a fill that stopped: see FillWrite), releases
 // the lock now, so that the next claim need not wait. Returns 1 or 0 per write.
+/**
+ * The backlog of writes L2 could not take (design: a double fault must not
+ * lose what the fleet fetched): the newest writes, at most this many bytes
+ * of values (each counted at least 200 bytes, so the bound holds their
+ * count too), replayed a call's worth at a time (one script run), a call
+ * per page read, once L2 answers again. Replays are version- and
+ * purge-guarded like any fill's write, so a late one never wins over newer
+ * data.
+ */
+export const BACKLOG_MAX_BYTES = 2 * 1024 * 1024;
+
 const WRITE_FILLS_FUNCTION = `
 local function writeFills(K, A)
   local read = redis.call('MGET', unpack(K))
@@ -407,7 +418,7 @@ export function createL2({
   });
   // Newest kept: lru-cache evicts the least recently set first. Plain data only: it is replayed from other requests.
   // Each counted 200 bytes more than its value (the Pending, its write's keys, lru-cache's slots): the byte bound holds the count too.
-  const backlog = new LRUCache<string, Pending>({ maxSize: DEFAULTS.l2BacklogMaxBytes, sizeCalculation: (pending) => pending.write.value.length + 200 });
+  const backlog = new LRUCache<string, Pending>({ maxSize: BACKLOG_MAX_BYTES, sizeCalculation: (pending) => pending.write.value.length + 200 });
   /** The flush under way, as a lease (shared/leases.ts): a flush whose request vanished lapses at its budget. */
   let flushingUntil = 0;
 

@@ -66,7 +66,7 @@ export interface LocationStats {
   unvouched: number;
   /** Lookups (one per page) that failed or took longer than locationTimeoutMs. */
   errors: number;
-  /** Copies put (one per page), failed, or dropped past locationPutsInFlight (or for a stamp this isolate cannot give). */
+  /** Copies put (one per page), failed, or dropped past PUTS_IN_FLIGHT (or for a stamp this isolate cannot give). */
   puts: number;
   putsFailed: number;
   putsDropped: number;
@@ -128,10 +128,18 @@ function parsedParts(text: string | null, total: number): Map<string, { from: nu
   return from === total ? parts : undefined;
 }
 
+/**
+ * Location puts in flight at once in an isolate (each a lease of
+ * `backgroundCallMs`): they run in the background, and each is a subrequest of
+ * the invocation that made it. Past it a put is dropped and counted: the
+ * copy is still in L1 and L2, and the next miss in the location puts it.
+ */
+const PUTS_IN_FLIGHT = 32;
+
 export function createLocationCache(deps: { config: Config; clock: Clock; open: () => Promise<LocationStore> }): LocationCache {
   const { config, clock } = deps;
   const stats: LocationStats = { lookups: 0, hits: 0, invalid: 0, purged: 0, unvouched: 0, errors: 0, puts: 0, putsFailed: 0, putsDropped: 0 };
-  const putsUnderWay = createLeaseTable<number, true>({ clock, capacity: DEFAULTS.locationPutsInFlight });
+  const putsUnderWay = createLeaseTable<number, true>({ clock, capacity: PUTS_IN_FLIGHT });
   let tickets = 0;
   const decoder = new TextDecoder();
 
