@@ -179,14 +179,6 @@ export const DEFAULTS = {
    * second is never served stale, and no visitor waits for its refresh.
    */
   refreshAheadShare: { warm: 0.1, hot: 0.25 },
-  /**
-   * Claims and writes in one Redis call at most (cache/l2/outbox.ts), and
-   * the writes' values' characters: a claim is on a visitor's path, and a
-   * call this size is one script run of a few milliseconds (one larger
-   * value still goes, alone).
-   */
-  outboxItemsPerCall: 32,
-  outboxBytesPerCall: 128 * 1024,
   /** Values over this many bytes are compressed before they go to L2. */
   compressAboveBytes: 1024,
   /**

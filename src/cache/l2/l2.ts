@@ -8,7 +8,6 @@ import { Redis } from "@upstash/redis/cloudflare";
 import { LRUCache } from "lru-cache";
 import type { Breaker } from "../../shared/breaker";
 import { createL2Guard, gatePlaceMs, type CallTiming, type L2CallOptions, type L2CallStats } from "./l2Guard";
-import { DEFAULTS } from "../../config/defaults";
 
 // Part of the L2 interface (`run`, `runOnKeys`): its users name it from here.
 
@@ -208,6 +207,15 @@ export interface L2Options {
 // leaves its lock to its TTL (claimFills takes a spent lock over); a value
 // not written, or an empty one (a fill that stopped: see FillWrite), releases
 // the lock now, so that the next claim need not wait. Returns 1 or 0 per write.
+/**
+ * Claims and writes in one Redis call at most (the outbox's calls, outbox.ts,
+ * and the backlog's replays), and the writes' values' characters: a claim
+ * is on a visitor's path, and a call this size is one script run of a few
+ * milliseconds (one larger value still goes, alone).
+ */
+export const CALL_MAX_ITEMS = 32;
+export const CALL_MAX_BYTES = 128 * 1024;
+
 /**
  * The backlog of writes L2 could not take (design: a double fault must not
  * lose what the fleet fetched): the newest writes, at most this many bytes
@@ -488,7 +496,7 @@ export function createL2({
       // Entries past their end are not worth a write; the rest go newest first (lru-cache's order).
       for (const [key, pending] of [...backlog.entries()]) if (pending.expiresAt <= now) backlog.delete(key);
       // A call's worth, as the outbox sends them (outbox.ts).
-      const batch = [...backlog.entries()].slice(0, DEFAULTS.outboxItemsPerCall);
+      const batch = [...backlog.entries()].slice(0, CALL_MAX_ITEMS);
       if (batch.length === 0) return;
       // Replayed with what is left of their life.
       const { keys, args } = writeArgs(

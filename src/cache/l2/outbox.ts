@@ -27,7 +27,7 @@ import type { Background } from "../../shared/subrequests";
 import { DEFAULTS } from "../../config/defaults";
 import type { Clock } from "../../shared/clock";
 import { pollPauses } from "../../shared/leases";
-import type { FillClaim, FillClaimRequest, FillWrite, L2, ReadAlong } from "./l2";
+import { CALL_MAX_BYTES, CALL_MAX_ITEMS, type FillClaim, type FillClaimRequest, type FillWrite, type L2, type ReadAlong } from "./l2";
 import { gatePlaceMs } from "./l2Guard";
 import { perGroup } from "./shardedL2";
 
@@ -36,9 +36,9 @@ export interface OutboxOptions {
   sleep: (ms: number) => Promise<void>;
   /** How long a write nobody is known to wait for waits for a claim call to carry it (unit tests: other than the default, see createOutbox). */
   holdMs?: number;
-  /** Claims and writes in one call at most (DEFAULTS.outboxItemsPerCall). */
+  /** Claims and writes in one call at most (l2.ts, CALL_MAX_ITEMS). */
   maxItems?: number;
-  /** The writes' values' characters in one call at most, one larger write still going alone (DEFAULTS.outboxBytesPerCall). */
+  /** The writes' values' characters in one call at most, one larger write still going alone (l2.ts, CALL_MAX_BYTES). */
   maxBytes?: number;
   /** A write that waited this long is dropped: its lock has lapsed, and another isolate has likely filled the key since. */
   maxWaitMs: number;
@@ -99,7 +99,7 @@ interface Lane {
 export function createOutbox(l2: L2, given: OutboxOptions): Outbox {
   // The hold is a write's own budget (backgroundCallMs): holding a write at most doubles the time it may take to land,
   // and the lock, which outlives both, keeps other isolates from fetching it again meanwhile (fill.ts, mayWait).
-  const options = { holdMs: DEFAULTS.backgroundCallMs, maxItems: DEFAULTS.outboxItemsPerCall, maxBytes: DEFAULTS.outboxBytesPerCall, ...given };
+  const options = { holdMs: DEFAULTS.backgroundCallMs, maxItems: CALL_MAX_ITEMS, maxBytes: CALL_MAX_BYTES, ...given };
   const { clock } = options;
   const lanes = new Map<string, Lane>();
   const stats: Omit<OutboxStats, "queued"> = { claimCalls: 0, claims: 0, joined: 0, lapsed: 0, carried: 0, writeCalls: 0, expired: 0 };
