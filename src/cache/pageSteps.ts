@@ -23,7 +23,6 @@ import type { RefreshTools } from "./fill/refreshes";
 import type { Rejections } from "./fill/rejections";
 import { served, type Served, type Tier } from "./served";
 import { visitorLeft, type Pending, type PageRequest } from "./pageRequest";
-import { DEFAULTS } from "../config/defaults";
 
 /** What the steps read and fill through: the read-through's parts (readThrough.ts). */
 export interface PageTools extends RefreshTools {
@@ -152,7 +151,7 @@ function refreshParts(tools: PageTools, id: string, items: RefreshItem[], reques
     return;
   }
   // The lookup's lease: its budget, and the isolate's longest stall (shared/leases.ts) for its answer read late.
-  if (!tools.lookingUpForRefresh.take(id, clock.now() + DEFAULTS.locationTimeoutMs + ISOLATE_STALL_MS, true)) return;
+  if (!tools.lookingUpForRefresh.take(id, clock.now() + ISOLATE_LATE_MS + ISOLATE_STALL_MS, true)) return;
   request.background(
     (async () => {
       try {

@@ -204,13 +204,6 @@ export const DEFAULTS = {
    * (warming, filter rebuilds) can do their whole job in one invocation.
    */
   maxSubrequests: 45,
-  /**
-   * The longest a page waits for the location cache's answer (one `match`
-   * of the page's copy, for the parts L1 lacks): it answers from the data center in a
-   * millisecond or two, and a lookup that takes longer is a miss, costing the
-   * page no more than this before L2.
-   */
-  locationTimeoutMs: 50,
   /** Key prefix in Redis: `pp:v1:prod:p-000123`. Bump the version to orphan every old entry. */
   keyPrefix: "pp:v1",
 } as const;
