@@ -129,7 +129,9 @@ export function isIsolateError(error: unknown): boolean {
  * noticed later than this (or a quarter of its budget) past its budget is the
  * isolate's delay (noticedLate), and so is a missing reply while the isolate's
  * lag is past it (cache/readThrough.ts); a key's L2 read counts as under way
- * this long past its budget, for pages that join it (cache/pageSteps.ts).
+ * this long past its budget, for pages that join it (cache/pageSteps.ts); and
+ * a location lookup, answered in a ms or two, has this budget
+ * (cache/location/location.ts).
  */
 export const ISOLATE_LATE_MS = 50;
 
