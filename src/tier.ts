@@ -3,7 +3,7 @@
 // (Workers hand bindings to `fetch`, not to module scope) and kept for the
 // isolate's life, which is what makes L1 an L1.
 import { createBreaker } from "./shared/breaker";
-import { ISOLATE_STALL_MS } from "./shared/leases";
+import { ISOLATE_LATE_MS, ISOLATE_STALL_MS } from "./shared/leases";
 import { systemClock, type Clock } from "./shared/clock";
 import { TTL_JITTER } from "./cache/entry";
 import { createL2, type L2 } from "./cache/l2/l2";
@@ -115,11 +115,11 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     maxColdPages: config.coldPagesMax,
     coldPageWaitMs: config.coldPageWaitMs,
     // A page waiting for its turn holds its product's place through its hold and its wait, and a read lease's grace.
-    turnLeaseMs: HOLD_MAX_MS + config.coldPageWaitMs + DEFAULTS.l2ReadLeaseGraceMs,
+    turnLeaseMs: HOLD_MAX_MS + config.coldPageWaitMs + ISOLATE_LATE_MS,
     // A page's read fills its subject, then the other parts: two fills at most, one after the other.
     coldPageLeaseMs: 2 * Math.max(...RESOURCE_NAMES.map((resource) => fillBoundMs(config, resource))),
-    // A finished fill's write waits for a claim call to carry it (writeHoldMs at most: cache/l2/outbox.ts), then has the write budget.
-    backgroundFillMs: DEFAULTS.writeHoldMs + DEFAULTS.backgroundCallMs,
+    // A finished fill's write waits for a claim call to carry it (a write's budget at most: cache/l2/outbox.ts), then has its budget.
+    backgroundFillMs: 2 * DEFAULTS.backgroundCallMs,
     hold: { maxHoldMs: HOLD_MAX_MS },
   });
   // CACHING=off: no cache at all, Redis's included (cache/bypass.ts).
@@ -192,6 +192,8 @@ function createLocationFor(config: Config, clock: Clock): LocationCache | null {
 
 /** One L2 client and breaker per shard; several shards go on a consistent-hash ring. */
 function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: Clock, timing?: CallTiming, metrics?: Metrics, fleet?: Fleet): L2 {
+  // The probe that confirms an outage is read on time by a stalled isolate (shared/leases.ts): no failure of Redis's then.
+  const probeTimeoutMs = Math.max(timeoutMs, ISOLATE_STALL_MS);
   const clients = shards.map((shard) =>
     createL2({
       name: shard.name,
@@ -200,14 +202,16 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
       timeoutMs,
       writeTimeoutMs: DEFAULTS.backgroundCallMs,
       claimTimeoutMs: Math.max(timeoutMs, DEFAULTS.l2ClaimTimeoutMs),
-      probeTimeoutMs: Math.max(timeoutMs, DEFAULTS.l2ProbeTimeoutMs),
+      probeTimeoutMs,
       timing,
       breaker: createBreaker({
         failureThreshold: DEFAULTS.l2BreakerFailures,
         coolDownMs: DEFAULTS.l2BreakerCoolDownMs,
         minFailureSpanMs: ISOLATE_STALL_MS,
         confirmTimeouts: true,
-        recoveryProbeEveryMs: DEFAULTS.l2RecoveryProbeEveryMs,
+        // While it is open, a PING whose answer closes it at once (writes and the backlog flow again then, not at the
+        // cool-down's end): one out at a time, the next once the last one's budget is over.
+        recoveryProbeEveryMs: probeTimeoutMs,
         clock,
         onChange: watchBreaker(`l2:${shard.name}`, metrics, fleet),
       }),

@@ -12,6 +12,7 @@
 import type { OriginAdmin } from "../../dev/harness/originAdmin";
 import { DEFAULTS } from "../../src/config/defaults";
 import { PAGE_RESOURCES, RESOURCES } from "../../src/origin/resources";
+import { ISOLATE_STALL_MS } from "../../src/shared/leases";
 import type { Servers } from "../stack";
 import { describe, type Fault, type FaultSpec, type PurgeThrough, type Service } from "./schedule";
 
@@ -122,7 +123,7 @@ export class Timeline {
  */
 export function tailsOf(policies: Record<string, { core: boolean; originTimeoutMs: number }>): { coreMs: number; redisMs: number } {
   const coreTimeoutMs = Math.max(...Object.values(policies).map((p) => (p.core ? p.originTimeoutMs : 0)));
-  return { coreMs: DEFAULTS.originBreakerCoolDownMs + coreTimeoutMs, redisMs: DEFAULTS.l2RecoveryProbeEveryMs + DEFAULTS.l2ProbeTimeoutMs };
+  return { coreMs: DEFAULTS.originBreakerCoolDownMs + coreTimeoutMs, redisMs: 2 * ISOLATE_STALL_MS };
 }
 
 /** "#3 redis-pause", for the tables. */

@@ -11,10 +11,10 @@ import { DEFAULTS } from "../../src/config/defaults";
 export const COLD_RANKS = 8 + 5 * 24;
 /**
  * Cold pages measured one at a time in each size, with the load stopped: what a page costs an isolate that holds nothing of it
- * and sees no other traffic. Further apart than a write may wait for a claim to carry it (DEFAULTS.writeHoldMs), so
+ * and sees no other traffic. Further apart than a write may wait for a claim to carry it (a write's budget, DEFAULTS.backgroundCallMs), so
  * that each page's writes go alone.
  */
-export const COLD_PAGES = { count: 24, gapMs: DEFAULTS.writeHoldMs + 500 } as const;
+export const COLD_PAGES = { count: 24, gapMs: DEFAULTS.backgroundCallMs + 500 } as const;
 /** Requests of the hot-product herd, at once, spread over the isolates. */
 export const HERD_REQUESTS = 200;
 /** The purge storm: this many single-product purges (each a price change at the origin first), `perSecond` of them. */

@@ -9,7 +9,7 @@ import { failureOf, isAnswerAboutId } from "../origin/failure";
 import { Departed } from "../overload";
 import { PAGE_SUBJECT, type ResourceName, type ResourceTypes } from "../origin/resources";
 import type { Clock } from "../shared/clock";
-import type { LeaseTable } from "../shared/leases";
+import { ISOLATE_LATE_MS, ISOLATE_STALL_MS, type LeaseTable } from "../shared/leases";
 import { entryState, newerOf, type Entry } from "./entry";
 import type { FillContext } from "./fill/fill";
 import type { Flights } from "./fill/flights";
@@ -23,7 +23,6 @@ import type { RefreshTools } from "./fill/refreshes";
 import type { Rejections } from "./fill/rejections";
 import { served, type Served, type Tier } from "./served";
 import { visitorLeft, type Pending, type PageRequest } from "./pageRequest";
-import { DEFAULTS } from "../config/defaults";
 
 /** What the steps read and fill through: the read-through's parts (readThrough.ts). */
 export interface PageTools extends RefreshTools {
@@ -151,7 +150,8 @@ function refreshParts(tools: PageTools, id: string, items: RefreshItem[], reques
     wanted.forEach(refresh);
     return;
   }
-  if (!tools.lookingUpForRefresh.take(id, clock.now() + 4 * DEFAULTS.locationTimeoutMs, true)) return;
+  // The lookup's lease: its budget, and the isolate's longest stall (shared/leases.ts) for its answer read late.
+  if (!tools.lookingUpForRefresh.take(id, clock.now() + ISOLATE_LATE_MS + ISOLATE_STALL_MS, true)) return;
   request.background(
     (async () => {
       try {
@@ -268,7 +268,8 @@ export const readFromL2: Step = async (tools, id, pending, request, data) => {
   // A page's keys live on its product's shard (l2/shardedL2.ts): the first key's breaker and answers stand for them all.
   const firstKey = toRead[0]!.key;
   const answeredBefore = l2.answered(firstKey);
-  const readUntil = readStarted + config.l2TimeoutMs + DEFAULTS.l2ReadLeaseGraceMs;
+  // The read counts as under way for pages that join it as long as this isolate may read its reply late (shared/leases.ts).
+  const readUntil = readStarted + config.l2TimeoutMs + ISOLATE_LATE_MS;
   for (const item of toRead) reading.take(item.key, readUntil, true);
   const values = await l2
     .readMany(

@@ -10,7 +10,7 @@ import type { Config } from "../config";
 import type { OriginClient } from "../origin/client";
 import { PAGE_SUBJECT, RESOURCES, type ResourceName, type ResourceTypes } from "../origin/resources";
 import type { Clock } from "../shared/clock";
-import { createLeaseTable } from "../shared/leases";
+import { createLeaseTable, ISOLATE_LATE_MS } from "../shared/leases";
 import { markedStale, onlyForErrorsFrom, type Entry } from "./entry";
 import { createFill, type FillContext } from "./fill/fill";
 import { createFillBatch } from "./l2/fillBatch";
@@ -25,7 +25,6 @@ import { keptWith, type LocationCache, type LocationPart, type LocationStats } f
 import { filledMeanwhile, underWay, readCopies, readFromL1, readFromL2, readFromLocation, readFromOrigin, shedPage, type PageTools } from "./pageSteps";
 import { visitorLeft, type PageData, type PageRead, type PageRequest, type Timings } from "./pageRequest";
 import type { Departures, LagMeter, PageAdmission } from "../overload";
-import { DEFAULTS } from "../config/defaults";
 import { createRejections } from "./fill/rejections";
 import type { PurgeStamp } from "./location/purgeStamp";
 import { createRefreshes } from "./fill/refreshes";
@@ -132,8 +131,12 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   const l2Entries = createL2Entries({ config, l2, clock });
   const sleep = deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const overload = deps.overload;
-  /** Late past the grace a reply may be read in (DEFAULTS.l2ReadLeaseGraceMs); without the overload parts (unit tests), always. */
-  const isolateLate = () => (overload ? overload.lag.lagMs() > DEFAULTS.l2ReadLeaseGraceMs : true);
+  /**
+   * Running later than it reads replies on time (shared/leases.ts), this
+   * isolate may read a reply after its budget ran out, so that a call without
+   * an answer is not taken for a Redis that hangs; without the overload parts (unit tests), always.
+   */
+  const isolateLate = () => (overload ? overload.lag.lagMs() > ISOLATE_LATE_MS : true);
   const redisSilent = redisSilence(l2, isolateLate);
   const location = deps.location ?? null;
   /** The isolate's lock claims and fill writes on their way to L2, which claim calls carry (l2/outbox.ts). */

@@ -1,9 +1,7 @@
-// Every policy number of the tier lives here, with the reason for it.
-// The ones a shop tunes (TTLs, L1 size, timeouts, lock times...) can be overridden
-// through a wrangler var (see ./index.ts and the README); the rest are the tier's own.
-import { ORIGIN_MAX_BODY_BYTES } from "../origin/client";
+// The defaults of the settings a shop may change (through a wrangler var: see
+// ./index.ts and the README), and the numbers several modules share, each with
+// the invariant it keeps. A number one module uses lives beside it.
 import { RESOURCE_NAMES, RESOURCES, type ResourceName, type ResourcePolicy } from "../origin/resources";
-import { ISOLATE_LATE_MS, ISOLATE_STALL_MS } from "../shared/leases";
 
 /** Each resource's policy as the registry gives it (origin/resources.ts, where each number has its reason). */
 export const DEFAULT_POLICIES = Object.fromEntries(RESOURCE_NAMES.map((name) => [name, RESOURCES[name].defaults])) as Record<ResourceName, ResourcePolicy>;
@@ -41,42 +39,10 @@ export const DEFAULTS = {
    * larger than entries), a location put (its place held this long at most,
    * a put whose request vanished giving it back then). Longer than a
    * visitor's, so that load does not drop them; a store that hangs holds a
-   * background place this long at most.
+   * background place this long at most. A fill's write held for a claim
+   * call to carry it waits this long at most too (cache/l2/outbox.ts).
    */
   backgroundCallMs: 1000,
-  /**
-   * The probe that must fail before L2 time-outs open the breaker
-   * (shared/breaker.ts): as long as this isolate's longest stall
-   * (shared/leases.ts), so that a probe read late by a saturated isolate is
-   * no failure; no longer, because a hung Redis costs each page its L2
-   * budgets until the breaker opens.
-   */
-  l2ProbeTimeoutMs: ISOLATE_STALL_MS,
-  /** A place in the request's connection gate outlives its L2 call's budget by this much (shared/subrequests.ts). */
-  l2GateGraceMs: 1000,
-  /**
-   * How late past its budget this isolate may read an L2 reply: a key's L2
-   * read counts as under way this long past its budget, for pages that join
-   * it (a read whose request vanished lapses then); and an isolate running
-   * later than this (overload/lag.ts) may read a reply after its budget ran
-   * out, so that a call without an answer is then not taken for a Redis
-   * that hangs (a fill's claim or poll waits on: cache/readThrough.ts,
-   * redisSilence). Below it, the isolate reads replies on time, and no
-   * answer means Redis's silence.
-   */
-  l2ReadLeaseGraceMs: ISOLATE_LATE_MS,
-  /**
-   * The backlog of writes L2 could not take (design: a double fault must not
-   * lose what the fleet fetched; cache/l2/l2.ts): the newest writes, at
-   * most this many bytes of values (each counted at least 200 bytes, so the
-   * bound holds their count too), replayed a call's worth at a time (one
-   * script run), a few calls per request, once L2 answers again. Replays are
-   * version- and purge-guarded like any fill's write, so a late one never
-   * wins over newer data.
-   */
-  l2BacklogMaxBytes: 2 * 1024 * 1024,
-  /** Backlog calls per flush: the rest waits for the next request, which has its own subrequest budget. */
-  l2BacklogBatchesPerFlush: 4,
   /**
    * A fill's cross-isolate lock (Nginx's proxy_cache_lock_timeout, 5 s by
    * default): the longest a filler holds it, so that a crashed holder blocks
@@ -91,16 +57,6 @@ export const DEFAULTS = {
   lockPollFirstMs: 10,
   /** Polls never further apart than this: a winner that writes late is seen soon after, at a few Redis reads a second. */
   lockPollMaxMs: 160,
-  /** Times one wait asks the primary whether a lock that looks free is free (see cache/fill/lockWait.ts). */
-  lockReclaimsMax: 2,
-  /**
-   * A request that joined a fill in this isolate renews its interest in it
-   * this far ahead at every look (at most 16 ms apart, later on a busy
-   * isolate): a fill whose starter left goes on while a joiner's visitor is
-   * there, and stops soon after the last one leaves. A joiner that looked
-   * too late finds the fill stopped and starts its own (cache/fill/flights.ts).
-   */
-  fillInterestRenewMs: 250,
   /**
    * Origin fetches in flight per isolate (ORIGIN_MAX_CONCURRENT); as many more wait
    * in a queue, each within its call's deadline (tier.ts). Little's law: slots = fetches a second × the
@@ -148,31 +104,6 @@ export const DEFAULTS = {
   /** Failures (among the last 20 calls, and at least half of them) that open the L2 breaker, and how long it stays open before a probe. */
   l2BreakerFailures: 5,
   l2BreakerCoolDownMs: 5000,
-  /**
-   * While the L2 breaker is open, a request sends Redis a PING in the
-   * background this often: its answer closes the breaker at once, so writes
-   * (and the backlog kept meanwhile) flow again within this of Redis coming
-   * back, not at the end of the cool-down (5 s, when the fleet's isolates
-   * could not see what each other fetched meanwhile). A probe costs Redis a
-   * PING a quarter second per isolate, and no visitor waits for it.
-   */
-  l2RecoveryProbeEveryMs: 250,
-  /**
-   * Seconds (at most the resource's negativeTtl) for which an origin answer
-   * about one id that the tier cannot use (a 400 or 422, a body that breaks
-   * the contract or names another id) is remembered: that id is not asked
-   * again meanwhile, so junk ids repeated cost one origin call each, and an
-   * origin fixed by a deploy is heard within seconds. Kept in L1 only: such
-   * an answer must never replace a good copy in L2 for the whole fleet.
-   */
-  rejectedAnswerTtl: 10,
-  /**
-   * Ids whose rejected answer is remembered apart from L1, for ids that still
-   * have a copy to serve (see cache/readThrough.ts): a few hundred bytes each.
-   * Those are rare (an origin bug for some products); a flood of junk ids
-   * only evicts the oldest, and their "no data" answers live in L1 anyway.
-   */
-  rejectedAnswersMax: 1000,
   /** Each isolate reads the purge log at most this often: the bound on how long a purged page can still be served. */
   purgePollMs: 1000,
   /**
@@ -206,39 +137,8 @@ export const DEFAULTS = {
    * second is never served stale, and no visitor waits for its refresh.
    */
   refreshAheadShare: { warm: 0.1, hot: 0.25 },
-  /**
-   * A fill's write, or a refresh's claim, that nobody else is known to wait
-   * for (fill.ts, mayWait, nobodyElseWaits) waits this long at most for a
-   * lock claim call to carry it (cache/l2/outbox.ts):
-   * an isolate that sees a few pages a second claims every few hundred
-   * milliseconds, and a write sent on its own is a call per fill. A third of
-   * the lock's life (lockTtlMs): the lock outlives the hold, so no other
-   * isolate takes it over and fetches again. What it costs: a visitor in
-   * another data center with no copy of the key, whose claim finds this
-   * lock, waits for the write up to this much longer.
-   */
-  writeHoldMs: 1000,
-  /**
-   * Claims and writes in one Redis call at most (cache/l2/outbox.ts), and
-   * the writes' values' characters: a claim is on a visitor's path, and a
-   * call this size is one script run of a few milliseconds (one larger
-   * value still goes, alone).
-   */
-  outboxItemsPerCall: 32,
-  outboxBytesPerCall: 128 * 1024,
   /** Values over this many bytes are compressed before they go to L2. */
   compressAboveBytes: 1024,
-  /**
-   * The largest entry read from L2 (or written to it): its JSON, in bytes
-   * once decompressed. The largest answer the origin contract allows is
-   * about 470 KB of JSON (a product with a 20,000-character description, 20
-   * images and 50 tags, every character escaped; attributes aside, whose
-   * number the contract does not bound), and L1 charges twice the JSON.
-   * Decompression stops here: a 50 KB gzip bomb would inflate to 50 MB, and
-   * a few of those kill a 128 MB isolate. The origin client reads no larger
-   * body (origin/client.ts): an answer it reads is one an entry may hold.
-   */
-  l2EntryMaxJsonBytes: ORIGIN_MAX_BODY_BYTES,
   /**
    * The longest value read from L2 that is decoded at all, in characters,
    * checked before anything else; longer entries are not written either.
@@ -262,20 +162,6 @@ export const DEFAULTS = {
    * (warming, filter rebuilds) can do their whole job in one invocation.
    */
   maxSubrequests: 45,
-  /**
-   * The longest a page waits for the location cache's answer (one `match`
-   * of the page's copy, for the parts L1 lacks): it answers from the data center in a
-   * millisecond or two, and a lookup that takes longer is a miss, costing the
-   * page no more than this before L2.
-   */
-  locationTimeoutMs: 50,
-  /**
-   * Location puts in flight at once in an isolate (each a lease of
-   * `backgroundCallMs`): they run in the background, and each is a subrequest of
-   * the invocation that made it. Past it a put is dropped and counted: the
-   * copy is still in L1 and L2, and the next miss in the location puts it.
-   */
-  locationPutsInFlight: 32,
   /** Key prefix in Redis: `pp:v1:prod:p-000123`. Bump the version to orphan every old entry. */
   keyPrefix: "pp:v1",
 } as const;

@@ -28,7 +28,7 @@ import type { PurgeStamp } from "../cache/location/purgeStamp";
 import { DEFAULTS } from "../config/defaults";
 import { readBounded } from "../shared/body";
 import { sha256Hex } from "../shared/hash";
-import { within } from "../shared/leases";
+import { ISOLATE_LATE_MS, within } from "../shared/leases";
 import { subrequest, type Background } from "../shared/subrequests";
 import { PAGE_MAX_BYTES, PAGE_MAX_PURGES } from "./log";
 import { storedRecord, type PurgeRecord } from "./record";
@@ -77,7 +77,7 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
   function bounded<T>(look: () => Promise<T | undefined>): Promise<T | undefined> {
     return within(
       look().catch(() => undefined),
-      DEFAULTS.locationTimeoutMs,
+      ISOLATE_LATE_MS,
       () => undefined,
     );
   }
@@ -85,7 +85,7 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
   /** A header of `fields` whole numbers, `|`-separated: the era (kept as text), then the others as numbers; or undefined. */
   async function header(url: string, name: string, fields: number): Promise<[string, ...number[]] | undefined> {
     const store = await deps.open();
-    const response = await subrequest(() => store.match(url), DEFAULTS.locationTimeoutMs);
+    const response = await subrequest(() => store.match(url), ISOLATE_LATE_MS);
     if (!response) return undefined;
     await response.body?.cancel();
     const [era, ...rest] = (response.headers.get(name) ?? "").split("|");
@@ -112,7 +112,7 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
    */
   async function lookPage(era: string, from: number): Promise<SharedPage | undefined> {
     const store = await deps.open();
-    const response = await subrequest(() => store.match(pageUrl(era, from)), DEFAULTS.locationTimeoutMs);
+    const response = await subrequest(() => store.match(pageUrl(era, from)), ISOLATE_LATE_MS);
     if (!response) return undefined;
     const match = PAGE.exec(response.headers.get(PAGE_HEADER) ?? "");
     if (!match) {

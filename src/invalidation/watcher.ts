@@ -39,6 +39,7 @@ import type { Entry } from "../cache/entry";
 import { entryKey } from "../cache/keys";
 import type { L1Purging, PurgedAt } from "../cache/readThrough";
 import type { ReadAlong } from "../cache/l2/l2";
+import { gatePlaceMs } from "../cache/l2/l2Guard";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
 import type { ResourceName } from "../origin/resources";
 import { createKnownPurges, RECENT_ID_PURGES, type Verdict } from "./knownPurges";
@@ -106,10 +107,11 @@ export type PurgeWatcherStatus = ReturnType<PurgeWatcher["status"]>;
 /**
  * How long a sync may run before the next request starts another: the log's
  * reads have the background budget (a visitor waits for one at most
- * `syncWaitMs`; invalidation/log.ts), and the subrequest gate's grace.
+ * `syncWaitMs`; invalidation/log.ts), as long as its place in the
+ * subrequest gate is held (cache/l2/l2Guard.ts, gatePlaceMs).
  * Renewed at each page of a bulk re-price.
  */
-export const SYNC_LEASE_MS = DEFAULTS.backgroundCallMs + DEFAULTS.l2GateGraceMs;
+export const SYNC_LEASE_MS = gatePlaceMs(DEFAULTS.backgroundCallMs);
 
 /**
  * The index of the first of a page's records whose ids are worth

@@ -34,7 +34,7 @@ export interface OriginClient {
 
 /**
  * The largest origin body read, and so the largest entry L2 holds
- * (config/defaults.ts, l2EntryMaxJsonBytes, where the contract's largest
+ * (cache/l2/codec.ts, where the contract's largest
  * answer is weighed: about 470 KB of JSON): a service that sends more (a
  * bug, a proxy's error page, a hostile answer) must not fill a 128 MB isolate.
  */

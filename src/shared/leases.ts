@@ -128,7 +128,10 @@ export function isIsolateError(error: unknown): boolean {
  * How late this isolate may run and still read replies on time: a failure
  * noticed later than this (or a quarter of its budget) past its budget is the
  * isolate's delay (noticedLate), and so is a missing reply while the isolate's
- * lag is past it (config/defaults.ts, l2ReadLeaseGraceMs).
+ * lag is past it (cache/readThrough.ts); a key's L2 read counts as under way
+ * this long past its budget, for pages that join it (cache/pageSteps.ts); and
+ * a location lookup, answered in a ms or two, has this budget
+ * (cache/location/location.ts).
  */
 export const ISOLATE_LATE_MS = 50;
 
@@ -136,9 +139,12 @@ export const ISOLATE_LATE_MS = 50;
  * The longest this isolate stalls at once (a major GC, a burst of rendering;
  * a saturated isolate reads replies 100–200 ms late). Time-outs closer
  * together were stalled together here: a breaker's must span more
- * (breaker.ts, minFailureSpanMs). And an origin slot outlives its fetch's
- * deadline by it (origin/exchange.ts): a slot taken back from a holder only
- * late to its abort lets more fetches run than the cap allows.
+ * (breaker.ts, minFailureSpanMs), the probe that confirms an L2 outage
+ * has this budget (tier.ts), and a joiner's interest in a fill outlives its
+ * next look by it (cache/fill/flights.ts). An origin slot, and a call's place in the
+ * connection gate, outlive its deadline by it (origin/exchange.ts,
+ * cache/l2/l2Guard.ts): a slot taken back from a holder only late to its
+ * abort lets more calls run than the cap allows.
  */
 export const ISOLATE_STALL_MS = 500;
 

@@ -112,12 +112,12 @@ describe("Redis calls of a page", () => {
 
 /**
  * Until the worker has sent Redis nothing for longer than a write may wait
- * for a claim to carry it (DEFAULTS.writeHoldMs): a held write is
+ * for a claim to carry it (a write's budget, DEFAULTS.backgroundCallMs): a held write is
  * background work too, and a shorter silence let one land in the next
  * test's count.
  */
 async function quiet(): Promise<void> {
-  const silentChecks = Math.ceil(DEFAULTS.writeHoldMs / 300) + 1;
+  const silentChecks = Math.ceil(DEFAULTS.backgroundCallMs / 300) + 1;
   let last = JSON.stringify(await calls());
   let silent = 0;
   for (let i = 0; i < 40; i++) {

@@ -285,7 +285,7 @@ describe("a won fill's write", () => {
     return { ...sent[0]!, claimPatience };
   }
 
-  it(`may wait up to writeHoldMs (${DEFAULTS.writeHoldMs} ms) for a claim call to carry it when nobody else here waits for it: a first view, or a refresh`, async () => {
+  it(`may wait up to a write's budget (${DEFAULTS.backgroundCallMs} ms) for a claim call to carry it when nobody else here waits for it: a first view, or a refresh`, async () => {
     expect((await wonFill({ joined: false })).patient).toBe(true);
     expect((await wonFill({ refresh: true })).patient).toBe(true);
   });
@@ -308,7 +308,7 @@ describe("a won fill's write", () => {
   });
 
   it("goes at once when its lock would not outlive the hold by half its life (a slow origin): another isolate would take the lock over", async () => {
-    const slowest = config.lockTtlMs / 2 - DEFAULTS.writeHoldMs;
+    const slowest = config.lockTtlMs / 2 - DEFAULTS.backgroundCallMs;
     expect((await wonFill({ originMs: slowest })).patient).toBe(true);
     expect((await wonFill({ originMs: slowest + 1 })).patient).toBe(false);
   });

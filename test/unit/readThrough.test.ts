@@ -3,6 +3,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { storedSize } from "../../src/cache/l1";
 import { createReadThrough, redisSilence } from "../../src/cache/readThrough";
+import { REJECTED_ANSWER_TTL } from "../../src/cache/fill/rejections";
 import type { ResourceName } from "../../src/origin/resources";
 import { encodeEntry } from "../../src/cache/l2/codec";
 import type { FillClaim, FillClaimRequest, FillWrite, L2 } from "../../src/cache/l2/l2";
@@ -142,7 +143,7 @@ describe("entry life cycle", () => {
 // body that breaks the contract): not a failure of the service, and not to be
 // asked again on every request.
 describe("answers about one id that the tier cannot use", () => {
-  const REJECTED_TTL_MS = DEFAULTS.rejectedAnswerTtl * 1000;
+  const REJECTED_TTL_MS = REJECTED_ANSWER_TTL * 1000;
 
   it("with nothing cached, is 'no data' for a short while: one origin call, then L1, then asked again", async () => {
     const { clock, origin, read } = setup();
@@ -610,7 +611,7 @@ describe("a page whose product the known-ids filter lists, cold in this isolate"
     const refreshClaims = () => calls.claims.filter(({ staleBeyond }) => staleBeyond === undefined).length;
     await cache.read("p-8", ALL, (work) => void background.push(work), { listed: true });
     // Refreshes' claims wait for a claim call to carry them, at most the outbox's hold.
-    const held = { timeout: DEFAULTS.writeHoldMs + 1000 };
+    const held = { timeout: DEFAULTS.backgroundCallMs + 1000 };
     await vi.waitFor(() => expect(refreshClaims()).toBe(4), held);
     // Another product's four stale parts, while the first four refreshes still run: room for two more, not six.
     await cache.read("p-9", ALL, (work) => void background.push(work), { listed: true });

@@ -182,14 +182,14 @@ export function createFill(deps: FillDeps) {
 
   /**
    * Whether a fill's write may wait for a lock claim of this isolate to
-   * carry it (l2/outbox.ts, DEFAULTS.writeHoldMs at most) rather than go at
+   * carry it (l2/outbox.ts: a write's budget, DEFAULTS.backgroundCallMs, at most) rather than go at
    * once: not when others are likely to wait for it (nobodyElseWaits), nor
    * when its lock would not outlive the hold by half its life (a slow
    * origin: another isolate would take the lock over and fetch again). Why:
    * docs/architecture.md, "A write somebody may be waiting for is not held".
    */
   function mayWait(context: FillContext, claimedAt: number): boolean {
-    return nobodyElseWaits(context, claimedAt) && clock.now() + DEFAULTS.writeHoldMs <= claimedAt + config.lockTtlMs / 2;
+    return nobodyElseWaits(context, claimedAt) && clock.now() + DEFAULTS.backgroundCallMs <= claimedAt + config.lockTtlMs / 2;
   }
 
   /**

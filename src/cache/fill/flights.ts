@@ -7,13 +7,12 @@
 import type { Config } from "../../config";
 import { isAnswerAboutId, OriginError } from "../../origin/failure";
 import type { Clock } from "../../shared/clock";
-import { createLeaseTable, pollUntil, within } from "../../shared/leases";
+import { createLeaseTable, ISOLATE_STALL_MS, pollUntil, within } from "../../shared/leases";
 import { Departed, departed } from "../../overload";
 import { entryState, type Entry } from "../entry";
 import { fillBoundMs, type FillContext } from "./fill";
 import type { L1 } from "../l1";
 import type { Rejections } from "./rejections";
-import { DEFAULTS } from "../../config/defaults";
 
 /** A fill in flight: the end of its lease, and, once it settled, its outcome (plain data, read by the requests that joined it). */
 interface Flight {
@@ -22,7 +21,10 @@ interface Flight {
   settled?: { entry: Entry; via: FillContext["via"] } | { error: unknown };
   /**
    * Until when a request that joined the fill is known to still have its
-   * visitor: each one renews it while it waits (plain data, see DEFAULTS.fillInterestRenewMs).
+   * visitor: each one renews it at every look while it waits (plain data,
+   * see watch). A fill whose starter left goes on while a joiner's visitor
+   * is there, and stops soon after the last one leaves; a joiner that looked
+   * too late finds the fill stopped and starts its own.
    */
   wantedUntil: number;
   /** Other requests of this isolate joined the fill: others elsewhere may well be waiting for it too (fill.ts, storeInL2). */
@@ -106,7 +108,8 @@ export function createFlights({ config, clock, fill, l1, rejections, landed }: F
   function watch(flight: Flight, { visitor }: FillContext): Flight["settled"] | "left" {
     if (flight.settled || !visitor) return flight.settled;
     if (visitor.aborted) return "left";
-    flight.wantedUntil = clock.now() + DEFAULTS.fillInterestRenewMs;
+    // Until past the next look: looks are a poll's pause apart (16 ms at most), later by however long this isolate stalls (shared/leases.ts).
+    flight.wantedUntil = clock.now() + ISOLATE_STALL_MS;
     return undefined;
   }
 

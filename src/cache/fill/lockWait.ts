@@ -68,7 +68,9 @@ export function createLockWait({ config, l2Entries, clock, redisSilent }: LockWa
    * copy (its fetch failed): the first loser to reclaim becomes the winner
    * and the others keep waiting, where each of them used to fetch. Or the
    * poll read a replica the lock had not reached yet (Upstash Global sends
-   * reads to the nearest replica): the lock is still held, and the wait goes on.
+   * reads to the nearest replica): the lock is still held, and the wait goes
+   * on. A claim again is one more poll, sent to the primary: paced as the
+   * polls are, and bounded as they are by the lock's life.
    *
    * The polls go through `calls`: the waits of one page's fills poll together
    * (l2/fillBatch.ts), one MGET a round.
@@ -83,7 +85,6 @@ export function createLockWait({ config, l2Entries, clock, redisSilent }: LockWa
     ownToken?: string,
   ): Promise<Entry | "ours" | "departed" | undefined> {
     const giveUpAt = clock.now() + config.lockTtlMs;
-    let reclaims = 0;
     for (const delay of pauses(DEFAULTS.lockPollFirstMs, DEFAULTS.lockPollMaxMs, giveUpAt, clock.now)) {
       if (wanted.wanted && !wanted.wanted()) return "departed";
       const answeredBefore = l2.answered(key);
@@ -104,7 +105,6 @@ export function createLockWait({ config, l2Entries, clock, redisSilent }: LockWa
       // The lock looks free, or Redis looks silent: the claim again, where
       // the lock lives, tells which. Silent indeed, it is unanswered too, and
       // the fill fetches; answered "held", the poll was only late.
-      if (reclaims++ >= DEFAULTS.lockReclaimsMax) return undefined;
       const again = await reclaim();
       if (again !== "held") return again;
     }

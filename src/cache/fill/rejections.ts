@@ -2,16 +2,32 @@
 // body that breaks the contract: origin/client.ts, isAnswerAboutId), by key,
 // until they lapse. Such a key is not asked again meanwhile, by a fill or a
 // refresh, so junk ids and an origin bug for one product cost one call per
-// `rejectedAnswerTtl`, where each would otherwise be asked on every request.
+// REJECTED_ANSWER_TTL, where each would otherwise be asked on every request.
 // A reader with a copy at hand serves it; one without gets the "no data"
 // entry (a 404 page for a product).
 import { LRUCache } from "lru-cache";
 import type { Config } from "../../config";
-import { DEFAULTS } from "../../config/defaults";
 import type { OriginFailure } from "../../origin/failure";
 import type { ResourceName } from "../../origin/resources";
 import type { Clock } from "../../shared/clock";
 import { deadlinesFor, type Entry } from "../entry";
+
+/**
+ * Seconds (at most the resource's negativeTtl) for which an origin answer
+ * about one id that the tier cannot use (a 400 or 422, a body that breaks
+ * the contract or names another id) is remembered: that id is not asked
+ * again meanwhile, so junk ids repeated cost one origin call each, and an
+ * origin fixed by a deploy is heard within seconds. Kept in L1 only: such
+ * an answer must never replace a good copy in L2 for the whole fleet.
+ */
+export const REJECTED_ANSWER_TTL = 10;
+/**
+ * Ids whose rejected answer is remembered apart from L1, for ids that still
+ * have a copy to serve (see cache/readThrough.ts): a few hundred bytes each.
+ * Those are rare (an origin bug for some products); a flood of junk ids
+ * only evicts the oldest, and their "no data" answers live in L1 anyway.
+ */
+const REJECTED_ANSWERS_MAX = 1000;
 
 /** An origin answer about one id that the tier could not use, and the "no data" entry that stands for it until it lapses. */
 interface Rejection {
@@ -27,7 +43,7 @@ export interface Rejections {
 }
 
 export function createRejections({ config, clock, random }: { config: Pick<Config, "policies">; clock: Clock; random: () => number }): Rejections {
-  const rejections = new LRUCache<string, Rejection>({ max: DEFAULTS.rejectedAnswersMax });
+  const rejections = new LRUCache<string, Rejection>({ max: REJECTED_ANSWERS_MAX });
   return {
     of(key) {
       const rejection = rejections.get(key);
@@ -37,7 +53,7 @@ export function createRejections({ config, clock, random }: { config: Pick<Confi
     },
     remember(key, resource, failure) {
       const policy = config.policies[resource];
-      const ttl = Math.min(policy.negativeTtl, DEFAULTS.rejectedAnswerTtl);
+      const ttl = Math.min(policy.negativeTtl, REJECTED_ANSWER_TTL);
       const deadlines = deadlinesFor(false, { ...policy, negativeTtl: ttl }, clock.now(), random);
       const rejection = { failure, noData: { data: null, version: 0, ...deadlines } };
       rejections.set(key, rejection);

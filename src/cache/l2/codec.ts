@@ -17,6 +17,7 @@
 // after 1 MiB), where gunzipSync's `maxOutputLength` stops at the cap (+16 MB).
 import { gunzipSync, gzipSync } from "node:zlib";
 import { DEFAULTS } from "../../config/defaults";
+import { ORIGIN_MAX_BODY_BYTES } from "../../origin/client";
 import type { ResourceName, ResourceTypes } from "../../origin/resources";
 import { validateResource } from "../../origin/validate";
 import { base64ToBytes, bytesToBase64 } from "../../shared/base64";
@@ -36,6 +37,15 @@ export interface EntryExpectation<R extends ResourceName> {
   maxLifeMs: number;
 }
 
+// The largest entry read from L2 (or written to it): its JSON, in bytes once
+// decompressed, is at most an origin answer the client reads
+// (ORIGIN_MAX_BODY_BYTES): an answer the tier took is one an entry may
+// hold. The largest the origin contract allows is about 470 KB of JSON (a
+// product with a 20,000-character description, 20 images and 50 tags, every
+// character escaped), and L1 charges twice the JSON. Decompression stops
+// there: a 50 KB gzip bomb would inflate to 50 MB, and a few of those kill a
+// 128 MB isolate.
+
 /** Why a value is not an entry. */
 type InvalidReason =
   /** Longer than DEFAULTS.l2ValueMaxChars: not looked at. */
@@ -46,7 +56,7 @@ type InvalidReason =
   | "deadlines"
   /** Not gzip, or cut short. */
   | "gzip"
-  /** gzip that inflates past DEFAULTS.l2EntryMaxJsonBytes (decompression stopped there). */
+  /** gzip that inflates past ORIGIN_MAX_BODY_BYTES (decompression stopped there). */
   | "too-large"
   /** Not `{"d":…,"e":<integer>}`. */
   | "payload"
@@ -86,7 +96,7 @@ export function encodeEntry(entry: Entry, compressAboveBytes: number): string | 
   const head = `${entry.version}|${entry.fetchedAt}|${entry.freshUntil}|${entry.staleUntil}|`;
   if (json.length <= compressAboveBytes) return `${head}j|${json}`;
   const bytes = new TextEncoder().encode(json);
-  if (bytes.length > DEFAULTS.l2EntryMaxJsonBytes) return undefined;
+  if (bytes.length > ORIGIN_MAX_BODY_BYTES) return undefined;
   const value = `${head}z|${bytesToBase64(gzipSync(bytes))}`;
   return value.length <= DEFAULTS.l2ValueMaxChars ? value : undefined;
 }
@@ -136,7 +146,7 @@ export function decodeEntry<R extends ResourceName>(value: string, expected: Ent
 function gunzipped(body: string): string | { invalid: InvalidReason } {
   let bytes: Uint8Array;
   try {
-    bytes = gunzipSync(base64ToBytes(body), { maxOutputLength: DEFAULTS.l2EntryMaxJsonBytes });
+    bytes = gunzipSync(base64ToBytes(body), { maxOutputLength: ORIGIN_MAX_BODY_BYTES });
   } catch (error) {
     // Over the cap: Node's ERR_BUFFER_TOO_LARGE and workerd's "Memory limit exceeded" are both RangeErrors.
     return { invalid: error instanceof RangeError ? "too-large" : "gzip" };

@@ -7,8 +7,7 @@ import type { Background } from "../../shared/subrequests";
 import { Redis } from "@upstash/redis/cloudflare";
 import { LRUCache } from "lru-cache";
 import type { Breaker } from "../../shared/breaker";
-import { createL2Guard, type CallTiming, type L2CallOptions, type L2CallStats } from "./l2Guard";
-import { DEFAULTS } from "../../config/defaults";
+import { createL2Guard, gatePlaceMs, type CallTiming, type L2CallOptions, type L2CallStats } from "./l2Guard";
 
 // Part of the L2 interface (`run`, `runOnKeys`): its users name it from here.
 
@@ -122,9 +121,9 @@ export interface L2 {
    */
   writeFills(writes: readonly FillWrite[]): Promise<(boolean | undefined)[]>;
   /**
-   * Writes what the backlog holds (newest first, a batch per call, each
-   * write guarded as above), if L2 takes calls again; one flush at a time.
-   * Called from request paths, under `waitUntil`.
+   * Writes a call's worth of what the backlog holds (the newest, each write
+   * guarded as above), if L2 takes calls again; one flush at a time. Called
+   * by every page read while the backlog waits, under `waitUntil`.
    */
   flushBacklog(): Promise<void>;
   /** Writes waiting in the backlog. */
@@ -208,6 +207,26 @@ export interface L2Options {
 // leaves its lock to its TTL (claimFills takes a spent lock over); a value
 // not written, or an empty one (a fill that stopped: see FillWrite), releases
 // the lock now, so that the next claim need not wait. Returns 1 or 0 per write.
+/**
+ * Claims and writes in one Redis call at most (the outbox's calls, outbox.ts,
+ * and the backlog's replays), and the writes' values' characters: a claim
+ * is on a visitor's path, and a call this size is one script run of a few
+ * milliseconds (one larger value still goes, alone).
+ */
+export const CALL_MAX_ITEMS = 32;
+export const CALL_MAX_BYTES = 128 * 1024;
+
+/**
+ * The backlog of writes L2 could not take (design: a double fault must not
+ * lose what the fleet fetched): the newest writes, at most this many bytes
+ * of values (each counted at least 200 bytes, so the bound holds their
+ * count too), replayed a call's worth at a time (one script run), a call
+ * per page read, once L2 answers again. Replays are version- and
+ * purge-guarded like any fill's write, so a late one never wins over newer
+ * data.
+ */
+export const BACKLOG_MAX_BYTES = 2 * 1024 * 1024;
+
 const WRITE_FILLS_FUNCTION = `
 local function writeFills(K, A)
   local read = redis.call('MGET', unpack(K))
@@ -407,7 +426,7 @@ export function createL2({
   });
   // Newest kept: lru-cache evicts the least recently set first. Plain data only: it is replayed from other requests.
   // Each counted 200 bytes more than its value (the Pending, its write's keys, lru-cache's slots): the byte bound holds the count too.
-  const backlog = new LRUCache<string, Pending>({ maxSize: DEFAULTS.l2BacklogMaxBytes, sizeCalculation: (pending) => pending.write.value.length + 200 });
+  const backlog = new LRUCache<string, Pending>({ maxSize: BACKLOG_MAX_BYTES, sizeCalculation: (pending) => pending.write.value.length + 200 });
   /** The flush under way, as a lease (shared/leases.ts): a flush whose request vanished lapses at its budget. */
   let flushingUntil = 0;
 
@@ -468,30 +487,29 @@ export function createL2({
     return writes.map((_, i) => (written === undefined ? undefined : written[i] === 1));
   }
 
+  /** One call's worth of the backlog: every page read while it waits calls this, so that it drains at the traffic's pace, a subrequest a page. */
   async function flushBacklog(): Promise<void> {
     if (backlog.size === 0 || flushingUntil > Date.now() || !breaker.allow()) return;
-    flushingUntil = Date.now() + DEFAULTS.l2BacklogBatchesPerFlush * (writeTimeoutMs + DEFAULTS.l2GateGraceMs);
+    flushingUntil = Date.now() + gatePlaceMs(writeTimeoutMs);
     try {
-      for (let round = 0; round < DEFAULTS.l2BacklogBatchesPerFlush && backlog.size > 0; round++) {
-        const now = Date.now();
-        // Entries past their end are not worth a write; the rest go newest first (lru-cache's order).
-        for (const [key, pending] of [...backlog.entries()]) if (pending.expiresAt <= now) backlog.delete(key);
-        // A call's worth, as the outbox sends them (outbox.ts).
-        const batch = [...backlog.entries()].slice(0, DEFAULTS.outboxItemsPerCall);
-        if (batch.length === 0) return;
-        // Replayed with what is left of their life.
-        const { keys, args } = writeArgs(
-          batch.map(([, pending]) => pending.write),
-          (_, i) => batch[i]![1].expiresAt - now,
-        );
-        const done = await guarded(() => writeScript.exec(keys, args), { isWrite: true, force: true });
-        if (done === undefined) return;
-        for (const [key, pending] of batch) {
-          // A newer write for the key may have joined the backlog meanwhile: it stays.
-          if (backlog.peek(key) === pending) backlog.delete(key);
-        }
-        stats.replayedWrites += batch.length;
+      const now = Date.now();
+      // Entries past their end are not worth a write; the rest go newest first (lru-cache's order).
+      for (const [key, pending] of [...backlog.entries()]) if (pending.expiresAt <= now) backlog.delete(key);
+      // A call's worth, as the outbox sends them (outbox.ts).
+      const batch = [...backlog.entries()].slice(0, CALL_MAX_ITEMS);
+      if (batch.length === 0) return;
+      // Replayed with what is left of their life.
+      const { keys, args } = writeArgs(
+        batch.map(([, pending]) => pending.write),
+        (_, i) => batch[i]![1].expiresAt - now,
+      );
+      const done = await guarded(() => writeScript.exec(keys, args), { isWrite: true, force: true });
+      if (done === undefined) return;
+      for (const [key, pending] of batch) {
+        // A newer write for the key may have joined the backlog meanwhile: it stays.
+        if (backlog.peek(key) === pending) backlog.delete(key);
       }
+      stats.replayedWrites += batch.length;
     } finally {
       flushingUntil = 0;
     }

@@ -8,14 +8,15 @@ import type { Config, ResourcePolicy } from "../../config";
 import { createRateLimitedLog, type RateLimitedLog } from "../../shared/log";
 import type { ResourceName, ResourceTypes } from "../../origin/resources";
 import type { Clock } from "../../shared/clock";
-import { decodeEntry } from "./codec";
+import { decodeEntry, HEADER_MAX_CHARS } from "./codec";
 import { type Entry, TTL_JITTER } from "../entry";
 import type { L2 } from "./l2";
 import { DEFAULTS } from "../../config/defaults";
 
 // Deletes KEYS[1] only while it still starts with ARGV[1], the first
-// characters of the bad value (all of it when ARGV[2] is '1'). They hold a
-// whole header, version and fetch time to the millisecond: a value a fill
+// characters of the bad value (all of it when ARGV[2] is '1'): as many as
+// the longest header (codec.ts, HEADER_MAX_CHARS), so they hold a whole
+// header, version and fetch time to the millisecond, and a value a fill
 // wrote since differs there. Only those characters travel, whatever the size
 // of the value.
 const DELETE_IF_STILL_BAD = `
@@ -23,8 +24,6 @@ if redis.call('GETRANGE', KEYS[1], 0, #ARGV[1] - 1) ~= ARGV[1] then return 0 end
 if ARGV[2] == '1' and redis.call('STRLEN', KEYS[1]) ~= #ARGV[1] then return 0 end
 return redis.call('DEL', KEYS[1])
 `;
-/** Characters of a bad value that identify it: more than the longest header (5 numbers of 16 digits and their separators). */
-const IDENTIFYING_CHARS = 128;
 
 export interface L2ValueStats {
   /** Values read from L2 that were not valid entries (each read counts). */
@@ -58,9 +57,9 @@ export function createL2Entries(deps: { config: Config; l2: L2 | null; clock: Cl
   const stats: L2ValueStats = { rejected: 0, deleted: 0 };
 
   async function deleteIfStillBad(l2: L2, key: string, value: string): Promise<void> {
-    const whole = value.length <= IDENTIFYING_CHARS;
+    const whole = value.length <= HEADER_MAX_CHARS;
     // Not half a surrogate pair: it would not travel as the same bytes.
-    const head = whole ? value : value.slice(0, IDENTIFYING_CHARS).replace(/[\uD800-\uDBFF]$/, "");
+    const head = whole ? value : value.slice(0, HEADER_MAX_CHARS).replace(/[\uD800-\uDBFF]$/, "");
     const deleted = await l2.runOnKeys([key], (redis, keys) => redis.eval<string[], number>(DELETE_IF_STILL_BAD, keys, [head, whole ? "1" : "0"]), {
       isWrite: true,
     });

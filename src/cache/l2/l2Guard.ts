@@ -5,9 +5,19 @@
 // to Redis: l2.ts holds what the calls send.
 import type { Redis } from "@upstash/redis/cloudflare";
 import type { Breaker } from "../../shared/breaker";
-import { currentLagMs, isIsolateError, isTimeout, noticedLate } from "../../shared/leases";
+import { currentLagMs, isIsolateError, ISOLATE_STALL_MS, isTimeout, noticedLate } from "../../shared/leases";
 import { subrequest, type Background } from "../../shared/subrequests";
-import { DEFAULTS } from "../../config/defaults";
+
+/**
+ * How long an L2 call's place in the request's connection gate
+ * (shared/subrequests.ts) is held at most: its budget, and the isolate's
+ * longest stall, as an origin fetch's place is (origin/exchange.ts): the
+ * abort that ends a call may be read that late, and a place taken back
+ * before it lets more calls open than the runtime keeps.
+ */
+export function gatePlaceMs(budgetMs: number): number {
+  return budgetMs + ISOLATE_STALL_MS;
+}
 
 export interface L2CallOptions {
   /** A write: the longer background budget, and counted as dropped when it fails. */
@@ -85,7 +95,7 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
           startedAt = Date.now();
           return prober.ping();
         },
-        probeTimeoutMs + DEFAULTS.l2GateGraceMs,
+        gatePlaceMs(probeTimeoutMs),
         "l2",
       );
       breaker.success();
@@ -104,7 +114,7 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
    */
   async function probeRecovery(): Promise<void> {
     try {
-      await subrequest(() => prober.ping(), probeTimeoutMs + DEFAULTS.l2GateGraceMs, "l2");
+      await subrequest(() => prober.ping(), gatePlaceMs(probeTimeoutMs), "l2");
     } catch {
       breaker.recovered(false);
       return;
@@ -148,7 +158,7 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
           startedAt = Date.now();
           return call();
         },
-        budgetMs + DEFAULTS.l2GateGraceMs,
+        gatePlaceMs(budgetMs),
         "l2",
       );
       breaker.success();

@@ -27,17 +27,18 @@ import type { Background } from "../../shared/subrequests";
 import { DEFAULTS } from "../../config/defaults";
 import type { Clock } from "../../shared/clock";
 import { pollPauses } from "../../shared/leases";
-import type { FillClaim, FillClaimRequest, FillWrite, L2, ReadAlong } from "./l2";
+import { CALL_MAX_BYTES, CALL_MAX_ITEMS, type FillClaim, type FillClaimRequest, type FillWrite, type L2, type ReadAlong } from "./l2";
+import { gatePlaceMs } from "./l2Guard";
 import { perGroup } from "./shardedL2";
 
 export interface OutboxOptions {
   clock: Clock;
   sleep: (ms: number) => Promise<void>;
-  /** How long a write nobody is known to wait for waits for a claim call to carry it (unit tests: other than DEFAULTS.writeHoldMs). */
+  /** How long a write nobody is known to wait for waits for a claim call to carry it (unit tests: other than the default, see createOutbox). */
   holdMs?: number;
-  /** Claims and writes in one call at most (DEFAULTS.outboxItemsPerCall). */
+  /** Claims and writes in one call at most (l2.ts, CALL_MAX_ITEMS). */
   maxItems?: number;
-  /** The writes' values' characters in one call at most, one larger write still going alone (DEFAULTS.outboxBytesPerCall). */
+  /** The writes' values' characters in one call at most, one larger write still going alone (l2.ts, CALL_MAX_BYTES). */
   maxBytes?: number;
   /** A write that waited this long is dropped: its lock has lapsed, and another isolate has likely filled the key since. */
   maxWaitMs: number;
@@ -96,12 +97,14 @@ interface Lane {
 }
 
 export function createOutbox(l2: L2, given: OutboxOptions): Outbox {
-  const options = { holdMs: DEFAULTS.writeHoldMs, maxItems: DEFAULTS.outboxItemsPerCall, maxBytes: DEFAULTS.outboxBytesPerCall, ...given };
+  // The hold is a write's own budget (backgroundCallMs): holding a write at most doubles the time it may take to land,
+  // and the lock, which outlives both, keeps other isolates from fetching it again meanwhile (fill.ts, mayWait).
+  const options = { holdMs: DEFAULTS.backgroundCallMs, maxItems: CALL_MAX_ITEMS, maxBytes: CALL_MAX_BYTES, ...given };
   const { clock } = options;
   const lanes = new Map<string, Lane>();
   const stats: Omit<OutboxStats, "queued"> = { claimCalls: 0, claims: 0, joined: 0, lapsed: 0, carried: 0, writeCalls: 0, expired: 0 };
-  /** How long a claim call counts as out: its budget, and the grace of its place in the request's connection gate. */
-  const claimLeaseMs = DEFAULTS.l2ClaimTimeoutMs + DEFAULTS.l2GateGraceMs;
+  /** How long a claim call counts as out: as long as its place in the request's connection gate is held. */
+  const claimLeaseMs = gatePlaceMs(DEFAULTS.l2ClaimTimeoutMs);
 
   function laneOf(key: string): Lane {
     const name = l2.shardOf(key);

@@ -13,7 +13,7 @@ import type { Config } from "../../config";
 import { DEFAULTS } from "../../config/defaults";
 import { PAGE_RESOURCES, RESOURCES, type ResourceName } from "../../origin/resources";
 import type { Clock } from "../../shared/clock";
-import { createLeaseTable, within } from "../../shared/leases";
+import { createLeaseTable, ISOLATE_LATE_MS, within } from "../../shared/leases";
 import { subrequest, type Background } from "../../shared/subrequests";
 import { readBounded } from "../../shared/body";
 import { decodeEntry, encodeEntry, HEADER_MAX_CHARS } from "../l2/codec";
@@ -64,9 +64,9 @@ export interface LocationStats {
   invalid: number;
   purged: number;
   unvouched: number;
-  /** Lookups (one per page) that failed or took longer than locationTimeoutMs. */
+  /** Lookups (one per page) that failed or took longer than their budget (ISOLATE_LATE_MS: see createLocationCache). */
   errors: number;
-  /** Copies put (one per page), failed, or dropped past locationPutsInFlight (or for a stamp this isolate cannot give). */
+  /** Copies put (one per page), failed, or dropped past PUTS_IN_FLIGHT (or for a stamp this isolate cannot give). */
   puts: number;
   putsFailed: number;
   putsDropped: number;
@@ -128,16 +128,31 @@ function parsedParts(text: string | null, total: number): Map<string, { from: nu
   return from === total ? parts : undefined;
 }
 
+/**
+ * Location puts in flight at once in an isolate (each a lease of
+ * `backgroundCallMs`): they run in the background, and each is a subrequest of
+ * the invocation that made it. Past it a put is dropped and counted: the
+ * copy is still in L1 and L2, and the next miss in the location puts it.
+ */
+const PUTS_IN_FLIGHT = 32;
+
+/**
+ * The location tier. A lookup (one `match` of the page's copy, for the parts
+ * L1 lacks) is answered from the data center in a millisecond or two: its
+ * budget is how late this isolate may read a reply and still read it on time
+ * (shared/leases.ts, ISOLATE_LATE_MS). Past it the lookup is a miss, costing
+ * the page no more than that before L2.
+ */
 export function createLocationCache(deps: { config: Config; clock: Clock; open: () => Promise<LocationStore> }): LocationCache {
   const { config, clock } = deps;
   const stats: LocationStats = { lookups: 0, hits: 0, invalid: 0, purged: 0, unvouched: 0, errors: 0, puts: 0, putsFailed: 0, putsDropped: 0 };
-  const putsUnderWay = createLeaseTable<number, true>({ clock, capacity: DEFAULTS.locationPutsInFlight });
+  const putsUnderWay = createLeaseTable<number, true>({ clock, capacity: PUTS_IN_FLIGHT });
   let tickets = 0;
   const decoder = new TextDecoder();
 
   async function lookup(id: string, resources: readonly ResourceName[]): Promise<(LocationCopy | undefined)[]> {
     const store = await deps.open();
-    const response = await subrequest(() => store.match(locationUrl(config, resources[0]!, id)), DEFAULTS.locationTimeoutMs);
+    const response = await subrequest(() => store.match(locationUrl(config, resources[0]!, id)), ISOLATE_LATE_MS);
     if (!response) return resources.map(() => undefined);
     const stamp = parsedStamp(response.headers.get(STAMP_HEADER));
     const bytes = response.status === 200 && stamp ? await readBounded(response, MAX_PART_BYTES * keptWith(resources[0]!).length) : undefined;
@@ -206,7 +221,7 @@ export function createLocationCache(deps: { config: Config; clock: Clock; open: 
       stats.lookups += resources.length;
       const copies = await within(
         lookup(id, resources).catch(() => undefined),
-        DEFAULTS.locationTimeoutMs,
+        ISOLATE_LATE_MS,
         () => undefined,
       );
       if (!copies) stats.errors++;
