@@ -18,7 +18,9 @@ const COMMAND = "npm run bench:chaos-rejudge";
 const USAGE = `${COMMAND}: judges the freshness of saved bench:chaos runs again with the oracle as it is now (bench/README.md, "Chaos").
 
 usage: ${COMMAND} -- FILE.json...
-  -h, --help  this text`;
+  -h, --help  this text
+
+example: ${COMMAND} -- bench/results/chaos-A-6619.json`;
 
 /** What a saved run holds that freshness is judged on. */
 interface SavedRun {

@@ -29,6 +29,7 @@ const BENCHMARKS = [
   { script: "bench:profile", file: "bench/profile/run.ts" },
   { script: "bench:ab", file: "bench/ab/run.ts" },
   { script: "bench:chaos", file: "bench/chaos/run.ts" },
+  { script: "bench:chaos-rejudge", file: "bench/chaos/rejudge.ts" },
   { script: "bench:fleet", file: "bench/fleet/run.ts" },
   { script: "bench:fleet-model", file: "bench/fleet/model.ts" },
 ];
