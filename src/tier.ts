@@ -3,7 +3,7 @@
 // (Workers hand bindings to `fetch`, not to module scope) and kept for the
 // isolate's life, which is what makes L1 an L1.
 import { createBreaker } from "./shared/breaker";
-import { ISOLATE_LATE_MS, ISOLATE_STALL_MS } from "./shared/leases";
+import { ISOLATE_STALL_MS } from "./shared/leases";
 import { systemClock, type Clock } from "./shared/clock";
 import { TTL_JITTER } from "./cache/entry";
 import { createL2, type L2 } from "./cache/l2/l2";
@@ -14,7 +14,7 @@ import { createReadThrough, type ReadThrough } from "./cache/readThrough";
 import { createLocationCache, LOCATION_CACHE_NAME, type LocationCache } from "./cache/location/location";
 import { fillBoundMs } from "./cache/fill/fill";
 import { RESOURCE_NAMES } from "./origin/resources";
-import { createOverload, INTERVAL_MS, type Overload } from "./overload";
+import { createOverload, type Overload } from "./overload";
 import { bypassingCaches } from "./cache/bypass";
 import { ConfigError, parseConfig, type Config, type Env, type L2Endpoint } from "./config";
 import { DEFAULTS } from "./config/defaults";
@@ -76,9 +76,6 @@ export interface TierServices {
   overload: Overload;
 }
 
-/** The ceiling of the hold while most visitors leave: one CoDel interval (overload/patience.ts). */
-const HOLD_MAX_MS = INTERVAL_MS;
-
 const tiers = new WeakMap<object, TierServices | ConfigError>();
 
 export function createTier(config: Config, clock: Clock = systemClock, fleetDataset?: FleetDataset): TierServices {
@@ -92,6 +89,8 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     // A caller waits for a slot within its own call's deadline (origin/client.ts passes what is left of
     // the service's timeout): no wait is longer than the longest of those.
     maxWaitMs: Math.max(...RESOURCE_NAMES.map((resource) => config.policies[resource].originTimeoutMs)),
+    // A slot is held through its call's timeout and the isolate's longest stall (origin/client.ts asks for no more).
+    maxHoldMs: Math.max(...RESOURCE_NAMES.map((resource) => config.policies[resource].originTimeoutMs)) + ISOLATE_STALL_MS,
     clock,
   });
   const origin = createOriginClient({
@@ -114,13 +113,10 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     clock,
     maxColdPages: config.coldPagesMax,
     coldPageWaitMs: config.coldPageWaitMs,
-    // A page waiting for its turn holds its product's place through its hold and its wait, and a read lease's grace.
-    turnLeaseMs: HOLD_MAX_MS + config.coldPageWaitMs + ISOLATE_LATE_MS,
     // A page's read fills its subject, then the other parts: two fills at most, one after the other.
     coldPageLeaseMs: 2 * Math.max(...RESOURCE_NAMES.map((resource) => fillBoundMs(config, resource))),
     // A finished fill's write waits for a claim call to carry it (a write's budget at most: cache/l2/outbox.ts), then has its budget.
     backgroundFillMs: 2 * DEFAULTS.backgroundCallMs,
-    hold: { maxHoldMs: HOLD_MAX_MS },
   });
   // CACHING=off: no cache at all, Redis's included (cache/bypass.ts).
   const l2 = config.l2 && config.caching ? createTierL2(config.l2.shards, config.l2TimeoutMs, clock, overload.lag, metrics, fleet) : null;

@@ -5,20 +5,15 @@
 // its own timers (no CPU), COLD_PAGE_WAIT_MS at most, then is shed: its copy,
 // or a quick 503 with Retry-After. A page with a copy usable on error does
 // not wait. One page an INTERVAL_MS that has waited half its wait goes past
-// the limit (its last chance): under closed-loop visitors of cached pages,
-// whose own pages keep the isolate congested, the limit sits at its floor,
-// and without it cold pages waited out their wait (503s in two-isolate
-// soaks); one an interval costs a saturated isolate little.
+// the limit (its last chance): closed-loop visitors of cached pages can keep
+// the isolate congested and the limit at its floor for good.
 //
 // The waiting pages are a fair queue by client (./fairShare.ts, in
-// shared/limiter.ts): the page of the client holding fewest cold pages goes
-// first, and a page finding the queue full takes the place of the oldest
-// waiting page of the client holding most (FQ-CoDel's drop from the fattest
-// flow, RFC 8290). A client already holding its share of the queue while
-// pages wait is answered 429 one INTERVAL_MS after it came, its work never
-// started (a closed-loop client asks at most ten times a second per
-// connection), and a page of its that is shed is a 429 too: its own excess,
-// where another's is the isolate's busyness, a 503.
+// shared/limiter.ts), with FQ-CoDel's push-out from the fattest flow (RFC
+// 8290). A client already holding its share of the queue while pages wait
+// is answered 429 one INTERVAL_MS after it came, its work never started, and
+// a page of its that is shed is a 429 too: its own excess, where another's
+// is the isolate's busyness, a 503.
 //
 // Before all this, while most visitors leave before their answer, a page
 // with no copy is held (./patience.ts). A visitor who leaves gives up its
@@ -37,9 +32,8 @@ export interface AdmissionOptions {
   lateness: () => number;
   /** The isolate's limit of cold pages in progress (./limit.ts). */
   limit: ColdLimit;
-  /** The hold of cold pages during a departing flood (./patience.ts), and its longest. */
+  /** The hold of cold pages during a departing flood (./patience.ts): one interval at most. */
   patience: Patience;
-  maxHoldMs: number;
   /** Pages needing new work in progress at most, and waiting at most (COLD_PAGES_MAX). */
   maxColdPages: number;
   /** How long a page without a copy waits for its turn (COLD_PAGE_WAIT_MS). */
@@ -94,7 +88,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
   const { clock, maxColdPages, limit, patience } = options;
   const fair = createFairShare(clock);
   /** The longest a cold page is in admission's hands: its hold, its wait and its work. */
-  const pageLeaseMs = options.maxHoldMs + options.coldPageWaitMs + options.coldPageLeaseMs;
+  const pageLeaseMs = INTERVAL_MS + options.coldPageWaitMs + options.coldPageLeaseMs;
   const counts = { admitted: 0, lastChance: 0, shed: { busy: 0, overShare: 0 }, overShare: 0, shedServedStale: 0, shedRefused: 0 };
   /** When a page last went past the limit: one an interval at most. */
   let lastChanceAt = Number.NEGATIVE_INFINITY;

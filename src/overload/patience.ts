@@ -1,24 +1,29 @@
 // A hold for visitors who leave (docs/architecture.md#overload). While most
-// of the recent cold pages were left by their visitors before they were
-// answered (a departing flood: crawlers with short time-outs, bots, clients
-// that give up after a few ms), a cold page with no copy to show starts its
-// work only after `maxHoldMs` (./index.ts: one CoDel interval, RFC 8289's
-// worst-case round trip: a visitor still there after it is one who waits
-// for pages). A visitor who leaves within the hold has cost a timer: no L2
-// read, no claim, no origin fetch; one who stays pays the hold on a first
-// view, and only during such a flood. (./departures.ts bounds what becomes
-// of work already started when its visitor leaves; this keeps the flood's
-// work from starting at all.)
+// of the cold pages of the last seconds were left by their visitors before
+// they were answered (a departing flood: crawlers with short time-outs,
+// bots, clients that give up after a few ms), a cold page with no copy to
+// show starts its work only once its visitor has stayed a little longer
+// than those visitors stay, and at most `maxHoldMs` (./index.ts: one CoDel
+// interval, 100 ms: clients that leave later are rare, and a first view
+// 100 ms late is still a fast one). A visitor who leaves
+// within the hold has cost a timer: no L2 read, no claim, no origin fetch.
+// One who stays pays the hold on a first view, and only during such a flood.
+// (./departures.ts bounds what becomes of work already started when its
+// visitor leaves; this keeps the flood's work from starting at all.) The
+// hold is fitted to the leavers, not a whole interval: the pages of
+// visitors who stay, a closed-loop client's among them, pay only a little
+// more than the leavers stay.
 //
 // Everything here is plain numbers, read and written by the requests
 // themselves: a page's departure is counted by its signal's listener, which
 // runs when the visitor leaves even if the request is cancelled and its
 // page never ends; a page that ends answered counts when it ends.
 import type { Clock } from "../shared/clock";
+import { INTERVAL_MS } from "./limit";
 
 export interface PatienceOptions {
   clock: Clock;
-  /** The hold, ms; 0 turns it off. */
+  /** The hold's ceiling, ms; 0 turns the hold off. */
   maxHoldMs: number;
 }
 
@@ -30,7 +35,7 @@ export interface PatienceStats {
   /** Cold pages held, and of those, pages whose visitor left during the hold (work never started). */
   held: number;
   leftWhileHeld: number;
-  /** The hold while most visitors leave, ms. */
+  /** The hold's ceiling, ms. */
   maxHoldMs: number;
 }
 
@@ -44,8 +49,10 @@ export interface Patience {
   stats(): PatienceStats;
 }
 
+/** Departures' times kept: the hold is a high quantile of these. */
+const AGES_KEPT = 64;
 /**
- * The window the share is taken over: long
+ * The window the share and the departures' times are taken over: long
  * enough to hold a flood's start and a few of a closed-loop client's round
  * trips, short enough that an isolate stops holding within two seconds of a
  * flood's end. Fewer than RECENT_MIN_PAGES pages in it say nothing: a share
@@ -81,24 +88,46 @@ function createOutcomes(clock: Clock) {
 
 export function createPatience({ clock, maxHoldMs }: PatienceOptions): Patience {
   const outcomes = createOutcomes(clock);
+  /** When each of the last AGES_KEPT departures happened and how long after its page started (a ring). */
+  const ages: { at: number; ms: number }[] = [];
+  let agesNext = 0;
   const counts = { held: 0, leftWhileHeld: 0 };
+  let hold = { at: Number.NEGATIVE_INFINITY, ms: 0 };
 
   const share = () => outcomes.leftShare();
 
-  /**
-   * The whole hold while most visitors leave (at least half of the recent cold pages: ordinary traffic's
-   * departures are a few per cent, a flood of visitors who leave is most of the cold pages), none otherwise.
-   */
-  const holdMs = () => (maxHoldMs > 0 && share() >= 0.5 ? maxHoldMs : 0);
+  /** How long the recent leavers stayed, at the 95th percentile, with a quarter more to spare. */
+  function holdFor(now: number): number {
+    const recent = ages.filter((age) => now - age.at <= RECENT_MS).map((age) => age.ms);
+    if (recent.length === 0) return 0;
+    recent.sort((a, b) => a - b);
+    const stayed = recent[Math.min(recent.length - 1, Math.floor(recent.length * 0.95))] ?? 0;
+    return Math.min(maxHoldMs, Math.ceil(stayed * 1.25) + 1);
+  }
+
+  function holdMs(): number {
+    if (maxHoldMs <= 0) return 0;
+    const now = clock.now();
+    // Worked out at most twice an interval: it sorts the recent departures.
+    // Most visitors leave: at least half of the recent cold pages (ordinary traffic's departures are a few per cent).
+    if (now - hold.at >= INTERVAL_MS / 2) hold = { at: now, ms: share() >= 0.5 ? holdFor(now) : 0 };
+    return hold.ms;
+  }
 
   return {
     holdMs,
     follow(visitor) {
+      const startedAt = clock.now();
       if (visitor?.aborted) {
         outcomes.note("left");
         return () => {};
       }
-      const onLeave = () => outcomes.note("left");
+      const onLeave = () => {
+        const now = clock.now();
+        outcomes.note("left");
+        ages[agesNext] = { at: now, ms: now - startedAt };
+        agesNext = (agesNext + 1) % AGES_KEPT;
+      };
       visitor?.addEventListener("abort", onLeave, { once: true });
       return () => {
         visitor?.removeEventListener("abort", onLeave);

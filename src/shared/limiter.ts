@@ -21,7 +21,7 @@ export interface LimiterOptions {
   /** How long a caller waits for a slot before giving up. */
   maxWaitMs: number;
   /** The longest a slot is held from its grant, whatever became of its holder (callers pass their own deadline when shorter). */
-  maxHoldMs?: number;
+  maxHoldMs: number;
   /**
    * Slots that may be held now, if fewer than maxConcurrent (admission: the
    * isolate's limit of cold pages, overload/limit.ts). Waiters look again on
@@ -116,9 +116,6 @@ function full(reason: FullReason): LimiterFull {
   return error;
 }
 
-/** The longest a slot is held when neither the limiter nor its caller says: longer than any origin timeout's default and its grace. */
-const DEFAULT_MAX_HOLD_MS = 10_000;
-
 /** `rank`, asked once per key for one walk of the queue (many waiters share a key: a client's pages); all equal unranked. */
 function ranksOf(rank: ((key: string) => number) | undefined): (key: string) => number {
   if (!rank) return () => 0;
@@ -134,7 +131,7 @@ export function createLimiter({
   maxConcurrent,
   maxQueued,
   maxWaitMs,
-  maxHoldMs = DEFAULT_MAX_HOLD_MS,
+  maxHoldMs,
   limit = () => maxConcurrent,
   pastLimit = () => false,
   freeWhenCallerLeaves = false,

@@ -224,7 +224,7 @@ describe("the hold while visitors leave", () => {
       );
     };
     const { holdMs } = (await holdOn(first)).hold;
-    // While most visitors leave, a cold page waits the whole hold.
+    // The leavers stayed longer than its ceiling: the hold is the ceiling.
     expect(holdMs).toBe(INTERVAL_MS);
 
     // Visitors who leave well within the hold: their pages never start.

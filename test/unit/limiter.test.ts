@@ -44,7 +44,7 @@ async function handedOver(): Promise<void> {
 }
 
 function limiter(maxConcurrent: number, maxQueued: number, maxWaitMs = 60_000): Limiter {
-  return createLimiter({ maxConcurrent, maxQueued, maxWaitMs });
+  return createLimiter({ maxConcurrent, maxQueued, maxWaitMs, maxHoldMs: 10_000 });
 }
 
 afterEach(() => {
@@ -155,7 +155,7 @@ describe("origin fetch limiter", () => {
   it("grants no slot while `limit` is 0, even with every slot free, and the waiters' turn comes when it rises", async () => {
     vi.useFakeTimers();
     let allowed = 0;
-    const limit = createLimiter({ maxConcurrent: 4, maxQueued: 4, maxWaitMs: 5_000, limit: () => allowed });
+    const limit = createLimiter({ maxConcurrent: 4, maxQueued: 4, maxWaitMs: 5_000, maxHoldMs: 10_000, limit: () => allowed });
     const task = vi.fn(async () => "ran");
     const waiting = limit.run(task);
     await vi.advanceTimersByTimeAsync(500);
@@ -173,7 +173,14 @@ describe("origin fetch limiter", () => {
   it("holds at most `limit` slots, oldest waiters first as it grows; a lowered limit hands out no slot until the holders are below it", async () => {
     vi.useFakeTimers({ now: 0 });
     let allowed = 2;
-    const limit = createLimiter({ maxConcurrent: 64, maxQueued: 64, maxWaitMs: 5_000, limit: () => allowed, clock: { now: () => Date.now() } });
+    const limit = createLimiter({
+      maxConcurrent: 64,
+      maxQueued: 64,
+      maxWaitMs: 5_000,
+      maxHoldMs: 10_000,
+      limit: () => allowed,
+      clock: { now: () => Date.now() },
+    });
     const started: number[] = [];
     const tasks = Array.from({ length: 8 }, (_, i) => heldTask(`t${i}`));
     const runs = tasks.map((task, i) => limit.run(() => (started.push(i), task.run())));
@@ -210,7 +217,7 @@ describe("origin fetch limiter", () => {
   });
 
   it("never holds more than maxConcurrent slots, whatever `limit` says", async () => {
-    const limit = createLimiter({ maxConcurrent: 2, maxQueued: 4, maxWaitMs: 5_000, limit: () => 100 });
+    const limit = createLimiter({ maxConcurrent: 2, maxQueued: 4, maxWaitMs: 5_000, maxHoldMs: 10_000, limit: () => 100 });
     const tasks = ["a", "b", "c"].map((name) => heldTask(name));
     const runs = tasks.map((task) => limit.run(task.run));
     await settle();
@@ -223,7 +230,7 @@ describe("origin fetch limiter", () => {
 
   it("sheds a waiter kept out by `limit` once its wait is over, and never runs its task; a full queue refuses at once", async () => {
     vi.useFakeTimers();
-    const limit = createLimiter({ maxConcurrent: 4, maxQueued: 1, maxWaitMs: 500, limit: () => 0 });
+    const limit = createLimiter({ maxConcurrent: 4, maxQueued: 1, maxWaitMs: 500, maxHoldMs: 10_000, limit: () => 0 });
     const task = vi.fn(async () => "never");
     const outcome = limit.run(task).catch((error: unknown) => error);
     await settle();
@@ -244,7 +251,14 @@ describe("origin fetch limiter", () => {
   it("with a rank, a caller finding the queue full takes the place of the oldest waiter of the key ranking highest, if that ranks higher than its own", async () => {
     vi.useFakeTimers({ now: 0 });
     const holding: Record<string, number> = { flood: 5, visitor: 1, other: 2 };
-    const limit = createLimiter({ maxConcurrent: 1, maxQueued: 2, maxWaitMs: 5_000, rank: (key) => holding[key] ?? 0, clock: { now: () => Date.now() } });
+    const limit = createLimiter({
+      maxConcurrent: 1,
+      maxQueued: 2,
+      maxWaitMs: 5_000,
+      maxHoldMs: 10_000,
+      rank: (key) => holding[key] ?? 0,
+      clock: { now: () => Date.now() },
+    });
     const log: string[] = [];
     const holder = heldTask("holder", log);
     const held = limit.run(holder.run, { key: "flood" });
@@ -496,7 +510,7 @@ describe("origin fetch limiter", () => {
   });
 
   it("a refresh never queues and leaves the last quarter of the slots to visitors", async () => {
-    const limit = createLimiter({ maxConcurrent: 4, maxQueued: 10, maxWaitMs: 1_000 });
+    const limit = createLimiter({ maxConcurrent: 4, maxQueued: 10, maxWaitMs: 1_000, maxHoldMs: 10_000 });
     const held = [heldTask("r1"), heldTask("r2"), heldTask("r3")];
     const refreshes = held.map((task) => limit.run(task.run, { waitMs: 1_000, holdMs: 1_000, priority: "refresh" }));
     await settle();

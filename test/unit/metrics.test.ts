@@ -357,7 +357,7 @@ describe("origin client onFetch", () => {
     try {
       const clock = fakeClock();
       const metrics = createMetrics({ clock });
-      const limiter = createLimiter({ maxConcurrent: 1, maxQueued: 0, maxWaitMs: 0 });
+      const limiter = createLimiter({ maxConcurrent: 1, maxQueued: 0, maxWaitMs: 0, maxHoldMs: 10_000 });
       let release!: () => void;
       const held = new Promise<void>((resolve) => (release = resolve));
       const client = createOriginClient({

@@ -396,7 +396,7 @@ describe("origin client: limiter", () => {
       baseUrl: BASE,
       policies: policies(5000),
       fetch: origin.fetch,
-      limiter: createLimiter({ maxConcurrent: 1, maxQueued: 0, maxWaitMs: 1000 }),
+      limiter: createLimiter({ maxConcurrent: 1, maxQueued: 0, maxWaitMs: 1000, maxHoldMs: 10_000 }),
       // A breaker that opens on the first failure: any counted overload would open it.
       breakerFor: (service) => {
         const breaker = createBreaker({ failureThreshold: 1, coolDownMs: 60_000, clock });
@@ -434,7 +434,7 @@ describe("origin client: limiter", () => {
       baseUrl: BASE,
       policies: policies(5000),
       fetch: origin.fetch,
-      limiter: createLimiter({ maxConcurrent: 1, maxQueued: 1, maxWaitMs: 50 }),
+      limiter: createLimiter({ maxConcurrent: 1, maxQueued: 1, maxWaitMs: 50, maxHoldMs: 10_000 }),
       breakerFor: () => (breaker = createBreaker({ failureThreshold: 1, coolDownMs: 60_000, clock })),
     });
     const first = c.fetchResource("product", "p-000001");
@@ -460,7 +460,7 @@ describe("origin client: limiter", () => {
       baseUrl: BASE,
       policies: policies(TIMEOUT_MS),
       fetch: origin.fetch,
-      limiter: createLimiter({ maxConcurrent: 1, maxQueued: 10, maxWaitMs: 5000 }),
+      limiter: createLimiter({ maxConcurrent: 1, maxQueued: 10, maxWaitMs: 5000, maxHoldMs: 10_000 }),
       breakerFor: () => (breaker = createBreaker({ failureThreshold: 1, coolDownMs: 60_000, clock: fakeClock() })),
     });
     const first = failureOf(c.fetchResource("product", "p-000001"));
@@ -473,7 +473,7 @@ describe("origin client: limiter", () => {
       baseUrl: BASE,
       policies: policies(100),
       fetch: origin.fetch,
-      limiter: createLimiter({ maxConcurrent: 1, maxQueued: 10, maxWaitMs: 5000 }),
+      limiter: createLimiter({ maxConcurrent: 1, maxQueued: 10, maxWaitMs: 5000, maxHoldMs: 10_000 }),
       breakerFor: () => (breaker = createBreaker({ failureThreshold: 1, coolDownMs: 60_000, clock: fakeClock() })),
     });
     expect(await failureOf(slow.fetchResource("product", "p-000003"))).toBe("timeout");
@@ -490,7 +490,7 @@ describe("origin client: limiter", () => {
       baseUrl: BASE,
       policies: policies(TIMEOUT_MS),
       fetch: origin.fetch,
-      limiter: createLimiter({ maxConcurrent: 1, maxQueued: 10, maxWaitMs: 5000 }),
+      limiter: createLimiter({ maxConcurrent: 1, maxQueued: 10, maxWaitMs: 5000, maxHoldMs: 10_000 }),
     });
     const first = failureOf(c.fetchResource("product", "p-000001"));
     const { value, ms } = await timed(() => failureOf(c.fetchResource("product", "p-000002")));
@@ -501,7 +501,7 @@ describe("origin client: limiter", () => {
 
   it("an open breaker answers inside its slot and gives the slot back at once", async () => {
     const origin = recordingFetch(() => json({ error: "x" }, 500));
-    const limiter = createLimiter({ maxConcurrent: 1, maxQueued: 0, maxWaitMs: 1000 });
+    const limiter = createLimiter({ maxConcurrent: 1, maxQueued: 0, maxWaitMs: 1000, maxHoldMs: 10_000 });
     const c = createOriginClient({
       baseUrl: BASE,
       policies: policies(1000),

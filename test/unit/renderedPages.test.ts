@@ -66,7 +66,7 @@ function setup() {
     renderedPages: new LRUCache<string, RenderedPage>({ maxSize: DEFAULTS.renderedPagesMaxBytes, sizeCalculation: (page) => page.body.byteLength + 256 }),
     hotReport: null,
     origin,
-    originLimiter: createLimiter({ maxConcurrent: 8, maxQueued: 8, maxWaitMs: 1000, clock }),
+    originLimiter: createLimiter({ maxConcurrent: 8, maxQueued: 8, maxWaitMs: 1000, maxHoldMs: 10_000, clock }),
     clock,
     metrics,
     fleet,
@@ -77,9 +77,7 @@ function setup() {
       maxColdPages: 8,
       coldPageWaitMs: 100,
       coldPageLeaseMs: 10_000,
-      turnLeaseMs: 1100,
       backgroundFillMs: 1000,
-      hold: { maxHoldMs: 0 },
     }),
   };
   const app = new Hono();
