@@ -81,6 +81,7 @@ const tiers = new WeakMap<object, TierServices | ConfigError>();
 export function createTier(config: Config, clock: Clock = systemClock, fleetDataset?: FleetDataset): TierServices {
   const metrics = createMetrics({ clock });
   const fleet = createFleet(fleetDataset, { isolateId: metrics.isolateId, pageSample: config.fleetPageSample, clock });
+  const longestCallMs = Math.max(...RESOURCE_NAMES.map((resource) => config.policies[resource].originTimeoutMs));
   const originLimiter = createLimiter({
     maxConcurrent: config.originMaxConcurrent,
     // One waiter per slot: each holder gives its slot back within its own timeout, so every waiter can
@@ -88,9 +89,9 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     maxQueued: config.originMaxConcurrent,
     // A caller waits for a slot within its own call's deadline (origin/client.ts passes what is left of
     // the service's timeout): no wait is longer than the longest of those.
-    maxWaitMs: Math.max(...RESOURCE_NAMES.map((resource) => config.policies[resource].originTimeoutMs)),
+    maxWaitMs: longestCallMs,
     // A slot is held through its call's timeout and the isolate's longest stall (origin/client.ts asks for no more).
-    maxHoldMs: Math.max(...RESOURCE_NAMES.map((resource) => config.policies[resource].originTimeoutMs)) + ISOLATE_STALL_MS,
+    maxHoldMs: longestCallMs + ISOLATE_STALL_MS,
     clock,
   });
   const origin = createOriginClient({
