@@ -15,7 +15,7 @@ import { markedStale, onlyForErrorsFrom, type Entry } from "./entry";
 import { createFill, type FillContext } from "./fill/fill";
 import { createFillBatch } from "./l2/fillBatch";
 import { createOutbox, type OutboxStats } from "./l2/outbox";
-import { createFlights } from "./fill/flights";
+import { createFlights, type Flights } from "./fill/flights";
 import { createHotness } from "./hotness";
 import { entryKey } from "./keys";
 import { createL1, type L1 } from "./l1";
@@ -31,11 +31,7 @@ import { createRefreshes } from "./fill/refreshes";
 import type { Served } from "./served";
 
 /** Fills in flight and taken over (fill/flights.ts), and the claims and writes of the outbox (null without L2). */
-export interface FillStats {
-  inFlight: number;
-  takenOver: number;
-  outbox: OutboxStats | null;
-}
+export type FillStats = ReturnType<Flights["stats"]> & { outbox: OutboxStats | null };
 
 /** The purges this isolate knows of (see invalidation/watcher.ts). */
 interface PurgeKnowledge {

@@ -86,12 +86,8 @@ export interface ReadAlong {
   read(values: readonly (string | null)[]): void;
 }
 
-interface L2ReadOptions {
-  /** Tried even while the breaker is open: the last resort before a 503 (the origin failed too). */
-  force?: boolean;
-  /** See L2CallOptions. */
-  background?: Background;
-}
+/** `force`: the last resort before a 503, when the origin failed too. */
+type L2ReadOptions = Pick<L2CallOptions, "force" | "background">;
 
 export interface L2Stats extends L2CallStats {
   /** Writes of the backlog that reached L2 once it came back. */
