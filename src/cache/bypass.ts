@@ -10,29 +10,25 @@ import { failureOf } from "../origin/failure";
 import type { OriginClient } from "../origin/client";
 import type { ResourceName } from "../origin/resources";
 import type { Clock } from "../shared/clock";
-import { deadlinesFor } from "./entry";
+import { answerEntry } from "./entry";
 import type { PageData, Timings } from "./pageRequest";
 import type { ReadThrough } from "./readThrough";
-import { served, type Served } from "./served";
-
-interface BypassDeps {
-  config: Pick<Config, "policies">;
-  origin: OriginClient;
-  clock: Clock;
-}
+import { failed, served, type Served } from "./served";
 
 /** `cache` with its reads sent to the origin every time: what else it holds (its empty L1, its stats) stays as it is. */
-export function bypassingCaches(cache: ReadThrough, { config, origin, clock }: BypassDeps): ReadThrough {
+export function bypassingCaches(
+  cache: ReadThrough,
+  { config, origin, clock }: { config: Pick<Config, "policies">; origin: OriginClient; clock: Clock },
+): ReadThrough {
   async function fetchOne(resource: ResourceName, id: string): Promise<Served<unknown>> {
     const requestedAt = clock.now();
     try {
       const answer = await origin.fetchResource(resource, id);
       // No jitter: nothing is kept, the deadlines only say what the page's headers say.
-      const deadlines = deadlinesFor(answer.found, config.policies[resource], requestedAt, () => 0);
-      const entry = { data: answer.found ? answer.data : null, version: answer.found ? answer.data.version : 0, ...deadlines };
+      const entry = answerEntry(answer, config.policies[resource], requestedAt, () => 0);
       return served(resource, entry, "origin", "fresh", { forward: "bypass" });
     } catch (error) {
-      return { resource, outcome: "failed", data: null, collapsed: false, forward: "bypass", failure: failureOf(error) };
+      return failed(resource, { forward: "bypass", failure: failureOf(error) });
     }
   }
 

@@ -3,6 +3,7 @@
 // fetched, so that every isolate and Redis agree on what it is at any time.
 import type { ResourcePolicy } from "../config";
 import { DEFAULTS } from "../config/defaults";
+import type { OriginAnswer } from "../origin/client";
 
 export interface Entry<T = unknown> {
   /** `null` means "the origin says this does not exist" (negative caching). */
@@ -22,12 +23,10 @@ export type EntryState = "fresh" | "stale" | "usable-on-error" | "expired";
 /**
  * The JSON text an entry read from L1 keeps its data as (`withDataOnRead`).
  * Its presence marks an entry that holds data, known without parsing it; and
- * keeping or encoding the entry again reuses the text, where stringifying
- * the data cost a parse and a stringify (a location copy re-encodes every
- * part of its page from L1 each time one of them is refreshed). A property,
- * not a WeakSet: an L1 hit made four such entries, and the set's insertions
- * were a visible part of a cached page's CPU; a spread copy (markedStale)
- * keeps it.
+ * keeping or encoding the entry again reuses the text, with no parse and
+ * stringify (a location copy re-encodes every part of its page from L1 each
+ * time one of them is refreshed). A property, which a spread copy
+ * (markedStale) keeps.
  */
 const DATA_JSON = Symbol("data as JSON text");
 
@@ -86,29 +85,27 @@ export function entryState(entry: Entry | undefined, now: number): EntryState {
  */
 export const TTL_JITTER = 0.1;
 
-/** `seconds` shortened by a uniform random share of at most TTL_JITTER (`random` 0: not at all). */
-function jittered(seconds: number, random: () => number): number {
-  return seconds * (1 - TTL_JITTER * random());
-}
-
-/** The deadlines of an entry fetched `now` under `policy`. Absent entries get `negativeTtl` and no grace. */
+/** The deadlines of an entry fetched `now` under `policy`, its TTL jittered (`random` 0: not at all). Absent entries get `negativeTtl` and no grace. */
 export function deadlinesFor(
   found: boolean,
   policy: ResourcePolicy,
   now: number,
-  random: () => number = Math.random,
+  random: () => number,
 ): Pick<Entry, "fetchedAt" | "freshUntil" | "staleUntil" | "errorUntil"> {
-  if (!found) {
-    const freshUntil = now + Math.round(jittered(policy.negativeTtl, random) * 1000);
-    return { fetchedAt: now, freshUntil, staleUntil: freshUntil, errorUntil: freshUntil };
-  }
-  const freshUntil = now + Math.round(jittered(policy.ttl, random) * 1000);
-  return {
-    fetchedAt: now,
-    freshUntil,
-    staleUntil: freshUntil + policy.swr * 1000,
-    errorUntil: freshUntil + policy.staleIfError * 1000,
-  };
+  const freshUntil = now + Math.round((found ? policy.ttl : policy.negativeTtl) * (1 - TTL_JITTER * random()) * 1000);
+  const graceUntil = (seconds: number) => (found ? freshUntil + seconds * 1000 : freshUntil);
+  return { fetchedAt: now, freshUntil, staleUntil: graceUntil(policy.swr), errorUntil: graceUntil(policy.staleIfError) };
+}
+
+/** The entry of the origin's `answer` to a request sent `requestedAt` (absent: null data, version 0). */
+export function answerEntry<T extends { version: number }>(
+  answer: OriginAnswer<T>,
+  policy: ResourcePolicy,
+  requestedAt: number,
+  random: () => number,
+): Entry<T> {
+  const deadlines = deadlinesFor(answer.found, policy, requestedAt, random);
+  return answer.found ? { data: answer.data, version: answer.data.version, ...deadlines } : { data: null, version: 0, ...deadlines };
 }
 
 /** Of two copies of one resource, the one to keep: newer origin data first, then the later fetch. */

@@ -17,16 +17,11 @@ export interface HotnessOptions {
   clock: Clock;
 }
 
-export interface Hotness {
-  /** Counts one request for `id` and says how hot it is now. */
-  offer(id: string): Heat;
-}
-
 const DEPTH = 4;
 const WIDTH = 2048;
 const HALVING_MS = 60_000;
 
-export function createHotness({ warmPerMinute, hotPerMinute, clock }: HotnessOptions): Hotness {
+export function createHotness({ warmPerMinute, hotPerMinute, clock }: HotnessOptions) {
   const counters = new Uint32Array(DEPTH * WIDTH);
   let nextHalving = clock.now() + HALVING_MS;
 
@@ -40,7 +35,8 @@ export function createHotness({ warmPerMinute, hotPerMinute, clock }: HotnessOpt
   }
 
   return {
-    offer(id) {
+    /** Counts one request for `id` and says how hot it is now. */
+    offer(id: string): Heat {
       decay();
       const [h1, h2] = hashPair(id);
       let estimate = Infinity;

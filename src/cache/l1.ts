@@ -3,10 +3,9 @@
 // L1 holds an entry's deadlines and its data as JSON text, parsed again when
 // read. A JSON string of ASCII or Latin-1 text takes one byte per character
 // in V8, where the parsed object graph takes several times that (object
-// headers, property slots, a string each): so the same bytes of L1 hold about
-// twice as many products, at the price of a JSON.parse per read of a few
-// microseconds (bench/profile). A product's tags, which purge judging reads on
-// every request, are kept parsed beside it.
+// headers, property slots, a string each): so the same bytes of L1 hold more
+// products, at the price of a JSON.parse per read. A product's tags, which
+// purge judging reads on every request, are kept parsed beside it.
 import { LRUCache } from "lru-cache";
 import type { Clock } from "../shared/clock";
 import { dataJson, markedStale, onlyForErrorsFrom, withDataOnRead, type Entry } from "./entry";
@@ -39,8 +38,7 @@ function toStored(entry: Entry): Stored {
 /**
  * The entry again; its JSON was validated before it was stored (an origin
  * answer, or an L2 value through the codec), and is parsed only if the data
- * is read: a page served from the rendered-page cache reads none (the parse
- * was an eighth of an L1-hit page's CPU, bench/profile).
+ * is read: a page served from the rendered-page cache reads none.
  */
 function fromStored(stored: Stored): Entry {
   if (stored.json === "null") {

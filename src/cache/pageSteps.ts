@@ -21,7 +21,7 @@ import type { LocationCache } from "./location/location";
 import type { PurgeStamp } from "./location/purgeStamp";
 import type { RefreshTools } from "./fill/refreshes";
 import type { Rejections } from "./fill/rejections";
-import { served, type Served, type Tier } from "./served";
+import { failed, served, type Served, type Tier } from "./served";
 import { visitorLeft, type Pending, type PageRequest } from "./pageRequest";
 
 /** What the steps read and fill through: the read-through's parts (readThrough.ts). */
@@ -214,32 +214,24 @@ export const readFromLocation: Step = async (tools, id, pending, request, data) 
   // Tag purges match the product's tags, for every part of the page: this copy's when L1 holds none.
   const subjectCopy = copies[toRead.findIndex((item) => item.resource === PAGE_SUBJECT)];
   const tags = pageTags(tools, id, subjectCopy?.entry.data);
-  /** Per part looked up: null when served, else what it goes on with. */
-  const outcomes = new Map<Pending, Pending | null>();
-  for (const [index, item] of toRead.entries()) {
-    const copy = copies[index];
-    if (!copy) continue;
+  // Each part goes on as it was, or with what its copy leaves it, or is served.
+  return pending.flatMap((item) => {
+    const copy = copies[toRead.indexOf(item)];
+    if (!copy) return [item];
     if (!tools.vouches(copy.stamp)) {
       location.note("unvouched");
-      continue;
+      return [item];
     }
     const judged = tools.judged(copy.entry, id, item.resource, tags);
     if (!judged) {
       location.note("purged");
-      continue;
+      return [item];
     }
     const judgement = judge(judged, item, "location", clock.now());
-    if ("pending" in judgement) {
-      outcomes.set(item, judgement.pending);
-      continue;
-    }
+    if ("pending" in judgement) return [judgement.pending];
     location.note("hit");
     serveFrom(tools, "location", id, item, judgement, request, data);
-    outcomes.set(item, null);
-  }
-  return pending.flatMap((item) => {
-    const outcome = outcomes.get(item);
-    return outcome === null ? [] : [outcome ?? item];
+    return [];
   });
 };
 
@@ -261,7 +253,7 @@ export const readFromL2: Step = async (tools, id, pending, request, data) => {
   // is cheaper read first.
   if (request.listed && !config.l2ReadReplicas) return pending;
   const straightToFill = (item: Pending) => item.fallback !== undefined || underWay(tools, item.key);
-  const joining = pending.filter(straightToFill);
+  const stillPending = pending.filter(straightToFill);
   const toRead = pending.filter((item) => !straightToFill(item));
   if (!l2 || toRead.length === 0) return pending;
   const readStarted = clock.now();
@@ -283,9 +275,8 @@ export const readFromL2: Step = async (tools, id, pending, request, data) => {
   const timedOut = clock.now() - readStarted >= config.l2TimeoutMs;
   const unanswered = timedOut && l2.accepts(firstKey) && values.every((value) => value === undefined);
   if (unanswered && tools.redisSilent(firstKey, answeredBefore)) request.l2Silent = true;
-  const stillPending = joining;
   const entries = toRead.map((item, index) => {
-    const value = values?.[index];
+    const value = values[index];
     return value ? tools.l2Entries.read(item.key, value, item.resource, id, request.background) : undefined;
   });
   // Tag purges match the product's tags, for every part of the page: L2's copy's when L1 holds none.
@@ -293,7 +284,7 @@ export const readFromL2: Step = async (tools, id, pending, request, data) => {
   for (const [index, item] of toRead.entries()) {
     const judgement = judge(tools.judged(entries[index], id, item.resource, tags), item, "l2", clock.now());
     if ("serve" in judgement) serveFrom(tools, "l2", id, item, judgement, request, data);
-    else stillPending.push({ ...judgement.pending, l2Answered: values?.[index] !== undefined });
+    else stillPending.push({ ...judgement.pending, l2Answered: values[index] !== undefined });
   }
   // What L2 gave goes to the location tier with the page's other parts; if some still go to their fills, the last of those puts it.
   if (stillPending.length === 0 && entries.some((entry) => entry !== undefined)) tools.keepInLocation(id, toRead[0]!.resource, request.background);
@@ -314,15 +305,13 @@ export const readFromOrigin: Step<void> = async (tools, id, pending, request, da
   const subject = pending.find((item) => item.resource === PAGE_SUBJECT);
   if (subject && pending.length > 1 && !request.listed) {
     data[PAGE_SUBJECT] = await fillOne(tools, id, subject, request);
-    const rest: Pending[] = [];
-    for (const item of pending) {
-      if (item === subject) continue;
-      // Filled by another request while this one waited for the subject: no fill of its own.
-      const landed = tools.fromL1(item.key, id, item.resource);
-      if (landed && entryState(landed, tools.clock.now()) === "fresh") data[item.resource] = served(item.resource, landed, "l1", "fresh");
-      else rest.push(item);
-    }
-    pending = rest;
+    // Filled by another request while this one waited for the subject: no fill of their own.
+    pending = filledMeanwhile(
+      tools,
+      id,
+      pending.filter((item) => item !== subject),
+      data,
+    );
   }
   const subjectOutcome = data[PAGE_SUBJECT]?.outcome;
   if (subjectOutcome !== undefined && subjectOutcome !== "found") return;
@@ -354,18 +343,9 @@ async function fillOne(tools: PageTools, id: string, item: Pending, request: Pag
     });
   } catch (error) {
     // Nobody to serve: nothing more is tried for this resource (the page is not answered).
-    if (error instanceof Departed) return { resource: item.resource, outcome: "failed", data: null, collapsed: false, forward };
-    const failure = failureOf(error);
-    const extra = { forward, failure } as const;
-    return (
-      (await fallBack(tools, id, item, request, context, error, extra)) ?? {
-        resource: item.resource,
-        outcome: "failed",
-        data: null,
-        collapsed: false,
-        ...extra,
-      }
-    );
+    if (error instanceof Departed) return failed(item.resource, { forward });
+    const extra = { forward, failure: failureOf(error) } as const;
+    return (await fallBack(tools, id, item, request, context, error, extra)) ?? failed(item.resource, extra);
   }
 }
 
@@ -429,16 +409,13 @@ export function shedPage(tools: PageTools, pending: Pending[], data: Record<stri
       data[item.resource] = served(item.resource, item.fallback, item.fallbackTier ?? "l1", "stale-if-error", { forward, failure: "overloaded" });
     } else {
       allServed = false;
-      data[item.resource] = { resource: item.resource, outcome: "failed", data: null, collapsed: false, forward, failure: "overloaded" };
+      data[item.resource] = failed(item.resource, { forward, failure: "overloaded" });
     }
   }
   return allServed;
 }
 
-/**
- * The copies of one resource of many products that can be served without
- * the origin: from L1, then from L2 in one round trip (ReadThrough.readCached).
- */
+/** ReadThrough.readCached: the copies of one resource of many products, from L1, then L2. */
 export async function readCopies<R extends ResourceName>(
   tools: PageTools,
   ids: readonly string[],

@@ -15,7 +15,7 @@ import { markedStale, onlyForErrorsFrom, type Entry } from "./entry";
 import { createFill, type FillContext } from "./fill/fill";
 import { createFillBatch } from "./l2/fillBatch";
 import { createOutbox, type OutboxStats } from "./l2/outbox";
-import { createFlights } from "./fill/flights";
+import { createFlights, type Flights } from "./fill/flights";
 import { createHotness } from "./hotness";
 import { entryKey } from "./keys";
 import { createL1, type L1 } from "./l1";
@@ -31,11 +31,7 @@ import { createRefreshes } from "./fill/refreshes";
 import type { Served } from "./served";
 
 /** Fills in flight and taken over (fill/flights.ts), and the claims and writes of the outbox (null without L2). */
-export interface FillStats {
-  inFlight: number;
-  takenOver: number;
-  outbox: OutboxStats | null;
-}
+export type FillStats = ReturnType<Flights["stats"]> & { outbox: OutboxStats | null };
 
 /** The purges this isolate knows of (see invalidation/watcher.ts). */
 interface PurgeKnowledge {
@@ -115,9 +111,8 @@ export interface ReadThrough extends L1Purging {
  * answer (it hangs), not because of its pace or this isolate's: it answered
  * this isolate before (`answeredBefore`, l2.answered(key) when the call was
  * sent, is not 0: a fresh isolate's first calls open a connection and may
- * be slow, and under a herd after a deploy, taking that for silence made
- * each isolate fetch the product itself), nothing since, and this isolate
- * reads its replies on time.
+ * be slow, and a herd after a deploy must not take that for silence),
+ * nothing since, and this isolate reads its replies on time.
  */
 export function redisSilence(l2: Pick<L2, "answered"> | null, isolateLate: () => boolean) {
   return (key: string, answeredBefore: number): boolean => l2 !== null && answeredBefore > 0 && l2.answered(key) === answeredBefore && !isolateLate();
@@ -216,8 +211,6 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   }
 
   const refreshes = createRefreshes({ clock, random, origin: deps.origin, flights, fillContext });
-
-  const reading = createLeaseTable<string, true>({ clock });
   const tools: PageTools = {
     config,
     clock,
@@ -227,7 +220,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     location,
     flights,
     rejections,
-    reading,
+    reading: createLeaseTable<string, true>({ clock }),
     lookingUpForRefresh: createLeaseTable<string, true>({ clock }),
     judged,
     fromL1,
@@ -235,8 +228,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     vouches: (stamp) => deps.purges?.vouches(stamp) ?? true,
     fillContext,
     keepInLocation,
-    refresh: refreshes.refresh,
-    dueForRefreshAhead: refreshes.dueForRefreshAhead,
+    ...refreshes,
     redisSilent,
   };
 
@@ -330,11 +322,9 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       }
       // This read's fills claim their locks and poll for other isolates' results together (l2/fillBatch.ts).
       return readPage(id, resources, {
+        ...options,
         background,
         batch: l2 ? createFillBatch(l2, sleep, background, outbox ?? undefined) : undefined,
-        listed: options?.listed,
-        visitor: options?.visitor,
-        client: options?.client,
         heat: hotness.offer(id),
       });
     },

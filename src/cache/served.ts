@@ -46,3 +46,8 @@ export function served(
     ...extra,
   };
 }
+
+/** Nothing usable for `resource`: `extra` says why the origin was asked and why it could not answer. */
+export function failed(resource: ResourceName, extra: Pick<Served<unknown>, "forward" | "failure">): Served<unknown> {
+  return { resource, outcome: "failed", data: null, collapsed: false, ...extra };
+}

@@ -11,22 +11,20 @@
 //
 // Each step has its own bound (fillBoundMs, their sum): the claim its L2
 // budget, the wait lockTtlMs (lockWait.ts), the origin call the service's
-// whole timeout, never cut by the time spent waiting before it (that turned a
-// busy isolate's delay into a 503 for a product the origin would have
-// answered in 20 ms).
-import type { Background } from "../../shared/subrequests";
+// whole timeout, never cut by the time spent waiting before it (a busy
+// isolate's delay must not become a 503 the origin would not have given).
 import type { Config } from "../../config";
 import { originCallBoundMs, type OriginClient } from "../../origin/client";
 import { DEFAULTS } from "../../config/defaults";
 import type { ResourceName } from "../../origin/resources";
 import type { Clock } from "../../shared/clock";
 import { encodeEntry } from "../l2/codec";
-import { deadlinesFor, type Entry } from "../entry";
+import { answerEntry, type Entry } from "../entry";
 import { lockKey, purgeMarkerKey } from "../keys";
 import { createFillBatch, type FillCalls } from "../l2/fillBatch";
 import { lockToken, type FillWrite, type L2 } from "../l2/l2";
 import type { L2Entries } from "../l2/l2Entries";
-import { createLockWait, type Reclaimed } from "./lockWait";
+import { createLockWait, type Reclaimed, type Wanted } from "./lockWait";
 import type { Outbox } from "../l2/outbox";
 import { departed, type Departures } from "../../overload";
 import { OriginError } from "../../origin/failure";
@@ -41,35 +39,21 @@ export function fillBoundMs(config: Pick<Config, "lockTtlMs" | "policies">, reso
 }
 
 /** What one fill was about, and what it did (read by the caller that started it). */
-export interface FillContext {
-  resource: ResourceName;
-  id: string;
-  /** Hands background work (the L2 write) to `ctx.waitUntil`. */
-  background: Background;
+export interface FillContext extends Wanted {
   /** Copies fetched before this (a hard purge this isolate knows of) are not taken from L2. */
   notBefore: number;
-  /** Copies fetched before this (any purge, soft included) are not taken as fresh: a soft purge's refresh must reach the origin. */
-  freshAfter: number;
   /**
    * The latest purge of the key this isolate knows of, now: purges learned
    * while the fill runs count too (a refresh's held claim then goes at
    * once: nobodyElseWaits). `freshAfter` is what it said as the fill began.
    */
   purgedAt: () => number;
-  /** Copies in L2 fresh only until this are not worth taking (refresh-ahead wants fresher); 0: fresh now. */
-  freshBeyond: number;
   /** A refresh of a copy that is still being served: its origin fetch gives way to visitors under load. */
   refresh?: boolean;
   /** The lock claims of the request's other fills, to make together with this one's (l2/fillBatch.ts). */
   batch?: FillCalls;
   /** A visitor's fill: their request's signal, which aborts when they leave; none for refreshes. */
   visitor?: AbortSignal;
-  /**
-   * Set by flights.ts for a visitor's fill: whether anybody still waits for
-   * it (its visitor, or one who joined it). Checked before each step that
-   * would start new work (overload/departures.ts).
-   */
-  wanted?: () => boolean;
   /** Set by the fill: its claim was answered (L2 said what it holds for the key). */
   l2Answered?: boolean;
   /** Redis did not answer the page's read on time (pageSteps.ts, PageRequest.l2Silent): no lock is claimed. */
@@ -102,12 +86,7 @@ export interface FillDeps {
   sleep: (ms: number) => Promise<void>;
   /** What becomes of fills nobody waits for any more (none in unit tests: they go on). */
   departures?: Departures;
-  /**
-   * Redis left a call about `key`, sent when it had answered
-   * `answeredBefore` calls, unanswered because it does not answer
-   * (readThrough.ts); otherwise the call may be a reply read late, or a
-   * fresh isolate's slow first calls. Without it (unit tests), never.
-   */
+  /** Redis left a call about `key` unanswered because it does not answer (readThrough.ts, redisSilence); without it (unit tests), never. */
   redisSilent?: (key: string, answeredBefore: number) => boolean;
 }
 
@@ -158,26 +137,21 @@ export function createFill(deps: FillDeps) {
     // Data is as old as the request that fetched it: a purge during the
     // request must win over it (see L2.writeFills and the purge watcher).
     const requestedAt = clock.now();
-    const answer = await fetchWhileWanted(context);
-    const data = answer.found ? answer.data : null;
-    const deadlines = deadlinesFor(answer.found, config.policies[context.resource], requestedAt, deps.random);
-    return {
-      data,
-      version: answer.found ? answer.data.version : 0,
-      ...deadlines,
-    };
+    return answerEntry(await fetchWhileWanted(context), config.policies[context.resource], requestedAt, deps.random);
+  }
+
+  /** A write of `key`, with the isolate's other writes (l2/outbox.ts). */
+  function send(key: string, write: Omit<FillWrite, "key" | "lock" | "purgeMarker">, context: FillContext): void {
+    outbox!.write({ key, lock: lockKey(config.keyPrefix, key), purgeMarker: purgeMarkerKey(config.keyPrefix, key), ...write }, context.background);
   }
 
   /**
    * Lets go of this fill's lock without storing anything, so that waiters
    * and other isolates stop waiting: as a write with no value, sent with the
-   * isolate's other writes (one call for many, where a release of its own
-   * was a call for each part of every page that stopped).
+   * isolate's other writes (one call for many).
    */
   function releaseLock(key: string, token: string, context: FillContext): void {
-    const lock = lockKey(config.keyPrefix, key);
-    const write = { key, lock, purgeMarker: purgeMarkerKey(config.keyPrefix, key), value: "", version: 0, fetchedAt: 0, ttlMs: 1, lockToken: token };
-    outbox!.write(write, context.background);
+    send(key, { value: "", version: 0, fetchedAt: 0, ttlMs: 1, lockToken: token }, context);
   }
 
   /**
@@ -211,19 +185,8 @@ export function createFill(deps: FillDeps) {
       if (token) releaseLock(key, token, context);
       return;
     }
-    const write: FillWrite = {
-      key,
-      lock: lockKey(config.keyPrefix, key),
-      purgeMarker: purgeMarkerKey(config.keyPrefix, key),
-      value,
-      version: entry.version,
-      fetchedAt: entry.fetchedAt,
-      ttlMs: entry.errorUntil - clock.now(),
-      lockToken: token,
-      patient: mayWait(context, claimedAt),
-    };
-    // With the isolate's other writes (l2/outbox.ts).
-    outbox!.write(write, context.background);
+    const ttlMs = entry.errorUntil - clock.now();
+    send(key, { value, version: entry.version, fetchedAt: entry.fetchedAt, ttlMs, lockToken: token, patient: mayWait(context, claimedAt) }, context);
   }
 
   async function fillThroughL2(l2: L2, calls: FillCalls, key: string, context: FillContext): Promise<Entry> {
@@ -268,11 +231,10 @@ export function createFill(deps: FillDeps) {
     // Redis is silent (redisSilent), most likely a reply read late (a busy
     // isolate), or a fresh isolate's first call, and the lock may be taken,
     // by this fill or another isolate's. Look before fetching, as a loser
-    // does: under a herd, fetching at once was a second origin fetch for the
+    // does: under a herd, fetching at once is a second origin fetch for the
     // product. When Redis is silent (it hangs), waiting for a winner would
-    // be waiting for nothing (a cold page took 2.3 s while Redis was paused),
-    // so it fetches at once, and its write releases the lock if the claim
-    // took it after all.
+    // be waiting for nothing, so it fetches at once, and its write releases
+    // the lock if the claim took it after all.
     const unanswered = claiming && first === undefined && l2.accepts(key);
     /** A claim of this fill went unanswered: it may hold the lock, which its write (or its departure) then releases. */
     let mayHold = unanswered;

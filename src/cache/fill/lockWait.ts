@@ -17,25 +17,28 @@ import { DEFAULTS } from "../../config/defaults";
 /** What claiming the lock again says: a fresh copy, the lock is now this fill's, still held by the winner, or no answer. */
 export type Reclaimed = Entry | "ours" | "held" | undefined;
 
-/** What the waiting fill is about, and which copy ends its wait (fill.ts: FillContext, of which this is a part). */
-interface Wanted {
+/** What a fill is about, and which copy ends it or a wait of it (the part of fill.ts's FillContext the wait reads). */
+export interface Wanted {
   resource: ResourceName;
   id: string;
-  /** Hands background work (deleting an invalid value, an outage probe) to `ctx.waitUntil`. */
+  /** Hands background work (the L2 write, deleting an invalid value, an outage probe) to `ctx.waitUntil`. */
   background: Background;
-  /** Copies fetched before this (any purge, soft included) do not end the wait. */
+  /** Copies fetched before this (any purge, soft included) are not taken as fresh: a soft purge's refresh must reach the origin. */
   freshAfter: number;
-  /** Copies fresh only until this do not end the wait (refresh-ahead wants fresher); 0: fresh now. */
+  /** Copies fresh only until this are not worth taking (refresh-ahead wants fresher); 0: fresh now. */
   freshBeyond: number;
-  /** Whether anybody still waits for the fill: no poll is made for nobody (fill.ts: FillContext.wanted). */
+  /**
+   * Set by flights.ts for a visitor's fill: whether anybody still waits for
+   * it (its visitor, or one who joined it). Checked before each step that
+   * would start new work, a poll included (overload/departures.ts).
+   */
   wanted?: () => boolean;
 }
 
 interface LockWaitDeps {
   config: Pick<Config, "lockTtlMs">;
-  /** Redis left a call about `key` unanswered because it does not answer (readThrough.ts, redisSilent); otherwise a poll without an answer is one read late. */
+  /** Redis left a call about `key` unanswered because it does not answer (readThrough.ts, redisSilence); otherwise a poll without an answer is one read late. */
   redisSilent: (key: string, answeredBefore: number) => boolean;
-  /** Decodes what L2 holds; invalid values are misses (and deleted). */
   l2Entries: L2Entries;
   clock: Clock;
 }
@@ -53,8 +56,8 @@ export function createLockWait({ config, l2Entries, clock, redisSilent }: LockWa
    * error. A poll that failed while the breaker stays closed is one poll
    * lost (a saturated isolate reads replies late): only when Redis is silent
    * (redisSilent) and the claim again (`reclaim`) gets no answer either does
-   * the wait end, where one poll unanswered on a busy machine was a second
-   * origin fetch for a herd's product (bench:fleet at 16 isolates).
+   * the wait end, so that one poll read late is no second origin fetch for
+   * a herd's product.
    *
    * It stops ("departed") before a poll once nobody waits for the fill.
    *
@@ -66,11 +69,11 @@ export function createLockWait({ config, l2Entries, clock, redisSilent }: LockWa
    * by itself: `reclaim` claims the lock again, and the claim (a script that
    * writes) runs where the lock lives. Either the winner let go without a
    * copy (its fetch failed): the first loser to reclaim becomes the winner
-   * and the others keep waiting, where each of them used to fetch. Or the
-   * poll read a replica the lock had not reached yet (Upstash Global sends
-   * reads to the nearest replica): the lock is still held, and the wait goes
-   * on. A claim again is one more poll, sent to the primary: paced as the
-   * polls are, and bounded as they are by the lock's life.
+   * and the others keep waiting. Or the poll read a replica the lock had not
+   * reached yet (Upstash Global sends reads to the nearest replica): the
+   * lock is still held, and the wait goes on. A claim again is one more
+   * poll, sent to the primary: paced as the polls are, and bounded as they
+   * are by the lock's life.
    *
    * The polls go through `calls`: the waits of one page's fills poll together
    * (l2/fillBatch.ts), one MGET a round.

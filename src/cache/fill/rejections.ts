@@ -1,10 +1,8 @@
-// Origin answers about one id that the tier could not use (a 400 or 422, a
-// body that breaks the contract: origin/client.ts, isAnswerAboutId), by key,
-// until they lapse. Such a key is not asked again meanwhile, by a fill or a
-// refresh, so junk ids and an origin bug for one product cost one call per
-// REJECTED_ANSWER_TTL, where each would otherwise be asked on every request.
-// A reader with a copy at hand serves it; one without gets the "no data"
-// entry (a 404 page for a product).
+// Origin answers about one id that the tier could not use (origin/failure.ts,
+// isAnswerAboutId), by key, until they lapse (REJECTED_ANSWER_TTL): such a
+// key is not asked again meanwhile, by a fill or a refresh. A reader with a
+// copy at hand serves it; one without gets the "no data" entry (a 404 page
+// for a product).
 import { LRUCache } from "lru-cache";
 import type { Config } from "../../config";
 import type { OriginFailure } from "../../origin/failure";

@@ -12,9 +12,9 @@
 // else is reported as invalid, with the reason, and is never used.
 //
 // gzip goes through node:zlib, not DecompressionStream: workerd's
-// DecompressionStream inflates all of a written chunk before the first read
-// (a 200 MB bomb took workerd from 52 to 362 MB with a reader that cancelled
-// after 1 MiB), where gunzipSync's `maxOutputLength` stops at the cap (+16 MB).
+// DecompressionStream inflates all of a written chunk before the first read,
+// even for a reader that cancels, where gunzipSync's `maxOutputLength` stops
+// at the cap.
 import { gunzipSync, gzipSync } from "node:zlib";
 import { DEFAULTS } from "../../config/defaults";
 import { ORIGIN_MAX_BODY_BYTES } from "../../origin/client";

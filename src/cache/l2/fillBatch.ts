@@ -1,9 +1,8 @@
-// The Redis calls of one page's fills, made together (issue: Redis commands
-// per page): the lock claims made in one turn of the event loop go out as
-// one script run (with other requests' claims and the writes waiting then:
-// outbox.ts), and the waits of claims that lost poll L2 together, one MGET a
-// round for every key still waited for (four waits polling apart spent the
-// request's subrequest budget in about a second of a slow winner).
+// The Redis calls of one page's fills, made together: the lock claims made
+// in one turn of the event loop go out as one script run (with other
+// requests' claims and the writes waiting then: outbox.ts), and the waits of
+// claims that lost poll L2 together, one MGET a round for every key still
+// waited for (waits polling apart would spend the request's subrequests).
 //
 // A batch belongs to one request and the fills it starts: nothing in it is
 // shared with another request; a fill of another request that joins one of

@@ -9,8 +9,6 @@ import { LRUCache } from "lru-cache";
 import type { Breaker } from "../../shared/breaker";
 import { createL2Guard, gatePlaceMs, type CallTiming, type L2CallOptions, type L2CallStats } from "./l2Guard";
 
-// Part of the L2 interface (`run`, `runOnKeys`): its users name it from here.
-
 export type FillClaim =
   /**
    * This isolate holds the lock: fetch from the origin, then `writeFills`.
@@ -88,12 +86,8 @@ export interface ReadAlong {
   read(values: readonly (string | null)[]): void;
 }
 
-interface L2ReadOptions {
-  /** Tried even while the breaker is open: the last resort before a 503 (the origin failed too). */
-  force?: boolean;
-  /** See L2CallOptions. */
-  background?: Background;
-}
+/** `force`: the last resort before a 503, when the origin failed too. */
+type L2ReadOptions = Pick<L2CallOptions, "force" | "background">;
 
 export interface L2Stats extends L2CallStats {
   /** Writes of the backlog that reached L2 once it came back. */
@@ -126,7 +120,6 @@ export interface L2 {
    * by every page read while the backlog waits, under `waitUntil`.
    */
   flushBacklog(): Promise<void>;
-  /** Writes waiting in the backlog. */
   backlogSize(): number;
   /**
    * While the breaker is open, sends Redis a PING under `background` now and
@@ -159,7 +152,6 @@ export interface L2 {
   answered(key: string): number;
   /** Each shard's name and breaker (one, for a single Redis). */
   readonly shards: readonly { name: string; breaker: Breaker }[];
-  /** The name of the shard holding `key`. */
   shardOf(key: string): string;
   readonly breaker: Breaker;
   readonly stats: L2Stats;
@@ -534,11 +526,7 @@ export function createL2({
       return guarded(() => call(background ? writer : reader), options);
     },
     async runOnKeys(keys, call, options) {
-      const result = await guarded(() => call(options?.isWrite ? writer : reader, keys), {
-        isWrite: options?.isWrite,
-        force: options?.force,
-        background: options?.background,
-      });
+      const result = await guarded(() => call(options?.isWrite ? writer : reader, keys), options);
       return result === undefined ? undefined : [result];
     },
     accepts: () => breaker.state() !== "open" && !breaker.confirming(),

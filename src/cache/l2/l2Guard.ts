@@ -59,7 +59,6 @@ export interface L2CallStats {
 
 interface L2GuardOptions {
   breaker: Breaker;
-  /** Counted into as calls go. */
   stats: L2CallStats;
   /** The client the outage probe pings with (its own deadline, `probeTimeoutMs`). */
   prober: Redis;
@@ -82,6 +81,11 @@ export interface CallTiming {
 }
 
 export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutMs, probeTimeoutMs, timing, onRecovered }: L2GuardOptions) {
+  /** A PING within the probe's budget; `sent` is told when it leaves the request's connection gate. */
+  function ping(sent?: () => void): Promise<unknown> {
+    return subrequest(() => (sent?.(), prober.ping()), gatePlaceMs(probeTimeoutMs), "l2");
+  }
+
   /**
    * Time-outs alone would open the breaker (see breaker.ts): ask Redis
    * directly, once, with a budget long enough for this isolate's own stalls.
@@ -90,14 +94,7 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
   async function confirmOutage(): Promise<void> {
     let startedAt = 0;
     try {
-      await subrequest(
-        () => {
-          startedAt = Date.now();
-          return prober.ping();
-        },
-        gatePlaceMs(probeTimeoutMs),
-        "l2",
-      );
+      await ping(() => (startedAt = Date.now()));
       breaker.success();
       stats.outagesDismissed++;
       breaker.confirmed(false);
@@ -114,7 +111,7 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
    */
   async function probeRecovery(): Promise<void> {
     try {
-      await subrequest(() => prober.ping(), gatePlaceMs(probeTimeoutMs), "l2");
+      await ping();
     } catch {
       breaker.recovered(false);
       return;

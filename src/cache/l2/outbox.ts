@@ -1,11 +1,8 @@
 // The isolate's lock claims and fill writes on their way to Redis, one outbox
-// per shard (issue: Redis commands per page). Claims follow Nagle's algorithm
-// (RFC 896): with no claim call of the shard out a claim goes at once, else
-// it waits for that call to come back and goes with the others. Writes are
-// write-behind: one rides with the next claim call of its shard, or goes
-// `holdMs` after it came, or at once with a call's worth; a write others may
-// wait for (FillWrite.patient false: fill.ts, mayWait) is not held, nor a
-// refresh's claim once somebody joined its fill or its key was purged
+// per shard: claims follow Nagle's algorithm (RFC 896), writes are
+// write-behind, held for `holdMs` at most unless others may wait for them
+// (FillWrite.patient false: fill.ts, mayWait); a refresh's claim is held as
+// a write is until somebody joins its fill or its key is purged
 // (FillClaimRequest.patient, asked at every look). Why, and what the hold
 // costs: docs/architecture.md, "Claims and writes share calls".
 //
@@ -14,15 +11,11 @@
 // with the next one.
 //
 // The Workers rules (docs/architecture.md#sharing-work-across-requests-in-one-isolate):
-// the outbox holds plain data (claims, encoded writes, answers). A call is
-// made by a request that has something in it, under its own `waitUntil`; a
-// request whose claims another request's call took watches for the answers
-// it leaves on its own timers. Every wait is a lease: the claim call out
-// counts as out until its budget ends, whatever became of its request, and a
-// claim whose call left no answer by then is taken for unanswered, as a call
-// of its own that timed out would be (cache/fill/fill.ts then looks before
-// it fetches). The held writes' send is scheduled by the request that found
-// none scheduled; past its due time the next write schedules one again.
+// the outbox holds plain data, and every wait is a lease. A claim whose call
+// left no answer by its lease's end is taken for unanswered, as a call of its
+// own that timed out would be (fill/fill.ts then looks before it fetches).
+// The held items' send is scheduled by the request that found none
+// scheduled; past its due time the next write schedules one again.
 import type { Background } from "../../shared/subrequests";
 import { DEFAULTS } from "../../config/defaults";
 import type { Clock } from "../../shared/clock";
@@ -260,7 +253,6 @@ export function createOutbox(l2: L2, given: OutboxOptions): Outbox {
 
   return {
     async claim(requests, background) {
-      if (requests.length === 0) return [];
       // A page's keys share a shard (l2/shardedL2.ts: by product id); a request filling several products may span shards.
       return perGroup(
         requests,

@@ -1,5 +1,5 @@
 // L2 over several Redis databases, placed by a consistent-hash ring on the
-// product id (issue: scale out). Where each thing lives:
+// product id. Where each thing lives:
 //
 //   entries, fill locks, purge markers   the shard of their product id: one
 //                                        product's keys share a shard, so the

@@ -241,8 +241,7 @@ export function createLocationCache(deps: { config: Config; clock: Clock; open: 
       background(putOne(locationUrl(config, parts[0]!.resource, id), copy.body, copy.framing, copy.ttlSeconds, stampText, ticket));
     },
     note(outcome) {
-      if (outcome === "hit") stats.hits++;
-      else stats[outcome]++;
+      stats[outcome === "hit" ? "hits" : outcome]++;
     },
   };
 }
