@@ -125,10 +125,8 @@ export const DEFAULTS = {
   /**
    * One in this many plain pages (every part fresh from L1) is written to the
    * fleet's dataset, standing for as many: most of the traffic, and the part
-   * that says least. At 10 million pages a day (90% plain, 0.1 origin calls
-   * a page, each a point too), every page written is ~$80 a month over the
-   * plan's 10 million points; one in 10 of the plain ones, ~$19 (README,
-   * "Seeing the fleet").
+   * that says least; a quarter of the points' cost of writing every page
+   * (docs/architecture.md, "The fleet view": cost).
    */
   fleetPageSample: 10,
   /**
