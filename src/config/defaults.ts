@@ -9,13 +9,11 @@ export const DEFAULT_POLICIES = Object.fromEntries(RESOURCE_NAMES.map((name) => 
 export const DEFAULTS = {
   /**
    * 32 MiB of a Worker isolate's 128 MB: room for tens of thousands of
-   * entries and the runtime. L1_MAX_BYTES may ask for twice this at most
-   * (config/index.ts). An isolate is killed past 128 MB of heap, and
-   * everything this tier keeps must fit with room to spare: L1 (≤ 64 MiB) +
-   * rendered pages (8 MiB) + the known-ids filter held twice while a new
-   * version loads (≤ 2 × 6 MiB) = 84 MiB, leaving over 40 MB for the
-   * runtime, the code and the requests in flight. Sizes are counted as
-   * twice the JSON length (codec.ts), close to what V8 holds.
+   * entries and the runtime. L1_MAX_BYTES may ask for twice this at most, so
+   * that all an isolate keeps stays within 84 MiB, over 40 MB short of the
+   * heap past which it is killed (docs/architecture.md, "Bounded memory and
+   * work"). Sizes are counted as twice the JSON length (codec.ts), close to
+   * what V8 holds.
    */
   l1MaxBytes: 32 * 1024 * 1024,
   /**
@@ -125,10 +123,8 @@ export const DEFAULTS = {
   /**
    * One in this many plain pages (every part fresh from L1) is written to the
    * fleet's dataset, standing for as many: most of the traffic, and the part
-   * that says least. At 10 million pages a day (90% plain, 0.1 origin calls
-   * a page, each a point too), every page written is ~$80 a month over the
-   * plan's 10 million points; one in 10 of the plain ones, ~$19 (README,
-   * "Seeing the fleet").
+   * that says least; a quarter of the points' cost of writing every page
+   * (docs/architecture.md, "The fleet view": cost).
    */
   fleetPageSample: 10,
   /**

@@ -148,12 +148,12 @@ const redisUrl = v.pipe(
 );
 
 /** A number given as a var (string) or as a TOML number. */
-function numberSetting(min: number, max: number, integer = true) {
+function numberSetting(min: number, max: number) {
   return v.pipe(
     v.union([v.string(), v.number()], "must be a number"),
     v.transform((x) => (typeof x === "string" && x.trim() === "" ? NaN : Number(x))),
     v.check((n) => Number.isFinite(n), "must be a number"),
-    v.check((n) => !integer || Number.isInteger(n), "must be a whole number"),
+    v.check((n) => Number.isInteger(n), "must be a whole number"),
     v.minValue(min, `must be at least ${min}`),
     v.maxValue(max, `must be at most ${max}`),
   );
@@ -209,10 +209,6 @@ function read<T>(setting: string, schema: v.GenericSchema<unknown, T>, value: un
   throw new ConfigError(named(path), issue.message);
 }
 
-function optional<T>(setting: string, schema: v.GenericSchema<unknown, T>, value: unknown, fallback: T): T {
-  return value === undefined || value === "" ? fallback : read(setting, schema, value);
-}
-
 const shardList = v.pipe(
   v.array(
     v.strictObject({
@@ -262,18 +258,16 @@ function checkRedisToken(env: Env): void {
 function parsePolicies(raw: Env["CACHE_POLICIES"]): Record<ResourceName, ResourcePolicy> {
   if (raw === undefined || raw === "") return DEFAULT_POLICIES;
   let json: unknown = raw;
-  if (typeof raw === "string") {
-    try {
-      json = JSON.parse(raw);
-    } catch {
-      throw new ConfigError(
-        "CACHE_POLICIES",
-        `must be a JSON object of per-resource overrides such as {"${RESOURCE_NAMES[1]}":{"ttl":5}} (resources: ${RESOURCE_NAMES.join(", ")})`,
-      );
-    }
+  try {
+    if (typeof raw === "string") json = JSON.parse(raw);
+  } catch {
+    json = null;
   }
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
-    throw new ConfigError("CACHE_POLICIES", `must be a JSON object of per-resource overrides such as {"${RESOURCE_NAMES[1]}":{"ttl":5}}`);
+    throw new ConfigError(
+      "CACHE_POLICIES",
+      `must be a JSON object of per-resource overrides such as {"${RESOURCE_NAMES[1]}":{"ttl":5}} (resources: ${RESOURCE_NAMES.join(", ")})`,
+    );
   }
   const fields = Object.keys(DEFAULT_POLICIES[RESOURCE_NAMES[0]!]).join(", ");
   const overrides = read("CACHE_POLICIES", policyOverrides, json, `resources: ${RESOURCE_NAMES.join(", ")}; their fields: ${fields}`);
@@ -282,13 +276,6 @@ function parsePolicies(raw: Env["CACHE_POLICIES"]): Record<ResourceName, Resourc
     merged[name] = { ...DEFAULT_POLICIES[name], ...overrides[name] };
   }
   return merged;
-}
-
-/** A switch: "on" or "off", or unset for its default. */
-function onOff(name: string, value: string | undefined, fallback: boolean): boolean {
-  if (value === undefined || value === "") return fallback;
-  if (value !== "on" && value !== "off") throw new ConfigError(name, 'must be "on" or "off"');
-  return value === "on";
 }
 
 /** Validates the bindings. Throws a ConfigError naming every bad setting. */
@@ -304,30 +291,30 @@ export function parseConfig(env: Env): Config {
       return fallback;
     }
   }
-  const originUrl = setting(() => {
-    if (env.ORIGIN_URL === undefined || env.ORIGIN_URL === "") {
-      throw new ConfigError("ORIGIN_URL", "is not set: give the base URL of the product services");
-    }
-    return read("ORIGIN_URL", httpUrl, env.ORIGIN_URL);
-  }, "");
-  const publicUrl = setting(() => {
-    if (env.PUBLIC_URL === undefined || env.PUBLIC_URL === "") {
-      // Required, with no fallback to the request's own URL: a deploy that
-      // forgot it must say so, not build canonical URLs from the Host header.
-      throw new ConfigError(
-        "PUBLIC_URL",
-        "is not set: give the shop's public address, such as https://shop.example (canonical and OpenGraph URLs are built from it, never from the request); `npm run dev` and the tests set it themselves",
-      );
-    }
-    return read("PUBLIC_URL", publicOrigin, env.PUBLIC_URL);
-  }, "");
-  const number = (name: keyof Env, min: number, max: number, fallback: number, integer = true) =>
-    setting(() => optional(name, numberSetting(min, max, integer), env[name], fallback), fallback);
-  const onOffSetting = (name: "L2_READ_REPLICAS" | "LOCATION_CACHE" | "CACHING" | "KNOWN_IDS", fallback: boolean) =>
-    setting(() => onOff(name, env[name], fallback), fallback);
+  const required = (name: "ORIGIN_URL" | "PUBLIC_URL", schema: v.GenericSchema<unknown, string>, hint: string) =>
+    setting(() => {
+      if (!env[name]) throw new ConfigError(name, `is not set: ${hint}`);
+      return read(name, schema, env[name]);
+    }, "");
+  const number = (name: keyof Env, min: number, max: number, fallback: number) =>
+    setting(() => (env[name] === undefined || env[name] === "" ? fallback : read(name, numberSetting(min, max), env[name])), fallback);
+  /** A switch: "on" or "off", or unset for its default. */
+  const onOff = (name: "L2_READ_REPLICAS" | "LOCATION_CACHE" | "CACHING" | "KNOWN_IDS", fallback: boolean) =>
+    setting(() => {
+      const value = env[name];
+      if (value === undefined || value === "") return fallback;
+      if (value !== "on" && value !== "off") throw new ConfigError(name, 'must be "on" or "off"');
+      return value === "on";
+    }, fallback);
+  const originUrl = required("ORIGIN_URL", httpUrl, "give the base URL of the product services");
+  // Required, with no fallback to the request's own URL: a deploy that
+  // forgot it must say so, not build canonical URLs from the Host header.
+  const publicUrl = required(
+    "PUBLIC_URL",
+    publicOrigin,
+    "give the shop's public address, such as https://shop.example (canonical and OpenGraph URLs are built from it, never from the request); `npm run dev` and the tests set it themselves",
+  );
   setting(() => checkRedisToken(env), undefined);
-  // The filter's sizing: each rebuild sizes it for the catalog it lists, plus the room (knownIds/rebuild.ts).
-  const knownIdsFilter = { room: KNOWN_IDS_DEFAULTS.room, fpRate: KNOWN_IDS_DEFAULTS.fpRate };
 
   const config: Config = {
     originUrl,
@@ -336,16 +323,17 @@ export function parseConfig(env: Env): Config {
     publicUrl,
     l1MaxBytes: number("L1_MAX_BYTES", 1024 * 1024, 2 * DEFAULTS.l1MaxBytes, DEFAULTS.l1MaxBytes),
     l2TimeoutMs: number("L2_TIMEOUT_MS", 5, 5000, DEFAULTS.l2TimeoutMs),
-    l2ReadReplicas: onOffSetting("L2_READ_REPLICAS", false),
+    l2ReadReplicas: onOff("L2_READ_REPLICAS", false),
     lockTtlMs: DEFAULTS.lockTtlMs,
     originMaxConcurrent: number("ORIGIN_MAX_CONCURRENT", 4, 2000, DEFAULTS.originMaxConcurrent),
     purgePollMs: number("PURGE_POLL_MS", 100, 60_000, DEFAULTS.purgePollMs),
     maxSubrequests: number("MAX_SUBREQUESTS", 20, 10_000, DEFAULTS.maxSubrequests),
     coldPagesMax: number("COLD_PAGES_MAX", 1, 10_000, DEFAULTS.coldPagesMax),
     coldPageWaitMs: number("COLD_PAGE_WAIT_MS", 0, 10_000, DEFAULTS.coldPageWaitMs),
-    knownIds: onOffSetting("KNOWN_IDS", true) ? knownIdsFilter : null,
-    locationCache: onOffSetting("LOCATION_CACHE", true),
-    caching: onOffSetting("CACHING", true),
+    // The filter's sizing: each rebuild sizes it for the catalog it lists, plus the room (knownIds/rebuild.ts).
+    knownIds: onOff("KNOWN_IDS", true) ? { room: KNOWN_IDS_DEFAULTS.room, fpRate: KNOWN_IDS_DEFAULTS.fpRate } : null,
+    locationCache: onOff("LOCATION_CACHE", true),
+    caching: onOff("CACHING", true),
     warmPerMinute: DEFAULTS.warmPerMinute,
     hotPerMinute: DEFAULTS.hotPerMinute,
     fleetPageSample: number("FLEET_PAGE_SAMPLE", 1, 1000, DEFAULTS.fleetPageSample),

@@ -1,26 +1,35 @@
-// The headers that say what happened (docs/architecture.md#saying-what-happened).
-//
-// Cache-Status (RFC 9211) has one member per resource of the page, named by
-// the tier that answered it:
-//   pp-l1; hit; ttl=283; detail="product"                      fresh from this isolate
-//   pp-l2; hit; ttl=-4; detail="inventory stale"               stale, refreshing in the background
-//   pp-origin; fwd=uri-miss; fwd-status=200; stored; ttl=300; detail="reviews"
-//   pp-origin; fwd=uri-miss; collapsed; ...                    waited for another fill
-//   pp-l1; fwd=stale; fwd-status=504; ttl=-700; detail="product stale-if-error"
-//   pp-origin; fwd=uri-miss; fwd-status=502; detail="recommendations failed"
-//   pp-origin; fwd=uri-miss; fwd-status=502; ttl=10; detail="product rejected"
-//   pp-origin; fwd=bypass; fwd-status=200; ttl=300; detail="product"  CACHING=off
-//   pp-origin; fwd=uri-miss; fwd-status=404; stored; ttl=60; detail="product absent"
-//                        the origin's answer about this id was of no use (a 422, a
-//                        body that breaks the contract): "no data" for a short while
-// `ttl` is the seconds of freshness left (negative: stale for that long).
-import type { Context } from "hono";
+// The headers that say what happened: Cache-Status (RFC 9211), one member per
+// resource of the page named by the tier that answered it (its members by
+// example: docs/architecture.md, "Saying what happened"), Cache-Control, the
+// ETag and Server-Timing; and the security headers of every answer. `ttl` is
+// the seconds of freshness left (negative: stale for that long).
+import type { Context, MiddlewareHandler } from "hono";
+import { secureHeaders } from "hono/secure-headers";
 import { setMetric } from "hono/timing";
 import type { Timings } from "../cache/pageRequest";
 import type { Served } from "../cache/served";
 import type { ResourcePolicy } from "../config";
 import type { OriginFailure } from "../origin/failure";
 import { hashPair } from "../shared/hash";
+
+/**
+ * hono's secure headers with a strict Content-Security-Policy: nothing runs
+ * (the JSON-LD block is data, not a script), styles are the page's own inline
+ * ones, nothing frames it, images only from `imgSrc`. Set over whatever the
+ * handler set (overwrite: no `has` per header on every cached page).
+ */
+export function strictSecurityHeaders(imgSrc: string[]): MiddlewareHandler {
+  return secureHeaders({
+    contentSecurityPolicy: {
+      defaultSrc: ["'none'"],
+      imgSrc,
+      styleSrc: ["'unsafe-inline'"],
+      baseUri: ["'none'"],
+      formAction: ["'none'"],
+      frameAncestors: ["'none'"],
+    },
+  });
+}
 
 /**
  * Every HTML answer's Vary: the runtime compresses what it sends for the
@@ -126,8 +135,8 @@ export function setStepTimings(c: Context, timings: Timings): void {
  * This isolate's Cloudflare location, from the first request that names it
  * (`request.cf.colo`), for the fleet's figures; undefined off the platform.
  * Read once: an isolate runs in one data center, and reading `request.cf`
- * builds the request's whole cf object (2.6% of a flooded isolate's CPU,
- * bench:soak --flood-profile). Plain data, shared by the isolate's requests.
+ * builds the request's whole cf object. Plain data, shared by the isolate's
+ * requests.
  */
 let isolateColo: string | undefined;
 

@@ -3,34 +3,24 @@
 // endpoint of the tier's own (404 for everyone when none is configured), and
 // never stored by anybody.
 import { Hono, type Context } from "hono";
-import { secureHeaders } from "hono/secure-headers";
 import { buildStatus, type StatusSources } from "../observability/statusModel";
 import { renderStatusPage } from "../render";
 import type { TierServices } from "../tier";
 import type { AppEnv } from "./appEnv";
 import { requirePurgeToken } from "./adminAuth";
+import { strictSecurityHeaders } from "./headers";
 
 /**
  * The status page's security headers: nothing from outside the page (inline
- * styles and inline SVG only), no scripts, no framing. app.ts registers it
- * ahead of the pages' own, so that it has the last word on this route.
+ * styles and inline SVG only). app.ts registers it ahead of the pages' own,
+ * so that it has the last word on this route.
  */
-export const statusSecurityHeaders = secureHeaders({
-  contentSecurityPolicy: {
-    defaultSrc: ["'none'"],
-    styleSrc: ["'unsafe-inline'"],
-    imgSrc: ["data:"],
-    baseUri: ["'none'"],
-    formAction: ["'none'"],
-    frameAncestors: ["'none'"],
-  },
-});
+export const statusSecurityHeaders = strictSecurityHeaders(["data:"]);
 
 /** The gauges, read now from the tier; the counters come with `metrics`. */
 function statusSourcesOf(tier: TierServices): StatusSources {
   const { cache, metrics, config } = tier;
   const l2 = cache.l2;
-  const knownIds = tier.knownIds?.status() ?? null;
   return {
     now: tier.clock.now(),
     metrics,
@@ -44,17 +34,7 @@ function statusSourcesOf(tier: TierServices): StatusSources {
     originSlots: { inUse: tier.originLimiter.inFlight, queued: tier.originLimiter.queued, reclaimed: tier.originLimiter.reclaimed },
     fills: cache.fillStats(),
     overload: tier.overload.stats(),
-    knownIds: knownIds && {
-      state: knownIds.state,
-      serving: knownIds.serving,
-      version: knownIds.version,
-      count: knownIds.count,
-      ageMs: knownIds.ageMs,
-      lastCheckAt: knownIds.lastCheckAt,
-      pendingAdds: knownIds.pendingAdds,
-      loads: knownIds.loads,
-      location: knownIds.location,
-    },
+    knownIds: tier.knownIds?.status() ?? null,
   };
 }
 

@@ -1,16 +1,11 @@
 // What the fleet sees: one data point per page view, origin call, breaker
 // change and purge reaching an isolate, written to Workers Analytics Engine
-// (the FLEET binding in wrangler.toml), so that the questions asked during an
-// incident (the fleet's hit ratio this minute, where pages were shed, origin
-// fetches per page, which breakers opened, how long purges took to arrive)
-// have answers across every isolate: `npm run fleet` asks them
-// (dev/fleet/queries.ts). The status page stays one isolate's live view.
-//
+// (the FLEET binding; docs/architecture.md, "The fleet view"), so that an
+// incident's questions have answers across every isolate (`npm run fleet`).
 // Writes never wait: the runtime sends them after the response. Pages every
 // part of which came fresh from L1 are most of the traffic and say least, so
 // one in `pageSample` of them is written, standing for `pageSample` pages
-// (its weight, double1); every other page is written (README, "Seeing the
-// fleet": what it costs). Without the binding nothing is written.
+// (its weight, double1). Without the binding nothing is written.
 import type { OriginOutcome } from "../origin/failure";
 import type { ResourceName } from "../origin/resources";
 import type { BreakerState } from "../shared/breaker";
@@ -128,13 +123,12 @@ export function createFleet(dataset: FleetDataset | undefined, options: FleetOpt
 
     /**
      * How long after their recording the purges one sync applied reached this
-     * isolate: at most PURGE_POINTS_PER_SYNC points, each weighted by the
-     * purges it stands for.
+     * isolate. A sync catching up on a bulk re-price applies hundreds: past
+     * PURGE_POINTS_PER_SYNC, evenly spaced quantiles of each mode's reaches,
+     * each weighted by the purges it stands for, so that the fleet's counts
+     * and percentiles stay whole.
      */
     purgesReached(reaches: readonly { mode: "hard" | "soft"; ms: number }[], background: Background): void {
-      // A sync catching up on a bulk re-price applies hundreds of purges in one invocation, and Analytics Engine
-      // takes 250 data points per invocation: past the bound, evenly spaced quantiles of each mode's reaches,
-      // each weighted by the purges it stands for, so that the fleet's counts and percentiles stay whole.
       for (const mode of ["hard", "soft"] as const) {
         const ms = reaches.filter((reach) => reach.mode === mode).map((reach) => Math.max(0, reach.ms));
         if (ms.length === 0) continue;

@@ -1,13 +1,8 @@
 // What this isolate has been doing, in bounded memory: counters in a ring of
 // 1-minute buckets covering the last 15 minutes (older buckets are dropped),
 // a top-K of the products asked for, and the last state of every breaker.
-// Read by the status page (GET /__status, /__status.json).
-//
-// The page path pays one `recordPage` per product page (a handful of integer
-// increments and one top-K offer) and the origin client one
-// `recordOriginFetch` per origin call; nothing is done per cache hit beyond
-// incrementing counters. Bucket boundaries follow the tier's clock, so tests
-// move time by hand.
+// Read by the status page (docs/architecture.md, "The status page and logs").
+// Bucket boundaries follow the tier's clock, so tests move time by hand.
 import type { BreakerState } from "../shared/breaker";
 import type { Clock } from "../shared/clock";
 import type { Served } from "../cache/served";
@@ -202,10 +197,6 @@ function minutePoint(start: number, bucket: Bucket | undefined) {
   return { start, pages, answers: total.answers, hitRatio, originFetches: originTotal.fetches, originErrors: originTotal.errors };
 }
 
-function randomId(): string {
-  return [...crypto.getRandomValues(new Uint8Array(4))].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 export function createMetrics({ clock }: { clock: Clock }) {
   const ring: Bucket[] = [];
   const hot = createTopK<string>(HOT_COUNTERS);
@@ -261,13 +252,13 @@ export function createMetrics({ clock }: { clock: Clock }) {
     /** One point per minute, oldest first, the current minute last: `MAX_BUCKETS` points. */
     perMinute() {
       const now = minuteOf(clock.now());
-      const starts = Array.from({ length: MAX_BUCKETS }, (_, i) => now - (MAX_BUCKETS - 1 - i) * BUCKET_MS);
-      return starts.map((start) =>
-        minutePoint(
+      return Array.from({ length: MAX_BUCKETS }, (_, i) => {
+        const start = now - (MAX_BUCKETS - 1 - i) * BUCKET_MS;
+        return minutePoint(
           start,
           ring.find((bucket) => bucket.start === start),
-        ),
-      );
+        );
+      });
     },
 
     /** The buckets held (oldest first); for tests and the JSON status. */
@@ -277,6 +268,6 @@ export function createMetrics({ clock }: { clock: Clock }) {
     hot,
     startedAt,
     /** A random name for this isolate, so that two status pages can be told apart. */
-    isolateId: randomId(),
+    isolateId: crypto.randomUUID().slice(0, 8),
   };
 }

@@ -16,19 +16,13 @@ import type { PurgeWatcherStatus } from "../invalidation/watcher";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { HOT_PRODUCTS, MAX_BUCKETS, type Metrics } from "./metrics";
 
-/** One L2 shard as the status sees it: its name and its breaker's state. */
-interface L2ShardStatus {
-  name: string;
-  state: BreakerState;
-}
-
 /** Everything the status is made from, read from the tier at the time of asking. */
 export interface StatusSources {
   now: number;
   metrics: Metrics;
   config: Config;
-  /** Null when no L2 is configured; one shard or several. `invalidValues`: values read that were not valid entries. */
-  l2: { shards: readonly L2ShardStatus[]; stats: L2Stats; invalidValues: L2ValueStats } | null;
+  /** Null when no L2 is configured; each shard with its breaker's state. `invalidValues`: values read that were not valid entries. */
+  l2: { shards: readonly { name: string; state: BreakerState }[]; stats: L2Stats; invalidValues: L2ValueStats } | null;
   /** `evictions`: entries the byte bound pushed out since the isolate started. */
   l1: { bytes: number; entries: number; evictions: number };
   /** What the location tier did since the isolate started; null when it is off (or the runtime has no Cache API). */
@@ -41,7 +35,14 @@ export interface StatusSources {
   /** Admission of new work and what became of work whose visitors left (overload/). */
   overload: ReturnType<Overload["stats"]>;
   /** What the status shows of the known-ids filter (null: off). */
-  knownIds: Pick<KnownIdsStatus, "state" | "serving" | "version" | "count" | "ageMs" | "lastCheckAt" | "pendingAdds" | "loads" | "location"> | null;
+  knownIds: Pick<KnownIdsStatus, (typeof KNOWN_IDS_SHOWN)[number]> | null;
+}
+
+const KNOWN_IDS_SHOWN = ["state", "serving", "version", "count", "ageMs", "lastCheckAt", "pendingAdds", "loads", "location"] as const;
+
+/** `object` with only `keys`. */
+function pick<T, K extends keyof T>(object: T, keys: readonly K[]): Pick<T, K> {
+  return Object.fromEntries(keys.map((key) => [key, object[key]])) as Pick<T, K>;
 }
 
 export type StatusModel = ReturnType<typeof buildStatus>;
@@ -71,15 +72,12 @@ const SETTINGS_SHOWN = [
   "policies",
 ] as const;
 
-function l2State(shards: readonly L2ShardStatus[]): BreakerState | "off" | "partial" {
-  const states = new Set(shards.map((shard) => shard.state));
-  return shards.length === 0 ? "off" : states.size === 1 ? shards[0]!.state : "partial";
-}
-
 export function buildStatus(sources: StatusSources) {
   const { now, metrics, config } = sources;
   const notes = new Map(metrics.breakers().map((note) => [note.name, note]));
   const lastSyncAt = Number.isFinite(sources.purges.lastSyncAt) ? sources.purges.lastSyncAt : null;
+  const shards = sources.l2?.shards ?? [];
+  const shardStates = new Set(shards.map((shard) => shard.state));
   return {
     generatedAt: new Date(now).toISOString(),
     isolate: { id: metrics.isolateId, startedAt: new Date(metrics.startedAt).toISOString(), uptimeMs: now - metrics.startedAt },
@@ -95,8 +93,8 @@ export function buildStatus(sources: StatusSources) {
      */
     l2: {
       configured: sources.l2 !== null,
-      state: l2State(sources.l2?.shards ?? []),
-      shards: (sources.l2?.shards ?? []).map(({ name, state }) => ({ name, state, since: notes.get(`l2:${name}`)?.since ?? null })),
+      state: shards.length === 0 ? "off" : shardStates.size === 1 ? shards[0]!.state : "partial",
+      shards: shards.map(({ name, state }) => ({ name, state, since: notes.get(`l2:${name}`)?.since ?? null })),
       stats: sources.l2 ? { ...sources.l2.stats } : null,
       invalidValues: sources.l2 ? { ...sources.l2.invalidValues } : null,
     },
@@ -139,10 +137,10 @@ export function buildStatus(sources: StatusSources) {
       lastSyncAt: lastSyncAt === null ? null : new Date(lastSyncAt).toISOString(),
       syncAgeMs: lastSyncAt === null ? null : Math.max(0, now - lastSyncAt),
     },
-    knownIds: sources.knownIds ? { enabled: true as const, ...sources.knownIds } : { enabled: false as const },
+    knownIds: sources.knownIds ? { enabled: true as const, ...pick(sources.knownIds, KNOWN_IDS_SHOWN) } : { enabled: false as const },
     /** The configuration this isolate runs with, but for the tokens. */
     config: {
-      ...(Object.fromEntries(SETTINGS_SHOWN.map((setting) => [setting, config[setting]])) as Pick<Config, (typeof SETTINGS_SHOWN)[number]>),
+      ...pick(config, SETTINGS_SHOWN),
       l2: config.l2 !== null,
       l2Shards: config.l2?.shards.map(({ name, url, weight }) => ({ name, url, weight })) ?? [],
       purgeEndpoint: config.purgeToken !== null,

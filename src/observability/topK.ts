@@ -18,10 +18,7 @@
  * Counters kept per key reported: with only K counters for a top K, a long
  * tail of keys seen once or twice keeps recycling the smallest counter and
  * drowns the middle of the top list; with five per key reported, every key
- * above a fifth of the K-th share of the stream is counted (the bound
- * above, N / capacity). Used wherever a top list is kept from more candidates
- * than it gives: the status page's hot products, each isolate's hot report,
- * the fleet's hot list.
+ * above a fifth of the K-th share of the stream is counted (N / capacity).
  */
 export const COUNTERS_PER_KEY = 5;
 
@@ -52,7 +49,7 @@ export function createTopK<K = string>(capacity: number) {
         return;
       }
       // Replace the smallest counter; the newcomer may have been seen up to that many times before.
-      // forEach, not for-of: an iterator's [key, value] pair per counter was garbage on every page of a flood of first views.
+      // forEach, not for-of: no [key, value] pair allocated per counter on the page path.
       let minKey: K | undefined;
       let min = Infinity;
       counters.forEach(({ count }, candidate) => {

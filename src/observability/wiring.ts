@@ -10,10 +10,8 @@ import type { Timings } from "../cache/pageRequest";
 import { DEFAULTS } from "../config/defaults";
 import type { Background } from "../shared/subrequests";
 
-/** A page view as the status page and the fleet count it. */
-type PageView = PageRecord & FleetPage;
-
-export type RecordPage = (view: PageView, colo: string | undefined, background: Background) => void;
+/** Counts a page view as the status page and the fleet count it. */
+export type RecordPage = (view: PageRecord & FleetPage, colo: string | undefined, background: Background) => void;
 
 /** Counts a page view on this isolate's status page and tells the fleet of it: the one place pages are counted. */
 export function recordPages(metrics: Metrics, fleet: Fleet): RecordPage {
@@ -36,8 +34,7 @@ export function watchBreaker(name: string, metrics?: Metrics, fleet?: Fleet): (f
  * The origin client's `onFetch`: counts every call, and logs failures
  * rate-limited per service. A background refresh that gave way because
  * visitors held the origin slots is counted, not logged: that is the limiter
- * working as designed (the visitor got the stale copy), and logging it sent
- * on-call engineers looking for an origin problem that was not there.
+ * working as designed (the visitor got the stale copy), not an origin problem.
  */
 export function watchOrigin(metrics: Metrics, clock: Clock, fleet?: Fleet): NonNullable<OriginClientOptions["onFetch"]> {
   const failureLog = createRateLimitedLog({ intervalMs: DEFAULTS.logEveryMs, clock });
@@ -61,11 +58,7 @@ export interface PageRead {
   cacheStatus: string;
 }
 
-/**
- * A product page whose data took this long to read is logged (`slow_page`):
- * a healthy read takes tens of milliseconds, one of a second has waited on
- * something (a slot, a lock, a slow service) rather than done its work.
- */
+/** A product page whose data took this long to read is logged (`slow_page`): see watchSlowPages. */
 export const SLOW_PAGE_MS = 1000;
 
 /**

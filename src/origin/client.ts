@@ -95,11 +95,9 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
         return result;
       } catch (error) {
         // Not the service's failure: this isolate's (see shared/breaker.ts),
-        // a time-out after a long wait for a slot included: a call left with
-        // half its budget by the queue says nothing of a service that answers
-        // within its timeout, and counting it would turn a slow origin into
-        // 503s. A hung service is still caught: the calls that took the slots
-        // first had their full timeout.
+        // a time-out after a long wait for a slot included (see
+        // MIN_BUDGET_SHARE_TO_BLAME). A hung service is still caught: the
+        // calls that took the slots first had their full timeout.
         const queuedOut =
           error instanceof OriginError && error.failure === "timeout" && budgetMs < MIN_BUDGET_SHARE_TO_BLAME * options.policies[resource].originTimeoutMs;
         const ours =

@@ -177,10 +177,4 @@ export interface ResourceTypes {
 }
 
 /** The first products of the origin's listing, as the home page shows them. */
-interface ProductListing {
-  /** Always LISTING_ID. */
-  id: string;
-  ids: string[];
-  /** The contract gives listings no version: every fetch is the latest word (1). */
-  version: number;
-}
+type ProductListing = v.InferOutput<(typeof RESOURCES)["listing"]["schema"]>;

@@ -5,24 +5,6 @@
 // a minute had no answers.
 import type { MinutePoint } from "../observability/metrics";
 
-export interface ChartView {
-  width: number;
-  height: number;
-  plot: { left: number; top: number; right: number; bottom: number; width: number; height: number };
-  /** SVG path data of the hit-ratio line ("" when no minute had answers). */
-  ratioPath: string;
-  ratioDots: { cx: number; cy: number; title: string }[];
-  bars: { x: number; y: number; width: number; height: number; errorY: number; errorHeight: number; title: string }[];
-  /** Axis labels, positioned for <text> (x, baseline y). */
-  leftTicks: { x: number; y: number; label: string }[];
-  rightTicks: { x: number; y: number; label: string }[];
-  xTicks: { x: number; y: number; label: string }[];
-  gridLines: { y: number }[];
-  /** One sentence for screen readers. */
-  description: string;
-  maxFetches: number;
-}
-
 const WIDTH = 720;
 const HEIGHT = 240;
 const MARGIN = { left: 48, right: 48, top: 14, bottom: 30 };
@@ -42,7 +24,7 @@ function minuteLabel(start: number): string {
   return `${String(d.getUTCHours()).padStart(2, "0")}:${String(d.getUTCMinutes()).padStart(2, "0")}`;
 }
 
-export function buildChart(points: readonly MinutePoint[]): ChartView {
+export function buildChart(points: readonly MinutePoint[]) {
   const [right, bottom] = [WIDTH - MARGIN.right, HEIGHT - MARGIN.bottom];
   const plot = { left: MARGIN.left, top: MARGIN.top, right, bottom, width: right - MARGIN.left, height: bottom - MARGIN.top };
   const slot = plot.width / Math.max(1, points.length);
@@ -53,9 +35,10 @@ export function buildChart(points: readonly MinutePoint[]): ChartView {
 
   let ratioPath = "";
   let drawing = false;
-  const ratioDots: ChartView["ratioDots"] = [];
-  const bars: ChartView["bars"] = [];
-  const xTicks: ChartView["xTicks"] = [];
+  const ratioDots: { cx: number; cy: number; title: string }[] = [];
+  const bars: { x: number; y: number; width: number; height: number; errorY: number; errorHeight: number; title: string }[] = [];
+  /** Axis labels, positioned for <text> (x, baseline y). */
+  const xTicks: { x: number; y: number; label: string }[] = [];
   points.forEach((point, i) => {
     const fromEnd = points.length - 1 - i;
     if (fromEnd % 5 === 0) xTicks.push({ x: centre(i), y: plot.bottom + 18, label: fromEnd === 0 ? "now" : `−${fromEnd} min` });
@@ -94,6 +77,7 @@ export function buildChart(points: readonly MinutePoint[]): ChartView {
     width: WIDTH,
     height: HEIGHT,
     plot,
+    /** SVG path data of the hit-ratio line ("" when no minute had answers). */
     ratioPath: ratioPath.trim(),
     ratioDots,
     bars,
@@ -105,6 +89,7 @@ export function buildChart(points: readonly MinutePoint[]): ChartView {
     })),
     xTicks,
     gridLines: [0.25, 0.5, 0.75, 1].map((r) => ({ y: yRatio(r) })),
+    /** One sentence for screen readers. */
     description,
     maxFetches,
   };

@@ -7,19 +7,11 @@ import type { Section } from "./model";
 /** The page is English (`<html lang="en">`); numbers follow it. */
 const LOCALE = "en-US";
 
-const CURRENCY_CODE = /^[A-Z]{3}$/;
-
 // Intl accepts any well-formed three-letter code (it would print "XYZ 12.34"
 // for a made-up one); the supported list lets us treat unknown codes as
 // unknown and fall back to a plain "12.34 XYZ" instead.
-const supportedCurrencies: ReadonlySet<string> | null = (() => {
-  const intl = Intl as { supportedValuesOf?: (key: string) => string[] };
-  try {
-    return typeof intl.supportedValuesOf === "function" ? new Set(intl.supportedValuesOf("currency")) : null;
-  } catch {
-    return null;
-  }
-})();
+// Its codes are upper case: "usd" or "us" is unknown too.
+const supportedCurrencies: ReadonlySet<string> = new Set(Intl.supportedValuesOf("currency"));
 
 // Building an Intl.NumberFormat is far slower than using one; the cache is
 // bounded by the set of known currencies (a few hundred at most).
@@ -27,17 +19,12 @@ const supportedCurrencies: ReadonlySet<string> | null = (() => {
 const formatters = new Map<string, { format: Intl.NumberFormat; digits: number }>();
 
 function currencyFormatter(currency: string): { format: Intl.NumberFormat; digits: number } | null {
-  if (!CURRENCY_CODE.test(currency)) return null;
-  if (supportedCurrencies && !supportedCurrencies.has(currency)) return null;
+  if (!supportedCurrencies.has(currency)) return null;
   let formatter = formatters.get(currency);
   if (!formatter) {
-    try {
-      const format = new Intl.NumberFormat(LOCALE, { style: "currency", currency });
-      // A currency format always resolves its fraction digits (ECMA-402, the currency's ISO 4217 minor unit).
-      formatter = { format, digits: format.resolvedOptions().maximumFractionDigits! };
-    } catch {
-      return null;
-    }
+    const format = new Intl.NumberFormat(LOCALE, { style: "currency", currency });
+    // A currency format always resolves its fraction digits (ECMA-402, the currency's ISO 4217 minor unit).
+    formatter = { format, digits: format.resolvedOptions().maximumFractionDigits! };
     formatters.set(currency, formatter);
   }
   return formatter;
@@ -52,21 +39,15 @@ export function minorDigits(currency: string): number {
   return currencyFormatter(currency)?.digits ?? 2;
 }
 
-// Validation upstream guarantees integers; rounding keeps a bad value from
-// printing "NaN" or a long binary fraction.
-function minorUnits(money: Money): number {
-  return Number.isFinite(money.amount) ? Math.round(money.amount) : 0;
-}
-
 /**
  * The amount as a plain decimal string ("129.99", "1500", "12.345"), built
  * with integer arithmetic so that no binary floating point rounding shows.
  * `digits`: the currency's minor digits, when already known (formatMoney has its formatter's).
  */
 export function decimalAmount(money: Money, digits = minorDigits(money.currency)): string {
-  const minor = minorUnits(money);
-  const sign = minor < 0 ? "-" : "";
-  const abs = Math.abs(minor);
+  // An integer: the contract's schema takes safe integers only (origin/schemaParts.ts).
+  const sign = money.amount < 0 ? "-" : "";
+  const abs = Math.abs(money.amount);
   if (digits === 0) return `${sign}${abs}`;
   const scale = 10 ** digits;
   const whole = Math.floor(abs / scale);
@@ -94,33 +75,27 @@ export function discountPercent(price: Money, compareAt: Money | undefined): num
   return percent > 0 ? percent : null;
 }
 
-function clampRating(rating: number): number {
-  if (!Number.isFinite(rating)) return 0;
-  return Math.min(5, Math.max(0, rating));
-}
+// Ratings (0 to 5) and counts (whole, not negative) are as the contract's
+// schemas bound them (origin/resources.ts), whether fetched or read from L2.
 
 /** "4.6 out of 5 stars": what a screen reader should hear. */
 export function ratingText(rating: number): string {
-  const value = Math.round(clampRating(rating) * 10) / 10;
-  return `${value} out of 5 stars`;
+  return `${Math.round(rating * 10) / 10} out of 5 stars`;
 }
 
 /** "★★★★☆": the visual form of the rating, rounded to whole stars (aria-hidden in the page). */
 export function ratingStars(rating: number): string {
-  const full = Math.round(clampRating(rating));
+  const full = Math.round(rating);
   return "★".repeat(full) + "☆".repeat(5 - full);
 }
 
 /** "1 review", "213 reviews". */
 export function reviewCountText(count: number): string {
-  const n = Number.isFinite(count) && count > 0 ? Math.floor(count) : 0;
-  return `${countFormat.format(n)} ${n === 1 ? "review" : "reviews"}`;
+  return `${countFormat.format(count)} ${count === 1 ? "review" : "reviews"}`;
 }
 
-type AvailabilityState = StockStatus | "unknown";
-
 export interface Availability {
-  state: AvailabilityState;
+  state: StockStatus | "unknown";
   text: string;
 }
 
@@ -132,14 +107,9 @@ export const AVAILABILITY_UNKNOWN_TEXT = "Availability unknown — check again s
  */
 export function availability(known: Section<Inventory>): Availability {
   if (known.state !== "ok") return { state: "unknown", text: AVAILABILITY_UNKNOWN_TEXT };
-  const inventory = known.data;
-  const available = Number.isFinite(inventory.available) ? Math.floor(inventory.available) : 0;
-  if (inventory.status === "out_of_stock" || available <= 0) {
-    return { state: "out_of_stock", text: "Out of stock" };
-  }
-  if (inventory.status === "low_stock") {
-    return { state: "low_stock", text: `Only ${countFormat.format(available)} left` };
-  }
+  const { status, available } = known.data;
+  if (status === "out_of_stock" || available <= 0) return { state: "out_of_stock", text: "Out of stock" };
+  if (status === "low_stock") return { state: "low_stock", text: `Only ${countFormat.format(available)} left` };
   return { state: "in_stock", text: "In stock" };
 }
 

@@ -4,7 +4,7 @@
 import { RESOURCE_NAMES } from "../origin/resources";
 import type { MetaView } from "./view";
 import type { BreakerState } from "../shared/breaker";
-import { buildChart, type ChartView } from "./chart";
+import { buildChart } from "./chart";
 import { productHref } from "./urls";
 import type { ResourceSummary, WindowSummary } from "../observability/metrics";
 import type { StatusModel } from "../observability/statusModel";
@@ -76,12 +76,10 @@ function windowView(label: string, w: WindowSummary) {
 
 /** Each service's origin fetches and breaker. */
 function originView(model: StatusModel) {
-  const w5 = model.last5m;
-  const w15 = model.last15m;
   return RESOURCE_NAMES.map((service) => {
     const breaker = model.originBreakers[service];
-    const a = w5.origin[service];
-    const b = w15.origin[service];
+    const a = model.last5m.origin[service];
+    const b = model.last15m.origin[service];
     return {
       service,
       fetches5: count(a.fetches),
@@ -125,27 +123,23 @@ function locationView(model: StatusModel) {
   };
 }
 
-type KnownIdsView =
-  | { enabled: true; state: string; stateClass: string; serving: string; version: string; count: string; age: string; pendingAdds: string; loads: string }
-  | { enabled: false };
-
 /** The known-ids filter's state, or that it is off. */
-function knownIdsView(model: StatusModel): KnownIdsView {
-  return model.knownIds.enabled
-    ? {
-        enabled: true,
-        state: model.knownIds.state,
-        stateClass: model.knownIds.state === "ready" ? "ok" : model.knownIds.state === "cold" || model.knownIds.state === "loading" ? "warn" : "bad",
-        serving: model.knownIds.serving ? "yes" : "no (failing open: every id may exist)",
-        version: model.knownIds.version ?? DASH,
-        count: model.knownIds.count === null ? DASH : count(model.knownIds.count),
-        age: model.knownIds.ageMs === null ? DASH : duration(model.knownIds.ageMs),
-        pendingAdds: count(model.knownIds.pendingAdds),
-        loads: model.knownIds.location
-          ? `${count(model.knownIds.loads)} (${count(model.knownIds.location.hits)} from the location tier, which lacked it ${count(model.knownIds.location.misses)} times; ${count(model.knownIds.location.puts)} put there)`
-          : count(model.knownIds.loads),
-      }
-    : { enabled: false };
+function knownIdsView({ knownIds }: StatusModel) {
+  if (!knownIds.enabled) return { enabled: false as const };
+  const { state, location } = knownIds;
+  return {
+    enabled: true as const,
+    state,
+    stateClass: state === "ready" ? "ok" : state === "cold" || state === "loading" ? "warn" : "bad",
+    serving: knownIds.serving ? "yes" : "no (failing open: every id may exist)",
+    version: knownIds.version ?? DASH,
+    count: knownIds.count === null ? DASH : count(knownIds.count),
+    age: knownIds.ageMs === null ? DASH : duration(knownIds.ageMs),
+    pendingAdds: count(knownIds.pendingAdds),
+    loads: location
+      ? `${count(knownIds.loads)} (${count(location.hits)} from the location tier, which lacked it ${count(location.misses)} times; ${count(location.puts)} put there)`
+      : count(knownIds.loads),
+  };
 }
 
 /** The settings in force, and each resource's policy. */
@@ -187,7 +181,6 @@ export type StatusView = ReturnType<typeof statusView>;
 export function statusView(model: StatusModel) {
   const w5 = model.last5m;
   const w15 = model.last15m;
-  const chart: ChartView = buildChart(model.perMinute);
   const l1Percent = Math.min(100, Math.max(0, model.l1.usedRatio * 100));
 
   return {
@@ -260,7 +253,7 @@ export function statusView(model: StatusModel) {
       error: item.error > 0 ? `± ${count(item.error)}` : "exact",
     })),
     hotNote: `Top ${model.hotProducts.length} of ${count(model.hotTracking.offered)} page views since the isolate started, from ${model.hotTracking.capacity} space-saving counters`,
-    chart,
+    chart: buildChart(model.perMinute),
     config: configView(model),
   };
 }

@@ -96,18 +96,8 @@ export interface ProductView {
   sections: ProductSections;
 }
 
-export interface HomeView {
-  meta: MetaView;
-  products: { href: string; title: string }[];
-}
-
-export interface ErrorView {
-  meta: MetaView;
-  status: number;
-  heading: string;
-  message: string | null;
-  retryText: string | null;
-}
+export type HomeView = ReturnType<typeof homeView>;
+export type ErrorView = ReturnType<typeof errorView>;
 
 function attributeName(key: string): string {
   const spaced = key.replace(/[_-]+/g, " ").trim();
@@ -152,8 +142,7 @@ function recommendationsView(recommendations: Section<Recommendations>): Recomme
 
 export function productView(model: ProductPageModel): ProductView {
   const { product } = model;
-  const images = product.images.filter((image) => isWebUrl(image.url)).map((image) => imageView(image.url, image.alt.trim() || product.title));
-  const [main, ...thumbs] = images;
+  const [main, ...thumbs] = product.images.filter((image) => isWebUrl(image.url)).map((image) => imageView(image.url, image.alt.trim() || product.title));
 
   const description = product.description.trim();
   // 160 characters: what search engines show of a meta description without cutting it (their convention).
@@ -196,9 +185,9 @@ export function productView(model: ProductPageModel): ProductView {
   };
 }
 
-export function homeView(model: HomePageModel): HomeView {
+export function homeView(model: HomePageModel) {
   return {
-    meta: { title: "All products", description: "Browse all products.", canonical: null, robots: null, og: null },
+    meta: { title: "All products", description: "Browse all products.", canonical: null, robots: null, og: null } satisfies MetaView,
     products: model.products.map((entry) => ({
       href: productHref(entry.id),
       title: entry.title ?? entry.id,
@@ -214,19 +203,17 @@ const STATUS_HEADINGS: Record<number, string> = {
   503: "Temporarily unavailable",
 };
 
+/** `seconds`: whole, as Retry-After gives them. */
 function retryText(seconds: number | undefined): string {
-  if (seconds === undefined || !Number.isFinite(seconds) || seconds <= 0) {
-    return "This page is temporarily unavailable, please retry in a few seconds.";
-  }
-  const n = Math.ceil(seconds);
-  return `This page is temporarily unavailable, please retry in ${n} ${n === 1 ? "second" : "seconds"}.`;
+  const when = seconds === undefined ? "a few seconds" : `${seconds} ${seconds === 1 ? "second" : "seconds"}`;
+  return `This page is temporarily unavailable, please retry in ${when}.`;
 }
 
-export function errorView(model: ErrorPageModel): ErrorView {
+export function errorView(model: ErrorPageModel) {
   const heading = model.heading ?? STATUS_HEADINGS[model.status] ?? "Something went wrong";
   const message = model.message.trim();
   return {
-    meta: { title: heading, description: null, canonical: null, robots: "noindex", og: null },
+    meta: { title: heading, description: null, canonical: null, robots: "noindex", og: null } satisfies MetaView,
     status: model.status,
     heading,
     // The heading already says it: do not print the same sentence twice.

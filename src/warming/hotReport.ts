@@ -33,17 +33,15 @@ export function hotKey(keyPrefix: string): string {
   return `${keyPrefix}:hot`;
 }
 
-export interface HotReport {
-  /** Counts one page view; sends the period's top products in the background when a period ended. */
-  offer(id: string, background: Background): void;
-}
+export type HotReport = ReturnType<typeof createHotReport>;
 
-export function createHotReport({ l2, keyPrefix, clock }: { l2: L2; keyPrefix: string; clock: Clock }): HotReport {
+export function createHotReport({ l2, keyPrefix, clock }: { l2: L2; keyPrefix: string; clock: Clock }) {
   const counts = createTopK<string>(HOT_COUNTERS);
   let periodEnds = clock.now() + REPORT_EVERY_MS;
 
   return {
-    offer(id, background) {
+    /** Counts one page view; sends the period's top products in the background when a period ended. */
+    offer(id: string, background: Background): void {
       counts.offer(id);
       if (clock.now() < periodEnds) return;
       periodEnds = clock.now() + REPORT_EVERY_MS;

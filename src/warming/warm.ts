@@ -25,13 +25,7 @@ export interface WarmOptions {
   now?: () => number;
 }
 
-export interface WarmResult {
-  warmed: number;
-  failed: number;
-  ms: number;
-}
-
-export async function warmProducts(options: WarmOptions): Promise<WarmResult> {
+export async function warmProducts(options: WarmOptions) {
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const now = options.now ?? (() => Date.now());
   const started = now();
@@ -59,8 +53,7 @@ export async function warmProducts(options: WarmOptions): Promise<WarmResult> {
 
 /**
  * The ids of a `--ids` file: one per line, spaces around it and blank lines
- * ignored. A line is an id whole: `not valid!` stays one id, refused as such,
- * where splitting on whitespace made it `not` and `valid!`.
+ * ignored. A line is an id whole: `not valid!` stays one id, refused as such.
  */
 export function idsListed(text: string): string[] {
   return text
