@@ -51,25 +51,23 @@ const nextFields = v.object({ version, startedAt: count, overflow: v.optional(v.
 type NextMeta = v.InferOutput<typeof nextFields>;
 
 /** The fields every meta may have; the current filter's are checked only when it names a version. */
-const metaFields = v.object({
-  version: v.optional(v.unknown()),
-  next: v.optional(nextFields),
-  damaged: v.optional(v.boolean()),
-});
+const metaText = v.pipe(
+  v.string(),
+  v.parseJson(),
+  v.looseObject({
+    version: v.optional(v.unknown()),
+    next: v.optional(nextFields),
+    damaged: v.optional(v.boolean()),
+  }),
+);
 
 /** The meta as stored, or null when it is not ours or not sane (the caller then fails open). */
 export function parseMeta(text: string): Meta | null {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  const meta = v.safeParse(metaFields, json);
+  const meta = v.safeParse(metaText, text);
   if (!meta.success) return null;
   let current: FilterMeta | null = null;
   if (meta.output.version !== undefined) {
-    const filter = v.safeParse(filterFields, json);
+    const filter = v.safeParse(filterFields, meta.output);
     if (!filter.success || filter.output.segmentCount !== segmentCountFor(filter.output.m)) return null;
     current = filter.output;
   }
