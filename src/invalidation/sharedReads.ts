@@ -1,8 +1,7 @@
 // The reads of the purge log that the isolates of a data center share, kept
 // in the location tier (the data center's Cache API), so that the log is
-// read from Redis about once per data center instead of once per isolate
-// (issue 49: what grows with the number of isolates; issue 65: a bulk
-// re-price, hundreds of purges of 1,000 ids, is megabytes per reader):
+// read from Redis about once per data center instead of once per isolate (a
+// bulk re-price, hundreds of purges of 1,000 ids, is megabytes per reader):
 //
 //   position  where the log stood when an isolate here last read it, when
 //             that read was sent, and where it read from: an isolate standing
@@ -82,10 +81,14 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
     );
   }
 
+  async function lookUp(url: string): Promise<Response | undefined> {
+    const store = await deps.open();
+    return subrequest(() => store.match(url), ISOLATE_LATE_MS);
+  }
+
   /** A header of `fields` whole numbers, `|`-separated: the era (kept as text), then the others as numbers; or undefined. */
   async function header(url: string, name: string, fields: number): Promise<[string, ...number[]] | undefined> {
-    const store = await deps.open();
-    const response = await subrequest(() => store.match(url), ISOLATE_LATE_MS);
+    const response = await lookUp(url);
     if (!response) return undefined;
     await response.body?.cancel();
     const [era, ...rest] = (response.headers.get(name) ?? "").split("|");
@@ -111,8 +114,7 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
    * as many as it says.
    */
   async function lookPage(era: string, from: number): Promise<SharedPage | undefined> {
-    const store = await deps.open();
-    const response = await subrequest(() => store.match(pageUrl(era, from)), ISOLATE_LATE_MS);
+    const response = await lookUp(pageUrl(era, from));
     if (!response) return undefined;
     const match = PAGE.exec(response.headers.get(PAGE_HEADER) ?? "");
     if (!match) {
