@@ -35,18 +35,6 @@ export const purgeRequestSchema = v.pipe(
 
 export type PurgeRequest = v.InferOutput<typeof purgeRequestSchema>;
 
-export interface PurgeRecord {
-  /** Position in the purge log, given by Redis. */
-  seq: number;
-  /** When it was recorded (ms): entries fetched before this are what it purges. */
-  at: number;
-  ids: string[];
-  tags: string[];
-  all: boolean;
-  mode: "hard" | "soft";
-  resources: ResourceName[];
-}
-
 const wholeNumber = v.pipe(v.number(), v.safeInteger(), v.minValue(0));
 
 /**
@@ -61,7 +49,9 @@ const storedRecordText = v.pipe(
   v.string(),
   v.parseJson(),
   v.object({
+    /** Position in the purge log, given by Redis. */
     seq: v.pipe(wholeNumber, v.minValue(1)),
+    /** When it was recorded (ms): entries fetched before this are what it purges. */
     at: wholeNumber,
     ids: idsSchema,
     tags: tagsSchema,
@@ -74,6 +64,8 @@ const storedRecordText = v.pipe(
     ),
   }),
 );
+
+export type PurgeRecord = v.InferOutput<typeof storedRecordText>;
 
 /**
  * The record a log member holds, or null when it is not one. `now`: a purge

@@ -492,8 +492,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
      * the log's position, once this isolate's knowledge is a quarter of
      * `pollMs` old (null: not now). When the log stands where this isolate
      * has read it up to, its knowledge holds as of the claim's sending, as if
-     * it had synced then: a busy isolate claims every few tens of
-     * milliseconds, and its own sync reads were a call every half `pollMs`.
+     * it had synced then: a busy isolate claims often, and seldom reads the log.
      */
     readAlong(): ReadAlong | null {
       const sentAt = clock.now();
