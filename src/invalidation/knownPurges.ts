@@ -192,7 +192,6 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
 
     purgedAt,
 
-    /** Tag/all marks held. */
     wideCount: () => marks.size,
   };
 }

@@ -30,7 +30,6 @@ import { createRateLimitedLog } from "../shared/log";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { isWide, storedRecord, type PurgeRecord } from "./record";
 
-/** The marks hash's field for the floor. */
 const FLOOR_FIELD = "~floor";
 
 /** Purges the log keeps for isolates catching up (one further behind starts over): what Redis holds for it stays bounded. */

@@ -244,7 +244,6 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
         startOver(answer, at);
         break;
       }
-      // Each page is shared (sharePage), under the number its read began after.
       if (sharing && at.era === sharing.era) pagesPut.push(sharePage(sharing.shelf, sharing.era, readFrom, answer, background));
       followPage(answer.records, answer.upTo, at.era, lease);
       if (answer.upTo >= answer.seq) break;
@@ -269,8 +268,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
       answer = next;
       Object.assign(at, { era: answer.era, seq: answer.seq });
     }
+    // Following, the last page's followPage has brought `seq` there already.
     if (!answer.follows) seq = answer.seq;
-    else seq = Math.max(seq, answer.seq);
     era = at.era;
     syncedAt(sentAt);
     // Shared as of the last page's sending, which found the log at `answer.seq`: any purge recorded before then is known here.

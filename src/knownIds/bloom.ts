@@ -24,7 +24,6 @@ import { hashPair } from "../shared/hash";
 export const SEGMENT_BYTES = 8192;
 /** Filter bits per stored byte: the top bit stays 0 (see above). */
 export const BITS_PER_BYTE = 7;
-/** Filter bits per segment: 57,344. */
 export const SEGMENT_BITS = SEGMENT_BYTES * BITS_PER_BYTE;
 
 export interface BloomShape {
@@ -53,7 +52,6 @@ export function capacityFor(bytes: number, fpRate: number): number {
   return capacity;
 }
 
-/** Bytes that hold m bits. */
 export function byteLengthFor(m: number): number {
   return m / BITS_PER_BYTE;
 }
