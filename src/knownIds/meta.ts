@@ -13,13 +13,6 @@ import { BITS_PER_BYTE, segmentCountFor } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "./limits";
 import { VERSION_PATTERN } from "./keys";
 
-export interface Meta {
-  /** null: no usable filter (never built, or damaged). */
-  current: FilterMeta | null;
-  next: NextMeta | null;
-  damaged: boolean;
-}
-
 const version = v.pipe(v.string(), v.regex(VERSION_PATTERN));
 const count = v.pipe(v.number(), v.integer(), v.minValue(0));
 
@@ -48,7 +41,6 @@ export type FilterMeta = v.InferOutput<typeof filterFields>;
 
 /** `overflow`: more ids were added during the build than its log holds: the build cannot switch. */
 const nextFields = v.object({ version, startedAt: count, overflow: v.optional(v.boolean()) });
-type NextMeta = v.InferOutput<typeof nextFields>;
 
 /** The fields every meta may have; the current filter's are checked only when it names a version. */
 const metaText = v.pipe(
@@ -62,7 +54,7 @@ const metaText = v.pipe(
 );
 
 /** The meta as stored, or null when it is not ours or not sane (the caller then fails open). */
-export function parseMeta(text: string): Meta | null {
+export function parseMeta(text: string) {
   const meta = v.safeParse(metaText, text);
   if (!meta.success) return null;
   let current: FilterMeta | null = null;
@@ -72,5 +64,8 @@ export function parseMeta(text: string): Meta | null {
     current = filter.output;
   }
   const damaged = meta.output.damaged === true;
+  // current null: no usable filter (never built, or damaged).
   return { current: damaged ? null : current, next: meta.output.next ?? null, damaged };
 }
+
+export type Meta = NonNullable<ReturnType<typeof parseMeta>>;
