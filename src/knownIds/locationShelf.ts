@@ -49,13 +49,10 @@ export function createFilterShelf(deps: {
   const urlOf = (version: string) => locationUrlOf(deps.publicUrl, `${deps.keyPrefix}:kid:${version}`);
 
   async function lookOnce(filter: FilterMeta): Promise<{ bloom: Bloom; synced: number } | "missing" | "refused"> {
-    let response: Response | undefined;
-    try {
+    const response = await (async () => {
       const store = await deps.open();
-      response = await subrequest(() => store.match(urlOf(filter.version)), deps.callMs);
-    } catch {
-      return "missing";
-    }
+      return subrequest(() => store.match(urlOf(filter.version)), deps.callMs);
+    })().catch(() => undefined);
     if (!response) return "missing";
     const synced = Number(response.headers.get(SYNCED_HEADER));
     const digest = response.headers.get(DIGEST_HEADER) ?? "";

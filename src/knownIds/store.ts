@@ -53,7 +53,10 @@ export function createKnownIds(options: KnownIdsOptions) {
   const fpRate = options.fpRate ?? KNOWN_IDS_DEFAULTS.fpRate;
   const refreshMs = options.refreshMs ?? KNOWN_IDS_DEFAULTS.refreshMs;
   const log = options.log ?? ((event) => console.warn(JSON.stringify(event)));
-  checkSettings(room, fpRate, refreshMs);
+  const bytes = byteLengthFor(bloomShape(room, fpRate).m);
+  if (bytes > KNOWN_IDS_LIMITS.maxBytes)
+    throw new RangeError(`known-ids room ${room} at fpRate ${fpRate} takes ${bytes} bytes, over ${KNOWN_IDS_LIMITS.maxBytes}`);
+  if (!(refreshMs > 0)) throw new RangeError("known-ids refreshMs must be positive");
   const keys = knownIdsKeys(options.keyPrefix);
   const shelf = options.shelf ?? null;
   const copy = createFilterCopy({ l2, keys, maxAgeMs: KNOWN_IDS_DEFAULTS.maxAgeMs, log, shelf });
@@ -175,11 +178,4 @@ export function createKnownIds(options: KnownIdsOptions) {
       };
     },
   };
-}
-
-function checkSettings(room: number, fpRate: number, refreshMs: number): void {
-  const bytes = byteLengthFor(bloomShape(room, fpRate).m);
-  if (bytes > KNOWN_IDS_LIMITS.maxBytes)
-    throw new RangeError(`known-ids room ${room} at fpRate ${fpRate} takes ${bytes} bytes, over ${KNOWN_IDS_LIMITS.maxBytes}`);
-  if (!(refreshMs > 0)) throw new RangeError("known-ids refreshMs must be positive");
 }
