@@ -66,7 +66,8 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
   }
 
   function rememberWide(record: PurgeRecord): void {
-    const times = record.mode === "hard" ? { hard: record.at, soft: 0 } : { hard: 0, soft: record.at };
+    if (!isWide(record)) return;
+    const times = { hard: 0, soft: 0, [record.mode]: record.at };
     for (const resource of record.resources) {
       if (record.all) raiseMark({ resource, tag: null, ...times });
       for (const tag of record.tags) raiseMark({ resource, tag, ...times });
@@ -94,14 +95,13 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
       if (known) recentIds.delete(id);
       const times: IdPurge["times"] = known ? { ...known.times } : {};
       for (const resource of record.resources) {
-        const was = times[resource] ?? { hard: 0, soft: 0 };
-        times[resource] = record.mode === "hard" ? { ...was, hard: Math.max(was.hard, record.at) } : { ...was, soft: Math.max(was.soft, record.at) };
+        const was = times[resource] ?? NO_MARKS;
+        times[resource] = { ...was, [record.mode]: Math.max(was[record.mode], record.at) };
       }
       recentIds.set(id, { seq: Math.max(known?.seq ?? 0, record.seq), times });
     }
     // The oldest go, in one pass: a fresh iterator per entry (entries().next())
-    // walks past every slot deleted before it, and a re-price's page of 100
-    // purges of 1,000 ids took 0.76 s of CPU, the isolate's pages waiting.
+    // walks past every slot deleted before it, quadratic over a re-price's page.
     let excess = recentIds.size - RECENT_ID_PURGES;
     if (excess <= 0) return;
     for (const [id, forgotten] of recentIds) {
@@ -115,32 +115,26 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
   /** See PurgeWatcher.purgedAt. */
   function purgedAt(id: string, resource: ResourceName, tags: readonly string[]): PurgedAt {
     const wide = marksFor(resource, tags);
-    const at: PurgedAt = { hard: Math.max(floor, wide.hard), any: Math.max(floor, wide.hard, wide.soft) };
-    const idPurge = recentIds.get(id)?.times[resource];
-    if (idPurge) {
-      at.any = Math.max(at.any, idPurge.hard, idPurge.soft);
-      at.hard = Math.max(at.hard, idPurge.hard);
-    }
-    return at;
+    const idPurge = recentIds.get(id)?.times[resource] ?? NO_MARKS;
+    const hard = Math.max(floor, wide.hard, idPurge.hard);
+    return { hard, any: Math.max(hard, wide.soft, idPurge.soft) };
   }
 
   return {
     /**
-     * Remembers a purge: its tag/all marks, and its ids for judging. `ids`
+     * Remembers a purge: its tag/all marks, and its ids for judging. `keepIds`
      * false: not its ids (a bulk re-price's page holds more ids than are kept,
      * and these would be forgotten before the page ends): copies stamped
      * before it are then no longer vouched for, as if they had been forgotten.
      */
-    remember(record: PurgeRecord, options?: { ids: boolean }): void {
-      if (isWide(record)) rememberWide(record);
-      if (options?.ids !== false) rememberIds(record);
+    remember(record: PurgeRecord, keepIds: boolean): void {
+      rememberWide(record);
+      if (keepIds) rememberIds(record);
       else if (record.ids.length > 0) knownAfter = Math.max(knownAfter, record.seq);
     },
 
     /** Remembers a purge's tag/all marks alone, ahead of the records before it (its ids come when it is read in order). */
-    rememberWide(record: PurgeRecord): void {
-      if (isWide(record)) rememberWide(record);
-    },
+    rememberWide,
 
     /**
      * Forgets everything but the floor and starts over from the log's marks (a
@@ -198,7 +192,6 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
 
     purgedAt,
 
-    /** Tag/all marks held. */
     wideCount: () => marks.size,
   };
 }

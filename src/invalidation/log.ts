@@ -30,7 +30,6 @@ import { createRateLimitedLog } from "../shared/log";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { isWide, storedRecord, type PurgeRecord } from "./record";
 
-/** The marks hash's field for the floor. */
 const FLOOR_FIELD = "~floor";
 
 /** Purges the log keeps for isolates catching up (one further behind starts over): what Redis holds for it stays bounded. */
@@ -257,7 +256,7 @@ function readPurgesScript(redis: Redis): { exec(keys: string[], args: string[]):
   return script;
 }
 
-export interface PurgeLogDeps {
+interface PurgeLogDeps {
   l2: L2;
   keyPrefix: string;
   /** How long a tag/all purge must be remembered: the longest an entry can live. */
@@ -349,9 +348,8 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
     /**
      * Purges after `seen` of `era` (the reader's; null: none yet), in one round trip of bounded size (a page of
      * them: see READ_PURGES). Off the page path's breaker: a slow sync read must not make every page skip L2.
-     * With the background budget (backgroundCallMs), not the page path's: a visitor waits for a sync at most
-     * its own bound (watcher.ts), and a Redis slower than the page path's budget (150-400 ms) failed every sync
-     * read, so that visitors of cached pages waited for one after another while the isolate learned of no purge.
+     * With the background budget, not the page path's: a visitor waits for a sync at most its own bound
+     * (watcher.ts), and a Redis slower than the page path's budget must still tell the isolate of purges.
      * `maxRecords`: a page of at most that many (a reader that needs only those before a page another isolate shared: watcher.ts).
      */
     async readSince(seen: number, readerEra: string | null, maxRecords: number = PAGE_MAX_PURGES): Promise<PurgesSince | undefined> {

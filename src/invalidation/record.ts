@@ -35,18 +35,6 @@ export const purgeRequestSchema = v.pipe(
 
 export type PurgeRequest = v.InferOutput<typeof purgeRequestSchema>;
 
-export interface PurgeRecord {
-  /** Position in the purge log, given by Redis. */
-  seq: number;
-  /** When it was recorded (ms): entries fetched before this are what it purges. */
-  at: number;
-  ids: string[];
-  tags: string[];
-  all: boolean;
-  mode: "hard" | "soft";
-  resources: ResourceName[];
-}
-
 const wholeNumber = v.pipe(v.number(), v.safeInteger(), v.minValue(0));
 
 /**
@@ -57,19 +45,27 @@ const wholeNumber = v.pipe(v.number(), v.safeInteger(), v.minValue(0));
  * fields are dropped, and so are resource names this release does not know
  * (they name nothing it holds).
  */
-const storedRecordSchema = v.object({
-  seq: v.pipe(wholeNumber, v.minValue(1)),
-  at: wholeNumber,
-  ids: idsSchema,
-  tags: tagsSchema,
-  all: v.boolean(),
-  mode: modeSchema,
-  resources: v.pipe(
-    v.array(v.string()),
-    v.maxLength(64),
-    v.transform((names) => names.filter((name): name is ResourceName => (RESOURCE_NAMES as readonly string[]).includes(name))),
-  ),
-});
+const storedRecordText = v.pipe(
+  v.string(),
+  v.parseJson(),
+  v.object({
+    /** Position in the purge log, given by Redis. */
+    seq: v.pipe(wholeNumber, v.minValue(1)),
+    /** When it was recorded (ms): entries fetched before this are what it purges. */
+    at: wholeNumber,
+    ids: idsSchema,
+    tags: tagsSchema,
+    all: v.boolean(),
+    mode: modeSchema,
+    resources: v.pipe(
+      v.array(v.string()),
+      v.maxLength(64),
+      v.transform((names) => names.filter((name): name is ResourceName => (RESOURCE_NAMES as readonly string[]).includes(name))),
+    ),
+  }),
+);
+
+export type PurgeRecord = v.InferOutput<typeof storedRecordText>;
 
 /**
  * The record a log member holds, or null when it is not one. `now`: a purge
@@ -77,13 +73,7 @@ const storedRecordSchema = v.object({
  * purge everything fetched until then, on every read.
  */
 export function storedRecord(text: string, now: number): PurgeRecord | null {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  const parsed = v.safeParse(storedRecordSchema, json);
+  const parsed = v.safeParse(storedRecordText, text);
   if (!parsed.success || parsed.output.at > now + DEFAULTS.l2MaxClockSkewMs) return null;
   return parsed.output;
 }

@@ -1,8 +1,7 @@
 // The reads of the purge log that the isolates of a data center share, kept
 // in the location tier (the data center's Cache API), so that the log is
-// read from Redis about once per data center instead of once per isolate
-// (issue 49: what grows with the number of isolates; issue 65: a bulk
-// re-price, hundreds of purges of 1,000 ids, is megabytes per reader):
+// read from Redis about once per data center instead of once per isolate (a
+// bulk re-price, hundreds of purges of 1,000 ids, is megabytes per reader):
 //
 //   position  where the log stood when an isolate here last read it, when
 //             that read was sent, and where it read from: an isolate standing
@@ -82,16 +81,22 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
     );
   }
 
-  /** A header of `fields` whole numbers, `|`-separated: the era (kept as text), then the others as numbers; or undefined. */
-  async function header(url: string, name: string, fields: number): Promise<[string, ...number[]] | undefined> {
+  async function lookUp(url: string): Promise<Response | undefined> {
     const store = await deps.open();
-    const response = await subrequest(() => store.match(url), ISOLATE_LATE_MS);
-    if (!response) return undefined;
-    await response.body?.cancel();
-    const [era, ...rest] = (response.headers.get(name) ?? "").split("|");
-    if (rest.length !== fields - 1 || ![era, ...rest].every((field) => /^\d{1,16}$/.test(field!))) return undefined;
-    const numbers = rest.map(Number);
-    return numbers.every(Number.isSafeInteger) ? [era!, ...numbers] : undefined;
+    return subrequest(() => store.match(url), ISOLATE_LATE_MS);
+  }
+
+  /** A header of `fields` whole numbers, `|`-separated: the era (kept as text), then the others as numbers; or undefined. */
+  function header(url: string, name: string, fields: number): Promise<[string, ...number[]] | undefined> {
+    return bounded(async () => {
+      const response = await lookUp(url);
+      if (!response) return undefined;
+      await response.body?.cancel();
+      const [era, ...rest] = (response.headers.get(name) ?? "").split("|");
+      if (rest.length !== fields - 1 || ![era, ...rest].every((field) => /^\d{1,16}$/.test(field!))) return undefined;
+      const numbers = rest.map(Number);
+      return numbers.every(Number.isSafeInteger) ? [era!, ...numbers] : undefined;
+    });
   }
 
   /** Puts a response under `url`; settles, never fails, once it is put or given up (then the others read Redis, as before). */
@@ -111,8 +116,7 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
    * as many as it says.
    */
   async function lookPage(era: string, from: number): Promise<SharedPage | undefined> {
-    const store = await deps.open();
-    const response = await subrequest(() => store.match(pageUrl(era, from)), ISOLATE_LATE_MS);
+    const response = await lookUp(pageUrl(era, from));
     if (!response) return undefined;
     const match = PAGE.exec(response.headers.get(PAGE_HEADER) ?? "");
     if (!match) {
@@ -137,22 +141,20 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
 
   return {
     /** The last read of the log some isolate here shared; undefined when there is none usable, or no answer in time. */
-    read: (): Promise<SharedPosition | undefined> =>
-      bounded(async () => {
-        const found = await header(positionUrl, POSITION_HEADER, 4);
-        return found && found[3]! <= found[1]! ? { era: found[0], seq: found[1]!, readAt: found[2]!, from: found[3]! } : undefined;
-      }),
+    async read(): Promise<SharedPosition | undefined> {
+      const found = await header(positionUrl, POSITION_HEADER, 4);
+      return found && found[3]! <= found[1]! ? { era: found[0], seq: found[1]!, readAt: found[2]!, from: found[3]! } : undefined;
+    },
     /** Shares a read of the log (in the background: nobody waits for it), once `after` settled (the puts of its pages: a position is never there before them). */
     put(position: SharedPosition, background: Background, after: Promise<unknown> = Promise.resolve()): void {
       const header = `${position.era}|${position.seq}|${Math.floor(position.readAt)}|${position.from}`;
       background(after.then(() => share(positionUrl, null, { [POSITION_HEADER]: header })));
     },
     /** The read of the log some isolate here said it is making; undefined when none, or no answer in time. */
-    reading: (): Promise<SharedReading | undefined> =>
-      bounded(async () => {
-        const found = await header(readingUrl, READING_HEADER, 3);
-        return found && { era: found[0], from: found[1]!, since: found[2]! };
-      }),
+    async reading(): Promise<SharedReading | undefined> {
+      const found = await header(readingUrl, READING_HEADER, 3);
+      return found && { era: found[0], from: found[1]!, since: found[2]! };
+    },
     /** Says that this isolate is reading the log (in the background). */
     putReading(reading: SharedReading, background: Background): void {
       background(share(readingUrl, null, { [READING_HEADER]: `${reading.era}|${reading.from}|${Math.floor(reading.since)}` }));

@@ -10,25 +10,17 @@
 // L2 round trip) later.
 //
 // A visitor waits for one page of the log at most. An isolate further
-// behind (a bulk re-price recorded faster than it reads: hundreds of
-// purges of 1,000 ids) reads the rest in the background, and meanwhile
-// (`unsureBefore`) takes none of its L1 copies fetched before that page's
-// read as they are: each is read from Redis, where a purge's ids were
-// applied before the purge was logged (log.ts), and judged by the tag and
-// all purges ahead, which came with the page. The products the re-price
-// did not touch are served meanwhile, from Redis's copies, one round trip.
+// behind (a bulk re-price recorded faster than it reads) reads the rest in
+// the background, and meanwhile (`unsureBefore`) takes none of its L1 copies
+// fetched before that page's read as they are: each is read from Redis,
+// where a purge's ids were applied before the purge was logged (log.ts), and
+// judged by the tag and all purges ahead, which came with the page.
 //
-// The isolates of a data center share their reads (sharedReads.ts): a
-// sync first looks in the location tier and follows a read of the log that
-// some isolate there sent since, with the pages that lead to where it found
-// the log (each page read from Redis is shared), whatever its age; sent less
-// than half a poll ago, it stands for the sync's own read: a bulk re-price is
-// read from Redis about once per data center. A background sync that finds
-// another isolate reading from where it stands waits for that read (a lease:
-// see sharedReads.ts), as long as the bound allows, rather than send the
-// same one. The random part spreads their syncs (jitter, as TTLs have:
-// cache/entry.ts), so that the first due reads Redis and the others take its
-// read, where isolates that took one read would all be due again at once.
+// The isolates of a data center share their reads (sharedReads.ts): a sync
+// first follows a read of the log some isolate there sent since its own
+// knowledge, and a background sync waits for one under way from where it
+// stands rather than send the same one. The random part spreads their syncs,
+// so that the first due reads Redis and the others take its read.
 //
 // Blind (no read of the log answered for a poll and a sync's lease: the
 // isolate is past its bound, and the sync then due brought nothing): purges
@@ -48,7 +40,7 @@ import type { PurgeRecord } from "./record";
 import { pauses, pollUntil, within } from "../shared/leases";
 import { subrequestsLeft, type Background } from "../shared/subrequests";
 import { DEFAULTS } from "../config/defaults";
-import type { LogShelf, SharedPosition } from "./sharedReads";
+import type { LogShelf, SharedPage, SharedPosition } from "./sharedReads";
 
 export interface PurgeWatcherOptions {
   log: PurgeLog | null;
@@ -194,7 +186,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
   const positionKeys = logPositionKeys(keyPrefix);
 
   function apply(record: PurgeRecord, keepIds = true): void {
-    known.remember(record, { ids: keepIds });
+    known.remember(record, keepIds);
     for (const id of record.ids) {
       for (const resource of record.resources) {
         const key = entryKey(keyPrefix, resource, id);
@@ -209,10 +201,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
 
   /**
    * Reads the log from where this isolate stands and applies it: the records
-   * that follow, page by page (a bulk re-price is hundreds of purges of
-   * 1,000 ids: each page is read at once, in the background, and costs only
-   * what was purged), or, for an isolate that cannot follow the log, a start
-   * over. Its `lease` is renewed while pages come in, and says when the
+   * that follow, page by page, or, for an isolate that cannot follow the log,
+   * a start over. Its `lease` is renewed while pages come in, and says when the
    * visitors waiting may go on (after the first page, if the rest can wait).
    */
   async function syncNow(lease: SyncLease, background: Background): Promise<void> {
@@ -254,7 +244,6 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
         startOver(answer, at);
         break;
       }
-      // Each page is shared (sharePage), under the number its read began after.
       if (sharing && at.era === sharing.era) pagesPut.push(sharePage(sharing.shelf, sharing.era, readFrom, answer, background));
       followPage(answer.records, answer.upTo, at.era, lease);
       if (answer.upTo >= answer.seq) break;
@@ -279,8 +268,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
       answer = next;
       Object.assign(at, { era: answer.era, seq: answer.seq });
     }
+    // Following, the last page's followPage has brought `seq` there already.
     if (!answer.follows) seq = answer.seq;
-    else seq = Math.max(seq, answer.seq);
     era = at.era;
     syncedAt(sentAt);
     // Shared as of the last page's sending, which found the log at `answer.seq`: any purge recorded before then is known here.
@@ -293,8 +282,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
    * Applies a page of the log that follows from where this isolate stands
    * (read from Redis, or from the data center's shelf), all at once: a
    * visitor served between two of its purges could be shown a page a later
-   * one purged. (Judging a page by id at once and applying it between
-   * requests measured within the noise: bench/results/reprice-warm-ab.md.)
+   * one purged.
    */
   function followPage(records: readonly PurgeRecord[], upTo: number, pageEra: string, lease: SyncLease): void {
     const from = seq;
@@ -314,20 +302,13 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
    * (sharedReads.ts): the last one shared, when it was sent after this
    * isolate's own knowledge (not in the future: another machine's clock
    * ahead of this one's, or a forgery) and found the log of this isolate's
-   * era where it stands or further on, with the pages that lead there,
-   * which it follows: the read's own pages when it read from this isolate's
-   * number or before (each kept under the number the next starts after);
-   * behind it, the page kept under this isolate's number, else the purges up
-   * to the read's start, read from Redis (readUpTo), then the read's pages.
-   * Whatever its age: its pages are purges this isolate would otherwise read
-   * from Redis again. It stands for the sync's own read when it was sent less
-   * than half a poll ago; older, the isolate goes on from where it got. A
-   * background sync that then finds an isolate here reading from its number
-   * or before waits for that read, polling as a lock's loser does, and never
-   * past the bound (a poll after its own knowledge, less a visitor's wait for
-   * a sync). True when the sync is done; false, and the isolate reads the log
-   * itself from as far as it got (a page missing on the way, another sync's
-   * answer applied meanwhile, or no read here young enough).
+   * era where it stands or further on, is followed page by page whatever its
+   * age (followRead); it stands for the sync's own read when it was sent less
+   * than half a poll ago. A background sync then waits for a read an isolate
+   * here is making from its number or before, polling as a lock's loser
+   * does, never past the bound (a poll after its own knowledge, less a
+   * visitor's wait for a sync). True when the sync is done; false, and the
+   * isolate reads the log itself from as far as it got.
    */
   async function followedShelf(shelf: LogShelf, lease: SyncLease, background: Background): Promise<boolean> {
     const newer = (found: SharedPosition | undefined): found is SharedPosition =>
@@ -352,7 +333,13 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
     return false;
   }
 
-  /** Follows a read another isolate shared (followedShelf) up to where it found the log; false when a page is missing on the way, or another sync's answer was applied meanwhile. */
+  /**
+   * Follows a read another isolate shared up to where it found the log: its
+   * pages, each kept under the number the next starts after, from this
+   * isolate's number; behind the read's start, the purges up to it come from
+   * Redis (readUpTo). False when a page is missing on the way, or another
+   * sync's answer was applied meanwhile.
+   */
   async function followRead(shelf: LogShelf, lease: SyncLease, target: SharedPosition, background: Background): Promise<boolean> {
     let mine = syncsApplied;
     let from = Math.min(seq, target.from);
@@ -378,7 +365,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
    * here too. Undefined when Redis does not answer or the log cannot be
    * followed from here (the sync then reads it as any other).
    */
-  async function readUpTo(shelf: LogShelf, upTo: number, background: Background): Promise<{ upTo: number; records: PurgeRecord[] } | undefined> {
+  async function readUpTo(shelf: LogShelf, upTo: number, background: Background): Promise<SharedPage | undefined> {
     const [from, sentAt] = [seq, clock.now()];
     logReads++;
     const answer = heard(await log!.readSince(from, era, upTo - from), sentAt);
@@ -404,7 +391,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
    * log's latest records say which ones location copies may still hold,
    * cache/location/). What L1 holds may have been purged meanwhile: none of
    * it is served while the origin answers, but it stays the last resort when
-   * the origin fails, where dropping it turned a Redis that lost its data and
+   * the origin fails: dropping it would turn a Redis that lost its data and
    * an origin failing at once into 503s for pages the isolate had.
    */
   function startOver(answer: PurgesSince, at: PurgeStamp): void {
@@ -414,7 +401,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
 
   /** Starts a sync in this request, unless one is under way: then `undefined` (this request does not await another's). What it gives settles once its first page is applied. */
   function startSync(background: Background, urgent: boolean): Promise<void> | undefined {
-    if (syncing && syncing.until > clock.now()) return undefined;
+    if (syncUnderWay()) return undefined;
     let firstPageRead = () => {};
     const firstPage = new Promise<void>((resolve) => (firstPageRead = resolve));
     const lease: SyncLease = {
@@ -504,8 +491,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
      * the log's position, once this isolate's knowledge is a quarter of
      * `pollMs` old (null: not now). When the log stands where this isolate
      * has read it up to, its knowledge holds as of the claim's sending, as if
-     * it had synced then: a busy isolate claims every few tens of
-     * milliseconds, and its own sync reads were a call every half `pollMs`.
+     * it had synced then: a busy isolate claims often, and seldom reads the log.
      */
     readAlong(): ReadAlong | null {
       const sentAt = clock.now();

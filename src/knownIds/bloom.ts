@@ -7,8 +7,8 @@
 // travel through Upstash's JSON API, and @upstash/redis decodes every reply
 // as UTF-8, which mangles binary bytes (≥ 0x80) beyond repair. Bytes below
 // 0x80 are ASCII, which survives JSON and UTF-8 both ways, so plain GET/MGET
-// and SET move segments at Redis' own speed (an in-Lua base64 codec cost
-// ~0.8 ms of Redis CPU per 8 KB segment), for 8/7 of the memory.
+// and SET move segments at Redis' own speed (no codec in Lua spending
+// Redis's CPU on every segment), for 8/7 of the memory.
 //
 // Bit order is Redis' (SETBIT/GETBIT: bit 0 is the most significant bit of
 // byte 0): filter bit j of a segment is Redis bit 8 × ⌊j/7⌋ + 1 + j mod 7 of
@@ -24,7 +24,6 @@ import { hashPair } from "../shared/hash";
 export const SEGMENT_BYTES = 8192;
 /** Filter bits per stored byte: the top bit stays 0 (see above). */
 export const BITS_PER_BYTE = 7;
-/** Filter bits per segment: 57,344. */
 export const SEGMENT_BITS = SEGMENT_BYTES * BITS_PER_BYTE;
 
 export interface BloomShape {
@@ -53,7 +52,6 @@ export function capacityFor(bytes: number, fpRate: number): number {
   return capacity;
 }
 
-/** Bytes that hold m bits. */
 export function byteLengthFor(m: number): number {
   return m / BITS_PER_BYTE;
 }

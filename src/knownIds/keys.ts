@@ -6,13 +6,9 @@ import { MAX_KEY_LENGTH } from "../cache/keys";
 /** A version: base-36 build time (8 characters until the year 5188) and 4 random characters. */
 export const VERSION_PATTERN = /^[0-9a-z]{1,16}$/;
 
-export interface KnownIdsKeys {
-  meta: string;
-  segment(version: string, index: number): string;
-  log(version: string): string;
-}
+export type KnownIdsKeys = ReturnType<typeof knownIdsKeys>;
 
-export function knownIdsKeys(prefix: string): KnownIdsKeys {
+export function knownIdsKeys(prefix: string) {
   const meta = `${prefix}:kid:meta`;
   const checked = (key: string) => {
     if (key.length > MAX_KEY_LENGTH) throw new RangeError(`known-ids key longer than ${MAX_KEY_LENGTH} characters: ${key}`);
@@ -25,8 +21,8 @@ export function knownIdsKeys(prefix: string): KnownIdsKeys {
   checked(meta);
   return {
     meta,
-    segment: (version, index) => versioned(version, String(index)),
-    log: (version) => versioned(version, "log"),
+    segment: (version: string, index: number) => versioned(version, String(index)),
+    log: (version: string) => versioned(version, "log"),
   };
 }
 

@@ -31,27 +31,7 @@ const SYNCED_HEADER = "pp-kid-synced";
 /** The response header with the SHA-256 (hex) of the body: a copy whose body does not hash to it is refused. */
 const DIGEST_HEADER = "pp-kid-digest";
 
-export interface FilterShelf {
-  /**
-   * This location's copy of `filter`'s version, and how many of its adds it
-   * includes; null when there is none usable. `patient`: on a miss, wait a
-   * random part of the spread and look once more (a neighbour may be
-   * loading it).
-   */
-  read(filter: FilterMeta, patient: boolean): Promise<{ bloom: Bloom; synced: number } | null>;
-  /** Keeps `bloom`, which includes `synced` adds of `filter`'s version, as this location's copy. */
-  put(filter: FilterMeta, bloom: Bloom, synced: number): Promise<void>;
-  readonly stats: Readonly<ShelfStats>;
-}
-
-export interface ShelfStats {
-  /** Copies taken, looked for in vain, refused (invalid, or too far behind), put, and puts that failed. */
-  hits: number;
-  misses: number;
-  refused: number;
-  puts: number;
-  putsFailed: number;
-}
+export type FilterShelf = ReturnType<typeof createFilterShelf>;
 
 export function createFilterShelf(deps: {
   publicUrl: string;
@@ -61,21 +41,18 @@ export function createFilterShelf(deps: {
   callMs: number;
   spreadMs?: number;
   random?: () => number;
-}): FilterShelf {
+}) {
   const spreadMs = deps.spreadMs ?? KNOWN_IDS_LIMITS.locationSpreadMs;
   const random = deps.random ?? Math.random;
-  const stats: ShelfStats = { hits: 0, misses: 0, refused: 0, puts: 0, putsFailed: 0 };
-  const readMs = deps.callMs;
+  /** Copies taken, looked for in vain, refused (invalid, or too far behind), put, and puts that failed. */
+  const stats = { hits: 0, misses: 0, refused: 0, puts: 0, putsFailed: 0 };
   const urlOf = (version: string) => locationUrlOf(deps.publicUrl, `${deps.keyPrefix}:kid:${version}`);
 
   async function lookOnce(filter: FilterMeta): Promise<{ bloom: Bloom; synced: number } | "missing" | "refused"> {
-    let response: Response | undefined;
-    try {
+    const response = await (async () => {
       const store = await deps.open();
-      response = await subrequest(() => store.match(urlOf(filter.version)), readMs);
-    } catch {
-      return "missing";
-    }
+      return subrequest(() => store.match(urlOf(filter.version)), deps.callMs);
+    })().catch(() => undefined);
     if (!response) return "missing";
     const synced = Number(response.headers.get(SYNCED_HEADER));
     const digest = response.headers.get(DIGEST_HEADER) ?? "";
@@ -90,7 +67,7 @@ export function createFilterShelf(deps: {
       await response.body?.cancel();
       return "refused";
     }
-    const body = await within(readBounded(response, length), readMs, () => undefined).catch(() => undefined);
+    const body = await within(readBounded(response, length), deps.callMs, () => undefined).catch(() => undefined);
     if (!body || body.length !== length || (await sha256Hex(body)) !== digest) return "refused";
     try {
       return { bloom: new Bloom(filter, body), synced };
@@ -101,8 +78,14 @@ export function createFilterShelf(deps: {
   }
 
   return {
-    stats,
-    async read(filter, patient) {
+    stats: stats as Readonly<typeof stats>,
+    /**
+     * This location's copy of `filter`'s version, and how many of its adds it
+     * includes; null when there is none usable. `patient`: on a miss, wait a
+     * random part of the spread and look once more (a neighbour may be
+     * loading it).
+     */
+    async read(filter: FilterMeta, patient: boolean): Promise<{ bloom: Bloom; synced: number } | null> {
       let found = await lookOnce(filter);
       if (found === "missing" && patient && spreadMs > 0) {
         await new Promise((resolve) => setTimeout(resolve, random() * spreadMs));
@@ -113,7 +96,8 @@ export function createFilterShelf(deps: {
       else stats.hits++;
       return typeof found === "string" ? null : found;
     },
-    async put(filter, bloom, synced) {
+    /** Keeps `bloom`, which includes `synced` adds of `filter`'s version, as this location's copy. */
+    async put(filter: FilterMeta, bloom: Bloom, synced: number): Promise<void> {
       try {
         // A copy: adds to this isolate's filter meanwhile must not change the bytes after their digest.
         const body = bloom.bytes.slice();

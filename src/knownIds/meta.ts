@@ -13,13 +13,6 @@ import { BITS_PER_BYTE, segmentCountFor } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "./limits";
 import { VERSION_PATTERN } from "./keys";
 
-export interface Meta {
-  /** null: no usable filter (never built, or damaged). */
-  current: FilterMeta | null;
-  next: NextMeta | null;
-  damaged: boolean;
-}
-
 const version = v.pipe(v.string(), v.regex(VERSION_PATTERN));
 const count = v.pipe(v.number(), v.integer(), v.minValue(0));
 
@@ -48,31 +41,31 @@ export type FilterMeta = v.InferOutput<typeof filterFields>;
 
 /** `overflow`: more ids were added during the build than its log holds: the build cannot switch. */
 const nextFields = v.object({ version, startedAt: count, overflow: v.optional(v.boolean()) });
-type NextMeta = v.InferOutput<typeof nextFields>;
 
 /** The fields every meta may have; the current filter's are checked only when it names a version. */
-const metaFields = v.object({
-  version: v.optional(v.unknown()),
-  next: v.optional(nextFields),
-  damaged: v.optional(v.boolean()),
-});
+const metaText = v.pipe(
+  v.string(),
+  v.parseJson(),
+  v.looseObject({
+    version: v.optional(v.unknown()),
+    next: v.optional(nextFields),
+    damaged: v.optional(v.boolean()),
+  }),
+);
 
 /** The meta as stored, or null when it is not ours or not sane (the caller then fails open). */
-export function parseMeta(text: string): Meta | null {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  const meta = v.safeParse(metaFields, json);
+export function parseMeta(text: string) {
+  const meta = v.safeParse(metaText, text);
   if (!meta.success) return null;
   let current: FilterMeta | null = null;
   if (meta.output.version !== undefined) {
-    const filter = v.safeParse(filterFields, json);
+    const filter = v.safeParse(filterFields, meta.output);
     if (!filter.success || filter.output.segmentCount !== segmentCountFor(filter.output.m)) return null;
     current = filter.output;
   }
   const damaged = meta.output.damaged === true;
+  // current null: no usable filter (never built, or damaged).
   return { current: damaged ? null : current, next: meta.output.next ?? null, damaged };
 }
+
+export type Meta = NonNullable<ReturnType<typeof parseMeta>>;

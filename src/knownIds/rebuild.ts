@@ -101,7 +101,7 @@ export async function rebuildFilter(
         capacity = sizedFor(listed.count);
         continue;
       }
-      const { filter, mergedAdds } = await publish(ctx, version, bloom, capacity, listed.count);
+      const filter = await publish(ctx, version, bloom, capacity, listed.count);
       const result: RebuildResult = {
         version,
         count: filter.count,
@@ -113,7 +113,7 @@ export async function rebuildFilter(
         k: bloom.k,
         segments: filter.segmentCount,
         bytes: byteLengthFor(bloom.m),
-        mergedAdds,
+        mergedAdds: filter.changedAt,
         overCapacity: listed.count > capacity,
         builtAt: filter.builtAt,
         ms: Math.round(performance.now() - started),
@@ -161,13 +161,7 @@ async function listAll(
 }
 
 /** Steps 3 to 5: merge the ids logged during the build, write the segments, switch, retire the old version. */
-async function publish(
-  ctx: RebuildContext,
-  version: string,
-  bloom: Bloom,
-  capacity: number,
-  listed: number,
-): Promise<{ filter: FilterMeta; mergedAdds: number }> {
+async function publish(ctx: RebuildContext, version: string, bloom: Bloom, capacity: number, listed: number): Promise<FilterMeta> {
   const { l2, keys, clock } = ctx;
   const ttlMs = KEY_TTL_MS;
   const all = Array.from({ length: segmentCountFor(bloom.m) }, (_, i) => i);
@@ -213,7 +207,7 @@ async function publish(
         const old = typeof reply[1] === "string" && reply[1] !== "" ? parseMeta(reply[1])?.current : null;
         // Isolates loading the old version when the switch came finish within their check's lease.
         if (old && old.version !== version) await expireVersion(l2, keys, old.version, old.segmentCount, KNOWN_IDS_LIMITS.checkLeaseMs);
-        return { filter, mergedAdds: merged };
+        return filter;
       }
     }
   }

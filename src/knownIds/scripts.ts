@@ -162,7 +162,6 @@ function createScripts(redis: Redis) {
   };
 }
 
-/** One set of scripts per client. */
 const cache = new WeakMap<Redis, ReturnType<typeof createScripts>>();
 
 export function scriptsFor(redis: Redis): ReturnType<typeof createScripts> {

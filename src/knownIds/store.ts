@@ -14,8 +14,8 @@ import type { Clock } from "../shared/clock";
 import type { L2 } from "../cache/l2/l2";
 import { createAdds } from "./adds";
 import { bloomShape, byteLengthFor } from "./bloom";
-import { createFilterCopy, type KnownIdLookup, type KnownIdsState } from "./copy";
-import type { FilterShelf, ShelfStats } from "./locationShelf";
+import { createFilterCopy, type KnownIdLookup } from "./copy";
+import type { FilterShelf } from "./locationShelf";
 import { KNOWN_IDS_DEFAULTS, KNOWN_IDS_LIMITS } from "./limits";
 import { knownIdsKeys } from "./keys";
 import { parseMeta } from "./meta";
@@ -44,67 +44,19 @@ export interface KnownIdsOptions {
   log?: (event: Record<string, unknown>) => void;
 }
 
-export interface KnownIdsStatus {
-  state: KnownIdsState;
-  /** Whether `lookup` can answer "absent" (or "listed") right now. */
-  serving: boolean;
-  version: string | null;
-  count: number | null;
-  capacity: number | null;
-  fpRate: number | null;
-  m: number | null;
-  k: number | null;
-  segments: number | null;
-  bytes: number | null;
-  builtAt: number | null;
-  ageMs: number | null;
-  /** Adds to this version applied here. */
-  changedAt: number | null;
-  /** Times this isolate loaded the filter's segments (its first load, version switches, falling behind the add log), from Redis or the location tier. */
-  loads: number;
-  /** The location tier's copy: loads taken from it, looks in vain, copies refused, puts. Null without one. */
-  location: ShelfStats | null;
-  lastCheckAt: number | null;
-  nextCheckAt: number;
-  /** Ids whose add could not be recorded in Redis yet (retried at each check). */
-  pendingAdds: number;
-  rebuilding: boolean;
-}
+export type KnownIds = ReturnType<typeof createKnownIds>;
+export type KnownIdsStatus = ReturnType<KnownIds["status"]>;
 
-export interface KnownIds {
-  /**
-   * "absent" only when the id is certainly not a product (see KnownIdLookup).
-   * Never waits: the first call, and one call per `refreshMs`, hand a refresh
-   * to `background` (ctx.waitUntil); the answer is the one at hand
-   * ("unknown" while loading: fail open).
-   */
-  lookup(id: string, background: Background): KnownIdLookup;
-  /**
-   * Records new product ids (at most 1000, valid ids only). This isolate
-   * accepts them at once; the result says whether every isolate will: true
-   * when Redis recorded them (or there is no filter, which accepts
-   * everything); false when Redis was unavailable (retried at later checks;
-   * the caller should answer 503 so that the notifier retries too).
-   */
-  add(ids: string[]): Promise<boolean>;
-  /**
-   * Whether Redis holds no filter to serve (never built, expired, damaged, or
-   * lost with Redis's data) and no build was announced within
-   * `buildUnderWayMs`. False when Redis does not answer.
-   */
-  needsBuilding(): Promise<boolean>;
-  /** Builds a new version from the listing and switches to it. Throws KnownIdsRebuildError. */
-  rebuild(listIds: ListIds, onProgress?: (progress: RebuildProgress) => void): Promise<RebuildResult>;
-  status(): KnownIdsStatus;
-}
-
-export function createKnownIds(options: KnownIdsOptions): KnownIds {
+export function createKnownIds(options: KnownIdsOptions) {
   const { l2, clock } = options;
   const room = options.room ?? KNOWN_IDS_DEFAULTS.room;
   const fpRate = options.fpRate ?? KNOWN_IDS_DEFAULTS.fpRate;
   const refreshMs = options.refreshMs ?? KNOWN_IDS_DEFAULTS.refreshMs;
   const log = options.log ?? ((event) => console.warn(JSON.stringify(event)));
-  checkSettings(room, fpRate, refreshMs);
+  const bytes = byteLengthFor(bloomShape(room, fpRate).m);
+  if (bytes > KNOWN_IDS_LIMITS.maxBytes)
+    throw new RangeError(`known-ids room ${room} at fpRate ${fpRate} takes ${bytes} bytes, over ${KNOWN_IDS_LIMITS.maxBytes}`);
+  if (!(refreshMs > 0)) throw new RangeError("known-ids refreshMs must be positive");
   const keys = knownIdsKeys(options.keyPrefix);
   const shelf = options.shelf ?? null;
   const copy = createFilterCopy({ l2, keys, maxAgeMs: KNOWN_IDS_DEFAULTS.maxAgeMs, log, shelf });
@@ -153,15 +105,33 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
   }
 
   return {
-    lookup(id, background) {
+    /**
+     * "absent" only when the id is certainly not a product (see KnownIdLookup).
+     * Never waits: the first call, and one call per `refreshMs`, hand a refresh
+     * to `background` (ctx.waitUntil); the answer is the one at hand
+     * ("unknown" while loading: fail open).
+     */
+    lookup(id: string, background: Background): KnownIdLookup {
       const now = clock.now();
       if (!checkUnderWay(now) && now >= nextCheckAt) background(startCheck(now));
       return copy.lookup(id, now);
     },
 
+    /**
+     * Records new product ids (at most 1000, valid ids only). This isolate
+     * accepts them at once; the result says whether every isolate will: true
+     * when Redis recorded them (or there is no filter, which accepts
+     * everything); false when Redis was unavailable (retried at later checks;
+     * the caller should answer 503 so that the notifier retries too).
+     */
     add: adds.add,
 
-    async needsBuilding() {
+    /**
+     * Whether Redis holds no filter to serve (never built, expired, damaged, or
+     * lost with Redis's data) and no build was announced within
+     * `buildUnderWayMs`. False when Redis does not answer.
+     */
+    async needsBuilding(): Promise<boolean> {
       const raw = await readMeta(l2, keys);
       if (raw === undefined) return false;
       const meta = raw === null ? null : parseMeta(raw);
@@ -170,7 +140,8 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
       return started === undefined || clock.now() - started >= KNOWN_IDS_LIMITS.buildUnderWayMs;
     },
 
-    rebuild(listIds, onProgress) {
+    /** Builds a new version from the listing and switches to it. Throws KnownIdsRebuildError. */
+    rebuild(listIds: ListIds, onProgress?: (progress: RebuildProgress) => void): Promise<RebuildResult> {
       // One build per isolate at a time: a second caller shares the first's result.
       rebuilding ??= (async () => {
         try {
@@ -190,32 +161,21 @@ export function createKnownIds(options: KnownIdsOptions): KnownIds {
       const filter = copy.current()?.filter ?? null;
       return {
         state: copy.state(now, checkUnderWay(now)),
+        /** Whether `lookup` can answer "absent" (or "listed") right now. */
         serving: copy.serving(now),
         version: filter?.version ?? null,
         count: filter?.count ?? null,
-        capacity: filter?.capacity ?? null,
-        fpRate: filter?.fpRate ?? null,
-        m: filter?.m ?? null,
-        k: filter?.k ?? null,
-        segments: filter?.segmentCount ?? null,
-        bytes: filter ? byteLengthFor(filter.m) : null,
-        builtAt: filter?.builtAt ?? null,
         ageMs: filter ? now - filter.builtAt : null,
+        /** Adds to this version applied here. */
         changedAt: copy.current()?.synced ?? null,
+        /** Times this isolate loaded the filter's segments (its first load, version switches, falling behind the add log), from Redis or the location tier. */
         loads: copy.loads(),
+        /** The location tier's copy: loads taken from it, looks in vain, copies refused, puts. Null without one. */
         location: shelf ? { ...shelf.stats } : null,
         lastCheckAt,
-        nextCheckAt,
+        /** Ids whose add could not be recorded in Redis yet (retried at each check). */
         pendingAdds: adds.pending(),
-        rebuilding: rebuilding !== null,
       };
     },
   };
-}
-
-function checkSettings(room: number, fpRate: number, refreshMs: number): void {
-  const bytes = byteLengthFor(bloomShape(room, fpRate).m);
-  if (bytes > KNOWN_IDS_LIMITS.maxBytes)
-    throw new RangeError(`known-ids room ${room} at fpRate ${fpRate} takes ${bytes} bytes, over ${KNOWN_IDS_LIMITS.maxBytes}`);
-  if (!(refreshMs > 0)) throw new RangeError("known-ids refreshMs must be positive");
 }

@@ -70,7 +70,7 @@ function isolate(clock: FakeClock, options: Partial<KnownIdsOptions> = {}): Know
   });
 }
 
-/** Collects what `mightExist` hands to the background (ctx.waitUntil) and waits for all of it. */
+/** Collects what `lookup` hands to the background (ctx.waitUntil) and waits for all of it. */
 function backgroundWork() {
   const work: Promise<unknown>[] = [];
   return {
