@@ -243,7 +243,11 @@ export interface Failure {
  * Every answer other than 200. A page counts as served once some instance
  * answered it 200, showing its latest price change's price, to a request
  * sent after that change's purge's 202 (and before this one): a 200 within
- * the purge's deadline may show the copy the purge then takes away. Allowed: a 503 for a page not served while a core
+ * the purge's deadline may show the copy the purge then takes away. So may
+ * one that shows the new price from L1 within the deadline: a copy fetched
+ * after the price changed but before the purge was recorded (its 202 held
+ * back by a Redis fault) is one the purge takes away too, on every part
+ * the purge names. Allowed: a 503 for a page not served while a core
  * service is faulted. Excused: a 503 for a served page while a core service
  * is faulted, from an isolate that holds no copy of it (it has not answered
  * it 200 since it started and the purge: restarted since, or never did; or
@@ -259,6 +263,7 @@ export function judgeAvailability(
   records: readonly ProbeRecord[],
   changes: readonly PriceChange[],
   timeline: Timeline,
+  times: TierTimes,
   l1: readonly L1Sample[] = [],
 ): Failure[] {
   const acks = new Map<string, PriceChange[]>();
@@ -293,7 +298,10 @@ export function judgeAvailability(
     // within the purge's deadline may still show the old copy, which the purge then takes away).
     const lastChange = (acks.get(r.id) ?? []).filter((c) => c.ackAt! < r.sent).at(-1);
     const ok = (oks.get(r.id) ?? []).filter((q) => q.answered < r.sent);
-    const served = ok.filter((q) => !lastChange || (q.sent > lastChange.ackAt! && q.price !== null && minorOf(q.price) === lastChange.minor));
+    const deadline = lastChange ? purgeDeadline(lastChange.ackAt!, timeline, times) : 0;
+    // Within the deadline, a part from L1 may be a copy the purge takes away (fetched before it was recorded).
+    const purgeProof = (q: ProbeRecord) => q.sent > deadline || PAGE_RESOURCES.every((resource) => tierOf(q.cacheStatus, resource) !== "pp-l1");
+    const served = ok.filter((q) => !lastChange || (q.sent > lastChange.ackAt! && q.price !== null && minorOf(q.price) === lastChange.minor && purgeProof(q)));
     const core = timeline.coreFaulted(r.sent, end);
     if (served.length === 0) {
       if (r.status === 503 && core) failures.push(failure("allowed", "not served yet, a core service faulted"));

@@ -214,7 +214,7 @@ async function main(): Promise<void> {
     changes,
     times,
     fresh: judgeFreshness(records, changes, timeline, times),
-    failures: judgeAvailability(records, changes, timeline, l1Samples.samples),
+    failures: judgeAvailability(records, changes, timeline, times, l1Samples.samples),
     herds: herdResults,
     bulk: repriced.map(({ fault, run }) => ({
       fault,

@@ -255,17 +255,27 @@ describe("a purge lost with Redis's data (lostPurgeExcuse): the documented excep
 describe("availability (judgeAvailability)", () => {
   /** The page served: instance 0 answered it 200 with its latest price, to a request sent after the purge's 202. */
   const served = answer({ id: ID, sent: ACK + 500, inst: 0, price: NEW, cacheStatus: 'pp-origin; fwd=miss; detail="product"' });
-  const verdictOf = (records: ProbeRecord[], timeline: Timeline) => judgeAvailability(records, changes, timeline).map((f) => f.verdict);
+  const verdictOf = (records: ProbeRecord[], timeline: Timeline) => judgeAvailability(records, changes, timeline, TIMES).map((f) => f.verdict);
 
   it('calls a 503 for a page already served, with no fault on, a "violation"', () => {
     const failed = answer({ id: ID, sent: ACK + 2000, inst: 1, status: 503 });
-    const [failure] = judgeAvailability([served, failed], changes, timelineOf());
+    const [failure] = judgeAvailability([served, failed], changes, timelineOf(), TIMES);
     expect(failure).toMatchObject({ verdict: "violation", reason: "a served page", status: 503, inst: 1, faults: [] });
   });
 
   it("does not count a 200 showing the old price, even after the 202, as serving the page", () => {
     const old = answer({ id: ID, sent: ACK + 500, inst: 0, price: OLD });
     expect(verdictOf([old, answer({ id: ID, sent: ACK + 2000, status: 503 })], timelineOf())).toEqual(["not served"]);
+  });
+
+  it("does not count a 200 from L1 within the purge's deadline as serving the page, even at the new price: the purge may take that copy away; after the deadline it does", () => {
+    const failing = ran(1, { kind: "origin-failing", service: "inventory", errorRate: 1 }, span(ACK + 1000, ACK + 5000), {
+      coreFault: span(ACK + 1000, ACK + 5000),
+    });
+    const fromL1 = (sent: number) => answer({ id: ID, sent, inst: 0, price: NEW, cacheStatus: 'pp-l1; hit; detail="product", pp-l1; hit; detail="inventory"' });
+    const failed = answer({ id: ID, sent: ACK + 4000, inst: 0, status: 503 });
+    expect(verdictOf([fromL1(ACK + 500), failed], timelineOf(failing))).toEqual(["allowed"]);
+    expect(verdictOf([fromL1(ACK + BOUND_MS + 100), failed], timelineOf(failing))).toEqual(["violation"]);
   });
 
   it('calls a 503 for a page not served yet, while a core service is faulted, "allowed"', () => {
@@ -288,7 +298,7 @@ describe("availability (judgeAvailability)", () => {
 
     it("from an isolate that never answered it 200, while Redis is faulted", () => {
       const failed = answer({ id: ID, sent: ACK + 3000, inst: 1, status: 503 });
-      const [failure] = judgeAvailability([served, failed], changes, timelineOf(redisThenOrigin));
+      const [failure] = judgeAvailability([served, failed], changes, timelineOf(redisThenOrigin), TIMES);
       expect(failure?.verdict).toBe("excused");
       expect(failure?.reason).toContain("Redis faulted");
     });
@@ -316,7 +326,7 @@ describe("availability (judgeAvailability)", () => {
 
     it("from an isolate that never answered it 200, after Redis came back empty and no answer since wrote the page to it", () => {
       const failed = answer({ id: ID, sent: ACK + 21_000, inst: 1, status: 503 });
-      const [failure] = judgeAvailability([served, failed], changes, timelineOf(emptied, hang));
+      const [failure] = judgeAvailability([served, failed], changes, timelineOf(emptied, hang), TIMES);
       expect(failure?.verdict).toBe("excused");
       expect(failure?.reason).toContain("Redis emptied since the page was in it");
     });
@@ -327,21 +337,21 @@ describe("availability (judgeAvailability)", () => {
 
     it("from the isolate that served it, once its L1 pushed out entries since (an LRU may have dropped the page), after Redis came back empty", () => {
       const failed = answer({ id: ID, sent: ACK + 21_000, inst: 0, status: 503 });
-      const [failure] = judgeAvailability([served, failed], changes, timelineOf(emptied, hang), l1Of(1));
+      const [failure] = judgeAvailability([served, failed], changes, timelineOf(emptied, hang), TIMES, l1Of(1));
       expect(failure?.verdict).toBe("excused");
       expect(failure?.reason).toContain("L1 pushed out 1 entries since its last 200 of the page");
     });
 
     it("but not while its L1 pushed out nothing: the page is still in it", () => {
       const failed = answer({ id: ID, sent: ACK + 21_000, inst: 0, status: 503 });
-      expect(judgeAvailability([served, failed], changes, timelineOf(emptied, hang), l1Of(0)).map((f) => f.verdict)).toEqual(["violation"]);
+      expect(judgeAvailability([served, failed], changes, timelineOf(emptied, hang), TIMES, l1Of(0)).map((f) => f.verdict)).toEqual(["violation"]);
       // Nor without samples of its L1 around both answers: nothing says it dropped anything.
-      expect(judgeAvailability([served, failed], changes, timelineOf(emptied, hang), l1Of(5).slice(0, 20)).map((f) => f.verdict)).toEqual(["violation"]);
+      expect(judgeAvailability([served, failed], changes, timelineOf(emptied, hang), TIMES, l1Of(5).slice(0, 20)).map((f) => f.verdict)).toEqual(["violation"]);
     });
 
     it("nor with Redis healthy: the page is still in L2", () => {
       const failed = answer({ id: ID, sent: ACK + 21_000, inst: 0, status: 503 });
-      expect(judgeAvailability([served, failed], changes, timelineOf(hang), l1Of(1000)).map((f) => f.verdict)).toEqual(["violation"]);
+      expect(judgeAvailability([served, failed], changes, timelineOf(hang), TIMES, l1Of(1000)).map((f) => f.verdict)).toEqual(["violation"]);
     });
 
     it("but not once an answer since the loss read the page from the origin (and wrote it to L2)", () => {

@@ -83,7 +83,11 @@ export interface CallTiming {
 export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutMs, probeTimeoutMs, timing, onRecovered }: L2GuardOptions) {
   /** A PING within the probe's budget; `sent` is told when it leaves the request's connection gate. */
   function ping(sent?: () => void): Promise<unknown> {
-    return subrequest(() => (sent?.(), prober.ping()), gatePlaceMs(probeTimeoutMs), "l2");
+    const send = () => {
+      sent?.();
+      return prober.ping();
+    };
+    return subrequest(send, gatePlaceMs(probeTimeoutMs), "l2");
   }
 
   /**
