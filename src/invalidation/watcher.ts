@@ -31,14 +31,13 @@ import type { Entry } from "../cache/entry";
 import { entryKey } from "../cache/keys";
 import type { L1Purging, PurgedAt } from "../cache/readThrough";
 import type { ReadAlong } from "../cache/l2/l2";
-import { gatePlaceMs } from "../cache/l2/l2Guard";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
 import type { ResourceName } from "../origin/resources";
 import { createKnownPurges, RECENT_ID_PURGES, type Verdict } from "./knownPurges";
 import { logPosition, logPositionKeys, PAGE_MAX_BYTES, type PurgeLog, type PurgesSince } from "./log";
 import type { PurgeRecord } from "./record";
 import { pauses, pollUntil, within } from "../shared/leases";
-import { subrequestsLeft, type Background } from "../shared/subrequests";
+import { gatePlaceMs, subrequestsLeft, type Background } from "../shared/subrequests";
 import { DEFAULTS } from "../config/defaults";
 import type { LogShelf, SharedPage, SharedPosition } from "./sharedReads";
 
@@ -100,7 +99,7 @@ export type PurgeWatcherStatus = ReturnType<PurgeWatcher["status"]>;
  * How long a sync may run before the next request starts another: the log's
  * reads have the background budget (a visitor waits for one at most
  * `syncWaitMs`; invalidation/log.ts), as long as its place in the
- * subrequest gate is held (cache/l2/l2Guard.ts, gatePlaceMs).
+ * subrequest gate is held (shared/subrequests.ts, gatePlaceMs).
  * Renewed at each page of a bulk re-price.
  */
 export const SYNC_LEASE_MS = gatePlaceMs(DEFAULTS.backgroundCallMs);

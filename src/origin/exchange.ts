@@ -5,8 +5,8 @@
 // part only knows HTTP and this isolate's connection gate.
 import { OriginError } from "./failure";
 import type { ResourceName } from "./resources";
-import { isTimeout, ISOLATE_STALL_MS, noticedLate } from "../shared/leases";
-import { subrequest, SubrequestBudgetSpent } from "../shared/subrequests";
+import { isTimeout, noticedLate } from "../shared/leases";
+import { gatePlaceMs, subrequest, SubrequestBudgetSpent } from "../shared/subrequests";
 import { readBounded } from "../shared/body";
 
 /** The retry's jittered pause: a few ms, so that it fits well within any service's timeout, spread so that retries do not land together. */
@@ -38,8 +38,8 @@ export async function get(
           const answer = doFetch(url, { headers: { accept: "application/json" }, signal: stop ? AbortSignal.any([timeout, stop]) : timeout });
           return onReply ? answer.then((response) => (onReply(Date.now() - sentAt), response)) : answer;
         },
-        // A place outlives the fetch's deadline as a slot does (ISOLATE_STALL_MS): the abort may come late.
-        deadline - Date.now() + ISOLATE_STALL_MS,
+        // A place outlives the fetch's deadline: the abort may come late.
+        gatePlaceMs(deadline - Date.now()),
         "origin",
       );
     } catch (error) {

@@ -32,7 +32,7 @@ export interface AdmissionOptions {
   lateness: () => number;
   /** The isolate's limit of cold pages in progress (./limit.ts). */
   limit: ColdLimit;
-  /** The hold of cold pages during a departing flood (./patience.ts): one interval at most. */
+  /** The hold of cold pages during a departing flood (./patience.ts), its longest bounding a page's lease. */
   patience: Patience;
   /** Pages needing new work in progress at most, and waiting at most (COLD_PAGES_MAX). */
   maxColdPages: number;
@@ -88,7 +88,7 @@ export function createAdmission(options: AdmissionOptions): Admission {
   const { clock, maxColdPages, limit, patience } = options;
   const fair = createFairShare(clock);
   /** The longest a cold page is in admission's hands: its hold, its wait and its work. */
-  const pageLeaseMs = INTERVAL_MS + options.coldPageWaitMs + options.coldPageLeaseMs;
+  const pageLeaseMs = patience.maxHoldMs + options.coldPageWaitMs + options.coldPageLeaseMs;
   const counts = { admitted: 0, lastChance: 0, shed: { busy: 0, overShare: 0 }, overShare: 0, shedServedStale: 0, shedRefused: 0 };
   /** When a page last went past the limit: one an interval at most. */
   let lastChanceAt = Number.NEGATIVE_INFINITY;

@@ -40,6 +40,8 @@ export interface PatienceStats {
 }
 
 export interface Patience {
+  /** The longest hold, ms. */
+  readonly maxHoldMs: number;
   /** The hold a cold page with no copy to show waits before its work starts, ms: 0 unless most visitors leave. */
   holdMs(): number;
   /** Follows one cold page from now: its departure, if its visitor leaves, or (call the result) its answer. */
@@ -115,6 +117,7 @@ export function createPatience({ clock, maxHoldMs }: PatienceOptions): Patience 
   }
 
   return {
+    maxHoldMs,
     holdMs,
     follow(visitor) {
       const startedAt = clock.now();

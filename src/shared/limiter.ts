@@ -178,8 +178,10 @@ export function createLimiter({
    */
   function slotFor(ticket: number, key: string, holdMs: number, waitedMs: number): true | undefined {
     const free = room();
-    if (free <= 0) return slots.size() < maxConcurrent && pastLimit(waitedMs) ? slots.take(ticket, clock.now() + holdMs, true) || undefined : undefined;
-    if (free < waiting.size() && ahead(ticket, key, free) >= free) return undefined;
+    if (free <= 0) {
+      // Past the limit only as `pastLimit` allows, never past maxConcurrent.
+      if (slots.size() >= maxConcurrent || !pastLimit(waitedMs)) return undefined;
+    } else if (free < waiting.size() && ahead(ticket, key, free) >= free) return undefined;
     return slots.take(ticket, clock.now() + holdMs, true) || undefined;
   }
 

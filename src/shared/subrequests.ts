@@ -22,7 +22,7 @@
 // "origin overloaded" for this request, and no breaker counts. `wrangler dev`
 // and Miniflare enforce neither limit: these bounds keep tests and production alike.
 import { AsyncLocalStorage } from "node:async_hooks";
-import { createLeaseTable, type LeaseTable } from "./leases";
+import { createLeaseTable, ISOLATE_STALL_MS, type LeaseTable } from "./leases";
 
 /** Connections one invocation keeps open at once: the runtime's 6, less one left for what the runtime does on its own. */
 export const MAX_OPEN_SUBREQUESTS = 5;
@@ -72,6 +72,16 @@ const clock = { now: () => Date.now() };
 export function withSubrequestGate<T>(budget: number, work: () => T): T {
   const gate: Gate = { open: null, waiting: null, tickets: 0, made: 0, budget, l2: 0, origin: 0 };
   return invocation.run(gate, work);
+}
+
+/**
+ * How long a call's place in the gate is held at most: its budget, and the
+ * isolate's longest stall: the abort that ends a call may be read that
+ * late, and a place taken back before it lets more calls open than the
+ * runtime keeps.
+ */
+export function gatePlaceMs(budgetMs: number): number {
+  return budgetMs + ISOLATE_STALL_MS;
 }
 
 /**

@@ -3,11 +3,11 @@
 // call answers `undefined` ("L2 unavailable"), never throws, and never
 // deletes anything: a Redis outage must not turn into errors or an origin
 // stampede.
-import type { Background } from "../../shared/subrequests";
+import { gatePlaceMs, type Background } from "../../shared/subrequests";
 import { Redis } from "@upstash/redis/cloudflare";
 import { LRUCache } from "lru-cache";
 import type { Breaker } from "../../shared/breaker";
-import { createL2Guard, gatePlaceMs, type CallTiming, type L2CallOptions, type L2CallStats } from "./l2Guard";
+import { createL2Guard, type CallTiming, type L2CallOptions, type L2CallStats } from "./l2Guard";
 
 export type FillClaim =
   /**

@@ -5,19 +5,8 @@
 // to Redis: l2.ts holds what the calls send.
 import type { Redis } from "@upstash/redis/cloudflare";
 import type { Breaker } from "../../shared/breaker";
-import { currentLagMs, isIsolateError, ISOLATE_STALL_MS, isTimeout, noticedLate } from "../../shared/leases";
-import { subrequest, type Background } from "../../shared/subrequests";
-
-/**
- * How long an L2 call's place in the request's connection gate
- * (shared/subrequests.ts) is held at most: its budget, and the isolate's
- * longest stall, as an origin fetch's place is (origin/exchange.ts): the
- * abort that ends a call may be read that late, and a place taken back
- * before it lets more calls open than the runtime keeps.
- */
-export function gatePlaceMs(budgetMs: number): number {
-  return budgetMs + ISOLATE_STALL_MS;
-}
+import { currentLagMs, isIsolateError, isTimeout, noticedLate } from "../../shared/leases";
+import { gatePlaceMs, subrequest, type Background } from "../../shared/subrequests";
 
 export interface L2CallOptions {
   /** A write: the longer background budget, and counted as dropped when it fails. */

@@ -16,12 +16,11 @@
 // own that timed out would be (fill/fill.ts then looks before it fetches).
 // The held items' send is scheduled by the request that found none
 // scheduled; past its due time the next write schedules one again.
-import type { Background } from "../../shared/subrequests";
+import { gatePlaceMs, type Background } from "../../shared/subrequests";
 import { DEFAULTS } from "../../config/defaults";
 import type { Clock } from "../../shared/clock";
 import { pollPauses } from "../../shared/leases";
 import { CALL_MAX_BYTES, CALL_MAX_ITEMS, type FillClaim, type FillClaimRequest, type FillWrite, type L2, type ReadAlong } from "./l2";
-import { gatePlaceMs } from "./l2Guard";
 import { perGroup } from "./shardedL2";
 
 export interface OutboxOptions {
