@@ -395,19 +395,26 @@ describe("shedding", () => {
   });
 
   it("an isolate whose pages are all cold but which keeps up (a slow origin) grows its limit as its pages end: many start at once, and all are served", async () => {
-    const [first, ...ids] = completeProducts(6500, 1 + 2 * ONE_BROWSER + 4 * ONE_BROWSER);
+    const BATCHES = 4;
+    const [first, ...ids] = completeProducts(6500, 1 + BATCHES * 2 * ONE_BROWSER + 4 * ONE_BROWSER);
     const target = await startWith({ COLD_PAGE_WAIT_MS: "5000", CACHE_POLICIES: JSON.stringify({ product: { originTimeoutMs: 5000 } }) });
     expect((await page(target, `/products/${first}`)).status).toBe(200);
     // It starts at one browser's pages; pages that end with half of it in use add one each.
     expect((await overloadOf(target)).admission.limit).toBe(ONE_BROWSER);
     await injectFault(stack, { service: "product", latencyMs: 300 });
-    const batch = ids.slice(0, 2 * ONE_BROWSER);
-    expect((await Promise.all(batch.map((id) => page(target, `/products/${id}`)))).map((answer) => answer.status)).toEqual(batch.map(() => 200));
-    const { limit } = (await overloadOf(target)).admission;
+    // Batches of cold pages until the limit has grown: one batch does it on an idle machine, but the test files
+    // beside this one can keep workerd's replies late enough to read as congestion for a while (then it halves).
+    let limit = ONE_BROWSER;
+    let used = 0;
+    for (let round = 0; round < BATCHES && limit <= ONE_BROWSER; round++) {
+      const batch = ids.slice(used, (used += 2 * ONE_BROWSER));
+      expect((await Promise.all(batch.map((id) => page(target, `/products/${id}`)))).map((answer) => answer.status)).toEqual(batch.map(() => 200));
+      ({ limit } = (await overloadOf(target)).admission);
+    }
     expect(limit).toBeGreaterThan(ONE_BROWSER);
     // The product service slower (within its time-out): the limit's worth of pages are at the origin at once.
     await injectFault(stack, { service: "product", latencyMs: 2000 });
-    const rest = ids.slice(2 * ONE_BROWSER, 2 * ONE_BROWSER + limit);
+    const rest = ids.slice(used, used + limit);
     const answers = rest.map((id) => page(target, `/products/${id}`));
     await pollUntil(
       "the limit's pages at the origin at once",
