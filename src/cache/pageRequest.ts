@@ -44,7 +44,7 @@ export interface PageRequest {
   heat?: Heat;
   /** The visitor's request signal, which aborts when they leave: no new work is started for nobody. Absent: nobody leaves. */
   visitor?: AbortSignal;
-  /** Who asks (overload/client.ts), for the order in which waiting cold pages go; absent: "unknown". */
+  /** Who asks (http/client.ts), for the order in which waiting cold pages go; absent: "unknown". */
   client?: string;
   /**
    * Set by the L2 step: Redis did not answer this page's read although the

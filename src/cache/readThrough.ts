@@ -240,7 +240,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
 
   /**
    * L1, then, for what it lacks, the location tier, L2 and the origin: new
-   * work, started only when the isolate admits it (overload/pageAdmission.ts)
+   * work, started only when the isolate admits it (overload/admission.ts)
    * and only while the visitor is there. A page whose visitor left gets no
    * more steps; the parts still pending are left out (nobody reads the answer).
    */

@@ -9,7 +9,7 @@ import type { Section } from "../render/model";
 import type { TierServices } from "../tier";
 import { cacheStatus, pageCacheControl, pageEtag, pageIdentity, requestColo, setStepTimings, VARY_ON_ENCODING } from "./headers";
 import { errorPage, PAGE_RETRY_AFTER_SECONDS } from "./errorPage";
-import { clientOf } from "../overload/client";
+import { clientOf } from "./client";
 import type { Background } from "../shared/subrequests";
 
 /** What a visitor is told of a product that does not exist. */

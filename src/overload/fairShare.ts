@@ -1,58 +1,46 @@
-// Cold work shared among clients (./client.ts names them): max-min fair
-// queueing. A page waiting for a place among the cold pages goes before the
-// waiting pages of clients that hold more cold pages than its own does
-// (shared/limiter.ts's rank), so that a flood or a crawl waits behind
-// everybody else's pages. With one client (off the platform every request
-// is "unknown") the order is the queue's own, oldest first. How many times
-// its share of the queue a client holds tells admission whether its next
-// page is refused, and whether a page of its that is shed is its own excess
-// (a 429). A client's pages are leases (shared/leases.ts): given back when
-// the page leaves admission's hands, reclaimed at their deadline if its
+// Cold work shared among clients: max-min fair queueing
+// (docs/architecture.md#overload). A waiting cold page goes before those of
+// clients holding more cold pages than its own (shared/limiter.ts's rank); how
+// many times its share a client holds tells admission whether to refuse its
+// next page (429). A client's pages are leases (shared/leases.ts): given back
+// as the page leaves admission's hands, reclaimed at their deadline if its
 // request vanished.
 import type { Clock } from "../shared/clock";
 import { createLeaseTable, type LeaseTable } from "../shared/leases";
 import { TARGET_MS } from "./limit";
 
-export interface FairShare {
-  /** Cold pages of `client` in admission's hands now (held, waiting or in progress). */
-  holding(client: string): number;
-  /** A cold page of `client` enters admission's hands: until the returned release, or `leaseMs` at most. */
-  start(client: string, leaseMs: number): () => void;
-  /** Clients with cold pages in admission's hands now. */
-  clients(): number;
-  /** How many times its fair share of `places` (shared equally among the clients holding pages) `client` holds: 2 is twice its share. */
-  timesShare(client: string, places: number): number;
-}
+/** Every request without a client's address (off the platform): all visitors, never one client asking too much. */
+export const UNKNOWN_CLIENT = "unknown";
+/**
+ * One browser's cold pages at once: as many as it asks one host for over
+ * HTTP/1.1 (six connections). A client holding fewer is never past its share
+ * (with hundreds of visitors holding a cold page each, an equal split of the
+ * queue is about one page each, and a visitor with a second tab open would be
+ * refused); the isolate's limit never falls below it (./limit.ts).
+ */
+export const ONE_BROWSER = 6;
 
-export function createFairShare(clock: Clock): FairShare {
+export function createFairShare(clock: Clock) {
   /** Per client, its pages; a client's entry goes when it holds none (so at most one entry per page held). */
   const held = new Map<string, LeaseTable<number, true>>();
   let tickets = 0;
   const holding = (client: string) => {
-    const table = held.get(client);
-    const size = table?.size() ?? 0;
-    if (table && size === 0) held.delete(client);
+    const size = held.get(client)?.size() ?? 0;
+    if (size === 0) held.delete(client);
     return size;
   };
   let counted = { at: Number.NEGATIVE_INFINITY, clients: 0 };
-  /**
-   * Clients holding pages, counted again at most once per CoDel target
-   * (./limit.ts): the count walks every client (to reclaim their lapsed
-   * pages), and admission asks for it at every look of every waiting page;
-   * a share judged by a count as fresh as the lag the limit reacts to is as
-   * good a share.
-   */
+  /** Counted again at most once per CoDel target: the count walks every client, and every waiting page asks at every look. */
   function clients(): number {
-    const now = clock.now();
-    if (now - counted.at < TARGET_MS) return counted.clients;
-    let count = 0;
-    for (const client of held.keys()) if (holding(client) > 0) count++;
-    counted = { at: now, clients: count };
-    return count;
+    if (clock.now() - counted.at < TARGET_MS) return counted.clients;
+    counted = { at: clock.now(), clients: [...held.keys()].filter((client) => holding(client) > 0).length };
+    return counted.clients;
   }
   return {
+    /** Cold pages of `client` in admission's hands now (held, waiting or in progress). */
     holding,
-    start(client, leaseMs) {
+    /** A cold page of `client` enters admission's hands: until the returned release, or `leaseMs` at most. */
+    start(client: string, leaseMs: number) {
       let table = held.get(client);
       if (!table) held.set(client, (table = createLeaseTable<number, true>({ clock })));
       const ticket = ++tickets;
@@ -62,7 +50,9 @@ export function createFairShare(clock: Clock): FairShare {
         holding(client);
       };
     },
+    /** Clients with cold pages in admission's hands now. */
     clients,
-    timesShare: (client, places) => (holding(client) * clients()) / places,
+    /** How many times its fair share of `places` (shared equally among the clients holding pages) `client` holds: 2 is twice its share. */
+    timesShare: (client: string, places: number) => (holding(client) * clients()) / places,
   };
 }

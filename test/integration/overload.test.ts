@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { member } from "../../dev/harness/cacheStatus";
 import { entryKey, lockKey } from "../../src/cache/keys";
 import { DEFAULTS } from "../../src/config/defaults";
-import { ONE_BROWSER } from "../../src/overload/client";
+import { ONE_BROWSER } from "../../src/overload/fairShare";
 import { INTERVAL_MS } from "../../src/overload/limit";
 import type { Env } from "../../src/config";
 import { pollUntil, tierStatus, visit } from "../support/clients";

@@ -1,6 +1,6 @@
 // Who a client is, and what it holds of the cold work (src/overload/client.ts, fairShare.ts).
 import { describe, expect, it } from "vitest";
-import { clientOf } from "../../src/overload/client";
+import { clientOf } from "../../src/http/client";
 import { createFairShare } from "../../src/overload/fairShare";
 import { fakeClock } from "../support/fakes";
 

@@ -10,7 +10,7 @@ import type { FillClaim, FillClaimRequest, FillWrite, L2 } from "../../src/cache
 import { type FakeClock, type FakeOrigin, fakeClock, fakeOrigin, healthyL2Parts, sample, sampleProduct, testConfig } from "../support/fakes";
 import { DEFAULTS } from "../../src/config/defaults";
 import { createDepartures } from "../../src/overload/departures";
-import { createPageAdmission } from "../../src/overload/pageAdmission";
+import { createPageAdmission } from "../../src/overload/admission";
 import { entryKey } from "../../src/cache/keys";
 
 const PRODUCT: ResourceName[] = ["product"];

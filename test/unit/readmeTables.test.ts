@@ -13,7 +13,7 @@ import { ISOLATE_STALL_MS } from "../../src/shared/leases";
 import { BACKLOG_MAX_BYTES } from "../../src/cache/l2/l2";
 import { REJECTED_ANSWER_TTL } from "../../src/cache/fill/rejections";
 import { INTERVAL_MS, TARGET_MS } from "../../src/overload/limit";
-import { ONE_BROWSER } from "../../src/overload/client";
+import { ONE_BROWSER } from "../../src/overload/fairShare";
 import { SYNC_LEASE_MS } from "../../src/invalidation/watcher";
 
 const README = readFileSync(new URL("../../README.md", import.meta.url), "utf8");

@@ -1,20 +1,12 @@
-// Who is asking, for sharing cold work fairly (./fairShare.ts): the address
+// Who is asking, for sharing cold work fairly (overload/fairShare.ts): the address
 // Cloudflare puts in CF-Connecting-IP (a client cannot set it: Cloudflare
 // overwrites it), an IPv6 address by its /64 (one host, or one home, holds a
 // whole /64 and could take a new address for every request), anything else
 // one name for all ("unknown": off the platform, every request). A loopback
 // address is off the platform too: Miniflare gives a request without the
 // header 127.0.0.1, which no visitor of Cloudflare's edge ever has.
-export const UNKNOWN_CLIENT = "unknown";
-/**
- * One browser's cold pages at once: as many as it asks one host for over
- * HTTP/1.1 (six connections, as browsers open). A client holding fewer is
- * never past its share (./admission.ts: with hundreds of visitors holding a
- * cold page each, an equal split of the queue is about one page each, and
- * a visitor with a second tab open would be refused); and the isolate's
- * limit never falls below it (./limit.ts).
- */
-export const ONE_BROWSER = 6;
+import { UNKNOWN_CLIENT } from "../overload";
+
 const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/;
 const IPV6 = /^[0-9a-f:.]{2,45}$/i;
 
