@@ -1,11 +1,5 @@
-// Admission of new work (docs/architecture.md#overload): a cold page starts
-// its work within the isolate's limit (./limit.ts), or waits for its turn on
-// its own timers in a fair queue by client (./fairShare.ts, FQ-CoDel's
-// push-out from the fattest flow, RFC 8290), coldPageWaitMs at most, then is
-// shed (its copy, a 503, or a 429 past its client's share). One waiting page an
-// interval that has waited half its wait goes past the limit (its last chance).
-// A departing flood's pages are held first (./patience.ts); a visitor who
-// leaves gives up its place or slot at once (./departures.ts).
+// Admission of cold pages: the limit, the wait for a turn in a fair queue by
+// client, the last chance, the 503 and the 429 (docs/architecture.md#overload).
 import { createLimiter, LimiterFull } from "../shared/limiter";
 import { createLeaseTable } from "../shared/leases";
 import type { Clock } from "../shared/clock";
@@ -15,8 +9,6 @@ import { createFairShare, ONE_BROWSER, UNKNOWN_CLIENT } from "./fairShare";
 
 export interface AdmissionOptions {
   clock: Clock;
-  /** How late the isolate runs now, in ms (./lag.ts), for the status page. */
-  lateness: () => number;
   limit: ColdLimit;
   patience: Patience;
   /** Pages needing new work in progress at most, and waiting at most (COLD_PAGES_MAX). */
@@ -31,11 +23,8 @@ export interface AdmissionOptions {
 type Shed = "busy" | "over share";
 export type Admission = ReturnType<typeof createAdmission>;
 
-export function createAdmission(options: AdmissionOptions) {
-  const { clock, maxColdPages, limit, patience, coldPageWaitMs } = options;
+export function createAdmission({ clock, limit, patience, maxColdPages, coldPageWaitMs, coldPageLeaseMs }: AdmissionOptions) {
   const fair = createFairShare(clock);
-  /** The longest a cold page is in admission's hands: its hold, its wait and its work. */
-  const pageLeaseMs = patience.maxHoldMs + coldPageWaitMs + options.coldPageLeaseMs;
   const counts = { admitted: 0, lastChance: 0, shed: { busy: 0, overShare: 0 }, overShare: 0, shedServedStale: 0, shedRefused: 0 };
   let lastChanceAt = Number.NEGATIVE_INFINITY;
   const slots = createLimiter({
@@ -49,43 +38,16 @@ export function createAdmission(options: AdmissionOptions) {
     },
     maxQueued: maxColdPages,
     maxWaitMs: coldPageWaitMs,
-    maxHoldMs: options.coldPageLeaseMs,
-    // A page whose visitor left is in progress for nobody: what is left of it is background work.
+    maxHoldMs: coldPageLeaseMs,
+    // A page whose visitor left is in progress for nobody: what is left of it is background work (./departures.ts).
     freeWhenCallerLeaves: true,
     rank: (client) => fair.holding(client),
     clock,
   });
-  /**
-   * How many times its share of the queue `client` holds. None for "unknown"
-   * (everybody), a client alone (what it meets is the isolate's busyness), or
-   * one holding less than a browser's pages.
-   */
+  /** How many times its share of the queue `client` holds; none for "unknown" (everybody), a client alone (what it meets is the isolate's busyness), or one holding less than a browser's pages. */
   const timesShare = (client: string) =>
     client === UNKNOWN_CLIENT || fair.clients() < 2 || fair.holding(client) < ONE_BROWSER ? 0 : fair.timesShare(client, maxColdPages);
   const overShare = (): "over share" => (counts.overShare++, "over share");
-
-  async function admitNow<T>(work: () => Promise<T>, wait: boolean, visitor: AbortSignal | undefined, client: string): Promise<T | Shed | "left"> {
-    let started = false;
-    try {
-      const run = async () => {
-        started = true;
-        counts.admitted++;
-        try {
-          return await work();
-        } finally {
-          limit.update(slots.inFlight);
-        }
-      };
-      return await slots.run(run, { waitMs: wait ? coldPageWaitMs : 0, caller: visitor, key: client });
-    } catch (error) {
-      // The work's own LimiterFull (none is expected: the origin client turns its own into answers) is not a shed.
-      if (!(error instanceof LimiterFull) || started) throw error;
-      // A visitor who left while waiting was not shed: nobody is answered (./departures.ts counts the page).
-      if (visitor?.aborted) return "left";
-      counts.shed.busy++;
-      return timesShare(client) <= 1 ? "busy" : overShare();
-    }
-  }
 
   return {
     /**
@@ -95,23 +57,34 @@ export function createAdmission(options: AdmissionOptions) {
      */
     async admit<T>(work: () => Promise<T>, wait: boolean, visitor?: AbortSignal, client = UNKNOWN_CLIENT): Promise<T | Shed | "left"> {
       const answered = patience.follow(visitor);
-      const release = wait && slots.queued > 0 && timesShare(client) >= 1 ? undefined : fair.start(client, pageLeaseMs);
+      // Past its share while pages wait: no place taken, and refused an interval after it came (one refused at once asks again at once).
+      const release =
+        wait && slots.queued > 0 && timesShare(client) >= 1 ? undefined : fair.start(client, patience.maxHoldMs + coldPageWaitMs + coldPageLeaseMs);
+      // A page with a copy to show is never held: it shows it.
+      const holdMs = !release ? INTERVAL_MS : wait ? patience.holdMs() : 0;
+      let started = false;
       try {
-        if (!release) {
-          // Past its share while pages wait: refused an interval after it came (one refused at once asks again at once).
-          await new Promise((resolve) => setTimeout(resolve, INTERVAL_MS));
-          if (visitor?.aborted) return "left";
-          counts.shed.overShare++;
-          return overShare();
-        }
-        // A page with a copy to show is never held: it shows it.
-        const holdMs = wait ? patience.holdMs() : 0;
         if (holdMs > 0) {
           await new Promise((resolve) => setTimeout(resolve, holdMs));
-          patience.noteHeld(!visitor?.aborted);
+          if (release) patience.noteHeld(!visitor?.aborted);
           if (visitor?.aborted) return "left";
+          if (!release) {
+            counts.shed.overShare++;
+            return overShare();
+          }
         }
-        return await admitNow(work, wait, visitor, client);
+        const run = async () => {
+          started = true;
+          counts.admitted++;
+          return await work().finally(() => limit.update(slots.inFlight));
+        };
+        return await slots.run(run, { waitMs: wait ? coldPageWaitMs : 0, caller: visitor, key: client });
+      } catch (error) {
+        // The work's own errors (a LimiterFull among them) are not a shed; a visitor who left while waiting was not shed either.
+        if (!(error instanceof LimiterFull) || started) throw error;
+        if (visitor?.aborted) return "left";
+        counts.shed.busy++;
+        return timesShare(client) <= 1 ? "busy" : overShare();
       } finally {
         answered();
         release?.();
@@ -123,11 +96,10 @@ export function createAdmission(options: AdmissionOptions) {
     },
     /** Whether `others` more places of work would fit beside the pages in progress, with no page waiting: room for work nobody waits for. */
     spareRoom: (others: number) => slots.queued === 0 && slots.inFlight + others < limit.current(),
+    /** `clients`: clients with cold pages in admission's hands now. */
     stats: () => ({
-      lagMs: options.lateness(),
       congested: limit.congested(),
       limit: limit.current(),
-      /** Clients with cold pages in admission's hands now. */
       clients: fair.clients(),
       coldPages: slots.inFlight,
       coldPagesQueued: slots.queued,
@@ -161,33 +133,20 @@ export type PageAdmission = ReturnType<typeof createPageAdmission>;
  * new work (a herd for one product would fill the queue and be shed).
  * `turnLeaseMs`: the longest a waiting page holds its product's place.
  */
-export function createPageAdmission({
-  admission,
-  clock,
-  turnLeaseMs,
-}: {
-  admission: Pick<Admission, "admit" | "noteShed">;
-  clock: Clock;
-  turnLeaseMs: number;
-}) {
-  const awaitingTurn = createLeaseTable<string, number>({ clock });
-  let nextPage = 0;
+export function createPageAdmission(options: { admission: Pick<Admission, "admit" | "noteShed">; clock: Clock; turnLeaseMs: number }) {
+  const { admission, clock } = options;
+  const awaitingTurn = createLeaseTable<string, PageWork>({ clock });
   return {
     /** Reads `work` as admission lets it, or sheds it; true when it was shed as its client's excess (a 429, not a 503). */
     async admitPage(work: PageWork): Promise<boolean> {
-      const { subjectKey } = work;
-      if (work.joins || (subjectKey !== undefined && awaitingTurn.holder(subjectKey) !== undefined)) {
+      const { subjectKey: key } = work;
+      if (work.joins || (key !== undefined && awaitingTurn.holder(key) !== undefined)) {
         await work.read(false);
         return false;
       }
-      const page = ++nextPage;
-      if (subjectKey) awaitingTurn.take(subjectKey, clock.now() + turnLeaseMs, page);
-      let admitted: Awaited<ReturnType<typeof admission.admit<void>>>;
-      try {
-        admitted = await admission.admit(() => work.read(true), !work.withCopies, work.visitor, work.client);
-      } finally {
-        if (subjectKey) awaitingTurn.release(subjectKey, page);
-      }
+      if (key) awaitingTurn.take(key, clock.now() + options.turnLeaseMs, work);
+      const admitting = admission.admit(() => work.read(true), !work.withCopies, work.visitor, work.client);
+      const admitted = await admitting.finally(() => key && awaitingTurn.release(key, work));
       // Not shed when its visitor left (nobody reads the answer); followers that went on meanwhile may have filled what it lacks.
       if (typeof admitted !== "string" || admitted === "left" || work.visitor?.aborted) return false;
       const shed = work.shed();

@@ -1,9 +1,4 @@
-// Work for visitors who left (docs/architecture.md#overload): from a
-// visitor's departure on, its page starts no new work. A fill already at the
-// origin may finish and write its answer for the next visitor, as background
-// work in the room the limit of cold pages has spare while no page waits;
-// past it the fetch is cut short (or its answer stays in this isolate's L1)
-// and its lock is released for another to fill.
+// Work for visitors who left, and the room for fills nobody waits for (docs/architecture.md#overload).
 import { createLeaseTable } from "../shared/leases";
 import type { Clock } from "../shared/clock";
 
@@ -26,22 +21,12 @@ export function departed(step: string): Departed {
 
 export type Departures = ReturnType<typeof createDepartures>;
 
-/**
- * `room`: whether work nobody waits for may take one more place now,
- * `background` such places being taken (admission's spare room).
- * `backgroundFillMs`: how long one counts against it, the longest its write
- * may take (queued, then sent).
- */
+/** `room`: whether one more fill nobody waits for fits beside `background` others; `backgroundFillMs`: how long one counts, its write's longest. */
 export function createDepartures({ clock, room, backgroundFillMs }: { clock: Clock; room: (background: number) => boolean; backgroundFillMs: number }) {
   // A lease per finishing fill, ended by its deadline: its write goes out with the isolate's others, and nothing reports when it has.
   const finishing = createLeaseTable<number, true>({ clock });
   let next = 0;
-  /**
-   * Pages left before their answer (no further step, no render); fills stopped
-   * before a claim, a poll or a fetch nobody waited for, or during the fetch;
-   * fills whose visitors left while at the origin, written within the room
-   * (finished) or not (dropped: cut short, or kept in L1; the lock released).
-   */
+  /** Pages left before their answer; fills stopped before (or during) a step nobody waited for; fills at the origin when their visitors left, written within the room or dropped. */
   const counts = { pagesLeft: 0, fillsStopped: 0, fillsFinished: 0, fillsDropped: 0 };
   return {
     pageLeft: () => void counts.pagesLeft++,

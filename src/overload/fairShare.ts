@@ -1,10 +1,4 @@
-// Cold work shared among clients: max-min fair queueing
-// (docs/architecture.md#overload). A waiting cold page goes before those of
-// clients holding more cold pages than its own (shared/limiter.ts's rank); how
-// many times its share a client holds tells admission whether to refuse its
-// next page (429). A client's pages are leases (shared/leases.ts): given back
-// as the page leaves admission's hands, reclaimed at their deadline if its
-// request vanished.
+// Cold work shared among clients: max-min fair queueing (docs/architecture.md#overload).
 import type { Clock } from "../shared/clock";
 import { createLeaseTable, type LeaseTable } from "../shared/leases";
 import { TARGET_MS } from "./limit";
@@ -14,14 +8,13 @@ export const UNKNOWN_CLIENT = "unknown";
 /**
  * One browser's cold pages at once: as many as it asks one host for over
  * HTTP/1.1 (six connections). A client holding fewer is never past its share
- * (with hundreds of visitors holding a cold page each, an equal split of the
- * queue is about one page each, and a visitor with a second tab open would be
- * refused); the isolate's limit never falls below it (./limit.ts).
+ * (after a deploy, hundreds of visitors split the queue about one page each);
+ * the isolate's limit never falls below it (./limit.ts).
  */
 export const ONE_BROWSER = 6;
 
 export function createFairShare(clock: Clock) {
-  /** Per client, its pages; a client's entry goes when it holds none (so at most one entry per page held). */
+  /** Per client, its pages; a client's entry goes when it holds none. */
   const held = new Map<string, LeaseTable<number, true>>();
   let tickets = 0;
   const holding = (client: string) => {

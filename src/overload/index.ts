@@ -1,5 +1,4 @@
-// An isolate under more load than it can take (docs/architecture.md#overload),
-// its parts assembled once.
+// An isolate under more load than it can take (docs/architecture.md#overload), its parts assembled once.
 import { createAdmission, createPageAdmission, type AdmissionOptions, type PageAdmission } from "./admission";
 import { createDepartures, type Departures } from "./departures";
 import { createLagMeter, type LagMeter } from "./lag";
@@ -14,7 +13,7 @@ export type { Departures, LagMeter, PageAdmission };
 export type Overload = ReturnType<typeof createOverload>;
 
 /** The bounds of admission (documented there), and how long a fill nobody waits for counts against the limit. */
-export function createOverload(options: Omit<AdmissionOptions, "lateness" | "limit" | "patience"> & { backgroundFillMs: number }) {
+export function createOverload(options: Omit<AdmissionOptions, "limit" | "patience"> & { backgroundFillMs: number }) {
   const { clock, maxColdPages, coldPageWaitMs } = options;
   const limit = createColdLimit({ clock, min: Math.min(ONE_BROWSER, maxColdPages), max: maxColdPages });
   // The limit's sample at each reply is the isolate's lag (the smallest over the services), not that reply's own wait.
@@ -22,7 +21,7 @@ export function createOverload(options: Omit<AdmissionOptions, "lateness" | "lim
   // The hold: one interval at most. Departures are judged over the longest a page waits before its work starts (its hold
   // and its wait), among as many pages as admission holds.
   const patience = createPatience({ clock, maxHoldMs: INTERVAL_MS, windowMs: INTERVAL_MS + coldPageWaitMs, pagesKept: maxColdPages });
-  const admission = createAdmission({ ...options, lateness: () => lag.lagMs(), limit, patience });
+  const admission = createAdmission({ ...options, limit, patience });
   // Work nobody waits for takes the limit's spare room only.
   const departures = createDepartures({ clock, backgroundFillMs: options.backgroundFillMs, room: admission.spareRoom });
   return {
@@ -31,6 +30,6 @@ export function createOverload(options: Omit<AdmissionOptions, "lateness" | "lim
     // A page waiting for its turn holds its product's place through its hold and its wait, and a late reply's grace.
     pages: createPageAdmission({ admission, clock, turnLeaseMs: INTERVAL_MS + coldPageWaitMs + ISOLATE_LATE_MS }),
     departures,
-    stats: () => ({ admission: admission.stats(), departures: departures.stats(), hold: patience.stats() }),
+    stats: () => ({ admission: { lagMs: lag.lagMs(), ...admission.stats() }, departures: departures.stats(), hold: patience.stats() }),
   };
 }

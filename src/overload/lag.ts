@@ -1,12 +1,5 @@
-// How late this isolate runs: how long a reply waits in it before it is read,
-// the queue new requests wait in too (docs/architecture.md#overload, "The
-// lag"). Per service (L2, each origin service), the running average of its
-// replies (Finagle's Peak EWMA, decaying with time) beyond its fastest of the
-// last one to two windows (BBR's min-RTT filter); the lag is the smallest over
-// the services heard from lately, since the isolate's queue delays them all
-// alike. An L2 call that timed out reports how late it was noticed
-// (cache/l2/l2Guard.ts): a fresh isolate has no reply to measure by yet. In
-// Workers the clock moves only across I/O: a reply's time is when it was read.
+// How late this isolate runs, "the lag": Peak EWMA of each service's replies beyond
+// BBR's min-RTT filter, the smallest over the services (docs/architecture.md#overload).
 import type { Clock } from "../shared/clock";
 import { ISOLATE_STALL_MS } from "../shared/leases";
 import { INTERVAL_MS, TARGET_MS } from "./limit";
@@ -35,10 +28,11 @@ export function createLagMeter({ clock, onReading }: { clock: Clock; onReading?:
     },
     /** A call to `source` (L2, or an origin service) answered in `ms`, send to reply read. */
     observeReply(ms: number, source = "l2") {
+      // In Workers the clock moves only across I/O, and a reply is I/O: the time read now is when it was handled.
       const now = clock.now();
       let times = sources.get(source);
       if (!times) sources.set(source, (times = { fastestNow: ms, fastestBefore: ms, windowFrom: now, averageMs: ms, lastAt: -Infinity }));
-      if (now - times.windowFrom >= FASTEST_WINDOW_MS) times = Object.assign(times, { fastestBefore: times.fastestNow, fastestNow: ms, windowFrom: now });
+      if (now - times.windowFrom >= FASTEST_WINDOW_MS) Object.assign(times, { fastestBefore: times.fastestNow, fastestNow: ms, windowFrom: now });
       times.fastestNow = Math.min(times.fastestNow, ms);
       // A reply weighs by the time since the one before, as if read TARGET_MS after it at least: a busy moment's average is
       // gone an interval after it however few replies come then, and replies read together still move it.

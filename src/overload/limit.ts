@@ -1,6 +1,4 @@
-// The isolate's limit of cold pages in progress: AIMD (Netflix
-// concurrency-limits' AIMDLimit) on CoDel's standing queue (RFC 8289) of the
-// isolate's lag (./lag.ts). Why and how: docs/architecture.md#overload.
+// The limit of cold pages in progress: AIMD on CoDel's standing queue of the lag (docs/architecture.md#overload).
 import type { Clock } from "../shared/clock";
 
 /** CoDel's target (RFC 8289, §4.4): the sojourn a busy isolate may run at for good (5 ms: "5–10% of the interval"). */

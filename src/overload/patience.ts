@@ -1,10 +1,4 @@
-// The hold of cold pages while most visitors leave (docs/architecture.md#overload):
-// while most recent cold pages were left by their visitors before their
-// answer (a departing flood), a cold page with no copy to show starts its work
-// only once its visitor has stayed a little longer than the leavers stay (their
-// 95th percentile, not a whole interval: the visitors who stay pay little),
-// `maxHoldMs` at most. A departure is counted by its signal's listener, which
-// runs even when the request is cancelled and its page never ends.
+// The hold of cold pages while most visitors leave, fitted to the leavers (docs/architecture.md#overload).
 import type { Clock } from "../shared/clock";
 import { ONE_BROWSER } from "./fairShare";
 import { INTERVAL_MS } from "./limit";

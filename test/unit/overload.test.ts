@@ -17,7 +17,6 @@ function admissionWith(bounds: Partial<Parameters<typeof createAdmission>[0]> = 
   const maxColdPages = bounds.maxColdPages ?? 4;
   return createAdmission({
     clock,
-    lateness: () => 0,
     limit: createColdLimit({ clock, min: 1, max: maxColdPages }),
     patience: createPatience({ clock, maxHoldMs: 0, windowMs: 2000, pagesKept: 64 }),
     maxColdPages,
