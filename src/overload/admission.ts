@@ -5,7 +5,7 @@ import { createLeaseTable } from "../shared/leases";
 import type { Clock } from "../shared/clock";
 import { INTERVAL_MS, type ColdLimit } from "./limit";
 import type { Patience } from "./patience";
-import { createFairShare, ONE_BROWSER, UNKNOWN_CLIENT } from "./fairShare";
+import { createFairShare, UNKNOWN_CLIENT } from "./fairShare";
 
 export interface AdmissionOptions {
   clock: Clock;
@@ -44,9 +44,7 @@ export function createAdmission({ clock, limit, patience, maxColdPages, coldPage
     rank: (client) => fair.holding(client),
     clock,
   });
-  /** How many times its share of the queue `client` holds; none for "unknown" (everybody), a client alone (what it meets is the isolate's busyness), or one holding less than a browser's pages. */
-  const timesShare = (client: string) =>
-    client === UNKNOWN_CLIENT || fair.clients() < 2 || fair.holding(client) < ONE_BROWSER ? 0 : fair.timesShare(client, maxColdPages);
+  const timesShare = (client: string) => fair.timesShare(client, maxColdPages);
   const overShare = (): "over share" => (counts.overShare++, "over share");
 
   return {
@@ -57,7 +55,8 @@ export function createAdmission({ clock, limit, patience, maxColdPages, coldPage
      */
     async admit<T>(work: () => Promise<T>, wait: boolean, visitor?: AbortSignal, client = UNKNOWN_CLIENT): Promise<T | Shed | "left"> {
       const answered = patience.follow(visitor);
-      // Past its share while pages wait: no place taken, and refused an interval after it came (one refused at once asks again at once).
+      // Past its share while pages wait: no place taken, and refused an interval after it came (one refused at once asks again
+      // at once). Else its place among its client's pages lasts its hold, its wait and its work at most.
       const release =
         wait && slots.queued > 0 && timesShare(client) >= 1 ? undefined : fair.start(client, patience.maxHoldMs + coldPageWaitMs + coldPageLeaseMs);
       // A page with a copy to show is never held: it shows it.

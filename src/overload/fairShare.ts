@@ -45,7 +45,9 @@ export function createFairShare(clock: Clock) {
     },
     /** Clients with cold pages in admission's hands now. */
     clients,
-    /** How many times its fair share of `places` (shared equally among the clients holding pages) `client` holds: 2 is twice its share. */
-    timesShare: (client: string, places: number) => (holding(client) * clients()) / places,
+    /** How many times its share of `places` (split equally among the clients holding pages) `client` holds: none for "unknown"
+     * (everybody), a client alone (what it meets is the isolate's busyness), or one holding fewer than one browser's pages. */
+    timesShare: (client: string, places: number) =>
+      client === UNKNOWN_CLIENT || clients() < 2 || holding(client) < ONE_BROWSER ? 0 : (holding(client) * clients()) / places,
   };
 }

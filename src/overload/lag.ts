@@ -6,11 +6,8 @@ import { INTERVAL_MS, TARGET_MS } from "./limit";
 
 export type LagMeter = ReturnType<typeof createLagMeter>;
 
-/**
- * BBR's min-RTT filter window (10 s, draft-cardwell-iccrg-bbr-congestion-control):
- * long enough to hold an idle moment, short enough to follow a service that
- * got slower for good.
- */
+/** BBR's min-RTT filter window (10 s, draft-cardwell-iccrg-bbr-congestion-control): long enough to hold an idle moment,
+ * short enough to follow a service that got slower for good. */
 const FASTEST_WINDOW_MS = 10_000;
 
 /** `onReading`: called after each reply or late time-out is taken in, the moments ./limit.ts reads the lag. */

@@ -5,12 +5,7 @@ import { INTERVAL_MS } from "./limit";
 
 export type Patience = ReturnType<typeof createPatience>;
 
-/**
- * `maxHoldMs`: the hold's ceiling (0: off). `windowMs`: the window departures
- * are judged over (./index.ts: the longest a page waits before its work
- * starts, its hold and its wait). `pagesKept`: outcomes kept (./index.ts: as
- * many as admission holds in progress and waiting, COLD_PAGES_MAX).
- */
+/** `maxHoldMs`: the hold's ceiling (0: off); `windowMs`: the window departures are judged over; `pagesKept`: outcomes kept (./index.ts says why each). */
 export function createPatience({ clock, maxHoldMs, windowMs, pagesKept }: { clock: Clock; maxHoldMs: number; windowMs: number; pagesKept: number }) {
   /** The last `pagesKept` cold pages' outcomes (a ring): when, and for a page left, how long after it started (undefined: left on arrival). */
   const outcomes: { at: number; left: boolean; ms?: number }[] = [];

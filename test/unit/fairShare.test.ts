@@ -1,7 +1,8 @@
 // Who a client is, and what it holds of the cold work (src/overload/client.ts, fairShare.ts).
 import { describe, expect, it } from "vitest";
 import { clientOf } from "../../src/http/client";
-import { createFairShare } from "../../src/overload/fairShare";
+import { createFairShare, ONE_BROWSER, UNKNOWN_CLIENT } from "../../src/overload/fairShare";
+import { TARGET_MS } from "../../src/overload/limit";
 import { fakeClock } from "../support/fakes";
 
 describe("a client's name", () => {
@@ -30,14 +31,24 @@ describe("what a client holds of the cold work", () => {
   });
 
   it("says how many times its share of a number of places a client holds, the places shared equally among the clients holding pages", () => {
-    const fair = createFairShare(fakeClock());
+    const clock = fakeClock();
+    const fair = createFairShare(clock);
     for (let i = 0; i < 12; i++) fair.start("flood", 60_000);
-    const [first] = [fair.start("visitor", 60_000), fair.start("visitor", 60_000)];
+    // Alone: no share to be past.
+    expect(fair.timesShare("flood", 24)).toBe(0);
+    const visitor = Array.from({ length: ONE_BROWSER }, () => fair.start("visitor", 60_000));
     fair.start("other", 60_000);
+    clock.advance(TARGET_MS); // the clients are counted again once a CoDel target
     // 3 clients share 24 places: 8 each.
-    expect([fair.timesShare("flood", 24), fair.timesShare("visitor", 24), fair.timesShare("other", 24)]).toEqual([1.5, 0.25, 0.125]);
-    first();
-    expect(fair.timesShare("visitor", 24)).toBe(0.125);
+    expect([fair.timesShare("flood", 24), fair.timesShare("visitor", 24)]).toEqual([1.5, ONE_BROWSER / 8]);
+    // Fewer than one browser's pages: never past its share.
+    expect(fair.timesShare("other", 24)).toBe(0);
+    visitor[0]!();
+    expect(fair.timesShare("visitor", 24)).toBe(0);
     expect(fair.timesShare("nobody", 24)).toBe(0);
+    for (let i = 0; i < 12; i++) fair.start(UNKNOWN_CLIENT, 60_000);
+    clock.advance(TARGET_MS);
+    // "unknown" is everybody off the platform, never one client.
+    expect(fair.timesShare(UNKNOWN_CLIENT, 24)).toBe(0);
   });
 });
