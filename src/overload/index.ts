@@ -18,8 +18,8 @@ export function createOverload(options: Omit<AdmissionOptions, "limit" | "patien
   const limit = createColdLimit({ clock, min: Math.min(ONE_BROWSER, maxColdPages), max: maxColdPages });
   // The limit's sample at each reply is the isolate's lag (the smallest over the services), not that reply's own wait.
   const lag: LagMeter = createLagMeter({ clock, onReading: () => limit.sample(lag.lagMs()) });
-  // The hold: one interval at most. Departures are judged over the longest a page waits before its work starts (its hold
-  // and its wait), among as many pages as admission holds.
+  // The hold: one interval at most. Its window = the hold and the wait: the longest a page waits before its work starts, so
+  // every leaver whose work the hold could have spared is in it. Its pages = COLD_PAGES_MAX: as many as admission takes on.
   const patience = createPatience({ clock, maxHoldMs: INTERVAL_MS, windowMs: INTERVAL_MS + coldPageWaitMs, pagesKept: maxColdPages });
   const admission = createAdmission({ ...options, limit, patience });
   // Work nobody waits for takes the limit's spare room only.
