@@ -68,10 +68,17 @@ type InvalidReason =
 export type Decoded<T> = { entry: Entry<T> } | { invalid: InvalidReason };
 
 const HEADER = /^(\d{1,16})\|(\d{1,16})\|(\d{1,16})\|(\d{1,16})\|([jz])\|/;
-/** The longest header HEADER reads: four integers of 16 digits, their bars, the payload's kind and its bar. */
-export const HEADER_MAX_CHARS = 4 * 17 + 2;
 
 type Header = Pick<Entry, "version" | "fetchedAt" | "freshUntil" | "staleUntil">;
+
+/** The version and deadlines in clear, each followed by its bar: what a value starts with, before the payload's kind. */
+function headerText({ version, fetchedAt, freshUntil, staleUntil }: Header): string {
+  return `${version}|${fetchedAt}|${freshUntil}|${staleUntil}|`;
+}
+
+/** The longest header a value can have: four integers at their largest (16 digits, as HEADER reads them), then the payload's kind and its bar. */
+const LARGEST = Number.MAX_SAFE_INTEGER;
+export const HEADER_MAX_CHARS = `${headerText({ version: LARGEST, fetchedAt: LARGEST, freshUntil: LARGEST, staleUntil: LARGEST })}z|`.length;
 
 /** Integers that Redis's Lua (doubles) and JavaScript read alike. */
 function areSafe(...numbers: number[]): boolean {
@@ -93,7 +100,7 @@ export function encodeEntry(entry: Entry, compressAboveBytes: number): string | 
   // An entry read from L1 carries its data's JSON text: the same payload without parsing and stringifying it again.
   const text = dataJson(entry);
   const json = text === undefined ? JSON.stringify({ d: entry.data, e: entry.errorUntil } satisfies Payload) : `{"d":${text},"e":${entry.errorUntil}}`;
-  const head = `${entry.version}|${entry.fetchedAt}|${entry.freshUntil}|${entry.staleUntil}|`;
+  const head = headerText(entry);
   if (json.length <= compressAboveBytes) return `${head}j|${json}`;
   const bytes = new TextEncoder().encode(json);
   if (bytes.length > ORIGIN_MAX_BODY_BYTES) return undefined;
