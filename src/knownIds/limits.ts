@@ -54,8 +54,6 @@ export const KNOWN_IDS_LIMITS = {
    * delays no page: the filter fails open while it loads.
    */
   locationSpreadMs: 2_000,
-  /** Segments per Redis call: 4 × 8 KB (≈ 44 KB on the wire, base64 in JSON) keeps each call well inside the L2 time budget. */
-  segmentsPerCall: 4,
   /**
    * A build announced this recently counts as under way: the quarter-hourly
    * cron, which builds a filter Redis lacks, leaves it be (a second build
