@@ -17,6 +17,7 @@ import { createLeaseTable, ISOLATE_LATE_MS, within } from "../../shared/leases";
 import { subrequest, type Background } from "../../shared/subrequests";
 import { readBounded } from "../../shared/body";
 import { decodeEntry, encodeEntry, HEADER_MAX_CHARS } from "../l2/codec";
+import { CALL_MAX_ITEMS } from "../l2/l2";
 import type { Entry } from "../entry";
 import { longestLifeMs } from "../l2/l2Entries";
 import type { PurgeStamp } from "./purgeStamp";
@@ -129,12 +130,13 @@ function parsedParts(text: string | null, total: number): Map<string, { from: nu
 }
 
 /**
- * Location puts in flight at once in an isolate (each a lease of
- * `backgroundCallMs`): they run in the background, and each is a subrequest of
- * the invocation that made it. Past it a put is dropped and counted: the
- * copy is still in L1 and L2, and the next miss in the location puts it.
+ * = CALL_MAX_ITEMS: location puts in flight at once in an isolate (each a
+ * lease of `backgroundCallMs`), as many as one call of the outbox carries to
+ * L2: the background writes of a burst of fills, to either tier. Past it a
+ * put is dropped and counted: the copy is still in L1 and L2, and the next
+ * miss in the location puts it.
  */
-const PUTS_IN_FLIGHT = 32;
+const PUTS_IN_FLIGHT = CALL_MAX_ITEMS;
 
 /**
  * The location tier. A lookup (one `match` of the page's copy, for the parts
