@@ -6,7 +6,7 @@
 //                      after the last purge: an isolate that read none for longer holds nothing they concern
 //   pp:v1:purge:marks  per resource and tag (or "all"), the latest hard and soft purge
 //                      times: what a new isolate needs to judge entries, whatever the
-//                      number of purges (a hash of at most MARKS_MAX fields)
+//                      number of purges (a hash of at most PURGES_REMEMBERED fields)
 //   pp:v1:purge:wide-log  the same numbers as the log, each with its record if it is a tag
 //                      or all purge, else with its number alone: a reader a page of a bulk
 //                      re-price behind takes the tag and all purges ahead of its page in the
@@ -29,6 +29,7 @@ import { DEFAULTS } from "../config/defaults";
 import { createRateLimitedLog } from "../shared/log";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { isWide, storedRecord, type PurgeRecord } from "./record";
+import { PURGES_REMEMBERED, type WideMark } from "./knownPurges";
 
 const FLOOR_FIELD = "~floor";
 
@@ -44,9 +45,6 @@ const LOG_MAX_PURGES = 1000;
  */
 export const PAGE_MAX_BYTES = 256 * 1024;
 export const PAGE_MAX_PURGES = 100;
-
-/** (resource, tag) marks kept, here and in each isolate (knownPurges.ts): bounded whatever tags a shop purges; past it the oldest fold into the floor. */
-export const MARKS_MAX = 20_000;
 
 /**
  * How long a purge marker refuses writes of fills that began before it:
@@ -264,15 +262,6 @@ interface PurgeLogDeps {
   clock?: Clock;
 }
 
-/** The latest tag or all purges of one resource: what judging an entry needs of them. */
-export interface WideMark {
-  resource: ResourceName;
-  /** null: an `all` purge. */
-  tag: string | null;
-  hard: number;
-  soft: number;
-}
-
 export interface PurgesSince {
   seq: number;
   /** When the sequence (re)started: its numbers name purges only within it. */
@@ -337,7 +326,7 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
         );
         if (applied === undefined) return undefined;
       }
-      const bounds = [wideRetentionMs, LOG_MAX_PURGES, MARKS_MAX, SEQ_TTL_MS];
+      const bounds = [wideRetentionMs, LOG_MAX_PURGES, PURGES_REMEMBERED, SEQ_TTL_MS];
       const args = [JSON.stringify(purge), purge.at, isWide(purge) ? 1 : 0, ...bounds].map(String);
       return l2.run((redis) => redis.eval<string[], number>(APPEND_LOG, [keys.seq, keys.log, keys.wide, keys.era, keys.wideLog], args), {
         isWrite: true,

@@ -33,7 +33,7 @@ import type { L1Purging, PurgedAt } from "../cache/readThrough";
 import type { ReadAlong } from "../cache/l2/l2";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
 import type { ResourceName } from "../origin/resources";
-import { createKnownPurges, RECENT_ID_PURGES, type Verdict } from "./knownPurges";
+import { createKnownPurges, PURGES_REMEMBERED, type Verdict } from "./knownPurges";
 import { logPosition, logPositionKeys, PAGE_MAX_BYTES, type PurgeLog, type PurgesSince } from "./log";
 import type { PurgeRecord } from "./record";
 import { pauses, pollUntil, within } from "../shared/leases";
@@ -107,14 +107,14 @@ export const SYNC_LEASE_MS = gatePlaceMs(DEFAULTS.backgroundCallMs);
 /**
  * The index of the first of a page's records whose ids are worth
  * remembering: the ids of the records before it would be forgotten before
- * the page ends (RECENT_ID_PURGES are kept, the newest), so they are
+ * the page ends (PURGES_REMEMBERED are kept, the newest), so they are
  * applied to L1 and not remembered (KnownPurges.remember).
  */
 function firstWithIdsKept(records: readonly PurgeRecord[]): number {
   let kept = 0;
   for (let index = records.length - 1; index >= 0; index--) {
     kept += records[index]!.ids.length;
-    if (kept > RECENT_ID_PURGES) return index + 1;
+    if (kept > PURGES_REMEMBERED) return index + 1;
   }
   return 0;
 }

@@ -9,7 +9,7 @@ import type { Entry } from "../../src/cache/entry";
 import { createReadThrough, type L1Purging } from "../../src/cache/readThrough";
 import { DEFAULTS } from "../../src/config/defaults";
 import { PAGE_MAX_BYTES, type PurgeLog, type PurgesSince } from "../../src/invalidation/log";
-import { RECENT_ID_PURGES } from "../../src/invalidation/knownPurges";
+import { PURGES_REMEMBERED } from "../../src/invalidation/knownPurges";
 import { createPurgeWatcher, knowledgeOf, SYNC_LEASE_MS, type PurgeWatcher, type PurgeWatcherOptions } from "../../src/invalidation/watcher";
 import { sha256Hex } from "../../src/shared/hash";
 import { createLogShelf, type LogShelf, type SharedPage, type SharedPosition, type SharedReading } from "../../src/invalidation/sharedReads";
@@ -379,10 +379,10 @@ describe("a bulk re-price, read page by page", () => {
     expect(reaches).toEqual([10]);
   });
 
-  it(`remembers only the ids it keeps (the newest ${RECENT_ID_PURGES}) of a page that holds more, and vouches for no copy stamped before the others`, async () => {
+  it(`remembers only the ids it keeps (the newest ${PURGES_REMEMBERED}) of a page that holds more, and vouches for no copy stamped before the others`, async () => {
     const clock = fakeClock();
     const perPurge = 1000;
-    const purges = Math.ceil(RECENT_ID_PURGES / perPurge) + 3;
+    const purges = Math.ceil(PURGES_REMEMBERED / perPurge) + 3;
     const record = (seq: number) => ({
       seq,
       at: clock.now(),
