@@ -1,27 +1,17 @@
 // The reads of the purge log that the isolates of a data center share, kept
-// in the location tier (the data center's Cache API), so that the log is
-// read from Redis about once per data center instead of once per isolate (a
-// bulk re-price, hundreds of purges of 1,000 ids, is megabytes per reader):
+// in the location tier (docs/architecture.md#invalidation, "The data center's
+// isolates share their reads"):
 //
 //   position  where the log stood when an isolate here last read it, when
-//             that read was sent, and where it read from: an isolate standing
-//             there, or behind it with the pages that lead there, knows every
-//             purge recorded before then
+//             that read was sent, and where it read from
 //   pages     what each read returned, under the number it starts after: a
 //             page never changes (a number names one purge within its era)
 //   reading   that an isolate here is reading the log from a number, since
-//             when: an isolate standing there waits for that read rather
-//             than send the same one (a lease, as memcache's leases against
-//             thundering herds: Nishtala et al., "Scaling Memcache at
-//             Facebook", NSDI 2013, 3.2.1; the Cache API has no atomic add,
-//             so two may still read at once, never none)
+//             when (a lease, as memcache's against thundering herds)
 //
 // The watcher (watcher.ts) takes any of them only as it would its own read.
-// Any Worker on the zone can write there, as with the page copies
-// (cache/location/location.ts): what comes back is checked for its shape, a
-// page for its digest and each member as a purge record (record.ts), and
-// anything else is a miss: the isolate reads Redis. The zone's own Workers
-// are trusted, as with the copies (docs/architecture.md#invalidation).
+// What comes back is checked for its shape, a page for its digest and each
+// member as a purge record (record.ts); anything else is a miss.
 import { locationUrlOf, type LocationStore } from "../cache/location/location";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
 import { DEFAULTS } from "../config/defaults";

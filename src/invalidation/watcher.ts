@@ -1,31 +1,9 @@
-// How each isolate learns of purges (docs/architecture.md#invalidation): it reads
-// the purge log at most every `pollMs`, drops or marks its L1 entries for id
-// purges, and keeps tag and all purges to judge every entry it is about to
-// serve, from L1 or L2, by the time the entry was fetched.
-//
-// The bound: knowledge older than `pollMs` is refreshed before the request
-// is served (one L2 round trip, within its budget); older than a quarter of
-// it and a random part of a quarter more, in the background. So after a
-// purge's 202, no isolate serves the old data more than `pollMs` (plus the
-// L2 round trip) later.
-//
-// A visitor waits for one page of the log at most. An isolate further
-// behind (a bulk re-price recorded faster than it reads) reads the rest in
-// the background, and meanwhile (`unsureBefore`) takes none of its L1 copies
-// fetched before that page's read as they are: each is read from Redis,
-// where a purge's ids were applied before the purge was logged (log.ts), and
-// judged by the tag and all purges ahead, which came with the page.
-//
-// The isolates of a data center share their reads (sharedReads.ts): a sync
-// first follows a read of the log some isolate there sent since its own
-// knowledge, and a background sync waits for one under way from where it
-// stands rather than send the same one. The random part spreads their syncs,
-// so that the first due reads Redis and the others take its read.
-//
-// Blind (no read of the log answered for a poll and a sync's lease: the
-// isolate is past its bound, and the sync then due brought nothing): purges
-// may be missed, so entries older than `blindMaxAgeMs` are treated as stale
-// and refreshed from the origin, once each, in the background.
+// How each isolate learns of purges (docs/architecture.md#invalidation: the
+// bound, bulk re-prices read page by page, the reads a data center's
+// isolates share, blindness): it reads the purge log at most every `pollMs`
+// (a quarter of it and a random part of a quarter more in the background),
+// drops or marks its L1 entries for id purges, and keeps tag and all purges
+// to judge every entry it is about to serve (knownPurges.ts).
 import type { Clock } from "../shared/clock";
 import type { Entry } from "../cache/entry";
 import { entryKey } from "../cache/keys";
@@ -148,7 +126,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
   let era: string | null = null;
   // Never synced: the first request syncs before it is served.
   let lastSyncAt = -Infinity;
-  /** When the next background sync is due: a quarter of a poll after lastSyncAt, and a random part of a quarter more (see above). */
+  /** When the next background sync is due: a quarter of a poll after lastSyncAt, and a random part of a quarter more. */
   let backgroundDueAt = -Infinity;
   let logReads = 0;
   let sharedReadsTaken = 0;
@@ -247,7 +225,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
       followPage(answer.records, answer.upTo, at.era, lease);
       if (answer.upTo >= answer.seq) break;
       // More to read, in the background: with every tag and all purge ahead known, the visitors waiting go on,
-      // unsure of L1 copies older than this read (see the head of this file). Without, they wait as for any sync.
+      // unsure of L1 copies older than this read (docs/architecture.md, "Bulk purges"). Without, they wait as for any sync.
       if (pages === 1 && answer.wideAhead) {
         for (const record of answer.wideAhead) known.rememberWide(record);
         lease.behindSince = sentAt;
@@ -469,7 +447,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
     /**
      * While a sync reads a log that holds purges it has not read yet: copies
      * fetched before this may have been purged by them, and are not served from
-     * L1 as they are (0: none; see the head of this file).
+     * L1 as they are (0: none; docs/architecture.md, "Bulk purges").
      */
     unsureBefore: (): number => (readingAhead() ? syncing!.behindSince! : 0),
 

@@ -1,14 +1,9 @@
-// The location tier: the Workers Cache API of this data center, shared by
-// every isolate there and kept across deploys and restarts, between L1 and
-// L2. What a copy holds (a page's parts together, each as L2 stores it but
-// as JSON unless past a value's cap, framed by a header, stamped with the
-// purge-log position its isolate had read), why, and why no purge ever
-// deletes one: docs/architecture.md#the-location-tier. Any Worker on the
-// zone can write there, so what comes back is checked as L2's values are,
-// part by part; anything else is a miss. This file only stores and reads
-// copies: whether a part may be served is the read path's call (pageSteps.ts,
-// readFromLocation); what a copy holds, the read-through's (readThrough.ts,
-// keepInLocation).
+// The location tier: the Workers Cache API of this data center, between L1
+// and L2. What a copy holds, why, and why no purge ever deletes one:
+// docs/architecture.md#the-location-tier. What comes back is checked as L2's
+// values are, part by part; anything else is a miss. This file only stores
+// and reads copies: whether a part may be served is the read path's call
+// (pageSteps.ts, readFromLocation); what a copy holds, readThrough.ts's.
 import type { Config } from "../../config";
 import { DEFAULTS } from "../../config/defaults";
 import { PAGE_RESOURCES, RESOURCES, type ResourceName } from "../../origin/resources";
