@@ -1,10 +1,8 @@
 // What this isolate knows of purges, and what that makes of an entry: the
 // latest tag/all purges (marks), the floor where dropped marks fold into, the
 // recent id purges, and from which point of the log on it knows every id
-// purge (what it can vouch for in a copy that other isolates wrote: the
-// location tier's, cache/location/). Apart from the watcher (watcher.ts) because knowing
-// and learning are separate concerns: this part is plain data judged on every
-// read, the watcher decides when to read the log and what to do to L1.
+// purge (KnownPurges.vouches). Plain data judged on every read; when to read
+// the log and what to do to L1 is the watcher's (watcher.ts).
 import type { Clock } from "../shared/clock";
 import type { Entry } from "../cache/entry";
 import type { PurgedAt } from "../cache/readThrough";
@@ -23,12 +21,10 @@ interface IdPurge {
 const NO_MARKS = { hard: 0, soft: 0 } as const;
 
 /**
- * What an isolate remembers of purges, each bounded alike whatever a shop
- * purges: the newest id purges (one entry per id), remembered for judging
- * copies fetched before them (fills in flight, location copies), one
- * forgotten having been applied to L1 and Redis; and the (resource, tag)
- * marks, here and in Redis's marks hash (log.ts), a mark about the size of
- * an id's entry, past which the oldest fold into the floor.
+ * What an isolate remembers of purges, bounded whatever a shop purges: the
+ * newest id purges (an entry per id; one forgotten was applied to L1 and
+ * Redis), and as many (resource, tag) marks, here and in Redis's hash
+ * (log.ts), entries of about the same size; past it the oldest fold into the floor.
  */
 export const PURGES_REMEMBERED = 10_000;
 

@@ -220,12 +220,9 @@ return {seq, 0, latest, redis.call('HGETALL', KEYS[3]), era, seq}
 
 // Gives a log without an era (none, an empty one, or one whose counter is
 // gone) one: its counter at 0 (unless it has one) and an era of ARGV[1] (the
-// time), both kept ARGV[2] ms like an append's.
-// Answers {seq, era} as they stand after it (another reader's era, if it
-// came first). A log that was never written (a new deployment, or after 30
-// quiet days) and one that Redis lost are then two eras, never the same
-// empty one: a location copy stamped before the loss cannot pass for one
-// stamped after (docs/architecture.md#the-location-tier).
+// time), both kept ARGV[2] ms like an append's. Answers {seq, era} as they
+// stand after it (another reader's era, if it came first): no two logs share
+// an empty era (docs/architecture.md#the-location-tier).
 const START_ERA = `
 local counter = redis.pcall('GET', KEYS[1])
 local era = redis.pcall('GET', KEYS[2])

@@ -143,19 +143,9 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
     lastSyncAt = at;
     backgroundDueAt = at + (options.pollMs / 4) * (1 + random());
   }
-  /**
-   * The sync under way, as a lease (src/shared/leases.ts): it runs under the
-   * `waitUntil` of the request that started it, and if that request vanishes
-   * anyway the next request starts another once SYNC_LEASE_MS has passed.
-   */
+  /** The sync under way (SyncLease): if its request vanishes, the next request starts another once it lapses. */
   let syncing: SyncLease | null = null;
-  /**
-   * Whether Redis answered the last read of the log. While it does not, no
-   * visitor waits for the next sync: a read that failed within its budget
-   * will most likely fail again, and no wait can give the visitor fresher
-   * knowledge (the isolate turns blind instead: see `blind`). Syncs
-   * go on in the background, one at a time.
-   */
+  /** Whether Redis answered the last read of the log: while it does not, no visitor waits for the next sync (they go on in the background, one at a time). */
   let lastReadAnswered = true;
   /** Sync answers applied so far: a sync applies its answer only if none was applied since it started. */
   let syncsApplied = 0;
@@ -275,17 +265,11 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
   }
 
   /**
-   * Takes the data center's reads of the log instead of reading it
-   * (sharedReads.ts): the last one shared, when it was sent after this
-   * isolate's own knowledge (not in the future: another machine's clock
-   * ahead of this one's, or a forgery) and found the log of this isolate's
-   * era where it stands or further on, is followed page by page whatever its
-   * age (followRead); it stands for the sync's own read when it was sent less
-   * than half a poll ago. A background sync then waits for a read an isolate
-   * here is making from its number or before, polling as a lock's loser
-   * does, never past the bound (a poll after its own knowledge, less a
-   * visitor's wait for a sync). True when the sync is done; false, and the
-   * isolate reads the log itself from as far as it got.
+   * Takes the data center's reads of the log instead of reading it, as
+   * docs/architecture.md#invalidation says when (a read sent after this
+   * isolate's knowledge, not in the future; young enough to stand for its
+   * own; a background sync waiting for one under way, within the bound).
+   * True when the sync is done; false, and the isolate reads the log itself from as far as it got.
    */
   async function followedShelf(shelf: LogShelf, lease: SyncLease, background: Background): Promise<boolean> {
     const newer = (found: SharedPosition | undefined): found is SharedPosition =>
@@ -364,12 +348,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
 
   /**
    * New isolate, too far behind, or the log was reset: start over from the
-   * tag/all marks (id purges are applied in Redis, where reads go next; the
-   * log's latest records say which ones location copies may still hold,
-   * cache/location/). What L1 holds may have been purged meanwhile: none of
-   * it is served while the origin answers, but it stays the last resort when
-   * the origin fails: dropping it would turn a Redis that lost its data and
-   * an origin failing at once into 503s for pages the isolate had.
+   * tag/all marks, L1 kept for the origin's failures only
+   * (docs/architecture.md, "Bulk purges", says why it is kept).
    */
   function startOver(answer: PurgesSince, at: PurgeStamp): void {
     l1.keepOnlyForErrors(clock.now());
@@ -464,11 +444,9 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
     vouches: (stamp: PurgeStamp): boolean => known.vouches(stamp) && !(readingAhead() && stamp.seq < syncing!.aheadUpTo),
 
     /**
-     * What a lock claim going out now reads along (cache/l2/outbox.ts):
-     * the log's position, once this isolate's knowledge is a quarter of
-     * `pollMs` old (null: not now). When the log stands where this isolate
-     * has read it up to, its knowledge holds as of the claim's sending, as if
-     * it had synced then: a busy isolate claims often, and seldom reads the log.
+     * What a lock claim going out now reads along (cache/l2/outbox.ts): the
+     * log's position, once this isolate's knowledge is a quarter of `pollMs`
+     * old (null: not now); where the log stands as read, it synced then.
      */
     readAlong(): ReadAlong | null {
       const sentAt = clock.now();

@@ -37,14 +37,9 @@ export interface EntryExpectation<R extends ResourceName> {
   maxLifeMs: number;
 }
 
-// The largest entry read from L2 (or written to it): its JSON, in bytes once
-// decompressed, is at most an origin answer the client reads
-// (ORIGIN_MAX_BODY_BYTES): an answer the tier took is one an entry may
-// hold. The largest the origin contract allows is about 470 KB of JSON (a
-// product with a 20,000-character description, 20 images and 50 tags, every
-// character escaped), and L1 charges twice the JSON. Decompression stops
-// there: a 50 KB gzip bomb would inflate to 50 MB, and a few of those kill a
-// 128 MB isolate.
+// The largest entry's JSON, in bytes once decompressed, is an origin answer
+// the client reads (ORIGIN_MAX_BODY_BYTES): decompression stops there, since
+// a 50 KB gzip bomb would inflate to 50 MB, and a few kill a 128 MB isolate.
 
 /** Why a value is not an entry. */
 type InvalidReason =
