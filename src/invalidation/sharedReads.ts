@@ -12,12 +12,11 @@
 // The watcher (watcher.ts) takes any of them only as it would its own read.
 // What comes back is checked for its shape, a page for its digest and each
 // member as a purge record (record.ts); anything else is a miss.
-import { locationUrlOf, type LocationStore } from "../cache/location/location";
+import { locationUrlOf, lookupWithin, putInLocation, type LocationStore } from "../cache/location/location";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
-import { DEFAULTS } from "../config/defaults";
 import { readBounded } from "../shared/body";
 import { sha256Hex } from "../shared/hash";
-import { ISOLATE_LATE_MS, within } from "../shared/leases";
+import { ISOLATE_LATE_MS } from "../shared/leases";
 import { subrequest, type Background } from "../shared/subrequests";
 import { PAGE_MAX_BYTES, PAGE_MAX_PURGES } from "./log";
 import { storedRecord, type PurgeRecord } from "./record";
@@ -58,18 +57,8 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
   const pageUrl = (era: string, from: number) => urlOf(`page:${era}:${from}`);
   const now = deps.now ?? Date.now;
 
-  /**
-   * Bounded as a page's lookup is (location.ts): a sync waits no longer for
-   * the shelf than a page for its copy, and a lookup that hung held the
-   * sync's lease, and every other sync behind it, while Redis answered.
-   */
-  function bounded<T>(look: () => Promise<T | undefined>): Promise<T | undefined> {
-    return within(
-      look().catch(() => undefined),
-      ISOLATE_LATE_MS,
-      () => undefined,
-    );
-  }
+  /** Bounded as a page's lookup is: a lookup that hung held the sync's lease, and every sync behind it, while Redis answered. */
+  const bounded = lookupWithin;
 
   async function lookUp(url: string): Promise<Response | undefined> {
     const store = await deps.open();
@@ -91,13 +80,9 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
 
   /** Puts a response under `url`; settles, never fails, once it is put or given up (then the others read Redis, as before). */
   function share(url: string, body: Uint8Array | null, headers: Record<string, string>): Promise<unknown> {
-    return (async () => {
-      const store = await deps.open();
-      // Kept a minute: a position is taken only while younger than half a poll, a reading while younger than a
-      // sync's wait, and a page never changes and is wanted only by an isolate a few reads behind (watcher.ts).
-      const response = new Response(body, { headers: { "Cache-Control": "public, max-age=60", ...headers } });
-      await subrequest(() => store.put(url, response), DEFAULTS.backgroundCallMs);
-    })().catch(() => undefined);
+    // Kept a minute: a position is taken only while younger than half a poll, a reading while younger than a
+    // sync's wait, and a page never changes and is wanted only by an isolate a few reads behind (watcher.ts).
+    return putInLocation(deps.open, url, body, 60, headers).catch(() => undefined);
   }
 
   /**

@@ -5,7 +5,7 @@
 // bytes, digest, adds no more than Redis's and within its log) and anything
 // else is a miss, never a filter. A new isolate that misses waits a random
 // part of `spreadMs` and looks again before it reads Redis (full jitter).
-import { locationUrlOf, type LocationStore } from "../cache/location/location";
+import { locationUrlOf, putInLocation, type LocationStore } from "../cache/location/location";
 import { KEY_TTL_MS, KNOWN_IDS_LIMITS } from "./limits";
 import { readBounded } from "../shared/body";
 import { within } from "../shared/leases";
@@ -89,18 +89,9 @@ export function createFilterShelf(deps: {
       try {
         // A copy: adds to this isolate's filter meanwhile must not change the bytes after their digest.
         const body = bloom.bytes.slice();
-        const store = await deps.open();
         // Kept as long as the version's keys live in Redis.
-        const ttlSeconds = Math.floor(KEY_TTL_MS / 1000);
-        const response = new Response(body, {
-          headers: {
-            "Cache-Control": `public, max-age=${ttlSeconds}`,
-            "Content-Type": "application/octet-stream",
-            [SYNCED_HEADER]: String(synced),
-            [DIGEST_HEADER]: await sha256Hex(body),
-          },
-        });
-        await subrequest(() => store.put(urlOf(filter.version), response), deps.callMs);
+        const headers = { "Content-Type": "application/octet-stream", [SYNCED_HEADER]: String(synced), [DIGEST_HEADER]: await sha256Hex(body) };
+        await putInLocation(deps.open, urlOf(filter.version), body, Math.floor(KEY_TTL_MS / 1000), headers, deps.callMs);
         stats.puts++;
       } catch {
         // Not kept (the cache refusing, the subrequest budget spent): the next isolate reads Redis, as before.

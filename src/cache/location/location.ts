@@ -97,6 +97,29 @@ export function locationUrlOf(publicUrl: string, name: string): string {
   return `${publicUrl}${LOCATION_PATH}${encodeURIComponent(name)}`;
 }
 
+/** Puts `body` under `url`, kept `ttlSeconds`, with `headers`: a subrequest of `callMs` at most (the background calls'). Throws when not put. */
+export async function putInLocation(
+  open: () => Promise<LocationStore>,
+  url: string,
+  body: BodyInit | null,
+  ttlSeconds: number,
+  headers: Record<string, string>,
+  callMs: number = DEFAULTS.backgroundCallMs,
+): Promise<void> {
+  const store = await open();
+  const response = new Response(body, { headers: { "Cache-Control": `public, max-age=${ttlSeconds}`, ...headers } });
+  await subrequest(() => store.put(url, response), callMs);
+}
+
+/** `look` within the budget of a location lookup (ISOLATE_LATE_MS: answered in a ms or two); undefined past it, or when it fails. */
+export function lookupWithin<T>(look: () => Promise<T | undefined>): Promise<T | undefined> {
+  return within(
+    look().catch(() => undefined),
+    ISOLATE_LATE_MS,
+    () => undefined,
+  );
+}
+
 function stampHeader(stamp: PurgeStamp): string | undefined {
   const text = `${stamp.era}|${stamp.seq}`;
   return STAMP.test(text) ? text : undefined;
@@ -176,16 +199,7 @@ export function createLocationCache(deps: { config: Config; clock: Clock; open: 
 
   async function putOne(url: string, body: string, framing: string, ttlSeconds: number, stamp: string, ticket: number): Promise<void> {
     try {
-      const store = await deps.open();
-      const response = new Response(body, {
-        headers: {
-          "Cache-Control": `public, max-age=${ttlSeconds}`,
-          "Content-Type": "text/plain; charset=utf-8",
-          [STAMP_HEADER]: stamp,
-          [PARTS_HEADER]: framing,
-        },
-      });
-      await subrequest(() => store.put(url, response), DEFAULTS.backgroundCallMs);
+      await putInLocation(deps.open, url, body, ttlSeconds, { "Content-Type": "text/plain; charset=utf-8", [STAMP_HEADER]: stamp, [PARTS_HEADER]: framing });
       stats.puts++;
     } catch {
       // Not stored (the subrequest budget spent, the cache refusing): L1 and L2 still hold the parts.
@@ -216,11 +230,7 @@ export function createLocationCache(deps: { config: Config; clock: Clock; open: 
     stats,
     async read(id, resources) {
       stats.lookups += resources.length;
-      const copies = await within(
-        lookup(id, resources).catch(() => undefined),
-        ISOLATE_LATE_MS,
-        () => undefined,
-      );
+      const copies = await lookupWithin(() => lookup(id, resources));
       if (!copies) stats.errors++;
       return copies ?? resources.map(() => undefined);
     },
