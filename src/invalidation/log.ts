@@ -22,7 +22,7 @@
 // products they touch (isolates judge entries against them by fetch time).
 // No KEYS, no SCAN, no FLUSHALL.
 import type { Redis } from "@upstash/redis/cloudflare";
-import type { L2 } from "../cache/l2/l2";
+import { CALL_MAX_BYTES, type L2 } from "../cache/l2/l2";
 import { entryKey, purgeLogKeys, purgeMarkerKey } from "../cache/keys";
 import { systemClock, type Clock } from "../shared/clock";
 import { DEFAULTS } from "../config/defaults";
@@ -37,13 +37,14 @@ const FLOOR_FIELD = "~floor";
 const LOG_MAX_PURGES = 1000;
 
 /**
- * One read of the log, a page: at most this many bytes of purges (at least
- * one purge) and this many purges, those the script takes before trimming to
- * the bytes. What a visitor due for a sync waits for at most, within the
- * read's budget however many purges were recorded meanwhile (1,000 ids are
- * about 11 KB); an isolate further behind reads on in the background.
+ * One read of the log, a page: at most a Redis call's bytes of purges
+ * (= CALL_MAX_BYTES; at least one purge) and this many purges, those the
+ * script takes before trimming to the bytes. What a visitor due for a sync
+ * waits for at most, within the read's budget however many purges were
+ * recorded meanwhile (1,000 ids are about 11 KB); an isolate further behind
+ * reads on in the background.
  */
-export const PAGE_MAX_BYTES = 256 * 1024;
+export const PAGE_MAX_BYTES = CALL_MAX_BYTES;
 export const PAGE_MAX_PURGES = 100;
 
 /**

@@ -17,7 +17,7 @@ export function readMeta(l2: L2, keys: KnownIdsKeys): Promise<string | null | un
   return l2.run((redis) => redis.get<string>(keys.meta));
 }
 
-/** = CALL_MAX_BYTES of segments: the bytes one Redis call of the tier carries, so that it stays well inside its budget (16 segments of 8 KB). */
+/** = CALL_MAX_BYTES of segments: the bytes one Redis call of the tier carries, so that it stays well inside its budget (32 segments of 8 KB). */
 const SEGMENTS_PER_CALL = CALL_MAX_BYTES / SEGMENT_BYTES;
 
 function chunks<T>(items: readonly T[], size: number): T[][] {
