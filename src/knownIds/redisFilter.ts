@@ -2,10 +2,9 @@
 // goes through the L2 client's `run` (time budget, breaker): `undefined`
 // means "L2 unavailable", and the callers fail open.
 import type { Redis } from "@upstash/redis/cloudflare";
-import type { L2 } from "../cache/l2/l2";
+import { CALL_MAX_BYTES, type L2 } from "../cache/l2/l2";
 import { Bloom, byteLengthFor, SEGMENT_BYTES, segmentLengthFor, textToBytes } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "./limits";
-import { CALL_MAX_BYTES } from "../cache/l2/l2";
 import type { KnownIdsKeys } from "./keys";
 import type { FilterMeta } from "./meta";
 import { scriptsFor } from "./scripts";
