@@ -2,6 +2,7 @@
 // ./index.ts and the README), and the numbers several modules share, each with
 // the invariant it keeps. A number one module uses lives beside it.
 import { RESOURCE_NAMES, RESOURCES, type ResourceName, type ResourcePolicy } from "../origin/resources";
+import { ISOLATE_STALL_MS } from "../shared/leases";
 
 /** Each resource's policy as the registry gives it (origin/resources.ts, where each number has its reason). */
 export const DEFAULT_POLICIES = Object.fromEntries(RESOURCE_NAMES.map((name) => [name, RESOURCES[name].defaults])) as Record<ResourceName, ResourcePolicy>;
@@ -29,8 +30,12 @@ export const DEFAULTS = {
    * sends pages to the origin although their entries were in L2.
    */
   l2TimeoutMs: 100,
-  /** A fill's lock claim (misses only, on their way to the origin anyway): longer, so that a loaded isolate does not duplicate fills. */
-  l2ClaimTimeoutMs: 250,
+  /**
+   * = ISOLATE_STALL_MS, a fill's lock claim (misses only, on their way to the
+   * origin anyway): a claim's reply read late by a stalled isolate is still
+   * on time, so that a loaded isolate does not duplicate fills.
+   */
+  l2ClaimTimeoutMs: ISOLATE_STALL_MS,
   /**
    * The budget of a call off the visitor's path: L2 writes (fills, purges,
    * reports), the known-ids filter's own L2 calls (its 8-KB segments are
@@ -53,8 +58,10 @@ export const DEFAULTS = {
   lockTtlMs: 3000,
   /** First poll of a lock's loser for the winner's result, doubled each time: the winner usually needs one origin round trip. */
   lockPollFirstMs: 10,
-  /** Polls never further apart than this: a winner that writes late is seen soon after, at a few Redis reads a second. */
-  lockPollMaxMs: 160,
+  /** = l2TimeoutMs: polls never further apart than a visitor's L2 budget, so that a winner that writes late is seen within one budget of it. */
+  get lockPollMaxMs(): number {
+    return this.l2TimeoutMs;
+  },
   /**
    * Origin fetches in flight per isolate (ORIGIN_MAX_CONCURRENT); as many more wait
    * in a queue, each within its call's deadline (tier.ts). Little's law: slots = fetches a second × the

@@ -1,16 +1,13 @@
 // What this isolate knows of purges, and what that makes of an entry: the
 // latest tag/all purges (marks), the floor where dropped marks fold into, the
 // recent id purges, and from which point of the log on it knows every id
-// purge (what it can vouch for in a copy that other isolates wrote: the
-// location tier's, cache/location/). Apart from the watcher (watcher.ts) because knowing
-// and learning are separate concerns: this part is plain data judged on every
-// read, the watcher decides when to read the log and what to do to L1.
+// purge (KnownPurges.vouches). Plain data judged on every read; when to read
+// the log and what to do to L1 is the watcher's (watcher.ts).
 import type { Clock } from "../shared/clock";
 import type { Entry } from "../cache/entry";
 import type { PurgedAt } from "../cache/readThrough";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
 import type { ResourceName } from "../origin/resources";
-import { MARKS_MAX, type WideMark } from "./log";
 import { isWide, type PurgeRecord } from "./record";
 
 export type Verdict = "ok" | "stale" | "gone";
@@ -23,8 +20,22 @@ interface IdPurge {
 
 const NO_MARKS = { hard: 0, soft: 0 } as const;
 
-/** Id purges remembered for judging copies fetched before them (fills in flight, location copies): their memory bounded; one forgotten was applied to L1 and Redis. */
-export const RECENT_ID_PURGES = 10_000;
+/**
+ * What an isolate remembers of purges, bounded whatever a shop purges: the
+ * newest id purges (an entry per id; one forgotten was applied to L1 and
+ * Redis), and as many (resource, tag) marks, here and in Redis's hash
+ * (log.ts), entries of about the same size; past it the oldest fold into the floor.
+ */
+export const PURGES_REMEMBERED = 10_000;
+
+/** The latest tag or all purges of one resource: what judging an entry needs of them. */
+export interface WideMark {
+  resource: ResourceName;
+  /** null: an `all` purge. */
+  tag: string | null;
+  hard: number;
+  soft: number;
+}
 
 /** A marks map key: the resource, and the tag (none for an `all` purge). */
 function markKey(resource: ResourceName, tag: string | null): string {
@@ -44,7 +55,7 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
   /**
    * The log's era, and the position after which this isolate knows every id
    * purge (Infinity: none yet). It rises when an id purge is forgotten here
-   * (RECENT_ID_PURGES) or a record could not be read; it is set anew when
+   * (PURGES_REMEMBERED) or a record could not be read; it is set anew when
    * the isolate starts over.
    */
   let era: string | null = null;
@@ -55,10 +66,10 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
     const known = marks.get(key);
     marks.delete(key); // re-insert: the Map's order is the eviction order
     marks.set(key, { hard: Math.max(known?.hard ?? 0, mark.hard), soft: Math.max(known?.soft ?? 0, mark.soft) });
-    if (marks.size <= MARKS_MAX) return;
+    if (marks.size <= PURGES_REMEMBERED) return;
     const horizon = clock.now() - wideRetentionMs;
     for (const [key, { hard, soft }] of marks) if (Math.max(hard, soft) < horizon) marks.delete(key);
-    while (marks.size > MARKS_MAX) {
+    while (marks.size > PURGES_REMEMBERED) {
       const [key, oldest] = marks.entries().next().value!;
       floor = Math.max(floor, oldest.hard, oldest.soft);
       marks.delete(key);
@@ -102,7 +113,7 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
     }
     // The oldest go, in one pass: a fresh iterator per entry (entries().next())
     // walks past every slot deleted before it, quadratic over a re-price's page.
-    let excess = recentIds.size - RECENT_ID_PURGES;
+    let excess = recentIds.size - PURGES_REMEMBERED;
     if (excess <= 0) return;
     for (const [id, forgotten] of recentIds) {
       // A copy stamped before this purge can no longer be judged here.

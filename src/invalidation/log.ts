@@ -6,7 +6,7 @@
 //                      after the last purge: an isolate that read none for longer holds nothing they concern
 //   pp:v1:purge:marks  per resource and tag (or "all"), the latest hard and soft purge
 //                      times: what a new isolate needs to judge entries, whatever the
-//                      number of purges (a hash of at most MARKS_MAX fields)
+//                      number of purges (a hash of at most PURGES_REMEMBERED fields)
 //   pp:v1:purge:wide-log  the same numbers as the log, each with its record if it is a tag
 //                      or all purge, else with its number alone: a reader a page of a bulk
 //                      re-price behind takes the tag and all purges ahead of its page in the
@@ -22,13 +22,14 @@
 // products they touch (isolates judge entries against them by fetch time).
 // No KEYS, no SCAN, no FLUSHALL.
 import type { Redis } from "@upstash/redis/cloudflare";
-import type { L2 } from "../cache/l2/l2";
+import { CALL_MAX_BYTES, type L2 } from "../cache/l2/l2";
 import { entryKey, purgeLogKeys, purgeMarkerKey } from "../cache/keys";
 import { systemClock, type Clock } from "../shared/clock";
 import { DEFAULTS } from "../config/defaults";
 import { createRateLimitedLog } from "../shared/log";
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 import { isWide, storedRecord, type PurgeRecord } from "./record";
+import { PURGES_REMEMBERED, type WideMark } from "./knownPurges";
 
 const FLOOR_FIELD = "~floor";
 
@@ -36,17 +37,15 @@ const FLOOR_FIELD = "~floor";
 const LOG_MAX_PURGES = 1000;
 
 /**
- * One read of the log, a page: at most this many bytes of purges (at least
- * one purge) and this many purges, those the script takes before trimming to
- * the bytes. What a visitor due for a sync waits for at most, within the
- * read's budget however many purges were recorded meanwhile (1,000 ids are
- * about 11 KB); an isolate further behind reads on in the background.
+ * One read of the log, a page: at most a Redis call's bytes of purges
+ * (= CALL_MAX_BYTES; at least one purge) and this many purges, those the
+ * script takes before trimming to the bytes. What a visitor due for a sync
+ * waits for at most, within the read's budget however many purges were
+ * recorded meanwhile (1,000 ids are about 11 KB); an isolate further behind
+ * reads on in the background.
  */
-export const PAGE_MAX_BYTES = 256 * 1024;
+export const PAGE_MAX_BYTES = CALL_MAX_BYTES;
 export const PAGE_MAX_PURGES = 100;
-
-/** (resource, tag) marks kept, here and in each isolate (knownPurges.ts): bounded whatever tags a shop purges; past it the oldest fold into the floor. */
-export const MARKS_MAX = 20_000;
 
 /**
  * How long a purge marker refuses writes of fills that began before it:
@@ -222,12 +221,9 @@ return {seq, 0, latest, redis.call('HGETALL', KEYS[3]), era, seq}
 
 // Gives a log without an era (none, an empty one, or one whose counter is
 // gone) one: its counter at 0 (unless it has one) and an era of ARGV[1] (the
-// time), both kept ARGV[2] ms like an append's.
-// Answers {seq, era} as they stand after it (another reader's era, if it
-// came first). A log that was never written (a new deployment, or after 30
-// quiet days) and one that Redis lost are then two eras, never the same
-// empty one: a location copy stamped before the loss cannot pass for one
-// stamped after (docs/architecture.md#the-location-tier).
+// time), both kept ARGV[2] ms like an append's. Answers {seq, era} as they
+// stand after it (another reader's era, if it came first): no two logs share
+// an empty era (docs/architecture.md#the-location-tier).
 const START_ERA = `
 local counter = redis.pcall('GET', KEYS[1])
 local era = redis.pcall('GET', KEYS[2])
@@ -262,15 +258,6 @@ interface PurgeLogDeps {
   /** How long a tag/all purge must be remembered: the longest an entry can live. */
   wideRetentionMs: number;
   clock?: Clock;
-}
-
-/** The latest tag or all purges of one resource: what judging an entry needs of them. */
-export interface WideMark {
-  resource: ResourceName;
-  /** null: an `all` purge. */
-  tag: string | null;
-  hard: number;
-  soft: number;
 }
 
 export interface PurgesSince {
@@ -337,7 +324,7 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
         );
         if (applied === undefined) return undefined;
       }
-      const bounds = [wideRetentionMs, LOG_MAX_PURGES, MARKS_MAX, SEQ_TTL_MS];
+      const bounds = [wideRetentionMs, LOG_MAX_PURGES, PURGES_REMEMBERED, SEQ_TTL_MS];
       const args = [JSON.stringify(purge), purge.at, isWide(purge) ? 1 : 0, ...bounds].map(String);
       return l2.run((redis) => redis.eval<string[], number>(APPEND_LOG, [keys.seq, keys.log, keys.wide, keys.era, keys.wideLog], args), {
         isWrite: true,

@@ -1,33 +1,22 @@
 // The reads of the purge log that the isolates of a data center share, kept
-// in the location tier (the data center's Cache API), so that the log is
-// read from Redis about once per data center instead of once per isolate (a
-// bulk re-price, hundreds of purges of 1,000 ids, is megabytes per reader):
+// in the location tier (docs/architecture.md#invalidation, "The data center's
+// isolates share their reads"):
 //
 //   position  where the log stood when an isolate here last read it, when
-//             that read was sent, and where it read from: an isolate standing
-//             there, or behind it with the pages that lead there, knows every
-//             purge recorded before then
+//             that read was sent, and where it read from
 //   pages     what each read returned, under the number it starts after: a
 //             page never changes (a number names one purge within its era)
 //   reading   that an isolate here is reading the log from a number, since
-//             when: an isolate standing there waits for that read rather
-//             than send the same one (a lease, as memcache's leases against
-//             thundering herds: Nishtala et al., "Scaling Memcache at
-//             Facebook", NSDI 2013, 3.2.1; the Cache API has no atomic add,
-//             so two may still read at once, never none)
+//             when (a lease, as memcache's against thundering herds)
 //
 // The watcher (watcher.ts) takes any of them only as it would its own read.
-// Any Worker on the zone can write there, as with the page copies
-// (cache/location/location.ts): what comes back is checked for its shape, a
-// page for its digest and each member as a purge record (record.ts), and
-// anything else is a miss: the isolate reads Redis. The zone's own Workers
-// are trusted, as with the copies (docs/architecture.md#invalidation).
-import { locationUrlOf, type LocationStore } from "../cache/location/location";
+// What comes back is checked for its shape, a page for its digest and each
+// member as a purge record (record.ts); anything else is a miss.
+import { locationUrlOf, lookupWithin, putInLocation, type LocationStore } from "../cache/location/location";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
-import { DEFAULTS } from "../config/defaults";
 import { readBounded } from "../shared/body";
 import { sha256Hex } from "../shared/hash";
-import { ISOLATE_LATE_MS, within } from "../shared/leases";
+import { ISOLATE_LATE_MS } from "../shared/leases";
 import { subrequest, type Background } from "../shared/subrequests";
 import { PAGE_MAX_BYTES, PAGE_MAX_PURGES } from "./log";
 import { storedRecord, type PurgeRecord } from "./record";
@@ -68,18 +57,8 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
   const pageUrl = (era: string, from: number) => urlOf(`page:${era}:${from}`);
   const now = deps.now ?? Date.now;
 
-  /**
-   * Bounded as a page's lookup is (location.ts): a sync waits no longer for
-   * the shelf than a page for its copy, and a lookup that hung held the
-   * sync's lease, and every other sync behind it, while Redis answered.
-   */
-  function bounded<T>(look: () => Promise<T | undefined>): Promise<T | undefined> {
-    return within(
-      look().catch(() => undefined),
-      ISOLATE_LATE_MS,
-      () => undefined,
-    );
-  }
+  /** Bounded as a page's lookup is: a lookup that hung held the sync's lease, and every sync behind it, while Redis answered. */
+  const bounded = lookupWithin;
 
   async function lookUp(url: string): Promise<Response | undefined> {
     const store = await deps.open();
@@ -101,13 +80,9 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
 
   /** Puts a response under `url`; settles, never fails, once it is put or given up (then the others read Redis, as before). */
   function share(url: string, body: Uint8Array | null, headers: Record<string, string>): Promise<unknown> {
-    return (async () => {
-      const store = await deps.open();
-      // Kept a minute: a position is taken only while younger than half a poll, a reading while younger than a
-      // sync's wait, and a page never changes and is wanted only by an isolate a few reads behind (watcher.ts).
-      const response = new Response(body, { headers: { "Cache-Control": "public, max-age=60", ...headers } });
-      await subrequest(() => store.put(url, response), DEFAULTS.backgroundCallMs);
-    })().catch(() => undefined);
+    // Kept a minute: a position is taken only while younger than half a poll, a reading while younger than a
+    // sync's wait, and a page never changes and is wanted only by an isolate a few reads behind (watcher.ts).
+    return putInLocation(deps.open, url, body, 60, headers).catch(() => undefined);
   }
 
   /**

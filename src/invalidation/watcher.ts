@@ -1,31 +1,9 @@
-// How each isolate learns of purges (docs/architecture.md#invalidation): it reads
-// the purge log at most every `pollMs`, drops or marks its L1 entries for id
-// purges, and keeps tag and all purges to judge every entry it is about to
-// serve, from L1 or L2, by the time the entry was fetched.
-//
-// The bound: knowledge older than `pollMs` is refreshed before the request
-// is served (one L2 round trip, within its budget); older than a quarter of
-// it and a random part of a quarter more, in the background. So after a
-// purge's 202, no isolate serves the old data more than `pollMs` (plus the
-// L2 round trip) later.
-//
-// A visitor waits for one page of the log at most. An isolate further
-// behind (a bulk re-price recorded faster than it reads) reads the rest in
-// the background, and meanwhile (`unsureBefore`) takes none of its L1 copies
-// fetched before that page's read as they are: each is read from Redis,
-// where a purge's ids were applied before the purge was logged (log.ts), and
-// judged by the tag and all purges ahead, which came with the page.
-//
-// The isolates of a data center share their reads (sharedReads.ts): a sync
-// first follows a read of the log some isolate there sent since its own
-// knowledge, and a background sync waits for one under way from where it
-// stands rather than send the same one. The random part spreads their syncs,
-// so that the first due reads Redis and the others take its read.
-//
-// Blind (no read of the log answered for a poll and a sync's lease: the
-// isolate is past its bound, and the sync then due brought nothing): purges
-// may be missed, so entries older than `blindMaxAgeMs` are treated as stale
-// and refreshed from the origin, once each, in the background.
+// How each isolate learns of purges (docs/architecture.md#invalidation: the
+// bound, bulk re-prices read page by page, the reads a data center's
+// isolates share, blindness): it reads the purge log at most every `pollMs`
+// (a quarter of it and a random part of a quarter more in the background),
+// drops or marks its L1 entries for id purges, and keeps tag and all purges
+// to judge every entry it is about to serve (knownPurges.ts).
 import type { Clock } from "../shared/clock";
 import type { Entry } from "../cache/entry";
 import { entryKey } from "../cache/keys";
@@ -33,7 +11,7 @@ import type { L1Purging, PurgedAt } from "../cache/readThrough";
 import type { ReadAlong } from "../cache/l2/l2";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
 import type { ResourceName } from "../origin/resources";
-import { createKnownPurges, RECENT_ID_PURGES, type Verdict } from "./knownPurges";
+import { createKnownPurges, PURGES_REMEMBERED, type Verdict } from "./knownPurges";
 import { logPosition, logPositionKeys, PAGE_MAX_BYTES, type PurgeLog, type PurgesSince } from "./log";
 import type { PurgeRecord } from "./record";
 import { pauses, pollUntil, within } from "../shared/leases";
@@ -107,14 +85,14 @@ export const SYNC_LEASE_MS = gatePlaceMs(DEFAULTS.backgroundCallMs);
 /**
  * The index of the first of a page's records whose ids are worth
  * remembering: the ids of the records before it would be forgotten before
- * the page ends (RECENT_ID_PURGES are kept, the newest), so they are
+ * the page ends (PURGES_REMEMBERED are kept, the newest), so they are
  * applied to L1 and not remembered (KnownPurges.remember).
  */
 function firstWithIdsKept(records: readonly PurgeRecord[]): number {
   let kept = 0;
   for (let index = records.length - 1; index >= 0; index--) {
     kept += records[index]!.ids.length;
-    if (kept > RECENT_ID_PURGES) return index + 1;
+    if (kept > PURGES_REMEMBERED) return index + 1;
   }
   return 0;
 }
@@ -148,7 +126,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
   let era: string | null = null;
   // Never synced: the first request syncs before it is served.
   let lastSyncAt = -Infinity;
-  /** When the next background sync is due: a quarter of a poll after lastSyncAt, and a random part of a quarter more (see above). */
+  /** When the next background sync is due: a quarter of a poll after lastSyncAt, and a random part of a quarter more. */
   let backgroundDueAt = -Infinity;
   let logReads = 0;
   let sharedReadsTaken = 0;
@@ -165,19 +143,9 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
     lastSyncAt = at;
     backgroundDueAt = at + (options.pollMs / 4) * (1 + random());
   }
-  /**
-   * The sync under way, as a lease (src/shared/leases.ts): it runs under the
-   * `waitUntil` of the request that started it, and if that request vanishes
-   * anyway the next request starts another once SYNC_LEASE_MS has passed.
-   */
+  /** The sync under way (SyncLease): if its request vanishes, the next request starts another once it lapses. */
   let syncing: SyncLease | null = null;
-  /**
-   * Whether Redis answered the last read of the log. While it does not, no
-   * visitor waits for the next sync: a read that failed within its budget
-   * will most likely fail again, and no wait can give the visitor fresher
-   * knowledge (the isolate turns blind instead: see `blind`). Syncs
-   * go on in the background, one at a time.
-   */
+  /** Whether Redis answered the last read of the log: while it does not, no visitor waits for the next sync (they go on in the background, one at a time). */
   let lastReadAnswered = true;
   /** Sync answers applied so far: a sync applies its answer only if none was applied since it started. */
   let syncsApplied = 0;
@@ -247,7 +215,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
       followPage(answer.records, answer.upTo, at.era, lease);
       if (answer.upTo >= answer.seq) break;
       // More to read, in the background: with every tag and all purge ahead known, the visitors waiting go on,
-      // unsure of L1 copies older than this read (see the head of this file). Without, they wait as for any sync.
+      // unsure of L1 copies older than this read (docs/architecture.md, "Bulk purges"). Without, they wait as for any sync.
       if (pages === 1 && answer.wideAhead) {
         for (const record of answer.wideAhead) known.rememberWide(record);
         lease.behindSince = sentAt;
@@ -297,17 +265,11 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
   }
 
   /**
-   * Takes the data center's reads of the log instead of reading it
-   * (sharedReads.ts): the last one shared, when it was sent after this
-   * isolate's own knowledge (not in the future: another machine's clock
-   * ahead of this one's, or a forgery) and found the log of this isolate's
-   * era where it stands or further on, is followed page by page whatever its
-   * age (followRead); it stands for the sync's own read when it was sent less
-   * than half a poll ago. A background sync then waits for a read an isolate
-   * here is making from its number or before, polling as a lock's loser
-   * does, never past the bound (a poll after its own knowledge, less a
-   * visitor's wait for a sync). True when the sync is done; false, and the
-   * isolate reads the log itself from as far as it got.
+   * Takes the data center's reads of the log instead of reading it, as
+   * docs/architecture.md#invalidation says when (a read sent after this
+   * isolate's knowledge, not in the future; young enough to stand for its
+   * own; a background sync waiting for one under way, within the bound).
+   * True when the sync is done; false, and the isolate reads the log itself from as far as it got.
    */
   async function followedShelf(shelf: LogShelf, lease: SyncLease, background: Background): Promise<boolean> {
     const newer = (found: SharedPosition | undefined): found is SharedPosition =>
@@ -386,12 +348,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
 
   /**
    * New isolate, too far behind, or the log was reset: start over from the
-   * tag/all marks (id purges are applied in Redis, where reads go next; the
-   * log's latest records say which ones location copies may still hold,
-   * cache/location/). What L1 holds may have been purged meanwhile: none of
-   * it is served while the origin answers, but it stays the last resort when
-   * the origin fails: dropping it would turn a Redis that lost its data and
-   * an origin failing at once into 503s for pages the isolate had.
+   * tag/all marks, L1 kept for the origin's failures only
+   * (docs/architecture.md, "Bulk purges", says why it is kept).
    */
   function startOver(answer: PurgesSince, at: PurgeStamp): void {
     l1.keepOnlyForErrors(clock.now());
@@ -469,7 +427,7 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
     /**
      * While a sync reads a log that holds purges it has not read yet: copies
      * fetched before this may have been purged by them, and are not served from
-     * L1 as they are (0: none; see the head of this file).
+     * L1 as they are (0: none; docs/architecture.md, "Bulk purges").
      */
     unsureBefore: (): number => (readingAhead() ? syncing!.behindSince! : 0),
 
@@ -486,11 +444,9 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
     vouches: (stamp: PurgeStamp): boolean => known.vouches(stamp) && !(readingAhead() && stamp.seq < syncing!.aheadUpTo),
 
     /**
-     * What a lock claim going out now reads along (cache/l2/outbox.ts):
-     * the log's position, once this isolate's knowledge is a quarter of
-     * `pollMs` old (null: not now). When the log stands where this isolate
-     * has read it up to, its knowledge holds as of the claim's sending, as if
-     * it had synced then: a busy isolate claims often, and seldom reads the log.
+     * What a lock claim going out now reads along (cache/l2/outbox.ts): the
+     * log's position, once this isolate's knowledge is a quarter of `pollMs`
+     * old (null: not now); where the log stands as read, it synced then.
      */
     readAlong(): ReadAlong | null {
       const sentAt = clock.now();

@@ -1,6 +1,8 @@
 // The known-ids filter's numbers, each with the invariant it keeps. They live
 // here, beside the code that uses them, rather than in src/config/defaults.ts:
 // only room and fpRate are read by the configuration (src/config/index.ts).
+import { DEFAULTS } from "../config/defaults";
+
 export const KNOWN_IDS_DEFAULTS = {
   /**
    * The filter's room: each build sizes it for the catalog it last listed
@@ -47,15 +49,14 @@ export const KNOWN_IDS_LIMITS = {
    */
   logCap: 10_000,
   /**
-   * A new isolate that finds no copy of the filter in the location tier waits
-   * a random part of this (full jitter) and looks again before it reads the
-   * segments from Redis: isolates started together (a deploy) then read them
-   * about once per data center, the first one's put serving the rest. It
-   * delays no page: the filter fails open while it loads.
+   * = DEFAULTS.lockTtlMs: a new isolate that finds no copy of the filter in
+   * the location tier waits a random part of this (full jitter) and looks
+   * again before it reads the segments from Redis, as a fill lock's loser
+   * waits for the winner's work before doing it itself: isolates started
+   * together (a deploy) then read them about once per data center, the first
+   * one's put serving the rest. It delays no page: the filter fails open while it loads.
    */
-  locationSpreadMs: 2_000,
-  /** Segments per Redis call: 4 × 8 KB (≈ 44 KB on the wire, base64 in JSON) keeps each call well inside the L2 time budget. */
-  segmentsPerCall: 4,
+  locationSpreadMs: DEFAULTS.lockTtlMs,
   /**
    * A build announced this recently counts as under way: the quarter-hourly
    * cron, which builds a filter Redis lacks, leaves it be (a second build

@@ -1,23 +1,11 @@
-// The filter's copy in the location tier (the data center's Cache API, shared
-// by its isolates and kept across deploys): a new isolate takes the segments
-// from there and reads only the meta and the adds since from Redis, so that
-// loading the filter costs Redis once per data center and version, not once
-// per isolate (docs/architecture.md#the-known-ids-filter, "Across a fleet").
-//
-// One copy per version: the segments one after the other (7-bit bytes,
-// bloom.ts), with the number of adds they include and their SHA-256. Adds
-// only set bits, so a copy behind the version's add log is brought up to
-// date from the log (copy.ts); a copy more than the log holds behind is not
-// used. Any Worker on the zone could write the copy, as the page copies
-// (cache/location/location.ts): what comes back is checked (length, bytes,
-// digest, a count of adds no greater than Redis's) and anything else is a
-// miss, never a filter.
-//
-// Isolates that start together (a deploy) all miss at once: the one that
-// misses waits a random part of `spreadMs` and looks again before it reads
-// Redis, so that the first to load puts the copy the others take (full
-// jitter, as in "Exponential Backoff and Jitter", AWS Architecture Blog).
-import { locationUrlOf, type LocationStore } from "../cache/location/location";
+// The filter's copy in the location tier, one per version: the segments one
+// after the other, with the number of adds they include and their SHA-256
+// (docs/architecture.md, "The known-ids filter", "Across a fleet"). Any
+// Worker on the zone could write it: what comes back is checked (length,
+// bytes, digest, adds no more than Redis's and within its log) and anything
+// else is a miss, never a filter. A new isolate that misses waits a random
+// part of `spreadMs` and looks again before it reads Redis (full jitter).
+import { locationUrlOf, putInLocation, type LocationStore } from "../cache/location/location";
 import { KEY_TTL_MS, KNOWN_IDS_LIMITS } from "./limits";
 import { readBounded } from "../shared/body";
 import { within } from "../shared/leases";
@@ -101,18 +89,9 @@ export function createFilterShelf(deps: {
       try {
         // A copy: adds to this isolate's filter meanwhile must not change the bytes after their digest.
         const body = bloom.bytes.slice();
-        const store = await deps.open();
         // Kept as long as the version's keys live in Redis.
-        const ttlSeconds = Math.floor(KEY_TTL_MS / 1000);
-        const response = new Response(body, {
-          headers: {
-            "Cache-Control": `public, max-age=${ttlSeconds}`,
-            "Content-Type": "application/octet-stream",
-            [SYNCED_HEADER]: String(synced),
-            [DIGEST_HEADER]: await sha256Hex(body),
-          },
-        });
-        await subrequest(() => store.put(urlOf(filter.version), response), deps.callMs);
+        const headers = { "Content-Type": "application/octet-stream", [SYNCED_HEADER]: String(synced), [DIGEST_HEADER]: await sha256Hex(body) };
+        await putInLocation(deps.open, urlOf(filter.version), body, Math.floor(KEY_TTL_MS / 1000), headers, deps.callMs);
         stats.puts++;
       } catch {
         // Not kept (the cache refusing, the subrequest budget spent): the next isolate reads Redis, as before.

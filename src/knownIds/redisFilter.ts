@@ -2,7 +2,7 @@
 // goes through the L2 client's `run` (time budget, breaker): `undefined`
 // means "L2 unavailable", and the callers fail open.
 import type { Redis } from "@upstash/redis/cloudflare";
-import type { L2 } from "../cache/l2/l2";
+import { CALL_MAX_BYTES, type L2 } from "../cache/l2/l2";
 import { Bloom, byteLengthFor, SEGMENT_BYTES, segmentLengthFor, textToBytes } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "./limits";
 import type { KnownIdsKeys } from "./keys";
@@ -15,6 +15,9 @@ export type LoadResult = { kind: "loaded"; bloom: Bloom } | { kind: "unavailable
 export function readMeta(l2: L2, keys: KnownIdsKeys): Promise<string | null | undefined> {
   return l2.run((redis) => redis.get<string>(keys.meta));
 }
+
+/** = CALL_MAX_BYTES of segments: the bytes one Redis call of the tier carries, so that it stays well inside its budget (32 segments of 8 KB). */
+const SEGMENTS_PER_CALL = CALL_MAX_BYTES / SEGMENT_BYTES;
 
 function chunks<T>(items: readonly T[], size: number): T[][] {
   const out: T[][] = [];
@@ -33,7 +36,7 @@ const range = (count: number) => Array.from({ length: count }, (_, i) => i);
 export async function loadFilter(l2: L2, keys: KnownIdsKeys, filter: FilterMeta): Promise<LoadResult> {
   const bytes = new Uint8Array(byteLengthFor(filter.m));
   // One call at a time: the load runs in the background of a visitor's request and takes one of its connections.
-  for (const indexes of chunks(range(filter.segmentCount), KNOWN_IDS_LIMITS.segmentsPerCall)) {
+  for (const indexes of chunks(range(filter.segmentCount), SEGMENTS_PER_CALL)) {
     const texts = await l2.run((redis) => redis.mget<(string | null)[]>(...indexes.map((i) => keys.segment(filter.version, i))));
     if (texts === undefined) return { kind: "unavailable" };
     for (const [j, segment] of indexes.entries()) {
@@ -63,7 +66,7 @@ function pipelined<T>(l2: L2, items: readonly T[], add: (pipe: ReturnType<Redis[
 
 /** Writes the given segments of `bloom` as `version`, each with a fresh TTL. */
 export async function writeFilter(l2: L2, keys: KnownIdsKeys, version: string, bloom: Bloom, indexes: number[], ttlMs: number): Promise<true | undefined> {
-  for (const batch of chunks(indexes, KNOWN_IDS_LIMITS.segmentsPerCall)) {
+  for (const batch of chunks(indexes, SEGMENTS_PER_CALL)) {
     const written = await pipelined(l2, batch, (pipe, i) => pipe.set(keys.segment(version, i), bloom.segmentText(i), { px: ttlMs }));
     if (written === undefined) return undefined;
   }

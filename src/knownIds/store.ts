@@ -1,15 +1,7 @@
 // The known-ids filter as one isolate sees it: a copy of the filter in
 // memory, loaded lazily and kept in step with Redis off the critical path.
-//
-// It fails open. `lookup` answers "absent" only from a loaded, recent filter
-// while Redis answers; when the filter was never built, is damaged, is older
-// than `maxAgeMs`, is (re)loading, or Redis is out, every id "might exist"
-// and goes on to negative caching. A false "no" would be a 404 for a real
-// product, so every doubt resolves to "yes".
-//
-// Freshness: an id added through this isolate is accepted here at once; other
-// isolates accept it after their next check (`refreshMs`), which reads the
-// meta and catches up from the version's log of added ids.
+// It fails open (docs/architecture.md, "The known-ids filter"): every doubt
+// resolves to "might exist", never to a false 404.
 import type { Clock } from "../shared/clock";
 import type { L2 } from "../cache/l2/l2";
 import { createAdds } from "./adds";

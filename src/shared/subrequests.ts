@@ -1,26 +1,10 @@
-// At most a few connections per request at once
-// (docs/architecture.md#sharing-work-across-requests-in-one-isolate, rule 6).
-//
-// Workers let one invocation have 6 connections waiting for response headers;
-// more are queued by the runtime, and a queued call's time budget runs while
-// it waits. A cold page view can want 9 at once (purge sync, four fill claims,
-// four origin fetches...): unbounded, the runtime's queue turns into L2
-// "timeouts" that open the L2 breaker although Redis answered in a few ms. So
-// every L2 call and origin fetch passes this gate, which belongs to the one
-// invocation (fetch or cron) whose work it is and never crosses requests. A
+// At most a few connections per request at once, and a bounded count of
+// subrequests per invocation (docs/architecture.md#sharing-work-across-requests-in-one-isolate,
+// rule 6, says why): every L2 call and origin fetch passes this gate, which
+// belongs to one invocation (fetch or cron) and never crosses requests. A
 // call's budget starts when it leaves the gate: the wait is this isolate's
-// own delay, and counts against nobody's breaker.
-//
-// Its places are leases (./leases.ts), although they never leave their
-// invocation: the runtime may cancel a departed visitor's response part while
-// its `waitUntil` part (fills others wait on) goes on, and a call of the
-// cancelled part never gives its place back. Each ends at its call's deadline.
-//
-// The gate also counts subrequests: past the invocation's budget
-// (MAX_SUBREQUESTS; the runtime allows 50 on the Free plan) a call is refused
-// at once (SubrequestBudgetSpent), which callers treat as "L2 unavailable" or
-// "origin overloaded" for this request, and no breaker counts. `wrangler dev`
-// and Miniflare enforce neither limit: these bounds keep tests and production alike.
+// own delay, and counts against nobody's breaker. Its places are leases
+// (./leases.ts): a cancelled response part's call never gives its place back.
 import { AsyncLocalStorage } from "node:async_hooks";
 import { createLeaseTable, ISOLATE_STALL_MS, type LeaseTable } from "./leases";
 
@@ -41,10 +25,7 @@ export class SubrequestBudgetSpent extends Error {
   }
 }
 
-// Plain data only: the gate is the async context of everything its
-// invocation starts, and lives as long as the longest of that (a soak showed
-// a gate holding the request's Hono context keeping every request's context
-// alive, ~100 MB per 30 s).
+// Plain data only: the gate lives as long as all its invocation starts (docs/architecture.md, rule 6).
 interface Gate {
   /** Made at the invocation's first subrequest: most page views (L1 hits) make none. */
   open: LeaseTable<number, true> | null;

@@ -474,7 +474,7 @@ describe("the location tier's copy (isolates of one data center)", () => {
     const fleet = [0, 0.25, 0.5, 0.75, 1].map((draw) => neighbour(() => draw, 400));
     await Promise.all(fleet.map((n) => refreshed(n.filter)));
     expect(fleet.map((n) => n.shelf.stats.hits)).toEqual([0, 1, 1, 1, 1]);
-    // One load's worth of segment reads (20,000 ids at 1%: a few segments, one MGET of up to four).
+    // One load's worth of segment reads (20,000 ids at 1%: a few segments, one MGET of up to sixteen).
     expect((await mgets()) - before).toBe(1);
     expect(fleet.every((n) => n.filter.status().serving)).toBe(true);
   });

@@ -37,14 +37,9 @@ export interface EntryExpectation<R extends ResourceName> {
   maxLifeMs: number;
 }
 
-// The largest entry read from L2 (or written to it): its JSON, in bytes once
-// decompressed, is at most an origin answer the client reads
-// (ORIGIN_MAX_BODY_BYTES): an answer the tier took is one an entry may
-// hold. The largest the origin contract allows is about 470 KB of JSON (a
-// product with a 20,000-character description, 20 images and 50 tags, every
-// character escaped), and L1 charges twice the JSON. Decompression stops
-// there: a 50 KB gzip bomb would inflate to 50 MB, and a few of those kill a
-// 128 MB isolate.
+// The largest entry's JSON, in bytes once decompressed, is an origin answer
+// the client reads (ORIGIN_MAX_BODY_BYTES): decompression stops there, since
+// a 50 KB gzip bomb would inflate to 50 MB, and a few kill a 128 MB isolate.
 
 /** Why a value is not an entry. */
 type InvalidReason =
@@ -68,10 +63,17 @@ type InvalidReason =
 export type Decoded<T> = { entry: Entry<T> } | { invalid: InvalidReason };
 
 const HEADER = /^(\d{1,16})\|(\d{1,16})\|(\d{1,16})\|(\d{1,16})\|([jz])\|/;
-/** The longest header HEADER reads: four integers of 16 digits, their bars, the payload's kind and its bar. */
-export const HEADER_MAX_CHARS = 4 * 17 + 2;
 
 type Header = Pick<Entry, "version" | "fetchedAt" | "freshUntil" | "staleUntil">;
+
+/** The version and deadlines in clear, each followed by its bar: what a value starts with, before the payload's kind. */
+function headerText({ version, fetchedAt, freshUntil, staleUntil }: Header): string {
+  return `${version}|${fetchedAt}|${freshUntil}|${staleUntil}|`;
+}
+
+/** The longest header a value can have: four integers at their largest (16 digits, as HEADER reads them), then the payload's kind and its bar. */
+const LARGEST = Number.MAX_SAFE_INTEGER;
+export const HEADER_MAX_CHARS = `${headerText({ version: LARGEST, fetchedAt: LARGEST, freshUntil: LARGEST, staleUntil: LARGEST })}z|`.length;
 
 /** Integers that Redis's Lua (doubles) and JavaScript read alike. */
 function areSafe(...numbers: number[]): boolean {
@@ -93,7 +95,7 @@ export function encodeEntry(entry: Entry, compressAboveBytes: number): string | 
   // An entry read from L1 carries its data's JSON text: the same payload without parsing and stringifying it again.
   const text = dataJson(entry);
   const json = text === undefined ? JSON.stringify({ d: entry.data, e: entry.errorUntil } satisfies Payload) : `{"d":${text},"e":${entry.errorUntil}}`;
-  const head = `${entry.version}|${entry.fetchedAt}|${entry.freshUntil}|${entry.staleUntil}|`;
+  const head = headerText(entry);
   if (json.length <= compressAboveBytes) return `${head}j|${json}`;
   const bytes = new TextEncoder().encode(json);
   if (bytes.length > ORIGIN_MAX_BODY_BYTES) return undefined;

@@ -201,12 +201,15 @@ export interface L2Options {
 // the lock now, so that the next claim need not wait. Returns 1 or 0 per write.
 /**
  * Claims and writes in one Redis call at most (the outbox's calls, outbox.ts,
- * and the backlog's replays), and the writes' values' characters: a claim
- * is on a visitor's path, and a call this size is one script run of a few
- * milliseconds (one larger value still goes, alone).
+ * and the backlog's replays), and the bytes one Redis call of the tier
+ * carries, either way: the writes' values' characters (one larger value
+ * still goes, alone), a page of the purge log (invalidation/log.ts), the
+ * known-ids filter's segments. A visitor may wait for such a call (a claim,
+ * a sync), and a call this size is one script run or reply of a few
+ * milliseconds, well inside its budget.
  */
 export const CALL_MAX_ITEMS = 32;
-export const CALL_MAX_BYTES = 128 * 1024;
+export const CALL_MAX_BYTES = 256 * 1024;
 
 /**
  * The backlog of writes L2 could not take (design: a double fault must not

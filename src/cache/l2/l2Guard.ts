@@ -156,13 +156,10 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
       return result;
     } catch (error) {
       // Not Redis's failure but this isolate's (see breaker.ts): its own
-      // errors, and a time-out that this isolate noticed late, because it
-      // was too busy to read the reply (or the abort) when it came.
-      // A time-out while the isolate's own queue is a good part of the
-      // budget long is counted as the isolate's too. Either lateness is told
-      // to the lag meter at once: the caller decides next whether Redis hangs
-      // (an unanswered lock claim, cache/fill/fill.ts), and a fresh isolate in a
-      // herd has no reply yet to have measured it by.
+      // errors, and a time-out noticed late or while its own queue was a good
+      // part of the budget long (lateness). Told to the lag meter at once: the
+      // caller decides next whether Redis hangs (cache/fill/fill.ts), and a
+      // fresh isolate in a herd has no reply yet to have measured it by.
       const lateMs = await lateness(error, startedAt, budgetMs);
       if (lateMs > 0) timing?.observeLate(lateMs);
       if (isIsolateError(error) || lateMs > 0) stats.isolateErrors++;

@@ -1,21 +1,11 @@
 // The isolate's lock claims and fill writes on their way to Redis, one outbox
-// per shard: claims follow Nagle's algorithm (RFC 896), writes are
-// write-behind, held for `holdMs` at most unless others may wait for them
-// (FillWrite.patient false: fill.ts, mayWait); a refresh's claim is held as
-// a write is until somebody joins its fill or its key is purged
-// (FillClaimRequest.patient, asked at every look). Why, and what the hold
-// costs: docs/architecture.md, "Claims and writes share calls".
-//
-// A call takes claims first, then the oldest writes, `maxItems` in all and,
-// past the first write, `maxBytes` of values; what a call could not take goes
-// with the next one.
-//
-// The Workers rules (docs/architecture.md#sharing-work-across-requests-in-one-isolate):
-// the outbox holds plain data, and every wait is a lease. A claim whose call
-// left no answer by its lease's end is taken for unanswered, as a call of its
-// own that timed out would be (fill/fill.ts then looks before it fetches).
-// The held items' send is scheduled by the request that found none
-// scheduled; past its due time the next write schedules one again.
+// per shard (docs/architecture.md, "Claims and writes share calls": Nagle's
+// algorithm for claims, write-behind for writes, and what the hold costs). A
+// call takes claims first, then the oldest writes, `maxItems` in all and,
+// past the first write, `maxBytes` of values; what it could not take goes
+// with the next one. Plain data only, every wait a lease (the Workers rules):
+// a claim whose call left no answer by its lease's end is taken for
+// unanswered, as a call of its own that timed out would be.
 import { gatePlaceMs, type Background } from "../../shared/subrequests";
 import { DEFAULTS } from "../../config/defaults";
 import type { Clock } from "../../shared/clock";

@@ -1,14 +1,9 @@
-// The location tier: the Workers Cache API of this data center, shared by
-// every isolate there and kept across deploys and restarts, between L1 and
-// L2. What a copy holds (a page's parts together, each as L2 stores it but
-// as JSON unless past a value's cap, framed by a header, stamped with the
-// purge-log position its isolate had read), why, and why no purge ever
-// deletes one: docs/architecture.md#the-location-tier. Any Worker on the
-// zone can write there, so what comes back is checked as L2's values are,
-// part by part; anything else is a miss. This file only stores and reads
-// copies: whether a part may be served is the read path's call (pageSteps.ts,
-// readFromLocation); what a copy holds, the read-through's (readThrough.ts,
-// keepInLocation).
+// The location tier: the Workers Cache API of this data center, between L1
+// and L2. What a copy holds, why, and why no purge ever deletes one:
+// docs/architecture.md#the-location-tier. What comes back is checked as L2's
+// values are, part by part; anything else is a miss. This file only stores
+// and reads copies: whether a part may be served is the read path's call
+// (pageSteps.ts, readFromLocation); what a copy holds, readThrough.ts's.
 import type { Config } from "../../config";
 import { DEFAULTS } from "../../config/defaults";
 import { PAGE_RESOURCES, RESOURCES, type ResourceName } from "../../origin/resources";
@@ -17,6 +12,7 @@ import { createLeaseTable, ISOLATE_LATE_MS, within } from "../../shared/leases";
 import { subrequest, type Background } from "../../shared/subrequests";
 import { readBounded } from "../../shared/body";
 import { decodeEntry, encodeEntry, HEADER_MAX_CHARS } from "../l2/codec";
+import { CALL_MAX_ITEMS } from "../l2/l2";
 import type { Entry } from "../entry";
 import { longestLifeMs } from "../l2/l2Entries";
 import type { PurgeStamp } from "./purgeStamp";
@@ -101,6 +97,29 @@ export function locationUrlOf(publicUrl: string, name: string): string {
   return `${publicUrl}${LOCATION_PATH}${encodeURIComponent(name)}`;
 }
 
+/** Puts `body` under `url`, kept `ttlSeconds`, with `headers`: a subrequest of `callMs` at most (the background calls'). Throws when not put. */
+export async function putInLocation(
+  open: () => Promise<LocationStore>,
+  url: string,
+  body: BodyInit | null,
+  ttlSeconds: number,
+  headers: Record<string, string>,
+  callMs: number = DEFAULTS.backgroundCallMs,
+): Promise<void> {
+  const store = await open();
+  const response = new Response(body, { headers: { "Cache-Control": `public, max-age=${ttlSeconds}`, ...headers } });
+  await subrequest(() => store.put(url, response), callMs);
+}
+
+/** `look` within the budget of a location lookup (ISOLATE_LATE_MS: answered in a ms or two); undefined past it, or when it fails. */
+export function lookupWithin<T>(look: () => Promise<T | undefined>): Promise<T | undefined> {
+  return within(
+    look().catch(() => undefined),
+    ISOLATE_LATE_MS,
+    () => undefined,
+  );
+}
+
 function stampHeader(stamp: PurgeStamp): string | undefined {
   const text = `${stamp.era}|${stamp.seq}`;
   return STAMP.test(text) ? text : undefined;
@@ -129,12 +148,13 @@ function parsedParts(text: string | null, total: number): Map<string, { from: nu
 }
 
 /**
- * Location puts in flight at once in an isolate (each a lease of
- * `backgroundCallMs`): they run in the background, and each is a subrequest of
- * the invocation that made it. Past it a put is dropped and counted: the
- * copy is still in L1 and L2, and the next miss in the location puts it.
+ * = CALL_MAX_ITEMS: location puts in flight at once in an isolate (each a
+ * lease of `backgroundCallMs`), as many as one call of the outbox carries to
+ * L2: the background writes of a burst of fills, to either tier. Past it a
+ * put is dropped and counted: the copy is still in L1 and L2, and the next
+ * miss in the location puts it.
  */
-const PUTS_IN_FLIGHT = 32;
+const PUTS_IN_FLIGHT = CALL_MAX_ITEMS;
 
 /**
  * The location tier. A lookup (one `match` of the page's copy, for the parts
@@ -179,16 +199,7 @@ export function createLocationCache(deps: { config: Config; clock: Clock; open: 
 
   async function putOne(url: string, body: string, framing: string, ttlSeconds: number, stamp: string, ticket: number): Promise<void> {
     try {
-      const store = await deps.open();
-      const response = new Response(body, {
-        headers: {
-          "Cache-Control": `public, max-age=${ttlSeconds}`,
-          "Content-Type": "text/plain; charset=utf-8",
-          [STAMP_HEADER]: stamp,
-          [PARTS_HEADER]: framing,
-        },
-      });
-      await subrequest(() => store.put(url, response), DEFAULTS.backgroundCallMs);
+      await putInLocation(deps.open, url, body, ttlSeconds, { "Content-Type": "text/plain; charset=utf-8", [STAMP_HEADER]: stamp, [PARTS_HEADER]: framing });
       stats.puts++;
     } catch {
       // Not stored (the subrequest budget spent, the cache refusing): L1 and L2 still hold the parts.
@@ -219,11 +230,7 @@ export function createLocationCache(deps: { config: Config; clock: Clock; open: 
     stats,
     async read(id, resources) {
       stats.lookups += resources.length;
-      const copies = await within(
-        lookup(id, resources).catch(() => undefined),
-        ISOLATE_LATE_MS,
-        () => undefined,
-      );
+      const copies = await lookupWithin(() => lookup(id, resources));
       if (!copies) stats.errors++;
       return copies ?? resources.map(() => undefined);
     },
