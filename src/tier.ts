@@ -3,7 +3,7 @@
 // (Workers hand bindings to `fetch`, not to module scope) and kept for the
 // isolate's life, which is what makes L1 an L1.
 import { createBreaker } from "./shared/breaker";
-import { ISOLATE_STALL_MS } from "./shared/leases";
+import { ISOLATE_STALL_MS, leaseFor } from "./shared/leases";
 import { systemClock, type Clock } from "./shared/clock";
 import { TTL_JITTER } from "./cache/entry";
 import { createL2, type L2 } from "./cache/l2/l2";
@@ -91,7 +91,7 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     // the service's timeout): no wait is longer than the longest of those.
     maxWaitMs: longestCallMs,
     // A slot is held through its call's timeout and the isolate's longest stall (origin/client.ts asks for no more).
-    maxHoldMs: longestCallMs + ISOLATE_STALL_MS,
+    maxHoldMs: leaseFor(longestCallMs),
     clock,
   });
   const origin = createOriginClient({

@@ -22,7 +22,7 @@
 // "origin overloaded" for this request, and no breaker counts. `wrangler dev`
 // and Miniflare enforce neither limit: these bounds keep tests and production alike.
 import { AsyncLocalStorage } from "node:async_hooks";
-import { createLeaseTable, ISOLATE_STALL_MS, type LeaseTable } from "./leases";
+import { createLeaseTable, leaseFor, type LeaseTable } from "./leases";
 
 /** Connections one invocation keeps open at once: the runtime's 6, less one left for what the runtime does on its own. */
 export const MAX_OPEN_SUBREQUESTS = 5;
@@ -81,7 +81,7 @@ export function withSubrequestGate<T>(budget: number, work: () => T): T {
  * runtime keeps.
  */
 export function gatePlaceMs(budgetMs: number): number {
-  return budgetMs + ISOLATE_STALL_MS;
+  return leaseFor(budgetMs);
 }
 
 /**
