@@ -2,17 +2,14 @@
 // count-min sketch (4 rows × 2,048 counters, 32 KB) whose counters halve
 // every minute, so an estimate follows the recent rate (a steady r requests
 // a minute converges to 2r). It never under-counts; collisions can only make
-// a cold product look warmer, which costs one early refresh, nothing more.
-// Its tiers (cold, warm, hot) decide how early a fresh entry is refreshed
+// a cold product look hot, which costs one early refresh, nothing more.
+// A hot product's fresh entries are refreshed ahead of their end
 // (fill/refreshes.ts, DEFAULTS.refreshAheadShare).
 import type { Clock } from "../shared/clock";
 import { hashPair } from "../shared/hash";
 
-export type Heat = "cold" | "warm" | "hot";
-
 export interface HotnessOptions {
-  /** Requests a minute from which a product is warm / hot. */
-  warmPerMinute: number;
+  /** Requests a minute from which a product is hot. */
   hotPerMinute: number;
   clock: Clock;
 }
@@ -21,7 +18,7 @@ const DEPTH = 4;
 const WIDTH = 2048;
 const HALVING_MS = 60_000;
 
-export function createHotness({ warmPerMinute, hotPerMinute, clock }: HotnessOptions) {
+export function createHotness({ hotPerMinute, clock }: HotnessOptions) {
   const counters = new Uint32Array(DEPTH * WIDTH);
   let nextHalving = clock.now() + HALVING_MS;
 
@@ -35,8 +32,8 @@ export function createHotness({ warmPerMinute, hotPerMinute, clock }: HotnessOpt
   }
 
   return {
-    /** Counts one request for `id` and says how hot it is now. */
-    offer(id: string): Heat {
+    /** Counts one request for `id` and says whether it is hot now. */
+    offer(id: string): boolean {
       decay();
       const [h1, h2] = hashPair(id);
       let estimate = Infinity;
@@ -44,9 +41,11 @@ export function createHotness({ warmPerMinute, hotPerMinute, clock }: HotnessOpt
         const index = row * WIDTH + (((h1! + Math.imul(row, h2!)) >>> 0) % WIDTH);
         estimate = Math.min(estimate, ++counters[index]!);
       }
-      // A steady rate r (per minute) settles near 2r between halvings.
-      const perMinute = estimate / 2;
-      return perMinute >= hotPerMinute ? "hot" : perMinute >= warmPerMinute ? "warm" : "cold";
+      // A steady rate of r a minute holds the estimate between r/2 (just after
+      // a halving, from the end of its first minute) and 2r: from half of
+      // hotPerMinute, a product asked for that often is hot at every moment
+      // from its first half-minute on, so it is refreshed ahead from then.
+      return estimate >= hotPerMinute / 2;
     },
   };
 }

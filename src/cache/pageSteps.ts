@@ -9,7 +9,7 @@ import { failureOf, isAnswerAboutId } from "../origin/failure";
 import { Departed } from "../overload";
 import { PAGE_SUBJECT, type ResourceName, type ResourceTypes } from "../origin/resources";
 import type { Clock } from "../shared/clock";
-import { ISOLATE_LATE_MS, ISOLATE_STALL_MS, type LeaseTable } from "../shared/leases";
+import { ISOLATE_LATE_MS, leaseFor, type LeaseTable } from "../shared/leases";
 import { entryState, newerOf, type Entry } from "./entry";
 import type { FillContext } from "./fill/fill";
 import type { Flights } from "./fill/flights";
@@ -119,9 +119,9 @@ export function readFromL1(
     }
     const { serve: entry, state } = judgement;
     data[resource] = served(resource, entry, "l1", state);
-    // Stale: refreshed. Fresh but near its end, for a product asked for often: refreshed ahead (hotness.ts).
+    // Stale: refreshed. Fresh but near its end, for a hot product: refreshed ahead (hotness.ts).
     if (state === "stale") toRefresh.push({ key, resource, freshBeyond: 0, held: entry });
-    else if (request.heat && tools.dueForRefreshAhead(entry, request.heat)) toRefresh.push({ key, resource, freshBeyond: entry.freshUntil, held: entry });
+    else if (request.hot && tools.dueForRefreshAhead(entry)) toRefresh.push({ key, resource, freshBeyond: entry.freshUntil, held: entry });
   }
   if (toRefresh.length > 0) refreshParts(tools, id, toRefresh, request);
   return pending;
@@ -151,7 +151,7 @@ function refreshParts(tools: PageTools, id: string, items: RefreshItem[], reques
     return;
   }
   // The lookup's lease: its budget, and the isolate's longest stall (shared/leases.ts) for its answer read late.
-  if (!tools.lookingUpForRefresh.take(id, clock.now() + ISOLATE_LATE_MS + ISOLATE_STALL_MS, true)) return;
+  if (!tools.lookingUpForRefresh.take(id, clock.now() + leaseFor(ISOLATE_LATE_MS), true)) return;
   request.background(
     (async () => {
       try {

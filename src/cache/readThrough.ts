@@ -154,7 +154,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     rejections,
     landed: (_key, context) => keepInLocation(context.id, context.resource, context.background),
   });
-  const hotness = createHotness({ warmPerMinute: config.warmPerMinute, hotPerMinute: config.hotPerMinute, clock });
+  const hotness = createHotness({ hotPerMinute: config.hotPerMinute, clock });
   /** The page subject's tags (the product's), which tag purges match, from the best copy this isolate has. */
   function tagsOf(id: string): readonly string[] {
     return l1.tags(entryKey(config.keyPrefix, PAGE_SUBJECT, id)) ?? [];
@@ -325,7 +325,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         ...options,
         background,
         batch: l2 ? createFillBatch(l2, sleep, background, outbox ?? undefined) : undefined,
-        heat: hotness.offer(id),
+        hot: hotness.offer(id),
       });
     },
   };

@@ -112,13 +112,11 @@ export const DEFAULTS = {
    */
   softPurgeGraceMs: 60_000,
   /**
-   * Requests a minute (in one isolate) from which a product is warm, and hot
-   * (see cache/hotness.ts). Hot: once a second, the rate refresh-ahead
-   * promises never to serve stale. Warm: once in ten seconds, so that a
-   * request falls within the warm share of a ttl of minutes (product,
-   * reviews, recommendations: 15 s or more) and refreshes it ahead.
+   * Requests a minute (in one isolate) from which a product is hot (see
+   * cache/hotness.ts): once a second, the rate refresh-ahead promises never
+   * to serve stale. A product asked for less often is served stale while it
+   * revalidates instead.
    */
-  warmPerMinute: 6,
   hotPerMinute: 60,
   /**
    * One in this many plain pages (every part fresh from L1) is written to the
@@ -128,11 +126,13 @@ export const DEFAULTS = {
    */
   fleetPageSample: 10,
   /**
-   * Share of its ttl before expiry at which a fresh entry of a warm / hot
-   * product is refreshed in the background: a product asked for once a
-   * second is never served stale, and no visitor waits for its refresh.
+   * Share of its ttl before expiry at which a fresh entry of a hot product
+   * is refreshed in the background: a product asked for once a second is
+   * never served stale (a quarter of the shortest ttl, inventory's 10 s,
+   * halved by the isolate's spread, is over a second), and no visitor waits
+   * for its refresh.
    */
-  refreshAheadShare: { warm: 0.1, hot: 0.25 },
+  refreshAheadShare: 0.25,
   /** Values over this many bytes are compressed before they go to L2. */
   compressAboveBytes: 1024,
   /**
