@@ -164,7 +164,7 @@ export const DEFAULTS = {
 
 /** The bounds of an admin call: a `/__purge` request (README, "Purging"), and a `/__known-ids` one (ids, bodyBytes). */
 export const ADMIN_LIMITS = {
-  /** Ids of one call: what one bounded Lua call applies (a purge's ids, the filter's add). */
+  /** Ids of one call: what one bounded Lua call applies (a purge's ids, the filter's add, the fleet's hot list: warming/hotReport.ts). */
   ids: 1000,
   tags: 100,
   /** Bytes of a request body: 1,000 ids of 40 characters fit with room to spare. */

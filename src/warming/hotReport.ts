@@ -8,21 +8,17 @@
 import type { Clock } from "../shared/clock";
 import type { L2 } from "../cache/l2/l2";
 import { HALVING_MS } from "../cache/hotness";
+import { ADMIN_LIMITS } from "../config/defaults";
 import { HOT_COUNTERS, HOT_PRODUCTS } from "../observability/metrics";
-import { COUNTERS_PER_KEY, createTopK } from "../observability/topK";
-import { WARM_TOP } from "./warm";
+import { createTopK } from "../observability/topK";
 import type { Background } from "../shared/subrequests";
 
 /** Products each isolate reports a period: the hot products its status page shows, counted as it counts them. */
 export const REPORTED = HOT_PRODUCTS;
 /** The period an isolate counts before it reports = HALVING_MS: one report per halving of the fleet's list, as of an isolate's sketch. */
 const REPORT_EVERY_MS = HALVING_MS;
-/**
- * The fleet's list keeps as many candidates for the most a warm run reads
- * (WARM_TOP) as a top-K keeps counters for the keys it reports
- * (topK.ts): a product near the cut keeps its score across reports.
- */
-export const KEPT = COUNTERS_PER_KEY * WARM_TOP;
+/** Products the fleet's list keeps = ADMIN_LIMITS.ids: what one bounded Lua call handles (a report's halving rewrites the whole list). */
+export const KEPT = ADMIN_LIMITS.ids;
 
 // KEYS: the list, the time of its last halving. ARGV: count, id pairs, then KEPT, now, the period.
 // Scores halve once per period elapsed (an idle hour zeroes them); those below one request go.
