@@ -1,10 +1,7 @@
-// How often each product is asked for in this isolate, in bounded memory: a
-// count-min sketch (4 rows × 2,048 counters, 32 KB) whose counters halve
-// every minute, so an estimate follows the recent rate (a steady r requests
-// a minute converges to 2r). It never under-counts; collisions can only make
-// a cold product look hot, which costs one early refresh, nothing more.
-// A hot product's fresh entries are refreshed ahead of their end
-// (fill/refreshes.ts, DEFAULTS.refreshAheadShare).
+// Whether a product is hot in this isolate, in bounded memory: a count-min
+// sketch (32 KB) whose counters halve every minute, so an estimate follows the
+// recent rate. It never under-counts. A hot product's fresh entries are
+// refreshed ahead of their end (fill/refreshes.ts).
 import type { Clock } from "../shared/clock";
 import { hashPair } from "../shared/hash";
 
@@ -23,7 +20,7 @@ export interface HotnessOptions {
  */
 const DEPTH = 4;
 const WIDTH = 2048;
-/** A minute, the unit hotPerMinute is in: a steady r requests a minute then holds the estimate between r/2 and 2r. */
+/** A minute, the unit hotPerMinute is in: a steady r requests a minute then holds the estimate between r/2 (after its first minute) and 2r. */
 export const HALVING_MS = 60_000;
 
 export function createHotness({ hotPerMinute, clock }: HotnessOptions) {
@@ -49,10 +46,7 @@ export function createHotness({ hotPerMinute, clock }: HotnessOptions) {
         const index = row * WIDTH + (((h1! + Math.imul(row, h2!)) >>> 0) % WIDTH);
         estimate = Math.min(estimate, ++counters[index]!);
       }
-      // A steady rate of r a minute holds the estimate between r/2 (just after
-      // a halving, from the end of its first minute) and 2r: from half of
-      // hotPerMinute, a product asked for that often is hot at every moment
-      // from its first half-minute on, so it is refreshed ahead from then.
+      // From half of it: one asked for hotPerMinute times a minute is hot at every moment from its first half-minute on.
       return estimate >= hotPerMinute / 2;
     },
   };

@@ -21,8 +21,6 @@ const REPORT_EVERY_MS = HALVING_MS;
 export const KEPT = ADMIN_LIMITS.ids;
 
 // KEYS: the list, the time of its last halving. ARGV: count, id pairs, then KEPT, now, the period.
-// Scores halve once per period elapsed (an idle hour zeroes them); those below one request go.
-// The list expires when halvings would have taken its top score below one.
 const REPORT = `
 local n = #ARGV
 local now, period = tonumber(ARGV[n - 1]), tonumber(ARGV[n])
