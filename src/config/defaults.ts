@@ -112,10 +112,10 @@ export const DEFAULTS = {
    */
   softPurgeGraceMs: 60_000,
   /**
-   * Requests a minute (in one isolate) from which a product is hot (see
-   * cache/hotness.ts): once a second, the rate refresh-ahead promises never
-   * to serve stale. A product asked for less often is served stale while it
-   * revalidates instead.
+   * Requests a minute (in one isolate) from which a product is hot at every
+   * moment (cache/hotness.ts): once a second, the rate refresh-ahead
+   * promises never to serve stale. A product asked for much less often is
+   * served stale while it revalidates instead.
    */
   hotPerMinute: 60,
   /**
@@ -128,7 +128,7 @@ export const DEFAULTS = {
   /**
    * Share of its ttl before expiry at which a fresh entry of a hot product
    * is refreshed in the background: a product asked for once a second is
-   * never served stale (a quarter of the shortest ttl, inventory's 10 s,
+   * never served stale (a quarter of the shortest default ttl, inventory's 10 s,
    * halved by the isolate's spread, is over a second), and no visitor waits
    * for its refresh.
    */
