@@ -34,7 +34,7 @@ for i = 1, n - 3, 2 do redis.call('ZINCRBY', KEYS[1], ARGV[i], ARGV[i + 1]) end
 redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(tonumber(ARGV[n - 2]) + 1))
 local top = redis.call('ZREVRANGE', KEYS[1], 0, 0, 'WITHSCORES')[2]
 if not top then return 0 end
-local ttl = period * (math.floor(math.log(tonumber(top)) / math.log(2)) + 1)
+local ttl = period * (math.floor(math.log(math.max(1, tonumber(top))) / math.log(2)) + 1)
 redis.call('PEXPIRE', KEYS[1], ttl)
 redis.call('PEXPIRE', KEYS[2], ttl)
 return 1
@@ -42,10 +42,6 @@ return 1
 
 export function hotKey(keyPrefix: string): string {
   return `${keyPrefix}:hot`;
-}
-
-function halvedKey(keyPrefix: string): string {
-  return `${keyPrefix}:hot:halved`;
 }
 
 export type HotReport = ReturnType<typeof createHotReport>;
@@ -62,13 +58,9 @@ export function createHotReport({ l2, keyPrefix, clock }: { l2: L2; keyPrefix: s
       periodEnds = clock.now() + REPORT_EVERY_MS;
       const top = counts.top(REPORTED);
       counts.clear();
-      const args = top.flatMap((item) => [String(item.count - item.error), item.key]);
-      background(
-        l2.run(
-          (redis) => redis.eval(REPORT, [hotKey(keyPrefix), halvedKey(keyPrefix)], [...args, String(KEPT), String(clock.now()), String(REPORT_EVERY_MS)]),
-          { isWrite: true },
-        ),
-      );
+      const args = [...top.flatMap((item) => [String(item.count - item.error), item.key]), String(KEPT), String(clock.now()), String(REPORT_EVERY_MS)];
+      const keys = [hotKey(keyPrefix), `${hotKey(keyPrefix)}:halved`];
+      background(l2.run((redis) => redis.eval(REPORT, keys, args), { isWrite: true }));
     },
   };
 }
