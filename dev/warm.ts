@@ -23,7 +23,7 @@ const COMMAND = "npm run warm";
 const USAGE = `${COMMAND}: reads the fleet's hottest products (or a list) through the tier's own read path,
 so that their entries are fresh in L2 before visitors ask; rate-limited, so that it never floods the origin.
 The hot list is what the isolates report to Redis: each its ${REPORTED} most requested products a minute,
-kept for a day (at most ${KEPT.toLocaleString("en-US")}); nothing before a minute of traffic.
+their scores halved each minute (at most ${KEPT.toLocaleString("en-US")}); nothing before a minute of traffic.
 
 usage: ${COMMAND} -- [--top N | --ids FILE] [options]
   --top N               the N hottest products of the fleet's hot list (default ${WARM_TOP})
@@ -70,12 +70,14 @@ function positiveNumber(flag: string, text: string | undefined, fallback: number
 
 /**
  * Why `--top` got fewer products than it asked for: the hot list holds only
- * what the isolates reported (each its top REPORTED a minute, over the last
- * day, at most KEPT), not a cap of this tool.
+ * what the isolates reported (each its top REPORTED a minute, halved each
+ * minute, at most KEPT), not a cap of this tool.
  */
 function shortOfTop(asked: number, found: number): string {
   const why =
-    asked > KEPT ? `it keeps at most ${KEPT.toLocaleString("en-US")}` : `each isolate reports its ${REPORTED} most requested products a minute, kept for a day`;
+    asked > KEPT
+      ? `it keeps at most ${KEPT.toLocaleString("en-US")}`
+      : `each isolate reports its ${REPORTED} most requested products a minute, halved each minute`;
   return `warm: asked for ${asked}, the fleet's hot list holds ${found} (${why}): warming ${found}`;
 }
 

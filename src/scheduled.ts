@@ -14,14 +14,15 @@ export const REBUILD_CRON = "17 3 * * *";
 export const WARM_CRON = "*/15 * * * *";
 
 /**
- * Subrequests one product can cost when it is cold: its L2 read, an origin
- * fetch per resource, and the claims and writes of its fills, made together
- * where they run together (cache/l2/fillBatch.ts: the product's claim and write,
- * then the others' claims and their writes). A run warms only what fits in
- * the invocation's budget (MAX_SUBREQUESTS; the Free plan's 50 warms 5
- * products a run).
+ * Subrequests one product can cost when it is cold, counted from what its
+ * read does: an origin fetch per resource, its L2 read, and the claims and
+ * writes of its fills, made together where they run together
+ * (cache/l2/fillBatch.ts: the product's claim, then its write; the others'
+ * claims, then their writes). A run warms only what fits in the
+ * invocation's budget (MAX_SUBREQUESTS; the Free plan's 50 warms 5 products
+ * a run).
  */
-const SUBREQUESTS_PER_PRODUCT = 9;
+const SUBREQUESTS_PER_PRODUCT = PAGE_RESOURCES.length + 1 + 2 + 2;
 
 /** Products one warm run can afford: the hot list's read and a margin come first. */
 export function productsPerWarmRun(maxSubrequests: number): number {

@@ -3,7 +3,7 @@
 // (Workers hand bindings to `fetch`, not to module scope) and kept for the
 // isolate's life, which is what makes L1 an L1.
 import { createBreaker } from "./shared/breaker";
-import { ISOLATE_STALL_MS } from "./shared/leases";
+import { ISOLATE_STALL_MS, leaseFor } from "./shared/leases";
 import { systemClock, type Clock } from "./shared/clock";
 import { TTL_JITTER } from "./cache/entry";
 import { createL2, type L2 } from "./cache/l2/l2";
@@ -11,7 +11,7 @@ import type { CallTiming } from "./cache/l2/l2Guard";
 import { createRing } from "./cache/l2/ring";
 import { createShardedL2 } from "./cache/l2/shardedL2";
 import { createReadThrough, type ReadThrough } from "./cache/readThrough";
-import { createLocationCache, LOCATION_CACHE_NAME, type LocationCache } from "./cache/location/location";
+import { createLocationCache, LOCATION_CACHE_NAME } from "./cache/location/location";
 import { fillBoundMs } from "./cache/fill/fill";
 import { RESOURCE_NAMES } from "./origin/resources";
 import { createOverload, type Overload } from "./overload";
@@ -91,7 +91,7 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     // the service's timeout): no wait is longer than the longest of those.
     maxWaitMs: longestCallMs,
     // A slot is held through its call's timeout and the isolate's longest stall (origin/client.ts asks for no more).
-    maxHoldMs: longestCallMs + ISOLATE_STALL_MS,
+    maxHoldMs: leaseFor(longestCallMs),
     clock,
   });
   const origin = createOriginClient({
@@ -129,7 +129,7 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     config,
     origin,
     l2,
-    location: createLocationFor(config, clock),
+    location: withLocation(config, (open) => createLocationCache({ config, clock, open })),
     clock,
     purges: knowledgeOf(() => purges!),
     overload,
@@ -181,10 +181,6 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
 function withLocation<T>(config: Config, make: (open: () => Promise<Cache>) => T): T | null {
   if (!config.locationCache || typeof caches === "undefined") return null;
   return make(() => caches.open(LOCATION_CACHE_NAME));
-}
-
-function createLocationFor(config: Config, clock: Clock): LocationCache | null {
-  return withLocation(config, (open) => createLocationCache({ config, clock, open }));
 }
 
 /** One L2 client and breaker per shard; several shards go on a consistent-hash ring. */

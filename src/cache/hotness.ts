@@ -1,27 +1,29 @@
-// How often each product is asked for in this isolate, in bounded memory: a
-// count-min sketch (4 rows × 2,048 counters, 32 KB) whose counters halve
-// every minute, so an estimate follows the recent rate (a steady r requests
-// a minute converges to 2r). It never under-counts; collisions can only make
-// a cold product look warmer, which costs one early refresh, nothing more.
-// Its tiers (cold, warm, hot) decide how early a fresh entry is refreshed
-// (fill/refreshes.ts, DEFAULTS.refreshAheadShare).
+// Whether a product is hot in this isolate, in bounded memory: a count-min
+// sketch (32 KB) whose counters halve every minute, so an estimate follows the
+// recent rate. It never under-counts. A hot product's fresh entries are
+// refreshed ahead of their end (fill/refreshes.ts).
 import type { Clock } from "../shared/clock";
 import { hashPair } from "../shared/hash";
 
-export type Heat = "cold" | "warm" | "hot";
-
 export interface HotnessOptions {
-  /** Requests a minute from which a product is warm / hot. */
-  warmPerMinute: number;
+  /** Requests a minute from which a product is hot. */
   hotPerMinute: number;
   clock: Clock;
 }
 
+/**
+ * The sketch's size, by its published bounds (Cormode & Muthukrishnan): an
+ * estimate exceeds the true count by at most e/WIDTH of all counted requests
+ * (0.13%) except with probability e^-DEPTH (2%): a cold product looks hot by
+ * collision only in an isolate counting over 20,000 requests (some 10,000 a
+ * minute), and then costs one early refresh.
+ */
 const DEPTH = 4;
 const WIDTH = 2048;
-const HALVING_MS = 60_000;
+/** A minute, the unit hotPerMinute is in: a steady r requests a minute then holds the estimate between r/2 (after its first minute) and 2r. */
+export const HALVING_MS = 60_000;
 
-export function createHotness({ warmPerMinute, hotPerMinute, clock }: HotnessOptions) {
+export function createHotness({ hotPerMinute, clock }: HotnessOptions) {
   const counters = new Uint32Array(DEPTH * WIDTH);
   let nextHalving = clock.now() + HALVING_MS;
 
@@ -35,8 +37,8 @@ export function createHotness({ warmPerMinute, hotPerMinute, clock }: HotnessOpt
   }
 
   return {
-    /** Counts one request for `id` and says how hot it is now. */
-    offer(id: string): Heat {
+    /** Counts one request for `id` and says whether it is hot now. */
+    offer(id: string): boolean {
       decay();
       const [h1, h2] = hashPair(id);
       let estimate = Infinity;
@@ -44,9 +46,8 @@ export function createHotness({ warmPerMinute, hotPerMinute, clock }: HotnessOpt
         const index = row * WIDTH + (((h1! + Math.imul(row, h2!)) >>> 0) % WIDTH);
         estimate = Math.min(estimate, ++counters[index]!);
       }
-      // A steady rate r (per minute) settles near 2r between halvings.
-      const perMinute = estimate / 2;
-      return perMinute >= hotPerMinute ? "hot" : perMinute >= warmPerMinute ? "warm" : "cold";
+      // From half of it: one asked for hotPerMinute times a minute is hot at every moment from its first half-minute on.
+      return estimate >= hotPerMinute / 2;
     },
   };
 }

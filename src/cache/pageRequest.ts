@@ -7,7 +7,6 @@ import type { Background } from "../shared/subrequests";
 import type { ResourceName, ResourceTypes } from "../origin/resources";
 import type { Entry } from "./entry";
 import type { FillCalls } from "./l2/fillBatch";
-import type { Heat } from "./hotness";
 import type { Served, Tier } from "./served";
 
 export type PageData = { [R in ResourceName]?: Served<ResourceTypes[R]> };
@@ -40,8 +39,8 @@ export interface PageRequest {
   batch?: FillCalls;
   /** The known-ids filter lists the page's subject: it exists, but for the filter's false positives. */
   listed?: boolean;
-  /** How often the subject is asked for in this isolate (hotness.ts): warm and hot ones are refreshed ahead. */
-  heat?: Heat;
+  /** Whether the subject is asked for often in this isolate (hotness.ts): hot ones are refreshed ahead. */
+  hot?: boolean;
   /** The visitor's request signal, which aborts when they leave: no new work is started for nobody. Absent: nobody leaves. */
   visitor?: AbortSignal;
   /** Who asks (http/client.ts), for the order in which waiting cold pages go; absent: "unknown". */

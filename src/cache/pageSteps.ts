@@ -9,7 +9,7 @@ import { failureOf, isAnswerAboutId } from "../origin/failure";
 import { Departed } from "../overload";
 import { PAGE_SUBJECT, type ResourceName, type ResourceTypes } from "../origin/resources";
 import type { Clock } from "../shared/clock";
-import { ISOLATE_LATE_MS, ISOLATE_STALL_MS, type LeaseTable } from "../shared/leases";
+import { ISOLATE_LATE_MS, leaseFor, type LeaseTable } from "../shared/leases";
 import { entryState, newerOf, type Entry } from "./entry";
 import type { FillContext } from "./fill/fill";
 import type { Flights } from "./fill/flights";
@@ -119,9 +119,9 @@ export function readFromL1(
     }
     const { serve: entry, state } = judgement;
     data[resource] = served(resource, entry, "l1", state);
-    // Stale: refreshed. Fresh but near its end, for a product asked for often: refreshed ahead (hotness.ts).
+    // Stale: refreshed. Fresh but near its end, for a hot product: refreshed ahead (hotness.ts).
     if (state === "stale") toRefresh.push({ key, resource, freshBeyond: 0, held: entry });
-    else if (request.heat && tools.dueForRefreshAhead(entry, request.heat)) toRefresh.push({ key, resource, freshBeyond: entry.freshUntil, held: entry });
+    else if (request.hot && tools.dueForRefreshAhead(entry)) toRefresh.push({ key, resource, freshBeyond: entry.freshUntil, held: entry });
   }
   if (toRefresh.length > 0) refreshParts(tools, id, toRefresh, request);
   return pending;
@@ -151,7 +151,7 @@ function refreshParts(tools: PageTools, id: string, items: RefreshItem[], reques
     return;
   }
   // The lookup's lease: its budget, and the isolate's longest stall (shared/leases.ts) for its answer read late.
-  if (!tools.lookingUpForRefresh.take(id, clock.now() + ISOLATE_LATE_MS + ISOLATE_STALL_MS, true)) return;
+  if (!tools.lookingUpForRefresh.take(id, clock.now() + leaseFor(ISOLATE_LATE_MS), true)) return;
   request.background(
     (async () => {
       try {
@@ -237,20 +237,13 @@ export const readFromLocation: Step = async (tools, id, pending, request, data) 
 
 /**
  * 2. L2: one round trip for everything L1 could not serve. A key being read
- * or filled here already, and one whose L1 copy is past its stale window,
- * go straight to the fill, whose lock claim returns L2's copy if it is fresh
- * (docs/architecture.md#the-request-path, the details under the picture).
- * What is given up: a copy in L2 that is stale but within its grace is not
- * served at once; the visitor waits for the origin, as the L1 copy's own age
- * says it should.
+ * or filled here already, one whose L1 copy is past its stale window, and
+ * every key of a product the known-ids filter lists (unless L2_READ_REPLICAS)
+ * go straight to the fill, whose lock claim returns L2's copy: why,
+ * docs/architecture.md#the-request-path, the details under the picture.
  */
 export const readFromL2: Step = async (tools, id, pending, request, data) => {
   const { config, clock, l2, reading } = tools;
-  // A product the known-ids filter lists goes straight to its fills: their
-  // claims, in one call, return what L2 holds fresh or stale and take the
-  // locks for the rest (see readFromOrigin). Unless reads are answered near
-  // the isolate and claims far from it (L2_READ_REPLICAS): then an L2 hit
-  // is cheaper read first.
   if (request.listed && !config.l2ReadReplicas) return pending;
   const straightToFill = (item: Pending) => item.fallback !== undefined || underWay(tools, item.key);
   const stillPending = pending.filter(straightToFill);
@@ -292,14 +285,10 @@ export const readFromL2: Step = async (tools, id, pending, request, data) => {
 };
 
 /**
- * 3. Origin, through the coalescing fill. When the known-ids filter lists
- * the page's subject (the product, origin/resources.ts), every pending
- * resource is filled at once, their claims in one Redis call
- * (l2/fillBatch.ts), which returns L2's copies; an id the filter lists that
- * names no product (a false positive, about 1%) then costs four origin
- * fetches, each answer cached as absent. Otherwise the subject goes first,
- * and when there is none to show the others are not fetched at all. Why:
- * docs/architecture.md#the-request-path, the details under the picture.
+ * 3. Origin, through the coalescing fill: every pending resource at once
+ * when the known-ids filter lists the page's subject (an id it lists wrongly,
+ * about 1%, then costs four fetches); otherwise the subject first, and the
+ * others not at all when there is none to show. Why: docs/architecture.md#the-request-path.
  */
 export const readFromOrigin: Step<void> = async (tools, id, pending, request, data) => {
   const subject = pending.find((item) => item.resource === PAGE_SUBJECT);

@@ -83,11 +83,9 @@ export interface L1Purging {
 
 export interface ReadThrough extends L1Purging {
   /**
-   * Reads the resources of one product. `background` receives work that must
-   * outlive the response. When the product is among them and turns out absent
-   * or failed, the others are left out unless L1 or L2 had them, or
-   * `listed` said the product exists and they were filled with it: there is
-   * no page to show them on (pageSteps.ts, readFromOrigin).
+   * Reads the resources of one product (which of them a product absent or
+   * failed leaves out: pageSteps.ts, readFromOrigin). `background` receives
+   * work that must outlive the response.
    */
   read(id: string, resources: readonly ResourceName[], background: Background, options?: Pick<PageRequest, "listed" | "visitor" | "client">): Promise<PageRead>;
   /**
@@ -154,7 +152,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     rejections,
     landed: (_key, context) => keepInLocation(context.id, context.resource, context.background),
   });
-  const hotness = createHotness({ warmPerMinute: config.warmPerMinute, hotPerMinute: config.hotPerMinute, clock });
+  const hotness = createHotness({ hotPerMinute: config.hotPerMinute, clock });
   /** The page subject's tags (the product's), which tag purges match, from the best copy this isolate has. */
   function tagsOf(id: string): readonly string[] {
     return l1.tags(entryKey(config.keyPrefix, PAGE_SUBJECT, id)) ?? [];
@@ -325,7 +323,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         ...options,
         background,
         batch: l2 ? createFillBatch(l2, sleep, background, outbox ?? undefined) : undefined,
-        heat: hotness.offer(id),
+        hot: hotness.offer(id),
       });
     },
   };

@@ -119,13 +119,11 @@ export const DEFAULTS = {
    */
   softPurgeGraceMs: 60_000,
   /**
-   * Requests a minute (in one isolate) from which a product is warm, and hot
-   * (see cache/hotness.ts). Hot: once a second, the rate refresh-ahead
-   * promises never to serve stale. Warm: once in ten seconds, so that a
-   * request falls within the warm share of a ttl of minutes (product,
-   * reviews, recommendations: 15 s or more) and refreshes it ahead.
+   * Requests a minute (in one isolate) from which a product is hot at every
+   * moment (cache/hotness.ts): once a second, the rate refresh-ahead
+   * promises never to serve stale. A product asked for much less often is
+   * served stale while it revalidates instead.
    */
-  warmPerMinute: 6,
   hotPerMinute: 60,
   /**
    * One in this many plain pages (every part fresh from L1) is written to the
@@ -135,11 +133,13 @@ export const DEFAULTS = {
    */
   fleetPageSample: 10,
   /**
-   * Share of its ttl before expiry at which a fresh entry of a warm / hot
-   * product is refreshed in the background: a product asked for once a
-   * second is never served stale, and no visitor waits for its refresh.
+   * Share of its ttl before expiry at which a fresh entry of a hot product
+   * is refreshed in the background: a product asked for once a second is
+   * never served stale (a quarter of the shortest default ttl, inventory's 10 s,
+   * halved by the isolate's spread, is over a second), and no visitor waits
+   * for its refresh.
    */
-  refreshAheadShare: { warm: 0.1, hot: 0.25 },
+  refreshAheadShare: 0.25,
   /** Values over this many bytes are compressed before they go to L2. */
   compressAboveBytes: 1024,
   /**
@@ -171,7 +171,7 @@ export const DEFAULTS = {
 
 /** The bounds of an admin call: a `/__purge` request (README, "Purging"), and a `/__known-ids` one (ids, bodyBytes). */
 export const ADMIN_LIMITS = {
-  /** Ids of one call: what one bounded Lua call applies (a purge's ids, the filter's add). */
+  /** Ids of one call: what one bounded Lua call applies (a purge's ids, the filter's add, the fleet's hot list: warming/hotReport.ts). */
   ids: 1000,
   tags: 100,
   /** Bytes of a request body: 1,000 ids of 40 characters fit with room to spare. */

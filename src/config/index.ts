@@ -78,8 +78,7 @@ export interface Config {
   coldPagesMax: number;
   /** How long a cold page waits for its turn before it is shed. */
   coldPageWaitMs: number;
-  /** Requests a minute per isolate from which a product is warm / hot (refreshed ahead of expiry). */
-  warmPerMinute: number;
+  /** Requests a minute per isolate from which a product is hot (refreshed ahead of expiry). */
   hotPerMinute: number;
   /** One in this many plain pages is written to the fleet's dataset (observability/fleet.ts). */
   fleetPageSample: number;
@@ -334,7 +333,6 @@ export function parseConfig(env: Env): Config {
     knownIds: onOff("KNOWN_IDS", true) ? { room: KNOWN_IDS_DEFAULTS.room, fpRate: KNOWN_IDS_DEFAULTS.fpRate } : null,
     locationCache: onOff("LOCATION_CACHE", true),
     caching: onOff("CACHING", true),
-    warmPerMinute: DEFAULTS.warmPerMinute,
     hotPerMinute: DEFAULTS.hotPerMinute,
     fleetPageSample: number("FLEET_PAGE_SAMPLE", 1, 1000, DEFAULTS.fleetPageSample),
     compressAboveBytes: DEFAULTS.compressAboveBytes,

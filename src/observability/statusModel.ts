@@ -66,7 +66,6 @@ const SETTINGS_SHOWN = [
   "maxSubrequests",
   "coldPagesMax",
   "coldPageWaitMs",
-  "warmPerMinute",
   "hotPerMinute",
   "knownIds",
   "policies",

@@ -9,7 +9,7 @@ import { validateResource } from "./validate";
 import * as v from "valibot";
 import type { Breaker } from "../shared/breaker";
 import { LimiterFull, type Limiter, type Priority } from "../shared/limiter";
-import { isIsolateError, ISOLATE_STALL_MS } from "../shared/leases";
+import { isIsolateError, ISOLATE_STALL_MS, leaseFor } from "../shared/leases";
 import { abandoned, get, readJson } from "./exchange";
 import { failureOf, isAnswerAboutId, isServiceFailureStatus, OriginError, type OriginFailure, type OriginOutcome } from "./failure";
 
@@ -114,7 +114,7 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
       // The wait for a slot counts against the same deadline as the fetch,
       // and the slot is a lease that ends shortly after it (see limiter.ts).
       const remaining = deadline - Date.now();
-      return await (options.limiter ? options.limiter.run(attempt, { waitMs: remaining, holdMs: remaining + ISOLATE_STALL_MS, priority }) : attempt());
+      return await (options.limiter ? options.limiter.run(attempt, { waitMs: remaining, holdMs: leaseFor(remaining), priority }) : attempt());
     } catch (error) {
       // A full queue is this isolate's load, not the service's fault: the breaker never sees it.
       if (error instanceof LimiterFull) throw new OriginError(resource, "overloaded", error.message);

@@ -148,6 +148,11 @@ export const ISOLATE_LATE_MS = 50;
  */
 export const ISOLATE_STALL_MS = 500;
 
+/** A lease outlives its call's budget by the isolate's longest stall: the end of a call may be read that late. */
+export function leaseFor(budgetMs: number): number {
+  return budgetMs + ISOLATE_STALL_MS;
+}
+
 /**
  * A call with a time budget failed, and this isolate learnt of it well after
  * the budget ran out: the isolate was too busy to handle the reply or the

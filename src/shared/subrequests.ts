@@ -6,7 +6,7 @@
 // own delay, and counts against nobody's breaker. Its places are leases
 // (./leases.ts): a cancelled response part's call never gives its place back.
 import { AsyncLocalStorage } from "node:async_hooks";
-import { createLeaseTable, ISOLATE_STALL_MS, type LeaseTable } from "./leases";
+import { createLeaseTable, leaseFor, type LeaseTable } from "./leases";
 
 /** Connections one invocation keeps open at once: the runtime's 6, less one left for what the runtime does on its own. */
 export const MAX_OPEN_SUBREQUESTS = 5;
@@ -62,7 +62,7 @@ export function withSubrequestGate<T>(budget: number, work: () => T): T {
  * runtime keeps.
  */
 export function gatePlaceMs(budgetMs: number): number {
-  return budgetMs + ISOLATE_STALL_MS;
+  return leaseFor(budgetMs);
 }
 
 /**

@@ -3,6 +3,8 @@
 // that warming never floods the origin: at most `perSecond` products started
 // a second, at most `concurrency` at once (each costs up to four origin
 // fetches, and only for what is missing or stale).
+import { COUNTERS_PER_KEY } from "../observability/topK";
+import { KEPT } from "./hotReport";
 
 /**
  * Products started a second by default (cron, `npm run warm`): warming never
@@ -11,8 +13,13 @@
  * (ORIGIN_MAX_CONCURRENT); at most FILLS_AT_ONCE at a time (shared/subrequests.ts).
  */
 export const WARM_PER_SECOND = 10;
-/** Products a run warms at most (cron, `npm run warm`'s default): their starts take 20 s at that pace. */
-export const WARM_TOP = 200;
+/**
+ * Products a run warms at most (cron, `npm run warm`'s default) = the
+ * fleet's list (KEPT) over COUNTERS_PER_KEY: it keeps as many candidates
+ * for them as a top-K keeps counters for the keys it reports (topK.ts), so
+ * that a product near the cut keeps its score across reports.
+ */
+export const WARM_TOP = KEPT / COUNTERS_PER_KEY;
 
 export interface WarmOptions {
   ids: readonly string[];

@@ -115,8 +115,7 @@ describe("the policy numbers the README gives in its tables and prose", () => {
       `\`ids\` (≤ ${ADMIN_LIMITS.ids.toLocaleString("en-US")}), \`tags\` (≤ ${ADMIN_LIMITS.tags}`,
       `\`413\` over ${ADMIN_LIMITS.bodyBytes / 1024} KB`,
       // Scaling out.
-      `the last ${DEFAULTS.refreshAheadShare.warm * 100}% of its ttl`,
-      `the last ${DEFAULTS.refreshAheadShare.hot * 100}%`,
+      `asked for ${DEFAULTS.hotPerMinute} times a minute in an isolate is refreshed during the last ${DEFAULTS.refreshAheadShare * 100}% of its ttl`,
       // What happens when…
       `Blind to purges after ${(DEFAULTS.purgePollMs + SYNC_LEASE_MS) / 1000} s (a poll and a sync's lease without an answer), an isolate refreshes entries older than ${DEFAULTS.softPurgeGraceMs / 1000} s`,
       `after the breaker opens (${DEFAULTS.l2BreakerFailures} failures)`,

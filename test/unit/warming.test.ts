@@ -78,6 +78,30 @@ describe("warming", () => {
     expect(await hottestIds(l2, "pp:v1", 3)).toEqual(["p-000001", "p-000002", "p-000003"]);
   });
 
+  it("the fleet's list follows what is hot now: its scores halve each minute, a product no longer reported falls off, and the list expires", async () => {
+    const clock = fakeClock();
+    const l2 = createL2({ url: gateway.url, token: TOKEN, timeoutMs: 1000, breaker: createBreaker({ failureThreshold: 3, coolDownMs: 1000, clock }) });
+    await l2.run((redis) => redis.del(hotKey("pp:v1")));
+    const report = createHotReport({ l2, keyPrefix: "pp:v1", clock });
+    const writes: Promise<unknown>[] = [];
+    const background = (work: Promise<unknown>) => void writes.push(work);
+    const minute = async (views: string[]) => {
+      for (const id of views) report.offer(id, background);
+      clock.advance(60_000);
+      await Promise.all(writes);
+    };
+    await minute(Array(100).fill("p-000001")); // hot then, reported at the next minute's first view
+    for (let i = 0; i < 3; i++) await minute(["p-000002"]);
+    expect(await hottestIds(l2, "pp:v1", 3)).toEqual(["p-000001", "p-000002"]);
+    const scores = await l2.run((redis) => redis.zrange<string[]>(hotKey("pp:v1"), 0, -1, { rev: true, withScores: true }));
+    expect(Number(scores![1])).toBeLessThan(100); // halved since its report
+    for (let i = 0; i < 8; i++) await minute(["p-000002"]);
+    expect(await hottestIds(l2, "pp:v1", 3)).toEqual(["p-000002"]);
+    const ttl = await l2.run((redis) => redis.pttl(hotKey("pp:v1")));
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(2 * 60_000); // scores of 1-2 requests: gone within two halvings
+  });
+
   it("fills L2 through the tier's read path, so that the next isolate finds the product there", async () => {
     const config = parseConfig({
       ORIGIN_URL: origin.url,
@@ -116,7 +140,7 @@ describe("warming", () => {
       { cwd: ROOT },
     );
     expect(stdout).toContain(
-      "warm: asked for 500, the fleet's hot list holds 20 (each isolate reports its 20 most requested products a minute, kept for a day): warming 20",
+      "warm: asked for 500, the fleet's hot list holds 20 (each isolate reports its 20 most requested products a minute, halved each minute): warming 20",
     );
     expect(stdout).toMatch(/^warmed 20, failed 0, in /m);
   });

@@ -1,18 +1,8 @@
-// Filling one entry from the origin, once across isolates
-// (docs/architecture.md#coalescing). Inside an isolate, the read path shares one fill
-// among concurrent callers (readThrough.ts); across isolates, the first to claim the
-// Redis lock fetches and the others wait a bounded time for its result:
-//
-//   claim lock ──won──────────────▶ origin ─▶ write to L2 (version-guarded, with the isolate's other writes) + release lock
-//        ├─fresh value in L2 ─────▶ use it
-//        ├─lost ─▶ poll L2 (backoff, ≤ lockTtlMs) ─▶ use it, or fetch yourself
-//        │                                            (at once if the winner gave up its lock)
-//        └─L2 unavailable ────────▶ origin (writes dropped)
-//
-// Each step has its own bound (fillBoundMs, their sum): the claim its L2
-// budget, the wait lockTtlMs (lockWait.ts), the origin call the service's
-// whole timeout, never cut by the time spent waiting before it (a busy
-// isolate's delay must not become a 503 the origin would not have given).
+// Filling one entry from the origin, once across isolates: the first to
+// claim the Redis lock fetches and writes, the others wait a bounded time for
+// its result (lockWait.ts), as docs/architecture.md#coalescing draws it. The
+// origin call has the service's whole timeout, never cut by the wait before
+// it (a busy isolate's delay must not become a 503 the origin would not give).
 import type { Config } from "../../config";
 import { originCallBoundMs, type OriginClient } from "../../origin/client";
 import { DEFAULTS } from "../../config/defaults";
@@ -155,24 +145,18 @@ export function createFill(deps: FillDeps) {
   }
 
   /**
-   * Whether a fill's write may wait for a lock claim of this isolate to
-   * carry it (l2/outbox.ts: a write's budget, DEFAULTS.backgroundCallMs, at most) rather than go at
-   * once: not when others are likely to wait for it (nobodyElseWaits), nor
-   * when its lock would not outlive the hold by half its life (a slow
-   * origin: another isolate would take the lock over and fetch again). Why:
-   * docs/architecture.md, "A write somebody may be waiting for is not held".
+   * Whether a fill's write may wait for a lock claim to carry it (l2/outbox.ts): not when others are likely to
+   * wait for it, nor when its lock would not outlive the hold by half its life (docs/architecture.md, "A write
+   * somebody may be waiting for is not held").
    */
   function mayWait(context: FillContext, claimedAt: number): boolean {
     return nobodyElseWaits(context, claimedAt) && clock.now() + DEFAULTS.backgroundCallMs <= claimedAt + config.lockTtlMs / 2;
   }
 
   /**
-   * Nobody but this fill's own requests is likely to wait for it, as this
-   * isolate knows now: nobody here joined it (a herd, likely in other
-   * isolates too), and its key was not purged lately, within a poll and a
-   * lock's life (every isolate that held a copy comes back for it). A
-   * refresh's claim may then wait for a claim call to carry it too, until
-   * either changes.
+   * Nobody but this fill's own requests is likely to wait for it, as this isolate knows now: nobody here joined
+   * it, and its key was not purged within a poll and a lock's life (why: as for mayWait). A refresh's claim may
+   * then wait for a claim call to carry it too, until either changes.
    */
   function nobodyElseWaits(context: FillContext, at: number): boolean {
     return context.joinedHere?.() !== true && at - context.purgedAt() > config.purgePollMs + config.lockTtlMs;

@@ -66,14 +66,8 @@ export function createLockWait({ config, l2Entries, clock, redisSilent }: LockWa
    * "ours", fetch and write as the winner.
    *
    * A poll that finds the lock free and no fresh copy does not end the wait
-   * by itself: `reclaim` claims the lock again, and the claim (a script that
-   * writes) runs where the lock lives. Either the winner let go without a
-   * copy (its fetch failed): the first loser to reclaim becomes the winner
-   * and the others keep waiting. Or the poll read a replica the lock had not
-   * reached yet (Upstash Global sends reads to the nearest replica): the
-   * lock is still held, and the wait goes on. A claim again is one more
-   * poll, sent to the primary: paced as the polls are, and bounded as they
-   * are by the lock's life.
+   * by itself: `reclaim` claims the lock again where it lives (why:
+   * docs/architecture.md#read-replicas).
    *
    * The polls go through `calls`: the waits of one page's fills poll together
    * (l2/fillBatch.ts), one MGET a round.

@@ -1,5 +1,5 @@
 // Background refreshes of copies being served (stale, or fresh near their
-// end for a warm or hot product): when they start, and how many at once. A
+// end for a hot product): when they start, and how many at once. A
 // refresh is a fill nobody waits for (flights.ts), started by the page that
 // served the copy, under its `waitUntil`; its claim shares a call with the
 // isolate's other claims and writes (l2/outbox.ts). No more run at once than
@@ -11,7 +11,6 @@ import type { Clock } from "../../shared/clock";
 import type { Entry } from "../entry";
 import type { FillContext } from "./fill";
 import type { Flights } from "./flights";
-import type { Heat } from "../hotness";
 import type { PageRequest } from "../pageRequest";
 
 export interface RefreshesDeps {
@@ -26,8 +25,8 @@ export interface RefreshesDeps {
 export interface RefreshTools {
   /** Refreshes a copy being served, in the background; `freshBeyond`: a refresh ahead of that deadline. */
   refresh(key: string, resource: ResourceName, id: string, request: PageRequest, freshBeyond?: number): void;
-  /** A warm or hot product's fresh entry near its end, to refresh now so that it is never served stale. */
-  dueForRefreshAhead(entry: Entry, heat: Heat): boolean;
+  /** A hot product's fresh entry near its end, to refresh now so that it is never served stale. */
+  dueForRefreshAhead(entry: Entry): boolean;
 }
 
 export function createRefreshes({ clock, random, origin, flights, fillContext }: RefreshesDeps): RefreshTools {
@@ -62,9 +61,8 @@ export function createRefreshes({ clock, random, origin, flights, fillContext }:
       flights.start(key, { ...fillContext(resource, id, request), freshBeyond, refresh: true });
       started.add(key);
     },
-    dueForRefreshAhead(entry: Entry, heat: Heat) {
-      if (heat === "cold") return false;
-      const margin = (entry.freshUntil - entry.fetchedAt) * DEFAULTS.refreshAheadShare[heat] * refreshAheadSpread;
+    dueForRefreshAhead(entry: Entry) {
+      const margin = (entry.freshUntil - entry.fetchedAt) * DEFAULTS.refreshAheadShare * refreshAheadSpread;
       return entry.freshUntil - clock.now() <= margin;
     },
   };

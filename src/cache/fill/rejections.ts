@@ -1,8 +1,6 @@
 // Origin answers about one id that the tier could not use (origin/failure.ts,
-// isAnswerAboutId), by key, until they lapse (REJECTED_ANSWER_TTL): such a
-// key is not asked again meanwhile, by a fill or a refresh. A reader with a
-// copy at hand serves it; one without gets the "no data" entry (a 404 page
-// for a product).
+// isAnswerAboutId), by key, until they lapse: a reader with a copy at hand
+// serves it; one without gets the "no data" entry (a 404 page for a product).
 import { LRUCache } from "lru-cache";
 import type { Config } from "../../config";
 import type { OriginFailure } from "../../origin/failure";
