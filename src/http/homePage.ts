@@ -10,7 +10,7 @@ import type { Context } from "hono";
 import { LISTING, LISTING_ID, PAGE_SUBJECT } from "../origin/resources";
 import { renderHomePage } from "../render";
 import type { TierServices } from "../tier";
-import { errorPage, PAGE_RETRY_AFTER_SECONDS } from "./errorPage";
+import { errorPage, pageRetryAfterSeconds } from "./errorPage";
 import { cacheStatus, requestColo, setStepTimings, VARY_ON_ENCODING } from "./headers";
 import { FILLS_AT_ONCE } from "../shared/subrequests";
 
@@ -29,7 +29,7 @@ export async function homePage(c: Context, tier: TierServices): Promise<Response
   // Not offered as a hot product: "home" is the listing's id, not a product to warm.
   if (listing?.outcome !== "found") {
     tier.recordPage({ ...view, outcome: "unavailable", status: 503 }, requestColo(c), background);
-    return errorPage(c, 503, "The product list is not available right now.", "no-store", { retryAfterSeconds: PAGE_RETRY_AFTER_SECONDS });
+    return errorPage(c, 503, "The product list is not available right now.", "no-store", { retryAfterSeconds: pageRetryAfterSeconds(tier.config) });
   }
   tier.recordPage({ ...view, outcome: "ok", status: 200 }, requestColo(c), background);
 

@@ -8,7 +8,7 @@ import { renderProductPage } from "../render";
 import type { Section } from "../render/model";
 import type { TierServices } from "../tier";
 import { cacheStatus, pageCacheControl, pageEtag, pageIdentity, requestColo, setStepTimings, VARY_ON_ENCODING } from "./headers";
-import { errorPage, PAGE_RETRY_AFTER_SECONDS } from "./errorPage";
+import { errorPage, pageRetryAfterSeconds } from "./errorPage";
 import { clientOf } from "../overload/client";
 import type { Background } from "../shared/subrequests";
 
@@ -113,7 +113,7 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
     tier.recordPage({ route: "/products/:id", id, outcome: "unavailable", status, ms, served: all, shed: busy }, colo, background);
     const message =
       status === 429 ? TOO_MANY_PAGES : busy ? "We are very busy right now: please try again in a few seconds." : "The product service is not answering.";
-    return errorPage(c, status, message, "no-store", { retryAfterSeconds: PAGE_RETRY_AFTER_SECONDS });
+    return errorPage(c, status, message, "no-store", { retryAfterSeconds: pageRetryAfterSeconds(tier.config) });
   }
 
   const states = Object.fromEntries(PAGE_RESOURCES.map((resource) => [resource, sectionState(resource, data[resource])])) as {
