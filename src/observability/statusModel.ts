@@ -47,33 +47,10 @@ function pick<T, K extends keyof T>(object: T, keys: readonly K[]): Pick<T, K> {
 
 export type StatusModel = ReturnType<typeof buildStatus>;
 
-/**
- * The settings the status shows as they are: every one but the tokens and
- * L2's shards, which it shows without theirs (a shard's name and URL are no
- * secret; its token is).
- */
-const SETTINGS_SHOWN = [
-  "caching",
-  "originUrl",
-  "publicUrl",
-  "l2ReadReplicas",
-  "locationCache",
-  "l1MaxBytes",
-  "l2TimeoutMs",
-  "lockTtlMs",
-  "purgePollMs",
-  "originMaxConcurrent",
-  "maxSubrequests",
-  "coldPagesMax",
-  "coldPageWaitMs",
-  "warmPerMinute",
-  "hotPerMinute",
-  "knownIds",
-  "policies",
-] as const;
-
 export function buildStatus(sources: StatusSources) {
   const { now, metrics, config } = sources;
+  // Every setting as it is but the tokens; L2's shards without theirs (a shard's name and URL are no secret).
+  const { purgeToken, l2: l2Config, ...settings } = config;
   const notes = new Map(metrics.breakers().map((note) => [note.name, note]));
   const lastSyncAt = Number.isFinite(sources.purges.lastSyncAt) ? sources.purges.lastSyncAt : null;
   const shards = sources.l2?.shards ?? [];
@@ -138,12 +115,11 @@ export function buildStatus(sources: StatusSources) {
       syncAgeMs: lastSyncAt === null ? null : Math.max(0, now - lastSyncAt),
     },
     knownIds: sources.knownIds ? { enabled: true as const, ...pick(sources.knownIds, KNOWN_IDS_SHOWN) } : { enabled: false as const },
-    /** The configuration this isolate runs with, but for the tokens. */
     config: {
-      ...pick(config, SETTINGS_SHOWN),
-      l2: config.l2 !== null,
-      l2Shards: config.l2?.shards.map(({ name, url, weight }) => ({ name, url, weight })) ?? [],
-      purgeEndpoint: config.purgeToken !== null,
+      ...settings,
+      l2: l2Config !== null,
+      l2Shards: l2Config?.shards.map(({ name, url, weight }) => ({ name, url, weight })) ?? [],
+      purgeEndpoint: purgeToken !== null,
     },
   };
 }
