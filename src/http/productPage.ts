@@ -69,13 +69,9 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   }
 
   const arrivedAt = tier.clock.now();
-  // The visitor closing the connection aborts the request's signal (the
-  // enable_request_signal flag): from then on nothing new is started for
-  // this page, and it is not rendered (overload/departures.ts).
+  // Aborted when the visitor leaves: nothing new is started, nothing rendered (docs/architecture.md, "Overload").
   const visitor = c.req.raw.signal;
-  // Purges recorded elsewhere reach this isolate's L1 within PURGE_POLL_MS:
-  // synced before every page read through the cache, and only then (a
-  // malformed or unknown id costs Redis nothing).
+  // Synced only now, past the id checks: a malformed or unknown id costs Redis nothing.
   await tier.purges.sync(background);
   if (visitor.aborted) return visitorLeft(tier, id, colo, background);
   // An id the filter lists is a product (but for its ~1% false positives): a
@@ -125,10 +121,8 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   tier.hotReport?.offer(id, background);
 
   // The same parts in the same states render the same HTML: rendered once per
-  // isolate and kept (bounded in bytes) until one of them changes. Nothing of
-  // the request but its validated id goes into the page or its key: the
-  // canonical URL comes from configuration, so no Host or X-Forwarded-* header
-  // can poison a page or cost a render and a place in this cache.
+  // isolate and kept until one of them changes. Nothing of the request but its
+  // validated id goes into the page or its key (docs/architecture.md, "Saying what happened").
   const pageUrl = `${tier.config.publicUrl}/products/${id}`;
   const identity = pageIdentity(all, RENDER_VERSION);
   const renderKey = `${id}|${identity}`;

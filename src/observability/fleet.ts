@@ -1,11 +1,7 @@
-// What the fleet sees: one data point per page view, origin call, breaker
-// change and purge reaching an isolate, written to Workers Analytics Engine
-// (the FLEET binding; docs/architecture.md, "The fleet view"), so that an
-// incident's questions have answers across every isolate (`npm run fleet`).
-// Writes never wait: the runtime sends them after the response. Pages every
-// part of which came fresh from L1 are most of the traffic and say least, so
-// one in `pageSample` of them is written, standing for `pageSample` pages
-// (its weight, double1). Without the binding nothing is written.
+// What the fleet sees: one data point per page view (one in `pageSample` of
+// those fresh from L1, weighted), origin call, breaker change and purge
+// reaching an isolate, written to Workers Analytics Engine (the FLEET binding;
+// docs/architecture.md, "The fleet view"). Without the binding nothing is written.
 import type { OriginOutcome } from "../origin/failure";
 import type { ResourceName } from "../origin/resources";
 import type { BreakerState } from "../shared/breaker";
@@ -37,7 +33,6 @@ export type Fleet = ReturnType<typeof createFleet>;
 
 export interface FleetOptions {
   isolateId: string;
-  /** One in this many plain pages (every part fresh from L1) is written. */
   pageSample: number;
   clock: Clock;
   random?: () => number;

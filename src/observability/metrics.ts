@@ -1,8 +1,7 @@
 // What this isolate has been doing, in bounded memory: counters in a ring of
-// 1-minute buckets covering the last 15 minutes (older buckets are dropped),
-// a top-K of the products asked for, and the last state of every breaker.
-// Read by the status page (docs/architecture.md, "The status page and logs").
-// Bucket boundaries follow the tier's clock, so tests move time by hand.
+// one-minute buckets, a top-K of the products asked for, and the last state of
+// every breaker (docs/architecture.md, "The status page and logs"). Bucket
+// boundaries follow the tier's clock, so tests move time by hand.
 import type { BreakerState } from "../shared/breaker";
 import type { Clock } from "../shared/clock";
 import type { Served } from "../cache/served";

@@ -34,15 +34,8 @@ export interface StatusSources {
   fills: FillStats;
   /** Admission of new work and what became of work whose visitors left (overload/). */
   overload: ReturnType<Overload["stats"]>;
-  /** What the status shows of the known-ids filter (null: off). */
-  knownIds: Pick<KnownIdsStatus, (typeof KNOWN_IDS_SHOWN)[number]> | null;
-}
-
-const KNOWN_IDS_SHOWN = ["state", "serving", "version", "count", "ageMs", "lastCheckAt", "pendingAdds", "loads", "location"] as const;
-
-/** `object` with only `keys`. */
-function pick<T, K extends keyof T>(object: T, keys: readonly K[]): Pick<T, K> {
-  return Object.fromEntries(keys.map((key) => [key, object[key]])) as Pick<T, K>;
+  /** The known-ids filter's status (null: off). */
+  knownIds: KnownIdsStatus | null;
 }
 
 export type StatusModel = ReturnType<typeof buildStatus>;
@@ -114,7 +107,7 @@ export function buildStatus(sources: StatusSources) {
       lastSyncAt: lastSyncAt === null ? null : new Date(lastSyncAt).toISOString(),
       syncAgeMs: lastSyncAt === null ? null : Math.max(0, now - lastSyncAt),
     },
-    knownIds: sources.knownIds ? { enabled: true as const, ...pick(sources.knownIds, KNOWN_IDS_SHOWN) } : { enabled: false as const },
+    knownIds: sources.knownIds ? { enabled: true as const, ...sources.knownIds } : { enabled: false as const },
     config: {
       ...settings,
       l2: l2Config !== null,

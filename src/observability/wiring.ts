@@ -10,7 +10,6 @@ import type { Timings } from "../cache/pageRequest";
 import { DEFAULTS } from "../config/defaults";
 import type { Background } from "../shared/subrequests";
 
-/** Counts a page view as the status page and the fleet count it. */
 export type RecordPage = (view: PageRecord & FleetPage, colo: string | undefined, background: Background) => void;
 
 /** Counts a page view on this isolate's status page and tells the fleet of it: the one place pages are counted. */
