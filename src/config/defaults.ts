@@ -167,6 +167,12 @@ export const DEFAULTS = {
 export const ADMIN_LIMITS = {
   /** Ids of one call: what one bounded Lua call applies (a purge's ids, the filter's add). */
   ids: 1000,
+  /**
+   * Tags of one purge: each raises a mark per resource, which every isolate
+   * keeps (invalidation/log.ts, MARKS_MAX), and the wide log holds a tag
+   * purge whole for every visitor's sync to read: 100 take 500 of the 20,000
+   * marks and a few KB of the log, so that no one purge crowds out the others.
+   */
   tags: 100,
   /** Bytes of a request body: 1,000 ids of 40 characters fit with room to spare. */
   bodyBytes: 64 * 1024,

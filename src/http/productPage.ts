@@ -7,7 +7,7 @@ import { isValidProductId } from "../origin/types";
 import { renderProductPage } from "../render";
 import type { Section } from "../render/model";
 import type { TierServices } from "../tier";
-import { cacheStatus, pageCacheControl, pageEtag, pageIdentity, requestColo, setStepTimings, VARY_ON_ENCODING } from "./headers";
+import { pageCacheControl, pageEtag, pageIdentity, requestColo, sayWhatHappened, VARY_ON_ENCODING } from "./headers";
 import { errorPage, pageRetryAfterSeconds } from "./errorPage";
 import { clientOf } from "../overload/client";
 import type { Background } from "../shared/subrequests";
@@ -80,13 +80,10 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   const client = clientOf(c.req.header("cf-connecting-ip"));
   const { data, timings, overShare } = await tier.cache.read(id, PAGE_RESOURCES, background, { listed: known === "listed", visitor, client });
   if (visitor.aborted) return visitorLeft(tier, id, colo, background);
-  setStepTimings(c, timings);
 
   const all: Served<unknown>[] = PAGE_RESOURCES.flatMap((resource) => data[resource] ?? []);
   const now = tier.clock.now();
-  // "stored": written to L2 as well as L1, which an open breaker prevents.
-  const status = cacheStatus(all, now, tier.cache.l2?.breaker.state() === "closed");
-  c.header("Cache-Status", status);
+  const status = sayWhatHappened(c, all, timings, now, tier.cache.l2?.breaker.state() === "closed");
   const ms = now - arrivedAt;
   tier.pageRead({ id, ms, timings, cacheStatus: status });
 

@@ -46,9 +46,6 @@ export interface FleetOptions {
  */
 const PURGE_POINTS_PER_SYNC = 32;
 
-/** Where an isolate runs when the runtime does not say (wrangler dev, Miniflare). */
-const NO_COLO = "local";
-
 /** Columns given by position (1-based) as a dense array up to the last one given, the others empty; isolate and colo always. */
 function columns<T>(given: Record<number, T>, empty: T, least: number): T[] {
   const last = Math.max(least, ...Object.keys(given).map(Number));
@@ -57,8 +54,8 @@ function columns<T>(given: Record<number, T>, empty: T, least: number): T[] {
 
 export function createFleet(dataset: FleetDataset | undefined, options: FleetOptions) {
   const random = options.random ?? Math.random;
-  // An isolate runs in one location: learned from its pages, named on its other points.
-  let colo = NO_COLO;
+  // An isolate runs in one location: learned from its pages, named on its other points ("local" off the platform).
+  let colo = "local";
   const failureLog = createRateLimitedLog({ intervalMs: DEFAULTS.logEveryMs, clock: options.clock });
 
   function write(kind: PointKind, blobs: Record<number, string>, doubles: Record<number, number>, background?: Background): void {

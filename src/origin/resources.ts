@@ -46,7 +46,11 @@ interface ResourceSpec {
 
 /** The home page's listing is cached under this id. */
 export const LISTING_ID = "home";
-/** How many products the home page lists. */
+/**
+ * How many products the home page lists, the first of the origin's listing: a
+ * page read at a glance, whose titles come from L1 and one MGET; a longer list
+ * costs every view a longer MGET and render, and its cold titles more views.
+ */
 const LISTING_SIZE = 24;
 
 export const RESOURCES = {
