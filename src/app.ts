@@ -37,9 +37,7 @@ function configErrorText(error: ConfigError): string {
 export function createApp(): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
-  // Public: whether the Worker is up and configured, nothing more. The state
-  // of L2 and of the known-ids filter is the operators' business: the
-  // authenticated status page (/__status.json, `l2.state`, `knownIds`).
+  // Public: whether the Worker is up and configured, nothing more (L2's state is the status page's).
   app.get("/healthz", (c) => {
     const tier = tierFor(c.env);
     if (tier instanceof ConfigError) return c.json({ ok: false, error: configErrorText(tier) }, 500);

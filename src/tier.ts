@@ -29,7 +29,7 @@ import { createLogShelf } from "./invalidation/sharedReads";
 import { logEvent } from "./shared/log";
 import { createFleet, type Fleet, type FleetDataset } from "./observability/fleet";
 import { createMetrics, type Metrics } from "./observability/metrics";
-import { recordPages, SLOW_PAGE_MS, watchBreaker, watchOrigin, watchSlowPages, type PageRead, type RecordPage } from "./observability/wiring";
+import { recordPages, watchBreaker, watchOrigin, watchSlowPages, type PageRead, type RecordPage } from "./observability/wiring";
 
 /**
  * A product page as rendered once: its HTML as UTF-8 bytes, and its
@@ -100,8 +100,8 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     limiter: originLimiter,
     breakerFor: (service) =>
       createBreaker({
-        failureThreshold: DEFAULTS.originBreakerFailures,
-        coolDownMs: DEFAULTS.originBreakerCoolDownMs,
+        failureThreshold: DEFAULTS.breakerFailures,
+        coolDownMs: DEFAULTS.breakerCoolDownMs,
         minFailureSpanMs: ISOLATE_STALL_MS,
         clock,
         onChange: watchBreaker(`origin:${service}`, metrics, fleet),
@@ -163,7 +163,7 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     fleet,
     recordPage: recordPages(metrics, fleet),
     overload,
-    pageRead: watchSlowPages(SLOW_PAGE_MS, clock),
+    pageRead: watchSlowPages(longestCallMs, clock),
     hotReport: l2 ? createHotReport({ l2, keyPrefix: config.keyPrefix, clock }) : null,
     renderedPages: new LRUCache<string, RenderedPage>({
       maxSize: DEFAULTS.renderedPagesMaxBytes,
@@ -198,8 +198,8 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
       probeTimeoutMs,
       timing,
       breaker: createBreaker({
-        failureThreshold: DEFAULTS.l2BreakerFailures,
-        coolDownMs: DEFAULTS.l2BreakerCoolDownMs,
+        failureThreshold: DEFAULTS.breakerFailures,
+        coolDownMs: DEFAULTS.breakerCoolDownMs,
         minFailureSpanMs: ISOLATE_STALL_MS,
         confirmTimeouts: true,
         // While it is open, a PING whose answer closes it at once (writes and the backlog flow again then, not at the
@@ -222,8 +222,8 @@ function createKnownIdsFor(config: Config, clock: Clock, metrics?: Metrics, flee
   if (!config.l2 || !config.knownIds) return null;
   const home = config.l2.shards[0]!;
   const breaker = createBreaker({
-    failureThreshold: DEFAULTS.l2BreakerFailures,
-    coolDownMs: DEFAULTS.l2BreakerCoolDownMs,
+    failureThreshold: DEFAULTS.breakerFailures,
+    coolDownMs: DEFAULTS.breakerCoolDownMs,
     clock,
     onChange: watchBreaker(`known-ids:${home.name}`, metrics, fleet),
   });
@@ -236,7 +236,7 @@ function createKnownIdsFor(config: Config, clock: Clock, metrics?: Metrics, flee
     l2,
     keyPrefix: config.keyPrefix,
     clock,
-    retryMs: DEFAULTS.l2BreakerCoolDownMs,
+    retryMs: DEFAULTS.breakerCoolDownMs,
     shelf,
     ...config.knownIds,
     log: ({ event, ...fields }) => logEvent(String(event), fields, fields.state === "ok" ? "info" : "warn"),

@@ -72,6 +72,14 @@ h1{font-size:2.25rem}
 `);
 
 /**
+ * The width and height attributes of every product image: a square, as the
+ * CSS above frames it (aspect-ratio:1, its width from the grid), so that its
+ * space is reserved before it loads (no layout shift). Images come without
+ * dimensions, and the CSS sets each one's width: one size serves them all.
+ */
+export const IMAGE_SIZE = 800;
+
+/**
  * The document head's fixed tags: a hono/html fragment, escaped as JSX is
  * (every value through Hono's escapeToBuffer), because hono/jsx gives
  * <title>, <meta> and <link> the special handling of document metadata, which

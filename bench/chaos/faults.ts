@@ -123,7 +123,7 @@ export class Timeline {
  */
 export function tailsOf(policies: Record<string, { core: boolean; originTimeoutMs: number }>): { coreMs: number; redisMs: number } {
   const coreTimeoutMs = Math.max(...Object.values(policies).map((p) => (p.core ? p.originTimeoutMs : 0)));
-  return { coreMs: DEFAULTS.originBreakerCoolDownMs + coreTimeoutMs, redisMs: 2 * ISOLATE_STALL_MS };
+  return { coreMs: DEFAULTS.breakerCoolDownMs + coreTimeoutMs, redisMs: 2 * ISOLATE_STALL_MS };
 }
 
 /** "#3 redis-pause", for the tables. */

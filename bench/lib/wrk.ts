@@ -158,7 +158,7 @@ export async function runZipfWrk(run: ZipfRun): Promise<WrkFigures> {
       ...zipfEnv(run.pathsFile, run.targets, run.seed),
       ZIPF_STATUSES: run.byCode ? "codes" : "1",
       ZIPF_S: String(run.s ?? 1),
-      // Unless told otherwise, many visitors: each request from an address of its own (src/overload/client.ts shares cold work per address).
+      // Unless told otherwise, many visitors: each request from an address of its own (src/http/client.ts names a client by its address, and overload shares cold work among them).
       ZIPF_CLIENTS: run.clients ?? MANY_VISITORS,
       ...(run.rate ? pacedEnv(run.rate, run.seconds, run.threads) : {}),
     },

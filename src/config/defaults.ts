@@ -94,21 +94,22 @@ export const DEFAULTS = {
    */
   logEveryMs: 10_000,
   /**
-   * Failures (among the last 4× as many calls, and at least half of them) that open one origin service's breaker: a failing
-   * service is then not called for a while. Ten, not a handful: under a
-   * burst an overloaded origin times out a few calls, and opening on those
-   * would turn a slow origin into 503s for everybody.
+   * Every breaker's numbers, L2's and each origin service's
+   * (shared/breaker.ts): it opens on at least this many failures among the
+   * last 4× as many calls, and at least half of them. Few: until it opens,
+   * each failure costs a visitor (a hung service, a whole budget); a hung
+   * Redis costs an isolate about this many cold pages' L2 budgets. Not one or
+   * two: a rate needs calls to be one. What a burst's few late replies would
+   * add is kept out otherwise: time-outs must span the isolate's longest
+   * stall, and a failure while another call succeeded is not counted.
    */
-  originBreakerFailures: 10,
+  breakerFailures: 5,
   /**
-   * How long that breaker stays open before one probe: a failing service
-   * gets no calls for a while, and a recovered one is called again before a
-   * visitor's retry (http/errorPage.ts, PAGE_RETRY_AFTER_SECONDS).
+   * How long a breaker stays open before one probe: a failing service gets
+   * no calls for a while, and a recovered one is probed before a visitor's
+   * retry comes (the pages' Retry-After counts it: http/errorPage.ts).
    */
-  originBreakerCoolDownMs: 2000,
-  /** Failures (among the last 20 calls, and at least half of them) that open the L2 breaker, and how long it stays open before a probe. */
-  l2BreakerFailures: 5,
-  l2BreakerCoolDownMs: 5000,
+  breakerCoolDownMs: 2000,
   /** Each isolate reads the purge log at most this often: the bound on how long a purged page can still be served. */
   purgePollMs: 1000,
   /**
@@ -173,6 +174,12 @@ export const DEFAULTS = {
 export const ADMIN_LIMITS = {
   /** Ids of one call: what one bounded Lua call applies (a purge's ids, the filter's add, the fleet's hot list: warming/hotReport.ts). */
   ids: 1000,
+  /**
+   * Tags of one purge: each raises a mark per resource, which every isolate
+   * keeps (invalidation/log.ts, MARKS_MAX), and the wide log holds a tag
+   * purge whole for every visitor's sync to read: 100 take 500 of the 20,000
+   * marks and a few KB of the log, so that no one purge crowds out the others.
+   */
   tags: 100,
   /** Bytes of a request body: 1,000 ids of 40 characters fit with room to spare. */
   bodyBytes: 64 * 1024,

@@ -8,15 +8,13 @@ import { DEFAULTS, DEFAULT_POLICIES } from "./defaults";
 
 export type { ResourcePolicy } from "../origin/resources";
 
-/** The bindings as wrangler hands them over: vars are strings (or JSON values), secrets are strings. */
+/** The bindings as wrangler hands them over: vars are strings (or JSON values), secrets are strings. Each is the README's ("Configuration"). */
 export interface Env {
   ORIGIN_URL?: string;
   UPSTASH_REDIS_REST_URL?: string;
   UPSTASH_REDIS_REST_TOKEN?: string;
-  /** Several Redis databases on a consistent-hash ring: JSON `[{"name","url","token","weight"}]` (a secret: it holds tokens). */
   UPSTASH_REDIS_SHARDS?: string;
   PURGE_TOKEN?: string;
-  /** The shop's public address, such as `https://shop.example`: required (see Config.publicUrl). */
   PUBLIC_URL?: string;
   L1_MAX_BYTES?: string | number;
   L2_TIMEOUT_MS?: string | number;
@@ -25,21 +23,16 @@ export interface Env {
   MAX_SUBREQUESTS?: string | number;
   COLD_PAGES_MAX?: string | number;
   COLD_PAGE_WAIT_MS?: string | number;
-  /** "on" when the L2 database answers reads from replicas near the isolate (Upstash Global). */
   L2_READ_REPLICAS?: string;
-  /** "off" disables the known-ids filter. */
   KNOWN_IDS?: string;
-  /** "off" disables the location tier (the data center's Cache API between L1 and L2). */
   LOCATION_CACHE?: string;
-  /** "off": every read straight from the origin, nothing kept (cache/bypass.ts): a baseline, not a way to run a shop. */
   CACHING?: string;
-  /** JSON object of per-resource overrides, e.g. `{"inventory":{"ttl":5}}` (README, "Cache policies"). */
   CACHE_POLICIES?: string | Record<string, unknown>;
-  /** The Workers Analytics Engine dataset the fleet's figures go to (observability/fleet.ts); unbound: none are written. */
   FLEET?: AnalyticsEngineDataset;
   FLEET_PAGE_SAMPLE?: string | number;
 }
 
+/** The settings as parsed; each number's default and reason: ./defaults.ts. */
 export interface Config {
   originUrl: string;
   /**
@@ -67,20 +60,13 @@ export interface Config {
    * saves a round trip (cache/pageSteps.ts, readFromL2).
    */
   l2ReadReplicas: boolean;
-  /** A fill's cross-isolate lock: held at most this long, and waited for as long (DEFAULTS.lockTtlMs). */
   lockTtlMs: number;
-  /** Origin fetches in flight per isolate; more queue for a slot (origin/limiter.ts). */
   originMaxConcurrent: number;
   purgePollMs: number;
-  /** Subrequests one invocation may make (the plan's limit, less a margin; see shared/subrequests.ts). */
   maxSubrequests: number;
-  /** Pages needing new work in progress at once, at most; more wait for their turn, then are shed. */
   coldPagesMax: number;
-  /** How long a cold page waits for its turn before it is shed. */
   coldPageWaitMs: number;
-  /** Requests a minute per isolate from which a product is hot (refreshed ahead of expiry). */
   hotPerMinute: number;
-  /** One in this many plain pages is written to the fleet's dataset (observability/fleet.ts). */
   fleetPageSample: number;
   /** Whether copies are kept in and read from the data center's Cache API (cache/location/location.ts). */
   locationCache: boolean;

@@ -5,6 +5,8 @@ import type { ErrorPageModel } from "../render/model";
 import { systemClock } from "../shared/clock";
 import { createRateLimitedLog } from "../shared/log";
 import { VARY_ON_ENCODING } from "./headers";
+import type { Config } from "../config";
+import { DEFAULTS } from "../config/defaults";
 
 /**
  * Error pages as rendered, by status, message and Retry-After. Messages are
@@ -14,12 +16,13 @@ import { VARY_ON_ENCODING } from "./headers";
 const rendered = new Map<string, string>();
 
 /**
- * Seconds a visitor is asked to wait before retrying a page's 503 or 429: at
- * least the origin breaker's cool-down and a cold page's wait together (2 s
- * + 2 s, config/defaults.ts), so that a retry comes after the breaker's probe
- * and the queue's turnover, not into the same refusal.
+ * Seconds a visitor is asked to wait before retrying a page's 503 or 429: the
+ * breaker's cool-down and a cold page's wait together, so that a retry comes
+ * after the breaker's probe and the queue's turnover, not into the same refusal.
  */
-export const PAGE_RETRY_AFTER_SECONDS = 10;
+export function pageRetryAfterSeconds(config: Pick<Config, "coldPageWaitMs">): number {
+  return Math.ceil((DEFAULTS.breakerCoolDownMs + config.coldPageWaitMs) / 1000);
+}
 
 /**
  * Render failures, by their message: each logged once per isolate, not once

@@ -80,10 +80,6 @@ function member(served: Served<unknown>, now: number, l2Stored: boolean): string
   return params.join("; ");
 }
 
-export function cacheStatus(page: Served<unknown>[], now: number, l2Stored: boolean): string {
-  return page.map((served) => member(served, now, l2Stored)).join(", ");
-}
-
 /**
  * Cache-Control for browsers and CDNs, derived from the entries that made
  * the page: nobody downstream may keep it fresh longer than its
@@ -123,12 +119,16 @@ export function pageEtag(identity: string): string {
 }
 
 /**
- * Server-Timing: what the steps of a page's read that wait on I/O took. Only
- * what the runtime can measure: its clock moves across I/O alone, so L1 and
- * the render would always read 0 (docs/architecture.md, "Saying what happened").
+ * What a page's read did: Cache-Status, also returned ("stored": written to
+ * L2 as well as L1, which an open breaker prevents), and Server-Timing for
+ * the steps that wait on I/O: the runtime's clock moves across I/O alone, so
+ * L1 and the render would always read 0 (docs/architecture.md, "Saying what happened").
  */
-export function setStepTimings(c: Context, timings: Timings): void {
+export function sayWhatHappened(c: Context, page: Served<unknown>[], timings: Timings, now: number, l2Stored: boolean): string {
   for (const step of ["location", "l2", "origin"] as const) if (timings[step] !== undefined) setMetric(c, step, timings[step]);
+  const status = page.map((served) => member(served, now, l2Stored)).join(", ");
+  c.header("Cache-Status", status);
+  return status;
 }
 
 /**

@@ -10,8 +10,8 @@ import type { Context } from "hono";
 import { LISTING, LISTING_ID, PAGE_SUBJECT } from "../origin/resources";
 import { renderHomePage } from "../render";
 import type { TierServices } from "../tier";
-import { errorPage, PAGE_RETRY_AFTER_SECONDS } from "./errorPage";
-import { cacheStatus, requestColo, setStepTimings, VARY_ON_ENCODING } from "./headers";
+import { errorPage, pageRetryAfterSeconds } from "./errorPage";
+import { requestColo, sayWhatHappened, VARY_ON_ENCODING } from "./headers";
 import { FILLS_AT_ONCE } from "../shared/subrequests";
 
 export async function homePage(c: Context, tier: TierServices): Promise<Response> {
@@ -20,16 +20,15 @@ export async function homePage(c: Context, tier: TierServices): Promise<Response
   // As on a product page (productPage.ts): the listing is purged as the id "home".
   await tier.purges.sync(background);
   const { data, timings } = await tier.cache.read(LISTING_ID, [LISTING], background);
-  setStepTimings(c, timings);
   const listing = data[LISTING];
   const served = listing ? [listing] : [];
   const now = tier.clock.now();
-  c.header("Cache-Status", cacheStatus(served, now, tier.cache.l2?.breaker.state() === "closed"));
+  sayWhatHappened(c, served, timings, now, tier.cache.l2?.breaker.state() === "closed");
   const view = { route: "/", id: LISTING_ID, served, hot: false, ms: now - arrivedAt } as const;
   // Not offered as a hot product: "home" is the listing's id, not a product to warm.
   if (listing?.outcome !== "found") {
     tier.recordPage({ ...view, outcome: "unavailable", status: 503 }, requestColo(c), background);
-    return errorPage(c, 503, "The product list is not available right now.", "no-store", { retryAfterSeconds: PAGE_RETRY_AFTER_SECONDS });
+    return errorPage(c, 503, "The product list is not available right now.", "no-store", { retryAfterSeconds: pageRetryAfterSeconds(tier.config) });
   }
   tier.recordPage({ ...view, outcome: "ok", status: 200 }, requestColo(c), background);
 

@@ -46,7 +46,7 @@ export function validJson<S extends GenericSchema>(schema: S, fields: readonly s
  * probe through (its cool-down): a retry before that is refused at once.
  */
 export function l2Unavailable(c: Context<AppEnv>, message: string): Response {
-  c.header("Retry-After", String(Math.ceil(DEFAULTS.l2BreakerCoolDownMs / 1000)));
+  c.header("Retry-After", String(Math.ceil(DEFAULTS.breakerCoolDownMs / 1000)));
   return c.json({ error: "l2_unavailable", message }, 503);
 }
 

@@ -7,8 +7,8 @@ import { isValidProductId } from "../origin/types";
 import { renderProductPage } from "../render";
 import type { Section } from "../render/model";
 import type { TierServices } from "../tier";
-import { cacheStatus, pageCacheControl, pageEtag, pageIdentity, requestColo, setStepTimings, VARY_ON_ENCODING } from "./headers";
-import { errorPage, PAGE_RETRY_AFTER_SECONDS } from "./errorPage";
+import { pageCacheControl, pageEtag, pageIdentity, requestColo, sayWhatHappened, VARY_ON_ENCODING } from "./headers";
+import { errorPage, pageRetryAfterSeconds } from "./errorPage";
 import { clientOf } from "./client";
 import type { Background } from "../shared/subrequests";
 
@@ -69,13 +69,9 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   }
 
   const arrivedAt = tier.clock.now();
-  // The visitor closing the connection aborts the request's signal (the
-  // enable_request_signal flag): from then on nothing new is started for
-  // this page, and it is not rendered (overload/departures.ts).
+  // Aborted when the visitor leaves: nothing new is started, nothing rendered (docs/architecture.md, "Overload").
   const visitor = c.req.raw.signal;
-  // Purges recorded elsewhere reach this isolate's L1 within PURGE_POLL_MS:
-  // synced before every page read through the cache, and only then (a
-  // malformed or unknown id costs Redis nothing).
+  // Synced only now, past the id checks: a malformed or unknown id costs Redis nothing.
   await tier.purges.sync(background);
   if (visitor.aborted) return visitorLeft(tier, id, colo, background);
   // An id the filter lists is a product (but for its ~1% false positives): a
@@ -84,13 +80,10 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   const client = clientOf(c.req.header("cf-connecting-ip"));
   const { data, timings, overShare } = await tier.cache.read(id, PAGE_RESOURCES, background, { listed: known === "listed", visitor, client });
   if (visitor.aborted) return visitorLeft(tier, id, colo, background);
-  setStepTimings(c, timings);
 
   const all: Served<unknown>[] = PAGE_RESOURCES.flatMap((resource) => data[resource] ?? []);
   const now = tier.clock.now();
-  // "stored": written to L2 as well as L1, which an open breaker prevents.
-  const status = cacheStatus(all, now, tier.cache.l2?.breaker.state() === "closed");
-  c.header("Cache-Status", status);
+  const status = sayWhatHappened(c, all, timings, now, tier.cache.l2?.breaker.state() === "closed");
   const ms = now - arrivedAt;
   tier.pageRead({ id, ms, timings, cacheStatus: status });
 
@@ -113,7 +106,7 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
     tier.recordPage({ route: "/products/:id", id, outcome: "unavailable", status, ms, served: all, shed: busy }, colo, background);
     const message =
       status === 429 ? TOO_MANY_PAGES : busy ? "We are very busy right now: please try again in a few seconds." : "The product service is not answering.";
-    return errorPage(c, status, message, "no-store", { retryAfterSeconds: PAGE_RETRY_AFTER_SECONDS });
+    return errorPage(c, status, message, "no-store", { retryAfterSeconds: pageRetryAfterSeconds(tier.config) });
   }
 
   const states = Object.fromEntries(PAGE_RESOURCES.map((resource) => [resource, sectionState(resource, data[resource])])) as {
@@ -125,10 +118,8 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   tier.hotReport?.offer(id, background);
 
   // The same parts in the same states render the same HTML: rendered once per
-  // isolate and kept (bounded in bytes) until one of them changes. Nothing of
-  // the request but its validated id goes into the page or its key: the
-  // canonical URL comes from configuration, so no Host or X-Forwarded-* header
-  // can poison a page or cost a render and a place in this cache.
+  // isolate and kept until one of them changes. Nothing of the request but its
+  // validated id goes into the page or its key (docs/architecture.md, "Saying what happened").
   const pageUrl = `${tier.config.publicUrl}/products/${id}`;
   const identity = pageIdentity(all, RENDER_VERSION);
   const renderKey = `${id}|${identity}`;

@@ -1,11 +1,7 @@
-// What the fleet sees: one data point per page view, origin call, breaker
-// change and purge reaching an isolate, written to Workers Analytics Engine
-// (the FLEET binding; docs/architecture.md, "The fleet view"), so that an
-// incident's questions have answers across every isolate (`npm run fleet`).
-// Writes never wait: the runtime sends them after the response. Pages every
-// part of which came fresh from L1 are most of the traffic and say least, so
-// one in `pageSample` of them is written, standing for `pageSample` pages
-// (its weight, double1). Without the binding nothing is written.
+// What the fleet sees: one data point per page view (one in `pageSample` of
+// those fresh from L1, weighted), origin call, breaker change and purge
+// reaching an isolate, written to Workers Analytics Engine (the FLEET binding;
+// docs/architecture.md, "The fleet view"). Without the binding nothing is written.
 import type { OriginOutcome } from "../origin/failure";
 import type { ResourceName } from "../origin/resources";
 import type { BreakerState } from "../shared/breaker";
@@ -37,7 +33,6 @@ export type Fleet = ReturnType<typeof createFleet>;
 
 export interface FleetOptions {
   isolateId: string;
-  /** One in this many plain pages (every part fresh from L1) is written. */
   pageSample: number;
   clock: Clock;
   random?: () => number;
@@ -51,9 +46,6 @@ export interface FleetOptions {
  */
 const PURGE_POINTS_PER_SYNC = 32;
 
-/** Where an isolate runs when the runtime does not say (wrangler dev, Miniflare). */
-const NO_COLO = "local";
-
 /** Columns given by position (1-based) as a dense array up to the last one given, the others empty; isolate and colo always. */
 function columns<T>(given: Record<number, T>, empty: T, least: number): T[] {
   const last = Math.max(least, ...Object.keys(given).map(Number));
@@ -62,8 +54,8 @@ function columns<T>(given: Record<number, T>, empty: T, least: number): T[] {
 
 export function createFleet(dataset: FleetDataset | undefined, options: FleetOptions) {
   const random = options.random ?? Math.random;
-  // An isolate runs in one location: learned from its pages, named on its other points.
-  let colo = NO_COLO;
+  // An isolate runs in one location: learned from its pages, named on its other points ("local" off the platform).
+  let colo = "local";
   const failureLog = createRateLimitedLog({ intervalMs: DEFAULTS.logEveryMs, clock: options.clock });
 
   function write(kind: PointKind, blobs: Record<number, string>, doubles: Record<number, number>, background?: Background): void {

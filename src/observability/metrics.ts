@@ -1,8 +1,7 @@
 // What this isolate has been doing, in bounded memory: counters in a ring of
-// 1-minute buckets covering the last 15 minutes (older buckets are dropped),
-// a top-K of the products asked for, and the last state of every breaker.
-// Read by the status page (docs/architecture.md, "The status page and logs").
-// Bucket boundaries follow the tier's clock, so tests move time by hand.
+// one-minute buckets, a top-K of the products asked for, and the last state of
+// every breaker (docs/architecture.md, "The status page and logs"). Bucket
+// boundaries follow the tier's clock, so tests move time by hand.
 import type { BreakerState } from "../shared/breaker";
 import type { Clock } from "../shared/clock";
 import type { Served } from "../cache/served";
@@ -19,42 +18,33 @@ export const HOT_PRODUCTS = 20;
 /** Space-saving counters behind them (topK.ts): with 100, every product asked for by more than 1% of the pages is counted. */
 export const HOT_COUNTERS = COUNTERS_PER_KEY * HOT_PRODUCTS;
 
-/**
- * How a product page ended: `ok` (200, possibly with defaulted sections),
- * `absent` (404: the origin says there is no such product), `filtered` (404
- * from the known-ids filter, nothing read), `unavailable` (503: a core
- * resource failed with nothing usable; or 429: shed as its client's excess,
- * overload/admission.ts).
- */
+/** How a product page ended: the status page's outcomes (docs/architecture.md, "The status page and logs"; 429s are `unavailable`). */
 type PageOutcome = "ok" | "absent" | "filtered" | "unavailable";
 
 /** Failures that never reached the service: this isolate shed the call. */
 const SHED: ReadonlySet<OriginOutcome> = new Set<OriginOutcome>(["overloaded", "circuit-open"]);
 
+/**
+ * Per resource, as the status page's table names them (docs/architecture.md):
+ * answers by tier (a stale-if-error answer counts for its copy's), stale,
+ * stale-if-error, failed, collapsed and defaulted.
+ */
 interface ResourceCounts {
-  /** Answers served from each tier (a stale-if-error answer counts for the tier its copy came from). */
   l1: number;
   location: number;
   l2: number;
   origin: number;
-  /** Served stale while one refresh runs (stale-while-revalidate). */
   stale: number;
-  /** Served stale because the origin failed or was too slow. */
   staleIfError: number;
-  /** Nothing usable: the section was defaulted or the page was a 503. */
   failed: number;
-  /** Waited for a fill another request (or isolate) ran. */
   collapsed: number;
-  /** Sections shown with their default content (e.g. "availability unknown"). */
   defaulted: number;
 }
 
+/** Per service: calls that reached it (whatever the answer), those that failed, and those not made (slots full, breaker open). */
 interface OriginCounts {
-  /** Calls that reached the service (whatever the answer). */
   fetches: number;
-  /** Of those, the ones that failed: timeout, connection, bad status, invalid body. */
   errors: number;
-  /** Calls not made: slot queue full, or the service's breaker open. */
   shed: number;
 }
 

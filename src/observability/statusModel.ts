@@ -34,45 +34,16 @@ export interface StatusSources {
   fills: FillStats;
   /** Admission of new work and what became of work whose visitors left (overload/). */
   overload: ReturnType<Overload["stats"]>;
-  /** What the status shows of the known-ids filter (null: off). */
-  knownIds: Pick<KnownIdsStatus, (typeof KNOWN_IDS_SHOWN)[number]> | null;
-}
-
-const KNOWN_IDS_SHOWN = ["state", "serving", "version", "count", "ageMs", "lastCheckAt", "pendingAdds", "loads", "location"] as const;
-
-/** `object` with only `keys`. */
-function pick<T, K extends keyof T>(object: T, keys: readonly K[]): Pick<T, K> {
-  return Object.fromEntries(keys.map((key) => [key, object[key]])) as Pick<T, K>;
+  /** The known-ids filter's status (null: off). */
+  knownIds: KnownIdsStatus | null;
 }
 
 export type StatusModel = ReturnType<typeof buildStatus>;
 
-/**
- * The settings the status shows as they are: every one but the tokens and
- * L2's shards, which it shows without theirs (a shard's name and URL are no
- * secret; its token is).
- */
-const SETTINGS_SHOWN = [
-  "caching",
-  "originUrl",
-  "publicUrl",
-  "l2ReadReplicas",
-  "locationCache",
-  "l1MaxBytes",
-  "l2TimeoutMs",
-  "lockTtlMs",
-  "purgePollMs",
-  "originMaxConcurrent",
-  "maxSubrequests",
-  "coldPagesMax",
-  "coldPageWaitMs",
-  "hotPerMinute",
-  "knownIds",
-  "policies",
-] as const;
-
 export function buildStatus(sources: StatusSources) {
   const { now, metrics, config } = sources;
+  // Every setting as it is but the tokens; L2's shards without theirs (a shard's name and URL are no secret).
+  const { purgeToken, l2: l2Config, ...settings } = config;
   const notes = new Map(metrics.breakers().map((note) => [note.name, note]));
   const lastSyncAt = Number.isFinite(sources.purges.lastSyncAt) ? sources.purges.lastSyncAt : null;
   const shards = sources.l2?.shards ?? [];
@@ -136,13 +107,12 @@ export function buildStatus(sources: StatusSources) {
       lastSyncAt: lastSyncAt === null ? null : new Date(lastSyncAt).toISOString(),
       syncAgeMs: lastSyncAt === null ? null : Math.max(0, now - lastSyncAt),
     },
-    knownIds: sources.knownIds ? { enabled: true as const, ...pick(sources.knownIds, KNOWN_IDS_SHOWN) } : { enabled: false as const },
-    /** The configuration this isolate runs with, but for the tokens. */
+    knownIds: sources.knownIds ? { enabled: true as const, ...sources.knownIds } : { enabled: false as const },
     config: {
-      ...pick(config, SETTINGS_SHOWN),
-      l2: config.l2 !== null,
-      l2Shards: config.l2?.shards.map(({ name, url, weight }) => ({ name, url, weight })) ?? [],
-      purgeEndpoint: config.purgeToken !== null,
+      ...settings,
+      l2: l2Config !== null,
+      l2Shards: l2Config?.shards.map(({ name, url, weight }) => ({ name, url, weight })) ?? [],
+      purgeEndpoint: purgeToken !== null,
     },
   };
 }

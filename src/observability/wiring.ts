@@ -10,7 +10,6 @@ import type { Timings } from "../cache/pageRequest";
 import { DEFAULTS } from "../config/defaults";
 import type { Background } from "../shared/subrequests";
 
-/** Counts a page view as the status page and the fleet count it. */
 export type RecordPage = (view: PageRecord & FleetPage, colo: string | undefined, background: Background) => void;
 
 /** Counts a page view on this isolate's status page and tells the fleet of it: the one place pages are counted. */
@@ -58,14 +57,12 @@ export interface PageRead {
   cacheStatus: string;
 }
 
-/** A product page whose data took this long to read is logged (`slow_page`): see watchSlowPages. */
-export const SLOW_PAGE_MS = 1000;
-
 /**
- * A warning for a page whose data took longer than `slowMs` to read, at most
- * one line per interval with the count of the others: a healthy read is tens
- * of milliseconds, and one of seconds has waited on something (a slot, a
- * lock, a slow service) that its Cache-Status and timings name.
+ * A warning for a page whose data took `slowMs` or longer to read, at most
+ * one line per interval with the count of the others. `slowMs` is the
+ * longest origin timeout (tier.ts): a read longer than any one service is
+ * given has waited on more than one answer (a slot, a lock's winner, a turn,
+ * a retry, a service that timed out), which its Cache-Status and timings name.
  */
 export function watchSlowPages(slowMs: number, clock: Clock): (read: PageRead) => void {
   const log = createRateLimitedLog({ intervalMs: DEFAULTS.logEveryMs, clock });

@@ -9,7 +9,7 @@ import { validateResource } from "./validate";
 import * as v from "valibot";
 import type { Breaker } from "../shared/breaker";
 import { LimiterFull, type Limiter, type Priority } from "../shared/limiter";
-import { isIsolateError, ISOLATE_STALL_MS, leaseFor } from "../shared/leases";
+import { isIsolateError, isolateDelayAllowedMs, ISOLATE_STALL_MS, leaseFor } from "../shared/leases";
 import { abandoned, get, readJson } from "./exchange";
 import { failureOf, isAnswerAboutId, isServiceFailureStatus, OriginError, type OriginFailure, type OriginOutcome } from "./failure";
 
@@ -59,14 +59,6 @@ export interface OriginClientOptions {
 }
 
 /**
- * A time-out is the service's only when its fetch had at least this share of
- * the service's timeout (see guarded): most of the budget the shop gave the
- * service, so that a breaker opens on a service that cannot answer within
- * its timeout, never on calls the wait for a slot cut short.
- */
-const MIN_BUDGET_SHARE_TO_BLAME = 0.75;
-
-/**
  * The longest one `fetchResource` call should take: a first attempt whose
  * time-out was noticed late, then one more (see fetchResource). A caller that
  * bounds its wait on the call (a fill's lease) uses this.
@@ -95,11 +87,12 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
         return result;
       } catch (error) {
         // Not the service's failure: this isolate's (see shared/breaker.ts),
-        // a time-out after a long wait for a slot included (see
-        // MIN_BUDGET_SHARE_TO_BLAME). A hung service is still caught: the
+        // a time-out after a wait for a slot that took more of the service's
+        // timeout than the isolate's own delays may (shared/leases.ts) included:
+        // the service never had its time. A hung service is still caught: the
         // calls that took the slots first had their full timeout.
-        const queuedOut =
-          error instanceof OriginError && error.failure === "timeout" && budgetMs < MIN_BUDGET_SHARE_TO_BLAME * options.policies[resource].originTimeoutMs;
+        const timeoutMs = options.policies[resource].originTimeoutMs;
+        const queuedOut = error instanceof OriginError && error.failure === "timeout" && budgetMs < timeoutMs - isolateDelayAllowedMs(timeoutMs);
         const ours =
           queuedOut ||
           isIsolateError(error) ||

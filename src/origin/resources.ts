@@ -4,13 +4,12 @@
 // this table: the origin client and validation, L2 keys, configuration
 // parsing, purge validation, the product page's required/optional judgement,
 // metrics and the status page, the demo origin and the tests' fakes. Adding
-// a resource (a delivery estimate, say) is an entry here, its data type in
-// ./types.ts, its section's view in render/ and its partial in templates/,
+// a resource (a delivery estimate, say) is an entry here (its data type is
+// its schema's), its section's view in render/ and its partial in templates/,
 // then what tsc and the tests ask for: README, "Contributing", whose list
 // test/unit/addingAResource.test.ts follows on a copy of the project.
 import * as v from "valibot";
 import { count, id, money, productIdPage, shownText, text, version } from "./schemaParts";
-import type { Inventory, Product, Recommendations, ReviewsSummary } from "./types";
 
 /** How long an entry of one resource may be used, in seconds. */
 export interface ResourcePolicy {
@@ -47,7 +46,11 @@ interface ResourceSpec {
 
 /** The home page's listing is cached under this id. */
 export const LISTING_ID = "home";
-/** How many products the home page lists. */
+/**
+ * How many products the home page lists, the first of the origin's listing: a
+ * page read at a glance, whose titles come from L1 and one MGET; a longer list
+ * costs every view a longer MGET and render, and its cold titles more views.
+ */
 const LISTING_SIZE = 24;
 
 export const RESOURCES = {
@@ -167,14 +170,24 @@ export const PAGE_SUBJECT = "product" satisfies PageResource;
 /** The home page's resource. */
 export const LISTING = "listing" satisfies ResourceName;
 
-/** The data of each resource, as validated (./validate.ts). */
-export interface ResourceTypes {
-  product: Product;
-  inventory: Inventory;
-  reviews: ReviewsSummary;
-  recommendations: Recommendations;
-  listing: ProductListing;
-}
+/**
+ * The data of each resource, as validated (./validate.ts): what its schema
+ * lets through, each shape declared once, above. The product's is written
+ * out: its schema drops a null `compareAtPrice`, which inference cannot follow.
+ */
+export type ResourceTypes = { [R in Exclude<ResourceName, "product">]: v.InferOutput<(typeof RESOURCES)[R]["schema"]> } & { product: Product };
 
-/** The first products of the origin's listing, as the home page shows them. */
-type ProductListing = v.InferOutput<(typeof RESOURCES)["listing"]["schema"]>;
+export interface Product {
+  id: string;
+  title: string;
+  description: string;
+  brand: string;
+  category: string[];
+  price: v.InferOutput<typeof money>;
+  compareAtPrice?: v.InferOutput<typeof money>;
+  images: { url: string; alt: string }[];
+  attributes: Record<string, string>;
+  tags: string[];
+  version: number;
+  updatedAt: string;
+}

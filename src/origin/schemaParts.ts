@@ -1,7 +1,6 @@
 // The pieces the resources' schemas (./resources.ts) are built from: bounded
 // text, contract ids, counts, money and versions.
 import * as v from "valibot";
-import { PRODUCT_ID_PATTERN } from "./types";
 
 export const text = (max: number) => v.pipe(v.string(), v.maxLength(max));
 
@@ -22,6 +21,13 @@ export const shownText = (max: number) =>
     text(max),
     v.transform((value) => (UNSHOWABLE.test(value) ? value.replace(ALL_UNSHOWABLE, "") : value)),
   );
+/** Ids as the contract defines them: also what makes a key safe to build. */
+export const PRODUCT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$/;
+
+export function isValidProductId(id: string): boolean {
+  return PRODUCT_ID_PATTERN.test(id);
+}
+
 export const id = v.pipe(v.string(), v.regex(PRODUCT_ID_PATTERN));
 export const count = v.pipe(v.number(), v.integer(), v.minValue(0));
 export const money = v.object({

@@ -5,6 +5,10 @@
 // a minute had no answers.
 import type { MinutePoint } from "../observability/metrics";
 
+/**
+ * The chart's box in SVG units (the CSS scales it to the page, templates/status.tsx):
+ * room for 15 minutes' bars with their labels at the CSS's 11-px text, a third as high.
+ */
 const WIDTH = 720;
 const HEIGHT = 240;
 const MARGIN = { left: 48, right: 48, top: 14, bottom: 30 };

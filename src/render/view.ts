@@ -10,13 +10,6 @@ import { structuredDataFor } from "./jsonld";
 import { isWebUrl, productHref } from "./urls";
 import type { Recommendations, ReviewsSummary } from "../origin/types";
 
-/**
- * Images come without dimensions; declared ones reserve the space (no layout
- * shift). What the attributes state is the square frame: the CSS sets each
- * image's width (templates/layout.tsx), so one size serves every image.
- */
-const IMAGE_SIZE = 800;
-
 export interface MetaView {
   title: string;
   description: string | null;
@@ -31,12 +24,10 @@ export interface MetaView {
   og: { title: string; description: string; image: { url: string; alt: string } | null; url: string; type: string; siteName: string } | null;
 }
 
-/** An image the page shows: an http(s) URL (urls.ts), its alt text, and the box it is given. */
+/** An image the page shows: an http(s) URL (urls.ts) and its alt text; templates/layout.tsx gives it its box. */
 interface ImageView {
   url: string;
   alt: string;
-  width: number;
-  height: number;
 }
 
 /** What the product's own data shows: the breadcrumb, the gallery and the summary beside it. */
@@ -104,10 +95,6 @@ function attributeName(key: string): string {
   return spaced.charAt(0).toUpperCase() + spaced.slice(1);
 }
 
-function imageView(url: string, alt: string): ImageView {
-  return { url, alt, width: IMAGE_SIZE, height: IMAGE_SIZE };
-}
-
 function reviewsView(reviews: Section<ReviewsSummary>): ReviewsView {
   if (reviews.state !== "ok") return { state: reviews.state };
   const { rating, count, top } = reviews.data;
@@ -136,13 +123,13 @@ function recommendationsView(recommendations: Section<Recommendations>): Recomme
     price: formatMoney(item.price),
     // The title is right next to the image as link text: an empty alt keeps
     // screen readers from reading it twice.
-    image: isWebUrl(item.image) ? imageView(item.image, "") : null,
+    image: isWebUrl(item.image) ? { url: item.image, alt: "" } : null,
   }));
 }
 
 export function productView(model: ProductPageModel): ProductView {
   const { product } = model;
-  const [main, ...thumbs] = product.images.filter((image) => isWebUrl(image.url)).map((image) => imageView(image.url, image.alt.trim() || product.title));
+  const [main, ...thumbs] = product.images.filter((image) => isWebUrl(image.url)).map((image) => ({ url: image.url, alt: image.alt.trim() || product.title }));
 
   const description = product.description.trim();
   // 160 characters: what search engines show of a meta description without cutting it (their convention).
@@ -158,7 +145,7 @@ export function productView(model: ProductPageModel): ProductView {
       og: {
         title: product.title,
         description: metaDescription,
-        image: main ? { url: main.url, alt: main.alt } : null,
+        image: main ?? null,
         url: model.pageUrl,
         type: "product",
         siteName: new URL(model.pageUrl).host,

@@ -1,5 +1,6 @@
 import { html } from "hono/html";
 import type { SectionViews } from "../../src/render/view";
+import { IMAGE_SIZE } from "../layout";
 
 // hono/html rather than JSX, as the reviews' partial says why.
 
@@ -8,7 +9,7 @@ export function Recommendations({ items }: { items: SectionViews["recommendation
   if (items.length === 0) return null;
   const links = items.map((item) => {
     const image = item.image
-      ? html`<img src="${item.image.url}" alt="${item.image.alt}" width="${item.image.width}" height="${item.image.height}" loading="lazy" decoding="async"/>`
+      ? html`<img src="${item.image.url}" alt="${item.image.alt}" width="${IMAGE_SIZE}" height="${IMAGE_SIZE}" loading="lazy" decoding="async"/>`
       : "";
     return html`<li><a href="${item.href}">${image}<span>${item.title}</span></a><p><span class="visually-hidden">Price: </span>${item.price}</p></li>`;
   });

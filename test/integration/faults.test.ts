@@ -235,12 +235,12 @@ describe("when Redis fails", () => {
       await stack.redis.restart();
       await waitFor("the gateway to reach the new redis", async () => (await gatewayCommand(stack, ["PING"])) === "PONG");
       const backAt = Date.now();
-      // Long before the cool-down (5 s) is over, the next page's skipped L2 call sends a recovery probe, off its path.
-      expect(backAt - openedBy).toBeLessThan(DEFAULTS.l2BreakerCoolDownMs);
+      // Before the cool-down is over, the next page's skipped L2 call sends a recovery probe, off its path.
+      expect(backAt - openedBy).toBeLessThan(DEFAULTS.breakerCoolDownMs);
       const probed = await page(worker, `/products/${afterOutage}`);
       expect(probed.status).toBe(200);
       await waitFor("the breaker closed by the recovery probe", async () => (await health(worker)).l2 === "closed", 1000);
-      expect(Date.now() - backAt).toBeLessThan(DEFAULTS.l2BreakerCoolDownMs);
+      expect(Date.now() - backAt).toBeLessThan(DEFAULTS.breakerCoolDownMs);
 
       // The page's entries were written to L2 (in the background, after the answer).
       const key = entryKey(DEFAULTS.keyPrefix, "product", afterOutage!);
@@ -309,7 +309,7 @@ describe("when Redis fails", () => {
       // The first page's skipped call sent a recovery probe; its answer closed the breaker; what was
       // kept meanwhile went out with the next pages, the rest with their fills.
       await waitFor("every page in L2", async () => (await gatewayCommand(stack, ["EXISTS", ...keys])) === keys.length, 3000);
-      expect(Date.now() - backAt).toBeLessThan(DEFAULTS.l2BreakerCoolDownMs);
+      expect(Date.now() - backAt).toBeLessThan(DEFAULTS.breakerCoolDownMs);
       expect((await health(a)).l2).toBe("closed");
 
       // The origin goes down at once: another isolate serves every one of them from L2.
@@ -590,7 +590,7 @@ describe("when the origin fails", () => {
     freshWorker();
 
     it("after repeated product failures the origin is left alone for the cool-down, visitors answered at once", async () => {
-      const FAILURES = DEFAULTS.originBreakerFailures;
+      const FAILURES = DEFAULTS.breakerFailures;
       const ids = completeProducts(800, FAILURES + 12);
       const stale = ids.pop()!;
       expect((await page(worker, `/products/${stale}`)).status).toBe(200);
@@ -604,7 +604,7 @@ describe("when the origin fails", () => {
 
       // Well within the cool-down: no product request reaches the origin.
       const during: Page[] = [];
-      while (Date.now() - openedBy < DEFAULTS.originBreakerCoolDownMs * 0.6 && ids.length > 1) {
+      while (Date.now() - openedBy < DEFAULTS.breakerCoolDownMs * 0.6 && ids.length > 1) {
         during.push(await page(worker, `/products/${ids.shift()}`));
         during.push(await page(worker, `/products/${stale}`));
       }
@@ -623,7 +623,7 @@ describe("when the origin fails", () => {
 
       // After the cool-down one probe goes through; the service is back, so the breaker closes.
       await clearFaults(stack);
-      await sleep(Math.max(0, openedBy + DEFAULTS.originBreakerCoolDownMs + 300 - Date.now()));
+      await sleep(Math.max(0, openedBy + DEFAULTS.breakerCoolDownMs + 300 - Date.now()));
       const probe = await page(worker, `/products/${ids.shift()}`);
       expect(probe.status).toBe(200);
       expect((await stack.counters()).services.product).toBe(FAILURES + 1);

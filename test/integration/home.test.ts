@@ -4,6 +4,7 @@
 // 503 page; the titles cost a bounded number of subrequests.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULTS } from "../../src/config/defaults";
+import { pageRetryAfterSeconds } from "../../src/http/errorPage";
 import { LISTING_ID } from "../../src/origin/resources";
 import { clearFaults, injectFault } from "../support/faults";
 import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
@@ -54,7 +55,7 @@ describe("the home page", () => {
     await injectFault(stack, { service: "listing", down: "500" });
     const answer = await home(worker);
     expect(answer.status).toBe(503);
-    expect(answer.retryAfter).toBe("10");
+    expect(answer.retryAfter).toBe(String(pageRetryAfterSeconds(DEFAULTS)));
     expect(answer.html).toContain("The product list is not available right now.");
   });
 

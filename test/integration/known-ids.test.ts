@@ -4,6 +4,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULTS } from "../../src/config/defaults";
+import { pageRetryAfterSeconds } from "../../src/http/errorPage";
 import { clearFaults, completeProducts, injectFault, originFetches, page } from "../support/faults";
 import { buildFilter, filterState, waitUntilReady } from "../support/knownIds";
 import { freePort } from "../../dev/harness/ports";
@@ -50,7 +52,7 @@ describe("the known-ids filter", () => {
     try {
       const failed = await page(worker, `/products/${id}`);
       expect(failed.status).toBe(503);
-      expect(failed.headers.get("retry-after")).toBe("10");
+      expect(failed.headers.get("retry-after")).toBe(String(pageRetryAfterSeconds(DEFAULTS)));
       for (const service of ["product", "inventory", "reviews", "recommendations"]) expect(await originFetches(stack, service, id!), service).toBe(1);
     } finally {
       await clearFaults(stack);

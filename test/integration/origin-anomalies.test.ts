@@ -125,12 +125,12 @@ describe("an origin answering 5xx", () => {
 
   it("still opens the breaker, as before", async () => {
     await injectFault(stack, { service: "product", down: "500" });
-    for (const id of completeProducts(7400, DEFAULTS.originBreakerFailures)) {
+    for (const id of completeProducts(7400, DEFAULTS.breakerFailures)) {
       expect((await page(worker(), `/products/${id}`)).status).toBe(503);
     }
     expect(await productBreaker(worker())).toEqual({ state: "open", transitions: 1 });
     // Nothing of the page but the product was asked for while it failed.
-    expect(await fetchesPerService()).toMatchObject({ product: DEFAULTS.originBreakerFailures, inventory: 0, reviews: 0, recommendations: 0 });
+    expect(await fetchesPerService()).toMatchObject({ product: DEFAULTS.breakerFailures, inventory: 0, reviews: 0, recommendations: 0 });
   });
 });
 

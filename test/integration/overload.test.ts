@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { member } from "../../dev/harness/cacheStatus";
 import { entryKey, lockKey } from "../../src/cache/keys";
 import { DEFAULTS } from "../../src/config/defaults";
+import { pageRetryAfterSeconds } from "../../src/http/errorPage";
 import { ONE_BROWSER } from "../../src/overload/fairShare";
 import { INTERVAL_MS } from "../../src/overload/limit";
 import type { Env } from "../../src/config";
@@ -262,7 +263,8 @@ describe("shedding", () => {
     // Not queued behind the held page: answered while its product is still at the origin.
     expect(heldAnswered).toBe(false);
     expect(refused.status).toBe(503);
-    expect(refused.headers.get("retry-after")).toBe("10");
+    // The breaker's cool-down and this worker's wait (none) together.
+    expect(refused.headers.get("retry-after")).toBe(String(pageRetryAfterSeconds({ coldPageWaitMs: 0 })));
     expect(refused.headers.get("cache-control")).toBe("no-store");
     expect(refused.html).toContain("very busy");
     expect(member(refused.cacheStatus, "product")).toMatch(/fwd-status=503; detail="product failed"/);
@@ -352,7 +354,9 @@ describe("shedding", () => {
       (n) => n >= ids.length - share,
       heldMs * 0.75,
     );
-    expect(answered.map((answer) => [answer.status, answer.headers.get("retry-after")])).toEqual(answered.map(() => [429, "10"]));
+    expect(answered.map((answer) => [answer.status, answer.headers.get("retry-after")])).toEqual(
+      answered.map(() => [429, String(pageRetryAfterSeconds({ coldPageWaitMs: 10_000 }))]),
+    );
     expect(answered[0]!.html).toContain("many pages at once");
     // Refused while the page in progress was still at the origin: never queued behind it.
     expect(heldAnswered).toBe(false);

@@ -48,15 +48,7 @@ export const DELIVERY_EDITS: Edit[] = [
   },
 `,
       ),
-      before("Inventory, Product,", "Delivery, "),
-      before("  listing: ProductListing;\n}", "  delivery: Delivery;\n"),
     ),
-  },
-  {
-    file: "src/origin/types.ts",
-    askedByTsc: false,
-    apply: (text) =>
-      `${text}\n/** GET /delivery/{id}: working days to the visitor's door. */\nexport interface Delivery {\n  id: string;\n  days: number;\n  version: number;\n}\n`,
   },
   {
     file: "src/render/view.ts",

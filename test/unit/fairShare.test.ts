@@ -1,4 +1,4 @@
-// Who a client is, and what it holds of the cold work (src/overload/client.ts, fairShare.ts).
+// Who a client is, and what it holds of the cold work (src/http/client.ts, src/overload/fairShare.ts).
 import { describe, expect, it } from "vitest";
 import { clientOf } from "../../src/http/client";
 import { createFairShare, ONE_BROWSER, UNKNOWN_CLIENT } from "../../src/overload/fairShare";

@@ -64,7 +64,7 @@ function isolate(clock: FakeClock, options: Partial<KnownIdsOptions> = {}): Know
     clock,
     room: CATALOG,
     refreshMs: REFRESH_MS,
-    retryMs: DEFAULTS.l2BreakerCoolDownMs,
+    retryMs: DEFAULTS.breakerCoolDownMs,
     log: () => {},
     ...options,
   });
@@ -348,7 +348,7 @@ describe("failing open", () => {
     } finally {
       redisServer.resume();
     }
-    clock.advance(DEFAULTS.l2BreakerCoolDownMs);
+    clock.advance(DEFAULTS.breakerCoolDownMs);
     await refreshed(reader);
     expect(reader.status().state).toBe("ready");
     expect(ask(reader, absent)).toBe(false);
@@ -356,7 +356,7 @@ describe("failing open", () => {
 
   it("when the L2 breaker is open, without waiting for a check", async () => {
     const l2 = isolateL2();
-    const store = createKnownIds({ l2, keyPrefix: PREFIX, clock, room: CATALOG, refreshMs: REFRESH_MS, retryMs: DEFAULTS.l2BreakerCoolDownMs, log: () => {} });
+    const store = createKnownIds({ l2, keyPrefix: PREFIX, clock, room: CATALOG, refreshMs: REFRESH_MS, retryMs: DEFAULTS.breakerCoolDownMs, log: () => {} });
     await refreshed(store);
     expect(ask(store, absent)).toBe(false);
     for (let i = 0; i < 3; i++) l2.breaker.failure();
@@ -532,7 +532,7 @@ describe("rebuilding", () => {
       keyPrefix: PREFIX,
       clock,
       room: CATALOG,
-      retryMs: DEFAULTS.l2BreakerCoolDownMs,
+      retryMs: DEFAULTS.breakerCoolDownMs,
       log: () => {},
     });
     const second = await builder.rebuild(listingOf(origin));
@@ -585,7 +585,7 @@ describe("rebuilding", () => {
       keyPrefix: PREFIX,
       clock,
       room: CATALOG,
-      retryMs: DEFAULTS.l2BreakerCoolDownMs,
+      retryMs: DEFAULTS.breakerCoolDownMs,
       log: () => {},
     });
     const result = await builder.rebuild(listingOf(origin));

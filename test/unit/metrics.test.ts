@@ -434,6 +434,7 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
       version: "v7",
       count: 10_000,
       ageMs: 3_600_000,
+      changedAt: null,
       lastCheckAt: clock.now(),
       pendingAdds: 0,
       loads: 1,

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { parseConfig, type Env } from "../../src/config";
 import { DEFAULT_POLICIES, DEFAULTS, ADMIN_LIMITS } from "../../src/config/defaults";
 import { PAGE_RESOURCES, RESOURCE_NAMES, RESOURCES } from "../../src/origin/resources";
-import { PAGE_RETRY_AFTER_SECONDS } from "../../src/http/errorPage";
+import { pageRetryAfterSeconds } from "../../src/http/errorPage";
 import { ISOLATE_STALL_MS } from "../../src/shared/leases";
 import { BACKLOG_MAX_BYTES } from "../../src/cache/l2/l2";
 import { REJECTED_ANSWER_TTL } from "../../src/cache/fill/rejections";
@@ -118,13 +118,13 @@ describe("the policy numbers the README gives in its tables and prose", () => {
       `asked for ${DEFAULTS.hotPerMinute} times a minute in an isolate is refreshed during the last ${DEFAULTS.refreshAheadShare * 100}% of its ttl`,
       // What happens when…
       `Blind to purges after ${(DEFAULTS.purgePollMs + SYNC_LEASE_MS) / 1000} s (a poll and a sync's lease without an answer), an isolate refreshes entries older than ${DEFAULTS.softPurgeGraceMs / 1000} s`,
-      `after the breaker opens (${DEFAULTS.l2BreakerFailures} failures)`,
+      `after the breaker opens (${DEFAULTS.breakerFailures} failures)`,
       `failures over ${ISOLATE_STALL_MS} ms, then a ${ISOLATE_STALL_MS}-ms probe`,
       `a PING every ${ISOLATE_STALL_MS} ms`,
       `the newest, ≤ ${BACKLOG_MAX_BYTES / MiB} MiB per isolate`,
-      `at least ${DEFAULTS.originBreakerFailures} of its last ${4 * DEFAULTS.originBreakerFailures} calls failed and they are at least half: no calls for ${DEFAULTS.originBreakerCoolDownMs / 1000} s`,
+      `at least ${DEFAULTS.breakerFailures} of its last ${4 * DEFAULTS.breakerFailures} calls failed and they are at least half: no calls for ${DEFAULTS.breakerCoolDownMs / 1000} s`,
       `1 product fetch per such id per isolate per ${REJECTED_ANSWER_TTL} s`,
-      `\`Retry-After: ${PAGE_RETRY_AFTER_SECONDS}\``,
+      `\`Retry-After: ${pageRetryAfterSeconds(DEFAULTS)}\``,
     ];
     expect(phrases.filter((phrase) => !text.includes(phrase))).toEqual([]);
   });
