@@ -2,7 +2,7 @@
 // its breaker, the origin client. Built once per isolate on the first request
 // (Workers hand bindings to `fetch`, not to module scope) and kept for the
 // isolate's life, which is what makes L1 an L1.
-import { createBreaker } from "./shared/breaker";
+import { createBreaker, type Breaker, type BreakerOptions } from "./shared/breaker";
 import { ISOLATE_STALL_MS, leaseFor } from "./shared/leases";
 import { systemClock, type Clock } from "./shared/clock";
 import { TTL_JITTER } from "./cache/entry";
@@ -98,14 +98,7 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
     baseUrl: config.originUrl,
     policies: config.policies,
     limiter: originLimiter,
-    breakerFor: (service) =>
-      createBreaker({
-        failureThreshold: DEFAULTS.breakerFailures,
-        coolDownMs: DEFAULTS.breakerCoolDownMs,
-        minFailureSpanMs: ISOLATE_STALL_MS,
-        clock,
-        onChange: watchBreaker(`origin:${service}`, metrics, fleet),
-      }),
+    breakerFor: (service) => tierBreaker(`origin:${service}`, clock, metrics, fleet),
     onFetch: watchOrigin(metrics, clock, fleet),
     // Each service's replies are one more measure of how late the isolate runs: a delay every service shows is the isolate's.
     onReply: (service, ms) => overload.lag.observeReply(ms, `origin:${service}`),
@@ -183,6 +176,23 @@ function withLocation<T>(config: Config, make: (open: () => Promise<Cache>) => T
   return make(() => caches.open(LOCATION_CACHE_NAME));
 }
 
+/**
+ * A breaker of the tier (L2's, the known-ids filter's, each origin
+ * service's): one set of numbers (config/defaults.ts), and time-outs must
+ * span the isolate's longest stall, so that calls a stall made late
+ * together are not taken for a failing store.
+ */
+function tierBreaker(name: string, clock: Clock, metrics?: Metrics, fleet?: Fleet, extra: Partial<BreakerOptions> = {}): Breaker {
+  return createBreaker({
+    failureThreshold: DEFAULTS.breakerFailures,
+    coolDownMs: DEFAULTS.breakerCoolDownMs,
+    minFailureSpanMs: ISOLATE_STALL_MS,
+    clock,
+    onChange: watchBreaker(name, metrics, fleet),
+    ...extra,
+  });
+}
+
 /** One L2 client and breaker per shard; several shards go on a consistent-hash ring. */
 function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: Clock, timing?: CallTiming, metrics?: Metrics, fleet?: Fleet): L2 {
   // The probe that confirms an outage is read on time by a stalled isolate (shared/leases.ts): no failure of Redis's then.
@@ -197,16 +207,11 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
       claimTimeoutMs: Math.max(timeoutMs, DEFAULTS.l2ClaimTimeoutMs),
       probeTimeoutMs,
       timing,
-      breaker: createBreaker({
-        failureThreshold: DEFAULTS.breakerFailures,
-        coolDownMs: DEFAULTS.breakerCoolDownMs,
-        minFailureSpanMs: ISOLATE_STALL_MS,
+      breaker: tierBreaker(`l2:${shard.name}`, clock, metrics, fleet, {
         confirmTimeouts: true,
         // While it is open, a PING whose answer closes it at once (writes and the backlog flow again then, not at the
         // cool-down's end): one out at a time, the next once the last one's budget is over.
         recoveryProbeEveryMs: probeTimeoutMs,
-        clock,
-        onChange: watchBreaker(`l2:${shard.name}`, metrics, fleet),
       }),
     }),
   );
@@ -221,12 +226,7 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
 function createKnownIdsFor(config: Config, clock: Clock, metrics?: Metrics, fleet?: Fleet): KnownIds | null {
   if (!config.l2 || !config.knownIds) return null;
   const home = config.l2.shards[0]!;
-  const breaker = createBreaker({
-    failureThreshold: DEFAULTS.breakerFailures,
-    coolDownMs: DEFAULTS.breakerCoolDownMs,
-    clock,
-    onChange: watchBreaker(`known-ids:${home.name}`, metrics, fleet),
-  });
+  const breaker = tierBreaker(`known-ids:${home.name}`, clock, metrics, fleet);
   const l2 = createL2({ name: home.name, url: home.url, token: home.token, timeoutMs: DEFAULTS.backgroundCallMs, breaker });
   // With the location tier on, new isolates take the filter's segments from this data center's copy.
   const shelf = withLocation(config, (open) =>

@@ -176,8 +176,8 @@ export const ADMIN_LIMITS = {
   ids: 1000,
   /**
    * Tags of one purge: each raises a mark per resource, which every isolate
-   * keeps (invalidation/log.ts, MARKS_MAX), and the wide log holds a tag
-   * purge whole for every visitor's sync to read: 100 take 500 of the 20,000
+   * keeps (invalidation/knownPurges.ts, PURGES_REMEMBERED), and the wide log holds a tag
+   * purge whole for every visitor's sync to read: 100 take 500 of the 10,000
    * marks and a few KB of the log, so that no one purge crowds out the others.
    */
   tags: 100,
