@@ -2,20 +2,13 @@
 // BBR's min-RTT filter, the smallest over the services (docs/architecture.md#overload).
 import type { Clock } from "../shared/clock";
 import { ISOLATE_STALL_MS } from "../shared/leases";
-import { INTERVAL_MS } from "./limit";
+import { INTERVAL_MS, TARGET_MS } from "./limit";
 
 export type LagMeter = ReturnType<typeof createLagMeter>;
 
 /** BBR's min-RTT filter window (10 s, draft-cardwell-iccrg-bbr-congestion-control): long enough to hold an idle moment,
  * short enough to follow a service that got slower for good. */
 const FASTEST_WINDOW_MS = 10_000;
-/**
- * The least weight of a reply in its service's average: the replies a late
- * isolate reads together in one moment show its queue at once (ten of them
- * move the average two thirds of the way), rather than only once time has
- * passed between them.
- */
-const REPLY_WEIGHT = 0.1;
 
 /** `onReading`: called after each reply or late time-out is taken in, the moments ./limit.ts reads the lag. */
 export function createLagMeter({ clock, onReading }: { clock: Clock; onReading?: () => void }) {
@@ -38,9 +31,9 @@ export function createLagMeter({ clock, onReading }: { clock: Clock; onReading?:
       if (!times) sources.set(source, (times = { fastestNow: ms, fastestBefore: ms, windowFrom: now, averageMs: ms, lastAt: -Infinity }));
       if (now - times.windowFrom >= FASTEST_WINDOW_MS) Object.assign(times, { fastestBefore: times.fastestNow, fastestNow: ms, windowFrom: now });
       times.fastestNow = Math.min(times.fastestNow, ms);
-      // A reply weighs by the time since the one before (a busy moment's average is gone an interval after it however few
-      // replies come then), and at least REPLY_WEIGHT (replies read together still move it).
-      times.averageMs += Math.max(REPLY_WEIGHT, 1 - Math.exp(-(now - times.lastAt) / INTERVAL_MS)) * (ms - times.averageMs);
+      // A reply weighs by the time since the one before, as if read TARGET_MS after it at least: a busy moment's average is
+      // gone an interval after it however few replies come then, and replies read together still move it.
+      times.averageMs += (1 - Math.exp(-Math.max(TARGET_MS, now - times.lastAt) / INTERVAL_MS)) * (ms - times.averageMs);
       times.lastAt = now;
       onReading?.();
     },
