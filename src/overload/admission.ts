@@ -130,11 +130,15 @@ export type PageAdmission = ReturnType<typeof createPageAdmission>;
  * Where a page's new work meets admission. Later pages for a product whose
  * page waits for its turn go on and join what it starts, rather than queue as
  * new work (a herd for one product would fill the queue and be shed).
- * `turnLeaseMs`: the longest a waiting page holds its product's place.
+ * `turnLeaseMs`: the longest a waiting page holds its product's place;
+ * `places`: products held at most (a cancelled page's place is never given
+ * back, only reclaimed: past-due places go when the table is full). A place
+ * holds a number, not the page: a reclaimed one keeps no request alive.
  */
-export function createPageAdmission(options: { admission: Pick<Admission, "admit" | "noteShed">; clock: Clock; turnLeaseMs: number }) {
+export function createPageAdmission(options: { admission: Pick<Admission, "admit" | "noteShed">; clock: Clock; turnLeaseMs: number; places: number }) {
   const { admission, clock } = options;
-  const awaitingTurn = createLeaseTable<string, PageWork>({ clock });
+  const awaitingTurn = createLeaseTable<string, number>({ clock, capacity: options.places });
+  let pages = 0;
   return {
     /** Reads `work` as admission lets it, or sheds it; true when it was shed as its client's excess (a 429, not a 503). */
     async admitPage(work: PageWork): Promise<boolean> {
@@ -143,9 +147,10 @@ export function createPageAdmission(options: { admission: Pick<Admission, "admit
         await work.read(false);
         return false;
       }
-      if (key) awaitingTurn.take(key, clock.now() + options.turnLeaseMs, work);
+      const page = ++pages;
+      if (key) awaitingTurn.take(key, clock.now() + options.turnLeaseMs, page);
       const admitting = admission.admit(() => work.read(true), !work.withCopies, work.visitor, work.client);
-      const admitted = await admitting.finally(() => key && awaitingTurn.release(key, work));
+      const admitted = await admitting.finally(() => key && awaitingTurn.release(key, page));
       // Not shed when its visitor left (nobody reads the answer); followers that went on meanwhile may have filled what it lacks.
       if (typeof admitted !== "string" || admitted === "left" || work.visitor?.aborted) return false;
       const shed = work.shed();

@@ -28,7 +28,8 @@ export function createOverload(options: Omit<AdmissionOptions, "limit" | "patien
     lag,
     admission,
     // A page waiting for its turn holds its product's place through its hold and its wait, and a late reply's grace.
-    pages: createPageAdmission({ admission, clock, turnLeaseMs: INTERVAL_MS + coldPageWaitMs + ISOLATE_LATE_MS }),
+    // At most as many products as admission holds pages: those in progress and those waiting.
+    pages: createPageAdmission({ admission, clock, turnLeaseMs: INTERVAL_MS + coldPageWaitMs + ISOLATE_LATE_MS, places: 2 * maxColdPages }),
     departures,
     stats: () => ({ admission: { lagMs: lag.lagMs(), ...admission.stats() }, departures: departures.stats(), hold: patience.stats() }),
   };

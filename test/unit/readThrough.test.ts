@@ -795,7 +795,7 @@ function readThroughAdmitting(clock: FakeClock, origin: FakeOrigin, admission: P
     origin,
     l2: null,
     clock,
-    overload: { pages: createPageAdmission({ admission, clock, turnLeaseMs: 10_000 }), departures, lag: { lagMs: () => 0 } },
+    overload: { pages: createPageAdmission({ admission, clock, turnLeaseMs: 10_000, places: 64 }), departures, lag: { lagMs: () => 0 } },
   });
 }
 
