@@ -2,7 +2,7 @@
 // the budget of fills nobody waits for (docs/architecture.md#overload), with
 // a clock moved by hand.
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createAdmission } from "../../src/overload/admission";
+import { createAdmission, createPageAdmission } from "../../src/overload/admission";
 import { createLagMeter, type LagMeter } from "../../src/overload/lag";
 import { createColdLimit, INTERVAL_MS, TARGET_MS, type ColdLimit } from "../../src/overload/limit";
 import { createPatience } from "../../src/overload/patience";
@@ -634,5 +634,33 @@ describe("the lag meter", () => {
     expect(meter.lagMs()).toBe(80);
     clock.advance(1);
     expect(meter.lagMs()).toBe(0);
+  });
+});
+
+describe("a product's place while its page waits for its turn", () => {
+  it("a cancelled page's place lapses and is reclaimed when the places are full: they stay bounded, and the product's next page is new work again", async () => {
+    const clock = fakeClock();
+    let asked = 0;
+    // Admission never answers: the pages' requests were cancelled, so nothing gives their places back.
+    const admission = { admit: () => (asked++, new Promise<never>(() => {})), noteShed: () => undefined };
+    const pages = createPageAdmission({ admission, clock, turnLeaseMs: 100, places: 2 });
+    const joined: string[] = [];
+    const page = (key: string) => ({ subjectKey: key, joins: false, withCopies: false, read: async () => void joined.push(key), shed: () => undefined });
+    void pages.admitPage(page("a"));
+    void pages.admitPage(page("b"));
+    await pages.admitPage(page("a"));
+    expect([asked, joined]).toEqual([2, ["a"]]);
+    // Both places full and live: a third product's page is still new work, but holds no place, so its follower is new work too.
+    void pages.admitPage(page("c"));
+    void pages.admitPage(page("c"));
+    expect(asked).toBe(4);
+    clock.advance(101);
+    // Past their deadline, the places go as soon as the table is full: a new product takes one, and "a" is new work again.
+    void pages.admitPage(page("d"));
+    void pages.admitPage(page("a"));
+    expect(asked).toBe(6);
+    await pages.admitPage(page("d"));
+    expect(asked).toBe(6);
+    expect(joined).toEqual(["a", "d"]);
   });
 });
