@@ -79,12 +79,7 @@ describe("warming", () => {
   });
 
   it("the fleet's list follows what is hot now: its scores halve each minute, a product no longer reported falls off, and the list expires", async () => {
-    const clock = fakeClock();
-    const l2 = createL2({ url: gateway.url, token: TOKEN, timeoutMs: 1000, breaker: createBreaker({ failureThreshold: 3, coolDownMs: 1000, clock }) });
-    await l2.run((redis) => redis.del(hotKey("pp:v1")));
-    const report = createHotReport({ l2, keyPrefix: "pp:v1", clock });
-    const writes: Promise<unknown>[] = [];
-    const background = (work: Promise<unknown>) => void writes.push(work);
+    const { clock, l2, report, writes, background } = await emptyHotList();
     const minute = async (views: string[]) => {
       for (const id of views) report.offer(id, background);
       clock.advance(60_000);
@@ -121,13 +116,8 @@ describe("warming", () => {
   });
 
   it("npm run warm -- --top 500 says why it warms fewer: the fleet's hot list holds what the isolates reported, 20 products here", async () => {
-    const clock = fakeClock();
-    const l2 = createL2({ url: gateway.url, token: TOKEN, timeoutMs: 1000, breaker: createBreaker({ failureThreshold: 3, coolDownMs: 1000, clock }) });
-    await l2.run((redis) => redis.del(hotKey("pp:v1")));
+    const { clock, l2, report, writes, background } = await emptyHotList();
     // One isolate's minute of traffic over 30 products: it reports its 20 most requested.
-    const report = createHotReport({ l2, keyPrefix: "pp:v1", clock });
-    const writes: Promise<unknown>[] = [];
-    const background = (work: Promise<unknown>) => void writes.push(work);
     for (let i = 1; i <= 30; i++) for (let n = 0; n < i; n++) report.offer(`p-${String(i).padStart(6, "0")}`, background);
     clock.advance(60_000);
     report.offer("p-000030", background);
@@ -154,3 +144,12 @@ describe("a --ids file", () => {
     expect(idsListed("")).toEqual([]);
   });
 });
+
+/** An empty fleet hot list in the test's Redis, and one isolate's report of it on a fake clock, its writes collected. */
+async function emptyHotList() {
+  const clock = fakeClock();
+  const l2 = createL2({ url: gateway.url, token: TOKEN, timeoutMs: 1000, breaker: createBreaker({ failureThreshold: 3, coolDownMs: 1000, clock }) });
+  await l2.run((redis) => redis.del(hotKey("pp:v1")));
+  const writes: Promise<unknown>[] = [];
+  return { clock, l2, report: createHotReport({ l2, keyPrefix: "pp:v1", clock }), writes, background: (work: Promise<unknown>) => void writes.push(work) };
+}
