@@ -58,10 +58,6 @@ export const DEFAULTS = {
   lockTtlMs: 3000,
   /** First poll of a lock's loser for the winner's result, doubled each time: the winner usually needs one origin round trip. */
   lockPollFirstMs: 10,
-  /** = l2TimeoutMs: polls never further apart than a visitor's L2 budget, so that a winner that writes late is seen within one budget of it. */
-  get lockPollMaxMs(): number {
-    return this.l2TimeoutMs;
-  },
   /**
    * Origin fetches in flight per isolate (ORIGIN_MAX_CONCURRENT); as many more wait
    * in a queue, each within its call's deadline (tier.ts). Little's law: slots = fetches a second × the

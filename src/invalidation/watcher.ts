@@ -285,7 +285,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
     if (!reading || reading.era !== era || reading.from > seq || reading.since <= lastSyncAt || reading.since > clock.now()) return false;
     const until = lastSyncAt + options.pollMs - options.syncWaitMs;
     const before = syncsApplied;
-    for (const pause of pauses(DEFAULTS.lockPollFirstMs, DEFAULTS.lockPollMaxMs, until, clock.now)) {
+    // Looks at most half a sync wait apart: a read that lands is taken up within the wait of a visitor behind this sync.
+    for (const pause of pauses(DEFAULTS.lockPollFirstMs, options.syncWaitMs / 2, until, clock.now)) {
       if (syncsApplied !== before) return false;
       await sleep(pause);
       const landed = await shelf.read();

@@ -9,7 +9,7 @@ import { validateResource } from "./validate";
 import * as v from "valibot";
 import type { Breaker } from "../shared/breaker";
 import { LimiterFull, type Limiter, type Priority } from "../shared/limiter";
-import { isIsolateError, isolateDelayAllowedMs, ISOLATE_STALL_MS, leaseFor } from "../shared/leases";
+import { isIsolateError, isolateDelayAllowedMs, leaseFor } from "../shared/leases";
 import { abandoned, get, readJson } from "./exchange";
 import { failureOf, isAnswerAboutId, isServiceFailureStatus, OriginError, type OriginFailure, type OriginOutcome } from "./failure";
 
@@ -64,7 +64,7 @@ export interface OriginClientOptions {
  * bounds its wait on the call (a fill's lease) uses this.
  */
 export function originCallBoundMs(timeoutMs: number): number {
-  return 2 * (timeoutMs + ISOLATE_STALL_MS);
+  return 2 * leaseFor(timeoutMs);
 }
 
 export function createOriginClient(options: OriginClientOptions): OriginClient {

@@ -36,7 +36,7 @@ export interface Wanted {
 }
 
 interface LockWaitDeps {
-  config: Pick<Config, "lockTtlMs">;
+  config: Pick<Config, "lockTtlMs" | "l2TimeoutMs">;
   /** Redis left a call about `key` unanswered because it does not answer (readThrough.ts, redisSilence); otherwise a poll without an answer is one read late. */
   redisSilent: (key: string, answeredBefore: number) => boolean;
   l2Entries: L2Entries;
@@ -82,7 +82,8 @@ export function createLockWait({ config, l2Entries, clock, redisSilent }: LockWa
     ownToken?: string,
   ): Promise<Entry | "ours" | "departed" | undefined> {
     const giveUpAt = clock.now() + config.lockTtlMs;
-    for (const delay of pauses(DEFAULTS.lockPollFirstMs, DEFAULTS.lockPollMaxMs, giveUpAt, clock.now)) {
+    // Polls never further apart than a visitor's L2 budget: a winner that writes late is seen within one budget of it.
+    for (const delay of pauses(DEFAULTS.lockPollFirstMs, config.l2TimeoutMs, giveUpAt, clock.now)) {
       if (wanted.wanted && !wanted.wanted()) return "departed";
       const answeredBefore = l2.answered(key);
       const [value, holder] = await calls.pollLock(key, lock, delay);
