@@ -25,7 +25,8 @@ export type Admission = ReturnType<typeof createAdmission>;
 
 export function createAdmission({ clock, limit, patience, maxColdPages, coldPageWaitMs, coldPageLeaseMs }: AdmissionOptions) {
   const fair = createFairShare(clock);
-  const counts = { admitted: 0, lastChance: 0, shed: { busy: 0, overShare: 0 }, overShare: 0, shedServedStale: 0, shedRefused: 0 };
+  /** shed: pages answered 503 ("busy") and 429 ("over share"). */
+  const counts = { admitted: 0, lastChance: 0, shed: { busy: 0, overShare: 0 }, shedServedStale: 0, shedRefused: 0 };
   let lastChanceAt = Number.NEGATIVE_INFINITY;
   const slots = createLimiter({
     maxConcurrent: maxColdPages,
@@ -45,7 +46,7 @@ export function createAdmission({ clock, limit, patience, maxColdPages, coldPage
     clock,
   });
   const timesShare = (client: string) => fair.timesShare(client, maxColdPages);
-  const overShare = (): "over share" => (counts.overShare++, "over share");
+  const shed = (why: Shed) => (counts.shed[why === "busy" ? "busy" : "overShare"]++, why);
 
   return {
     /**
@@ -67,10 +68,7 @@ export function createAdmission({ clock, limit, patience, maxColdPages, coldPage
           await new Promise((resolve) => setTimeout(resolve, holdMs));
           if (release) patience.noteHeld(!visitor?.aborted);
           if (visitor?.aborted) return "left";
-          if (!release) {
-            counts.shed.overShare++;
-            return overShare();
-          }
+          if (!release) return shed("over share");
         }
         const run = async () => {
           started = true;
@@ -82,8 +80,7 @@ export function createAdmission({ clock, limit, patience, maxColdPages, coldPage
         // The work's own errors (a LimiterFull among them) are not a shed; a visitor who left while waiting was not shed either.
         if (!(error instanceof LimiterFull) || started) throw error;
         if (visitor?.aborted) return "left";
-        counts.shed.busy++;
-        return timesShare(client) <= 1 ? "busy" : overShare();
+        return shed(timesShare(client) <= 1 ? "busy" : "over share");
       } finally {
         answered();
         release?.();

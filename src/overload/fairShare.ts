@@ -1,7 +1,6 @@
 // Cold work shared among clients: max-min fair queueing (docs/architecture.md#overload).
 import type { Clock } from "../shared/clock";
 import { createLeaseTable, type LeaseTable } from "../shared/leases";
-import { TARGET_MS } from "./limit";
 
 /** Every request without a client's address (off the platform): all visitors, never one client asking too much. */
 export const UNKNOWN_CLIENT = "unknown";
@@ -22,13 +21,8 @@ export function createFairShare(clock: Clock) {
     if (size === 0) held.delete(client);
     return size;
   };
-  let counted = { at: Number.NEGATIVE_INFINITY, clients: 0 };
-  /** Counted again at most once per CoDel target: the count walks every client, and every waiting page asks at every look. */
-  function clients(): number {
-    if (clock.now() - counted.at < TARGET_MS) return counted.clients;
-    counted = { at: clock.now(), clients: [...held.keys()].filter((client) => holding(client) > 0).length };
-    return counted.clients;
-  }
+  // Walks every client: at most the pages in admission's hands, and counted once a page.
+  const clients = () => [...held.keys()].filter((client) => holding(client) > 0).length;
   return {
     /** Cold pages of `client` in admission's hands now (held, waiting or in progress). */
     holding,

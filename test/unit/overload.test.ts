@@ -263,7 +263,7 @@ describe("admission of pages that need new work", () => {
     const excess = floodAnswers.filter((answer) => answer === "over share").length;
     expect(excess).toBeGreaterThanOrEqual(40);
     expect(new Set([...floodAnswers, "over share", "busy", "ran"])).toEqual(new Set(["over share", "busy", "ran"]));
-    expect(flooded.stats).toMatchObject({ overShare: excess });
+    expect(flooded.stats).toMatchObject({ shed: { overShare: excess } });
     // The same 58 pages from 58 clients, each within its share: the isolate's own busyness.
     const spread = await shedBehindOne(Array.from({ length: 58 }, (_, i) => `192.0.2.${i + 1}`));
     expect(new Set([...spread.answers, "busy", "ran"])).toEqual(new Set(["busy", "ran"]));
@@ -293,7 +293,7 @@ describe("admission of pages that need new work", () => {
     expect(answers).toEqual(["over share", "over share"]);
     await Promise.all(refused);
     // Never queued: the queue holds what it held, and neither page's work ran.
-    expect(admission.stats()).toMatchObject({ coldPagesQueued: 8, shed: { busy: 0, overShare: 2 }, overShare: 2 });
+    expect(admission.stats()).toMatchObject({ coldPagesQueued: 8, shed: { busy: 0, overShare: 2 } });
     // Another client's page is queued as before; once the place is free, every queued page runs.
     const another = admission.admit(work, true, undefined, "192.0.2.1");
     await vi.advanceTimersByTimeAsync(20);
@@ -330,7 +330,7 @@ describe("admission of pages that need new work", () => {
     // One visitor with tabs open: six pages, four times that split, all queued.
     const tabs = Array.from({ length: 6 }, () => admission.admit(work, true, undefined, "192.0.2.77"));
     await vi.advanceTimersByTimeAsync(20);
-    expect(admission.stats()).toMatchObject({ coldPagesQueued: 26, overShare: 0 });
+    expect(admission.stats()).toMatchObject({ coldPagesQueued: 26, shed: { overShare: 0 } });
     // A seventh: more than one browser asks for, and past its share: refused.
     const seventh = admission.admit(work, true, undefined, "192.0.2.77");
     await vi.advanceTimersByTimeAsync(INTERVAL_MS + 1);
