@@ -40,6 +40,8 @@ import { recordPages, watchBreaker, watchOrigin, watchSlowPages, type PageRead, 
 export interface RenderedPage {
   body: Uint8Array<ArrayBuffer>;
   etag: string;
+  /** Its `Link` header (http/headers.ts, preloadLink), if it has an image. */
+  link?: string;
 }
 
 /**

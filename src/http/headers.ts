@@ -119,6 +119,23 @@ export function pageEtag(identity: string): string {
 }
 
 /**
+ * The `Link` of what a product page's first paint needs beyond its HTML (its
+ * CSS is inline): its main image, preloaded. From it Cloudflare sends a 103
+ * Early Hints (RFC 8297) before the page, so the browser fetches the image
+ * while the page is read. The URL parser's serialization percent-encodes
+ * whatever a header may not hold (spaces, controls, `<`, `>`); an address it
+ * rejects gives no hint.
+ */
+export function preloadLink(imageUrl: string | undefined): string | undefined {
+  if (imageUrl === undefined) return undefined;
+  try {
+    return `<${new URL(imageUrl).href}>; rel=preload; as=image`;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * What a page's read did: Cache-Status, also returned ("stored": written to
  * L2 as well as L1, which an open breaker prevents), and Server-Timing for
  * the steps that wait on I/O: the runtime's clock moves across I/O alone, so

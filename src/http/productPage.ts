@@ -7,7 +7,8 @@ import { isValidProductId } from "../origin/types";
 import { renderProductPage } from "../render";
 import type { Section } from "../render/model";
 import type { TierServices } from "../tier";
-import { pageCacheControl, pageEtag, pageIdentity, requestColo, sayWhatHappened, VARY_ON_ENCODING } from "./headers";
+import { pageCacheControl, pageEtag, pageIdentity, preloadLink, requestColo, sayWhatHappened, VARY_ON_ENCODING } from "./headers";
+import { shownImages } from "../render/view";
 import { errorPage, pageRetryAfterSeconds } from "./errorPage";
 import { clientOf } from "./client";
 import type { Background } from "../shared/subrequests";
@@ -131,12 +132,14 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
     };
     const html = renderProductPage({ ...sections, product: subject.data!, pageUrl });
     // TextEncoder always returns bytes over a fresh ArrayBuffer, never a shared one.
-    page = { body: new TextEncoder().encode(html) as Uint8Array<ArrayBuffer>, etag: pageEtag(identity) };
+    const body = new TextEncoder().encode(html) as Uint8Array<ArrayBuffer>;
+    page = { body, etag: pageEtag(identity), link: preloadLink(shownImages(subject.data!)[0]?.url) };
     if (tier.config.caching) tier.renderedPages.set(renderKey, page);
   }
 
   c.header("Cache-Control", pageCacheControl(all, tier.config.policies, now));
   c.header("ETag", page.etag);
+  if (page.link) c.header("Link", page.link);
   c.header("Content-Type", "text/html; charset=UTF-8");
   c.header(...VARY_ON_ENCODING);
   // The Response copies the bytes (Fetch's "extract a body"): the cached page is never handed over.

@@ -127,9 +127,14 @@ function recommendationsView(recommendations: Section<Recommendations>): Recomme
   }));
 }
 
+/** The images a product page shows, in order (those with a web address): the first is the gallery's main one. */
+export function shownImages(product: ProductPageModel["product"]): ImageView[] {
+  return product.images.filter((image) => isWebUrl(image.url)).map((image) => ({ url: image.url, alt: image.alt.trim() || product.title }));
+}
+
 export function productView(model: ProductPageModel): ProductView {
   const { product } = model;
-  const [main, ...thumbs] = product.images.filter((image) => isWebUrl(image.url)).map((image) => ({ url: image.url, alt: image.alt.trim() || product.title }));
+  const [main, ...thumbs] = shownImages(product);
 
   const description = product.description.trim();
   // 160 characters: what search engines show of a meta description without cutting it (their convention).

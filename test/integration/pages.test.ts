@@ -25,10 +25,12 @@ beforeEach(async () => {
 
 describe("product pages", () => {
   it("renders a complete product page from the origin's data", async () => {
-    const product = (await (await fetch(`${stack.origin.url}/products/p-000001`)).json()) as { title: string };
+    const product = (await (await fetch(`${stack.origin.url}/products/p-000001`)).json()) as { title: string; images: { url: string }[] };
     const response = await worker.fetch("/products/p-000001");
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toContain("text/html");
+    // Its main image, preloaded: Cloudflare sends a 103 Early Hints from this header before the page.
+    expect(response.headers.get("link")).toBe(`<${product.images[0]!.url}>; rel=preload; as=image`);
     const html = await response.text();
     expect(html).toContain("<h1");
     expect(html).toContain("application/ld+json");

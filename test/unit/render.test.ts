@@ -5,6 +5,8 @@ import { validateResource } from "../../src/origin/validate";
 import { renderErrorPage, renderHomePage, renderProductPage } from "../../src/render/index";
 import { AVAILABILITY_UNKNOWN_TEXT, decimalAmount, discountPercent, formatMoney, minorDigits, truncateText } from "../../src/render/format";
 import { jsonForScript, structuredDataFor } from "../../src/render/jsonld";
+import { shownImages } from "../../src/render/view";
+import { preloadLink } from "../../src/http/headers";
 import { samplePageModel } from "../support/fakes";
 
 const HOSTILE = `<script>alert(1)</script> "x" & 'y'`;
@@ -407,6 +409,20 @@ describe("product page", () => {
     }
     // An image without alt text is described by the product title.
     expect(imgs[1]).toContain('alt="Trail Runner 2"');
+  });
+
+  it("preloads the gallery's main image (Link, for Early Hints), header-safe whatever the origin sent; none without one", () => {
+    const html = renderProductPage(model());
+    const mainSrc = /<img[^>]* src="([^"]+)"/.exec(html)?.[1];
+    expect(preloadLink(shownImages(product())[0]?.url)).toBe(`<${mainSrc}>; rel=preload; as=image`);
+    const link = (url: string) => preloadLink(shownImages(product({ images: [{ url, alt: "" }] }))[0]?.url);
+    // Newlines are dropped by the URL parser; spaces, quotes and angle brackets percent-encoded; a host in Unicode as Punycode.
+    expect(link('https://img.example/a b\r\nX-Evil: 1>"<.jpg')).toBe("<https://img.example/a%20bX-Evil:%201%3E%22%3C.jpg>; rel=preload; as=image");
+    expect(link("https://bücher.example/ü.jpg")).toBe("<https://xn--bcher-kva.example/%C3%BC.jpg>; rel=preload; as=image");
+    // An address the parser rejects, or one the page does not show (not http(s)), gives no hint.
+    expect(link("https://exa mple.example/x.jpg")).toBeUndefined();
+    expect(link("javascript:alert(1)")).toBeUndefined();
+    expect(preloadLink(shownImages(product({ images: [] }))[0]?.url)).toBeUndefined();
   });
 
   it("renders without images, compare-at price, attributes or tags", () => {
