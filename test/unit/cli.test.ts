@@ -32,6 +32,7 @@ const BENCHMARKS = [
   { script: "bench:chaos-rejudge", file: "bench/chaos/rejudge.ts" },
   { script: "bench:fleet", file: "bench/fleet/run.ts" },
   { script: "bench:fleet-model", file: "bench/fleet/model.ts" },
+  { script: "bench:sections", file: "bench/sections/run.ts" },
 ];
 
 interface Run {
