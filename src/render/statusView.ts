@@ -267,7 +267,7 @@ function overloadView(overload: StatusModel["overload"]) {
     lagClass: admission.congested ? "bad" : "ok",
     coldPages: `${count(admission.coldPages)} in progress, ${count(admission.limit)} at most now (of ${count(overload.coldPagesMax)}); ${count(admission.coldPagesQueued)} waiting for their turn`,
     admitted: count(admission.admitted),
-    shed: `${count(shed)} (${count(admission.shed.busy)} answered 503, with no turn within their wait or no room to wait, ${count(admission.pushedOut)} of them having given their place in the full queue to a client holding fewer; ${count(admission.shed.overShare)} answered 429, their client holding more than its share): ${count(admission.shedServedStale)} served from a copy, ${count(admission.shedRefused)} with a part missing (503 or a default)`,
+    shed: `${count(shed)} (${count(admission.shed.busy)} answered 503, with no turn within their wait or no room to wait; ${count(admission.shed.overShare)} answered 429, their client holding more than its share; ${count(admission.pushedOut)} of all these gave their place in the full queue to a client holding fewer): ${count(admission.shedServedStale)} served from a copy, ${count(admission.shedRefused)} with a part missing (503 or a default)`,
     shedClass: shed > 0 ? "warn" : "ok",
     pagesLeft: count(departures.pagesLeft),
     hold: `${hold.holdMs > 0 ? `${count(hold.holdMs)} ms now` : "none now"} (${percent(hold.departedShare)} of recent cold pages left before their answer; at most ${count(hold.maxHoldMs)} ms); ${count(hold.held)} pages held, ${count(hold.leftWhileHeld)} of them left during the hold`,

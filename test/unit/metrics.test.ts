@@ -474,7 +474,7 @@ describe("status page", () => {
     expect(html).toMatch(/<dt>invalid values<\/dt><dd>2 <small>\(not valid entries: read as misses; 1 deleted\)/);
     // The shedding: what was shed and why, and the work of visitors who left.
     expect(html).toContain(
-      "45 (42 answered 503, with no turn within their wait or no room to wait, 6 of them having given their place in the full queue to a client holding fewer; 3 answered 429, their client holding more than its share): 30 served from a copy, 12 with a part missing (503 or a default)",
+      "45 (42 answered 503, with no turn within their wait or no room to wait; 3 answered 429, their client holding more than its share; 6 of all these gave their place in the full queue to a client holding fewer): 30 served from a copy, 12 with a part missing (503 or a default)",
     );
     // The lateness against CoDel's target and interval (overload/limit.ts), and the limit it sets.
     expect(html).toMatch(/<span class="pill bad">12 ms \(more than 5 ms for 100 ms: congested\)<\/span>/);
