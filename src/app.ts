@@ -58,11 +58,11 @@ export function createApp(): Hono<AppEnv> {
   // The pages' images come from the web (the origin's image URLs, http(s)
   // only: see render/urls.ts) or are data: (the empty favicon).
   app.use("*", strictSecurityHeaders(["https:", "http:", "data:"]));
-  for (const pages of ["/", "/products/*"]) {
-    app.use(pages, timing({ total: true, crossOrigin: false }));
-    // A product page sets a version-derived ETag, the home page gets one from its body; hono/etag answers 304 to a matching If-None-Match.
-    app.use(pages, etag({ retainedHeaders: [...RETAINED_304_HEADERS, "cache-status", "server-timing"] }));
-  }
+  for (const pages of ["/", "/products/*"]) app.use(pages, timing({ total: true, crossOrigin: false }));
+  // The home page's ETag is its body's, and hono/etag answers 304 to a matching If-None-Match. A product page's is
+  // known before its body (its parts' versions: http/productPage.ts answers its 304s), and a streamed one has none:
+  // hashing its body would hold the page until its last section.
+  app.use("/", etag({ retainedHeaders: [...RETAINED_304_HEADERS, "cache-status", "server-timing"] }));
 
   app.route("/", purgeRoute);
   app.route("/", knownIdsRoute);

@@ -100,11 +100,19 @@ function openGraphTags(og: NonNullable<MetaView["og"]>) {
   return html`<meta property="og:type" content="${og.type}"/><meta property="og:site_name" content="${og.siteName}"/><meta property="og:title" content="${og.title}"/><meta property="og:description" content="${og.description}"/><meta property="og:url" content="${og.url}"/>${card}<meta name="twitter:title" content="${og.title}"/><meta name="twitter:description" content="${og.description}"/>`;
 }
 
+/** The frame's start, up to the page's own content: what a streamed page sends first (templates/product.tsx). */
+export function frameStart({ meta, head }: { meta: MetaView; head?: Child }) {
+  return html`${DOCTYPE}<html lang="en"><head>${headTags(meta)}${head}<style>${PAGE_CSS}</style></head><body><a class="skip" href="#main">Skip to content</a><header class="site-header"><a href="/">Shop home</a></header><main id="main">`;
+}
+
+/** The frame's end, after the page's own content. */
+export const FRAME_END = raw("</main></body></html>");
+
 /**
  * The frame of every page, as a hono/html fragment rather than JSX: the
  * product page, the one rendered per view, is written the same way (its
  * template says why). Pages written in JSX use it as a component.
  */
 export function Layout({ meta, head, children }: { meta: MetaView; head?: Child; children: Child }) {
-  return html`${DOCTYPE}<html lang="en"><head>${headTags(meta)}${head}<style>${PAGE_CSS}</style></head><body><a class="skip" href="#main">Skip to content</a><header class="site-header"><a href="/">Shop home</a></header><main id="main">${children}</main></body></html>`;
+  return html`${frameStart({ meta, head })}${children}${FRAME_END}`;
 }

@@ -1,5 +1,8 @@
 // The product page: one section per resource of the page (view.ts,
-// SectionViews), each laid out by its partial.
+// SectionViews), each laid out by its partial, in pieces in document order.
+// A whole page is its pieces joined; a streamed page (http/streamedPage.ts)
+// sends each piece once the resources it shows are final, so a piece shows
+// only the sections of its `shows`.
 //
 // Written as hono/html tagged templates rather than JSX, like its partials
 // and the layout: this is the page rendered per view, and hono/jsx builds and
@@ -9,8 +12,8 @@
 // the same (every value goes through Hono's escapeToBuffer) and the props are
 // typed as for any template; the pages rendered once in a while stay JSX.
 import { html } from "hono/html";
-import type { ProductView } from "../src/render/view";
-import { Layout } from "./layout";
+import type { ProductSections, ProductView } from "../src/render/view";
+import { FRAME_END, frameStart } from "./layout";
 import { AvailabilityNote } from "./partials/availability";
 import { Breadcrumb } from "./partials/breadcrumb";
 import { Gallery } from "./partials/gallery";
@@ -19,19 +22,35 @@ import { Price } from "./partials/price";
 import { Recommendations } from "./partials/recommendations";
 import { Reviews } from "./partials/reviews";
 
-export function ProductPage({ meta, structuredData, sections }: ProductView) {
-  // Every section has its place below: the section of a resource added to the
-  // registry lands in `unplaced`, which then fails tsc until it is placed.
-  const { product, inventory, reviews, recommendations, ...unplaced } = sections;
-  unplaced satisfies Record<string, never>;
+/** A piece of the page: the resources whose sections it shows, and its markup from the page's view. */
+interface Piece {
+  shows: readonly (keyof ProductSections)[];
+  render(view: ProductView): ReturnType<typeof html>;
+}
+
+/** The head, the breadcrumb and the summary: the product and its stock, what a streamed page sends first. */
+function summary({ meta, sections: { product, inventory } }: ProductView) {
   const description = product.description ? html`<h2>Description</h2><div class="description">${product.description}</div>` : null;
   const attributes =
     product.attributes.length > 0
       ? html`<h2>Details</h2><dl class="attributes">${product.attributes.map((attribute) => html`<dt>${attribute.name}</dt><dd>${attribute.value}</dd>`)}</dl>`
       : null;
-  return Layout({
-    meta,
-    head: JsonLd({ data: structuredData }),
-    children: html`${Breadcrumb({ crumbs: product.breadcrumb, current: product.title })}<article class="product">${Gallery({ gallery: product.gallery })}<div class="summary"><h1>${product.title}</h1><p class="brand"><span class="visually-hidden">Brand: </span>${product.brand}</p>${Price({ price: product.price })}${AvailabilityNote({ availability: inventory })}${description}${attributes}</div></article>${Reviews({ reviews })}${Recommendations({ items: recommendations })}`,
-  });
+  return html`${frameStart({ meta })}${Breadcrumb({ crumbs: product.breadcrumb, current: product.title })}<article class="product">${Gallery({ gallery: product.gallery })}<div class="summary"><h1>${product.title}</h1><p class="brand"><span class="visually-hidden">Brand: </span>${product.brand}</p>${Price({ price: product.price })}${AvailabilityNote({ availability: inventory })}${description}${attributes}</div></article>`;
+}
+
+export const PRODUCT_PAGE = [
+  { shows: ["product", "inventory"], render: summary },
+  { shows: ["reviews"], render: ({ sections }) => Reviews({ reviews: sections.reviews }) },
+  { shows: ["recommendations"], render: ({ sections }) => html`${Recommendations({ items: sections.recommendations })}` },
+  // The structured data carries the reviews' rating: at the end, where it is final on a streamed page too.
+  { shows: ["reviews"], render: ({ structuredData }) => html`${JsonLd({ data: structuredData })}${FRAME_END}` },
+] as const satisfies readonly Piece[];
+
+// Every resource of the page has its piece: a resource added to the registry fails tsc here until it is placed.
+type Unplaced = Exclude<keyof ProductSections, (typeof PRODUCT_PAGE)[number]["shows"][number]>;
+type EveryResourcePlaced = [Unplaced] extends [never] ? true : { unplaced: Unplaced };
+true satisfies EveryResourcePlaced;
+
+export function ProductPage(view: ProductView) {
+  return html`${PRODUCT_PAGE.map((piece) => piece.render(view))}`;
 }

@@ -49,7 +49,22 @@ dl.kv dd{margin:0;font-variant-numeric:tabular-nums}
 @media (min-width:60rem){.panels{grid-template-columns:1fr 1fr}}
 `);
 
-const TIER_COLUMNS = ["resource", "answers", "hit ratio", "L1", "location", "L2", "origin", "stale", "stale-if-error", "failed", "collapsed", "defaulted"];
+const TIER_COLUMNS = [
+  "resource",
+  "answers",
+  "hit ratio",
+  "L1",
+  "location",
+  "L2",
+  "origin",
+  "stale",
+  "stale-if-error",
+  "failed",
+  "collapsed",
+  "defaulted",
+  "streamed",
+  "late",
+];
 
 /** A table that scrolls sideways on a narrow screen: its column heads, and its rows as given. */
 function ScrollTable({ columns, caption, children }: { columns: string[]; caption?: string; children: Child }) {
@@ -174,7 +189,7 @@ export function StatusPage(view: StatusView) {
       <p class="note">
         One answer per resource per page; the small numbers are counts. L1 and origin are shares of all answers, location (this data center's cache) and L2 the
         shares of what L1 missed; stale: served while refreshing; stale-if-error: served because the origin failed; failed: defaulted section or 503; collapsed:
-        waited for another request's fill.
+        waited for another request's fill; streamed: sent after a streamed page's first byte; late: of those, shown with its default past its bound.
       </p>
       {view.windows.map((window) => (
         <ScrollTable columns={TIER_COLUMNS} caption={window.label}>
@@ -200,6 +215,8 @@ export function StatusPage(view: StatusView) {
               <td>{row.failed}</td>
               <td>{row.collapsed}</td>
               <td>{row.defaulted}</td>
+              <td>{row.streamed}</td>
+              <td>{row.late}</td>
             </tr>
           ))}
         </ScrollTable>

@@ -31,7 +31,16 @@ export interface PageRead {
   data: PageData;
   timings: Timings;
   overShare?: boolean;
+  /**
+   * Asked for with `streams` (readThrough.ts): the parts still at the origin
+   * once the core was read (not in `data`), and `leave`, which stops their
+   * work as a visitor's leaving does.
+   */
+  later?: { parts: LaterParts; leave(): void };
 }
+
+/** Parts a page gets after its core (a streamed page's): each one's read, which settles with what it served. */
+export type LaterParts = { [R in ResourceName]?: Promise<Served<ResourceTypes[R]>> };
 
 /** One page read: where its background work goes, and the batch its fills' lock claims share. */
 export interface PageRequest {
@@ -45,6 +54,14 @@ export interface PageRequest {
   visitor?: AbortSignal;
   /** Who asks (http/client.ts), for the order in which waiting cold pages go; absent: "unknown". */
   client?: string;
+  /** The parts the page may send after its first byte (readThrough.ts, `streams`): never a core one. */
+  streams?: readonly ResourceName[];
+  /**
+   * Set for a page that may be streamed (readThrough.ts): called once, when
+   * the other parts are read, none of the core failed, and those of
+   * `streams` still at the origin (`later`) are late.
+   */
+  coreRead?: (later: LaterParts) => void;
   /**
    * Set by the L2 step: Redis did not answer this page's read although the
    * isolate reads replies on time (it hangs, and its breaker has not opened

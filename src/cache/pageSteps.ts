@@ -9,7 +9,7 @@ import { failureOf, isAnswerAboutId } from "../origin/failure";
 import { Departed } from "../overload";
 import { PAGE_SUBJECT, type ResourceName, type ResourceTypes } from "../origin/resources";
 import type { Clock } from "../shared/clock";
-import { ISOLATE_LATE_MS, leaseFor, type LeaseTable } from "../shared/leases";
+import { ISOLATE_LATE_MS, leaseFor, within, type LeaseTable } from "../shared/leases";
 import { entryState, newerOf, type Entry } from "./entry";
 import type { FillContext } from "./fill/fill";
 import type { Flights } from "./fill/flights";
@@ -291,6 +291,7 @@ export const readFromL2: Step = async (tools, id, pending, request, data) => {
  * others not at all when there is none to show. Why: docs/architecture.md#the-request-path.
  */
 export const readFromOrigin: Step<void> = async (tools, id, pending, request, data) => {
+  const startedAt = tools.clock.now();
   const subject = pending.find((item) => item.resource === PAGE_SUBJECT);
   if (subject && pending.length > 1 && !request.listed) {
     data[PAGE_SUBJECT] = await fillOne(tools, id, subject, request);
@@ -305,8 +306,21 @@ export const readFromOrigin: Step<void> = async (tools, id, pending, request, da
   const subjectOutcome = data[PAGE_SUBJECT]?.outcome;
   if (subjectOutcome !== undefined && subjectOutcome !== "found") return;
   if (visitorLeft(request)) return;
-  const filled = await Promise.all(pending.map((item) => fillOne(tools, id, item, request)));
-  for (const result of filled) data[result.resource] = result;
+  const fills = pending.map((item) => ({ resource: item.resource, filled: fillOne(tools, id, item, request) }));
+  const core = (resource: ResourceName) => resource === PAGE_SUBJECT || tools.config.policies[resource].core;
+  const later = request.coreRead ? fills.filter((fill) => !core(fill.resource) && request.streams?.includes(fill.resource)) : [];
+  const take = (results: Served<unknown>[]) => results.forEach((result) => (data[result.resource] = result));
+  take(await Promise.all(fills.filter((fill) => !later.includes(fill)).map((fill) => fill.filled)));
+  if (later.length === 0) return;
+  const rest = Promise.all(later.map((fill) => fill.filled));
+  // The core is read, none of it failed (else the page is a 503, whole). The rest may take as long again as the core
+  // did: a page whose parts come together stays whole (its ETag, compressed); past that, it goes on without them, streamed.
+  const failedCore = Object.values(data).some((part) => core(part.resource) && part.outcome === "failed");
+  const together = failedCore || (await within(rest, tools.clock.now() - startedAt, () => false));
+  if (together) return take(await rest);
+  request.coreRead?.(Object.fromEntries(later.map((fill) => [fill.resource, fill.filled])));
+  // This read (and the page's admission) ends with the last of its fills.
+  await rest;
 };
 
 async function fillOne(tools: PageTools, id: string, item: Pending, request: PageRequest, again = false): Promise<Served<unknown>> {

@@ -23,7 +23,7 @@ import type { L2, ReadAlong } from "./l2/l2";
 import { createL2Entries, type L2ValueStats } from "./l2/l2Entries";
 import { keptWith, type LocationCache, type LocationPart, type LocationStats } from "./location/location";
 import { filledMeanwhile, underWay, readCopies, readFromL1, readFromL2, readFromLocation, readFromOrigin, shedPage, type PageTools } from "./pageSteps";
-import { visitorLeft, type PageData, type PageRead, type PageRequest, type Timings } from "./pageRequest";
+import { visitorLeft, type LaterParts, type PageData, type PageRead, type PageRequest, type Timings } from "./pageRequest";
 import type { Departures, LagMeter, PageAdmission } from "../overload";
 import { createRejections } from "./fill/rejections";
 import type { PurgeStamp } from "./location/purgeStamp";
@@ -81,13 +81,16 @@ export interface L1Purging {
   keepOnlyForErrors(at: number): void;
 }
 
+/** `streams`: parts the page may go on without, once the others are read, and get in its PageRead's `later` (a streamed page). */
+type ReadOptions = Pick<PageRequest, "listed" | "visitor" | "client" | "streams">;
+
 export interface ReadThrough extends L1Purging {
   /**
    * Reads the resources of one product (which of them a product absent or
    * failed leaves out: pageSteps.ts, readFromOrigin). `background` receives
    * work that must outlive the response.
    */
-  read(id: string, resources: readonly ResourceName[], background: Background, options?: Pick<PageRequest, "listed" | "visitor" | "client">): Promise<PageRead>;
+  read(id: string, resources: readonly ResourceName[], background: Background, options?: ReadOptions): Promise<PageRead>;
   /**
    * The copies of one resource of many products that this isolate can serve
    * without the origin: from L1, then from L2 in one round trip. For lists
@@ -261,34 +264,53 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       if (pending.length > 0) {
         started = clock.now();
         await readFromOrigin(tools, id, pending, request, data);
-        timings.origin = clock.now() - started;
+        timings.origin ??= clock.now() - started;
       }
     };
-    if (!deps.overload) {
-      await readRest();
-      return { data: data as PageData, timings };
-    }
-    const subject = pending.find((item) => item.resource === PAGE_SUBJECT);
-    const overShare = await deps.overload.pages.admitPage({
-      subjectKey: subject?.key,
-      joins: subject ? underWay(tools, subject.key) : pending.every((item) => underWay(tools, item.key)),
-      // A copy the page would not show (stock kept only for the origin's failures: "availability unknown") is no such
-      // copy: shed at once, a saturated isolate showed that default on a fifth of its pages.
-      withCopies: pending.every((item) => item.fallback !== undefined && RESOURCES[item.resource].showStaleIfError),
-      async read(afterWait) {
-        // A page that waited for its turn looks at L1 again first (and again before the origin, in readRest).
-        if (afterWait) pending = filledMeanwhile(tools, id, pending, data);
-        if (pending.length > 0) await readRest();
-      },
-      shed() {
-        pending = filledMeanwhile(tools, id, pending, data);
-        if (pending.length === 0) return undefined;
-        return shedPage(tools, pending, data) ? "stale" : "refused";
-      },
-      visitor: request.visitor,
-      client: request.client,
+    const readAdmitted = async (): Promise<PageRead> => {
+      if (!deps.overload) {
+        await readRest();
+        return { data: data as PageData, timings };
+      }
+      const subject = pending.find((item) => item.resource === PAGE_SUBJECT);
+      const overShare = await deps.overload.pages.admitPage({
+        subjectKey: subject?.key,
+        joins: subject ? underWay(tools, subject.key) : pending.every((item) => underWay(tools, item.key)),
+        // A copy the page would not show (stock kept only for the origin's failures: "availability unknown") is no such
+        // copy: shed at once, a saturated isolate showed that default on a fifth of its pages.
+        withCopies: pending.every((item) => item.fallback !== undefined && RESOURCES[item.resource].showStaleIfError),
+        async read(afterWait) {
+          // A page that waited for its turn looks at L1 again first (and again before the origin, in readRest).
+          if (afterWait) pending = filledMeanwhile(tools, id, pending, data);
+          if (pending.length > 0) await readRest();
+        },
+        shed() {
+          pending = filledMeanwhile(tools, id, pending, data);
+          if (pending.length === 0) return undefined;
+          return shedPage(tools, pending, data) ? "stale" : "refused";
+        },
+        visitor: request.visitor,
+        client: request.client,
+      });
+      return overShare ? { data: data as PageData, timings, overShare } : { data: data as PageData, timings };
+    };
+    if (!pending.some((item) => request.streams?.includes(item.resource))) return readAdmitted();
+    // Answered as soon as the core is read (pageSteps.ts, readFromOrigin); the read, and its admission, go on for the rest
+    // while the visitor is there, or until the page leaves it (a stream cancelled).
+    const stop = new AbortController();
+    request.visitor = request.visitor ? AbortSignal.any([request.visitor, stop.signal]) : stop.signal;
+    let parts: LaterParts = {};
+    const coreRead = new Promise<undefined>((resolve) => {
+      request.coreRead = (later) => {
+        parts = later;
+        timings.origin = clock.now() - started;
+        resolve(undefined);
+      };
     });
-    return overShare ? { data: data as PageData, timings, overShare } : { data: data as PageData, timings };
+    const whole = readAdmitted();
+    // Once the core is read, each later part's read says what became of it: the whole read's end is nobody's answer.
+    whole.catch(() => undefined);
+    return (await Promise.race([whole, coreRead])) ?? { data: data as PageData, timings, later: { parts, leave: () => stop.abort() } };
   }
 
   return {

@@ -10,6 +10,7 @@ import type { Timings } from "../cache/pageRequest";
 import type { Served } from "../cache/served";
 import type { ResourcePolicy } from "../config";
 import type { OriginFailure } from "../origin/failure";
+import type { ResourceName } from "../origin/resources";
 import { hashPair } from "../shared/hash";
 
 /**
@@ -119,6 +120,15 @@ export function pageEtag(identity: string): string {
 }
 
 /**
+ * Whether `ifNoneMatch` names `etag` (RFC 9110, 13.1.2: "*", or any of its
+ * tags by weak comparison), as hono/etag judges the home page's.
+ */
+export function notModified(ifNoneMatch: string | undefined, etag: string): boolean {
+  const opaque = (tag: string) => tag.trim().replace(/^W\//, "");
+  return ifNoneMatch !== undefined && (ifNoneMatch.trim() === "*" || ifNoneMatch.split(",").some((tag) => opaque(tag) === opaque(etag)));
+}
+
+/**
  * The `Link` of what a product page's first paint needs beyond its HTML (its
  * CSS is inline): its main image, preloaded. From it Cloudflare sends a 103
  * Early Hints (RFC 8297) before the page, so the browser fetches the image
@@ -140,10 +150,24 @@ export function preloadLink(imageUrl: string | undefined): string | undefined {
  * L2 as well as L1, which an open breaker prevents), and Server-Timing for
  * the steps that wait on I/O: the runtime's clock moves across I/O alone, so
  * L1 and the render would always read 0 (docs/architecture.md, "Saying what happened").
+ * A streamed page's headers say what was known before its body: its
+ * `streamed` parts are named as such, and its origin timing is its core's.
  */
-export function sayWhatHappened(c: Context, page: Served<unknown>[], timings: Timings, now: number, l2Stored: boolean): string {
+export function sayWhatHappened(
+  c: Context,
+  page: Served<unknown>[],
+  timings: Timings,
+  now: number,
+  l2Stored: boolean,
+  streamed: readonly ResourceName[] = [],
+): string {
   for (const step of ["location", "l2", "origin"] as const) if (timings[step] !== undefined) setMetric(c, step, timings[step]);
-  const status = page.map((served) => member(served, now, l2Stored)).join(", ");
+  // A part the page streams is still at the origin when the headers go: asked for, its answer not known yet.
+  const members = [
+    ...page.map((served) => member(served, now, l2Stored)),
+    ...streamed.map((resource) => `pp-origin; fwd=uri-miss; detail="${resource} streamed"`),
+  ];
+  const status = members.join(", ");
   c.header("Cache-Status", status);
   return status;
 }

@@ -4,10 +4,13 @@ import type { Context } from "hono";
 import type { Served } from "../cache/served";
 import { PAGE_RESOURCES, PAGE_SUBJECT, RESOURCES, type PageResource, type ResourceTypes } from "../origin/resources";
 import { isValidProductId } from "../origin/types";
-import { renderProductPage } from "../render";
+import { PRODUCT_PAGE_PIECES, renderProductPage } from "../render";
+import { fillBoundMs } from "../cache/fill/fill";
+import type { PageData } from "../cache/pageRequest";
+import { streamedBody } from "./streamedPage";
 import type { Section } from "../render/model";
 import type { TierServices } from "../tier";
-import { pageCacheControl, pageEtag, pageIdentity, preloadLink, requestColo, sayWhatHappened, VARY_ON_ENCODING } from "./headers";
+import { notModified, pageCacheControl, pageEtag, pageIdentity, preloadLink, requestColo, sayWhatHappened, VARY_ON_ENCODING } from "./headers";
 import { shownImages } from "../render/view";
 import { errorPage, pageRetryAfterSeconds } from "./errorPage";
 import { clientOf } from "./client";
@@ -19,8 +22,11 @@ const PRODUCT_NOT_FOUND = "We could not find that product. It does not exist or 
 /** What a client asking for more new pages at once than its share is told (pages already cached are served to it as usual). */
 const TOO_MANY_PAGES = "You are asking for many pages at once: please try again in a few seconds.";
 
+/** The parts a page may send after its first byte: those its first piece does not show (the product and its stock). */
+const STREAMED = PAGE_RESOURCES.filter((resource) => !PRODUCT_PAGE_PIECES[0]!.shows.includes(resource));
+
 /** Bumped when templates change the HTML for the same data, so that ETags change too. */
-const RENDER_VERSION = "3";
+const RENDER_VERSION = "4";
 
 /**
  * What the page shows of one resource. A copy kept only for the origin's
@@ -79,12 +85,22 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   // cold page may fill all its parts at once (cache/pageSteps.ts, readFromOrigin).
   // Who asks: a client's waiting cold pages go after those of clients holding fewer (overload/fairShare.ts).
   const client = clientOf(c.req.header("cf-connecting-ip"));
-  const { data, timings, overShare } = await tier.cache.read(id, PAGE_RESOURCES, background, { listed: known === "listed", visitor, client });
-  if (visitor.aborted) return visitorLeft(tier, id, colo, background);
+  // A page whose core is read while other parts still come from the origin is streamed (./streamedPage.ts).
+  const { data, timings, overShare, later } = await tier.cache.read(id, PAGE_RESOURCES, background, {
+    listed: known === "listed",
+    visitor,
+    client,
+    streams: STREAMED,
+  });
+  if (visitor.aborted) {
+    later?.leave();
+    return visitorLeft(tier, id, colo, background);
+  }
 
   const all: Served<unknown>[] = PAGE_RESOURCES.flatMap((resource) => data[resource] ?? []);
+  const streamed = PAGE_RESOURCES.filter((resource) => later?.parts[resource] !== undefined);
   const now = tier.clock.now();
-  const status = sayWhatHappened(c, all, timings, now, tier.cache.l2?.breaker.state() === "closed");
+  const status = sayWhatHappened(c, all, timings, now, tier.cache.l2?.breaker.state() === "closed", streamed);
   const ms = now - arrivedAt;
   tier.pageRead({ id, ms, timings, cacheStatus: status });
 
@@ -113,10 +129,40 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   const states = Object.fromEntries(PAGE_RESOURCES.map((resource) => [resource, sectionState(resource, data[resource])])) as {
     [R in PageResource]: Section<unknown>["state"];
   };
-  const defaulted = PAGE_RESOURCES.filter((resource) => states[resource] === "unavailable");
+  const defaulted = PAGE_RESOURCES.filter((resource) => states[resource] === "unavailable" && !streamed.includes(resource));
   if (defaulted.length > 0) c.header("Cache-Degraded", defaulted.join(", "));
-  tier.recordPage({ route: "/products/:id", id, outcome: "ok", status: 200, ms, served: all, defaulted }, colo, background);
   tier.hotReport?.offer(id, background);
+  const link = () => preloadLink(shownImages(subject.data!)[0]?.url);
+  if (later) {
+    const model = { ...modelOf(states, data), product: subject.data!, pageUrl: `${tier.config.publicUrl}/products/${id}` };
+    const body = await streamedBody({
+      pieces: PRODUCT_PAGE_PIECES,
+      model,
+      served: all,
+      later: later.parts,
+      section: (resource, served) => section(sectionState(resource, served), served),
+      boundMs: (resource) => fillBoundMs(tier.config, resource),
+      visitor,
+      leave: later.leave,
+      ended(end) {
+        // Gone mid-stream: a page left before its whole answer.
+        if (end.left) tier.overload.departures.pageLeft();
+        const sections = end.served.filter((served) => (streamed as readonly string[]).includes(served.resource));
+        const withDefaults = sections
+          .filter((served) => sectionState(served.resource as PageResource, served) === "unavailable")
+          .map((served) => served.resource);
+        const view = { route: "/products/:id", id, outcome: "ok", status: 200, ms, served: end.served } as const;
+        tier.recordPage({ ...view, defaulted: [...defaulted, ...withDefaults], streamed, late: end.late }, colo, background);
+      },
+    });
+    // No ETag: the same URL may end differently; and a section may still end with its default, which is not kept downstream.
+    c.header("Cache-Control", "no-cache");
+    // Sent as written: a compressor holds a stream's pieces until it has enough (Cloudflare's and Miniflare's alike pass
+    // an identity body through), and a cold page's few kilobytes more cost less than its sections' wait.
+    c.header("Content-Encoding", "identity");
+    return htmlAnswer(c, body, link());
+  }
+  tier.recordPage({ route: "/products/:id", id, outcome: "ok", status: 200, ms, served: all, defaulted }, colo, background);
 
   // The same parts in the same states render the same HTML: rendered once per
   // isolate and kept until one of them changes. Nothing of the request but its
@@ -127,21 +173,35 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   // CACHING=off keeps nothing, the rendered page included (cache/bypass.ts).
   let page = tier.config.caching ? tier.renderedPages.get(renderKey) : undefined;
   if (!page) {
-    const sections = Object.fromEntries(PAGE_RESOURCES.map((resource) => [resource, section<unknown>(states[resource], data[resource])])) as {
-      [R in PageResource]: Section<ResourceTypes[R]>;
-    };
-    const html = renderProductPage({ ...sections, product: subject.data!, pageUrl });
+    const html = renderProductPage({ ...modelOf(states, data), product: subject.data!, pageUrl });
     // TextEncoder always returns bytes over a fresh ArrayBuffer, never a shared one.
     const body = new TextEncoder().encode(html) as Uint8Array<ArrayBuffer>;
-    page = { body, etag: pageEtag(identity), link: preloadLink(shownImages(subject.data!)[0]?.url) };
+    page = { body, etag: pageEtag(identity), link: link() };
     if (tier.config.caching) tier.renderedPages.set(renderKey, page);
   }
 
   c.header("Cache-Control", pageCacheControl(all, tier.config.policies, now));
   c.header("ETag", page.etag);
-  if (page.link) c.header("Link", page.link);
+  // A 304 carries what the 200 would have said of the page (RFC 9110, 15.4.5), Cache-Status and Server-Timing included.
+  if (notModified(c.req.header("if-none-match"), page.etag)) {
+    c.header(...VARY_ON_ENCODING);
+    return c.body(null, 304);
+  }
+  // The Response copies the bytes (Fetch's "extract a body"): the cached page is never handed over.
+  return htmlAnswer(c, page.body, page.link);
+}
+
+/** The sections of the parts read (a part still to come is "unavailable" until it arrives: its piece is not rendered before). */
+function modelOf(states: { [R in PageResource]: Section<unknown>["state"] }, data: PageData) {
+  return Object.fromEntries(PAGE_RESOURCES.map((resource) => [resource, section<unknown>(states[resource], data[resource])])) as {
+    [R in PageResource]: Section<ResourceTypes[R]>;
+  };
+}
+
+/** A product page's 200, whole or streamed: its preload hint (Early Hints) and its content headers. */
+function htmlAnswer(c: Context, body: Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array>, link: string | undefined): Response {
+  if (link) c.header("Link", link);
   c.header("Content-Type", "text/html; charset=UTF-8");
   c.header(...VARY_ON_ENCODING);
-  // The Response copies the bytes (Fetch's "extract a body"): the cached page is never handed over.
-  return c.body(page.body, 200);
+  return c.body(body, 200);
 }

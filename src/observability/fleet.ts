@@ -97,7 +97,7 @@ export function createFleet(dataset: FleetDataset | undefined, options: FleetOpt
         else if (s.freshness === "stale-if-error") add(DOUBLE.staleIfError);
         if (s.collapsed) add(DOUBLE.collapsed);
       }
-      if (page.defaulted?.length) doubles[DOUBLE.defaulted] = page.defaulted.length;
+      for (const kind of ["defaulted", "streamed", "late"] as const) if (page[kind]?.length) doubles[DOUBLE[kind]] = page[kind].length;
       if (page.shed) doubles[DOUBLE.shed] = 1;
       const calls = callsOfThisInvocation();
       if (calls?.l2) doubles[DOUBLE.l2Calls] = calls.l2;

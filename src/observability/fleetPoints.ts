@@ -69,6 +69,9 @@ export const DOUBLE = {
    */
   l2Calls: 14,
   originFetches: 15,
+  /** page: a streamed page's sections sent after its first byte, and those of them past their bound (shown with their default). */
+  streamed: 16,
+  late: 17,
 } as const;
 
 /** Tiers a resource answer counts in, as the page's doubles name them. */

@@ -27,7 +27,8 @@ const SHED: ReadonlySet<OriginOutcome> = new Set<OriginOutcome>(["overloaded", "
 /**
  * Per resource, as the status page's table names them (docs/architecture.md):
  * answers by tier (a stale-if-error answer counts for its copy's), stale,
- * stale-if-error, failed, collapsed and defaulted.
+ * stale-if-error, failed, collapsed and defaulted; streamed (sent after a
+ * streamed page's first byte) and late (of those, defaulted past their bound).
  */
 interface ResourceCounts {
   l1: number;
@@ -39,6 +40,8 @@ interface ResourceCounts {
   failed: number;
   collapsed: number;
   defaulted: number;
+  streamed: number;
+  late: number;
 }
 
 /** Per service: calls that reached it (whatever the answer), those that failed, and those not made (slots full, breaker open). */
@@ -79,6 +82,9 @@ export interface PageRecord {
   served?: readonly Pick<Served<unknown>, "resource" | "tier" | "freshness" | "outcome" | "collapsed">[];
   /** Sections shown with defaults. */
   defaulted?: readonly string[];
+  /** A streamed page's sections sent after its first byte (served or defaulted), and those of them past their bound. */
+  streamed?: readonly string[];
+  late?: readonly string[];
   /** Whether the id is offered to the hot products (default: a product page's is; the home page's "home" is not). */
   hot?: boolean;
 }
@@ -86,7 +92,7 @@ export interface PageRecord {
 export type Metrics = ReturnType<typeof createMetrics>;
 
 function emptyResource(): ResourceCounts {
-  return { l1: 0, location: 0, l2: 0, origin: 0, stale: 0, staleIfError: 0, failed: 0, collapsed: 0, defaulted: 0 };
+  return { l1: 0, location: 0, l2: 0, origin: 0, stale: 0, staleIfError: 0, failed: 0, collapsed: 0, defaulted: 0, streamed: 0, late: 0 };
 }
 
 function perResource<T>(make: (resource: ResourceName) => T): Record<ResourceName, T> {
@@ -144,10 +150,11 @@ function countPage(bucket: Bucket, page: PageRecord): void {
     else if (served.freshness === "stale-if-error") counts.staleIfError++;
     if (served.collapsed) counts.collapsed++;
   }
-  for (const name of page.defaulted ?? []) {
-    const counts = bucket.resources[name as ResourceName];
-    if (counts) counts.defaulted++;
-  }
+  for (const kind of ["defaulted", "streamed", "late"] as const)
+    for (const name of page[kind] ?? []) {
+      const counts = bucket.resources[name as ResourceName];
+      if (counts) counts[kind]++;
+    }
   if (page.outcome === "ok" && (page.defaulted?.length ?? 0) > 0) bucket.degradedPages++;
 }
 

@@ -113,8 +113,9 @@ export const RESOURCES = {
     }),
     onProductPage: true,
     showStaleIfError: true,
-    // Decoration: long windows, and a default when nothing is usable.
-    defaults: { ttl: 600, swr: 3600, staleIfError: 86_400, negativeTtl: 300, core: false, originTimeoutMs: 800 },
+    // Decoration: long windows, and a default when nothing is usable. Its
+    // timeout delays no first byte (a page streams past a non-core part: http/streamedPage.ts), only this section.
+    defaults: { ttl: 600, swr: 3600, staleIfError: 86_400, negativeTtl: 300, core: false, originTimeoutMs: 2000 },
   },
   recommendations: {
     code: "c",
@@ -126,7 +127,7 @@ export const RESOURCES = {
     }),
     onProductPage: true,
     showStaleIfError: true,
-    defaults: { ttl: 900, swr: 3600, staleIfError: 86_400, negativeTtl: 300, core: false, originTimeoutMs: 800 },
+    defaults: { ttl: 900, swr: 3600, staleIfError: 86_400, negativeTtl: 300, core: false, originTimeoutMs: 2000 },
   },
   // The first products of the origin's listing, as the home page shows them
   // (one entry, under LISTING_ID): through the same read path, so that `GET /`

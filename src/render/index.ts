@@ -12,7 +12,8 @@ import { NotFoundPage } from "../../templates/404";
 import { UnavailablePage } from "../../templates/503";
 import { ErrorPage } from "../../templates/error";
 import { HomePage } from "../../templates/home";
-import { ProductPage } from "../../templates/product";
+import { PRODUCT_PAGE, ProductPage } from "../../templates/product";
+import type { PageResource } from "../origin/resources";
 import { StatusPage } from "../../templates/status";
 
 /**
@@ -29,6 +30,22 @@ function html(page: JSX.Element): string {
 export function renderProductPage(model: ProductPageModel): string {
   return html(ProductPage(productView(model)));
 }
+
+/** A piece of the product page: the resources whose sections it shows, and its HTML from a model where those are final. */
+export interface PagePiece {
+  shows: readonly PageResource[];
+  render(model: ProductPageModel): string;
+}
+
+/**
+ * The product page in document order (templates/product.tsx), for a page
+ * streamed as its sections arrive (http/streamedPage.ts): joined, the
+ * pieces are renderProductPage's HTML for the same model.
+ */
+export const PRODUCT_PAGE_PIECES: readonly PagePiece[] = PRODUCT_PAGE.map((piece) => ({
+  shows: piece.shows,
+  render: (model: ProductPageModel) => html(piece.render(productView(model))),
+}));
 
 export function renderHomePage(model: HomePageModel): string {
   return html(HomePage(homeView(model)));

@@ -43,7 +43,7 @@ function breakerClass(state: BreakerState): string {
 function tierRow(name: string, s: ResourceSummary, total = false) {
   return {
     name,
-    ...counts(s, ["answers", "stale", "staleIfError", "failed", "collapsed", "defaulted"]),
+    ...counts(s, ["answers", "stale", "staleIfError", "failed", "collapsed", "defaulted", "streamed", "late"]),
     l1: percent(s.l1Ratio),
     l1Count: count(s.l1),
     location: percent(s.locationRatio),

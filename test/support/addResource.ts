@@ -65,15 +65,14 @@ export const DELIVERY_EDITS: Edit[] = [
     file: "templates/partials/delivery.tsx",
     askedByTsc: false,
     apply: () =>
-      `import { html } from "hono/html";\n\nexport function DeliveryNote({ text }: { text: string }) {\n  return text ? html\`<p class="delivery">\${text}</p>\` : null;\n}\n`,
+      `import { html } from "hono/html";\n\nexport function DeliveryNote({ text }: { text: string }) {\n  return text ? html\`<p class="delivery">\${text}</p>\` : html\`\`;\n}\n`,
   },
   {
     file: "templates/product.tsx",
     askedByTsc: true,
     apply: steps(
       before("import { Gallery }", 'import { DeliveryNote } from "./partials/delivery";\n'),
-      after("recommendations, ", "delivery, "),
-      after(`\${AvailabilityNote({ availability: inventory })}`, `\${DeliveryNote({ text: delivery })}`),
+      before("  // The structured data carries", '  { shows: ["delivery"], render: ({ sections }) => DeliveryNote({ text: sections.delivery }) },\n'),
     ),
   },
   {
