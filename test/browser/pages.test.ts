@@ -121,7 +121,7 @@ let base: string;
 let browser: Browser;
 
 // Ids of their own for each page, so that no cached entry decides a result.
-const [TYPICAL, DEFAULTED, UNKNOWN_STOCK, UNAVAILABLE, LONG_TITLE] = completeProducts(4000, 5);
+const [TYPICAL, DEFAULTED, UNKNOWN_STOCK, UNAVAILABLE, LONG_TITLE, STREAMED] = completeProducts(4000, 6);
 const NOT_FOUND = "p-999999"; // past the 10,000-product catalog
 
 /** First catalog product from `from` with this stock status (and reviews, to see them with it). */
@@ -376,6 +376,36 @@ describe.skipIf(!hasChromium)("what visitors see, in a real browser", () => {
       });
     } finally {
       await clearFaults(stack);
+    }
+  });
+
+  it("a streamed page: the price is painted before the reviews arrive, then the reviews in their place", async () => {
+    // The reviews' and recommendations' services hold their answers until the faults change.
+    await injectFault(stack, { service: "reviews", down: "hang" });
+    await injectFault(stack, { service: "recommendations", down: "hang" });
+    const { width, height } = VIEWPORTS.desktop;
+    const context = await browser.newContext({ viewport: { width, height } });
+    const problems: string[] = [];
+    try {
+      const page = await context.newPage();
+      page.on("console", (message) => message.type() === "error" && problems.push(message.text()));
+      page.on("pageerror", (error) => problems.push(error.message));
+      const loaded = page.goto(`${base}/products/${STREAMED}`, { waitUntil: "load" });
+      await page.locator(".price-now").waitFor({ state: "visible" });
+      // Painted: the browser's first contentful paint is in, while the reviews are still held at the origin.
+      await page.waitForFunction("performance.getEntriesByType('paint').some((entry) => entry.name === 'first-contentful-paint')");
+      expect(await page.locator(".reviews").count()).toBe(0);
+      await clearFaults(stack);
+      const response = await loaded;
+      expect(response?.headers()["cache-status"]).toContain('detail="reviews streamed"');
+      expect(await page.locator(".reviews").textContent()).not.toContain("Reviews are unavailable right now.");
+      expect(await page.locator(".recommendations a").count()).toBeGreaterThan(0);
+      expect(await page.locator("h1").count()).toBe(1);
+      // No CSP violation or script error: the pieces are plain HTML in place.
+      expect(problems).toEqual([]);
+    } finally {
+      await clearFaults(stack);
+      await context.close();
     }
   });
 

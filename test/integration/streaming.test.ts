@@ -5,8 +5,14 @@
 // browser does. The demo origin answers in ~20 ms; the non-core services are
 // made late. Order and outcome are checked, not wall-clock bounds: what the
 // first chunk holds, what the end holds.
+import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { createGunzip } from "node:zlib";
+import vnu from "vnu-jar";
 import { parseList } from "structured-headers";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { indexOf, reviewsFor } from "../../dev/origin/catalog";
@@ -21,7 +27,7 @@ const LATE_MS = 700;
 let stack: Stack;
 let worker: WorkerInstance;
 /** Products with reviews and recommendations, each test its own (a cold page). */
-const ids = completeProducts(7000, 6);
+const ids = completeProducts(7000, 8);
 
 beforeAll(async () => {
   stack = await startStack({ latencyMs: 20, jitterMs: 2 });
@@ -48,8 +54,12 @@ interface Streamed {
 
 /** A GET on its own connection asking for gzip as a browser does; the body's text is recorded as it arrives. */
 function get(path: string, headers: Record<string, string> = {}): Promise<Streamed> {
+  return getFrom(worker, path, headers);
+}
+
+function getFrom(from: WorkerInstance, path: string, headers: Record<string, string> = {}): Promise<Streamed> {
   return new Promise((resolve, reject) => {
-    const req = request(worker.url + path, { agent: false, headers: { "accept-encoding": "gzip", ...headers } }, (res) => {
+    const req = request(from.url + path, { agent: false, headers: { "accept-encoding": "gzip", ...headers } }, (res) => {
       const chunks: string[] = [];
       const text = res.headers["content-encoding"] === "gzip" && res.statusCode !== 304 ? res.pipe(createGunzip()) : res;
       let firstChunk: (chunk: string) => void = () => undefined;
@@ -166,5 +176,42 @@ describe("a cold page whose reviews and recommendations are late", () => {
       10_000,
     );
     expect(after.pagesLeft).toBe(before.pagesLeft + 1);
+  });
+
+  it("passes the W3C checker whether its sections arrived, defaulted at their timeout, or failed after the first byte", async () => {
+    // Reviews given 300 ms: a hung service defaults within the test's time.
+    const quick = await startHttpWorker({ ...stack.bindings, CACHE_POLICIES: JSON.stringify({ reviews: { originTimeoutMs: 300 } }) });
+    try {
+      const pages: Record<string, string> = {};
+      const streamedFrom = async (name: string, worker: WorkerInstance, path: string, release?: () => Promise<void>) => {
+        const answer = await getFrom(worker, path);
+        await answer.first;
+        await release?.();
+        pages[name] = await answer.whole;
+        expect(details(answer.headers["cache-status"]), name).toContain("reviews streamed");
+      };
+      await injectFault(stack, { service: "reviews", down: "hang" });
+      await streamedFrom("arrived", worker, `/products/${ids[5]}`, () => clearFaults(stack));
+      await injectFault(stack, { service: "reviews", down: "hang" });
+      await streamedFrom("defaulted", quick, `/products/${ids[6]}`);
+      await clearFaults(stack);
+      await injectFault(stack, { service: "reviews", latencyMs: LATE_MS / 2, errorRate: 1 });
+      await streamedFrom("failed", worker, `/products/${ids[7]}`);
+      expect(pages.arrived).not.toContain("Reviews are unavailable right now.");
+      for (const name of ["defaulted", "failed"]) expect(pages[name], name).toContain("Reviews are unavailable right now.");
+
+      const dir = mkdtempSync(join(tmpdir(), "w3c-"));
+      const files = Object.entries(pages).map(([name, html]) => {
+        const file = join(dir, `${name}.html`);
+        writeFileSync(file, html);
+        return file;
+      });
+      // The Nu Html Checker (validator.w3.org/nu), run locally: its JSON report goes to stderr; it exits 1 on an error.
+      const { stderr } = await promisify(execFile)("java", ["-jar", vnu, "--format", "json", "--exit-zero-always", ...files], { maxBuffer: 16 << 20 });
+      const messages = (JSON.parse(stderr) as { messages: { type: string; url: string; message: string }[] }).messages;
+      expect(messages.filter((message) => message.type === "error")).toEqual([]);
+    } finally {
+      await quick.close();
+    }
   });
 });
