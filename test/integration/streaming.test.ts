@@ -79,6 +79,17 @@ function getFrom(from: WorkerInstance, path: string, headers: Record<string, str
   });
 }
 
+interface Status {
+  overload: {
+    admission: { coldPages: number };
+    departures: { pagesLeft: number; fillsStopped: number; fillsFinished: number; fillsDropped: number };
+  };
+}
+
+async function status(): Promise<Status> {
+  return (await (await worker.fetch("/__status.json", { headers: { authorization: `Bearer ${PURGE_TOKEN}` } })).json()) as Status;
+}
+
 function escapeHtml(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
 }
@@ -99,6 +110,8 @@ describe("a cold page whose reviews and recommendations are late", () => {
     expect(first).toContain("<h1>");
     expect(first).toContain('class="price');
     expect(first).not.toContain('class="reviews"');
+    // Its turn in admission ended with its first byte: a page waiting on a hung service holds no cold page's place.
+    expect((await status()).overload.admission.coldPages).toBe(0);
     await clearFaults(stack);
     const html = await answer.whole;
     const review = reviewsFor(indexOf(id)!)!.top[0]!;
@@ -153,12 +166,7 @@ describe("a cold page whose reviews and recommendations are late", () => {
   });
 
   it("stops the page's remaining work when its visitor leaves mid-stream", async () => {
-    const departures = async () =>
-      (
-        (await (await worker.fetch("/__status.json", { headers: { authorization: `Bearer ${PURGE_TOKEN}` } })).json()) as {
-          overload: { departures: { pagesLeft: number; fillsStopped: number; fillsFinished: number; fillsDropped: number } };
-        }
-      ).overload.departures;
+    const departures = async () => (await status()).overload.departures;
     const before = await departures();
     // The reviews come first; the recommendations are still at the origin when the page notices its visitor gone.
     await injectFault(stack, { service: "reviews", latencyMs: LATE_MS / 2 });
