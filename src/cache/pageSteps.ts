@@ -318,9 +318,9 @@ export const readFromOrigin: Step<void> = async (tools, id, pending, request, da
   const failedCore = Object.values(data).some((part) => core(part.resource) && part.outcome === "failed");
   const together = failedCore || (await within(rest, tools.clock.now() - startedAt, () => false));
   if (together) return take(await rest);
-  // The read (and the page's turn in admission) ends here: what is left is a fetch in flight for each later part,
-  // bounded by the origin's slots and its fill's lease, and one piece to render when it lands.
   request.coreRead?.(Object.fromEntries(later.map((fill) => [fill.resource, fill.filled])));
+  // This read (and the page's admission) ends with the last of its fills.
+  await rest;
 };
 
 async function fillOne(tools: PageTools, id: string, item: Pending, request: PageRequest, again = false): Promise<Served<unknown>> {

@@ -264,7 +264,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       if (pending.length > 0) {
         started = clock.now();
         await readFromOrigin(tools, id, pending, request, data);
-        timings.origin = clock.now() - started;
+        timings.origin ??= clock.now() - started;
       }
     };
     const readAdmitted = async (): Promise<PageRead> => {
@@ -295,14 +295,22 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       return overShare ? { data: data as PageData, timings, overShare } : { data: data as PageData, timings };
     };
     if (!pending.some((item) => request.streams?.includes(item.resource))) return readAdmitted();
-    // The later parts' fetches go on after the read while the visitor is there, or until the page leaves them (a stream cancelled).
+    // Answered as soon as the core is read (pageSteps.ts, readFromOrigin); the read, and its admission, go on for the rest
+    // while the visitor is there, or until the page leaves it (a stream cancelled).
     const stop = new AbortController();
     request.visitor = request.visitor ? AbortSignal.any([request.visitor, stop.signal]) : stop.signal;
-    let later: LaterParts | undefined;
-    request.coreRead = (parts) => (later = parts);
-    const read = await readAdmitted();
-    // Streamed (pageSteps.ts, readFromOrigin): the later parts are not in `data`, each one's read says what became of it.
-    return later ? { data: data as PageData, timings, later: { parts: later, leave: () => stop.abort() } } : read;
+    let parts: LaterParts = {};
+    const coreRead = new Promise<undefined>((resolve) => {
+      request.coreRead = (later) => {
+        parts = later;
+        timings.origin = clock.now() - started;
+        resolve(undefined);
+      };
+    });
+    const whole = readAdmitted();
+    // Once the core is read, each later part's read says what became of it: the whole read's end is nobody's answer.
+    whole.catch(() => undefined);
+    return (await Promise.race([whole, coreRead])) ?? { data: data as PageData, timings, later: { parts, leave: () => stop.abort() } };
   }
 
   return {

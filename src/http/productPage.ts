@@ -133,11 +133,12 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   if (defaulted.length > 0) c.header("Cache-Degraded", defaulted.join(", "));
   tier.hotReport?.offer(id, background);
   const link = () => preloadLink(shownImages(subject.data!)[0]?.url);
+  // Nothing of the request but its validated id goes into the page or its key (docs/architecture.md, "Saying what happened").
+  const model = () => ({ ...modelOf(states, data), product: subject.data!, pageUrl: `${tier.config.publicUrl}/products/${id}` });
   if (later) {
-    const model = { ...modelOf(states, data), product: subject.data!, pageUrl: `${tier.config.publicUrl}/products/${id}` };
     const body = await streamedBody({
       pieces: PRODUCT_PAGE_PIECES,
-      model,
+      model: model(),
       served: all,
       later: later.parts,
       section: (resource, served) => section(sectionState(resource, served), served),
@@ -164,16 +165,13 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   }
   tier.recordPage({ route: "/products/:id", id, outcome: "ok", status: 200, ms, served: all, defaulted }, colo, background);
 
-  // The same parts in the same states render the same HTML: rendered once per
-  // isolate and kept until one of them changes. Nothing of the request but its
-  // validated id goes into the page or its key (docs/architecture.md, "Saying what happened").
-  const pageUrl = `${tier.config.publicUrl}/products/${id}`;
+  // The same parts in the same states render the same HTML: rendered once per isolate and kept until one of them changes.
   const identity = pageIdentity(all, RENDER_VERSION);
   const renderKey = `${id}|${identity}`;
   // CACHING=off keeps nothing, the rendered page included (cache/bypass.ts).
   let page = tier.config.caching ? tier.renderedPages.get(renderKey) : undefined;
   if (!page) {
-    const html = renderProductPage({ ...modelOf(states, data), product: subject.data!, pageUrl });
+    const html = renderProductPage(model());
     // TextEncoder always returns bytes over a fresh ArrayBuffer, never a shared one.
     const body = new TextEncoder().encode(html) as Uint8Array<ArrayBuffer>;
     page = { body, etag: pageEtag(identity), link: link() };
