@@ -4,7 +4,7 @@ import { parseList } from "structured-headers";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { startStack, type Stack } from "../support/stack";
 import { startWorker, type WorkerInstance } from "../support/worker";
-import { health } from "../support/faults";
+import { escapeHtml, health } from "../support/faults";
 
 let stack: Stack;
 let worker: WorkerInstance;
@@ -219,11 +219,6 @@ describe("configuration", () => {
     }
   });
 });
-
-/** HTML-escaped as hono/jsx escapes text. */
-function escapeHtml(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
-}
 
 async function waitFor(condition: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

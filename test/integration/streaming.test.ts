@@ -16,9 +16,9 @@ import vnu from "vnu-jar";
 import { parseList } from "structured-headers";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { indexOf, reviewsFor } from "../../dev/origin/catalog";
-import { pollUntil, startHttpWorker } from "../support/clients";
-import { clearFaults, completeProducts, injectFault } from "../support/faults";
-import { PURGE_TOKEN, startStack, type Stack } from "../support/stack";
+import { pollUntil, startHttpWorker, tierStatus } from "../support/clients";
+import { clearFaults, completeProducts, escapeHtml, injectFault } from "../support/faults";
+import { startStack, type Stack } from "../support/stack";
 import type { WorkerInstance } from "../support/worker";
 
 /** Late enough that the core is read long before: the page is streamed. */
@@ -79,21 +79,6 @@ function getFrom(from: WorkerInstance, path: string, headers: Record<string, str
   });
 }
 
-interface Status {
-  overload: {
-    admission: { coldPages: number };
-    departures: { pagesLeft: number; fillsStopped: number; fillsFinished: number; fillsDropped: number };
-  };
-}
-
-async function status(): Promise<Status> {
-  return (await (await worker.fetch("/__status.json", { headers: { authorization: `Bearer ${PURGE_TOKEN}` } })).json()) as Status;
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
-}
-
 function details(cacheStatus: unknown): string[] {
   return parseList(String(cacheStatus ?? "")).map(([, params]) => String(params.get("detail")));
 }
@@ -111,10 +96,10 @@ describe("a cold page whose reviews and recommendations are late", () => {
     expect(first).toContain('class="price');
     expect(first).not.toContain('class="reviews"');
     // Its turn in admission lasts until its last part is final: its later parts' replies are cold work too.
-    expect((await status()).overload.admission.coldPages).toBe(1);
+    expect((await tierStatus(worker)).overload?.admission.coldPages).toBe(1);
     await clearFaults(stack);
     const html = await answer.whole;
-    expect((await status()).overload.admission.coldPages).toBe(0);
+    expect((await tierStatus(worker)).overload?.admission.coldPages).toBe(0);
     const review = reviewsFor(indexOf(id)!)!.top[0]!;
     expect(html).toContain('class="reviews"');
     expect(html).not.toContain("Reviews are unavailable right now.");
@@ -167,7 +152,7 @@ describe("a cold page whose reviews and recommendations are late", () => {
   });
 
   it("stops the page's remaining work when its visitor leaves mid-stream", async () => {
-    const departures = async () => (await status()).overload.departures;
+    const departures = async () => (await tierStatus(worker)).overload!.departures;
     const before = await departures();
     // The reviews come first; the recommendations are still at the origin when the page notices its visitor gone.
     await injectFault(stack, { service: "reviews", latencyMs: LATE_MS / 2 });

@@ -96,7 +96,10 @@ export function visit(baseUrl: string, path: string): Visit {
 export interface TierStatus {
   originSlots?: { inUse: number; queued: number; reclaimed: number };
   fills?: { inFlight: number; takenOver: number };
-  overload?: { admission: { coldPages: number } };
+  overload?: {
+    admission: { coldPages: number };
+    departures: { pagesLeft: number; fillsStopped: number; fillsFinished: number; fillsDropped: number };
+  };
   purges: { syncAgeMs: number | null };
   l2: { shards: { name: string; state: string }[] };
 }

@@ -33,6 +33,11 @@ export async function page(worker: WorkerInstance, path: string, headers: Record
   };
 }
 
+/** HTML-escaped as the templates escape text (Hono's escapeToBuffer). */
+export function escapeHtml(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&#39;");
+}
+
 /** A page's references to itself: its canonical link, og:url, and the JSON-LD Product's and Offer's url. */
 export function selfUrls(html: string): { canonical?: string; ogUrl?: string; jsonLd?: string; jsonLdOffer?: string } {
   const script = /<script type="application\/ld\+json">([\s\S]*?)<\/script>/.exec(html)?.[1];
