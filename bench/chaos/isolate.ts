@@ -1,6 +1,6 @@
 // bench:chaos's checks of the isolates themselves: during the load, each
 // L1's evictions (what the oracle needs to tell a page an LRU
-// dropped from one the tier lost); after it, the work their status says is
+// dropped from one the tier lost) and admission's state (in the JSON); after it, the work their status says is
 // under way back to 0 (fills, queued sends, cold pages in progress or
 // waiting, background fills; origin slots through the soak's slotsFreed),
 // and each heap (beyond L1) flat against its reading after the warm-up.
@@ -32,8 +32,9 @@ export function sampleL1(targets: readonly string[], now: () => number): { sampl
       await Promise.all(
         targets.map(async (url, inst) => {
           const at = now();
-          const l1 = (await statusOf(url))?.l1;
-          if (l1?.evictions !== undefined) samples.push({ inst, at, evictions: l1.evictions });
+          const status = await statusOf(url);
+          const admission = status?.overload?.admission as Record<string, unknown> | undefined;
+          if (status?.l1.evictions !== undefined) samples.push({ inst, at, evictions: status.l1.evictions, ...(admission ? { admission } : {}) });
         }),
       );
       await sleep(1000, undefined, { signal: controller.signal }).catch(() => undefined);

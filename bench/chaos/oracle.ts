@@ -335,6 +335,8 @@ export interface L1Sample {
   inst: number;
   at: number;
   evictions: number;
+  /** Admission then (overload.admission of the status: the limit, cold pages in progress and waiting, shed so far), for reading a window's 503s. */
+  admission?: Record<string, unknown>;
 }
 
 /**
