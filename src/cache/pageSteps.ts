@@ -4,7 +4,7 @@
 // vouches for what it can; then one judgement (`judge`) serves or keeps
 // every copy alike, and each step takes what the one before left pending.
 import type { Background } from "../shared/subrequests";
-import type { Config } from "../config";
+import { isCore, type Config } from "../config";
 import { failureOf, isAnswerAboutId } from "../origin/failure";
 import { Departed } from "../overload";
 import { PAGE_SUBJECT, type ResourceName, type ResourceTypes } from "../origin/resources";
@@ -307,15 +307,14 @@ export const readFromOrigin: Step<void> = async (tools, id, pending, request, da
   if (subjectOutcome !== undefined && subjectOutcome !== "found") return;
   if (visitorLeft(request)) return;
   const fills = pending.map((item) => ({ resource: item.resource, filled: fillOne(tools, id, item, request) }));
-  const core = (resource: ResourceName) => resource === PAGE_SUBJECT || tools.config.policies[resource].core;
-  const later = request.coreRead ? fills.filter((fill) => !core(fill.resource) && request.streams?.includes(fill.resource)) : [];
+  const later = request.coreRead ? fills.filter((fill) => !isCore(tools.config, fill.resource) && request.streams?.includes(fill.resource)) : [];
   const take = (results: Served<unknown>[]) => results.forEach((result) => (data[result.resource] = result));
   take(await Promise.all(fills.filter((fill) => !later.includes(fill)).map((fill) => fill.filled)));
   if (later.length === 0) return;
   const rest = Promise.all(later.map((fill) => fill.filled));
   // The core is read, none of it failed (else the page is a 503, whole). The rest may take as long again as the core
   // did: a page whose parts come together stays whole (its ETag, compressed); past that, it goes on without them, streamed.
-  const failedCore = Object.values(data).some((part) => core(part.resource) && part.outcome === "failed");
+  const failedCore = Object.values(data).some((part) => isCore(tools.config, part.resource) && part.outcome === "failed");
   const together = failedCore || (await within(rest, tools.clock.now() - startedAt, () => false));
   if (together) return take(await rest);
   request.coreRead?.(Object.fromEntries(later.map((fill) => [fill.resource, fill.filled])));

@@ -6,7 +6,7 @@
 // (`keepInLocation`), and applies purge judgements to every copy on the way
 // (PurgeKnowledge below).
 import type { Background } from "../shared/subrequests";
-import type { Config } from "../config";
+import { isCore, type Config } from "../config";
 import type { OriginClient } from "../origin/client";
 import { PAGE_SUBJECT, RESOURCES, type ResourceName, type ResourceTypes } from "../origin/resources";
 import type { Clock } from "../shared/clock";
@@ -279,6 +279,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         // A copy the page would not show (stock kept only for the origin's failures: "availability unknown") is no such
         // copy: shed at once, a saturated isolate showed that default on a fifth of its pages.
         withCopies: pending.every((item) => item.fallback !== undefined && RESOURCES[item.resource].showStaleIfError),
+        sheddable: pending.every((item) => item.fallback !== undefined || !isCore(config, item.resource)),
         async read(afterWait) {
           // A page that waited for its turn looks at L1 again first (and again before the origin, in readRest).
           if (afterWait) pending = filledMeanwhile(tools, id, pending, data);

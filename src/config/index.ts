@@ -2,7 +2,7 @@
 // isolate. Bad settings yield one message naming each of them (ConfigError),
 // never a stack trace per request.
 import * as v from "valibot";
-import { RESOURCE_NAMES, type ResourceName, type ResourcePolicy } from "../origin/resources";
+import { PAGE_SUBJECT, RESOURCE_NAMES, type ResourceName, type ResourcePolicy } from "../origin/resources";
 import { KNOWN_IDS_DEFAULTS } from "../knownIds/limits";
 import { DEFAULTS, DEFAULT_POLICIES } from "./defaults";
 
@@ -261,6 +261,11 @@ function parsePolicies(raw: Env["CACHE_POLICIES"]): Record<ResourceName, Resourc
     merged[name] = { ...DEFAULT_POLICIES[name], ...overrides[name] };
   }
   return merged;
+}
+
+/** Whether a page is nothing without `resource` (a 503 when it fails): the page's subject, and those CACHE_POLICIES makes core. */
+export function isCore(config: Pick<Config, "policies">, resource: ResourceName): boolean {
+  return resource === PAGE_SUBJECT || config.policies[resource].core;
 }
 
 /** Validates the bindings. Throws a ConfigError naming every bad setting. */

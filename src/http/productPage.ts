@@ -6,6 +6,7 @@ import { PAGE_RESOURCES, PAGE_SUBJECT, RESOURCES, type PageResource, type Resour
 import { isValidProductId } from "../origin/types";
 import { PRODUCT_PAGE_PIECES, renderProductPage } from "../render";
 import { fillBoundMs } from "../cache/fill/fill";
+import { isCore } from "../config";
 import type { PageData } from "../cache/pageRequest";
 import { streamedBody } from "./streamedPage";
 import type { Section } from "../render/model";
@@ -112,9 +113,8 @@ export async function productPage(c: Context, tier: TierServices): Promise<Respo
   }
   // The others are read whenever the subject exists (cache/readThrough.ts): a core one missing is one that failed.
   const failed = (resource: PageResource) => (data[resource]?.outcome ?? "failed") === "failed";
-  // Without a core resource there is no page (503); the subject is always core: it is what the page shows.
-  const core = (resource: PageResource) => resource === PAGE_SUBJECT || tier.config.policies[resource].core;
-  const missingCore = PAGE_RESOURCES.filter((resource) => core(resource) && failed(resource));
+  // Without a core resource there is no page (503).
+  const missingCore = PAGE_RESOURCES.filter((resource) => isCore(tier.config, resource) && failed(resource));
   if (missingCore.length > 0) {
     // "overloaded": this isolate did not start the work (shed, or its origin slots were full), not a failing service.
     const busy = missingCore.every((resource) => data[resource]?.failure === "overloaded");

@@ -19,6 +19,14 @@ export interface AdmissionOptions {
   coldPageLeaseMs: number;
 }
 
+/** How a page asks for its turn (Admission.admit). */
+interface Turn {
+  wait: boolean;
+  sheddable?: boolean;
+  visitor?: AbortSignal;
+  client?: string;
+}
+
 /** A shed page: "busy" (no turn within its wait, or no room to wait: a 503), or "over share" (its client's own excess: a 429). */
 type Shed = "busy" | "over share";
 export type Admission = ReturnType<typeof createAdmission>;
@@ -52,9 +60,9 @@ export function createAdmission({ clock, limit, patience, maxColdPages, coldPage
     /**
      * Runs one page's new work once admitted, or says why it was shed (and
      * never runs it). `wait`: whether it may wait for its turn (not when it has
-     * a copy to serve); `visitor`: its request's signal; `client`: who asks.
+     * a copy to serve); `sheddable`: shed, it is still a page (PageWork); `visitor`: its request's signal; `client`: who asks.
      */
-    async admit<T>(work: () => Promise<T>, wait: boolean, visitor?: AbortSignal, client = UNKNOWN_CLIENT): Promise<T | Shed | "left"> {
+    async admit<T>(work: () => Promise<T>, { wait, sheddable = false, visitor, client = UNKNOWN_CLIENT }: Turn): Promise<T | Shed | "left"> {
       const answered = patience.follow(visitor);
       // Past its share while pages wait: no place taken, and refused an interval after it came (one refused at once asks again
       // at once). Else its place among its client's pages lasts its hold, its wait and its work at most.
@@ -75,7 +83,7 @@ export function createAdmission({ clock, limit, patience, maxColdPages, coldPage
           counts.admitted++;
           return await work().finally(() => limit.update(slots.inFlight));
         };
-        return await slots.run(run, { waitMs: wait ? coldPageWaitMs : 0, caller: visitor, key: client });
+        return await slots.run(run, { waitMs: wait ? coldPageWaitMs : 0, caller: visitor, key: client, sheddable });
       } catch (error) {
         // The work's own errors (a LimiterFull among them) are not a shed; a visitor who left while waiting was not shed either.
         if (!(error instanceof LimiterFull) || started) throw error;
@@ -114,6 +122,8 @@ interface PageWork {
   joins: boolean;
   /** Whether it has a copy it would show of every part it lacks: then it does not wait for its turn. */
   withCopies: boolean;
+  /** Whether it has a copy of every core part it lacks: shed, it is still a page, not a 503, so it waits behind those that are not. */
+  sheddable: boolean;
   /** Reads what it lacks past L1; `afterWait`: L1 first, which a request that went ahead meanwhile may have filled. */
   read(afterWait: boolean): Promise<void>;
   /** Serves what it still lacks as shed: "stale", "refused", or undefined when nothing is left to shed. */
@@ -146,7 +156,7 @@ export function createPageAdmission(options: { admission: Pick<Admission, "admit
       }
       const page = ++pages;
       if (key) awaitingTurn.take(key, clock.now() + options.turnLeaseMs, page);
-      const admitting = admission.admit(() => work.read(true), !work.withCopies, work.visitor, work.client);
+      const admitting = admission.admit(() => work.read(true), { ...work, wait: !work.withCopies });
       const admitted = await admitting.finally(() => key && awaitingTurn.release(key, page));
       // Not shed when its visitor left (nobody reads the answer); followers that went on meanwhile may have filled what it lacks.
       if (typeof admitted !== "string" || admitted === "left" || work.visitor?.aborted) return false;

@@ -41,11 +41,11 @@ export interface LimiterOptions {
    */
   freeWhenCallerLeaves?: boolean;
   /**
-   * The order of the waiters: a waiter whose key ranks lower goes first, the
+   * The order of the waiters of one criticality (RunOptions.sheddable): a waiter whose key ranks lower goes first, the
    * oldest first among equals (admission: the client holding fewest cold
    * pages, overload/fairShare.ts). Unset: oldest first. With a rank, a
    * caller finding the queue full takes the place of the oldest waiter of
-   * the key ranking highest, if that ranks higher than its own (FQ-CoDel's
+   * the key ranking highest, if that is ordered after it (FQ-CoDel's
    * drop from the fattest flow, RFC 8290): a flood fills the queue, and
    * another client's page still gets a place.
    */
@@ -64,6 +64,14 @@ interface RunOptions {
   caller?: AbortSignal;
   /** Whose call this is, for `rank` (admission: the page's client). */
   key?: string;
+  /**
+   * The caller has something to show if refused (admission: a copy of every
+   * core part its page lacks). Waiters without go first, and a full queue
+   * gives a sheddable waiter's place to one without: Google's criticality
+   * (Site Reliability Engineering, ch. 21, "Handling Overload"), where
+   * sheddable requests are refused before critical ones. `rank` then orders those alike.
+   */
+  sheddable?: boolean;
 }
 
 export interface Limiter {
@@ -116,15 +124,25 @@ function full(reason: FullReason): LimiterFull {
   return error;
 }
 
-/** `rank`, asked once per key for one walk of the queue (many waiters share a key: a client's pages); all equal unranked. */
-function ranksOf(rank: ((key: string) => number) | undefined): (key: string) => number {
-  if (!rank) return () => 0;
+/** A waiter's place in the queue: whose it is (`rank`'s key), and whether it is sheddable (RunOptions). */
+interface Waiter {
+  key: string;
+  sheddable: boolean;
+}
+
+/**
+ * The order of the waiters for one walk of the queue, lower first: by
+ * criticality (those not sheddable first), then by `rank`, asked once per
+ * key (many waiters share a key: a client's pages). Unranked, all keys equal.
+ */
+function orderOf(rank: ((key: string) => number) | undefined): (a: Waiter, b: Waiter) => number {
   const ranks = new Map<string, number>();
-  return (key) => {
+  const rankOf = (key: string) => {
     let value = ranks.get(key);
-    if (value === undefined) ranks.set(key, (value = rank(key)));
+    if (value === undefined) ranks.set(key, (value = rank ? rank(key) : 0));
     return value;
   };
+  return (a, b) => Number(a.sheddable) - Number(b.sheddable) || rankOf(a.key) - rankOf(b.key);
 }
 
 export function createLimiter({
@@ -142,7 +160,7 @@ export function createLimiter({
   /** Slots a refresh may use: the rest are kept for visitors. */
   const refreshSlots = Math.max(1, Math.floor((maxConcurrent * 3) / 4));
   /** Callers waiting for a slot, oldest first; each place lapses with its caller's wait. */
-  const waiting = createLeaseTable<number, string>({ clock, capacity: maxQueued });
+  const waiting = createLeaseTable<number, Waiter>({ clock, capacity: maxQueued });
   let nextTicket = 0;
   let pushedOut = 0;
   /** Slots free now. */
@@ -150,20 +168,19 @@ export function createLimiter({
 
   const refreshRoom = () => (waiting.size() === 0 ? Math.max(0, refreshSlots - slots.size()) : 0);
 
-  /** Live waiters a free slot goes to before `ticket` (counted up to `enough`): those ranking lower, then those older. */
-  function ahead(ticket: number, key: string, enough: number): number {
+  /** Live waiters a free slot goes to before `me` (counted up to `enough`): those ordered lower, then those older. */
+  function ahead(ticket: number, me: Waiter, enough: number): number {
     let count = 0;
-    const rankOf = ranksOf(rank);
-    const mine = rankOf(key);
+    const order = orderOf(rank);
     let older = true;
-    waiting.each((other, otherKey) => {
+    waiting.each((other, them) => {
       if (other === ticket) {
         older = false;
-        // Unranked, nobody after `ticket` goes first: the walk stops there.
-        return rank !== undefined;
+        // Unranked, nobody after `me` goes first unless `me` is sheddable: the walk stops there.
+        return rank !== undefined || me.sheddable;
       }
-      const theirs = rankOf(otherKey);
-      if (theirs < mine || (theirs === mine && older)) count++;
+      const versus = order(them, me);
+      if (versus < 0 || (versus === 0 && older)) count++;
       // Past `enough` the answer is known: under a flood, hundreds of waiters look every few ms, and most stop here after a few steps.
       return count < enough;
     });
@@ -176,30 +193,25 @@ export function createLimiter({
    * look): the queue is walked only when there are fewer free slots than
    * waiters, to find whether this one is among the first.
    */
-  function slotFor(ticket: number, key: string, holdMs: number, waitedMs: number): true | undefined {
+  function slotFor(ticket: number, me: Waiter, holdMs: number, waitedMs: number): true | undefined {
     const free = room();
     if (free <= 0) {
       // Past the limit only as `pastLimit` allows, never past maxConcurrent.
       if (slots.size() >= maxConcurrent || !pastLimit(waitedMs)) return undefined;
-    } else if (free < waiting.size() && ahead(ticket, key, free) >= free) return undefined;
+    } else if (free < waiting.size() && ahead(ticket, me, free) >= free) return undefined;
     return slots.take(ticket, clock.now() + holdMs, true) || undefined;
   }
 
-  /** Frees a place for a caller of `key` in a full queue: the oldest waiter of the key ranking highest gives its place up, if that ranks higher than `key`. */
-  function pushOut(key: string): boolean {
-    if (!rank) return false;
-    const rankOf = ranksOf(rank);
-    let worst = rankOf(key);
-    let victim: [number, string] | undefined;
-    waiting.each((ticket, other) => {
-      const theirs = rankOf(other);
-      if (theirs > worst) {
-        worst = theirs;
-        victim = [ticket, other];
-      }
+  /** Frees a place for `me` in a full queue: the oldest of the waiters ordered highest gives its place up, if ordered higher than `me`. */
+  function pushOut(me: Waiter): boolean {
+    const order = orderOf(rank);
+    let worst = me;
+    let victim: number | undefined;
+    waiting.each((ticket, them) => {
+      if (order(them, worst) > 0) [worst, victim] = [them, ticket];
     });
-    if (!victim) return false;
-    waiting.release(...victim);
+    if (victim === undefined) return false;
+    waiting.release(victim, worst);
     pushedOut++;
     return true;
   }
@@ -210,39 +222,39 @@ export function createLimiter({
    * from another request runs its continuation in a context the runtime may
    * have cancelled, and I/O started there belongs to the wrong request).
    */
-  async function waitForSlot(ticket: number, key: string, holdMs: number, waitedMs: number, caller: AbortSignal | undefined): Promise<void> {
+  async function waitForSlot(ticket: number, me: Waiter, holdMs: number, waitedMs: number, caller: AbortSignal | undefined): Promise<void> {
     const askedAt = clock.now();
     const giveUpAt = askedAt + waitedMs;
-    const placed = () => waiting.take(ticket, giveUpAt, key);
-    if (!placed() && !(pushOut(key) && placed())) throw full("queue full");
+    const placed = () => waiting.take(ticket, giveUpAt, me);
+    if (!placed() && !(pushOut(me) && placed())) throw full("queue full");
     let left = false;
     let out = false;
     const look = () => {
       if (caller?.aborted) return (left = true);
-      // Its place was given to another key's caller (pushOut), rather than lapsed with its wait.
+      // Its place was given to a caller ordered before it (pushOut), rather than lapsed with its wait.
       if (waiting.holder(ticket) === undefined && clock.now() < giveUpAt) return (out = true);
-      return slotFor(ticket, key, holdMs, clock.now() - askedAt);
+      return slotFor(ticket, me, holdMs, clock.now() - askedAt);
     };
     // A cancelled request's timers may never fire again: its place goes as its caller leaves, not when its wait would have ended.
-    const onLeave = () => waiting.release(ticket, key);
+    const onLeave = () => waiting.release(ticket, me);
     caller?.addEventListener("abort", onLeave, { once: true });
     try {
       if ((await pollUntil(look, giveUpAt, clock.now)) && !left && !out) return;
     } finally {
       caller?.removeEventListener("abort", onLeave);
-      waiting.release(ticket, key);
+      waiting.release(ticket, me);
     }
     throw full(left ? "the caller left while it waited" : out ? "its place went to another caller" : "no slot within its wait");
   }
 
   return {
-    async run(task, { waitMs = maxWaitMs, holdMs = maxHoldMs, priority = "visitor", caller, key = "" } = {}) {
+    async run(task, { waitMs = maxWaitMs, holdMs = maxHoldMs, priority = "visitor", caller, key = "", sheddable = false } = {}) {
       const ticket = ++nextTicket;
       const hold = Math.max(1, Math.min(holdMs, maxHoldMs));
       if (priority === "refresh" && refreshRoom() === 0) throw full("origin slots kept for visitors");
       // Waiters first: a newcomer does not overtake the queue.
       const free = waiting.size() === 0 && room() > 0 && slots.take(ticket, clock.now() + hold, true);
-      if (!free) await waitForSlot(ticket, key, hold, Math.max(0, Math.min(waitMs, maxWaitMs)), caller);
+      if (!free) await waitForSlot(ticket, { key, sheddable }, hold, Math.max(0, Math.min(waitMs, maxWaitMs)), caller);
       // A cancelled request never runs its `finally`, but its signal's listeners do run when it aborts.
       const onLeave = () => slots.release(ticket, true);
       const listening = freeWhenCallerLeaves && caller !== undefined;

@@ -288,6 +288,46 @@ describe("origin fetch limiter", () => {
     expect(floodTasks[0]!.started).toBe(false);
   });
 
+  it("waiters with nothing to show if refused go before sheddable ones, whatever their rank; a full queue gives a sheddable waiter's place to one that is not", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const holding: Record<string, number> = { crawler: 5, visitor: 1 };
+    const limit = createLimiter({
+      maxConcurrent: 1,
+      maxQueued: 2,
+      maxWaitMs: 5_000,
+      maxHoldMs: 10_000,
+      rank: (key) => holding[key] ?? 0,
+      clock: { now: () => Date.now() },
+    });
+    const log: string[] = [];
+    const holder = heldTask("holder", log);
+    const held = limit.run(holder.run, { key: "visitor" });
+    // The visitor's page has a copy to fall back on; the crawler's, though its client holds more, has none.
+    const withCopy = heldTask("visitor with a copy", log);
+    const sheddable = limit.run(withCopy.run, { key: "visitor", sheddable: true }).catch((error: unknown) => error);
+    const bare = heldTask("crawler without", log);
+    const critical = limit.run(bare.run, { key: "crawler" });
+    await settle();
+    holder.finish();
+    await handedOver();
+    expect(log).toEqual(["holder", "crawler without"]);
+    // The queue is full again; a page with nothing to show takes the sheddable one's place, which gives up on its next look.
+    const second = heldTask("visitor without", log);
+    const another = limit.run(second.run, { key: "visitor" });
+    const third = limit.run(async () => "one more", { key: "visitor" }).catch((error: unknown) => error);
+    await handedOver();
+    expect(await sheddable).toBeInstanceOf(LimiterFull);
+    expect(limit.pushedOut).toBe(1);
+    // A sheddable caller never takes the place of one that is not.
+    await expect(limit.run(async () => "late", { key: "visitor", sheddable: true })).rejects.toBeInstanceOf(LimiterFull);
+    bare.finish();
+    await handedOver();
+    second.finish();
+    await handedOver();
+    expect(await Promise.all([held, critical, another, third])).toEqual(["holder", "crawler without", "visitor without", "one more"]);
+    expect(withCopy.started).toBe(false);
+  });
+
   it("gives up on a waiter after maxWaitMs with LimiterFull, and its task never runs", async () => {
     vi.useFakeTimers();
     const limit = limiter(1, 5, 500);

@@ -130,13 +130,13 @@ describe("admission of pages that need new work", () => {
     // Its ceiling three pages: once it is reached no page goes past it (a last chance needs a slot under COLD_PAGES_MAX).
     const admission = admissionWith({ maxColdPages: 3 });
     const first = heldWork();
-    const running = admission.admit(first.work, true);
+    const running = admission.admit(first.work, { wait: true });
     let ran = 0;
-    const waiting = admission.admit(async () => ++ran, true);
+    const waiting = admission.admit(async () => ++ran, { wait: true });
     await vi.advanceTimersByTimeAsync(400);
     expect(ran).toBe(0);
     expect(admission.stats()).toMatchObject({ coldPages: 1, coldPagesQueued: 1, limit: 1 });
-    expect(await admission.admit(async () => ++ran, false)).toBe("busy");
+    expect(await admission.admit(async () => ++ran, { wait: false })).toBe("busy");
     first.release();
     await vi.advanceTimersByTimeAsync(20);
     expect(await waiting).toBe(1);
@@ -144,8 +144,8 @@ describe("admission of pages that need new work", () => {
     // Two pages ended with the limit in use: it is 3 now.
     expect(admission.stats()).toMatchObject({ admitted: 2, limit: 3, shed: { busy: 1, overShare: 0 } });
     const held = [heldWork(), heldWork(), heldWork()];
-    const three = held.map((page) => admission.admit(page.work, true));
-    const shed = admission.admit(async () => ++ran, true);
+    const three = held.map((page) => admission.admit(page.work, { wait: true }));
+    const shed = admission.admit(async () => ++ran, { wait: true });
     await vi.advanceTimersByTimeAsync(1001);
     expect(await shed).toBe("busy");
     for (const page of held) page.release();
@@ -159,15 +159,15 @@ describe("admission of pages that need new work", () => {
     const clock = { now: () => Date.now() };
     const limit = createColdLimit({ clock, min: 1, max: 16 });
     const admission = admissionWith({ clock, limit, maxColdPages: 16 });
-    for (let i = 0; i < 7; i++) await admission.admit(async () => "grow", true);
+    for (let i = 0; i < 7; i++) await admission.admit(async () => "grow", { wait: true });
     // Pages one after the other grow the limit to 3 (one of 3 in use is less than half).
     expect(admission.stats().limit).toBe(3);
     const held = [heldWork(), heldWork(), heldWork()];
-    const running = held.map((page) => admission.admit(page.work, true));
+    const running = held.map((page) => admission.admit(page.work, { wait: true }));
     limit.sample(TARGET_MS + 20);
     await vi.advanceTimersByTimeAsync(INTERVAL_MS);
     const order: number[] = [];
-    const waiting = [1, 2, 3].map((n) => admission.admit(async () => void order.push(n), true));
+    const waiting = [1, 2, 3].map((n) => admission.admit(async () => void order.push(n), { wait: true }));
     await vi.advanceTimersByTimeAsync(10);
     limit.sample(TARGET_MS + 20);
     expect(admission.stats()).toMatchObject({ congested: true, coldPagesQueued: 3 });
@@ -186,11 +186,11 @@ describe("admission of pages that need new work", () => {
     const admission = admissionWith({ limit: congested, maxColdPages: 8, coldPageWaitMs: 5000 });
     const order: string[] = [];
     const first = heldWork();
-    const running = admission.admit(first.work, true, undefined, "198.51.100.9");
+    const running = admission.admit(first.work, { wait: true, client: "198.51.100.9" });
     // The flood's next pages wait; then another client's page comes.
-    const flood = [1, 2, 3].map((n) => admission.admit(async () => void order.push(`flood ${n}`), true, undefined, "198.51.100.9"));
+    const flood = [1, 2, 3].map((n) => admission.admit(async () => void order.push(`flood ${n}`), { wait: true, client: "198.51.100.9" }));
     await vi.advanceTimersByTimeAsync(10);
-    const visitor = admission.admit(async () => void order.push("visitor"), true, undefined, "203.0.113.7");
+    const visitor = admission.admit(async () => void order.push("visitor"), { wait: true, client: "203.0.113.7" });
     await vi.advanceTimersByTimeAsync(10);
     expect(admission.stats()).toMatchObject({ coldPages: 1, coldPagesQueued: 4, clients: 2 });
     first.release();
@@ -204,9 +204,9 @@ describe("admission of pages that need new work", () => {
     vi.useFakeTimers({ now: 0 });
     const admission = admissionWith({ limit: congested, maxColdPages: 8, coldPageWaitMs: 1000 });
     const held = heldWork();
-    const running = admission.admit(held.work, true);
+    const running = admission.admit(held.work, { wait: true });
     const order: number[] = [];
-    const waiting = [1, 2, 3].map((n) => admission.admit(async () => void order.push(n), true));
+    const waiting = [1, 2, 3].map((n) => admission.admit(async () => void order.push(n), { wait: true }));
     await vi.advanceTimersByTimeAsync(480);
     // The limit (one page) is in use: nobody has gone yet.
     expect(order).toEqual([]);
@@ -231,8 +231,8 @@ describe("admission of pages that need new work", () => {
     const admission = admissionWith({ limit: congested, maxColdPages: 8 });
     const alone: string[] = [];
     const held = heldWork();
-    const holding = admission.admit(held.work, true);
-    const pages = [1, 2, 3].map((n) => admission.admit(async () => void alone.push(`page ${n}`), true));
+    const holding = admission.admit(held.work, { wait: true });
+    const pages = [1, 2, 3].map((n) => admission.admit(async () => void alone.push(`page ${n}`), { wait: true }));
     await vi.advanceTimersByTimeAsync(10);
     held.release();
     await vi.advanceTimersByTimeAsync(200);
@@ -246,8 +246,8 @@ describe("admission of pages that need new work", () => {
     async function shedBehindOne(clients: string[]) {
       const admission = admissionWith({ limit: congested, maxColdPages: 64, coldPageWaitMs: 150 });
       const held = heldWork();
-      const running = admission.admit(held.work, true, undefined, "192.0.2.200");
-      const pages = clients.map((client) => admission.admit(async () => "ran", true, undefined, client));
+      const running = admission.admit(held.work, { wait: true, client: "192.0.2.200" });
+      const pages = clients.map((client) => admission.admit(async () => "ran", { wait: true, client }));
       await vi.advanceTimersByTimeAsync(151);
       held.release();
       await running;
@@ -280,13 +280,13 @@ describe("admission of pages that need new work", () => {
     const flood = "198.51.100.9";
     // One page holds the only place: a visitor's page and the flood's first pages wait (two clients: 8 places each).
     const held = heldWork();
-    const running = admission.admit(held.work, true, undefined, flood);
-    const visitor = admission.admit(work, true, undefined, "203.0.113.7");
-    const queued = Array.from({ length: 7 }, () => admission.admit(work, true, undefined, flood));
+    const running = admission.admit(held.work, { wait: true, client: flood });
+    const visitor = admission.admit(work, { wait: true, client: "203.0.113.7" });
+    const queued = Array.from({ length: 7 }, () => admission.admit(work, { wait: true, client: flood }));
     await vi.advanceTimersByTimeAsync(20);
     expect(admission.stats()).toMatchObject({ coldPagesQueued: 8, clients: 2 });
     const answers: string[] = [];
-    const refused = [1, 2].map(() => admission.admit(work, true, undefined, flood).then((answer) => void answers.push(String(answer))));
+    const refused = [1, 2].map(() => admission.admit(work, { wait: true, client: flood }).then((answer) => void answers.push(String(answer))));
     await vi.advanceTimersByTimeAsync(INTERVAL_MS - 1);
     expect(answers).toEqual([]);
     await vi.advanceTimersByTimeAsync(2);
@@ -295,7 +295,7 @@ describe("admission of pages that need new work", () => {
     // Never queued: the queue holds what it held, and neither page's work ran.
     expect(admission.stats()).toMatchObject({ coldPagesQueued: 8, shed: { busy: 0, overShare: 2 } });
     // Another client's page is queued as before; once the place is free, every queued page runs.
-    const another = admission.admit(work, true, undefined, "192.0.2.1");
+    const another = admission.admit(work, { wait: true, client: "192.0.2.1" });
     await vi.advanceTimersByTimeAsync(20);
     expect(admission.stats().coldPagesQueued).toBe(9);
     held.release();
@@ -305,11 +305,11 @@ describe("admission of pages that need new work", () => {
     expect(ran).toBe(9);
     // Off the platform every request is "unknown": everybody's pages, queued whatever their number.
     const heldAgain = heldWork();
-    const runningAgain = admission.admit(heldAgain.work, true);
+    const runningAgain = admission.admit(heldAgain.work, { wait: true });
     // The limit grew while the queue drained: fill it.
     const fill = Array.from({ length: admission.stats().limit - 1 }, () => heldWork());
-    const filling = fill.map((page) => admission.admit(page.work, true));
-    const unknown = Array.from({ length: 16 }, () => admission.admit(work, true));
+    const filling = fill.map((page) => admission.admit(page.work, { wait: true }));
+    const unknown = Array.from({ length: 16 }, () => admission.admit(work, { wait: true }));
     await vi.advanceTimersByTimeAsync(20);
     expect(admission.stats()).toMatchObject({ coldPagesQueued: 16, shed: { overShare: 2 } });
     heldAgain.release();
@@ -324,15 +324,15 @@ describe("admission of pages that need new work", () => {
     const admission = admissionWith({ maxColdPages: 32, coldPageWaitMs: 1000 });
     const work = async () => "ran";
     const held = heldWork();
-    const running = admission.admit(held.work, true, undefined, "192.0.2.200");
+    const running = admission.admit(held.work, { wait: true, client: "192.0.2.200" });
     // Twenty visitors with a cold page each (a restarted isolate under a shop's traffic): 32 places split 22 ways, about 1.5 each.
-    const visitors = Array.from({ length: 20 }, (_, i) => admission.admit(work, true, undefined, `203.0.113.${i + 1}`));
+    const visitors = Array.from({ length: 20 }, (_, i) => admission.admit(work, { wait: true, client: `203.0.113.${i + 1}` }));
     // One visitor with tabs open: six pages, four times that split, all queued.
-    const tabs = Array.from({ length: 6 }, () => admission.admit(work, true, undefined, "192.0.2.77"));
+    const tabs = Array.from({ length: 6 }, () => admission.admit(work, { wait: true, client: "192.0.2.77" }));
     await vi.advanceTimersByTimeAsync(20);
     expect(admission.stats()).toMatchObject({ coldPagesQueued: 26, shed: { overShare: 0 } });
     // A seventh: more than one browser asks for, and past its share: refused.
-    const seventh = admission.admit(work, true, undefined, "192.0.2.77");
+    const seventh = admission.admit(work, { wait: true, client: "192.0.2.77" });
     await vi.advanceTimersByTimeAsync(INTERVAL_MS + 1);
     expect(await seventh).toBe("over share");
     held.release();
@@ -346,10 +346,10 @@ describe("admission of pages that need new work", () => {
     const admission = admissionWith();
     const left = new AbortController();
     const held = heldWork();
-    const running = admission.admit(held.work, true, left.signal);
+    const running = admission.admit(held.work, { wait: true, visitor: left.signal });
     const waiting = new AbortController();
     let ran = 0;
-    const gone = admission.admit(async () => ++ran, true, waiting.signal);
+    const gone = admission.admit(async () => ++ran, { wait: true, visitor: waiting.signal });
     await vi.advanceTimersByTimeAsync(10);
     expect(admission.stats().coldPagesQueued).toBe(1);
     waiting.abort();
@@ -358,7 +358,7 @@ describe("admission of pages that need new work", () => {
     expect(await gone).toBe("left");
     // The holder's visitor leaves: its slot is free for the next page, though its work goes on.
     left.abort();
-    expect(await admission.admit(async () => ++ran, true)).toBe(1);
+    expect(await admission.admit(async () => ++ran, { wait: true })).toBe(1);
     held.release();
     expect(await running).toBe("done");
     expect(ran).toBe(1);
@@ -368,15 +368,15 @@ describe("admission of pages that need new work", () => {
     vi.useFakeTimers({ now: 0 });
     const admission = admissionWith({ maxColdPages: 2 });
     const held = heldWork();
-    const running = admission.admit(held.work, true, undefined, "198.51.100.9");
+    const running = admission.admit(held.work, { wait: true, client: "198.51.100.9" });
     const flood = [
-      admission.admit(async () => "flood 1", true, undefined, "198.51.100.9"),
-      admission.admit(async () => "flood 2", true, undefined, "198.51.100.9"),
+      admission.admit(async () => "flood 1", { wait: true, client: "198.51.100.9" }),
+      admission.admit(async () => "flood 2", { wait: true, client: "198.51.100.9" }),
     ];
     await vi.advanceTimersByTimeAsync(10);
     // Full: the same client's next page is shed at once (it holds most), another client's takes the flood's oldest place.
-    expect(await admission.admit(async () => "flood 3", true, undefined, "198.51.100.9")).toBe("busy");
-    const visitor = admission.admit(async () => "visitor", true, undefined, "203.0.113.7");
+    expect(await admission.admit(async () => "flood 3", { wait: true, client: "198.51.100.9" })).toBe("busy");
+    const visitor = admission.admit(async () => "visitor", { wait: true, client: "203.0.113.7" });
     // The pushed-out page is answered at its next look.
     await vi.advanceTimersByTimeAsync(20);
     expect(await flood[0]).toBe("busy");
@@ -389,10 +389,10 @@ describe("admission of pages that need new work", () => {
   it("takes back the slot of a page whose request vanished, at its lease's end", async () => {
     vi.useFakeTimers({ now: 0 });
     const admission = admissionWith({ maxColdPages: 1, coldPageWaitMs: 0, coldPageLeaseMs: 2000 });
-    void admission.admit(() => new Promise<never>(() => {}), true); // never settles, as a cancelled request's work may not
-    expect(await admission.admit(async () => "next", true)).toBe("busy");
+    void admission.admit(() => new Promise<never>(() => {}), { wait: true }); // never settles, as a cancelled request's work may not
+    expect(await admission.admit(async () => "next", { wait: true })).toBe("busy");
     vi.setSystemTime(2001);
-    expect(await admission.admit(async () => "next", true)).toBe("next");
+    expect(await admission.admit(async () => "next", { wait: true })).toBe("next");
   });
 
   it("counts what the shed pages got", () => {
@@ -484,21 +484,21 @@ describe("the hold while visitors leave", () => {
       return "read";
     };
     const leaving = new AbortController();
-    const left = admission.admit(work, true, leaving.signal);
+    const left = admission.admit(work, { wait: true, visitor: leaving.signal });
     await vi.advanceTimersByTimeAsync(10);
     leaving.abort();
     await vi.advanceTimersByTimeAsync(30);
     expect(await left).toBe("left");
     expect(runs).toBe(0);
 
-    const staying = admission.admit(work, true, new AbortController().signal);
+    const staying = admission.admit(work, { wait: true, visitor: new AbortController().signal });
     await vi.advanceTimersByTimeAsync(25);
     expect(runs).toBe(0);
     await vi.advanceTimersByTimeAsync(2);
     expect(await staying).toBe("read");
     expect(runs).toBe(1);
 
-    expect(await admission.admit(work, false, new AbortController().signal)).toBe("read");
+    expect(await admission.admit(work, { wait: false, visitor: new AbortController().signal })).toBe("read");
     expect(patience.stats()).toMatchObject({ held: 2, leftWhileHeld: 1 });
   });
 });
@@ -520,18 +520,18 @@ describe("fills nobody waits for", () => {
     expect(Array.from({ length: ONE_BROWSER + 1 }, () => departures.mayFinish())).toEqual([...Array.from({ length: ONE_BROWSER }, () => true), false]);
     expect(departures.stats()).toMatchObject({ fillsFinished: ONE_BROWSER, fillsDropped: 1, backgroundFills: ONE_BROWSER });
     // A visitor's page never waits for them: it starts at once.
-    expect(await admission.admit(async () => "page", true)).toBe("page");
+    expect(await admission.admit(async () => "page", { wait: true })).toBe("page");
     await vi.advanceTimersByTimeAsync(501);
     expect(departures.stats().backgroundFills).toBe(0);
     // All but one place of the limit in progress: one fill may finish...
     const held = Array.from({ length: ONE_BROWSER - 1 }, () => heldWork());
-    const running = held.map((page) => admission.admit(page.work, true));
+    const running = held.map((page) => admission.admit(page.work, { wait: true }));
     expect([departures.mayFinish(), departures.mayFinish()]).toEqual([true, false]);
     await vi.advanceTimersByTimeAsync(501);
     // ...but none while a page waits for its turn.
     const last = heldWork();
-    const full = admission.admit(last.work, true);
-    const waiting = admission.admit(async () => "waited", true);
+    const full = admission.admit(last.work, { wait: true });
+    const waiting = admission.admit(async () => "waited", { wait: true });
     await vi.advanceTimersByTimeAsync(10);
     expect(admission.stats()).toMatchObject({ coldPages: ONE_BROWSER, coldPagesQueued: 1 });
     expect(departures.mayFinish()).toBe(false);
@@ -645,7 +645,14 @@ describe("a product's place while its page waits for its turn", () => {
     const admission = { admit: () => (asked++, new Promise<never>(() => {})), noteShed: () => undefined };
     const pages = createPageAdmission({ admission, clock, turnLeaseMs: 100, places: 2 });
     const joined: string[] = [];
-    const page = (key: string) => ({ subjectKey: key, joins: false, withCopies: false, read: async () => void joined.push(key), shed: () => undefined });
+    const page = (key: string) => ({
+      subjectKey: key,
+      joins: false,
+      withCopies: false,
+      sheddable: false,
+      read: async () => void joined.push(key),
+      shed: () => undefined,
+    });
     void pages.admitPage(page("a"));
     void pages.admitPage(page("b"));
     await pages.admitPage(page("a"));

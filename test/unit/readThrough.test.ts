@@ -821,27 +821,37 @@ describe("pages that waited for their turn", () => {
     expect(pages[0]!.data.product?.tier).toBe("l1");
   });
 
-  it("a page with a copy it would show of every part it lacks is not made to wait; stock kept only for failures is no such copy", async () => {
+  it("a page with a copy it would show of every part it lacks is not made to wait; stock kept only for failures is no such copy; a page with a copy of every core part it lacks is sheddable", async () => {
     const clock = fakeClock();
     const origin = fakeOrigin();
-    const waits: boolean[] = [];
+    const turns: { wait: boolean; sheddable?: boolean }[] = [];
     const admission = {
-      async admit<T>(work: () => Promise<T>, wait: boolean) {
-        waits.push(wait);
+      async admit<T>(work: () => Promise<T>, { wait, sheddable }: { wait: boolean; sheddable?: boolean }) {
+        turns.push({ wait, sheddable });
         return work();
       },
       noteShed: () => undefined,
     };
     const cache = readThroughAdmitting(clock, origin, admission);
     await cache.read("p-1", ["product", "inventory", "reviews"], () => {});
-    expect(waits).toEqual([true]);
+    // Nothing to show: shed, it would be a 503, so it goes before the pages that would not.
+    expect(turns).toEqual([{ wait: true, sheddable: false }]);
     // 50 s on, the stock is past its grace (10 s fresh, 30 s stale): kept only for failures, and a page would not show it.
+    // Shed, the page would still be a page ("availability unknown").
     clock.advance(50_000);
     await cache.read("p-1", ["product", "inventory"], () => {});
     // Over an hour on, the product and its reviews are past their grace too: copies a page shows.
     clock.advance(4_300_000);
     await cache.read("p-1", ["product", "reviews"], () => {});
-    expect(waits).toEqual([true, true, false]);
+    // A page lacking only a part that is not core (no copy of the reviews) is sheddable too: shed, the section gets its default.
+    cache.forget(entryKey(DEFAULTS.keyPrefix, "reviews", "p-1"));
+    await cache.read("p-1", ["product", "reviews"], () => {});
+    expect(turns).toEqual([
+      { wait: true, sheddable: false },
+      { wait: true, sheddable: true },
+      { wait: false, sheddable: true },
+      { wait: true, sheddable: true },
+    ]);
   });
 
   it("look at L1 again when let in: a page whose product was filled while it waited costs no fetch", async () => {
