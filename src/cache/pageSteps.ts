@@ -236,13 +236,15 @@ export const readFromLocation: Step = async (tools, id, pending, request, data) 
 };
 
 /**
- * 2. L2: one round trip (an MGET) for everything L1 could not serve. A key
- * being read or filled here already, and one whose L1 copy is past its stale
- * window, go straight to the fill, whose lock claim returns L2's copy: why,
+ * 2. L2: one round trip for everything L1 could not serve. A key being read
+ * or filled here already, one whose L1 copy is past its stale window, and
+ * every key of a product the known-ids filter lists (unless L2_READ_REPLICAS)
+ * go straight to the fill, whose lock claim returns L2's copy: why,
  * docs/architecture.md#the-request-path, the details under the picture.
  */
 export const readFromL2: Step = async (tools, id, pending, request, data) => {
   const { config, clock, l2, reading } = tools;
+  if (request.listed && !config.l2ReadReplicas) return pending;
   const straightToFill = (item: Pending) => item.fallback !== undefined || underWay(tools, item.key);
   const stillPending = pending.filter(straightToFill);
   const toRead = pending.filter((item) => !straightToFill(item));

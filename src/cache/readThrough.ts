@@ -240,39 +240,37 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
   ];
 
   /**
-   * L1, then, for what it lacks, the location tier and L2, then the origin:
-   * new work, started only when the isolate admits it
-   * (overload/admission.ts). Every page looks up the cache tiers itself, as
-   * Varnish and nginx look up their caches before a backend's limits: a
-   * lookup is one round trip within its own timeout, and a page another
-   * isolate filled never waits behind origin work. A page whose visitor left
-   * gets no more steps; the parts still pending are left out (nobody reads the answer).
+   * L1, then, for what it lacks, the location tier, L2 and the origin: new
+   * work, started only when the isolate admits it (overload/admission.ts)
+   * and only while the visitor is there. A page whose visitor left gets no
+   * more steps; the parts still pending are left out (nobody reads the answer).
    */
   async function readPage(id: string, resources: readonly ResourceName[], request: PageRequest): Promise<PageRead> {
     const data: Record<string, Served<unknown>> = {};
     const timings: Timings = {};
-    const answer = (): PageRead => ({ data: data as PageData, timings });
     let started: number;
     let pending = readFromL1(tools, id, resources, request, data);
-    for (const tier of tiersPastL1) {
-      if (pending.length === 0 || visitorLeft(request)) return answer();
-      started = clock.now();
-      pending = await tier.read(tools, id, pending, request, data);
-      timings[tier.name] = clock.now() - started;
-    }
-    if (tiersPastL1.length > 0) pending = filledMeanwhile(tools, id, pending, data);
-    if (pending.length === 0 || visitorLeft(request)) return answer();
-    const readFromTheOrigin = async () => {
+    if (pending.length === 0 || visitorLeft(request)) return { data: data as PageData, timings };
+    const readRest = async () => {
       // The visitor may have left while the page waited for its turn.
-      if (pending.length === 0 || visitorLeft(request)) return;
-      started = clock.now();
-      await readFromOrigin(tools, id, pending, request, data);
-      timings.origin ??= clock.now() - started;
+      if (visitorLeft(request)) return;
+      for (const tier of tiersPastL1) {
+        started = clock.now();
+        pending = await tier.read(tools, id, pending, request, data);
+        timings[tier.name] = clock.now() - started;
+        if (pending.length === 0 || visitorLeft(request)) return;
+      }
+      if (tiersPastL1.length > 0) pending = filledMeanwhile(tools, id, pending, data);
+      if (pending.length > 0) {
+        started = clock.now();
+        await readFromOrigin(tools, id, pending, request, data);
+        timings.origin ??= clock.now() - started;
+      }
     };
     const readAdmitted = async (): Promise<PageRead> => {
       if (!deps.overload) {
-        await readFromTheOrigin();
-        return answer();
+        await readRest();
+        return { data: data as PageData, timings };
       }
       const subject = pending.find((item) => item.resource === PAGE_SUBJECT);
       const overShare = await deps.overload.pages.admitPage({
@@ -283,9 +281,9 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         withCopies: pending.every((item) => item.fallback !== undefined && RESOURCES[item.resource].showStaleIfError),
         sheddable: pending.every((item) => item.fallback !== undefined || !isCore(config, item.resource)),
         async read(afterWait) {
-          // A page that waited for its turn looks at L1 again first: a page that went ahead may have filled it.
+          // A page that waited for its turn looks at L1 again first (and again before the origin, in readRest).
           if (afterWait) pending = filledMeanwhile(tools, id, pending, data);
-          await readFromTheOrigin();
+          if (pending.length > 0) await readRest();
         },
         shed() {
           pending = filledMeanwhile(tools, id, pending, data);
@@ -295,7 +293,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         visitor: request.visitor,
         client: request.client,
       });
-      return overShare ? { ...answer(), overShare } : answer();
+      return overShare ? { data: data as PageData, timings, overShare } : { data: data as PageData, timings };
     };
     if (!pending.some((item) => request.streams?.includes(item.resource))) return readAdmitted();
     // Answered as soon as the core is read (pageSteps.ts, readFromOrigin); the read, and its admission, go on for the rest
@@ -313,7 +311,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
     const whole = readAdmitted();
     // Once the core is read, each later part's read says what became of it: the whole read's end is nobody's answer.
     whole.catch(() => undefined);
-    return (await Promise.race([whole, coreRead])) ?? { ...answer(), later: { parts, leave: () => stop.abort() } };
+    return (await Promise.race([whole, coreRead])) ?? { data: data as PageData, timings, later: { parts, leave: () => stop.abort() } };
   }
 
   return {

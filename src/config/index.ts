@@ -23,6 +23,7 @@ export interface Env {
   MAX_SUBREQUESTS?: string | number;
   COLD_PAGES_MAX?: string | number;
   COLD_PAGE_WAIT_MS?: string | number;
+  L2_READ_REPLICAS?: string;
   KNOWN_IDS?: string;
   LOCATION_CACHE?: string;
   CACHING?: string;
@@ -51,6 +52,14 @@ export interface Config {
   publicUrl: string;
   l1MaxBytes: number;
   l2TimeoutMs: number;
+  /**
+   * L2 answers reads (MGET) from a replica near the isolate, and scripts
+   * (lock claims) from its primary, which may be far (Upstash Global). Then
+   * a page reads L2 first even when the known-ids filter lists its product;
+   * without replicas the page's lock claims read L2 as they claim, which
+   * saves a round trip (cache/pageSteps.ts, readFromL2).
+   */
+  l2ReadReplicas: boolean;
   lockTtlMs: number;
   originMaxConcurrent: number;
   purgePollMs: number;
@@ -280,7 +289,7 @@ export function parseConfig(env: Env): Config {
   const number = (name: keyof Env, min: number, max: number, fallback: number) =>
     setting(() => (env[name] === undefined || env[name] === "" ? fallback : read(name, numberSetting(min, max), env[name])), fallback);
   /** A switch: "on" or "off", or unset for its default. */
-  const onOff = (name: "LOCATION_CACHE" | "CACHING" | "KNOWN_IDS", fallback: boolean) =>
+  const onOff = (name: "L2_READ_REPLICAS" | "LOCATION_CACHE" | "CACHING" | "KNOWN_IDS", fallback: boolean) =>
     setting(() => {
       const value = env[name];
       if (value === undefined || value === "") return fallback;
@@ -304,6 +313,7 @@ export function parseConfig(env: Env): Config {
     publicUrl,
     l1MaxBytes: number("L1_MAX_BYTES", 1024 * 1024, 2 * DEFAULTS.l1MaxBytes, DEFAULTS.l1MaxBytes),
     l2TimeoutMs: number("L2_TIMEOUT_MS", 5, 5000, DEFAULTS.l2TimeoutMs),
+    l2ReadReplicas: onOff("L2_READ_REPLICAS", false),
     lockTtlMs: DEFAULTS.lockTtlMs,
     originMaxConcurrent: number("ORIGIN_MAX_CONCURRENT", 4, 2000, DEFAULTS.originMaxConcurrent),
     purgePollMs: number("PURGE_POLL_MS", 100, 60_000, DEFAULTS.purgePollMs),

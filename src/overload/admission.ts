@@ -114,9 +114,9 @@ export function createAdmission({ clock, limit, patience, maxColdPages, coldPage
   };
 }
 
-/** What a page lacks once the cache tiers have served it, as the read path (cache/readThrough.ts) knows it, and the steps to read or shed it. */
+/** What a page lacks once L1 has served it, as the read path (cache/readThrough.ts) knows it, and the steps to read or shed it. */
 interface PageWork {
-  /** Its subject's key, when the tiers lack the subject: the subject's fill leads the page's. */
+  /** Its subject's key, when L1 lacks the subject: the subject's fill leads the page's. */
   subjectKey?: string;
   /** Whether what it lacks is under way in this isolate already: joining is no new work, and is not shed. */
   joins: boolean;
@@ -124,7 +124,7 @@ interface PageWork {
   withCopies: boolean;
   /** Whether it has a copy of every core part it lacks: shed, it is still a page, not a 503, so it waits behind those that are not. */
   sheddable: boolean;
-  /** Reads what it lacks from the origin; `afterWait`: L1 first, which a request that went ahead meanwhile may have filled. */
+  /** Reads what it lacks past L1; `afterWait`: L1 first, which a request that went ahead meanwhile may have filled. */
   read(afterWait: boolean): Promise<void>;
   /** Serves what it still lacks as shed: "stale", "refused", or undefined when nothing is left to shed. */
   shed(): "stale" | "refused" | undefined;

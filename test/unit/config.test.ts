@@ -55,9 +55,12 @@ describe("configuration", () => {
     expect(errorOf({ ...base, UPSTASH_REDIS_REST_URL: "https://r.example" })).toMatch(/^UPSTASH_REDIS_REST_TOKEN is not set/);
     expect(errorOf({ ...base, L1_MAX_BYTES: "lots" })).toMatch(/^L1_MAX_BYTES must be a number/);
     expect(errorOf({ ...base, L1_MAX_BYTES: "1000" })).toMatch(/^L1_MAX_BYTES must be at least/);
+    expect(errorOf({ ...base, L2_READ_REPLICAS: "yes" })).toMatch(/^L2_READ_REPLICAS must be "on" or "off"/);
     expect(errorOf({ ...base, KNOWN_IDS: "no" })).toMatch(/^KNOWN_IDS must be "on" or "off"/);
     expect(parseConfig({ ...base, KNOWN_IDS: "off" }).knownIds).toBeNull();
     expect(parseConfig(base).knownIds).not.toBeNull();
+    expect(parseConfig(base).l2ReadReplicas).toBe(false);
+    expect(parseConfig({ ...base, L2_READ_REPLICAS: "on" }).l2ReadReplicas).toBe(true);
     expect(errorOf({ ...base, ORIGIN_MAX_CONCURRENT: "2" })).toMatch(/^ORIGIN_MAX_CONCURRENT must be at least 4/);
     expect(errorOf({ ...base, ORIGIN_MAX_CONCURRENT: "8.5" })).toMatch(/^ORIGIN_MAX_CONCURRENT must be a whole number/);
   });

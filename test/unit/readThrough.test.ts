@@ -11,7 +11,7 @@ import { type FakeClock, type FakeOrigin, fakeClock, fakeOrigin, healthyL2Parts,
 import { DEFAULTS } from "../../src/config/defaults";
 import { createDepartures } from "../../src/overload/departures";
 import { createPageAdmission } from "../../src/overload/admission";
-import { entryKey, lockKey } from "../../src/cache/keys";
+import { entryKey } from "../../src/cache/keys";
 
 const PRODUCT: ResourceName[] = ["product"];
 
@@ -485,8 +485,7 @@ describe("a cold page whose product the known-ids filter lists, every lock held 
     const l2 = {
       ...healthyL2Parts,
       async readMany(keys: readonly string[]) {
-        // The page's own read first (its four keys, none there yet), then the waits' polls: [key, lock] pairs.
-        if (!keys.includes(lockKey(DEFAULTS.keyPrefix, keys[0]!)) && keys.length === 4) return keys.map(() => null);
+        // The waits' polls: [key, lock] pairs (a listed page reads nothing before its claims).
         polls.push(keys.length / 2);
         const written = clock.now() >= winnerWroteAt;
         return keys.map((key, i) => {
@@ -557,7 +556,7 @@ describe("a page whose product the known-ids filter lists, cold in this isolate"
     return { l2, calls };
   }
 
-  it("reads L2 first (one MGET, which this fake misses: a copy landing between the read and the claims), then its claims return L2's stale copies, served at once, each refreshed once in the background", async () => {
+  it("reads nothing before its claims: they return L2's stale copies, served at once, each refreshed once in the background", async () => {
     const clock = fakeClock();
     const { l2, calls } = staleL2(clock);
     const origin = fakeOrigin();
@@ -565,8 +564,8 @@ describe("a page whose product the known-ids filter lists, cold in this isolate"
     const background: Promise<unknown>[] = [];
     const { data } = await cache.read("p-8", ALL, (work) => void background.push(work), { listed: true });
     for (const resource of ALL) expect(data[resource]).toMatchObject({ outcome: "found", tier: "l2", freshness: "stale", entry: { version: 1 } });
-    // The visitor waited for one read and one claim call of four, and for no origin fetch (the refreshes' claims come after it).
-    expect(calls.readMany).toBe(1);
+    // The visitor waited for one claim call of four, and for no origin fetch (the refreshes' claims come after it).
+    expect(calls.readMany).toBe(0);
     expect(
       calls.claims
         .slice(0, 4)
@@ -622,6 +621,25 @@ describe("a page whose product the known-ids filter lists, cold in this isolate"
     open();
     while (background.length > 0) await Promise.all(background.splice(0));
     expect(Object.values(origin.calls).reduce((a, b) => a + b, 0)).toBe(6);
+  });
+
+  it("without the filter's word, reads L2 first, as before (an unknown id may name no product: its locks are not taken)", async () => {
+    const clock = fakeClock();
+    const { l2, calls } = staleL2(clock);
+    const cache = createReadThrough({ config: testConfig(), origin: fakeOrigin(), l2, clock, sleep: async (ms) => clock.advance(ms) });
+    await cache.read("p-8", ALL, () => {});
+    expect(calls.readMany).toBe(1);
+  });
+
+  it("with L2_READ_REPLICAS on, reads L2 first all the same: a replica nearby answers the read, the claims go to the primary", async () => {
+    const clock = fakeClock();
+    const { l2, calls } = staleL2(clock);
+    const cache = createReadThrough({ config: testConfig({ L2_READ_REPLICAS: "on" }), origin: fakeOrigin(), l2, clock });
+    const { data } = await cache.read("p-8", ALL, () => {}, { listed: true });
+    expect(calls.readMany).toBe(1);
+    // This fake's reads miss: the page's claims follow the MGET, and hand back the stale copies (then come the refreshes').
+    expect(calls.claims.filter(({ staleBeyond }) => staleBeyond !== undefined)).toHaveLength(4);
+    for (const resource of ALL) expect(data[resource]).toMatchObject({ tier: "l2", freshness: "stale" });
   });
 });
 
