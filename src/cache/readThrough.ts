@@ -11,7 +11,7 @@ import type { OriginClient } from "../origin/client";
 import { PAGE_SUBJECT, RESOURCES, type ResourceName, type ResourceTypes } from "../origin/resources";
 import type { Clock } from "../shared/clock";
 import { createLeaseTable, ISOLATE_LATE_MS } from "../shared/leases";
-import { markedStale, onlyForErrorsFrom, type Entry } from "./entry";
+import { entryState, markedStale, onlyForErrorsFrom, type Entry } from "./entry";
 import { createFill, type FillContext } from "./fill/fill";
 import { createFillBatch } from "./l2/fillBatch";
 import { createOutbox, type OutboxStats } from "./l2/outbox";
@@ -23,7 +23,7 @@ import type { L2, ReadAlong } from "./l2/l2";
 import { createL2Entries, type L2ValueStats } from "./l2/l2Entries";
 import { keptWith, type LocationCache, type LocationPart, type LocationStats } from "./location/location";
 import { filledMeanwhile, underWay, readCopies, readFromL1, readFromL2, readFromLocation, readFromOrigin, shedPage, type PageTools } from "./pageSteps";
-import { visitorLeft, type LaterParts, type PageData, type PageRead, type PageRequest, type Timings } from "./pageRequest";
+import { visitorLeft, type LaterParts, type PageData, type PageRead, type PageRequest, type Pending, type Timings } from "./pageRequest";
 import type { Departures, LagMeter, PageAdmission } from "../overload";
 import { createRejections } from "./fill/rejections";
 import type { PurgeStamp } from "./location/purgeStamp";
@@ -285,8 +285,13 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
           if (afterWait) pending = filledMeanwhile(tools, id, pending, data);
           if (pending.length > 0) await readRest();
         },
-        shed() {
+        async shed(why) {
           pending = filledMeanwhile(tools, id, pending, data);
+          // The last resort before a 503, as after a failed fill (pageSteps.ts, fallBack): a page refused for busyness
+          // with a core part it has no copy of reads L2 once (as for an unlisted product: no claims), for a copy another
+          // isolate filled while it waited. Not a client's excess (a 429): its next page would read again.
+          const bare = (item: Pending) => isCore(config, item.resource) && entryState(item.fallback, clock.now()) === "expired";
+          if (why === "busy" && pending.some(bare)) pending = await readFromL2(tools, id, pending, { ...request, listed: false }, data);
           if (pending.length === 0) return undefined;
           return shedPage(tools, pending, data) ? "stale" : "refused";
         },

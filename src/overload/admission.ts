@@ -119,8 +119,8 @@ interface PageWork {
   sheddable: boolean;
   /** Reads what it lacks past L1; `afterWait`: L1 first, which a request that went ahead meanwhile may have filled. */
   read(afterWait: boolean): Promise<void>;
-  /** Serves what it still lacks as shed: "stale", "refused", or undefined when nothing is left to shed. */
-  shed(): "stale" | "refused" | undefined;
+  /** Serves what it still lacks as shed (`why`), a 503 or a 429: "stale", "refused", or undefined when nothing is left to shed. */
+  shed(why: Shed): Promise<"stale" | "refused" | undefined>;
   visitor?: AbortSignal;
   client?: string;
 }
@@ -153,7 +153,7 @@ export function createPageAdmission(options: { admission: Pick<Admission, "admit
       const admitted = await admitting.finally(() => key && awaitingTurn.release(key, page));
       // Not shed when its visitor left (nobody reads the answer); followers that went on meanwhile may have filled what it lacks.
       if (typeof admitted !== "string" || admitted === "left" || work.visitor?.aborted) return false;
-      const shed = work.shed();
+      const shed = await work.shed(admitted);
       if (shed) admission.noteShed(shed);
       return shed !== undefined && admitted === "over share";
     },

@@ -625,7 +625,7 @@ describe("a product's place while its page waits for its turn", () => {
       withCopies: false,
       sheddable: false,
       read: async () => void joined.push(key),
-      shed: () => undefined,
+      shed: async () => undefined,
     });
     void pages.admitPage(page("a"));
     void pages.admitPage(page("b"));

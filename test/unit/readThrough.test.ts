@@ -788,18 +788,54 @@ describe("tag purges judge L2's copies of a product this isolate has never seen"
 });
 
 /** The read path without L2, its pages' new work going through `admission` (a fake the test writes), as the tier's overload parts pass it. */
-function readThroughAdmitting(clock: FakeClock, origin: FakeOrigin, admission: Parameters<typeof createPageAdmission>[0]["admission"]) {
+function readThroughAdmitting(clock: FakeClock, origin: FakeOrigin, admission: Parameters<typeof createPageAdmission>[0]["admission"], l2: L2 | null = null) {
   const departures = createDepartures({ clock, room: (background) => background < 4, backgroundFillMs: 1000 });
   return createReadThrough({
     config: testConfig(),
     origin,
-    l2: null,
+    l2,
     clock,
     overload: { pages: createPageAdmission({ admission, clock, turnLeaseMs: 10_000, places: 64 }), departures, lag: { lagMs: () => 0 } },
   });
 }
 
 describe("pages that waited for their turn", () => {
+  it("a page refused for busyness with a core part it has no copy of reads L2 once first, the last resort before a 503: another isolate's copy is served; a client's excess (a 429) reads nothing", async () => {
+    const clock = fakeClock();
+    const origin = fakeOrigin();
+    const now = clock.now();
+    const held = encodeEntry(
+      { data: sampleProduct("p-1", 4), version: 4, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 90_000, errorUntil: now + 600_000 },
+      1024,
+    )!;
+    const reads: string[][] = [];
+    const l2 = {
+      ...healthyL2Parts,
+      async readMany(keys: readonly string[]) {
+        reads.push([...keys]);
+        return keys.map((key) => (key === entryKey(DEFAULTS.keyPrefix, "product", "p-1") ? held : null));
+      },
+      shardOf: () => "l2",
+    } as unknown as L2;
+    let why: "busy" | "over share" = "busy";
+    const admission = {
+      async admit<T>(): Promise<T | "busy" | "over share"> {
+        return why;
+      },
+      noteShed: () => undefined,
+    };
+    const cache = readThroughAdmitting(clock, origin, admission, l2);
+    // Listed: its own read would have been its claims, inside admission; shed, it reads L2 with an MGET all the same.
+    const page = await cache.read("p-1", PRODUCT, () => {}, { listed: true });
+    expect(page.data.product).toMatchObject({ outcome: "found", tier: "l2", freshness: "fresh" });
+    expect(reads).toEqual([[entryKey(DEFAULTS.keyPrefix, "product", "p-1")]]);
+    why = "over share";
+    const excess = await cache.read("p-2", PRODUCT, () => {}, { listed: true });
+    expect(excess).toMatchObject({ overShare: true, data: { product: { outcome: "failed", failure: "overloaded" } } });
+    expect(reads).toHaveLength(1);
+    expect(origin.calls.product).toBe(0);
+  });
+
   it("while one page of a cold product waits for its turn, the others for it do not queue: they go on and join one fill, and the waiting page, shed at the end of its wait, is served what they filled", async () => {
     const clock = fakeClock();
     const origin = fakeOrigin();
