@@ -1,5 +1,5 @@
 // Admission of cold pages: the limit, the wait for a turn in a fair queue by
-// criticality and client, the 503 and the 429 (docs/architecture.md#overload).
+// criticality and client, the last chance, the 503 and the 429 (docs/architecture.md#overload).
 import { createLimiter, LimiterFull } from "../shared/limiter";
 import { createLeaseTable } from "../shared/leases";
 import type { Clock } from "../shared/clock";
@@ -34,10 +34,17 @@ export type Admission = ReturnType<typeof createAdmission>;
 export function createAdmission({ clock, limit, patience, maxColdPages, coldPageWaitMs, coldPageLeaseMs }: AdmissionOptions) {
   const fair = createFairShare(clock);
   /** shed: pages answered 503 ("busy") and 429 ("over share"). */
-  const counts = { admitted: 0, shed: { busy: 0, overShare: 0 }, shedServedStale: 0, shedRefused: 0 };
+  const counts = { admitted: 0, lastChance: 0, shed: { busy: 0, overShare: 0 }, shedServedStale: 0, shedRefused: 0 };
+  let lastChanceAt = Number.NEGATIVE_INFINITY;
   const slots = createLimiter({
     maxConcurrent: maxColdPages,
     limit: () => limit.current(),
+    pastLimit(waitedMs) {
+      if (waitedMs < coldPageWaitMs / 2 || clock.now() - lastChanceAt < INTERVAL_MS) return false;
+      lastChanceAt = clock.now();
+      counts.lastChance++;
+      return true;
+    },
     maxQueued: maxColdPages,
     maxWaitMs: coldPageWaitMs,
     maxHoldMs: coldPageLeaseMs,

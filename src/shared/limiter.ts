@@ -29,6 +29,12 @@ export interface LimiterOptions {
    */
   limit?: () => number;
   /**
+   * Whether a waiter that has waited `waitedMs` may take a slot past `limit`
+   * (never past maxConcurrent): asked only when the limit leaves no room
+   * (admission: a page's last chance, overload/admission.ts).
+   */
+  pastLimit?: (waitedMs: number) => boolean;
+  /**
    * A holder whose `caller` signal aborts gives its slot back then (admission:
    * what is left of a departed visitor's page is background work, bounded on
    * its own, overload/departures.ts). Not the origin's: a fetch finishing in the background still uses its slot.
@@ -145,6 +151,7 @@ export function createLimiter({
   maxWaitMs,
   maxHoldMs,
   limit = () => maxConcurrent,
+  pastLimit = () => false,
   freeWhenCallerLeaves = false,
   rank,
   clock = { now: () => Date.now() },
@@ -186,9 +193,12 @@ export function createLimiter({
    * look): the queue is walked only when there are fewer free slots than
    * waiters, to find whether this one is among the first.
    */
-  function slotFor(ticket: number, me: Waiter, holdMs: number): true | undefined {
+  function slotFor(ticket: number, me: Waiter, holdMs: number, waitedMs: number): true | undefined {
     const free = room();
-    if (free <= 0 || (free < waiting.size() && ahead(ticket, me, free) >= free)) return undefined;
+    if (free <= 0) {
+      // Past the limit only as `pastLimit` allows, never past maxConcurrent.
+      if (slots.size() >= maxConcurrent || !pastLimit(waitedMs)) return undefined;
+    } else if (free < waiting.size() && ahead(ticket, me, free) >= free) return undefined;
     return slots.take(ticket, clock.now() + holdMs, true) || undefined;
   }
 
@@ -223,7 +233,7 @@ export function createLimiter({
       if (caller?.aborted) return (left = true);
       // Its place was given to a caller ordered before it (pushOut), rather than lapsed with its wait.
       if (waiting.holder(ticket) === undefined && clock.now() < giveUpAt) return (out = true);
-      return slotFor(ticket, me, holdMs);
+      return slotFor(ticket, me, holdMs, clock.now() - askedAt);
     };
     // A cancelled request's timers may never fire again: its place goes as its caller leaves, not when its wait would have ended.
     const onLeave = () => waiting.release(ticket, me);

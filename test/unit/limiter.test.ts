@@ -47,6 +47,11 @@ function limiter(maxConcurrent: number, maxQueued: number, maxWaitMs = 60_000): 
   return createLimiter({ maxConcurrent, maxQueued, maxWaitMs, maxHoldMs: 10_000 });
 }
 
+/** One slot, two places in the queue, waiters ranked by what `holding` says of their key (on fake timers). */
+function rankedLimiter(holding: Record<string, number>): Limiter {
+  return createLimiter({ maxConcurrent: 1, maxQueued: 2, maxWaitMs: 5_000, maxHoldMs: 10_000, rank: (key) => holding[key] ?? 0, clock: { now: () => Date.now() } });
+}
+
 afterEach(() => {
   vi.useRealTimers();
 });
@@ -251,14 +256,7 @@ describe("origin fetch limiter", () => {
   it("with a rank, a caller finding the queue full takes the place of the oldest waiter of the key ranking highest, if that ranks higher than its own", async () => {
     vi.useFakeTimers({ now: 0 });
     const holding: Record<string, number> = { flood: 5, visitor: 1, other: 2 };
-    const limit = createLimiter({
-      maxConcurrent: 1,
-      maxQueued: 2,
-      maxWaitMs: 5_000,
-      maxHoldMs: 10_000,
-      rank: (key) => holding[key] ?? 0,
-      clock: { now: () => Date.now() },
-    });
+    const limit = rankedLimiter(holding);
     const log: string[] = [];
     const holder = heldTask("holder", log);
     const held = limit.run(holder.run, { key: "flood" });
@@ -291,14 +289,7 @@ describe("origin fetch limiter", () => {
   it("waiters with nothing to show if refused go before sheddable ones, whatever their rank; a full queue gives a sheddable waiter's place to one that is not", async () => {
     vi.useFakeTimers({ now: 0 });
     const holding: Record<string, number> = { crawler: 5, visitor: 1 };
-    const limit = createLimiter({
-      maxConcurrent: 1,
-      maxQueued: 2,
-      maxWaitMs: 5_000,
-      maxHoldMs: 10_000,
-      rank: (key) => holding[key] ?? 0,
-      clock: { now: () => Date.now() },
-    });
+    const limit = rankedLimiter(holding);
     const log: string[] = [];
     const holder = heldTask("holder", log);
     const held = limit.run(holder.run, { key: "visitor" });

@@ -418,6 +418,7 @@ function sources(overrides: Partial<StatusSources> = {}): StatusSources {
         coldPagesQueued: 5,
         pushedOut: 6,
         admitted: 900,
+        lastChance: 0,
         clients: 3,
         shed: { busy: 42, overShare: 3 },
         shedServedStale: 30,

@@ -127,7 +127,7 @@ describe("admission of pages that need new work", () => {
 
   it("runs a page at once within the limit; past it a page waits for a free place, or is shed once its wait is over; a page with a copy does not wait", async () => {
     vi.useFakeTimers({ now: 0 });
-    // Its ceiling three pages.
+    // Its ceiling three pages: once it is reached no page goes past it (a last chance needs a slot under COLD_PAGES_MAX).
     const admission = admissionWith({ maxColdPages: 3 });
     const first = heldWork();
     const running = admission.admit(first.work, { wait: true });
@@ -200,6 +200,32 @@ describe("admission of pages that need new work", () => {
     expect(admission.stats()).toMatchObject({ admitted: 5, shed: { busy: 0 }, clients: 0 });
   });
 
+  it("lets one waiting page an interval go past the limit once it has waited half its wait: a congested isolate makes its visitors wait, not fail", async () => {
+    vi.useFakeTimers({ now: 0 });
+    const admission = admissionWith({ limit: congested, maxColdPages: 8, coldPageWaitMs: 1000 });
+    const held = heldWork();
+    const running = admission.admit(held.work, { wait: true });
+    const order: number[] = [];
+    const waiting = [1, 2, 3].map((n) => admission.admit(async () => void order.push(n), { wait: true }));
+    await vi.advanceTimersByTimeAsync(480);
+    // The limit (one page) is in use: nobody has gone yet.
+    expect(order).toEqual([]);
+    await vi.advanceTimersByTimeAsync(40);
+    // Half its wait over: one page goes past the limit...
+    expect(order).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(INTERVAL_MS / 2);
+    // ...and no other within the same interval.
+    expect(order).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(INTERVAL_MS);
+    expect(order).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(INTERVAL_MS);
+    expect(order).toHaveLength(3);
+    await Promise.all(waiting);
+    expect(admission.stats()).toMatchObject({ lastChance: 3, shed: { busy: 0 } });
+    held.release();
+    await running;
+  });
+
   it("one client alone: its waiting pages go oldest first", async () => {
     vi.useFakeTimers({ now: 0 });
     const admission = admissionWith({ limit: congested, maxColdPages: 8 });
@@ -216,7 +242,7 @@ describe("admission of pages that need new work", () => {
 
   it("a client holding more than its share of the queue: its shed pages are its excess ('over share', a 429); 'unknown' never is", async () => {
     vi.useFakeTimers({ now: 0 });
-    /** Pages shed after their wait, behind one page that never ends within it. */
+    /** Pages shed after their wait, behind one page that never ends within it (a wait shorter than two intervals: one page at most goes at its last chance). */
     async function shedBehindOne(clients: string[]) {
       const admission = admissionWith({ limit: congested, maxColdPages: 64, coldPageWaitMs: 150 });
       const held = heldWork();
@@ -230,20 +256,20 @@ describe("admission of pages that need new work", () => {
     const visitors = Array.from({ length: 8 }, (_, i) => `203.0.113.${i + 1}`);
     // 10 clients share 64 places (about 6 each): the flood's 50 pages are 8 times its share.
     const flooded = await shedBehindOne([...visitors, ...Array.from({ length: 50 }, () => "198.51.100.9")]);
-    // The visitors' pages: the isolate's busyness.
-    expect(new Set(flooded.answers.slice(0, 8))).toEqual(new Set(["busy"]));
+    // A page an interval past half its wait goes at its last chance ("ran"); the visitors' others are the isolate's busyness.
+    expect(new Set([...flooded.answers.slice(0, 8), "busy", "ran"])).toEqual(new Set(["busy", "ran"]));
     // The flood's pages: refused on arrival once it held its share, or shed after their wait while it held more than its share (its last few, shed once it holds no more, are the isolate's).
     const floodAnswers = flooded.answers.slice(8);
     const excess = floodAnswers.filter((answer) => answer === "over share").length;
     expect(excess).toBeGreaterThanOrEqual(40);
-    expect(new Set([...floodAnswers, "over share", "busy"])).toEqual(new Set(["over share", "busy"]));
+    expect(new Set([...floodAnswers, "over share", "busy", "ran"])).toEqual(new Set(["over share", "busy", "ran"]));
     expect(flooded.stats).toMatchObject({ shed: { overShare: excess } });
     // The same 58 pages from 58 clients, each within its share: the isolate's own busyness.
     const spread = await shedBehindOne(Array.from({ length: 58 }, (_, i) => `192.0.2.${i + 1}`));
-    expect(new Set(spread.answers)).toEqual(new Set(["busy"]));
+    expect(new Set([...spread.answers, "busy", "ran"])).toEqual(new Set(["busy", "ran"]));
     // Off the platform every request is "unknown": all visitors, never one client's excess.
     const unknown = await shedBehindOne([...Array.from({ length: 50 }, () => "unknown"), ...visitors]);
-    expect(new Set(unknown.answers.slice(0, 50))).toEqual(new Set(["busy"]));
+    expect(new Set([...unknown.answers.slice(0, 50), "busy", "ran"])).toEqual(new Set(["busy", "ran"]));
   });
 
   it("a client already holding its share of the queue while pages wait: its next cold page is not queued but answered 'over share' one interval later, its work never started; 'unknown' never is, nor a client alone", async () => {
