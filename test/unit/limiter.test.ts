@@ -49,7 +49,14 @@ function limiter(maxConcurrent: number, maxQueued: number, maxWaitMs = 60_000): 
 
 /** One slot, two places in the queue, waiters ranked by what `holding` says of their key (on fake timers). */
 function rankedLimiter(holding: Record<string, number>): Limiter {
-  return createLimiter({ maxConcurrent: 1, maxQueued: 2, maxWaitMs: 5_000, maxHoldMs: 10_000, rank: (key) => holding[key] ?? 0, clock: { now: () => Date.now() } });
+  return createLimiter({
+    maxConcurrent: 1,
+    maxQueued: 2,
+    maxWaitMs: 5_000,
+    maxHoldMs: 10_000,
+    rank: (key) => holding[key] ?? 0,
+    clock: { now: () => Date.now() },
+  });
 }
 
 afterEach(() => {
