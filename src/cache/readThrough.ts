@@ -267,6 +267,8 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         timings.origin ??= clock.now() - started;
       }
     };
+    /** A core part the page has no copy of: shed, the page is a 503. */
+    const bare = (item: Pending) => isCore(config, item.resource) && entryState(item.fallback, clock.now()) === "expired";
     const readAdmitted = async (): Promise<PageRead> => {
       if (!deps.overload) {
         await readRest();
@@ -279,7 +281,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
         // A copy the page would not show (stock kept only for the origin's failures: "availability unknown") is no such
         // copy: shed at once, a saturated isolate showed that default on a fifth of its pages.
         withCopies: pending.every((item) => item.fallback !== undefined && RESOURCES[item.resource].showStaleIfError),
-        sheddable: pending.every((item) => item.fallback !== undefined || !isCore(config, item.resource)),
+        sheddable: !pending.some(bare),
         async read(afterWait) {
           // A page that waited for its turn looks at L1 again first (and again before the origin, in readRest).
           if (afterWait) pending = filledMeanwhile(tools, id, pending, data);
@@ -290,7 +292,6 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
           // The last resort before a 503, as after a failed fill (pageSteps.ts, fallBack): a page refused for busyness
           // with a core part it has no copy of reads L2 once (as for an unlisted product: no claims), for a copy another
           // isolate filled while it waited. Not a client's excess (a 429): its next page would read again.
-          const bare = (item: Pending) => isCore(config, item.resource) && entryState(item.fallback, clock.now()) === "expired";
           if (why === "busy" && pending.some(bare)) pending = await readFromL2(tools, id, pending, { ...request, listed: false }, data);
           if (pending.length === 0) return undefined;
           return shedPage(tools, pending, data) ? "stale" : "refused";

@@ -643,15 +643,20 @@ describe("a page whose product the known-ids filter lists, cold in this isolate"
   });
 });
 
+/** L2's value for `p-1`'s product (version 4), fetched at `now`: fresh for a minute. */
+function productInL2(now: number): string {
+  return encodeEntry(
+    { data: sampleProduct("p-1", 4), version: 4, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 90_000, errorUntil: now + 600_000 },
+    1024,
+  )!;
+}
+
 describe("a double fault: the origin fails for a page that did not hear from L2", () => {
   /** An L2 that holds `p-1`'s product, and whose breaker is `state`: reads are skipped (undefined) while it is open, unless forced. */
   function l2Holding(state: "open" | "closed", silent = false) {
     const clock = fakeClock();
     const now = clock.now();
-    const value = encodeEntry(
-      { data: sampleProduct("p-1", 4), version: 4, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 90_000, errorUntil: now + 600_000 },
-      1024,
-    )!;
+    const value = productInL2(now);
     const reads = { plain: 0, forced: 0 };
     const l2 = {
       ...healthyL2Parts,
@@ -804,10 +809,7 @@ describe("pages that waited for their turn", () => {
     const clock = fakeClock();
     const origin = fakeOrigin();
     const now = clock.now();
-    const held = encodeEntry(
-      { data: sampleProduct("p-1", 4), version: 4, fetchedAt: now, freshUntil: now + 60_000, staleUntil: now + 90_000, errorUntil: now + 600_000 },
-      1024,
-    )!;
+    const held = productInL2(now);
     const reads: string[][] = [];
     const l2 = {
       ...healthyL2Parts,
