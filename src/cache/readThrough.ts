@@ -24,7 +24,8 @@ import { createL2Entries, type L2ValueStats } from "./l2/l2Entries";
 import { keptWith, type LocationCache, type LocationPart, type LocationStats } from "./location/location";
 import { filledMeanwhile, underWay, readCopies, readFromL1, readFromL2, readFromLocation, readFromOrigin, shedPage, type PageTools } from "./pageSteps";
 import { visitorLeft, type LaterParts, type PageData, type PageRead, type PageRequest, type Pending, type Timings } from "./pageRequest";
-import type { Departures, LagMeter, PageAdmission } from "../overload";
+import type { Departures, PageAdmission } from "../overload";
+import type { LagMeter } from "../shared/lag";
 import { createRejections } from "./fill/rejections";
 import type { PurgeStamp } from "./location/purgeStamp";
 import { createRefreshes } from "./fill/refreshes";
@@ -277,7 +278,7 @@ export function createReadThrough(deps: ReadThroughDeps): ReadThrough {
       const subject = pending.find((item) => item.resource === PAGE_SUBJECT);
       const overShare = await deps.overload.pages.admitPage({
         subjectKey: subject?.key,
-        joins: subject ? underWay(tools, subject.key) : pending.every((item) => underWay(tools, item.key)),
+        joins: () => (subject ? underWay(tools, subject.key) : pending.every((item) => underWay(tools, item.key))),
         // A copy the page would not show (stock kept only for the origin's failures: "availability unknown") is no such
         // copy: shed at once, a saturated isolate showed that default on a fifth of its pages.
         withCopies: pending.every((item) => item.fallback !== undefined && RESOURCES[item.resource].showStaleIfError),

@@ -57,11 +57,8 @@ export function createAdmission({ clock, limit, patience, maxColdPages, coldPage
   const shed = (why: Shed) => (counts.shed[why === "busy" ? "busy" : "overShare"]++, why);
 
   return {
-    /**
-     * Runs one page's new work once admitted, or says why it was shed (and
-     * never runs it). `wait`: whether it may wait for its turn (not when it has
-     * a copy to serve); `sheddable`: shed, it is still a page (PageWork); `visitor`: its request's signal; `client`: who asks.
-     */
+    /** Runs one page's new work once admitted, or says why it was shed (and never runs it). `wait`: whether it may wait for its turn
+     * (not with a copy to serve); `sheddable`: shed, it is still a page (PageWork); `visitor`: its request's signal; `client`: who asks. */
     async admit<T>(work: () => Promise<T>, { wait, sheddable = false, visitor, client = UNKNOWN_CLIENT }: Turn): Promise<T | Shed | "left"> {
       const answered = patience.follow(visitor);
       // Past its share while pages wait: no place taken, and refused an interval after it came (one refused at once asks again
@@ -118,8 +115,8 @@ export function createAdmission({ clock, limit, patience, maxColdPages, coldPage
 interface PageWork {
   /** Its subject's key, when L1 lacks the subject: the subject's fill leads the page's. */
   subjectKey?: string;
-  /** Whether what it lacks is under way in this isolate already: joining is no new work, and is not shed. */
-  joins: boolean;
+  /** Whether what it lacks is under way in this isolate now: joining that is no new work, and is not shed. */
+  joins(): boolean;
   /** Whether it has a copy it would show of every part it lacks: then it does not wait for its turn. */
   withCopies: boolean;
   /** Whether it has a copy of every core part it lacks: shed, it is still a page, not a 503, so it waits behind those that are not. */
@@ -134,23 +131,21 @@ interface PageWork {
 export type PageAdmission = ReturnType<typeof createPageAdmission>;
 
 /**
- * Where a page's new work meets admission. Later pages for a product whose
- * page waits for its turn go on and join what it starts, rather than queue as
- * new work (a herd for one product would fill the queue and be shed).
- * `turnLeaseMs`: the longest a waiting page holds its product's place;
- * `places`: products held at most (a cancelled page's place is never given
- * back, only reclaimed: past-due places go when the table is full). A place
- * holds a number, not the page: a reclaimed one keeps no request alive.
+ * Where a page's new work meets admission. Later pages for a product whose page waits for its turn go on and join what it
+ * starts, rather than queue as new work (a herd for one product would fill the queue and be shed). `turnLeaseMs`: the longest
+ * a waiting page holds its product's place; `places`: products held at most (a cancelled page's place is never given back,
+ * only reclaimed when the table is full). A place holds a number, not the page: a reclaimed one keeps no request alive.
  */
 export function createPageAdmission(options: { admission: Pick<Admission, "admit" | "noteShed">; clock: Clock; turnLeaseMs: number; places: number }) {
   const { admission, clock } = options;
   const awaitingTurn = createLeaseTable<string, number>({ clock, capacity: options.places });
+  const joins = (work: PageWork) => work.joins() || (work.subjectKey !== undefined && awaitingTurn.holder(work.subjectKey) !== undefined);
   let pages = 0;
   return {
     /** Reads `work` as admission lets it, or sheds it; true when it was shed as its client's excess (a 429, not a 503). */
     async admitPage(work: PageWork): Promise<boolean> {
       const { subjectKey: key } = work;
-      if (work.joins || (key !== undefined && awaitingTurn.holder(key) !== undefined)) {
+      if (joins(work)) {
         await work.read(false);
         return false;
       }
@@ -158,8 +153,13 @@ export function createPageAdmission(options: { admission: Pick<Admission, "admit
       if (key) awaitingTurn.take(key, clock.now() + options.turnLeaseMs, page);
       const admitting = admission.admit(() => work.read(true), { ...work, wait: !work.withCopies });
       const admitted = await admitting.finally(() => key && awaitingTurn.release(key, page));
-      // Not shed when its visitor left (nobody reads the answer); followers that went on meanwhile may have filled what it lacks.
+      // Not shed when its visitor left (nobody reads the answer).
       if (typeof admitted !== "string" || admitted === "left" || work.visitor?.aborted) return false;
+      // Refused for busyness while a page that went on meanwhile started what it lacks: it joins that.
+      if (admitted === "busy" && joins(work)) {
+        await work.read(true);
+        return false;
+      }
       const shed = await work.shed(admitted);
       if (shed) admission.noteShed(shed);
       return shed !== undefined && admitted === "over share";

@@ -4,12 +4,8 @@ import { createLeaseTable, type LeaseTable } from "../shared/leases";
 
 /** Every request without a client's address (off the platform): all visitors, never one client asking too much. */
 export const UNKNOWN_CLIENT = "unknown";
-/**
- * One browser's cold pages at once: as many as it asks one host for over
- * HTTP/1.1 (six connections). A client holding fewer is never past its share
- * (after a deploy, hundreds of visitors split the queue about one page each);
- * the isolate's limit never falls below it (./limit.ts).
- */
+/** One browser's cold pages at once: as many as it asks one host for over HTTP/1.1 (six connections). A client holding fewer
+ * is never past its share (after a deploy, hundreds of visitors split the queue about one page each); the limit never falls below it. */
 export const ONE_BROWSER = 6;
 
 export function createFairShare(clock: Clock) {

@@ -1,8 +1,8 @@
 // How late this isolate runs, "the lag": Peak EWMA of each service's replies beyond
-// BBR's min-RTT filter, the smallest over the services (docs/architecture.md#overload).
-import type { Clock } from "../shared/clock";
-import { ISOLATE_STALL_MS } from "../shared/leases";
-import { INTERVAL_MS, TARGET_MS } from "./limit";
+// BBR's min-RTT filter, the smallest over the services (docs/architecture.md#overload). Read by
+// the limit of cold pages (overload/limit.ts) and by the read path, which trusts a Redis silence only while the isolate is on time.
+import type { Clock } from "./clock";
+import { ISOLATE_STALL_MS } from "./leases";
 
 export type LagMeter = ReturnType<typeof createLagMeter>;
 
@@ -10,8 +10,11 @@ export type LagMeter = ReturnType<typeof createLagMeter>;
  * short enough to follow a service that got slower for good. */
 const FASTEST_WINDOW_MS = 10_000;
 
-/** `onReading`: called after each reply or late time-out is taken in, the moments ./limit.ts reads the lag. */
-export function createLagMeter({ clock, onReading }: { clock: Clock; onReading?: () => void }) {
+/**
+ * `intervalMs`: the running average's time constant, and `stepMs` the least time a reply weighs for (the limit's CoDel interval
+ * and target: overload/limit.ts); `onReading`: called after each reply or late time-out is taken in, the moments the limit reads the lag.
+ */
+export function createLagMeter({ clock, intervalMs, stepMs, onReading }: { clock: Clock; intervalMs: number; stepMs: number; onReading?: () => void }) {
   let late = { ms: 0, at: Number.NEGATIVE_INFINITY };
   /** Per source (L2 and the origin's few services): the fastest reply of this window and of the one before, the running average. */
   const sources = new Map<string, { fastestNow: number; fastestBefore: number; windowFrom: number; averageMs: number; lastAt: number }>();
@@ -31,9 +34,9 @@ export function createLagMeter({ clock, onReading }: { clock: Clock; onReading?:
       if (!times) sources.set(source, (times = { fastestNow: ms, fastestBefore: ms, windowFrom: now, averageMs: ms, lastAt: -Infinity }));
       if (now - times.windowFrom >= FASTEST_WINDOW_MS) Object.assign(times, { fastestBefore: times.fastestNow, fastestNow: ms, windowFrom: now });
       times.fastestNow = Math.min(times.fastestNow, ms);
-      // A reply weighs by the time since the one before, as if read TARGET_MS after it at least: a busy moment's average is
+      // A reply weighs by the time since the one before, as if read `stepMs` after it at least: a busy moment's average is
       // gone an interval after it however few replies come then, and replies read together still move it.
-      times.averageMs += (1 - Math.exp(-Math.max(TARGET_MS, now - times.lastAt) / INTERVAL_MS)) * (ms - times.averageMs);
+      times.averageMs += (1 - Math.exp(-Math.max(stepMs, now - times.lastAt) / intervalMs)) * (ms - times.averageMs);
       times.lastAt = now;
       onReading?.();
     },
