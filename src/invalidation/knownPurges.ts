@@ -1,14 +1,12 @@
-// What this isolate knows of purges, and what that makes of an entry: the
-// latest tag/all purges (marks), the floor where dropped marks fold into, the
-// recent id purges, and from which point of the log on it knows every id
-// purge (KnownPurges.vouches). Plain data judged on every read; when to read
-// the log and what to do to L1 is the watcher's (watcher.ts).
+// What this isolate knows of purges, and what that makes of an entry: the latest tag/all purges (marks), the floor where dropped marks fold
+// into, the recent id purges, and from which point of the log on it knows every id purge (KnownPurges.vouches). Plain data judged on every
+// read; when to read the log and what to do to L1 is the watcher's (watcher.ts).
 import type { Clock } from "../shared/clock";
 import type { Entry } from "../cache/entry";
 import type { PurgedAt } from "../cache/readThrough";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
 import type { ResourceName } from "../origin/resources";
-import { isWide, type PurgeRecord } from "./record";
+import type { PurgeRecord } from "./record";
 
 export type Verdict = "ok" | "stale" | "gone";
 
@@ -21,10 +19,9 @@ interface IdPurge {
 const NO_MARKS = { hard: 0, soft: 0 } as const;
 
 /**
- * What an isolate remembers of purges, bounded whatever a shop purges: the
- * newest id purges (an entry per id; one forgotten was applied to L1 and
- * Redis), and as many (resource, tag) marks, here and in Redis's hash
- * (log.ts), entries of about the same size; past it the oldest fold into the floor.
+ * What an isolate remembers of purges, bounded whatever a shop purges: the newest id purges (an entry per id; one forgotten was applied to
+ * L1 and Redis), and as many (resource, tag) marks, here and in Redis's hash (log.ts), entries of about the same size; past it the oldest
+ * fold into the floor.
  */
 export const PURGES_REMEMBERED = 10_000;
 
@@ -44,8 +41,7 @@ function markKey(resource: ResourceName, tag: string | null): string {
 
 export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wideRetentionMs: number }) {
   /**
-   * The latest hard and soft tag/all purge of each resource and tag
-   * (markKey), as the marks hash in Redis keeps them (invalidation/log.ts):
+   * The latest hard and soft tag/all purge of each resource and tag (markKey), as the marks hash in Redis keeps them (invalidation/log.ts):
    * judging an entry costs one lookup per tag, whatever the number of purges.
    */
   let marks = new Map<string, { hard: number; soft: number }>();
@@ -53,10 +49,8 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
   let floor = 0;
   const recentIds = new Map<string, IdPurge>();
   /**
-   * The log's era, and the position after which this isolate knows every id
-   * purge (Infinity: none yet). It rises when an id purge is forgotten here
-   * (PURGES_REMEMBERED) or a record could not be read; it is set anew when
-   * the isolate starts over.
+   * The log's era, and the position after which this isolate knows every id purge (Infinity: none yet). It rises when an id purge is
+   * forgotten here (PURGES_REMEMBERED) or a record could not be read; it is set anew when the isolate starts over.
    */
   let era: string | null = null;
   let knownAfter = Number.POSITIVE_INFINITY;
@@ -77,7 +71,6 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
   }
 
   function rememberWide(record: PurgeRecord): void {
-    if (!isWide(record)) return;
     const times = { hard: 0, soft: 0, [record.mode]: record.at };
     for (const resource of record.resources) {
       if (record.all) raiseMark({ resource, tag: null, ...times });
@@ -133,10 +126,8 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
 
   return {
     /**
-     * Remembers a purge: its tag/all marks, and its ids for judging. `keepIds`
-     * false: not its ids (a bulk re-price's page holds more ids than are kept,
-     * and these would be forgotten before the page ends): copies stamped
-     * before it are then no longer vouched for, as if they had been forgotten.
+     * Remembers a purge: its tag/all marks, and its ids for judging. `keepIds` false: not its ids, as if forgotten (a bulk re-price's page
+     * holds more ids than are kept, which would be forgotten before the page ends): copies stamped before it are no longer vouched for.
      */
     remember(record: PurgeRecord, keepIds: boolean): void {
       rememberWide(record);
@@ -148,10 +139,8 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
     rememberWide,
 
     /**
-     * Forgets everything but the floor and starts over from the log's marks (a
-     * sync that could not catch up) at log position `at`, and takes what the
-     * log's latest records (`latest`) say of id purges: this isolate knows
-     * every id purge after the first of their unbroken run that ends at `at`.
+     * Forgets everything but the floor and starts over from the log's marks (a sync that could not catch up) at log position `at`, and
+     * takes what the log's `latest` records say of id purges: it knows every id purge after the first of their unbroken run ending at `at`.
      */
     startOver(newFloor: number, newMarks: readonly WideMark[], at: PurgeStamp, latest: readonly PurgeRecord[]): void {
       marks = new Map();
@@ -167,10 +156,8 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
     },
 
     /**
-     * The log was read from `from` up to `at` (a page of a sync that follows
-     * the log): what it returned was remembered; a number in between that it
-     * did not return (a record no purge wrote, skipped) is a purge this
-     * isolate cannot know.
+     * The log was read from `from` up to `at` (a page of a sync that follows the log): what it returned was remembered; a number in between
+     * that it did not return (a record no purge wrote, skipped) is a purge this isolate cannot know.
      */
     followed(from: number, at: PurgeStamp, records: readonly PurgeRecord[]): void {
       if (at.era !== era) {
@@ -184,10 +171,8 @@ export function createKnownPurges({ clock, wideRetentionMs }: { clock: Clock; wi
     },
 
     /**
-     * Whether every id purge recorded after log position `stamp` is known
-     * here: then `judge` says all there is to say about a copy stamped with it.
-     * No era is no knowledge: a copy stamped without one (before the log had
-     * an era) may predate purges that Redis has since lost with its data.
+     * Whether every id purge recorded after log position `stamp` is known here: then `judge` says all there is to say about a copy stamped
+     * with it. No era is no knowledge: a copy stamped before the log had an era may predate purges Redis has since lost with its data.
      */
     vouches: (stamp: PurgeStamp): boolean => stamp.era !== "" && stamp.era === era && stamp.seq >= knownAfter,
 

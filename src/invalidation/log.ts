@@ -17,10 +17,8 @@
 //                      log without one gets one from its first reader (START_ERA)
 //   pp:v1:x:<r>:<id>   per purged entry: when, so that an older fill cannot write it back
 //
-// Recording costs O(ids) for id purges (each key deleted or marked stale, on
-// the shard holding it), O(1) for tag and all purges whatever the number of
-// products they touch (isolates judge entries against them by fetch time).
-// No KEYS, no SCAN, no FLUSHALL.
+// Recording costs O(ids) for id purges (each key deleted or marked stale, on the shard holding it), O(1) for tag and all purges whatever
+// the number of products they touch (isolates judge entries against them by fetch time). No KEYS, no SCAN, no FLUSHALL.
 import type { Redis } from "@upstash/redis/cloudflare";
 import { CALL_MAX_BYTES, type L2 } from "../cache/l2/l2";
 import { entryKey, purgeLogKeys, purgeMarkerKey } from "../cache/keys";
@@ -37,32 +35,26 @@ const FLOOR_FIELD = "~floor";
 const LOG_MAX_PURGES = 1000;
 
 /**
- * One read of the log, a page: at most a Redis call's bytes of purges
- * (= CALL_MAX_BYTES; at least one purge) and this many purges, those the
- * script takes before trimming to the bytes. What a visitor due for a sync
- * waits for at most, within the read's budget however many purges were
- * recorded meanwhile (1,000 ids are about 11 KB); an isolate further behind
- * reads on in the background.
+ * One read of the log, a page: at most a Redis call's bytes of purges (= CALL_MAX_BYTES; at least one purge) and this many purges, those
+ * the script takes before trimming to the bytes. What a visitor due for a sync waits for at most, within the read's budget however many
+ * purges were recorded meanwhile (1,000 ids are about 11 KB); an isolate further behind reads on in the background.
  */
 export const PAGE_MAX_BYTES = CALL_MAX_BYTES;
 export const PAGE_MAX_PURGES = 100;
 
 /**
- * How long a purge marker refuses writes of fills that began before it:
- * longer than a fill's fetch and write (seconds), and than a write L2's
- * backlog kept while Redis was out waits for it to answer (cache/l2/l2.ts).
+ * How long a purge marker refuses writes of fills that began before it: longer than a fill's fetch and write (seconds), and than a write
+ * L2's backlog kept while Redis was out waits for it to answer (cache/l2/l2.ts).
  */
 const MARKER_TTL_MS = 60_000;
 
 /** The counter and its era outlive quiet periods (one that expires starts a new era: every isolate starts over once), not forever: every key has a TTL. */
 export const SEQ_TTL_MS = 30 * 86_400_000;
 
-// Appends a purge to the log (on the home shard) and returns its number. A
-// tag or all purge also raises its marks: field "<resource>|<tag>" (or
-// "<resource>" for all) holds "<latest hard>|<latest soft>" purge times.
-// A counter that is not a count, or a log or marks hash of another type,
-// was not written by a purge and would refuse every purge from now on: the
-// log starts over (readers take a sequence that went back as a reset).
+// Appends a purge to the log (on the home shard) and returns its number. A tag or all purge also raises its marks: field "<resource>|<tag>"
+// (or "<resource>" for all) holds "<latest hard>|<latest soft>" purge times. A counter that is not a count, or a log or marks hash of
+// another type, was not written by a purge and would refuse every purge from now on: the log starts over (readers take a sequence that went
+// back as a reset).
 const APPEND_LOG = `
 local counter = redis.pcall('GET', KEYS[1])
 local foreign = counter and not (type(counter) == 'string' and string.match(counter, '^%d+$'))
@@ -131,12 +123,9 @@ end
 return seq
 `;
 
-// Purges entries by id (on the shard holding them): KEYS are pairs of
-// (entry, purge marker). Hard: delete. Soft: rewrite the entry's freshUntil
-// to now and give it a grace period to be served while it refreshes (a key
-// holding anything but an entry, another type included, is left to the next
-// fill: read with pcall, so that it cannot fail the purge). Either way the
-// marker refuses later writes from fills that began before now.
+// Purges entries by id (on their shard): KEYS are pairs of (entry, purge marker). Hard: delete. Soft: rewrite the entry's freshUntil to now
+// and give it a grace period to be served while it refreshes (a key holding anything but an entry, another type included, is left to the
+// next fill: read with pcall, so it cannot fail the purge). Either way the marker refuses later writes of fills begun before now.
 const PURGE_KEYS = `
 local now = ARGV[2]
 for i = 1, #KEYS, 2 do
@@ -156,23 +145,15 @@ end
 return #KEYS / 2
 `;
 
-// Answers {seq, follows, records, marks, era, upTo, wideAhead, wideAheadKnown}.
-// A reader of the log's era (ARGV[4]) that the log still holds the next
-// record for follows it (1): it gets the records after its position ARGV[1]
-// in order, one page of at most ARGV[2] records or ARGV[3] bytes (at least
-// one record), and `upTo`, the number of the last one: less than `seq` when
-// there is more to read (a bulk re-price: hundreds of purges of 1,000 ids),
-// which the reader asks for next, page by page, in the background. Then it
-// also gets the tag and all purges after its page (within the same bytes),
-// and whether those are all of them (1: the wide log holds every number
-// after the page): with them, and Redis's copies (which a purge's ids are
-// applied to before it is logged), it can judge any copy before it has
-// read the rest (watcher.ts). Any other reader (new, of another era: the counter
-// started again, or behind what the log still holds) starts over (0): it
-// gets the tag/all marks (HGETALL: field, value, ...) instead of the records
-// it missed, and the log's latest records, newest first, within the same
-// bounds: how far back its knowledge of id purges reaches from now on (see
-// KnownPurges.vouches).
+// Answers {seq, follows, records, marks, era, upTo, wideAhead, wideAheadKnown}. A reader of the log's era (ARGV[4]) that the log still
+// holds the next record for follows it (1): it gets the records after its position ARGV[1] in order, one page of at most ARGV[2] records or
+// ARGV[3] bytes (at least one record), and `upTo`, the number of the last one: less than `seq` when there is more to read (a bulk re-price:
+// hundreds of purges of 1,000 ids), which the reader asks for next, page by page, in the background. Then it also gets the tag and all
+// purges after its page (within the same bytes), and whether those are all of them (1: the wide log holds every number after the page):
+// with them, and Redis's copies (which a purge's ids are applied to before it is logged), it can judge any copy before it has read the rest
+// (watcher.ts). Any other reader (new, of another era: the counter started again, or behind what the log still holds) starts over (0): it
+// gets the tag/all marks (HGETALL: field, value, ...) instead of the records it missed, and the log's latest records, newest first, within
+// the same bounds: how far back its knowledge of id purges reaches from now on (see KnownPurges.vouches).
 const READ_PURGES = `
 local counter = redis.pcall('GET', KEYS[1])
 local seq = type(counter) == 'string' and tonumber(counter) or 0
@@ -219,11 +200,9 @@ end
 return {seq, 0, latest, redis.call('HGETALL', KEYS[3]), era, seq}
 `;
 
-// Gives a log without an era (none, an empty one, or one whose counter is
-// gone) one: its counter at 0 (unless it has one) and an era of ARGV[1] (the
-// time), both kept ARGV[2] ms like an append's. Answers {seq, era} as they
-// stand after it (another reader's era, if it came first): no two logs share
-// an empty era (docs/architecture.md#the-location-tier).
+// Gives a log without an era (none, an empty one, or one whose counter is gone) one: its counter at 0 (unless it has one) and an era of
+// ARGV[1] (the time), both kept ARGV[2] ms like an append's. Answers {seq, era} as they stand after it (another reader's era, if it came
+// first): no two logs share an empty era (docs/architecture.md#the-location-tier).
 const START_ERA = `
 local counter = redis.pcall('GET', KEYS[1])
 local era = redis.pcall('GET', KEYS[2])
@@ -239,10 +218,8 @@ return {tonumber(counter) or 0, era}
 type PurgesReply = [number, number, string[], string[], string, number, string[]?, number?];
 
 /**
- * READ_PURGES per client, hashed once and run by its SHA, read-only
- * (EVALSHA_RO): every isolate runs it about once a second while it serves,
- * so it is sent as 40 bytes rather than its source, and a replica may answer
- * it (Upstash Global reads from the nearest).
+ * READ_PURGES per client, hashed once and run by its SHA, read-only (EVALSHA_RO): every isolate runs it about once a second while it
+ * serves, so it is sent as 40 bytes rather than its source, and a replica may answer it (Upstash Global reads from the nearest).
  */
 const readPurgesScripts = new WeakMap<Redis, { exec(keys: string[], args: string[]): Promise<PurgesReply> }>();
 
@@ -267,18 +244,15 @@ export interface PurgesSince {
   /** True: the records follow on from the reader's position. False: the reader missed purges it cannot get back one by one and must start over. */
   follows: boolean;
   /**
-   * Following: the records after the reader's, in order, up to number `upTo`
-   * (`seq` unless more are left to read: one page of a bulk re-price). Not:
-   * the log's latest ones (up to the same bounds), newest first, for what
-   * they tell of id purges.
+   * Following: the records after the reader's, in order, up to number `upTo` (`seq` unless more are left to read: one page of a bulk
+   * re-price). Not: the log's latest ones (up to the same bounds), newest first, for what they tell of id purges.
    */
   records: PurgeRecord[];
   /** The last number these records reach, whether or not each could be read (`seq` when not following). */
   upTo: number;
   /**
-   * Following, with more to read after `upTo`: every tag and all purge
-   * after it, up to `seq` (null: none is left to read, or they could not all
-   * be read within a page's bounds; absent: the same).
+   * Following, with more to read after `upTo`: every tag and all purge after it, up to `seq` (null: none is left to read, or they could not
+   * all be read within a page's bounds; absent: the same).
    */
   wideAhead?: PurgeRecord[] | null;
   /** When not following: the tag/all marks, and the floor (everything fetched before it is gone). */
@@ -290,6 +264,8 @@ export interface PurgesSince {
 
 export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemClock }: PurgeLogDeps) {
   const keys = purgeLogKeys(keyPrefix);
+  /** The KEYS of APPEND_LOG and READ_PURGES, in their order. */
+  const scriptKeys = [keys.seq, keys.log, keys.wide, keys.era, keys.wideLog];
   const logInvalid = createRateLimitedLog({ intervalMs: DEFAULTS.logEveryMs, clock });
   /** The purges `members` (of `key`) hold; members that are not purges are skipped, and logged: an isolate cannot apply what it cannot read. */
   function readable(members: string[], key: string): PurgeRecord[] {
@@ -304,9 +280,8 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
   }
   return {
     /**
-     * Applies the purge's id part where the entries live, then appends it
-     * to the log: its sequence number, or undefined when any shard could not
-     * do its part (the caller answers 503 and the purge is retried whole).
+     * Applies the purge's id part where the entries live, then appends it to the log: its sequence number, or undefined when any shard
+     * could not do its part (the caller answers 503 and the purge is retried whole).
      */
     async record(purge: Omit<PurgeRecord, "seq">): Promise<number | undefined> {
       const entryKeys: string[] = [];
@@ -326,10 +301,7 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
       }
       const bounds = [wideRetentionMs, LOG_MAX_PURGES, PURGES_REMEMBERED, SEQ_TTL_MS];
       const args = [JSON.stringify(purge), purge.at, isWide(purge) ? 1 : 0, ...bounds].map(String);
-      return l2.run((redis) => redis.eval<string[], number>(APPEND_LOG, [keys.seq, keys.log, keys.wide, keys.era, keys.wideLog], args), {
-        isWrite: true,
-        force: true,
-      });
+      return l2.run((redis) => redis.eval<string[], number>(APPEND_LOG, scriptKeys, args), { isWrite: true, force: true });
     },
 
     /**
@@ -340,15 +312,9 @@ export function createPurgeLog({ l2, keyPrefix, wideRetentionMs, clock = systemC
      * `maxRecords`: a page of at most that many (a reader that needs only those before a page another isolate shared: watcher.ts).
      */
     async readSince(seen: number, readerEra: string | null, maxRecords: number = PAGE_MAX_PURGES): Promise<PurgesSince | undefined> {
-      const answer = await l2.run(
-        (redis) =>
-          readPurgesScript(redis).exec(
-            [keys.seq, keys.log, keys.wide, keys.era, keys.wideLog],
-            // "-" is no era (eras are times or ''): a reader that has read none starts over.
-            [String(seen), String(Math.max(1, Math.min(maxRecords, PAGE_MAX_PURGES))), String(PAGE_MAX_BYTES), readerEra ?? "-"],
-          ),
-        { passive: true },
-      );
+      // "-" is no era (eras are times or ''): a reader that has read none starts over.
+      const args = [String(seen), String(Math.max(1, Math.min(maxRecords, PAGE_MAX_PURGES))), String(PAGE_MAX_BYTES), readerEra ?? "-"];
+      const answer = await l2.run((redis) => readPurgesScript(redis).exec(scriptKeys, args), { passive: true });
       if (!answer) return undefined;
       const [seq, follows, records, fields, era, upTo, ahead, aheadKnown] = answer;
       // A wide purge ahead that cannot be read is one the reader cannot judge copies by: then none is known.
@@ -385,9 +351,8 @@ export function logPositionKeys(keyPrefix: string): readonly [string, string] {
 }
 
 /**
- * Where the log stands, from the values of logPositionKeys (null: no such
- * key), as READ_PURGES reads them: no counter is 0 and has no era, no era is
- * ''. A counter that is not a count says nothing (undefined): the next sync reads it.
+ * Where the log stands, from the values of logPositionKeys (null: no such key), as READ_PURGES reads them: no counter is 0 and has no era,
+ * no era is ''. A counter that is not a count says nothing (undefined): the next sync reads it.
  */
 export function logPosition([seq, era]: readonly (string | null)[]): { seq: number; era: string } | undefined {
   if (seq != null && !/^\d{1,15}$/.test(seq)) return undefined;
@@ -395,9 +360,8 @@ export function logPosition([seq, era]: readonly (string | null)[]): { seq: numb
 }
 
 /**
- * HGETALL's field, value, field, value… of the marks hash. Fields that are
- * not ours are skipped, and so are times in the future: "everything fetched
- * before next year is gone" would send every page to the origin.
+ * HGETALL's field, value, field, value… of the marks hash. Fields that are not ours are skipped, and so are times in the future:
+ * "everything fetched before next year is gone" would send every page to the origin.
  */
 function parseMarks(fields: string[], now: number): { marks: WideMark[]; floor: number } {
   const marks: WideMark[] = [];

@@ -38,12 +38,9 @@ export type PurgeRequest = v.InferOutput<typeof purgeRequestSchema>;
 const wholeNumber = v.pipe(v.number(), v.safeInteger(), v.minValue(0));
 
 /**
- * A purge as read back from the log in Redis, which is untrusted like
- * anything Redis holds (entries too, cache/l2/codec.ts): its ids build keys and
- * its lists are searched on every read, so a record without this shape is
- * never applied. Lenient only where another release may differ: unknown
- * fields are dropped, and so are resource names this release does not know
- * (they name nothing it holds).
+ * A purge as read back from the log in Redis, which is untrusted like anything Redis holds (entries too, cache/l2/codec.ts): its ids build
+ * keys and its lists are searched on every read, so a record without this shape is never applied. Lenient only where another release may
+ * differ: unknown fields are dropped, and so are resource names this release does not know (they name nothing it holds).
  */
 const storedRecordText = v.pipe(
   v.string(),
@@ -68,9 +65,8 @@ const storedRecordText = v.pipe(
 export type PurgeRecord = v.InferOutput<typeof storedRecordText>;
 
 /**
- * The record a log member holds, or null when it is not one. `now`: a purge
- * recorded in the future (beyond the clock skew isolates may have) would
- * purge everything fetched until then, on every read.
+ * The record a log member holds, or null when it is not one. `now`: a purge recorded in the future (beyond the clock skew isolates may
+ * have) would purge everything fetched until then, on every read.
  */
 export function storedRecord(text: string, now: number): PurgeRecord | null {
   const parsed = v.safeParse(storedRecordText, text);

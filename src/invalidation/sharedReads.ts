@@ -1,6 +1,5 @@
-// The reads of the purge log that the isolates of a data center share, kept
-// in the location tier (docs/architecture.md#invalidation, "The data center's
-// isolates share their reads"):
+// The reads of the purge log that the isolates of a data center share, kept in the location tier (docs/architecture.md#invalidation, "The
+// data center's isolates share their reads"):
 //
 //   position  where the log stood when an isolate here last read it, when
 //             that read was sent, and where it read from
@@ -9,9 +8,8 @@
 //   reading   that an isolate here is reading the log from a number, since
 //             when (a lease, as memcache's against thundering herds)
 //
-// The watcher (watcher.ts) takes any of them only as it would its own read.
-// What comes back is checked for its shape, a page for its digest and each
-// member as a purge record (record.ts); anything else is a miss.
+// The watcher (watcher.ts) takes any of them only as it would its own read. What comes back is checked for its shape, a page for its digest
+// and each member as a purge record (record.ts); anything else is a miss.
 import { locationUrlOf, lookupWithin, putInLocation, type LocationStore } from "../cache/location/location";
 import type { PurgeStamp } from "../cache/location/purgeStamp";
 import { readBounded } from "../shared/body";
@@ -57,9 +55,6 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
   const pageUrl = (era: string, from: number) => urlOf(`page:${era}:${from}`);
   const now = deps.now ?? Date.now;
 
-  /** Bounded as a page's lookup is: a lookup that hung held the sync's lease, and every sync behind it, while Redis answered. */
-  const bounded = lookupWithin;
-
   async function lookUp(url: string): Promise<Response | undefined> {
     const store = await deps.open();
     return subrequest(() => store.match(url), ISOLATE_LATE_MS);
@@ -67,7 +62,8 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
 
   /** A header of `fields` whole numbers, `|`-separated: the era (kept as text), then the others as numbers; or undefined. */
   function header(url: string, name: string, fields: number): Promise<[string, ...number[]] | undefined> {
-    return bounded(async () => {
+    // Bounded as a page's lookup is: a lookup that hung held the sync's lease, and every sync behind it, while Redis answered.
+    return lookupWithin(async () => {
       const response = await lookUp(url);
       if (!response) return undefined;
       await response.body?.cancel();
@@ -86,9 +82,8 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
   }
 
   /**
-   * A page is taken only whole and as the log holds it: its digest, each
-   * member a purge record, numbered after `from` and up to `upTo`, in order,
-   * as many as it says.
+   * A page is taken only whole and as the log holds it: its digest, each member a purge record, numbered after `from` and up to `upTo`, in
+   * order, as many as it says.
    */
   async function lookPage(era: string, from: number): Promise<SharedPage | undefined> {
     const response = await lookUp(pageUrl(era, from));
@@ -135,7 +130,7 @@ export function createLogShelf(deps: { publicUrl: string; keyPrefix: string; ope
       background(share(readingUrl, null, { [READING_HEADER]: `${reading.era}|${reading.from}|${Math.floor(reading.since)}` }));
     },
     /** The page of `era`'s log after `from`, as an isolate here read it; undefined when none is usable, or no answer in time. */
-    page: (era: string, from: number): Promise<SharedPage | undefined> => bounded(() => lookPage(era, from)),
+    page: (era: string, from: number): Promise<SharedPage | undefined> => lookupWithin(() => lookPage(era, from)),
     /** Shares a page read from Redis: `members` as the log holds them, numbered after `from` and up to `upTo` (in the background); settles once it is put or given up. */
     putPage(era: string, page: { from: number; upTo: number; members: readonly string[] }, background: Background): Promise<unknown> {
       const body = new TextEncoder().encode(page.members.join("\n"));

@@ -1,9 +1,6 @@
-// How each isolate learns of purges (docs/architecture.md#invalidation: the
-// bound, bulk re-prices read page by page, the reads a data center's
-// isolates share, blindness): it reads the purge log at most every `pollMs`
-// (a quarter of it and a random part of a quarter more in the background),
-// drops or marks its L1 entries for id purges, and keeps tag and all purges
-// to judge every entry it is about to serve (knownPurges.ts).
+// How each isolate learns of purges (docs/architecture.md#invalidation: the bound, bulk re-prices read page by page, the reads a data
+// center's isolates share, blindness): it reads the purge log at most every `pollMs` (a quarter of it and a random part of a quarter more
+// in the background), drops or marks its L1 entries for id purges, and keeps tag and all purges to judge what it serves (knownPurges.ts).
 import type { Clock } from "../shared/clock";
 import type { Entry } from "../cache/entry";
 import { entryKey } from "../cache/keys";
@@ -38,9 +35,8 @@ export interface PurgeWatcherOptions {
   /** Waits `ms` (a wait for another isolate's read of the log); setTimeout unless given. */
   sleep?: (ms: number) => Promise<void>;
   /**
-   * Told, once a sync ends, how long after its recording each purge it
-   * applied reached this isolate, with the sync's `background` (the fleet's
-   * purge reach: observability/fleet.ts bounds the points one sync writes).
+   * Told, once a sync ends, how long after its recording each purge it applied reached this isolate, with the sync's `background` (the
+   * fleet's purge reach: observability/fleet.ts bounds the points one sync writes).
    */
   reached?: (reaches: readonly PurgeReach[], background: Background) => void;
   random?: () => number;
@@ -55,10 +51,8 @@ interface PurgeReach {
 export type PurgeWatcher = ReturnType<typeof createPurgeWatcher>;
 
 /**
- * What the read path asks of the purges (cache/readThrough.ts's
- * PurgeKnowledge), from a watcher made after it: the watcher purges the read
- * path's L1, so the read path is made first, and each question goes to
- * whatever `watcher()` returns by the time it is asked.
+ * What the read path asks of the purges (cache/readThrough.ts's PurgeKnowledge), from a watcher made after it: the watcher purges the read
+ * path's L1, so the read path is made first, and each question goes to whatever `watcher()` returns by the time it is asked.
  */
 export function knowledgeOf(watcher: () => PurgeWatcher) {
   return {
@@ -74,19 +68,15 @@ export function knowledgeOf(watcher: () => PurgeWatcher) {
 export type PurgeWatcherStatus = ReturnType<PurgeWatcher["status"]>;
 
 /**
- * How long a sync may run before the next request starts another: the log's
- * reads have the background budget (a visitor waits for one at most
- * `syncWaitMs`; invalidation/log.ts), as long as its place in the
- * subrequest gate is held (shared/subrequests.ts, gatePlaceMs).
+ * How long a sync may run before the next request starts another: the log's reads have the background budget (a visitor waits for one at
+ * most `syncWaitMs`; invalidation/log.ts), as long as its place in the subrequest gate is held (shared/subrequests.ts, gatePlaceMs).
  * Renewed at each page of a bulk re-price.
  */
 export const SYNC_LEASE_MS = gatePlaceMs(DEFAULTS.backgroundCallMs);
 
 /**
- * The index of the first of a page's records whose ids are worth
- * remembering: the ids of the records before it would be forgotten before
- * the page ends (PURGES_REMEMBERED are kept, the newest), so they are
- * applied to L1 and not remembered (KnownPurges.remember).
+ * The index of the first of a page's records whose ids are worth remembering: the ids of the records before it would be forgotten before
+ * the page ends (PURGES_REMEMBERED are kept, the newest), so they are applied to L1 and not remembered (KnownPurges.remember).
  */
 function firstWithIdsKept(records: readonly PurgeRecord[]): number {
   let kept = 0;
@@ -98,10 +88,8 @@ function firstWithIdsKept(records: readonly PurgeRecord[]): number {
 }
 
 /**
- * A sync under way, as a lease (src/shared/leases.ts): its deadline, renewed
- * at each page; when its first page's read was sent, once it reads the rest
- * in the background (null: not yet, or not so); and what lets the visitors
- * waiting for that page go on.
+ * A sync under way, as a lease (src/shared/leases.ts): its deadline, renewed at each page; when its first page's read was sent, once it
+ * reads the rest in the background (null: not yet, or not so); and what lets the visitors waiting for that page go on.
  */
 interface SyncLease {
   until: number;
@@ -167,10 +155,9 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
   }
 
   /**
-   * Reads the log from where this isolate stands and applies it: the records
-   * that follow, page by page, or, for an isolate that cannot follow the log,
-   * a start over. Its `lease` is renewed while pages come in, and says when the
-   * visitors waiting may go on (after the first page, if the rest can wait).
+   * Reads the log from where this isolate stands and applies it: the records that follow, page by page, or, for an isolate that cannot
+   * follow the log, a start over. Its `lease` is renewed while pages come in, and says when the visitors waiting may go on (after the first
+   * page, if the rest can wait).
    */
   async function syncNow(lease: SyncLease, background: Background): Promise<void> {
     if (!log) return;
@@ -191,24 +178,23 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
     let answer = heard(await log.readSince(seq, era), sentAt);
     if (!answer) return; // L2 unavailable: stay as we are; `blind` tells how long
     const at = { era: answer.era, seq: answer.seq };
-    // A log with no era (never written, or lost with Redis's data) is given
-    // one, taken at once if no purge came in between (else the next sync
-    // reads both); without one, this isolate neither stamps nor vouches for a
-    // copy (KnownPurges.vouches).
+    // A log with no era (never written, or lost with Redis's data) is given one, taken at once if no purge came in between (else the next
+    // sync reads both); without one, this isolate neither stamps nor vouches for a copy (KnownPurges.vouches).
     if (at.era === "") {
       const started = await log.startEra();
       if (started?.seq === at.seq) at.era = started.era;
     }
-    // Another sync applied its answer meanwhile (this one outlived its lease:
-    // a slow Redis, or its era's start): this answer was read against a
-    // position the isolate has left, and would take it back or start it
-    // over once more (a new isolate's first syncs, under a burst). Dropped:
-    // the next sync reads from where the isolate stands.
+    // Another sync applied its answer meanwhile (this one outlived its lease: a slow Redis, or its era's start): this answer was read
+    // against a position the isolate has left, and would take it back or start it over once more (a new isolate's first syncs, under a
+    // burst). Dropped: the next sync reads from where the isolate stands.
     if (syncsApplied !== appliedBefore) return;
     for (let pages = 1; ; pages++) {
       const mine = ++syncsApplied;
       if (!answer.follows) {
-        startOver(answer, at);
+        // New isolate, too far behind, or the log was reset: start over from the tag/all marks, L1 kept for the
+        // origin's failures only (docs/architecture.md, "Bulk purges", says why it is kept).
+        l1.keepOnlyForErrors(clock.now());
+        known.startOver(answer.floor, answer.marks, at, answer.records);
         break;
       }
       if (sharing && at.era === sharing.era) pagesPut.push(sharePage(sharing.shelf, sharing.era, readFrom, answer, background));
@@ -228,9 +214,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
       readFrom = seq;
       const readOn = (pages + 1) * PAGE_MAX_BYTES <= options.l1MaxBytes;
       const next = heard(readOn ? await log.readSince(seq, era) : await log.readSince(0, null), sentAt);
-      // L2 failed mid-way (the next sync goes on from here: this isolate's
-      // knowledge stays as old as its last complete read), or another sync
-      // took over (this one's lease ran out on a slow read).
+      // L2 failed mid-way (the next sync goes on from here: this isolate's knowledge stays as old as its last complete read), or another
+      // sync took over (this one's lease ran out on a slow read).
       if (!next || syncsApplied !== mine) return;
       answer = next;
       Object.assign(at, { era: answer.era, seq: answer.seq });
@@ -246,10 +231,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
   }
 
   /**
-   * Applies a page of the log that follows from where this isolate stands
-   * (read from Redis, or from the data center's shelf), all at once: a
-   * visitor served between two of its purges could be shown a page a later
-   * one purged.
+   * Applies a page of the log that follows from where this isolate stands (read from Redis, or from the data center's shelf), all at once:
+   * a visitor served between two of its purges could be shown a page a later one purged.
    */
   function followPage(records: readonly PurgeRecord[], upTo: number, pageEra: string, lease: SyncLease): void {
     const from = seq;
@@ -265,11 +248,9 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
   }
 
   /**
-   * Takes the data center's reads of the log instead of reading it, as
-   * docs/architecture.md#invalidation says when (a read sent after this
-   * isolate's knowledge, not in the future; young enough to stand for its
-   * own; a background sync waiting for one under way, within the bound).
-   * True when the sync is done; false, and the isolate reads the log itself from as far as it got.
+   * Takes the data center's reads of the log instead of reading it, as docs/architecture.md#invalidation says when (a read sent after this
+   * isolate's knowledge, not in the future; young enough to stand for its own; a background sync waiting for one under way, within the
+   * bound). True when the sync is done; false, and the isolate reads the log itself from as far as it got.
    */
   async function followedShelf(shelf: LogShelf, lease: SyncLease, background: Background): Promise<boolean> {
     const newer = (found: SharedPosition | undefined): found is SharedPosition =>
@@ -296,11 +277,9 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
   }
 
   /**
-   * Follows a read another isolate shared up to where it found the log: its
-   * pages, each kept under the number the next starts after, from this
-   * isolate's number; behind the read's start, the purges up to it come from
-   * Redis (readUpTo). False when a page is missing on the way, or another
-   * sync's answer was applied meanwhile.
+   * Follows a read another isolate shared up to where it found the log: its pages, each kept under the number the next starts after, from
+   * this isolate's number; behind the read's start, the purges up to it come from Redis (readUpTo). False when a page is missing on the
+   * way, or another sync's answer was applied meanwhile.
    */
   async function followRead(shelf: LogShelf, lease: SyncLease, target: SharedPosition, background: Background): Promise<boolean> {
     let mine = syncsApplied;
@@ -321,11 +300,9 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
   }
 
   /**
-   * The purges from where this isolate stands up to `upTo` (the start of a
-   * read another isolate shared), read from Redis: no more than those, the
-   * rest being on the shelf. Shared in turn, for the isolates that stand
-   * here too. Undefined when Redis does not answer or the log cannot be
-   * followed from here (the sync then reads it as any other).
+   * The purges from where this isolate stands up to `upTo` (the start of a read another isolate shared), read from Redis: no more than
+   * those, the rest being on the shelf. Shared in turn, for the isolates that stand here too. Undefined when Redis does not answer or the
+   * log cannot be followed from here (the sync then reads it as any other).
    */
   async function readUpTo(shelf: LogShelf, upTo: number, background: Background): Promise<SharedPage | undefined> {
     const [from, sentAt] = [seq, clock.now()];
@@ -337,24 +314,12 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
   }
 
   /**
-   * Shares a page of the log read from Redis from `from`, when the
-   * invocation has a subrequest to spare for its put beside the next read's
-   * (the runtime caps them: a catch-up's reads come first). Settles once it
-   * is put, given up, or not shared.
+   * Shares a page of the log read from Redis from `from`, when the invocation has a subrequest to spare for its put beside the next read's
+   * (the runtime caps them: a catch-up's reads come first). Settles once it is put, given up, or not shared.
    */
   function sharePage(shelf: LogShelf, pageEra: string, from: number, answer: PurgesSince, background: Background): Promise<unknown> {
     if (!answer.members?.length || subrequestsLeft() < 2) return Promise.resolve();
     return shelf.putPage(pageEra, { from, upTo: answer.upTo, members: answer.members }, background);
-  }
-
-  /**
-   * New isolate, too far behind, or the log was reset: start over from the
-   * tag/all marks, L1 kept for the origin's failures only
-   * (docs/architecture.md, "Bulk purges", says why it is kept).
-   */
-  function startOver(answer: PurgesSince, at: PurgeStamp): void {
-    l1.keepOnlyForErrors(clock.now());
-    known.startOver(answer.floor, answer.marks, at, answer.records);
   }
 
   /** Starts a sync in this request, unless one is under way: then `undefined` (this request does not await another's). What it gives settles once its first page is applied. */
@@ -399,15 +364,13 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
       // Due, and Redis answered the last read: the visitor waits for the sync (the bound). Otherwise it goes on in the background.
       if (age >= options.pollMs && lastReadAnswered) {
         const mine = startSync(background, true);
-        // Another request's sync is watched for on this request's own timers
-        // (shared/leases.ts, pollUntil), and only within `syncWaitMs` of its
-        // start: a read that has run longer is one Redis is slow to answer,
-        // and the visitors after the first do not each wait for it in turn.
+        // Another request's sync is watched for on this request's own timers (shared/leases.ts, pollUntil), only within `syncWaitMs` of its
+        // start: a read running longer is one Redis is slow to answer, and the visitors after the first do not each wait for it in turn.
         const until = Math.min(clock.now(), syncing?.startedAt ?? Number.POSITIVE_INFINITY) + options.syncWaitMs;
         if (mine) await within(mine, options.syncWaitMs, () => undefined);
         else await pollUntil(() => (syncUnderWay() && !readingAhead() ? undefined : true), until, clock.now);
-      } else if (clock.now() >= backgroundDueAt && !syncUnderWay()) {
-        void startSync(background, false)?.catch(() => undefined);
+      } else if (clock.now() >= backgroundDueAt) {
+        void startSync(background, false);
       }
     },
 
@@ -419,16 +382,14 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
     },
 
     /**
-     * When the resource was last purged as far as this isolate knows (0: never):
-     * `hard`, by a hard purge (older copies are gone), and `any`, by any purge
-     * (older copies are at best stale: a refresh must not take one back as fresh).
+     * When the resource was last purged as far as this isolate knows (0: never): `hard`, by a hard purge (older copies are gone), and
+     * `any`, by any purge (older copies are at best stale: a refresh must not take one back as fresh).
      */
     purgedAt: (id: string, resource: ResourceName, tags: readonly string[]): PurgedAt => known.purgedAt(id, resource, tags),
 
     /**
-     * While a sync reads a log that holds purges it has not read yet: copies
-     * fetched before this may have been purged by them, and are not served from
-     * L1 as they are (0: none; docs/architecture.md, "Bulk purges").
+     * While a sync reads a log that holds purges it has not read yet: copies fetched before this may have been purged by them, and are not
+     * served from L1 as they are (0: none; docs/architecture.md, "Bulk purges").
      */
     unsureBefore: (): number => (readingAhead() ? syncing!.behindSince! : 0),
 
@@ -445,9 +406,8 @@ export function createPurgeWatcher(options: PurgeWatcherOptions) {
     vouches: (stamp: PurgeStamp): boolean => known.vouches(stamp) && !(readingAhead() && stamp.seq < syncing!.aheadUpTo),
 
     /**
-     * What a lock claim going out now reads along (cache/l2/outbox.ts): the
-     * log's position, once this isolate's knowledge is a quarter of `pollMs`
-     * old (null: not now); where the log stands as read, it synced then.
+     * What a lock claim going out now reads along (cache/l2/outbox.ts): the log's position, once this isolate's knowledge is a quarter of
+     * `pollMs` old (null: not now); where the log stands as read, it synced then.
      */
     readAlong(): ReadAlong | null {
       const sentAt = clock.now();
