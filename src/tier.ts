@@ -1,7 +1,5 @@
-// The per-isolate state of the tier: configuration, L1, the L2 client with
-// its breaker, the origin client. Built once per isolate on the first request
-// (Workers hand bindings to `fetch`, not to module scope) and kept for the
-// isolate's life, which is what makes L1 an L1.
+// The per-isolate state of the tier: configuration, L1, the L2 client with its breaker, the origin client. Built once per isolate on the
+// first request (Workers hand bindings to `fetch`, not to module scope) and kept for the isolate's life, which is what makes L1 an L1.
 import { createBreaker, type Breaker, type BreakerOptions } from "./shared/breaker";
 import { ISOLATE_STALL_MS, leaseFor } from "./shared/leases";
 import { systemClock, type Clock } from "./shared/clock";
@@ -32,10 +30,9 @@ import { createMetrics, type Metrics } from "./observability/metrics";
 import { recordPages, watchBreaker, watchOrigin, watchSlowPages, type PageRead, type RecordPage } from "./observability/wiring";
 
 /**
- * A product page as rendered once: its HTML as UTF-8 bytes, and its
- * validator. Bytes, not the string: each answer would otherwise encode the
- * string again, and a string with one character beyond Latin-1 (a ★, a —)
- * takes two bytes a character in V8 where UTF-8 takes about one.
+ * A product page as rendered once: its HTML as UTF-8 bytes, and its validator. Bytes, not the
+ * string: each answer would otherwise encode the string again, and a string with one character
+ * beyond Latin-1 (a ★, a —) takes two bytes a character in V8 where UTF-8 takes about one.
  */
 export interface RenderedPage {
   body: Uint8Array<ArrayBuffer>;
@@ -45,10 +42,9 @@ export interface RenderedPage {
 }
 
 /**
- * What one isolate serves with: its configuration, caches, origin client,
- * purge watcher, metrics and overload parts, built once (createTier) and kept
- * for the isolate's life. (Not a `Tier` of cache/served.ts: that is where a
- * copy came from, "l1" | "location" | "l2" | "origin".)
+ * What one isolate serves with: its configuration, caches, origin client, purge watcher, metrics
+ * and overload parts, built once (createTier) and kept for the isolate's life. (Not a `Tier` of
+ * cache/served.ts: that is where a copy came from, "l1" | "location" | "l2" | "origin".)
  */
 export interface TierServices {
   config: Config;
@@ -63,7 +59,7 @@ export interface TierServices {
   /** This isolate's share of the fleet's hot products, reported to L2 for warming; null without L2. */
   hotReport: HotReport | null;
   origin: OriginClient;
-  /** The isolate's cap on origin fetches in flight (leases, see origin/limiter.ts). */
+  /** The isolate's cap on origin fetches in flight (leases, see shared/limiter.ts). */
   originLimiter: Limiter;
   clock: Clock;
   /** What this isolate has been doing, for the status page (observability/metrics.ts). */
@@ -168,10 +164,8 @@ export function createTier(config: Config, clock: Clock = systemClock, fleetData
 }
 
 /**
- * What `make` builds on the location tier, when it is on and the runtime has
- * the Cache API (not in Node's unit tests); null otherwise. The named cache is
- * opened by each request that uses it: the promise of one request is not
- * awaited by another.
+ * What `make` builds on the location tier, when it is on and the runtime has the Cache API (not in Node's unit tests); null
+ * otherwise. The named cache is opened by each request that uses it: the promise of one request is not awaited by another.
  */
 function withLocation<T>(config: Config, make: (open: () => Promise<Cache>) => T): T | null {
   if (!config.locationCache || typeof caches === "undefined") return null;
@@ -179,10 +173,8 @@ function withLocation<T>(config: Config, make: (open: () => Promise<Cache>) => T
 }
 
 /**
- * A breaker of the tier (L2's, the known-ids filter's, each origin
- * service's): one set of numbers (config/defaults.ts), and time-outs must
- * span the isolate's longest stall, so that calls a stall made late
- * together are not taken for a failing store.
+ * A breaker of the tier (L2's, the known-ids filter's, each origin service's): one set of numbers (config/defaults.ts), and
+ * time-outs must span the isolate's longest stall, so that calls a stall made late together are not taken for a failing store.
  */
 function tierBreaker(name: string, clock: Clock, metrics?: Metrics, fleet?: Fleet, extra: Partial<BreakerOptions> = {}): Breaker {
   return createBreaker({
@@ -221,9 +213,8 @@ function createTierL2(shards: readonly L2Endpoint[], timeoutMs: number, clock: C
 }
 
 /**
- * The filter has an L2 client and breaker of its own: loading its segments
- * takes longer than the page path's budget, and a slow load must not open
- * the breaker that pages depend on.
+ * The filter has an L2 client and breaker of its own: loading its segments takes longer than
+ * the page path's budget, and a slow load must not open the breaker that pages depend on.
  */
 function createKnownIdsFor(config: Config, clock: Clock, metrics?: Metrics, fleet?: Fleet): KnownIds | null {
   if (!config.l2 || !config.knownIds) return null;

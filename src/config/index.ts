@@ -1,6 +1,5 @@
-// The worker's configuration: wrangler vars and secrets, validated once per
-// isolate. Bad settings yield one message naming each of them (ConfigError),
-// never a stack trace per request.
+// The worker's configuration: wrangler vars and secrets, validated once per isolate. Bad
+// settings yield one message naming each of them (ConfigError), never a stack trace per request.
 import * as v from "valibot";
 import { PAGE_SUBJECT, RESOURCE_NAMES, type ResourceName, type ResourcePolicy } from "../origin/resources";
 import { KNOWN_IDS_DEFAULTS } from "../knownIds/limits";
@@ -43,21 +42,17 @@ export interface Config {
   /** Absent: the purge endpoint is closed. */
   purgeToken: string | null;
   /**
-   * Base of the canonical and OpenGraph URLs in pages: an origin such as
-   * `https://shop.example`, no trailing slash. Configuration, never the
-   * request: its Host header (and any X-Forwarded-*) is whatever the client
-   * sent, and a page that named it would carry an attacker's address in a
-   * page sent `public, s-maxage`.
+   * Base of the canonical and OpenGraph URLs in pages: an origin such as `https://shop.example`, no trailing
+   * slash. Configuration, never the request: its Host header (and any X-Forwarded-*) is whatever the client
+   * sent, and a page that named it would carry an attacker's address in a page sent `public, s-maxage`.
    */
   publicUrl: string;
   l1MaxBytes: number;
   l2TimeoutMs: number;
   /**
-   * L2 answers reads (MGET) from a replica near the isolate, and scripts
-   * (lock claims) from its primary, which may be far (Upstash Global). Then
-   * a page reads L2 first even when the known-ids filter lists its product;
-   * without replicas the page's lock claims read L2 as they claim, which
-   * saves a round trip (cache/pageSteps.ts, readFromL2).
+   * L2 answers reads (MGET) from a replica near the isolate, and scripts (lock claims) from its primary, which may be
+   * far (Upstash Global). Then a page reads L2 first even when the known-ids filter lists its product; without
+   * replicas the page's lock claims read L2 as they claim, which saves a round trip (cache/pageSteps.ts, readFromL2).
    */
   l2ReadReplicas: boolean;
   lockTtlMs: number;
@@ -120,9 +115,8 @@ const httpUrl = v.pipe(
 );
 
 /**
- * A Redis REST URL: an http(s) URL that @upstash/redis also takes (its
- * constructor refuses a host it cannot use, `http://x` say, and would
- * otherwise throw on every route instead of naming the setting).
+ * A Redis REST URL: an http(s) URL that @upstash/redis also takes (its constructor refuses a host it
+ * cannot use, `http://x` say, and would otherwise throw on every route instead of naming the setting).
  */
 const redisUrl = v.pipe(
   httpUrl,
@@ -171,9 +165,8 @@ const publicOrigin = v.pipe(
 );
 
 /**
- * The first problem with a setting, named by its path and said in words: a
- * key the setting does not take, one it lacks, a value of the wrong type.
- * `keys`: what the setting takes, for the message about a key it does not.
+ * The first problem with a setting, named by its path and said in words: a key the setting does not take, one
+ * it lacks, a value of the wrong type. `keys`: what the setting takes, for the message about a key it does not.
  */
 function read<T>(setting: string, schema: v.GenericSchema<unknown, T>, value: unknown, keys?: string): T {
   const result = v.safeParse(schema, value);

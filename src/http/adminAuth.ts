@@ -1,6 +1,5 @@
-// The tier's own endpoints (purge, known ids) take the PURGE_TOKEN as a
-// bearer token, compared in constant time by hono/bearer-auth. Without a
-// configured token they do not exist: 404 for everyone.
+// The tier's own endpoints (purge, known ids) take the PURGE_TOKEN as a bearer token, compared in
+// constant time by hono/bearer-auth. Without a configured token they do not exist: 404 for everyone.
 import type { Context, MiddlewareHandler, Next } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
 import type { TierServices } from "../tier";

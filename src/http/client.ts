@@ -1,10 +1,7 @@
-// Who is asking, for sharing cold work fairly (overload/fairShare.ts): the address
-// Cloudflare puts in CF-Connecting-IP (a client cannot set it: Cloudflare
-// overwrites it), an IPv6 address by its /64 (one host, or one home, holds a
-// whole /64 and could take a new address for every request), anything else
-// one name for all ("unknown": off the platform, every request). A loopback
-// address is off the platform too: Miniflare gives a request without the
-// header 127.0.0.1, which no visitor of Cloudflare's edge ever has.
+// Who is asking, for sharing cold work fairly (overload/fairShare.ts): the address Cloudflare puts in CF-Connecting-IP (a client
+// cannot set it: Cloudflare overwrites it), an IPv6 address by its /64 (one host, or one home, holds a whole /64 and could take a
+// new address for every request), anything else one name for all ("unknown": off the platform, every request). A loopback address
+// is off the platform too: Miniflare gives a request without the header 127.0.0.1, which no visitor of Cloudflare's edge ever has.
 import { UNKNOWN_CLIENT } from "../overload";
 
 const IPV4 = /^\d{1,3}(\.\d{1,3}){3}$/;

@@ -9,33 +9,29 @@ import type { Config } from "../config";
 import { DEFAULTS } from "../config/defaults";
 
 /**
- * Error pages as rendered, by status, message and Retry-After. Messages are
- * the code's own constants (a dozen pages at most), so this stays small; a
- * flood of shed requests, junk ids or 404s then costs no render each.
+ * Error pages as rendered, by status, message and Retry-After. Messages are the code's own constants (a dozen
+ * pages at most), so this stays small; a flood of shed requests, junk ids or 404s then costs no render each.
  */
 const rendered = new Map<string, string>();
 
 /**
- * Seconds a visitor is asked to wait before retrying a page's 503 or 429: the
- * breaker's cool-down and a cold page's wait together, so that a retry comes
- * after the breaker's probe and the queue's turnover, not into the same refusal.
+ * Seconds a visitor is asked to wait before retrying a page's 503 or 429: the breaker's cool-down and a cold page's
+ * wait together, so that a retry comes after the breaker's probe and the queue's turnover, not into the same refusal.
  */
 export function pageRetryAfterSeconds(config: Pick<Config, "coldPageWaitMs">): number {
   return Math.ceil((DEFAULTS.breakerCoolDownMs + config.coldPageWaitMs) / 1000);
 }
 
 /**
- * Render failures, by their message: each logged once per isolate, not once
- * per request (an interval no isolate outlives; the log's own bound on keys
- * guards against an unexpected variety of messages).
+ * Render failures, by their message: each logged once per isolate, not once per request (an interval
+ * no isolate outlives; the log's own bound on keys guards against an unexpected variety of messages).
  */
 const logRenderFailure = createRateLimitedLog({ intervalMs: Number.POSITIVE_INFINITY, clock: systemClock });
 
 /**
- * The page given when the error page itself cannot be rendered (a template
- * that fails, say): a constant that no template, data or engine can break,
- * so that the 500 of a broken render is still a readable page, never an
- * exception out of the app on every HTML route. Only the code's own texts go in.
+ * The page given when the error page itself cannot be rendered (a template that fails, say): a constant
+ * that no template, data or engine can break, so that the 500 of a broken render is still a readable
+ * page, never an exception out of the app on every HTML route. Only the code's own texts go in.
  */
 function staticErrorPage(status: number, message: string): string {
   const text = message.replace(/[&<>"]/g, (c) => (c === "&" ? "&amp;" : c === "<" ? "&lt;" : c === ">" ? "&gt;" : "&quot;"));

@@ -1,8 +1,6 @@
-// The headers that say what happened: Cache-Status (RFC 9211), one member per
-// resource of the page named by the tier that answered it (its members by
-// example: docs/architecture.md, "Saying what happened"), Cache-Control, the
-// ETag and Server-Timing; and the security headers of every answer. `ttl` is
-// the seconds of freshness left (negative: stale for that long).
+// The headers that say what happened: Cache-Status (RFC 9211), one member per resource of the page named by the tier that
+// answered it (its members by example: docs/architecture.md, "Saying what happened"), Cache-Control, the ETag and Server-Timing;
+// and the security headers of every answer. `ttl` is the seconds of freshness left (negative: stale for that long).
 import type { Context, MiddlewareHandler } from "hono";
 import { secureHeaders } from "hono/secure-headers";
 import { setMetric } from "hono/timing";
@@ -14,10 +12,9 @@ import type { ResourceName } from "../origin/resources";
 import { hashPair } from "../shared/hash";
 
 /**
- * hono's secure headers with a strict Content-Security-Policy: nothing runs
- * (the JSON-LD block is data, not a script), styles are the page's own inline
- * ones, nothing frames it, images only from `imgSrc`. Set over whatever the
- * handler set (overwrite: no `has` per header on every cached page).
+ * hono's secure headers with a strict Content-Security-Policy: nothing runs (the JSON-LD block is
+ * data, not a script), styles are the page's own inline ones, nothing frames it, images only from
+ * `imgSrc`. Set over whatever the handler set (overwrite: no `has` per header on every cached page).
  */
 export function strictSecurityHeaders(imgSrc: string[]): MiddlewareHandler {
   return secureHeaders({
@@ -33,9 +30,8 @@ export function strictSecurityHeaders(imgSrc: string[]): MiddlewareHandler {
 }
 
 /**
- * Every HTML answer's Vary: the runtime compresses what it sends for the
- * clients that accept it (workerd and Cloudflare alike, Content-Encoding
- * gzip or br), so a cache downstream must keep the encodings apart.
+ * Every HTML answer's Vary: the runtime compresses what it sends for the clients that accept it (workerd
+ * and Cloudflare alike, Content-Encoding gzip or br), so a cache downstream must keep the encodings apart.
  */
 export const VARY_ON_ENCODING = ["Vary", "Accept-Encoding"] as const;
 
@@ -82,9 +78,8 @@ function member(served: Served<unknown>, now: number, l2Stored: boolean): string
 }
 
 /**
- * Cache-Control for browsers and CDNs, derived from the entries that made
- * the page: nobody downstream may keep it fresh longer than its
- * shortest-lived part, nor serve it stale longer than its shortest grace.
+ * Cache-Control for browsers and CDNs, derived from the entries that made the page: nobody downstream may
+ * keep it fresh longer than its shortest-lived part, nor serve it stale longer than its shortest grace.
  */
 export function pageCacheControl(page: Served<unknown>[], policies: Record<string, ResourcePolicy>, now: number): string {
   if (page.some((served) => served.outcome === "failed" || served.freshness === "stale-if-error")) {
@@ -106,13 +101,10 @@ export function pageIdentity(page: Served<unknown>[], renderVersion: string): st
 }
 
 /**
- * A validator from the page's identity: same versions and states, same HTML.
- * Weak (W/), because the runtime sends the same page gzipped or not, and a
- * strong validator names one sequence of bytes (RFC 9110, 8.8.1; Cloudflare
- * weakens a strong one when it compresses); If-None-Match compares weakly,
- * so 304s are unchanged. 64 bits of a fast hash, the same in every isolate:
- * an ETag only has to tell this URL's versions apart, and a digest through
- * crypto.subtle cost a render a promise and a call into the runtime.
+ * A validator from the page's identity: same versions and states, same HTML. Weak (W/), because the runtime sends the same page
+ * gzipped or not, and a strong validator names one sequence of bytes (RFC 9110, 8.8.1; Cloudflare weakens a strong one when it
+ * compresses); If-None-Match compares weakly, so 304s are unchanged. 64 bits of a fast hash, the same in every isolate: an ETag only
+ * has to tell this URL's versions apart, and a digest through crypto.subtle cost a render a promise and a call into the runtime.
  */
 export function pageEtag(identity: string): string {
   const [high, low] = hashPair(identity);
@@ -120,8 +112,7 @@ export function pageEtag(identity: string): string {
 }
 
 /**
- * Whether `ifNoneMatch` names `etag` (RFC 9110, 13.1.2: "*", or any of its
- * tags by weak comparison), as hono/etag judges the home page's.
+ * Whether `ifNoneMatch` names `etag` (RFC 9110, 13.1.2: "*", or any of its tags by weak comparison), as hono/etag judges the home page's.
  */
 export function notModified(ifNoneMatch: string | undefined, etag: string): boolean {
   const opaque = (tag: string) => tag.trim().replace(/^W\//, "");
@@ -129,12 +120,9 @@ export function notModified(ifNoneMatch: string | undefined, etag: string): bool
 }
 
 /**
- * The `Link` of what a product page's first paint needs beyond its HTML (its
- * CSS is inline): its main image, preloaded. From it Cloudflare sends a 103
- * Early Hints (RFC 8297) before the page, so the browser fetches the image
- * while the page is read. The URL parser's serialization percent-encodes
- * whatever a header may not hold (spaces, controls, `<`, `>`); an address it
- * rejects gives no hint.
+ * The `Link` of what a product page's first paint needs beyond its HTML (its CSS is inline): its main image, preloaded. From it Cloudflare
+ * sends a 103 Early Hints (RFC 8297) before the page, so the browser fetches the image while the page is read. The URL parser's
+ * serialization percent-encodes whatever a header may not hold (spaces, controls, `<`, `>`); an address it rejects gives no hint.
  */
 export function preloadLink(imageUrl: string | undefined): string | undefined {
   if (imageUrl === undefined) return undefined;
@@ -146,12 +134,10 @@ export function preloadLink(imageUrl: string | undefined): string | undefined {
 }
 
 /**
- * What a page's read did: Cache-Status, also returned ("stored": written to
- * L2 as well as L1, which an open breaker prevents), and Server-Timing for
- * the steps that wait on I/O: the runtime's clock moves across I/O alone, so
- * L1 and the render would always read 0 (docs/architecture.md, "Saying what happened").
- * A streamed page's headers say what was known before its body: its
- * `streamed` parts are named as such, and its origin timing is its core's.
+ * What a page's read did: Cache-Status, also returned ("stored": written to L2 as well as L1, which an open breaker
+ * prevents), and Server-Timing for the steps that wait on I/O: the runtime's clock moves across I/O alone, so L1
+ * and the render would always read 0 (docs/architecture.md, "Saying what happened"). A streamed page's headers say
+ * what was known before its body: its `streamed` parts are named as such, and its origin timing is its core's.
  */
 export function sayWhatHappened(
   c: Context,
@@ -173,11 +159,9 @@ export function sayWhatHappened(
 }
 
 /**
- * This isolate's Cloudflare location, from the first request that names it
- * (`request.cf.colo`), for the fleet's figures; undefined off the platform.
- * Read once: an isolate runs in one data center, and reading `request.cf`
- * builds the request's whole cf object. Plain data, shared by the isolate's
- * requests.
+ * This isolate's Cloudflare location, from the first request that names it (`request.cf.colo`), for the
+ * fleet's figures; undefined off the platform. Read once: an isolate runs in one data center, and reading
+ * `request.cf` builds the request's whole cf object. Plain data, shared by the isolate's requests.
  */
 let isolateColo: string | undefined;
 

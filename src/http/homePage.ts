@@ -1,11 +1,8 @@
-// GET / — the first products of the origin's listing, with their titles.
-// The listing is a cached resource like any product's (origin/resources.ts,
-// "listing"). Titles come only from what the caches hold (L1, then one L2
-// round trip for all of them), plus a few of the products not cached, filled
-// for this view (one that fails shows its id): the page's cost in subrequests
-// stays bounded (docs/architecture.md, "Sharing work across requests in one
-// isolate") and later views show more titles. Its answer says what happened
-// as a product page's does (Cache-Status, Server-Timing, an ETag from app.ts).
+// GET / — the first products of the origin's listing, with their titles. The listing is a cached resource like any
+// product's (origin/resources.ts, "listing"). Titles come only from what the caches hold (L1, then one L2 round trip for
+// all of them), plus a few of the products not cached, filled for this view (one that fails shows its id): the page's cost
+// in subrequests stays bounded (docs/architecture.md, "Sharing work across requests in one isolate") and later views show
+// more titles. Its answer says what happened as a product page's does (Cache-Status, Server-Timing, an ETag from app.ts).
 import type { Context } from "hono";
 import { LISTING, LISTING_ID, PAGE_SUBJECT } from "../origin/resources";
 import { renderHomePage } from "../render";

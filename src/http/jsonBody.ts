@@ -1,6 +1,5 @@
-// The tier's JSON endpoints (purge, known ids) read their bodies the same
-// way: bounded in bytes (413), JSON only, checked against a schema, and
-// every refusal a readable JSON `{error, message}` with a 4xx status.
+// The tier's JSON endpoints (purge, known ids) read their bodies the same way: bounded in bytes (413), JSON
+// only, checked against a schema, and every refusal a readable JSON `{error, message}` with a 4xx status.
 import { sValidator } from "@hono/standard-validator";
 import type { Context, MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -23,9 +22,8 @@ export function limitedJsonBody(maxBytes: number): MiddlewareHandler<AppEnv> {
 }
 
 /**
- * hono's standard validator, answering a failed check with the first issue
- * and where it is; a field the endpoint does not take is named as such,
- * with the fields it does take (`fields`), not in the validation library's words.
+ * hono's standard validator, answering a failed check with the first issue and where it is; a field the endpoint
+ * does not take is named as such, with the fields it does take (`fields`), not in the validation library's words.
  */
 export function validJson<S extends GenericSchema>(schema: S, fields: readonly string[]) {
   return sValidator("json", schema, (result, c) => {
@@ -41,9 +39,8 @@ export function validJson<S extends GenericSchema>(schema: S, fields: readonly s
 }
 
 /**
- * Redis did not record what was asked, or there is none: a 503 the caller
- * retries, once the L2 breaker, which a failing Redis opens, may have let its
- * probe through (its cool-down): a retry before that is refused at once.
+ * Redis did not record what was asked, or there is none: a 503 the caller retries, once the L2 breaker, which a
+ * failing Redis opens, may have let its probe through (its cool-down): a retry before that is refused at once.
  */
 export function l2Unavailable(c: Context<AppEnv>, message: string): Response {
   c.header("Retry-After", String(Math.ceil(DEFAULTS.breakerCoolDownMs / 1000)));

@@ -1,8 +1,6 @@
-// POST /__known-ids {ids: [...]} — the origin says these products were just
-// created (dev/origin calls it with the PURGE_TOKEN). Acknowledged only once
-// Redis recorded them: with Redis unavailable the answer is 503 and the
-// origin retries, since an unrecorded id could be refused by other isolates
-// until the next rebuild.
+// POST /__known-ids {ids: [...]} — the origin says these products were just created (dev/origin calls it with
+// the PURGE_TOKEN). Acknowledged only once Redis recorded them: with Redis unavailable the answer is 503 and
+// the origin retries, since an unrecorded id could be refused by other isolates until the next rebuild.
 import { Hono } from "hono";
 import * as v from "valibot";
 import { ADMIN_LIMITS } from "../config/defaults";

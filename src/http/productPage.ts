@@ -30,10 +30,9 @@ const STREAMED = PAGE_RESOURCES.filter((resource) => !PRODUCT_PAGE_PIECES[0]!.sh
 const RENDER_VERSION = "4";
 
 /**
- * What the page shows of one resource. A copy kept only for the origin's
- * failures is shown when the registry says it may be (stock that old is not
- * promised: its section gets its default instead). Judged without the data,
- * which only a render reads (an L1 entry parses it then: cache/entry.ts).
+ * What the page shows of one resource. A copy kept only for the origin's failures is shown when the
+ * registry says it may be (stock that old is not promised: its section gets its default instead).
+ * Judged without the data, which only a render reads (an L1 entry parses it then: cache/entry.ts).
  */
 function sectionState(resource: PageResource, served: Served<unknown> | undefined): Section<unknown>["state"] {
   if (!served || served.outcome === "failed") return "unavailable";
@@ -49,8 +48,7 @@ function section<T>(state: Section<T>["state"], served: Served<T> | undefined): 
 }
 
 /**
- * The answer to a visitor who has left: nobody reads it, so nothing is
- * rendered or recorded as a page; the isolate counts it.
+ * The answer to a visitor who has left: nobody reads it, so nothing is rendered or recorded as a page; the isolate counts it.
  */
 function visitorLeft(tier: TierServices, id: string, colo: string | undefined, background: Background): Response {
   tier.overload.departures.pageLeft();

@@ -1,6 +1,5 @@
-// POST /__purge — record a purge in Redis, then answer 202 (see README,
-// "Purging"). A purge is acknowledged only once it is recorded: with Redis
-// unavailable the answer is 503 and the caller retries, so nothing is lost.
+// POST /__purge — record a purge in Redis, then answer 202 (see README, "Purging"). A purge is acknowledged only
+// once it is recorded: with Redis unavailable the answer is 503 and the caller retries, so nothing is lost.
 import { Hono } from "hono";
 import { purgeRequestSchema, recordFrom } from "../invalidation/record";
 import { ADMIN_LIMITS } from "../config/defaults";

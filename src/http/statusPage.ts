@@ -1,7 +1,5 @@
-// GET /__status (HTML) and GET /__status.json (the same data): what this
-// isolate has been doing, for operators. Behind the purge token, like every
-// endpoint of the tier's own (404 for everyone when none is configured), and
-// never stored by anybody.
+// GET /__status (HTML) and GET /__status.json (the same data): what this isolate has been doing, for operators. Behind the
+// purge token, like every endpoint of the tier's own (404 for everyone when none is configured), and never stored by anybody.
 import { Hono, type Context } from "hono";
 import { buildStatus, type StatusSources } from "../observability/statusModel";
 import { renderStatusPage } from "../render";
@@ -11,9 +9,8 @@ import { requirePurgeToken } from "./adminAuth";
 import { strictSecurityHeaders } from "./headers";
 
 /**
- * The status page's security headers: nothing from outside the page (inline
- * styles and inline SVG only). app.ts registers it ahead of the pages' own,
- * so that it has the last word on this route.
+ * The status page's security headers: nothing from outside the page (inline styles and inline SVG
+ * only). app.ts registers it ahead of the pages' own, so that it has the last word on this route.
  */
 export const statusSecurityHeaders = strictSecurityHeaders(["data:"]);
 

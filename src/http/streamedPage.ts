@@ -1,10 +1,7 @@
-// A streamed product page (docs/architecture.md, "Streamed pages"): its core
-// parts are read while others still come from the origin. It goes out in its
-// pieces in document order (render/index.ts, PRODUCT_PAGE_PIECES), each once
-// the parts it shows are final: their answer, or their section's default when
-// their read failed or ran past its fill's bound. Every piece is plain HTML in
-// its place (no script: the CSP stays as strict), so the document is whole
-// however each section ends.
+// A streamed product page (docs/architecture.md, "Streamed pages"): its core parts are read while others still come from the
+// origin. It goes out in its pieces in document order (render/index.ts, PRODUCT_PAGE_PIECES), each once the parts it shows
+// are final: their answer, or their section's default when their read failed or ran past its fill's bound. Every piece is
+// plain HTML in its place (no script: the CSP stays as strict), so the document is whole however each section ends.
 import { failed, type Served } from "../cache/served";
 import type { PageResource } from "../origin/resources";
 import type { PagePiece } from "../render";
@@ -39,9 +36,8 @@ export interface StreamOptions {
 }
 
 /**
- * The page's body. Its first piece is rendered before this returns, so that
- * a template that fails on it fails the page as a whole page's would (a 500,
- * before any byte); a later piece that fails gets its sections' defaults.
+ * The page's body. Its first piece is rendered before this returns, so that a template that fails on it fails the
+ * page as a whole page's would (a 500, before any byte); a later piece that fails gets its sections' defaults.
  */
 export async function streamedBody(options: StreamOptions): Promise<ReadableStream<Uint8Array>> {
   const { pieces, model, later } = options;

@@ -1,7 +1,6 @@
-// Recording new product ids in Redis, for the isolates that did not see them
-// added: the ADD script sets their bits in the current version and logs them
-// for other isolates to catch up and for a build under way to merge. Ids
-// Redis could not take are kept and retried at each check.
+// Recording new product ids in Redis, for the isolates that did not see them added: the ADD
+// script sets their bits in the current version and logs them for other isolates to catch up and
+// for a build under way to merge. Ids Redis could not take are kept and retried at each check.
 import type { L2 } from "../cache/l2/l2";
 import { isValidProductId } from "../origin/types";
 import { positionsOf, redisBitOf } from "./bloom";
@@ -48,9 +47,8 @@ export function createAdds({ l2, keys, log, acceptHere }: AddsOptions) {
   }
 
   /**
-   * false: Redis did not answer. true also when there is nothing to record
-   * into: no filter, or a damaged one, which readers ignore until a rebuild
-   * lists these ids.
+   * false: Redis did not answer. true also when there is nothing to record into: no
+   * filter, or a damaged one, which readers ignore until a rebuild lists these ids.
    */
   async function record(ids: string[], knownMeta?: string): Promise<boolean> {
     let raw: string | null | undefined = knownMeta ?? (await readMeta(l2, keys));

@@ -1,21 +1,15 @@
-// A plain Bloom filter over product ids: no Node or Workers APIs, so that
-// the same code builds the filter in Node (the rebuild CLI) and reads it in
-// a Worker, bit for bit.
+// A plain Bloom filter over product ids: no Node or Workers APIs, so that the same code builds the filter in Node (the
+// rebuild CLI) and reads it in a Worker, bit for bit.
 //
-// Layout: the filter's m bits are stored 7 per byte, in the low 7 bits; the
-// top bit of every byte stays 0. Why: segments live in Redis as strings that
-// travel through Upstash's JSON API, and @upstash/redis decodes every reply
-// as UTF-8, which mangles binary bytes (≥ 0x80) beyond repair. Bytes below
-// 0x80 are ASCII, which survives JSON and UTF-8 both ways, so plain GET/MGET
-// and SET move segments at Redis' own speed (no codec in Lua spending
-// Redis's CPU on every segment), for 8/7 of the memory.
+// Layout: the filter's m bits are stored 7 per byte, in the low 7 bits; the top bit of every byte stays 0. Why: segments live
+// in Redis as strings that travel through Upstash's JSON API, and @upstash/redis decodes every reply as UTF-8, which mangles
+// binary bytes (≥ 0x80) beyond repair. Bytes below 0x80 are ASCII, which survives JSON and UTF-8 both ways, so plain GET/MGET
+// and SET move segments at Redis' own speed (no codec in Lua spending Redis's CPU on every segment), for 8/7 of the memory.
 //
-// Bit order is Redis' (SETBIT/GETBIT: bit 0 is the most significant bit of
-// byte 0): filter bit j of a segment is Redis bit 8 × ⌊j/7⌋ + 1 + j mod 7 of
-// its key, so SETBIT sets exactly the bit `add` sets, and a segment read back
-// with GET is byte for byte the segment held here. Segments are the filter's
-// bytes cut every SEGMENT_BYTES, one Redis key each: a segment holds
-// SEGMENT_BYTES × 7 bits, so filter bit j is in byte ⌊j/7⌋ of the whole.
+// Bit order is Redis' (SETBIT/GETBIT: bit 0 is the most significant bit of byte 0): filter bit j of a segment is
+// Redis bit 8 × ⌊j/7⌋ + 1 + j mod 7 of its key, so SETBIT sets exactly the bit `add` sets, and a segment read back with
+// GET is byte for byte the segment held here. Segments are the filter's bytes cut every SEGMENT_BYTES, one Redis key
+// each: a segment holds SEGMENT_BYTES × 7 bits, so filter bit j is in byte ⌊j/7⌋ of the whole.
 
 import { bytesToBinary } from "../shared/base64";
 import { hashPair } from "../shared/hash";
@@ -73,11 +67,9 @@ export function redisBitOf(bit: number): { segment: number; offset: number } {
 }
 
 /**
- * Writes the k bit positions of `id` in a filter of shape {m, k} into `out`
- * (enhanced double hashing, Dillinger & Manolios: the stride changes at each
- * step, so that a stride sharing a factor with m cannot cycle over a few
- * positions). Needs only the shape, not the bits: `add` in Redis computes
- * the positions without holding the filter.
+ * Writes the k bit positions of `id` in a filter of shape {m, k} into `out` (enhanced double hashing,
+ * Dillinger & Manolios: the stride changes at each step, so that a stride sharing a factor with m cannot cycle over
+ * a few positions). Needs only the shape, not the bits: `add` in Redis computes the positions without holding the filter.
  */
 export function positionsOf(id: string, { m, k }: BloomShape, out: Uint32Array = new Uint32Array(k)): Uint32Array {
   const hashes = hashPair(id);

@@ -1,7 +1,5 @@
-// This isolate's copy of the filter, and how far it may be trusted. Only a
-// loaded copy whose health is "ok", not switching versions, built within
-// `maxAgeMs`, and with the L2 breaker closed may answer "no": every other
-// state fails open (see store.ts).
+// This isolate's copy of the filter, and how far it may be trusted. Only a loaded copy whose health is "ok", not switching
+// versions, built within `maxAgeMs`, and with the L2 breaker closed may answer "no": every other state fails open (see store.ts).
 import type { L2 } from "../cache/l2/l2";
 import type { Bloom } from "./bloom";
 import { KNOWN_IDS_LIMITS } from "./limits";
@@ -11,10 +9,8 @@ import type { FilterShelf } from "./locationShelf";
 import { loadFilter, readTail } from "./redisFilter";
 
 /**
- * What the filter says of one id: "absent" (certainly not a product),
- * "listed" (a loaded, recent filter holds it: a product, or one of the filter's
- * false positives, about 1%), "unknown" (the filter cannot answer now: every
- * id might exist).
+ * What the filter says of one id: "absent" (certainly not a product), "listed" (a loaded, recent filter holds it: a product,
+ * or one of the filter's false positives, about 1%), "unknown" (the filter cannot answer now: every id might exist).
  */
 export type KnownIdLookup = "absent" | "listed" | "unknown";
 
@@ -73,9 +69,8 @@ export function createFilterCopy({ l2, keys, maxAgeMs, log, shelf }: FilterCopyO
   const serving = (now: number): boolean => stateOf(now, false) === "ready";
 
   /**
-   * Same version: apply the ids added since, from the log's window of the
-   * last `logCap` adds; reload the segments only when this isolate is
-   * further behind than that.
+   * Same version: apply the ids added since, from the log's window of the last `logCap`
+   * adds; reload the segments only when this isolate is further behind than that.
    */
   async function sync(current: View, filter: FilterMeta): Promise<boolean> {
     const caught = await catchUp(current, filter);
@@ -101,14 +96,13 @@ export function createFilterCopy({ l2, keys, maxAgeMs, log, shelf }: FilterCopyO
   }
 
   /**
-   * Loads `filter`'s version: from the location tier's copy when there is one
-   * (then only the adds since come from Redis), else its segments from Redis,
-   * then kept in the location tier for the next isolate.
+   * Loads `filter`'s version: from the location tier's copy when there is one (then only the adds since
+   * come from Redis), else its segments from Redis, then kept in the location tier for the next isolate.
    */
   async function load(filter: FilterMeta, fromShelf = true): Promise<boolean> {
     switching = view?.filter.version !== filter.version;
     try {
-      const shelved = fromShelf && shelf ? await shelf.read(filter, true) : null;
+      const shelved = fromShelf && shelf ? await shelf.read(filter) : null;
       if (shelved) {
         const candidate: View = { bloom: shelved.bloom, filter, synced: shelved.synced };
         const caught = await catchUp(candidate, filter);

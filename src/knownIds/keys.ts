@@ -1,6 +1,5 @@
-// The filter's Redis keys, all under the tier's prefix and at most 50
-// characters: `pp:v1:kid:meta`, `pp:v1:kid:<version>:<segment>` and
-// `pp:v1:kid:<version>:log`. Versions are our own short base-36 strings.
+// The filter's Redis keys, all under the tier's prefix and at most 50 characters: `pp:v1:kid:meta`,
+// `pp:v1:kid:<version>:<segment>` and `pp:v1:kid:<version>:log`. Versions are our own short base-36 strings.
 import { MAX_KEY_LENGTH } from "../cache/keys";
 
 /** A version: base-36 build time (8 characters until the year 5188) and 4 random characters. */

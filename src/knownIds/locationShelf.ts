@@ -1,10 +1,6 @@
-// The filter's copy in the location tier, one per version: the segments one
-// after the other, with the number of adds they include and their SHA-256
-// (docs/architecture.md, "The known-ids filter", "Across a fleet"). Any
-// Worker on the zone could write it: what comes back is checked (length,
-// bytes, digest, adds no more than Redis's and within its log) and anything
-// else is a miss, never a filter. A new isolate that misses waits a random
-// part of `spreadMs` and looks again before it reads Redis (full jitter).
+// The filter's copy in the location tier, one per version: the segments one after the other, with the number of adds they include and
+// their SHA-256 (docs/architecture.md, "The known-ids filter", "Across a fleet"). Any Worker on the zone could write it: what comes
+// back is checked (length, bytes, digest, adds no more than Redis's and within its log) and anything else is a miss, never a filter.
 import { locationUrlOf, putInLocation, type LocationStore } from "../cache/location/location";
 import { KEY_TTL_MS, KNOWN_IDS_LIMITS } from "./limits";
 import { readBounded } from "../shared/body";
@@ -68,14 +64,12 @@ export function createFilterShelf(deps: {
   return {
     stats: stats as Readonly<typeof stats>,
     /**
-     * This location's copy of `filter`'s version, and how many of its adds it
-     * includes; null when there is none usable. `patient`: on a miss, wait a
-     * random part of the spread and look once more (a neighbour may be
-     * loading it).
+     * This location's copy of `filter`'s version, and how many of its adds it includes; null when there is none usable.
+     * On a miss, waits a random part of the spread and looks once more (a neighbour may be loading it).
      */
-    async read(filter: FilterMeta, patient: boolean): Promise<{ bloom: Bloom; synced: number } | null> {
+    async read(filter: FilterMeta): Promise<{ bloom: Bloom; synced: number } | null> {
       let found = await lookOnce(filter);
-      if (found === "missing" && patient && spreadMs > 0) {
+      if (found === "missing" && spreadMs > 0) {
         await new Promise((resolve) => setTimeout(resolve, random() * spreadMs));
         found = await lookOnce(filter);
       }

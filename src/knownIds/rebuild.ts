@@ -1,6 +1,5 @@
-// Building a new version of the filter from the origin's listing, and
-// switching to it without a window in which a reader sees half a filter or
-// an id created meanwhile goes missing:
+// Building a new version of the filter from the origin's listing, and switching to it without
+// a window in which a reader sees half a filter or an id created meanwhile goes missing:
 //
 //   1. announce the new version in meta.next: from now on add() also logs
 //      new ids for it;
@@ -163,14 +162,12 @@ async function listAll(
 /** Steps 3 to 5: merge the ids logged during the build, write the segments, switch, retire the old version. */
 async function publish(ctx: RebuildContext, version: string, bloom: Bloom, capacity: number, listed: number): Promise<FilterMeta> {
   const { l2, keys, clock } = ctx;
-  const ttlMs = KEY_TTL_MS;
   const all = Array.from({ length: segmentCountFor(bloom.m) }, (_, i) => i);
   let merged = 0;
 
-  // Round 1 merges the whole log and writes every segment. The switch refuses while more ids were logged than
-  // merged (products created between a merge and the switch): the next round merges those, rewrites the segments
-  // they touched, and switches again. Bounded by the log: each further round merges at least one more id, and past
-  // logCap ids the switch refuses for good (log-overflow).
+  // Round 1 merges the whole log and writes every segment. The switch refuses while more ids were logged than merged (products created
+  // between a merge and the switch): the next round merges those, rewrites the segments they touched, and switches again. Bounded by
+  // the log: each further round merges at least one more id, and past logCap ids the switch refuses for good (log-overflow).
   for (let attempt = 0; ; attempt++) {
     const more = must(await readLog(l2, keys, version, merged), "reading the build's log");
     const touched = new Set<number>();
@@ -178,7 +175,7 @@ async function publish(ctx: RebuildContext, version: string, bloom: Bloom, capac
       bloom.add(id);
       for (const bit of positionsOf(id, bloom)) touched.add(redisBitOf(bit).segment);
     }
-    must(await writeFilter(l2, keys, version, bloom, attempt === 0 ? all : [...touched], ttlMs), "writing segments");
+    must(await writeFilter(l2, keys, version, bloom, attempt === 0 ? all : [...touched], KEY_TTL_MS), "writing segments");
     merged += more.length;
     const filter: FilterMeta = {
       version,
@@ -193,7 +190,7 @@ async function publish(ctx: RebuildContext, version: string, bloom: Bloom, capac
     };
     // The meta it stores has no `next`: the build is over.
     const reply = must(
-      await l2.run((redis) => scriptsFor(redis).switchTo(keys.meta, keys.log(version), version, JSON.stringify(filter), merged, ttlMs), { isWrite: true }),
+      await l2.run((redis) => scriptsFor(redis).switchTo(keys.meta, keys.log(version), version, JSON.stringify(filter), merged, KEY_TTL_MS), { isWrite: true }),
       "switching",
     );
     switch (reply[0]) {

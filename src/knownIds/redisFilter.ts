@@ -1,6 +1,5 @@
-// Moving a filter's segments and logs between Redis and memory. Every call
-// goes through the L2 client's `run` (time budget, breaker): `undefined`
-// means "L2 unavailable", and the callers fail open.
+// Moving a filter's segments and logs between Redis and memory. Every call goes through the L2 client's
+// `run` (time budget, breaker): `undefined` means "L2 unavailable", and the callers fail open.
 import type { Redis } from "@upstash/redis/cloudflare";
 import { CALL_MAX_BYTES, type L2 } from "../cache/l2/l2";
 import { Bloom, byteLengthFor, SEGMENT_BYTES, segmentLengthFor, textToBytes } from "./bloom";
@@ -28,10 +27,8 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
 const range = (count: number) => Array.from({ length: count }, (_, i) => i);
 
 /**
- * Reads every segment of `filter` into a new Bloom (MGET, a few segments per
- * call). A missing, short or non-ASCII segment means the filter is damaged
- * (evicted, recreated by a SETBIT, overwritten): using it would refuse real
- * products, so the caller fails open.
+ * Reads every segment of `filter` into a new Bloom (MGET, a few segments per call). A missing, short or non-ASCII segment means the
+ * filter is damaged (evicted, recreated by a SETBIT, overwritten): using it would refuse real products, so the caller fails open.
  */
 export async function loadFilter(l2: L2, keys: KnownIdsKeys, filter: FilterMeta): Promise<LoadResult> {
   const bytes = new Uint8Array(byteLengthFor(filter.m));
@@ -74,10 +71,8 @@ export async function writeFilter(l2: L2, keys: KnownIdsKeys, version: string, b
 }
 
 /**
- * The ids added to the current `version` since add number `from`, with the
- * count they bring it to: "behind" when its log no longer reaches back that
- * far, "replaced" when `version` is no longer current; undefined when L2 is
- * unavailable.
+ * The ids added to the current `version` since add number `from`, with the count they bring it to: "behind" when its log
+ * no longer reaches back that far, "replaced" when `version` is no longer current; undefined when L2 is unavailable.
  */
 export async function readTail(
   l2: L2,
@@ -98,9 +93,8 @@ export function readLog(l2: L2, keys: KnownIdsKeys, version: string, from: numbe
 }
 
 /**
- * Shortens the life of a version's keys (segments and log) to `ms`: a
- * replaced version gets a grace for isolates still loading it; a build that
- * never switched, 0 (PEXPIRE with a non-positive time deletes the key).
+ * Shortens the life of a version's keys (segments and log) to `ms`: a replaced version gets a grace for
+ * isolates still loading it; a build that never switched, 0 (PEXPIRE with a non-positive time deletes the key).
  */
 export async function expireVersion(l2: L2, keys: KnownIdsKeys, version: string, segmentCount: number, ms: number): Promise<void> {
   const all = [...range(segmentCount).map((i) => keys.segment(version, i)), keys.log(version)];

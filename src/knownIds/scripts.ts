@@ -1,7 +1,5 @@
-// The filter's Lua scripts: the steps that must be atomic (record an add,
-// announce a build, switch versions). Segments themselves move with plain
-// MGET and SET (see bloom.ts for why their bytes are ASCII). The meta is
-// edited with cjson, which Redis and Upstash both provide.
+// The filter's Lua scripts: the steps that must be atomic (record an add, announce a build, switch versions). Segments themselves move with
+// plain MGET and SET (see bloom.ts for why their bytes are ASCII). The meta is edited with cjson, which Redis and Upstash both provide.
 import type { Redis } from "@upstash/redis/cloudflare";
 
 // Reads the meta as a table; nil when missing or not JSON.
@@ -20,21 +18,16 @@ end
 `;
 
 /**
- * Records new ids. KEYS[1] meta, KEYS[2] the current version's log, KEYS[3]
- * the next version's log (either may repeat KEYS[1] when there is none),
- * KEYS[4..] the current version's segment keys. ARGV[1] the "current/next"
- * versions the caller computed for, ARGV[2] TTL ms, ARGV[3] log cap, ARGV[4]
- * n, ARGV[5..4+n] the ids, then pairs (1-based segment key index, bit offset).
+ * Records new ids. KEYS[1] meta, KEYS[2] the current version's log, KEYS[3] the next version's log (either may repeat KEYS[1]
+ * when there is none), KEYS[4..] the current version's segment keys. ARGV[1] the "current/next" versions the caller computed
+ * for, ARGV[2] TTL ms, ARGV[3] log cap, ARGV[4] n, ARGV[5..4+n] the ids, then pairs (1-based segment key index, bit offset).
  *
- * The current version's log keeps the last `cap` ids added (a window: add
- * number changedAt − LLEN is its first), so that isolates a few adds behind
- * catch up from it however many adds the version has had; the next
- * version's log keeps the first `cap` (a rebuild must hold every one of them,
- * or it overflows and fails).
+ * The current version's log keeps the last `cap` ids added (a window: add number changedAt − LLEN is its first), so that
+ * isolates a few adds behind catch up from it however many adds the version has had; the next version's log keeps the first
+ * `cap` (a rebuild must hold every one of them, or it overflows and fails).
  *
- * Returns {1} recorded; {0, meta} the versions changed (recompute and retry);
- * {2} a segment is gone: the meta is marked damaged, so every isolate fails
- * open until the next rebuild; {3} there is no filter to record into.
+ * Returns {1} recorded; {0, meta} the versions changed (recompute and retry); {2} a segment is gone: the meta is marked
+ * damaged, so every isolate fails open until the next rebuild; {3} there is no filter to record into.
  */
 const ADD = `${META}
 local meta, raw = readMeta(KEYS[1])
@@ -75,10 +68,9 @@ return {1}
 `;
 
 /**
- * A rebuild announces its version, so that ids added while it lists the
- * catalog are logged for it. KEYS[1] meta; ARGV[1] version, ARGV[2]
- * startedAt, ARGV[3] TTL ms (for a meta that did not exist). A later
- * announce replaces an earlier one: the earlier build then cannot switch.
+ * A rebuild announces its version, so that ids added while it lists the catalog are logged for
+ * it. KEYS[1] meta; ARGV[1] version, ARGV[2] startedAt, ARGV[3] TTL ms (for a meta that did
+ * not exist). A later announce replaces an earlier one: the earlier build then cannot switch.
  */
 const ANNOUNCE = `${META}
 local meta = readMeta(KEYS[1])
@@ -94,12 +86,11 @@ return 1
 `;
 
 /**
- * Makes a built version current, in one step. KEYS[1] meta, KEYS[2] the new
- * version's log; ARGV[1] version, ARGV[2] the new meta JSON, ARGV[3] how many
- * logged ids the build merged, ARGV[4] TTL ms.
+ * Makes a built version current, in one step. KEYS[1] meta, KEYS[2] the new version's log; ARGV[1]
+ * version, ARGV[2] the new meta JSON, ARGV[3] how many logged ids the build merged, ARGV[4] TTL ms.
  *
- * Returns {3, old meta or ''} switched; {0} another build replaced this one;
- * {1} the log overflowed; {2, length} more ids were logged: merge and retry.
+ * Returns {3, old meta or ''} switched; {0} another build replaced this one; {1} the log
+ * overflowed; {2, length} more ids were logged: merge and retry.
  */
 const SWITCH = `${META}
 local meta, raw = readMeta(KEYS[1])
@@ -113,10 +104,9 @@ return {3, raw}
 `;
 
 /**
- * The ids added to the current version from add number ARGV[2] on. KEYS[1]
- * meta, KEYS[2] its log; ARGV[1] the version. Returns {0} when the version
- * is no longer current, {1} when the log no longer reaches back that far,
- * {2, changedAt, ids} otherwise (meta and log read together).
+ * The ids added to the current version from add number ARGV[2] on. KEYS[1] meta, KEYS[2] its
+ * log; ARGV[1] the version. Returns {0} when the version is no longer current, {1} when the log
+ * no longer reaches back that far, {2, changedAt, ids} otherwise (meta and log read together).
  */
 const READ_TAIL = `${META}
 local meta = readMeta(KEYS[1])

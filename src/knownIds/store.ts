@@ -1,7 +1,5 @@
-// The known-ids filter as one isolate sees it: a copy of the filter in
-// memory, loaded lazily and kept in step with Redis off the critical path.
-// It fails open (docs/architecture.md, "The known-ids filter"): every doubt
-// resolves to "might exist", never to a false 404.
+// The known-ids filter as one isolate sees it: a copy of the filter in memory, loaded lazily and kept in step with Redis off the critical
+// path. It fails open (docs/architecture.md, "The known-ids filter"): every doubt resolves to "might exist", never to a false 404.
 import type { Clock } from "../shared/clock";
 import type { L2 } from "../cache/l2/l2";
 import { createAdds } from "./adds";
@@ -25,9 +23,8 @@ export interface KnownIdsOptions {
   fpRate?: number;
   refreshMs?: number;
   /**
-   * After Redis did not answer, the next check comes this soon rather than `refreshMs` later: the cool-down of
-   * `l2`'s breaker, when it lets a probe through (sooner, the check would meet the open breaker and fail without
-   * asking Redis).
+   * After Redis did not answer, the next check comes this soon rather than `refreshMs` later: the cool-down of `l2`'s
+   * breaker, when it lets a probe through (sooner, the check would meet the open breaker and fail without asking Redis).
    */
   retryMs: number;
   /** The location tier's copy of the filter, which new isolates load from instead of Redis (null or absent: none). */
@@ -55,9 +52,8 @@ export function createKnownIds(options: KnownIdsOptions) {
   const adds = createAdds({ l2, keys, log, acceptHere: copy.addLocally });
   let rebuilding: Promise<RebuildResult> | null = null;
   /**
-   * The check under way, as a lease: it runs under its request's `waitUntil`,
-   * which the runtime cuts off 30 s after the response; a check whose request
-   * vanished is replaced after that (src/shared/leases.ts).
+   * The check under way, as a lease: it runs under its request's `waitUntil`, which the runtime cuts off
+   * 30 s after the response; a check whose request vanished is replaced after that (src/shared/leases.ts).
    */
   let checking: { work: Promise<void>; until: number } | null = null;
   const checkUnderWay = (now: number) => checking !== null && checking.until > now;
@@ -98,10 +94,8 @@ export function createKnownIds(options: KnownIdsOptions) {
 
   return {
     /**
-     * "absent" only when the id is certainly not a product (see KnownIdLookup).
-     * Never waits: the first call, and one call per `refreshMs`, hand a refresh
-     * to `background` (ctx.waitUntil); the answer is the one at hand
-     * ("unknown" while loading: fail open).
+     * "absent" only when the id is certainly not a product (see KnownIdLookup). Never waits: the first call, and one call per
+     * `refreshMs`, hand a refresh to `background` (ctx.waitUntil); the answer is the one at hand ("unknown" while loading: fail open).
      */
     lookup(id: string, background: Background): KnownIdLookup {
       const now = clock.now();
@@ -110,18 +104,15 @@ export function createKnownIds(options: KnownIdsOptions) {
     },
 
     /**
-     * Records new product ids (at most 1000, valid ids only). This isolate
-     * accepts them at once; the result says whether every isolate will: true
-     * when Redis recorded them (or there is no filter, which accepts
-     * everything); false when Redis was unavailable (retried at later checks;
-     * the caller should answer 503 so that the notifier retries too).
+     * Records new product ids (at most 1000, valid ids only). This isolate accepts them at once; the result says whether
+     * every isolate will: true when Redis recorded them (or there is no filter, which accepts everything); false when
+     * Redis was unavailable (retried at later checks; the caller should answer 503 so that the notifier retries too).
      */
     add: adds.add,
 
     /**
-     * Whether Redis holds no filter to serve (never built, expired, damaged, or
-     * lost with Redis's data) and no build was announced within
-     * `buildUnderWayMs`. False when Redis does not answer.
+     * Whether Redis holds no filter to serve (never built, expired, damaged, or lost with Redis's
+     * data) and no build was announced within `buildUnderWayMs`. False when Redis does not answer.
      */
     async needsBuilding(): Promise<boolean> {
       const raw = await readMeta(l2, keys);

@@ -1,7 +1,6 @@
-// What the fleet sees: one data point per page view (one in `pageSample` of
-// those fresh from L1, weighted), origin call, breaker change and purge
-// reaching an isolate, written to Workers Analytics Engine (the FLEET binding;
-// docs/architecture.md, "The fleet view"). Without the binding nothing is written.
+// What the fleet sees: one data point per page view (one in `pageSample` of those fresh from L1, weighted),
+// origin call, breaker change and purge reaching an isolate, written to Workers Analytics Engine (the FLEET
+// binding; docs/architecture.md, "The fleet view"). Without the binding nothing is written.
 import type { OriginOutcome } from "../origin/failure";
 import type { ResourceName } from "../origin/resources";
 import type { BreakerState } from "../shared/breaker";
@@ -39,10 +38,8 @@ export interface FleetOptions {
 }
 
 /**
- * The most purge-reach points one sync writes, both modes together: a sample
- * of 16 quantiles per mode puts each within 1/16 of the distribution, and the
- * points stay well within Analytics Engine's 250 per invocation beside the
- * page's own.
+ * The most purge-reach points one sync writes, both modes together: a sample of 16 quantiles per mode puts each within
+ * 1/16 of the distribution, and the points stay well within Analytics Engine's 250 per invocation beside the page's own.
  */
 const PURGE_POINTS_PER_SYNC = 32;
 
@@ -66,9 +63,8 @@ export function createFleet(dataset: FleetDataset | undefined, options: FleetOpt
       doubles: columns(doubles, 0, DOUBLE.weight),
     };
     try {
-      // The platform's write returns nothing. The local recorder's binding
-      // (dev/fleet/recorderBinding.js) offers a delivery, which must live on with
-      // a request: taken only by a caller that has one to keep it alive.
+      // The platform's write returns nothing. The local recorder's binding (dev/fleet/recorderBinding.js) offers
+      // a delivery, which must live on with a request: taken only by a caller that has one to keep it alive.
       const offered = dataset.writeDataPoint(point) as { deliver?: () => Promise<unknown> | undefined } | undefined;
       const delivery = background && typeof offered?.deliver === "function" ? offered.deliver() : undefined;
       if (delivery) background!(delivery);
@@ -114,11 +110,9 @@ export function createFleet(dataset: FleetDataset | undefined, options: FleetOpt
     },
 
     /**
-     * How long after their recording the purges one sync applied reached this
-     * isolate. A sync catching up on a bulk re-price applies hundreds: past
-     * PURGE_POINTS_PER_SYNC, evenly spaced quantiles of each mode's reaches,
-     * each weighted by the purges it stands for, so that the fleet's counts
-     * and percentiles stay whole.
+     * How long after their recording the purges one sync applied reached this isolate. A sync catching up on a
+     * bulk re-price applies hundreds: past PURGE_POINTS_PER_SYNC, evenly spaced quantiles of each mode's
+     * reaches, each weighted by the purges it stands for, so that the fleet's counts and percentiles stay whole.
      */
     purgesReached(reaches: readonly { mode: "hard" | "soft"; ms: number }[], background: Background): void {
       for (const mode of ["hard", "soft"] as const) {

@@ -1,20 +1,16 @@
-// What each data point the tier writes to Workers Analytics Engine holds,
-// column by column. Analytics Engine's columns are positional (index1,
-// blob1..blob20, double1..double20), so the writer (fleet.ts) and the
-// operator's queries (dev/fleet/queries.ts) both take the positions from
-// here and from nowhere else. Positions are forever: a column that changes
-// meaning misreads every point written before it, so new figures take new
-// positions, and resources take theirs in RESOURCE_NAMES' order (a new
-// resource appended to RESOURCES takes the next blob).
+// What each data point the tier writes to Workers Analytics Engine holds, column by column. Analytics Engine's
+// columns are positional (index1, blob1..blob20, double1..double20), so the writer (fleet.ts) and the operator's
+// queries (dev/fleet/queries.ts) both take the positions from here and from nowhere else. Positions are forever:
+// a column that changes meaning misreads every point written before it, so new figures take new positions, and
+// resources take theirs in RESOURCE_NAMES' order (a new resource appended to RESOURCES takes the next blob).
 import { RESOURCE_NAMES, type ResourceName } from "../origin/resources";
 
 /** The dataset `wrangler.toml` binds as FLEET, and the table the queries read. */
 export const FLEET_DATASET = "edge_product_pages";
 
 /**
- * What a point is about, in index1: Analytics Engine samples each index on
- * its own, so the rare kinds (a breaker that opened, a purge reaching an
- * isolate) keep their full resolution however many pages there are.
+ * What a point is about, in index1: Analytics Engine samples each index on its own, so the rare kinds (a
+ * breaker that opened, a purge reaching an isolate) keep their full resolution however many pages there are.
  */
 export type PointKind = "page" | "origin" | "breaker" | "purge";
 
@@ -63,9 +59,8 @@ export const DOUBLE = {
   /** page: 1 when it was a 503 because this isolate shed the work (overload), not because a service failed. */
   shed: 13,
   /**
-   * page: the L2 calls (HTTP requests to Redis: a pipeline or script is one)
-   * and origin fetches its request made before its answer; work that goes on
-   * after it (a fill's write, a background refresh) is not counted here.
+   * page: the L2 calls (HTTP requests to Redis: a pipeline or script is one) and origin fetches its request made
+   * before its answer; work that goes on after it (a fill's write, a background refresh) is not counted here.
    */
   l2Calls: 14,
   originFetches: 15,

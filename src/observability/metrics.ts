@@ -1,7 +1,6 @@
-// What this isolate has been doing, in bounded memory: counters in a ring of
-// one-minute buckets, a top-K of the products asked for, and the last state of
-// every breaker (docs/architecture.md, "The status page and logs"). Bucket
-// boundaries follow the tier's clock, so tests move time by hand.
+// What this isolate has been doing, in bounded memory: counters in a ring of one-minute buckets, a top-K of the
+// products asked for, and the last state of every breaker (docs/architecture.md, "The status page and logs").
+// Bucket boundaries follow the tier's clock, so tests move time by hand.
 import type { BreakerState } from "../shared/breaker";
 import type { Clock } from "../shared/clock";
 import type { Served } from "../cache/served";
@@ -25,10 +24,9 @@ type PageOutcome = "ok" | "absent" | "filtered" | "unavailable";
 const SHED: ReadonlySet<OriginOutcome> = new Set<OriginOutcome>(["overloaded", "circuit-open"]);
 
 /**
- * Per resource, as the status page's table names them (docs/architecture.md):
- * answers by tier (a stale-if-error answer counts for its copy's), stale,
- * stale-if-error, failed, collapsed and defaulted; streamed (sent after a
- * streamed page's first byte) and late (of those, defaulted past their bound).
+ * Per resource, as the status page's table names them (docs/architecture.md): answers by tier (a
+ * stale-if-error answer counts for its copy's), stale, stale-if-error, failed, collapsed and defaulted;
+ * streamed (sent after a streamed page's first byte) and late (of those, defaulted past their bound).
  */
 interface ResourceCounts {
   l1: number;
@@ -143,7 +141,6 @@ function countPage(bucket: Bucket, page: PageRecord): void {
   bucket.outcomes[page.outcome]++;
   for (const served of page.served ?? []) {
     const counts = bucket.resources[served.resource];
-    if (!counts) continue;
     if (served.outcome === "failed") counts.failed++;
     else if (served.tier) counts[served.tier]++;
     if (served.freshness === "stale") counts.stale++;
@@ -224,7 +221,6 @@ export function createMetrics({ clock }: { clock: Clock }) {
 
     recordOriginFetch(service: ResourceName, outcome: OriginOutcome): void {
       const counts = current().origin[service];
-      if (!counts) return;
       if (SHED.has(outcome)) counts.shed++;
       else {
         counts.fetches++;
@@ -251,14 +247,12 @@ export function createMetrics({ clock }: { clock: Clock }) {
       const now = minuteOf(clock.now());
       return Array.from({ length: MAX_BUCKETS }, (_, i) => {
         const start = now - (MAX_BUCKETS - 1 - i) * BUCKET_MS;
-        return minutePoint(
-          start,
-          ring.find((bucket) => bucket.start === start),
-        );
+        const bucket = ring.find((held) => held.start === start);
+        return minutePoint(start, bucket);
       });
     },
 
-    /** The buckets held (oldest first); for tests and the JSON status. */
+    /** The buckets held (oldest first), for tests. */
     buckets: (): readonly Bucket[] => ring,
     /** Breakers that changed state at least once, by name. */
     breakers: () => [...breakerNotes.values()],

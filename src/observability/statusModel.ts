@@ -1,8 +1,6 @@
-// The status of one isolate, as data: the counters of the last 5 and 15
-// minutes, one point per minute, hot products, and the gauges read at the
-// time of asking (breakers, L2 stats, L1 size, purge watcher, known-ids
-// filter, configuration). GET /__status.json answers exactly this;
-// GET /__status renders it (see ../render/statusView.ts and templates/status.tsx).
+// The status of one isolate, as data: the counters of the last 5 and 15 minutes, one point per minute, hot products, and
+// the gauges read at the time of asking (breakers, L2 stats, L1 size, purge watcher, known-ids filter, configuration).
+// GET /__status.json answers exactly this; GET /__status renders it (see ../render/statusView.ts and templates/status.tsx).
 import type { BreakerState } from "../shared/breaker";
 import type { L2Stats } from "../cache/l2/l2";
 import type { L2ValueStats } from "../cache/l2/l2Entries";

@@ -1,24 +1,19 @@
-// The heavy hitters of a stream in bounded memory: the space-saving algorithm
-// (Metwally, Agrawal, El Abbadi, "Efficient computation of frequent and top-k
-// elements in data streams", 2005). At most `capacity` counters; a key not
-// being counted takes over the smallest counter and inherits its count as
-// its possible overestimate (`error`).
+// The heavy hitters of a stream in bounded memory: the space-saving algorithm (Metwally, Agrawal, El Abbadi, "Efficient computation of
+// frequent and top-k elements in data streams", 2005). At most `capacity` counters; a key not being counted takes over the smallest counter
+// and inherits its count as its possible overestimate (`error`).
 //
 // Guarantees, for a stream of N offers:
-// - a key's estimated `count` is never below its true count, and at most
-//   `error` above it (so `count - error` is a guaranteed lower bound);
+// - a key's estimated `count` is never below its true count, and at most `error` above it (so `count - error` is a guaranteed lower bound);
 // - every `error` is at most N / capacity;
 // - every key whose true count exceeds N / capacity is being counted.
 //
-// Offering a counted key is O(1); a new key costs a scan of the counters
-// (O(capacity)): for the page path's top-Ks (100 counters in metrics.ts and
-// in warming/hotReport.ts), at most a hundred comparisons.
+// Offering a counted key is O(1); a new key costs a scan of the counters (O(capacity)): for the page path's top-Ks (100 counters in
+// metrics.ts and in warming/hotReport.ts), at most a hundred comparisons.
 
 /**
- * Counters kept per key reported: with only K counters for a top K, a long
- * tail of keys seen once or twice keeps recycling the smallest counter and
- * drowns the middle of the top list; with five per key reported, every key
- * above a fifth of the K-th share of the stream is counted (N / capacity).
+ * Counters kept per key reported: with only K counters for a top K, a long tail of keys seen once or
+ * twice keeps recycling the smallest counter and drowns the middle of the top list; with five per
+ * key reported, every key above a fifth of the K-th share of the stream is counted (N / capacity).
  */
 export const COUNTERS_PER_KEY = 5;
 

@@ -30,10 +30,9 @@ export function watchBreaker(name: string, metrics?: Metrics, fleet?: Fleet): (f
 }
 
 /**
- * The origin client's `onFetch`: counts every call, and logs failures
- * rate-limited per service. A background refresh that gave way because
- * visitors held the origin slots is counted, not logged: that is the limiter
- * working as designed (the visitor got the stale copy), not an origin problem.
+ * The origin client's `onFetch`: counts every call, and logs failures rate-limited per service. A
+ * background refresh that gave way because visitors held the origin slots is counted, not logged:
+ * that is the limiter working as designed (the visitor got the stale copy), not an origin problem.
  */
 export function watchOrigin(metrics: Metrics, clock: Clock, fleet?: Fleet): NonNullable<OriginClientOptions["onFetch"]> {
   const failureLog = createRateLimitedLog({ intervalMs: DEFAULTS.logEveryMs, clock });
@@ -58,11 +57,9 @@ export interface PageRead {
 }
 
 /**
- * A warning for a page whose data took `slowMs` or longer to read, at most
- * one line per interval with the count of the others. `slowMs` is the
- * longest origin timeout (tier.ts): a read longer than any one service is
- * given has waited on more than one answer (a slot, a lock's winner, a turn,
- * a retry, a service that timed out), which its Cache-Status and timings name.
+ * A warning for a page whose data took `slowMs` or longer to read, at most one line per interval with the count of the others.
+ * `slowMs` is the longest origin timeout (tier.ts): a read longer than any one service is given has waited on more than one
+ * answer (a slot, a lock's winner, a turn, a retry, a service that timed out), which its Cache-Status and timings name.
  */
 export function watchSlowPages(slowMs: number, clock: Clock): (read: PageRead) => void {
   const log = createRateLimitedLog({ intervalMs: DEFAULTS.logEveryMs, clock });

@@ -1,7 +1,5 @@
-// The origin client: one GET per resource (exchange.ts), each bounded by its
-// service's timeout, at most one retry (a connection error, with jitter, or
-// a time-out this isolate noticed late: its own delay, not the service's),
-// and the answer checked against the contract.
+// The origin client: one GET per resource (exchange.ts), each bounded by its service's timeout, at most one retry (a connection error,
+// with jitter, or a time-out this isolate noticed late: its own delay, not the service's), and the answer checked against the contract.
 import { LISTING, RESOURCES, type ResourceName, type ResourceTypes } from "./resources";
 import { productIdPage } from "./schemaParts";
 import type { ProductIdPage } from "./types";
@@ -17,26 +15,21 @@ export type OriginAnswer<T> = { found: true; data: T } | { found: false };
 
 export interface OriginClient {
   /**
-   * `priority`: "refresh" when a copy is already served, so that the call
-   * gives way to visitors under load (see shared/limiter.ts). `stop`: aborts
-   * when nobody waits for the answer any more; the call then fails as
-   * "abandoned", which no breaker counts.
+   * `priority`: "refresh" when a copy is already served, so that the call gives way to visitors under load (see shared/limiter.ts).
+   * `stop`: aborts when nobody waits for the answer any more; the call then fails as "abandoned", which no breaker counts.
    */
   fetchResource<R extends ResourceName>(resource: R, id: string, priority?: Priority, stop?: AbortSignal): Promise<OriginAnswer<ResourceTypes[R]>>;
   listProductIds(cursor: string | null, limit: number): Promise<ProductIdPage>;
   /**
-   * How many refreshes would be let through now (Infinity without a
-   * limiter). One that would not is better not started: it would cost a
-   * lock claim, then a release, and fetch nothing.
+   * How many refreshes would be let through now (Infinity without a limiter). One that would
+   * not is better not started: it would cost a lock claim, then a release, and fetch nothing.
    */
   refreshRoom(): number;
 }
 
 /**
- * The largest origin body read, and so the largest entry L2 holds
- * (cache/l2/codec.ts, where the contract's largest
- * answer is weighed: about 470 KB of JSON): a service that sends more (a
- * bug, a proxy's error page, a hostile answer) must not fill a 128 MB isolate.
+ * The largest origin body read, and so the largest entry L2 holds (cache/l2/codec.ts, where the contract's largest answer is weighed:
+ * about 470 KB of JSON): a service that sends more (a bug, a proxy's error page, a hostile answer) must not fill a 128 MB isolate.
  */
 export const ORIGIN_MAX_BODY_BYTES = 1024 * 1024;
 
@@ -59,9 +52,8 @@ export interface OriginClientOptions {
 }
 
 /**
- * The longest one `fetchResource` call should take: a first attempt whose
- * time-out was noticed late, then one more (see fetchResource). A caller that
- * bounds its wait on the call (a fill's lease) uses this.
+ * The longest one `fetchResource` call should take: a first attempt whose time-out was noticed late, then
+ * one more (see fetchResource). A caller that bounds its wait on the call (a fill's lease) uses this.
  */
 export function originCallBoundMs(timeoutMs: number): number {
   return 2 * leaseFor(timeoutMs);
@@ -86,11 +78,9 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
         breaker?.success();
         return result;
       } catch (error) {
-        // Not the service's failure: this isolate's (see shared/breaker.ts),
-        // a time-out after a wait for a slot that took more of the service's
-        // timeout than the isolate's own delays may (shared/leases.ts) included:
-        // the service never had its time. A hung service is still caught: the
-        // calls that took the slots first had their full timeout.
+        // Not the service's failure: this isolate's (see shared/breaker.ts), a time-out after a wait for a slot that took
+        // more of the service's timeout than the isolate's own delays may (shared/leases.ts) included: the service never
+        // had its time. A hung service is still caught: the calls that took the slots first had their full timeout.
         const timeoutMs = options.policies[resource].originTimeoutMs;
         const queuedOut = error instanceof OriginError && error.failure === "timeout" && budgetMs < timeoutMs - isolateDelayAllowedMs(timeoutMs);
         const ours =
@@ -149,10 +139,9 @@ export function createOriginClient(options: OriginClientOptions): OriginClient {
         const deadline = Date.now() + options.policies[resource].originTimeoutMs;
         return guarded(resource, deadline, priority, () => fetchOnce(resource, id, deadline, stop));
       };
-      // A time-out noticed well past its deadline: this isolate was too busy
-      // to read an answer that may have come in time (shared/leases.ts), so
-      // one more attempt rather than a 503 for its own load. A hanging
-      // service is noticed on time: never called twice for one fill.
+      // A time-out noticed well past its deadline: this isolate was too busy to read an answer
+      // that may have come in time (shared/leases.ts), so one more attempt rather than a 503 for
+      // its own load. A hanging service is noticed on time: never called twice for one fill.
       const answer = attempt().catch((error: unknown) => {
         if (error instanceof OriginError && error.failure === "timeout" && error.noticedLate) return attempt();
         throw error;

@@ -1,8 +1,5 @@
-// One HTTP exchange with an origin service: a GET within a deadline, retried
-// once when the connection itself failed, and its body read as JSON no
-// further than a byte bound. Apart from the client (client.ts), which decides
-// what to ask, under which slot and breaker, and what the answer means: this
-// part only knows HTTP and this isolate's connection gate.
+// One HTTP exchange with an origin service (a GET, its body read as JSON), apart from the client (client.ts), which decides what
+// to ask, under which slot and breaker, and what the answer means: this part only knows HTTP and this isolate's connection gate.
 import { OriginError } from "./failure";
 import type { ResourceName } from "./resources";
 import { isTimeout, noticedLate } from "../shared/leases";
@@ -48,9 +45,7 @@ export async function get(
       if (error instanceof SubrequestBudgetSpent) throw new OriginError(resource, "overloaded", error.message);
       if (isTimeout(error)) throw new OriginError(resource, "timeout", `no answer within ${timeoutMs} ms`, noticedLate(deadline - timeoutMs, timeoutMs));
       const delay = RETRY_DELAY_MS.min + Math.random() * (RETRY_DELAY_MS.max - RETRY_DELAY_MS.min);
-      if (attempt >= 1 || Date.now() + delay >= deadline) {
-        throw new OriginError(resource, "unreachable", errorText(error));
-      }
+      if (attempt >= 1 || Date.now() + delay >= deadline) throw new OriginError(resource, "unreachable", errorText(error));
       await new Promise((resolve) => setTimeout(resolve, delay));
       // A busy isolate may wake past the deadline: the call failed on its connection, not for want of one.
       if (Date.now() >= deadline) throw new OriginError(resource, "unreachable", errorText(error));

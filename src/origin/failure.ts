@@ -1,7 +1,5 @@
-// What can go wrong with an origin call, and whose fault it is: the service's
-// (its breaker counts it), this isolate's (it does not), or an answer about
-// one id. Its own module so that the client (client.ts) and the exchange it
-// makes (exchange.ts) both speak it.
+// What can go wrong with an origin call, and whose fault it is: the service's (its breaker counts it), this isolate's (it does not),
+// or an answer about one id. Its own module so that the client (client.ts) and the exchange it makes (exchange.ts) both speak it.
 import type { ResourceName } from "./resources";
 
 export type OriginFailure =
@@ -42,12 +40,10 @@ export function failureOf(error: unknown): OriginFailure {
 }
 
 /**
- * The service answered about this one id, but with nothing the tier can use:
- * a status the contract does not give (400, 422, …) or a body that breaks it
- * (an origin that canonicalises `P-1` to `p-1` names another id). That is the
- * service working, not failing, and anyone can cause it by asking for junk
- * ids: its breaker does not count it, and the read path remembers the answer
- * for that id for a short while instead (cache/fill/rejections.ts).
+ * The service answered about this one id, but with nothing the tier can use: a status the contract does not give
+ * (400, 422, …) or a body that breaks it (an origin that canonicalises `P-1` to `p-1` names another id). That is
+ * the service working, not failing, and anyone can cause it by asking for junk ids: its breaker does not count
+ * it, and the read path remembers the answer for that id for a short while instead (cache/fill/rejections.ts).
  */
 export function isAnswerAboutId(error: unknown): error is OriginError {
   return error instanceof OriginError && (error.failure === "rejected" || error.failure === "invalid");

@@ -1,13 +1,9 @@
-// The resources the tier caches, each declared once: its origin path, the
-// schema its answers must meet, its key code, its policy defaults (with the
-// reason for each) and what a page does without it. Everything else reads
-// this table: the origin client and validation, L2 keys, configuration
-// parsing, purge validation, the product page's required/optional judgement,
-// metrics and the status page, the demo origin and the tests' fakes. Adding
-// a resource (a delivery estimate, say) is an entry here (its data type is
-// its schema's), its section's view in render/ and its partial in templates/,
-// then what tsc and the tests ask for: README, "Contributing", whose list
-// test/unit/addingAResource.test.ts follows on a copy of the project.
+// The resources the tier caches, each declared once: its origin path, the schema its answers must meet, its key code, its
+// policy defaults (with the reason for each) and what a page does without it. Everything else reads this table: the origin
+// client and validation, L2 keys, configuration parsing, purge validation, the product page's required/optional judgement,
+// metrics and the status page, the demo origin and the tests' fakes. Adding a resource (a delivery estimate, say) is an
+// entry here (its data type is its schema's), its section's view in render/ and its partial in templates/, then what tsc and
+// the tests ask for: README, "Contributing", whose list test/unit/addingAResource.test.ts follows on a copy of the project.
 import * as v from "valibot";
 import { count, id, money, productIdPage, shownText, text, version } from "./schemaParts";
 
@@ -47,9 +43,8 @@ interface ResourceSpec {
 /** The home page's listing is cached under this id. */
 export const LISTING_ID = "home";
 /**
- * How many products the home page lists, the first of the origin's listing: a
- * page read at a glance, whose titles come from L1 and one MGET; a longer list
- * costs every view a longer MGET and render, and its cold titles more views.
+ * How many products the home page lists, the first of the origin's listing: a page read at a glance, whose titles
+ * come from L1 and one MGET; a longer list costs every view a longer MGET and render, and its cold titles more views.
  */
 const LISTING_SIZE = 24;
 
@@ -129,17 +124,14 @@ export const RESOURCES = {
     showStaleIfError: true,
     defaults: { ttl: 900, swr: 3600, staleIfError: 86_400, negativeTtl: 300, core: false, originTimeoutMs: 2000 },
   },
-  // The first products of the origin's listing, as the home page shows them
-  // (one entry, under LISTING_ID): through the same read path, so that `GET /`
-  // is cached, coalesced and served stale when the listing service fails.
+  // The first products of the origin's listing, as the home page shows them (one entry, under LISTING_ID): through
+  // the same read path, so that `GET /` is cached, coalesced and served stale when the listing service fails.
   listing: {
     code: "h",
     path: () => `/products?limit=${LISTING_SIZE}`,
-    // The only resource whose stored shape is not the origin's: the first page
-    // of ids, with the version the contract does not give it (every fetch is
-    // the latest word). It takes both the page the origin sends and the entry
-    // the tier made of it, else every isolate would find the listing in L2
-    // invalid, delete it and fetch it again.
+    // The only resource whose stored shape is not the origin's: the first page of ids, with the version the contract
+    // does not give it (every fetch is the latest word). It takes both the page the origin sends and the entry the
+    // tier made of it, else every isolate would find the listing in L2 invalid, delete it and fetch it again.
     schema: v.union([
       v.pipe(
         productIdPage,
@@ -149,8 +141,7 @@ export const RESOURCES = {
     ]),
     onProductPage: false,
     showStaleIfError: true,
-    // New products may take a minute to show on the home page; a failing
-    // listing service keeps the last list for a day.
+    // New products may take a minute to show on the home page; a failing listing service keeps the last list for a day.
     defaults: { ttl: 60, swr: 600, staleIfError: 86_400, negativeTtl: 60, core: true, originTimeoutMs: 1500 },
   },
 } as const satisfies Record<string, ResourceSpec>;
@@ -163,18 +154,16 @@ export type PageResource = { [R in ResourceName]: (typeof RESOURCES)[R]["onProdu
 export const PAGE_RESOURCES = RESOURCE_NAMES.filter((name): name is PageResource => RESOURCES[name].onProductPage);
 
 /**
- * What a product page is about (the first of PAGE_RESOURCES): filled first when it must be filled, its
- * absence is the page's 404 (the others are then not fetched), and its tags
- * are the ones tag purges match for every resource of the product.
+ * What a product page is about (the first of PAGE_RESOURCES): filled first when it must be filled, its absence is the page's
+ * 404 (the others are then not fetched), and its tags are the ones tag purges match for every resource of the product.
  */
 export const PAGE_SUBJECT = "product" satisfies PageResource;
 /** The home page's resource. */
 export const LISTING = "listing" satisfies ResourceName;
 
 /**
- * The data of each resource, as validated (./validate.ts): what its schema
- * lets through, each shape declared once, above. The product's is written
- * out: its schema drops a null `compareAtPrice`, which inference cannot follow.
+ * The data of each resource, as validated (./validate.ts): what its schema lets through, each shape declared once,
+ * above. The product's is written out: its schema drops a null `compareAtPrice`, which inference cannot follow.
  */
 export type ResourceTypes = { [R in Exclude<ResourceName, "product">]: v.InferOutput<(typeof RESOURCES)[R]["schema"]> } & { product: Product };
 

@@ -1,16 +1,12 @@
-// The pieces the resources' schemas (./resources.ts) are built from: bounded
-// text, contract ids, counts, money and versions.
+// The pieces the resources' schemas (./resources.ts) are built from: bounded text, contract ids, counts, money and versions.
 import * as v from "valibot";
 
 export const text = (max: number) => v.pipe(v.string(), v.maxLength(max));
 
 /**
- * Characters no page shows: C0 and C1 controls but tab and line breaks (the
- * HTML parser reports them as errors, and a NUL vanishes from the text), the
- * noncharacters, and the explicit bidirectional controls (embeddings,
- * overrides, isolates), with which a title could turn the text after it
- * around, the shop's name in <title> included. The marks (LRM, RLM) stay:
- * they affect no text but their own neighbours'.
+ * Characters no page shows: C0 and C1 controls but tab and line breaks (the HTML parser reports them as errors, and a NUL vanishes from
+ * the text), the noncharacters, and the explicit bidirectional controls (embeddings, overrides, isolates), with which a title could turn
+ * the text after it around, the shop's name in <title> included. The marks (LRM, RLM) stay: they affect no text but their own neighbours'.
  */
 const UNSHOWABLE = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069\uFDD0-\uFDEF\uFFFE\uFFFF]/;
 const ALL_UNSHOWABLE = new RegExp(UNSHOWABLE.source, "g");

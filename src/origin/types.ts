@@ -1,7 +1,5 @@
-// The data the origin serves, as `docs/origin-contract.md` defines it.
-// Everything that reaches the tier from the origin is validated into these
-// shapes first (see ./validate.ts); text fields are untrusted and only ever
-// rendered through the escaping template engine.
+// The data the origin serves, as `docs/origin-contract.md` defines it. Everything that reaches the tier from the origin is validated
+// into these shapes first (see ./validate.ts); text fields are untrusted and only ever rendered through the escaping template engine.
 
 import type * as v from "valibot";
 import type { ResourceTypes } from "./resources";

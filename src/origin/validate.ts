@@ -1,6 +1,5 @@
-// The origin is another team's service: its answers are checked against the
-// contract before anything is cached or rendered. Unknown fields are dropped;
-// a body that breaks the contract is an origin failure, never cached data.
+// The origin is another team's service: its answers are checked against the contract before anything is cached or
+// rendered. Unknown fields are dropped; a body that breaks the contract is an origin failure, never cached data.
 import * as v from "valibot";
 import { RESOURCES, type ResourceName, type ResourceTypes } from "./resources";
 

@@ -1,8 +1,6 @@
-// The status page's chart, computed here as plain numbers and path strings:
-// the template only places elements and escapes attribute values, and never
-// needs `raw`. Bars: origin fetches per minute (errors in red over them,
-// right axis); line: hit ratio per minute (left axis, 0–100 %), broken where
-// a minute had no answers.
+// The status page's chart, computed here as plain numbers and path strings: the template only places elements
+// and escapes attribute values, and never needs `raw`. Bars: origin fetches per minute (errors in red over
+// them, right axis); line: hit ratio per minute (left axis, 0–100 %), broken where a minute had no answers.
 import type { MinutePoint } from "../observability/metrics";
 
 /**
@@ -38,7 +36,6 @@ export function buildChart(points: readonly MinutePoint[]) {
   const centre = (i: number) => round(plot.left + slot * (i + 0.5));
 
   let ratioPath = "";
-  let drawing = false;
   const ratioDots: { cx: number; cy: number; title: string }[] = [];
   const bars: { x: number; y: number; width: number; height: number; errorY: number; errorHeight: number; title: string }[] = [];
   /** Axis labels, positioned for <text> (x, baseline y). */
@@ -47,13 +44,10 @@ export function buildChart(points: readonly MinutePoint[]) {
     const fromEnd = points.length - 1 - i;
     if (fromEnd % 5 === 0) xTicks.push({ x: centre(i), y: plot.bottom + 18, label: fromEnd === 0 ? "now" : `−${fromEnd} min` });
     const label = fromEnd === 0 ? `${minuteLabel(point.start)} UTC (this minute, so far)` : `${minuteLabel(point.start)} UTC`;
-    if (point.hitRatio === null) {
-      drawing = false;
-    } else {
+    if (point.hitRatio !== null) {
       const x = centre(i);
       const y = yRatio(point.hitRatio);
-      ratioPath += `${drawing ? "L" : "M"}${x} ${y} `;
-      drawing = true;
+      ratioPath += `${points[i - 1]?.hitRatio != null ? "L" : "M"}${x} ${y} `;
       ratioDots.push({ cx: x, cy: y, title: `${label}: hit ratio ${(point.hitRatio * 100).toFixed(1)}% of ${point.answers} answers` });
     }
     const barWidth = round(slot * 0.56);
@@ -70,12 +64,12 @@ export function buildChart(points: readonly MinutePoint[]) {
     });
   });
 
-  const withRatio = points.filter((p) => p.hitRatio !== null);
+  const ratios = points.flatMap((p) => (p.hitRatio === null ? [] : [p.hitRatio]));
   const totalFetches = points.reduce((n, p) => n + p.originFetches, 0);
   const description =
-    withRatio.length === 0
+    ratios.length === 0
       ? `No page answers in the last ${points.length} minutes; ${totalFetches} origin fetches.`
-      : `Hit ratio per minute from ${(Math.min(...withRatio.map((p) => p.hitRatio!)) * 100).toFixed(0)}% to ${(Math.max(...withRatio.map((p) => p.hitRatio!)) * 100).toFixed(0)}%; ${totalFetches} origin fetches in the last ${points.length} minutes, at most ${Math.max(...points.map((p) => p.originFetches))} in one minute.`;
+      : `Hit ratio per minute from ${(Math.min(...ratios) * 100).toFixed(0)}% to ${(Math.max(...ratios) * 100).toFixed(0)}%; ${totalFetches} origin fetches in the last ${points.length} minutes, at most ${Math.max(...points.map((p) => p.originFetches))} in one minute.`;
 
   return {
     width: WIDTH,

@@ -1,21 +1,17 @@
-// Text the page shows for numbers and states. Pure functions, no template
-// knowledge, so they are easy to test and reuse (JSON-LD needs the same
-// minor-unit arithmetic as the visible price).
+// Text the page shows for numbers and states. Pure functions, no template knowledge, so they are
+// easy to test and reuse (JSON-LD needs the same minor-unit arithmetic as the visible price).
 import type { Inventory, Money, StockStatus } from "../origin/types";
 import type { Section } from "./model";
 
 /** The page is English (`<html lang="en">`); numbers follow it. */
 const LOCALE = "en-US";
 
-// Intl accepts any well-formed three-letter code (it would print "XYZ 12.34"
-// for a made-up one); the supported list lets us treat unknown codes as
-// unknown and fall back to a plain "12.34 XYZ" instead.
-// Its codes are upper case: "usd" or "us" is unknown too.
+// Intl accepts any well-formed three-letter code (it would print "XYZ 12.34" for a made-up one); the supported list lets us treat
+// unknown codes as unknown and fall back to a plain "12.34 XYZ" instead. Its codes are upper case: "usd" or "us" is unknown too.
 const supportedCurrencies: ReadonlySet<string> = new Set(Intl.supportedValuesOf("currency"));
 
-// Building an Intl.NumberFormat is far slower than using one; the cache is
-// bounded by the set of known currencies (a few hundred at most).
-// Each keeps its fraction digits: `resolvedOptions()` allocates on every call.
+// Building an Intl.NumberFormat is far slower than using one; the cache is bounded by the set of known currencies
+// (a few hundred at most). Each keeps its fraction digits: `resolvedOptions()` allocates on every call.
 const formatters = new Map<string, { format: Intl.NumberFormat; digits: number }>();
 
 function currencyFormatter(currency: string): { format: Intl.NumberFormat; digits: number } | null {
@@ -40,9 +36,8 @@ export function minorDigits(currency: string): number {
 }
 
 /**
- * The amount as a plain decimal string ("129.99", "1500", "12.345"), built
- * with integer arithmetic so that no binary floating point rounding shows.
- * `digits`: the currency's minor digits, when already known (formatMoney has its formatter's).
+ * The amount as a plain decimal string ("129.99", "1500", "12.345"), built with integer arithmetic so that no binary floating
+ * point rounding shows. `digits`: the currency's minor digits, when already known (formatMoney has its formatter's).
  */
 export function decimalAmount(money: Money, digits = minorDigits(money.currency)): string {
   // An integer: the contract's schema takes safe integers only (origin/schemaParts.ts).
@@ -102,8 +97,7 @@ export interface Availability {
 export const AVAILABILITY_UNKNOWN_TEXT = "Availability unknown — check again shortly";
 
 /**
- * What to promise about stock. Unknown inventory is never shown as in stock,
- * and a count of zero wins over a status that says otherwise.
+ * What to promise about stock. Unknown inventory is never shown as in stock, and a count of zero wins over a status that says otherwise.
  */
 export function availability(known: Section<Inventory>): Availability {
   if (known.state !== "ok") return { state: "unknown", text: AVAILABILITY_UNKNOWN_TEXT };
@@ -114,8 +108,7 @@ export function availability(known: Section<Inventory>): Availability {
 }
 
 /**
- * Collapses whitespace and cuts at a word boundary, adding "…", so that the
- * result (with the ellipsis) is at most `max` characters.
+ * Collapses whitespace and cuts at a word boundary, adding "…", so that the result (with the ellipsis) is at most `max` characters.
  */
 export function truncateText(text: string, max: number): string {
   const flat = text.replace(/\s+/g, " ").trim();

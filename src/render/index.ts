@@ -1,8 +1,6 @@
-// The render module: models in, HTML out. Each model becomes its typed view
-// (./view.ts), and the view the page's HTML through its template: a TSX
-// component in templates/, compiled with the worker (hono/jsx, escaping every
-// text and attribute), so nothing is parsed at run time. Rendering is
-// synchronous, so callers can time it and no request waits on anything but CPU.
+// The render module: models in, HTML out. Each model becomes its typed view (./view.ts), and the view the page's HTML through
+// its template: a TSX component in templates/, compiled with the worker (hono/jsx, escaping every text and attribute), so
+// nothing is parsed at run time. Rendering is synchronous, so callers can time it and no request waits on anything but CPU.
 import type { JSX } from "hono/jsx/jsx-runtime";
 import type { ErrorPageModel, HomePageModel, ProductPageModel } from "./model";
 import { errorView, homeView, productView } from "./view";
@@ -17,9 +15,8 @@ import type { PageResource } from "../origin/resources";
 import { StatusPage } from "../../templates/status";
 
 /**
- * The page's HTML. Every template is a synchronous component, whose element
- * stringifies to the page itself; an asynchronous one (a promise) would be a
- * bug in a template, and fails here like any other render error.
+ * The page's HTML. Every template is a synchronous component, whose element stringifies to the page itself;
+ * an asynchronous one (a promise) would be a bug in a template, and fails here like any other render error.
  */
 function html(page: JSX.Element): string {
   const text: unknown = page instanceof Promise ? page : page.toString();
@@ -38,9 +35,8 @@ export interface PagePiece {
 }
 
 /**
- * The product page in document order (templates/product.tsx), for a page
- * streamed as its sections arrive (http/streamedPage.ts): joined, the
- * pieces are renderProductPage's HTML for the same model.
+ * The product page in document order (templates/product.tsx), for a page streamed as its sections
+ * arrive (http/streamedPage.ts): joined, the pieces are renderProductPage's HTML for the same model.
  */
 export const PRODUCT_PAGE_PIECES: readonly PagePiece[] = PRODUCT_PAGE.map((piece) => ({
   shows: piece.shows,

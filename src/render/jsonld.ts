@@ -1,6 +1,5 @@
-// schema.org structured data for the product page. Built here, in code, as
-// data: the template never assembles JSON from pieces, so untrusted text can
-// neither break the JSON nor leave the <script> element.
+// schema.org structured data for the product page. Built here, in code, as data: the template never
+// assembles JSON from pieces, so untrusted text can neither break the JSON nor leave the <script> element.
 import { availability, decimalAmount } from "./format";
 import type { ProductPageModel } from "./model";
 import { isWebUrl } from "./urls";
@@ -52,10 +51,8 @@ export function structuredDataFor(model: ProductPageModel): Record<string, unkno
 const SCRIPT_ESCAPES: Record<string, string> = { "<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029" };
 
 /**
- * JSON that is safe as the text of a <script> element: `<`, `>` and `&` are
- * written as \u escapes (so no `</script>` or `<!--` can appear), and so are
- * U+2028/U+2029 (line terminators to older JavaScript parsers). The result is
- * still JSON that parses to the same value.
+ * JSON that is safe as the text of a <script> element: `<`, `>` and `&` are written as \u escapes (so no `</script>` or `<!--` can appear),
+ * and so are U+2028/U+2029 (line terminators to older JavaScript parsers). The result is still JSON that parses to the same value.
  */
 export function jsonForScript(value: unknown): string {
   return (JSON.stringify(value) ?? "null").replace(/[<>&\u2028\u2029]/g, (char) => SCRIPT_ESCAPES[char]!);

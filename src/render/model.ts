@@ -1,5 +1,4 @@
-// What the templates are given. The cache layer decides what is known; the
-// templates only decide how it looks.
+// What the templates are given. The cache layer decides what is known; the templates only decide how it looks.
 import type { PAGE_SUBJECT, PageResource, ResourceTypes } from "../origin/resources";
 
 /**
@@ -11,12 +10,9 @@ import type { PAGE_SUBJECT, PageResource, ResourceTypes } from "../origin/resour
 export type Section<T> = { state: "ok"; data: T } | { state: "none" } | { state: "unavailable" };
 
 /**
- * A product page's data: one field per resource of the page, read off the
- * registry (src/origin/resources.ts), so that a resource added there is a
- * field here. The subject (the product) is always there, else there is no
- * page; every other resource is a Section, which is `unavailable` when its
- * service failed or its copy is too old to show (stock is then never shown as
- * in stock).
+ * A product page's data: one field per resource of the page, read off the registry (src/origin/resources.ts), so that a resource
+ * added there is a field here. The subject (the product) is always there, else there is no page; every other resource is a
+ * Section, which is `unavailable` when its service failed or its copy is too old to show (stock is then never shown as in stock).
  */
 export type ProductPageModel = {
   [R in PageResource]: R extends typeof PAGE_SUBJECT ? ResourceTypes[R] : Section<ResourceTypes[R]>;

@@ -1,6 +1,5 @@
-// The status page's view: the status model (../observability/statusModel.ts) with every number
-// formatted for reading and the chart laid out, so that templates/status.tsx
-// only places escaped strings and numbers.
+// The status page's view: the status model (../observability/statusModel.ts) with every number formatted
+// for reading and the chart laid out, so that templates/status.tsx only places escaped strings and numbers.
 import { RESOURCE_NAMES } from "../origin/resources";
 import type { MetaView } from "./view";
 import type { BreakerState } from "../shared/breaker";
@@ -21,8 +20,7 @@ function bytes(n: number): string {
   return `${n} B`;
 }
 
-function duration(ms: number | null): string {
-  if (ms === null) return "never";
+function duration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
   if (ms < 3_600_000) return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
@@ -244,8 +242,7 @@ export function statusView(model: StatusModel) {
       pollMs: `${model.config.purgePollMs} ms`,
     },
     knownIds: knownIdsView(model),
-    hot: model.hotProducts.map((item, index) => ({
-      rank: index + 1,
+    hot: model.hotProducts.map((item) => ({
       id: item.id,
       href: productHref(item.id),
       count: count(item.count),

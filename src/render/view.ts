@@ -1,8 +1,6 @@
-// Turns the render models into the typed views the templates (templates/*.tsx)
-// take as their props. Every decision (formatting, fallbacks, URLs, what to
-// omit) is made here, in typed code; the templates only lay out what they are
-// given. A field the templates may leave out is null, never missing, so that
-// each template says what it does without it.
+// Turns the render models into the typed views the templates (templates/*.tsx) take as their props. Every decision
+// (formatting, fallbacks, URLs, what to omit) is made here, in typed code; the templates only lay out what they are
+// given. A field the templates may leave out is null, never missing, so that each template says what it does without it.
 import type { PageResource } from "../origin/resources";
 import type { ErrorPageModel, HomePageModel, ProductPageModel, Section } from "./model";
 import { availability, discountPercent, formatMoney, ratingStars, ratingText, reviewCountText, truncateText, type Availability } from "./format";
@@ -17,9 +15,8 @@ export interface MetaView {
   /** "noindex" on error pages. */
   robots: string | null;
   /**
-   * Open Graph and Twitter card tags (a shared link shows a card). The site
-   * name is PUBLIC_URL's host (the page URL is built from it, never from the
-   * request); the image's alt text is its own, or the product title.
+   * Open Graph and Twitter card tags (a shared link shows a card). The site name is PUBLIC_URL's host (the
+   * page URL is built from it, never from the request); the image's alt text is its own, or the product title.
    */
   og: { title: string; description: string; image: { url: string; alt: string } | null; url: string; type: string; siteName: string } | null;
 }
@@ -62,9 +59,8 @@ interface RecommendationView {
 }
 
 /**
- * The view of each resource's section of the product page, by resource.
- * Every resource of the page (PAGE_RESOURCES) must have one: a resource added
- * to the registry without an entry here fails `tsc` at ProductSections.
+ * The view of each resource's section of the product page, by resource. Every resource of the page (PAGE_RESOURCES)
+ * must have one: a resource added to the registry without an entry here fails `tsc` at ProductSections.
  */
 export interface SectionViews {
   product: ProductSummaryView;
@@ -121,8 +117,7 @@ function recommendationsView(recommendations: Section<Recommendations>): Recomme
     href: productHref(item.id),
     title: item.title,
     price: formatMoney(item.price),
-    // The title is right next to the image as link text: an empty alt keeps
-    // screen readers from reading it twice.
+    // The title is right next to the image as link text: an empty alt keeps screen readers from reading it twice.
     image: isWebUrl(item.image) ? { url: item.image, alt: "" } : null,
   }));
 }
