@@ -202,12 +202,10 @@ export function createFill(deps: FillDeps) {
     const answeredBefore = l2.answered(key);
     const first = claiming ? await claim() : undefined;
     if (first !== undefined) context.l2Answered = true;
-    if (first?.kind === "copy") {
-      const entry = decode(first.value);
-      if (entry) {
-        context.via = "l2";
-        return entry;
-      }
+    const copy = first?.kind === "copy" ? decode(first.value) : undefined;
+    if (copy) {
+      context.via = "l2";
+      return copy;
     }
     if (first && first.kind !== "copy" && first.stale) context.olderCopy = decode(first.stale);
     let won = first?.kind === "won";

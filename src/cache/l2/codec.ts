@@ -133,14 +133,9 @@ export function decodeEntry<R extends ResourceName>(value: string, expected: Ent
   if (!areSafe(errorUntil) || !inOrder(header, errorUntil) || Math.max(header.staleUntil, errorUntil) - header.fetchedAt > expected.maxLifeMs)
     return { invalid: "deadlines" };
 
-  let data: ResourceTypes[R] | null = null;
-  if (payload.d === null) {
-    if (header.version !== 0) return { invalid: "version" };
-  } else {
-    data = validateResource(expected.resource, expected.id, payload.d);
-    if (data === null) return { invalid: "schema" };
-    if (data.version !== header.version) return { invalid: "version" };
-  }
+  const data = payload.d === null ? null : validateResource(expected.resource, expected.id, payload.d);
+  if (payload.d !== null && data === null) return { invalid: "schema" };
+  if ((data?.version ?? 0) !== header.version) return { invalid: "version" };
   return { entry: { data, ...header, errorUntil } };
 }
 

@@ -40,12 +40,8 @@ export function createFillBatch(l2: L2, sleep: (ms: number) => Promise<void>, ba
     await sleep(delayMs);
     const round = polls;
     polls = [];
-    const values = await l2
-      .readMany(
-        round.flatMap(({ key, lock }) => [key, lock]),
-        { background },
-      )
-      .catch((): undefined[] => []);
+    const keys = round.flatMap(({ key, lock }) => [key, lock]);
+    const values = await l2.readMany(keys, { background }).catch((): undefined[] => []);
     round.forEach(({ done }, i) => done([values[2 * i], values[2 * i + 1]]));
   }
 

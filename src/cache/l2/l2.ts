@@ -377,14 +377,14 @@ export function emptyStats(): L2Stats {
   return { skipped: 0, failures: 0, droppedWrites: 0, isolateErrors: 0, replayedWrites: 0, countedTimeouts: 0, countedErrors: 0, outagesDismissed: 0 };
 }
 
-/** The write part's keys and arguments for `writes` (writeFills, in either script), each with its TTL: its own, or `ttlMsOf`'s. */
-function writeArgs(writes: readonly FillWrite[], ttlMsOf: (write: FillWrite, index: number) => number = (write) => write.ttlMs) {
+/** The write part's keys and arguments for `writes` (writeFills, in either script). */
+function writeArgs(writes: readonly FillWrite[]) {
   return {
     keys: writes.flatMap((write) => [write.key, write.lock, write.purgeMarker]),
-    args: writes.flatMap((write, i) => [
+    args: writes.flatMap((write) => [
       write.value,
       String(write.version),
-      String(Math.max(1, Math.round(ttlMsOf(write, i)))),
+      String(Math.max(1, Math.round(write.ttlMs))),
       write.lockToken,
       String(write.fetchedAt),
     ]),
@@ -469,8 +469,7 @@ export function createL2({
       if (answer === undefined) return undefined;
       if (typeof answer === "string") return { kind: "copy", value: answer };
       const [won, older] = answer;
-      const stale = older ? { stale: older } : {};
-      return won === 1 ? { kind: "won", ...stale } : { kind: "lost", ...stale };
+      return { kind: won === 1 ? "won" : "lost", ...(older ? { stale: older } : {}) };
     });
   }
 
@@ -494,10 +493,7 @@ export function createL2({
       const batch = [...backlog.entries()].slice(0, CALL_MAX_ITEMS);
       if (batch.length === 0) return;
       // Replayed with what is left of their life.
-      const { keys, args } = writeArgs(
-        batch.map(([, pending]) => pending.write),
-        (_, i) => batch[i]![1].expiresAt - now,
-      );
+      const { keys, args } = writeArgs(batch.map(([, pending]) => ({ ...pending.write, ttlMs: pending.expiresAt - now })));
       const done = await guarded(() => writeScript.exec(keys, args), { isWrite: true, force: true });
       if (done === undefined) return;
       for (const [key, pending] of batch) {
@@ -525,8 +521,7 @@ export function createL2({
     flushBacklog,
     run(call, options) {
       // Writes and passive reads have the background budget (l2Guard.ts): the client whose own deadline is that budget.
-      const background = (options?.isWrite ?? false) || (options?.passive ?? false);
-      return guarded(() => call(background ? writer : reader), options);
+      return guarded(() => call(options?.isWrite || options?.passive ? writer : reader), options);
     },
     async runOnKeys(keys, call, options) {
       const result = await guarded(() => call(options?.isWrite ? writer : reader, keys), options);

@@ -103,14 +103,11 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
    * writes kept while it was open go out with the next page read.
    */
   async function probeRecovery(): Promise<void> {
-    try {
-      await ping();
-    } catch {
-      breaker.recovered(false);
-      return;
-    }
-    breaker.recovered(true);
-    await onRecovered?.();
+    const answered = await ping()
+      .then(() => true)
+      .catch(() => false);
+    breaker.recovered(answered);
+    if (answered) await onRecovered?.();
   }
 
   /** Sends a recovery probe, under `background`, if the breaker says one is due (it is open). */

@@ -9,9 +9,7 @@
 // Each shard keeps its own breaker: one shard down costs only its keys their
 // L2, never a page. A page's reads cost one round trip per shard involved,
 // all in parallel.
-import type { Redis } from "@upstash/redis/cloudflare";
 import { emptyStats, type L2, type L2Stats } from "./l2";
-import type { L2CallOptions } from "./l2Guard";
 import type { Ring } from "./ring";
 
 /** The part of a key the ring places by: the product id (keys end with it, and ids hold no ':'). */
@@ -48,16 +46,12 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
   if (shards.length !== ring.size) throw new Error("one ring member per shard");
   const home = shards[0]!;
   const shardOf = (key: string) => shards[ring.ownerOf(routingKeyOf(key))]!;
-
-  const byShard = <T>(items: readonly T[], keyOf: (item: T) => string) => inGroups(items, (item) => shardOf(keyOf(item)));
-  const perShard = <T, A>(items: readonly T[], keyOf: (item: T) => string, call: (shard: L2, items: T[]) => Promise<A[]>) =>
-    perGroup(items, (item) => shardOf(keyOf(item)), call);
+  /** The shard of a claim's or a write's key. */
+  const shardOfItem = (item: { key: string }) => shardOf(item.key);
 
   return {
     shards: shards.flatMap((shard) => shard.shards),
-    get breaker() {
-      return home.breaker;
-    },
+    breaker: home.breaker,
     get stats() {
       const sum = emptyStats();
       for (const shard of shards) {
@@ -65,36 +59,22 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
       }
       return sum;
     },
-    readMany: (keys, options) =>
-      perShard(
-        keys,
-        (key) => key,
-        (shard, group) => shard.readMany(group, options),
-      ),
+    readMany: (keys, options) => perGroup(keys, shardOf, (shard, group) => shard.readMany(group, options)),
     async claimFills(claims, options) {
       // Each shard's claim call carries the writes of that shard; those of a shard with no claim here go on their own.
-      const writes = byShard(options?.writes ?? [], (write) => write.key);
-      const answers = await perShard(
-        claims,
-        (claim) => claim.key,
-        (shard, group) => {
-          const ofShard = writes.get(shard)?.items ?? [];
-          writes.delete(shard);
-          // What is read along (the purge log's position) lives on the home shard.
-          const readAlong = shard === home ? options?.readAlong : undefined;
-          return shard.claimFills(group, { ...options, writes: ofShard, readAlong });
-        },
-      );
+      const writes = inGroups(options?.writes ?? [], shardOfItem);
+      const answers = await perGroup(claims, shardOfItem, (shard, group) => {
+        const ofShard = writes.get(shard)?.items ?? [];
+        writes.delete(shard);
+        // What is read along (the purge log's position) lives on the home shard.
+        const readAlong = shard === home ? options?.readAlong : undefined;
+        return shard.claimFills(group, { ...options, writes: ofShard, readAlong });
+      });
       const alone = Promise.all([...writes].map(([shard, group]) => shard.writeFills(group.items)));
       options?.background?.(alone);
       return answers;
     },
-    writeFills: (writes) =>
-      perShard(
-        writes,
-        (write) => write.key,
-        (shard, group) => shard.writeFills(group),
-      ),
+    writeFills: (writes) => perGroup(writes, shardOfItem, (shard, group) => shard.writeFills(group)),
     async flushBacklog() {
       await Promise.all(shards.map((shard) => shard.flushBacklog()));
     },
@@ -106,8 +86,8 @@ export function createShardedL2(shards: readonly L2[], ring: Ring): L2 {
     shardOf: (key) => shardOf(key).shardOf(key),
     answered: (key) => shardOf(key).answered(key),
     run: (call, options) => home.run(call, options),
-    async runOnKeys<T>(keys: string[], call: (redis: Redis, keys: string[]) => Promise<T>, options?: L2CallOptions) {
-      const results = await Promise.all([...byShard(keys, (key) => key)].map(([shard, group]) => shard.runOnKeys(group.items, call, options)));
+    async runOnKeys(keys, call, options) {
+      const results = await Promise.all([...inGroups(keys, shardOf)].map(([shard, group]) => shard.runOnKeys(group.items, call, options)));
       return results.some((result) => result === undefined) ? undefined : results.flatMap((result) => result!);
     },
   };

@@ -187,13 +187,10 @@ export function createLocationCache(deps: { config: Config; clock: Clock; open: 
       const place = parts.get(RESOURCES[resource].code);
       if (!place) return undefined;
       const value = body.slice(place.from, place.to);
-      const maxLifeMs = longestLifeMs(config.policies[resource]);
-      const decoded = decodeEntry(value, { resource, id, now: clock.now(), maxLifeMs });
-      if (!("entry" in decoded)) {
-        stats.invalid++;
-        return undefined;
-      }
-      return { entry: decoded.entry, stamp };
+      const decoded = decodeEntry(value, { resource, id, now: clock.now(), maxLifeMs: longestLifeMs(config.policies[resource]) });
+      if ("entry" in decoded) return { entry: decoded.entry, stamp };
+      stats.invalid++;
+      return undefined;
     });
   }
 
