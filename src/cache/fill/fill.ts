@@ -1,8 +1,6 @@
-// Filling one entry from the origin, once across isolates: the first to
-// claim the Redis lock fetches and writes, the others wait a bounded time for
-// its result (lockWait.ts), as docs/architecture.md#coalescing draws it. The
-// origin call has the service's whole timeout, never cut by the wait before
-// it (a busy isolate's delay must not become a 503 the origin would not give).
+// Filling one entry from the origin, once across isolates: the first to claim the Redis lock fetches and writes, the others wait a bounded
+// time for its result (lockWait.ts), as docs/architecture.md#coalescing draws it. The origin call has the service's whole timeout, never
+// cut by the wait before it (a busy isolate's delay must not become a 503 the origin would not give).
 import type { Config } from "../../config";
 import { originCallBoundMs, type OriginClient } from "../../origin/client";
 import { DEFAULTS } from "../../config/defaults";
@@ -20,9 +18,8 @@ import { departed, type Departures } from "../../overload";
 import { OriginError } from "../../origin/failure";
 
 /**
- * The longest one fill can take: its lock claim, then at most the wait for
- * another isolate and the origin call (up to two attempts, origin/client.ts).
- * In-flight fills are leases that end here (readThrough.ts).
+ * The longest one fill can take: its lock claim, then at most the wait for another isolate and the origin call (up to two attempts,
+ * origin/client.ts). In-flight fills are leases that end here (readThrough.ts).
  */
 export function fillBoundMs(config: Pick<Config, "lockTtlMs" | "policies">, resource: ResourceName): number {
   return DEFAULTS.l2ClaimTimeoutMs + config.lockTtlMs + originCallBoundMs(config.policies[resource].originTimeoutMs);
@@ -33,9 +30,8 @@ export interface FillContext extends Wanted {
   /** Copies fetched before this (a hard purge this isolate knows of) are not taken from L2. */
   notBefore: number;
   /**
-   * The latest purge of the key this isolate knows of, now: purges learned
-   * while the fill runs count too (a refresh's held claim then goes at
-   * once: nobodyElseWaits). `freshAfter` is what it said as the fill began.
+   * The latest purge of the key this isolate knows of, now: purges learned while the fill runs count too (a refresh's held claim then goes
+   * at once: nobodyElseWaits). `freshAfter` is what it said as the fill began.
    */
   purgedAt: () => number;
   /** A refresh of a copy that is still being served: its origin fetch gives way to visitors under load. */
@@ -53,10 +49,8 @@ export interface FillContext extends Wanted {
   /** Set by the fill: its visitors left while it was at the origin, and it finishes as background work (within the budget). */
   finishingForNobody?: boolean;
   /**
-   * Set by the fill: `origin` when this isolate fetched; `l2` when its claim
-   * found L2's copy (for a visitor's read, possibly one within its stale
-   * window, which the caller serves and refreshes); `winner` when it waited
-   * for another isolate's fill and took its result from L2.
+   * Set by the fill: `origin` when this isolate fetched; `l2` when its claim found L2's copy (for a visitor's read, possibly one within its
+   * stale window, which the caller serves and refreshes); `winner` when it waited for another isolate's fill and took its result from L2.
    */
   via?: "origin" | "l2" | "winner";
   /** Set by the fill: an older copy found in L2 on the way, to serve if the origin fails. */
@@ -94,13 +88,9 @@ export function createFill(deps: FillDeps) {
   }
 
   /**
-   * The origin call of a visitor's fill. When the visitor leaves while it is
-   * at the origin and nobody else waits for it (nobody joined it), it goes on
-   * as background work if the budget of such fills has room (its answer is
-   * what the next visitor needs), and is cut short otherwise: its answer
-   * would be parsed, checked and dropped for nobody. The listener is on the
-   * visitor's own request signal, from that request, and removed when the
-   * call ends.
+   * The origin call of a visitor's fill. If the visitor leaves during it and nobody else waits (nobody joined), it goes on as background
+   * work if the budget of such fills has room (its answer is what the next visitor needs), else is cut short: its answer would be parsed,
+   * checked and dropped for nobody. The listener is on the visitor's own request signal, from that request, removed when the call ends.
    */
   async function fetchWhileWanted(context: FillContext) {
     const priority = context.refresh ? "refresh" : "visitor";
@@ -124,8 +114,7 @@ export function createFill(deps: FillDeps) {
   }
 
   async function fetchFromOrigin(context: FillContext): Promise<Entry> {
-    // Data is as old as the request that fetched it: a purge during the
-    // request must win over it (see L2.writeFills and the purge watcher).
+    // Data is as old as the request that fetched it: a purge during the request must win over it (see L2.writeFills and the purge watcher).
     const requestedAt = clock.now();
     return answerEntry(await fetchWhileWanted(context), config.policies[context.resource], requestedAt, deps.random);
   }
@@ -136,27 +125,24 @@ export function createFill(deps: FillDeps) {
   }
 
   /**
-   * Lets go of this fill's lock without storing anything, so that waiters
-   * and other isolates stop waiting: as a write with no value, sent with the
-   * isolate's other writes (one call for many).
+   * Lets go of this fill's lock without storing anything, so that waiters and other isolates stop waiting: as a write with no value, sent
+   * with the isolate's other writes (one call for many).
    */
   function releaseLock(key: string, token: string, context: FillContext): void {
     send(key, { value: "", version: 0, fetchedAt: 0, ttlMs: 1, lockToken: token }, context);
   }
 
   /**
-   * Whether a fill's write may wait for a lock claim to carry it (l2/outbox.ts): not when others are likely to
-   * wait for it, nor when its lock would not outlive the hold by half its life (docs/architecture.md, "A write
-   * somebody may be waiting for is not held").
+   * Whether a fill's write may wait for a lock claim to carry it (l2/outbox.ts): not when others are likely to wait for it, nor when its
+   * lock would not outlive the hold by half its life (docs/architecture.md, "A write somebody may be waiting for is not held").
    */
   function mayWait(context: FillContext, claimedAt: number): boolean {
     return nobodyElseWaits(context, claimedAt) && clock.now() + DEFAULTS.backgroundCallMs <= claimedAt + config.lockTtlMs / 2;
   }
 
   /**
-   * Nobody but this fill's own requests is likely to wait for it, as this isolate knows now: nobody here joined
-   * it, and its key was not purged within a poll and a lock's life (why: as for mayWait). A refresh's claim may
-   * then wait for a claim call to carry it too, until either changes.
+   * Only this fill's own requests are likely to wait for it, as far as known now: nobody here joined it, and its key was not purged within
+   * a poll and a lock's life (why: as for mayWait). Then a refresh's claim may wait to ride a claim call too, until either changes.
    */
   function nobodyElseWaits(context: FillContext, at: number): boolean {
     return context.joinedHere?.() !== true && at - context.purgedAt() > config.purgePollMs + config.lockTtlMs;
@@ -187,17 +173,15 @@ export function createFill(deps: FillDeps) {
           freshBeyond: Math.max(clock.now(), context.freshBeyond),
           notBefore: context.notBefore,
           freshAfter: context.freshAfter,
-          // A visitor's read takes a copy within its stale window as it is (the page serves it and refreshes it); a refresh wants a fresh one.
+          // A visitor's read takes a copy within its stale window as it is (the page serves and refreshes it); a refresh wants a fresh one.
           staleBeyond: context.refresh ? undefined : clock.now(),
         },
         context.refresh ? () => nobodyElseWaits(context, claimedAt) : undefined,
       );
     const decode = (value: string) => l2Entries.read(key, value, context.resource, context.id, context.background);
     stopUnlessWanted(context, "lock claim");
-    // While L2 is not to be counted on (its breaker open, or an outage being
-    // confirmed, or Redis silent to this page's read), no claim is waited
-    // for: the fill goes to the origin, and its write to the backlog if
-    // Redis does not take it.
+    // While L2 is not to be counted on (its breaker open, or an outage being confirmed, or Redis silent to this page's read), no claim is
+    // waited for: the fill goes to the origin, and its write to the backlog if Redis does not take it.
     const claiming = l2.accepts(key) && !context.l2Silent;
     const answeredBefore = l2.answered(key);
     const first = claiming ? await claim() : undefined;
@@ -209,14 +193,10 @@ export function createFill(deps: FillDeps) {
     }
     if (first && first.kind !== "copy" && first.stale) context.olderCopy = decode(first.stale);
     let won = first?.kind === "won";
-    // A claim without an answer while L2's breaker stays closed: unless
-    // Redis is silent (redisSilent), most likely a reply read late (a busy
-    // isolate), or a fresh isolate's first call, and the lock may be taken,
-    // by this fill or another isolate's. Look before fetching, as a loser
-    // does: under a herd, fetching at once is a second origin fetch for the
-    // product. When Redis is silent (it hangs), waiting for a winner would
-    // be waiting for nothing, so it fetches at once, and its write releases
-    // the lock if the claim took it after all.
+    // A claim without an answer while L2's breaker stays closed: unless Redis is silent (redisSilent), most likely a reply read late (a
+    // busy isolate), or a fresh isolate's first call, and the lock may be taken, by this fill or another isolate's. Look before fetching,
+    // as a loser does: under a herd, fetching at once is a second origin fetch for the product. When Redis is silent (it hangs), waiting
+    // for a winner would be waiting for nothing, so it fetches at once, and its write releases the lock if the claim took it after all.
     const unanswered = claiming && first === undefined && l2.accepts(key);
     /** A claim of this fill went unanswered: it may hold the lock, which its write (or its departure) then releases. */
     let mayHold = unanswered;
@@ -251,13 +231,12 @@ export function createFill(deps: FillDeps) {
     }
     context.via = "origin";
     if (context.wanted && !context.wanted() && !context.finishingForNobody && departures && !departures.mayFinish()) {
-      // Its visitors left (a joiner, after the starter) and the budget of
-      // background fills is spent: kept in this isolate's L1 (flights.ts),
-      // not written; the lock goes now.
+      // Its visitors left (a joiner, after the starter) and the budget of background fills is spent: kept in this isolate's L1
+      // (flights.ts), not written; the lock goes now.
       if (won) releaseLock(key, token, context);
       return entry;
     }
-    // The write releases the lock if it does not land (an unanswered claim's too, if it took it); if it lands, the lock is spent (l2.ts, CLAIM_FILLS).
+    // The write releases the lock if it does not land (an unanswered claim's too, if taken); landed, the lock is spent (l2.ts CLAIM_FILLS).
     storeInL2(key, entry, won || mayHold ? token : "", context, claimedAt);
     return entry;
   }

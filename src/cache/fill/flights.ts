@@ -1,9 +1,6 @@
-// One fill per key in this isolate, shared by every request that wants it
-// while it runs. The fill belongs to the request that started it (and runs
-// under its `waitUntil`); the others watch, on timers of their own, for the
-// plain result it leaves, and the fill is a lease: past its bound the next
-// reader starts a new one. Why not lru-cache's `fetchMethod`: rule 2 of
-// docs/architecture.md#sharing-work-across-requests-in-one-isolate.
+// One fill per key per isolate, shared by the requests that want it while it runs. It belongs to the request that started it (and runs
+// under its `waitUntil`); the others watch, on their own timers, for the plain result it leaves. It is a lease: past its bound the next
+// reader starts a new one. Why not lru-cache's `fetchMethod`: rule 2 of docs/architecture.md#sharing-work-across-requests-in-one-isolate.
 import type { Config } from "../../config";
 import { isAnswerAboutId, OriginError } from "../../origin/failure";
 import type { Clock } from "../../shared/clock";
@@ -20,11 +17,9 @@ interface Flight {
   /** The fill's outcome, and where its entry came from (FillContext.via: what those who joined it were served from). */
   settled?: { entry: Entry; via: FillContext["via"] } | { error: unknown };
   /**
-   * Until when a request that joined the fill is known to still have its
-   * visitor: each one renews it at every look while it waits (plain data,
-   * see watch). A fill whose starter left goes on while a joiner's visitor
-   * is there, and stops soon after the last one leaves; a joiner that looked
-   * too late finds the fill stopped and starts its own.
+   * Until when a request that joined the fill is known to still have its visitor: each one renews it at every look while it waits (plain
+   * data, see watch). A fill whose starter left goes on while a joiner's visitor is there, and stops soon after the last one leaves; a
+   * joiner that looked too late finds the fill stopped and starts its own.
    */
   wantedUntil: number;
   /** Other requests of this isolate joined the fill: others elsewhere may well be waiting for it too (fill.ts, storeInL2). */
@@ -34,10 +29,7 @@ interface Flight {
 export interface Flights {
   /** A fill of `key` is under way in this isolate. */
   running(key: string): boolean;
-  /**
-   * The fill's entry, started here or joined; a joined fill that overran its
-   * bound is taken over once. `via`: where a joined fill's entry came from.
-   */
+  /** The fill's entry, started here or joined (`via`: where a joined one's came from); a joined fill past its bound is taken over once. */
   await(key: string, context: FillContext): Promise<{ entry: Entry; joined: boolean; via?: FillContext["via"] }>;
   /** Starts a fill that nobody waits for, unless one is under way. */
   start(key: string, context: FillContext): void;
@@ -60,9 +52,8 @@ export function createFlights({ config, clock, fill, l1, rejections, landed }: F
   let takenOver = 0;
 
   /**
-   * Joins the fill of `key` in flight in this isolate, or starts one in this
-   * request. The fill runs under this request's `waitUntil`, so that the
-   * requests that joined it get their answer even if this visitor leaves.
+   * Joins the fill of `key` in flight in this isolate, or starts one in this request. The fill runs under this request's `waitUntil`, so
+   * that the requests that joined it get their answer even if this visitor leaves.
    */
   function fillOrJoin(key: string, context: FillContext): { flight: Flight; work?: Promise<Entry> } {
     const running = fills.holder(key);
@@ -72,9 +63,8 @@ export function createFlights({ config, clock, fill, l1, rejections, landed }: F
       const error = new OriginError(context.resource, rejection.failure, "the origin's last answer about this id was of no use");
       return { flight: { until: clock.now(), settled: { error }, wantedUntil: 0 } };
     }
-    // Those who join wait on their own timers until `until` at most: a request
-    // whose only pending work is another request's I/O is taken for hung and
-    // cancelled in Workers, and this bound is what it costs if that request goes away.
+    // Those who join wait on their own timers until `until` at most: a request whose only pending work is another request's I/O is taken
+    // for hung and cancelled in Workers, and this bound is what it costs if that request goes away.
     const flight: Flight = { until: clock.now() + fillBoundMs(config, context.resource), wantedUntil: 0 };
     // A visitor's fill goes on while its visitor, or one who joined it, is there (fill.ts checks before each step).
     const visitor = context.visitor;
@@ -101,14 +91,12 @@ export function createFlights({ config, clock, fill, l1, rejections, landed }: F
   }
 
   /**
-   * One look of a joined request at the fill: its outcome, or "left" once
-   * this request's visitor has gone; meanwhile the look says that somebody
-   * still waits for the fill.
+   * A joined request's look at the fill: its outcome, or "left" once its visitor is gone; meanwhile each look says somebody still waits.
    */
   function watch(flight: Flight, { visitor }: FillContext): Flight["settled"] | "left" {
     if (flight.settled || !visitor) return flight.settled;
     if (visitor.aborted) return "left";
-    // Until past the next look: looks are a poll's pause apart (16 ms at most), later by however long this isolate stalls (shared/leases.ts).
+    // Until past the next look: looks are a poll's pause apart (16 ms at most), plus however long this isolate stalls (shared/leases.ts).
     flight.wantedUntil = clock.now() + ISOLATE_STALL_MS;
     return undefined;
   }
@@ -137,9 +125,7 @@ export function createFlights({ config, clock, fill, l1, rejections, landed }: F
       }
       throw new OriginError(context.resource, "timeout", "the fill took longer than its bound");
     },
-    start(key, context) {
-      if (!fills.holder(key)) fillOrJoin(key, context);
-    },
+    start: (key, context) => void fillOrJoin(key, context),
     stats: () => ({ inFlight: fills.size(), takenOver }),
   };
 }

@@ -1,7 +1,5 @@
-// A fill that lost the lock (fill.ts) waits here for the winner's result in
-// L2, for a bounded time. Its own module because the wait is a policy of its
-// own, with its own pacing and its own reasons to give up: what the fill does
-// with the outcome (use it, or fetch) stays in fill.ts.
+// A fill that lost the lock (fill.ts) waits here, a bounded time, for the winner's result in L2. Its own module because the wait is a
+// policy of its own, with its own pacing and reasons to give up: what the fill does with the outcome (use it, or fetch) stays in fill.ts.
 import type { Background } from "../../shared/subrequests";
 import type { Config } from "../../config";
 import type { ResourceName } from "../../origin/resources";
@@ -28,9 +26,8 @@ export interface Wanted {
   /** Copies fresh only until this are not worth taking (refresh-ahead wants fresher); 0: fresh now. */
   freshBeyond: number;
   /**
-   * Set by flights.ts for a visitor's fill: whether anybody still waits for
-   * it (its visitor, or one who joined it). Checked before each step that
-   * would start new work, a poll included (overload/departures.ts).
+   * Set by flights.ts for a visitor's fill: whether anybody still waits for it (its visitor, or one who joined it). Checked before each
+   * step that would start new work, a poll included (overload/departures.ts).
    */
   wanted?: () => boolean;
 }
@@ -50,27 +47,20 @@ export function createLockWait({ config, l2Entries, clock, redisSilent }: LockWa
   }
 
   /**
-   * Polls L2 until a fresh entry appears, the winner lets go of its lock
-   * without one (its origin fetch failed), L2 is skipped (its breaker
-   * opened), or `lockTtlMs` is spent. Giving up is a reason to fetch, not an
-   * error. A poll that failed while the breaker stays closed is one poll
-   * lost (a saturated isolate reads replies late): only when Redis is silent
-   * (redisSilent) and the claim again (`reclaim`) gets no answer either does
-   * the wait end, so that one poll read late is no second origin fetch for
-   * a herd's product.
+   * Polls L2 until a fresh entry appears, the winner lets go of its lock without one (its origin fetch failed), L2 is skipped (its breaker
+   * opened), or `lockTtlMs` is spent. Giving up is a reason to fetch, not an error. A poll that failed while the breaker stays closed is
+   * one poll lost (a saturated isolate reads replies late): only when Redis is silent (redisSilent) and the claim again (`reclaim`) gets no
+   * answer either does the wait end, so that one poll read late is no second origin fetch for a herd's product.
    *
    * It stops ("departed") before a poll once nobody waits for the fill.
    *
-   * `ownToken`: this fill's claim got no answer, so it may have taken the
-   * lock all the same. A lock holding that token is this fill's own:
+   * `ownToken`: this fill's claim got no answer, so it may have taken the lock all the same. A lock holding that token is this fill's own:
    * "ours", fetch and write as the winner.
    *
-   * A poll that finds the lock free and no fresh copy does not end the wait
-   * by itself: `reclaim` claims the lock again where it lives (why:
+   * A poll that finds the lock free and no fresh copy does not end the wait by itself: `reclaim` claims the lock again where it lives (why:
    * docs/architecture.md#read-replicas).
    *
-   * The polls go through `calls`: the waits of one page's fills poll together
-   * (l2/fillBatch.ts), one MGET a round.
+   * The polls go through `calls`: the waits of one page's fills poll together (l2/fillBatch.ts), one MGET a round.
    */
   return async function waitForWinner(
     l2: L2,
@@ -91,18 +81,16 @@ export function createLockWait({ config, l2Entries, clock, redisSilent }: LockWa
         if (!l2.accepts(key)) return undefined; // L2 is skipped now: nothing will come
         if (!redisSilent(key, answeredBefore)) continue; // one reply read late
       } else {
-        // Until the winner writes, a poll finds the stale copy it is replacing:
-        // its header says so, and it is not decoded (gunzip, parse, schema) again
-        // on every poll. A decoded entry carries the header's deadlines.
+        // Until the winner writes, a poll finds the stale copy it is replacing: its header says so, and it is not decoded (gunzip, parse,
+        // schema) again on every poll. A decoded entry carries the header's deadlines.
         const head = value ? peekFreshness(value) : undefined;
         const entry = head && isWaitedFor(head, wanted) ? l2Entries.read(key, value!, wanted.resource, wanted.id, wanted.background) : undefined;
         if (entry) return entry;
         if (holder === ownToken) return "ours";
         if (holder !== null) continue;
       }
-      // The lock looks free, or Redis looks silent: the claim again, where
-      // the lock lives, tells which. Silent indeed, it is unanswered too, and
-      // the fill fetches; answered "held", the poll was only late.
+      // The lock looks free, or Redis looks silent: the claim again, where the lock lives, tells which. Silent indeed, it is unanswered
+      // too, and the fill fetches; answered "held", the poll was only late.
       const again = await reclaim();
       if (again !== "held") return again;
     }

@@ -1,6 +1,5 @@
-// Origin answers about one id that the tier could not use (origin/failure.ts,
-// isAnswerAboutId), by key, until they lapse: a reader with a copy at hand
-// serves it; one without gets the "no data" entry (a 404 page for a product).
+// Origin answers about one id that the tier could not use (origin/failure.ts, isAnswerAboutId), by key, until they lapse: a reader with a
+// copy at hand serves it; one without gets the "no data" entry (a 404 page for a product).
 import { LRUCache } from "lru-cache";
 import type { Config } from "../../config";
 import type { OriginFailure } from "../../origin/failure";
@@ -9,19 +8,14 @@ import type { Clock } from "../../shared/clock";
 import { deadlinesFor, type Entry } from "../entry";
 
 /**
- * Seconds (at most the resource's negativeTtl) for which an origin answer
- * about one id that the tier cannot use (a 400 or 422, a body that breaks
- * the contract or names another id) is remembered: that id is not asked
- * again meanwhile, so junk ids repeated cost one origin call each, and an
- * origin fixed by a deploy is heard within seconds. Kept in L1 only: such
- * an answer must never replace a good copy in L2 for the whole fleet.
+ * Seconds (at most the resource's negativeTtl) an origin answer about one id that the tier cannot use (a 400 or 422, a body that breaks the
+ * contract or names another id) is remembered: that id is not asked again meanwhile, so repeated junk ids cost one origin call each, and an
+ * origin fixed by a deploy is heard within seconds. Kept in L1 only: it must never replace a good copy in L2 for the whole fleet.
  */
 export const REJECTED_ANSWER_TTL = 10;
 /**
- * Ids whose rejected answer is remembered apart from L1, for ids that still
- * have a copy to serve (see cache/readThrough.ts): a few hundred bytes each.
- * Those are rare (an origin bug for some products); a flood of junk ids
- * only evicts the oldest, and their "no data" answers live in L1 anyway.
+ * Ids whose rejected answer is kept apart from L1, for ids with a copy still to serve (cache/readThrough.ts): a few hundred bytes each.
+ * Rare (an origin bug for some products): a flood of junk ids only evicts the oldest, whose "no data" answers live in L1 anyway.
  */
 const REJECTED_ANSWERS_MAX = 1000;
 

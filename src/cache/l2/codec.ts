@@ -2,19 +2,15 @@
 //
 //   <version>|<fetchedAt>|<freshUntil>|<staleUntil>|<j or z>|<payload>
 //
-// The version and deadlines come first, in clear, so that the Lua scripts can
-// guard writes (never replace a newer version), judge freshness and mark an
-// entry stale (soft purge) without decoding. The payload is JSON (`j`) or, above the size threshold, gzip
-// bytes as base64 text (`z`): @upstash/redis carries strings, not bytes.
+// The version and deadlines come first, in clear, so that the Lua scripts can guard writes (never replace a newer version), judge freshness
+// and mark an entry stale (soft purge) without decoding. The payload is JSON (`j`) or, above the size threshold, gzip bytes as base64 text
+// (`z`): @upstash/redis carries strings, not bytes.
 //
-// What comes back from Redis is untrusted (docs/architecture.md#keys-and-values-in-redis):
-// a value is an entry only if all of it checks out, cheapest first; anything
-// else is reported as invalid, with the reason, and is never used.
+// What comes back from Redis is untrusted (docs/architecture.md#keys-and-values-in-redis): a value is an entry only if all of it checks
+// out, cheapest first; anything else is reported as invalid, with the reason, and is never used.
 //
-// gzip goes through node:zlib, not DecompressionStream: workerd's
-// DecompressionStream inflates all of a written chunk before the first read,
-// even for a reader that cancels, where gunzipSync's `maxOutputLength` stops
-// at the cap.
+// gzip goes through node:zlib, not DecompressionStream: workerd's DecompressionStream inflates all of a written chunk before the first
+// read, even for a reader that cancels, where gunzipSync's `maxOutputLength` stops at the cap.
 import { gunzipSync, gzipSync } from "node:zlib";
 import { DEFAULTS } from "../../config/defaults";
 import { ORIGIN_MAX_BODY_BYTES } from "../../origin/client";
@@ -37,9 +33,8 @@ export interface EntryExpectation<R extends ResourceName> {
   maxLifeMs: number;
 }
 
-// The largest entry's JSON, in bytes once decompressed, is an origin answer
-// the client reads (ORIGIN_MAX_BODY_BYTES): decompression stops there, since
-// a 50 KB gzip bomb would inflate to 50 MB, and a few kill a 128 MB isolate.
+// The largest entry's JSON, in bytes once decompressed, is an origin answer the client reads (ORIGIN_MAX_BODY_BYTES): decompression stops
+// there, since a 50 KB gzip bomb would inflate to 50 MB, and a few kill a 128 MB isolate.
 
 /** Why a value is not an entry. */
 type InvalidReason =
@@ -86,9 +81,8 @@ function inOrder({ fetchedAt, freshUntil, staleUntil }: Header, errorUntil: numb
 }
 
 /**
- * The value to store for `entry`, or undefined when it would not be read
- * back (too large, or numbers that decodeEntry refuses): such an entry is
- * served from L1 and the origin only, never stored to be refused later.
+ * The value to store for `entry`, or undefined when it would not be read back (too large, or numbers that decodeEntry refuses): such an
+ * entry is served from L1 and the origin only, never stored to be refused later.
  */
 export function encodeEntry(entry: Entry, compressAboveBytes: number): string | undefined {
   if (!areSafe(entry.version, entry.fetchedAt, entry.freshUntil, entry.staleUntil, entry.errorUntil) || !inOrder(entry, entry.errorUntil)) return undefined;
@@ -104,9 +98,8 @@ export function encodeEntry(entry: Entry, compressAboveBytes: number): string | 
 }
 
 /**
- * What the header of `value` says about its freshness, unchecked beyond its
- * form: enough to tell that a value cannot be what a caller waits for
- * without decoding it. Whatever it promises is checked by decodeEntry.
+ * What the header of `value` says about its freshness, unchecked beyond its form: enough to tell that a value cannot be what a caller waits
+ * for without decoding it. Whatever it promises is checked by decodeEntry.
  */
 export function peekFreshness(value: string): Pick<Entry, "fetchedAt" | "freshUntil"> | undefined {
   const match = HEADER.exec(value);

@@ -1,12 +1,9 @@
-// The Redis calls of one page's fills, made together: the lock claims made
-// in one turn of the event loop go out as one script run (with other
-// requests' claims and the writes waiting then: outbox.ts), and the waits of
-// claims that lost poll L2 together, one MGET a round for every key still
-// waited for (waits polling apart would spend the request's subrequests).
+// The Redis calls of one page's fills, made together: the lock claims made in one turn of the event loop go out as one script run (with
+// other requests' claims and the writes waiting then: outbox.ts), and the waits of claims that lost poll L2 together, one MGET a round for
+// every key still waited for (waits polling apart would spend the request's subrequests).
 //
-// A batch belongs to one request and the fills it starts: nothing in it is
-// shared with another request; a fill of another request that joins one of
-// these fills waits for the fill, not for the batch.
+// A batch belongs to one request and the fills it starts: nothing in it is shared with another request; a fill of another request that
+// joins one of these fills waits for the fill, not for the batch.
 import type { Background } from "../../shared/subrequests";
 import type { Outbox } from "./outbox";
 import type { ClaimOptions, FillClaim, FillClaimRequest, L2 } from "./l2";

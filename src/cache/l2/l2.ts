@@ -1,8 +1,5 @@
-// L2: Redis through @upstash/redis. Every call has a time budget and goes
-// through the isolate's circuit breaker (l2Guard.ts); a failed or skipped
-// call answers `undefined` ("L2 unavailable"), never throws, and never
-// deletes anything: a Redis outage must not turn into errors or an origin
-// stampede.
+// L2: Redis through @upstash/redis. Each call has a time budget and passes the isolate's circuit breaker (l2Guard.ts); a failed or skipped
+// call answers `undefined` ("L2 unavailable"), never throws or deletes: a Redis outage must not become errors or an origin stampede.
 import { gatePlaceMs, type Background } from "../../shared/subrequests";
 import { Redis } from "@upstash/redis/cloudflare";
 import { LRUCache } from "lru-cache";
@@ -11,8 +8,7 @@ import { createL2Guard, type CallTiming, type L2CallOptions, type L2CallStats } 
 
 export type FillClaim =
   /**
-   * This isolate holds the lock: fetch from the origin, then `writeFills`.
-   * `stale`: the older copy L2 holds, to fall back on if the origin fails.
+   * This isolate holds the lock: fetch from the origin, then `writeFills`. `stale`: L2's older copy, to fall back on if the origin fails.
    */
   | { kind: "won"; stale?: string }
   /** Another isolate is filling: wait for its result in L2 (bounded). */
@@ -20,10 +16,7 @@ export type FillClaim =
   /** Someone filled it meanwhile: here is the fresh value (or, with `staleBeyond`, a copy within its stale window). */
   | { kind: "copy"; value: string };
 
-/**
- * A fill's lock token: when it was claimed (ms), then a random part. The
- * time lets another claimer judge the lock spent (CLAIM_FILLS).
- */
+/** A fill's lock token: when it was claimed (ms), then a random part. The time lets another claimer judge the lock spent (CLAIM_FILLS). */
 export function lockToken(claimedAt: number): string {
   return `${Math.floor(claimedAt)}.${crypto.randomUUID()}`;
 }
@@ -45,10 +38,8 @@ export interface ClaimOptions {
   notBefore: number;
   freshAfter: number;
   /**
-   * Set for a visitor's read: a copy within its stale window past this time
-   * comes back as the value (no lock), for the caller to serve at once and
-   * refresh, as it would a stale copy an L2 read found. Unset for refreshes,
-   * which want a fresh copy or the lock.
+   * Set for a visitor's read: a copy within its stale window past this comes back as the value (no lock), for the caller to serve at once
+   * and refresh, as a stale copy an L2 read found. Unset for refreshes, which want a fresh copy or the lock.
    */
   staleBeyond?: number;
 }
@@ -76,10 +67,7 @@ export interface ClaimCallOptions extends Pick<L2ReadOptions, "background"> {
   readAlong?: ReadAlong;
 }
 
-/**
- * Keys a claim call reads along, and what is done with their values: a read
- * that would be a call of its own rides with a claim going out anyway.
- */
+/** Keys a claim call reads along and what is done with their values: a read that would be its own call rides with a claim sent anyway. */
 export interface ReadAlong {
   keys: readonly string[];
   /** Their values as the call read them (null: no such key, or not a string); not called when the call failed. */
@@ -96,57 +84,45 @@ export interface L2Stats extends L2CallStats {
 
 export interface L2 {
   /**
-   * All keys in one round trip (one per shard): `null` for a missing key,
-   * `undefined` where L2 is unavailable. Each call is its own read: in
-   * Workers, awaiting another request's I/O is unsafe (the runtime may cancel
-   * it with that request); bursts are coalesced one level up, by the fill.
+   * All keys in one round trip (one per shard): `null` for a missing key, `undefined` where L2 is unavailable. Each call is its own read
+   * (in Workers, awaiting another request's I/O is unsafe: the runtime may cancel it with that request); the fill coalesces bursts.
    */
   readMany(keys: string[], options?: L2ReadOptions): Promise<(string | null | undefined)[]>;
   /**
-   * Claims the fills of several keys in one call (one script run: CLAIM_FILLS
-   * says what each answer means), after the writes it carries; `undefined`
-   * for all when L2 is unavailable.
+   * Claims the fills of several keys in one call (one script run: CLAIM_FILLS says what each answer means), after the writes it carries;
+   * `undefined` for all when L2 is unavailable.
    */
   claimFills(claims: readonly FillClaimRequest[], options?: ClaimCallOptions): Promise<(FillClaim | undefined)[]>;
   /**
-   * The writes in one call (one script run: WRITE_FILLS says which land); a
-   * write L2 cannot take now (breaker open, failure) waits in a bounded
-   * backlog for `flushBacklog`.
+   * The writes in one call (one script run: WRITE_FILLS says which land); a write L2 cannot take now (breaker open, failure) waits in a
+   * bounded backlog for `flushBacklog`.
    */
   writeFills(writes: readonly FillWrite[]): Promise<(boolean | undefined)[]>;
   /**
-   * Writes a call's worth of what the backlog holds (the newest, each write
-   * guarded as above), if L2 takes calls again; one flush at a time. Called
-   * by every page read while the backlog waits, under `waitUntil`.
+   * Writes a call's worth of what the backlog holds (the newest, each write guarded as above), if L2 takes calls again; one flush at a
+   * time. Called by every page read while the backlog waits, under `waitUntil`.
    */
   flushBacklog(): Promise<void>;
   backlogSize(): number;
   /**
-   * While the breaker is open, sends Redis a PING under `background` now and
-   * then (breaker.ts, `recoveryProbeDue`): its answer closes the breaker and
-   * sends the backlog. Every page read calls it; cheap when nothing is due.
+   * While the breaker is open, sends Redis a PING under `background` now and then (breaker.ts, `recoveryProbeDue`): its answer closes the
+   * breaker and sends the backlog. Every page read calls it; cheap when nothing is due.
    */
   recoverIfDue(background: Background): void;
-  /**
-   * Any other Redis work (purge log, known-ids filter), under the same time
-   * budget and breaker: `undefined` when L2 is unavailable.
-   */
+  /** Any other Redis work (purge log, known-ids filter), under the same time budget and breaker: `undefined` when L2 is unavailable. */
   run<T>(call: (redis: Redis) => Promise<T>, options?: L2CallOptions): Promise<T | undefined>;
   /**
-   * Work on keys that live with entries (purge markers and the like): `call`
-   * runs once per shard holding some of `keys`, with those keys; `undefined`
-   * unless every shard did its part.
+   * Work on keys that live with entries (purge markers and the like): `call` runs once per shard holding some of `keys`, with those keys;
+   * `undefined` unless every shard did its part.
    */
   runOnKeys<T>(keys: string[], call: (redis: Redis, keys: string[]) => Promise<T>, options?: L2CallOptions): Promise<T[] | undefined>;
   /**
-   * Whether L2 can be counted on for `key` now: false while the breaker of
-   * its shard is open, or while a probe confirms an outage (calls are still
-   * made; nothing should wait for them, as a lock's loser would).
+   * Whether L2 can be counted on for `key` now: false while the breaker of its shard is open, or while a probe confirms an outage (calls
+   * are still made; nothing should wait for them, as a lock's loser would).
    */
   accepts(key: string): boolean;
   /**
-   * Calls the shard of `key` has answered so far (its breaker's successes):
-   * read before a call and after it, it says whether Redis answered
+   * Calls the shard of `key` has answered so far (its breaker's successes): read before a call and after it, it says whether Redis answered
    * anything meanwhile (see readThrough.ts, redisSilent).
    */
   answered(key: string): number;
@@ -167,9 +143,8 @@ export interface L2Options {
   /** Budget per background write (fills, purges, reports), ms: off the visitor's path, so longer, and dropped less under load. */
   writeTimeoutMs?: number;
   /**
-   * Budget of a fill's lock claim, ms: only misses claim, and they go on to
-   * the origin anyway, so a claim may take longer than a read; a claim that
-   * times out makes this isolate fetch on its own, duplicating the fill.
+   * Budget of a fill's lock claim, ms: only misses claim, and they go on to the origin anyway, so a claim may take longer than a read; a
+   * claim that times out makes this isolate fetch on its own, duplicating the fill.
    */
   claimTimeoutMs?: number;
   /** Budget of the probe that confirms an outage before time-outs open the breaker (breaker.ts: `confirmTimeouts`), ms. */
@@ -179,49 +154,32 @@ export interface L2Options {
   timing?: CallTiming;
 }
 
-// The scripts read what they did not write as absent, never as an error
-// (docs/architecture.md#keys-and-values-in-redis).
+// The scripts read what they did not write as absent, never as an error (docs/architecture.md#keys-and-values-in-redis).
 //
-// Each part reads everything it needs in one MGET, then writes: every call
-// a script makes is a command Redis runs (and bills, on Upstash), and on
-// Upstash a script holds the database for its whole run. A claim of a
-// page's four parts runs 1 + 4 calls (8 with a GET each), a write of them
-// 1 + 4 (20 with a GET each and the locks deleted); a claim that carries
-// writes runs both, in one command sent.
+// Each part reads everything it needs in one MGET, then writes: every call a script makes is a command Redis runs (and bills, on Upstash),
+// and on Upstash a script holds the database for its whole run. A claim of a page's four parts runs 1 + 4 calls (8 with a GET each), a
+// write of them 1 + 4 (20 with a GET each and the locks deleted); a claim that carries writes runs both, in one command sent.
 
-// Writes of fills: KEYS triples (value key, lock key, purge marker key), five
-// ARGV per triple (value, version, TTL, lock token, fetchedAt). Each value is
-// written unless the stored version (first field) is newer, or a purge (the
-// marker holds its time) came after the fill began (fetchedAt); its lock is
-// released only for its holder's token. An absent entry (version 0: the
-// origin answered 404) is the origin's latest word and is always written,
-// so a deleted product does not linger as a stale page. A written value
-// leaves its lock to its TTL (claimFills takes a spent lock over); a value
-// not written, or an empty one (a fill that stopped: see FillWrite), releases
-// the lock now, so that the next claim need not wait. Returns 1 or 0 per write.
 /**
- * Claims and writes in one Redis call at most (the outbox's calls, outbox.ts,
- * and the backlog's replays), and the bytes one Redis call of the tier
- * carries, either way: the writes' values' characters (one larger value
- * still goes, alone), a page of the purge log (invalidation/log.ts), the
- * known-ids filter's segments. A visitor may wait for such a call (a claim,
- * a sync), and a call this size is one script run or reply of a few
- * milliseconds, well inside its budget.
+ * Claims and writes in one Redis call at most (outbox.ts's calls, the backlog's replays), and the bytes one call carries: the writes'
+ * values' characters (one larger value still goes, alone), a page of the purge log (invalidation/log.ts), the known-ids filter's segments.
+ * A visitor may wait for such a call (a claim, a sync): this size is a script run or reply of a few ms, well within budget.
  */
 export const CALL_MAX_ITEMS = 32;
 export const CALL_MAX_BYTES = 256 * 1024;
 
 /**
- * The backlog of writes L2 could not take (design: a double fault must not
- * lose what the fleet fetched): the newest writes, at most this many bytes
- * of values (each counted at least 200 bytes, so the bound holds their
- * count too), replayed a call's worth at a time (one script run), a call
- * per page read, once L2 answers again. Replays are version- and
- * purge-guarded like any fill's write, so a late one never wins over newer
- * data.
+ * The backlog of writes L2 could not take (design: a double fault must not lose what the fleet fetched): the newest, at most this many
+ * bytes of values (each counted at least 200 bytes, so the bound holds their count too), replayed a call's worth (one script run) per page
+ * read once L2 answers again. Replays are version- and purge-guarded like any fill's write: a late one never wins over newer data.
  */
 export const BACKLOG_MAX_BYTES = 2 * 1024 * 1024;
 
+// Writes of fills: KEYS triples (value, lock and purge marker keys), five ARGV each (value, version, TTL, lock token, fetchedAt). Each
+// value is written unless the stored version (first field) is newer, or a purge (the marker holds its time) came after the fill began
+// (fetchedAt); its lock is released only for its holder's token. An absent entry (version 0: a 404) is the origin's latest word, always
+// written: a deleted product must not linger as a stale page. A written value leaves its lock to its TTL (claimFills takes a spent lock
+// over); one not written, or empty (a stopped fill: see FillWrite), releases it now, for the next claim. Returns 1 or 0 per write.
 const WRITE_FILLS_FUNCTION = `
 local function writeFills(K, A)
   local read = redis.call('MGET', unpack(K))
@@ -259,34 +217,21 @@ const WRITE_FILLS = `${WRITE_FILLS_FUNCTION}
 return writeFills(KEYS, ARGV)
 `;
 
-// Claims of fills, after the writes the call carries (WritesToCarry): KEYS
-// are the writes' triples, then the claims' pairs (value key, lock key),
-// then the keys read along (ReadAlong); ARGV[1] the locks' TTL, ARGV[2] the
-// number of writes, ARGV[3] the number of keys read along, then five per
-// write (as above), then five per claim (token, freshBeyond, notBefore,
-// freshAfter, staleBeyond). Returns {answers, written, along}: `along` the
-// values read along (false: none, or not a string), `written` as above,
-// and per claim the value when it is fresh (freshUntil, third field, after
-// freshBeyond) and fetched after the last purge, soft or hard (fetchedAt,
-// second field, at or after freshAfter); or, when staleBeyond is given (a
-// visitor's read, which serves a stale copy at once), when it is not
-// hard-purged and still within its stale window (staleUntil, fourth field,
-// after staleBeyond): the caller judges it and refreshes it, so no lock is
-// taken for it; else {1 or 0, older copy or ''}: 1 when the lock was taken,
-// 0 when somebody else holds it, with the older copy (not hard-purged:
-// fetched at or after notBefore) to fall back on if the origin fails. The
-// writes go first: a claim of a key whose write rides along finds its value.
+// Claims of fills, after the writes the call carries (ClaimCallOptions.writes): KEYS are the writes' triples, the claims' pairs (value key,
+// lock key), then the keys read along (ReadAlong); ARGV[1] the locks' TTL, ARGV[2] the number of writes, ARGV[3] of keys read along, then
+// five per write (as above), then five per claim (token, freshBeyond, notBefore, freshAfter, staleBeyond). Returns {answers, written,
+// along}: `along` the values read along (false: none, or not a string), `written` as above, and per claim the value when it is fresh
+// (freshUntil, third field, after freshBeyond) and fetched after the last purge, soft or hard (fetchedAt, second field, at or after
+// freshAfter); or, when staleBeyond is given (a visitor's read, which serves a stale copy at once), when it is not hard-purged and still
+// within its stale window (staleUntil, fourth field, after staleBeyond): the caller judges and refreshes it, so no lock is taken; else {1
+// or 0, older copy or ''}: 1 when the lock was taken, 0 when somebody else holds it, with the older copy (not hard-purged: fetched at or
+// after notBefore) to fall back on if the origin fails. Writes go first: a claim of a key whose write rides along finds its value.
 //
-// A lock held is taken over when its fill is spent: it began before the last
-// purge the claimer knows of (freshAfter), or its value, or a newer one, is
-// stored (fetched at or after the lock was claimed, which its lockToken
-// says): so a write that lands leaves its lock to its TTL (writeFills), for
-// the next claim to judge. A lock is a fill's only if it holds a token
-// (digits, a dot, a UUID) and lives no longer than a lock's TTL: anything
-// else was never a fill's and is taken over at once
-// (docs/architecture.md#coalescing). A claimer whose lock lives shorter than
-// the holder's (a rollout that changed it) takes a real lock over early: one
-// fetch more, never a wait.
+// A lock held is taken over when its fill is spent: it began before the last purge the claimer knows of (freshAfter), or its value, or a
+// newer one, is stored (fetched at or after the lock was claimed, which its lockToken says): so a write that lands leaves its lock to its
+// TTL (writeFills), for the next claim to judge. A lock is a fill's only if it holds a token (digits, a dot, a UUID) and lives no longer
+// than a lock's TTL: anything else was never a fill's and is taken over at once (docs/architecture.md#coalescing). A claimer whose lock
+// lives shorter than the holder's (a rollout that changed it) takes a real lock over early: one fetch more, never a wait.
 const CLAIM_FILLS = `${WRITE_FILLS_FUNCTION}
 local writes, alongCount = tonumber(ARGV[2]), tonumber(ARGV[3])
 local written = {}
@@ -362,10 +307,8 @@ function client(url: string, token: string, timeoutMs: number): Redis {
     enableTelemetry: false,
     // One call, one round trip: the page path batches its reads itself (MGET).
     enableAutoPipelining: false,
-    // Every value the tier stores is text (codec.ts: JSON, or gzip as base64;
-    // the known-ids segments are ASCII): JSON carries it as is. The default
-    // base64 of every reply costs an atob and a UTF-8 decode per value on
-    // each read, on top of the codec's own; a value that is not valid UTF-8
+    // Every value the tier stores is text (codec.ts: JSON, or gzip as base64; the known-ids segments are ASCII): JSON carries it as is. The
+    // default base64 of every reply costs an atob and a UTF-8 decode per value read, on top of the codec's; a value that is not valid UTF-8
     // (not the tier's) still arrives as a string, and fails validation.
     responseEncoding: false,
     // A fresh deadline per request: a hung Redis costs at most `timeoutMs`.
@@ -419,13 +362,13 @@ export function createL2({
     timing,
     onRecovered: () => flushBacklog(),
   });
-  // Newest kept: lru-cache evicts the least recently set first. Plain data only: it is replayed from other requests.
-  // Each counted 200 bytes more than its value (the Pending, its write's keys, lru-cache's slots): the byte bound holds the count too.
+  // Newest kept: lru-cache evicts the least recently set first. Plain data only: it is replayed from other requests. Each counted 200 bytes
+  // more than its value (the Pending, its write's keys, lru-cache's slots): the byte bound holds the count too.
   const backlog = new LRUCache<string, Pending>({ maxSize: BACKLOG_MAX_BYTES, sizeCalculation: (pending) => pending.write.value.length + 200 });
   /** The flush under way, as a lease (shared/leases.ts): a flush whose request vanished lapses at its budget. */
   let flushingUntil = 0;
 
-  /** Keeps writes that L2 did not take for `flushBacklog`, without their locks (lapsed by the time they are replayed); a release alone is not replayed. */
+  /** Keeps writes L2 did not take for `flushBacklog`, without their locks (lapsed by the time they are replayed); a release alone is not replayed. */
   function keepForReplay(writes: readonly FillWrite[]): void {
     for (const write of writes) {
       if (write.value !== "") backlog.set(write.key, { write: { ...write, lockToken: "" }, expiresAt: Date.now() + write.ttlMs });
@@ -481,7 +424,7 @@ export function createL2({
     return writes.map((_, i) => (written === undefined ? undefined : written[i] === 1));
   }
 
-  /** One call's worth of the backlog: every page read while it waits calls this, so that it drains at the traffic's pace, a subrequest a page. */
+  /** One call's worth of the backlog: every page read while it waits calls this, so it drains at the traffic's pace, a subrequest a page. */
   async function flushBacklog(): Promise<void> {
     if (backlog.size === 0 || flushingUntil > Date.now() || !breaker.allow()) return;
     flushingUntil = Date.now() + gatePlaceMs(writeTimeoutMs);

@@ -1,8 +1,5 @@
-// Entries read from L2, as the read path and the fill take them: decoded and
-// checked (codec.ts), or a miss. A value that is not a valid entry never
-// reaches L1; it is deleted from L2 in the background while Redis still
-// holds that bad value, counted and logged
-// (docs/architecture.md#keys-and-values-in-redis).
+// Entries read from L2 (docs/architecture.md#keys-and-values-in-redis) for the read path and the fill: decoded and checked (codec.ts), or a
+// miss. A value that is not a valid entry never reaches L1: it is counted, logged, and deleted from L2 in the background if still there.
 import type { Background } from "../../shared/subrequests";
 import type { Config, ResourcePolicy } from "../../config";
 import { createRateLimitedLog, type RateLimitedLog } from "../../shared/log";
@@ -13,12 +10,9 @@ import { type Entry, TTL_JITTER } from "../entry";
 import type { L2 } from "./l2";
 import { DEFAULTS } from "../../config/defaults";
 
-// Deletes KEYS[1] only while it still starts with ARGV[1], the first
-// characters of the bad value (all of it when ARGV[2] is '1'): as many as
-// the longest header (codec.ts, HEADER_MAX_CHARS), so they hold a whole
-// header, version and fetch time to the millisecond, and a value a fill
-// wrote since differs there. Only those characters travel, whatever the size
-// of the value.
+// Deletes KEYS[1] only while it still starts with ARGV[1], the first characters of the bad value (all of it when ARGV[2] is '1'): as many
+// as the longest header (codec.ts, HEADER_MAX_CHARS), so they hold a whole header, version and fetch time to the millisecond, and a value a
+// fill wrote since differs there. Only those characters travel, whatever the size of the value.
 const DELETE_IF_STILL_BAD = `
 if redis.call('GETRANGE', KEYS[1], 0, #ARGV[1] - 1) ~= ARGV[1] then return 0 end
 if ARGV[2] == '1' and redis.call('STRLEN', KEYS[1]) ~= #ARGV[1] then return 0 end
@@ -39,12 +33,9 @@ export interface L2Entries {
 }
 
 /**
- * The longest any deadline of an entry may lie past its fetch under
- * `policy`: its freshness, and a tenth more for copies that earlier
- * releases wrote (their jitter also lengthened a TTL by up to TTL_JITTER;
- * this one's only shortens it: entry.ts), then the longer of its grace
- * windows or the one a soft purge gives. Entries that claim more were
- * written under another policy, or not by a fill.
+ * The longest any deadline of an entry may lie past its fetch under `policy`: its freshness, and a tenth more for copies that earlier
+ * releases wrote (their jitter also lengthened a TTL by up to TTL_JITTER; this one's only shortens it: entry.ts), then the longer of its
+ * grace windows or the one a soft purge gives. Entries that claim more were written under another policy, or not by a fill.
  */
 export function longestLifeMs(policy: ResourcePolicy): number {
   const freshMs = Math.ceil(Math.max(policy.ttl, policy.negativeTtl) * (1 + TTL_JITTER) * 1000);

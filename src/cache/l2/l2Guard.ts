@@ -1,8 +1,5 @@
-// How every L2 call is made (l2.ts): within its time budget, through the
-// breaker, its failure sorted into Redis's or this isolate's own, and an
-// outage confirmed by a probe before time-outs alone open the breaker. Apart
-// from l2.ts because that rule is the same for every call, whatever it sends
-// to Redis: l2.ts holds what the calls send.
+// How every L2 call is made (l2.ts): within its time budget, through the breaker, its failure sorted as Redis's or this isolate's own, an
+// outage confirmed by a probe before time-outs alone open the breaker. Apart from l2.ts (what calls send): one rule for every call.
 import type { Redis } from "@upstash/redis/cloudflare";
 import type { Breaker } from "../../shared/breaker";
 import { currentLagMs, isIsolateError, isTimeout, noticedLate } from "../../shared/leases";
@@ -14,17 +11,13 @@ export interface L2CallOptions {
   /** Tried even while the breaker is open (operator calls such as purges). */
   force?: boolean;
   /**
-   * Off the breaker: skipped while it is open, and its failures never count
-   * toward opening it; with the background budget (background reads whose
-   * size or cost is not the page path's: a purge-log sync, which a visitor
-   * waits for at most its own bound).
+   * Off the breaker: skipped while it is open, and its failures never count toward opening it; with the background budget (background reads
+   * whose size or cost is not the page path's: a purge-log sync, which a visitor waits for at most its own bound).
    */
   passive?: boolean;
   /**
-   * The request's `ctx.waitUntil`: where the outage probe that this call's
-   * time-out may ask for runs (breaker.ts: `confirmTimeouts`), so that no
-   * visitor waits for it. Without it the call awaits the probe (callers
-   * already off the visitor's path).
+   * The request's `ctx.waitUntil`: where the outage probe that this call's time-out may ask for runs (breaker.ts: `confirmTimeouts`), so
+   * that no visitor waits for it. Without it the call awaits the probe (callers already off the visitor's path).
    */
   background?: Background;
 }
@@ -55,7 +48,6 @@ interface L2GuardOptions {
   timeoutMs: number;
   writeTimeoutMs: number;
   probeTimeoutMs: number;
-  /** Told what the calls say of how late this isolate runs (overload/lag.ts). */
   timing?: CallTiming;
   /** Called (in the probe's background work) once a recovery probe closed the breaker: the writes kept meanwhile go out. */
   onRecovered?: () => Promise<void>;
@@ -80,9 +72,8 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
   }
 
   /**
-   * Time-outs alone would open the breaker (see breaker.ts): ask Redis
-   * directly, once, with a budget long enough for this isolate's own stalls.
-   * Runs under the `waitUntil` of the request whose failure asked, if it has one.
+   * Time-outs alone would open the breaker (see breaker.ts): ask Redis directly, once, with a budget long enough for this isolate's own
+   * stalls. Runs under the `waitUntil` of the request whose failure asked, if it has one.
    */
   async function confirmOutage(): Promise<void> {
     let startedAt = 0;
@@ -97,9 +88,8 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
   }
 
   /**
-   * Asks Redis whether it is back while the breaker is open (breaker.ts,
-   * `recoveryProbeDue`): within the probe's budget, under the `waitUntil` of
-   * the request that found it due (every page read asks: l2.ts, `recoverIfDue`). An answer closes the breaker, and the
+   * Asks Redis whether it is back while the breaker is open (breaker.ts, `recoveryProbeDue`): within the probe's budget, under the
+   * `waitUntil` of the request that found it due (every page read asks: l2.ts, `recoverIfDue`). An answer closes the breaker, and the
    * writes kept while it was open go out with the next page read.
    */
   async function probeRecovery(): Promise<void> {
@@ -116,10 +106,8 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
   }
 
   /**
-   * One call, `undefined` if it failed or was skipped. `force`: try even
-   * while the breaker is open (an operator's purge must be recorded if Redis
-   * can take it: the breaker protects visitors from a slow Redis, not Redis
-   * from an occasional admin call).
+   * One call, `undefined` if it failed or was skipped. `force`: try even while the breaker is open (an operator's purge must be recorded if
+   * Redis can take it: the breaker protects visitors from a slow Redis, not Redis from an occasional admin call).
    */
   async function guarded<T>(
     call: () => Promise<T>,
@@ -152,11 +140,9 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
       timing?.observeReply(Date.now() - startedAt);
       return result;
     } catch (error) {
-      // Not Redis's failure but this isolate's (see breaker.ts): its own
-      // errors, and a time-out noticed late or while its own queue was a good
-      // part of the budget long (lateness). Told to the lag meter at once: the
-      // caller decides next whether Redis hangs (cache/fill/fill.ts), and a
-      // fresh isolate in a herd has no reply yet to have measured it by.
+      // Not Redis's failure but this isolate's (see breaker.ts): its own errors, and a time-out noticed late or while its own queue was a
+      // good part of the budget long (lateness). Told to the lag meter at once: the caller decides next whether Redis hangs
+      // (cache/fill/fill.ts), and a fresh isolate in a herd has no reply yet to have measured it by.
       const lateMs = await lateness(error, startedAt, budgetMs);
       if (lateMs > 0) timing?.observeLate(lateMs);
       if (isIsolateError(error) || lateMs > 0) stats.isolateErrors++;
@@ -179,9 +165,8 @@ export function createL2Guard({ breaker, stats, prober, timeoutMs, writeTimeoutM
 }
 
 /**
- * How late this isolate ran when a call failed, if late enough to be the
- * cause (0 otherwise): the failure was noticed well past the budget, or,
- * for a time-out, a 1-ms timer right then waits a quarter of the budget.
+ * How late this isolate ran when a call failed, if late enough to be the cause (0 otherwise): the failure was noticed well past the budget,
+ * or, for a time-out, a 1-ms timer right then waits a quarter of the budget.
  */
 async function lateness(error: unknown, startedAt: number, budgetMs: number): Promise<number> {
   const now = Date.now();

@@ -1,11 +1,7 @@
-// The isolate's lock claims and fill writes on their way to Redis, one outbox
-// per shard (docs/architecture.md, "Claims and writes share calls": Nagle's
-// algorithm for claims, write-behind for writes, and what the hold costs). A
-// call takes claims first, then the oldest writes, `maxItems` in all and,
-// past the first write, `maxBytes` of values; what it could not take goes
-// with the next one. Plain data only, every wait a lease (the Workers rules):
-// a claim whose call left no answer by its lease's end is taken for
-// unanswered, as a call of its own that timed out would be.
+// The isolate's lock claims and fill writes on their way to Redis, one outbox per shard (docs/architecture.md, "Claims and writes share
+// calls": Nagle's algorithm for claims, write-behind for writes, and what the hold costs). A call takes claims first, then the oldest
+// writes, `maxItems` in all and, past the first write, `maxBytes` of values; the rest go with the next. Plain data only, every wait a lease
+// (the Workers rules): a claim whose call left no answer by its lease's end counts as unanswered, like a call of its own that timed out.
 import { gatePlaceMs, type Background } from "../../shared/subrequests";
 import { DEFAULTS } from "../../config/defaults";
 import type { Clock } from "../../shared/clock";
@@ -79,8 +75,8 @@ interface Lane {
 }
 
 export function createOutbox(l2: L2, given: OutboxOptions): Outbox {
-  // The hold is a write's own budget (backgroundCallMs): holding a write at most doubles the time it may take to land,
-  // and the lock, which outlives both, keeps other isolates from fetching it again meanwhile (fill.ts, mayWait).
+  // The hold is a write's own budget (backgroundCallMs): holding a write at most doubles the time it may take to land, and the lock, which
+  // outlives both, keeps other isolates from fetching it again meanwhile (fill.ts, mayWait).
   const options = { holdMs: DEFAULTS.backgroundCallMs, maxItems: CALL_MAX_ITEMS, maxBytes: CALL_MAX_BYTES, ...given };
   const { clock } = options;
   const lanes = new Map<string, Lane>();
@@ -142,8 +138,8 @@ export function createOutbox(l2: L2, given: OutboxOptions): Outbox {
           from += claims.requests.length;
         }
         if (lane.outUntil === out) lane.outUntil = 0;
-        // Writes that may be waited for, come while the call was out: they go now, unless claims that somebody
-        // waits for (whose requests send them next) take them.
+        // Writes that may be waited for, come while the call was out: they go now, unless claims that somebody waits for (whose requests
+        // send them next) take them.
         const claimsSentNext = lane.claims.some((claims) => !isPatient(claims));
         if (!claimsSentNext && [...lane.writes.values()].some(({ write }) => write.patient !== true)) sendWrites(lane, background);
       });
@@ -178,8 +174,8 @@ export function createOutbox(l2: L2, given: OutboxOptions): Outbox {
         lane.sendAt = 0;
         const oldest = oldestWaiting(lane);
         if (!oldest) return;
-        // A claim call carried what this send was for: the items that came since wait out their own hold
-        // (only those: on a clock that does not move, nothing is put off twice).
+        // A claim call carried what this send was for: the items that came since wait out their own hold (only those: on a clock that does
+        // not move, nothing is put off twice).
         const left = oldest.since + options.holdMs - clock.now();
         if (oldest.held && oldest.since > lane.sendFor && left > 0) return scheduleSend(lane, left, background);
         if (lane.claims.length > 0) {
@@ -212,8 +208,7 @@ export function createOutbox(l2: L2, given: OutboxOptions): Outbox {
     /** Not taken yet, no call out, and somebody waits for them: this request sends now. */
     const mustSend = () => claims.sentUntil === 0 && !isOut(lane) && !isPatient(claims);
     for (;;) {
-      // This request sends what waits, oldest first; if its own claims did not fit, they wait for that call to
-      // come back like the others.
+      // This request sends what waits, oldest first; if its own claims did not fit, they wait for that call to come back like the others.
       if (mustSend()) {
         const call = sendClaims(lane, background);
         if (claims.sentUntil > 0) {
@@ -222,8 +217,8 @@ export function createOutbox(l2: L2, given: OutboxOptions): Outbox {
         }
       }
       if (claims.sentUntil === 0 && !isOut(lane)) ensureSend(lane, background);
-      // Watch for the call that takes these claims, or for the one out to come back, until its lease ends;
-      // claims nobody waits for, until the held items' send is due past its lease.
+      // Watch for the call that takes these claims, or for the one out to come back, until its lease ends; claims nobody waits for, until
+      // the held items' send is due past its lease.
       const until = claims.sentUntil || (isOut(lane) ? lane.outUntil : lane.sendAt + options.holdMs);
       for (const pause of pollPauses(until, clock.now)) {
         await options.sleep(pause);
@@ -258,8 +253,7 @@ export function createOutbox(l2: L2, given: OutboxOptions): Outbox {
       for (const waiting of lane.writes.values()) bytes += waiting.write.value.length;
       // A call's worth goes at once: under load the hold is for riding along, not for holding a queue back.
       if (lane.writes.size >= options.maxItems || bytes >= options.maxBytes) return sendWrites(lane, background);
-      // Not held: at once, unless a claim call is out (its return sends it, or the next claim takes it; at the
-      // latest, the call's lease end).
+      // Not held: sent at once, unless a claim call is out (its return sends it, or the next claim takes it; at the latest, its lease end).
       if (write.patient !== true) {
         if (!isOut(lane)) sendWrites(lane, background);
         else if (lane.sendAt === 0 || lane.sendAt > lane.outUntil) scheduleSend(lane, lane.outUntil - clock.now(), background);

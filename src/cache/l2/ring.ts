@@ -1,8 +1,6 @@
-// A consistent-hash ring with virtual nodes (L2 over several shards,
-// docs/architecture.md#keys-and-values-in-redis): each shard owns many points on
-// a 32-bit circle, in proportion to its weight, and a key belongs to the
-// first point at or after its hash. Adding a shard takes only the keys that
-// land on its new points; no key moves between two old shards.
+// A consistent-hash ring with virtual nodes (L2 over several shards, docs/architecture.md#keys-and-values-in-redis): each shard owns many
+// points on a 32-bit circle, in proportion to its weight, and a key belongs to the first point at or after its hash. Adding a shard takes
+// only the keys that land on its new points; no key moves between two old shards.
 import { hash32 } from "../../shared/hash";
 
 export interface RingMember {

@@ -1,14 +1,10 @@
-// L2 over several Redis databases, placed by a consistent-hash ring on the
-// product id. Where each thing lives:
+// L2 over several Redis databases, placed by a consistent-hash ring on the product id. Where each thing lives:
 //
-//   entries, fill locks, purge markers   the shard of their product id: one
-//                                        product's keys share a shard, so the
-//                                        fill and purge scripts stay atomic
+//   entries, fill locks, purge markers   their product id's shard: a product's keys share a shard, so fill and purge scripts stay atomic
 //   purge log, known-ids filter          the home shard (the first listed)
 //
-// Each shard keeps its own breaker: one shard down costs only its keys their
-// L2, never a page. A page's reads cost one round trip per shard involved,
-// all in parallel.
+// Each shard has its own breaker: one shard down costs only its keys their L2, never a page. A page's reads cost one round trip per
+// shard involved, in parallel.
 import { emptyStats, type L2, type L2Stats } from "./l2";
 import type { Ring } from "./ring";
 

@@ -1,9 +1,6 @@
-// The location tier: the Workers Cache API of this data center, between L1
-// and L2. What a copy holds, why, and why no purge ever deletes one:
-// docs/architecture.md#the-location-tier. What comes back is checked as L2's
-// values are, part by part; anything else is a miss. This file only stores
-// and reads copies: whether a part may be served is the read path's call
-// (pageSteps.ts, readFromLocation); what a copy holds, readThrough.ts's.
+// The location tier: this data center's Workers Cache API, between L1 and L2 (docs/architecture.md#the-location-tier: what a copy holds,
+// why, and why no purge deletes one). Copies read are checked as L2's values are, part by part; the rest is a miss. This file only stores
+// and reads them: what a copy holds is readThrough.ts's to say, whether a part may be served pageSteps.ts's (readFromLocation).
 import type { Config } from "../../config";
 import { DEFAULTS } from "../../config/defaults";
 import { PAGE_RESOURCES, RESOURCES, type ResourceName } from "../../origin/resources";
@@ -20,9 +17,8 @@ import type { PurgeStamp } from "./purgeStamp";
 /** The named cache the tier keeps its copies in, apart from the zone's default cache. */
 export const LOCATION_CACHE_NAME = "pp-location";
 /**
- * The path under the shop's own address (PUBLIC_URL) that the copies' URLs
- * use: a path the worker serves nothing at. Cloudflare asks that a cache
- * key's host be the zone's own: another host costs a DNS lookup per call.
+ * The path under the shop's own address (PUBLIC_URL) that the copies' URLs use: a path the worker serves nothing at. Cloudflare asks that a
+ * cache key's host be the zone's own: another host costs a DNS lookup per call.
  */
 const LOCATION_PATH = "/__pp-location/";
 /** The response header that carries a copy's purge stamp: `<era>|<seq>`. */
@@ -78,10 +74,7 @@ export interface LocationCache {
   readonly stats: Readonly<LocationStats>;
 }
 
-/**
- * The resources kept in one copy with `resource`: a product page's parts
- * together (a page reads them together), any other resource alone.
- */
+/** The resources kept in one copy with `resource`: a product page's parts together (a page reads them together), any other alone. */
 export function keptWith(resource: ResourceName): readonly ResourceName[] {
   return RESOURCES[resource].onProductPage ? PAGE_RESOURCES : [resource];
 }
@@ -113,11 +106,8 @@ export async function putInLocation(
 
 /** `look` within the budget of a location lookup (ISOLATE_LATE_MS: answered in a ms or two); undefined past it, or when it fails. */
 export function lookupWithin<T>(look: () => Promise<T | undefined>): Promise<T | undefined> {
-  return within(
-    look().catch(() => undefined),
-    ISOLATE_LATE_MS,
-    () => undefined,
-  );
+  const none = () => undefined;
+  return within(look().catch(none), ISOLATE_LATE_MS, none);
 }
 
 function stampHeader(stamp: PurgeStamp): string | undefined {
@@ -148,20 +138,15 @@ function parsedParts(text: string | null, total: number): Map<string, { from: nu
 }
 
 /**
- * = CALL_MAX_ITEMS: location puts in flight at once in an isolate (each a
- * lease of `backgroundCallMs`), as many as one call of the outbox carries to
- * L2: the background writes of a burst of fills, to either tier. Past it a
- * put is dropped and counted: the copy is still in L1 and L2, and the next
- * miss in the location puts it.
+ * = CALL_MAX_ITEMS: puts in flight per isolate (each a lease of `backgroundCallMs`), as many as an outbox call carries to L2: a fill
+ * burst's background writes, to either tier. Past it a put is dropped and counted: L1 and L2 hold the copy; the next location miss puts it.
  */
 const PUTS_IN_FLIGHT = CALL_MAX_ITEMS;
 
 /**
- * The location tier. A lookup (one `match` of the page's copy, for the parts
- * L1 lacks) is answered from the data center in a millisecond or two: its
- * budget is how late this isolate may read a reply and still read it on time
- * (shared/leases.ts, ISOLATE_LATE_MS). Past it the lookup is a miss, costing
- * the page no more than that before L2.
+ * The location tier. A lookup (one `match` of the page's copy, for the parts L1 lacks) is answered from the data center in a ms or two: its
+ * budget is how late this isolate may read a reply and still read it on time (shared/leases.ts, ISOLATE_LATE_MS). Past it the lookup is a
+ * miss, costing the page no more than that before L2.
  */
 export function createLocationCache(deps: { config: Config; clock: Clock; open: () => Promise<LocationStore> }): LocationCache {
   const { config, clock } = deps;
