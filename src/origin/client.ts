@@ -47,7 +47,7 @@ export interface OriginClientOptions {
   fetch?: typeof fetch;
   /** Told of every service call's outcome, once (metrics, rate-limited logs); must not throw. */
   onFetch?: (service: ResourceName, outcome: OriginOutcome, detail?: string, priority?: Priority) => void;
-  /** Told how long each answer took to be read, per service (the isolate's lag meter, overload/lag.ts). */
+  /** Told how long each answer took to be read, per service (the isolate's lag meter, shared/lag.ts). */
   onReply?: (service: ResourceName, ms: number) => void;
 }
 

@@ -19,7 +19,7 @@ export async function get(
   url: string,
   timeoutMs: number,
   stop?: AbortSignal,
-  /** Told how long the answer's headers took to be read, from the fetch sent (the lag meter's measure, overload/lag.ts). */
+  /** Told how long the answer's headers took to be read, from the fetch sent (the lag meter's measure, shared/lag.ts). */
   onReply?: (ms: number) => void,
 ): Promise<Response> {
   const deadline = Date.now() + timeoutMs;

@@ -150,7 +150,7 @@ export interface L2Options {
   /** Budget of the probe that confirms an outage before time-outs open the breaker (breaker.ts: `confirmTimeouts`), ms. */
   probeTimeoutMs?: number;
   breaker: Breaker;
-  /** Told what the calls say of how late this isolate runs (overload/lag.ts). */
+  /** Told what the calls say of how late this isolate runs (shared/lag.ts). */
   timing?: CallTiming;
 }
 

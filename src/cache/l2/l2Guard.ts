@@ -53,7 +53,7 @@ interface L2GuardOptions {
   onRecovered?: () => Promise<void>;
 }
 
-/** What L2 calls tell the lag meter (overload/lag.ts). */
+/** What L2 calls tell the lag meter (shared/lag.ts). */
 export interface CallTiming {
   /** A call Redis answered took `ms`, from its send to its reply read. */
   observeReply(ms: number): void;
