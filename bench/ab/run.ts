@@ -2,7 +2,7 @@
 // the worker's CPU per request before and after a change, in one run.
 //
 // The machine is shared, and its speed moves from run to run by more than
-// most changes are worth (bench/README.md): so the tree of `--base` (default
+// most changes are worth (bench/ab/README.md): so the tree of `--base` (default
 // HEAD) and the working tree are bundled as `wrangler deploy` would, one
 // isolate of each serves against the same stack (demo origin 20 ± 2 ms,
 // Redis behind the gateway), and wrk loads them in turn, `--rounds` times,
@@ -31,8 +31,8 @@ const HOT_RANKS = 300;
 const COMMAND = "npm run bench:ab";
 const LOADS = ["cached", "zipf", "healthz"] as const;
 
-const USAGE = `${COMMAND}: the worker's CPU per request before and after a change, in one run (bench/README.md, "Before
-and after"): the tree of --base (A) and the working tree (B) bundled as wrangler deploy would, one isolate of each on
+const USAGE = `${COMMAND}: the worker's CPU per request before and after a change, in one run (bench/ab/README.md):
+the tree of --base (A) and the working tree (B) bundled as wrangler deploy would, one isolate of each on
 the same stack (demo origin 20 ± 2 ms, Redis behind the gateway), loaded by wrk in turn, A B, B A…, so that a drift
 of the machine falls on both alike; CPU from /proc. Writes bench/results/ab-<load>.md (ab-<load>-location.md with
 --location). Needs redis-server; installs wrk when missing.

@@ -8,7 +8,7 @@
 // faults (faults.ts): freshness (no old price after a purge's deadline) and
 // availability (no failure for a page the tier has served). All times are ms
 // from the load's start, on this process's one monotonic clock. The rules:
-// bench/README.md, "Chaos".
+// bench/chaos/README.md.
 import { setTimeout as sleep } from "node:timers/promises";
 import { member } from "../../dev/harness/cacheStatus";
 import { mulberry32 } from "../../dev/harness/random";

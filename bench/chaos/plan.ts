@@ -42,7 +42,7 @@ const COMMAND = "npm run bench:chaos";
 
 const USAGE = `${COMMAND}: every guarantee at once, under random combined faults (Redis, the gateway, the origin, deploys,
 a bulk re-price) on a seeded schedule, judged by an oracle outside the tier that probes and changes prices all along
-(bench/README.md, "Chaos"). The soak's stack: isolates sharing one location cache, wrk's Zipf load paced for the whole
+(bench/chaos/README.md). The soak's stack: isolates sharing one location cache, wrk's Zipf load paced for the whole
 run, visitors who leave mid-request. Writes bench/results/chaos.md and .json. Needs redis-server; installs wrk when missing.
 
 usage: ${COMMAND} -- [options]

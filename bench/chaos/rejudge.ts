@@ -15,7 +15,7 @@ import { type FreshnessViolation, judgeFreshness, type ProbeRecord, type TierTim
 import type { PriceChange } from "./priceChanger";
 
 const COMMAND = "npm run bench:chaos-rejudge";
-const USAGE = `${COMMAND}: judges the freshness of saved bench:chaos runs again with the oracle as it is now (bench/README.md, "Chaos").
+const USAGE = `${COMMAND}: judges the freshness of saved bench:chaos runs again with the oracle as it is now (bench/chaos/README.md).
 
 usage: ${COMMAND} -- FILE.json...
   -h, --help  this text

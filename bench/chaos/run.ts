@@ -6,7 +6,7 @@
 // re-price by reprice.ts); wrk's paced Zipf load for the whole run, and the
 // schedule's boundaries cutting it into segments; an oracle probing and changing prices all along (oracle.ts),
 // the origin's counts (protection.ts), the isolates after the load
-// (isolate.ts); the tables (report.ts). See bench/README.md, "Chaos".
+// (isolate.ts); the tables (report.ts). See bench/chaos/README.md.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -238,7 +238,7 @@ async function main(): Promise<void> {
     "",
     runLine("npm run bench:chaos", machine, startedAt),
     "",
-    `${head}. Known-ids filter ${filter.built ? "built" : `NOT built (${filter.detail})`}; not rebuilt after Redis restarts (the tier fails open). ${timesLine}. The oracle: ${records.length} answers recorded, ${changes.length} price changes (${acked} purges acknowledged). Replay: \`npm run bench:chaos -- --minutes ${minutes} --seed ${seed}\`. The method: bench/README.md, "Chaos".`,
+    `${head}. Known-ids filter ${filter.built ? "built" : `NOT built (${filter.detail})`}; not rebuilt after Redis restarts (the tier fails open). ${timesLine}. The oracle: ${records.length} answers recorded, ${changes.length} price changes (${acked} purges acknowledged). Replay: \`npm run bench:chaos -- --minutes ${minutes} --seed ${seed}\`. The method: bench/chaos/README.md.`,
     "",
     "## Schedule (s from the load's start)",
     "",

@@ -114,7 +114,7 @@ const COMMAND = "npm run bench";
 const SCENARIO_NAMES = SCENARIOS.map((s) => s.name);
 
 const USAGE = `${COMMAND}: the fault scenarios that no other benchmark runs: Redis frozen, an L2 shard killed, a hot product
-at a constant rate, a purge storm (bench/README.md, "Faults"). Each starts ${INSTANCES} fresh worker instances sharing Redis and
+at a constant rate, a purge storm (bench/faults/README.md). Each starts ${INSTANCES} fresh worker instances sharing Redis and
 the demo origin, warms them with Zipf traffic, then runs its phases back to back under wrk's Zipf load. Per phase:
 req/s, latency and errors, where the pages came from, what L2 skipped or failed, the origin's requests, when each
 instance's L2 breaker opened. Writes bench/results/faults.md and .json. Needs redis-server; installs wrk when missing.

@@ -39,7 +39,7 @@ export const TARGETS = {
 
 const COMMAND = "npm run bench:fleet";
 
-const USAGE = `${COMMAND}: what grows with the number of isolates rather than with traffic (bench/README.md, "Fleet").
+const USAGE = `${COMMAND}: what grows with the number of isolates rather than with traffic (bench/fleet/README.md).
 For each size, that many isolates sharing one data center's location cache, from the same start, under the same
 paced Zipf load and departing visitors: Redis commands and bytes a page in a steady stretch (by purpose), origin
 fetches; a deploy (what new isolates read, the minute after it); a bulk re-price, a purge storm and its reach, a herd,

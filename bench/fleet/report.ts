@@ -132,7 +132,7 @@ export function fleetReport(o: {
     "",
     o.head,
     "",
-    `For each size: that many workerd isolates sharing one location cache (as on one Cloudflare data center), real Redis behind the Upstash REST gateway, the demo origin (${100_000} products, 20 ± 2 ms); the same load in all: wrk's Zipf paced at ${options.rate} pages a second and ${options.departing} departing visitors a second, spread over the isolates. Each size starts from the same state (L2 emptied but for the known-ids filter, a new location cache), warms for ${options.warmS} s and is measured for ${options.steadyS} s. Commands are those the gateway sent (MONITOR): what Upstash bills. The known-ids filter ${o.filterBuilt ? "built" : "NOT built"}. The method: bench/README.md, "Fleet"; the model of a fleet of thousands: \`npm run bench:fleet-model\`.`,
+    `For each size: that many workerd isolates sharing one location cache (as on one Cloudflare data center), real Redis behind the Upstash REST gateway, the demo origin (${100_000} products, 20 ± 2 ms); the same load in all: wrk's Zipf paced at ${options.rate} pages a second and ${options.departing} departing visitors a second, spread over the isolates. Each size starts from the same state (L2 emptied but for the known-ids filter, a new location cache), warms for ${options.warmS} s and is measured for ${options.steadyS} s. Commands are those the gateway sent (MONITOR): what Upstash bills. The known-ids filter ${o.filterBuilt ? "built" : "NOT built"}. The method: bench/fleet/README.md; the model of a fleet of thousands: \`npm run bench:fleet-model\`.`,
     "",
     "## Steady: Redis and the origin a page",
     "",

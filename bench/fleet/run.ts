@@ -13,7 +13,7 @@
 //   3. a bulk re-price (chaos/reprice.ts) and a purge storm with the reach of
 //      its purges at every isolate; a herd for a cold product across all of
 //      them. The model (model.ts) takes the figures to a fleet of thousands.
-// See bench/README.md, "Fleet".
+// See bench/fleet/README.md.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

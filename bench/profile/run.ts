@@ -37,7 +37,7 @@ const ORIGIN = { latencyMs: 20, jitterMs: 2 };
 const COMMAND = "npm run bench:profile";
 const PROFILED_ROWS = ["zipf", "cached"] as const;
 
-const USAGE = `${COMMAND}: where the worker's CPU goes under the Zipf mix, next to its floor (bench/README.md, "Profile").
+const USAGE = `${COMMAND}: where the worker's CPU goes under the Zipf mix, next to its floor (bench/profile/README.md).
 The deployed bundle in workerd, the demo origin (${CATALOG.toLocaleString("en-US")} products, ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms) and Redis behind the gateway;
 after a warm-up of Zipf traffic, wrk runs with the same connections: /healthz (the runtime's floor), the hottest page
 served as a constant (a cached page's floor), the ${HOT_RANKS} hottest products only (every page in L1), the Zipf mix (CPU,

@@ -32,7 +32,7 @@ const FIRST_ID = 50_000;
 const PAGE_TIMEOUT_MS = 10_000;
 
 const COMMAND = "npm run bench:sections";
-const USAGE = `${COMMAND}: cold product pages while reviews and recommendations answer late (bench/README.md, "Sections").
+const USAGE = `${COMMAND}: cold product pages while reviews and recommendations answer late (bench/sections/README.md).
 The deployed bundle in workerd, the demo origin (${CATALOG.toLocaleString("en-US")} products, ${ORIGIN.latencyMs} ± ${ORIGIN.jitterMs} ms) and Redis behind the gateway, one isolate.
 Per lateness, products nobody asked for yet are requested a few at once and read as they arrive: time to the first byte,
 to the price and to the end (p50/p99), and the share of pages showing a section's default content.

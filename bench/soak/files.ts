@@ -1,7 +1,7 @@
 // What bench:soak writes: bench/results/soak.md (soak-rounds.md with
 // --rounds; -<suffix> with --results-suffix), its chart (.svg) and the run's
 // figures (.json). The tables come filled (windowTable.ts, checks.ts, phases.ts);
-// this lays them out. The method is bench/README.md, "Soak".
+// this lays them out. The method is bench/soak/README.md.
 import { lineChartSvg } from "../lib/chart";
 import { pricesNote, type Prices } from "../lib/cost";
 import { SAMPLING_INTERVAL_US } from "../lib/cpuProfile";

@@ -18,7 +18,7 @@
 // origin's counters, workerd's CPU and the worker's status tell what the
 // flood cost and what was shed. With `--flood-profile`, the isolate's V8 CPU
 // profile over each flood phase's load, summarised after its table. See
-// bench/README.md, "Floods".
+// bench/soak/README.md, "Floods".
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -166,7 +166,7 @@ export async function runFloods(settings: FloodSettings, cleanups: Cleanups): Pr
       `Each phase ${seconds} s; the sampler asks for one of those ${CACHED_PAGES} pages every ${SAMPLE_EVERY_MS} ms (${SAMPLE_TIMEOUT_MS / 1000} s timeout). ` +
       "Per flood request: the flood phase's count minus the baseline's scaled to the same wall time, over the flood's requests. " +
       (settings.profile ? "The flood phases ran under the V8 profiler (their figures include its cost; the baselines did not). " : "") +
-      'Method: bench/README.md, "Floods".',
+      'Method: bench/soak/README.md, "Floods".',
     "",
     ...runs.flatMap((run) => [
       `## ${run.title}`,

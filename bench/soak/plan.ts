@@ -56,8 +56,8 @@ const FLOOD_KINDS = { departing: ["departing"], crawler: ["crawler"], both: ["de
 
 const USAGE = `${COMMAND}: do one or two isolates hold up under minutes of Zipf traffic (wrk), with visitors who close their
 connection mid-request? A herd for a cold product first, then 30 s windows (one row each: throughput, latency, where
-pages came from, Redis and origin calls, heap, logs), the cold products after, then pass/fail checks (bench/README.md,
-"Soak"). With --flood, the flood scenarios instead: departing visitors, a crawler, each alone and beside the Zipf load.
+pages came from, Redis and origin calls, heap, logs), the cold products after, then pass/fail checks (bench/soak/README.md).
+With --flood, the flood scenarios instead: departing visitors, a crawler, each alone and beside the Zipf load.
 Writes bench/results/soak.md, .svg and .json (soak-rounds.* with --rounds, soak-floods.md and .json with --flood).
 Needs redis-server; installs wrk when missing.
 

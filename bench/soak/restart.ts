@@ -6,7 +6,7 @@
 // lost as after a deploy; L2 (Redis) and the location cache survive.
 // Right after a restart, before the load resumes, a probe asks for pages the
 // location holds but no new isolate's L1 does, then for the same pages again
-// (L1 hits now): their latencies side by side. See bench/README.md, "Soak".
+// (L1 hits now): their latencies side by side. See bench/soak/README.md.
 import { useLocationServer } from "../../dev/harness/bundle";
 import { member } from "../../dev/harness/cacheStatus";
 import { forkLocationServer, type LocationServerStats } from "../../dev/harness/locationServer";

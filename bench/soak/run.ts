@@ -5,7 +5,7 @@
 // products, reads each instance's status and heap after every window, and
 // prints one row per window, then pass/fail checks. With `--departing N`, N
 // departing visitors (the departing flood's loops, cancel.ts) run beside wrk
-// for the whole soak. See bench/README.md, "Soak".
+// for the whole soak. See bench/soak/README.md.
 // With `--flood departing|crawler|both` it runs the flood scenarios instead (flood.ts).
 // The instances share one location cache; `--restart-at S` restarts every
 // isolate S seconds into the load (a redeploy), `--location-off-at S` restarts

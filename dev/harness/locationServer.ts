@@ -5,7 +5,7 @@
 // workerd process under test, as JavaScript over SQLite: its work counts as
 // the isolate's CPU, and two workerd processes sharing its folder lose puts
 // to SQLITE_BUSY. Neither is true of the location the tier is built for, so
-// the benchmarks' isolates share this one instead (bench/README.md, "Soak").
+// the benchmarks' isolates share this one instead (bench/soak/README.md).
 //
 // The protocol (workerd → the cache service; Miniflare's cache worker speaks
 // the same): `match` is a GET of the key's URL, answered with
